@@ -20,6 +20,7 @@ import { ProjectsLive } from "./handlers/ProjectsHttp.ts"
 import { EndpointsLive, FilesystemLive, OperationsLive, ProcessesLive, ProjectSandboxesLive, SandboxesLive } from "./handlers/SandboxPlaneHttp.ts"
 import { SystemLive } from "./handlers/SystemHttp.ts"
 import { EndpointProxyLive } from "./EndpointProxy.ts"
+import { FastReadsScoped } from "./FastReads.ts"
 import { OperationRunnerLive } from "../services/OperationRunner.ts"
 import { ProviderRegistryLive } from "../services/ProviderRegistryLive.ts"
 import { SandboxJobsLive } from "../services/sandboxes/Jobs.ts"
@@ -48,12 +49,19 @@ export const ServicesLive = Layer.mergeAll(CredentialsLive, IdempotencyStoreLive
   Layer.provideMerge(AppConfigLive)
 )
 
-const ServerLive = Layer.unwrapEffect(
-  Effect.map(AppConfig, (config) =>
-    BunHttpServer.layer({ port: config.port, hostname: config.host, maxRequestBodySize: config.maxBodyBytes * 2 }))
+/** Bun's server; its router answers the polled reads first (FastReads) and hands everything else to the API. */
+const ServerLive = Layer.unwrapScoped(
+  Effect.gen(function*() {
+    const config = yield* AppConfig
+    const fast = yield* FastReadsScoped(config.dataDir)
+    return BunHttpServer.layer({ port: config.port, hostname: config.host, maxRequestBodySize: config.maxBodyBytes * 2, routes: fast.routes })
+  })
 )
 
 export const HttpLive = HttpApiBuilder.serve((app) => withRequestId(HttpMiddleware.logger(app))).pipe(
+  // No spans per request: nothing exports them, and the span reads the client address from Bun's server, which
+  // a request FastReads hands over (through `server.fetch`) does not carry.
+  HttpMiddleware.withTracerDisabledWhen(() => true),
   Layer.provide(HttpApiSwagger.layer({ path: "/docs" })),
   Layer.provide(EndpointProxyLive),
   Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/v1/openapi.json" })),

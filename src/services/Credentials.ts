@@ -8,7 +8,7 @@ import { nowIso } from "../domain/Time.ts"
 import type { KeyPrincipal, UserPrincipal } from "../http/Security.ts"
 import { sha256Hex } from "./Crypto.ts"
 
-const LAST_USED_GRANULARITY_MS = 60_000
+export const LAST_USED_GRANULARITY_MS = 60_000
 
 export interface CredentialsShape {
   readonly resolveUserToken: (raw: string) => Effect.Effect<Option.Option<UserPrincipal>>

@@ -97,6 +97,12 @@ export interface OperationRunnerShape {
   readonly start: Effect.Effect<void>
   /** Claim due jobs now rather than at the next poll; call after committing a transaction that enqueued one. */
   readonly wake: Effect.Effect<void>
+  /**
+   * Claims the job with this dedupe key and starts it at once, skipping the loop's poll and claim query (for
+   * jobs a client waits on, like a process start). If it cannot be claimed now (not due, its lock is held, the
+   * runner is full or not started) the loop is woken instead and takes it as usual.
+   */
+  readonly runNow: (dedupeKey: string) => Effect.Effect<void>
   /** This process's lease owner id. */
   readonly owner: string
 }
@@ -229,6 +235,19 @@ export const OperationRunnerLive = Layer.scoped(
         return claimed
       }).pipe(sql.withTransaction)
 
+    const claimByKey = (dedupeKey: string) =>
+      Effect.gen(function*() {
+        const now = yield* nowIso
+        const token = newUuid()
+        const rows = yield* sql<JobRow>`UPDATE jobs SET state = 'leased', lease_owner = ${owner}, lease_token = ${token},
+            lease_expires_at = ${isoAfter(now, LEASE_SECONDS)}, attempts = attempts + 1, updated_at = ${now}
+          WHERE dedupe_key = ${dedupeKey} AND state = 'pending' AND available_at <= ${now}
+            AND (lock_key IS NULL OR lock_key NOT IN (
+              SELECT lock_key FROM jobs WHERE state = 'leased' AND lease_expires_at > ${now} AND lock_key IS NOT NULL))
+          RETURNING id, type, dedupe_key, lock_key, payload, attempts, lease_owner`
+        return rows[0] === undefined ? undefined : ([rows[0], token] as const)
+      })
+
     /** Jobs leased by a dead process of this host are claimable at once. */
     const reclaimOrphans = Effect.gen(function*() {
       const now = yield* nowIso
@@ -269,6 +288,8 @@ export const OperationRunnerLive = Layer.scoped(
       Effect.forever
     )
 
+    const wake = Effect.asVoid(Queue.offer(wakeQueue, undefined))
+
     return {
       owner,
       register: (type, handler) => Effect.sync(() => void handlers.set(type, handler)),
@@ -277,7 +298,16 @@ export const OperationRunnerLive = Layer.scoped(
         started.value = true
         return Effect.asVoid(FiberSet.run(fibers, loop))
       }),
-      wake: Effect.asVoid(Queue.offer(wakeQueue, undefined))
+      wake,
+      runNow: (dedupeKey) =>
+        Effect.gen(function*() {
+          if (!started.value || running.size >= MAX_CONCURRENT) return yield* wake
+          const claimed = yield* claimByKey(dedupeKey)
+          if (claimed === undefined) return yield* wake
+          const [row, token] = claimed
+          running.add(row.id)
+          yield* FiberSet.run(fibers, runOne(row, token))
+        }).pipe(Effect.catchAllCause((cause) => Effect.zipRight(Effect.logWarning("could not start a job at once", cause), wake)))
     }
   })
 )

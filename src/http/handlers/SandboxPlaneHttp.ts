@@ -29,7 +29,7 @@ import {
 import { endpointToWire, type EndpointRow } from "../../services/sandboxes/Endpoints.ts"
 import { operationEvents, PROCESS_BATCH_BYTES, processEvents, sseBody } from "../../services/sandboxes/EventStreams.ts"
 import { getOperation, operationToWire } from "../../services/sandboxes/Operations.ts"
-import { processToWire, type ProcessRow } from "../../services/sandboxes/Processes.ts"
+import { processJobKey, processToWire, type ProcessRow } from "../../services/sandboxes/Processes.ts"
 import { runtimeOperationToWire, type RuntimeOperationRow } from "../../services/sandboxes/RuntimeOperations.ts"
 import { getSandboxRow, type SandboxRow, sandboxToWire } from "../../services/sandboxes/SandboxRows.ts"
 import { AppConfig } from "../../Config.ts"
@@ -177,7 +177,7 @@ export const ProcessesLive = HttpApiBuilder.group(Api, "processes", (handlers) =
             schema: Process,
             run: Effect.flatMap(startProcess(caller, path.sandbox_id, payload), wire)
           })
-          yield* runner.wake
+          yield* runner.runNow(processJobKey(process.id))
           return yield* accepted(Process, process, `/v1/sandboxes/${path.sandbox_id}/processes/${process.id}`)
         }).pipe(provide))
       .handle("get", ({ path }) => Effect.flatMap(keyCaller, (c) => Effect.flatMap(processOf(c, path.sandbox_id, path.process_id), wire)).pipe(provide))

@@ -13,7 +13,7 @@ import { enqueueJob } from "../OperationRunner.ts"
 import { endpointExpiryJob, type EndpointRow, getEndpointRow } from "./Endpoints.ts"
 import { lifecycleJob } from "./Lifecycle.ts"
 import { getOperation, insertOperation } from "./Operations.ts"
-import { appendProcessEvent, getProcessRow, type ProcessRow, TERMINAL_PROCESS_STATES } from "./Processes.ts"
+import { appendProcessEvent, getProcessRow, processJobKey, type ProcessRow, TERMINAL_PROCESS_STATES } from "./Processes.ts"
 import { getRuntimeOperationRow, type RuntimeOperationKind } from "./RuntimeOperations.ts"
 import { getSandboxRow, type SandboxRow, setSandboxState } from "./SandboxRows.ts"
 
@@ -166,7 +166,7 @@ export const startProcess = (caller: Caller, sandboxId: string, input: StartProc
               ${JSON.stringify(input.environment ?? {})}, ${input.timeout_seconds}, ${input.max_output_bytes}, ${now})`.pipe(Effect.orDie)
     yield* sql`UPDATE sandboxes SET last_activity_at = ${now} WHERE id = ${sandboxId}`.pipe(Effect.orDie)
     yield* appendProcessEvent(id, "queued", {})
-    yield* enqueueJob({ type: "process.execute", dedupeKey: `process:execute:${id}`, payload: { process_id: id } })
+    yield* enqueueJob({ type: "process.execute", dedupeKey: processJobKey(id), payload: { process_id: id } })
     return (yield* getProcessRow(id))!
   })
 

@@ -12,7 +12,7 @@ import type { Process } from "../../domain/Runtime.ts"
 import { nowIso } from "../../domain/Time.ts"
 import { type ProviderError, type ProviderExecEvent, ProviderRegistry, type ProviderSandbox, type SandboxProvider } from "../../../providers/core/Provider.ts"
 import { type Job, type JobHandler, JobError } from "../OperationRunner.ts"
-import { getSandboxRow, providerTarget, touchSandbox } from "./SandboxRows.ts"
+import { getSandboxRow, providerTarget } from "./SandboxRows.ts"
 
 export type ProcessState = "queued" | "running" | "cancelling" | "succeeded" | "failed" | "cancelled" | "timed_out"
 export const TERMINAL_PROCESS_STATES: ReadonlyArray<ProcessState> = ["succeeded", "failed", "cancelled", "timed_out"]
@@ -78,6 +78,8 @@ export const getProcessRow = (id: string) =>
     return rows[0]
   }).pipe(Effect.orDie)
 
+export const processJobKey = (processId: string) => `process:execute:${processId}`
+
 /** Appends one event with the next sequence number of the process (call inside a transaction). */
 export const appendProcessEvent = (processId: string, type: string, data: Readonly<Record<string, unknown>>) =>
   Effect.gen(function*() {
@@ -111,17 +113,40 @@ export const finishProcess = (
     return updated.length > 0
   }).pipe(Effect.orDie)
 
-interface ExecContext {
-  readonly provider: SandboxProvider
-  readonly resource: ProviderSandbox
+/** The terminal state, error and events a provider's exit event leads to. */
+const outcomeOf = (row: ProcessRow, exit: Extract<ProviderExecEvent, { type: "exit" }>, timedOutByUs: boolean) => {
+  if (exit.cancelled && !timedOutByUs && !exit.timedOut) {
+    return { state: "cancelled" as const, error: null, events: [["cancelled", { termination_signal: exit.signal }]] as const }
+  }
+  if (exit.timedOut || timedOutByUs) {
+    const error: ErrorObject = { code: "process_timed_out", message: `The process ran longer than ${row.timeout_seconds} s`, retryable: false }
+    return { state: "timed_out" as const, error, events: [["timed_out", { timeout_seconds: row.timeout_seconds, termination_signal: exit.signal }]] as const }
+  }
+  if (exit.exitCode === 0) return { state: "succeeded" as const, error: null, events: [["exited", { exit_code: 0 }]] as const }
+  const error: ErrorObject = exit.exitCode === null
+    ? { code: "process_killed", message: `The process was killed by ${exit.signal ?? "a signal"}`, retryable: false }
+    : { code: "process_exit_nonzero", message: `The process exited with code ${exit.exitCode}`, retryable: false, details: { exit_code: exit.exitCode } }
+  return { state: "failed" as const, error, events: [["exited", { exit_code: exit.exitCode }], ["failed", error]] as const }
 }
 
-/** Stores provider events; returns the exit event if one came. */
-const storeEvents = (row: ProcessRow, events: ReadonlyArray<ProviderExecEvent>, timedOutByUs: boolean) =>
+/**
+ * Stores a batch of provider events in three statements (read the counters, insert the events, update the row),
+ * inside the caller's transaction; touches the sandbox; returns the exit event if one came. Output past
+ * `max_output_bytes` is dropped and marks the process truncated. Nothing is written to a process that is
+ * already terminal.
+ */
+const storeEvents = (processId: string, events: ReadonlyArray<ProviderExecEvent>, timedOutByUs: boolean) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
+    const now = yield* nowIso
+    const row = (yield* sql<ProcessRow>`SELECT * FROM processes WHERE id = ${processId}`)[0]!
+    if (TERMINAL_PROCESS_STATES.includes(row.state)) return undefined
     let exit: Extract<ProviderExecEvent, { type: "exit" }> | undefined
-    let providerSeq = row.provider_seq
+    let { provider_seq: providerSeq, next_event_seq: seq, output_bytes: output, stdout_bytes: stdout, stderr_bytes: stderr } = row
+    let truncated = row.output_truncated === 1
+    const rows: Array<{ process_id: string; seq: number; type: string; occurred_at: string; data: string }> = []
+    const append = (type: string, data: Readonly<Record<string, unknown>>) =>
+      rows.push({ process_id: processId, seq: ++seq, type, occurred_at: now, data: JSON.stringify(data) })
     for (const event of events) {
       if (event.seq !== providerSeq) continue // duplicate or out of order: the provider re-sent something we have
       providerSeq += 1
@@ -129,59 +154,33 @@ const storeEvents = (row: ProcessRow, events: ReadonlyArray<ProviderExecEvent>, 
         exit = event
         break
       }
-      const current = (yield* sql<{ output_bytes: number; stdout_bytes: number; stderr_bytes: number; max_output_bytes: number }>`
-        SELECT output_bytes, stdout_bytes, stderr_bytes, max_output_bytes FROM processes WHERE id = ${row.id}`)[0]!
-      const room = Math.max(0, current.max_output_bytes - current.output_bytes)
-      const data = event.data.subarray(0, room)
-      if (data.length < event.data.length) yield* sql`UPDATE processes SET output_truncated = 1 WHERE id = ${row.id}`
-      let offset = event.type === "stdout" ? current.stdout_bytes : current.stderr_bytes
+      const data = event.data.subarray(0, Math.max(0, row.max_output_bytes - output))
+      if (data.length < event.data.length) truncated = true
+      let offset = event.type === "stdout" ? stdout : stderr
       for (let start = 0; start < data.length; start += CHUNK_BYTES) {
         const chunk = data.subarray(start, start + CHUNK_BYTES)
-        yield* appendProcessEvent(row.id, event.type, {
-          data_base64: Buffer.from(chunk).toString("base64"),
-          byte_length: chunk.length,
-          stream_offset_bytes: offset
-        })
+        append(event.type, { data_base64: Buffer.from(chunk).toString("base64"), byte_length: chunk.length, stream_offset_bytes: offset })
         offset += chunk.length
       }
-      const column = event.type === "stdout" ? sql`stdout_bytes = stdout_bytes + ${data.length}` : sql`stderr_bytes = stderr_bytes + ${data.length}`
-      yield* sql`UPDATE processes SET output_bytes = output_bytes + ${data.length}, ${column} WHERE id = ${row.id}`
+      output += data.length
+      if (event.type === "stdout") stdout += data.length
+      else stderr += data.length
     }
-    yield* sql`UPDATE processes SET provider_seq = ${providerSeq} WHERE id = ${row.id}`
-    if (exit !== undefined) {
-      const truncated = exit.outputTruncated
-      if (exit.cancelled && !timedOutByUs && !exit.timedOut) {
-        yield* appendProcessEvent(row.id, "cancelled", { termination_signal: exit.signal })
-        yield* finishProcess(row.id, "cancelled", { exitCode: exit.exitCode, signal: exit.signal, truncated })
-      } else if (exit.timedOut || timedOutByUs) {
-        yield* appendProcessEvent(row.id, "timed_out", { timeout_seconds: row.timeout_seconds, termination_signal: exit.signal })
-        yield* finishProcess(row.id, "timed_out", {
-          exitCode: exit.exitCode,
-          signal: exit.signal,
-          truncated,
-          error: { code: "process_timed_out", message: `The process ran longer than ${row.timeout_seconds} s`, retryable: false }
-        })
-      } else if (exit.exitCode === 0) {
-        yield* appendProcessEvent(row.id, "exited", { exit_code: 0 })
-        yield* finishProcess(row.id, "succeeded", { exitCode: 0, signal: exit.signal, truncated })
-      } else {
-        const error: ErrorObject = exit.exitCode === null
-          ? { code: "process_killed", message: `The process was killed by ${exit.signal ?? "a signal"}`, retryable: false }
-          : { code: "process_exit_nonzero", message: `The process exited with code ${exit.exitCode}`, retryable: false, details: { exit_code: exit.exitCode } }
-        yield* appendProcessEvent(row.id, "exited", { exit_code: exit.exitCode })
-        yield* appendProcessEvent(row.id, "failed", error)
-        yield* finishProcess(row.id, "failed", { exitCode: exit.exitCode, signal: exit.signal, truncated, error })
-      }
-    }
+    const outcome = exit === undefined ? undefined : outcomeOf(row, exit, timedOutByUs)
+    for (const [type, data] of outcome?.events ?? []) append(type, data)
+    if (rows.length > 0) yield* sql`INSERT INTO process_events ${sql.insert(rows)}`
+    yield* sql`UPDATE processes SET provider_seq = ${providerSeq}, next_event_seq = ${seq}, output_bytes = ${output},
+        stdout_bytes = ${stdout}, stderr_bytes = ${stderr}, output_truncated = ${truncated || exit?.outputTruncated === true ? 1 : 0}
+        ${outcome === undefined ? sql`` : sql`, state = ${outcome.state}, exit_code = ${exit!.exitCode}, termination_signal = ${exit!.signal},
+          error = ${outcome.error === null ? null : JSON.stringify(outcome.error)}, completed_at = ${now}`}
+      WHERE id = ${processId}`
+    yield* sql`UPDATE sandboxes SET last_activity_at = ${now} WHERE id = ${row.sandbox_id}`
     return exit
   }).pipe(Effect.orDie)
 
 export const makeProcessHandler = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   const registry = yield* ProviderRegistry
-
-  const context = (sandboxId: string) =>
-    Effect.map(getSandboxRow(sandboxId), (sandbox): Option.Option<ExecContext> => Option.fromNullable(providerTarget(registry, sandbox)))
 
   const failNotRunnable = (row: ProcessRow, message: string) =>
     Effect.gen(function*() {
@@ -196,7 +195,7 @@ export const makeProcessHandler = Effect.gen(function*() {
       let row = yield* getProcessRow(processId)
       if (row === undefined || TERMINAL_PROCESS_STATES.includes(row.state)) return
       const sandbox = yield* getSandboxRow(row.sandbox_id)
-      const ctx = yield* context(row.sandbox_id)
+      const ctx = Option.fromNullable(providerTarget(registry, sandbox))
       if (Option.isNone(ctx) || sandbox === undefined) return yield* failNotRunnable(row, "The sandbox has no running provider resource")
 
       if (row.execution_id === null) {
@@ -217,12 +216,15 @@ export const makeProcessHandler = Effect.gen(function*() {
           processId
         }).pipe(Effect.mapError(providerFailure))
         const now = yield* nowIso
-        yield* Effect.gen(function*() {
-          yield* sql`UPDATE processes SET execution_id = ${started.executionId}, started_at = ${now},
-            state = CASE WHEN state = 'queued' THEN 'running' ELSE state END WHERE id = ${processId}`
-          yield* appendProcessEvent(processId, "started", { execution_id: started.executionId })
+        // One statement takes the event's sequence number and records the start; the event follows it.
+        row = yield* Effect.gen(function*() {
+          const updated = (yield* sql<ProcessRow>`UPDATE processes SET execution_id = ${started.executionId}, started_at = ${now},
+              state = CASE WHEN state = 'queued' THEN 'running' ELSE state END, next_event_seq = next_event_seq + 1
+            WHERE id = ${processId} RETURNING *`)[0]!
+          yield* sql`INSERT INTO process_events (process_id, seq, type, occurred_at, data)
+            VALUES (${processId}, ${updated.next_event_seq}, 'started', ${now}, ${JSON.stringify({ execution_id: started.executionId })})`
+          return updated
         }).pipe(sql.withTransaction, Effect.orDie)
-        row = (yield* getProcessRow(processId))!
       }
 
       const executionId = row.execution_id!
@@ -232,8 +234,9 @@ export const makeProcessHandler = Effect.gen(function*() {
       // Poll tightly for short commands, then back off (buffered providers only say "done" when asked).
       let idleMs = 1
       let polls = 0
-      while (true) {
-        row = (yield* getProcessRow(processId))!
+      for (let first = true; ; first = false) {
+        // The row just written needs no second read; later rounds look for a cancel request or a finish.
+        if (!first) row = (yield* getProcessRow(processId))!
         if (TERMINAL_PROCESS_STATES.includes(row.state)) return
         if (!cancelSent && (row.cancel_requested_at !== null || Date.now() > deadline)) {
           timedOutByUs = row.cancel_requested_at === null
@@ -246,8 +249,7 @@ export const makeProcessHandler = Effect.gen(function*() {
           Effect.mapError(providerFailure)
         )
         if (events.length > 0) {
-          const exit = yield* storeEvents(row, events, timedOutByUs).pipe(sql.withTransaction, Effect.orDie)
-          yield* touchSandbox(row.sandbox_id)
+          const exit = yield* storeEvents(processId, events, timedOutByUs).pipe(sql.withTransaction, Effect.orDie)
           if (exit !== undefined) return
           idleMs = 1
           polls = 0

@@ -1,0 +1,139 @@
+/**
+ * FastReads (src/http/FastReads.ts) answers the polled GETs straight from SQLite. It must answer exactly what the
+ * full stack answers, and only the plain success: every other request is handed to the full stack. Checked two
+ * ways against a real server and its SQLite file: over HTTP (bodies equal those of the full stack, reached with a
+ * query string, which FastReads never answers; errors stay in the envelope), and by calling the routes in this
+ * process with a server whose `fetch` records the hand-over.
+ */
+import { Effect, Logger, LogLevel } from "effect"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { type FastReads, makeFastReads } from "../../src/http/FastReads.ts"
+import { execSql } from "../support/accounts.ts"
+import { api, bootstrap, type Bootstrap, expectEnvelope, type RunningServer, startServer } from "../support/server.ts"
+import { createReadySandbox, type KeyAuth, runProcess } from "../support/sandbox.ts"
+
+let server: RunningServer
+let http: ReturnType<typeof api>
+let owner: Bootstrap
+let auth: KeyAuth
+let other: KeyAuth
+let sandboxId: string
+let processId: string
+let operationId: string
+let fast: FastReads
+
+const HANDED_OVER = 599
+
+beforeAll(async () => {
+  server = await startServer()
+  http = api(server.url)
+  owner = await bootstrap(server.dataDir, "fast@example.com")
+  auth = { token: owner.api_key, project: owner.project_id }
+  const stranger = await bootstrap(server.dataDir, "stranger@example.com")
+  other = { token: stranger.api_key, project: stranger.project_id }
+  const created = await http.post("/v1/sandboxes", {
+    ...auth,
+    body: { source: { kind: "environment", environment: "metal/base" }, resources: { vcpu: 1, memory_mb: 512 }, lifecycle: { runtime_timeout_seconds: 600 } },
+    headers: { "idempotency-key": "fast-reads-create" }
+  })
+  operationId = created.body.operation.id
+  sandboxId = (await createReadySandbox(http, auth)).id
+  processId = (await runProcess(http, auth, sandboxId, ["sh", "-c", "echo out; echo err >&2; exit 4"])).process.id
+  const runtime = Effect.runSync(Effect.runtime<never>().pipe(Logger.withMinimumLogLevel(LogLevel.None)))
+  fast = makeFastReads({ dataDir: server.dataDir, runtime })
+}, 60_000)
+
+afterAll(async () => {
+  fast?.close()
+  await server?.stop()
+})
+
+const paths = () => ({
+  sandbox: `/v1/sandboxes/${sandboxId}`,
+  process: `/v1/sandboxes/${sandboxId}/processes/${processId}`,
+  operation: `/v1/operations/${operationId}`
+})
+
+/** Calls a FastReads route in this process; a hand-over to the full stack answers HANDED_OVER. */
+const direct = async (pattern: string, url: string, init: RequestInit & { params: Record<string, string> }) => {
+  const request = Object.assign(new Request(`http://gateway${url}`, init), { params: init.params, cookies: new Map() })
+  const handedOver = { fetch: () => new Response(null, { status: HANDED_OVER }) }
+  const response = await fast.routes[pattern]!(request as never, handedOver as never)
+  return { status: response.status, body: response.status === 200 ? await response.json() : undefined, headers: response.headers }
+}
+const headers = (a: KeyAuth, extra: Record<string, string> = {}) => ({ authorization: `Bearer ${a.token}`, "x-metal-project-id": a.project, ...extra })
+const routes = () => [
+  { pattern: "/v1/sandboxes/:sandbox_id", url: paths().sandbox, params: { sandbox_id: sandboxId } },
+  { pattern: "/v1/sandboxes/:sandbox_id/processes/:process_id", url: paths().process, params: { sandbox_id: sandboxId, process_id: processId } },
+  { pattern: "/v1/operations/:operation_id", url: paths().operation, params: { operation_id: operationId } }
+]
+
+describe("fast reads", () => {
+  it("answer each polled read with exactly the full stack's body, content type and request id", async () => {
+    for (const path of Object.values(paths())) {
+      const full = await http.get(`${path}?full=1`, auth)
+      const quick = await http.get(path, { ...auth, headers: { "x-request-id": "poll-1" } })
+      expect(full.status).toBe(200)
+      expect(quick.status).toBe(200)
+      expect(quick.body).toEqual(full.body)
+      expect(quick.headers.get("content-type")).toBe(full.headers.get("content-type"))
+      expect(quick.headers.get("x-request-id")).toBe("poll-1")
+    }
+    // And they are really served by FastReads (the key was just used, so nothing is left to refresh).
+    for (const route of routes()) {
+      const answered = await direct(route.pattern, route.url, { headers: headers(auth), params: route.params })
+      expect(answered.status).toBe(200)
+      expect(answered.body).toEqual((await http.get(`${route.url}?full=1`, auth)).body)
+    }
+  })
+
+  it("hand everything but the plain success to the full stack", async () => {
+    const key = (await http.post(`/v1/projects/${owner.project_id}/api-keys`, { token: owner.user_token, body: { name: "second" } })).body
+    const second: KeyAuth = { token: key.key, project: owner.project_id }
+    expect((await http.get(paths().sandbox, second)).status).toBe(200) // sets its last_used_at
+    for (const route of routes()) {
+      const cases: Array<[string, RequestInit & { params: Record<string, string> }]> = [
+        ["no credentials", { params: route.params }],
+        ["a user token", { headers: { authorization: `Bearer ${owner.user_token}`, "x-metal-project-id": owner.project_id }, params: route.params }],
+        ["an unknown key", { headers: headers({ token: `metal_sk_${"x".repeat(40)}`, project: owner.project_id }), params: route.params }],
+        ["no project header", { headers: { authorization: `Bearer ${auth.token}` }, params: route.params }],
+        ["another project's header", { headers: headers({ ...auth, project: other.project }), params: route.params }],
+        ["another project's key", { headers: headers(other), params: route.params }],
+        ["a malformed request id", { headers: headers(auth, { "x-request-id": "bad id!" }), params: route.params }],
+        ["a DELETE", { method: "DELETE", headers: headers(auth), params: route.params }],
+        ["an unknown id", { headers: headers(auth), params: Object.fromEntries(Object.keys(route.params).map((k) => [k, "x_nope"])) }]
+      ]
+      for (const [name, init] of cases) {
+        expect({ name, route: route.pattern, status: (await direct(route.pattern, route.url, init)).status }).toEqual({ name, route: route.pattern, status: HANDED_OVER })
+      }
+      const query = await direct(route.pattern, `${route.url}?x=1`, { headers: headers(auth), params: route.params })
+      expect(query.status).toBe(HANDED_OVER)
+    }
+    // A process read under another sandbox's path is not this process.
+    const wrongSandbox = await direct("/v1/sandboxes/:sandbox_id/processes/:process_id", paths().process, {
+      headers: headers(auth), params: { sandbox_id: "sbx_other", process_id: processId }
+    })
+    expect(wrongSandbox.status).toBe(HANDED_OVER)
+    // An operation is read with the key that caused it (another key of the same project gets the full stack's 404).
+    expect((await direct("/v1/operations/:operation_id", paths().operation, { headers: headers(second), params: { operation_id: operationId } })).status).toBe(HANDED_OVER)
+    expectEnvelope(await http.get(paths().operation, second), 404, "not_found")
+    // A key due for its last_used_at refresh goes through the full stack, which records the use.
+    execSql(server.dataDir, "UPDATE api_keys SET last_used_at = '2020-01-01T00:00:00.000Z' WHERE id = ?", key.api_key?.id ?? key.id)
+    expect((await direct("/v1/sandboxes/:sandbox_id", paths().sandbox, { headers: headers(second), params: { sandbox_id: sandboxId } })).status).toBe(HANDED_OVER)
+    // Revoked and expired keys are never answered here.
+    execSql(server.dataDir, "UPDATE api_keys SET last_used_at = ?, expires_at = '2020-01-01T00:00:00.000Z' WHERE id = ?", new Date().toISOString(), key.api_key?.id ?? key.id)
+    expect((await direct("/v1/sandboxes/:sandbox_id", paths().sandbox, { headers: headers(second), params: { sandbox_id: sandboxId } })).status).toBe(HANDED_OVER)
+    expectEnvelope(await http.get(paths().sandbox, second), 401, "unauthenticated")
+  })
+
+  it("leave every error of these routes to the full stack's envelope", async () => {
+    for (const path of Object.values(paths())) {
+      expectEnvelope(await http.get(path, {}), 401)
+      expectEnvelope(await http.get(path, { token: auth.token }), 400, "project_header_required")
+      expectEnvelope(await http.get(path, other), 404, "not_found")
+    }
+    expectEnvelope(await http.get("/v1/sandboxes/sbx_nope", auth), 404, "not_found")
+    expectEnvelope(await http.get(`/v1/sandboxes/${sandboxId}/processes/proc_nope`, auth), 404, "not_found")
+    expectEnvelope(await http.get("/v1/operations/op_nope", auth), 404, "not_found")
+  })
+})
