@@ -32,6 +32,42 @@ export const persistentState = <S>(dir: string, initial: () => S) => {
   return { state, save }
 }
 
+/**
+ * Many small records kept one file each under `dir/<name>/` (named by a hash of the key), loaded at start: for
+ * state that grows with use (a session per process), so saving one record does not rewrite all of them.
+ */
+export const persistentRecords = <V>(dir: string, name: string) => {
+  const folder = path.join(dir, name)
+  fs.mkdirSync(folder, { recursive: true })
+  const fileOf = (key: string) => path.join(folder, `${crypto.createHash("sha256").update(key).digest("hex").slice(0, 32)}.json`)
+  const records = new Map<string, V>()
+  for (const file of fs.readdirSync(folder)) {
+    if (!file.endsWith(".json")) continue
+    try {
+      const { key, value } = JSON.parse(fs.readFileSync(path.join(folder, file), "utf8")) as { key: string; value: V }
+      records.set(key, value)
+    } catch {
+      // a record cut short by a crash mid-write: it was never acknowledged, so it is dropped
+    }
+  }
+  return {
+    get: (key: string) => records.get(key),
+    entries: () => [...records.entries()],
+    /** Held in memory only, until `set`. */
+    remember: (key: string, value: V) => void records.set(key, value),
+    set: (key: string, value: V) => {
+      records.set(key, value)
+      const file = fileOf(key)
+      fs.writeFileSync(`${file}.tmp`, JSON.stringify({ key, value }))
+      fs.renameSync(`${file}.tmp`, file)
+    },
+    delete: (key: string) => {
+      records.delete(key)
+      fs.rmSync(fileOf(key), { force: true })
+    }
+  }
+}
+
 /** Runs an Effect; its typed failure (a RuntimeError with its `kind`) is what gets thrown. */
 export const runOrThrow = async <A, E>(effect: Effect.Effect<A, E>): Promise<A> => {
   const exit = await Effect.runPromiseExit(effect)

@@ -1,15 +1,15 @@
 /**
  * A loopback emulator of the Daytona API subset the adapter uses, backed by the local runtime: the control API
  * (`/sandbox…`, signed preview URLs), the toolbox (`/toolbox/{id}/process/session…`, `/toolbox/{id}/files…`) and
- * the preview proxy. Its state (sandboxes, sessions, previews) lives in DATA_DIR/emulators/daytona/state.json,
- * so it survives a gateway restart the way a provider's cloud would.
+ * the preview proxy. Its state (sandboxes and previews in DATA_DIR/emulators/daytona/state.json, one file per
+ * session under sessions/) survives a gateway restart the way a provider's cloud would.
  */
 import * as crypto from "node:crypto"
 import * as fs from "node:fs"
 import * as net from "node:net"
 import * as path from "node:path"
 import { Effect } from "effect"
-import { emulatorHome, emulatorKey, persistentState, runOrThrow, servePersistent, statusOfRuntimeError } from "../core/emulator-support.ts"
+import { emulatorHome, emulatorKey, persistentRecords, persistentState, runOrThrow, servePersistent, statusOfRuntimeError } from "../core/emulator-support.ts"
 import type { LocalRuntimeShape } from "../../src/runtime/LocalRuntime.ts"
 
 interface EmulatedSandbox {
@@ -24,10 +24,17 @@ interface EmulatedSandbox {
   createdAt: string
 }
 
+/** A session: command id → runtime exec id. Sessions live until deleted, their sandbox goes, or a day passes. */
+interface Session {
+  sandboxId: string
+  createdAt?: number
+  commands: Record<string, { execId: string; command: string }>
+}
+
 interface State {
   sandboxes: Record<string, EmulatedSandbox>
-  /** sessionId → command id → runtime exec id (sessions live until deleted or their sandbox goes) */
-  sessions: Record<string, { sandboxId: string; createdAt?: number; commands: Record<string, { execId: string; command: string }> }>
+  /** Only in state files of earlier versions: moved to the session records at start. */
+  sessions?: Record<string, Session>
   previews: Record<string, { sandboxId: string; port: number; expiresAt: number }>
 }
 
@@ -44,7 +51,14 @@ export interface DaytonaEmulator {
 export const startDaytonaEmulator = (dataDir: string, runtime: LocalRuntimeShape): DaytonaEmulator => {
   const dir = emulatorHome(dataDir, "daytona")
   const apiKey = emulatorKey(dir)
-  const { state, save } = persistentState<State>(dir, () => ({ sandboxes: {}, sessions: {}, previews: {} }))
+  const { state, save } = persistentState<State>(dir, () => ({ sandboxes: {}, previews: {} }))
+  const sessions = persistentRecords<Session>(dir, "sessions")
+  let lastPrune = 0
+  if (state.sessions !== undefined) {
+    for (const [id, session] of Object.entries(state.sessions)) sessions.set(id, session)
+    delete state.sessions
+    save()
+  }
   const run = runOrThrow
   const bridges = new Map<string, Promise<number>>()
   let baseUrl = ""
@@ -134,7 +148,7 @@ export const startDaytonaEmulator = (dataDir: string, runtime: LocalRuntimeShape
     if (parts.length === 2 && request.method === "DELETE") {
       await run(runtime.destroy(sandbox.id))
       delete state.sandboxes[sandbox.id]
-      for (const [sid, session] of Object.entries(state.sessions)) if (session.sandboxId === sandbox.id) delete state.sessions[sid]
+      for (const [sid, session] of sessions.entries()) if (session.sandboxId === sandbox.id) sessions.delete(sid)
       for (const [token, preview] of Object.entries(state.previews)) if (preview.sandboxId === sandbox.id) delete state.previews[token]
       save()
       return json({})
@@ -175,21 +189,23 @@ export const startDaytonaEmulator = (dataDir: string, runtime: LocalRuntimeShape
     const route = parts.join("/")
     if (route === "process/session" && request.method === "POST") {
       const { sessionId } = (await request.json()) as { sessionId: string }
-      state.sessions[sessionId] ??= { sandboxId: sandbox.id, createdAt: Date.now(), commands: {} }
-      // Like the runtime's own retention, sessions older than a day are forgotten, so the state stays small.
-      for (const [id, session] of Object.entries(state.sessions)) {
-        if (Date.now() - (session.createdAt ?? 0) > 24 * 3600 * 1000) delete state.sessions[id]
+      // Kept in memory until its first command: an empty session holds nothing a restart would need (a caller
+      // that finds it gone after one creates it again), so starting a process writes one small file, not two.
+      if (sessions.get(sessionId) === undefined) sessions.remember(sessionId, { sandboxId: sandbox.id, createdAt: Date.now(), commands: {} })
+      // Like the runtime's own retention, sessions older than a day are forgotten (looked for once a minute).
+      if (Date.now() - lastPrune > 60_000) {
+        lastPrune = Date.now()
+        for (const [id, session] of sessions.entries()) if (lastPrune - (session.createdAt ?? 0) > 24 * 3600 * 1000) sessions.delete(id)
       }
-      save()
       return json({})
     }
     if (parts[0] === "process" && parts[1] === "session" && parts[2] !== undefined) {
-      const session = state.sessions[parts[2]]
+      const sessionId = parts[2]
+      const session = sessions.get(sessionId)
       if (session === undefined || session.sandboxId !== sandbox.id) return error(404, "Session not found")
       if (parts.length === 3 && request.method === "DELETE") {
         for (const command of Object.values(session.commands)) await run(Effect.ignore(runtime.kill(sandbox.id, command.execId, "SIGKILL")))
-        delete state.sessions[parts[2]]
-        save()
+        sessions.delete(sessionId)
         return json({})
       }
       if (parts[3] === "exec" && request.method === "POST") {
@@ -197,7 +213,7 @@ export const startDaytonaEmulator = (dataDir: string, runtime: LocalRuntimeShape
         const cmdId = crypto.randomUUID()
         const exec = await run(runtime.exec(sandbox.id, { command: ["sh", "-c", body.command], maxOutputBytes: 100 * 1024 * 1024, tag: cmdId }))
         session.commands[cmdId] = { execId: exec.execId, command: body.command }
-        save()
+        sessions.set(sessionId, session)
         return json({ cmdId })
       }
       const command = parts[4] === undefined ? undefined : session.commands[parts[4]]

@@ -348,6 +348,8 @@ export const bwrapArgs = (options: {
   readonly hostname: string
   readonly cgroup: string | null
   readonly env: Record<string, string>
+  /** What the jail runs; default the agent, kept up by a shell loop. */
+  readonly command?: ReadonlyArray<string> | undefined
 }) => {
   const args = ["--bind", options.root, "/", "--ro-bind", "/usr", "/usr"]
   for (const name of ETC_FILES) if (fs.existsSync(`/etc/${name}`)) args.push("--ro-bind", `/etc/${name}`, `/etc/${name}`)
@@ -382,6 +384,35 @@ export const bwrapArgs = (options: {
   )
   for (const [k, v] of Object.entries(options.env)) args.push("--setenv", k, v)
   // A shell loop keeps the agent up: a crashed agent comes back and reloads its executions from /run/agent.
-  args.push("--", "/bin/sh", "-c", 'while :; do "$0" /opt/agent/agent.js; sleep 0.2; done', "/opt/agent/bun")
+  args.push("--", ...(options.command ?? ["/bin/sh", "-c", 'while :; do "$0" /opt/agent/agent.js; sleep 0.2; done', "/opt/agent/bun"]))
   return args
+}
+
+/** Where a root gateway stages a jail's directory (in a private mount namespace), so bwrap reaches it by one path. */
+export const STAGE = "/run/sandbox-gateway/stage"
+
+/**
+ * The host command that starts a jail: join its cgroups first (everything bwrap starts is accounted from its
+ * first fork), then, as root, stage the jail's directory in a private mount namespace and drop to `hostUid`
+ * before bwrap runs with `args`. bwrap writes its info (the sandbox's pid) to fd 3.
+ */
+export const launchCommand = (options: {
+  readonly dir: string
+  readonly cgroup: string | null
+  readonly isRoot: boolean
+  /** Bind bun into the stage (when the host's bun is not reachable by `hostUid`). */
+  readonly stageBun: string | null
+  readonly hostUid: number
+  readonly args: ReadonlyArray<string>
+}): Array<string> => {
+  const steps = [
+    ...(options.cgroup === null ? [] : cgroupProcsFiles(options.cgroup).map((f) => `echo $$ > '${f}'`)),
+    ...(options.isRoot ? [`mount --bind "$0" ${STAGE}`] : []),
+    ...(options.stageBun !== null ? [`mount --bind '${options.stageBun}' ${STAGE}/bun`] : []),
+    options.isRoot ? `exec setpriv --reuid=${options.hostUid} --regid=${options.hostUid} --clear-groups bwrap --info-fd 3 "$@"` : `exec bwrap --info-fd 3 "$@"`
+  ]
+  const script = steps.join(" && ")
+  return options.isRoot
+    ? ["unshare", "--mount", "--propagation", "private", "/bin/sh", "-c", script, options.dir, ...options.args]
+    : ["/bin/sh", "-c", script, options.dir, ...options.args]
 }

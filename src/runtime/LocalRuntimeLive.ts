@@ -36,6 +36,8 @@ import {
   descendants,
   freezerState,
   jailDir,
+  launchCommand,
+  STAGE,
   type JailSpec,
   type JailState,
   PIDS_LIMIT,
@@ -65,7 +67,6 @@ import {
 const AGENT_START_TIMEOUT_MS = 10_000
 const DESTROY_TIMEOUT_MS = 5_000
 /** Where a jail's directory is bound, inside the private mount namespace of its own wrapper only. */
-const STAGE = "/run/sandbox-gateway/stage"
 /** Ids are directory, cgroup and host names: a safe alphabet. */
 const SAFE_ID = /^[A-Za-z0-9_-]{1,100}$/
 /** Jails started ahead of demand (no internet, default limits) are named like this until handed out. */
@@ -87,6 +88,11 @@ export interface LocalRuntimeOptions {
 export interface LocalRuntimeHandle extends LocalRuntimeShape {
   readonly reap: (keepIds: ReadonlySet<string>) => Effect.Effect<ReadonlyArray<string>, RuntimeError>
   readonly shutdown: Effect.Effect<void>
+  /**
+   * A jail prepared exactly like a sandbox's (root, cgroups, staging, bwrap arguments) but without the agent:
+   * each `run` spawns it for one command and returns its stdout. The benchmark's baseline for exec.
+   */
+  readonly directJail: (id: string, spec: JailSpec) => { readonly run: (command: ReadonlyArray<string>) => Promise<string>; readonly remove: () => Promise<void> }
 }
 
 /** Every path component searchable and the file readable by anyone (so bwrap as HOST_UID can bind it). */
@@ -253,7 +259,8 @@ export const makeLocalRuntime = (dataDir: string, options: LocalRuntimeOptions =
     throw err("internal", `slirp4netns did not come up: ${logTail(state.id)}`)
   }
 
-  const startJail = async (id: string, spec: JailSpec): Promise<JailState> => {
+  /** A jail's directory, root and cgroups, and the host command that starts it running `command` (default: the agent). */
+  const prepareJail = (id: string, spec: JailSpec, command?: ReadonlyArray<string>) => {
     const dir = jailDir(dataDir, id)
     fs.mkdirSync(dir, { recursive: true })
     // Traversable (not listable) so bwrap, as HOST_UID, reaches root/ and run/ through the staging bind.
@@ -271,18 +278,14 @@ export const makeLocalRuntime = (dataDir: string, options: LocalRuntimeOptions =
       bunPath: stageBun ? path.join(base, "bun") : bunPath,
       hostname: id,
       cgroup,
-      env: agentEnv
+      env: agentEnv,
+      command
     })
-    // Join the cgroups first (everything bwrap starts is accounted from its first fork), then, as root,
-    // stage the directory in a private mount namespace and drop to HOST_UID.
-    const steps = [
-      ...(cgroup === null ? [] : cgroupProcsFiles(cgroup).map((f) => `echo $$ > '${f}'`)),
-      ...(isRoot ? [`mount --bind "$0" ${STAGE}`] : []),
-      ...(stageBun ? [`mount --bind '${bunPath}' ${STAGE}/bun`] : []),
-      isRoot ? `exec setpriv --reuid=${hostUid} --regid=${hostUid} --clear-groups bwrap --info-fd 3 "$@"` : `exec bwrap --info-fd 3 "$@"`
-    ]
-    const script = steps.join(" && ")
-    const command = isRoot ? ["unshare", "--mount", "--propagation", "private", "/bin/sh", "-c", script, dir, ...args] : ["/bin/sh", "-c", script, dir, ...args]
+    return { dir, cgroup, command: launchCommand({ dir, cgroup, isRoot, stageBun: stageBun ? bunPath : null, hostUid, args }) }
+  }
+
+  const startJail = async (id: string, spec: JailSpec): Promise<JailState> => {
+    const { dir, cgroup, command } = prepareJail(id, spec)
     const infoFile = path.join(dir, "info.json")
     const info = fs.openSync(infoFile, "w")
     const log = fs.openSync(path.join(dir, "jail.log"), "w")
@@ -610,6 +613,20 @@ export const makeLocalRuntime = (dataDir: string, options: LocalRuntimeOptions =
         })
       }),
     reap: (keep) => run(() => reap(keep)),
+    directJail: (id, spec) => {
+      const { dir, command } = prepareJail(id, spec, ["/bin/sh", "-c", 'exec "$@"', "sh"])
+      return {
+        run: async (argv) => {
+          const info = fs.openSync(path.join(dir, "info.json"), "w")
+          const child = Bun.spawn([...command, ...argv], { cwd: "/", stdio: ["ignore", "pipe", "inherit", info] })
+          fs.closeSync(info)
+          const out = await new Response(child.stdout).text()
+          await child.exited
+          return out
+        },
+        remove: () => destroyJail(id)
+      }
+    },
     shutdown: Effect.promise(async () => {
       if (closed) return
       closed = true

@@ -167,3 +167,15 @@ EOF`
     }
   }, 60_000)
 })
+
+describe("a direct jail (the benchmark's baseline)", () => {
+  it("is the same jail as a sandbox's: same user, hostname, root and no host files; removal leaves nothing", async () => {
+    const jail = rt.directJail("direct", { vcpu: 1, memoryMb: 256, diskMb: 1024, internet: false, env: {}, labels: {} })
+    const sandboxView = (await sh(rt, "iso", "id -u; id -g; ls /; cat /etc/hostname")).stdout.replace("iso", "<id>")
+    const directView = (await jail.run(["sh", "-c", "id -u; id -g; ls /; cat /etc/hostname"])).replace("direct", "<id>")
+    expect(directView).toBe(sandboxView)
+    expect(await jail.run(["sh", "-c", `cat ${dataDir}/secret.txt 2>&1 || true`])).not.toContain(secret)
+    await jail.remove()
+    expect(fs.existsSync(path.join(dataDir, "sandboxes", "direct"))).toBe(false)
+  })
+})
