@@ -11,7 +11,7 @@ const setup = async () => {
   const dataDir = tempDataDir("daytona")
   const runtime = makeLocalRuntime(dataDir)
   const emulator = startDaytonaEmulator(dataDir, runtime)
-  const provider = makeDaytonaProvider({ apiUrl: emulator.baseUrl, apiKey: emulator.apiKey, mode: "emulated" })
+  const provider = makeDaytonaProvider({ baseUrl: emulator.baseUrl, apiKey: emulator.apiKey, mode: "emulated" })
   return {
     provider,
     emulator,
@@ -28,7 +28,7 @@ describe("daytona wire", () => {
   it("refuses a wrong API key with an auth error, and maps 404 to absent", async () => {
     const { emulator, teardown } = await setup()
     try {
-      const wrong = makeDaytonaProvider({ apiUrl: emulator.baseUrl, apiKey: "wrong", mode: "emulated" })
+      const wrong = makeDaytonaProvider({ baseUrl: emulator.baseUrl, apiKey: "wrong", mode: "emulated" })
       const result = await Effect.runPromise(Effect.either(wrong.reconcileCreate("sbx_x")))
       expect(result._tag === "Left" && result.left.kind).toBe("auth")
       const response = await fetch(`${emulator.baseUrl}/sandbox/nope`, { headers: { authorization: `Bearer ${emulator.apiKey}` } })

@@ -40,6 +40,14 @@ interface State {
 
 const json = (body: unknown, status = 200) => Response.json(body, { status })
 const STATUS_WAIT_MS = 50
+/** A mode as the daemon sends it: Go's `os.FileMode.String()`, e.g. `-rw-r--r--`, `drwxr-xr-x`, `Lrwxrwxrwx`. */
+const goFileMode = (entry: { readonly type: "file" | "directory" | "symlink" | "other"; readonly mode: number }) => {
+  const kind = entry.type === "file" ? "-" : entry.type === "directory" ? "d" : entry.type === "symlink" ? "L" : "?"
+  const bits = "rwxrwxrwx".split("").map((c, i) => ((entry.mode >> (8 - i)) & 1 ? c : "-")).join("")
+  return kind + bits
+}
+const STDOUT_MARK = Buffer.from([1, 1, 1])
+const STDERR_MARK = Buffer.from([2, 2, 2])
 const error = (status: number, message: string) => json({ statusCode: status, message, error: message }, status)
 
 export interface DaytonaEmulator {
@@ -153,6 +161,7 @@ export const startDaytonaEmulator = (dataDir: string, runtime: LocalRuntimeShape
       save()
       return json({})
     }
+    if (parts[2] === "toolbox-proxy-url" && parts.length === 3 && request.method === "GET") return json({ url: `${baseUrl}/toolbox` })
     if (parts[2] === "stop" && request.method === "POST") {
       await run(runtime.pause(sandbox.id))
       sandbox.state = "stopped"
@@ -191,7 +200,9 @@ export const startDaytonaEmulator = (dataDir: string, runtime: LocalRuntimeShape
       const { sessionId } = (await request.json()) as { sessionId: string }
       // Kept in memory until its first command: an empty session holds nothing a restart would need (a caller
       // that finds it gone after one creates it again), so starting a process writes one small file, not two.
-      if (sessions.get(sessionId) === undefined) sessions.remember(sessionId, { sandboxId: sandbox.id, createdAt: Date.now(), commands: {} })
+      if (typeof sessionId !== "string" || sessionId === "") return error(400, "sessionId is required")
+      if (sessions.get(sessionId) !== undefined) return error(409, `Session ${sessionId} already exists`)
+      sessions.remember(sessionId, { sandboxId: sandbox.id, createdAt: Date.now(), commands: {} })
       // Like the runtime's own retention, sessions older than a day are forgotten (looked for once a minute).
       if (Date.now() - lastPrune > 60_000) {
         lastPrune = Date.now()
@@ -203,6 +214,13 @@ export const startDaytonaEmulator = (dataDir: string, runtime: LocalRuntimeShape
       const sessionId = parts[2]
       const session = sessions.get(sessionId)
       if (session === undefined || session.sandboxId !== sandbox.id) return error(404, "Session not found")
+      if (parts.length === 3 && request.method === "GET") {
+        const commands = await Promise.all(Object.entries(session.commands).map(async ([id, c]) => {
+          const info = await run(runtime.getExec(sandbox.id, c.execId))
+          return { id, command: c.command, exitCode: info.state === "exited" ? info.exitCode ?? -1 : null }
+        }))
+        return json({ sessionId, commands })
+      }
       if (parts.length === 3 && request.method === "DELETE") {
         for (const command of Object.values(session.commands)) await run(Effect.ignore(runtime.kill(sandbox.id, command.execId, "SIGKILL")))
         sessions.delete(sessionId)
@@ -231,11 +249,18 @@ export const startDaytonaEmulator = (dataDir: string, runtime: LocalRuntimeShape
           return json({ id: parts[4], command: command.command, exitCode: info.state === "exited" ? info.exitCode ?? -1 : null })
         }
         if (parts[5] === "logs") {
-          const events = await run(runtime.execEvents(sandbox.id, command.execId, 0))
-          const text = (type: "stdout" | "stderr") =>
-            Buffer.concat(events.filter((e) => e.type === type).map((e) => Buffer.from((e as { data: Uint8Array }).data))).toString("latin1")
-          if (request.headers.get("x-daytona-split-output") === "true") return json({ stdout: text("stdout"), stderr: text("stderr") })
-          return new Response(text("stdout") + text("stderr"))
+          const events = (await run(runtime.execEvents(sandbox.id, command.execId, 0))).filter((e) => e.type !== "exit") as Array<{ type: "stdout" | "stderr"; data: Uint8Array }>
+          const text = (type: "stdout" | "stderr") => Buffer.concat(events.filter((e) => e.type === type).map((e) => e.data)).toString("utf8")
+          // The daemon's answers: {stdout, stderr} to an SDK that asks for split output; the raw log (each piece of
+          // output after a 3-byte marker, \x01 stdout and \x02 stderr, in the order written) to a caller that asks
+          // for split output without an SDK version; plain combined text otherwise. (The daemon marks each line;
+          // here each piece the runtime read, so bytes stay exact.)
+          if (request.headers.get("x-daytona-split-output") === "true") {
+            if (request.headers.get("x-daytona-sdk-version") !== null) return json({ stdout: text("stdout"), stderr: text("stderr") })
+            const log = Buffer.concat(events.flatMap((e) => [e.type === "stdout" ? STDOUT_MARK : STDERR_MARK, e.data]))
+            return new Response(log, { headers: { "content-type": "application/octet-stream" } })
+          }
+          return new Response(Buffer.concat(events.map((e) => e.data)), { headers: { "content-type": "text/plain; charset=utf-8" } })
         }
       }
       return error(404, "Command not found")
@@ -244,7 +269,7 @@ export const startDaytonaEmulator = (dataDir: string, runtime: LocalRuntimeShape
     if (route === "files/info" && request.method === "GET") {
       const stat = await run(runtime.statFile(sandbox.id, p))
       if (stat._tag === "None") return error(404, "File not found")
-      return json({ name: path.basename(p), size: stat.value.sizeBytes, isDir: stat.value.type === "directory", modTime: stat.value.modifiedAt, mode: stat.value.mode.toString(8) })
+      return json({ name: path.basename(p), size: stat.value.sizeBytes, isDir: stat.value.type === "directory", modTime: stat.value.modifiedAt, mode: goFileMode(stat.value) })
     }
     if (route === "files/download" && request.method === "GET") {
       const range = /^bytes=(\d+)-(\d*)$/.exec(request.headers.get("range") ?? "")
@@ -269,7 +294,7 @@ export const startDaytonaEmulator = (dataDir: string, runtime: LocalRuntimeShape
     }
     if (route === "files" && request.method === "GET") {
       const listed = await run(runtime.listFiles(sandbox.id, p, { recursive: false, maxEntries: 10_000 }))
-      return json(listed.entries.map((e) => ({ name: path.basename(e.path), size: e.sizeBytes, isDir: e.type === "directory", modTime: e.modifiedAt, mode: e.mode.toString(8) })))
+      return json(listed.entries.map((e) => ({ name: path.basename(e.path), size: e.sizeBytes, isDir: e.type === "directory", modTime: e.modifiedAt, mode: goFileMode(e) })))
     }
     if (route === "files" && request.method === "DELETE") {
       const deleted = await run(runtime.deleteFile(sandbox.id, p, { recursive: url.searchParams.get("recursive") === "true" }))
