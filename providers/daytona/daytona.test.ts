@@ -3,7 +3,8 @@ import { Effect } from "effect"
 import { describe, expect, it } from "vitest"
 import { makeLocalRuntime } from "../../src/runtime/LocalRuntimeLive.ts"
 import { tempDataDir } from "../../test/support/server.ts"
-import { conformance } from "../core/conformance.ts"
+import { conformance, conformanceInput } from "../core/conformance.ts"
+import type { ProviderExecEvent } from "../core/Provider.ts"
 import { makeDaytonaProvider } from "./adapter.ts"
 import { startDaytonaEmulator } from "./emulator.ts"
 
@@ -38,4 +39,31 @@ describe("daytona wire", () => {
       await teardown()
     }
   })
+
+  it("hands out a running command's output before it exits, in the order written, and the exit after", async () => {
+    const { provider, teardown } = await setup()
+    try {
+      const sandbox = await Effect.runPromise(provider.create(conformanceInput(`sbx_live${Date.now()}`)))
+      const { executionId } = await Effect.runPromise(provider.exec(sandbox, {
+        command: ["sh", "-c", "echo first; echo oops >&2; sleep 3; echo second"],
+        timeoutSeconds: 30,
+        maxOutputBytes: 1 << 20,
+        processId: `proc_live${Date.now()}`
+      }))
+      let early: ReadonlyArray<ProviderExecEvent> = []
+      const deadline = Date.now() + 2500
+      while (early.length < 2 && Date.now() < deadline) early = await Effect.runPromise(provider.execEvents(sandbox, executionId, 0))
+      expect(early.map((e) => e.type)).toEqual(["stdout", "stderr"])
+      expect(early.map((e) => (e.type === "exit" ? "" : Buffer.from(e.data).toString()))).toEqual(["first\n", "oops\n"])
+      let all: ReadonlyArray<ProviderExecEvent> = early
+      while (all.at(-1)?.type !== "exit") all = [...all, ...(await Effect.runPromise(provider.execEvents(sandbox, executionId, all.length)))]
+      expect(all.map((e) => e.seq)).toEqual([0, 1, 2, 3])
+      expect(Buffer.from((all[2] as { data: Uint8Array }).data).toString()).toBe("second\n")
+      expect(all[3]).toMatchObject({ type: "exit", exitCode: 0 })
+      await Effect.runPromise(provider.destroy(sandbox))
+    } finally {
+      await teardown()
+    }
+  }, 20_000)
 })
+
