@@ -583,9 +583,12 @@ export const makeLocalRuntime = (dataDir: string, options: LocalRuntimeOptions =
     makeDir: (id, p, options) =>
       run(async () => void (await agentJson(requireRunning(id).id, `/mkdir?path=${encodeURIComponent(absolutePath(p))}&parents=${options.parents ? 1 : 0}`, { method: "POST" }))),
     connectPort: (id, port) =>
-      run(() => {
+      run(async () => {
         if (!(Number.isInteger(port) && port >= 1 && port <= 65535)) throw err("invalid", "port must be 1-65535")
         requireRunning(id)
+        // An agent that is restarting (see agent.ts) opens its bridge again within moments.
+        const deadline = Date.now() + 2000
+        while (!fs.existsSync(bridgeSocket(dataDir, id)) && Date.now() < deadline) await Bun.sleep(2)
         return new Promise<net.Socket>((resolve, reject) => {
           const socket = net.connect(bridgeSocket(dataDir, id))
           let head = Buffer.alloc(0)
