@@ -1,6 +1,6 @@
 import { SqlClient } from "@effect/sql"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Layer, Ref } from "effect"
+import { Deferred, Effect, Layer, Ref } from "effect"
 import * as os from "node:os"
 import { AppConfig } from "../../src/Config.ts"
 import { SqlLive } from "../../src/db/Sql.ts"
@@ -31,6 +31,35 @@ const waitFor = <A>(check: Effect.Effect<A, unknown, SqlClient.SqlClient>, ok: (
   })
 
 describe("OperationRunner", () => {
+  it.live("runNow leases and starts a due job at once; a held lock or a future due time leaves it to the loop", () =>
+    Effect.gen(function*() {
+      const runner = yield* OperationRunner
+      const release = yield* Deferred.make<void>()
+      const ran = yield* Ref.make<Array<string>>([])
+      yield* runner.register("test.now", {
+        run: (job) => Effect.zipRight(Ref.update(ran, (r) => [...r, job.dedupeKey]), Deferred.await(release)),
+        giveUp: () => Effect.void
+      })
+      yield* runner.start
+      yield* Effect.sleep("50 millis") // the loop's first claim is behind it: only a wake or its poll would see new jobs
+      yield* enqueueJob({ type: "test.now", dedupeKey: "now:a", lockKey: "lock:1", payload: null })
+      yield* runner.runNow("now:a")
+      expect((yield* jobState("now:a"))?.state).toBe("leased") // no sleep: claimed by runNow itself
+      yield* enqueueJob({ type: "test.now", dedupeKey: "now:b", lockKey: "lock:1", payload: null })
+      yield* runner.runNow("now:b")
+      expect((yield* jobState("now:b"))?.state).toBe("pending") // its lock is held by now:a
+      yield* enqueueJob({ type: "test.now", dedupeKey: "now:later", payload: null, availableAt: new Date(Date.now() + 60_000).toISOString() })
+      yield* runner.runNow("now:later")
+      expect((yield* jobState("now:later"))?.state).toBe("pending")
+      yield* runner.runNow("now:missing") // nothing to claim: a no-op
+      yield* Deferred.succeed(release, undefined)
+      yield* waitFor(jobState("now:b"), (row) => row?.state === "succeeded")
+      expect((yield* jobState("now:a"))?.state).toBe("succeeded")
+      expect(yield* Ref.get(ran)).toEqual(["now:a", "now:b"])
+      expect((yield* jobState("now:later"))?.state).toBe("pending")
+    }).pipe(Effect.provide(testLayer())))
+
+
   it.live("runs an enqueued job once and marks it succeeded", () =>
     Effect.gen(function*() {
       const runner = yield* OperationRunner
