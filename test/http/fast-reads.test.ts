@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type FastReads, makeFastReads } from "../../src/http/FastReads.ts"
 import { execSql } from "../support/accounts.ts"
 import { api, bootstrap, type Bootstrap, expectEnvelope, type RunningServer, startServer } from "../support/server.ts"
-import { createReadySandbox, type KeyAuth, runProcess } from "../support/sandbox.ts"
+import { createReadySandbox, type KeyAuth, runProcess, waitRuntimeOperation } from "../support/sandbox.ts"
 
 let server: RunningServer
 let http: ReturnType<typeof api>
@@ -20,6 +20,7 @@ let other: KeyAuth
 let sandboxId: string
 let processId: string
 let operationId: string
+let readId: string
 let fast: FastReads
 
 const HANDED_OVER = 599
@@ -39,6 +40,12 @@ beforeAll(async () => {
   operationId = created.body.operation.id
   sandboxId = (await createReadySandbox(http, auth)).id
   processId = (await runProcess(http, auth, sandboxId, ["sh", "-c", "echo out; echo err >&2; exit 4"])).process.id
+  const bytes = Buffer.from(Array.from({ length: 4096 }, (_, i) => i % 256))
+  const write = await http.post(`/v1/sandboxes/${sandboxId}/filesystem/write`, { ...auth, body: { path: "/workspace/f.bin", data_base64: bytes.toString("base64") }, headers: { "idempotency-key": "fast-reads-write" } })
+  await waitRuntimeOperation(http, auth, sandboxId, write.body.id)
+  readId = (await http.post(`/v1/sandboxes/${sandboxId}/filesystem/read`, { ...auth, body: { path: "/workspace/f.bin" } })).body.id
+  const read = await waitRuntimeOperation(http, auth, sandboxId, readId)
+  expect(Buffer.from(read.result.data_base64, "base64").equals(bytes)).toBe(true)
   const runtime = Effect.runSync(Effect.runtime<never>().pipe(Logger.withMinimumLogLevel(LogLevel.None)))
   fast = makeFastReads({ dataDir: server.dataDir, runtime })
 }, 60_000)
@@ -51,6 +58,7 @@ afterAll(async () => {
 const paths = () => ({
   sandbox: `/v1/sandboxes/${sandboxId}`,
   process: `/v1/sandboxes/${sandboxId}/processes/${processId}`,
+  read: `/v1/sandboxes/${sandboxId}/runtime-operations/${readId}`,
   operation: `/v1/operations/${operationId}`
 })
 
@@ -65,6 +73,7 @@ const headers = (a: KeyAuth, extra: Record<string, string> = {}) => ({ authoriza
 const routes = () => [
   { pattern: "/v1/sandboxes/:sandbox_id", url: paths().sandbox, params: { sandbox_id: sandboxId } },
   { pattern: "/v1/sandboxes/:sandbox_id/processes/:process_id", url: paths().process, params: { sandbox_id: sandboxId, process_id: processId } },
+  { pattern: "/v1/sandboxes/:sandbox_id/runtime-operations/:runtime_operation_id", url: paths().read, params: { sandbox_id: sandboxId, runtime_operation_id: readId } },
   { pattern: "/v1/operations/:operation_id", url: paths().operation, params: { operation_id: operationId } }
 ]
 
@@ -109,7 +118,11 @@ describe("fast reads", () => {
       const query = await direct(route.pattern, `${route.url}?x=1`, { headers: headers(auth), params: route.params })
       expect(query.status).toBe(HANDED_OVER)
     }
-    // A process read under another sandbox's path is not this process.
+    // A process or runtime operation read under another sandbox's path is not that process or operation.
+    const wrongSandboxRead = await direct("/v1/sandboxes/:sandbox_id/runtime-operations/:runtime_operation_id", paths().read, {
+      headers: headers(auth), params: { sandbox_id: "sbx_other", runtime_operation_id: readId }
+    })
+    expect(wrongSandboxRead.status).toBe(HANDED_OVER)
     const wrongSandbox = await direct("/v1/sandboxes/:sandbox_id/processes/:process_id", paths().process, {
       headers: headers(auth), params: { sandbox_id: "sbx_other", process_id: processId }
     })
@@ -135,5 +148,6 @@ describe("fast reads", () => {
     expectEnvelope(await http.get("/v1/sandboxes/sbx_nope", auth), 404, "not_found")
     expectEnvelope(await http.get(`/v1/sandboxes/${sandboxId}/processes/proc_nope`, auth), 404, "not_found")
     expectEnvelope(await http.get("/v1/operations/op_nope", auth), 404, "not_found")
+    expectEnvelope(await http.get(`/v1/sandboxes/${sandboxId}/runtime-operations/rop_nope`, auth), 404, "not_found")
   })
 })

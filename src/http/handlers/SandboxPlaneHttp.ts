@@ -30,7 +30,7 @@ import { endpointToWire, type EndpointRow } from "../../services/sandboxes/Endpo
 import { operationEvents, PROCESS_BATCH_BYTES, processEvents, sseBody } from "../../services/sandboxes/EventStreams.ts"
 import { getOperation, operationToWire } from "../../services/sandboxes/Operations.ts"
 import { processJobKey, processToWire, type ProcessRow } from "../../services/sandboxes/Processes.ts"
-import { runtimeOperationToWire, type RuntimeOperationRow } from "../../services/sandboxes/RuntimeOperations.ts"
+import { runtimeOperationJobKey, runtimeOperationToWire, type RuntimeOperationRow } from "../../services/sandboxes/RuntimeOperations.ts"
 import { getSandboxRow, type SandboxRow, sandboxToWire } from "../../services/sandboxes/SandboxRows.ts"
 import { AppConfig } from "../../Config.ts"
 import { Api } from "../Api.ts"
@@ -209,7 +209,7 @@ export const FilesystemLive = HttpApiBuilder.group(Api, "filesystem", (handlers)
     const { sql, idempotency, runner, provide, tx } = yield* planeContext
     const wire = (row: RuntimeOperationRow) => Effect.map(getSandboxRow(row.sandbox_id), (s) => runtimeOperationToWire(row, capabilitiesOf(s)))
     const respond = (sandboxId: string, op: Schema.Schema.Type<typeof RuntimeOperation>) =>
-      Effect.zipRight(runner.wake, accepted(RuntimeOperation, op, `/v1/sandboxes/${sandboxId}/runtime-operations/${op.id}`))
+      Effect.zipRight(runner.runNow(runtimeOperationJobKey(op.kind, op.id)), accepted(RuntimeOperation, op, `/v1/sandboxes/${sandboxId}/runtime-operations/${op.id}`))
     const start = (sandboxId: string, kind: RuntimeOperationRow["kind"], request: unknown, key: string | undefined, idempotent: boolean) =>
       Effect.gen(function*() {
         const caller = yield* keyCaller

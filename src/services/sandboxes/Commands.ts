@@ -14,7 +14,7 @@ import { endpointExpiryJob, type EndpointRow, getEndpointRow } from "./Endpoints
 import { lifecycleJob } from "./Lifecycle.ts"
 import { getOperation, insertOperation } from "./Operations.ts"
 import { appendProcessEvent, getProcessRow, processJobKey, type ProcessRow, TERMINAL_PROCESS_STATES } from "./Processes.ts"
-import { getRuntimeOperationRow, type RuntimeOperationKind } from "./RuntimeOperations.ts"
+import { getRuntimeOperationRow, type RuntimeOperationKind, runtimeOperationJobKey } from "./RuntimeOperations.ts"
 import { getSandboxRow, type SandboxRow, setSandboxState } from "./SandboxRows.ts"
 
 export interface Caller {
@@ -211,7 +211,7 @@ export const startRuntimeOperation = (caller: Caller, sandboxId: string, kind: R
     yield* sql`INSERT INTO runtime_operations (id, project_id, sandbox_id, kind, state, request, created_at)
       VALUES (${id}, ${caller.projectId}, ${sandboxId}, ${kind}, 'queued', ${JSON.stringify(request)}, ${now})`.pipe(Effect.orDie)
     yield* sql`UPDATE sandboxes SET last_activity_at = ${now} WHERE id = ${sandboxId}`.pipe(Effect.orDie)
-    yield* enqueueJob({ type: "runtime.filesystem", dedupeKey: `runtime:${kind}:${id}`, payload: { runtime_operation_id: id } })
+    yield* enqueueJob({ type: "runtime.filesystem", dedupeKey: runtimeOperationJobKey(kind, id), payload: { runtime_operation_id: id } })
     return (yield* getRuntimeOperationRow(id))!
   })
 

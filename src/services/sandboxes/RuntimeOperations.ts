@@ -43,6 +43,8 @@ export const runtimeOperationToWire = (row: RuntimeOperationRow, providerCapabil
   provider_capabilities: providerCapabilities as typeof RuntimeOperation.Type["provider_capabilities"]
 })
 
+export const runtimeOperationJobKey = (kind: RuntimeOperationKind, id: string) => `runtime:${kind}:${id}`
+
 export const getRuntimeOperationRow = (id: string) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
