@@ -240,13 +240,16 @@ export const startDaytonaEmulator = (dataDir: string, runtime: LocalRuntimeShape
           // A running command is watched briefly before answering (the runtime wakes on its events), so a
           // poller learns of a quick exit at once rather than on its next poll. The wire answer is unchanged.
           const deadline = Date.now() + STATUS_WAIT_MS
-          let info = await run(runtime.getExec(sandbox.id, command.execId))
+          const info = await run(runtime.getExec(sandbox.id, command.execId))
+          let exitCode = info.state === "exited" ? info.exitCode ?? -1 : null
           let seen = 0
-          while (info.state !== "exited" && Date.now() < deadline) {
-            seen += (await run(runtime.execEvents(sandbox.id, command.execId, seen, deadline - Date.now()))).length
-            info = await run(runtime.getExec(sandbox.id, command.execId))
+          while (exitCode === null && Date.now() < deadline) {
+            const events = await run(runtime.execEvents(sandbox.id, command.execId, seen, deadline - Date.now()))
+            seen += events.length
+            const last = events.at(-1)
+            if (last?.type === "exit") exitCode = last.exitCode ?? -1
           }
-          return json({ id: parts[4], command: command.command, exitCode: info.state === "exited" ? info.exitCode ?? -1 : null })
+          return json({ id: parts[4], command: command.command, exitCode })
         }
         if (parts[5] === "logs") {
           const events = (await run(runtime.execEvents(sandbox.id, command.execId, 0))).filter((e) => e.type !== "exit") as Array<{ type: "stdout" | "stderr"; data: Uint8Array }>

@@ -198,6 +198,7 @@ export const makeProcessHandler = Effect.gen(function*() {
       const ctx = Option.fromNullable(providerTarget(registry, sandbox))
       if (Option.isNone(ctx) || sandbox === undefined) return yield* failNotRunnable(row, "The sandbox has no running provider resource")
 
+      let firstEvents: ReadonlyArray<ProviderExecEvent> | undefined
       if (row.execution_id === null) {
         if (row.cancel_requested_at !== null) {
           yield* Effect.gen(function*() {
@@ -217,7 +218,7 @@ export const makeProcessHandler = Effect.gen(function*() {
         }).pipe(Effect.mapError(providerFailure))
         const now = yield* nowIso
         // One statement takes the event's sequence number and records the start; the event follows it.
-        row = yield* Effect.gen(function*() {
+        const recordStart = Effect.gen(function*() {
           const updated = (yield* sql<ProcessRow>`UPDATE processes SET execution_id = ${started.executionId}, started_at = ${now},
               state = CASE WHEN state = 'queued' THEN 'running' ELSE state END, next_event_seq = next_event_seq + 1
             WHERE id = ${processId} RETURNING *`)[0]!
@@ -225,6 +226,14 @@ export const makeProcessHandler = Effect.gen(function*() {
             VALUES (${processId}, ${updated.next_event_seq}, 'started', ${now}, ${JSON.stringify({ execution_id: started.executionId })})`
           return updated
         }).pipe(sql.withTransaction, Effect.orDie)
+        // The provider is asked for the first events while the start is recorded (a short command is often over by
+        // then); they are stored after it, so the start comes first.
+        const [recorded, first] = yield* Effect.all([
+          recordStart,
+          ctx.value.provider.execEvents(ctx.value.resource, started.executionId, 0).pipe(Effect.mapError(providerFailure))
+        ], { concurrency: 2 })
+        row = recorded
+        firstEvents = first
       }
 
       const executionId = row.execution_id!
@@ -245,9 +254,9 @@ export const makeProcessHandler = Effect.gen(function*() {
             Effect.catchAll((e) => Effect.logWarning("cancel at the provider failed", { process: processId, error: e.message }))
           )
         }
-        const events = yield* ctx.value.provider.execEvents(ctx.value.resource, executionId, row.provider_seq).pipe(
-          Effect.mapError(providerFailure)
-        )
+        const events = first && firstEvents !== undefined && !cancelSent
+          ? firstEvents
+          : yield* ctx.value.provider.execEvents(ctx.value.resource, executionId, row.provider_seq).pipe(Effect.mapError(providerFailure))
         if (events.length > 0) {
           const exit = yield* storeEvents(processId, events, timedOutByUs).pipe(sql.withTransaction, Effect.orDie)
           if (exit !== undefined) return
