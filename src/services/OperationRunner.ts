@@ -167,7 +167,12 @@ export const OperationRunnerLive = Layer.scoped(
           yield* Effect.logWarning("lost the lease of a job; stopping it", { job: row.id, type: row.type })
           yield* Fiber.interrupt(runFiber)
         }
-      }).pipe(Effect.catchAllCause((cause) => Effect.logWarning("lease renewal failed", cause)), Effect.repeat(Schedule.spaced(RENEW_EVERY)))
+      }).pipe(
+        Effect.catchAllCause((cause) => Effect.logWarning("lease renewal failed", cause)),
+        // The claim just set the lease: the first renewal is due one period later.
+        Effect.delay(RENEW_EVERY),
+        Effect.forever
+      )
 
     const runOne = (row: JobRow, token: string) =>
       Effect.gen(function*() {
