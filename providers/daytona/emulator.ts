@@ -5,7 +5,6 @@
  * session under sessions/) survives a gateway restart the way a provider's cloud would.
  */
 import * as crypto from "node:crypto"
-import * as fs from "node:fs"
 import * as net from "node:net"
 import * as path from "node:path"
 import { Effect } from "effect"

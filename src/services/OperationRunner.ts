@@ -7,7 +7,7 @@
  * others when their lease expires.
  */
 import { SqlClient } from "@effect/sql"
-import { Cause, Context, Data, Duration, Effect, Exit, Fiber, FiberSet, Layer, Option, Queue, Schedule } from "effect"
+import { Cause, Context, Data, Duration, Effect, Exit, Fiber, FiberSet, Layer, Option, Queue } from "effect"
 import * as os from "node:os"
 import type { ErrorObject } from "../domain/Errors.ts"
 import { newUuid } from "../domain/Ids.ts"

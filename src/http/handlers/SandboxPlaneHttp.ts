@@ -206,7 +206,7 @@ export const ProcessesLive = HttpApiBuilder.group(Api, "processes", (handlers) =
 
 export const FilesystemLive = HttpApiBuilder.group(Api, "filesystem", (handlers) =>
   Effect.gen(function*() {
-    const { sql, idempotency, runner, provide, tx } = yield* planeContext
+    const { idempotency, runner, provide, tx } = yield* planeContext
     const wire = (row: RuntimeOperationRow) => Effect.map(getSandboxRow(row.sandbox_id), (s) => runtimeOperationToWire(row, capabilitiesOf(s)))
     const respond = (sandboxId: string, op: Schema.Schema.Type<typeof RuntimeOperation>) =>
       Effect.zipRight(runner.runNow(runtimeOperationJobKey(op.kind, op.id)), accepted(RuntimeOperation, op, `/v1/sandboxes/${sandboxId}/runtime-operations/${op.id}`))

@@ -9,7 +9,7 @@ import { Effect } from "effect"
 import type { ErrorObject } from "../../domain/Errors.ts"
 import type { Endpoint } from "../../domain/Runtime.ts"
 import { nowIso } from "../../domain/Time.ts"
-import { ProviderRegistry, type ProviderSandbox } from "../../../providers/core/Provider.ts"
+import { ProviderRegistry } from "../../../providers/core/Provider.ts"
 import { cancelJob, enqueueJob, type Job, type JobHandler, JobError } from "../OperationRunner.ts"
 import { getSandboxRow, providerTarget } from "./SandboxRows.ts"
 

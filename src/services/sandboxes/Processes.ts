@@ -10,7 +10,7 @@ import { Duration, Effect, Option } from "effect"
 import type { ErrorObject } from "../../domain/Errors.ts"
 import type { Process } from "../../domain/Runtime.ts"
 import { nowIso } from "../../domain/Time.ts"
-import { type ProviderError, type ProviderExecEvent, ProviderRegistry, type ProviderSandbox, type SandboxProvider } from "../../../providers/core/Provider.ts"
+import { type ProviderError, type ProviderExecEvent, ProviderRegistry } from "../../../providers/core/Provider.ts"
 import { type Job, type JobHandler, JobError } from "../OperationRunner.ts"
 import { getSandboxRow, providerTarget } from "./SandboxRows.ts"
 

@@ -8,7 +8,7 @@ import { Effect } from "effect"
 import type { ErrorObject } from "../../domain/Errors.ts"
 import type { RuntimeOperation } from "../../domain/Runtime.ts"
 import { nowIso } from "../../domain/Time.ts"
-import { type ProviderError, ProviderRegistry, type ProviderSandbox } from "../../../providers/core/Provider.ts"
+import { type ProviderError, ProviderRegistry } from "../../../providers/core/Provider.ts"
 import { type Job, type JobHandler, JobError } from "../OperationRunner.ts"
 import { getSandboxRow, providerTarget, touchSandbox } from "./SandboxRows.ts"
 
