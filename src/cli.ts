@@ -7,7 +7,7 @@ import { SqlClient } from "@effect/sql"
 import { Console, Effect, Logger, LogLevel, Schedule } from "effect"
 import { EXPIRES_IN_SECONDS } from "./domain/Accounts.ts"
 import { AppConfigLive } from "./Config.ts"
-import { SqlLive } from "./db/Sql.ts"
+import { isDatabaseBusy, SqlLive } from "./db/Sql.ts"
 import { insertOrganization } from "./db/repos/Organizations.ts"
 import { insertProject, issueApiKey } from "./db/repos/Projects.ts"
 import { ensureUser, findUserByEmail, issueUserToken, revokeUserToken } from "./db/repos/Users.ts"
@@ -55,15 +55,6 @@ const expiresFlag = (flags: Flags): number | null => {
 
 const print = (flags: Flags, json: unknown, text: string) => Console.log(flags["json"] === true ? JSON.stringify(json) : text)
 
-/** SQLITE_BUSY, as a failure or as the cause of a defect (repositories turn SqlError into defects). */
-const isBusy = (u: unknown): boolean => {
-  for (let e: unknown = u, depth = 0; e !== null && typeof e === "object" && depth < 4; e = (e as { cause?: unknown }).cause, depth++) {
-    const { code, message } = e as { code?: unknown; message?: unknown }
-    if (code === "SQLITE_BUSY" || (typeof message === "string" && message.includes("database is locked"))) return true
-  }
-  return false
-}
-
 class Busy {
   readonly _tag = "Busy"
 }
@@ -76,7 +67,7 @@ class Busy {
 const tx = <A, E>(effect: Effect.Effect<A, E, SqlClient.SqlClient>) =>
   Effect.flatMap(SqlClient.SqlClient, (sql) => sql.withTransaction(effect)).pipe(
     Effect.catchTag("SqlError", Effect.die),
-    Effect.catchAllDefect((d) => (isBusy(d) ? Effect.fail(new Busy()) : Effect.die(d))),
+    Effect.catchAllDefect((d) => (isDatabaseBusy(d) ? Effect.fail(new Busy()) : Effect.die(d))),
     Effect.retry({
       while: (e) => e instanceof Busy,
       schedule: Schedule.exponential("10 millis").pipe(Schedule.jittered, Schedule.intersect(Schedule.recurs(12)))

@@ -27,5 +27,18 @@ const ClientLive = Layer.unwrapEffect(
   Effect.map(AppConfig, (config) => SqliteClient.layer({ filename: databaseFile(config.dataDir) }))
 )
 
+/**
+ * SQLITE_BUSY, as a failure or as the cause of a defect (repositories turn SqlError into defects): another
+ * process held the write lock past the busy timeout, or committed under a deferred transaction that then wrote.
+ * The failed statement's transaction was rolled back, so the whole attempt can be made again.
+ */
+export const isDatabaseBusy = (u: unknown): boolean => {
+  for (let e: unknown = u, depth = 0; e !== null && typeof e === "object" && depth < 4; e = (e as { cause?: unknown }).cause, depth++) {
+    const { code, message } = e as { code?: unknown; message?: unknown }
+    if (code === "SQLITE_BUSY" || (typeof message === "string" && message.includes("database is locked"))) return true
+  }
+  return false
+}
+
 /** SqlClient with pragmas applied and every migration run. */
 export const SqlLive = Layer.mergeAll(MigratorLive, Pragmas).pipe(Layer.provideMerge(ClientLive))

@@ -10,10 +10,12 @@ import {
   InternalError,
   NotFound,
   PayloadTooLarge,
+  ServiceUnavailable,
   Unprocessable,
   UnsupportedMediaType
 } from "../domain/Errors.ts"
 import { AppConfig } from "../Config.ts"
+import { isDatabaseBusy } from "../db/Sql.ts"
 import { Api } from "./Api.ts"
 import { ENDPOINT_PATH_PREFIX } from "./EndpointProxy.ts"
 
@@ -59,7 +61,7 @@ export const ErrorEnvelopeLive = HttpApiBuilder.middleware(
   Api,
   Effect.map(AppConfig, ({ maxBodyBytes }) => (app) =>
     Effect.zipRight(checkBody(maxBodyBytes), app).pipe(
-      Effect.catchAllCause((cause): Effect.Effect<never, BadRequest | NotFound | Unprocessable | InternalError | PayloadTooLarge | UnsupportedMediaType> => {
+      Effect.catchAllCause((cause): Effect.Effect<never, BadRequest | NotFound | Unprocessable | InternalError | PayloadTooLarge | UnsupportedMediaType | ServiceUnavailable> => {
         if (Cause.isInterruptedOnly(cause)) return Effect.failCause(cause as Cause.Cause<never>)
         const failure = Cause.failureOption(cause)
         const defect = Cause.dieOption(cause)
@@ -78,6 +80,13 @@ export const ErrorEnvelopeLive = HttpApiBuilder.middleware(
         }
         if (Option.isSome(defect) && HttpServerError.isServerError(defect.value) && defect.value._tag === "RequestError") {
           return Effect.fail(new BadRequest({ code: "invalid_json", message: "The request body is not valid JSON" }))
+        }
+        // Another process (the CLI, a backup) held the database: nothing was written, so the request can be sent again.
+        if (Option.isSome(defect) && isDatabaseBusy(defect.value)) {
+          return Effect.zipRight(
+            Effect.logWarning("database busy", cause),
+            Effect.fail(new ServiceUnavailable({ code: "database_busy", message: "The database is busy; send the request again" }))
+          )
         }
         return Effect.zipRight(
           Effect.logError("unhandled failure", cause),

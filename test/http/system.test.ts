@@ -1,5 +1,8 @@
+import { Database } from "bun:sqlite"
+import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { api, expectEnvelope, type RunningServer, startServer } from "../support/server.ts"
+import { querySql } from "../support/accounts.ts"
+import { api, bootstrap, expectEnvelope, type RunningServer, startServer } from "../support/server.ts"
 
 let server: RunningServer
 let http: ReturnType<typeof api>
@@ -45,4 +48,25 @@ describe("system routes and the error envelope", () => {
     expect(docs.status).toBe(200)
     expect(docs.text).not.toMatch(/https?:\/\/(cdn|unpkg|fonts)\./)
   })
+})
+
+describe("a database held by another process", () => {
+  it("answers 503 database_busy (retryable, nothing written) past the busy timeout, then works once it is released", async () => {
+    const owner = await bootstrap(server.dataDir, "busy@example.com")
+    const db = new Database(path.join(server.dataDir, "gateway.sqlite"))
+    db.exec("PRAGMA busy_timeout = 5000")
+    db.exec("BEGIN IMMEDIATE") // the write lock, as a long CLI or backup transaction would hold it
+    let busy
+    try {
+      busy = await http.post(`/v1/organizations/${owner.organization_id}/projects`, { token: owner.user_token, body: { name: "Busy", slug: "busy" } })
+    } finally {
+      db.exec("ROLLBACK")
+      db.close()
+    }
+    const envelope = expectEnvelope(busy, 503, "database_busy")
+    expect(envelope.retryable).toBe(true)
+    expect(querySql(server.dataDir, "SELECT id FROM projects WHERE slug = 'busy'")).toEqual([])
+    const again = await http.post(`/v1/organizations/${owner.organization_id}/projects`, { token: owner.user_token, body: { name: "Busy", slug: "busy" } })
+    expect(again.status).toBe(201)
+  }, 30_000)
 })
