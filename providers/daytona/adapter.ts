@@ -59,6 +59,7 @@
 import { FetchHttpClient, HttpClient, HttpClientRequest, type HttpClientResponse } from "@effect/platform"
 import { Duration, Effect, Schema } from "effect"
 import { DECLARED } from "../core/declared.ts"
+import { workspacePaths } from "../core/workspace.ts"
 import { kindOfStatus, kindOfTransportFailure, providerFailure } from "../core/errors.ts"
 import {
   type CreateInput,
@@ -343,8 +344,7 @@ export const makeDaytonaProvider = (config: DaytonaProviderConfig): SandboxProvi
     build?: (r: HttpClientRequest.HttpClientRequest) => HttpClientRequest.HttpClientRequest
   ) => Effect.flatMap(toolbox(sandbox, method, path, build), (request) => send(request, what, { toolbox: true }))
 
-  const providerPath = (p: string) =>
-    p === "/workspace" ? workspaceDir : p.startsWith("/workspace/") ? `${workspaceDir}${p.slice("/workspace".length)}` : p
+  const providerPath = workspacePaths(workspaceDir).toProvider
   const withPath = (p: string) => HttpClientRequest.setUrlParam("path", providerPath(p))
 
   // ---- sandboxes ----

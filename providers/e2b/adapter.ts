@@ -35,6 +35,7 @@ import { FetchHttpClient, HttpClient, HttpClientRequest, type HttpClientResponse
 import { Cause, Deferred, Duration, Effect, Either, Exit, Schema, Stream } from "effect"
 import { DECLARED } from "../core/declared.ts"
 import { kindOfStatus, providerFailure } from "../core/errors.ts"
+import { withWorkspace } from "../core/workspace.ts"
 import {
   type CreateInput,
   type InspectState,
@@ -228,6 +229,11 @@ export interface E2BProviderConfig {
   readonly capabilities?: ProviderCapabilities | undefined
   /** Defaults to the fetch client; tests pass a scripted one. */
   readonly httpClient?: HttpClient.HttpClient | undefined
+  /**
+   * Where the gateway's /workspace is at the provider: E2B's user cannot create /workspace, so by default
+   * `/home/user` (its home, where commands start) remote, and `/workspace` in the emulator.
+   */
+  readonly workspaceDir?: string | undefined
 }
 
 const defaultClient = () => Effect.runSync(Effect.provide(HttpClient.HttpClient, FetchHttpClient.layer))
@@ -838,5 +844,5 @@ export const makeE2BProvider = (config: E2BProviderConfig): SandboxProvider => {
     exposeHttpEndpoint: () => Effect.fail(unsupported(NAME, "HTTP endpoints")),
     revokeHttpEndpoint: () => Effect.fail(unsupported(NAME, "HTTP endpoints"))
   }
-  return provider
+  return withWorkspace(provider, config.workspaceDir ?? (config.mode === "emulated" ? "/workspace" : "/home/user"))
 }

@@ -674,6 +674,33 @@ describe("e2b adapter: envd requests", () => {
     expect(s.left()).toBe(0)
   })
 
+  it("remote: /workspace is the E2B user's home on the wire, and listed paths come back as /workspace", async () => {
+    const s = scripted([
+      getDetail(),
+      {
+        method: "POST",
+        path: "/filesystem.Filesystem/ListDir",
+        reply: (call) => {
+          expect(bodyJson(call)).toEqual({ path: "/home/user/src", depth: 1 })
+          return json({ entries: [{ name: "a.py", type: "FILE_TYPE_FILE", path: "/home/user/src/a.py", size: "3", modifiedTime: "2026-11-22T10:00:00Z" }] })
+        }
+      },
+      {
+        method: "POST",
+        path: "/filesystem.Filesystem/Stat",
+        reply: (call) => {
+          expect(bodyJson(call)).toEqual({ path: "/home/user/src/a.py" })
+          return json({ code: "not_found", message: "no such file" }, 404)
+        }
+      }
+    ])
+    const p = provider(s.client)
+    const listed = await run(p.listFiles(SANDBOX, { path: "/workspace/src", recursive: false, maxEntries: 10 }))
+    expect(listed.entries.map((e) => e.path)).toEqual(["/workspace/src/a.py"])
+    expect(await run(p.deleteFile(SANDBOX, { path: "/workspace/src/a.py", recursive: false }))).toEqual({ deleted: false })
+    expect(s.left()).toBe(0)
+  })
+
   it("the host pattern addresses envd per sandbox", async () => {
     const s = scripted([
       getDetail(),
