@@ -48,6 +48,7 @@ export const makeFastReads = (options: { readonly dataDir: string; readonly runt
   // A second connection to the same WAL file: reads see every committed write and never block the writer.
   const db = new Database(databaseFile(options.dataDir))
   db.run("PRAGMA busy_timeout = 5000")
+  db.run("PRAGMA query_only = ON") // reads only, whatever a later change might try
   const keyByHash: Statement<KeyRow, [string]> = db.query(`
     SELECT k.id, k.project_id, k.expires_at, k.last_used_at
     FROM api_keys k JOIN projects p ON p.id = k.project_id JOIN organizations o ON o.id = p.organization_id
