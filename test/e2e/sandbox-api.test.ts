@@ -6,7 +6,7 @@ import { Database } from "bun:sqlite"
 import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { api, type Bootstrap, bootstrap, expectEnvelope, type RunningServer, startServer } from "../support/server.ts"
-import { createReadySandbox, idempotencyKey, type KeyAuth, minimalSandbox, poll, readProcessOutput, waitOperation, waitProcess } from "../support/sandbox.ts"
+import { createReadySandbox, idempotencyKey, type KeyAuth, minimalSandbox, poll, readProcessOutput, runProcess, waitOperation, waitProcess } from "../support/sandbox.ts"
 import { pointsAt, runtimeViolations, sandboxViolations } from "../property/violations.ts"
 
 let server: RunningServer
@@ -169,6 +169,15 @@ describe("processes", () => {
     const output = await readProcessOutput(http, authA, sandboxA.id, started.body.id)
     expect(output.stdout.split("\n").filter(Boolean)).toHaveLength(150)
     expect(output.types[0]).toBe("queued")
+  })
+
+  it("output in thousands of small pieces is kept whole and in order", async () => {
+    const script = "import sys\nfor i in range(4000):\n    sys.stdout.write(f'{i}\\n'); sys.stdout.flush()\n    if i % 1000 == 0: sys.stderr.write(f'e{i}\\n'); sys.stderr.flush()\n"
+    const { process, stdout, stderr } = await runProcess(http, authA, sandboxA.id, ["python3", "-c", script])
+    expect(process.state).toBe("succeeded")
+    expect(stdout).toBe(Array.from({ length: 4000 }, (_, i) => `${i}\n`).join(""))
+    expect(stderr).toBe("e0\ne1000\ne2000\ne3000\n")
+    expect(process.output_bytes).toBe(Buffer.byteLength(stdout) + Buffer.byteLength(stderr))
   })
 
   it("a timeout kills the process; cancel stops one; a finished one cannot be cancelled", async () => {

@@ -19,6 +19,8 @@ export const TERMINAL_PROCESS_STATES: ReadonlyArray<ProcessState> = ["succeeded"
 
 /** Output is stored in chunks of at most this size (reference: 256 KiB). */
 const CHUNK_BYTES = 256 * 1024
+/** Event rows per INSERT (5 values each). */
+const INSERT_ROWS = 500
 /** Grace after the deadline before the gateway cancels itself (the provider enforces the timeout too). */
 const DEADLINE_GRACE_MS = 2_000
 
@@ -168,7 +170,8 @@ const storeEvents = (processId: string, events: ReadonlyArray<ProviderExecEvent>
     }
     const outcome = exit === undefined ? undefined : outcomeOf(row, exit, timedOutByUs)
     for (const [type, data] of outcome?.events ?? []) append(type, data)
-    if (rows.length > 0) yield* sql`INSERT INTO process_events ${sql.insert(rows)}`
+    // In slices, under SQLite's limit on bound values per statement.
+    for (let at = 0; at < rows.length; at += INSERT_ROWS) yield* sql`INSERT INTO process_events ${sql.insert(rows.slice(at, at + INSERT_ROWS))}`
     yield* sql`UPDATE processes SET provider_seq = ${providerSeq}, next_event_seq = ${seq}, output_bytes = ${output},
         stdout_bytes = ${stdout}, stderr_bytes = ${stderr}, output_truncated = ${truncated || exit?.outputTruncated === true ? 1 : 0}
         ${outcome === undefined ? sql`` : sql`, state = ${outcome.state}, exit_code = ${exit!.exitCode}, termination_signal = ${exit!.signal},
