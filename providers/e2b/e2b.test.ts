@@ -3,7 +3,7 @@
  * re-attach semantics of real envd); and the adapter against its emulator over the real local runtime (the
  * shared conformance suite, pause, gateway restart, timeouts, stdin, auth and bad input on the wire).
  */
-import { HttpClient, HttpClientError, type HttpClientRequest, HttpClientResponse } from "@effect/platform"
+import type { HttpClient } from "@effect/platform"
 import { ConfigProvider, Effect } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { AppConfig } from "../../src/Config.ts"
@@ -11,6 +11,7 @@ import { LocalRuntime } from "../../src/runtime/LocalRuntime.ts"
 import { makeLocalRuntime } from "../../src/runtime/LocalRuntimeLive.ts"
 import { tempDataDir } from "../../test/support/server.ts"
 import { conformance } from "../core/conformance.ts"
+import { bodyBytes, bodyJson, type Call, json, type Reply, scripted, type Step } from "../core/scripted-client.ts"
 import type { CreateInput, ProviderExecEvent, ProviderSandbox, SandboxProvider } from "../core/Provider.ts"
 import { E2B_CAPABILITIES, envdAtLeast, envdBaseUrl, makeE2BProvider, REPLAY_HEADER, signalOfStatus } from "./adapter.ts"
 import { encodeEnvelope, END_STREAM, EnvelopeDecoder, EnvelopeError, trailerError } from "./connect.ts"
@@ -98,48 +99,7 @@ describe("Connect envelopes", () => {
 
 // ---- the adapter against a scripted HttpClient ----
 
-interface Call {
-  readonly method: string
-  readonly url: URL
-  readonly headers: Readonly<Record<string, string>>
-  readonly request: HttpClientRequest.HttpClientRequest
-}
-type Reply = Response | "transport-error"
-interface Step {
-  readonly method: string
-  readonly path: string
-  readonly reply: (call: Call) => Reply | Promise<Reply>
-}
-
-/** An HttpClient that expects exactly these requests, in order, and answers each one. */
-const scripted = (steps: Array<Step>) => {
-  const calls: Array<Call> = []
-  const client = HttpClient.make((request, url) =>
-    Effect.gen(function*() {
-      const call: Call = { method: request.method, url, headers: request.headers, request }
-      calls.push(call)
-      const step = steps.shift()
-      if (step === undefined) return yield* Effect.die(new Error(`unexpected request ${request.method} ${url}`))
-      if (step.method !== request.method || step.path !== url.pathname) {
-        return yield* Effect.die(new Error(`expected ${step.method} ${step.path}, got ${request.method} ${url.pathname}`))
-      }
-      const reply = yield* Effect.promise(async () => step.reply(call))
-      if (reply === "transport-error") {
-        return yield* Effect.fail(new HttpClientError.RequestError({ request, reason: "Transport", cause: new Error("connection reset") }))
-      }
-      return HttpClientResponse.fromWeb(request, reply)
-    })
-  )
-  return { client, calls, left: () => steps.length }
-}
-const bodyBytes = (call: Call) => {
-  const body = call.request.body
-  if (body._tag !== "Uint8Array") throw new Error(`expected a byte body, got ${body._tag}`)
-  return body.body
-}
-const bodyJson = (call: Call) => JSON.parse(new TextDecoder().decode(bodyBytes(call))) as unknown
 const envelopeBody = (call: Call) => new EnvelopeDecoder().push(bodyBytes(call)).map((e) => e.message)
-const json = (body: unknown, status = 200) => Response.json(body, { status })
 const frames = (...messages: Array<unknown>) => {
   const parts = messages.map((m, i) => encodeEnvelope(m, i === messages.length - 1 ? END_STREAM : 0))
   return new Uint8Array(parts.flatMap((p) => [...p]))

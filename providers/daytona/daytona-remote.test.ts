@@ -1,0 +1,231 @@
+/**
+ * The Daytona adapter in `remote` mode against a scripted HttpClient: the requests it sends to Daytona's control
+ * API and toolbox (bodies, paths, headers) and how it reads the answers (states, pages, the multiplexed log,
+ * error codes). The emulator-backed suite (daytona.test.ts) covers behaviour; this covers the wire.
+ */
+import { Effect } from "effect"
+import { describe, expect, it } from "vitest"
+import { conformanceInput } from "../core/conformance.ts"
+import type { ProviderError, ProviderSandbox } from "../core/Provider.ts"
+import { bodyJson, type Call, json, scripted, type Step } from "../core/scripted-client.ts"
+import { decodeExecutionId, demuxLog, encodeExecutionId, eventsFromPieces, makeDaytonaProvider } from "./adapter.ts"
+import type { HttpClient } from "@effect/platform"
+
+const BASE = "https://daytona.test/api"
+const TOOLBOX = "https://proxy.daytona.test/toolbox"
+const provider = (client: HttpClient.HttpClient, extra: { snapshot?: string; target?: string } = {}) =>
+  makeDaytonaProvider({ baseUrl: BASE, apiKey: "dtn_key", mode: "remote", httpClient: client, pollIntervalMs: 1, logPollMs: 0, ...extra })
+const run = <A, E>(effect: Effect.Effect<A, E>) => Effect.runPromise(effect)
+const failureOf = async <A>(effect: Effect.Effect<A, ProviderError>) => {
+  const result = await Effect.runPromise(Effect.either(effect))
+  if (result._tag === "Right") throw new Error("expected a failure")
+  return result.left
+}
+
+const wireSandbox = (fields: Record<string, unknown> = {}) => ({
+  id: "dsbx1",
+  name: "metal-sbx_1",
+  labels: { "metal.sandbox_id": "sbx_1" },
+  state: "started",
+  cpu: 1,
+  memory: 1,
+  disk: 3,
+  toolboxProxyUrl: TOOLBOX,
+  ...fields
+})
+const SANDBOX: ProviderSandbox = {
+  resourceId: "dsbx1",
+  resolvedResources: { vcpu: 1, memoryMb: 1024, diskMb: 3072, architecture: "x86_64", providerSize: null },
+  metadata: { name: "metal-sbx_1", toolboxProxyUrl: TOOLBOX }
+}
+const step = (method: string, path: string, reply: Step["reply"]): Step => ({ method, path, reply })
+const log = (...pieces: Array<[1 | 2, string]>) =>
+  new Response(Buffer.concat(pieces.flatMap(([m, text]) => [Buffer.from([m, m, m]), Buffer.from(text)])), { headers: { "content-type": "application/octet-stream" } })
+const commandPath = (session: string, command: string) => `/toolbox/dsbx1/process/session/${session}/command/${command}`
+const text = (e: { type: string; data?: Uint8Array }) => (e.data === undefined ? e.type : `${e.type}:${Buffer.from(e.data).toString()}`)
+
+describe("daytona remote: sandboxes", () => {
+  it("create looks the name up, posts labels, the snapshot and no auto-stop, then polls until started", async () => {
+    const s = scripted([
+      step("GET", "/api/sandbox/metal-sbx_1", () => json({ statusCode: 404, message: "Sandbox not found" }, 404)),
+      step("POST", "/api/sandbox", (call: Call) => {
+        expect(call.headers["authorization"]).toBe("Bearer dtn_key")
+        expect(bodyJson(call)).toEqual({
+          name: "metal-sbx_1",
+          labels: { suite: "conformance", "metal.sandbox_id": "sbx_1", "metal.project_id": "prj_conformance", "metal.organization_id": "00000000-0000-4000-8000-000000000000" },
+          env: { CONFORMANCE_SANDBOX: "yes" },
+          public: false,
+          networkBlockAll: true,
+          autoStopInterval: 0,
+          autoDeleteInterval: -1,
+          target: "eu",
+          snapshot: "metal-base"
+        })
+        return json(wireSandbox({ state: "creating" }))
+      }),
+      step("GET", "/api/sandbox/dsbx1", () => json(wireSandbox({ state: "starting" }))),
+      step("GET", "/api/sandbox/dsbx1", () => json(wireSandbox()))
+    ])
+    const created = await run(provider(s.client, { snapshot: "metal-base", target: "eu" }).create(conformanceInput("sbx_1")))
+    expect(created.resourceId).toBe("dsbx1")
+    expect(created.metadata["toolboxProxyUrl"]).toBe(TOOLBOX)
+    expect(s.left()).toBe(0)
+  })
+
+  it("an OCI image is a declarative build sized in whole units; a failed build is removed and is the customer's", async () => {
+    const s = scripted([
+      step("GET", "/api/sandbox/metal-sbx_1", () => json({ message: "not found" }, 404)),
+      step("POST", "/api/sandbox", (call) => {
+        expect(bodyJson(call)).toMatchObject({ buildInfo: { dockerfileContent: "FROM python:3.12\n" }, cpu: 2, memory: 2, disk: 4 })
+        return json(wireSandbox({ state: "pending_build" }))
+      }),
+      step("GET", "/api/sandbox/dsbx1", () => json(wireSandbox({ state: "build_failed", errorReason: "no such image" }))),
+      step("DELETE", "/api/sandbox/dsbx1", () => json({}))
+    ])
+    const input = { ...conformanceInput("sbx_1"), source: { kind: "oci_image" as const, image: "python:3.12" }, resources: { vcpu: 1.5, memoryMb: 1536, diskMb: 3500, architecture: "any" as const } }
+    const failure = await failureOf(provider(s.client).create(input))
+    expect(failure.kind).toBe("customer")
+    expect(failure.message).toContain("no such image")
+    expect(s.left()).toBe(0)
+  })
+
+  it("reconcile finds the resource by our label (paged list), and nothing for an unknown id", async () => {
+    const s = scripted([
+      step("GET", "/api/sandbox", (call) => {
+        expect(JSON.parse(call.url.searchParams.get("labels")!)).toEqual({ "metal.sandbox_id": "sbx_1" })
+        return json({ items: [wireSandbox()], nextCursor: null })
+      }),
+      step("GET", "/api/sandbox", () => json([])),
+      step("GET", "/api/sandbox/metal-sbx_2", () => json({ message: "not found" }, 404))
+    ])
+    const p = provider(s.client)
+    expect((await run(p.reconcileCreate("sbx_1")))?.resourceId).toBe("dsbx1")
+    expect(await run(p.reconcileCreate("sbx_2"))).toBeNull()
+    expect(s.left()).toBe(0)
+  })
+
+  it("upstream codes say more than the status; a create whose answer is lost has an unknown outcome", async () => {
+    const s = scripted([
+      step("GET", "/api/sandbox/metal-sbx_1", () => json({ message: "not found" }, 404)),
+      step("POST", "/api/sandbox", () => json({ message: "Total CPU quota exceeded", code: "ORGANIZATION_QUOTA_EXCEEDED" }, 403)),
+      step("GET", "/api/sandbox/metal-sbx_1", () => json({ message: "not found" }, 404)),
+      step("POST", "/api/sandbox", () => "transport-error")
+    ])
+    const p = provider(s.client)
+    expect((await failureOf(p.create(conformanceInput("sbx_1")))).kind).toBe("quota")
+    expect((await failureOf(p.create(conformanceInput("sbx_1")))).kind).toBe("unknown_outcome")
+    expect(s.left()).toBe(0)
+  })
+})
+
+describe("daytona remote: processes", () => {
+  it("exec opens a session and runs the command in a subshell in the home-relative workspace, with the env quoted", async () => {
+    const s = scripted([
+      step("POST", "/toolbox/dsbx1/process/session", (call) => {
+        expect(bodyJson(call)).toEqual({ sessionId: "metal-proc_1" })
+        return json({})
+      }),
+      step("POST", "/toolbox/dsbx1/process/session/metal-proc_1/exec", (call) => {
+        expect(bodyJson(call)).toEqual({
+          command: "( mkdir -p -- workspace 2>/dev/null; cd -- workspace || exit 1; exec env -- 'GREETING=it'\"'\"'s me' echo 'a b' )",
+          runAsync: true
+        })
+        return json({ cmdId: "cmd1" })
+      })
+    ])
+    const started = await run(provider(s.client).exec(SANDBOX, {
+      command: ["echo", "a b"],
+      environment: { GREETING: "it's me" },
+      timeoutSeconds: 60,
+      maxOutputBytes: 1000,
+      processId: "proc_1"
+    }))
+    expect(decodeExecutionId(started.executionId)).toEqual({ sessionId: "metal-proc_1", commandId: "cmd1", maxOutputBytes: 1000 })
+    expect(s.left()).toBe(0)
+  })
+
+  it("a retried exec finds its session's command instead of running it twice", async () => {
+    const s = scripted([
+      step("POST", "/toolbox/dsbx1/process/session", () => json({ message: "session already exists" }, 409)),
+      step("GET", "/toolbox/dsbx1/process/session/metal-proc_1", () => json({ sessionId: "metal-proc_1", commands: [{ id: "cmd1", command: "x", exitCode: null }] }))
+    ])
+    const started = await run(provider(s.client).exec(SANDBOX, { command: ["sleep", "9"], timeoutSeconds: 60, maxOutputBytes: 1000, processId: "proc_1" }))
+    expect(decodeExecutionId(started.executionId)?.commandId).toBe("cmd1")
+    expect(s.left()).toBe(0)
+  })
+
+  it("reads the multiplexed log while the command runs (complete pieces only), then everything and the exit", async () => {
+    const id = encodeExecutionId({ sessionId: "metal-proc_1", commandId: "cmd1", maxOutputBytes: 1000 })
+    const s = scripted([
+      step("GET", commandPath("metal-proc_1", "cmd1"), () => json({ id: "cmd1", exitCode: null })),
+      step("GET", `${commandPath("metal-proc_1", "cmd1")}/logs`, (call) => {
+        expect(call.headers["x-daytona-split-output"]).toBe("true")
+        return log([1, "one\n"], [2, "warn\n"], [1, "tw"])
+      }),
+      step("GET", commandPath("metal-proc_1", "cmd1"), () => json({ id: "cmd1", exitCode: 3 })),
+      step("GET", `${commandPath("metal-proc_1", "cmd1")}/logs`, () => log([1, "one\n"], [2, "warn\n"], [1, "two"]))
+    ])
+    const p = provider(s.client)
+    expect((await run(p.execEvents(SANDBOX, id, 0))).map(text)).toEqual(["stdout:one\n", "stderr:warn\n"])
+    const rest = await run(p.execEvents(SANDBOX, id, 2))
+    expect(rest.map(text)).toEqual(["stdout:two", "exit"])
+    expect(rest.map((e) => e.seq)).toEqual([2, 3])
+    expect(rest[1]).toMatchObject({ exitCode: 3, cancelled: false, outputTruncated: false })
+    expect(s.left()).toBe(0)
+  })
+
+  it("a JSON log (a daemon answering as to an SDK) is used once the command is over: stdout, then stderr", async () => {
+    const id = encodeExecutionId({ sessionId: "metal-proc_1", commandId: "cmd1", maxOutputBytes: 1000 })
+    const s = scripted([
+      step("GET", commandPath("metal-proc_1", "cmd1"), () => json({ id: "cmd1", exitCode: null })),
+      step("GET", `${commandPath("metal-proc_1", "cmd1")}/logs`, () => json({ stdout: "out\n", stderr: "err\n" })),
+      step("GET", commandPath("metal-proc_1", "cmd1"), () => json({ id: "cmd1", exitCode: 0 })),
+      step("GET", `${commandPath("metal-proc_1", "cmd1")}/logs`, () => json({ stdout: "out\n", stderr: "err\n" }))
+    ])
+    const p = provider(s.client)
+    expect(await run(p.execEvents(SANDBOX, id, 0))).toEqual([])
+    expect((await run(p.execEvents(SANDBOX, id, 0))).map(text)).toEqual(["stdout:out\n", "stderr:err\n", "exit"])
+    expect(s.left()).toBe(0)
+  })
+
+  it("cancel deletes a running command's session; its exit then reads as cancelled; a finished one is left alone", async () => {
+    const id = encodeExecutionId({ sessionId: "metal-proc_1", commandId: "cmd1", maxOutputBytes: 1000 })
+    const s = scripted([
+      step("GET", commandPath("metal-proc_1", "cmd1"), () => json({ id: "cmd1", exitCode: null })),
+      step("DELETE", "/toolbox/dsbx1/process/session/metal-proc_1", () => json({})),
+      step("GET", commandPath("metal-proc_1", "cmd1"), () => json({ message: "session not found" }, 404)),
+      step("GET", commandPath("metal-proc_1", "cmd2"), () => json({ id: "cmd2", exitCode: 0 }))
+    ])
+    const p = provider(s.client)
+    expect(await run(p.cancelExec(SANDBOX, id))).toEqual({ cancelled: true })
+    expect(await run(p.execEvents(SANDBOX, id, 4))).toEqual([{ seq: 4, type: "exit", exitCode: null, signal: "SIGTERM", cancelled: true, timedOut: false, outputTruncated: false }])
+    const done = encodeExecutionId({ sessionId: "metal-proc_1", commandId: "cmd2", maxOutputBytes: 1000 })
+    expect(await run(p.cancelExec(SANDBOX, done))).toEqual({ cancelled: false })
+    expect(s.left()).toBe(0)
+  })
+})
+
+describe("daytona remote: files", () => {
+  it("/workspace is the home-relative workspace on the wire; listings come back under /workspace", async () => {
+    const s = scripted([
+      step("GET", "/toolbox/dsbx1/files", (call) => {
+        expect(call.url.searchParams.get("path")).toBe("workspace/src")
+        return json([{ name: "b.txt", size: 2, isDir: false, mode: "-rw-r--r--", modTime: "2026-11-22T10:00:00Z" }, { name: "a", size: 0, isDir: true, mode: "drwxr-xr-x" }])
+      })
+    ])
+    const listed = await run(provider(s.client).listFiles(SANDBOX, { path: "/workspace/src", recursive: false, maxEntries: 10 }))
+    expect(listed.entries.map((e) => [e.path, e.type])).toEqual([["/workspace/src/a", "directory"], ["/workspace/src/b.txt", "file"]])
+    expect(s.left()).toBe(0)
+  })
+})
+
+describe("daytona log format", () => {
+  it("splits at each 3-byte marker and keeps bytes exact; only complete pieces while running; cut at the output limit", () => {
+    const raw = Buffer.concat([Buffer.from([1, 1, 1]), Buffer.from([0, 255, 10]), Buffer.from([2, 2, 2]), Buffer.from("e\n"), Buffer.from([1, 1, 1]), Buffer.from("part")])
+    const pieces = demuxLog(raw)
+    expect(pieces.map((p) => [p.type, [...p.data]])).toEqual([["stdout", [0, 255, 10]], ["stderr", [101, 10]], ["stdout", [112, 97, 114, 116]]])
+    expect(eventsFromPieces(pieces, { maxOutputBytes: 100, exit: null }).map((e) => e.type)).toEqual(["stdout", "stderr"])
+    const cut = eventsFromPieces(pieces, { maxOutputBytes: 4, exit: { exitCode: 0 } })
+    expect(cut.map((e) => (e.type === "exit" ? e.outputTruncated : e.data.length))).toEqual([3, 1, true])
+  })
+})
