@@ -1,8 +1,10 @@
 /** Append-only: never edit a migration that has shipped; add the next number. */
 import accounts from "./0001_accounts.ts"
 import sandboxes from "./0002_sandboxes.ts"
+import retention from "./0003_retention.ts"
 
 export const migrations = {
   "0001_accounts": accounts,
-  "0002_sandboxes": sandboxes
+  "0002_sandboxes": sandboxes,
+  "0003_retention": retention
 }

@@ -1,9 +1,10 @@
 /**
- * Registers every sandbox-plane job handler with the OperationRunner and starts it. Built once at start-up,
- * after the provider registry (and so every emulator) is up.
+ * Registers every job handler with the OperationRunner (the sandbox plane's, and the retention sweep, armed to
+ * run at once) and starts it. Built once at start-up, after the provider registry (and so every emulator) is up.
  */
 import { Effect, Layer } from "effect"
 import { OperationRunner } from "../OperationRunner.ts"
+import { makeRetentionHandler, RETENTION_JOB, scheduleRetention } from "../Retention.ts"
 import { makeCostSyncHandler } from "./CostSync.ts"
 import { makeEndpointHandlers } from "./Endpoints.ts"
 import { makeLifecycleHandlers } from "./Lifecycle.ts"
@@ -27,6 +28,8 @@ export const SandboxJobsLive = Layer.effectDiscard(
     yield* runner.register("endpoint.create", endpoints.create)
     yield* runner.register("endpoint.revoke", endpoints.revoke)
     yield* runner.register("endpoint.expire", endpoints.expire)
+    yield* runner.register(RETENTION_JOB, yield* makeRetentionHandler)
+    yield* scheduleRetention
     yield* runner.start
   })
 )

@@ -1,0 +1,56 @@
+/**
+ * The retention sweep over a real server and its SQLite file: it runs at start (and hourly); old rows go, recent
+ * ones and everything still in use stay.
+ */
+import { afterAll, describe, expect, it } from "vitest"
+import { execSql, querySql } from "../support/accounts.ts"
+import { api, bootstrap, type RunningServer, startServer, tempDataDir } from "../support/server.ts"
+import { createReadySandbox, poll, readProcessOutput, runProcess } from "../support/sandbox.ts"
+
+const LONG_AGO = "2020-01-01T00:00:00.000Z"
+let server: RunningServer | undefined
+
+afterAll(async () => {
+  await server?.stop()
+})
+
+describe("retention", () => {
+  it("removes old process output, finished jobs and expired idempotency records at start; keeps the rest", async () => {
+    const dataDir = tempDataDir("retention")
+    server = await startServer({ dataDir })
+    let http = api(server.url)
+    const boot = await bootstrap(dataDir, "retention@example.com")
+    const auth = { token: boot.api_key, project: boot.project_id }
+    const sandbox = await createReadySandbox(http, auth)
+    const old = (await runProcess(http, auth, sandbox.id, ["echo", "old"])).process
+    const recent = (await runProcess(http, auth, sandbox.id, ["echo", "recent"])).process
+    await server.stop({ keepJails: true })
+
+    // Age one process, one finished job and one idempotency record past their retention.
+    execSql(dataDir, "UPDATE processes SET completed_at = ? WHERE id = ?", LONG_AGO, old.id)
+    execSql(dataDir, "UPDATE jobs SET updated_at = ? WHERE dedupe_key = ?", LONG_AGO, `process:execute:${old.id}`)
+    const keys = querySql<{ key_hash: string }>(dataDir, "SELECT key_hash FROM idempotency_keys")
+    expect(keys.length).toBeGreaterThan(1)
+    execSql(dataDir, "UPDATE idempotency_keys SET expires_at = ? WHERE key_hash = ?", LONG_AGO, keys[0]!.key_hash)
+    const eventsOf = (id: string) => querySql<{ n: number }>(dataDir, "SELECT COUNT(*) AS n FROM process_events WHERE process_id = ?", id)[0]!.n
+    expect(eventsOf(old.id)).toBeGreaterThan(0)
+
+    server = await startServer({ dataDir })
+    http = api(server.url)
+    await poll(async () => eventsOf(old.id), (n) => n === 0, 20_000, 50)
+    expect(eventsOf(recent.id)).toBeGreaterThan(0)
+    expect(querySql(dataDir, "SELECT id FROM jobs WHERE dedupe_key = ?", `process:execute:${old.id}`)).toEqual([])
+    expect(querySql(dataDir, "SELECT id FROM jobs WHERE dedupe_key = ?", `process:execute:${recent.id}`)).toHaveLength(1)
+    expect(querySql(dataDir, "SELECT key_hash FROM idempotency_keys WHERE key_hash = ?", keys[0]!.key_hash)).toEqual([])
+    expect(querySql(dataDir, "SELECT key_hash FROM idempotency_keys")).toHaveLength(keys.length - 1)
+    // The old process is still there, with its outcome; only its output is gone.
+    const read = await http.get(`/v1/sandboxes/${sandbox.id}/processes/${old.id}`, auth)
+    expect(read.body).toMatchObject({ id: old.id, state: "succeeded", exit_code: 0 })
+    expect((await readProcessOutput(http, auth, sandbox.id, old.id)).types).toEqual([])
+    expect((await readProcessOutput(http, auth, sandbox.id, recent.id)).stdout).toBe("recent\n")
+    // The sweep re-arms itself for an hour later.
+    const next = querySql<{ state: string; available_at: string }>(dataDir, "SELECT state, available_at FROM jobs WHERE dedupe_key = 'maintenance:retention'")[0]!
+    expect(next.state).toBe("pending")
+    expect(Date.parse(next.available_at) - Date.now()).toBeGreaterThan(50 * 60 * 1000)
+  }, 90_000)
+})
