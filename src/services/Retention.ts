@@ -3,6 +3,8 @@
  * and then every hour (the reference's worker does the same for process events).
  * - Output events of processes that ended more than 7 days ago (reference §8); a process that has not ended
  *   keeps all of its events. The process itself stays readable; its event stream is then empty.
+ * - Runtime operations (file reads, writes, lists, deletes) that ended more than 7 days ago: a read's result holds
+ *   the file's bytes, so these are what makes the database grow. Reading one afterwards is a 404.
  * - Idempotency records past their `expires_at` (24 h).
  * - Jobs that finished (succeeded or failed) more than 7 days ago.
  * Deletes go in batches of 1,000 rows, each its own short transaction, so the sweep never holds the database.
@@ -42,6 +44,10 @@ export const makeRetentionHandler = Effect.gen(function*() {
         SELECT e.rowid FROM processes p JOIN process_events e ON e.process_id = p.id
         WHERE p.completed_at IS NOT NULL AND p.completed_at < ${before} LIMIT ${BATCH})
       RETURNING 1`)
+    const operations = yield* inBatches(sql`
+      DELETE FROM runtime_operations WHERE rowid IN (
+        SELECT rowid FROM runtime_operations WHERE completed_at IS NOT NULL AND completed_at < ${before} LIMIT ${BATCH})
+      RETURNING 1`)
     const keys = yield* inBatches(sql`
       DELETE FROM idempotency_keys WHERE rowid IN (SELECT rowid FROM idempotency_keys WHERE expires_at < ${now} LIMIT ${BATCH})
       RETURNING 1`)
@@ -49,7 +55,9 @@ export const makeRetentionHandler = Effect.gen(function*() {
       DELETE FROM jobs WHERE rowid IN (
         SELECT rowid FROM jobs WHERE state IN ('succeeded', 'failed') AND updated_at < ${before} LIMIT ${BATCH})
       RETURNING 1`)
-    if (events + keys + jobs > 0) yield* Effect.logInfo("retention sweep", { process_events: events, idempotency_keys: keys, jobs })
+    if (events + operations + keys + jobs > 0) {
+      yield* Effect.logInfo("retention sweep", { process_events: events, runtime_operations: operations, idempotency_keys: keys, jobs })
+    }
     return { rescheduleAt: isoAfter(now, EVERY_SECONDS) }
   })
 

@@ -5,7 +5,7 @@
 import { afterAll, describe, expect, it } from "vitest"
 import { execSql, querySql } from "../support/accounts.ts"
 import { api, bootstrap, type RunningServer, startServer, tempDataDir } from "../support/server.ts"
-import { createReadySandbox, poll, readProcessOutput, runProcess } from "../support/sandbox.ts"
+import { createReadySandbox, poll, readProcessOutput, runProcess, waitRuntimeOperation } from "../support/sandbox.ts"
 
 const LONG_AGO = "2020-01-01T00:00:00.000Z"
 let server: RunningServer | undefined
@@ -15,7 +15,7 @@ afterAll(async () => {
 })
 
 describe("retention", () => {
-  it("removes old process output, finished jobs and expired idempotency records at start; keeps the rest", async () => {
+  it("removes old process output, runtime operations, finished jobs and expired idempotency records at start; keeps the rest", async () => {
     const dataDir = tempDataDir("retention")
     server = await startServer({ dataDir })
     let http = api(server.url)
@@ -24,11 +24,18 @@ describe("retention", () => {
     const sandbox = await createReadySandbox(http, auth)
     const old = (await runProcess(http, auth, sandbox.id, ["echo", "old"])).process
     const recent = (await runProcess(http, auth, sandbox.id, ["echo", "recent"])).process
+    const readOf = async () => {
+      const read = await http.post(`/v1/sandboxes/${sandbox.id}/filesystem/read`, { ...auth, body: { path: "/etc/hostname" } })
+      return (await waitRuntimeOperation(http, auth, sandbox.id, read.body.id)).id as string
+    }
+    const oldRead = await readOf()
+    const recentRead = await readOf()
     await server.stop({ keepJails: true })
 
     // Age one process, one finished job and one idempotency record past their retention.
     execSql(dataDir, "UPDATE processes SET completed_at = ? WHERE id = ?", LONG_AGO, old.id)
     execSql(dataDir, "UPDATE jobs SET updated_at = ? WHERE dedupe_key = ?", LONG_AGO, `process:execute:${old.id}`)
+    execSql(dataDir, "UPDATE runtime_operations SET completed_at = ? WHERE id = ?", LONG_AGO, oldRead)
     const keys = querySql<{ key_hash: string }>(dataDir, "SELECT key_hash FROM idempotency_keys")
     expect(keys.length).toBeGreaterThan(1)
     execSql(dataDir, "UPDATE idempotency_keys SET expires_at = ? WHERE key_hash = ?", LONG_AGO, keys[0]!.key_hash)
@@ -42,6 +49,8 @@ describe("retention", () => {
     expect(querySql(dataDir, "SELECT id FROM jobs WHERE dedupe_key = ?", `process:execute:${old.id}`)).toEqual([])
     expect(querySql(dataDir, "SELECT id FROM jobs WHERE dedupe_key = ?", `process:execute:${recent.id}`)).toHaveLength(1)
     expect(querySql(dataDir, "SELECT key_hash FROM idempotency_keys WHERE key_hash = ?", keys[0]!.key_hash)).toEqual([])
+    expect((await http.get(`/v1/sandboxes/${sandbox.id}/runtime-operations/${oldRead}`, auth)).status).toBe(404)
+    expect((await http.get(`/v1/sandboxes/${sandbox.id}/runtime-operations/${recentRead}`, auth)).body.state).toBe("succeeded")
     expect(querySql(dataDir, "SELECT key_hash FROM idempotency_keys")).toHaveLength(keys.length - 1)
     // The old process is still there, with its outcome; only its output is gone.
     const read = await http.get(`/v1/sandboxes/${sandbox.id}/processes/${old.id}`, auth)

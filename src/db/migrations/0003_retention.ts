@@ -1,4 +1,4 @@
-/** Indexes the retention sweep reads by (services/Retention.ts): finished processes, finished jobs, expired keys. */
+/** Indexes the retention sweep reads by (services/Retention.ts): finished processes and runtime operations, finished jobs, expired keys. */
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 
@@ -6,6 +6,7 @@ export default Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   const statements = [
     `CREATE INDEX processes_completed ON processes(completed_at) WHERE completed_at IS NOT NULL`,
+    `CREATE INDEX runtime_operations_completed ON runtime_operations(completed_at) WHERE completed_at IS NOT NULL`,
     `CREATE INDEX jobs_finished ON jobs(updated_at) WHERE state IN ('succeeded', 'failed')`,
     `CREATE INDEX idempotency_keys_expires ON idempotency_keys(expires_at)`
   ]
