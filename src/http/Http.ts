@@ -3,6 +3,7 @@ import { HttpApiBuilder, HttpApiSwagger, HttpMiddleware, HttpServer } from "@eff
 import { BunHttpServer } from "@effect/platform-bun"
 import { Context, Effect, Layer } from "effect"
 import { AppConfig, AppConfigLive } from "../Config.ts"
+import { CheckpointerLive } from "../db/Checkpointer.ts"
 import { SqlLive } from "../db/Sql.ts"
 import { CredentialsLive } from "../services/Credentials.ts"
 import { SecretBoxLive } from "../services/Crypto.ts"
@@ -44,7 +45,7 @@ const SandboxPlaneLive = Layer.mergeAll(SandboxJobsLive, ReaperLive).pipe(
   Layer.provide(LocalRuntimeLive)
 )
 
-export const ServicesLive = Layer.mergeAll(CredentialsLive, IdempotencyStoreLive, SecretBoxLive, SandboxPlaneLive).pipe(
+export const ServicesLive = Layer.mergeAll(CredentialsLive, IdempotencyStoreLive, SecretBoxLive, SandboxPlaneLive, CheckpointerLive).pipe(
   Layer.provideMerge(SqlLive),
   Layer.provideMerge(AppConfigLive)
 )

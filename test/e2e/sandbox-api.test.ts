@@ -3,10 +3,11 @@
  * nothing written), idempotency, state conflicts, lifecycle timers and cancellation.
  */
 import { Database } from "bun:sqlite"
+import * as fs from "node:fs"
 import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { api, type Bootstrap, bootstrap, expectEnvelope, type RunningServer, startServer } from "../support/server.ts"
-import { createReadySandbox, idempotencyKey, type KeyAuth, minimalSandbox, poll, readProcessOutput, runProcess, waitOperation, waitProcess } from "../support/sandbox.ts"
+import { createReadySandbox, idempotencyKey, type KeyAuth, minimalSandbox, poll, readProcessOutput, runProcess, waitOperation, waitProcess, waitRuntimeOperation } from "../support/sandbox.ts"
 import { pointsAt, runtimeViolations, sandboxViolations } from "../property/violations.ts"
 
 let server: RunningServer
@@ -191,6 +192,28 @@ describe("processes", () => {
     const done = await waitProcess(http, authA, sandboxA.id, long.body.id)
     expect(done.state).toBe("cancelled")
     expectEnvelope(await http.post(`/v1/sandboxes/${sandboxA.id}/processes/${long.body.id}/actions/cancel`, authA), 409, "process_terminal")
+  })
+})
+
+describe("WAL checkpoints", () => {
+  it("run on the checkpoint worker: a write well under SQLite's own 1,000-page threshold reaches the database file", async () => {
+    const file = path.join(server.dataDir, "gateway.sqlite")
+    // Start from an empty WAL, so what follows stays far below the 1,000 pages at which SQLite would checkpoint.
+    const db = new Database(file)
+    try {
+      db.exec("PRAGMA busy_timeout = 5000")
+      await poll(async () => (db.query("PRAGMA wal_checkpoint(TRUNCATE)").get() as { busy: number }).busy, (busy) => busy === 0, 5_000, 20)
+    } finally {
+      db.close()
+    }
+    const before = fs.statSync(file).size
+    // A 400 KiB file write: its request (~550 KB of base64, written again with each state change) is committed
+    // to the WAL, then a checkpoint copies it into the database file. SQLite alone would wait for 1,000 pages.
+    const data = Buffer.alloc(400 * 1024, 1).toString("base64")
+    const write = await http.post(`/v1/sandboxes/${sandboxA.id}/filesystem/write`, { ...authA, body: { path: "/workspace/wal.bin", data_base64: data }, headers: { "idempotency-key": idempotencyKey() } })
+    expect((await waitRuntimeOperation(http, authA, sandboxA.id, write.body.id)).state).toBe("succeeded")
+    const grown = await poll(async () => fs.statSync(file).size, (size) => size >= before + 500_000, 5_000, 50)
+    expect(grown).toBeGreaterThanOrEqual(before + 500_000)
   })
 })
 
