@@ -135,16 +135,16 @@ export const ReadFile = Schema.Struct({
 }).annotations({ identifier: "ReadFile", ...strict })
 
 export const MAX_WRITE_BYTES = 10 * 1024 * 1024
-/** Standard base64 (padded). Checked by a loop: a regex over 14 MB of text gives up in JavaScriptCore. */
+/**
+ * Standard base64 (padded). A search for a character outside the alphabet (no backtracking, ~12 ms over 14 MB;
+ * an anchored pattern with a quantifier over the whole text is what JavaScriptCore gives up on), then `=` only as
+ * the last one or two characters.
+ */
+const NOT_BASE64 = /[^A-Za-z0-9+/=]/
 const isBase64 = (s: string): boolean => {
-  if (s.length % 4 !== 0) return false
-  const padding = s.endsWith("==") ? 2 : s.endsWith("=") ? 1 : 0
-  for (let i = 0; i < s.length - padding; i++) {
-    const c = s.charCodeAt(i)
-    const ok = (c >= 65 && c <= 90) || (c >= 97 && c <= 122) || (c >= 48 && c <= 57) || c === 43 || c === 47
-    if (!ok) return false
-  }
-  return true
+  if (s.length % 4 !== 0 || NOT_BASE64.test(s)) return false
+  const firstPad = s.indexOf("=")
+  return firstPad === -1 || (firstPad >= s.length - 2 && (firstPad === s.length - 1 || s[s.length - 1] === "="))
 }
 
 /** Bytes that a valid base64 string decodes to. */
