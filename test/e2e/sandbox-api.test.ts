@@ -214,6 +214,14 @@ describe("WAL checkpoints", () => {
     expect((await waitRuntimeOperation(http, authA, sandboxA.id, write.body.id)).state).toBe("succeeded")
     const grown = await poll(async () => fs.statSync(file).size, (size) => size >= before + 500_000, 5_000, 50)
     expect(grown).toBeGreaterThanOrEqual(before + 500_000)
+    // The finished write keeps its path and options, not its data.
+    const stored = new Database(file, { readonly: true })
+    try {
+      const request = JSON.parse((stored.query("SELECT request FROM runtime_operations WHERE id = ?").get(write.body.id) as { request: string }).request)
+      expect(request).toEqual({ path: "/workspace/wal.bin", mode: "overwrite", create_parents: false })
+    } finally {
+      stored.close()
+    }
   })
 })
 

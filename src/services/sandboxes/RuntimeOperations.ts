@@ -72,8 +72,11 @@ export const makeRuntimeOperationHandler = Effect.gen(function*() {
   const complete = (id: string, state: "succeeded" | "failed", result: unknown, error: ErrorObject | null) =>
     Effect.gen(function*() {
       const now = yield* nowIso
+      // A finished write no longer needs its data (up to 14 MB of base64 in the stored request): only its path
+      // and options stay.
       yield* sql`UPDATE runtime_operations SET state = ${state}, result = ${result === null ? null : JSON.stringify(result)},
-        error = ${error === null ? null : JSON.stringify(error)}, completed_at = ${now}
+        error = ${error === null ? null : JSON.stringify(error)}, completed_at = ${now},
+        request = CASE WHEN kind = 'filesystem_write' THEN json_remove(request, '$.data_base64') ELSE request END
         WHERE id = ${id} AND state IN ('queued', 'running')`
     }).pipe(Effect.orDie)
 
