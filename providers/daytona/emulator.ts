@@ -7,7 +7,7 @@
 import * as crypto from "node:crypto"
 import * as net from "node:net"
 import * as path from "node:path"
-import { Effect } from "effect"
+import { Effect, Option } from "effect"
 import { emulatorHome, emulatorKey, persistentRecords, persistentState, runOrThrow, servePersistent, statusOfRuntimeError } from "../core/emulator-support.ts"
 import type { LocalRuntimeShape } from "../../src/runtime/LocalRuntime.ts"
 
@@ -112,6 +112,13 @@ export const startDaytonaEmulator = (dataDir: string, runtime: LocalRuntimeShape
     toolboxProxyUrl: `${baseUrl}/toolbox`
   })
 
+  /** As Daytona reports a sandbox whose machine died: state `error`, with a reason. */
+  const observed = async (s: EmulatedSandbox) => {
+    const jail = await run(runtime.get(s.id)).catch(() => Option.none())
+    const alive = Option.isSome(jail) && jail.value.state !== "stopped"
+    return alive ? toWire(s) : { ...toWire(s), state: "error", errorReason: "The sandbox's machine is gone" }
+  }
+
   const findSandbox = (idOrName: string) =>
     state.sandboxes[idOrName] ?? Object.values(state.sandboxes).find((s) => s.name === idOrName)
 
@@ -147,11 +154,12 @@ export const startDaytonaEmulator = (dataDir: string, runtime: LocalRuntimeShape
     if (parts.length === 1 && request.method === "GET") {
       const filter = url.searchParams.get("labels")
       const wanted = filter === null ? {} : (JSON.parse(filter) as Record<string, string>)
-      return json(Object.values(state.sandboxes).filter((s) => Object.entries(wanted).every(([k, v]) => s.labels[k] === v)).map(toWire))
+      const matching = Object.values(state.sandboxes).filter((s) => Object.entries(wanted).every(([k, v]) => s.labels[k] === v))
+      return json(await Promise.all(matching.map(observed)))
     }
     const sandbox = findSandbox(decodeURIComponent(parts[1] ?? ""))
     if (sandbox === undefined) return error(404, "Sandbox not found")
-    if (parts.length === 2 && request.method === "GET") return json(toWire(sandbox))
+    if (parts.length === 2 && request.method === "GET") return json(await observed(sandbox))
     if (parts.length === 2 && request.method === "DELETE") {
       await run(runtime.destroy(sandbox.id))
       delete state.sandboxes[sandbox.id]

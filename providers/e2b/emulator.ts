@@ -20,7 +20,7 @@
  * State lives in DATA_DIR/emulators/e2b/state.json and the port is kept, so a restarted gateway finds its
  * sandboxes and processes again.
  */
-import { Context, Effect, Layer, type Scope } from "effect"
+import { Context, Effect, Layer, Option, type Scope } from "effect"
 import * as crypto from "node:crypto"
 import * as path from "node:path"
 import { AppConfig } from "../../src/Config.ts"
@@ -310,7 +310,15 @@ export const startE2BEmulator = (dataDir: string, runtime: LocalRuntimeShape): E
       if (method === "GET") return list(url, false)
     }
     const sandbox = sandboxOr404(decodeURIComponent(parts[1] ?? ""))
-    if (parts.length === 2 && method === "GET") return json(wireDetail(sandbox))
+    if (parts.length === 2 && method === "GET") {
+      // A sandbox whose machine died is gone at E2B: it is removed, and reads as not found.
+      const jail = await run(runtime.get(sandbox.sandboxID)).catch(() => Option.none())
+      if (Option.isNone(jail) || jail.value.state === "stopped") {
+        await kill(sandbox)
+        return apiError(404, `sandbox "${sandbox.sandboxID}" doesn't exist or you don't have access to it`)
+      }
+      return json(wireDetail(sandbox))
+    }
     if (parts.length === 2 && method === "DELETE") {
       await kill(sandbox)
       return new Response(null, { status: 204 })

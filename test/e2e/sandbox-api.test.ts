@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { api, type Bootstrap, bootstrap, expectEnvelope, type RunningServer, startServer } from "../support/server.ts"
 import { createReadySandbox, idempotencyKey, type KeyAuth, minimalSandbox, poll, readProcessOutput, runProcess, waitOperation, waitProcess, waitRuntimeOperation } from "../support/sandbox.ts"
 import { pointsAt, runtimeViolations, sandboxViolations } from "../property/violations.ts"
+import { readState } from "../../src/runtime/Jail.ts"
 
 let server: RunningServer
 let http: ReturnType<typeof api>
@@ -287,6 +288,34 @@ describe("lifecycle", () => {
     const final = await poll(async () => (await http.get(`/v1/sandboxes/${s.id}`, auth)).body, (x) => x.cost_updated_at > x.stopped_at, 20_000, 200)
     expect(BigInt(final.cost_microusd)).toBeGreaterThanOrEqual(BigInt(metered.cost_microusd))
   }, 60_000)
+
+  it("a sandbox whose machine dies is found lost at its next cost sync, destroyed with an operation (provider_stopped)", async () => {
+    const s = await createReadySandbox(http, authA)
+    const db = new Database(path.join(server.dataDir, "gateway.sqlite"))
+    db.exec("PRAGMA busy_timeout = 5000")
+    let jailId = ""
+    try {
+      const resource = JSON.parse((db.query("SELECT provider_resource FROM sandboxes WHERE id = ?").get(s.id) as { provider_resource: string }).provider_resource) as { resourceId: string }
+      // The jail dies behind the gateway's back (as a host reboot or an OOM kill would leave it).
+      jailId = resource.resourceId
+      const jail = readState(server.dataDir, jailId)!
+      for (const pid of [jail.childPid, jail.bwrapPid]) {
+        try {
+          process.kill(pid, "SIGKILL")
+        } catch {}
+      }
+      // The next cost sync (normally within a minute) is made due now.
+      db.query("UPDATE jobs SET available_at = ? WHERE dedupe_key = ?").run("2000-01-01T00:00:00.000Z", `sandbox:cost_sync:${s.id}`)
+      const stopped = await poll(async () => (await http.get(`/v1/sandboxes/${s.id}`, authA)).body, (b) => b.state === "stopped", 30_000, 50)
+      expect(stopped.state_reason).toBe("provider_stopped")
+      const operations = db.query("SELECT type, state FROM operations WHERE resource_id = ? ORDER BY created_at").all(s.id)
+      expect(operations).toEqual([{ type: "sandbox_create", state: "succeeded" }, { type: "sandbox_destroy", state: "succeeded" }])
+    } finally {
+      db.close()
+    }
+    // Nothing of the jail is left.
+    await poll(async () => fs.existsSync(path.join(server.dataDir, "sandboxes", jailId)), (present) => !present, 10_000, 50)
+  })
 
   it("402 when the organization has no credit", async () => {
     const c = await bootstrap(server.dataDir, "broke@example.com")

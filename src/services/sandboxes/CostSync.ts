@@ -3,7 +3,8 @@
  * and, unless the sandbox runs on the organization's own provider account (byok), a ledger charge of the delta
  * (`usage_charge`, or `usage_correction` when it went down). First sync 5 s after ready, then every 60 s while
  * ready (5 min while paused), and a final one after destroy. Retried like any job; never double-charged (the
- * ledger entry references its usage record).
+ * ledger entry references its usage record). Each sync of a ready or paused sandbox also asks the provider
+ * whether it still has the resource (provider loss).
  */
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
@@ -13,7 +14,8 @@ import { ProviderRegistry } from "../../../providers/core/Provider.ts"
 import { appendEvent } from "../Events.ts"
 import { postLedgerEntry } from "../Ledger.ts"
 import { enqueueJob, type Job, type JobHandler, JobError } from "../OperationRunner.ts"
-import { getSandboxRow, providerTarget } from "./SandboxRows.ts"
+import { startSystemAction } from "./LifecycleJobs.ts"
+import { getSandboxRow, providerTarget, type SandboxRow } from "./SandboxRows.ts"
 
 export const COST_SYNC_FIRST_SECONDS = 5
 const COST_SYNC_READY_SECONDS = 60
@@ -35,6 +37,25 @@ export const makeCostSyncHandler = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   const registry = yield* ProviderRegistry
 
+  /**
+   * Provider loss (reference §3 "Provider loss"): a ready or paused sandbox whose resource the provider no longer
+   * has, or reports failed, goes to `stopping` (`provider_stopped`) and is destroyed, with an operation. An
+   * inspect that fails says nothing. Returns whether the sandbox was found lost.
+   */
+  const checkLoss = (sandbox: SandboxRow, target: NonNullable<ReturnType<typeof providerTarget>>) =>
+    Effect.gen(function*() {
+      if (sandbox.state !== "ready" && sandbox.state !== "paused") return false
+      const seen = yield* target.provider.inspect(target.resource).pipe(Effect.orElseSucceed(() => "unknown" as const))
+      if (seen !== "absent" && seen !== "failed") return false
+      return yield* Effect.gen(function*() {
+        const current = yield* getSandboxRow(sandbox.id)
+        if (current === undefined || (current.state !== "ready" && current.state !== "paused")) return false
+        yield* Effect.logWarning("the provider lost a sandbox; destroying it", { sandbox: sandbox.id, provider: target.provider.name, seen })
+        yield* startSystemAction(current, "destroy", "provider_stopped")
+        return true
+      }).pipe(sql.withTransaction, Effect.orDie)
+    })
+
   const run = (job: Job) =>
     Effect.gen(function*() {
       const { sandbox_id: sandboxId } = job.payload as { sandbox_id: string }
@@ -42,10 +63,14 @@ export const makeCostSyncHandler = Effect.gen(function*() {
       const target = providerTarget(registry, sandbox)
       if (sandbox === undefined || target === undefined || sandbox.ready_at === null) return
       const now = yield* nowIso
+      const lost = yield* checkLoss(sandbox, target)
       const cost = yield* target.provider.getCost(target.resource, { from: sandbox.ready_at, to: sandbox.stopped_at ?? now }).pipe(
         Effect.mapError((e) => new JobError({ error: { code: "cost_sync_failed", message: e.message, retryable: true }, retryable: true }))
       )
-      const again = sandbox.state === "stopped" || sandbox.state === "failed"
+      const again = lost
+        // The destroy just started: come back soon for the final sync (whether or not its arming reached this job).
+        ? { rescheduleAt: isoAfter(now, COST_SYNC_FINAL_SECONDS) }
+        : sandbox.state === "stopped" || sandbox.state === "failed"
         ? undefined
         : { rescheduleAt: isoAfter(now, sandbox.state === "paused" ? COST_SYNC_PAUSED_SECONDS : COST_SYNC_READY_SECONDS) }
       if (cost === null) return again

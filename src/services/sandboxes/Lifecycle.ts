@@ -11,27 +11,11 @@ import { type ProviderError, ProviderRegistry, type ProviderSandbox, type Sandbo
 import { appendEvent } from "../Events.ts"
 import { cancelJob, enqueueJob, type Job, type JobHandler, JobError } from "../OperationRunner.ts"
 import { armCostSync, COST_SYNC_FINAL_SECONDS, COST_SYNC_FIRST_SECONDS } from "./CostSync.ts"
+import { type LifecyclePayload, sandboxLockKey, startSystemAction } from "./LifecycleJobs.ts"
 import { appendProcessEvent, finishProcess } from "./Processes.ts"
-import { insertOperation, setOperationState } from "./Operations.ts"
+import { setOperationState } from "./Operations.ts"
 import { provisionSandbox } from "./Provisioning.ts"
 import { getSandboxRow, providerTarget, type SandboxRow, setSandboxState } from "./SandboxRows.ts"
-
-export interface LifecyclePayload {
-  readonly sandbox_id: string
-  readonly operation_id: string
-}
-
-const lockKey = (sandboxId: string) => `sandbox:${sandboxId}`
-
-export const lifecycleJob = (type: "sandbox.provision" | "sandbox.pause" | "sandbox.resume" | "sandbox.destroy", payload: LifecyclePayload) =>
-  enqueueJob({
-    type,
-    // One destroy per sandbox: a user destroy re-arms (replaces) a pending timeout-driven one.
-    dedupeKey: type === "sandbox.destroy" ? `sandbox:destroy:${payload.sandbox_id}` : `${type}:${payload.operation_id}`,
-    lockKey: lockKey(payload.sandbox_id),
-    payload,
-    replace: type === "sandbox.destroy"
-  })
 
 interface Requested {
   readonly lifecycle: {
@@ -51,7 +35,7 @@ const armTimers = (sandbox: SandboxRow) =>
     yield* enqueueJob({
       type: "sandbox.runtime_timeout",
       dedupeKey: `sandbox:runtime_timeout:${sandbox.id}`,
-      lockKey: lockKey(sandbox.id),
+      lockKey: sandboxLockKey(sandbox.id),
       payload: { sandbox_id: sandbox.id },
       availableAt: isoAfter(now, requested.lifecycle.runtime_timeout_seconds),
       replace: true
@@ -60,7 +44,7 @@ const armTimers = (sandbox: SandboxRow) =>
       yield* enqueueJob({
         type: "sandbox.idle_check",
         dedupeKey: `sandbox:idle_check:${sandbox.id}`,
-        lockKey: lockKey(sandbox.id),
+        lockKey: sandboxLockKey(sandbox.id),
         payload: { sandbox_id: sandbox.id },
         availableAt: isoAfter(now, Math.min(requested.lifecycle.idle_timeout_seconds, 10 * 365 * 86400)),
         replace: true
@@ -258,19 +242,8 @@ export const makeLifecycleHandlers = Effect.gen(function*() {
       }).pipe(sql.withTransaction, Effect.orDie, provide)
   }
 
-  /** Starts a pause or destroy on behalf of a timer, with an operation so clients can see it. */
   const timeoutAction = (sandbox: SandboxRow, action: "destroy" | "pause", reason: string) =>
-    Effect.gen(function*() {
-      const operationId = yield* insertOperation({
-        projectId: sandbox.project_id,
-        organizationId: sandbox.organization_id,
-        keyId: sandbox.created_by_key_id,
-        type: action === "destroy" ? "sandbox_destroy" : "sandbox_pause",
-        resourceId: sandbox.id
-      })
-      yield* setSandboxState(sandbox.id, action === "destroy" ? "stopping" : "pausing", { reason })
-      yield* lifecycleJob(action === "destroy" ? "sandbox.destroy" : "sandbox.pause", { sandbox_id: sandbox.id, operation_id: operationId })
-    }).pipe(sql.withTransaction, Effect.orDie)
+    startSystemAction(sandbox, action, reason).pipe(sql.withTransaction, Effect.orDie)
 
   const runtimeTimeout: JobHandler = {
     run: (job: Job) =>

@@ -1,0 +1,45 @@
+/**
+ * The lifecycle jobs a sandbox's state changes are carried out by (one lock per sandbox, one destroy per
+ * sandbox), and the pause or destroy the gateway starts itself. Kept apart from their handlers (Lifecycle.ts) so
+ * that the commands, timers and cost sync can start them without depending on the handlers.
+ */
+import { Effect } from "effect"
+import { enqueueJob } from "../OperationRunner.ts"
+import { insertOperation } from "./Operations.ts"
+import { type SandboxRow, setSandboxState } from "./SandboxRows.ts"
+
+export interface LifecyclePayload {
+  readonly sandbox_id: string
+  readonly operation_id: string
+}
+
+/** Lifecycle jobs and timers of one sandbox never run at the same time. */
+export const sandboxLockKey = (sandboxId: string) => `sandbox:${sandboxId}`
+
+export const lifecycleJob = (type: "sandbox.provision" | "sandbox.pause" | "sandbox.resume" | "sandbox.destroy", payload: LifecyclePayload) =>
+  enqueueJob({
+    type,
+    // One destroy per sandbox: a user destroy re-arms (replaces) a pending timeout-driven one.
+    dedupeKey: type === "sandbox.destroy" ? `sandbox:destroy:${payload.sandbox_id}` : `${type}:${payload.operation_id}`,
+    lockKey: sandboxLockKey(payload.sandbox_id),
+    payload,
+    replace: type === "sandbox.destroy"
+  })
+
+/**
+ * A pause or destroy the gateway starts itself (a timer, a resource the provider lost), with an operation so
+ * clients can see it. Call inside a transaction.
+ */
+export const startSystemAction = (sandbox: SandboxRow, action: "destroy" | "pause", reason: string) =>
+  Effect.gen(function*() {
+    const operationId = yield* insertOperation({
+      projectId: sandbox.project_id,
+      organizationId: sandbox.organization_id,
+      keyId: sandbox.created_by_key_id,
+      type: action === "destroy" ? "sandbox_destroy" : "sandbox_pause",
+      resourceId: sandbox.id
+    })
+    yield* setSandboxState(sandbox.id, action === "destroy" ? "stopping" : "pausing", { reason })
+    yield* lifecycleJob(action === "destroy" ? "sandbox.destroy" : "sandbox.pause", { sandbox_id: sandbox.id, operation_id: operationId })
+  })
+
