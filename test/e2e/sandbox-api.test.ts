@@ -317,6 +317,33 @@ describe("lifecycle", () => {
     await poll(async () => fs.existsSync(path.join(server.dataDir, "sandboxes", jailId)), (present) => !present, 10_000, 50)
   })
 
+  it("a charge that exhausts the balance destroys the organization's billed sandboxes (spend limit) and says so", async () => {
+    const c = await bootstrap(server.dataDir, "spender@example.com")
+    const auth = { token: c.api_key, project: c.project_id }
+    const s = await createReadySandbox(http, auth)
+    const db = new Database(path.join(server.dataDir, "gateway.sqlite"))
+    db.exec("PRAGMA busy_timeout = 5000")
+    try {
+      // Almost nothing left, then the next cost sync (normally 5 s after ready) charges more than that.
+      db.query("UPDATE billing_accounts SET balance_microusd = 1 WHERE organization_id = ?").run(c.organization_id)
+      await Bun.sleep(300)
+      db.query("UPDATE jobs SET available_at = ? WHERE dedupe_key = ?").run("2000-01-01T00:00:00.000Z", `sandbox:cost_sync:${s.id}`)
+      const stopped = await poll(async () => (await http.get(`/v1/sandboxes/${s.id}`, auth)).body, (b) => b.state === "stopped", 30_000, 50)
+      expect(stopped.state_reason).toBe("spend_limit")
+      const events = db.query("SELECT data FROM domain_events WHERE organization_id = ? AND type = 'billing.spend_limit_reached'").all(c.organization_id) as Array<{ data: string }>
+      expect(events).toHaveLength(1)
+      const data = JSON.parse(events[0]!.data) as { balance_microusd: string; terminated_count: number }
+      expect(data.terminated_count).toBe(1)
+      expect(BigInt(data.balance_microusd)).toBeLessThanOrEqual(0n)
+    } finally {
+      db.close()
+    }
+    // Another organization's sandbox is untouched.
+    expect((await http.get(`/v1/sandboxes/${sandboxA.id}`, authA)).body.state).toBe("ready")
+    // And the exhausted organization cannot create another one.
+    expectEnvelope(await http.post("/v1/sandboxes", { ...auth, body: minimalSandbox(), headers: { "idempotency-key": idempotencyKey() } }), 402, "insufficient_credits")
+  })
+
   it("402 when the organization has no credit", async () => {
     const c = await bootstrap(server.dataDir, "broke@example.com")
     const db = new Database(path.join(server.dataDir, "gateway.sqlite"))

@@ -3,7 +3,8 @@
  * and, unless the sandbox runs on the organization's own provider account (byok), a ledger charge of the delta
  * (`usage_charge`, or `usage_correction` when it went down). First sync 5 s after ready, then every 60 s while
  * ready (5 min while paused), and a final one after destroy. Retried like any job; never double-charged (the
- * ledger entry references its usage record). Each sync of a ready or paused sandbox also asks the provider
+ * ledger entry references its usage record); a charge that exhausts the balance arms the spend limit
+ * (SpendLimit.ts). Each sync of a ready or paused sandbox also asks the provider
  * whether it still has the resource (provider loss).
  */
 import { SqlClient } from "@effect/sql"
@@ -15,6 +16,7 @@ import { appendEvent } from "../Events.ts"
 import { postLedgerEntry } from "../Ledger.ts"
 import { enqueueJob, type Job, type JobHandler, JobError } from "../OperationRunner.ts"
 import { startSystemAction } from "./LifecycleJobs.ts"
+import { armSpendLimitIfExhausted } from "./SpendLimit.ts"
 import { getSandboxRow, providerTarget, type SandboxRow } from "./SandboxRows.ts"
 
 export const COST_SYNC_FIRST_SECONDS = 5
@@ -94,6 +96,7 @@ export const makeCostSyncHandler = Effect.gen(function*() {
             description: `Sandbox ${sandboxId} on ${target.provider.name}`,
             reference: { type: "usage_record", id: recordId }
           })
+          if (delta > 0n) yield* armSpendLimitIfExhausted(sandbox.organization_id)
         }
         yield* appendEvent({
           type: "sandbox.cost_updated",

@@ -10,6 +10,7 @@ import { makeEndpointHandlers } from "./Endpoints.ts"
 import { makeLifecycleHandlers } from "./Lifecycle.ts"
 import { makeProcessHandler } from "./Processes.ts"
 import { makeRuntimeOperationHandler } from "./RuntimeOperations.ts"
+import { makeSpendLimitHandler, SPEND_LIMIT_JOB } from "./SpendLimit.ts"
 
 export const SandboxJobsLive = Layer.effectDiscard(
   Effect.gen(function*() {
@@ -28,6 +29,7 @@ export const SandboxJobsLive = Layer.effectDiscard(
     yield* runner.register("endpoint.create", endpoints.create)
     yield* runner.register("endpoint.revoke", endpoints.revoke)
     yield* runner.register("endpoint.expire", endpoints.expire)
+    yield* runner.register(SPEND_LIMIT_JOB, yield* makeSpendLimitHandler)
     yield* runner.register(RETENTION_JOB, yield* makeRetentionHandler)
     yield* scheduleRetention
     yield* runner.start
