@@ -16,7 +16,7 @@ import { Effect, FiberRef, FiberRefs, LogLevel, Runtime } from "effect"
 import { databaseFile } from "../db/Sql.ts"
 import { operationToWire, type OperationRow } from "../services/sandboxes/Operations.ts"
 import { type ProcessRow, processToWire } from "../services/sandboxes/Processes.ts"
-import { type RuntimeOperationRow, runtimeOperationToWire } from "../services/sandboxes/RuntimeOperations.ts"
+import { RUNTIME_OPERATION_WITH_DATA, type RuntimeOperationRow, runtimeOperationToWire } from "../services/sandboxes/RuntimeOperations.ts"
 import { type SandboxRow, sandboxToWire } from "../services/sandboxes/SandboxRows.ts"
 import { LAST_USED_GRANULARITY_MS } from "../services/Credentials.ts"
 import { sha256Hex } from "../services/Crypto.ts"
@@ -39,11 +39,6 @@ export interface FastReads {
 
 const BEARER = /^bearer\s+(\S+)\s*$/i
 
-/** A body already serialized. */
-class RawJson {
-  constructor(readonly text: string) {}
-}
-
 export const makeFastReads = (options: { readonly dataDir: string; readonly runtime: Runtime.Runtime<never> }): FastReads => {
   // A second connection to the same WAL file: reads see every committed write and never block the writer.
   const db = new Database(databaseFile(options.dataDir))
@@ -56,7 +51,7 @@ export const makeFastReads = (options: { readonly dataDir: string; readonly runt
   const sandboxById: Statement<SandboxRow, [string]> = db.query("SELECT * FROM sandboxes WHERE id = ?")
   const processById: Statement<ProcessRow, [string]> = db.query("SELECT * FROM processes WHERE id = ?")
   const operationById: Statement<OperationRow, [string]> = db.query("SELECT * FROM operations WHERE id = ?")
-  const runtimeOperationById: Statement<RuntimeOperationRow, [string]> = db.query("SELECT * FROM runtime_operations WHERE id = ?")
+  const runtimeOperationById: Statement<RuntimeOperationRow, [string]> = db.query(RUNTIME_OPERATION_WITH_DATA)
   // The access log of the full stack (HttpMiddleware.logger), written only when LOG_LEVEL lets info through.
   const logs = LogLevel.lessThanEqual(FiberRefs.getOrDefault(options.runtime.fiberRefs, FiberRef.currentMinimumLogLevel), LogLevel.Info)
   const runLog = Runtime.runSync(options.runtime)
@@ -83,8 +78,7 @@ export const makeFastReads = (options: { readonly dataDir: string; readonly runt
         Effect.annotateLogs({ "http.status": 200, "http.method": "GET", "http.url": new URL(request.url).pathname, request_id: requestId })
       ))
     }
-    const text = body instanceof RawJson ? body.text : JSON.stringify(body)
-    return new Response(text, { headers: { "content-type": "application/json", "x-request-id": requestId } })
+    return new Response(JSON.stringify(body), { headers: { "content-type": "application/json", "x-request-id": requestId } })
   }
 
   /** Wraps a read: its answer, or the full stack's when it has none. */
@@ -110,13 +104,7 @@ export const makeFastReads = (options: { readonly dataDir: string; readonly runt
       "/v1/sandboxes/:sandbox_id/runtime-operations/:runtime_operation_id": route((request, key) => {
         const row = runtimeOperationById.get(param(request, "runtime_operation_id"))
         if (row === null || row.project_id !== key.project_id || row.sandbox_id !== param(request, "sandbox_id")) return undefined
-        const wire = runtimeOperationToWire({ ...row, result: null }, capabilities(sandboxById.get(row.sandbox_id)))
-        if (row.result === null) return wire
-        // A read's result is up to ~14 MB of stored JSON: spliced in as stored rather than parsed and written
-        // again. The fields before it (ids, kind, state) cannot contain `"result":null`, so this is its place.
-        const text = JSON.stringify(wire)
-        const at = text.indexOf(`"result":null`)
-        return new RawJson(`${text.slice(0, at)}"result":${row.result}${text.slice(at + `"result":null`.length)}`)
+        return runtimeOperationToWire(row, capabilities(sandboxById.get(row.sandbox_id)))
       }),
       "/v1/operations/:operation_id": route((request, key) => {
         const row = operationById.get(param(request, "operation_id"))

@@ -8,7 +8,7 @@
 import { Effect, Logger, LogLevel } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type FastReads, makeFastReads } from "../../src/http/FastReads.ts"
-import { execSql } from "../support/accounts.ts"
+import { execSql, querySql } from "../support/accounts.ts"
 import { api, bootstrap, type Bootstrap, expectEnvelope, type RunningServer, startServer } from "../support/server.ts"
 import { createReadySandbox, type KeyAuth, runProcess, waitRuntimeOperation } from "../support/sandbox.ts"
 
@@ -46,6 +46,11 @@ beforeAll(async () => {
   readId = (await http.post(`/v1/sandboxes/${sandboxId}/filesystem/read`, { ...auth, body: { path: "/workspace/f.bin" } })).body.id
   const read = await waitRuntimeOperation(http, auth, sandboxId, readId)
   expect(Buffer.from(read.result.data_base64, "base64").equals(bytes)).toBe(true)
+  // Stored apart: the row's result without the data, the bytes raw in runtime_operation_data.
+  const stored = querySql<{ result: string; data: Uint8Array }>(server.dataDir,
+    "SELECT r.result, d.data FROM runtime_operations r JOIN runtime_operation_data d ON d.runtime_operation_id = r.id WHERE r.id = ?", readId)[0]!
+  expect(JSON.parse(stored.result)).toEqual({ kind: "filesystem_read", path: "/workspace/f.bin", offset_bytes: 0, byte_length: 4096, size_bytes: 4096, eof: true })
+  expect(Buffer.from(stored.data).equals(bytes)).toBe(true)
   const runtime = Effect.runSync(Effect.runtime<never>().pipe(Logger.withMinimumLogLevel(LogLevel.None)))
   fast = makeFastReads({ dataDir: server.dataDir, runtime })
 }, 60_000)

@@ -50,6 +50,8 @@ describe("retention", () => {
     expect(querySql(dataDir, "SELECT id FROM jobs WHERE dedupe_key = ?", `process:execute:${recent.id}`)).toHaveLength(1)
     expect(querySql(dataDir, "SELECT key_hash FROM idempotency_keys WHERE key_hash = ?", keys[0]!.key_hash)).toEqual([])
     expect((await http.get(`/v1/sandboxes/${sandbox.id}/runtime-operations/${oldRead}`, auth)).status).toBe(404)
+    expect(querySql(dataDir, "SELECT runtime_operation_id FROM runtime_operation_data WHERE runtime_operation_id = ?", oldRead)).toEqual([])
+    expect(querySql(dataDir, "SELECT runtime_operation_id FROM runtime_operation_data WHERE runtime_operation_id = ?", recentRead)).toHaveLength(1)
     expect((await http.get(`/v1/sandboxes/${sandbox.id}/runtime-operations/${recentRead}`, auth)).body.state).toBe("succeeded")
     expect(querySql(dataDir, "SELECT key_hash FROM idempotency_keys")).toHaveLength(keys.length - 1)
     // The old process is still there, with its outcome; only its output is gone.

@@ -26,6 +26,17 @@ export interface RuntimeOperationRow {
   readonly created_at: string
   readonly started_at: string | null
   readonly completed_at: string | null
+  /** The bytes a file read returned (from runtime_operation_data), when the row was read with them. */
+  readonly data?: Uint8Array | null
+}
+
+/** The stored result, with a read's bytes (kept in runtime_operation_data) back in it as `data_base64`. */
+const resultOf = (row: RuntimeOperationRow): typeof RuntimeOperation.Type["result"] => {
+  if (row.result === null) return null
+  const stored = JSON.parse(row.result) as Record<string, unknown>
+  if (row.data === undefined || row.data === null || stored["data_base64"] !== undefined) return stored as typeof RuntimeOperation.Type["result"]
+  const { kind, path, ...rest } = stored
+  return { kind, path, data_base64: Buffer.from(row.data.buffer, row.data.byteOffset, row.data.byteLength).toString("base64"), ...rest } as typeof RuntimeOperation.Type["result"]
 }
 
 export const runtimeOperationToWire = (row: RuntimeOperationRow, providerCapabilities: unknown): typeof RuntimeOperation.Type => ({
@@ -35,7 +46,7 @@ export const runtimeOperationToWire = (row: RuntimeOperationRow, providerCapabil
   sandbox_id: row.sandbox_id,
   kind: row.kind,
   state: row.state,
-  result: row.result === null ? null : (JSON.parse(row.result) as typeof RuntimeOperation.Type["result"]),
+  result: resultOf(row),
   error: row.error === null ? null : (JSON.parse(row.error) as ErrorObject),
   created_at: row.created_at,
   started_at: row.started_at,
@@ -43,12 +54,16 @@ export const runtimeOperationToWire = (row: RuntimeOperationRow, providerCapabil
   provider_capabilities: providerCapabilities as typeof RuntimeOperation.Type["provider_capabilities"]
 })
 
+/** The row with a read's bytes. */
+export const RUNTIME_OPERATION_WITH_DATA = `SELECT r.*, d.data AS data FROM runtime_operations r
+  LEFT JOIN runtime_operation_data d ON d.runtime_operation_id = r.id WHERE r.id = ?`
+
 export const runtimeOperationJobKey = (kind: RuntimeOperationKind, id: string) => `runtime:${kind}:${id}`
 
 export const getRuntimeOperationRow = (id: string) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    return (yield* sql<RuntimeOperationRow>`SELECT * FROM runtime_operations WHERE id = ${id}`)[0]
+    return (yield* sql.unsafe<RuntimeOperationRow>(RUNTIME_OPERATION_WITH_DATA, [id]))[0]
   }).pipe(Effect.orDie)
 
 type FsRequest =
@@ -69,16 +84,20 @@ export const makeRuntimeOperationHandler = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   const registry = yield* ProviderRegistry
 
-  const complete = (id: string, state: "succeeded" | "failed", result: unknown, error: ErrorObject | null) =>
+  /** Records the outcome; a read's bytes go to runtime_operation_data, raw, and its result keeps the rest. */
+  const complete = (id: string, state: "succeeded" | "failed", result: unknown, error: ErrorObject | null, data?: Uint8Array) =>
     Effect.gen(function*() {
       const now = yield* nowIso
       // A finished write no longer needs its data (up to 14 MB of base64 in the stored request): only its path
       // and options stay.
-      yield* sql`UPDATE runtime_operations SET state = ${state}, result = ${result === null ? null : JSON.stringify(result)},
+      const updated = yield* sql`UPDATE runtime_operations SET state = ${state}, result = ${result === null ? null : JSON.stringify(result)},
         error = ${error === null ? null : JSON.stringify(error)}, completed_at = ${now},
         request = CASE WHEN kind = 'filesystem_write' THEN json_remove(request, '$.data_base64') ELSE request END
-        WHERE id = ${id} AND state IN ('queued', 'running')`
-    }).pipe(Effect.orDie)
+        WHERE id = ${id} AND state IN ('queued', 'running') RETURNING id`
+      if (data !== undefined && updated.length > 0) {
+        yield* sql`INSERT OR REPLACE INTO runtime_operation_data (runtime_operation_id, data) VALUES (${id}, ${data})`
+      }
+    }).pipe(sql.withTransaction, Effect.orDie)
 
   const run = (job: Job) =>
     Effect.gen(function*() {
@@ -106,20 +125,14 @@ export const makeRuntimeOperationHandler = Effect.gen(function*() {
       const { provider, resource } = target
       const request = JSON.parse(row.request) as FsRequest
       const kind = row.kind
+      let readData: Uint8Array | undefined
       const result = yield* Effect.gen(function*() {
         switch (kind) {
           case "filesystem_read": {
             const r = request as Extract<FsRequest, { offset_bytes: number }>
             const read = yield* provider.readFile(resource, { path: r.path, offsetBytes: r.offset_bytes, maxBytes: r.limit_bytes })
-            return {
-              kind,
-              path: r.path,
-              data_base64: Buffer.from(read.data).toString("base64"),
-              offset_bytes: read.offsetBytes,
-              byte_length: read.data.length,
-              size_bytes: read.sizeBytes,
-              eof: read.eof
-            }
+            readData = read.data
+            return { kind, path: r.path, offset_bytes: read.offsetBytes, byte_length: read.data.length, size_bytes: read.sizeBytes, eof: read.eof }
           }
           case "filesystem_write": {
             const r = request as Extract<FsRequest, { data_base64: string }>
@@ -161,7 +174,7 @@ export const makeRuntimeOperationHandler = Effect.gen(function*() {
         })
       )
       yield* touchSandbox(row.sandbox_id)
-      if (result.ok) yield* complete(id, "succeeded", result.value, null)
+      if (result.ok) yield* complete(id, "succeeded", result.value, null, readData)
       else yield* complete(id, "failed", null, result.error)
     }).pipe(Effect.provideService(SqlClient.SqlClient, sql))
 
