@@ -3,41 +3,11 @@
  * endpoints, and derived from a provider's declared `ProviderCapabilities`. A capability the provider lacks
  * shows as `false` / `0` / `[]` rather than being left out, so clients can read every field.
  */
-import { Schema } from "effect"
-import { type ProviderCapabilities, ProviderName } from "./Provider.ts"
+import type { Capabilities } from "../../src/domain/Runtime.ts"
+import type { ProviderCapabilities, ProviderName } from "./Provider.ts"
 
-const NonNegativeInt = Schema.Int.pipe(Schema.nonNegative())
-
-export const CapabilityManifest = Schema.Struct({
-  provider: ProviderName,
-  version: Schema.String,
-  lifecycle: Schema.Struct({ pause: Schema.Boolean, resume: Schema.Boolean }),
-  process: Schema.Struct({
-    execute: Schema.Boolean,
-    cancel: Schema.Boolean,
-    ordered_output: Schema.Boolean,
-    max_timeout_seconds: NonNegativeInt,
-    max_output_bytes: NonNegativeInt
-  }),
-  filesystem: Schema.Struct({
-    read: Schema.Boolean,
-    write: Schema.Boolean,
-    write_modes: Schema.Array(Schema.Literal("create", "overwrite", "append")),
-    create_parents: Schema.Boolean,
-    list: Schema.Boolean,
-    delete: Schema.Boolean,
-    max_read_bytes: NonNegativeInt,
-    max_write_bytes: NonNegativeInt
-  }),
-  http_endpoints: Schema.Struct({ create: Schema.Boolean, revoke: Schema.Boolean, max_lease_seconds: NonNegativeInt }),
-  computer: Schema.NullOr(Schema.Struct({
-    implementation: Schema.String,
-    actions: Schema.Array(Schema.String),
-    screenshot: Schema.NullOr(Schema.Struct({ formats: Schema.Array(Schema.String), max_bytes: NonNegativeInt })),
-    recording: Schema.NullOr(Schema.Struct({ formats: Schema.Array(Schema.String) }))
-  }))
-}).annotations({ identifier: "ProviderCapabilityManifest" })
-export type CapabilityManifest = typeof CapabilityManifest.Type
+/** The manifest's schema is the API's (`Capabilities`, spec §2.8); this is its type. */
+export type CapabilityManifest = typeof Capabilities.Type
 
 /** The manifest of `provider` from its declared capabilities. */
 export const capabilitiesToWire = (provider: ProviderName, caps: ProviderCapabilities): CapabilityManifest => ({
@@ -69,11 +39,9 @@ export const capabilitiesToWire = (provider: ProviderName, caps: ProviderCapabil
   computer: caps.computer == null ? null : {
     implementation: caps.computer.implementation,
     actions: [...caps.computer.actions],
-    screenshot: caps.computer.screenshot === null ? null : { formats: [...caps.computer.screenshot.formats], max_bytes: caps.computer.screenshot.maxBytes },
-    recording: caps.computer.recording === null ? null : { formats: [...caps.computer.recording.formats] }
+    screenshot: caps.computer.screenshot === null
+      ? { formats: [], max_bytes: 0 }
+      : { formats: [...caps.computer.screenshot.formats], max_bytes: caps.computer.screenshot.maxBytes },
+    recording: { formats: caps.computer.recording === null ? [] : [...caps.computer.recording.formats] }
   }
 })
-
-/** Same function under the name the brief uses; `CapabilitiesWire` is kept for existing callers. */
-export const toCapabilityManifest = capabilitiesToWire
-export type CapabilitiesWire = CapabilityManifest

@@ -3,7 +3,8 @@ import { FetchHttpClient, HttpClient, HttpClientRequest } from "@effect/platform
 import { Effect, Schema } from "effect"
 import * as net from "node:net"
 import { describe, expect, it } from "vitest"
-import { CapabilityManifest, capabilitiesToWire } from "./Capabilities.ts"
+import { Capabilities } from "../../src/domain/Runtime.ts"
+import { capabilitiesToWire } from "./Capabilities.ts"
 import { DECLARED } from "./declared.ts"
 import { attemptCode, failedBeforeSending, kindOfStatus, kindOfTransportFailure, providerFailure } from "./errors.ts"
 import { ProviderNames } from "./Provider.ts"
@@ -73,10 +74,11 @@ describe("kindOfTransportFailure (real sockets)", () => {
 })
 
 describe("capability manifest", () => {
-  it("every declared row encodes to a valid manifest (spec §2.8)", () => {
+  it("every declared row encodes to a valid manifest of the API's schema (spec §2.8)", () => {
     for (const name of ProviderNames) {
       const wire = capabilitiesToWire(name, DECLARED[name])
-      expect(Schema.decodeUnknownSync(CapabilityManifest)(wire), name).toEqual(wire)
+      expect(Schema.decodeUnknownSync(Capabilities)(wire), name).toEqual(wire)
+      expect(Schema.encodeSync(Capabilities)(wire), name).toEqual(wire)
     }
   })
 
@@ -97,8 +99,13 @@ describe("capability manifest", () => {
     })
   })
 
-  it("a declared computer shows up with snake_case fields", () => {
+  it("a declared computer shows up with snake_case fields; no recording or screenshot is empty, not null", () => {
     const caps = { ...DECLARED.daytona, computer: { implementation: "native", actions: ["mouse_move"], screenshot: { formats: ["png"], maxBytes: 5 }, recording: null } }
-    expect(capabilitiesToWire("daytona", caps).computer).toEqual({ implementation: "native", actions: ["mouse_move"], screenshot: { formats: ["png"], max_bytes: 5 }, recording: null })
+    const wire = capabilitiesToWire("daytona", caps)
+    expect(wire.computer).toEqual({ implementation: "native", actions: ["mouse_move"], screenshot: { formats: ["png"], max_bytes: 5 }, recording: { formats: [] } })
+    expect(Schema.encodeSync(Capabilities)(wire)).toEqual(wire)
+    const blind = capabilitiesToWire("daytona", { ...caps, computer: { ...caps.computer, screenshot: null } })
+    expect(blind.computer?.screenshot).toEqual({ formats: [], max_bytes: 0 })
+    expect(Schema.encodeSync(Capabilities)(blind)).toEqual(blind)
   })
 })

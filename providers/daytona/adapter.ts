@@ -44,7 +44,8 @@
  *
  * Paths: the gateway's `/workspace` is where sandboxes keep their work. A Daytona sandbox's user cannot write
  * `/workspace`, so in `remote` mode `/workspace/…` maps to the home-relative `workspace/…` (as the reference
- * does) and commands start there; the emulator's sandboxes really have `/workspace`, so `emulated` maps nothing.
+ * does; `withWorkspace` rewrites paths and working directories both ways) and commands start there; the
+ * emulator's sandboxes really have `/workspace`, so `emulated` maps nothing.
  *
  * Capabilities: the Daytona row of reference §3.1 plus pause/resume and the internet switch. Pause is off by
  * default upstream because stop/start is not a memory-preserving pause: stop ends every process (and session)
@@ -59,7 +60,7 @@
 import { FetchHttpClient, HttpClient, HttpClientRequest, type HttpClientResponse } from "@effect/platform"
 import { Duration, Effect, Schema } from "effect"
 import { DECLARED } from "../core/declared.ts"
-import { workspacePaths } from "../core/workspace.ts"
+import { withWorkspace } from "../core/workspace.ts"
 import { kindOfStatus, kindOfTransportFailure, providerFailure } from "../core/errors.ts"
 import {
   type CreateInput,
@@ -344,8 +345,8 @@ export const makeDaytonaProvider = (config: DaytonaProviderConfig): SandboxProvi
     build?: (r: HttpClientRequest.HttpClientRequest) => HttpClientRequest.HttpClientRequest
   ) => Effect.flatMap(toolbox(sandbox, method, path, build), (request) => send(request, what, { toolbox: true }))
 
-  const providerPath = workspacePaths(workspaceDir).toProvider
-  const withPath = (p: string) => HttpClientRequest.setUrlParam("path", providerPath(p))
+  // Paths arrive already at the provider (withWorkspace, below, rewrites /workspace on the way in and out).
+  const withPath = (p: string) => HttpClientRequest.setUrlParam("path", p)
 
   // ---- sandboxes ----
 
@@ -554,7 +555,7 @@ export const makeDaytonaProvider = (config: DaytonaProviderConfig): SandboxProvi
       const env = Object.entries(input.environment ?? {}).map(([k, v]) => shellQuote(`${k}=${v}`))
       const argv = input.command.map(shellQuote).join(" ")
       const run = `${env.length > 0 ? `env -- ${env.join(" ")} ` : ""}${argv}`
-      const cwd = providerPath(input.cwd ?? "/workspace")
+      const cwd = input.cwd ?? workspaceDir
       // A subshell: the session's own shell must survive (`exec` there would replace it).
       const command = [
         `(`,
@@ -715,7 +716,7 @@ export const makeDaytonaProvider = (config: DaytonaProviderConfig): SandboxProvi
       )
     })
 
-  return {
+  return withWorkspace({
     name: NAME,
     capabilities,
     mode: config.mode,
@@ -757,5 +758,5 @@ export const makeDaytonaProvider = (config: DaytonaProviderConfig): SandboxProvi
     deleteFile,
     exposeHttpEndpoint,
     revokeHttpEndpoint
-  }
+  }, workspaceDir)
 }

@@ -24,8 +24,8 @@ export const Capabilities = Schema.Struct({
     execute: Schema.Boolean,
     cancel: Schema.Boolean,
     ordered_output: Schema.Boolean,
-    max_timeout_seconds: Schema.Int,
-    max_output_bytes: Schema.Int
+    max_timeout_seconds: Schema.NonNegativeInt,
+    max_output_bytes: Schema.NonNegativeInt
   }),
   filesystem: Schema.Struct({
     read: Schema.Boolean,
@@ -34,14 +34,14 @@ export const Capabilities = Schema.Struct({
     create_parents: Schema.Boolean,
     list: Schema.Boolean,
     delete: Schema.Boolean,
-    max_read_bytes: Schema.Int,
-    max_write_bytes: Schema.Int
+    max_read_bytes: Schema.NonNegativeInt,
+    max_write_bytes: Schema.NonNegativeInt
   }),
-  http_endpoints: Schema.Struct({ create: Schema.Boolean, revoke: Schema.Boolean, max_lease_seconds: Schema.Int }),
+  http_endpoints: Schema.Struct({ create: Schema.Boolean, revoke: Schema.Boolean, max_lease_seconds: Schema.NonNegativeInt }),
   computer: Schema.NullOr(Schema.Struct({
     implementation: Schema.String,
     actions: Schema.Array(Schema.String),
-    screenshot: Schema.Struct({ formats: Schema.Array(Schema.String), max_bytes: Schema.Int }),
+    screenshot: Schema.Struct({ formats: Schema.Array(Schema.String), max_bytes: Schema.NonNegativeInt }),
     recording: Schema.Struct({ formats: Schema.Array(Schema.String) })
   }))
 }).annotations({ identifier: "Capabilities" })

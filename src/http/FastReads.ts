@@ -17,18 +17,11 @@ import { databaseFile } from "../db/Sql.ts"
 import { operationToWire, type OperationRow } from "../services/sandboxes/Operations.ts"
 import { type ProcessRow, processToWire } from "../services/sandboxes/Processes.ts"
 import { RUNTIME_OPERATION_WITH_DATA, type RuntimeOperationRow, runtimeOperationToWire } from "../services/sandboxes/RuntimeOperations.ts"
-import { type SandboxRow, sandboxToWire } from "../services/sandboxes/SandboxRows.ts"
-import { LAST_USED_GRANULARITY_MS } from "../services/Credentials.ts"
+import { capabilitiesOf, type SandboxRow, sandboxToWire } from "../services/sandboxes/SandboxRows.ts"
+import { API_KEY_BY_HASH, type ApiKeyRow, lastUsedIsStale } from "../services/Credentials.ts"
 import { sha256Hex } from "../services/Crypto.ts"
 import { API_KEY_PREFIX } from "./Security.ts"
 import { WELL_FORMED_REQUEST_ID } from "./RequestId.ts"
-
-interface KeyRow {
-  readonly id: string
-  readonly project_id: string
-  readonly expires_at: string | null
-  readonly last_used_at: string | null
-}
 
 type Route = (request: Bun.BunRequest, server: Bun.Server<unknown>) => Response | Promise<Response>
 
@@ -44,10 +37,7 @@ export const makeFastReads = (options: { readonly dataDir: string; readonly runt
   const db = new Database(databaseFile(options.dataDir))
   db.run("PRAGMA busy_timeout = 5000")
   db.run("PRAGMA query_only = ON") // reads only, whatever a later change might try
-  const keyByHash: Statement<KeyRow, [string]> = db.query(`
-    SELECT k.id, k.project_id, k.expires_at, k.last_used_at
-    FROM api_keys k JOIN projects p ON p.id = k.project_id JOIN organizations o ON o.id = p.organization_id
-    WHERE k.key_hash = ? AND k.revoked_at IS NULL AND k.deleted_at IS NULL AND p.deleted_at IS NULL AND o.deleted_at IS NULL`)
+  const keyByHash: Statement<ApiKeyRow, [string]> = db.query(API_KEY_BY_HASH)
   const sandboxById: Statement<SandboxRow, [string]> = db.query("SELECT * FROM sandboxes WHERE id = ?")
   const processById: Statement<ProcessRow, [string]> = db.query("SELECT * FROM processes WHERE id = ?")
   const operationById: Statement<OperationRow, [string]> = db.query("SELECT * FROM operations WHERE id = ?")
@@ -57,15 +47,15 @@ export const makeFastReads = (options: { readonly dataDir: string; readonly runt
   const runLog = Runtime.runSync(options.runtime)
 
   /** The caller's key when the request is a plain, valid, key-authenticated GET the full stack would accept as is. */
-  const caller = (request: Request): { readonly key: KeyRow; readonly requestId: string } | undefined => {
+  const caller = (request: Request): { readonly key: ApiKeyRow; readonly requestId: string } | undefined => {
     if (request.method !== "GET" || request.url.includes("?")) return undefined
     const token = BEARER.exec(request.headers.get("authorization") ?? "")?.[1]
     if (token === undefined || !token.startsWith(API_KEY_PREFIX)) return undefined
     const key = keyByHash.get(sha256Hex(token))
     if (key === null) return undefined
-    const now = Date.now()
-    if (key.expires_at !== null && Date.parse(key.expires_at) <= now) return undefined
-    if (key.last_used_at === null || now - Date.parse(key.last_used_at) >= LAST_USED_GRANULARITY_MS) return undefined
+    const now = new Date().toISOString()
+    // As Credentials.resolveApiKey decides; a key whose use is due to be recorded goes to the full stack.
+    if ((key.expires_at !== null && key.expires_at <= now) || lastUsedIsStale(key.last_used_at, now)) return undefined
     if (request.headers.get("x-metal-project-id") !== key.project_id) return undefined
     const incoming = request.headers.get("x-request-id")
     if (incoming !== null && !WELL_FORMED_REQUEST_ID.test(incoming)) return undefined
@@ -82,13 +72,11 @@ export const makeFastReads = (options: { readonly dataDir: string; readonly runt
   }
 
   /** Wraps a read: its answer, or the full stack's when it has none. */
-  const route = (read: (request: Bun.BunRequest, key: KeyRow) => unknown): Route => (request, server) => {
+  const route = (read: (request: Bun.BunRequest, key: ApiKeyRow) => unknown): Route => (request, server) => {
     const who = caller(request)
     const body = who === undefined ? undefined : read(request, who.key)
     return body === undefined ? fallThrough(server, request) : answer(request, who!.requestId, body)
   }
-
-  const capabilities = (sandbox: SandboxRow | null): unknown => (sandbox?.capabilities ? JSON.parse(sandbox.capabilities) : null)
 
   return {
     routes: {
@@ -99,12 +87,12 @@ export const makeFastReads = (options: { readonly dataDir: string; readonly runt
       "/v1/sandboxes/:sandbox_id/processes/:process_id": route((request, key) => {
         const row = processById.get(param(request, "process_id"))
         if (row === null || row.project_id !== key.project_id || row.sandbox_id !== param(request, "sandbox_id")) return undefined
-        return processToWire(row, capabilities(sandboxById.get(row.sandbox_id)))
+        return processToWire(row, capabilitiesOf(sandboxById.get(row.sandbox_id)))
       }),
       "/v1/sandboxes/:sandbox_id/runtime-operations/:runtime_operation_id": route((request, key) => {
         const row = runtimeOperationById.get(param(request, "runtime_operation_id"))
         if (row === null || row.project_id !== key.project_id || row.sandbox_id !== param(request, "sandbox_id")) return undefined
-        return runtimeOperationToWire(row, capabilities(sandboxById.get(row.sandbox_id)))
+        return runtimeOperationToWire(row, capabilitiesOf(sandboxById.get(row.sandbox_id)))
       }),
       "/v1/operations/:operation_id": route((request, key) => {
         const row = operationById.get(param(request, "operation_id"))

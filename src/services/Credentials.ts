@@ -8,7 +8,20 @@ import { nowIso } from "../domain/Time.ts"
 import type { KeyPrincipal, UserPrincipal } from "../http/Security.ts"
 import { sha256Hex } from "./Crypto.ts"
 
-export const LAST_USED_GRANULARITY_MS = 60_000
+/** A live API key by the hash of its secret (also read by the fast reads, src/http/FastReads.ts). */
+export const API_KEY_BY_HASH = `SELECT k.id, k.project_id, p.organization_id, k.expires_at, k.last_used_at
+  FROM api_keys k JOIN projects p ON p.id = k.project_id JOIN organizations o ON o.id = p.organization_id
+  WHERE k.key_hash = ? AND k.revoked_at IS NULL AND k.deleted_at IS NULL AND p.deleted_at IS NULL AND o.deleted_at IS NULL`
+
+export interface ApiKeyRow {
+  readonly id: string
+  readonly project_id: string
+  readonly organization_id: string
+  readonly expires_at: string | null
+  readonly last_used_at: string | null
+}
+
+const LAST_USED_GRANULARITY_MS = 60_000
 
 export interface CredentialsShape {
   readonly resolveUserToken: (raw: string) => Effect.Effect<Option.Option<UserPrincipal>>
@@ -17,7 +30,8 @@ export interface CredentialsShape {
 
 export class Credentials extends Context.Tag("app/Credentials")<Credentials, CredentialsShape>() {}
 
-const stale = (lastUsed: string | null, now: string) =>
+/** Whether `last_used_at` is due to be written again (at most once a minute, so reads stay reads). */
+export const lastUsedIsStale = (lastUsed: string | null, now: string) =>
   lastUsed === null || Date.parse(now) - Date.parse(lastUsed) >= LAST_USED_GRANULARITY_MS
 
 export const CredentialsLive = Layer.effect(
@@ -34,22 +48,17 @@ export const CredentialsLive = Layer.effect(
           WHERE t.token_hash = ${sha256Hex(raw)} AND t.revoked_at IS NULL`
         const row = rows[0]
         if (row === undefined || (row.expires_at !== null && row.expires_at <= now)) return Option.none<UserPrincipal>()
-        if (stale(row.last_used_at, now)) yield* sql`UPDATE user_tokens SET last_used_at = ${now} WHERE id = ${row.id}`
+        if (lastUsedIsStale(row.last_used_at, now)) yield* sql`UPDATE user_tokens SET last_used_at = ${now} WHERE id = ${row.id}`
         return Option.some<UserPrincipal>({ userId: row.user_id, email: row.email, tokenId: row.id })
       }).pipe(Effect.orDie)
 
     const resolveApiKey = (raw: string) =>
       Effect.gen(function*() {
         const now = yield* nowIso
-        const rows = yield* sql<{ id: string; project_id: string; organization_id: string; expires_at: string | null; last_used_at: string | null }>`
-          SELECT k.id, k.project_id, p.organization_id, k.expires_at, k.last_used_at
-          FROM api_keys k JOIN projects p ON p.id = k.project_id
-          JOIN organizations o ON o.id = p.organization_id
-          WHERE k.key_hash = ${sha256Hex(raw)} AND k.revoked_at IS NULL AND k.deleted_at IS NULL
-            AND p.deleted_at IS NULL AND o.deleted_at IS NULL`
+        const rows = yield* sql.unsafe<ApiKeyRow>(API_KEY_BY_HASH, [sha256Hex(raw)])
         const row = rows[0]
         if (row === undefined || (row.expires_at !== null && row.expires_at <= now)) return Option.none<KeyPrincipal>()
-        if (stale(row.last_used_at, now)) yield* sql`UPDATE api_keys SET last_used_at = ${now} WHERE id = ${row.id}`
+        if (lastUsedIsStale(row.last_used_at, now)) yield* sql`UPDATE api_keys SET last_used_at = ${now} WHERE id = ${row.id}`
         return Option.some<KeyPrincipal>({ keyId: row.id, projectId: row.project_id, organizationId: row.organization_id })
       }).pipe(Effect.orDie)
 

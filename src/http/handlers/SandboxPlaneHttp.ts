@@ -31,7 +31,7 @@ import { operationEvents, PROCESS_BATCH_BYTES, processEvents, sseBody } from "..
 import { getOperation, operationToWire } from "../../services/sandboxes/Operations.ts"
 import { processJobKey, processToWire, type ProcessRow } from "../../services/sandboxes/Processes.ts"
 import { runtimeOperationJobKey, runtimeOperationToWire, type RuntimeOperationRow } from "../../services/sandboxes/RuntimeOperations.ts"
-import { getSandboxRow, type SandboxRow, sandboxToWire } from "../../services/sandboxes/SandboxRows.ts"
+import { capabilitiesOf, getSandboxRow, type SandboxRow, sandboxToWire } from "../../services/sandboxes/SandboxRows.ts"
 import { AppConfig } from "../../Config.ts"
 import { Api } from "../Api.ts"
 import { decodeCursor, page } from "../Pagination.ts"
@@ -42,7 +42,6 @@ const ListPosition = Schema.Tuple(Schema.String, Schema.String)
 
 const keyCaller = Effect.map(CurrentProjectKey, (k): Caller => ({ projectId: k.projectId, organizationId: k.organizationId, keyId: k.keyId }))
 
-const capabilitiesOf = (sandbox: SandboxRow | undefined): unknown => (sandbox?.capabilities ? JSON.parse(sandbox.capabilities) : null)
 
 const accepted = <A, I>(schema: Schema.Schema<A, I>, body: A, location: string) =>
   HttpServerResponse.schemaJson(schema)(body, { status: 202, headers: { location } }).pipe(Effect.orDie)

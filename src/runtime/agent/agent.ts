@@ -77,6 +77,26 @@ interface Exec {
 const execs = new Map<string, Exec>()
 const byTag = new Map<string, string>()
 
+/** A new execution record, registered by id and tag: one just started, or one reloaded from disk. */
+const track = (fields: Pick<Exec, "meta" | "dir" | "offsets" | "size" | "fd" | "outputBytes">): Exec => {
+  const exec: Exec = {
+    ...fields,
+    truncated: false,
+    cancelled: false,
+    timedOut: false,
+    exit: null,
+    finishedAt: null,
+    proc: null,
+    pending: null,
+    flushScheduled: false,
+    waiters: new Set(),
+    timers: []
+  }
+  execs.set(exec.meta.execId, exec)
+  if (exec.meta.tag !== null) byTag.set(exec.meta.tag, exec.meta.execId)
+  return exec
+}
+
 class AgentError extends Error {
   constructor(readonly status: number, readonly kind: string, message: string) {
     super(message)
@@ -253,26 +273,14 @@ const startExec = (spec: ExecRequest): Exec => {
   const dir = path.join(EXECS_DIR, execId)
   fs.mkdirSync(dir, { recursive: true })
   const fd = fs.openSync(path.join(dir, "events"), "w")
-  const exec: Exec = {
+  const exec = track({
     meta: { execId, tag: spec.tag ?? null, pid: -1, procStart: null, startedAt: new Date().toISOString(), maxOutputBytes: spec.maxOutputBytes },
     dir,
     offsets: [],
     size: 0,
     fd,
-    outputBytes: 0,
-    truncated: false,
-    cancelled: false,
-    timedOut: false,
-    exit: null,
-    finishedAt: null,
-    proc: null,
-    pending: null,
-    flushScheduled: false,
-    waiters: new Set(),
-    timers: []
-  }
-  execs.set(execId, exec)
-  if (exec.meta.tag !== null) byTag.set(exec.meta.tag, execId)
+    outputBytes: 0
+  })
   let proc: ReturnType<typeof Bun.spawn<"pipe", "pipe", "pipe">>
   try {
     proc = Bun.spawn({
@@ -429,26 +437,7 @@ const loadExecs = () => {
       if (exit !== null) break
     }
     if (size < total) fs.ftruncateSync(fd, size)
-    const exec: Exec = {
-      meta,
-      dir,
-      offsets,
-      size,
-      fd,
-      outputBytes,
-      truncated: false,
-      cancelled: false,
-      timedOut: false,
-      exit: null,
-      finishedAt: null,
-      proc: null,
-      pending: null,
-      flushScheduled: false,
-      waiters: new Set(),
-      timers: []
-    }
-    execs.set(meta.execId, exec)
-    if (meta.tag !== null) byTag.set(meta.tag, meta.execId)
+    const exec = track({ meta, dir, offsets, size, fd, outputBytes })
     if (exit !== null) {
       exec.exit = exit
       exec.finishedAt = fs.statSync(file).mtimeMs

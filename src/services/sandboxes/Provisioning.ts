@@ -8,7 +8,7 @@ import type { ErrorObject } from "../../domain/Errors.ts"
 import { newUuid } from "../../domain/Ids.ts"
 import { nowIso } from "../../domain/Time.ts"
 import type { SandboxRequest } from "../../domain/Sandbox.ts"
-import { capabilitiesToWire, type CapabilitiesWire } from "../../../providers/core/Capabilities.ts"
+import { capabilitiesToWire, type CapabilityManifest } from "../../../providers/core/Capabilities.ts"
 import { type CreateInput, ProviderRegistry, type ProviderName, type ProviderSandbox } from "../../../providers/core/Provider.ts"
 import { type Attempt, provisionWithFallback } from "../../../providers/core/routing.ts"
 import { appendOperationEvent } from "./Operations.ts"
@@ -19,7 +19,7 @@ export type Provisioned =
     readonly _tag: "Provisioned"
     readonly provider: ProviderName
     readonly sandbox: ProviderSandbox
-    readonly capabilities: CapabilitiesWire
+    readonly capabilities: CapabilityManifest
     readonly billingMode: "managed" | "byok" | "emulated"
   }
   | { readonly _tag: "NoEligibleProvider"; readonly error: ErrorObject }

@@ -102,6 +102,9 @@ export const sandboxToWire = (row: SandboxRow): typeof Sandbox.Type => {
   }
 }
 
+/** The capability snapshot taken when the sandbox became ready, as embedded in its processes, operations and endpoints. */
+export const capabilitiesOf = (sandbox: SandboxRow | null | undefined): unknown => (sandbox?.capabilities ? JSON.parse(sandbox.capabilities) : null)
+
 export const getSandboxRow = (id: string) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient

@@ -12,12 +12,12 @@ import { Effect } from "effect"
 import { appendEvent } from "../Events.ts"
 import { enqueueJob, type Job, type JobHandler } from "../OperationRunner.ts"
 import { startSystemAction } from "./LifecycleJobs.ts"
-import type { SandboxRow } from "./SandboxRows.ts"
+import { LIVE_STATES, type SandboxRow } from "./SandboxRows.ts"
 
 export const SPEND_LIMIT_JOB = "billing.spend_limit.enforce"
 
-/** States a spend limit ends (stopping and cleanup are already on their way out). */
-const ACTIVE = ["requested", "routing", "provisioning", "provision_unknown", "ready", "pausing", "paused", "resuming", "runtime_unknown"]
+/** States a spend limit ends: the live ones, but for those already on their way out. */
+const ACTIVE = LIVE_STATES.filter((state) => state !== "stopping" && state !== "cleanup_pending")
 
 /** Arms the enforcement when the balance is at or below zero (call inside the transaction that charged it). */
 export const armSpendLimitIfExhausted = (organizationId: string) =>
