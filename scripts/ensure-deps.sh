@@ -1,6 +1,8 @@
 #!/bin/sh
-# Installs what the gateway needs when it is missing, then returns: bun (from npm), bubblewrap and
-# slirp4netns (from Debian), and the project's packages. Safe to run every time; quiet when all is there.
+# Installs what the gateway needs when it is missing, then returns: bun (from npm); bubblewrap, slirp4netns,
+# nftables (the sandboxes' egress filter), e2fsprogs (each sandbox's disk image), util-linux and mount (setpriv,
+# unshare, nsenter, flock, losetup) and iproute2 (from Debian); and the project's packages. Safe to run every time; quiet
+# when all is there.
 set -e
 cd "$(dirname "$0")/.."
 
@@ -17,6 +19,12 @@ missing=""
 command -v bwrap >/dev/null 2>&1 || missing="$missing bubblewrap"
 command -v slirp4netns >/dev/null 2>&1 || missing="$missing slirp4netns"
 command -v ip >/dev/null 2>&1 || [ -x /usr/sbin/ip ] || missing="$missing iproute2"
+command -v nft >/dev/null 2>&1 || [ -x /usr/sbin/nft ] || missing="$missing nftables"
+command -v mkfs.ext4 >/dev/null 2>&1 || [ -x /usr/sbin/mkfs.ext4 ] || [ -x /sbin/mkfs.ext4 ] || missing="$missing e2fsprogs"
+for tool in setpriv unshare nsenter flock mountpoint; do
+  command -v $tool >/dev/null 2>&1 || [ -x /usr/sbin/$tool ] || [ -x /sbin/$tool ] || { missing="$missing util-linux"; break; }
+done
+command -v losetup >/dev/null 2>&1 || [ -x /usr/sbin/losetup ] || [ -x /sbin/losetup ] || missing="$missing mount"
 command -v python3 >/dev/null 2>&1 || [ -x /usr/bin/python3 ] || missing="$missing python3"
 if [ -n "$missing" ]; then
   echo "ensure-deps: installing$missing from Debian" >&2

@@ -2,8 +2,8 @@
  * Configuration from environment variables (DESIGN.md §7), validated once at start with a clear message.
  */
 import { Config, Context, Effect, Layer } from "effect"
-import * as fs from "node:fs"
 import * as path from "node:path"
+import { secureDataDir } from "./runtime/DataDir.ts"
 
 export interface AppConfigShape {
   readonly port: number
@@ -30,7 +30,8 @@ export const appConfig = Effect.gen(function*() {
   const publicUrl = (explicitUrl._tag === "Some" ? explicitUrl.value : `http://${host}:${port}`).replace(/\/+$/, "")
   const logLevel = yield* Config.literal("trace", "debug", "info", "warning", "error", "none")("LOG_LEVEL").pipe(Config.withDefault("info"))
   const maxBodyBytes = yield* Config.integer("MAX_BODY_BYTES").pipe(Config.withDefault(16 * 1024 * 1024))
-  fs.mkdirSync(dataDir, { recursive: true })
+  // 0700, and everything already in it 0700 / 0600 (the database, its WAL and the secrets key included).
+  secureDataDir(dataDir)
   return { port, host, dataDir, publicUrl, publicUrlSet: explicitUrl._tag === "Some", logLevel, maxBodyBytes } satisfies AppConfigShape
 })
 

@@ -1,33 +1,48 @@
 /**
- * One sandbox = one bwrap jail (DESIGN.md §5). Layout under `DATA_DIR/sandboxes/<id>/`:
- *   root/       the jail's writable root: /workspace (home, default cwd), /tmp, and root-owned mount points and
- *               /etc files (passwd and group of the sandbox user, hostname, hosts, resolv.conf)
- *   run/        bound at /run/agent: the agent's unix sockets and its kept executions (execs/)
- *   state.json  what the runtime needs to re-attach after a gateway restart (never visible in the jail)
- *   info.json   bwrap's --info-fd output (the child pid); jail.log its stderr
- * Read-only from the host: /usr (plus the merged-/usr symlinks), a few /etc files, the agent script and the bun
- * binary. Never the host's home, /root, the project or DATA_DIR. bwrap runs as an unprivileged host uid
- * (HOST_UID), so even the kernel sees the jail's processes as nobody in particular; inside they are uid 1000 in
- * new user, pid, ipc, uts, cgroup, mount and network namespaces, with no capabilities and no further user
- * namespaces. Limits use cgroup v1 (pids, memory, cpu, freezer) under
+ * One sandbox = one bwrap jail (DESIGN.md §5). On the host, `DATA_DIR/sandboxes/<id>/` (root only, 0700) holds:
+ *   state.json  what the runtime needs to re-attach after a gateway restart (0600)
+ *   disk.img    the sandbox's disk: a sparse ext4 image of `diskMb` (0600). Its filesystem holds
+ *                 root/  the jail's root: /workspace (home, default cwd), /tmp, and root-owned mount points and
+ *                        /etc files (passwd and group of the sandbox user, hostname, hosts, resolv.conf)
+ *                 run/   bound at /run/agent: the agent's unix sockets and its kept executions (execs/)
+ *                 ctl/   root only, never in the jail: where the gateway moves ("adopts") the agent's sockets
+ *               so the disk limit covers everything the sandbox can write (but /dev/shm and /dev, which are
+ *               memory and count against its memory limit).
+ * The disk is mounted (loop, nosuid, nodev, discard) only inside the jail's own launcher mount namespace, at
+ * STAGE: the host's mount table never holds it, nothing else can pin it, and it goes (loop device included) when
+ * the jail's last process exits. The gateway reaches it through /proc/<launcher pid>/root (AgentChannel.ts).
+ *
+ * Read-only from the host: /usr (plus the merged-/usr symlinks), a few /etc files, and the agent script and bun
+ * copied to the tools tmpfs (Host.ts). Never the host's home, /root, the project or DATA_DIR, and no mount of
+ * the jail names a host path. bwrap runs as the sandbox's own host uid (UidLeases.ts); inside, processes are uid
+ * 1000 in new user, pid, ipc, uts, cgroup, mount and network namespaces, with no capabilities and no further
+ * user namespaces. Limits use cgroup v1 (pids, memory, cpu, freezer) under
  * /sys/fs/cgroup/<controller>/sandbox-gateway/<scope>/<id>, where <scope> is derived from DATA_DIR (two
  * gateways, or two test runs, never share a cgroup); commands run in a `work` child of the pids and memory
- * cgroups, so a fork bomb or an allocation spree cannot starve the agent.
+ * cgroups, so a fork bomb or an allocation spree cannot starve the agent. Without cgroups, the launcher's
+ * RLIMIT_NPROC bounds the whole sandbox (its uid is its own, so the count is its own).
  */
 import { createHash } from "node:crypto"
 import * as fs from "node:fs"
 import * as path from "node:path"
+import { STAGE, type Tools } from "./Host.ts"
+
+export { alive, descendants, procStart, signalAll } from "./Proc.ts"
 
 /** The sandbox user inside the jail. */
 export const SANDBOX_UID = 1000
-/** The host uid the jails run as (root never runs jails: that uid would be kuid 0 on the host). */
+/** Default base of the sandbox uid ranges (RUNTIME_HOST_UID). Root never runs jails. */
 export const DEFAULT_HOST_UID = 1_000_000
 /** Processes of a sandbox's commands; the agent (its threads count as tasks) and slirp4netns get headroom. */
 export const PIDS_LIMIT = 512
-const PIDS_HEADROOM = 64
+export const PIDS_HEADROOM = 64
 /** Memory beyond the requested amount for the agent itself (a bun process) and slirp4netns. */
 export const AGENT_MEMORY_MB = 96
+/** Disk of a sandbox whose request names none. */
 export const DEFAULT_DISK_MB = 10_240
+/** Smallest and largest disk: a filesystem needs some room; a sparse image must stay within host file limits. */
+export const MIN_DISK_MB = 32
+export const MAX_DISK_MB = 1024 * 1024
 /** Minimum cpu quota (1% of a core) and the cfs period. */
 const CFS_PERIOD_US = 100_000
 
@@ -47,15 +62,19 @@ export interface JailSpec {
 }
 
 export interface JailState {
-  readonly version: 2
+  readonly version: 3
   readonly id: string
   readonly createdAt: string
   readonly spec: JailSpec
   readonly mechanism: "cgroup" | "rlimit"
   /** cgroup path under each controller (sandbox-gateway/<scope>/<id>), null under rlimits. */
   readonly cgroup: string | null
+  /** The first uid of the sandbox's leased range: every process of the jail runs as it on the host. */
   readonly hostUid: number
-  /** Host pid of bwrap and of the jail's first process (the pid-namespace init), with their start times. */
+  /**
+   * Host pid of the launcher (bwrap's monitor, in the mount namespace that holds the disk) and of the jail's
+   * first process (the pid-namespace init), with their start times.
+   */
   readonly bwrapPid: number
   readonly bwrapStart: string | null
   readonly childPid: number
@@ -67,14 +86,24 @@ export interface JailState {
 
 export const sandboxesDir = (dataDir: string) => path.join(dataDir, "sandboxes")
 export const jailDir = (dataDir: string, id: string) => path.join(sandboxesDir(dataDir), id)
-export const runDir = (dataDir: string, id: string) => path.join(jailDir(dataDir, id), "run")
-export const agentSocket = (dataDir: string, id: string) => path.join(runDir(dataDir, id), "agent.sock")
-export const bridgeSocket = (dataDir: string, id: string) => path.join(runDir(dataDir, id), "bridge.sock")
+export const diskImage = (dir: string) => path.join(dir, "disk.img")
+
+/** Directories of the disk's filesystem. */
+export const DISK_ROOT = "root"
+export const DISK_RUN = "run"
+export const DISK_CTL = "ctl"
+
+/**
+ * A path inside a running jail's disk as the host sees it: through the launcher's /proc root (its mount
+ * namespace holds the disk at STAGE). For tests and diagnostics; the gateway itself goes through a verified
+ * /proc/<pid> handle (AgentChannel.ts), never a bare pid.
+ */
+export const diskPath = (state: Pick<JailState, "bwrapPid">, ...rel: Array<string>) => path.join(`/proc/${state.bwrapPid}/root${STAGE}`, ...rel)
 
 export const readState = (dataDir: string, id: string): JailState | undefined => {
   try {
     const state = JSON.parse(fs.readFileSync(path.join(jailDir(dataDir, id), "state.json"), "utf8")) as Partial<JailState>
-    if (state.version !== 2) return undefined
+    if (state.version !== 3) return undefined
     return state as JailState
   } catch {
     return undefined
@@ -84,66 +113,8 @@ export const readState = (dataDir: string, id: string): JailState | undefined =>
 /** Atomic (rename), so a concurrent reader never sees half a file. */
 export const writeState = (dataDir: string, state: JailState) => {
   const file = path.join(jailDir(dataDir, state.id), "state.json")
-  fs.writeFileSync(`${file}.tmp`, JSON.stringify(state))
+  fs.writeFileSync(`${file}.tmp`, JSON.stringify(state), { mode: 0o600 })
   fs.renameSync(`${file}.tmp`, file)
-}
-
-// processes ----------------------------------------------------------------------------------------------------
-
-/** Field 22 of /proc/<pid>/stat (start time in clock ticks): tells a pid apart from a later one reusing it. */
-export const procStart = (pid: number): string | null => {
-  try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8")
-    return stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19] ?? null
-  } catch {
-    return null
-  }
-}
-
-/** A running process (not a zombie) that is still the one started at `start` (when known). */
-export const alive = (pid: number, start: string | null = null) => {
-  if (!(pid > 0)) return false
-  try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8")
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
-    if (fields[0] === "Z" || fields[0] === "X") return false
-    return start === null || fields[19] === start
-  } catch {
-    return false
-  }
-}
-
-/** Every descendant of `pid` (for SIGSTOP/SIGKILL where there is no cgroup). */
-export const descendants = (pid: number): Array<number> => {
-  const children = new Map<number, Array<number>>()
-  for (const entry of fs.readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry)) continue
-    try {
-      const stat = fs.readFileSync(`/proc/${entry}/stat`, "utf8")
-      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1])
-      const list = children.get(ppid)
-      if (list === undefined) children.set(ppid, [Number(entry)])
-      else list.push(Number(entry))
-    } catch {}
-  }
-  const out: Array<number> = []
-  const stack = [pid]
-  while (stack.length > 0) {
-    for (const child of children.get(stack.pop()!) ?? []) {
-      out.push(child)
-      stack.push(child)
-    }
-  }
-  return out
-}
-
-export const signalAll = (pids: ReadonlyArray<number>, signal: NodeJS.Signals) => {
-  for (const pid of pids) {
-    if (!(pid > 0)) continue
-    try {
-      process.kill(pid, signal)
-    } catch {}
-  }
 }
 
 // cgroups ------------------------------------------------------------------------------------------------------
@@ -288,7 +259,7 @@ export const setFrozen = async (rel: string, frozen: boolean): Promise<boolean> 
   return freezerState(rel) === target
 }
 
-// the jail's files and bwrap arguments ----------------------------------------------------------------------------
+// the jail's disk and bwrap arguments -----------------------------------------------------------------------------
 
 /** Host /etc entries bound read-only when they exist (the minimum a shell, python and TLS need). */
 const ETC_FILES = ["ld.so.cache", "ld.so.conf", "nsswitch.conf", "localtime", "mime.types", "protocols", "services", "host.conf", "ssl/openssl.cnf"]
@@ -296,71 +267,103 @@ const ETC_DIRS = ["ssl/certs", "ca-certificates", "alternatives", "ld.so.conf.d"
 /** Merged /usr: these are symlinks into /usr in the jail. */
 const USR_LINKS = [["bin", "usr/bin"], ["sbin", "usr/sbin"], ["lib", "usr/lib"], ["lib64", "usr/lib64"], ["lib32", "usr/lib32"]] as const
 
-/** Per-sandbox files that name it (rewritten when a warm jail is handed out). */
-export const writeIdentity = (dataDir: string, id: string, internet: boolean) => {
-  const etc = path.join(jailDir(dataDir, id), "root", "etc")
-  fs.writeFileSync(path.join(etc, "hostname"), `${id}\n`)
-  fs.writeFileSync(path.join(etc, "hosts"), `127.0.0.1 localhost ${id}\n::1 localhost ip6-localhost ip6-loopback\n`)
+/** Per-sandbox /etc files that name it (rewritten when a warm jail is handed out). */
+export const identityFiles = (id: string, internet: boolean): Record<string, string> => ({
+  hostname: `${id}\n`,
+  hosts: `127.0.0.1 localhost ${id}\n::1 localhost ip6-localhost ip6-loopback\n`,
   // slirp4netns serves DNS at 10.0.2.3; without internet there is nothing to ask.
-  fs.writeFileSync(path.join(etc, "resolv.conf"), internet ? "nameserver 10.0.2.3\n" : "")
-}
+  "resolv.conf": internet ? "nameserver 10.0.2.3\n" : ""
+})
 
 /**
- * The jail's root: writable by the sandbox user (like a VM's disk), except /etc, /run and /opt, which hold
- * the runtime's files and bind-mount points (created here, root-owned, so bwrap never has to create them).
+ * The disk's initial content, laid out in a directory `tpl` and written into the image by mkfs.ext4 -d (no
+ * mount needed): the jail's root, writable by the sandbox user (like a VM's disk) except /etc, /run and /opt,
+ * which hold the runtime's files and bind-mount points (root-owned, so bwrap never has to create them); the
+ * agent's run directory (the sandbox's uid, 0700); and the root-only ctl directory.
  */
-export const prepareRoot = (dataDir: string, id: string, hostUid: number, internet: boolean, cgroups: boolean) => {
-  const dir = jailDir(dataDir, id)
-  const root = path.join(dir, "root")
-  fs.mkdirSync(root, { recursive: true })
+const writeTemplate = (tpl: string, id: string, hostUid: number, internet: boolean, cgroups: boolean) => {
+  const root = path.join(tpl, DISK_ROOT)
+  fs.mkdirSync(root, { recursive: true, mode: 0o755 })
   fs.chownSync(root, hostUid, hostUid)
   for (const sub of ["workspace", "tmp"]) {
-    fs.mkdirSync(path.join(root, sub), { recursive: true })
+    fs.mkdirSync(path.join(root, sub), { mode: 0o755 })
     fs.chownSync(path.join(root, sub), hostUid, hostUid)
   }
   fs.chmodSync(path.join(root, "tmp"), 0o1777)
-  for (const sub of ["etc", "usr", "proc", "dev", "run/agent", "opt/agent", ...(cgroups ? ["run/cgroup"] : [])]) fs.mkdirSync(path.join(root, sub), { recursive: true })
-  for (const [name, target] of USR_LINKS) {
-    if (fs.existsSync(`/${name}`) && !fs.existsSync(path.join(root, name))) fs.symlinkSync(target, path.join(root, name))
-  }
+  for (const sub of ["etc", "usr", "proc", "dev", "run/agent", "opt/agent", ...(cgroups ? ["run/cgroup"] : [])]) fs.mkdirSync(path.join(root, sub), { recursive: true, mode: 0o755 })
+  for (const [name, target] of USR_LINKS) if (fs.existsSync(`/${name}`)) fs.symlinkSync(target, path.join(root, name))
   for (const name of ETC_FILES) {
     if (!fs.existsSync(`/etc/${name}`)) continue
-    fs.mkdirSync(path.dirname(path.join(root, "etc", name)), { recursive: true })
-    fs.writeFileSync(path.join(root, "etc", name), "")
+    fs.mkdirSync(path.dirname(path.join(root, "etc", name)), { recursive: true, mode: 0o755 })
+    fs.writeFileSync(path.join(root, "etc", name), "", { mode: 0o644 })
   }
-  for (const name of ETC_DIRS) if (fs.existsSync(`/etc/${name}`)) fs.mkdirSync(path.join(root, "etc", name), { recursive: true })
-  for (const file of ["opt/agent/agent.js", "opt/agent/bun", ...(cgroups ? ["run/cgroup/pids.procs", "run/cgroup/memory.procs"] : [])]) fs.writeFileSync(path.join(root, file), "")
-  fs.writeFileSync(path.join(root, "etc", "passwd"), `root:x:0:0:root:/root:/bin/sh\nuser:x:${SANDBOX_UID}:${SANDBOX_UID}:sandbox:/workspace:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n`)
-  fs.writeFileSync(path.join(root, "etc", "group"), `root:x:0:\nuser:x:${SANDBOX_UID}:\nnogroup:x:65534:\n`)
-  writeIdentity(dataDir, id, internet)
-  const run = runDir(dataDir, id)
-  fs.mkdirSync(run, { recursive: true, mode: 0o700 })
+  for (const name of ETC_DIRS) if (fs.existsSync(`/etc/${name}`)) fs.mkdirSync(path.join(root, "etc", name), { recursive: true, mode: 0o755 })
+  for (const file of ["opt/agent/agent.js", "opt/agent/bun", ...(cgroups ? ["run/cgroup/pids.procs", "run/cgroup/memory.procs"] : [])]) fs.writeFileSync(path.join(root, file), "", { mode: 0o644 })
+  fs.writeFileSync(path.join(root, "etc", "passwd"), `root:x:0:0:root:/root:/bin/sh\nuser:x:${SANDBOX_UID}:${SANDBOX_UID}:sandbox:/workspace:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n`, { mode: 0o644 })
+  fs.writeFileSync(path.join(root, "etc", "group"), `root:x:0:\nuser:x:${SANDBOX_UID}:\nnogroup:x:65534:\n`, { mode: 0o644 })
+  for (const [name, content] of Object.entries(identityFiles(id, internet))) fs.writeFileSync(path.join(root, "etc", name), content, { mode: 0o644 })
+  const run = path.join(tpl, DISK_RUN)
+  fs.mkdirSync(run, { mode: 0o700 })
   fs.chownSync(run, hostUid, hostUid)
-  return root
+  fs.mkdirSync(path.join(tpl, DISK_CTL), { mode: 0o700 })
 }
 
-/** bwrap's arguments; paths are as bwrap sees them (the staging path when the gateway is root). */
+/** Creates `disk.img` in the jail directory: sparse, `diskMb` large, an ext4 filesystem with the initial content. */
+export const createDisk = (dir: string, id: string, spec: JailSpec, hostUid: number, cgroups: boolean) => {
+  const tpl = path.join(dir, "tpl")
+  const image = diskImage(dir)
+  fs.rmSync(tpl, { recursive: true, force: true })
+  fs.mkdirSync(tpl, { mode: 0o755 })
+  try {
+    writeTemplate(tpl, id, hostUid, spec.internet, cgroups)
+    const fd = fs.openSync(image, "w", 0o600)
+    try {
+      fs.ftruncateSync(fd, spec.diskMb * 1024 * 1024)
+    } finally {
+      fs.closeSync(fd)
+    }
+    // Lazy inode tables and journal: ~10 ms for any size (the kernel initialises them in the background).
+    const mkfs = Bun.spawnSync(["mkfs.ext4", "-q", "-F", "-m", "0", "-E", "lazy_itable_init=1,lazy_journal_init=1,root_owner=0:0", "-d", tpl, image], {
+      stdio: ["ignore", "ignore", "pipe"]
+    })
+    if (mkfs.exitCode !== 0) throw new Error(`mkfs.ext4: ${mkfs.stderr.toString().trim().slice(0, 300)}`)
+  } finally {
+    fs.rmSync(tpl, { recursive: true, force: true })
+  }
+}
+
+/** The command the jail runs: a shell loop keeps the agent up (a crashed agent comes back and reloads its executions). */
+const AGENT_LOOP = [
+  "/bin/sh",
+  "-c",
+  // Only the first agent's stderr is the launcher's pipe (read while the jail starts, closed after). The shell
+  // itself writes to /dev/null, so its "Killed" note on a dead agent can never hit the closed pipe (SIGPIPE
+  // would end the jail): the first agent's redirection lives in a subshell, not in the shell.
+  'exec 3>&2 >/dev/null 2>/dev/null; (exec "$0" /opt/agent/agent.js 2>&3 3>&-); exec 3>&-; while :; do sleep 0.2; "$0" /opt/agent/agent.js; done',
+  "/opt/agent/bun"
+]
+
+/** bwrap's arguments; paths are as bwrap sees them, in the launcher's mount namespace (the disk at STAGE). */
 export const bwrapArgs = (options: {
-  readonly root: string
-  readonly run: string
-  readonly agentFile: string
-  readonly bunPath: string
+  readonly tools: Tools
   readonly hostname: string
   readonly cgroup: string | null
+  readonly memoryMb: number
   readonly env: Record<string, string>
   /** What the jail runs; default the agent, kept up by a shell loop. */
   readonly command?: ReadonlyArray<string> | undefined
 }) => {
-  const args = ["--bind", options.root, "/", "--ro-bind", "/usr", "/usr"]
+  const args = ["--bind", path.join(STAGE, DISK_ROOT), "/", "--ro-bind", "/usr", "/usr"]
   for (const name of ETC_FILES) if (fs.existsSync(`/etc/${name}`)) args.push("--ro-bind", `/etc/${name}`, `/etc/${name}`)
   for (const name of ETC_DIRS) if (fs.existsSync(`/etc/${name}`)) args.push("--ro-bind", `/etc/${name}`, `/etc/${name}`)
   args.push(
     "--proc", "/proc",
     "--dev", "/dev",
-    "--perms", "1777", "--tmpfs", "/dev/shm",
-    "--bind", options.run, "/run/agent",
-    "--ro-bind", options.agentFile, "/opt/agent/agent.js",
-    "--ro-bind", options.bunPath, "/opt/agent/bun"
+    // Shared memory is memory: as large as the sandbox's memory, and charged to its memory cgroup.
+    "--perms", "1777", "--size", String(options.memoryMb * 1024 * 1024), "--tmpfs", "/dev/shm",
+    "--bind", path.join(STAGE, DISK_RUN), "/run/agent",
+    "--ro-bind", options.tools.agent, "/opt/agent/agent.js",
+    "--ro-bind", options.tools.bun, "/opt/agent/bun"
   )
   if (options.cgroup !== null) {
     const work = workProcsFiles(options.cgroup)
@@ -383,36 +386,32 @@ export const bwrapArgs = (options: {
     "--setenv", "AGENT_RUN_DIR", "/run/agent"
   )
   for (const [k, v] of Object.entries(options.env)) args.push("--setenv", k, v)
-  // A shell loop keeps the agent up: a crashed agent comes back and reloads its executions from /run/agent.
-  args.push("--", ...(options.command ?? ["/bin/sh", "-c", 'while :; do "$0" /opt/agent/agent.js; sleep 0.2; done', "/opt/agent/bun"]))
+  args.push("--", ...(options.command ?? AGENT_LOOP))
   return args
 }
 
-/** Where a root gateway stages a jail's directory (in a private mount namespace), so bwrap reaches it by one path. */
-export const STAGE = "/run/sandbox-gateway/stage"
-
 /**
- * The host command that starts a jail: join its cgroups first (everything bwrap starts is accounted from its
- * first fork), then, as root, stage the jail's directory in a private mount namespace and drop to `hostUid`
- * before bwrap runs with `args`. bwrap writes its info (the sandbox's pid) to fd 3.
+ * The host command that starts a jail, as root: join its cgroups first (everything the jail starts is accounted
+ * from its first fork), enter a private mount namespace, mount the disk at STAGE there, bound the process count
+ * (rlimit mode), drop to the sandbox's host uid and exec bwrap with `args`. bwrap writes its info (the jail's
+ * pid) to stdout and closes it; its errors go to stderr.
  */
 export const launchCommand = (options: {
-  readonly dir: string
+  readonly image: string
   readonly cgroup: string | null
-  readonly isRoot: boolean
-  /** Bind bun into the stage (when the host's bun is not reachable by `hostUid`). */
-  readonly stageBun: string | null
   readonly hostUid: number
+  /** RLIMIT_NPROC of the whole jail (its uid's process count), or null for none (cgroups bound it). */
+  readonly nproc: number | null
+  /** bwrap writes its info (the jail's pid) to stdout (false: a direct jail, whose stdout is its command's). */
+  readonly info: boolean
   readonly args: ReadonlyArray<string>
 }): Array<string> => {
   const steps = [
     ...(options.cgroup === null ? [] : cgroupProcsFiles(options.cgroup).map((f) => `echo $$ > '${f}'`)),
-    ...(options.isRoot ? [`mount --bind "$0" ${STAGE}`] : []),
-    ...(options.stageBun !== null ? [`mount --bind '${options.stageBun}' ${STAGE}/bun`] : []),
-    options.isRoot ? `exec setpriv --reuid=${options.hostUid} --regid=${options.hostUid} --clear-groups bwrap --info-fd 3 "$@"` : `exec bwrap --info-fd 3 "$@"`
+    `mount -o loop,nosuid,nodev,discard "$0" ${STAGE}`,
+    // dash calls the process limit -p, other shells -u.
+    ...(options.nproc === null ? [] : [`{ ulimit -p ${options.nproc} 2>/dev/null || ulimit -u ${options.nproc}; }`]),
+    `exec setpriv --reuid=${options.hostUid} --regid=${options.hostUid} --clear-groups bwrap${options.info ? " --info-fd 1" : ""} "$@"`
   ]
-  const script = steps.join(" && ")
-  return options.isRoot
-    ? ["unshare", "--mount", "--propagation", "private", "/bin/sh", "-c", script, options.dir, ...options.args]
-    : ["/bin/sh", "-c", script, options.dir, ...options.args]
+  return ["unshare", "--mount", "--propagation", "private", "/bin/sh", "-c", steps.join(" && "), options.image, ...options.args]
 }

@@ -15,7 +15,10 @@ export class RuntimeError extends Data.TaggedError("RuntimeError")<{
    * unavailable: the jail is gone or its agent does not answer; internal: anything else.
    */
   readonly kind: "not_found" | "conflict" | "invalid" | "unavailable" | "internal"
+  /** In the user's terms: what failed, never a host path, a stack or the runtime's internals. */
   readonly message: string
+  /** For the operator's log only (e.g. bwrap's own error when a jail does not start); never shown to users. */
+  readonly detail?: string | undefined
 }> {}
 
 export interface RuntimeSandboxSpec {
@@ -23,8 +26,16 @@ export interface RuntimeSandboxSpec {
   readonly id: string
   readonly vcpu: number
   readonly memoryMb: number
+  /**
+   * The sandbox's disk, its own filesystem (root, /workspace, /tmp, kept process output): writes beyond it fail
+   * with ENOSPC inside. 32 MB to 1 TiB; default 10240.
+   */
   readonly diskMb?: number | undefined
-  /** false: no network at all beyond the sandbox's own loopback. true: slirp4netns, host loopback unreachable. */
+  /**
+   * false: no network at all beyond the sandbox's own loopback. true: slirp4netns, and an egress filter keeps the
+   * host (every address of it), link-local and metadata addresses, and private ranges (unless the operator
+   * allows them) unreachable.
+   */
   readonly internet: boolean
   /** Default environment of every process. */
   readonly env?: Readonly<Record<string, string>> | undefined
@@ -149,6 +160,14 @@ export interface LocalRuntimeShape {
    * reaped ids. Optional so that test doubles need not implement it; the real runtime always has it.
    */
   readonly reap?: ((keepIds: ReadonlySet<string>) => Effect.Effect<ReadonlyArray<string>, RuntimeError>) | undefined
+  /**
+   * Removes leftovers that are no jail any more (never a jail with a usable state): cgroups without a jail
+   * directory, jail directories of crashed creates (after a grace period) or of earlier versions, uid leases
+   * whose jail is gone, loop devices of this DATA_DIR left attached. What it removed, for the log.
+   */
+  readonly sweep?:
+    | Effect.Effect<{ readonly jails: ReadonlyArray<string>; readonly leases: ReadonlyArray<number>; readonly loops: ReadonlyArray<string> }, RuntimeError>
+    | undefined
   /**
    * Stops the runtime without touching sandboxes (they outlive the gateway): no more warm jails (the idle ones
    * are destroyed), pending agent calls end. Idempotent. The Layer runs it as its finalizer.

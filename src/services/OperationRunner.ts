@@ -105,6 +105,11 @@ export interface OperationRunnerShape {
   readonly runNow: (dedupeKey: string) => Effect.Effect<void>
   /** This process's lease owner id. */
   readonly owner: string
+  /**
+   * Runs `listener` after each recovered job (one whose lease a dead or stalled process held) ends: the jail
+   * reaper uses it to clean up at once after a crash rather than at its next period.
+   */
+  readonly onRecovered: (listener: Effect.Effect<void>) => Effect.Effect<void>
 }
 
 export class OperationRunner extends Context.Tag("app/OperationRunner")<OperationRunner, OperationRunnerShape>() {}
@@ -136,6 +141,7 @@ export const OperationRunnerLive = Layer.scoped(
     const sql = yield* SqlClient.SqlClient
     const owner = `${os.hostname()}:${process.pid}:${newUuid().slice(0, 8)}`
     const handlers = new Map<string, JobHandler>()
+    const recoveredListeners: Array<Effect.Effect<void>> = []
     const running = new Set<string>()
     const fibers = yield* FiberSet.make<void, never>()
     const wakeQueue = yield* Queue.sliding<void>(1)
@@ -210,7 +216,9 @@ export const OperationRunnerLive = Layer.scoped(
         }
       }).pipe(
         Effect.catchAllCause((cause) => Effect.logError("job bookkeeping failed", { job: row.id }, cause)),
-        Effect.ensuring(Effect.sync(() => running.delete(row.id)))
+        Effect.ensuring(Effect.sync(() => running.delete(row.id))),
+        // Claimed from another lease holder: this job was recovered after a crash (or a stall).
+        Effect.ensuring(row.lease_owner !== null && row.lease_owner !== owner ? Effect.forEach(recoveredListeners, Effect.ignore, { discard: true }) : Effect.void)
       )
 
     /** Claims up to `limit` due jobs, at most one per lock key, skipping locks held by live leases. */
@@ -297,6 +305,7 @@ export const OperationRunnerLive = Layer.scoped(
 
     return {
       owner,
+      onRecovered: (listener) => Effect.sync(() => void recoveredListeners.push(listener)),
       register: (type, handler) => Effect.sync(() => void handlers.set(type, handler)),
       start: Effect.suspend(() => {
         if (started.value) return Effect.void

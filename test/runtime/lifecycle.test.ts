@@ -9,16 +9,16 @@ import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { cgroupScope } from "../../src/runtime/Jail.ts"
 import type { RuntimeError } from "../../src/runtime/LocalRuntime.ts"
-import { makeLocalRuntime } from "../../src/runtime/LocalRuntimeLive.ts"
-import { cgroupDir, collect, CONTROLLERS, failure, hostPids, newRuntime, run, sh, stateOf, waitFor } from "./support.ts"
+import { makeLocalRuntime, POOL_DISK_MB } from "../../src/runtime/LocalRuntimeLive.ts"
+import { cgroupDir, collect, CONTROLLERS, failure, hostPids, inJail, leasesOf, loopsOf, newRuntime, run, sh, stateOf, waitFor } from "./support.ts"
 
 const main = newRuntime("lifecycle")
 const { dataDir, rt } = main
 const kind = async (effect: Parameters<typeof failure>[0]) => ((await failure(effect)) as RuntimeError).kind
 const others: Array<{ cleanup: () => Promise<void> }> = []
 
-/** Nothing of the sandbox is left: no process, cgroup, mount or file. */
-const expectGone = (dir: string, id: string, pids: ReadonlyArray<number>) => {
+/** Nothing of the sandbox is left: no process, cgroup, mount, loop device, uid lease or file. */
+const expectGone = async (dir: string, id: string, pids: ReadonlyArray<number>) => {
   expect(fs.existsSync(path.join(dir, "sandboxes", id)), "sandbox dir").toBe(false)
   for (const controller of CONTROLLERS) expect(fs.existsSync(cgroupDir(controller, dir, id)), `${controller} cgroup`).toBe(false)
   for (const pid of pids) {
@@ -28,6 +28,9 @@ const expectGone = (dir: string, id: string, pids: ReadonlyArray<number>) => {
   const mounts = Bun.spawnSync(["findmnt", "-rn", "-o", "TARGET,SOURCE"]).stdout.toString()
   expect(mounts).not.toContain(path.join(dir, "sandboxes", id))
   expect(fs.readFileSync("/proc/self/mountinfo", "utf8")).not.toContain(path.join(dir, "sandboxes", id))
+  expect(leasesOf(dir).map((l) => path.basename(l.lease.dir))).not.toContain(id)
+  // The disk was mounted in the jail's launcher namespace only; its loop device goes with the last process.
+  await waitFor("the loop device to detach", () => loopsOf(dir, id).length === 0)
 }
 
 beforeAll(async () => {
@@ -67,8 +70,9 @@ describe("create", () => {
 describe("pause and resume", () => {
   it("freezes every process (a counter stops), refuses work while paused, and thaws", async () => {
     const exec = await run(rt.exec("a", { command: ["sh", "-c", "i=0; while true; do i=$((i+1)); echo $i > /workspace/counter; sleep 0.02; done"], maxOutputBytes: 100 }))
-    const read = () => Number(fs.readFileSync(path.join(dataDir, "sandboxes", "a", "root", "workspace", "counter"), "utf8").trim() || 0)
-    await waitFor("the counter", () => fs.existsSync(path.join(dataDir, "sandboxes", "a", "root", "workspace", "counter")) && read() > 2)
+    const counter = inJail(dataDir, "a", "root", "workspace", "counter")
+    const read = () => Number(fs.readFileSync(counter, "utf8").trim() || 0)
+    await waitFor("the counter", () => fs.existsSync(counter) && read() > 2)
     await run(rt.pause("a"))
     await run(rt.pause("a")) // idempotent
     expect(Option.getOrThrow(await run(rt.get("a"))).state).toBe("paused")
@@ -164,7 +168,7 @@ describe("destroy and reap", () => {
     expect(pids.length).toBeGreaterThan(3)
     await run(rt.destroy("gone"))
     await run(rt.destroy("gone"))
-    expectGone(dataDir, "gone", pids)
+    await expectGone(dataDir, "gone", pids)
     expect(Option.isNone(await run(rt.get("gone")))).toBe(true)
     expect(await kind(rt.exec("gone", { command: ["true"], maxOutputBytes: 1 }))).toBe("not_found")
   })
@@ -177,8 +181,8 @@ describe("destroy and reap", () => {
     fs.rmSync(path.join(dataDir, "sandboxes", "lost"), { recursive: true, force: true })
     const reaped = await run(rt.reap(new Set(["a", "b"])))
     expect([...reaped].sort()).toEqual(["lost", "orphan"])
-    expectGone(dataDir, "orphan", orphanPids)
-    expectGone(dataDir, "lost", lostPids)
+    await expectGone(dataDir, "orphan", orphanPids)
+    await expectGone(dataDir, "lost", lostPids)
     expect((await run(rt.list)).map((s) => s.id).sort()).toEqual(["a", "b"])
   })
 })
@@ -188,11 +192,18 @@ describe("warm jails", () => {
     const warm = newRuntime("warm", { warmPool: 2 })
     others.push(warm)
     const pooled = () => fs.readdirSync(path.join(warm.dataDir, "sandboxes")).filter((id) => id.startsWith("pool-"))
-    await waitFor("two warm jails", () => pooled().filter((id) => fs.existsSync(path.join(warm.dataDir, "sandboxes", id, "run", "agent.sock"))).length === 2, 20_000)
+    const ready = (id: string) => {
+      try {
+        return fs.existsSync(inJail(warm.dataDir, id, "ctl", "agent.sock"))
+      } catch {
+        return false
+      }
+    }
+    await waitFor("two warm jails", () => pooled().filter(ready).length === 2, 20_000)
     await Bun.sleep(100)
     const before = pooled()
     const started = performance.now()
-    const sandbox = await run(warm.rt.create({ id: "w1", vcpu: 1.5, memoryMb: 300, internet: true, env: { FROM: "pool" } }))
+    const sandbox = await run(warm.rt.create({ id: "w1", vcpu: 1.5, memoryMb: 300, diskMb: POOL_DISK_MB, internet: true, env: { FROM: "pool" } }))
     expect(performance.now() - started).toBeLessThan(1000)
     expect(sandbox).toMatchObject({ id: "w1", state: "running", applied: { vcpu: 1.5, memoryMb: 300, mechanism: "cgroup" } })
     expect(before.some((id) => !fs.existsSync(path.join(warm.dataDir, "sandboxes", id)))).toBe(true)
@@ -207,6 +218,12 @@ describe("warm jails", () => {
     expect(await run(warm.rt.reap(new Set(["w1"])))).toEqual([])
     await waitFor("the pool refilled", () => pooled().length === 2, 20_000)
     const idle = pooled()
+    // A disk of another size cannot come from the pool (a mounted ext4 does not grow here): a cold start.
+    const cold = await run(warm.rt.create({ id: "w3", vcpu: 1, memoryMb: 64, diskMb: 2048, internet: false }))
+    expect(cold.applied.diskMb).toBe(2048)
+    expect(pooled().sort()).toEqual([...idle].sort())
+    expect((await sh(warm.rt, "w3", "df -m / | tail -1 | awk '{print $2}'")).stdout.trim()).toMatch(/^(19|20)\d\d$/)
+    await run(warm.rt.destroy("w3"))
     await run(warm.rt.shutdown)
     await run(warm.rt.shutdown)
     expect(pooled()).toEqual([])
@@ -227,8 +244,9 @@ describe("without cgroups", () => {
     const limits = await run(plain.rt.exec("r", { command: ["python3", "-c", "import resource as r; print(r.getrlimit(r.RLIMIT_NPROC)[0], r.getrlimit(r.RLIMIT_AS)[0])"], maxOutputBytes: 100 }))
     expect((await collect(plain.rt, "r", limits.execId)).stdout).toBe(`512 ${256 * 1024 * 1024}\n`)
     const exec = await run(plain.rt.exec("r", { command: ["sh", "-c", "i=0; while true; do i=$((i+1)); echo $i > /workspace/counter; sleep 0.02; done"], maxOutputBytes: 100 }))
-    const read = () => Number(fs.readFileSync(path.join(plain.dataDir, "sandboxes", "r", "root", "workspace", "counter"), "utf8").trim() || 0)
-    await waitFor("the counter", () => fs.existsSync(path.join(plain.dataDir, "sandboxes", "r", "root", "workspace", "counter")) && read() > 2)
+    const counter = inJail(plain.dataDir, "r", "root", "workspace", "counter")
+    const read = () => Number(fs.readFileSync(counter, "utf8").trim() || 0)
+    await waitFor("the counter", () => fs.existsSync(counter) && read() > 2)
     await run(plain.rt.pause("r"))
     expect(Option.getOrThrow(await run(plain.rt.get("r"))).state).toBe("paused")
     const frozen = read()
@@ -239,7 +257,7 @@ describe("without cgroups", () => {
     await run(plain.rt.kill("r", exec.execId))
     const pids = hostPids(plain.dataDir, "r")
     await run(plain.rt.destroy("r"))
-    expectGone(plain.dataDir, "r", pids)
+    await expectGone(plain.dataDir, "r", pids)
     expect(stateOf.length).toBe(2)
   }, 60_000)
 })

@@ -2,7 +2,8 @@
 import { Effect } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { cgroupPath, cgroupScope, descendants, type JailState } from "../../src/runtime/Jail.ts"
+import { cgroupPath, cgroupScope, descendants, diskPath, type JailState } from "../../src/runtime/Jail.ts"
+import { leasesUnder } from "../../src/runtime/UidLeases.ts"
 import type { ExecEvent } from "../../src/runtime/LocalRuntime.ts"
 import { type LocalRuntimeHandle, type LocalRuntimeOptions, makeLocalRuntime } from "../../src/runtime/LocalRuntimeLive.ts"
 import { tempDataDir } from "../support/server.ts"
@@ -72,6 +73,24 @@ export const sh = async (
 
 export const stateOf = (dataDir: string, id: string): JailState =>
   JSON.parse(fs.readFileSync(path.join(dataDir, "sandboxes", id, "state.json"), "utf8")) as JailState
+
+/** A path inside a running sandbox's disk, as the host reaches it (e.g. inJail(dir, id, "root", "workspace", "f")). */
+export const inJail = (dataDir: string, id: string, ...rel: Array<string>) => diskPath(stateOf(dataDir, id), ...rel)
+
+/** uid leases held for jails of this DATA_DIR. */
+export const leasesOf = (dataDir: string) => leasesUnder(path.join(dataDir, "sandboxes"))
+
+/** Loop devices whose backing file is a disk image of this DATA_DIR (of one sandbox, when `id` is given). */
+export const loopsOf = (dataDir: string, id?: string): Array<string> => {
+  const found: Array<string> = []
+  const prefix = path.join(dataDir, "sandboxes", id ?? "") + (id === undefined ? "" : "/")
+  for (const device of fs.readdirSync("/sys/block").filter((d) => /^loop\d+$/.test(d))) {
+    try {
+      if (fs.readFileSync(`/sys/block/${device}/loop/backing_file`, "utf8").startsWith(prefix)) found.push(device)
+    } catch {}
+  }
+  return found
+}
 
 export const CONTROLLERS = ["pids", "memory", "cpu", "freezer"] as const
 export const cgroupDir = (controller: string, dataDir: string, id: string) => path.join("/sys/fs/cgroup", controller, cgroupPath(cgroupScope(dataDir), id))

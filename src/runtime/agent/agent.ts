@@ -66,6 +66,8 @@ interface Exec {
   cancelled: boolean
   timedOut: boolean
   exit: ExitFields | null
+  /** The exit frame could not be written (a full disk): readEvents answers it from memory. */
+  exitLost: boolean
   finishedAt: number | null
   proc: ReturnType<typeof Bun.spawn> | null
   pending: { type: number; chunks: Array<Uint8Array>; bytes: number } | null
@@ -85,6 +87,7 @@ const track = (fields: Pick<Exec, "meta" | "dir" | "offsets" | "size" | "fd" | "
     cancelled: false,
     timedOut: false,
     exit: null,
+    exitLost: false,
     finishedAt: null,
     proc: null,
     pending: null,
@@ -127,17 +130,29 @@ const notify = (exec: Exec) => {
   exec.waiters.clear()
 }
 
-const appendFrame = (exec: Exec, type: number, payload: Uint8Array) => {
-  if (exec.fd === null) return
+/**
+ * Appends one frame; false when the sandbox's disk is full (or the file is otherwise unwritable): the frame is
+ * dropped (output counts as truncated), and an exit that could not be written is kept in memory (`exitLost`) and
+ * still answered, so a full disk never leaves a caller waiting for an exit.
+ */
+const appendFrame = (exec: Exec, type: number, payload: Uint8Array): boolean => {
+  if (exec.fd === null) return false
   const header = Buffer.alloc(HEADER)
   header[0] = type
   header.writeUInt32BE(payload.length, 1)
   // At an explicit position: a file reopened after a restart ("r+") would otherwise be written from its start.
   const frame = Buffer.concat([header, payload])
-  let written = 0
-  while (written < frame.length) written += fs.writeSync(exec.fd, frame, written, frame.length - written, exec.size + written)
+  try {
+    let written = 0
+    while (written < frame.length) written += fs.writeSync(exec.fd, frame, written, frame.length - written, exec.size + written)
+  } catch {
+    if (type === T_EXIT) exec.exitLost = true
+    else exec.truncated = true
+    return false
+  }
   exec.offsets.push(exec.size)
   exec.size += HEADER + payload.length
+  return true
 }
 
 const flush = (exec: Exec) => {
@@ -252,9 +267,9 @@ const startExec = (spec: ExecRequest): Exec => {
   try {
     cwdStat = fs.statSync(cwd)
   } catch {
-    throw new AgentError(400, "invalid", `cwd ${cwd} does not exist`)
+    throw new AgentError(400, "invalid", `cwd ${shortPath(cwd)} does not exist`)
   }
-  if (!cwdStat.isDirectory()) throw invalid(`cwd ${cwd} is not a directory`)
+  if (!cwdStat.isDirectory()) throw invalid(`cwd ${shortPath(cwd)} is not a directory`)
   // A small shell puts the command into the sandbox's command cgroups (or under rlimits) before it runs, so
   // everything it forks is accounted from the start; then it execs the command (same pid).
   const prelude = [
@@ -302,7 +317,10 @@ const startExec = (spec: ExecRequest): Exec => {
   exec.proc = proc
   exec.meta.pid = proc.pid
   exec.meta.procStart = procStart(proc.pid)
-  fs.writeFileSync(path.join(dir, "meta.json"), JSON.stringify(exec.meta))
+  // For a restarted agent to find it again; on a full disk it is only lost to that restart.
+  try {
+    fs.writeFileSync(path.join(dir, "meta.json"), JSON.stringify(exec.meta))
+  } catch {}
   if (spec.timeoutMs !== undefined) {
     exec.timers.push(setTimeout(() => {
       if (exec.exit !== null) return
@@ -358,7 +376,9 @@ type WireEvent = { seq: number; type: "stdout" | "stderr"; data: string } | ({ s
 /** Reads events [from, ...) from the events file, within the per-answer budgets. */
 const readEvents = (exec: Exec, from: number): Array<WireEvent> => {
   const count = exec.offsets.length
-  if (from >= count) return []
+  // An exit that a full disk kept out of the file comes last, from memory.
+  const lostExit: Array<WireEvent> = exec.exitLost && exec.exit !== null ? [{ seq: count, type: "exit", ...exec.exit }] : []
+  if (from >= count) return from === count ? lostExit : []
   let last = Math.min(count, from + MAX_EVENTS_PER_ANSWER)
   const endOf = (i: number) => (i < count ? exec.offsets[i]! : exec.size)
   while (last > from + 1 && endOf(last) - exec.offsets[from]! > MAX_BYTES_PER_ANSWER) last--
@@ -380,7 +400,7 @@ const readEvents = (exec: Exec, from: number): Array<WireEvent> => {
     if (type === T_EXIT) events.push({ seq, type: "exit", ...(JSON.parse(payload.toString()) as ExitFields) })
     else events.push({ seq, type: type === T_STDOUT ? "stdout" : "stderr", data: payload.toString("base64") })
   }
-  return events
+  return last === count ? [...events, ...lostExit] : events
 }
 
 const removeExec = (exec: Exec) => {
@@ -457,17 +477,36 @@ const loadExecs = () => {
 const entryType = (stat: fs.Stats) => (stat.isFile() ? "file" : stat.isDirectory() ? "directory" : stat.isSymbolicLink() ? "symlink" : "other")
 const entry = (p: string, stat: fs.Stats) => ({ path: p, type: entryType(stat), sizeBytes: stat.size, modifiedAt: stat.mtime.toISOString(), mode: stat.mode & 0o7777 })
 
-const errnoError = (e: unknown): AgentError => {
+/** What an errno means, in the user's words. */
+const ERRNO_TEXT: Record<string, readonly [number, string, string]> = {
+  ENOENT: [404, "not_found", "no such file or directory"],
+  EEXIST: [409, "conflict", "already exists"],
+  ENOTEMPTY: [409, "conflict", "the directory is not empty"],
+  ENOTDIR: [400, "invalid", "not a directory"],
+  EISDIR: [400, "invalid", "is a directory"],
+  EINVAL: [400, "invalid", "invalid argument"],
+  ELOOP: [400, "invalid", "too many levels of symbolic links"],
+  ENAMETOOLONG: [400, "invalid", "file name too long"],
+  EACCES: [403, "invalid", "permission denied"],
+  EPERM: [403, "invalid", "operation not permitted"],
+  EROFS: [403, "invalid", "read-only file system"],
+  ETXTBSY: [409, "conflict", "the file is busy"],
+  EMFILE: [503, "unavailable", "too many open files in the sandbox"],
+  ENOSPC: [507, "unavailable", "no space left on the sandbox's disk"],
+  EDQUOT: [507, "unavailable", "no space left on the sandbox's disk"],
+  EFBIG: [507, "unavailable", "the file is too large"]
+}
+
+/** A path for a message: the caller's own path, shortened when long. */
+const shortPath = (p: string) => (p.length > 200 ? `${p.slice(0, 120)}…${p.slice(-60)}` : p)
+
+const errnoError = (e: unknown, subject: string | undefined): AgentError => {
   if (e instanceof AgentError) return e
-  const code = (e as NodeJS.ErrnoException).code
-  const message = (e as Error).message ?? String(e)
-  if (code === "ENOENT") return new AgentError(404, "not_found", message)
-  if (code === "EEXIST") return new AgentError(409, "conflict", message)
-  if (code === "ENOTEMPTY") return new AgentError(409, "conflict", message)
-  if (code === "ENOTDIR" || code === "EISDIR" || code === "EINVAL" || code === "ELOOP" || code === "ENAMETOOLONG") return new AgentError(400, "invalid", message)
-  if (code === "EACCES" || code === "EPERM" || code === "EROFS") return new AgentError(403, "invalid", message)
-  if (code === "ENOSPC" || code === "EDQUOT") return new AgentError(507, "unavailable", message)
-  return new AgentError(500, "internal", message)
+  const code = (e as NodeJS.ErrnoException | null)?.code
+  const known = code === undefined ? undefined : ERRNO_TEXT[code]
+  if (known !== undefined) return new AgentError(known[0], known[1], subject === undefined ? known[2] : `${known[2]}: ${shortPath(subject)}`)
+  // Never a stack or an engine's message: the errno name is all a user could act on.
+  return new AgentError(500, "internal", `the operation failed${code ? ` (${code})` : ""}${subject === undefined ? "" : `: ${shortPath(subject)}`}`)
 }
 
 const listDir = (root: string, recursive: boolean, max: number) => {
@@ -533,6 +572,8 @@ const handle = async (request: Request, server: { timeout: (request: Request, se
   const url = new URL(request.url)
   const q = url.searchParams
   const parts = url.pathname.split("/").filter(Boolean)
+  /** The path the request names, for error messages. */
+  let subject: string | undefined
   try {
     if (parts[0] === "health") return json({ ok: true, pid: process.pid, execs: execs.size })
     if (parts[0] === "exec" && parts.length === 1 && request.method === "POST") {
@@ -556,7 +597,7 @@ const handle = async (request: Request, server: { timeout: (request: Request, se
       }
       if (parts[2] === "kill" && request.method === "POST") {
         const signal = q.get("signal") ?? "SIGTERM"
-        if (!SIGNALS.has(signal)) throw invalid(`unknown signal ${signal}`)
+        if (!SIGNALS.has(signal)) throw invalid(`unknown signal ${shortPath(signal)}`)
         if (exec.exit === null) {
           exec.cancelled = true
           killExec(exec, signal as NodeJS.Signals)
@@ -582,13 +623,14 @@ const handle = async (request: Request, server: { timeout: (request: Request, se
       throw new AgentError(404, "not_found", "no such route")
     }
     const p = normalize(q.get("path"))
+    subject = p
     if (parts[0] === "files" && request.method === "GET") {
       const offset = intParam(q, "offset", 0)
       const limit = intParam(q, "limit", 1 << 20)
       const fd = fs.openSync(p, "r")
       try {
         const stat = fs.fstatSync(fd)
-        if (!stat.isFile()) throw invalid(`${p} is not a regular file`)
+        if (!stat.isFile()) throw invalid(`not a regular file: ${shortPath(p)}`)
         const length = Math.max(0, Math.min(limit, stat.size - offset))
         const buffer = Buffer.alloc(length)
         let read = 0
@@ -644,19 +686,19 @@ const handle = async (request: Request, server: { timeout: (request: Request, se
       }
     }
     if (parts[0] === "list" && request.method === "GET") {
-      if (!fs.statSync(p).isDirectory()) throw invalid(`${p} is not a directory`)
+      if (!fs.statSync(p).isDirectory()) throw invalid(`not a directory: ${shortPath(p)}`)
       const max = intParam(q, "max", 1000)
       return json(listDir(p, q.get("recursive") === "1", max))
     }
     if (parts[0] === "mkdir" && request.method === "POST") {
       const parents = q.get("parents") === "1"
-      if (parents && existsNoFollow(p) && !fs.statSync(p).isDirectory()) throw new AgentError(409, "conflict", `${p} exists and is not a directory`)
+      if (parents && existsNoFollow(p) && !fs.statSync(p).isDirectory()) throw new AgentError(409, "conflict", `exists and is not a directory: ${shortPath(p)}`)
       fs.mkdirSync(p, { recursive: parents })
       return json({ ok: true })
     }
     throw new AgentError(404, "not_found", "no such route")
   } catch (e) {
-    const error = errnoError(e)
+    const error = errnoError(e, subject)
     return json({ kind: error.kind, message: error.message }, error.status)
   }
 }
@@ -674,7 +716,6 @@ const main = () => {
   startBridge(path.join(RUN_DIR, "bridge.sock"))
   // The agent socket comes last: once it answers, everything is ready.
   Bun.serve({ unix: path.join(RUN_DIR, "agent.sock"), fetch: handle })
-  fs.writeFileSync(path.join(RUN_DIR, "agent.pid"), String(process.pid))
   setInterval(evictFinished, 10 * 60 * 1000).unref()
 }
 

@@ -1,0 +1,314 @@
+/**
+ * The gateway's channel to a jail's agent (DESIGN.md §5 threat model: the agent, like everything in the jail,
+ * is hostile).
+ *
+ * Where: the agent binds its sockets in its run directory, which the sandbox writes. The gateway never connects
+ * there. It "adopts" each new socket: rename(2) moves the entry (never following it) into the disk's root-only
+ * ctl/ directory, on the same filesystem, and lstat then requires a socket owned by the sandbox's own host uid;
+ * anything else is removed and the call fails. The gateway only connects to sockets in ctl/. The disk is the
+ * sandbox's own filesystem, so a hard link there can only name the sandbox's own sockets; a symlink is moved,
+ * not followed. When the adopted socket refuses (the agent restarted under its shell loop, or the sandbox
+ * replaced it), the new one is adopted from the run directory. A sandbox can replace its own agent: that gains
+ * it nothing outside its own sandbox, because of what follows.
+ *
+ * How the disk is reached: through /proc/<launcher>/root, by a directory fd of /proc/<pid> opened and checked
+ * against the launcher's start time, then used as /proc/self/fd/<n>/…: a later process reusing the pid can never
+ * be reached by a handle opened for the earlier one. Connections are never pooled (each call connects anew), so
+ * none outlives its handle.
+ *
+ * What is read: every call has a time limit and a byte cap on the answer, read incrementally; the caller
+ * validates its shape (AgentWire.ts). Failures are RuntimeErrors in the user's terms.
+ */
+import * as fs from "node:fs"
+import * as net from "node:net"
+import * as path from "node:path"
+import { STAGE } from "./Host.ts"
+import { DISK_CTL, DISK_ROOT, DISK_RUN, type JailState } from "./Jail.ts"
+import { RuntimeError } from "./LocalRuntime.ts"
+
+export const AGENT_SOCKET = "agent.sock"
+export const BRIDGE_SOCKET = "bridge.sock"
+/** How long a call waits for an agent that is restarting (its shell loop sleeps 0.2 s between runs). */
+const RESTART_GRACE_MS = 3000
+
+const unavailable = (message: string, detail?: string) => new RuntimeError({ kind: "unavailable", message, ...(detail !== undefined ? { detail } : {}) })
+export const NOT_ANSWERING = "the sandbox agent does not answer"
+export const TOO_SLOW = "the sandbox agent did not answer in time"
+export const TOO_LARGE = "the sandbox agent sent an answer larger than allowed"
+export const INVALID = "the sandbox agent sent an invalid answer"
+
+/** A verified handle on a running jail's disk, valid until `close`. */
+export interface JailView {
+  /** The disk's root as a path of this process (/proc/self/fd/<n>/root/<STAGE>). */
+  readonly base: string
+  readonly close: () => void
+}
+
+export const openView = (state: Pick<JailState, "bwrapPid" | "bwrapStart">): JailView => {
+  let fd: number
+  try {
+    fd = fs.openSync(`/proc/${state.bwrapPid}`, fs.constants.O_RDONLY | fs.constants.O_DIRECTORY)
+  } catch {
+    throw unavailable("the sandbox is not running")
+  }
+  try {
+    const stat = fs.readFileSync(`/proc/self/fd/${fd}/stat`, "utf8")
+    const start = stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19]
+    if (start !== state.bwrapStart) throw new Error("a different process")
+  } catch {
+    fs.closeSync(fd)
+    throw unavailable("the sandbox is not running")
+  }
+  let open = true
+  return {
+    base: `/proc/self/fd/${fd}/root${STAGE}`,
+    close: () => {
+      if (open) fs.closeSync(fd)
+      open = false
+    }
+  }
+}
+
+/**
+ * Moves a socket the agent bound in its run directory to ctl/ and checks it. Returns false when there was none
+ * to adopt (the agent has not bound it yet). Throws when what was there is not a socket of the sandbox.
+ */
+export const adoptSocket = (view: JailView, name: string, hostUid: number): boolean => {
+  const from = path.join(view.base, DISK_RUN, name)
+  const to = path.join(view.base, DISK_CTL, name)
+  for (let attempt = 0; ; attempt++) {
+    try {
+      fs.renameSync(from, to)
+      break
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code
+      if (code === "ENOENT") return false
+      // Whatever sits in ctl/ under that name (left by an earlier bad adoption) cannot be renamed over.
+      if (attempt === 0 && (code === "EISDIR" || code === "ENOTEMPTY" || code === "EEXIST" || code === "ENOTDIR")) {
+        fs.rmSync(to, { recursive: true, force: true })
+        continue
+      }
+      throw unavailable(NOT_ANSWERING, `adopting ${name}: ${code ?? String(e)}`)
+    }
+  }
+  const stat = fs.lstatSync(to)
+  if (!stat.isSocket() || stat.uid !== hostUid) {
+    fs.rmSync(to, { recursive: true, force: true })
+    throw unavailable(NOT_ANSWERING, `the sandbox put a ${stat.isSymbolicLink() ? "symlink" : stat.isSocket() ? `socket of uid ${stat.uid}` : "non-socket"} where its agent's ${name} belongs`)
+  }
+  return true
+}
+
+export const ctlSocket = (view: JailView, name: string) => path.join(view.base, DISK_CTL, name)
+
+export interface AgentCall {
+  readonly method?: string | undefined
+  readonly body?: Uint8Array | string | undefined
+  readonly contentType?: string | undefined
+  /** The whole call, adopting a restarted agent's socket included. */
+  readonly timeoutMs: number
+  /** The answer's body beyond this many bytes fails the call. */
+  readonly maxBytes: number
+}
+
+export interface AgentAnswer {
+  readonly status: number
+  readonly headers: Headers
+  readonly body: Buffer
+}
+
+const isConnectError = (e: unknown) => {
+  const code = (e as { code?: unknown } | null)?.code
+  return code === "ENOENT" || code === "ECONNREFUSED"
+}
+
+/** Reads a body up to `max` bytes; beyond that the request is aborted. */
+const readCapped = async (response: Response, max: number, abort: () => void): Promise<Buffer> => {
+  const declared = Number(response.headers.get("content-length") ?? NaN)
+  if (Number.isFinite(declared) && declared > max) {
+    abort()
+    throw unavailable(TOO_LARGE)
+  }
+  if (response.body === null) return Buffer.alloc(0)
+  const reader = response.body.getReader()
+  const chunks: Array<Uint8Array> = []
+  let total = 0
+  for (;;) {
+    const { done, value } = await reader.read()
+    if (done) break
+    total += value.length
+    if (total > max) {
+      abort()
+      void reader.cancel().catch(() => undefined)
+      throw unavailable(TOO_LARGE)
+    }
+    chunks.push(value)
+  }
+  return Buffer.concat(chunks, total)
+}
+
+/**
+ * One HTTP request to the jail's agent over its adopted socket, bounded in time and size. A connection that
+ * cannot be made (nothing adopted yet, or the adopted agent is gone) adopts the socket the agent bound anew and
+ * tries again until the time limit; a request that reached the agent is never sent twice.
+ */
+export const callAgent = async (state: JailState, route: string, call: AgentCall, shutdown: AbortSignal): Promise<AgentAnswer> => {
+  const deadline = Date.now() + call.timeoutMs
+  for (;;) {
+    if (shutdown.aborted) throw unavailable("the runtime is shut down")
+    const view = openView(state)
+    const controller = new AbortController()
+    const onShutdown = () => controller.abort()
+    shutdown.addEventListener("abort", onShutdown)
+    const timer = setTimeout(() => controller.abort(), Math.max(1, deadline - Date.now()))
+    try {
+      let response: Response
+      try {
+        response = await fetch(`http://agent${route}`, {
+          method: call.method ?? "GET",
+          ...(call.body !== undefined ? { body: call.body } : {}),
+          ...(call.contentType !== undefined ? { headers: { "content-type": call.contentType } } : {}),
+          signal: controller.signal,
+          unix: ctlSocket(view, AGENT_SOCKET),
+          keepalive: false
+        } as RequestInit)
+      } catch (e) {
+        if (isConnectError(e) && Date.now() < deadline) {
+          // The agent restarted (or has not adopted yet): its new socket waits in the run directory.
+          if (!adoptSocket(view, AGENT_SOCKET, state.hostUid)) await Bun.sleep(20)
+          continue
+        }
+        if (controller.signal.aborted) throw unavailable(shutdown.aborted ? "the runtime is shut down" : TOO_SLOW)
+        throw unavailable(NOT_ANSWERING)
+      }
+      try {
+        const body = await readCapped(response, call.maxBytes, () => controller.abort())
+        return { status: response.status, headers: response.headers, body }
+      } catch (e) {
+        if (e instanceof RuntimeError) throw e
+        throw unavailable(controller.signal.aborted && !shutdown.aborted ? TOO_SLOW : NOT_ANSWERING)
+      }
+    } finally {
+      clearTimeout(timer)
+      shutdown.removeEventListener("abort", onShutdown)
+      view.close()
+    }
+  }
+}
+
+/** Waits (until `deadline`) for the agent to bind its socket, adopts it, and asks for its health. */
+export const waitForAgent = async (state: JailState, deadline: number, shutdown: AbortSignal, stillStarting: () => boolean) => {
+  while (Date.now() < deadline && stillStarting()) {
+    const view = openView(state)
+    let adopted = false
+    try {
+      adopted = adoptSocket(view, AGENT_SOCKET, state.hostUid)
+    } finally {
+      view.close()
+    }
+    if (adopted) {
+      const answer = await callAgent(state, "/health", { timeoutMs: Math.max(100, deadline - Date.now()), maxBytes: 4096 }, shutdown)
+      if (answer.status === 200) return
+    }
+    await Bun.sleep(1)
+  }
+  throw unavailable("the sandbox agent did not start")
+}
+
+/**
+ * A byte stream to 127.0.0.1:port inside the jail through the agent's port bridge (adopted like the agent's
+ * socket). The bridge answers one line, "OK" or an error, at most 64 bytes, within the time limit.
+ */
+export const connectBridge = async (state: JailState, port: number, timeoutMs: number, shutdown: AbortSignal): Promise<net.Socket> => {
+  const deadline = Date.now() + Math.max(timeoutMs, RESTART_GRACE_MS)
+  for (;;) {
+    if (shutdown.aborted) throw unavailable("the runtime is shut down")
+    const view = openView(state)
+    let socket: net.Socket | undefined
+    try {
+      socket = await new Promise<net.Socket>((resolve, reject) => {
+        const s = net.connect(ctlSocket(view, BRIDGE_SOCKET))
+        s.once("connect", () => resolve(s))
+        s.once("error", reject)
+      })
+    } catch (e) {
+      view.close()
+      if (isConnectError(e) && Date.now() < deadline) {
+        const v = openView(state)
+        try {
+          if (!adoptSocket(v, BRIDGE_SOCKET, state.hostUid)) await Bun.sleep(20)
+        } finally {
+          v.close()
+        }
+        continue
+      }
+      throw unavailable("the sandbox's port bridge does not answer")
+    }
+    view.close()
+    return handshake(socket, port, Math.max(100, deadline - Date.now()))
+  }
+}
+
+const handshake = (socket: net.Socket, port: number, timeoutMs: number) =>
+  new Promise<net.Socket>((resolve, reject) => {
+    let head = Buffer.alloc(0)
+    const timer = setTimeout(() => fail("the sandbox's port bridge did not answer in time"), timeoutMs)
+    const done = () => {
+      clearTimeout(timer)
+      socket.off("data", onData)
+      socket.removeAllListeners("error")
+      socket.removeAllListeners("close")
+    }
+    const fail = (message: string) => {
+      done()
+      socket.destroy()
+      reject(unavailable(message))
+    }
+    const onData = (chunk: Buffer) => {
+      head = Buffer.concat([head, chunk])
+      const newline = head.indexOf(10)
+      if (newline < 0) {
+        if (head.length > 64) fail("the sandbox's port bridge sent an invalid answer")
+        return
+      }
+      socket.pause()
+      if (head.subarray(0, newline).toString() !== "OK") return fail(`nothing listens on port ${port} in the sandbox`)
+      done()
+      const rest = head.subarray(newline + 1)
+      if (rest.length > 0) socket.unshift(rest)
+      resolve(socket)
+    }
+    socket.on("data", onData)
+    socket.once("error", () => fail("the sandbox's port bridge does not answer"))
+    socket.once("close", () => fail(`nothing listens on port ${port} in the sandbox`))
+    socket.write(`PORT ${port}\n`)
+  })
+
+/**
+ * Rewrites the /etc files that name the sandbox (a warm jail handed out under a new id). /etc is root-owned in
+ * the jail, but the jail's root is the sandbox's: the directory is opened without following links and checked
+ * to be root's before anything is written through it.
+ */
+export const writeIdentityFiles = (state: JailState, files: Record<string, string>) => {
+  const view = openView(state)
+  try {
+    const etc = path.join(view.base, DISK_ROOT, "etc")
+    const dir = fs.openSync(etc, fs.constants.O_RDONLY | fs.constants.O_DIRECTORY | fs.constants.O_NOFOLLOW)
+    try {
+      const stat = fs.fstatSync(dir)
+      if (stat.uid !== 0) throw new Error("the jail's /etc is not the runtime's")
+      for (const [name, content] of Object.entries(files)) {
+        const fd = fs.openSync(`/proc/self/fd/${dir}/${name}`, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_TRUNC | fs.constants.O_NOFOLLOW, 0o644)
+        try {
+          fs.writeSync(fd, content)
+        } finally {
+          fs.closeSync(fd)
+        }
+      }
+    } finally {
+      fs.closeSync(dir)
+    }
+  } finally {
+    view.close()
+  }
+}

@@ -1,0 +1,72 @@
+/** Host processes as the runtime sees them through /proc. */
+import * as fs from "node:fs"
+
+/** Field 22 of /proc/<pid>/stat (start time in clock ticks): tells a pid apart from a later one reusing it. */
+export const procStart = (pid: number): string | null => {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8")
+    return stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19] ?? null
+  } catch {
+    return null
+  }
+}
+
+/** A running process (not a zombie) that is still the one started at `start` (when known). */
+export const alive = (pid: number, start: string | null = null) => {
+  if (!(pid > 0)) return false
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8")
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
+    if (fields[0] === "Z" || fields[0] === "X") return false
+    return start === null || fields[19] === start
+  } catch {
+    return false
+  }
+}
+
+/** Every descendant of `pid` (for SIGSTOP/SIGKILL where there is no cgroup). */
+export const descendants = (pid: number): Array<number> => {
+  const children = new Map<number, Array<number>>()
+  for (const entry of fs.readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue
+    try {
+      const stat = fs.readFileSync(`/proc/${entry}/stat`, "utf8")
+      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1])
+      const list = children.get(ppid)
+      if (list === undefined) children.set(ppid, [Number(entry)])
+      else list.push(Number(entry))
+    } catch {}
+  }
+  const out: Array<number> = []
+  const stack = [pid]
+  while (stack.length > 0) {
+    for (const child of children.get(stack.pop()!) ?? []) {
+      out.push(child)
+      stack.push(child)
+    }
+  }
+  return out
+}
+
+/** Host pids of every live process whose real uid is `uid` (a sandbox's processes, wherever they are). */
+export const pidsOfUid = (uid: number): Array<number> => {
+  const pids: Array<number> = []
+  for (const entry of fs.readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue
+    try {
+      const status = fs.readFileSync(`/proc/${entry}/status`, "utf8")
+      const real = /\nUid:\s+(\d+)/.exec(status)?.[1]
+      if (Number(real) === uid && !/\nState:\s+[ZX]/.test(status)) pids.push(Number(entry))
+    } catch {}
+  }
+  return pids
+}
+
+export const signalAll = (pids: ReadonlyArray<number>, signal: NodeJS.Signals) => {
+  for (const pid of pids) {
+    if (!(pid > 0)) continue
+    try {
+      process.kill(pid, signal)
+    } catch {}
+  }
+}

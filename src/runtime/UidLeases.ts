@@ -1,0 +1,129 @@
+/**
+ * Each sandbox runs as its own host uid (DESIGN.md §5), so per-user kernel limits (inotify instances and
+ * watches, RLIMIT_NPROC, ...) are per sandbox. A sandbox owns a range of 65536 uids; its jail runs as the first.
+ * Ranges are slots above RUNTIME_HOST_UID (the base): slots [1, 4096) are "strict" (no private egress), slots
+ * [4096, 8192) "private" (RUNTIME_ALLOW_PRIVATE_EGRESS=true), so the host-global egress filter tells the two
+ * policies apart by uid alone (Egress.ts). Slot 0 is never handed out: it is the single uid every jail of
+ * earlier versions ran as.
+ *
+ * Leases are host-global files /run/sandbox-gateway/uids/<uid>, created with O_EXCL (two gateways or test runs
+ * never share one) and holding the owner's jail directory and, once started, its launcher's pid and start time.
+ * A lease is stale when that process is gone and that directory no longer exists; stale leases are reclaimed.
+ */
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { alive } from "./Proc.ts"
+import { UIDS_DIR } from "./Host.ts"
+
+export const RANGE_SIZE = 65536
+export const SLOTS_PER_POLICY = 4096
+export type EgressPolicy = "strict" | "private"
+
+/** First uid of a slot. */
+export const uidOf = (base: number, policy: EgressPolicy, slot: number) => base + ((policy === "private" ? SLOTS_PER_POLICY : 0) + slot) * RANGE_SIZE
+/** Every uid any sandbox of this base can run as (for the egress filter), and the strict part of it. */
+export const allRange = (base: number) => ({ first: uidOf(base, "strict", 1), last: uidOf(base, "private", SLOTS_PER_POLICY) - 1 })
+export const strictRange = (base: number) => ({ first: uidOf(base, "strict", 1), last: uidOf(base, "strict", SLOTS_PER_POLICY) - 1 })
+
+/** The largest base for which every uid fits in 32 bits (uid 2^32-1 is reserved as "no uid"). */
+export const MAX_BASE = 2 ** 32 - 2 - 2 * SLOTS_PER_POLICY * RANGE_SIZE
+
+export interface Lease {
+  readonly dir: string
+  readonly pid: number
+  readonly start: string | null
+}
+
+const leaseFile = (uid: number) => path.join(UIDS_DIR, String(uid))
+
+const readLease = (uid: number): Lease | undefined => {
+  try {
+    const raw = JSON.parse(fs.readFileSync(leaseFile(uid), "utf8")) as Partial<Lease>
+    if (typeof raw.dir !== "string") return undefined
+    return { dir: raw.dir, pid: typeof raw.pid === "number" ? raw.pid : 0, start: typeof raw.start === "string" ? raw.start : null }
+  } catch {
+    return undefined
+  }
+}
+
+const isStale = (lease: Lease | undefined) => lease === undefined || (!alive(lease.pid, lease.start) && !fs.existsSync(lease.dir))
+
+/** A lease file that is unreadable (half-written by a crash) is stale only once it is old enough. */
+const removeIfStale = (uid: number) => {
+  const lease = readLease(uid)
+  if (lease === undefined) {
+    try {
+      if (Date.now() - fs.statSync(leaseFile(uid)).mtimeMs < 60_000) return false
+    } catch {
+      return false
+    }
+  } else if (!isStale(lease)) return false
+  fs.rmSync(leaseFile(uid), { force: true })
+  return true
+}
+
+let cursor = 0
+
+/** Claims a free uid range for the jail directory `dir`; throws when every slot of the policy is taken. */
+export const claimUid = (base: number, policy: EgressPolicy, dir: string): number => {
+  const content = JSON.stringify({ dir, pid: 0, start: null } satisfies Lease)
+  for (let round = 0; round < 2; round++) {
+    for (let i = 0; i < SLOTS_PER_POLICY - 1; i++) {
+      const slot = 1 + ((cursor + i) % (SLOTS_PER_POLICY - 1))
+      const uid = uidOf(base, policy, slot)
+      try {
+        const fd = fs.openSync(leaseFile(uid), fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL, 0o600)
+        try {
+          fs.writeSync(fd, content)
+        } finally {
+          fs.closeSync(fd)
+        }
+        cursor = slot
+        return uid
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e
+        // Taken. On the second round, leases of jails that are gone are reclaimed.
+        if (round === 1 && removeIfStale(uid)) i--
+      }
+    }
+  }
+  throw new Error("every sandbox uid range of this host is in use")
+}
+
+/** Records the jail's launcher (or its new directory, after a warm jail is renamed). Atomic. */
+export const updateLease = (uid: number, lease: Lease) => {
+  const tmp = `${leaseFile(uid)}.${process.pid}.tmp`
+  fs.writeFileSync(tmp, JSON.stringify(lease), { mode: 0o600 })
+  fs.renameSync(tmp, leaseFile(uid))
+}
+
+/** Whether `uid` is leased to this jail directory now (so its processes are this jail's alone). */
+export const leaseHeldBy = (uid: number, dir: string) => readLease(uid)?.dir === dir
+
+/** Releases the lease of `uid` if it is this jail directory's (never someone else's lease of a reused uid). */
+export const releaseUid = (uid: number, dir: string) => {
+  if (readLease(uid)?.dir === dir) fs.rmSync(leaseFile(uid), { force: true })
+}
+
+/** Releases every lease held for a jail directory (when its state, which names the uid, was lost). */
+export const releaseLeasesOf = (dir: string) => {
+  for (const name of listLeases()) if (readLease(Number(name))?.dir === dir) fs.rmSync(leaseFile(Number(name)), { force: true })
+}
+
+const listLeases = () => {
+  try {
+    return fs.readdirSync(UIDS_DIR).filter((n) => /^\d+$/.test(n))
+  } catch {
+    return []
+  }
+}
+
+/** Leases whose jail is gone (its launcher dead, its directory removed): removed. Returns their uids. */
+export const sweepLeases = (): Array<number> => listLeases().map(Number).filter(removeIfStale)
+
+/** Leases held for jail directories under `sandboxesDir` (for tests and the reaper's bookkeeping). */
+export const leasesUnder = (sandboxesDir: string): Array<{ uid: number; lease: Lease }> =>
+  listLeases().flatMap((name) => {
+    const lease = readLease(Number(name))
+    return lease !== undefined && path.dirname(lease.dir) === sandboxesDir ? [{ uid: Number(name), lease }] : []
+  })
