@@ -76,7 +76,8 @@ export const ruleset = (base: number, resolvers = hostResolvers()) => {
 /** Installs (atomically replaces) the table; returns an error message, or null when it is in place. */
 export const installEgressFilter = (base: number): string | null => {
   try {
-    const result = Bun.spawnSync(["nft", "-f", "-"], { stdin: new TextEncoder().encode(ruleset(base)), stdout: "ignore", stderr: "pipe" })
+    // The gateway's environment as it is now (Bun would otherwise look nft up in the PATH it started with).
+    const result = Bun.spawnSync(["nft", "-f", "-"], { stdin: new TextEncoder().encode(ruleset(base)), stdout: "ignore", stderr: "pipe", env: { ...process.env } })
     if (result.exitCode === 0) return null
     return result.stderr.toString().trim().slice(0, 500) || `nft exited with ${result.exitCode}`
   } catch (e) {
@@ -87,7 +88,7 @@ export const installEgressFilter = (base: number): string | null => {
 /** Whether the table is installed now (an operator may have flushed the ruleset since). */
 export const egressFilterPresent = (base: number): boolean => {
   try {
-    return Bun.spawnSync(["nft", "list", "table", "inet", tableName(base)], { stdio: ["ignore", "ignore", "ignore"] }).exitCode === 0
+    return Bun.spawnSync(["nft", "list", "table", "inet", tableName(base)], { stdio: ["ignore", "ignore", "ignore"], env: { ...process.env } }).exitCode === 0
   } catch {
     return false
   }

@@ -359,8 +359,8 @@ export const bwrapArgs = (options: {
   args.push(
     "--proc", "/proc",
     "--dev", "/dev",
-    // Shared memory is memory: as large as the sandbox's memory, and charged to its memory cgroup.
-    "--perms", "1777", "--size", String(options.memoryMb * 1024 * 1024), "--tmpfs", "/dev/shm",
+    // Shared memory is memory: half the sandbox's at most, and charged to its memory cgroup.
+    "--perms", "1777", "--size", String(Math.max(1, Math.floor(options.memoryMb / 2)) * 1024 * 1024), "--tmpfs", "/dev/shm",
     "--bind", path.join(STAGE, DISK_RUN), "/run/agent",
     "--ro-bind", options.tools.agent, "/opt/agent/agent.js",
     "--ro-bind", options.tools.bun, "/opt/agent/bun"

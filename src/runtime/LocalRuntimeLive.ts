@@ -109,6 +109,8 @@ export interface LocalRuntimeOptions {
   readonly cgroups?: boolean | undefined
   /** Sandboxes with internet may reach private ranges (RUNTIME_ALLOW_PRIVATE_EGRESS); never the host itself. */
   readonly allowPrivateEgress?: boolean | undefined
+  /** Time limit of an agent call with a small answer, and the margin beyond a long poll's wait (default 15 s). */
+  readonly agentTimeoutMs?: number | undefined
 }
 
 export interface SweepReport {
@@ -216,6 +218,7 @@ export const makeLocalRuntime = (dataDir: string, options: LocalRuntimeOptions =
     return tools
   }
 
+  const callTimeoutMs = options.agentTimeoutMs ?? CALL_TIMEOUT_MS
   const creating = new Map<string, Promise<RuntimeSandbox>>()
   const aborter = new AbortController()
   let closed = false
@@ -240,7 +243,7 @@ export const makeLocalRuntime = (dataDir: string, options: LocalRuntimeOptions =
 
   const agent = (state: JailState, route: string, call: Partial<Parameters<typeof callAgent>[2]> = {}): Promise<AgentAnswer> => {
     if (closed) throw err("unavailable", "the runtime is shut down")
-    return callAgent(state, route, { timeoutMs: CALL_TIMEOUT_MS, maxBytes: Wire.MAX_JSON_ANSWER, ...call }, aborter.signal)
+    return callAgent(state, route, { timeoutMs: callTimeoutMs, maxBytes: Wire.MAX_JSON_ANSWER, ...call }, aborter.signal)
   }
   const agentJson = async (state: JailState, route: string, call: Partial<Parameters<typeof callAgent>[2]> = {}) => Wire.okJson(await agent(state, route, call))
 
@@ -672,7 +675,7 @@ export const makeLocalRuntime = (dataDir: string, options: LocalRuntimeOptions =
         nonNegativeInt("fromSeq", fromSeq)
         const waitMs = Math.min(60_000, Math.max(0, Math.floor(wait ?? 0)))
         const answer = await agentJson(requireRunning(id), `/exec/${encodeURIComponent(execId)}/events?from=${fromSeq}&wait=${waitMs}`, {
-          timeoutMs: waitMs + CALL_TIMEOUT_MS,
+          timeoutMs: waitMs + callTimeoutMs,
           maxBytes: Wire.MAX_EVENTS_ANSWER
         })
         return Wire.execEvents(answer, fromSeq)

@@ -25,8 +25,8 @@ export const uidOf = (base: number, policy: EgressPolicy, slot: number) => base 
 export const allRange = (base: number) => ({ first: uidOf(base, "strict", 1), last: uidOf(base, "private", SLOTS_PER_POLICY) - 1 })
 export const strictRange = (base: number) => ({ first: uidOf(base, "strict", 1), last: uidOf(base, "strict", SLOTS_PER_POLICY) - 1 })
 
-/** The largest base for which every uid fits in 32 bits (uid 2^32-1 is reserved as "no uid"). */
-export const MAX_BASE = 2 ** 32 - 2 - 2 * SLOTS_PER_POLICY * RANGE_SIZE
+/** The largest base for which every uid stays below 2^31 (bwrap cannot map uids above that). */
+export const MAX_BASE = 2 ** 31 - 1 - 2 * SLOTS_PER_POLICY * RANGE_SIZE
 
 export interface Lease {
   readonly dir: string
