@@ -84,8 +84,11 @@ const CALL_TIMEOUT_MS = 15_000
 const TRANSFER_TIMEOUT_MS = 120_000
 /** How much of bwrap's (or slirp4netns') stderr is kept for the operator's log while a jail starts. */
 const START_LOG_BYTES = 16 * 1024
-/** A jail directory without state this old, that no one of this process is creating, is a crashed create. */
-const ORPHAN_GRACE_MS = 60_000
+/**
+ * A jail directory without state this old, that this process is not creating, is a crashed create (the state is
+ * written within moments of the directory: see prepareJail).
+ */
+const ORPHAN_GRACE_MS = 15_000
 /** Ids are directory, cgroup and host names: a safe alphabet. */
 const SAFE_ID = /^[A-Za-z0-9_-]{1,100}$/
 /** Jails started ahead of demand (no internet, default limits) are named like this until handed out. */
@@ -334,33 +337,24 @@ export const makeLocalRuntime = (dataDir: string, options: LocalRuntimeOptions =
     }
   }
 
-  /** A jail's directory, uid lease, cgroups and disk, and the launcher that starts it running `command` (default: the agent). */
+  /**
+   * A jail's directory, uid lease, state, cgroups and disk, and the launcher that starts it running `command`
+   * (default: the agent). The state is written as soon as the uid is leased, so a crash from then on leaves a
+   * jail the reaper finds by its labels; only a crash in the instant before leaves a bare directory (swept).
+   */
   const prepareJail = (id: string, spec: JailSpec, command?: ReadonlyArray<string>) => {
     const dir = jailDir(dataDir, id)
     fs.mkdirSync(dir, { recursive: true, mode: 0o700 })
     fs.chmodSync(dir, 0o700)
     const hostUid = claimUid(base, policy, dir)
     const rel = useCgroups ? cgroupPath(scope, id) : null
-    const cgroup = rel !== null && createCgroups(rel, hostUid, spec.vcpu, spec.memoryMb) ? rel : null
-    try {
-      createDisk(dir, id, spec, hostUid, cgroup !== null)
-    } catch (e) {
-      throw err("internal", "the sandbox's disk could not be created", (e as Error).message)
-    }
-    const args = bwrapArgs({ tools: currentTools(), hostname: id, cgroup, memoryMb: spec.memoryMb, env: agentEnv, command })
-    const launch = launchCommand({ image: diskImage(dir), cgroup, hostUid, nproc: cgroup === null ? PIDS_LIMIT + PIDS_HEADROOM : null, info: command === undefined, args })
-    return { dir, cgroup, hostUid, launch }
-  }
-
-  const startJail = async (id: string, spec: JailSpec): Promise<JailState> => {
-    const { dir, cgroup, hostUid, launch } = prepareJail(id, spec)
     let state: JailState = {
       version: 3,
       id,
       createdAt: new Date().toISOString(),
       spec,
-      mechanism: cgroup === null ? "rlimit" : "cgroup",
-      cgroup,
+      mechanism: rel === null ? "rlimit" : "cgroup",
+      cgroup: rel,
       hostUid,
       bwrapPid: 0,
       bwrapStart: null,
@@ -370,8 +364,27 @@ export const makeLocalRuntime = (dataDir: string, options: LocalRuntimeOptions =
       slirpStart: null,
       paused: false
     }
-    // Written before the launch: a crash from here on leaves a jail the reaper can find by its labels.
     writeState(dataDir, state)
+    const cgroup = rel !== null && createCgroups(rel, hostUid, spec.vcpu, spec.memoryMb) ? rel : null
+    if (cgroup !== rel) {
+      state = { ...state, mechanism: "rlimit", cgroup: null }
+      writeState(dataDir, state)
+    }
+    try {
+      createDisk(dir, id, spec, hostUid, cgroup !== null)
+    } catch (e) {
+      throw err("internal", "the sandbox's disk could not be created", (e as Error).message)
+    }
+    const args = bwrapArgs({ tools: currentTools(), hostname: id, cgroup, memoryMb: spec.memoryMb, env: agentEnv, command })
+    const launch = launchCommand({ image: diskImage(dir), cgroup, hostUid, nproc: cgroup === null ? PIDS_LIMIT + PIDS_HEADROOM : null, info: command === undefined, args })
+    return { dir, state, launch }
+  }
+
+  const startJail = async (id: string, spec: JailSpec): Promise<JailState> => {
+    const prepared = prepareJail(id, spec)
+    const { dir, launch } = prepared
+    let state = prepared.state
+    const hostUid = state.hostUid
     const child = Bun.spawn(launch, { cwd: "/", stdio: ["ignore", "pipe", "pipe"], detached: true })
     child.unref()
     const errors = drainBounded(child.stderr, START_LOG_BYTES)
