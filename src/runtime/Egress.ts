@@ -86,9 +86,9 @@ export const installEgressFilter = (base: number): string | null => {
 }
 
 /** Whether the table is installed now (an operator may have flushed the ruleset since). */
-export const egressFilterPresent = (base: number): boolean => {
+export const egressFilterPresent = async (base: number): Promise<boolean> => {
   try {
-    return Bun.spawnSync(["nft", "list", "table", "inet", tableName(base)], { stdio: ["ignore", "ignore", "ignore"], env: { ...process.env } }).exitCode === 0
+    return (await Bun.spawn(["nft", "list", "table", "inet", tableName(base)], { stdio: ["ignore", "ignore", "ignore"], env: { ...process.env } }).exited) === 0
   } catch {
     return false
   }

@@ -278,8 +278,8 @@ export const makeLocalRuntime = (dataDir: string, options: LocalRuntimeOptions =
   // --- egress --------------------------------------------------------------------------------------------------
 
   /** Fails closed: no egress filter, no internet. */
-  const requireEgressFilter = () => {
-    if (egressInstalled.get(base) === null && egressFilterPresent(base)) return
+  const requireEgressFilter = async () => {
+    if (egressInstalled.get(base) === null && (await egressFilterPresent(base))) return
     const error = installEgressFilter(base)
     egressInstalled.set(base, error)
     if (error !== null) throw err("unavailable", "internet access is not available on this host: its egress filter could not be installed", `nft: ${error}`)
@@ -289,7 +289,7 @@ export const makeLocalRuntime = (dataDir: string, options: LocalRuntimeOptions =
 
   /** slirp4netns as the sandbox's uid in the jail's network namespace, in the sandbox's cgroups (paused and killed with it). */
   const startSlirp = async (state: JailState): Promise<JailState> => {
-    requireEgressFilter()
+    await requireEgressFilter()
     const join = state.cgroup === null ? [] : cgroupProcsFiles(state.cgroup).map((f) => `echo $$ > '${f}'`)
     const netns = fs.openSync(`/proc/${state.childPid}/ns/net`, "r")
     let userns: number
@@ -342,7 +342,7 @@ export const makeLocalRuntime = (dataDir: string, options: LocalRuntimeOptions =
    * (default: the agent). The state is written as soon as the uid is leased, so a crash from then on leaves a
    * jail the reaper finds by its labels; only a crash in the instant before leaves a bare directory (swept).
    */
-  const prepareJail = (id: string, spec: JailSpec, command?: ReadonlyArray<string>) => {
+  const prepareJail = async (id: string, spec: JailSpec, command?: ReadonlyArray<string>) => {
     const dir = jailDir(dataDir, id)
     fs.mkdirSync(dir, { recursive: true, mode: 0o700 })
     fs.chmodSync(dir, 0o700)
@@ -371,7 +371,7 @@ export const makeLocalRuntime = (dataDir: string, options: LocalRuntimeOptions =
       writeState(dataDir, state)
     }
     try {
-      createDisk(dir, id, spec, hostUid, cgroup !== null)
+      await createDisk(dir, id, spec, hostUid, cgroup !== null)
     } catch (e) {
       throw err("internal", "the sandbox's disk could not be created", (e as Error).message)
     }
@@ -381,7 +381,7 @@ export const makeLocalRuntime = (dataDir: string, options: LocalRuntimeOptions =
   }
 
   const startJail = async (id: string, spec: JailSpec): Promise<JailState> => {
-    const prepared = prepareJail(id, spec)
+    const prepared = await prepareJail(id, spec)
     const { dir, launch } = prepared
     let state = prepared.state
     const hostUid = state.hostUid
@@ -510,8 +510,8 @@ export const makeLocalRuntime = (dataDir: string, options: LocalRuntimeOptions =
           applyLimits(state.cgroup, jailSpec.vcpu, jailSpec.memoryMb)
         }
         writeIdentityFiles(state, identityFiles(spec.id, jailSpec.internet))
-        const hostname = Bun.spawnSync(["nsenter", `--uts=/proc/${warm.childPid}/ns/uts`, "hostname", spec.id.slice(0, 63)], { stdio: ["ignore", "ignore", "pipe"] })
-        if (hostname.exitCode !== 0) throw new Error(`hostname: ${hostname.stderr.toString()}`)
+        const hostname = Bun.spawn(["nsenter", `--uts=/proc/${warm.childPid}/ns/uts`, "hostname", spec.id.slice(0, 63)], { stdio: ["ignore", "ignore", "ignore"] })
+        if ((await hostname.exited) !== 0) throw new Error("the warm jail's hostname could not be set")
         writeState(dataDir, state)
         if (jailSpec.internet) state = await startSlirp(state)
       } catch (e) {
@@ -546,7 +546,7 @@ export const makeLocalRuntime = (dataDir: string, options: LocalRuntimeOptions =
       labels: { ...spec.labels }
     }
     const promise = (async () => {
-      if (jailSpec.internet) requireEgressFilter()
+      if (jailSpec.internet) await requireEgressFilter()
       // A dead leftover under this id (its host rebooted, or its jail was killed): start afresh.
       if (fs.existsSync(jailDir(dataDir, spec.id)) || cgroupsExist(cgroupPath(scope, spec.id))) await destroyJail(spec.id)
       const warm = await handOut(spec, jailSpec)
@@ -602,6 +602,8 @@ export const makeLocalRuntime = (dataDir: string, options: LocalRuntimeOptions =
       await destroyJail(id)
       jails.push(id)
     }
+    // An operator may have flushed the ruleset since: sandboxes with internet must not go unfiltered for long.
+    if (egressInstalled.get(base) === null && !(await egressFilterPresent(base))) egressInstalled.set(base, installEgressFilter(base))
     const leases = sweepLeases()
     const loops: Array<string> = []
     const prefix = `${sandboxesDir(dataDir)}/`
@@ -743,15 +745,19 @@ export const makeLocalRuntime = (dataDir: string, options: LocalRuntimeOptions =
     reap: (keep) => run(() => reap(keep)),
     sweep: run(sweep),
     directJail: (id, spec) => {
-      const { launch } = prepareJail(id, spec, ["/bin/sh", "-c", 'exec "$@"', "sh"])
+      const prepared = prepareJail(id, spec, ["/bin/sh", "-c", 'exec "$@"', "sh"])
       return {
         run: async (argv) => {
+          const { launch } = await prepared
           const child = Bun.spawn([...launch, ...argv], { cwd: "/", stdio: ["ignore", "pipe", "inherit"] })
           const out = await new Response(child.stdout).text()
           await child.exited
           return out
         },
-        remove: () => destroyJail(id)
+        remove: async () => {
+          await prepared.catch(() => undefined)
+          await destroyJail(id)
+        }
       }
     },
     shutdown: Effect.promise(async () => {

@@ -37,8 +37,11 @@ const quote = (s: string) => `'${s.replaceAll("'", `'\\''`)}'`
 /** Runs the takeover script inside `id` (it stops the sandbox's own agent) and waits until it is done. */
 const takeOver = async (id: string, args: ReadonlyArray<string>) => {
   await run(rt.writeFile(id, "/workspace/takeover.js", TAKEOVER, { mode: "overwrite", createParents: false }))
-  await sh(rt, id, `setsid -f /opt/agent/bun /workspace/takeover.js ${args.map(quote).join(" ")} </dev/null >/dev/null 2>&1`)
-  await waitFor("the takeover", () => fs.existsSync(inJail(dataDir, id, "root", "workspace", "takeover-ready")), 15_000)
+  // setsid -f: out of this command's process group (the agent kills the group when the command ends); the
+  // command ends only once the child is in its own session (it has written "escaped").
+  await sh(rt, id, `setsid -f sh -c 'touch /workspace/escaped; exec /opt/agent/bun /workspace/takeover.js "$@"' takeover ${args.map(quote).join(" ")} </dev/null >/workspace/takeover.log 2>&1
+while [ ! -e /workspace/escaped ]; do sleep 0.02; done`)
+  await waitFor("the takeover", () => fs.existsSync(inJail(dataDir, id, "root", "workspace", "takeover-ready")), 30_000)
 }
 
 /** Bytes from a port of a sandbox through the runtime's port bridge (an HTTP/1.0 GET). */
@@ -122,7 +125,7 @@ describe("a misbehaving agent fails only its own sandbox's calls, with a clear e
     await run(rt.create({ id: "a3", vcpu: 1, memoryMb: 256, diskMb: 128, internet: false }))
     await run(rt.writeFile("a3", "/workspace/mode", new TextEncoder().encode("endless"), { mode: "overwrite", createParents: false }))
     await takeOver("a3", ["fake"])
-  }, 30_000)
+  }, 60_000)
 
   it("an endless body: each call stops at its byte cap, the gateway's memory stays bounded, B keeps working", async () => {
     mode("endless")
@@ -264,7 +267,13 @@ import socket
 for host, port in ${JSON.stringify(targets)}:
     s = socket.socket(); s.settimeout(5)
     try:
-        s.connect((host, port)); s.sendall(b"GET / HTTP/1.0\\r\\n\\r\\n"); body = s.recv(200).decode(errors="replace").split("\\r\\n\\r\\n")[-1]
+        s.connect((host, port)); s.sendall(b"GET / HTTP/1.0\\r\\n\\r\\n")
+        answer = b""
+        while len(answer) < 4096:
+            chunk = s.recv(4096)
+            if not chunk: break
+            answer += chunk
+        body = answer.decode(errors="replace").split("\\r\\n\\r\\n")[-1]
         print(host, "CONNECTED", body)
     except Exception as e:
         print(host, "refused", type(e).__name__)
@@ -389,6 +398,26 @@ describe("host hygiene", () => {
     expect(r.stdout).toMatch(/^(pipe|socket):\[\d+\]\n\/dev\/null\n$/)
     expect(fs.readdirSync(jailDir(dataDir, "b")).sort()).toEqual(["disk.img", "state.json"])
     expect(fs.statSync(diskImage(jailDir(dataDir, "b"))).blocks - before).toBeLessThan(256)
+  })
+})
+
+describe("root only", () => {
+  it("the runtime refuses to start without root, with a clear message", () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "sgw-nonroot-"))
+    const home = fs.mkdtempSync(path.join(os.tmpdir(), "sgw-nonroot-home-"))
+    cleanups.push(() => fs.rmSync(dir, { recursive: true, force: true }))
+    cleanups.push(() => fs.rmSync(home, { recursive: true, force: true }))
+    fs.chmodSync(dir, 0o777)
+    fs.chmodSync(home, 0o777)
+    const entry = path.join(import.meta.dirname, "..", "..", "src", "runtime", "LocalRuntimeLive.ts")
+    const r = Bun.spawnSync(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", process.execPath, "-e", `const { makeLocalRuntime } = await import(${JSON.stringify(entry)}); makeLocalRuntime(${JSON.stringify(dir)})`], {
+      stdout: "pipe",
+      stderr: "pipe",
+      env: { PATH: process.env["PATH"] ?? "/usr/bin:/bin", HOME: home }
+    })
+    expect(r.exitCode).not.toBe(0)
+    expect(r.stderr.toString()).toContain("the local runtime needs root")
+    expect(fs.readdirSync(dir)).toEqual([])
   })
 })
 
