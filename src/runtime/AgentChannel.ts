@@ -122,12 +122,18 @@ const isConnectError = (e: unknown) => {
   return code === "ENOENT" || code === "ECONNREFUSED"
 }
 
-/** Reads a body up to `max` bytes; beyond that the request is aborted. */
+/**
+ * Reads a body up to `max` bytes; beyond that the request is aborted. A body whose length is declared within the
+ * cap is read in one native call (HTTP framing stops it at that length); any other is read piece by piece.
+ */
 const readCapped = async (response: Response, max: number, abort: () => void): Promise<Buffer> => {
-  const declared = Number(response.headers.get("content-length") ?? NaN)
-  if (Number.isFinite(declared) && declared > max) {
-    abort()
-    throw unavailable(TOO_LARGE)
+  const declared = response.headers.get("content-length")
+  if (declared !== null && /^\d{1,15}$/.test(declared)) {
+    if (Number(declared) > max) {
+      abort()
+      throw unavailable(TOO_LARGE)
+    }
+    return Buffer.from(await response.arrayBuffer())
   }
   if (response.body === null) return Buffer.alloc(0)
   const reader = response.body.getReader()

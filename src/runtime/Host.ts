@@ -1,6 +1,6 @@
 /**
  * What the local runtime needs from the host, shared by every gateway (and test run) on it, under
- * /run/sandbox-gateway (root-owned; /run is gone after a reboot, and so is everything this file makes):
+ * /run/sandbox-gateway (root-owned; usually on a tmpfs, so gone after a reboot):
  *   stage/   an empty directory; each jail's launcher mounts the sandbox's disk there, in its own mount namespace
  *   tools/   a tmpfs with the agent script and a copy of bun, bound read-only into every jail. Copies, named by
  *            content, so that the jail's /proc/self/mountinfo shows paths of this tmpfs, never the host's bun or
@@ -19,8 +19,9 @@ export const STAGE = path.join(RUNTIME_ROOT, "stage")
 export const TOOLS = path.join(RUNTIME_ROOT, "tools")
 export const TUN_NODE = path.join(RUNTIME_ROOT, "dev", "tun")
 export const UIDS_DIR = path.join(RUNTIME_ROOT, "uids")
-/** Tool copies not used by this host for this long, or whose source binary is gone, are removed. */
-const TOOLS_MAX_IDLE_MS = 24 * 60 * 60 * 1000
+/** Tool copies nobody refreshed for this long (a runtime refreshes its own every few minutes), or whose source binary is gone, are removed. */
+const TOOLS_MAX_IDLE_MS = 60 * 60 * 1000
+export const TOOLS_REFRESH_MS = 5 * 60 * 1000
 
 export class HostError extends Error {}
 
@@ -96,7 +97,11 @@ export const ensureTools = (bunPath: string, agentJs: string): Tools => {
   return { bun, agent }
 }
 
-/** Removes tool copies nobody refreshed for a day, and bun copies whose source binary is gone or changed. */
+/**
+ * Removes tool copies nobody refreshed for an hour, and bun copies whose source binary is gone or changed (a
+ * compiled gateway that was deleted): each bun copy is ~110 MB of memory. A copy still bound into running jails
+ * stays alive through those mounts; only new jails need the file, and their runtime puts it back.
+ */
 export const collectTools = (keep: Tools) => {
   let names: Array<string>
   try {

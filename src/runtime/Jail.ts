@@ -276,21 +276,19 @@ export const identityFiles = (id: string, internet: boolean): Record<string, str
 })
 
 /**
- * The disk's initial content, laid out in a directory `tpl` and written into the image by mkfs.ext4 -d (no
- * mount needed): the jail's root, writable by the sandbox user (like a VM's disk) except /etc, /run and /opt,
- * which hold the runtime's files and bind-mount points (root-owned, so bwrap never has to create them); the
- * agent's run directory (the sandbox's uid, 0700); and the root-only ctl directory.
+ * The disk's initial content, laid out in a directory `tpl` and written into an image by mkfs.ext4 -d (no mount
+ * needed): the jail's root, writable by the sandbox user (like a VM's disk) except /etc, /run and /opt, which
+ * hold the runtime's files and bind-mount points (root-owned, so bwrap never has to create them); the agent's
+ * run directory (0700); and the root-only ctl directory. Nothing in it depends on the sandbox: the launcher gives
+ * root/, /workspace, /tmp and run/ to the sandbox's uid once the disk is mounted (DISK_OWNED), and the /etc files
+ * that name the sandbox are written once it runs (identityFiles).
  */
-const writeTemplate = (tpl: string, id: string, hostUid: number, internet: boolean, cgroups: boolean) => {
+const writeTemplate = (tpl: string) => {
   const root = path.join(tpl, DISK_ROOT)
   fs.mkdirSync(root, { recursive: true, mode: 0o755 })
-  fs.chownSync(root, hostUid, hostUid)
-  for (const sub of ["workspace", "tmp"]) {
-    fs.mkdirSync(path.join(root, sub), { mode: 0o755 })
-    fs.chownSync(path.join(root, sub), hostUid, hostUid)
-  }
+  for (const sub of ["workspace", "tmp"]) fs.mkdirSync(path.join(root, sub), { mode: 0o755 })
   fs.chmodSync(path.join(root, "tmp"), 0o1777)
-  for (const sub of ["etc", "usr", "proc", "dev", "run/agent", "opt/agent", ...(cgroups ? ["run/cgroup"] : [])]) fs.mkdirSync(path.join(root, sub), { recursive: true, mode: 0o755 })
+  for (const sub of ["etc", "usr", "proc", "dev", "run/agent", "opt/agent", "run/cgroup"]) fs.mkdirSync(path.join(root, sub), { recursive: true, mode: 0o755 })
   for (const [name, target] of USR_LINKS) if (fs.existsSync(`/${name}`)) fs.symlinkSync(target, path.join(root, name))
   for (const name of ETC_FILES) {
     if (!fs.existsSync(`/etc/${name}`)) continue
@@ -298,42 +296,73 @@ const writeTemplate = (tpl: string, id: string, hostUid: number, internet: boole
     fs.writeFileSync(path.join(root, "etc", name), "", { mode: 0o644 })
   }
   for (const name of ETC_DIRS) if (fs.existsSync(`/etc/${name}`)) fs.mkdirSync(path.join(root, "etc", name), { recursive: true, mode: 0o755 })
-  for (const file of ["opt/agent/agent.js", "opt/agent/bun", ...(cgroups ? ["run/cgroup/pids.procs", "run/cgroup/memory.procs"] : [])]) fs.writeFileSync(path.join(root, file), "", { mode: 0o644 })
+  for (const file of ["opt/agent/agent.js", "opt/agent/bun", "run/cgroup/pids.procs", "run/cgroup/memory.procs"]) fs.writeFileSync(path.join(root, file), "", { mode: 0o644 })
   fs.writeFileSync(path.join(root, "etc", "passwd"), `root:x:0:0:root:/root:/bin/sh\nuser:x:${SANDBOX_UID}:${SANDBOX_UID}:sandbox:/workspace:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n`, { mode: 0o644 })
   fs.writeFileSync(path.join(root, "etc", "group"), `root:x:0:\nuser:x:${SANDBOX_UID}:\nnogroup:x:65534:\n`, { mode: 0o644 })
-  for (const [name, content] of Object.entries(identityFiles(id, internet))) fs.writeFileSync(path.join(root, "etc", name), content, { mode: 0o644 })
-  const run = path.join(tpl, DISK_RUN)
-  fs.mkdirSync(run, { mode: 0o700 })
-  fs.chownSync(run, hostUid, hostUid)
+  for (const name of Object.keys(identityFiles("localhost", false))) fs.writeFileSync(path.join(root, "etc", name), "", { mode: 0o644 })
+  fs.mkdirSync(path.join(tpl, DISK_RUN), { mode: 0o700 })
   fs.mkdirSync(path.join(tpl, DISK_CTL), { mode: 0o700 })
 }
 
-/**
- * Creates `disk.img` in the jail directory: sparse, `diskMb` large, an ext4 filesystem with the initial content.
- * mkfs runs as a child the event loop does not wait on (10-30 ms that other requests must not pay for).
- */
-export const createDisk = async (dir: string, id: string, spec: JailSpec, hostUid: number, cgroups: boolean) => {
-  const tpl = path.join(dir, "tpl")
-  const image = diskImage(dir)
+/** Paths of the disk (relative to its root) the sandbox's uid owns: chowned by the launcher once mounted. */
+export const DISK_OWNED = [DISK_ROOT, `${DISK_ROOT}/workspace`, `${DISK_ROOT}/tmp`, DISK_RUN]
+
+/** What the template holds, as a key: a blank image made from another layout is never used. */
+const templateKey = () =>
+  createHash("sha256").update(JSON.stringify({ v: 1, etc: ETC_FILES.filter((n) => fs.existsSync(`/etc/${n}`)), dirs: ETC_DIRS.filter((n) => fs.existsSync(`/etc/${n}`)), links: USR_LINKS.filter(([n]) => fs.existsSync(`/${n}`)) })).digest("hex").slice(0, 12)
+
+/** Sizes whose blank image is kept (the warm pool's and the default): others are made with mkfs each time. */
+const BLANK_SIZES = new Set<number>()
+export const keepBlankImage = (diskMb: number) => BLANK_SIZES.add(diskMb)
+
+const mkfs = async (image: string, diskMb: number) => {
+  const tpl = `${image}.tpl`
   fs.rmSync(tpl, { recursive: true, force: true })
   fs.mkdirSync(tpl, { mode: 0o755 })
   try {
-    writeTemplate(tpl, id, hostUid, spec.internet, cgroups)
+    writeTemplate(tpl)
     const fd = fs.openSync(image, "w", 0o600)
     try {
-      fs.ftruncateSync(fd, spec.diskMb * 1024 * 1024)
+      fs.ftruncateSync(fd, diskMb * 1024 * 1024)
     } finally {
       fs.closeSync(fd)
     }
-    // Lazy inode tables and journal: ~10 ms for any size (the kernel initialises them in the background).
-    const mkfs = Bun.spawn(["mkfs.ext4", "-q", "-F", "-m", "0", "-E", "lazy_itable_init=1,lazy_journal_init=1,root_owner=0:0", "-d", tpl, image], {
+    // Lazy inode tables: ~10 ms for any size. No journal: a disk never outlives a host crash (after a reboot its
+    // jail is gone and the sandbox is destroyed), and without one more of disk_mb is the sandbox's.
+    const child = Bun.spawn(["mkfs.ext4", "-q", "-F", "-m", "0", "-O", "^has_journal", "-E", "lazy_itable_init=1,root_owner=0:0", "-d", tpl, image], {
       stdio: ["ignore", "ignore", "pipe"]
     })
-    const [code, stderr] = await Promise.all([mkfs.exited, new Response(mkfs.stderr).text()])
+    const [code, stderr] = await Promise.all([child.exited, new Response(child.stderr).text()])
     if (code !== 0) throw new Error(`mkfs.ext4: ${stderr.trim().slice(0, 300)}`)
   } finally {
     fs.rmSync(tpl, { recursive: true, force: true })
   }
+}
+
+/**
+ * Creates `disk.img` in the jail directory: sparse, `diskMb` large, an ext4 filesystem with the initial content.
+ * For the common sizes a blank image is made once (under `blanksDir`) and copied sparsely (~5 ms, no fsync); other
+ * sizes get their own mkfs (~10 ms, and an fsync that can stall behind other I/O). Both run as children the event
+ * loop does not wait on.
+ */
+export const createDisk = async (dir: string, diskMb: number, blanksDir: string) => {
+  const image = diskImage(dir)
+  if (!BLANK_SIZES.has(diskMb)) return mkfs(image, diskMb)
+  const blank = path.join(blanksDir, `${diskMb}-${templateKey()}.img`)
+  if (!fs.existsSync(blank)) {
+    fs.mkdirSync(blanksDir, { recursive: true, mode: 0o700 })
+    const tmp = `${blank}.${process.pid}.${crypto.randomUUID()}`
+    try {
+      await mkfs(tmp, diskMb)
+      fs.renameSync(tmp, blank)
+    } finally {
+      fs.rmSync(tmp, { force: true })
+    }
+  }
+  const cp = Bun.spawn(["cp", "--sparse=always", blank, image], { stdio: ["ignore", "ignore", "pipe"] })
+  const [code, stderr] = await Promise.all([cp.exited, new Response(cp.stderr).text()])
+  if (code !== 0) throw new Error(`copying the blank disk: ${stderr.trim().slice(0, 300)}`)
+  fs.chmodSync(image, 0o600)
 }
 
 /** The command the jail runs: a shell loop keeps the agent up (a crashed agent comes back and reloads its executions). */
@@ -396,7 +425,8 @@ export const bwrapArgs = (options: {
 
 /**
  * The host command that starts a jail, as root: join its cgroups first (everything the jail starts is accounted
- * from its first fork), enter a private mount namespace, mount the disk at STAGE there, bound the process count
+ * from its first fork), enter a private mount namespace, mount the disk at STAGE there, give the sandbox's
+ * parts of it to the sandbox's uid and write the /etc files that name it, bound the process count
  * (rlimit mode), drop to the sandbox's host uid and exec bwrap with `args`. bwrap writes its info (the jail's
  * pid) to stdout and closes it; its errors go to stderr.
  */
@@ -408,11 +438,18 @@ export const launchCommand = (options: {
   readonly nproc: number | null
   /** bwrap writes its info (the jail's pid) to stdout (false: a direct jail, whose stdout is its command's). */
   readonly info: boolean
+  /** /etc files that name the sandbox (identityFiles), written before the jail runs anything. */
+  readonly identity: Record<string, string>
   readonly args: ReadonlyArray<string>
 }): Array<string> => {
+  // printf's format: only ids (a safe alphabet) and fixed text go in, but escape what printf and the quotes treat.
+  const literal = (text: string) => `'${text.replaceAll("\\", "\\\\").replaceAll("%", "%%").replaceAll("'", "").replaceAll("\n", "\\n")}'`
   const steps = [
     ...(options.cgroup === null ? [] : cgroupProcsFiles(options.cgroup).map((f) => `echo $$ > '${f}'`)),
-    `mount -o loop,nosuid,nodev,discard "$0" ${STAGE}`,
+    // noinit_itable: the image is sparse, its inode tables already read as zeros (no background zeroing).
+    `mount -t ext4 -o loop,nosuid,nodev,discard,noinit_itable "$0" ${STAGE}`,
+    `chown ${options.hostUid}:${options.hostUid} ${DISK_OWNED.map((p) => path.join(STAGE, p)).join(" ")}`,
+    ...Object.entries(options.identity).map(([name, text]) => `printf ${literal(text)} > ${path.join(STAGE, DISK_ROOT, "etc", name)}`),
     // dash calls the process limit -p, other shells -u.
     ...(options.nproc === null ? [] : [`{ ulimit -p ${options.nproc} 2>/dev/null || ulimit -u ${options.nproc}; }`]),
     `exec setpriv --reuid=${options.hostUid} --regid=${options.hostUid} --clear-groups bwrap${options.info ? " --info-fd 1" : ""} "$@"`

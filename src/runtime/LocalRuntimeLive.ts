@@ -27,7 +27,7 @@ import { agentSource } from "./agent/source.ts"
 import { type AgentAnswer, callAgent, connectBridge, waitForAgent, writeIdentityFiles } from "./AgentChannel.ts"
 import * as Wire from "./AgentWire.ts"
 import { egressFilterPresent, installEgressFilter } from "./Egress.ts"
-import { collectTools, ensureTools, HostError, prepareHost, requireRoot, type Tools, TUN_NODE } from "./Host.ts"
+import { collectTools, ensureTools, HostError, prepareHost, requireRoot, type Tools, TOOLS_REFRESH_MS, TUN_NODE } from "./Host.ts"
 import {
   alive,
   applyLimits,
@@ -47,6 +47,7 @@ import {
   identityFiles,
   jailDir,
   type JailSpec,
+  keepBlankImage,
   type JailState,
   launchCommand,
   MAX_DISK_MB,
@@ -203,6 +204,10 @@ export const makeLocalRuntime = (dataDir: string, options: LocalRuntimeOptions =
   fs.chmodSync(sandboxesDir(dataDir), 0o700)
   const scope = cgroupScope(dataDir)
   const useCgroups = options.cgroups !== false
+  /** Blank disk images of the common sizes (Jail.ts createDisk). */
+  const blanksDir = path.join(dataDir, "disk-templates")
+  keepBlankImage(POOL_DISK_MB)
+  keepBlankImage(DEFAULT_DISK_MB)
   if (!egressInstalled.has(base)) egressInstalled.set(base, installEgressFilter(base))
   // Transpiled once here; the tools tmpfs holds one copy per distinct script.
   const agentJs = new Bun.Transpiler({ loader: "ts", target: "bun" }).transformSync(agentSource)
@@ -215,9 +220,13 @@ export const makeLocalRuntime = (dataDir: string, options: LocalRuntimeOptions =
     toolsCollected = true
     collectTools(tools)
   }
-  /** The tool copies, put back if something removed them since. */
+  let toolsRefreshed = Date.now()
+  /** The tool copies, put back if something removed them since, and marked in use now and then. */
   const currentTools = () => {
-    if (!fs.existsSync(tools.bun) || !fs.existsSync(tools.agent)) tools = ensureTools(bunPath, agentJs)
+    if (!fs.existsSync(tools.bun) || !fs.existsSync(tools.agent) || Date.now() - toolsRefreshed > TOOLS_REFRESH_MS) {
+      tools = ensureTools(bunPath, agentJs)
+      toolsRefreshed = Date.now()
+    }
     return tools
   }
 
@@ -371,12 +380,20 @@ export const makeLocalRuntime = (dataDir: string, options: LocalRuntimeOptions =
       writeState(dataDir, state)
     }
     try {
-      await createDisk(dir, id, spec, hostUid, cgroup !== null)
+      await createDisk(dir, spec.diskMb, blanksDir)
     } catch (e) {
       throw err("internal", "the sandbox's disk could not be created", (e as Error).message)
     }
     const args = bwrapArgs({ tools: currentTools(), hostname: id, cgroup, memoryMb: spec.memoryMb, env: agentEnv, command })
-    const launch = launchCommand({ image: diskImage(dir), cgroup, hostUid, nproc: cgroup === null ? PIDS_LIMIT + PIDS_HEADROOM : null, info: command === undefined, args })
+    const launch = launchCommand({
+      image: diskImage(dir),
+      cgroup,
+      hostUid,
+      nproc: cgroup === null ? PIDS_LIMIT + PIDS_HEADROOM : null,
+      info: command === undefined,
+      identity: identityFiles(id, spec.internet),
+      args
+    })
     return { dir, state, launch }
   }
 
@@ -435,11 +452,9 @@ export const makeLocalRuntime = (dataDir: string, options: LocalRuntimeOptions =
     if (rel !== null) await setFrozen(rel, false).catch(() => false)
     const deadline = Date.now() + DESTROY_TIMEOUT_MS
     for (;;) {
-      const pids = [
-        ...(rel === null ? [] : cgroupPids(rel)),
-        ...roots.flatMap((pid) => [pid, ...descendants(pid)]),
-        ...(ownUid === null ? [] : pidsOfUid(ownUid))
-      ].filter((pid) => pid > 0 && alive(pid))
+      let pids = [...(rel === null ? [] : cgroupPids(rel)), ...roots.flatMap((pid) => [pid, ...descendants(pid)])].filter((pid) => pid > 0 && alive(pid))
+      // Anything else still running as the sandbox's own uid (a scan of every process: only once the rest is gone).
+      if (pids.length === 0 && ownUid !== null) pids = pidsOfUid(ownUid)
       if (pids.length === 0 || Date.now() > deadline) break
       // SIGCONT first: a process stopped by the SIGSTOP fallback must run to die.
       signalAll(pids, "SIGKILL")
