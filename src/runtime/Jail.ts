@@ -358,6 +358,10 @@ export const createDisk = async (dir: string, diskMb: number, blanksDir: string)
     } finally {
       fs.rmSync(tmp, { force: true })
     }
+    // Blanks of this size made from an earlier layout are of no use any more.
+    for (const name of fs.readdirSync(blanksDir)) {
+      if (name.startsWith(`${diskMb}-`) && name.endsWith(".img") && path.join(blanksDir, name) !== blank) fs.rmSync(path.join(blanksDir, name), { force: true })
+    }
   }
   const cp = Bun.spawn(["cp", "--sparse=always", blank, image], { stdio: ["ignore", "ignore", "pipe"] })
   const [code, stderr] = await Promise.all([cp.exited, new Response(cp.stderr).text()])
