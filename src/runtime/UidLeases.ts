@@ -12,8 +12,9 @@
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { alive } from "./Proc.ts"
 import { UIDS_DIR } from "./Host.ts"
+import { RuntimeError } from "./LocalRuntime.ts"
+import { alive } from "./Proc.ts"
 
 export const RANGE_SIZE = 65536
 export const SLOTS_PER_POLICY = 4096
@@ -87,7 +88,7 @@ export const claimUid = (base: number, policy: EgressPolicy, dir: string): numbe
       }
     }
   }
-  throw new Error("every sandbox uid range of this host is in use")
+  throw new RuntimeError({ kind: "unavailable", message: "this host runs as many sandboxes as it can (every sandbox uid range is in use)" })
 }
 
 /** Records the jail's launcher (or its new directory, after a warm jail is renamed). Atomic. */
