@@ -26,11 +26,15 @@ export const jailOwners = (sandboxIds: ReadonlyArray<string>) =>
     const owners = new Map<string, JailOwner>()
     if (sandboxIds.length === 0) return owners
     const sql = yield* SqlClient.SqlClient
-    const rows = yield* sql<{ id: string; state: string; provider_resource: string | null; provisioning: number }>`
-      SELECT s.id, s.state, s.provider_resource,
-        EXISTS (SELECT 1 FROM jobs j WHERE j.type = 'sandbox.provision' AND j.lock_key = 'sandbox:' || s.id
-          AND j.state IN ('pending', 'leased')) AS provisioning
-      FROM sandboxes s WHERE s.id IN ${sql.in([...new Set(sandboxIds)])}`
-    for (const row of rows) owners.set(row.id, { state: row.state, resourceId: resourceIdOf(row.provider_resource), provisioning: row.provisioning === 1 })
+    const ids = [...new Set(sandboxIds)]
+    // In slices: SQLite bounds the number of bound values per statement.
+    for (let at = 0; at < ids.length; at += 500) {
+      const rows = yield* sql<{ id: string; state: string; provider_resource: string | null; provisioning: number }>`
+        SELECT s.id, s.state, s.provider_resource,
+          EXISTS (SELECT 1 FROM jobs j WHERE j.type = 'sandbox.provision' AND j.lock_key = 'sandbox:' || s.id
+            AND j.state IN ('pending', 'leased')) AS provisioning
+        FROM sandboxes s WHERE s.id IN ${sql.in(ids.slice(at, at + 500))}`
+      for (const row of rows) owners.set(row.id, { state: row.state, resourceId: resourceIdOf(row.provider_resource), provisioning: row.provisioning === 1 })
+    }
     return owners
   }).pipe(Effect.orDie)
