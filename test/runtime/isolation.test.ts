@@ -1,7 +1,7 @@
 /**
  * What a sandbox cannot reach: host files (directly, through symlinks it makes, through /proc), the files API
  * escaping through `..` or symlinks, other processes of the host, the network (none by default; with internet,
- * still not the host's loopback), and what it runs as on the host.
+ * still not the host: its loopback or its other addresses; hostile.test.ts has the rest), and what it runs as on the host.
  */
 import { Effect } from "effect"
 import * as fs from "node:fs"
