@@ -7,7 +7,7 @@ import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/p
 import { SqlClient } from "@effect/sql"
 import { Effect, FiberRef } from "effect"
 import { CurrentRequestId } from "../domain/Errors.ts"
-import { sha256Hex, timingSafeEqualHex } from "../services/Crypto.ts"
+import { sha256Hex, timingSafeEqualHex } from "../domain/Tokens.ts"
 import { getEndpointRow } from "../services/sandboxes/Endpoints.ts"
 import { touchSandbox } from "../services/sandboxes/SandboxRows.ts"
 

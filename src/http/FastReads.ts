@@ -19,8 +19,8 @@ import { type ProcessRow, processToWire } from "../services/sandboxes/Processes.
 import { RUNTIME_OPERATION_WITH_DATA, type RuntimeOperationRow, runtimeOperationToWire } from "../services/sandboxes/RuntimeOperations.ts"
 import { capabilitiesOf, type SandboxRow, sandboxToWire } from "../services/sandboxes/SandboxRows.ts"
 import { API_KEY_BY_HASH, type ApiKeyRow, lastUsedIsStale } from "../services/Credentials.ts"
-import { sha256Hex } from "../services/Crypto.ts"
-import { API_KEY_PREFIX } from "./Security.ts"
+import { sha256Hex } from "../domain/Tokens.ts"
+import { API_KEY_PREFIX } from "../domain/Tokens.ts"
 import { WELL_FORMED_REQUEST_ID } from "./RequestId.ts"
 
 type Route = (request: Bun.BunRequest, server: Bun.Server<unknown>) => Response | Promise<Response>

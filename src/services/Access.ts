@@ -5,11 +5,7 @@
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import { type Forbidden, type NotFound, forbidden, notFound } from "../domain/Errors.ts"
-import { CurrentUser } from "../http/Security.ts"
-
-export type Role = "owner" | "admin" | "member"
-export const MANAGERS: ReadonlyArray<Role> = ["owner", "admin"]
-export const ANY_ROLE: ReadonlyArray<Role> = ["owner", "admin", "member"]
+import { ANY_ROLE, CurrentUser, type Role } from "../domain/Principals.ts"
 
 export interface OrgAccess {
   readonly organizationId: string

@@ -5,8 +5,8 @@
 import { SqlClient } from "@effect/sql"
 import { Context, Effect, Layer, Option } from "effect"
 import { nowIso } from "../domain/Time.ts"
-import type { KeyPrincipal, UserPrincipal } from "../http/Security.ts"
-import { sha256Hex } from "./Crypto.ts"
+import type { KeyPrincipal, UserPrincipal } from "../domain/Principals.ts"
+import { sha256Hex } from "../domain/Tokens.ts"
 
 /** A live API key by the hash of its secret (also read by the fast reads, src/http/FastReads.ts). */
 export const API_KEY_BY_HASH = `SELECT k.id, k.project_id, p.organization_id, k.expires_at, k.last_used_at

@@ -11,7 +11,7 @@ import { SqlClient } from "@effect/sql"
 import { Context, Effect, Layer, Schema } from "effect"
 import { type BadRequest, type Conflict, badRequest, conflict } from "../domain/Errors.ts"
 import { isoAfter, nowIso } from "../domain/Time.ts"
-import { sha256Hex } from "./Crypto.ts"
+import { sha256Hex } from "../domain/Tokens.ts"
 
 const RETENTION_SECONDS = 24 * 3600
 

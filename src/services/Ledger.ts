@@ -6,20 +6,13 @@ import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import { newUuid } from "../domain/Ids.ts"
 import { nowIso } from "../domain/Time.ts"
+import { ensureBillingAccount } from "../db/repos/Billing.ts"
 import { appendEvent } from "./Events.ts"
 
 export const WELCOME_CREDIT_MICROUSD = 500_000_000n
 
 export type LedgerKind = "deposit" | "usage_charge" | "usage_correction" | "adjustment"
 
-/** Creates the billing account row if it is missing. */
-export const ensureBillingAccount = (organizationId: string) =>
-  Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
-    const now = yield* nowIso
-    yield* sql`INSERT INTO billing_accounts (organization_id, updated_at) VALUES (${organizationId}, ${now})
-      ON CONFLICT (organization_id) DO NOTHING`
-  }).pipe(Effect.orDie)
 
 export interface LedgerPosting {
   readonly organizationId: string

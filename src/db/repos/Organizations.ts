@@ -4,8 +4,8 @@ import { Effect } from "effect"
 import { conflict } from "../../domain/Errors.ts"
 import { newUuid } from "../../domain/Ids.ts"
 import { isoAfter, nowIso } from "../../domain/Time.ts"
-import type { Role } from "../../services/Access.ts"
-import { ensureBillingAccount } from "../../services/Ledger.ts"
+import type { Role } from "../../domain/Principals.ts"
+import { ensureBillingAccount } from "./Billing.ts"
 
 export interface OrganizationRow {
   readonly id: string

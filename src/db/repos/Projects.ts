@@ -4,7 +4,7 @@ import { Effect } from "effect"
 import { conflict } from "../../domain/Errors.ts"
 import { newId, newUuid } from "../../domain/Ids.ts"
 import { isoAfter, nowIso } from "../../domain/Time.ts"
-import { randomToken, sha256Hex } from "../../services/Crypto.ts"
+import { API_KEY_PREFIX, randomToken, sha256Hex } from "../../domain/Tokens.ts"
 
 export interface ProjectRow {
   readonly id: string
@@ -83,7 +83,6 @@ export const apiKeyToWire = (row: ApiKeyRow) => ({
   deleted_at: row.deleted_at
 })
 
-export const API_KEY_PREFIX = "metal_sk_"
 const KEY_COLUMNS = "id, project_id, name, prefix, created_at, last_used_at, expires_at, revoked_at, deleted_at"
 
 /** Issues a key: only its SHA-256 is kept; the full value is returned this once. */

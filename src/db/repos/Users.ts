@@ -3,7 +3,7 @@ import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import { newUuid } from "../../domain/Ids.ts"
 import { nowIso } from "../../domain/Time.ts"
-import { randomToken, sha256Hex } from "../../services/Crypto.ts"
+import { USER_TOKEN_PREFIX, randomToken, sha256Hex } from "../../domain/Tokens.ts"
 
 export interface UserRow {
   readonly id: string
@@ -34,7 +34,6 @@ export interface IssuedToken {
   readonly expires_at: string | null
 }
 
-export const USER_TOKEN_PREFIX = "metal_ut_"
 
 export const issueUserToken = (userId: string, name: string, expiresAt: string | null) =>
   Effect.gen(function*() {

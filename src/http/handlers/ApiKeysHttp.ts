@@ -5,9 +5,10 @@ import { EXPIRES_IN_SECONDS } from "../../domain/Accounts.ts"
 import { conflict, notFound } from "../../domain/Errors.ts"
 import { nowIso } from "../../domain/Time.ts"
 import { apiKeysOf, apiKeyToWire, getApiKey, issueApiKey } from "../../db/repos/Projects.ts"
-import { MANAGERS, requireProjectRole } from "../../services/Access.ts"
+import { requireProjectRole } from "../../services/Access.ts"
+import { MANAGERS } from "../../domain/Principals.ts"
 import { Api } from "../Api.ts"
-import { CurrentUser } from "../Security.ts"
+import { CurrentUser } from "../../domain/Principals.ts"
 
 export const ApiKeysLive = HttpApiBuilder.group(Api, "apiKeys", (handlers) =>
   Effect.gen(function*() {

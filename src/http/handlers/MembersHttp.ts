@@ -14,9 +14,10 @@ import {
   membersOf,
   pendingInvitationsOf
 } from "../../db/repos/Organizations.ts"
-import { MANAGERS, requireOrgRole } from "../../services/Access.ts"
+import { requireOrgRole } from "../../services/Access.ts"
+import { MANAGERS } from "../../domain/Principals.ts"
 import { Api } from "../Api.ts"
-import { CurrentUser } from "../Security.ts"
+import { CurrentUser } from "../../domain/Principals.ts"
 
 export const MembersLive = HttpApiBuilder.group(Api, "members", (handlers) =>
   Effect.gen(function*() {

@@ -5,12 +5,13 @@ import { Organization } from "../../domain/Accounts.ts"
 import { conflict, Unprocessable } from "../../domain/Errors.ts"
 import { nowIso } from "../../domain/Time.ts"
 import { acceptInvitationsFor, getOrganization, insertOrganization, organizationsOfUser, organizationToWire, updateOrganization } from "../../db/repos/Organizations.ts"
-import { MANAGERS, requireOrgRole } from "../../services/Access.ts"
+import { requireOrgRole } from "../../services/Access.ts"
+import { MANAGERS } from "../../domain/Principals.ts"
 import { appendEvent } from "../../services/Events.ts"
 import { IdempotencyStore } from "../../services/IdempotencyStore.ts"
 import { grantWelcomeCredit } from "../../services/Ledger.ts"
 import { Api } from "../Api.ts"
-import { CurrentUser } from "../Security.ts"
+import { CurrentUser } from "../../domain/Principals.ts"
 
 export const OrganizationsLive = HttpApiBuilder.group(Api, "organizations", (handlers) =>
   Effect.gen(function*() {

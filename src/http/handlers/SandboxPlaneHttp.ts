@@ -35,7 +35,7 @@ import { capabilitiesOf, getSandboxRow, type SandboxRow, sandboxToWire } from ".
 import { AppConfig } from "../../Config.ts"
 import { Api } from "../Api.ts"
 import { decodeCursor, page } from "../Pagination.ts"
-import { CurrentProjectKey } from "../Security.ts"
+import { CurrentProjectKey } from "../../domain/Principals.ts"
 
 /** Newest-first lists page by (created_at, id); a cursor carrying anything else is a 422. */
 const ListPosition = Schema.Tuple(Schema.String, Schema.String)
