@@ -4,8 +4,9 @@
  * on every request, so a revoked or expired endpoint stops serving at once.
  */
 import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { SqlClient } from "@effect/sql"
 import { Effect, FiberRef } from "effect"
+import type { EndpointsRepo } from "../db/repos/Endpoints.ts"
+import type { SandboxesRepo } from "../db/repos/Sandboxes.ts"
 import { CurrentRequestId } from "../domain/Errors.ts"
 import { sha256Hex, timingSafeEqualHex } from "../domain/Tokens.ts"
 import { getEndpointRow } from "../services/sandboxes/Endpoints.ts"
@@ -63,7 +64,6 @@ const proxy = Effect.gen(function*() {
 /** Registers the proxy on the API router (outside the HttpApi contract: it serves arbitrary sandbox traffic). */
 export const EndpointProxyLive = HttpApiBuilder.Router.use((router) =>
   Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
-    const handler = Effect.provideService(proxy, SqlClient.SqlClient, sql)
+    const handler = Effect.provide(proxy, yield* Effect.context<EndpointsRepo | SandboxesRepo>())
     yield* router.all("/e/*", handler)
   }))

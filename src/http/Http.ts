@@ -4,7 +4,7 @@ import { BunHttpServer } from "@effect/platform-bun"
 import { Context, Effect, Layer } from "effect"
 import { AppConfig, AppConfigLive } from "../Config.ts"
 import { CheckpointerLive } from "../db/Checkpointer.ts"
-import { SqlLive } from "../db/Sql.ts"
+import { DatabaseLive } from "../db/Database.ts"
 import { CredentialsLive } from "../services/Credentials.ts"
 import { SecretBoxLive } from "../services/Crypto.ts"
 import { IdempotencyStoreLive } from "../services/IdempotencyStore.ts"
@@ -18,7 +18,12 @@ import { WebhooksLive } from "./handlers/WebhooksHttp.ts"
 import { MembersLive } from "./handlers/MembersHttp.ts"
 import { OrganizationsLive } from "./handlers/OrganizationsHttp.ts"
 import { ProjectsLive } from "./handlers/ProjectsHttp.ts"
-import { EndpointsLive, FilesystemLive, OperationsLive, ProcessesLive, ProjectSandboxesLive, SandboxesLive } from "./handlers/SandboxPlaneHttp.ts"
+import { EndpointsLive } from "./handlers/EndpointsHttp.ts"
+import { FilesystemLive } from "./handlers/FilesystemHttp.ts"
+import { OperationsLive } from "./handlers/OperationsHttp.ts"
+import { ProcessesLive } from "./handlers/ProcessesHttp.ts"
+import { ProjectSandboxesLive } from "./handlers/ProjectSandboxesHttp.ts"
+import { SandboxesLive } from "./handlers/SandboxesHttp.ts"
 import { SystemLive } from "./handlers/SystemHttp.ts"
 import { EndpointProxyLive } from "./EndpointProxy.ts"
 import { FastReadsScoped } from "./FastReads.ts"
@@ -46,7 +51,7 @@ const SandboxPlaneLive = Layer.mergeAll(SandboxJobsLive, ReaperLive).pipe(
 )
 
 export const ServicesLive = Layer.mergeAll(CredentialsLive, IdempotencyStoreLive, SecretBoxLive, SandboxPlaneLive, CheckpointerLive).pipe(
-  Layer.provideMerge(SqlLive),
+  Layer.provideMerge(DatabaseLive),
   Layer.provideMerge(AppConfigLive)
 )
 

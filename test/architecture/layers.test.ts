@@ -8,48 +8,9 @@ import { analyze, cyclesOf, readGraph } from "../../scripts/check-layers.ts"
 
 const ROOT = path.resolve(import.meta.dirname, "../..")
 
-/** Files whose SQL has not moved into src/db yet (shrinks to nothing). */
-const SQL_NOT_YET_MOVED = new Set<string>([
-  "src/cli.ts",
-  "src/http/EndpointProxy.ts",
-  "src/http/FastReads.ts",
-  "src/http/handlers/ApiKeysHttp.ts",
-  "src/http/handlers/BillingHttp.ts",
-  "src/http/handlers/EventsHttp.ts",
-  "src/http/handlers/MembersHttp.ts",
-  "src/http/handlers/OrganizationsHttp.ts",
-  "src/http/handlers/ProjectsHttp.ts",
-  "src/http/handlers/ProviderCredentialsHttp.ts",
-  "src/http/handlers/SandboxPlaneHttp.ts",
-  "src/http/handlers/SystemHttp.ts",
-  "src/http/handlers/WebhooksHttp.ts",
-  "src/services/Access.ts",
-  "src/services/Credentials.ts",
-  "src/services/Events.ts",
-  "src/services/IdempotencyStore.ts",
-  "src/services/Ledger.ts",
-  "src/services/OperationRunner.ts",
-  "src/services/ProviderCredentials.ts",
-  "src/services/Retention.ts",
-  "src/services/Usage.ts",
-  "src/services/sandboxes/Commands.ts",
-  "src/services/sandboxes/CostSync.ts",
-  "src/services/sandboxes/Endpoints.ts",
-  "src/services/sandboxes/EventStreams.ts",
-  "src/services/sandboxes/Lifecycle.ts",
-  "src/services/sandboxes/Operations.ts",
-  "src/services/sandboxes/Processes.ts",
-  "src/services/sandboxes/Provisioning.ts",
-  "src/services/sandboxes/Reaper.ts",
-  "src/services/sandboxes/RuntimeOperations.ts",
-  "src/services/sandboxes/SandboxRows.ts",
-  "src/services/sandboxes/SpendLimit.ts"
-])
-
 describe("layers", () => {
   it("the source tree follows the layer rules and has no import cycle", () => {
-    const violations = analyze(readGraph(ROOT)).filter((v) => !(SQL_NOT_YET_MOVED.has(v.file) && v.message.includes("SQL belongs")))
-    expect(violations).toEqual([])
+    expect(analyze(readGraph(ROOT))).toEqual([])
   })
 
   it("reports an import against the layer order", () => {

@@ -3,50 +3,45 @@
  * runtime timeout and idle timeout — each honouring `destroy` or `pause` (the reference system ignores pause and
  * idle timeouts; we do not). Lifecycle jobs of one sandbox share the lock key `sandbox:<id>`, so they never overlap.
  */
-import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
+import type { Repositories } from "../../db/Database.ts"
+import { Db } from "../../db/Db.ts"
+import { EndpointsRepo } from "../../db/repos/Endpoints.ts"
+import { ProcessesRepo } from "../../db/repos/Processes.ts"
+import { RuntimeOperationsRepo } from "../../db/repos/RuntimeOperations.ts"
+import { requestOf, SandboxesRepo } from "../../db/repos/Sandboxes.ts"
 import type { ErrorObject } from "../../domain/Errors.ts"
 import { isoAfter, nowIso } from "../../domain/Time.ts"
 import { type ProviderError, ProviderRegistry, type ProviderSandbox, type SandboxProvider } from "../../../providers/core/Provider.ts"
 import { appendEvent } from "../Events.ts"
-import { cancelJob, enqueueJob, type Job, type JobHandler, JobError } from "../OperationRunner.ts"
+import { cancelJob, enqueueJob, type Job, type JobHandler, JobError } from "../JobRegistry.ts"
 import { armCostSync, COST_SYNC_FINAL_SECONDS, COST_SYNC_FIRST_SECONDS } from "./CostSync.ts"
-import { type LifecyclePayload, sandboxLockKey, startSystemAction } from "./LifecycleJobs.ts"
+import { IdleCheckJob, type LifecyclePayload, RuntimeTimeoutJob } from "./JobTypes.ts"
+import { sandboxLockKey, startSystemAction } from "./LifecycleJobs.ts"
 import { appendProcessEvent, finishProcess } from "./Processes.ts"
 import { setOperationState } from "./Operations.ts"
 import { provisionSandbox } from "./Provisioning.ts"
 import { getSandboxRow, providerTarget, type SandboxRow, setSandboxState } from "./SandboxRows.ts"
-
-interface Requested {
-  readonly lifecycle: {
-    readonly runtime_timeout_seconds: number
-    readonly idle_timeout_seconds?: number | undefined
-    readonly on_runtime_timeout: "destroy" | "pause"
-    readonly on_idle_timeout: "destroy" | "pause"
-  }
-}
 
 /** Arms the runtime timeout (from now), the idle check and the cost sync for a sandbox that just became ready. */
 const armTimers = (sandbox: SandboxRow) =>
   Effect.gen(function*() {
     yield* armCostSync(sandbox.id, COST_SYNC_FIRST_SECONDS)
     const now = yield* nowIso
-    const requested = JSON.parse(sandbox.requested) as Requested
-    yield* enqueueJob({
-      type: "sandbox.runtime_timeout",
+    const { lifecycle } = yield* requestOf(sandbox)
+    yield* enqueueJob(RuntimeTimeoutJob, {
       dedupeKey: `sandbox:runtime_timeout:${sandbox.id}`,
       lockKey: sandboxLockKey(sandbox.id),
       payload: { sandbox_id: sandbox.id },
-      availableAt: isoAfter(now, requested.lifecycle.runtime_timeout_seconds),
+      availableAt: isoAfter(now, lifecycle.runtime_timeout_seconds),
       replace: true
     })
-    if (requested.lifecycle.idle_timeout_seconds !== undefined) {
-      yield* enqueueJob({
-        type: "sandbox.idle_check",
+    if (lifecycle.idle_timeout_seconds !== undefined) {
+      yield* enqueueJob(IdleCheckJob, {
         dedupeKey: `sandbox:idle_check:${sandbox.id}`,
         lockKey: sandboxLockKey(sandbox.id),
         payload: { sandbox_id: sandbox.id },
-        availableAt: isoAfter(now, Math.min(requested.lifecycle.idle_timeout_seconds, 10 * 365 * 86400)),
+        availableAt: isoAfter(now, Math.min(lifecycle.idle_timeout_seconds, 10 * 365 * 86400)),
         replace: true
       })
     }
@@ -59,10 +54,11 @@ const providerJobError = (code: string, e: ProviderError) =>
   new JobError({ error: { code, message: e.message, retryable: e.retryable }, retryable: e.retryable || e.kind === "unavailable" || e.kind === "timeout_absent" })
 
 export const makeLifecycleHandlers = Effect.gen(function*() {
-  const sql = yield* SqlClient.SqlClient
   const registry = yield* ProviderRegistry
-  const provide = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
-    effect.pipe(Effect.provideService(SqlClient.SqlClient, sql), Effect.provideService(ProviderRegistry, registry))
+  const db = yield* Db
+  const context = yield* Effect.context<Repositories | ProviderRegistry>()
+  const provide = <A, E>(effect: Effect.Effect<A, E, Repositories | ProviderRegistry>) => Effect.provide(effect, context)
+  const tx = <A, E, R>(effect: Effect.Effect<A, E, R>) => db.transaction(effect)
 
   const target = (sandbox: SandboxRow) => providerTarget(registry, sandbox)
 
@@ -73,24 +69,20 @@ export const makeLifecycleHandlers = Effect.gen(function*() {
   const settleChildren = (sandboxId: string) =>
     Effect.gen(function*() {
       const now = yield* nowIso
-      const live = yield* sql<{ id: string }>`SELECT id FROM processes WHERE sandbox_id = ${sandboxId} AND state IN ('queued', 'running', 'cancelling')`
       const error: ErrorObject = { code: "sandbox_stopped", message: "The sandbox stopped", retryable: false }
-      for (const p of live) {
-        yield* appendProcessEvent(p.id, "failed", error)
-        yield* finishProcess(p.id, "failed", { error })
+      for (const processId of yield* ProcessesRepo.liveOf(sandboxId)) {
+        yield* appendProcessEvent(processId, "failed", error)
+        yield* finishProcess(processId, "failed", { error })
       }
-      yield* sql`UPDATE endpoints SET state = 'revoked', revoked_at = ${now}, updated_at = ${now}
-        WHERE sandbox_id = ${sandboxId} AND state IN ('provisioning', 'active', 'revoking')`
-      yield* sql`UPDATE runtime_operations SET state = 'failed', completed_at = ${now},
-        error = ${JSON.stringify({ code: "sandbox_stopped", message: "The sandbox stopped", retryable: false })}
-        WHERE sandbox_id = ${sandboxId} AND state IN ('queued', 'running')`
+      yield* EndpointsRepo.revokeLiveOf(sandboxId, now)
+      yield* RuntimeOperationsRepo.failLiveOf(sandboxId, now)
       yield* disarmTimers(sandboxId)
-    }).pipe(Effect.orDie)
+    })
 
-  const provision: JobHandler = {
-    run: (job: Job) =>
+  const provision: JobHandler<LifecyclePayload> = {
+    run: (job) =>
       Effect.gen(function*() {
-        const { sandbox_id: sandboxId, operation_id: operationId } = job.payload as LifecyclePayload
+        const { sandbox_id: sandboxId, operation_id: operationId } = job.payload
         const sandbox = yield* getSandboxRow(sandboxId)
         if (sandbox === undefined) return
         if (sandbox.state !== "routing" && sandbox.state !== "provisioning" && sandbox.state !== "provision_unknown") {
@@ -102,23 +94,23 @@ export const makeLifecycleHandlers = Effect.gen(function*() {
         const outcome = yield* provisionSandbox(sandbox, operationId)
         switch (outcome._tag) {
           case "Provisioned": {
-            const now = yield* nowIso
             const becameReady = yield* Effect.gen(function*() {
-              const updated = yield* sql`UPDATE sandboxes SET state = 'ready', provider = ${outcome.provider}, billing_mode = ${outcome.billingMode},
-                  provider_resource = ${JSON.stringify(outcome.sandbox)}, resolved_resources = ${JSON.stringify(outcome.sandbox.resolvedResources)},
-                  capabilities = ${JSON.stringify(outcome.capabilities)}, ready_at = ${now}, last_activity_at = ${now}, updated_at = ${now},
-                  state_reason = NULL
-                WHERE id = ${sandboxId} AND state IN ('routing', 'provisioning', 'provision_unknown') RETURNING id`
-              if (updated.length === 0) return false
+              const ready = yield* SandboxesRepo.markReady(sandboxId, {
+                provider: outcome.provider,
+                billingMode: outcome.billingMode,
+                resource: outcome.sandbox,
+                capabilities: outcome.capabilities
+              })
+              if (!ready) return false
               const fresh = (yield* getSandboxRow(sandboxId))!
               yield* armTimers(fresh)
               yield* event(fresh, "sandbox.ready")
               yield* setOperationState(operationId, "succeeded")
               return true
-            }).pipe(sql.withTransaction, Effect.orDie)
+            }).pipe(tx)
             if (!becameReady) {
               // Destroy was requested while we were creating it: the resource exists, so destroy it now.
-              yield* sql`UPDATE sandboxes SET provider = ${outcome.provider}, provider_resource = ${JSON.stringify(outcome.sandbox)} WHERE id = ${sandboxId}`.pipe(Effect.orDie)
+              yield* SandboxesRepo.setProviderResource(sandboxId, outcome.provider, outcome.sandbox)
               yield* setOperationState(operationId, "cancelled")
             }
             return
@@ -130,7 +122,7 @@ export const makeLifecycleHandlers = Effect.gen(function*() {
               yield* setSandboxState(sandboxId, "failed", { reason: error.code, unless: ["stopping", "stopped"] })
               yield* setOperationState(operationId, "failed", error)
               yield* event(sandbox, "sandbox.failed", { code: error.code })
-            }).pipe(sql.withTransaction, Effect.orDie)
+            }).pipe(tx)
             return
           }
           case "ProvisionUnknown": {
@@ -143,10 +135,10 @@ export const makeLifecycleHandlers = Effect.gen(function*() {
       }).pipe(provide),
     giveUp: (job, error) =>
       Effect.gen(function*() {
-        const { sandbox_id: sandboxId, operation_id: operationId } = job.payload as LifecyclePayload
+        const { sandbox_id: sandboxId, operation_id: operationId } = job.payload
         yield* setSandboxState(sandboxId, "failed", { reason: "sandbox_provision_failed", unless: ["stopping", "stopped", "ready"] })
         yield* setOperationState(operationId, "failed", error)
-      }).pipe(sql.withTransaction, Effect.orDie, provide)
+      }).pipe(tx, provide)
   }
 
   /**
@@ -162,10 +154,10 @@ export const makeLifecycleHandlers = Effect.gen(function*() {
     readonly event: string
     /** Timers: paused sandboxes have none; resumed ones get fresh ones. */
     readonly timers: (sandboxId: string) => Effect.Effect<void>
-  }): JobHandler => ({
-    run: (job: Job) =>
+  }): JobHandler<LifecyclePayload> => ({
+    run: (job) =>
       Effect.gen(function*() {
-        const { sandbox_id: sandboxId, operation_id: operationId } = job.payload as LifecyclePayload
+        const { sandbox_id: sandboxId, operation_id: operationId } = job.payload
         const sandbox = yield* getSandboxRow(sandboxId)
         if (sandbox === undefined || sandbox.state !== spec.from) {
           yield* setOperationState(operationId, sandbox?.state === spec.to ? "succeeded" : "cancelled")
@@ -179,14 +171,14 @@ export const makeLifecycleHandlers = Effect.gen(function*() {
           if (yield* setSandboxState(sandboxId, spec.to, { unless: ["stopping", "stopped"] })) yield* spec.timers(sandboxId)
           yield* event(sandbox, spec.event)
           yield* setOperationState(operationId, "succeeded")
-        }).pipe(sql.withTransaction, Effect.orDie)
+        }).pipe(tx)
       }).pipe(provide),
     giveUp: (job, error) =>
       Effect.gen(function*() {
-        const { sandbox_id: sandboxId, operation_id: operationId } = job.payload as LifecyclePayload
-        yield* sql`UPDATE sandboxes SET state = ${spec.revertTo} WHERE id = ${sandboxId} AND state = ${spec.from}`
+        const { sandbox_id: sandboxId, operation_id: operationId } = job.payload
+        yield* SandboxesRepo.revertTransition(sandboxId, spec.from, spec.revertTo)
         yield* setOperationState(operationId, "failed", error)
-      }).pipe(sql.withTransaction, Effect.orDie, provide)
+      }).pipe(tx, provide)
   })
 
   const pause = transition({
@@ -209,10 +201,10 @@ export const makeLifecycleHandlers = Effect.gen(function*() {
     timers: (sandboxId) => Effect.flatMap(getSandboxRow(sandboxId), (row) => (row === undefined ? Effect.void : armTimers(row))).pipe(provide)
   })
 
-  const destroy: JobHandler = {
-    run: (job: Job) =>
+  const destroy: JobHandler<LifecyclePayload> = {
+    run: (job) =>
       Effect.gen(function*() {
-        const { sandbox_id: sandboxId, operation_id: operationId } = job.payload as LifecyclePayload
+        const { sandbox_id: sandboxId, operation_id: operationId } = job.payload
         const sandbox = yield* getSandboxRow(sandboxId)
         if (sandbox === undefined) return
         if (sandbox.state === "stopped") {
@@ -232,47 +224,43 @@ export const makeLifecycleHandlers = Effect.gen(function*() {
           yield* armCostSync(sandboxId, COST_SYNC_FINAL_SECONDS)
           yield* event(sandbox, "sandbox.deleted", sandbox.state_reason === null ? {} : { reason: sandbox.state_reason })
           yield* setOperationState(operationId, "succeeded")
-        }).pipe(sql.withTransaction, Effect.orDie)
+        }).pipe(tx)
       }).pipe(provide),
     giveUp: (job, error) =>
       Effect.gen(function*() {
-        const { sandbox_id: sandboxId, operation_id: operationId } = job.payload as LifecyclePayload
+        const { sandbox_id: sandboxId, operation_id: operationId } = job.payload
         yield* setSandboxState(sandboxId, "cleanup_failed", { reason: "sandbox_destroy_failed" })
         yield* setOperationState(operationId, "failed", error)
-      }).pipe(sql.withTransaction, Effect.orDie, provide)
+      }).pipe(tx, provide)
   }
 
-  const timeoutAction = (sandbox: SandboxRow, action: "destroy" | "pause", reason: string) =>
-    startSystemAction(sandbox, action, reason).pipe(sql.withTransaction, Effect.orDie)
+  const timeoutAction = (sandbox: SandboxRow, action: "destroy" | "pause", reason: string) => tx(startSystemAction(sandbox, action, reason))
 
-  const runtimeTimeout: JobHandler = {
-    run: (job: Job) =>
+  const runtimeTimeout: JobHandler<{ readonly sandbox_id: string }> = {
+    run: (job) =>
       Effect.gen(function*() {
-        const { sandbox_id: sandboxId } = job.payload as { sandbox_id: string }
-        const sandbox = yield* getSandboxRow(sandboxId)
+        const sandbox = yield* getSandboxRow(job.payload.sandbox_id)
         if (sandbox === undefined || sandbox.state !== "ready") return
-        const requested = JSON.parse(sandbox.requested) as Requested
-        yield* timeoutAction(sandbox, requested.lifecycle.on_runtime_timeout, "runtime_timeout")
+        const { lifecycle } = yield* requestOf(sandbox)
+        yield* timeoutAction(sandbox, lifecycle.on_runtime_timeout, "runtime_timeout")
       }).pipe(provide),
     giveUp: () => Effect.void
   }
 
-  const idleCheck: JobHandler = {
-    run: (job: Job) =>
+  const idleCheck: JobHandler<{ readonly sandbox_id: string }> = {
+    run: (job) =>
       Effect.gen(function*() {
-        const { sandbox_id: sandboxId } = job.payload as { sandbox_id: string }
-        const sandbox = yield* getSandboxRow(sandboxId)
+        const sandbox = yield* getSandboxRow(job.payload.sandbox_id)
         if (sandbox === undefined || sandbox.state !== "ready") return
-        const requested = JSON.parse(sandbox.requested) as Requested
-        const idleSeconds = requested.lifecycle.idle_timeout_seconds
+        const { lifecycle } = yield* requestOf(sandbox)
+        const idleSeconds = lifecycle.idle_timeout_seconds
         if (idleSeconds === undefined) return
         const now = yield* nowIso
-        const busy = yield* sql<{ n: number }>`SELECT COUNT(*) AS n FROM processes WHERE sandbox_id = ${sandboxId} AND state IN ('queued', 'running', 'cancelling')`.pipe(Effect.orDie)
         // A running process is activity: look again one idle period from now.
-        if ((busy[0]?.n ?? 0) > 0) return { rescheduleAt: isoAfter(now, idleSeconds) }
+        if ((yield* ProcessesRepo.busyCount(sandbox.id)) > 0) return { rescheduleAt: isoAfter(now, idleSeconds) }
         const idleUntil = isoAfter(sandbox.last_activity_at ?? sandbox.ready_at ?? now, idleSeconds)
         if (idleUntil > now) return { rescheduleAt: idleUntil }
-        yield* timeoutAction(sandbox, requested.lifecycle.on_idle_timeout, "idle_timeout")
+        yield* timeoutAction(sandbox, lifecycle.on_idle_timeout, "idle_timeout")
       }).pipe(provide),
     giveUp: () => Effect.void
   }

@@ -2,11 +2,10 @@
  * Provisioning: routes a sandbox request over the registry with fallback (providers/core/routing.ts), records
  * every attempt (provider_attempts and the operation's events), and says what happened.
  */
-import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
+import type { Repositories } from "../../db/Database.ts"
+import { requestOf, SandboxesRepo } from "../../db/repos/Sandboxes.ts"
 import type { ErrorObject } from "../../domain/Errors.ts"
-import { newUuid } from "../../domain/Ids.ts"
-import { nowIso } from "../../domain/Time.ts"
 import type { SandboxRequest } from "../../domain/Sandbox.ts"
 import { capabilitiesToWire, type CapabilityManifest } from "../../../providers/core/Capabilities.ts"
 import { type CreateInput, ProviderRegistry, type ProviderName, type ProviderSandbox } from "../../../providers/core/Provider.ts"
@@ -51,21 +50,28 @@ const createInput = (sandbox: SandboxRow, request: SandboxRequest, provider: Pro
 
 export const provisionSandbox = (sandbox: SandboxRow, operationId: string) =>
   Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
     const registry = yield* ProviderRegistry
-    const request = JSON.parse(sandbox.requested) as SandboxRequest
+    const context = yield* Effect.context<Repositories>()
+    const request = yield* requestOf(sandbox)
     const record = (attempt: Attempt) =>
       Effect.gen(function*() {
-        yield* sql`INSERT INTO provider_attempts (id, sandbox_id, operation_id, attempt_index, provider, outcome, code, message, unmet_requirements, created_at)
-          VALUES (${newUuid()}, ${sandbox.id}, ${operationId}, ${attempt.attempt_index}, ${attempt.provider}, ${attempt.outcome},
-                  ${attempt.code}, ${attempt.message}, ${JSON.stringify(attempt.unmet_requirements)}, ${yield* nowIso})`
+        yield* SandboxesRepo.recordAttempt({
+          sandboxId: sandbox.id,
+          operationId,
+          attemptIndex: attempt.attempt_index,
+          provider: attempt.provider,
+          outcome: attempt.outcome,
+          code: attempt.code,
+          message: attempt.message,
+          unmetRequirements: attempt.unmet_requirements
+        })
         yield* appendOperationEvent(operationId, attempt.outcome === "created" || attempt.outcome === "found" ? "attempt_started" : "attempt_failed", {
           attempt_index: attempt.attempt_index,
           provider: attempt.provider,
           code: attempt.code,
           unmet_requirements: attempt.unmet_requirements
         })
-      }).pipe(Effect.orDie, Effect.provideService(SqlClient.SqlClient, sql))
+      }).pipe(Effect.provide(context))
     const outcome = yield* provisionWithFallback({
       request,
       providers: registry.all,

@@ -4,8 +4,8 @@
  * sandbox id at all are destroyed directly. Sandboxes still being provisioned are left to their job, which
  * reconciles by sandbox id.
  */
-import { SqlClient } from "@effect/sql"
 import { Effect, Layer } from "effect"
+import { SandboxesRepo } from "../../db/repos/Sandboxes.ts"
 import { LocalRuntime } from "../../runtime/LocalRuntime.ts"
 import { ProviderRegistry } from "../../../providers/core/Provider.ts"
 
@@ -13,14 +13,13 @@ const DEAD = new Set(["stopped", "failed", "cleanup_failed"])
 
 export const ReaperLive = Layer.effectDiscard(
   Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
+    const sandboxes = yield* SandboxesRepo
     const runtime = yield* LocalRuntime
     const registry = yield* ProviderRegistry
     const jails = yield* runtime.list
     for (const jail of jails) {
       const sandboxId = jail.labels["metal.sandbox_id"]
-      const rows = sandboxId === undefined ? [] : yield* sql<{ state: string }>`SELECT state FROM sandboxes WHERE id = ${sandboxId}`
-      const state = rows[0]?.state
+      const state = sandboxId === undefined ? undefined : (yield* sandboxes.get(sandboxId))?.state
       if (sandboxId !== undefined && state !== undefined && !DEAD.has(state)) continue
       const provider = registry.get(jail.labels["provider"] ?? "")
       yield* Effect.logInfo("reaping a jail without a live sandbox", { jail: jail.id, sandbox: sandboxId ?? null, state: state ?? null })
