@@ -177,7 +177,7 @@ export const OperationRunnerLive = Layer.scoped(
       owner,
       register: <P, I>(type: JobType<P, I>, handler: JobHandler<P>) =>
         Effect.sync(() => {
-          const decode = Schema.decodeUnknownEither(type.payload)
+          const decode = Schema.decodeEither(Schema.parseJson(type.payload))
           handlers.set(type.type, (row): Prepared =>
             Either.map(decode(row.payload), (payload) => {
               const job: Job<P> = { id: row.id, type: row.type, dedupeKey: row.dedupe_key, payload, attempt: row.attempts }

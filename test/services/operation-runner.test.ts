@@ -135,6 +135,33 @@ describe("OperationRunner", () => {
       expect(againRow?.attempts).toBe(1) // a reschedule is not a failed attempt
     }).pipe(Effect.provide(testLayer())))
 
+  it.live("decodes a payload by its job type's Schema: the handler gets the decoded value; one that does not decode fails the job unrun", () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const runner = yield* OperationRunner
+      const Typed = defineJob("test.typed", Schema.Struct({ n: Schema.NumberFromString }))
+      const seen = yield* Ref.make<Array<unknown>>([])
+      const gaveUp = yield* Ref.make(0)
+      yield* runner.register(Typed, { run: (job) => Ref.update(seen, (s) => [...s, job.payload.n]), giveUp: () => Ref.update(gaveUp, (n) => n + 1) })
+      yield* runner.start
+      yield* enqueueJob(Typed, { dedupeKey: "typed:good", payload: { n: 42 } })
+      // Stored encoded: the Schema's encoded side, a string.
+      expect((yield* sql<{ payload: string }>`SELECT payload FROM jobs WHERE dedupe_key = 'typed:good'`)[0]?.payload).toBe('{"n":"42"}')
+      yield* enqueueJob(Typed, { dedupeKey: "typed:bad", payload: { n: 7 } })
+      yield* sql`UPDATE jobs SET payload = '{"n": "not a number"}' WHERE dedupe_key = 'typed:bad'`
+      yield* enqueueJob(Typed, { dedupeKey: "typed:not-json", payload: { n: 8 } })
+      yield* sql`UPDATE jobs SET payload = '{"n":' WHERE dedupe_key = 'typed:not-json'`
+      yield* runner.wake
+      yield* waitFor(jobState("typed:good"), (row) => row?.state === "succeeded")
+      const bad = yield* waitFor(jobState("typed:bad"), (row) => row?.state === "failed")
+      expect(bad?.last_error).toMatch(/^invalid_job_payload: /)
+      expect(bad?.attempts).toBe(1) // never retried
+      const notJson = yield* waitFor(jobState("typed:not-json"), (row) => row?.state === "failed")
+      expect(notJson?.attempts).toBe(1)
+      expect(yield* Ref.get(seen)).toEqual([42])
+      expect(yield* Ref.get(gaveUp)).toBe(0)
+    }).pipe(Effect.provide(testLayer())))
+
   it.live("reclaims at once a job leased by a dead process of this host", () =>
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient

@@ -7,15 +7,18 @@ import { SqlClient } from "@effect/sql"
 import { Effect, Schema } from "effect"
 import { newUuid } from "../../domain/Ids.ts"
 import { Dialect } from "../Dialect.ts"
-import { Json, rowsOf, run } from "../Rows.ts"
+import { rowsOf, run } from "../Rows.ts"
 
-/** A claimed job: its payload is JSON here, and decoded by its job type's Schema (services/JobRegistry.ts). */
+/**
+ * A claimed job. Its payload stays JSON text here: it is decoded (JSON and all) by its job type's Schema
+ * (services/JobRegistry.ts), so a payload that does not decode fails that one job, not the claim.
+ */
 export const JobRow = Schema.Struct({
   id: Schema.String,
   type: Schema.String,
   dedupe_key: Schema.String,
   lock_key: Schema.NullOr(Schema.String),
-  payload: Json(Schema.Unknown),
+  payload: Schema.String,
   attempts: Schema.Int,
   lease_owner: Schema.NullOr(Schema.String)
 })
