@@ -11,7 +11,6 @@ import { Dialect } from "../Dialect.ts"
 import { Json, rowsOf, run } from "../Rows.ts"
 
 export type RuntimeOperationKind = "filesystem_read" | "filesystem_write" | "filesystem_list" | "filesystem_delete"
-export type RuntimeOperationState = "queued" | "running" | "succeeded" | "failed" | "cancelled"
 
 /** The stored results: a read's bytes are kept apart (older rows may still carry them as `data_base64`). */
 export const StoredResult = Schema.Union(

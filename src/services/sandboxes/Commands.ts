@@ -20,7 +20,7 @@ import { EndpointCreateJob, EndpointRevokeJob, FilesystemJob, ProcessExecuteJob 
 import { lifecycleJob } from "./LifecycleJobs.ts"
 import { getOperation, insertOperation } from "./Operations.ts"
 import { appendProcessEvent, getProcessRow, processJobKey, TERMINAL_PROCESS_STATES } from "./Processes.ts"
-import { getRuntimeOperationRow, type RuntimeOperationKind, runtimeOperationJobKey } from "./RuntimeOperations.ts"
+import { getRuntimeOperationRow, runtimeOperationJobKey } from "./RuntimeOperations.ts"
 import { getSandboxRow, type SandboxRow, setSandboxState } from "./SandboxRows.ts"
 
 export interface Caller {
