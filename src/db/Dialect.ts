@@ -22,9 +22,10 @@
  *    key, never a job whose lock key is held by a live lease — even when several processes claim at once.
  *    SQLite: one transaction, safe because transactions run one at a time; PostgreSQL: `FOR UPDATE SKIP LOCKED`
  *    plus an advisory lock (or a lock table) per lock key.
- * 7. Connection set-up (SQLite: pragmas, WAL checkpoints on a worker: src/db/Sql.ts, src/db/Checkpointer.ts)
- *    and, optionally, a synchronous read connection for the polled GETs (src/db/FastReadQueries.ts); without one
- *    every request takes the full HTTP stack.
+ * 7. Connection set-up: the client and migrations (SQLite: src/db/Sql.ts), the session (SQLite: the pragmas,
+ *    `sqliteSession`), WAL checkpoints if the engine needs them (SQLite: src/db/Checkpointer.ts, on a worker),
+ *    and, optionally, a synchronous read connection for the polled GETs (SQLite: `openSqliteReadConnection`,
+ *    used by src/db/FastReadQueries.ts); without one every request takes the full HTTP stack.
  */
 import type { SqlError, Statement } from "@effect/sql"
 import { Context, type Effect } from "effect"

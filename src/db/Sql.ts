@@ -10,16 +10,11 @@ import { Effect, Layer } from "effect"
 import * as path from "node:path"
 import { AppConfig } from "../Config.ts"
 import { migrations } from "./migrations/index.ts"
-import { isSqliteBusy } from "./SqliteDialect.ts"
+import { isSqliteBusy, sqliteSession } from "./SqliteDialect.ts"
 
 export const databaseFile = (dataDir: string) => path.join(dataDir, "gateway.sqlite")
 
-const Pragmas = Layer.effectDiscard(Effect.gen(function*() {
-  const sql = yield* SqlClient.SqlClient
-  yield* sql.unsafe("PRAGMA foreign_keys = ON")
-  yield* sql.unsafe("PRAGMA busy_timeout = 5000")
-  yield* sql.unsafe("PRAGMA synchronous = NORMAL")
-}))
+const Pragmas = Layer.effectDiscard(Effect.flatMap(SqlClient.SqlClient, sqliteSession))
 
 const MigratorLive = SqliteMigrator.layer({ loader: SqliteMigrator.fromRecord(migrations) }).pipe(
   Layer.provide(BunContext.layer)

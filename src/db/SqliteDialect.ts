@@ -29,6 +29,10 @@ export const isSqliteBusy = (u: unknown): boolean =>
 export const isSqliteUniqueViolation = (u: unknown): boolean =>
   someCause(u, (code) => typeof code === "string" && code.startsWith("SQLITE_CONSTRAINT"))
 
+/** The server connection's session: foreign keys on, a 5 s busy timeout, WAL-safe `synchronous = NORMAL`. */
+export const sqliteSession = (sql: SqlClient.SqlClient) =>
+  Effect.forEach(["PRAGMA foreign_keys = ON", "PRAGMA busy_timeout = 5000", "PRAGMA synchronous = NORMAL"], (pragma) => sql.unsafe(pragma), { discard: true })
+
 export const makeSqliteDialect = (sql: SqlClient.SqlClient): DialectShape => {
   const due = (now: string) => sql`available_at <= ${now} AND (state = 'pending' OR (state = 'leased' AND lease_expires_at <= ${now}))`
   /** Lock keys held by a live lease; read in the claim's own transaction, which no other claim can interleave. */

@@ -80,9 +80,12 @@ export class SandboxesRepo extends Effect.Service<SandboxesRepo>()("app/db/Sandb
     const sandboxes = rowsOf("sandboxes", SandboxRow)
     const live = rowsOf("sandboxes", Schema.Struct({ id: Schema.String, state: SandboxState }))
     const ids = rowsOf("sandboxes", Schema.Struct({ id: Schema.String }))
+    const states = rowsOf("sandboxes", Schema.Struct({ state: SandboxState }))
 
     return {
       get: (id: string) => sandboxes.first(sql`SELECT * FROM sandboxes WHERE id = ${id}`),
+      /** Only the state (the reaper's question: is anything alive that owns this jail?). */
+      stateOf: (id: string) => Effect.map(states.first(sql`SELECT state FROM sandboxes WHERE id = ${id}`), (row) => row?.state),
       insert: (sandbox: NewSandbox) =>
         Effect.flatMap(nowIso, (now) =>
           run(sql`INSERT INTO sandboxes (id, project_id, organization_id, created_by_key_id, state, requested, provider, billing_mode, created_at, updated_at, metadata)

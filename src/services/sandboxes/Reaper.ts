@@ -19,7 +19,7 @@ export const ReaperLive = Layer.effectDiscard(
     const jails = yield* runtime.list
     for (const jail of jails) {
       const sandboxId = jail.labels["metal.sandbox_id"]
-      const state = sandboxId === undefined ? undefined : (yield* sandboxes.get(sandboxId))?.state
+      const state = sandboxId === undefined ? undefined : yield* sandboxes.stateOf(sandboxId)
       if (sandboxId !== undefined && state !== undefined && !DEAD.has(state)) continue
       const provider = registry.get(jail.labels["provider"] ?? "")
       yield* Effect.logInfo("reaping a jail without a live sandbox", { jail: jail.id, sandbox: sandboxId ?? null, state: state ?? null })
