@@ -3,9 +3,9 @@
  * (src/db/Db.ts) and one repository per aggregate (src/db/repos/). Services and handlers use the repositories;
  * nothing outside src/db writes SQL (checked by scripts/check-layers.ts).
  */
-import { Layer } from "effect"
+import { Context, Effect, Layer } from "effect"
 import { Db } from "./Db.ts"
-import type { Dialect } from "./Dialect.ts"
+import { Dialect } from "./Dialect.ts"
 import { BillingRepo } from "./repos/Billing.ts"
 import { EndpointsRepo } from "./repos/Endpoints.ts"
 import { EventsRepo } from "./repos/Events.ts"
@@ -45,6 +45,24 @@ export const RepositoriesLive = Layer.mergeAll(
 
 /** Every repository, transactions and the dialect: what services and handlers may ask for. */
 export type Repositories = Layer.Layer.Success<typeof RepositoriesLive> | Dialect
+
+const TAGS = [
+  Db, Dialect, EventsRepo, UsersRepo, OrganizationsRepo, ProjectsRepo, BillingRepo, UsageRepo, WebhooksRepo, ProviderCredentialsRepo,
+  IdempotencyRepo, JobsRepo, SandboxesRepo, OperationsRepo, ProcessesRepo, RuntimeOperationsRepo, EndpointsRepo
+] as const
+
+/**
+ * The repositories of the current context, and nothing else. Capture them once (when a handler group or job
+ * handler is built) and provide them to the effects run later: a whole captured context would also carry the
+ * layer's Scope, and resources acquired by a request would then live as long as the server.
+ */
+export const repositories: Effect.Effect<Context.Context<Repositories>, never, Repositories> = Effect.map(
+  Effect.context<Repositories>(),
+  Context.pick(...TAGS)
+)
+
+/** `Effect.provide` of the captured repositories. */
+export const provideRepositories = Effect.map(repositories, (context) => Effect.provide(context))
 
 /** Connection, migrations, dialect and repositories (the SqlClient stays visible to tests and the checkpointer). */
 export const DatabaseLive = RepositoriesLive.pipe(Layer.provideMerge(SqliteDialectLive), Layer.provideMerge(SqlLive))

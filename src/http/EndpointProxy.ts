@@ -5,8 +5,7 @@
  */
 import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Effect, FiberRef } from "effect"
-import type { EndpointsRepo } from "../db/repos/Endpoints.ts"
-import type { SandboxesRepo } from "../db/repos/Sandboxes.ts"
+import { repositories } from "../db/Database.ts"
 import { CurrentRequestId } from "../domain/Errors.ts"
 import { sha256Hex, timingSafeEqualHex } from "../domain/Tokens.ts"
 import { getEndpointRow } from "../services/sandboxes/Endpoints.ts"
@@ -64,6 +63,6 @@ const proxy = Effect.gen(function*() {
 /** Registers the proxy on the API router (outside the HttpApi contract: it serves arbitrary sandbox traffic). */
 export const EndpointProxyLive = HttpApiBuilder.Router.use((router) =>
   Effect.gen(function*() {
-    const handler = Effect.provide(proxy, yield* Effect.context<EndpointsRepo | SandboxesRepo>())
+    const handler = Effect.provide(proxy, yield* repositories)
     yield* router.all("/e/*", handler)
   }))

@@ -10,7 +10,7 @@
  * Deletes go in batches of 1,000 rows, each its own short transaction, so the sweep never holds the database.
  */
 import { Effect, Schema } from "effect"
-import type { Repositories } from "../db/Database.ts"
+import { repositories } from "../db/Database.ts"
 import { IdempotencyRepo } from "../db/repos/Idempotency.ts"
 import { JobsRepo } from "../db/repos/Jobs.ts"
 import { ProcessesRepo } from "../db/repos/Processes.ts"
@@ -26,7 +26,7 @@ const BATCH = 1000
 export const scheduleRetention = enqueueJob(RetentionJob, { dedupeKey: "maintenance:retention", payload: null, replace: true })
 
 export const makeRetentionHandler = Effect.gen(function*() {
-  const context = yield* Effect.context<Repositories>()
+  const context = yield* repositories
 
   /** Runs a batch delete until it removes less than a batch; returns how many rows went. */
   const inBatches = <R>(batch: Effect.Effect<number, never, R>) =>

@@ -96,14 +96,17 @@ export class ProcessesRepo extends Effect.Service<ProcessesRepo>()("app/db/Proce
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const dialect = yield* Dialect
-    const processes = rowsOf("processes", ProcessRow)
+    const processes = rowsOf("processes", ProcessRow, { memo: 512 })
     const events = rowsOf("process_events", ProcessEventRow)
     const seqs = rowsOf("processes", Schema.Struct({ seq: Schema.Int }))
+    const progress = rowsOf("processes", Schema.Struct({ state: ProcessState, cancel_requested_at: Schema.NullOr(Schema.String), provider_seq: Schema.Int }))
     const ids = rowsOf("processes", Schema.Struct({ id: Schema.String }))
     const counts = rowsOf("processes", Schema.Struct({ n: Schema.Int }))
 
     return {
       get: (id: string) => processes.first(sql`SELECT * FROM processes WHERE id = ${id}`),
+      /** What a running process's job looks at between two reads of its output. */
+      progressOf: (id: string) => progress.first(sql`SELECT state, cancel_requested_at, provider_seq FROM processes WHERE id = ${id}`),
       insert: (process: NewProcess) =>
         run(sql`INSERT INTO processes (id, project_id, sandbox_id, created_by_key_id, state, command, cwd, environment, timeout_seconds, max_output_bytes, created_at)
           VALUES (${process.id}, ${process.projectId}, ${process.sandboxId}, ${process.keyId}, 'queued', ${JSON.stringify(process.command)}, ${process.cwd},

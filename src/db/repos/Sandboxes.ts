@@ -77,7 +77,8 @@ export class SandboxesRepo extends Effect.Service<SandboxesRepo>()("app/db/Sandb
   accessors: true,
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    const sandboxes = rowsOf("sandboxes", SandboxRow)
+    // Read on every request about a sandbox, and rarely changed: worth remembering (see rowsOf).
+    const sandboxes = rowsOf("sandboxes", SandboxRow, { memo: 512 })
     const live = rowsOf("sandboxes", Schema.Struct({ id: Schema.String, state: SandboxState }))
     const ids = rowsOf("sandboxes", Schema.Struct({ id: Schema.String }))
     const states = rowsOf("sandboxes", Schema.Struct({ state: SandboxState }))

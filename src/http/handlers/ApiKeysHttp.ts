@@ -1,7 +1,7 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect } from "effect"
 import { Db } from "../../db/Db.ts"
-import type { Repositories } from "../../db/Database.ts"
+import { provideRepositories } from "../../db/Database.ts"
 import { ProjectsRepo } from "../../db/repos/Projects.ts"
 import { EXPIRES_IN_SECONDS } from "../../domain/Accounts.ts"
 import { conflict, notFound } from "../../domain/Errors.ts"
@@ -15,7 +15,7 @@ export const ApiKeysLive = HttpApiBuilder.group(Api, "apiKeys", (handlers) =>
   Effect.gen(function*() {
     const db = yield* Db
     const projects = yield* ProjectsRepo
-    const provide = Effect.provide(yield* Effect.context<Repositories>())
+    const provide = yield* provideRepositories
     const inTransaction = <A, E, R>(effect: Effect.Effect<A, E, R>) => db.transaction(effect).pipe(provide)
 
     return handlers

@@ -1,6 +1,6 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect } from "effect"
-import type { Repositories } from "../../db/Database.ts"
+import { provideRepositories } from "../../db/Database.ts"
 import { BillingRepo } from "../../db/repos/Billing.ts"
 import { conflict, validationError } from "../../domain/Errors.ts"
 import { isPurchaseAmount, microToUsd, purchaseFee, usdToMicro } from "../../domain/Money.ts"
@@ -15,7 +15,7 @@ const DAY_MS = 86_400_000
 export const BillingLive = HttpApiBuilder.group(Api, "billing", (handlers) =>
   Effect.gen(function*() {
     const billing = yield* BillingRepo
-    const provide = Effect.provide(yield* Effect.context<Repositories>())
+    const provide = yield* provideRepositories
 
     const billingOf = (organizationId: string, canManage: boolean) =>
       Effect.gen(function*() {

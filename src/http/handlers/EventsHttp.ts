@@ -1,6 +1,6 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect, Schema } from "effect"
-import type { Repositories } from "../../db/Database.ts"
+import { provideRepositories } from "../../db/Database.ts"
 import { EventsRepo } from "../../db/repos/Events.ts"
 import { requireProjectRole } from "../../services/Access.ts"
 import { Api } from "../Api.ts"
@@ -13,7 +13,7 @@ const EventPosition = Schema.Tuple(Schema.Int.pipe(Schema.positive()))
 export const EventsLive = HttpApiBuilder.group(Api, "events", (handlers) =>
   Effect.gen(function*() {
     const events = yield* EventsRepo
-    const provide = Effect.provide(yield* Effect.context<Repositories>())
+    const provide = yield* provideRepositories
     return handlers.handle("list", ({ urlParams }) =>
       Effect.gen(function*() {
         // Any member may read, so the only refusal is the non-member's 404.

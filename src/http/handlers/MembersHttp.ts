@@ -1,7 +1,7 @@
 import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
 import { Effect } from "effect"
 import { Db } from "../../db/Db.ts"
-import type { Repositories } from "../../db/Database.ts"
+import { provideRepositories } from "../../db/Database.ts"
 import { type InvitationRow, OrganizationsRepo } from "../../db/repos/Organizations.ts"
 import { INVITATION_TTL_SECONDS, Invitation } from "../../domain/Accounts.ts"
 import { conflict, forbidden, notFound, validationError } from "../../domain/Errors.ts"
@@ -18,7 +18,7 @@ export const MembersLive = HttpApiBuilder.group(Api, "members", (handlers) =>
   Effect.gen(function*() {
     const db = yield* Db
     const orgs = yield* OrganizationsRepo
-    const provide = Effect.provide(yield* Effect.context<Repositories>())
+    const provide = yield* provideRepositories
     const inTransaction = <A, E, R>(effect: Effect.Effect<A, E, R>) => db.transaction(effect).pipe(provide)
 
     const memberOf = (organizationId: string, userId: string) =>

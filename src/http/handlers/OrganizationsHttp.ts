@@ -1,7 +1,7 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect } from "effect"
 import { Db } from "../../db/Db.ts"
-import type { Repositories } from "../../db/Database.ts"
+import { provideRepositories } from "../../db/Database.ts"
 import { OrganizationsRepo } from "../../db/repos/Organizations.ts"
 import { Organization } from "../../domain/Accounts.ts"
 import { CurrentUser, MANAGERS } from "../../domain/Principals.ts"
@@ -17,7 +17,7 @@ export const OrganizationsLive = HttpApiBuilder.group(Api, "organizations", (han
   Effect.gen(function*() {
     const idempotency = yield* IdempotencyStore
     const db = yield* Db
-    const provide = Effect.provide(yield* Effect.context<Repositories>())
+    const provide = yield* provideRepositories
 
     return handlers
       .handle("list", () =>

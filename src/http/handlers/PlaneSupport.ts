@@ -6,7 +6,7 @@
  */
 import { HttpServerResponse } from "@effect/platform"
 import { Effect, Schema } from "effect"
-import type { Repositories } from "../../db/Database.ts"
+import { repositories } from "../../db/Database.ts"
 import { Db } from "../../db/Db.ts"
 import { CurrentProjectKey } from "../../domain/Principals.ts"
 import { IdempotencyStore } from "../../services/IdempotencyStore.ts"
@@ -27,7 +27,7 @@ export const planeContext = Effect.gen(function*() {
   const db = yield* Db
   const idempotency = yield* IdempotencyStore
   const runner = yield* OperationRunner
-  const context = yield* Effect.context<Repositories>()
+  const context = yield* repositories
   const provide = <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.provide(effect, context)
   return { idempotency, runner, provide, tx: db.transaction }
 })

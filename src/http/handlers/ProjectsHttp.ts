@@ -1,7 +1,7 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect } from "effect"
 import { Db } from "../../db/Db.ts"
-import type { Repositories } from "../../db/Database.ts"
+import { provideRepositories } from "../../db/Database.ts"
 import { ProjectsRepo } from "../../db/repos/Projects.ts"
 import { SandboxesRepo } from "../../db/repos/Sandboxes.ts"
 import { Project } from "../../domain/Accounts.ts"
@@ -19,7 +19,7 @@ export const ProjectsLive = HttpApiBuilder.group(Api, "projects", (handlers) =>
     const idempotency = yield* IdempotencyStore
     const db = yield* Db
     const projects = yield* ProjectsRepo
-    const provide = Effect.provide(yield* Effect.context<Repositories>())
+    const provide = yield* provideRepositories
     const inTransaction = <A, E, R>(effect: Effect.Effect<A, E, R>) => db.transaction(effect).pipe(provide)
 
     return handlers

@@ -1,7 +1,7 @@
 import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
 import { Effect, Schema } from "effect"
 import { Db } from "../../db/Db.ts"
-import type { Repositories } from "../../db/Database.ts"
+import { provideRepositories } from "../../db/Database.ts"
 import { type ProviderCredentialRow, ProviderCredentialsRepo } from "../../db/repos/ProviderCredentials.ts"
 import { notFound, validationError } from "../../domain/Errors.ts"
 import { newUuid } from "../../domain/Ids.ts"
@@ -22,7 +22,7 @@ export const ProviderCredentialsLive = HttpApiBuilder.group(Api, "providerCreden
     const box = yield* SecretBox
     const db = yield* Db
     const credentials = yield* ProviderCredentialsRepo
-    const provide = Effect.provide(yield* Effect.context<Repositories>())
+    const provide = yield* provideRepositories
     const live = credentials.live
 
     return handlers

@@ -1,6 +1,6 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect } from "effect"
-import type { Repositories } from "../../db/Database.ts"
+import { provideRepositories } from "../../db/Database.ts"
 import { type WebhookRow, WebhooksRepo } from "../../db/repos/Webhooks.ts"
 import { notFound } from "../../domain/Errors.ts"
 import { newUuid } from "../../domain/Ids.ts"
@@ -25,7 +25,7 @@ export const WebhooksLive = HttpApiBuilder.group(Api, "webhooks", (handlers) =>
     const box = yield* SecretBox
     const idempotency = yield* IdempotencyStore
     const webhooks = yield* WebhooksRepo
-    const provide = Effect.provide(yield* Effect.context<Repositories>())
+    const provide = yield* provideRepositories
     const find = webhooks.find
 
     return handlers

@@ -8,7 +8,7 @@
  * whether it still has the resource (provider loss).
  */
 import { Effect } from "effect"
-import type { Repositories } from "../../db/Database.ts"
+import { repositories } from "../../db/Database.ts"
 import { Db } from "../../db/Db.ts"
 import { SandboxesRepo } from "../../db/repos/Sandboxes.ts"
 import { UsageRepo } from "../../db/repos/Usage.ts"
@@ -40,7 +40,7 @@ export const armCostSync = (sandboxId: string, afterSeconds: number) =>
 export const makeCostSyncHandler = Effect.gen(function*() {
   const registry = yield* ProviderRegistry
   const db = yield* Db
-  const context = yield* Effect.context<Repositories>()
+  const context = yield* repositories
 
   /**
    * Provider loss (reference §3 "Provider loss"): a ready or paused sandbox whose resource the provider no longer

@@ -5,7 +5,7 @@
  * expired or revoked lease stops serving at once, before the expiry job has even run.
  */
 import { Effect } from "effect"
-import type { Repositories } from "../../db/Database.ts"
+import { provideRepositories } from "../../db/Database.ts"
 import { type EndpointRow, EndpointsRepo, type EndpointState } from "../../db/repos/Endpoints.ts"
 import type { ErrorObject } from "../../domain/Errors.ts"
 import { nowIso } from "../../domain/Time.ts"
@@ -27,7 +27,7 @@ interface EndpointRef {
 
 export const makeEndpointHandlers = Effect.gen(function*() {
   const registry = yield* ProviderRegistry
-  const provide = Effect.provide(yield* Effect.context<Repositories>())
+  const provide = yield* provideRepositories
 
   const setState = (id: string, from: ReadonlyArray<EndpointState>, to: EndpointState, fields: { providerLeaseId?: string; providerUrl?: string; error?: ErrorObject } = {}) =>
     EndpointsRepo.setState(id, from, to, fields)

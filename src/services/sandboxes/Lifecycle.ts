@@ -3,8 +3,8 @@
  * runtime timeout and idle timeout — each honouring `destroy` or `pause` (the reference system ignores pause and
  * idle timeouts; we do not). Lifecycle jobs of one sandbox share the lock key `sandbox:<id>`, so they never overlap.
  */
-import { Effect } from "effect"
-import type { Repositories } from "../../db/Database.ts"
+import { Context, Effect } from "effect"
+import { repositories, type Repositories } from "../../db/Database.ts"
 import { Db } from "../../db/Db.ts"
 import { EndpointsRepo } from "../../db/repos/Endpoints.ts"
 import { ProcessesRepo } from "../../db/repos/Processes.ts"
@@ -56,7 +56,7 @@ const providerJobError = (code: string, e: ProviderError) =>
 export const makeLifecycleHandlers = Effect.gen(function*() {
   const registry = yield* ProviderRegistry
   const db = yield* Db
-  const context = yield* Effect.context<Repositories | ProviderRegistry>()
+  const context = Context.add(yield* repositories, ProviderRegistry, registry)
   const provide = <A, E>(effect: Effect.Effect<A, E, Repositories | ProviderRegistry>) => Effect.provide(effect, context)
   const tx = <A, E, R>(effect: Effect.Effect<A, E, R>) => db.transaction(effect)
 

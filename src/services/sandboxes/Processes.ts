@@ -6,7 +6,7 @@
  * duplicated (the provider keeps running processes while the gateway is away).
  */
 import { Duration, Effect, Option } from "effect"
-import type { Repositories } from "../../db/Database.ts"
+import { provideRepositories } from "../../db/Database.ts"
 import { Db } from "../../db/Db.ts"
 import { type NewProcessEvent, type ProcessRow, ProcessesRepo, type ProcessStateValue, type TerminalProcessState } from "../../db/repos/Processes.ts"
 import { SandboxesRepo } from "../../db/repos/Sandboxes.ts"
@@ -175,12 +175,13 @@ export const makeProcessHandler = Effect.gen(function*() {
       // Poll tightly for short commands, then back off (buffered providers only say "done" when asked).
       let idleMs = 1
       let polls = 0
+      let progress: { readonly state: ProcessState; readonly cancel_requested_at: string | null; readonly provider_seq: number } = row
       for (let first = true; ; first = false) {
         // The row just written needs no second read; later rounds look for a cancel request or a finish.
-        if (!first) row = (yield* getProcessRow(processId))!
-        if (TERMINAL_PROCESS_STATES.includes(row.state)) return
-        if (!cancelSent && (row.cancel_requested_at !== null || Date.now() > deadline)) {
-          timedOutByUs = row.cancel_requested_at === null
+        if (!first) progress = (yield* ProcessesRepo.progressOf(processId))!
+        if (TERMINAL_PROCESS_STATES.includes(progress.state)) return
+        if (!cancelSent && (progress.cancel_requested_at !== null || Date.now() > deadline)) {
+          timedOutByUs = progress.cancel_requested_at === null
           cancelSent = true
           yield* ctx.value.provider.cancelExec(ctx.value.resource, executionId).pipe(
             Effect.catchAll((e) => Effect.logWarning("cancel at the provider failed", { process: processId, error: e.message }))
@@ -188,7 +189,7 @@ export const makeProcessHandler = Effect.gen(function*() {
         }
         const events = first && firstEvents !== undefined && !cancelSent
           ? firstEvents
-          : yield* ctx.value.provider.execEvents(ctx.value.resource, executionId, row.provider_seq).pipe(Effect.mapError(providerFailure))
+          : yield* ctx.value.provider.execEvents(ctx.value.resource, executionId, progress.provider_seq).pipe(Effect.mapError(providerFailure))
         if (events.length > 0) {
           const exit = yield* storeEvents(processId, events, timedOutByUs).pipe(tx)
           if (exit !== undefined) return
@@ -207,7 +208,7 @@ export const makeProcessHandler = Effect.gen(function*() {
       yield* finishProcess(processId, "failed", { error: { ...error, code: error.code === "internal_error" ? "process_failed" : error.code } })
     }).pipe(tx)
 
-  const provide = Effect.provide(yield* Effect.context<Repositories>())
+  const provide = yield* provideRepositories
   return {
     run: (job) => provide(run(job.payload.process_id)),
     giveUp: (job, error) => provide(giveUp(job.payload.process_id, error))

@@ -3,7 +3,7 @@
  * every attempt (provider_attempts and the operation's events), and says what happened.
  */
 import { Effect } from "effect"
-import type { Repositories } from "../../db/Database.ts"
+import { repositories } from "../../db/Database.ts"
 import { requestOf, SandboxesRepo } from "../../db/repos/Sandboxes.ts"
 import type { ErrorObject } from "../../domain/Errors.ts"
 import type { SandboxRequest } from "../../domain/Sandbox.ts"
@@ -51,7 +51,7 @@ const createInput = (sandbox: SandboxRow, request: SandboxRequest, provider: Pro
 export const provisionSandbox = (sandbox: SandboxRow, operationId: string) =>
   Effect.gen(function*() {
     const registry = yield* ProviderRegistry
-    const context = yield* Effect.context<Repositories>()
+    const context = yield* repositories
     const request = yield* requestOf(sandbox)
     const record = (attempt: Attempt) =>
       Effect.gen(function*() {

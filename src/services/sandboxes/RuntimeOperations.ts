@@ -4,7 +4,7 @@
  * (`runtime_operation_unknown_outcome`) rather than running twice; reads and lists are simply run again.
  */
 import { Effect } from "effect"
-import type { Repositories } from "../../db/Database.ts"
+import { provideRepositories } from "../../db/Database.ts"
 import { type RuntimeOperationKind, type RuntimeOperationRow, RuntimeOperationsRepo, type StoredResult } from "../../db/repos/RuntimeOperations.ts"
 import type { ErrorObject } from "../../domain/Errors.ts"
 import { nowIso } from "../../domain/Time.ts"
@@ -114,7 +114,7 @@ export const makeRuntimeOperationHandler = Effect.gen(function*() {
       else yield* complete(id, "failed", null, outcome.error)
     })
 
-  const provide = Effect.provide(yield* Effect.context<Repositories>())
+  const provide = yield* provideRepositories
   return {
     run: (job) => provide(run(job.payload.runtime_operation_id)),
     giveUp: (job, error) => provide(complete(job.payload.runtime_operation_id, "failed", null, error))

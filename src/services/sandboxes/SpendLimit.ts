@@ -8,7 +8,7 @@
  * organization, armed by cost sync; it looks at the balance again when it runs (credit may have come meanwhile).
  */
 import { Effect } from "effect"
-import type { Repositories } from "../../db/Database.ts"
+import { repositories } from "../../db/Database.ts"
 import { Db } from "../../db/Db.ts"
 import { BillingRepo } from "../../db/repos/Billing.ts"
 import { SandboxesRepo } from "../../db/repos/Sandboxes.ts"
@@ -31,7 +31,7 @@ export const armSpendLimitIfExhausted = (organizationId: string) =>
 
 export const makeSpendLimitHandler = Effect.gen(function*() {
   const db = yield* Db
-  const context = yield* Effect.context<Repositories>()
+  const context = yield* repositories
 
   const run = (organizationId: string) =>
     Effect.gen(function*() {
