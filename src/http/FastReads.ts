@@ -19,7 +19,7 @@ import type { ApiKeyCredentialRow } from "../db/repos/Projects.ts"
 import { API_KEY_PREFIX, sha256Hex } from "../domain/Tokens.ts"
 import { lastUsedIsStale } from "../services/Credentials.ts"
 import { WELL_FORMED_REQUEST_ID } from "./RequestId.ts"
-import { capabilitiesOf, operationToWire, processToWire, runtimeOperationToWire, sandboxToWire } from "./wire/Sandboxes.ts"
+import { operationToWire, processToWire, runtimeOperationToWire, sandboxToWire } from "./wire/Sandboxes.ts"
 
 type Route = (request: Bun.BunRequest, server: Bun.Server<unknown>) => Response | Promise<Response>
 
@@ -83,12 +83,12 @@ export const makeFastReads = (options: { readonly dataDir: string; readonly runt
       "/v1/sandboxes/:sandbox_id/processes/:process_id": route((request, key) => {
         const row = db.process(param(request, "process_id"))
         if (row === undefined || row.project_id !== key.project_id || row.sandbox_id !== param(request, "sandbox_id")) return undefined
-        return processToWire(row, capabilitiesOf(db.sandbox(row.sandbox_id)))
+        return processToWire(row, db.capabilities(row.sandbox_id))
       }),
       "/v1/sandboxes/:sandbox_id/runtime-operations/:runtime_operation_id": route((request, key) => {
         const row = db.runtimeOperation(param(request, "runtime_operation_id"))
         if (row === undefined || row.project_id !== key.project_id || row.sandbox_id !== param(request, "sandbox_id")) return undefined
-        return runtimeOperationToWire(row, capabilitiesOf(db.sandbox(row.sandbox_id)))
+        return runtimeOperationToWire(row, db.capabilities(row.sandbox_id))
       }),
       "/v1/operations/:operation_id": route((request, key) => {
         const row = db.operation(param(request, "operation_id"))

@@ -41,6 +41,9 @@ export const ProcessRow = Schema.Struct({
 })
 export type ProcessRow = typeof ProcessRow.Type
 
+/** Row decoder shared by the repository and FastReads (each row version decoded once; see rowsOf). */
+export const processRows = rowsOf("processes", ProcessRow, { memo: 512 })
+
 export const ProcessEventRow = Schema.Struct({
   seq: Schema.Int,
   type: Schema.String,
@@ -96,7 +99,7 @@ export class ProcessesRepo extends Effect.Service<ProcessesRepo>()("app/db/Proce
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const dialect = yield* Dialect
-    const processes = rowsOf("processes", ProcessRow, { memo: 512 })
+    const processes = processRows
     const events = rowsOf("process_events", ProcessEventRow)
     const seqs = rowsOf("processes", Schema.Struct({ seq: Schema.Int }))
     const progress = rowsOf("processes", Schema.Struct({ state: ProcessState, cancel_requested_at: Schema.NullOr(Schema.String), provider_seq: Schema.Int }))

@@ -19,6 +19,9 @@ export type BillingMode = "managed" | "byok" | "emulated"
 /** The request as stored: its encoded form, as `requested` echoes it. */
 export const StoredRequest = Schema.encodedSchema(SandboxRequest)
 
+/** The capability snapshot taken when the sandbox became ready (null before). */
+const CapabilitiesColumn = Schema.NullOr(Json(Capabilities))
+
 export const SandboxRow = Schema.Struct({
   id: Schema.String,
   project_id: Schema.String,
@@ -31,7 +34,7 @@ export const SandboxRow = Schema.Struct({
   billing_mode: Schema.Literal("managed", "byok", "emulated"),
   resolved_resources: Schema.NullOr(Json(StoredResolvedResources)),
   provider_resource: Schema.NullOr(Json(ProviderResource)),
-  capabilities: Schema.NullOr(Json(Capabilities)),
+  capabilities: CapabilitiesColumn,
   cost_microusd: Schema.NullOr(MicroUsd),
   cost_updated_at: Schema.NullOr(Schema.String),
   created_at: Schema.String,
@@ -43,6 +46,14 @@ export const SandboxRow = Schema.Struct({
   metadata: Json(Schema.Record({ key: Schema.String, value: Schema.String }))
 })
 export type SandboxRow = typeof SandboxRow.Type
+
+/**
+ * Row decoders, shared by the repository and FastReads (src/db/FastReadQueries.ts) so each row version is decoded
+ * once. Sandboxes are read on every request about them and rarely change: worth remembering (see rowsOf).
+ */
+export const sandboxRows = rowsOf("sandboxes", SandboxRow, { memo: 512 })
+/** Only the capability snapshot: what a process, file operation or endpoint embeds of its sandbox. */
+export const capabilitiesRows = rowsOf("sandboxes", Schema.Struct({ capabilities: CapabilitiesColumn }))
 
 const decodeRequest = Schema.decodeUnknown(SandboxRequest)
 
@@ -77,14 +88,16 @@ export class SandboxesRepo extends Effect.Service<SandboxesRepo>()("app/db/Sandb
   accessors: true,
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    // Read on every request about a sandbox, and rarely changed: worth remembering (see rowsOf).
-    const sandboxes = rowsOf("sandboxes", SandboxRow, { memo: 512 })
+    const sandboxes = sandboxRows
     const live = rowsOf("sandboxes", Schema.Struct({ id: Schema.String, state: SandboxState }))
     const ids = rowsOf("sandboxes", Schema.Struct({ id: Schema.String }))
     const states = rowsOf("sandboxes", Schema.Struct({ state: SandboxState }))
 
     return {
       get: (id: string) => sandboxes.first(sql`SELECT * FROM sandboxes WHERE id = ${id}`),
+      /** The capability snapshot of a sandbox (null before it was ready, or when there is no such sandbox). */
+      capabilities: (id: string) =>
+        Effect.map(capabilitiesRows.first(sql`SELECT capabilities FROM sandboxes WHERE id = ${id}`), (row) => row?.capabilities ?? null),
       /** Only the state (the reaper's question: is anything alive that owns this jail?). */
       stateOf: (id: string) => Effect.map(states.first(sql`SELECT state FROM sandboxes WHERE id = ${id}`), (row) => row?.state),
       insert: (sandbox: NewSandbox) =>

@@ -6,7 +6,7 @@ import { EndpointsRepo } from "../../db/repos/Endpoints.ts"
 import { Endpoint } from "../../domain/Runtime.ts"
 import { createEndpoint, revokeEndpoint, sandboxOf } from "../../services/sandboxes/Commands.ts"
 import type { EndpointRow } from "../../services/sandboxes/Endpoints.ts"
-import { getSandboxRow } from "../../services/sandboxes/SandboxRows.ts"
+import { SandboxesRepo } from "../../db/repos/Sandboxes.ts"
 import { Api } from "../Api.ts"
 import { decodeCursor, page } from "../Pagination.ts"
 import { capabilitiesOf, endpointToWire } from "../wire/Sandboxes.ts"
@@ -18,7 +18,7 @@ export const EndpointsLive = HttpApiBuilder.group(Api, "endpoints", (handlers) =
     const config = yield* AppConfig
     const address = (yield* HttpServer.HttpServer).address
     const publicUrl = config.publicUrlSet || address._tag !== "TcpAddress" ? config.publicUrl : `http://${address.hostname}:${address.port}`
-    const wire = (row: EndpointRow) => Effect.map(getSandboxRow(row.sandbox_id), (s) => endpointToWire(row, capabilitiesOf(s)))
+    const wire = (row: EndpointRow) => Effect.map(SandboxesRepo.capabilities(row.sandbox_id), (caps) => endpointToWire(row, caps))
     return handlers
       .handle("create", ({ headers, path, payload }) =>
         Effect.gen(function*() {

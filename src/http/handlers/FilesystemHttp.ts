@@ -4,15 +4,15 @@ import { Effect, Schema } from "effect"
 import { RuntimeOperation } from "../../domain/Runtime.ts"
 import { runtimeOperationOf, type RuntimeOperationInput, startRuntimeOperation } from "../../services/sandboxes/Commands.ts"
 import { runtimeOperationJobKey, type RuntimeOperationRow } from "../../services/sandboxes/RuntimeOperations.ts"
-import { getSandboxRow } from "../../services/sandboxes/SandboxRows.ts"
+import { SandboxesRepo } from "../../db/repos/Sandboxes.ts"
 import { Api } from "../Api.ts"
-import { capabilitiesOf, runtimeOperationToWire } from "../wire/Sandboxes.ts"
+import { runtimeOperationToWire } from "../wire/Sandboxes.ts"
 import { accepted, keyCaller, planeContext } from "./PlaneSupport.ts"
 
 export const FilesystemLive = HttpApiBuilder.group(Api, "filesystem", (handlers) =>
   Effect.gen(function*() {
     const { idempotency, runner, provide, tx } = yield* planeContext
-    const wire = (row: RuntimeOperationRow) => Effect.map(getSandboxRow(row.sandbox_id), (s) => runtimeOperationToWire(row, capabilitiesOf(s)))
+    const wire = (row: RuntimeOperationRow) => Effect.map(SandboxesRepo.capabilities(row.sandbox_id), (caps) => runtimeOperationToWire(row, caps))
     const respond = (sandboxId: string, op: Schema.Schema.Type<typeof RuntimeOperation>) =>
       Effect.zipRight(runner.runNow(runtimeOperationJobKey(op.kind, op.id)), accepted(RuntimeOperation, op, `/v1/sandboxes/${sandboxId}/runtime-operations/${op.id}`))
     /** Writes and deletes take an optional Idempotency-Key; reads and lists are safe to repeat. */

@@ -5,16 +5,16 @@ import { ProcessesRepo } from "../../db/repos/Processes.ts"
 import { Process } from "../../domain/Runtime.ts"
 import { cancelProcess, processOf, startProcess } from "../../services/sandboxes/Commands.ts"
 import { processJobKey, type ProcessRow } from "../../services/sandboxes/Processes.ts"
-import { getSandboxRow } from "../../services/sandboxes/SandboxRows.ts"
+import { SandboxesRepo } from "../../db/repos/Sandboxes.ts"
 import { Api } from "../Api.ts"
 import { PROCESS_BATCH_BYTES, PROCESS_BATCH_EVENTS, processEventFrame, sseBody, sseResponse } from "../Sse.ts"
-import { capabilitiesOf, processToWire } from "../wire/Sandboxes.ts"
+import { processToWire } from "../wire/Sandboxes.ts"
 import { accepted, keyCaller, planeContext } from "./PlaneSupport.ts"
 
 export const ProcessesLive = HttpApiBuilder.group(Api, "processes", (handlers) =>
   Effect.gen(function*() {
     const { idempotency, runner, provide } = yield* planeContext
-    const wire = (row: ProcessRow) => Effect.map(getSandboxRow(row.sandbox_id), (s) => processToWire(row, capabilitiesOf(s)))
+    const wire = (row: ProcessRow) => Effect.map(SandboxesRepo.capabilities(row.sandbox_id), (caps) => processToWire(row, caps))
     return handlers
       .handle("start", ({ headers, path, payload }) =>
         Effect.gen(function*() {
