@@ -8,7 +8,8 @@ import * as crypto from "node:crypto"
 import * as net from "node:net"
 import * as path from "node:path"
 import { Effect, Option } from "effect"
-import { emulatorHome, emulatorKey, persistentRecords, persistentState, runOrThrow, servePersistent, statusOfRuntimeError } from "../core/emulator-support.ts"
+import { emulatorHome, emulatorKey, persistentRecords, persistentState } from "../core/emulator/state.ts"
+import { runOrThrow, servePersistent, statusOfRuntimeError } from "../core/emulator/server.ts"
 import type { LocalRuntimeShape } from "../../src/runtime/LocalRuntime.ts"
 
 interface EmulatedSandbox {

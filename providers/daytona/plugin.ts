@@ -6,7 +6,7 @@
 import { Config, Effect, Option } from "effect"
 import { AppConfig } from "../../src/Config.ts"
 import { LocalRuntime } from "../../src/runtime/LocalRuntime.ts"
-import { makeDaytonaProvider } from "./adapter.ts"
+import { makeDaytonaProvider } from "./adapter/index.ts"
 import { startDaytonaEmulator } from "./emulator.ts"
 
 export const DaytonaPlugin = Effect.gen(function*() {
