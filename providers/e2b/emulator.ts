@@ -27,7 +27,7 @@ import { AppConfig } from "../../src/Config.ts"
 import { type ExecEvent, type FileEntry, LocalRuntime, type LocalRuntimeShape, type RuntimeError } from "../../src/runtime/LocalRuntime.ts"
 import { emulatorHome, emulatorKey, persistentState } from "../core/emulator/state.ts"
 import { runOrThrow, servePersistent } from "../core/emulator/server.ts"
-import { ENVD_PORT, GO_SIGNAL_NAMES, REPLAY_HEADER } from "./adapter.ts"
+import { ENVD_PORT, GO_SIGNAL_NAMES, REPLAY_HEADER } from "./adapter/wire.ts"
 import { CONNECT_STATUS, type ConnectCode, encodeEnvelope, END_STREAM, EnvelopeDecoder, STREAM_CONTENT_TYPE } from "./connect.ts"
 
 const ENVD_VERSION = "0.5.7"
