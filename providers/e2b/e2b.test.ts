@@ -15,7 +15,7 @@ import { bodyBytes, bodyJson, type Call, json, type Reply, scripted, type Step }
 import type { CreateInput, ProviderExecEvent, ProviderSandbox, SandboxProvider } from "../core/Provider.ts"
 import { E2B_CAPABILITIES, envdAtLeast, envdBaseUrl, makeE2BProvider, REPLAY_HEADER, signalOfStatus } from "./adapter/index.ts"
 import { encodeEnvelope, END_STREAM, EnvelopeDecoder, EnvelopeError, trailerError } from "./connect.ts"
-import { startE2BEmulator } from "./emulator.ts"
+import { startE2BEmulator } from "./emulator/index.ts"
 import { E2BPlugin } from "./plugin.ts"
 
 const run = <A, E>(effect: Effect.Effect<A, E>) => Effect.runPromise(effect)

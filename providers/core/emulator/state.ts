@@ -1,7 +1,9 @@
 /**
  * An emulator's books, as a provider's cloud keeps them: a home under DATA_DIR/emulators/<name>, an API key made
- * once, and state that survives restarts (written atomically).
+ * once, and state that survives restarts (written atomically, read back through a Schema: a file that does not
+ * decode is moved aside and the emulator starts without it, as a provider that lost its books would).
  */
+import { Either, ParseResult, Schema } from "effect"
 import * as crypto from "node:crypto"
 import * as fs from "node:fs"
 import * as path from "node:path"
@@ -19,34 +21,46 @@ export const emulatorKey = (dir: string, make: () => string = () => crypto.rando
   return fs.readFileSync(file, "utf8").trim()
 }
 
+const writeAtomically = (file: string, text: string) => {
+  fs.writeFileSync(`${file}.tmp`, text, { mode: 0o600 })
+  fs.renameSync(`${file}.tmp`, file)
+}
+
+/** A JSON file decoded by `schema`; undefined when absent, and when unreadable (then moved aside, with a warning). */
+const load = <S, I>(file: string, schema: Schema.Schema<S, I>): S | undefined => {
+  if (!fs.existsSync(file)) return undefined
+  const decoded = Schema.decodeUnknownEither(Schema.parseJson(schema))(fs.readFileSync(file, "utf8"))
+  if (Either.isRight(decoded)) return decoded.right
+  const aside = `${file}.unreadable-${Date.now()}`
+  fs.renameSync(file, aside)
+  console.error(`emulator state ${file} could not be read, moved to ${aside}: ${ParseResult.TreeFormatter.formatErrorSync(decoded.left)}`)
+  return undefined
+}
+
 /** Loads the emulator's state (or `initial`) and returns it with an atomic `save`. */
-export const persistentState = <S>(dir: string, initial: () => S) => {
+export const persistentState = <S, I>(dir: string, schema: Schema.Schema<S, I>, initial: () => S) => {
   const file = path.join(dir, "state.json")
-  const state: S = fs.existsSync(file) ? (JSON.parse(fs.readFileSync(file, "utf8")) as S) : initial()
-  const save = () => {
-    fs.writeFileSync(`${file}.tmp`, JSON.stringify(state))
-    fs.renameSync(`${file}.tmp`, file)
-  }
-  return { state, save }
+  const state: S = load(file, schema) ?? initial()
+  const encode = Schema.encodeSync(Schema.parseJson(schema))
+  return { state, save: () => writeAtomically(file, encode(state)) }
 }
 
 /**
  * Many small records kept one file each under `dir/<name>/` (named by a hash of the key), loaded at start: for
  * state that grows with use (a session per process), so saving one record does not rewrite all of them.
  */
-export const persistentRecords = <V>(dir: string, name: string) => {
+export const persistentRecords = <V, I>(dir: string, name: string, value: Schema.Schema<V, I>) => {
+  const Entry = Schema.Struct({ key: Schema.String, value })
+  const encode = Schema.encodeSync(Schema.parseJson(Entry))
   const folder = path.join(dir, name)
   fs.mkdirSync(folder, { recursive: true })
   const fileOf = (key: string) => path.join(folder, `${crypto.createHash("sha256").update(key).digest("hex").slice(0, 32)}.json`)
   const records = new Map<string, V>()
   for (const file of fs.readdirSync(folder)) {
     if (!file.endsWith(".json")) continue
-    try {
-      const { key, value } = JSON.parse(fs.readFileSync(path.join(folder, file), "utf8")) as { key: string; value: V }
-      records.set(key, value)
-    } catch {
-      // a record cut short by a crash mid-write: it was never acknowledged, so it is dropped
-    }
+    // A record cut short by a crash mid-write was never acknowledged: it is dropped (moved aside).
+    const entry = load(path.join(folder, file), Entry)
+    if (entry !== undefined) records.set(entry.key, entry.value)
   }
   return {
     get: (key: string) => records.get(key),
@@ -55,9 +69,7 @@ export const persistentRecords = <V>(dir: string, name: string) => {
     remember: (key: string, value: V) => void records.set(key, value),
     set: (key: string, value: V) => {
       records.set(key, value)
-      const file = fileOf(key)
-      fs.writeFileSync(`${file}.tmp`, JSON.stringify({ key, value }))
-      fs.renameSync(`${file}.tmp`, file)
+      writeAtomically(fileOf(key), encode({ key, value }))
     },
     delete: (key: string) => {
       records.delete(key)
