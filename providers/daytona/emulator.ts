@@ -5,9 +5,9 @@
  * session under sessions/) survives a gateway restart the way a provider's cloud would.
  */
 import * as crypto from "node:crypto"
-import * as net from "node:net"
 import * as path from "node:path"
 import { Effect, Option } from "effect"
+import { makePortBridges } from "../core/port-bridges.ts"
 import { emulatorHome, emulatorKey, persistentRecords, persistentState, runOrThrow, servePersistent, statusOfRuntimeError } from "../core/emulator-support.ts"
 import type { LocalRuntimeShape } from "../../src/runtime/LocalRuntime.ts"
 
@@ -67,34 +67,29 @@ export const startDaytonaEmulator = (dataDir: string, runtime: LocalRuntimeShape
     save()
   }
   const run = runOrThrow
-  const bridges = new Map<string, Promise<number>>()
+  // Port bridges: unix sockets in a root-only directory, one per preview, closed when the preview expires or is
+  // expired, or its sandbox stops or goes (see providers/core/port-bridges.ts).
+  const bridges = makePortBridges(dir)
+  const previewTimers = new Map<string, ReturnType<typeof setTimeout>>()
   let baseUrl = ""
 
-  /** A loopback TCP listener that pipes to the sandbox's port through the runtime's bridge. */
-  const bridgePort = (sandboxId: string, port: number) => {
-    const key = `${sandboxId}:${port}`
-    let pending = bridges.get(key)
-    if (pending === undefined) {
-      pending = new Promise<number>((resolve) => {
-        const server = net.createServer((client) => {
-          client.pause()
-          run(runtime.connectPort(sandboxId, port)).then(
-            (upstream) => {
-              client.pipe(upstream)
-              upstream.pipe(client)
-              client.resume()
-              upstream.on("error", () => client.destroy())
-              client.on("error", () => upstream.destroy())
-            },
-            () => client.destroy()
-          )
-        })
-        server.listen(0, "127.0.0.1", () => resolve((server.address() as net.AddressInfo).port))
-      })
-      bridges.set(key, pending)
+  const dropPreview = (token: string) => {
+    clearTimeout(previewTimers.get(token))
+    previewTimers.delete(token)
+    bridges.close(token)
+    if (state.previews[token] !== undefined) {
+      delete state.previews[token]
+      save()
     }
-    return pending
   }
+  /** A preview ends at its expiry: its bridge closes then, whether or not anything uses it. */
+  const armPreview = (token: string) => {
+    const preview = state.previews[token]
+    if (preview === undefined) return
+    clearTimeout(previewTimers.get(token))
+    previewTimers.set(token, setTimeout(() => dropPreview(token), Math.min(Math.max(0, preview.expiresAt - Date.now()), 2 ** 31 - 1)))
+  }
+  for (const token of Object.keys(state.previews)) armPreview(token)
 
   const toWire = (s: EmulatedSandbox) => ({
     id: s.id,
@@ -164,12 +159,15 @@ export const startDaytonaEmulator = (dataDir: string, runtime: LocalRuntimeShape
       await run(runtime.destroy(sandbox.id))
       delete state.sandboxes[sandbox.id]
       for (const [sid, session] of sessions.entries()) if (session.sandboxId === sandbox.id) sessions.delete(sid)
-      for (const [token, preview] of Object.entries(state.previews)) if (preview.sandboxId === sandbox.id) delete state.previews[token]
+      for (const [token, preview] of Object.entries(state.previews)) if (preview.sandboxId === sandbox.id) dropPreview(token)
+      bridges.closeSandbox(sandbox.id)
       save()
       return json({})
     }
     if (parts[2] === "toolbox-proxy-url" && parts.length === 3 && request.method === "GET") return json({ url: `${baseUrl}/toolbox` })
     if (parts[2] === "stop" && request.method === "POST") {
+      // Nothing reaches a stopped sandbox: its bridges close (and their connections with them) before it freezes.
+      bridges.closeSandbox(sandbox.id)
       await run(runtime.pause(sandbox.id))
       sandbox.state = "stopped"
       save()
@@ -188,12 +186,13 @@ export const startDaytonaEmulator = (dataDir: string, runtime: LocalRuntimeShape
         const token = crypto.randomBytes(18).toString("base64url")
         state.previews[token] = { sandboxId: sandbox.id, port, expiresAt: Date.now() + expires * 1000 }
         save()
+        armPreview(token)
         return json({ sandboxId: sandbox.id, port, token, url: `${baseUrl}/preview/${token}` })
       }
       if (parts[6] === "expire" && request.method === "POST") {
-        if (state.previews[parts[5] ?? ""] === undefined) return error(404, "Preview not found")
-        delete state.previews[parts[5] ?? ""]
-        save()
+        const token = parts[5] ?? ""
+        if (state.previews[token] === undefined) return error(404, "Preview not found")
+        dropPreview(token)
         return json({})
       }
     }
@@ -314,17 +313,23 @@ export const startDaytonaEmulator = (dataDir: string, runtime: LocalRuntimeShape
   }
 
   const preview = async (request: Request, parts: Array<string>, url: URL): Promise<Response> => {
-    const entry = state.previews[parts[1] ?? ""]
+    const token = parts[1] ?? ""
+    const entry = state.previews[token]
     if (entry === undefined || entry.expiresAt <= Date.now()) return error(404, "Preview not found or expired")
-    const port = await bridgePort(entry.sandboxId, entry.port)
+    if (state.sandboxes[entry.sandboxId]?.state !== "started") return error(502, "The sandbox is not running")
+    const bridge = bridges.open(token, entry.sandboxId, () => run(runtime.connectPort(entry.sandboxId, entry.port)))
     const rest = `/${parts.slice(2).join("/")}${url.search}`
     try {
-      const upstream = await fetch(`http://127.0.0.1:${port}${rest}`, {
+      await bridge.ready
+      const upstream = await fetch(`http://sandbox${rest}`, {
+        unix: bridge.socketPath,
         method: request.method,
         headers: request.headers,
         redirect: "manual",
+        // The caller going away ends the exchange with the sandbox too.
+        signal: request.signal,
         ...(request.method === "GET" || request.method === "HEAD" ? {} : { body: request.body, duplex: "half" } as RequestInit)
-      })
+      } as RequestInit)
       return new Response(upstream.body, { status: upstream.status, headers: upstream.headers })
     } catch {
       return error(502, "Nothing answers on that port")
@@ -356,5 +361,13 @@ export const startDaytonaEmulator = (dataDir: string, runtime: LocalRuntimeShape
   })
   const server = servePersistent(dir, serve)
   baseUrl = `http://127.0.0.1:${server.port}`
-  return { baseUrl, apiKey, stop: () => server.stop(true) }
+  return {
+    baseUrl,
+    apiKey,
+    stop: () => {
+      for (const timer of previewTimers.values()) clearTimeout(timer)
+      bridges.closeAll()
+      server.stop(true)
+    }
+  }
 }

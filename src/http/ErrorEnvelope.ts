@@ -17,7 +17,6 @@ import {
 import { AppConfig } from "../Config.ts"
 import { isDatabaseBusy } from "../db/Sql.ts"
 import { Api } from "./Api.ts"
-import { ENDPOINT_PATH_PREFIX } from "./EndpointProxy.ts"
 
 const BODY_METHODS = new Set(["POST", "PUT", "PATCH", "DELETE"])
 
@@ -36,8 +35,7 @@ export const issuesOfParseError = (error: ParseResult.ParseError): Array<Issue> 
 const checkBody = (maxBodyBytes: number) =>
   Effect.gen(function*() {
     const request = yield* HttpServerRequest.HttpServerRequest
-    // Proxied endpoint traffic carries whatever the sandbox's server takes.
-    if (!BODY_METHODS.has(request.method) || request.url.startsWith(ENDPOINT_PATH_PREFIX)) return
+    if (!BODY_METHODS.has(request.method)) return
     const length = Number(request.headers["content-length"] ?? "0")
     const chunked = (request.headers["transfer-encoding"] ?? "").includes("chunked")
     if (length > maxBodyBytes) {

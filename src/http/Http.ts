@@ -20,7 +20,8 @@ import { OrganizationsLive } from "./handlers/OrganizationsHttp.ts"
 import { ProjectsLive } from "./handlers/ProjectsHttp.ts"
 import { EndpointsLive, FilesystemLive, OperationsLive, ProcessesLive, ProjectSandboxesLive, SandboxesLive } from "./handlers/SandboxPlaneHttp.ts"
 import { SystemLive } from "./handlers/SystemHttp.ts"
-import { EndpointProxyLive } from "./EndpointProxy.ts"
+import { EndpointServerLive } from "./EndpointProxy.ts"
+import { EndpointConnectionsLive } from "../services/sandboxes/EndpointConnections.ts"
 import { FastReadsScoped } from "./FastReads.ts"
 import { OperationRunnerLive } from "../services/OperationRunner.ts"
 import { ProviderRegistryLive } from "../services/ProviderRegistryLive.ts"
@@ -45,7 +46,10 @@ const SandboxPlaneLive = Layer.mergeAll(SandboxJobsLive, ReaperLive).pipe(
   Layer.provide(LocalRuntimeLive)
 )
 
-export const ServicesLive = Layer.mergeAll(CredentialsLive, IdempotencyStoreLive, SecretBoxLive, SandboxPlaneLive, CheckpointerLive).pipe(
+/** The endpoint listener (its own origin) and the registry of exchanges open through it. */
+const EndpointsServingLive = EndpointServerLive.pipe(Layer.provideMerge(EndpointConnectionsLive))
+
+export const ServicesLive = Layer.mergeAll(CredentialsLive, IdempotencyStoreLive, SecretBoxLive, SandboxPlaneLive, CheckpointerLive, EndpointsServingLive).pipe(
   Layer.provideMerge(SqlLive),
   Layer.provideMerge(AppConfigLive)
 )
@@ -64,7 +68,6 @@ export const HttpLive = HttpApiBuilder.serve((app) => withRequestId(HttpMiddlewa
   // a request FastReads hands over (through `server.fetch`) does not carry.
   HttpMiddleware.withTracerDisabledWhen(() => true),
   Layer.provide(HttpApiSwagger.layer({ path: "/docs" })),
-  Layer.provide(EndpointProxyLive),
   Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/v1/openapi.json" })),
   Layer.provide(ApiLive),
   Layer.provideMerge(ServerLive),

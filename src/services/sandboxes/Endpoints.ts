@@ -1,8 +1,8 @@
 /**
  * Sandbox endpoints (spec §2.9): provisioning → active → revoking → revoked, or expired / failed. The provider
- * exposes the port (its own URL and lease); the gateway hands out its own capability URL under PUBLIC_URL,
- * `<PUBLIC_URL>/e/<endpoint id>/<token>/…`, and its reverse proxy checks the lease on every request, so an
- * expired or revoked lease stops serving at once, before the expiry job has even run.
+ * exposes the port (its own URL and lease); the gateway hands out its own capability URL on the endpoint listener
+ * (never the API's origin; see src/domain/EndpointAddress.ts), and its reverse proxy checks the lease on every
+ * request and cuts open exchanges when the lease ends (EndpointConnections), before the expiry job has even run.
  */
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
