@@ -22,6 +22,7 @@ import { EndpointsLive, FilesystemLive, OperationsLive, ProcessesLive, ProjectSa
 import { SystemLive } from "./handlers/SystemHttp.ts"
 import { EndpointServerLive } from "./EndpointProxy.ts"
 import { EndpointConnectionsLive } from "../services/sandboxes/EndpointConnections.ts"
+import { guardBodySize, SERVER_BODY_LIMIT } from "./BodyLimits.ts"
 import { FastReadsScoped } from "./FastReads.ts"
 import { OperationRunnerLive } from "../services/OperationRunner.ts"
 import { ProviderRegistryLive } from "../services/ProviderRegistryLive.ts"
@@ -59,7 +60,11 @@ const ServerLive = Layer.unwrapScoped(
   Effect.gen(function*() {
     const config = yield* AppConfig
     const fast = yield* FastReadsScoped(config.dataDir)
-    return BunHttpServer.layer({ port: config.port, hostname: config.host, maxRequestBodySize: config.maxBodyBytes * 2, routes: fast.routes })
+    // Every request passes the body-size guard, except the plain GETs FastReads answers (a GET has no body).
+    const guard = guardBodySize(config.maxBodyBytes, (request, server) => server.fetch(request))
+    const routes: Record<string, (request: Bun.BunRequest, server: Bun.Server<unknown>) => Response | Promise<Response>> = { "/*": guard }
+    for (const [route, read] of Object.entries(fast.routes)) routes[route] = (request, server) => (request.method === "GET" ? read(request, server) : guard(request, server))
+    return BunHttpServer.layer({ port: config.port, hostname: config.host, maxRequestBodySize: SERVER_BODY_LIMIT, routes })
   })
 )
 
