@@ -22,13 +22,17 @@ const BODY_METHODS = new Set(["POST", "PUT", "PATCH", "DELETE"])
 
 type Issue = { readonly path: string; readonly message: string }
 
+/** An issue's message quotes the value it refused: a huge value is not sent back whole. */
+const MAX_ISSUE_MESSAGE = 500
+const bounded = (message: string) => (message.length <= MAX_ISSUE_MESSAGE ? message : `${message.slice(0, MAX_ISSUE_MESSAGE)}…`)
+
 const issuesOf = (error: HttpApiError.HttpApiDecodeError): Array<Issue> =>
-  error.issues.map((issue) => ({ path: issue.path.map(String).join("."), message: issue.message }))
+  error.issues.map((issue) => ({ path: issue.path.map(String).join("."), message: bounded(issue.message) }))
 
 export const issuesOfParseError = (error: ParseResult.ParseError): Array<Issue> =>
   ParseResult.ArrayFormatter.formatErrorSync(error).map((issue) => ({
     path: issue.path.map(String).join("."),
-    message: issue.message
+    message: bounded(issue.message)
   }))
 
 /**
