@@ -51,7 +51,7 @@ interface Case {
   readonly method: string
   readonly url: string
   readonly headers: Record<string, string>
-  readonly body?: string | Uint8Array
+  readonly body?: string | Uint8Array<ArrayBuffer>
 }
 
 let server: RunningServer
@@ -149,7 +149,7 @@ const generate = (op: Operation, random: () => number): Array<Case> => {
       headers["x-metal-project-id"] = boot.project_id
     }
     if (op.headers.includes("idempotency-key") && random() < 0.85) headers["idempotency-key"] = `fuzz-${i}-${Math.floor(random() * 1e9)}`
-    let body: string | Uint8Array | undefined
+    let body: string | Uint8Array<ArrayBuffer> | undefined
     let contentType: string | undefined = "application/json"
     let query = ""
     const json = (value: unknown) => JSON.stringify(value)

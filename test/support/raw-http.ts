@@ -37,7 +37,7 @@ export const rawRequest = (baseUrl: string, data: string | Buffer | ReadonlyArra
       socket.destroy()
     }
     const timer = setTimeout(finish, options.waitMs ?? 2_000)
-    socket.on("data", (chunk) => chunks.push(chunk))
+    socket.on("data", (chunk: Buffer) => chunks.push(chunk))
     socket.on("close", () => {
       closed = true
       finish()
