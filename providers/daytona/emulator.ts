@@ -8,7 +8,7 @@ import * as crypto from "node:crypto"
 import * as path from "node:path"
 import { Effect, Option } from "effect"
 import { makePortBridges } from "../core/port-bridges.ts"
-import { emulatorHome, emulatorKey, persistentRecords, persistentState, runOrThrow, servePersistent, statusOfRuntimeError } from "../core/emulator-support.ts"
+import { emulatorHome, emulatorMessage, emulatorKey, persistentRecords, persistentState, runOrThrow, servePersistent, statusOfRuntimeError } from "../core/emulator-support.ts"
 import type { LocalRuntimeShape } from "../../src/runtime/LocalRuntime.ts"
 
 interface EmulatedSandbox {
@@ -355,7 +355,7 @@ export const startDaytonaEmulator = (dataDir: string, runtime: LocalRuntimeShape
         }
         return error(404, "Not found")
       } catch (e) {
-        return error(statusOfRuntimeError(e), (e as Error).message ?? String(e))
+        return error(statusOfRuntimeError(e), emulatorMessage(e, "daytona"))
       }
     }
   })

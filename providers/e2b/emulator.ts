@@ -25,7 +25,7 @@ import * as crypto from "node:crypto"
 import * as path from "node:path"
 import { AppConfig } from "../../src/Config.ts"
 import { type ExecEvent, type FileEntry, LocalRuntime, type LocalRuntimeShape, type RuntimeError } from "../../src/runtime/LocalRuntime.ts"
-import { emulatorHome, emulatorKey, persistentState, runOrThrow, servePersistent } from "../core/emulator-support.ts"
+import { emulatorHome, emulatorKey, emulatorMessage, persistentState, runOrThrow, servePersistent } from "../core/emulator-support.ts"
 import { ENVD_PORT, GO_SIGNAL_NAMES, REPLAY_HEADER } from "./adapter.ts"
 import { CONNECT_STATUS, type ConnectCode, encodeEnvelope, END_STREAM, EnvelopeDecoder, STREAM_CONTENT_TYPE } from "./connect.ts"
 
@@ -431,7 +431,7 @@ export const startE2BEmulator = (dataDir: string, runtime: LocalRuntimeShape): E
             }
           }
         } catch (e) {
-          finish({ error: { code: connectCodeOf(e), message: (e as Error).message } })
+          finish({ error: { code: connectCodeOf(e), message: emulatorMessage(e, "e2b") } })
         }
       },
       cancel: () => {
@@ -501,7 +501,7 @@ export const startE2BEmulator = (dataDir: string, runtime: LocalRuntimeShape): E
       return processStream(sandbox, record, Number(pid), { keepaliveMs, deadlineOnTimeout: false, replay: true })
     } catch (e) {
       if (e instanceof ConnectFailure) return streamError(e.code, e.message)
-      return streamError(connectCodeOf(e), (e as Error).message)
+      return streamError(connectCodeOf(e), emulatorMessage(e, "e2b"))
     }
   }
 
@@ -672,7 +672,7 @@ export const startE2BEmulator = (dataDir: string, runtime: LocalRuntimeShape): E
     } catch (e) {
       if (e instanceof ConnectFailure) return connectError(e.code, e.message)
       if (e instanceof HttpFailure) return apiError(e.status, e.message)
-      return route === "files" ? apiError(statusOf(e), (e as Error).message) : connectError(connectCodeOf(e), (e as Error).message)
+      return route === "files" ? apiError(statusOf(e), emulatorMessage(e, "e2b")) : connectError(connectCodeOf(e), emulatorMessage(e, "e2b"))
     }
   }
 
@@ -690,7 +690,7 @@ export const startE2BEmulator = (dataDir: string, runtime: LocalRuntimeShape): E
           return await control(request, url)
         } catch (e) {
           if (e instanceof HttpFailure) return apiError(e.status, e.message)
-          return apiError(statusOf(e), (e as Error).message)
+          return apiError(statusOf(e), emulatorMessage(e, "e2b"))
         }
       }
     })
