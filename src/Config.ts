@@ -25,8 +25,9 @@ export interface AppConfigShape {
   readonly port: number
   readonly host: string
   readonly dataDir: string
-  /** Base of endpoint URLs; when PUBLIC_URL is unset it follows the address the server really listens on. */
+  /** The API's public URL (PUBLIC_URL, default http://HOST:PORT). Endpoints are never served on its origin. */
   readonly publicUrl: string
+  /** Whether PUBLIC_URL was given. */
   readonly publicUrlSet: boolean
   readonly logLevel: string
   /** Largest request body accepted, in bytes (a 10 MiB file write is ~14 MiB of base64 JSON). */

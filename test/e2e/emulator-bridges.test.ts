@@ -104,8 +104,8 @@ describe("daytona emulator port bridges", () => {
   })
 
   it("a preview's bridge closes when the preview expires, cutting what goes through it", async () => {
-    const preview = await (await emulatorCall("GET", `/sandbox/${resourceId}/ports/8001/signed-preview-url?expiresInSeconds=3`)).json() as { url: string }
-    const expiresAt = Date.now() + 3_000
+    const preview = await (await emulatorCall("GET", `/sandbox/${resourceId}/ports/8001/signed-preview-url?expiresInSeconds=5`)).json() as { url: string }
+    const expiresAt = Date.now() + 5_000
     const download = await startSlowDownload(`${preview.url}/`)
     const live = sockets()
     expect(live).toHaveLength(1)

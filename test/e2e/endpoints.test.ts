@@ -81,8 +81,8 @@ describe("path mode (the default): endpoints on their own listener", () => {
 
   it("the lease's end cuts a download in flight at once", async () => {
     const endpoint = await activeEndpoint(http, auth, sandbox.id, 8002)
-    // The lease (60 s at least through the API) is made to end in 2 s.
-    const leaseEnd = Date.now() + 2_000
+    // The lease (60 s at least through the API) is made to end in 4 s.
+    const leaseEnd = Date.now() + 4_000
     const db = new Database(path.join(server.dataDir, "gateway.sqlite"))
     db.exec("PRAGMA busy_timeout = 5000")
     db.query("UPDATE endpoints SET lease_expires_at = ? WHERE id = ?").run(new Date(leaseEnd).toISOString(), endpoint.id)
@@ -160,17 +160,17 @@ describe("the gateway cuts exchanges by itself, whatever the provider does", () 
     upstream.stop(true)
   })
 
-  /** An active endpoint of a new sandbox, forwarding to the test server. */
-  const endpointToUpstream = async (lease?: number) => {
+  /** An active endpoint of a new sandbox, forwarding to the test server (its lease ending `leaseMs` from now). */
+  const endpointToUpstream = async (leaseMs?: number) => {
     const sandbox = await createReadySandbox(http, auth)
     const created = await http.post(`/v1/sandboxes/${sandbox.id}/endpoints`, { ...auth, body: { port: 9999 }, headers: { "idempotency-key": idempotencyKey("ep") } })
     const active = await poll(async () => (await http.get(`/v1/sandboxes/${sandbox.id}/endpoints`, auth)).body.endpoints[0], (e) => e?.state === "active")
     const db = new Database(path.join(server.dataDir, "gateway.sqlite"))
     db.exec("PRAGMA busy_timeout = 5000")
     db.query("UPDATE endpoints SET provider_url = ?, lease_expires_at = COALESCE(?, lease_expires_at) WHERE id = ?")
-      .run(`http://127.0.0.1:${upstream.port}`, lease === undefined ? null : new Date(lease).toISOString(), created.body.id)
+      .run(`http://127.0.0.1:${upstream.port}`, leaseMs === undefined ? null : new Date(Date.now() + leaseMs).toISOString(), created.body.id)
     db.close()
-    return { sandbox, endpoint: active as { id: string; url: string } }
+    return { sandbox, endpoint: active as { id: string; url: string }, leaseEnd: leaseMs === undefined ? undefined : Date.now() + leaseMs }
   }
 
   const cutsWhen = async (name: string, trigger: (sandboxId: string, endpointId: string) => Promise<number>) => {
@@ -192,10 +192,9 @@ describe("the gateway cuts exchanges by itself, whatever the provider does", () 
     }))
 
   it("the lease's end", async () => {
-    const leaseEnd = Date.now() + 3_000
-    const { endpoint } = await endpointToUpstream(leaseEnd)
+    const { endpoint, leaseEnd } = await endpointToUpstream(3_000)
     const download = await startSlowDownload(endpoint.url)
-    const latency = await expectCut(download, leaseEnd, CUT_WITHIN_MS)
+    const latency = await expectCut(download, leaseEnd!, CUT_WITHIN_MS)
     console.log(`expiry cut the download (gateway alone) ${latency} ms after the lease ended`)
   })
 
