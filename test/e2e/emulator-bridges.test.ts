@@ -7,6 +7,7 @@
 import { Database } from "bun:sqlite"
 import * as fs from "node:fs"
 import * as net from "node:net"
+import * as os from "node:os"
 import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { activeEndpoint, expectCut, startSlowDownload, startWebServer } from "../support/endpoints.ts"
@@ -46,7 +47,7 @@ const connectAsRoot = (socketPath: string) =>
 const connectAsNobody = (socketPath: string) => {
   const script = `const s = require("node:net").connect(${JSON.stringify(socketPath)}, () => { console.log("CONNECTED"); s.write("GET /hello HTTP/1.0\\r\\n\\r\\n") });
 s.on("data", (d) => console.log("DATA " + d)); s.on("error", (e) => console.log("ERROR " + e.code)); setTimeout(() => process.exit(0), 3000)`
-  const result = Bun.spawnSync(["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups", "env", "HOME=/tmp", "bun", "-e", script], { cwd: "/tmp" })
+  const result = Bun.spawnSync(["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups", "env", "HOME=/tmp", process.execPath, "-e", script], { cwd: "/tmp" })
   return result.stdout.toString() + result.stderr.toString()
 }
 
@@ -94,6 +95,18 @@ describe("daytona emulator port bridges", () => {
     const attempt = connectAsNobody(live[0]!)
     expect(attempt).toContain("ERROR EACCES")
     expect(attempt).not.toContain("CONNECTED")
+    // Control: the same unprivileged process does connect to a socket left open to everyone.
+    const open = fs.mkdtempSync(path.join(os.tmpdir(), "sgw-open-"))
+    fs.chmodSync(open, 0o755)
+    const control = net.createServer((socket) => socket.end("HTTP/1.0 200 OK\r\n\r\nopen")).listen(path.join(open, "open.sock"))
+    await new Promise((resolve) => control.once("listening", resolve))
+    fs.chmodSync(path.join(open, "open.sock"), 0o777)
+    try {
+      expect(connectAsNobody(path.join(open, "open.sock"))).toContain("CONNECTED")
+    } finally {
+      control.close()
+      fs.rmSync(open, { recursive: true, force: true })
+    }
 
     // Revoked: the bridge stops listening and its file goes.
     await http.delete(`/v1/sandboxes/${sandbox.id}/endpoints/${endpoint.id}`, auth)
