@@ -8,7 +8,7 @@ import { enqueueJob, JobError, OperationRunner, OperationRunnerLive } from "../.
 import { tempDataDir } from "../support/server.ts"
 
 const config = (dataDir: string) =>
-  Layer.succeed(AppConfig, { port: 0, host: "127.0.0.1", dataDir, publicUrl: "http://127.0.0.1", publicUrlSet: true, logLevel: "info", maxBodyBytes: 1 << 20 })
+  Layer.succeed(AppConfig, { port: 0, host: "127.0.0.1", dataDir, publicUrl: "http://127.0.0.1", publicUrlSet: true, logLevel: "info", maxBodyBytes: 1 << 20, endpoints: { port: 0, host: "127.0.0.1", publicOrigin: undefined, base: undefined } })
 
 const testLayer = (dataDir = tempDataDir("runner")) =>
   OperationRunnerLive.pipe(Layer.provideMerge(SqlLive), Layer.provide(config(dataDir)))

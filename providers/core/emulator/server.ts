@@ -15,6 +15,17 @@ export const runOrThrow = async <A, E>(effect: Effect.Effect<A, E>): Promise<A> 
   throw Option.isSome(failure) ? failure.value : Cause.squash(exit.cause)
 }
 
+/**
+ * The message an emulator answers for something thrown in a handler: a runtime failure's own message (it says what
+ * failed in the sandbox), never the text of anything else — a crash's message is JavaScript (`undefined is not an
+ * object (evaluating …)`), which no provider would send. That goes to stderr for the operator.
+ */
+export const emulatorMessage = (e: unknown, emulator: string): string => {
+  if (typeof e === "object" && e !== null && (e as { _tag?: unknown })._tag === "RuntimeError") return String((e as { message?: unknown }).message)
+  console.error(`${emulator} emulator: unexpected failure`, e)
+  return "internal error"
+}
+
 /** The HTTP status for a runtime failure thrown inside an emulator handler. */
 export const statusOfRuntimeError = (e: unknown): number => {
   const kind = (e as { kind?: string }).kind

@@ -9,6 +9,7 @@ import * as crypto from "node:crypto"
 import type { LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
 import { makeRouter, route, runOrThrow as run } from "../../core/emulator/server.ts"
 import type { Books, EmulatedSandbox } from "./books.ts"
+import type { Previews } from "./preview.ts"
 import { error, json, Refused, toWire } from "./wire.ts"
 
 interface Call {
@@ -19,9 +20,7 @@ interface Call {
 
 export interface ControlOptions {
   readonly baseUrl: () => string
-  /** A sandbox goes (or a preview is expired): whatever serves its ports closes. */
-  readonly onGone: (sandboxId: string) => void
-  readonly onPreviewExpired: (token: string) => void
+  readonly previews: Previews
 }
 
 export const makeControl = (books: Books, runtime: LocalRuntimeShape, options: ControlOptions) => {
@@ -76,18 +75,19 @@ export const makeControl = (books: Books, runtime: LocalRuntimeShape, options: C
     await run(runtime.destroy(s.id))
     delete state.sandboxes[s.id]
     for (const [sid, session] of sessions.entries()) if (session.sandboxId === s.id) sessions.delete(sid)
-    for (const [token, preview] of Object.entries(state.previews)) if (preview.sandboxId === s.id) delete state.previews[token]
+    for (const [token, preview] of Object.entries(state.previews)) if (preview.sandboxId === s.id) options.previews.drop(token)
+    options.previews.closeSandbox(s.id)
     save()
-    options.onGone(s.id)
     return json({})
   }
 
   const transition = (to: "stopped" | "started") => async ({ sandbox }: Call) => {
     const s = sandbox()
+    // Nothing reaches a stopped sandbox: its bridges close (and their connections with them) before it freezes.
+    if (to === "stopped") options.previews.closeSandbox(s.id)
     await run(to === "stopped" ? runtime.pause(s.id) : runtime.resume(s.id))
     s.state = to
     save()
-    if (to === "stopped") options.onGone(s.id)
     return json(wire(s))
   }
 
@@ -97,14 +97,13 @@ export const makeControl = (books: Books, runtime: LocalRuntimeShape, options: C
     const token = crypto.randomBytes(18).toString("base64url")
     state.previews[token] = { sandboxId: s.id, port, expiresAt: Date.now() + expires * 1000 }
     save()
+    options.previews.arm(token)
     return json({ sandboxId: s.id, port, token, url: `${options.baseUrl()}/preview/${token}` })
   }
 
   const expirePreview = (token: string) => {
     if (state.previews[token] === undefined) return error(404, "Preview not found")
-    delete state.previews[token]
-    save()
-    options.onPreviewExpired(token)
+    options.previews.drop(token)
     return json({})
   }
 

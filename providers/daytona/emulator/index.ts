@@ -1,14 +1,14 @@
 /**
  * A loopback emulator of the Daytona API subset the adapter uses, backed by the local runtime: the control API
  * (`/sandbox…`, signed preview URLs: `control.ts`), the toolbox (`/toolbox/{id}/…`: `toolbox.ts`) and the preview
- * proxy (`/preview/{token}/…`: `preview.ts`). Its books (`books.ts`) survive a gateway restart the way a
+ * proxy (`/preview/{token}/…` through root-only unix-socket bridges: `preview.ts`). Its books (`books.ts`) survive a gateway restart the way a
  * provider's cloud would, and it keeps its port, which stored sandboxes carry in their toolbox URL.
  */
 import type { LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
-import { servePersistent, statusOfRuntimeError } from "../../core/emulator/server.ts"
+import { emulatorMessage, servePersistent, statusOfRuntimeError } from "../../core/emulator/server.ts"
 import { makeBooks } from "./books.ts"
 import { makeControl } from "./control.ts"
-import { makePreview } from "./preview.ts"
+import { makePreviews } from "./preview.ts"
 import { makeToolbox } from "./toolbox.ts"
 import { error, Refused } from "./wire.ts"
 
@@ -30,18 +30,14 @@ export interface DaytonaEmulator {
 export const startDaytonaEmulator = (dataDir: string, runtime: LocalRuntimeShape): DaytonaEmulator => {
   const books = makeBooks(dataDir)
   let baseUrl = ""
-  const previews = makePreview(books, runtime)
-  const control = makeControl(books, runtime, {
-    baseUrl: () => baseUrl,
-    onGone: previews.closeSandbox,
-    onPreviewExpired: previews.closePreview
-  })
+  const previews = makePreviews(books, runtime)
+  const control = makeControl(books, runtime, { baseUrl: () => baseUrl, previews })
   const toolbox = makeToolbox(books, runtime)
 
   const handle = async (request: Request): Promise<Response> => {
     const url = new URL(request.url)
     const [first, second, ...rest] = url.pathname.split("/").filter(Boolean)
-    if (first === "preview") return previews.preview(request, second ?? "", rest.join("/"), url)
+    if (first === "preview") return previews.proxy(request, second ?? "", rest.join("/"), url)
     if (request.headers.get("authorization") !== `Bearer ${books.apiKey}`) return error(401, "Unauthorized")
     if (first === "sandbox") return control(request, url)
     if (first === "toolbox" && second !== undefined) {
@@ -61,7 +57,7 @@ export const startDaytonaEmulator = (dataDir: string, runtime: LocalRuntimeShape
         return await handle(request)
       } catch (e) {
         if (e instanceof Refused) return error(e.status, e.message)
-        return error(statusOfRuntimeError(e), (e as Error).message ?? String(e))
+        return error(statusOfRuntimeError(e), emulatorMessage(e, "daytona"))
       }
     }
   })

@@ -1,53 +1,58 @@
 /**
- * The Daytona emulator's preview proxy (`/preview/{token}/…`): a live signed preview forwards to its sandbox's
- * port through the runtime's port bridge, by way of a loopback listener per sandbox and port.
+ * The Daytona emulator's signed previews and their proxy (`/preview/{token}/…`): a live preview forwards to its
+ * sandbox's port through a bridge (`core/emulator/bridges.ts`: a unix socket in a root-only directory, never a
+ * TCP port), one per preview. A preview ends at its expiry, when it is expired through the API, or when its
+ * sandbox stops or goes: its bridge closes then, cutting the connections through it.
  */
-import * as net from "node:net"
 import type { LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
+import { makePortBridges } from "../../core/emulator/bridges.ts"
 import { runOrThrow as run } from "../../core/emulator/server.ts"
 import type { Books } from "./books.ts"
 import { error } from "./wire.ts"
 
-export const makePreview = (books: Books, runtime: LocalRuntimeShape) => {
-  const bridges = new Map<string, Promise<number>>()
+/** setTimeout's longest delay. */
+const MAX_TIMER_MS = 2 ** 31 - 1
 
-  /** A loopback TCP listener that pipes to the sandbox's port through the runtime's bridge. */
-  const bridgePort = (sandboxId: string, port: number) => {
-    const key = `${sandboxId}:${port}`
-    let pending = bridges.get(key)
-    if (pending === undefined) {
-      pending = new Promise<number>((resolve) => {
-        const server = net.createServer((client) => {
-          client.pause()
-          run(runtime.connectPort(sandboxId, port)).then(
-            (upstream) => {
-              client.pipe(upstream)
-              upstream.pipe(client)
-              client.resume()
-              upstream.on("error", () => client.destroy())
-              client.on("error", () => upstream.destroy())
-            },
-            () => client.destroy()
-          )
-        })
-        server.listen(0, "127.0.0.1", () => resolve((server.address() as net.AddressInfo).port))
-      })
-      bridges.set(key, pending)
+export const makePreviews = (books: Books, runtime: LocalRuntimeShape) => {
+  const { state, save } = books
+  const bridges = makePortBridges(books.dir)
+  const timers = new Map<string, ReturnType<typeof setTimeout>>()
+
+  /** The preview is over: its record, its timer and its bridge go. */
+  const drop = (token: string) => {
+    clearTimeout(timers.get(token))
+    timers.delete(token)
+    bridges.close(token)
+    if (state.previews[token] !== undefined) {
+      delete state.previews[token]
+      save()
     }
-    return pending
   }
+  /** A preview ends at its expiry, whether or not anything uses it. */
+  const arm = (token: string) => {
+    const preview = state.previews[token]
+    if (preview === undefined) return
+    clearTimeout(timers.get(token))
+    timers.set(token, setTimeout(() => drop(token), Math.min(Math.max(0, preview.expiresAt - Date.now()), MAX_TIMER_MS)))
+  }
+  for (const token of Object.keys(state.previews)) arm(token)
 
-  const preview = async (request: Request, token: string, rest: string, url: URL): Promise<Response> => {
-    const entry = books.state.previews[token]
+  const proxy = async (request: Request, token: string, rest: string, url: URL): Promise<Response> => {
+    const entry = state.previews[token]
     if (entry === undefined || entry.expiresAt <= Date.now()) return error(404, "Preview not found or expired")
-    const port = await bridgePort(entry.sandboxId, entry.port)
+    if (state.sandboxes[entry.sandboxId]?.state !== "started") return error(502, "The sandbox is not running")
+    const bridge = bridges.open(token, entry.sandboxId, () => run(runtime.connectPort(entry.sandboxId, entry.port)))
     try {
-      const upstream = await fetch(`http://127.0.0.1:${port}/${rest}${url.search}`, {
+      await bridge.ready
+      const upstream = await fetch(`http://sandbox/${rest}${url.search}`, {
+        unix: bridge.socketPath,
         method: request.method,
         headers: request.headers,
         redirect: "manual",
-        ...(request.method === "GET" || request.method === "HEAD" ? {} : { body: request.body, duplex: "half" } as RequestInit)
-      })
+        // The caller going away ends the exchange with the sandbox too.
+        signal: request.signal,
+        ...(request.method === "GET" || request.method === "HEAD" ? {} : { body: request.body, duplex: "half" })
+      } as RequestInit)
       return new Response(upstream.body, { status: upstream.status, headers: upstream.headers })
     } catch {
       return error(502, "Nothing answers on that port")
@@ -55,11 +60,16 @@ export const makePreview = (books: Books, runtime: LocalRuntimeShape) => {
   }
 
   return {
-    preview,
-    /** The sandbox is gone or stopped. */
-    closeSandbox: (_sandboxId: string) => {},
-    /** The preview was expired. */
-    closePreview: (_token: string) => {},
-    stop: () => {}
+    proxy,
+    arm,
+    drop,
+    /** The sandbox stopped or went: nothing reaches it any more (its previews' records stay until they end). */
+    closeSandbox: bridges.closeSandbox,
+    stop: () => {
+      for (const timer of timers.values()) clearTimeout(timer)
+      bridges.closeAll()
+    }
   }
 }
+
+export type Previews = ReturnType<typeof makePreviews>

@@ -10,7 +10,7 @@
  */
 import * as path from "node:path"
 import type { FileEntry } from "../../../src/runtime/LocalRuntime.ts"
-import { runOrThrow as run } from "../../core/emulator/server.ts"
+import { emulatorMessage, runOrThrow as run } from "../../core/emulator/server.ts"
 import { ENVD_PORT, REPLAY_HEADER } from "../adapter/wire.ts"
 import { type ConnectCode, encodeEnvelope, END_STREAM, EnvelopeDecoder, STREAM_CONTENT_TYPE } from "../connect.ts"
 import type { Books, EmulatedSandbox, ProcessConfig, ProcessRecord } from "./books.ts"
@@ -106,7 +106,7 @@ export const makeEnvd = (books: Books) => {
             }
           }
         } catch (e) {
-          finish({ error: { code: connectCodeOf(e), message: (e as Error).message } })
+          finish({ error: { code: connectCodeOf(e), message: emulatorMessage(e, "e2b") } })
         }
       },
       cancel: () => {
@@ -176,7 +176,7 @@ export const makeEnvd = (books: Books) => {
       return processStream(sandbox, record, Number(pid), { keepaliveMs, deadlineOnTimeout: false, replay: true })
     } catch (e) {
       if (e instanceof ConnectFailure) return streamError(e.code, e.message)
-      return streamError(connectCodeOf(e), (e as Error).message)
+      return streamError(connectCodeOf(e), emulatorMessage(e, "e2b"))
     }
   }
 
@@ -285,7 +285,7 @@ export const makeEnvd = (books: Books) => {
     } catch (e) {
       if (e instanceof ConnectFailure) return connectError(e.code, e.message)
       if (e instanceof HttpFailure) return apiError(e.status, e.message)
-      return route === "files" ? apiError(statusOf(e), (e as Error).message) : connectError(connectCodeOf(e), (e as Error).message)
+      return route === "files" ? apiError(statusOf(e), emulatorMessage(e, "e2b")) : connectError(connectCodeOf(e), emulatorMessage(e, "e2b"))
     }
   }
 

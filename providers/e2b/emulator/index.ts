@@ -8,7 +8,7 @@
 import { Context, Effect, Layer, type Scope } from "effect"
 import { AppConfig } from "../../../src/Config.ts"
 import { LocalRuntime, type LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
-import { servePersistent } from "../../core/emulator/server.ts"
+import { emulatorMessage, servePersistent } from "../../core/emulator/server.ts"
 import { ENVD_PORT } from "../adapter/wire.ts"
 import { makeBooks } from "./books.ts"
 import { makeControl } from "./control.ts"
@@ -44,7 +44,7 @@ export const startE2BEmulator = (dataDir: string, runtime: LocalRuntimeShape): E
           return await control.control(request, url)
         } catch (e) {
           if (e instanceof HttpFailure) return apiError(e.status, e.message)
-          return apiError(statusOf(e), (e as Error).message)
+          return apiError(statusOf(e), emulatorMessage(e, "e2b"))
         }
       }
     })

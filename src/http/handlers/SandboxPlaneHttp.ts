@@ -2,7 +2,7 @@
  * Handlers of the sandbox plane. Mutations write rows + job in one transaction (through IdempotencyStore where
  * the route takes a key), wake the runner after commit, and answer 202 with the record to poll and a Location.
  */
-import { HttpApiBuilder, HttpServer, HttpServerResponse } from "@effect/platform"
+import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
 import { SqlClient } from "@effect/sql"
 import { Effect, Schema } from "effect"
 import { conflict, notFound } from "../../domain/Errors.ts"
@@ -32,7 +32,8 @@ import { getOperation, operationToWire } from "../../services/sandboxes/Operatio
 import { processJobKey, processToWire, type ProcessRow } from "../../services/sandboxes/Processes.ts"
 import { runtimeOperationJobKey, runtimeOperationToWire, type RuntimeOperationRow } from "../../services/sandboxes/RuntimeOperations.ts"
 import { capabilitiesOf, getSandboxRow, type SandboxRow, sandboxToWire } from "../../services/sandboxes/SandboxRows.ts"
-import { AppConfig } from "../../Config.ts"
+import { EndpointConnections } from "../../services/sandboxes/EndpointConnections.ts"
+import { EndpointOrigin } from "../EndpointProxy.ts"
 import { Api } from "../Api.ts"
 import { decodeCursor, page } from "../Pagination.ts"
 import { CurrentProjectKey } from "../Security.ts"
@@ -230,9 +231,8 @@ export const FilesystemLive = HttpApiBuilder.group(Api, "filesystem", (handlers)
 export const EndpointsLive = HttpApiBuilder.group(Api, "endpoints", (handlers) =>
   Effect.gen(function*() {
     const { sql, idempotency, runner, provide, tx } = yield* planeContext
-    const config = yield* AppConfig
-    const address = (yield* HttpServer.HttpServer).address
-    const publicUrl = config.publicUrlSet || address._tag !== "TcpAddress" ? config.publicUrl : `http://${address.hostname}:${address.port}`
+    const { addressing } = yield* EndpointOrigin
+    const connections = yield* EndpointConnections
     const wire = (row: EndpointRow) => Effect.map(getSandboxRow(row.sandbox_id), (s) => endpointToWire(row, capabilitiesOf(s)))
     return handlers
       .handle("create", ({ headers, path, payload }) =>
@@ -245,7 +245,7 @@ export const EndpointsLive = HttpApiBuilder.group(Api, "endpoints", (handlers) =
             required: true,
             request: payload,
             schema: Endpoint,
-            run: Effect.flatMap(createEndpoint(caller, path.sandbox_id, payload, publicUrl), wire)
+            run: Effect.flatMap(createEndpoint(caller, path.sandbox_id, payload, addressing), wire)
           })
           yield* runner.wake
           return yield* accepted(Endpoint, endpoint, `/v1/sandboxes/${path.sandbox_id}/endpoints`)
@@ -269,6 +269,8 @@ export const EndpointsLive = HttpApiBuilder.group(Api, "endpoints", (handlers) =
         Effect.gen(function*() {
           const caller = yield* keyCaller
           const row = yield* tx(revokeEndpoint(caller, path.sandbox_id, path.endpoint_id))
+          // Open exchanges through it are cut now (the watchdog would within a quarter second anyway).
+          yield* connections.recheck
           yield* runner.wake
           return yield* accepted(Endpoint, yield* wire(row), `/v1/sandboxes/${path.sandbox_id}/endpoints`)
         }).pipe(provide))

@@ -7,7 +7,8 @@ import { Effect } from "effect"
 import { conflict, type Conflict, notFound, PaymentRequired } from "../../domain/Errors.ts"
 import { newId } from "../../domain/Ids.ts"
 import { isoAfter, nowIso } from "../../domain/Time.ts"
-import { sha256Hex, randomToken } from "../Crypto.ts"
+import { type EndpointAddressing, endpointUrl, newEndpointToken } from "../../domain/EndpointAddress.ts"
+import { sha256Hex } from "../Crypto.ts"
 import { appendEvent } from "../Events.ts"
 import { enqueueJob } from "../OperationRunner.ts"
 import { endpointExpiryJob, getEndpointRow } from "./Endpoints.ts"
@@ -219,7 +220,7 @@ export const runtimeOperationOf = (caller: Caller, sandboxId: string, id: string
   Effect.flatMap(getRuntimeOperationRow(id), (row) =>
     row === undefined || row.project_id !== caller.projectId || row.sandbox_id !== sandboxId ? Effect.fail(notFound("Runtime operation")) : Effect.succeed(row))
 
-export const createEndpoint = (caller: Caller, sandboxId: string, input: { readonly port: number; readonly protocol: string; readonly lease_seconds: number }, publicUrl: string) =>
+export const createEndpoint = (caller: Caller, sandboxId: string, input: { readonly port: number; readonly protocol: string; readonly lease_seconds: number }, addressing: EndpointAddressing) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const sandbox = yield* readySandboxOf(caller, sandboxId)
@@ -231,13 +232,13 @@ export const createEndpoint = (caller: Caller, sandboxId: string, input: { reado
     }
     const now = yield* nowIso
     const id = newId("ep")
-    const token = randomToken("")
+    const token = newEndpointToken()
     const row = {
       id,
       lease_expires_at: isoAfter(now, input.lease_seconds)
     }
     yield* sql`INSERT INTO endpoints (id, project_id, sandbox_id, port, protocol, state, url, token_hash, lease_expires_at, created_at, updated_at)
-      VALUES (${id}, ${caller.projectId}, ${sandboxId}, ${input.port}, ${input.protocol}, 'provisioning', ${`${publicUrl}/e/${id}/${token}/`},
+      VALUES (${id}, ${caller.projectId}, ${sandboxId}, ${input.port}, ${input.protocol}, 'provisioning', ${endpointUrl(addressing, id, token)},
               ${sha256Hex(token)}, ${row.lease_expires_at}, ${now}, ${now})`.pipe(Effect.orDie)
     yield* sql`UPDATE sandboxes SET last_activity_at = ${now} WHERE id = ${sandboxId}`.pipe(Effect.orDie)
     yield* enqueueJob({ type: "endpoint.create", dedupeKey: `endpoint:create:${id}`, payload: { endpoint_id: id } })

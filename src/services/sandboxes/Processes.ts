@@ -12,6 +12,7 @@ import type { Process } from "../../domain/Runtime.ts"
 import { nowIso } from "../../domain/Time.ts"
 import { type ProviderError, type ProviderExecEvent, ProviderRegistry } from "../../../providers/core/Provider.ts"
 import { type Job, type JobHandler, JobError } from "../OperationRunner.ts"
+import { logProviderFailure, processFailure } from "./ProviderErrors.ts"
 import { getSandboxRow, providerTarget } from "./SandboxRows.ts"
 
 export type ProcessState = "queued" | "running" | "cancelling" | "succeeded" | "failed" | "cancelled" | "timed_out"
@@ -92,11 +93,17 @@ export const appendProcessEvent = (processId: string, type: string, data: Readon
     yield* sql`INSERT INTO process_events (process_id, seq, type, occurred_at, data) VALUES (${processId}, ${seq}, ${type}, ${now}, ${JSON.stringify(data)})`
   }).pipe(Effect.orDie)
 
-const providerFailure = (e: ProviderError): JobError =>
-  new JobError({
-    error: { code: e.kind === "unknown_outcome" ? "provider_unknown_outcome" : `provider_${e.kind}`, message: e.message, retryable: e.retryable },
-    retryable: e.retryable || e.kind === "unavailable" || e.kind === "unknown_outcome"
-  })
+/** A provider failure as the process's error: in the user's terms (ProviderErrors.ts); the provider's words are logged. */
+const providerFailure = (row: { readonly command: string; readonly cwd: string | null }) => (e: ProviderError) =>
+  Effect.zipRight(
+    logProviderFailure("process", e),
+    Effect.fail(
+      new JobError({
+        error: processFailure(e, { command: JSON.parse(row.command) as Array<string>, cwd: row.cwd }),
+        retryable: e.retryable || e.kind === "unavailable" || e.kind === "unknown_outcome"
+      })
+    )
+  )
 
 /** Finishes a process (no-op if already terminal). */
 export const finishProcess = (
@@ -218,7 +225,7 @@ export const makeProcessHandler = Effect.gen(function*() {
           timeoutSeconds: row.timeout_seconds,
           maxOutputBytes: row.max_output_bytes,
           processId
-        }).pipe(Effect.mapError(providerFailure))
+        }).pipe(Effect.catchAll(providerFailure(row)))
         const now = yield* nowIso
         // One statement takes the event's sequence number and records the start; the event follows it.
         const recordStart = Effect.gen(function*() {
@@ -233,7 +240,7 @@ export const makeProcessHandler = Effect.gen(function*() {
         // then); they are stored after it, so the start comes first.
         const [recorded, first] = yield* Effect.all([
           recordStart,
-          ctx.value.provider.execEvents(ctx.value.resource, started.executionId, 0).pipe(Effect.mapError(providerFailure))
+          ctx.value.provider.execEvents(ctx.value.resource, started.executionId, 0).pipe(Effect.catchAll(providerFailure(row)))
         ], { concurrency: 2 })
         row = recorded
         firstEvents = first
@@ -259,7 +266,7 @@ export const makeProcessHandler = Effect.gen(function*() {
         }
         const events = first && firstEvents !== undefined && !cancelSent
           ? firstEvents
-          : yield* ctx.value.provider.execEvents(ctx.value.resource, executionId, row.provider_seq).pipe(Effect.mapError(providerFailure))
+          : yield* ctx.value.provider.execEvents(ctx.value.resource, executionId, row.provider_seq).pipe(Effect.catchAll(providerFailure(row)))
         if (events.length > 0) {
           const exit = yield* storeEvents(processId, events, timedOutByUs).pipe(sql.withTransaction, Effect.orDie)
           if (exit !== undefined) return

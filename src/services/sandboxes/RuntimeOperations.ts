@@ -8,7 +8,8 @@ import { Effect } from "effect"
 import type { ErrorObject } from "../../domain/Errors.ts"
 import type { RuntimeOperation } from "../../domain/Runtime.ts"
 import { nowIso } from "../../domain/Time.ts"
-import { type ProviderError, ProviderRegistry } from "../../../providers/core/Provider.ts"
+import { ProviderRegistry } from "../../../providers/core/Provider.ts"
+import { type FileOperation, fileFailure, logProviderFailure } from "./ProviderErrors.ts"
 import { type Job, type JobHandler, JobError } from "../OperationRunner.ts"
 import { getSandboxRow, providerTarget, touchSandbox } from "./SandboxRows.ts"
 
@@ -72,13 +73,6 @@ type FsRequest =
   | { readonly path: string; readonly recursive: boolean; readonly max_entries: number }
   | { readonly path: string; readonly recursive: boolean }
 
-/** Provider failures that mean "the caller asked for something impossible", not "try again". */
-const customerError = (e: ProviderError): ErrorObject | null => {
-  if (e.kind === "not_found") return { code: "file_not_found", message: e.message, retryable: false }
-  if (e.kind === "invalid_request" || e.kind === "customer") return { code: "invalid_path", message: e.message, retryable: false }
-  if (e.kind === "unsupported") return { code: "capability_unsupported", message: e.message, retryable: false }
-  return null
-}
 
 export const makeRuntimeOperationHandler = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
@@ -162,16 +156,18 @@ export const makeRuntimeOperationHandler = Effect.gen(function*() {
         }
       }).pipe(
         Effect.map((value) => ({ ok: true as const, value })),
-        Effect.catchAll((e) => {
-          const customer = customerError(e)
-          if (customer !== null) return Effect.succeed({ ok: false as const, error: customer })
-          return Effect.fail(
-            new JobError({
-              error: { code: "runtime_operation_failed", message: e.message, retryable: e.retryable },
-              retryable: (e.retryable || e.kind === "unavailable") && (kind === "filesystem_read" || kind === "filesystem_list")
-            })
-          )
-        })
+        // The answer says what failed in the user's terms (ProviderErrors.ts); the provider's words go to the log.
+        Effect.catchAll((e) =>
+          Effect.zipRight(logProviderFailure(kind, e), Effect.suspend(() => {
+            const failure = fileFailure(kind.replace("filesystem_", "") as FileOperation, request.path, e)
+            if (failure.customer) return Effect.succeed({ ok: false as const, error: failure.error })
+            return Effect.fail(
+              new JobError({
+                error: failure.error,
+                retryable: (e.retryable || e.kind === "unavailable") && (kind === "filesystem_read" || kind === "filesystem_list")
+              })
+            )
+          })))
       )
       yield* touchSandbox(row.sandbox_id)
       if (result.ok) yield* complete(id, "succeeded", result.value, null, readData)
