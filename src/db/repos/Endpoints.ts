@@ -31,6 +31,21 @@ export const EndpointRow = Schema.Struct({
 })
 export type EndpointRow = typeof EndpointRow.Type
 
+/**
+ * What the endpoint proxy reads on every request, and what its watchdog re-reads while connections are open:
+ * the endpoint's lease and state together with its sandbox's state, in one statement.
+ */
+export const EndpointAccessRow = Schema.Struct({
+  id: Schema.String,
+  sandbox_id: Schema.String,
+  state: EndpointState,
+  token_hash: Schema.String,
+  provider_url: Schema.NullOr(Schema.String),
+  lease_expires_at: Schema.String,
+  sandbox_state: Schema.String
+})
+export type EndpointAccessRow = typeof EndpointAccessRow.Type
+
 export interface NewEndpoint {
   readonly id: string
   readonly projectId: string
@@ -49,8 +64,19 @@ export class EndpointsRepo extends Effect.Service<EndpointsRepo>()("app/db/Endpo
     const sql = yield* SqlClient.SqlClient
     const endpoints = rowsOf("endpoints", EndpointRow)
     const ids = rowsOf("endpoints", Schema.Struct({ id: Schema.String }))
+    const access = rowsOf("endpoints", EndpointAccessRow)
     return {
       get: (id: string) => endpoints.first(sql`SELECT * FROM endpoints WHERE id = ${id}`),
+      /** The proxy's check of one endpoint (see EndpointAccessRow). */
+      access: (id: string) =>
+        access.first(sql`SELECT e.id, e.sandbox_id, e.state, e.token_hash, e.provider_url, e.lease_expires_at, s.state AS sandbox_state
+          FROM endpoints e JOIN sandboxes s ON s.id = e.sandbox_id WHERE e.id = ${id}`),
+      /** The rows of these endpoints (an id with no row is simply absent). */
+      accessOf: (ids: ReadonlyArray<string>) =>
+        ids.length === 0
+          ? Effect.succeed<ReadonlyArray<EndpointAccessRow>>([])
+          : access.all(sql`SELECT e.id, e.sandbox_id, e.state, e.token_hash, e.provider_url, e.lease_expires_at, s.state AS sandbox_state
+            FROM endpoints e JOIN sandboxes s ON s.id = e.sandbox_id WHERE e.id IN ${sql.in(ids)}`),
       /** The live endpoint on a sandbox's port, if any. */
       liveOnPort: (sandboxId: string, port: number) =>
         Effect.map(ids.first(sql`SELECT id FROM endpoints WHERE sandbox_id = ${sandboxId} AND port = ${port}

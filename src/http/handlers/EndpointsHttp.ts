@@ -1,13 +1,14 @@
-/** `/v1/sandboxes/{id}/endpoints`: create (idempotent), list, revoke; URLs are served by the endpoint proxy. */
-import { HttpApiBuilder, HttpServer } from "@effect/platform"
+/** `/v1/sandboxes/{id}/endpoints`: create (idempotent), list, revoke; URLs are served by the endpoint listener. */
+import { HttpApiBuilder } from "@effect/platform"
 import { Effect } from "effect"
-import { AppConfig } from "../../Config.ts"
 import { EndpointsRepo } from "../../db/repos/Endpoints.ts"
 import { Endpoint } from "../../domain/Runtime.ts"
 import { createEndpoint, revokeEndpoint, sandboxOf } from "../../services/sandboxes/Commands.ts"
+import { EndpointConnections } from "../../services/sandboxes/EndpointConnections.ts"
 import type { EndpointRow } from "../../services/sandboxes/Endpoints.ts"
 import { SandboxesRepo } from "../../db/repos/Sandboxes.ts"
 import { Api } from "../Api.ts"
+import { EndpointOrigin } from "../EndpointProxy.ts"
 import { decodeCursor, page } from "../Pagination.ts"
 import { capabilitiesOf, endpointToWire } from "../wire/Sandboxes.ts"
 import { accepted, keyCaller, ListPosition, planeContext } from "./PlaneSupport.ts"
@@ -15,9 +16,8 @@ import { accepted, keyCaller, ListPosition, planeContext } from "./PlaneSupport.
 export const EndpointsLive = HttpApiBuilder.group(Api, "endpoints", (handlers) =>
   Effect.gen(function*() {
     const { idempotency, runner, provide, tx } = yield* planeContext
-    const config = yield* AppConfig
-    const address = (yield* HttpServer.HttpServer).address
-    const publicUrl = config.publicUrlSet || address._tag !== "TcpAddress" ? config.publicUrl : `http://${address.hostname}:${address.port}`
+    const { addressing } = yield* EndpointOrigin
+    const connections = yield* EndpointConnections
     const wire = (row: EndpointRow) => Effect.map(SandboxesRepo.capabilities(row.sandbox_id), (caps) => endpointToWire(row, caps))
     return handlers
       .handle("create", ({ headers, path, payload }) =>
@@ -30,7 +30,7 @@ export const EndpointsLive = HttpApiBuilder.group(Api, "endpoints", (handlers) =
             required: true,
             request: payload,
             schema: Endpoint,
-            run: Effect.flatMap(createEndpoint(caller, path.sandbox_id, payload, publicUrl), wire)
+            run: Effect.flatMap(createEndpoint(caller, path.sandbox_id, payload, addressing), wire)
           })
           yield* runner.wake
           return yield* accepted(Endpoint, endpoint, `/v1/sandboxes/${path.sandbox_id}/endpoints`)
@@ -49,6 +49,8 @@ export const EndpointsLive = HttpApiBuilder.group(Api, "endpoints", (handlers) =
         Effect.gen(function*() {
           const caller = yield* keyCaller
           const row = yield* tx(revokeEndpoint(caller, path.sandbox_id, path.endpoint_id))
+          // Open exchanges through it are cut now (the watchdog would within a quarter second anyway).
+          yield* connections.recheck
           yield* runner.wake
           return yield* accepted(Endpoint, yield* wire(row), `/v1/sandboxes/${path.sandbox_id}/endpoints`)
         }).pipe(provide))

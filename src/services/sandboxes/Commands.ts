@@ -12,7 +12,8 @@ import { conflict, type Conflict, notFound, PaymentRequired } from "../../domain
 import type { DeleteFile, ListFiles, ReadFile, WriteFile } from "../../domain/Runtime.ts"
 import { newId } from "../../domain/Ids.ts"
 import { isoAfter, nowIso } from "../../domain/Time.ts"
-import { randomToken, sha256Hex } from "../../domain/Tokens.ts"
+import { type EndpointAddressing, endpointUrl, newEndpointToken } from "../../domain/EndpointAddress.ts"
+import { sha256Hex } from "../../domain/Tokens.ts"
 import { appendEvent } from "../Events.ts"
 import { enqueueJob } from "../JobRegistry.ts"
 import { endpointExpiryJob, getEndpointRow } from "./Endpoints.ts"
@@ -231,7 +232,7 @@ export const runtimeOperationOf = (caller: Caller, sandboxId: string, id: string
   Effect.flatMap(getRuntimeOperationRow(id), (row) =>
     row === undefined || row.project_id !== caller.projectId || row.sandbox_id !== sandboxId ? Effect.fail(notFound("Runtime operation")) : Effect.succeed(row))
 
-export const createEndpoint = (caller: Caller, sandboxId: string, input: { readonly port: number; readonly protocol: string; readonly lease_seconds: number }, publicUrl: string) =>
+export const createEndpoint = (caller: Caller, sandboxId: string, input: { readonly port: number; readonly protocol: string; readonly lease_seconds: number }, addressing: EndpointAddressing) =>
   Effect.gen(function*() {
     const sandbox = yield* readySandboxOf(caller, sandboxId)
     yield* requireCapability(sandbox, ["http_endpoints", "create"], "HTTP endpoints")
@@ -241,7 +242,7 @@ export const createEndpoint = (caller: Caller, sandboxId: string, input: { reado
     }
     const now = yield* nowIso
     const id = newId("ep")
-    const token = randomToken("")
+    const token = newEndpointToken()
     const row = {
       id,
       lease_expires_at: isoAfter(now, input.lease_seconds)
@@ -252,7 +253,7 @@ export const createEndpoint = (caller: Caller, sandboxId: string, input: { reado
       sandboxId,
       port: input.port,
       protocol: input.protocol,
-      url: `${publicUrl}/e/${id}/${token}/`,
+      url: endpointUrl(addressing, id, token),
       tokenHash: sha256Hex(token),
       leaseExpiresAt: row.lease_expires_at,
       now

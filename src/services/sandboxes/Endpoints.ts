@@ -1,8 +1,8 @@
 /**
  * Sandbox endpoints (spec §2.9): provisioning → active → revoking → revoked, or expired / failed. The provider
- * exposes the port (its own URL and lease); the gateway hands out its own capability URL under PUBLIC_URL,
- * `<PUBLIC_URL>/e/<endpoint id>/<token>/…`, and its reverse proxy checks the lease on every request, so an
- * expired or revoked lease stops serving at once, before the expiry job has even run.
+ * exposes the port (its own URL and lease); the gateway hands out its own capability URL on the endpoint listener
+ * (never the API's origin; see src/domain/EndpointAddress.ts), and its reverse proxy checks the lease on every
+ * request and cuts open exchanges when the lease ends (EndpointConnections), before the expiry job has even run.
  */
 import { Effect } from "effect"
 import { provideRepositories } from "../../db/Database.ts"
@@ -12,6 +12,7 @@ import { nowIso } from "../../domain/Time.ts"
 import { ProviderRegistry } from "../../../providers/core/Provider.ts"
 import { cancelJob, enqueueJob, type JobHandler, JobError } from "../JobRegistry.ts"
 import { EndpointExpireJob } from "./JobTypes.ts"
+import { actionFailure, logProviderFailure } from "./ProviderErrors.ts"
 import { getSandboxRow, providerTarget } from "./SandboxRows.ts"
 
 export type { EndpointRow, EndpointState }
@@ -42,7 +43,12 @@ export const makeEndpointHandlers = Effect.gen(function*() {
       if (target === undefined) return
       yield* target.provider.revokeHttpEndpoint(target.resource, row.provider_lease_id).pipe(
         Effect.catchAll((e) =>
-          e.kind === "not_found" ? Effect.void : new JobError({ error: { code: "endpoint_revoke_failed", message: e.message, retryable: true }, retryable: true })
+          e.kind === "not_found"
+            ? Effect.void
+            : Effect.zipRight(
+              logProviderFailure("revoke endpoint", e),
+              new JobError({ error: { ...actionFailure("endpoint_revoke_failed", `revoke the endpoint on port ${row.port}`, e), retryable: true }, retryable: true })
+            )
         )
       )
     })
@@ -63,11 +69,14 @@ export const makeEndpointHandlers = Effect.gen(function*() {
         const now = yield* nowIso
         const leaseSeconds = Math.max(1, Math.ceil((Date.parse(row.lease_expires_at) - Date.parse(now)) / 1000))
         const exposed = yield* target.provider.exposeHttpEndpoint(target.resource, { port: row.port, leaseSeconds }).pipe(
-          Effect.mapError((e) =>
-            new JobError({
-              error: { code: e.kind === "unsupported" ? "capability_unsupported" : "endpoint_create_failed", message: e.message, retryable: e.retryable },
-              retryable: e.retryable || e.kind === "unavailable"
-            })
+          Effect.catchAll((e) =>
+            Effect.zipRight(
+              logProviderFailure("expose endpoint", e),
+              new JobError({
+                error: actionFailure(e.kind === "unsupported" ? "capability_unsupported" : "endpoint_create_failed", `expose port ${row.port}`, e),
+                retryable: e.retryable || e.kind === "unavailable"
+              })
+            )
           )
         )
         const activated = yield* setState(id, ["provisioning"], "active", { providerLeaseId: exposed.leaseId, providerUrl: exposed.url })

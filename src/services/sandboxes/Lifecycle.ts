@@ -20,6 +20,7 @@ import { IdleCheckJob, type LifecyclePayload, RuntimeTimeoutJob } from "./JobTyp
 import { sandboxLockKey, startSystemAction } from "./LifecycleJobs.ts"
 import { appendProcessEvent, finishProcess } from "./Processes.ts"
 import { setOperationState } from "./Operations.ts"
+import { actionFailure, logProviderFailure } from "./ProviderErrors.ts"
 import { provisionSandbox } from "./Provisioning.ts"
 import { getSandboxRow, providerTarget, type SandboxRow, setSandboxState } from "./SandboxRows.ts"
 
@@ -50,8 +51,12 @@ const armTimers = (sandbox: SandboxRow) =>
 const disarmTimers = (sandboxId: string) =>
   Effect.all([cancelJob(`sandbox:runtime_timeout:${sandboxId}`), cancelJob(`sandbox:idle_check:${sandboxId}`)], { discard: true })
 
-const providerJobError = (code: string, e: ProviderError) =>
-  new JobError({ error: { code, message: e.message, retryable: e.retryable }, retryable: e.retryable || e.kind === "unavailable" || e.kind === "timeout_absent" })
+/** The operation's error says what failed in the user's terms (ProviderErrors.ts); the provider's words are logged. */
+const providerJobError = (code: string, what: string, e: ProviderError) =>
+  Effect.zipRight(
+    logProviderFailure(what, e),
+    Effect.fail(new JobError({ error: actionFailure(code, what, e), retryable: e.retryable || e.kind === "unavailable" || e.kind === "timeout_absent" }))
+  )
 
 export const makeLifecycleHandlers = Effect.gen(function*() {
   const registry = yield* ProviderRegistry
@@ -151,6 +156,8 @@ export const makeLifecycleHandlers = Effect.gen(function*() {
     readonly revertTo: "ready" | "paused"
     readonly call: (t: { provider: SandboxProvider; resource: ProviderSandbox }) => Effect.Effect<void, ProviderError>
     readonly failCode: string
+    /** What the action does, for messages: "pause the sandbox". */
+    readonly what: string
     readonly event: string
     /** Timers: paused sandboxes have none; resumed ones get fresh ones. */
     readonly timers: (sandboxId: string) => Effect.Effect<void>
@@ -166,7 +173,7 @@ export const makeLifecycleHandlers = Effect.gen(function*() {
         yield* setOperationState(operationId, "running")
         const t = target(sandbox)
         if (t === undefined) return yield* new JobError({ error: { code: "provider_unavailable", message: "No provider resource", retryable: false }, retryable: false })
-        yield* spec.call(t).pipe(Effect.mapError((e) => providerJobError(spec.failCode, e)))
+        yield* spec.call(t).pipe(Effect.catchAll((e) => providerJobError(spec.failCode, spec.what, e)))
         yield* Effect.gen(function*() {
           if (yield* setSandboxState(sandboxId, spec.to, { unless: ["stopping", "stopped"] })) yield* spec.timers(sandboxId)
           yield* event(sandbox, spec.event)
@@ -187,6 +194,7 @@ export const makeLifecycleHandlers = Effect.gen(function*() {
     revertTo: "ready",
     call: (t) => t.provider.pause(t.resource),
     failCode: "sandbox_pause_failed",
+    what: "pause the sandbox",
     event: "sandbox.paused",
     timers: (sandboxId) => provide(disarmTimers(sandboxId))
   })
@@ -197,6 +205,7 @@ export const makeLifecycleHandlers = Effect.gen(function*() {
     revertTo: "paused",
     call: (t) => t.provider.resume(t.resource),
     failCode: "sandbox_resume_failed",
+    what: "resume the sandbox",
     event: "sandbox.resumed",
     timers: (sandboxId) => Effect.flatMap(getSandboxRow(sandboxId), (row) => (row === undefined ? Effect.void : armTimers(row))).pipe(provide)
   })
@@ -215,7 +224,7 @@ export const makeLifecycleHandlers = Effect.gen(function*() {
         const t = target(sandbox)
         if (t !== undefined) {
           yield* t.provider.destroy(t.resource).pipe(
-            Effect.catchAll((e) => e.kind === "not_found" ? Effect.void : Effect.fail(providerJobError("sandbox_destroy_failed", e)))
+            Effect.catchAll((e) => e.kind === "not_found" ? Effect.void : providerJobError("sandbox_destroy_failed", "delete the sandbox", e))
           )
         }
         yield* Effect.gen(function*() {

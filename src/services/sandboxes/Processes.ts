@@ -13,8 +13,8 @@ import { SandboxesRepo } from "../../db/repos/Sandboxes.ts"
 import type { ErrorObject } from "../../domain/Errors.ts"
 import { nowIso } from "../../domain/Time.ts"
 import { type ProviderError, type ProviderExecEvent, ProviderRegistry } from "../../../providers/core/Provider.ts"
-import type { JobHandler } from "../JobRegistry.ts"
-import { JobError } from "../JobRegistry.ts"
+import { type JobHandler, JobError } from "../JobRegistry.ts"
+import { logProviderFailure, processFailure } from "./ProviderErrors.ts"
 import { getSandboxRow, providerTarget } from "./SandboxRows.ts"
 
 export type { ProcessRow }
@@ -34,11 +34,17 @@ export const processJobKey = (processId: string) => `process:execute:${processId
 export const appendProcessEvent = (processId: string, type: string, data: Readonly<Record<string, unknown>>) =>
   ProcessesRepo.appendEvent(processId, type, data)
 
-const providerFailure = (e: ProviderError): JobError =>
-  new JobError({
-    error: { code: e.kind === "unknown_outcome" ? "provider_unknown_outcome" : `provider_${e.kind}`, message: e.message, retryable: e.retryable },
-    retryable: e.retryable || e.kind === "unavailable" || e.kind === "unknown_outcome"
-  })
+/** A provider failure as the process's error: in the user's terms (ProviderErrors.ts); the provider's words are logged. */
+const providerFailure = (row: { readonly command: ReadonlyArray<string>; readonly cwd: string | null }) => (e: ProviderError) =>
+  Effect.zipRight(
+    logProviderFailure("process", e),
+    Effect.fail(
+      new JobError({
+        error: processFailure(e, { command: row.command, cwd: row.cwd }),
+        retryable: e.retryable || e.kind === "unavailable" || e.kind === "unknown_outcome"
+      })
+    )
+  )
 
 /** Finishes a process (no-op if already terminal). */
 export const finishProcess = (
@@ -154,7 +160,7 @@ export const makeProcessHandler = Effect.gen(function*() {
           timeoutSeconds: row.timeout_seconds,
           maxOutputBytes: row.max_output_bytes,
           processId
-        }).pipe(Effect.mapError(providerFailure))
+        }).pipe(Effect.catchAll(providerFailure(row)))
         const now = yield* nowIso
         // One statement takes the event's sequence number and records the start; the event follows it.
         const recordStart = tx(ProcessesRepo.recordStart(processId, started.executionId, now))
@@ -162,7 +168,7 @@ export const makeProcessHandler = Effect.gen(function*() {
         // then); they are stored after it, so the start comes first.
         const [recorded, first] = yield* Effect.all([
           recordStart,
-          ctx.value.provider.execEvents(ctx.value.resource, started.executionId, 0).pipe(Effect.mapError(providerFailure))
+          ctx.value.provider.execEvents(ctx.value.resource, started.executionId, 0).pipe(Effect.catchAll(providerFailure(row)))
         ], { concurrency: 2 })
         row = recorded
         firstEvents = first
@@ -189,7 +195,7 @@ export const makeProcessHandler = Effect.gen(function*() {
         }
         const events = first && firstEvents !== undefined && !cancelSent
           ? firstEvents
-          : yield* ctx.value.provider.execEvents(ctx.value.resource, executionId, progress.provider_seq).pipe(Effect.mapError(providerFailure))
+          : yield* ctx.value.provider.execEvents(ctx.value.resource, executionId, progress.provider_seq).pipe(Effect.catchAll(providerFailure(row)))
         if (events.length > 0) {
           const exit = yield* storeEvents(processId, events, timedOutByUs).pipe(tx)
           if (exit !== undefined) return

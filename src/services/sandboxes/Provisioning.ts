@@ -11,6 +11,7 @@ import { capabilitiesToWire, type CapabilityManifest } from "../../../providers/
 import { type CreateInput, ProviderRegistry, type ProviderName, type ProviderSandbox } from "../../../providers/core/Provider.ts"
 import { type Attempt, provisionWithFallback } from "../../../providers/core/routing.ts"
 import { appendOperationEvent } from "./Operations.ts"
+import { actionFailure, logProviderFailure, publicAttempt } from "./ProviderErrors.ts"
 import type { SandboxRow } from "./SandboxRows.ts"
 
 export type Provisioned =
@@ -53,8 +54,11 @@ export const provisionSandbox = (sandbox: SandboxRow, operationId: string) =>
     const registry = yield* ProviderRegistry
     const context = yield* repositories
     const request = yield* requestOf(sandbox)
-    const record = (attempt: Attempt) =>
+    // A provider's own words (its status lines, its daemon's errors) are logged, not recorded where clients read.
+    const record = (raw: Attempt) =>
       Effect.gen(function*() {
+        const attempt = publicAttempt(raw)
+        if (attempt.message !== raw.message) yield* Effect.logWarning("provider failure: create", { provider: raw.provider, code: raw.code, message: raw.message })
         yield* SandboxesRepo.recordAttempt({
           sandboxId: sandbox.id,
           operationId,
@@ -93,11 +97,14 @@ export const provisionSandbox = (sandbox: SandboxRow, operationId: string) =>
           _tag: "NoEligibleProvider",
           error: { code: "no_eligible_provider", message: "No configured provider can serve this request", retryable: false, details: details(outcome.attempts) }
         } satisfies Provisioned
-      case "Failed":
+      case "Failed": {
+        const error = actionFailure(`provider_${outcome.error.kind}`, "create the sandbox", outcome.error)
+        yield* logProviderFailure("create", outcome.error)
         return {
           _tag: "Failed",
-          error: { code: `provider_${outcome.error.kind}`, message: outcome.error.message, retryable: outcome.error.retryable, details: details(outcome.attempts) }
+          error: { ...error, details: { ...error.details, ...details(outcome.attempts.map(publicAttempt)) } }
         } satisfies Provisioned
+      }
       case "ProvisionUnknown":
         return { _tag: "ProvisionUnknown" } satisfies Provisioned
     }

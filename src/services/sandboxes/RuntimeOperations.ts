@@ -10,6 +10,7 @@ import type { ErrorObject } from "../../domain/Errors.ts"
 import { nowIso } from "../../domain/Time.ts"
 import { type ProviderError, ProviderRegistry, type ProviderSandbox, type SandboxProvider } from "../../../providers/core/Provider.ts"
 import { type JobHandler, JobError } from "../JobRegistry.ts"
+import { type FileOperation, fileFailure, logProviderFailure } from "./ProviderErrors.ts"
 import { getSandboxRow, providerTarget, touchSandbox } from "./SandboxRows.ts"
 
 export type { RuntimeOperationKind, RuntimeOperationRow }
@@ -18,13 +19,13 @@ export const runtimeOperationJobKey = (kind: RuntimeOperationKind, id: string) =
 
 export const getRuntimeOperationRow = (id: string) => RuntimeOperationsRepo.get(id)
 
-/** Provider failures that mean "the caller asked for something impossible", not "try again". */
-const customerError = (e: ProviderError): ErrorObject | null => {
-  if (e.kind === "not_found") return { code: "file_not_found", message: e.message, retryable: false }
-  if (e.kind === "invalid_request" || e.kind === "customer") return { code: "invalid_path", message: e.message, retryable: false }
-  if (e.kind === "unsupported") return { code: "capability_unsupported", message: e.message, retryable: false }
-  return null
+const FILE_OPERATION: Record<RuntimeOperationKind, FileOperation> = {
+  filesystem_read: "read",
+  filesystem_write: "write",
+  filesystem_list: "list",
+  filesystem_delete: "delete"
 }
+
 
 /** Carries out the operation at the provider; a read also returns its bytes (stored apart from the result). */
 const perform = (row: RuntimeOperationRow, provider: SandboxProvider, resource: ProviderSandbox): Effect.Effect<{ readonly result: StoredResult; readonly data?: Uint8Array }, ProviderError> => {
@@ -98,16 +99,18 @@ export const makeRuntimeOperationHandler = Effect.gen(function*() {
       const kind = row.kind
       const outcome = yield* perform(row, target.provider, target.resource).pipe(
         Effect.map((value) => ({ ok: true as const, value })),
-        Effect.catchAll((e) => {
-          const customer = customerError(e)
-          if (customer !== null) return Effect.succeed({ ok: false as const, error: customer })
-          return Effect.fail(
-            new JobError({
-              error: { code: "runtime_operation_failed", message: e.message, retryable: e.retryable },
-              retryable: (e.retryable || e.kind === "unavailable") && (kind === "filesystem_read" || kind === "filesystem_list")
-            })
-          )
-        })
+        // The answer says what failed in the user's terms (ProviderErrors.ts); the provider's words go to the log.
+        Effect.catchAll((e) =>
+          Effect.zipRight(logProviderFailure(kind, e), Effect.suspend(() => {
+            const failure = fileFailure(FILE_OPERATION[kind], row.request.path, e)
+            if (failure.customer) return Effect.succeed({ ok: false as const, error: failure.error })
+            return Effect.fail(
+              new JobError({
+                error: failure.error,
+                retryable: (e.retryable || e.kind === "unavailable") && (kind === "filesystem_read" || kind === "filesystem_list")
+              })
+            )
+          })))
       )
       yield* touchSandbox(row.sandbox_id)
       if (outcome.ok) yield* complete(id, "succeeded", outcome.value.result, null, outcome.value.data)
