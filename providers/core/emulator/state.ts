@@ -37,12 +37,16 @@ const load = <S, I>(file: string, schema: Schema.Schema<S, I>): S | undefined =>
   return undefined
 }
 
-/** Loads the emulator's state (or `initial`) and returns it with an atomic `save`. */
+/**
+ * Loads the emulator's state (or `initial`) and returns it with an atomic `save`. Saved as plain JSON: the
+ * state schemas only add defaults and accept older shapes when decoding, so the in-memory form is itself a valid
+ * encoded form (checked by the next load), and a save stays a JSON.stringify (a Schema encode of a few hundred
+ * sandboxes costs ~15× more, on every create).
+ */
 export const persistentState = <S, I>(dir: string, schema: Schema.Schema<S, I>, initial: () => S) => {
   const file = path.join(dir, "state.json")
   const state: S = load(file, schema) ?? initial()
-  const encode = Schema.encodeSync(Schema.parseJson(schema))
-  return { state, save: () => writeAtomically(file, encode(state)) }
+  return { state, save: () => writeAtomically(file, JSON.stringify(state)) }
 }
 
 /**
@@ -51,7 +55,6 @@ export const persistentState = <S, I>(dir: string, schema: Schema.Schema<S, I>, 
  */
 export const persistentRecords = <V, I>(dir: string, name: string, value: Schema.Schema<V, I>) => {
   const Entry = Schema.Struct({ key: Schema.String, value })
-  const encode = Schema.encodeSync(Schema.parseJson(Entry))
   const folder = path.join(dir, name)
   fs.mkdirSync(folder, { recursive: true })
   const fileOf = (key: string) => path.join(folder, `${crypto.createHash("sha256").update(key).digest("hex").slice(0, 32)}.json`)
@@ -69,7 +72,7 @@ export const persistentRecords = <V, I>(dir: string, name: string, value: Schema
     remember: (key: string, value: V) => void records.set(key, value),
     set: (key: string, value: V) => {
       records.set(key, value)
-      writeAtomically(fileOf(key), encode({ key, value }))
+      writeAtomically(fileOf(key), JSON.stringify({ key, value }))
     },
     delete: (key: string) => {
       records.delete(key)
