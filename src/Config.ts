@@ -1,20 +1,38 @@
 /**
  * Configuration from environment variables (DESIGN.md §7), validated once at start with a clear message.
  */
-import { Config, Context, Effect, Layer } from "effect"
+import { Config, ConfigError, Context, Effect, Layer } from "effect"
 import * as path from "node:path"
-import { secureDataDir } from "./runtime/DataDir.ts"
+import { secureDataDir } from "./DataDir.ts"
+
+/**
+ * The endpoint listener (DESIGN.md §5): sandbox endpoints are served on their own listener, never on the API's
+ * origin. Path mode (default): `<origin>/e/<id>/<token>/` on that listener. Host mode (ENDPOINT_BASE_URL): every
+ * endpoint is its own origin, `ep-<id>-<token>.<base host>`, routed by the Host header.
+ */
+export interface EndpointListenerConfig {
+  /** ENDPOINT_PORT: default PORT + 1 (0 when PORT is 0: any free port). */
+  readonly port: number
+  /** ENDPOINT_HOST: default HOST. */
+  readonly host: string
+  /** ENDPOINT_PUBLIC_URL: the origin clients reach the listener at in path mode; default the listener's address. */
+  readonly publicOrigin: string | undefined
+  /** ENDPOINT_BASE_URL: host mode, one origin per endpoint under this host name. */
+  readonly base: { readonly scheme: "http" | "https"; readonly baseHost: string; readonly port: string } | undefined
+}
 
 export interface AppConfigShape {
   readonly port: number
   readonly host: string
   readonly dataDir: string
-  /** Base of endpoint URLs; when PUBLIC_URL is unset it follows the address the server really listens on. */
+  /** The API's public URL (PUBLIC_URL, default http://HOST:PORT). Endpoints are never served on its origin. */
   readonly publicUrl: string
+  /** Whether PUBLIC_URL was given. */
   readonly publicUrlSet: boolean
   readonly logLevel: string
   /** Largest request body accepted, in bytes (a 10 MiB file write is ~14 MiB of base64 JSON). */
   readonly maxBodyBytes: number
+  readonly endpoints: EndpointListenerConfig
 }
 
 export class AppConfig extends Context.Tag("app/AppConfig")<AppConfig, AppConfigShape>() {}
@@ -30,9 +48,67 @@ export const appConfig = Effect.gen(function*() {
   const publicUrl = (explicitUrl._tag === "Some" ? explicitUrl.value : `http://${host}:${port}`).replace(/\/+$/, "")
   const logLevel = yield* Config.literal("trace", "debug", "info", "warning", "error", "none")("LOG_LEVEL").pipe(Config.withDefault("info"))
   const maxBodyBytes = yield* Config.integer("MAX_BODY_BYTES").pipe(Config.withDefault(16 * 1024 * 1024))
+  const endpoints = yield* endpointListenerConfig(port, host, publicUrl)
   // 0700, and everything already in it 0700 / 0600 (the database, its WAL and the secrets key included).
   secureDataDir(dataDir)
-  return { port, host, dataDir, publicUrl, publicUrlSet: explicitUrl._tag === "Some", logLevel, maxBodyBytes } satisfies AppConfigShape
+  return { port, host, dataDir, publicUrl, publicUrlSet: explicitUrl._tag === "Some", logLevel, maxBodyBytes, endpoints } satisfies AppConfigShape
 })
+
+const invalid = (name: string, message: string) => Effect.fail(ConfigError.InvalidData([name], message))
+
+/** An http(s) URL with nothing but scheme, host and port. */
+const originOnly = (name: string, raw: string) =>
+  Effect.gen(function*() {
+    let url: URL
+    try {
+      url = new URL(raw)
+    } catch {
+      return yield* invalid(name, `${name} must be a URL such as https://sbx.example.com`)
+    }
+    if (url.protocol !== "http:" && url.protocol !== "https:") return yield* invalid(name, `${name} must be an http or https URL`)
+    if ((url.pathname !== "/" && url.pathname !== "") || url.search !== "" || url.hash !== "" || url.username !== "" || url.password !== "") {
+      return yield* invalid(name, `${name} must be an origin only (scheme, host and optional port), without a path, query or credentials`)
+    }
+    return url
+  })
+
+const DNS_NAME = /^(?=.{1,253}$)([a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$/
+
+export const endpointListenerConfig = (apiPort: number, apiHost: string, apiPublicUrl: string) =>
+  Effect.gen(function*() {
+    const port = yield* Config.integer("ENDPOINT_PORT").pipe(
+      Config.withDefault(apiPort === 0 ? 0 : apiPort + 1),
+      Config.validate({ message: "ENDPOINT_PORT must be between 0 and 65535", validation: (p) => p >= 0 && p <= 65535 })
+    )
+    const host = yield* Config.string("ENDPOINT_HOST").pipe(Config.withDefault(apiHost))
+    if (port !== 0 && port === apiPort && host === apiHost) {
+      return yield* invalid("ENDPOINT_PORT", "ENDPOINT_PORT must differ from PORT: endpoints are never served on the API's origin")
+    }
+    const publicRaw = yield* Config.option(Config.string("ENDPOINT_PUBLIC_URL"))
+    const baseRaw = yield* Config.option(Config.string("ENDPOINT_BASE_URL"))
+    if (publicRaw._tag === "Some" && baseRaw._tag === "Some") {
+      return yield* invalid("ENDPOINT_PUBLIC_URL", "Set ENDPOINT_BASE_URL (one host name per endpoint) or ENDPOINT_PUBLIC_URL (one origin for all endpoints), not both")
+    }
+    let publicOrigin: string | undefined
+    if (publicRaw._tag === "Some") {
+      const url = yield* originOnly("ENDPOINT_PUBLIC_URL", publicRaw.value)
+      if (url.origin === new URL(apiPublicUrl).origin) {
+        return yield* invalid("ENDPOINT_PUBLIC_URL", "ENDPOINT_PUBLIC_URL must be another origin than the API's (PUBLIC_URL): a page served by a sandbox would run on the API's origin")
+      }
+      publicOrigin = url.origin
+    }
+    let base: EndpointListenerConfig["base"]
+    if (baseRaw._tag === "Some") {
+      const url = yield* originOnly("ENDPOINT_BASE_URL", baseRaw.value)
+      const baseHost = url.hostname.toLowerCase()
+      if (!DNS_NAME.test(baseHost) || /^[0-9.]+$/.test(baseHost)) {
+        return yield* invalid("ENDPOINT_BASE_URL", "ENDPOINT_BASE_URL needs a DNS name (endpoints are its subdomains), not an IP address")
+      }
+      // A host name is at most 253 characters, and each endpoint adds its 62-character label and a dot.
+      if (baseHost.length > 190) return yield* invalid("ENDPOINT_BASE_URL", "ENDPOINT_BASE_URL's host name must be at most 190 characters")
+      base = { scheme: url.protocol === "https:" ? "https" : "http", baseHost, port: url.port }
+    }
+    return { port, host, publicOrigin, base } satisfies EndpointListenerConfig
+  })
 
 export const AppConfigLive = Layer.effect(AppConfig, appConfig)

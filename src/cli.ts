@@ -3,17 +3,20 @@
  * does every write in one transaction, so it is safe to run while the server is up.
  */
 import { BunRuntime } from "@effect/platform-bun"
-import { SqlClient } from "@effect/sql"
 import { Console, Effect, Logger, LogLevel, Schedule } from "effect"
 import { EXPIRES_IN_SECONDS } from "./domain/Accounts.ts"
 import { AppConfigLive } from "./Config.ts"
-import { isDatabaseBusy, SqlLive } from "./db/Sql.ts"
-import { insertOrganization } from "./db/repos/Organizations.ts"
-import { insertProject, issueApiKey } from "./db/repos/Projects.ts"
-import { ensureUser, findUserByEmail, issueUserToken, revokeUserToken } from "./db/repos/Users.ts"
+import { DatabaseLive, type Repositories } from "./db/Database.ts"
+import { inTransaction } from "./db/Db.ts"
+import { BillingRepo } from "./db/repos/Billing.ts"
+import { OrganizationsRepo } from "./db/repos/Organizations.ts"
+import { ProjectsRepo } from "./db/repos/Projects.ts"
+import { UsersRepo } from "./db/repos/Users.ts"
+import { isDatabaseBusy } from "./db/Sql.ts"
 import { isoAfter, nowIso } from "./domain/Time.ts"
 import { appendEvent } from "./services/Events.ts"
 import { grantWelcomeCredit, postLedgerEntry } from "./services/Ledger.ts"
+import { createOrganization } from "./services/Organizations.ts"
 import { newUuid } from "./domain/Ids.ts"
 
 /** A user-facing failure: printed with the usage, exit code 1. */
@@ -27,7 +30,7 @@ interface Command {
   readonly usage: string
   readonly summary: string
   readonly flags: ReadonlyArray<string>
-  readonly run: (flags: Flags) => Effect.Effect<void, CliError, SqlClient.SqlClient>
+  readonly run: (flags: Flags) => Effect.Effect<void, CliError, Repositories>
 }
 
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/
@@ -64,9 +67,8 @@ class Busy {
  * deferred transaction that reads and then writes while another process (the server, another CLI run) commits
  * gets SQLITE_BUSY at once, whatever the busy timeout; the failed attempt was rolled back, so a retry is safe.
  */
-const tx = <A, E>(effect: Effect.Effect<A, E, SqlClient.SqlClient>) =>
-  Effect.flatMap(SqlClient.SqlClient, (sql) => sql.withTransaction(effect)).pipe(
-    Effect.catchTag("SqlError", Effect.die),
+const tx = <A, E>(effect: Effect.Effect<A, E, Repositories>) =>
+  inTransaction(effect).pipe(
     Effect.catchAllDefect((d) => (isDatabaseBusy(d) ? Effect.fail(new Busy()) : Effect.die(d))),
     Effect.retry({
       while: (e) => e instanceof Busy,
@@ -85,32 +87,27 @@ const commands: Record<string, Command> = {
     flags: ["email", "json"],
     run: (flags) =>
       tx(Effect.gen(function*() {
-        const sql = yield* SqlClient.SqlClient
         const email = emailFlag(flags)
-        const { user } = yield* ensureUser(email)
-        const owned = yield* sql<{ id: string }>`SELECT o.id FROM organizations o JOIN memberships m ON m.organization_id = o.id
-          WHERE m.user_id = ${user.id} AND m.role = 'owner' AND o.deleted_at IS NULL ORDER BY o.created_at LIMIT 1`.pipe(Effect.orDie)
-        let organizationId = owned[0]?.id
+        const { user } = yield* UsersRepo.ensure(email)
+        let organizationId = yield* OrganizationsRepo.firstOwnedBy(user.id)
         if (organizationId === undefined) {
           const base = slugFrom(email.split("@")[0] ?? "org")
           const slug = `${base}-${newUuid().slice(0, 8)}`
-          const org = yield* insertOrganization({ name: `${email.split("@")[0]}'s organization`, slug, ownerId: user.id }).pipe(
+          const org = yield* createOrganization({ name: `${email.split("@")[0]}'s organization`, slug, ownerId: user.id }).pipe(
             Effect.mapError((e) => new CliError(e.message))
           )
           organizationId = org.id
           yield* appendEvent({ type: "organization.created", organizationId, data: { organization_id: organizationId, name: org.name } })
         }
         yield* grantWelcomeCredit(user.id, organizationId)
-        const projects = yield* sql<{ id: string }>`SELECT id FROM projects WHERE organization_id = ${organizationId} AND deleted_at IS NULL
-          ORDER BY created_at LIMIT 1`.pipe(Effect.orDie)
-        let projectId = projects[0]?.id
+        let projectId = (yield* ProjectsRepo.ofOrganization(organizationId))[0]?.id
         if (projectId === undefined) {
-          const project = yield* insertProject({ organizationId, name: "Default project", slug: "default" }).pipe(Effect.mapError((e) => new CliError(e.message)))
+          const project = yield* ProjectsRepo.insert({ organizationId, name: "Default project", slug: "default" }).pipe(Effect.mapError((e) => new CliError(e.message)))
           projectId = project.id
           yield* appendEvent({ type: "project.created", organizationId, projectId, data: { project_id: projectId, name: project.name } })
         }
-        const token = yield* issueUserToken(user.id, "bootstrap", null)
-        const key = yield* issueApiKey({ projectId, name: "bootstrap", expiresInSeconds: null, createdBy: user.id })
+        const token = yield* UsersRepo.issueToken(user.id, "bootstrap", null)
+        const key = yield* ProjectsRepo.issueApiKey({ projectId, name: "bootstrap", expiresInSeconds: null, createdBy: user.id })
         const out = { user_id: user.id, user_token: token.token, organization_id: organizationId, project_id: projectId, api_key: key.key }
         yield* print(flags, out, Object.entries(out).map(([k, v]) => `${k}: ${v}`).join("\n"))
       }))
@@ -121,7 +118,7 @@ const commands: Record<string, Command> = {
     flags: ["email", "json"],
     run: (flags) =>
       tx(Effect.gen(function*() {
-        const { user, created } = yield* ensureUser(emailFlag(flags))
+        const { user, created } = yield* UsersRepo.ensure(emailFlag(flags))
         yield* print(flags, { user_id: user.id, email: user.email, created }, `${created ? "created" : "exists"}: ${user.id} ${user.email}`)
       }))
   },
@@ -135,10 +132,10 @@ const commands: Record<string, Command> = {
         const name = typeof flags["name"] === "string" ? flags["name"].trim() : "cli"
         if (name.length === 0 || name.length > 120) return yield* Effect.fail(new CliError("--name must be 1-120 characters"))
         const seconds = expiresFlag(flags)
-        const user = yield* findUserByEmail(email)
+        const user = yield* UsersRepo.findByEmail(email)
         if (user === undefined) return yield* Effect.fail(new CliError(`no user with email ${email}; run: users create --email ${email}`))
         const expiresAt = seconds === null ? null : isoAfter(yield* nowIso, seconds)
-        const token = yield* issueUserToken(user.id, name, expiresAt)
+        const token = yield* UsersRepo.issueToken(user.id, name, expiresAt)
         yield* print(flags, { token_id: token.id, user_id: user.id, token: token.token, expires_at: token.expires_at }, token.token)
       }))
   },
@@ -151,7 +148,7 @@ const commands: Record<string, Command> = {
         const id = typeof flags["id"] === "string" ? flags["id"] : undefined
         const token = typeof flags["token"] === "string" ? flags["token"] : undefined
         if (id === undefined && token === undefined) return yield* Effect.fail(new CliError("give --id or --token"))
-        const revoked = yield* revokeUserToken({ id, token })
+        const revoked = yield* UsersRepo.revokeToken({ id, token })
         if (!revoked) return yield* Effect.fail(new CliError("no live token matches"))
         yield* print(flags, { revoked: true }, "revoked")
       }))
@@ -162,7 +159,6 @@ const commands: Record<string, Command> = {
     flags: ["org", "amount-usd", "kind", "description", "json"],
     run: (flags) =>
       tx(Effect.gen(function*() {
-        const sql = yield* SqlClient.SqlClient
         const org = required(flags, "org")
         const kind = flags["kind"] === undefined ? "deposit" : flags["kind"]
         if (kind !== "deposit" && kind !== "adjustment") return yield* Effect.fail(new CliError("--kind must be deposit or adjustment"))
@@ -172,13 +168,11 @@ const commands: Record<string, Command> = {
         const micro = (BigInt(match[2]!) * 1_000_000n + BigInt((match[3] ?? "").padEnd(2, "0")) * 10_000n) * (match[1] === "-" ? -1n : 1n)
         if (micro === 0n) return yield* Effect.fail(new CliError("--amount-usd must not be zero"))
         if (kind === "deposit" && micro < 0n) return yield* Effect.fail(new CliError("a deposit must be positive; use --kind adjustment"))
-        const exists = yield* sql`SELECT 1 FROM organizations WHERE id = ${org} AND deleted_at IS NULL`.pipe(Effect.orDie)
-        if (exists.length === 0) return yield* Effect.fail(new CliError(`no organization ${org}`))
+        if (!(yield* OrganizationsRepo.exists(org))) return yield* Effect.fail(new CliError(`no organization ${org}`))
         const now = yield* nowIso
         const purchaseId = newUuid()
         if (kind === "deposit") {
-          yield* sql`INSERT INTO purchases (id, organization_id, source, status, credit_microusd, fee_microusd, total_microusd, created_at, paid_at)
-            VALUES (${purchaseId}, ${org}, 'admin_grant', 'paid', ${Number(micro)}, 0, 0, ${now}, ${now})`.pipe(Effect.orDie)
+          yield* BillingRepo.insertPaidGrant({ id: purchaseId, organizationId: org, source: "admin_grant", creditMicrousd: micro, now })
         }
         const description = typeof flags["description"] === "string" ? flags["description"].slice(0, 500) : kind === "deposit" ? "Credit granted by an operator" : "Balance adjustment by an operator"
         const entry = yield* postLedgerEntry({
@@ -256,7 +250,7 @@ const main = Effect.gen(function*() {
     Effect.as(0),
     Effect.catchAllDefect((d) => (d instanceof CliError ? Effect.fail(d) : Effect.die(d))),
     Effect.catchAll((e) => Effect.as(Console.error(`error: ${e.message}\nUsage: bun run cli ${command.usage}`), 1)),
-    Effect.provide(SqlLive)
+    Effect.provide(DatabaseLive)
   )
 })
 

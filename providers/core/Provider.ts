@@ -3,23 +3,13 @@
  * provider's real wire API through `HttpClient`; in `emulated` mode it is pointed at an in-process emulator
  * that serves that same wire subset over the local runtime.
  */
-import { Context, Data, type Effect, Schema } from "effect"
+import { Context, Data, type Effect } from "effect"
 
-export const ProviderNames = [
-  "blaxel",
-  "cloudflare",
-  "codesandbox",
-  "daytona",
-  "e2b",
-  "freestyle",
-  "modal",
-  "northflank",
-  "prime",
-  "runloop",
-  "vercel"
-] as const
-export const ProviderName = Schema.Literal(...ProviderNames).annotations({ identifier: "ProviderName" })
-export type ProviderName = typeof ProviderName.Type
+/** The one list of providers (spec a..k) lives with the API's contract; here under the kit's names. */
+import { Provider, PROVIDERS } from "../../src/domain/Sandbox.ts"
+export const ProviderNames = PROVIDERS
+export const ProviderName = Provider
+export type ProviderName = Provider
 
 export type ProviderErrorKind =
   | "auth"

@@ -2,7 +2,7 @@
  * Declared capabilities of the eleven providers, as reference/providers.md §3.1 lists them. Emulators advertise
  * exactly these (an emulated CodeSandbox sandbox still has no process API); an adapter may start from its row
  * and add what its real API verifiably does more, saying why next to it (for example Daytona's pause/resume and
- * internet switch in providers/daytona/adapter.ts, E2B's SendSignal cancel).
+ * internet switch in providers/daytona/adapter/sandboxes.ts, E2B's SendSignal cancel).
  *
  * Ceilings: 10 MiB or 100 MiB of output, 10 MiB per file (Prime 16 MiB), 10k list entries, 86,400 s leases.
  * Process timeouts: the API's ceiling of 3,600 s, except Cloudflare (30 s bridge request timeout), Freestyle
@@ -84,7 +84,7 @@ export const DECLARED: Readonly<Record<ProviderName, ProviderCapabilities>> = {
     httpEndpoints: null
   },
   // Pause is an option upstream (DAYTONA_PAUSE_SUPPORTED, default off) and there is no resume: the base row
-  // says so. The Daytona adapter declares both (stop/start); see providers/daytona/adapter.ts.
+  // says so. The Daytona adapter declares both (stop/start); see providers/daytona/adapter/sandboxes.ts.
   daytona: {
     ...base,
     sources: ["environment", "oci_image"],

@@ -24,7 +24,7 @@ export const makeProviderRegistry = (providers: ReadonlyArray<SandboxProvider>):
 }
 
 /** Runs every plugin (one after the other, so emulators start in a stable order) and collects the providers. */
-export const ProviderRegistryLayer = <const P extends ReadonlyArray<ProviderPlugin<any, any>>>(
+export const ProviderRegistryLayer = <const P extends ReadonlyArray<ProviderPlugin<unknown, unknown>>>(
   plugins: P
 ): Layer.Layer<ProviderRegistry, Effect.Effect.Error<P[number]>, Exclude<Effect.Effect.Context<P[number]>, Scope.Scope>> =>
   Layer.scoped(

@@ -8,7 +8,7 @@ import { describe, expect, it } from "vitest"
 import { conformanceInput } from "../core/conformance.ts"
 import type { ProviderError, ProviderSandbox } from "../core/Provider.ts"
 import { bodyJson, type Call, json, scripted, type Step } from "../core/scripted-client.ts"
-import { decodeExecutionId, demuxLog, encodeExecutionId, eventsFromPieces, makeDaytonaProvider } from "./adapter.ts"
+import { decodeExecutionId, demuxLog, encodeExecutionId, eventsFromPieces, makeDaytonaProvider } from "./adapter/index.ts"
 import type { HttpClient } from "@effect/platform"
 
 const BASE = "https://daytona.test/api"

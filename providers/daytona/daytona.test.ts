@@ -5,8 +5,8 @@ import { makeLocalRuntime } from "../../src/runtime/LocalRuntimeLive.ts"
 import { tempDataDir } from "../../test/support/server.ts"
 import { conformance, conformanceInput } from "../core/conformance.ts"
 import type { ProviderExecEvent } from "../core/Provider.ts"
-import { makeDaytonaProvider } from "./adapter.ts"
-import { startDaytonaEmulator } from "./emulator.ts"
+import { makeDaytonaProvider } from "./adapter/index.ts"
+import { startDaytonaEmulator } from "./emulator/index.ts"
 
 const setup = async () => {
   const dataDir = tempDataDir("daytona")

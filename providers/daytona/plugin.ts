@@ -6,8 +6,8 @@
 import { Config, Effect, Option } from "effect"
 import { AppConfig } from "../../src/Config.ts"
 import { LocalRuntime } from "../../src/runtime/LocalRuntime.ts"
-import { makeDaytonaProvider } from "./adapter.ts"
-import { startDaytonaEmulator } from "./emulator.ts"
+import { makeDaytonaProvider } from "./adapter/index.ts"
+import { startDaytonaEmulator } from "./emulator/index.ts"
 
 export const DaytonaPlugin = Effect.gen(function*() {
   const apiKey = yield* Config.option(Config.string("DAYTONA_API_KEY"))

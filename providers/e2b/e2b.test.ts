@@ -13,9 +13,9 @@ import { tempDataDir } from "../../test/support/server.ts"
 import { conformance } from "../core/conformance.ts"
 import { bodyBytes, bodyJson, type Call, json, type Reply, scripted, type Step } from "../core/scripted-client.ts"
 import type { CreateInput, ProviderExecEvent, ProviderSandbox, SandboxProvider } from "../core/Provider.ts"
-import { E2B_CAPABILITIES, envdAtLeast, envdBaseUrl, makeE2BProvider, REPLAY_HEADER, signalOfStatus } from "./adapter.ts"
+import { E2B_CAPABILITIES, envdAtLeast, envdBaseUrl, makeE2BProvider, REPLAY_HEADER, signalOfStatus } from "./adapter/index.ts"
 import { encodeEnvelope, END_STREAM, EnvelopeDecoder, EnvelopeError, trailerError } from "./connect.ts"
-import { startE2BEmulator } from "./emulator.ts"
+import { startE2BEmulator } from "./emulator/index.ts"
 import { E2BPlugin } from "./plugin.ts"
 
 const run = <A, E>(effect: Effect.Effect<A, E>) => Effect.runPromise(effect)
@@ -949,7 +949,7 @@ describe("e2b plugin", () => {
   it("is remote with E2B_API_KEY (an empty one counts as unset) and emulated without, the emulator living in the scope", async () => {
     const dataDir = tempDataDir("e2b-plugin")
     const runtime = makeLocalRuntime(dataDir)
-    const config = { port: 0, host: "127.0.0.1", dataDir, publicUrl: "http://127.0.0.1", publicUrlSet: false, logLevel: "none", maxBodyBytes: 1 << 20 }
+    const config = { port: 0, host: "127.0.0.1", dataDir, publicUrl: "http://127.0.0.1", publicUrlSet: false, logLevel: "none", maxBodyBytes: 1 << 20, endpoints: { port: 0, host: "127.0.0.1", publicOrigin: undefined, base: undefined } }
     const withEnv = (env: Record<string, string>) => <A, E>(effect: Effect.Effect<A, E, AppConfig | LocalRuntime>) =>
       effect.pipe(
         Effect.provideService(AppConfig, config),

@@ -10,8 +10,8 @@ import type { ConfigError } from "effect/ConfigError"
 import type { AppConfig } from "../../src/Config.ts"
 import type { LocalRuntime } from "../../src/runtime/LocalRuntime.ts"
 import type { SandboxProvider } from "../core/Provider.ts"
-import { makeE2BProvider } from "./adapter.ts"
-import { e2bEmulator } from "./emulator.ts"
+import { makeE2BProvider } from "./adapter/index.ts"
+import { e2bEmulator } from "./emulator/index.ts"
 
 export const E2BPlugin: Effect.Effect<SandboxProvider, ConfigError, AppConfig | LocalRuntime | Scope.Scope> = Effect.gen(function*() {
   // An empty E2B_API_KEY counts as unset.

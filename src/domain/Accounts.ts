@@ -62,6 +62,9 @@ export const Member = Schema.Struct({
   created_at: Timestamp
 }).annotations({ identifier: "Member" })
 
+/** Invitations expire 7 days after they were sent (or last resent). */
+export const INVITATION_TTL_SECONDS = 7 * 86_400
+
 export const InvitationStatus = Schema.Literal("pending", "expired")
 export const Invitation = Schema.Struct({
   id: Uuid,

@@ -5,6 +5,7 @@
 import { Schema } from "effect"
 import { strict, Timestamp } from "./Accounts.ts"
 import { Uuid } from "./Ids.ts"
+import type { Provider } from "./Sandbox.ts"
 
 const Secret = Schema.String.pipe(Schema.minLength(1), Schema.maxLength(16_384))
 const Value = Schema.String.pipe(Schema.minLength(1), Schema.maxLength(500))
@@ -26,7 +27,7 @@ export const CREDENTIAL_FIELDS = {
     secrets: ["api_key"]
   },
   vercel: { required: ["token", "project_id"], optional: ["team_id"], secrets: ["token"] }
-} as const satisfies Record<string, { required: ReadonlyArray<string>; optional: ReadonlyArray<string>; secrets: ReadonlyArray<string> }>
+} as const satisfies Record<Provider, { required: ReadonlyArray<string>; optional: ReadonlyArray<string>; secrets: ReadonlyArray<string> }>
 
 export type CredentialProvider = keyof typeof CREDENTIAL_FIELDS
 export const CredentialProviderName = Schema.Literal(...(Object.keys(CREDENTIAL_FIELDS) as Array<CredentialProvider>))

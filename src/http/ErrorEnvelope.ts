@@ -1,7 +1,7 @@
 /**
  * Turns everything that is not already a declared error into one: schema violations (422 with
- * `details.issues`), unknown routes (404), unparseable JSON (400), wrong content type (415), oversized bodies
- * (413) and crashes (500 without internals). Runs api-first, before HttpApi encodes failures.
+ * `details.issues`, also for JSON nested too deeply), unknown routes (404), unparseable JSON (400), wrong content
+ * type (415) and crashes (500 without internals). Runs api-first, before HttpApi encodes failures.
  */
 import { HttpApiBuilder, HttpApiError, HttpServerError, HttpServerRequest } from "@effect/platform"
 import { Cause, Effect, Option, ParseResult } from "effect"
@@ -14,53 +14,56 @@ import {
   Unprocessable,
   UnsupportedMediaType
 } from "../domain/Errors.ts"
-import { AppConfig } from "../Config.ts"
 import { isDatabaseBusy } from "../db/Sql.ts"
 import { Api } from "./Api.ts"
-import { ENDPOINT_PATH_PREFIX } from "./EndpointProxy.ts"
+import { jsonNestingExceeds, MAX_JSON_DEPTH } from "./BodyLimits.ts"
 
 const BODY_METHODS = new Set(["POST", "PUT", "PATCH", "DELETE"])
 
 type Issue = { readonly path: string; readonly message: string }
 
+/** An issue's message quotes the value it refused: a huge value is not sent back whole. */
+const MAX_ISSUE_MESSAGE = 500
+const bounded = (message: string) => (message.length <= MAX_ISSUE_MESSAGE ? message : `${message.slice(0, MAX_ISSUE_MESSAGE)}…`)
+
 const issuesOf = (error: HttpApiError.HttpApiDecodeError): Array<Issue> =>
-  error.issues.map((issue) => ({ path: issue.path.map(String).join("."), message: issue.message }))
+  error.issues.map((issue) => ({ path: issue.path.map(String).join("."), message: bounded(issue.message) }))
 
 export const issuesOfParseError = (error: ParseResult.ParseError): Array<Issue> =>
   ParseResult.ArrayFormatter.formatErrorSync(error).map((issue) => ({
     path: issue.path.map(String).join("."),
-    message: issue.message
+    message: bounded(issue.message)
   }))
 
-/** Refuses bodies that are not JSON or too large before any route reads them. */
-const checkBody = (maxBodyBytes: number) =>
-  Effect.gen(function*() {
-    const request = yield* HttpServerRequest.HttpServerRequest
-    // Proxied endpoint traffic carries whatever the sandbox's server takes.
-    if (!BODY_METHODS.has(request.method) || request.url.startsWith(ENDPOINT_PATH_PREFIX)) return
-    const length = Number(request.headers["content-length"] ?? "0")
-    const chunked = (request.headers["transfer-encoding"] ?? "").includes("chunked")
-    if (length > maxBodyBytes) {
-      return yield* new PayloadTooLarge({
-        code: "payload_too_large",
-        message: `The request body is larger than ${maxBodyBytes} bytes`,
-        details: { max_bytes: maxBodyBytes }
-      })
-    }
-    if (length === 0 && !chunked) return
-    const contentType = (request.headers["content-type"] ?? "").toLowerCase()
-    if (!contentType.startsWith("application/json")) {
-      return yield* new UnsupportedMediaType({
-        code: "unsupported_media_type",
-        message: "Request bodies must be JSON (Content-Type: application/json)"
-      })
-    }
-  })
+/**
+ * Refuses bodies that are not JSON, or nested too deeply to parse safely, before any route reads them. (Their size
+ * was checked in front of the server: BodyLimits.guardBodySize.) The text read here is cached on the request, so
+ * the route's decoding parses the same text without reading the body again.
+ */
+const checkBody = Effect.gen(function*() {
+  const request = yield* HttpServerRequest.HttpServerRequest
+  if (!BODY_METHODS.has(request.method)) return
+  const length = Number(request.headers["content-length"] ?? "0")
+  const chunked = (request.headers["transfer-encoding"] ?? "").includes("chunked")
+  if (length === 0 && !chunked) return
+  const contentType = (request.headers["content-type"] ?? "").toLowerCase()
+  if (!contentType.startsWith("application/json")) {
+    return yield* new UnsupportedMediaType({
+      code: "unsupported_media_type",
+      message: "Request bodies must be JSON (Content-Type: application/json)"
+    })
+  }
+  const text = yield* request.text
+  if (jsonNestingExceeds(text, MAX_JSON_DEPTH)) {
+    const message = `The JSON body nests arrays or objects deeper than ${MAX_JSON_DEPTH} levels`
+    return yield* new Unprocessable({ code: "validation_error", message, details: { issues: [{ path: "", message }], max_depth: MAX_JSON_DEPTH } })
+  }
+})
 
 export const ErrorEnvelopeLive = HttpApiBuilder.middleware(
   Api,
-  Effect.map(AppConfig, ({ maxBodyBytes }) => (app) =>
-    Effect.zipRight(checkBody(maxBodyBytes), app).pipe(
+  (app) =>
+    Effect.zipRight(checkBody, app).pipe(
       Effect.catchAllCause((cause): Effect.Effect<never, BadRequest | NotFound | Unprocessable | InternalError | PayloadTooLarge | UnsupportedMediaType | ServiceUnavailable> => {
         if (Cause.isInterruptedOnly(cause)) return Effect.failCause(cause as Cause.Cause<never>)
         const failure = Cause.failureOption(cause)
@@ -93,5 +96,5 @@ export const ErrorEnvelopeLive = HttpApiBuilder.middleware(
           Effect.fail(new InternalError({ code: "internal_error", message: "Internal server error" }))
         )
       })
-    ))
+    )
 )

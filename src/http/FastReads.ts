@@ -9,19 +9,17 @@
  * and side effect: a missing or malformed credential or project header, an unknown, revoked or expired key, a key
  * whose `last_used_at` is due to be refreshed, a row of another project (or another key's operation), no row at
  * all, a query string, a malformed `x-request-id`, any method but GET. The bodies are built by the same
- * `*ToWire` functions the handlers use, and `test/http/fast-reads.test.ts` checks they equal the full stack's.
+ * `*ToWire` functions the handlers use, from rows read by the db layer's queries (src/db/FastReadQueries.ts, on
+ * the dialect's synchronous read connection), and `test/http/fast-reads.test.ts` checks they equal the full
+ * stack's. A read that throws (a row that does not decode) is handed over too: the full stack answers it.
  */
-import { Database, type Statement } from "bun:sqlite"
 import { Effect, FiberRef, FiberRefs, LogLevel, Runtime } from "effect"
-import { databaseFile } from "../db/Sql.ts"
-import { operationToWire, type OperationRow } from "../services/sandboxes/Operations.ts"
-import { type ProcessRow, processToWire } from "../services/sandboxes/Processes.ts"
-import { RUNTIME_OPERATION_WITH_DATA, type RuntimeOperationRow, runtimeOperationToWire } from "../services/sandboxes/RuntimeOperations.ts"
-import { capabilitiesOf, type SandboxRow, sandboxToWire } from "../services/sandboxes/SandboxRows.ts"
-import { API_KEY_BY_HASH, type ApiKeyRow, lastUsedIsStale } from "../services/Credentials.ts"
-import { sha256Hex } from "../services/Crypto.ts"
-import { API_KEY_PREFIX } from "./Security.ts"
+import { openFastReadQueries } from "../db/FastReadQueries.ts"
+import type { ApiKeyCredentialRow } from "../db/repos/Projects.ts"
+import { API_KEY_PREFIX, sha256Hex } from "../domain/Tokens.ts"
+import { lastUsedIsStale } from "../services/Credentials.ts"
 import { WELL_FORMED_REQUEST_ID } from "./RequestId.ts"
+import { operationToWire, processToWire, runtimeOperationToWire, sandboxToWire } from "./wire/Sandboxes.ts"
 
 type Route = (request: Bun.BunRequest, server: Bun.Server<unknown>) => Response | Promise<Response>
 
@@ -33,26 +31,18 @@ export interface FastReads {
 const BEARER = /^bearer\s+(\S+)\s*$/i
 
 export const makeFastReads = (options: { readonly dataDir: string; readonly runtime: Runtime.Runtime<never> }): FastReads => {
-  // A second connection to the same WAL file: reads see every committed write and never block the writer.
-  const db = new Database(databaseFile(options.dataDir))
-  db.run("PRAGMA busy_timeout = 5000")
-  db.run("PRAGMA query_only = ON") // reads only, whatever a later change might try
-  const keyByHash: Statement<ApiKeyRow, [string]> = db.query(API_KEY_BY_HASH)
-  const sandboxById: Statement<SandboxRow, [string]> = db.query("SELECT * FROM sandboxes WHERE id = ?")
-  const processById: Statement<ProcessRow, [string]> = db.query("SELECT * FROM processes WHERE id = ?")
-  const operationById: Statement<OperationRow, [string]> = db.query("SELECT * FROM operations WHERE id = ?")
-  const runtimeOperationById: Statement<RuntimeOperationRow, [string]> = db.query(RUNTIME_OPERATION_WITH_DATA)
+  const db = openFastReadQueries(options.dataDir)
   // The access log of the full stack (HttpMiddleware.logger), written only when LOG_LEVEL lets info through.
   const logs = LogLevel.lessThanEqual(FiberRefs.getOrDefault(options.runtime.fiberRefs, FiberRef.currentMinimumLogLevel), LogLevel.Info)
   const runLog = Runtime.runSync(options.runtime)
 
   /** The caller's key when the request is a plain, valid, key-authenticated GET the full stack would accept as is. */
-  const caller = (request: Request): { readonly key: ApiKeyRow; readonly requestId: string } | undefined => {
+  const caller = (request: Request): { readonly key: ApiKeyCredentialRow; readonly requestId: string } | undefined => {
     if (request.method !== "GET" || request.url.includes("?")) return undefined
     const token = BEARER.exec(request.headers.get("authorization") ?? "")?.[1]
     if (token === undefined || !token.startsWith(API_KEY_PREFIX)) return undefined
-    const key = keyByHash.get(sha256Hex(token))
-    if (key === null) return undefined
+    const key = db.liveApiKeyByHash(sha256Hex(token))
+    if (key === undefined) return undefined
     const now = new Date().toISOString()
     // As Credentials.resolveApiKey decides; a key whose use is due to be recorded goes to the full stack.
     if ((key.expires_at !== null && key.expires_at <= now) || lastUsedIsStale(key.last_used_at, now)) return undefined
@@ -72,32 +62,38 @@ export const makeFastReads = (options: { readonly dataDir: string; readonly runt
   }
 
   /** Wraps a read: its answer, or the full stack's when it has none. */
-  const route = (read: (request: Bun.BunRequest, key: ApiKeyRow) => unknown): Route => (request, server) => {
-    const who = caller(request)
-    const body = who === undefined ? undefined : read(request, who.key)
+  const route = (read: (request: Bun.BunRequest, key: ApiKeyCredentialRow) => unknown): Route => (request, server) => {
+    let body: unknown
+    let who: ReturnType<typeof caller>
+    try {
+      who = caller(request)
+      body = who === undefined ? undefined : read(request, who.key)
+    } catch {
+      body = undefined
+    }
     return body === undefined ? fallThrough(server, request) : answer(request, who!.requestId, body)
   }
 
   return {
     routes: {
       "/v1/sandboxes/:sandbox_id": route((request, key) => {
-        const row = sandboxById.get(param(request, "sandbox_id"))
-        return row !== null && row.project_id === key.project_id ? sandboxToWire(row) : undefined
+        const row = db.sandbox(param(request, "sandbox_id"))
+        return row !== undefined && row.project_id === key.project_id ? sandboxToWire(row) : undefined
       }),
       "/v1/sandboxes/:sandbox_id/processes/:process_id": route((request, key) => {
-        const row = processById.get(param(request, "process_id"))
-        if (row === null || row.project_id !== key.project_id || row.sandbox_id !== param(request, "sandbox_id")) return undefined
-        return processToWire(row, capabilitiesOf(sandboxById.get(row.sandbox_id)))
+        const row = db.process(param(request, "process_id"))
+        if (row === undefined || row.project_id !== key.project_id || row.sandbox_id !== param(request, "sandbox_id")) return undefined
+        return processToWire(row, db.capabilities(row.sandbox_id))
       }),
       "/v1/sandboxes/:sandbox_id/runtime-operations/:runtime_operation_id": route((request, key) => {
-        const row = runtimeOperationById.get(param(request, "runtime_operation_id"))
-        if (row === null || row.project_id !== key.project_id || row.sandbox_id !== param(request, "sandbox_id")) return undefined
-        return runtimeOperationToWire(row, capabilitiesOf(sandboxById.get(row.sandbox_id)))
+        const row = db.runtimeOperation(param(request, "runtime_operation_id"))
+        if (row === undefined || row.project_id !== key.project_id || row.sandbox_id !== param(request, "sandbox_id")) return undefined
+        return runtimeOperationToWire(row, db.capabilities(row.sandbox_id))
       }),
       "/v1/operations/:operation_id": route((request, key) => {
-        const row = operationById.get(param(request, "operation_id"))
+        const row = db.operation(param(request, "operation_id"))
         // As in the handler: an operation is read with the key that caused it.
-        return row !== null && row.project_id === key.project_id && row.created_by_key_id === key.id ? operationToWire(row) : undefined
+        return row !== undefined && row.project_id === key.project_id && row.created_by_key_id === key.id ? operationToWire(row) : undefined
       })
     },
     close: () => db.close()

@@ -4,7 +4,7 @@ import { BunHttpServer } from "@effect/platform-bun"
 import { Context, Effect, Layer } from "effect"
 import { AppConfig, AppConfigLive } from "../Config.ts"
 import { CheckpointerLive } from "../db/Checkpointer.ts"
-import { SqlLive } from "../db/Sql.ts"
+import { DatabaseLive } from "../db/Database.ts"
 import { CredentialsLive } from "../services/Credentials.ts"
 import { SecretBoxLive } from "../services/Crypto.ts"
 import { IdempotencyStoreLive } from "../services/IdempotencyStore.ts"
@@ -18,9 +18,16 @@ import { WebhooksLive } from "./handlers/WebhooksHttp.ts"
 import { MembersLive } from "./handlers/MembersHttp.ts"
 import { OrganizationsLive } from "./handlers/OrganizationsHttp.ts"
 import { ProjectsLive } from "./handlers/ProjectsHttp.ts"
-import { EndpointsLive, FilesystemLive, OperationsLive, ProcessesLive, ProjectSandboxesLive, SandboxesLive } from "./handlers/SandboxPlaneHttp.ts"
+import { EndpointsLive } from "./handlers/EndpointsHttp.ts"
+import { FilesystemLive } from "./handlers/FilesystemHttp.ts"
+import { OperationsLive } from "./handlers/OperationsHttp.ts"
+import { ProcessesLive } from "./handlers/ProcessesHttp.ts"
+import { ProjectSandboxesLive } from "./handlers/ProjectSandboxesHttp.ts"
+import { SandboxesLive } from "./handlers/SandboxesHttp.ts"
 import { SystemLive } from "./handlers/SystemHttp.ts"
-import { EndpointProxyLive } from "./EndpointProxy.ts"
+import { EndpointServerLive } from "./EndpointProxy.ts"
+import { EndpointConnectionsLive } from "../services/sandboxes/EndpointConnections.ts"
+import { guardBodySize, SERVER_BODY_LIMIT } from "./BodyLimits.ts"
 import { FastReadsScoped } from "./FastReads.ts"
 import { OperationRunnerLive } from "../services/OperationRunner.ts"
 import { ProviderRegistryLive } from "../services/ProviderRegistryLive.ts"
@@ -45,8 +52,11 @@ const SandboxPlaneLive = Layer.mergeAll(SandboxJobsLive, ReaperLive).pipe(
   Layer.provide(LocalRuntimeLive)
 )
 
-export const ServicesLive = Layer.mergeAll(CredentialsLive, IdempotencyStoreLive, SecretBoxLive, SandboxPlaneLive, CheckpointerLive).pipe(
-  Layer.provideMerge(SqlLive),
+/** The endpoint listener (its own origin) and the registry of exchanges open through it. */
+const EndpointsServingLive = EndpointServerLive.pipe(Layer.provideMerge(EndpointConnectionsLive))
+
+export const ServicesLive = Layer.mergeAll(CredentialsLive, IdempotencyStoreLive, SecretBoxLive, SandboxPlaneLive, CheckpointerLive, EndpointsServingLive).pipe(
+  Layer.provideMerge(DatabaseLive),
   Layer.provideMerge(AppConfigLive)
 )
 
@@ -55,7 +65,11 @@ const ServerLive = Layer.unwrapScoped(
   Effect.gen(function*() {
     const config = yield* AppConfig
     const fast = yield* FastReadsScoped(config.dataDir)
-    return BunHttpServer.layer({ port: config.port, hostname: config.host, maxRequestBodySize: config.maxBodyBytes * 2, routes: fast.routes })
+    // Every request passes the body-size guard, except the plain GETs FastReads answers (a GET has no body).
+    const guard = guardBodySize(config.maxBodyBytes, (request, server) => server.fetch(request))
+    const routes: Record<string, (request: Bun.BunRequest, server: Bun.Server<unknown>) => Response | Promise<Response>> = { "/*": guard }
+    for (const [route, read] of Object.entries(fast.routes)) routes[route] = (request, server) => (request.method === "GET" ? read(request, server) : guard(request, server))
+    return BunHttpServer.layer({ port: config.port, hostname: config.host, maxRequestBodySize: SERVER_BODY_LIMIT, routes })
   })
 )
 
@@ -64,7 +78,6 @@ export const HttpLive = HttpApiBuilder.serve((app) => withRequestId(HttpMiddlewa
   // a request FastReads hands over (through `server.fetch`) does not carry.
   HttpMiddleware.withTracerDisabledWhen(() => true),
   Layer.provide(HttpApiSwagger.layer({ path: "/docs" })),
-  Layer.provide(EndpointProxyLive),
   Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/v1/openapi.json" })),
   Layer.provide(ApiLive),
   Layer.provideMerge(ServerLive),

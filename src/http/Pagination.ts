@@ -12,7 +12,7 @@
  * ```ts
  * const scope = `things:${projectId}`
  * const after = cursor === undefined ? undefined : yield* decodeCursor(scope, cursor, Schema.Tuple(Schema.String, Schema.String))
- * const rows = yield* sql`... WHERE (created_at, id) < (${after[0]}, ${after[1]}) ... LIMIT ${limit + 1}`   // one extra row
+ * const rows = yield* ThingsRepo.page(projectId, after, limit + 1)   // one extra row, after the position (src/db/repos)
  * const { items, next } = page(rows, limit, scope, (last) => [last.created_at, last.id])
  * return { things: items.map(toWire), next_cursor: next }
  * ```

@@ -5,7 +5,7 @@
  *   `CurrentProjectKey`): a missing header is 400, a malformed one 422, another project's id 403.
  */
 import { HttpApiMiddleware, HttpApiSecurity, HttpServerRequest, OpenApi } from "@effect/platform"
-import { Context, Effect, Layer, Option, Redacted, Schema } from "effect"
+import { Effect, Layer, Option, Redacted, Schema } from "effect"
 import {
   BadRequestWire,
   ForbiddenWire,
@@ -16,25 +16,10 @@ import {
   unauthenticated,
   validationError
 } from "../domain/Errors.ts"
+import { CurrentProjectKey, CurrentUser } from "../domain/Principals.ts"
+import { API_KEY_PREFIX, TOKEN_SHAPE, USER_TOKEN_PREFIX } from "../domain/Tokens.ts"
 import { Credentials } from "../services/Credentials.ts"
 
-export interface UserPrincipal {
-  readonly userId: string
-  readonly email: string
-  readonly tokenId: string
-}
-export class CurrentUser extends Context.Tag("app/CurrentUser")<CurrentUser, UserPrincipal>() {}
-
-export interface KeyPrincipal {
-  readonly keyId: string
-  readonly projectId: string
-  readonly organizationId: string
-}
-export class CurrentProjectKey extends Context.Tag("app/CurrentProjectKey")<CurrentProjectKey, KeyPrincipal>() {}
-
-export const USER_TOKEN_PREFIX = "metal_ut_"
-export const API_KEY_PREFIX = "metal_sk_"
-const TOKEN_SHAPE = /^[A-Za-z0-9_-]{20,200}$/
 const PROJECT_ID = /^prj_[A-Za-z0-9]+$/
 
 export class UserAuth extends HttpApiMiddleware.Tag<UserAuth>()("app/UserAuth", {

@@ -1,20 +1,12 @@
 /**
- * Hashing, random tokens and encryption at rest (AES-256-GCM). The key comes from `SECRETS_KEY` (base64 of
- * 32 bytes) or from `DATA_DIR/secret.key`, created with mode 0600 on first start.
+ * Encryption at rest (AES-256-GCM). The key comes from `SECRETS_KEY` (base64 of 32 bytes) or from
+ * `DATA_DIR/secret.key`, created with mode 0600 on first start. (Hashing and random tokens: domain/Tokens.ts.)
  */
 import { Config, Context, Effect, Layer, Option, Redacted } from "effect"
 import * as crypto from "node:crypto"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { AppConfig } from "../Config.ts"
-
-export const sha256Hex = (input: string | Uint8Array): string => crypto.createHash("sha256").update(input).digest("hex")
-
-/** `prefix` + base64url of 32 random bytes (43 characters). */
-export const randomToken = (prefix: string): string => prefix + crypto.randomBytes(32).toString("base64url")
-
-export const timingSafeEqualHex = (a: string, b: string): boolean =>
-  a.length === b.length && crypto.timingSafeEqual(Buffer.from(a, "hex"), Buffer.from(b, "hex"))
 
 export interface SecretBoxShape {
   readonly seal: (plaintext: string) => string

@@ -2,16 +2,17 @@
  * Idempotency (reference/openmetal-api.md §4). Scope = principal + route + parent; only SHA-256 of the key is
  * stored, with SHA-256 of the decoded request (defaults applied) as fingerprint and the encoded response.
  *
- * The business work runs in the same SQLite transaction as the key row ("hold transaction" mode): bun-sqlite
- * serializes transactions, so concurrent requests with one key run one after the other and the later ones
- * replay the first one's stored response. A failure rolls everything back, so failures are never cached.
+ * The business work runs in the same transaction as the key's reservation (src/db/Dialect.ts §5), so concurrent
+ * requests with one key create one resource: the later ones replay the first one's stored response. A failure
+ * rolls everything back, so failures are never cached.
  * Work inside `run` must be database-only (never a provider call); wake background workers after it returns.
  */
-import { SqlClient } from "@effect/sql"
 import { Context, Effect, Layer, Schema } from "effect"
+import { Db } from "../db/Db.ts"
+import { IdempotencyRepo } from "../db/repos/Idempotency.ts"
 import { type BadRequest, type Conflict, badRequest, conflict } from "../domain/Errors.ts"
 import { isoAfter, nowIso } from "../domain/Time.ts"
-import { sha256Hex } from "./Crypto.ts"
+import { sha256Hex } from "../domain/Tokens.ts"
 
 const RETENTION_SECONDS = 24 * 3600
 
@@ -46,44 +47,38 @@ export const canonicalJson = (value: unknown): string =>
 export const IdempotencyStoreLive = Layer.effect(
   IdempotencyStore,
   Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
+    const db = yield* Db
+    const keys = yield* IdempotencyRepo
 
     const remember = <A, I, E, R>(options: RememberOptions<A, I, E, R>) => {
       if (options.key === undefined) {
         if (options.required) {
           return Effect.fail(badRequest("idempotency_key_required", "This request requires an Idempotency-Key header"))
         }
-        return sql.withTransaction(options.run).pipe(Effect.catchTag("SqlError", Effect.die))
+        return db.transaction(options.run)
       }
-      const keyHash = sha256Hex(options.key)
+      const ref = { principalId: options.principalId, scope: options.scope, keyHash: sha256Hex(options.key) }
       const fingerprint = sha256Hex(canonicalJson(options.request ?? null))
       const encode = Schema.encode(options.schema)
       const decode = Schema.decodeUnknown(Schema.parseJson(options.schema))
       return Effect.gen(function*() {
         const now = yield* nowIso
-        const rows = yield* sql<{ fingerprint: string; response_body: string | null; expires_at: string }>`
-          SELECT fingerprint, response_body, expires_at FROM idempotency_keys
-          WHERE principal_id = ${options.principalId} AND scope = ${options.scope} AND key_hash = ${keyHash}`
-        const existing = rows[0]
-        if (existing !== undefined && existing.expires_at > now) {
-          if (existing.fingerprint !== fingerprint) {
+        const expiresAt = isoAfter(now, RETENTION_SECONDS)
+        const reservation = yield* keys.reserve(ref, { now, fingerprint, expiresAt })
+        if (reservation._tag === "Existing") {
+          if (reservation.fingerprint !== fingerprint) {
             return yield* conflict("idempotency_mismatch", "This Idempotency-Key was used with a different request")
           }
-          if (existing.response_body === null) {
+          if (reservation.responseBody === null) {
             return yield* conflict("idempotency_in_progress", "A request with this Idempotency-Key is still in progress")
           }
-          return yield* Effect.orDie(decode(existing.response_body))
+          return yield* Effect.orDie(decode(reservation.responseBody))
         }
         const result = yield* options.run
         const body = JSON.stringify(yield* Effect.orDie(encode(result)))
-        yield* sql`
-          INSERT INTO idempotency_keys (principal_id, scope, key_hash, fingerprint, response_status, response_body, created_at, expires_at)
-          VALUES (${options.principalId}, ${options.scope}, ${keyHash}, ${fingerprint}, 200, ${body}, ${now}, ${isoAfter(now, RETENTION_SECONDS)})
-          ON CONFLICT (principal_id, scope, key_hash) DO UPDATE SET
-            fingerprint = excluded.fingerprint, response_status = excluded.response_status,
-            response_body = excluded.response_body, created_at = excluded.created_at, expires_at = excluded.expires_at`
+        yield* keys.complete(ref, { fingerprint, status: 200, body, now, expiresAt })
         return result
-      }).pipe(sql.withTransaction, Effect.catchTag("SqlError", Effect.die))
+      }).pipe(db.transaction)
     }
 
     return { remember }

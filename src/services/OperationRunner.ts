@@ -6,12 +6,14 @@
  * are jobs with a due time. On start, jobs leased by a process of this host that is gone are reclaimed at once;
  * others when their lease expires.
  */
-import { SqlClient } from "@effect/sql"
-import { Cause, Context, Data, Duration, Effect, Exit, Fiber, FiberSet, Layer, Option, Queue } from "effect"
+import { Cause, Context, Duration, Effect, Either, Exit, Fiber, FiberSet, Layer, Option, ParseResult, Queue, Schema } from "effect"
 import * as os from "node:os"
+import { type ClaimedJobRow, JobsRepo, type JobRow } from "../db/repos/Jobs.ts"
 import type { ErrorObject } from "../domain/Errors.ts"
 import { newUuid } from "../domain/Ids.ts"
 import { isoAfter, nowIso } from "../domain/Time.ts"
+import type { Job, JobError, JobHandler, JobOutcome, JobType } from "./JobRegistry.ts"
+
 
 export const LEASE_SECONDS = 15
 const RENEW_EVERY = Duration.seconds(5)
@@ -19,80 +21,11 @@ const MAX_POLL_MS = 1000
 const MAX_CONCURRENT = 64
 export const MAX_ATTEMPTS = 8
 
-/** A job failure: retried with backoff while `retryable` and attempts remain, else given up. */
-export class JobError extends Data.TaggedError("JobError")<{
-  readonly error: ErrorObject
-  readonly retryable: boolean
-}> {}
-
-export interface Job {
-  readonly id: string
-  readonly type: string
-  readonly dedupeKey: string
-  readonly payload: unknown
-  /** 1 on the first run. */
-  readonly attempt: number
-}
-
-/** What a handler may ask for: nothing (done), or to run again at a later time (same job row). */
-export type JobOutcome = void | { readonly rescheduleAt: string }
-
-export interface JobHandler {
-  readonly run: (job: Job) => Effect.Effect<JobOutcome, JobError>
-  /** Called once when the job fails for good (non-retryable, or out of attempts): record the terminal failure. */
-  readonly giveUp: (job: Job, error: ErrorObject) => Effect.Effect<void>
-}
-
-export interface NewJob {
-  readonly type: string
-  /** Unique per logical job; enqueueing an existing key updates it (see `replace`). */
-  readonly dedupeKey: string
-  /** Jobs with the same lock key never run at the same time (lifecycle jobs use `sandbox:<id>`). */
-  readonly lockKey?: string | undefined
-  readonly payload: unknown
-  /** Default: now. */
-  readonly availableAt?: string | undefined
-  /**
-   * When a job with this key exists and is not running: `true` re-arms it (new payload and due time, pending);
-   * `false` (default) leaves it alone.
-   */
-  readonly replace?: boolean | undefined
-}
-
-/** Writes a job row; call it inside the transaction that writes the resource. */
-export const enqueueJob = (job: NewJob) =>
-  Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
-    const now = yield* nowIso
-    const availableAt = job.availableAt ?? now
-    const payload = JSON.stringify(job.payload ?? null)
-    if (job.replace === true) {
-      yield* sql`INSERT INTO jobs (id, type, dedupe_key, lock_key, payload, state, available_at, created_at, updated_at)
-        VALUES (${newUuid()}, ${job.type}, ${job.dedupeKey}, ${job.lockKey ?? null}, ${payload}, 'pending', ${availableAt}, ${now}, ${now})
-        ON CONFLICT (dedupe_key) DO UPDATE SET payload = excluded.payload, available_at = excluded.available_at,
-          state = 'pending', attempts = 0, last_error = NULL, updated_at = excluded.updated_at
-        WHERE jobs.state <> 'leased'`
-    } else {
-      yield* sql`INSERT INTO jobs (id, type, dedupe_key, lock_key, payload, state, available_at, created_at, updated_at)
-        VALUES (${newUuid()}, ${job.type}, ${job.dedupeKey}, ${job.lockKey ?? null}, ${payload}, 'pending', ${availableAt}, ${now}, ${now})
-        ON CONFLICT (dedupe_key) DO NOTHING`
-    }
-  }).pipe(Effect.orDie)
-
-/** Cancels a pending job (e.g. a timeout that no longer applies). A running one is left to finish. */
-export const cancelJob = (dedupeKey: string) =>
-  Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
-    const now = yield* nowIso
-    yield* sql`UPDATE jobs SET state = 'succeeded', updated_at = ${now}, last_error = 'cancelled'
-      WHERE dedupe_key = ${dedupeKey} AND state = 'pending'`
-  }).pipe(Effect.orDie)
-
 /** Exponential backoff with jitter: min(200 ms × 2^(n−1), 30 s) × [0.5, 1.5). */
 export const backoffMs = (attempt: number) => Math.min(200 * 2 ** (attempt - 1), 30_000) * (0.5 + Math.random())
 
 export interface OperationRunnerShape {
-  readonly register: (type: string, handler: JobHandler) => Effect.Effect<void>
+  readonly register: <P, I>(type: JobType<P, I>, handler: JobHandler<P>) => Effect.Effect<void>
   /** Starts claiming jobs (after every handler is registered). */
   readonly start: Effect.Effect<void>
   /** Claim due jobs now rather than at the next poll; call after committing a transaction that enqueued one. */
@@ -114,15 +47,11 @@ export interface OperationRunnerShape {
 
 export class OperationRunner extends Context.Tag("app/OperationRunner")<OperationRunner, OperationRunnerShape>() {}
 
-interface JobRow {
-  id: string
-  type: string
-  dedupe_key: string
-  lock_key: string | null
-  payload: string
-  attempts: number
-  lease_owner: string | null
-}
+/** A claimed job with its payload decoded, ready to run; or why its payload does not decode. */
+type Prepared = Either.Either<{
+  readonly run: Effect.Effect<JobOutcome, JobError>
+  readonly giveUp: (error: ErrorObject) => Effect.Effect<void>
+}, ParseResult.ParseError>
 
 const ownerAlive = (owner: string): boolean => {
   const [host, pid] = owner.split(":")
@@ -138,9 +67,9 @@ const ownerAlive = (owner: string): boolean => {
 export const OperationRunnerLive = Layer.scoped(
   OperationRunner,
   Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
+    const jobs = yield* JobsRepo
     const owner = `${os.hostname()}:${process.pid}:${newUuid().slice(0, 8)}`
-    const handlers = new Map<string, JobHandler>()
+    const handlers = new Map<string, (row: JobRow) => Prepared>()
     const recoveredListeners: Array<Effect.Effect<void>> = []
     const running = new Set<string>()
     const fibers = yield* FiberSet.make<void, never>()
@@ -148,28 +77,16 @@ export const OperationRunnerLive = Layer.scoped(
     const started = { value: false }
 
     const finish = (row: JobRow, token: string, state: "succeeded" | "failed", lastError: string | null) =>
-      Effect.gen(function*() {
-        const now = yield* nowIso
-        yield* sql`UPDATE jobs SET state = ${state}, last_error = ${lastError}, lease_owner = NULL, lease_token = NULL,
-          lease_expires_at = NULL, updated_at = ${now} WHERE id = ${row.id} AND lease_token = ${token}`
-      })
+      Effect.flatMap(nowIso, (now) => jobs.finish(row.id, token, state, lastError, now))
 
     const requeue = (row: JobRow, token: string, availableAt: string, lastError: string | null, resetAttempts: boolean) =>
-      Effect.gen(function*() {
-        const now = yield* nowIso
-        yield* sql`UPDATE jobs SET state = 'pending', available_at = ${availableAt}, last_error = ${lastError},
-          attempts = CASE WHEN ${resetAttempts ? 1 : 0} = 1 THEN 0 ELSE attempts END,
-          lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL, updated_at = ${now}
-          WHERE id = ${row.id} AND lease_token = ${token}`
-      })
+      Effect.flatMap(nowIso, (now) => jobs.requeue(row.id, token, { availableAt, lastError, resetAttempts, now }))
 
     /** Keeps the lease alive; if another process took the job over, the run is interrupted. */
     const renewLease = (row: JobRow, token: string, runFiber: Fiber.RuntimeFiber<unknown, unknown>) =>
       Effect.gen(function*() {
         const now = yield* nowIso
-        const renewed = yield* sql`UPDATE jobs SET lease_expires_at = ${isoAfter(now, LEASE_SECONDS)}
-          WHERE id = ${row.id} AND lease_token = ${token} RETURNING id`
-        if (renewed.length === 0) {
+        if (!(yield* jobs.renewLease(row.id, token, isoAfter(now, LEASE_SECONDS)))) {
           yield* Effect.logWarning("lost the lease of a job; stopping it", { job: row.id, type: row.type })
           yield* Fiber.interrupt(runFiber)
         }
@@ -180,16 +97,23 @@ export const OperationRunnerLive = Layer.scoped(
         Effect.forever
       )
 
-    const runOne = (row: JobRow, token: string) =>
+    const runOne = ({ recovered, row, token }: ClaimedJobRow) =>
       Effect.gen(function*() {
-        const handler = handlers.get(row.type)
-        const job: Job = { id: row.id, type: row.type, dedupeKey: row.dedupe_key, payload: JSON.parse(row.payload), attempt: row.attempts }
-        if (handler === undefined) {
+        const prepare = handlers.get(row.type)
+        if (prepare === undefined) {
           yield* Effect.logError("no handler for job type", { type: row.type })
           yield* finish(row, token, "failed", `no handler for ${row.type}`)
           return
         }
-        const runFiber = yield* Effect.fork(handler.run(job))
+        const prepared = prepare(row)
+        if (Either.isLeft(prepared)) {
+          // Never retried: the same payload would not decode the next time either.
+          yield* Effect.logError("job payload does not decode", { job: row.id, type: row.type, issue: prepared.left.message })
+          yield* finish(row, token, "failed", `invalid_job_payload: ${prepared.left.message}`)
+          return
+        }
+        const { run, giveUp } = prepared.right
+        const runFiber = yield* Effect.fork(run)
         const renewFiber = yield* Effect.fork(renewLease(row, token, runFiber))
         const exit = yield* Fiber.await(runFiber)
         yield* Fiber.interrupt(renewFiber)
@@ -211,87 +135,41 @@ export const OperationRunnerLive = Layer.scoped(
           const at = new Date(Date.parse(now) + backoffMs(row.attempts)).toISOString()
           yield* requeue(row, token, at, `${error.code}: ${error.message}`, false)
         } else {
-          yield* handler.giveUp(job, error)
+          yield* giveUp(error)
           yield* finish(row, token, "failed", `${error.code}: ${error.message}`)
         }
       }).pipe(
         Effect.catchAllCause((cause) => Effect.logError("job bookkeeping failed", { job: row.id }, cause)),
         Effect.ensuring(Effect.sync(() => running.delete(row.id))),
-        // Claimed from another lease holder: this job was recovered after a crash (or a stall).
-        Effect.ensuring(row.lease_owner !== null && row.lease_owner !== owner ? Effect.forEach(recoveredListeners, Effect.ignore, { discard: true }) : Effect.void)
+        // Taken over from another owner's expired lease: this job was recovered after a crash (or a stall).
+        Effect.ensuring(recovered ? Effect.forEach(recoveredListeners, Effect.ignore, { discard: true }) : Effect.void)
       )
 
-    /** Claims up to `limit` due jobs, at most one per lock key, skipping locks held by live leases. */
-    const claim = (limit: number) =>
-      Effect.gen(function*() {
-        const now = yield* nowIso
-        const candidates = yield* sql<JobRow>`
-          SELECT id, type, dedupe_key, lock_key, payload, attempts, lease_owner FROM jobs
-          WHERE available_at <= ${now} AND (state = 'pending' OR (state = 'leased' AND lease_expires_at <= ${now}))
-            AND (lock_key IS NULL OR lock_key NOT IN (
-              SELECT lock_key FROM jobs WHERE state = 'leased' AND lease_expires_at > ${now} AND lock_key IS NOT NULL))
-          ORDER BY available_at, created_at LIMIT ${limit * 4}`
-        const locks = new Set<string>()
-        const claimed: Array<[JobRow, string]> = []
-        for (const row of candidates) {
-          if (claimed.length >= limit || running.has(row.id)) continue
-          if (row.lock_key !== null) {
-            if (locks.has(row.lock_key)) continue
-            locks.add(row.lock_key)
-          }
-          const token = newUuid()
-          const updated = yield* sql`UPDATE jobs SET state = 'leased', lease_owner = ${owner}, lease_token = ${token},
-            lease_expires_at = ${isoAfter(now, LEASE_SECONDS)}, attempts = attempts + 1, updated_at = ${now}
-            WHERE id = ${row.id} AND (state = 'pending' OR (state = 'leased' AND lease_expires_at <= ${now})) RETURNING id`
-          if (updated.length > 0) claimed.push([{ ...row, attempts: row.attempts + 1 }, token])
-        }
-        return claimed
-      }).pipe(sql.withTransaction)
-
-    const claimByKey = (dedupeKey: string) =>
-      Effect.gen(function*() {
-        const now = yield* nowIso
-        const token = newUuid()
-        const rows = yield* sql<JobRow>`UPDATE jobs SET state = 'leased', lease_owner = ${owner}, lease_token = ${token},
-            lease_expires_at = ${isoAfter(now, LEASE_SECONDS)}, attempts = attempts + 1, updated_at = ${now}
-          WHERE dedupe_key = ${dedupeKey} AND state = 'pending' AND available_at <= ${now}
-            AND (lock_key IS NULL OR lock_key NOT IN (
-              SELECT lock_key FROM jobs WHERE state = 'leased' AND lease_expires_at > ${now} AND lock_key IS NOT NULL))
-          RETURNING id, type, dedupe_key, lock_key, payload, attempts, lease_owner`
-        return rows[0] === undefined ? undefined : ([rows[0], token] as const)
-      })
+    const lease = Effect.map(nowIso, (now) => ({ owner, now, leaseExpiresAt: isoAfter(now, LEASE_SECONDS) }))
 
     /** Jobs leased by a dead process of this host are claimable at once. */
     const reclaimOrphans = Effect.gen(function*() {
       const now = yield* nowIso
-      const leased = yield* sql<{ id: string; lease_owner: string | null }>`SELECT id, lease_owner FROM jobs WHERE state = 'leased'`
-      for (const row of leased) {
-        if (row.lease_owner !== null && row.lease_owner !== owner && !ownerAlive(row.lease_owner)) {
-          yield* sql`UPDATE jobs SET lease_expires_at = ${now} WHERE id = ${row.id} AND state = 'leased'`
-        }
+      for (const row of yield* jobs.leased) {
+        if (row.lease_owner !== null && row.lease_owner !== owner && !ownerAlive(row.lease_owner)) yield* jobs.expireLease(row.id, now)
       }
     })
 
-    const nextDueInMs = Effect.gen(function*() {
-      const rows = yield* sql<{ at: string | null }>`
-        SELECT MIN(CASE WHEN state = 'pending' THEN available_at ELSE lease_expires_at END) AS at
-        FROM jobs WHERE state IN ('pending', 'leased')`
-      const at = rows[0]?.at
-      if (at === null || at === undefined) return MAX_POLL_MS
-      return Math.max(0, Math.min(MAX_POLL_MS, Date.parse(at) - Date.now()))
-    })
+    const nextDueInMs = Effect.map(jobs.nextDueAt, (at) =>
+      at === null ? MAX_POLL_MS : Math.max(0, Math.min(MAX_POLL_MS, Date.parse(at) - Date.now())))
+
+    const start = (claimed: ReadonlyArray<ClaimedJobRow>) =>
+      Effect.forEach(claimed, (job) => {
+        running.add(job.row.id)
+        return FiberSet.run(fibers, runOne(job))
+      }, { discard: true })
 
     const loop = Effect.gen(function*() {
       yield* reclaimOrphans
       while (true) {
         const free = MAX_CONCURRENT - running.size
-        if (free > 0) {
-          const claimed = yield* claim(free)
-          for (const [row, token] of claimed) {
-            running.add(row.id)
-            yield* FiberSet.run(fibers, runOne(row, token))
-          }
-        }
+        // At most one per lock key, skipping locks held by live leases (the dialect's claim).
+        if (free > 0) yield* start(yield* jobs.claim({ ...(yield* lease), limit: free, running }))
         const waitMs = yield* nextDueInMs
         yield* Queue.take(wakeQueue).pipe(Effect.timeout(Duration.millis(Math.max(waitMs, 5))), Effect.ignore)
         yield* Queue.takeAll(wakeQueue)
@@ -306,7 +184,15 @@ export const OperationRunnerLive = Layer.scoped(
     return {
       owner,
       onRecovered: (listener) => Effect.sync(() => void recoveredListeners.push(listener)),
-      register: (type, handler) => Effect.sync(() => void handlers.set(type, handler)),
+      register: <P, I>(type: JobType<P, I>, handler: JobHandler<P>) =>
+        Effect.sync(() => {
+          const decode = Schema.decodeEither(Schema.parseJson(type.payload))
+          handlers.set(type.type, (row): Prepared =>
+            Either.map(decode(row.payload), (payload) => {
+              const job: Job<P> = { id: row.id, type: row.type, dedupeKey: row.dedupe_key, payload, attempt: row.attempts }
+              return { run: handler.run(job), giveUp: (error: ErrorObject) => handler.giveUp(job, error) }
+            }))
+        }),
       start: Effect.suspend(() => {
         if (started.value) return Effect.void
         started.value = true
@@ -316,11 +202,9 @@ export const OperationRunnerLive = Layer.scoped(
       runNow: (dedupeKey) =>
         Effect.gen(function*() {
           if (!started.value || running.size >= MAX_CONCURRENT) return yield* wake
-          const claimed = yield* claimByKey(dedupeKey)
+          const claimed = yield* jobs.claimByKey({ ...(yield* lease), dedupeKey })
           if (claimed === undefined) return yield* wake
-          const [row, token] = claimed
-          running.add(row.id)
-          yield* FiberSet.run(fibers, runOne(row, token))
+          yield* start([claimed])
         }).pipe(Effect.catchAllCause((cause) => Effect.zipRight(Effect.logWarning("could not start a job at once", cause), wake)))
     }
   })

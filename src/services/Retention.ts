@@ -9,27 +9,31 @@
  * - Jobs that finished (succeeded or failed) more than 7 days ago.
  * Deletes go in batches of 1,000 rows, each its own short transaction, so the sweep never holds the database.
  */
-import { SqlClient } from "@effect/sql"
-import { Effect } from "effect"
+import { Effect, Schema } from "effect"
+import { repositories } from "../db/Database.ts"
+import { IdempotencyRepo } from "../db/repos/Idempotency.ts"
+import { JobsRepo } from "../db/repos/Jobs.ts"
+import { ProcessesRepo } from "../db/repos/Processes.ts"
+import { RuntimeOperationsRepo } from "../db/repos/RuntimeOperations.ts"
 import { isoAfter, nowIso } from "../domain/Time.ts"
-import { enqueueJob, type JobHandler } from "./OperationRunner.ts"
+import { defineJob, enqueueJob, type JobHandler } from "./JobRegistry.ts"
 
-export const RETENTION_JOB = "maintenance.retention"
+export const RetentionJob = defineJob("maintenance.retention", Schema.Null)
 const EVERY_SECONDS = 3600
 const KEEP_SECONDS = 7 * 24 * 3600
 const BATCH = 1000
 
-export const scheduleRetention = enqueueJob({ type: RETENTION_JOB, dedupeKey: "maintenance:retention", payload: null, replace: true })
+export const scheduleRetention = enqueueJob(RetentionJob, { dedupeKey: "maintenance:retention", payload: null, replace: true })
 
 export const makeRetentionHandler = Effect.gen(function*() {
-  const sql = yield* SqlClient.SqlClient
+  const context = yield* repositories
 
-  /** Runs a DELETE … LIMIT-style statement until it removes nothing; returns how many rows went. */
-  const inBatches = (batch: Effect.Effect<ReadonlyArray<unknown>, unknown>) =>
+  /** Runs a batch delete until it removes less than a batch; returns how many rows went. */
+  const inBatches = <R>(batch: Effect.Effect<number, never, R>) =>
     Effect.gen(function*() {
       let total = 0
       while (true) {
-        const removed = (yield* batch.pipe(Effect.orDie)).length
+        const removed = yield* batch
         total += removed
         if (removed < BATCH) return total
         yield* Effect.yieldNow()
@@ -39,22 +43,10 @@ export const makeRetentionHandler = Effect.gen(function*() {
   const sweep = Effect.gen(function*() {
     const now = yield* nowIso
     const before = isoAfter(now, -KEEP_SECONDS)
-    const events = yield* inBatches(sql`
-      DELETE FROM process_events WHERE rowid IN (
-        SELECT e.rowid FROM processes p JOIN process_events e ON e.process_id = p.id
-        WHERE p.completed_at IS NOT NULL AND p.completed_at < ${before} LIMIT ${BATCH})
-      RETURNING 1`)
-    const operations = yield* inBatches(sql`
-      DELETE FROM runtime_operations WHERE rowid IN (
-        SELECT rowid FROM runtime_operations WHERE completed_at IS NOT NULL AND completed_at < ${before} LIMIT ${BATCH})
-      RETURNING 1`)
-    const keys = yield* inBatches(sql`
-      DELETE FROM idempotency_keys WHERE rowid IN (SELECT rowid FROM idempotency_keys WHERE expires_at < ${now} LIMIT ${BATCH})
-      RETURNING 1`)
-    const jobs = yield* inBatches(sql`
-      DELETE FROM jobs WHERE rowid IN (
-        SELECT rowid FROM jobs WHERE state IN ('succeeded', 'failed') AND updated_at < ${before} LIMIT ${BATCH})
-      RETURNING 1`)
+    const events = yield* inBatches(ProcessesRepo.deleteEventsEndedBefore(before, BATCH))
+    const operations = yield* inBatches(RuntimeOperationsRepo.deleteEndedBefore(before, BATCH))
+    const keys = yield* inBatches(IdempotencyRepo.deleteExpired(now, BATCH))
+    const jobs = yield* inBatches(JobsRepo.deleteFinishedBefore(before, BATCH))
     if (events + operations + keys + jobs > 0) {
       yield* Effect.logInfo("retention sweep", { process_events: events, runtime_operations: operations, idempotency_keys: keys, jobs })
     }
@@ -62,8 +54,8 @@ export const makeRetentionHandler = Effect.gen(function*() {
   })
 
   return {
-    run: () => Effect.provideService(sweep, SqlClient.SqlClient, sql),
+    run: () => Effect.provide(sweep, context),
     // Nothing to record: the next start schedules it again.
     giveUp: () => Effect.void
-  } satisfies JobHandler
+  } satisfies JobHandler<null>
 })

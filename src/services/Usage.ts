@@ -3,27 +3,14 @@
  * snapshot delta). Default window: the last 30 UTC days; at most 366 days; the comparison window is the
  * equal-length window just before. Zero usage is a valid, fully shaped answer.
  */
-import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
+import { UsageRepo, type UsageRow } from "../db/repos/Usage.ts"
 import { validationError } from "../domain/Errors.ts"
 import { amount } from "../domain/Money.ts"
 import { nowIso } from "../domain/Time.ts"
 
 const DAY_MS = 86_400_000
 const MAX_DAYS = 366
-
-interface UsageRow {
-  sandbox_id: string
-  project_id: string
-  provider: string
-  billing_mode: string
-  cost_delta_microusd: number
-  cumulative_microusd: number
-  provenance: string
-  confidence: string
-  rate_card_version: string | null
-  measured_through: string
-}
 
 export interface UsageQuery {
   readonly from?: string | undefined
@@ -36,7 +23,7 @@ export interface UsageQuery {
 }
 
 const startOfUtcDay = (ms: number) => ms - (ms % DAY_MS)
-const sum = (rows: ReadonlyArray<UsageRow>) => rows.reduce((t, r) => t + BigInt(r.cost_delta_microusd), 0n)
+const sum = (rows: ReadonlyArray<UsageRow>) => rows.reduce((t, r) => t + r.cost_delta_microusd, 0n)
 const changePercent = (current: bigint, previous: bigint) =>
   previous === 0n ? null : Math.round((Number(current - previous) / Number(previous)) * 10_000) / 100
 const compare = (current: ReadonlyArray<UsageRow>, previous: ReadonlyArray<UsageRow>) => {
@@ -52,7 +39,6 @@ const groupBy = <K extends string>(rows: ReadonlyArray<UsageRow>, key: (r: Usage
 
 export const computeUsage = (organizationId: string, query: UsageQuery) =>
   Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
     const nowText = yield* nowIso
     const now = Date.parse(nowText)
     const through = query.through !== undefined ? Date.parse(query.through) : now
@@ -62,15 +48,14 @@ export const computeUsage = (organizationId: string, query: UsageQuery) =>
     const span = through - from
     const comparisonFrom = from - span
     const iso = (ms: number) => new Date(ms).toISOString()
-    const rows = yield* sql<UsageRow>`SELECT sandbox_id, project_id, provider, billing_mode, cost_delta_microusd, cumulative_microusd,
-        provenance, confidence, rate_card_version, measured_through
-      FROM usage_records WHERE organization_id = ${organizationId}
-        AND measured_through > ${iso(comparisonFrom)} AND measured_through <= ${iso(through)}
-        ${query.project_id !== undefined ? sql`AND project_id = ${query.project_id}` : sql``}
-        ${query.provider !== undefined ? sql`AND provider = ${query.provider}` : sql``}
-        ${query.sandbox_id !== undefined ? sql`AND sandbox_id = ${query.sandbox_id}` : sql``}
-        ${query.billing_mode !== "all" ? sql`AND billing_mode = ${query.billing_mode}` : sql``}
-      ORDER BY measured_through`.pipe(Effect.orDie)
+    const rows = yield* UsageRepo.inWindow(organizationId, {
+      after: iso(comparisonFrom),
+      through: iso(through),
+      projectId: query.project_id,
+      provider: query.provider,
+      sandboxId: query.sandbox_id,
+      billingMode: query.billing_mode
+    })
     const current = rows.filter((r) => Date.parse(r.measured_through) > from)
     const previous = rows.filter((r) => Date.parse(r.measured_through) <= from)
     const mode = (m: string) => (r: UsageRow) => r.billing_mode === m
@@ -139,8 +124,8 @@ export const computeUsage = (organizationId: string, query: UsageQuery) =>
         project_id: r.project_id,
         provider: r.provider,
         billing_mode: r.billing_mode,
-        cost_delta: amount(BigInt(r.cost_delta_microusd)),
-        cumulative_cost: amount(BigInt(r.cumulative_microusd)),
+        cost_delta: amount(r.cost_delta_microusd),
+        cumulative_cost: amount(r.cumulative_microusd),
         provenance: r.provenance,
         confidence: r.confidence,
         rate_card_version: r.rate_card_version,

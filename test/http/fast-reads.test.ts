@@ -155,4 +155,25 @@ describe("fast reads", () => {
     expectEnvelope(await http.get("/v1/operations/op_nope", auth), 404, "not_found")
     expectEnvelope(await http.get(`/v1/sandboxes/${sandboxId}/runtime-operations/rop_nope`, auth), 404, "not_found")
   })
+
+  it("a row that does not decode is handed to the full stack, which answers 500 internal_error without internals", async () => {
+    const corruptions: Array<{ table: string; column: string; id: string; value: string; route: ReturnType<typeof routes>[number] }> = [
+      { table: "operations", column: "error", id: operationId, value: '{"code":', route: routes()[3]! },
+      { table: "processes", column: "state", id: processId, value: "sleeping", route: routes()[1]! },
+      { table: "runtime_operations", column: "result", id: readId, value: '{"kind": "filesystem_read"}', route: routes()[2]! }
+    ]
+    for (const c of corruptions) {
+      const original = querySql<Record<string, string>>(server.dataDir, `SELECT ${c.column} AS v FROM ${c.table} WHERE id = ?`, c.id)[0]!["v"]!
+      execSql(server.dataDir, `UPDATE ${c.table} SET ${c.column} = ? WHERE id = ?`, c.value, c.id)
+      try {
+        expect((await direct(c.route.pattern, c.route.url, { headers: headers(auth), params: c.route.params })).status).toBe(HANDED_OVER)
+        const answer = expectEnvelope(await http.get(c.route.url, auth), 500, "internal_error")
+        expect(answer.message).toBe("Internal server error")
+        expect(answer.details).toBeUndefined()
+      } finally {
+        execSql(server.dataDir, `UPDATE ${c.table} SET ${c.column} = ? WHERE id = ?`, original, c.id)
+      }
+      expect((await http.get(c.route.url, auth)).status).toBe(200)
+    }
+  })
 })

@@ -35,7 +35,14 @@ describe("system routes and the error envelope", () => {
 
   it("a body that is not JSON is 415, unparseable JSON is 400, an oversized body is 413", async () => {
     expectEnvelope(await http.post("/v1/organizations", { rawBody: "name=x", headers: { "content-type": "text/plain" } }), 415, "unsupported_media_type")
+    // Authentication comes first: unparseable JSON with an unknown token is still a 401.
     expectEnvelope(await http.post("/v1/organizations", { rawBody: "{not json", headers: { "content-type": "application/json", authorization: "Bearer metal_ut_xxxxxxxxxxxxxxxxxxxxxxxx" } }), 401, "unauthenticated")
+    const owner = await bootstrap(server.dataDir, "json@example.com")
+    for (const rawBody of ["{not json", "{\"name\": \"x\",", "[1, 2"]) {
+      const bad = await http.post("/v1/organizations", { rawBody, headers: { "content-type": "application/json", authorization: `Bearer ${owner.user_token}` } })
+      expectEnvelope(bad, 400, "invalid_json")
+    }
+    expect(querySql(server.dataDir, "SELECT id FROM organizations WHERE name = 'x'")).toEqual([])
     const big = await http.post("/v1/organizations", { rawBody: "x".repeat(17 * 1024 * 1024), headers: { "content-type": "application/json" } })
     expectEnvelope(big, 413, "payload_too_large")
   })

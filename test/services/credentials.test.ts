@@ -7,14 +7,14 @@ import { SqlClient } from "@effect/sql"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer, Option } from "effect"
 import { AppConfig } from "../../src/Config.ts"
-import { SqlLive } from "../../src/db/Sql.ts"
+import { DatabaseLive } from "../../src/db/Database.ts"
 import { Credentials, CredentialsLive } from "../../src/services/Credentials.ts"
 import { bootstrap, tempDataDir } from "../support/server.ts"
 
 const layerFor = (dataDir: string) =>
   CredentialsLive.pipe(
-    Layer.provideMerge(SqlLive),
-    Layer.provide(Layer.succeed(AppConfig, { port: 0, host: "127.0.0.1", dataDir, publicUrl: "http://x", publicUrlSet: true, logLevel: "info", maxBodyBytes: 1 }))
+    Layer.provideMerge(DatabaseLive),
+    Layer.provide(Layer.succeed(AppConfig, { port: 0, host: "127.0.0.1", dataDir, publicUrl: "http://x", publicUrlSet: true, logLevel: "info", maxBodyBytes: 1, endpoints: { port: 0, host: "127.0.0.1", publicOrigin: undefined, base: undefined } }))
   )
 
 describe("Credentials.resolveApiKey", () => {

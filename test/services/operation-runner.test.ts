@@ -1,17 +1,21 @@
 import { SqlClient } from "@effect/sql"
 import { describe, expect, it } from "@effect/vitest"
-import { Deferred, Effect, Layer, Ref } from "effect"
+import { Deferred, Effect, Layer, Ref, Schema } from "effect"
 import * as os from "node:os"
 import { AppConfig } from "../../src/Config.ts"
-import { SqlLive } from "../../src/db/Sql.ts"
-import { enqueueJob, JobError, OperationRunner, OperationRunnerLive } from "../../src/services/OperationRunner.ts"
+import { DatabaseLive } from "../../src/db/Database.ts"
+import { defineJob, enqueueJob, JobError } from "../../src/services/JobRegistry.ts"
+import { OperationRunner, OperationRunnerLive } from "../../src/services/OperationRunner.ts"
 import { tempDataDir } from "../support/server.ts"
 
 const config = (dataDir: string) =>
-  Layer.succeed(AppConfig, { port: 0, host: "127.0.0.1", dataDir, publicUrl: "http://127.0.0.1", publicUrlSet: true, logLevel: "info", maxBodyBytes: 1 << 20 })
+  Layer.succeed(AppConfig, { port: 0, host: "127.0.0.1", dataDir, publicUrl: "http://127.0.0.1", publicUrlSet: true, logLevel: "info", maxBodyBytes: 1 << 20, endpoints: { port: 0, host: "127.0.0.1", publicOrigin: undefined, base: undefined } })
 
 const testLayer = (dataDir = tempDataDir("runner")) =>
-  OperationRunnerLive.pipe(Layer.provideMerge(SqlLive), Layer.provide(config(dataDir)))
+  OperationRunnerLive.pipe(Layer.provideMerge(DatabaseLive), Layer.provide(config(dataDir)))
+
+/** A job type for these tests: any payload. */
+const jobType = (type: string) => defineJob(type, Schema.Unknown)
 
 const jobState = (dedupeKey: string) =>
   Effect.gen(function*() {
@@ -36,19 +40,19 @@ describe("OperationRunner", () => {
       const runner = yield* OperationRunner
       const release = yield* Deferred.make<void>()
       const ran = yield* Ref.make<Array<string>>([])
-      yield* runner.register("test.now", {
+      yield* runner.register(jobType("test.now"), {
         run: (job) => Effect.zipRight(Ref.update(ran, (r) => [...r, job.dedupeKey]), Deferred.await(release)),
         giveUp: () => Effect.void
       })
       yield* runner.start
       yield* Effect.sleep("50 millis") // the loop's first claim is behind it: only a wake or its poll would see new jobs
-      yield* enqueueJob({ type: "test.now", dedupeKey: "now:a", lockKey: "lock:1", payload: null })
+      yield* enqueueJob(jobType("test.now"), { dedupeKey: "now:a", lockKey: "lock:1", payload: null })
       yield* runner.runNow("now:a")
       expect((yield* jobState("now:a"))?.state).toBe("leased") // no sleep: claimed by runNow itself
-      yield* enqueueJob({ type: "test.now", dedupeKey: "now:b", lockKey: "lock:1", payload: null })
+      yield* enqueueJob(jobType("test.now"), { dedupeKey: "now:b", lockKey: "lock:1", payload: null })
       yield* runner.runNow("now:b")
       expect((yield* jobState("now:b"))?.state).toBe("pending") // its lock is held by now:a
-      yield* enqueueJob({ type: "test.now", dedupeKey: "now:later", payload: null, availableAt: new Date(Date.now() + 60_000).toISOString() })
+      yield* enqueueJob(jobType("test.now"), { dedupeKey: "now:later", payload: null, availableAt: new Date(Date.now() + 60_000).toISOString() })
       yield* runner.runNow("now:later")
       expect((yield* jobState("now:later"))?.state).toBe("pending")
       yield* runner.runNow("now:missing") // nothing to claim: a no-op
@@ -64,10 +68,10 @@ describe("OperationRunner", () => {
     Effect.gen(function*() {
       const runner = yield* OperationRunner
       const runs = yield* Ref.make(0)
-      yield* runner.register("test.once", { run: () => Ref.update(runs, (n) => n + 1), giveUp: () => Effect.void })
+      yield* runner.register(jobType("test.once"), { run: () => Ref.update(runs, (n) => n + 1), giveUp: () => Effect.void })
       yield* runner.start
-      yield* enqueueJob({ type: "test.once", dedupeKey: "once:1", payload: { a: 1 } })
-      yield* enqueueJob({ type: "test.once", dedupeKey: "once:1", payload: { a: 2 } }) // deduplicated
+      yield* enqueueJob(jobType("test.once"), { dedupeKey: "once:1", payload: { a: 1 } })
+      yield* enqueueJob(jobType("test.once"), { dedupeKey: "once:1", payload: { a: 2 } }) // deduplicated
       yield* runner.wake
       yield* waitFor(jobState("once:1"), (row) => row?.state === "succeeded")
       expect(yield* Ref.get(runs)).toBe(1)
@@ -78,7 +82,7 @@ describe("OperationRunner", () => {
       const runner = yield* OperationRunner
       const attempts = yield* Ref.make<Array<number>>([])
       const gaveUp = yield* Ref.make<string | null>(null)
-      yield* runner.register("test.flaky", {
+      yield* runner.register(jobType("test.flaky"), {
         run: (job) =>
           Effect.gen(function*() {
             yield* Ref.update(attempts, (a) => [...a, job.attempt])
@@ -87,7 +91,7 @@ describe("OperationRunner", () => {
         giveUp: (_job, error) => Ref.set(gaveUp, error.code)
       })
       yield* runner.start
-      yield* enqueueJob({ type: "test.flaky", dedupeKey: "flaky:1", payload: null })
+      yield* enqueueJob(jobType("test.flaky"), { dedupeKey: "flaky:1", payload: null })
       yield* runner.wake
       const row = yield* waitFor(jobState("flaky:1"), (r) => r?.state === "failed")
       expect(yield* Ref.get(attempts)).toEqual([1, 2])
@@ -101,7 +105,7 @@ describe("OperationRunner", () => {
       const log = yield* Ref.make<Array<string>>([])
       const active = yield* Ref.make(0)
       const maxActive = yield* Ref.make(0)
-      yield* runner.register("test.locked", {
+      yield* runner.register(jobType("test.locked"), {
         run: (job) =>
           Effect.gen(function*() {
             const n = yield* Ref.updateAndGet(active, (x) => x + 1)
@@ -113,15 +117,15 @@ describe("OperationRunner", () => {
         giveUp: () => Effect.void
       })
       let again = true
-      yield* runner.register("test.again", {
+      yield* runner.register(jobType("test.again"), {
         run: () => Effect.sync(() => (again ? ((again = false), { rescheduleAt: new Date(Date.now() + 100).toISOString() }) : undefined)),
         giveUp: () => Effect.void
       })
       yield* runner.start
       const later = new Date(Date.now() + 400).toISOString()
-      yield* enqueueJob({ type: "test.locked", dedupeKey: "l:later", lockKey: "sandbox:x", payload: null, availableAt: later })
-      for (const k of ["l:1", "l:2", "l:3"]) yield* enqueueJob({ type: "test.locked", dedupeKey: k, lockKey: "sandbox:x", payload: null })
-      yield* enqueueJob({ type: "test.again", dedupeKey: "again:1", payload: null })
+      yield* enqueueJob(jobType("test.locked"), { dedupeKey: "l:later", lockKey: "sandbox:x", payload: null, availableAt: later })
+      for (const k of ["l:1", "l:2", "l:3"]) yield* enqueueJob(jobType("test.locked"), { dedupeKey: k, lockKey: "sandbox:x", payload: null })
+      yield* enqueueJob(jobType("test.again"), { dedupeKey: "again:1", payload: null })
       yield* runner.wake
       yield* waitFor(jobState("l:later"), (r) => r?.state === "succeeded")
       const order = yield* Ref.get(log)
@@ -131,16 +135,43 @@ describe("OperationRunner", () => {
       expect(againRow?.attempts).toBe(1) // a reschedule is not a failed attempt
     }).pipe(Effect.provide(testLayer())))
 
+  it.live("decodes a payload by its job type's Schema: the handler gets the decoded value; one that does not decode fails the job unrun", () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const runner = yield* OperationRunner
+      const Typed = defineJob("test.typed", Schema.Struct({ n: Schema.NumberFromString }))
+      const seen = yield* Ref.make<Array<unknown>>([])
+      const gaveUp = yield* Ref.make(0)
+      yield* runner.register(Typed, { run: (job) => Ref.update(seen, (s) => [...s, job.payload.n]), giveUp: () => Ref.update(gaveUp, (n) => n + 1) })
+      yield* runner.start
+      yield* enqueueJob(Typed, { dedupeKey: "typed:good", payload: { n: 42 } })
+      // Stored encoded: the Schema's encoded side, a string.
+      expect((yield* sql<{ payload: string }>`SELECT payload FROM jobs WHERE dedupe_key = 'typed:good'`)[0]?.payload).toBe('{"n":"42"}')
+      yield* enqueueJob(Typed, { dedupeKey: "typed:bad", payload: { n: 7 } })
+      yield* sql`UPDATE jobs SET payload = '{"n": "not a number"}' WHERE dedupe_key = 'typed:bad'`
+      yield* enqueueJob(Typed, { dedupeKey: "typed:not-json", payload: { n: 8 } })
+      yield* sql`UPDATE jobs SET payload = '{"n":' WHERE dedupe_key = 'typed:not-json'`
+      yield* runner.wake
+      yield* waitFor(jobState("typed:good"), (row) => row?.state === "succeeded")
+      const bad = yield* waitFor(jobState("typed:bad"), (row) => row?.state === "failed")
+      expect(bad?.last_error).toMatch(/^invalid_job_payload: /)
+      expect(bad?.attempts).toBe(1) // never retried
+      const notJson = yield* waitFor(jobState("typed:not-json"), (row) => row?.state === "failed")
+      expect(notJson?.attempts).toBe(1)
+      expect(yield* Ref.get(seen)).toEqual([42])
+      expect(yield* Ref.get(gaveUp)).toBe(0)
+    }).pipe(Effect.provide(testLayer())))
+
   it.live("reclaims at once a job leased by a dead process of this host", () =>
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
-      yield* enqueueJob({ type: "test.orphan", dedupeKey: "orphan:1", payload: null })
+      yield* enqueueJob(jobType("test.orphan"), { dedupeKey: "orphan:1", payload: null })
       const future = new Date(Date.now() + 3_600_000).toISOString()
       // pid 2^22 + 1 is above the kernel's pid_max, so it cannot be alive.
       yield* sql`UPDATE jobs SET state = 'leased', lease_owner = ${`${os.hostname()}:4194305:dead`}, lease_token = 't', lease_expires_at = ${future}, attempts = 1`
       const runner = yield* OperationRunner
       const ran = yield* Ref.make(false)
-      yield* runner.register("test.orphan", { run: () => Ref.set(ran, true), giveUp: () => Effect.void })
+      yield* runner.register(jobType("test.orphan"), { run: () => Ref.set(ran, true), giveUp: () => Effect.void })
       yield* runner.start
       yield* waitFor(jobState("orphan:1"), (r) => r?.state === "succeeded")
       expect(yield* Ref.get(ran)).toBe(true)

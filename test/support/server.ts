@@ -13,6 +13,8 @@ export const tempDataDir = (label = "gw"): string => fs.mkdtempSync(path.join(os
 
 export interface RunningServer {
   readonly url: string
+  /** The endpoint listener's own address (endpoints are never served on the API's origin). */
+  readonly endpointUrl: string
   readonly dataDir: string
   readonly pid: number
   readonly logs: () => string
@@ -44,15 +46,21 @@ export const startServer = async (
   void pump(child.stderr)
   const deadline = Date.now() + 20_000
   let url: string | undefined
-  while (url === undefined) {
+  let endpointUrl: string | undefined
+  while (url === undefined || endpointUrl === undefined) {
     const match = /Listening on (http:\/\/[^\s]+)/.exec(output)
-    if (match?.[1] !== undefined) url = match[1].replace(/\/$/, "")
+    const endpoints = /Serving endpoints on (http:\/\/[^\s]+)/.exec(output)
+    if (match?.[1] !== undefined && endpoints?.[1] !== undefined) {
+      url = match[1].replace(/\/$/, "")
+      endpointUrl = endpoints[1].replace(/\/$/, "")
+    }
     else if (child.exitCode !== null) throw new Error(`server exited early (${child.exitCode}):\n${output}`)
     else if (Date.now() > deadline) throw new Error(`server did not start:\n${output}`)
     else await Bun.sleep(20)
   }
   return {
     url,
+    endpointUrl,
     dataDir,
     pid: child.pid,
     logs: () => output,

@@ -1,32 +1,22 @@
-/** Users and their access tokens (self-hosted identity: tokens are issued by the operator CLI). */
+/** Users and their access tokens, `users` and `user_tokens` (self-hosted identity: tokens come from the CLI). */
 import { SqlClient } from "@effect/sql"
-import { Effect } from "effect"
+import { Effect, Schema } from "effect"
 import { newUuid } from "../../domain/Ids.ts"
 import { nowIso } from "../../domain/Time.ts"
-import { randomToken, sha256Hex } from "../../services/Crypto.ts"
+import { randomToken, sha256Hex, USER_TOKEN_PREFIX } from "../../domain/Tokens.ts"
+import { rowsOf, run } from "../Rows.ts"
 
-export interface UserRow {
-  readonly id: string
-  readonly email: string
-  readonly created_at: string
-}
+export const UserRow = Schema.Struct({ id: Schema.String, email: Schema.String, created_at: Schema.String })
+export type UserRow = typeof UserRow.Type
 
-export const findUserByEmail = (email: string) =>
-  Effect.flatMap(SqlClient.SqlClient, (sql) => sql<UserRow>`SELECT * FROM users WHERE email = ${email.toLowerCase()}`).pipe(
-    Effect.map((rows) => rows[0]),
-    Effect.orDie
-  )
-
-/** The user with this email, created if missing. */
-export const ensureUser = (email: string) =>
-  Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
-    const existing = yield* findUserByEmail(email)
-    if (existing !== undefined) return { user: existing, created: false }
-    const user: UserRow = { id: newUuid(), email: email.toLowerCase(), created_at: yield* nowIso }
-    yield* sql`INSERT INTO users ${sql.insert({ ...user })}`
-    return { user, created: true }
-  }).pipe(Effect.orDie)
+/** A live token with its user, as the credential check reads it. */
+const TokenRow = Schema.Struct({
+  id: Schema.String,
+  user_id: Schema.String,
+  email: Schema.String,
+  expires_at: Schema.NullOr(Schema.String),
+  last_used_at: Schema.NullOr(Schema.String)
+})
 
 export interface IssuedToken {
   readonly id: string
@@ -34,32 +24,57 @@ export interface IssuedToken {
   readonly expires_at: string | null
 }
 
-export const USER_TOKEN_PREFIX = "metal_ut_"
-
-export const issueUserToken = (userId: string, name: string, expiresAt: string | null) =>
-  Effect.gen(function*() {
+export class UsersRepo extends Effect.Service<UsersRepo>()("app/db/UsersRepo", {
+  accessors: true,
+  effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    const token = randomToken(USER_TOKEN_PREFIX)
-    const id = newUuid()
-    yield* sql`INSERT INTO user_tokens ${sql.insert({
-      id,
-      user_id: userId,
-      name,
-      prefix: token.slice(0, 20),
-      token_hash: sha256Hex(token),
-      created_at: yield* nowIso,
-      expires_at: expiresAt
-    })}`
-    return { id, token, expires_at: expiresAt } satisfies IssuedToken
-  }).pipe(Effect.orDie)
+    const users = rowsOf("users", UserRow)
+    const tokens = rowsOf("user_tokens", TokenRow)
 
-/** Revokes by id or by the token itself; returns whether a live token was revoked. */
-export const revokeUserToken = (by: { readonly id?: string | undefined; readonly token?: string | undefined }) =>
-  Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
-    const now = yield* nowIso
-    const rows = by.id !== undefined
-      ? yield* sql`UPDATE user_tokens SET revoked_at = ${now} WHERE id = ${by.id} AND revoked_at IS NULL RETURNING id`
-      : yield* sql`UPDATE user_tokens SET revoked_at = ${now} WHERE token_hash = ${sha256Hex(by.token ?? "")} AND revoked_at IS NULL RETURNING id`
-    return rows.length > 0
-  }).pipe(Effect.orDie)
+    const findByEmail = (email: string) => users.first(sql`SELECT * FROM users WHERE email = ${email.toLowerCase()}`)
+
+    return {
+      findByEmail,
+      /** The user with this email, created if missing. */
+      ensure: (email: string) =>
+        Effect.gen(function*() {
+          const existing = yield* findByEmail(email)
+          if (existing !== undefined) return { user: existing, created: false }
+          const user: UserRow = { id: newUuid(), email: email.toLowerCase(), created_at: yield* nowIso }
+          yield* run(sql`INSERT INTO users ${sql.insert({ ...user })}`)
+          return { user, created: true }
+        }),
+      /** Issues a token: only its SHA-256 is kept; the value is returned this once. */
+      issueToken: (userId: string, name: string, expiresAt: string | null) =>
+        Effect.gen(function*() {
+          const token = randomToken(USER_TOKEN_PREFIX)
+          const id = newUuid()
+          yield* run(sql`INSERT INTO user_tokens ${sql.insert({
+            id,
+            user_id: userId,
+            name,
+            prefix: token.slice(0, 20),
+            token_hash: sha256Hex(token),
+            created_at: yield* nowIso,
+            expires_at: expiresAt
+          })}`)
+          return { id, token, expires_at: expiresAt } satisfies IssuedToken
+        }),
+      /** Revokes by id or by the token itself; returns whether a live token was revoked. */
+      revokeToken: (by: { readonly id?: string | undefined; readonly token?: string | undefined }) =>
+        Effect.gen(function*() {
+          const now = yield* nowIso
+          const rows = yield* (by.id !== undefined
+            ? sql`UPDATE user_tokens SET revoked_at = ${now} WHERE id = ${by.id} AND revoked_at IS NULL RETURNING id`
+            : sql`UPDATE user_tokens SET revoked_at = ${now} WHERE token_hash = ${sha256Hex(by.token ?? "")} AND revoked_at IS NULL RETURNING id`
+          ).pipe(Effect.orDie)
+          return rows.length > 0
+        }),
+      /** The unrevoked token with this hash, with its user's email (expiry is the caller's to check). */
+      liveTokenByHash: (tokenHash: string) =>
+        tokens.first(sql`SELECT t.id, t.user_id, u.email, t.expires_at, t.last_used_at
+          FROM user_tokens t JOIN users u ON u.id = t.user_id WHERE t.token_hash = ${tokenHash} AND t.revoked_at IS NULL`),
+      touchToken: (id: string, now: string) => run(sql`UPDATE user_tokens SET last_used_at = ${now} WHERE id = ${id}`)
+    }
+  })
+}) {}

@@ -1,76 +1,59 @@
 import { HttpApiBuilder } from "@effect/platform"
-import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
+import { provideRepositories } from "../../db/Database.ts"
+import { BillingRepo } from "../../db/repos/Billing.ts"
 import { conflict, validationError } from "../../domain/Errors.ts"
 import { isPurchaseAmount, microToUsd, purchaseFee, usdToMicro } from "../../domain/Money.ts"
+import { ANY_ROLE, MANAGERS } from "../../domain/Principals.ts"
 import { nowIso } from "../../domain/Time.ts"
-import { ANY_ROLE, MANAGERS, requireOrgRole } from "../../services/Access.ts"
+import { requireOrgRole } from "../../services/Access.ts"
 import { computeUsage } from "../../services/Usage.ts"
 import { Api } from "../Api.ts"
-
-interface AccountRow {
-  balance_microusd: number
-  payment_method_brand: string | null
-  payment_method_last4: string | null
-  auto_topup_enabled: number
-  auto_topup_status: "disabled" | "active" | "paused"
-  auto_topup_threshold_microusd: number
-  auto_topup_refill_microusd: number
-  auto_topup_monthly_cap_microusd: number
-  auto_topup_paused_reason: string | null
-}
 
 const DAY_MS = 86_400_000
 
 export const BillingLive = HttpApiBuilder.group(Api, "billing", (handlers) =>
   Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
-    const provide = Effect.provideService(SqlClient.SqlClient, sql)
+    const billing = yield* BillingRepo
+    const provide = yield* provideRepositories
 
     const billingOf = (organizationId: string, canManage: boolean) =>
       Effect.gen(function*() {
         const now = yield* nowIso
-        yield* sql`INSERT INTO billing_accounts (organization_id, updated_at) VALUES (${organizationId}, ${now}) ON CONFLICT DO NOTHING`
-        const account = (yield* sql<AccountRow>`SELECT * FROM billing_accounts WHERE organization_id = ${organizationId}`)[0]!
-        const monthStart = `${now.slice(0, 7)}-01T00:00:00.000Z`
-        const credited = (yield* sql<{ total: number | null }>`SELECT SUM(credit_microusd) AS total FROM purchases
-          WHERE organization_id = ${organizationId} AND source = 'auto_topup' AND status = 'paid' AND paid_at >= ${monthStart}`)[0]?.total ?? 0
-        const purchases = yield* sql<{ id: string; source: any; status: any; credit_microusd: number; fee_microusd: number; total_microusd: number; receipt_url: string | null; invoice_url: string | null; created_at: string; paid_at: string | null }>`
-          SELECT * FROM purchases WHERE organization_id = ${organizationId} ORDER BY created_at DESC, id DESC LIMIT 20`
-        const ledger = yield* sql<{ id: string; kind: any; amount_microusd: number; description: string; created_at: string }>`
-          SELECT id, kind, amount_microusd, description, created_at FROM ledger_entries WHERE organization_id = ${organizationId}
-          ORDER BY created_at DESC, id DESC LIMIT 100`
+        yield* billing.ensureAccount(organizationId)
+        const account = (yield* billing.account(organizationId))!
+        const credited = yield* billing.autoTopupCreditedSince(organizationId, `${now.slice(0, 7)}-01T00:00:00.000Z`)
+        const purchases = yield* billing.recentPurchases(organizationId, 20)
+        const ledger = yield* billing.recentLedger(organizationId, 100)
         // The last 7 UTC days of usage charges, oldest first, today last, zero-filled.
         const today = Date.UTC(new Date(now).getUTCFullYear(), new Date(now).getUTCMonth(), new Date(now).getUTCDate())
         const days = Array.from({ length: 7 }, (_, i) => new Date(today - (6 - i) * DAY_MS).toISOString().slice(0, 10))
-        const charges = yield* sql<{ day: string; total: number }>`SELECT substr(created_at, 1, 10) AS day, SUM(-amount_microusd) AS total
-          FROM ledger_entries WHERE organization_id = ${organizationId} AND kind = 'usage_charge' AND created_at >= ${days[0]!}
-          GROUP BY day`
+        const charges = yield* billing.usageChargesByDay(organizationId, days[0]!)
         const byDay = new Map(charges.map((c) => [c.day, c.total]))
         return {
           organization_id: organizationId,
           balance_microusd: String(account.balance_microusd),
-          balance_usd: microToUsd(BigInt(account.balance_microusd)),
+          balance_usd: microToUsd(account.balance_microusd),
           can_manage: canManage,
           payment_method: account.payment_method_brand !== null && account.payment_method_last4 !== null
             ? { brand: account.payment_method_brand, last4: account.payment_method_last4 }
             : null,
           auto_topup: {
-            enabled: account.auto_topup_enabled === 1,
+            enabled: account.auto_topup_enabled,
             status: account.auto_topup_status,
-            threshold_usd: microToUsd(BigInt(account.auto_topup_threshold_microusd)),
-            refill_usd: microToUsd(BigInt(account.auto_topup_refill_microusd)),
-            monthly_cap_usd: microToUsd(BigInt(account.auto_topup_monthly_cap_microusd)),
-            month_credited_usd: microToUsd(BigInt(credited)),
+            threshold_usd: microToUsd(account.auto_topup_threshold_microusd),
+            refill_usd: microToUsd(account.auto_topup_refill_microusd),
+            monthly_cap_usd: microToUsd(account.auto_topup_monthly_cap_microusd),
+            month_credited_usd: microToUsd(credited),
             paused_reason: account.auto_topup_paused_reason
           },
           purchases: purchases.map((p) => ({
             id: p.id,
             source: p.source,
             status: p.status,
-            credit_usd: microToUsd(BigInt(p.credit_microusd)),
-            fee_usd: microToUsd(BigInt(p.fee_microusd)),
-            total_usd: microToUsd(BigInt(p.total_microusd)),
+            credit_usd: microToUsd(p.credit_microusd),
+            fee_usd: microToUsd(p.fee_microusd),
+            total_usd: microToUsd(p.total_microusd),
             receipt_url: p.receipt_url,
             invoice_url: p.invoice_url,
             created_at: p.created_at,
@@ -80,13 +63,13 @@ export const BillingLive = HttpApiBuilder.group(Api, "billing", (handlers) =>
             id: l.id,
             kind: l.kind,
             amount_microusd: String(l.amount_microusd),
-            amount_usd: microToUsd(BigInt(l.amount_microusd)),
+            amount_usd: microToUsd(l.amount_microusd),
             description: l.description,
             created_at: l.created_at
           })),
-          weekly_activity: days.map((date) => ({ date, amount_microusd: String(byDay.get(date) ?? 0) }))
+          weekly_activity: days.map((date) => ({ date, amount_microusd: String(byDay.get(date) ?? 0n) }))
         }
-      }).pipe(Effect.orDie)
+      })
 
     return handlers
       .handle("get", ({ path }) =>
@@ -126,17 +109,11 @@ export const BillingLive = HttpApiBuilder.group(Api, "billing", (handlers) =>
           if (!isPurchaseAmount(refill)) issues.push({ path: "refill_usd", message: "must be a purchase amount: 5.00 to 10000.00" })
           if (cap < refill) issues.push({ path: "monthly_cap_usd", message: "must be at least refill_usd" })
           if (issues.length > 0) return yield* validationError("Invalid auto top-up settings", issues)
-          const account = (yield* sql<{ payment_method_brand: string | null }>`SELECT payment_method_brand FROM billing_accounts
-            WHERE organization_id = ${path.organization_id}`.pipe(Effect.orDie))[0]
+          const account = yield* billing.account(path.organization_id)
           if (payload.enabled && (account?.payment_method_brand ?? null) === null) {
             return yield* conflict("conflict", "Auto top-up needs a saved payment method; this gateway has no payment processor configured")
           }
-          const now = yield* nowIso
-          yield* sql`UPDATE billing_accounts SET auto_topup_enabled = ${payload.enabled ? 1 : 0},
-            auto_topup_status = ${payload.enabled ? "active" : "disabled"}, auto_topup_paused_reason = NULL,
-            auto_topup_threshold_microusd = ${Number(threshold)}, auto_topup_refill_microusd = ${Number(refill)},
-            auto_topup_monthly_cap_microusd = ${Number(cap)}, updated_at = ${now}
-            WHERE organization_id = ${path.organization_id}`.pipe(Effect.orDie)
+          yield* billing.setAutoTopup(path.organization_id, { enabled: payload.enabled, thresholdMicrousd: threshold, refillMicrousd: refill, monthlyCapMicrousd: cap })
           return yield* billingOf(path.organization_id, true)
         }).pipe(provide))
       .handle("usage", ({ path, urlParams }) =>

@@ -1,50 +1,35 @@
 import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
-import { SqlClient } from "@effect/sql"
-import { Effect } from "effect"
+import { Effect, Schema } from "effect"
+import { Db } from "../../db/Db.ts"
+import { provideRepositories } from "../../db/Database.ts"
+import { type ProviderCredentialRow, ProviderCredentialsRepo } from "../../db/repos/ProviderCredentials.ts"
 import { notFound, validationError } from "../../domain/Errors.ts"
 import { newUuid } from "../../domain/Ids.ts"
+import { ANY_ROLE, MANAGERS } from "../../domain/Principals.ts"
 import { CREDENTIAL_FIELDS, ProviderCredential } from "../../domain/ProviderCredentials.ts"
 import { nowIso } from "../../domain/Time.ts"
-import { ANY_ROLE, MANAGERS, requireOrgRole } from "../../services/Access.ts"
+import { requireOrgRole } from "../../services/Access.ts"
 import { SecretBox } from "../../services/Crypto.ts"
 import { appendEvent } from "../../services/Events.ts"
 import { Api } from "../Api.ts"
+import { providerCredentialToWire as toWire } from "../wire/Accounts.ts"
 
-interface CredentialRow {
-  id: string
-  organization_id: string
-  provider: string
-  ciphertext: string
-  created_at: string
-  updated_at: string
-}
-
-const toWire = (row: CredentialRow) => ({
-  id: row.id,
-  organization_id: row.organization_id,
-  provider: row.provider,
-  created_at: row.created_at,
-  updated_at: row.updated_at
-})
+/** A stored credential: the provider's fields, as sealed (an unreadable one is a defect, never a cast). */
+const decodeFields = Schema.decodeUnknownSync(Schema.parseJson(Schema.Record({ key: Schema.String, value: Schema.String })))
 
 export const ProviderCredentialsLive = HttpApiBuilder.group(Api, "providerCredentials", (handlers) =>
   Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
     const box = yield* SecretBox
-    const provide = Effect.provideService(SqlClient.SqlClient, sql)
-    const live = (organizationId: string, provider: string) =>
-      sql<CredentialRow>`SELECT * FROM provider_credentials WHERE organization_id = ${organizationId} AND provider = ${provider} AND deleted_at IS NULL`.pipe(
-        Effect.map((rows) => rows[0]),
-        Effect.orDie
-      )
+    const db = yield* Db
+    const credentials = yield* ProviderCredentialsRepo
+    const provide = yield* provideRepositories
+    const live = credentials.live
 
     return handlers
       .handle("list", ({ path }) =>
         Effect.gen(function*() {
           yield* requireOrgRole(path.organization_id, ANY_ROLE)
-          const rows = yield* sql<CredentialRow>`SELECT * FROM provider_credentials WHERE organization_id = ${path.organization_id}
-            AND deleted_at IS NULL ORDER BY provider`.pipe(Effect.orDie)
-          return { provider_credentials: rows.map(toWire) }
+          return { provider_credentials: (yield* credentials.ofOrganization(path.organization_id)).map(toWire) }
         }).pipe(provide))
       .handle("put", ({ path, payload }) =>
         Effect.gen(function*() {
@@ -53,7 +38,7 @@ export const ProviderCredentialsLive = HttpApiBuilder.group(Api, "providerCreden
             return yield* validationError("The body's provider must match the path", [{ path: "provider", message: `must be "${path.provider}"` }])
           }
           const existing = yield* live(path.organization_id, path.provider)
-          const stored = existing === undefined ? {} : (JSON.parse(box.open(existing.ciphertext)) as Record<string, string>)
+          const stored = existing === undefined ? {} : decodeFields(box.open(existing.ciphertext))
           const { provider: _provider, ...fields } = payload as Record<string, string>
           const merged: Record<string, string> = { ...stored }
           for (const [k, v] of Object.entries(fields)) if (v !== undefined) merged[k] = v
@@ -63,18 +48,18 @@ export const ProviderCredentialsLive = HttpApiBuilder.group(Api, "providerCreden
           }
           const now = yield* nowIso
           const ciphertext = box.seal(JSON.stringify(merged))
-          const row: CredentialRow = existing === undefined
+          const row: ProviderCredentialRow = existing === undefined
             ? { id: newUuid(), organization_id: path.organization_id, provider: path.provider, ciphertext, created_at: now, updated_at: now }
             : { ...existing, ciphertext, updated_at: now }
           yield* Effect.gen(function*() {
-            if (existing === undefined) yield* sql`INSERT INTO provider_credentials ${sql.insert({ ...row })}`
-            else yield* sql`UPDATE provider_credentials SET ciphertext = ${ciphertext}, updated_at = ${now} WHERE id = ${row.id}`
+            if (existing === undefined) yield* credentials.insert(row)
+            else yield* credentials.replaceCiphertext(row.id, ciphertext, now)
             yield* appendEvent({
               type: existing === undefined ? "organization.provider_credentials.configured" : "organization.provider_credentials.rotated",
               organizationId: access.organizationId,
               data: { provider: path.provider }
             })
-          }).pipe(sql.withTransaction, Effect.orDie)
+          }).pipe(db.transaction)
           return yield* HttpServerResponse.schemaJson(ProviderCredential)(toWire(row), { status: existing === undefined ? 201 : 200 }).pipe(Effect.orDie)
         }).pipe(provide))
       .handle("delete", ({ path }) =>
@@ -84,9 +69,9 @@ export const ProviderCredentialsLive = HttpApiBuilder.group(Api, "providerCreden
           if (existing === undefined) return yield* notFound("Provider credential")
           yield* Effect.gen(function*() {
             // The sealed value is dropped, not just hidden: a removed credential cannot be recovered.
-            yield* sql`UPDATE provider_credentials SET deleted_at = ${yield* nowIso}, ciphertext = '' WHERE id = ${existing.id}`
+            yield* credentials.softDelete(existing.id, yield* nowIso)
             yield* appendEvent({ type: "organization.provider_credentials.removed", organizationId: access.organizationId, data: { provider: path.provider } })
-          }).pipe(sql.withTransaction, Effect.orDie)
+          }).pipe(db.transaction)
           return { provider: path.provider, deleted: true as const }
         }).pipe(provide))
   }))

@@ -1,6 +1,6 @@
 import { HttpApiBuilder } from "@effect/platform"
-import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
+import { Db } from "../../db/Db.ts"
 import { ServiceUnavailable } from "../../domain/Errors.ts"
 import { Api } from "../Api.ts"
 
@@ -8,11 +8,11 @@ export const VERSION = "0.1.0"
 
 export const SystemLive = HttpApiBuilder.group(Api, "system", (handlers) =>
   Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
+    const db = yield* Db
     return handlers
       .handle("health", () => Effect.succeed({ status: "ok" as const }))
       .handle("ready", () =>
-        sql`SELECT 1 AS ok`.pipe(
+        db.ping.pipe(
           Effect.as({ status: "ready" as const, checks: { database: "ok" as const } }),
           Effect.catchAllCause(() =>
             new ServiceUnavailable({ code: "not_ready", message: "The database is not reachable", details: { checks: { database: "error" } } })

@@ -2,19 +2,26 @@
  * The sandbox-plane mutations as the API accepts them: each writes, in one transaction, the resource row, its
  * operation, a durable event and the job, then wakes the runner (after commit). Provider work happens in jobs.
  */
-import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
+import { BillingRepo } from "../../db/repos/Billing.ts"
+import { EndpointsRepo } from "../../db/repos/Endpoints.ts"
+import { ProcessesRepo } from "../../db/repos/Processes.ts"
+import { RuntimeOperationsRepo } from "../../db/repos/RuntimeOperations.ts"
+import { SandboxesRepo, type StoredRequest } from "../../db/repos/Sandboxes.ts"
 import { conflict, type Conflict, notFound, PaymentRequired } from "../../domain/Errors.ts"
+import type { DeleteFile, ListFiles, ReadFile, WriteFile } from "../../domain/Runtime.ts"
 import { newId } from "../../domain/Ids.ts"
 import { isoAfter, nowIso } from "../../domain/Time.ts"
-import { sha256Hex, randomToken } from "../Crypto.ts"
+import { type EndpointAddressing, endpointUrl, newEndpointToken } from "../../domain/EndpointAddress.ts"
+import { sha256Hex } from "../../domain/Tokens.ts"
 import { appendEvent } from "../Events.ts"
-import { enqueueJob } from "../OperationRunner.ts"
+import { enqueueJob } from "../JobRegistry.ts"
 import { endpointExpiryJob, getEndpointRow } from "./Endpoints.ts"
+import { EndpointCreateJob, EndpointRevokeJob, FilesystemJob, ProcessExecuteJob } from "./JobTypes.ts"
 import { lifecycleJob } from "./LifecycleJobs.ts"
 import { getOperation, insertOperation } from "./Operations.ts"
 import { appendProcessEvent, getProcessRow, processJobKey, TERMINAL_PROCESS_STATES } from "./Processes.ts"
-import { getRuntimeOperationRow, type RuntimeOperationKind, runtimeOperationJobKey } from "./RuntimeOperations.ts"
+import { getRuntimeOperationRow, runtimeOperationJobKey } from "./RuntimeOperations.ts"
 import { getSandboxRow, type SandboxRow, setSandboxState } from "./SandboxRows.ts"
 
 export interface Caller {
@@ -39,10 +46,8 @@ const mutation = (sandboxId: string, operationId: string) =>
 /** Creating a sandbox needs credit: the balance must be > 0 (reference §7 "Zero balance"). */
 const requireCredit = (organizationId: string) =>
   Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
-    const rows = yield* sql<{ balance_microusd: number }>`SELECT balance_microusd FROM billing_accounts WHERE organization_id = ${organizationId}`.pipe(Effect.orDie)
-    const balance = rows[0]?.balance_microusd ?? 0
-    if (balance <= 0) {
+    const balance = (yield* BillingRepo.balance(organizationId)) ?? 0n
+    if (balance <= 0n) {
       return yield* new PaymentRequired({
         code: "insufficient_credits",
         message: "The organization has no credit left; add credit to create sandboxes",
@@ -53,19 +58,15 @@ const requireCredit = (organizationId: string) =>
 
 export interface CreateSandboxInput {
   /** The decoded request with defaults applied; echoed back as `requested`. */
-  readonly requested: { readonly provider?: string | undefined; readonly metadata?: Readonly<Record<string, string>> | undefined }
+  readonly requested: typeof StoredRequest.Type
 }
 
 export const createSandbox = (caller: Caller, input: CreateSandboxInput) =>
   Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
     yield* requireCredit(caller.organizationId)
-    const now = yield* nowIso
     const id = newId("sbx")
     const provider = input.requested.provider !== undefined && input.requested.provider !== "auto" ? input.requested.provider : null
-    yield* sql`INSERT INTO sandboxes (id, project_id, organization_id, created_by_key_id, state, requested, provider, billing_mode, created_at, updated_at, metadata)
-      VALUES (${id}, ${caller.projectId}, ${caller.organizationId}, ${caller.keyId}, 'routing', ${JSON.stringify(input.requested)},
-              ${provider}, 'emulated', ${now}, ${now}, ${JSON.stringify(input.requested.metadata ?? {})})`.pipe(Effect.orDie)
+    yield* SandboxesRepo.insert({ id, projectId: caller.projectId, organizationId: caller.organizationId, keyId: caller.keyId, requested: input.requested, provider })
     const operationId = yield* insertOperation({ ...caller, type: "sandbox_create", resourceId: id })
     yield* appendEvent({ type: "sandbox.requested", organizationId: caller.organizationId, projectId: caller.projectId, data: { sandbox_id: id, provider } })
     yield* lifecycleJob("sandbox.provision", { sandbox_id: id, operation_id: operationId })
@@ -136,7 +137,7 @@ export const readySandboxOf = (caller: Caller, sandboxId: string) =>
   })
 
 const capabilityOf = <K extends string>(sandbox: SandboxRow, path: ReadonlyArray<K>): boolean => {
-  let node: unknown = sandbox.capabilities === null ? null : JSON.parse(sandbox.capabilities)
+  let node: unknown = sandbox.capabilities
   for (const key of path) node = node === null || typeof node !== "object" ? undefined : (node as Record<string, unknown>)[key]
   return node === true
 }
@@ -156,17 +157,25 @@ export interface StartProcessInput {
 
 export const startProcess = (caller: Caller, sandboxId: string, input: StartProcessInput) =>
   Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
     const sandbox = yield* readySandboxOf(caller, sandboxId)
     yield* requireCapability(sandbox, ["process", "execute"], "processes")
     const now = yield* nowIso
     const id = newId("proc")
-    yield* sql`INSERT INTO processes (id, project_id, sandbox_id, created_by_key_id, state, command, cwd, environment, timeout_seconds, max_output_bytes, created_at)
-      VALUES (${id}, ${caller.projectId}, ${sandboxId}, ${caller.keyId}, 'queued', ${JSON.stringify(input.command)}, ${input.cwd ?? null},
-              ${JSON.stringify(input.environment ?? {})}, ${input.timeout_seconds}, ${input.max_output_bytes}, ${now})`.pipe(Effect.orDie)
-    yield* sql`UPDATE sandboxes SET last_activity_at = ${now} WHERE id = ${sandboxId}`.pipe(Effect.orDie)
+    yield* ProcessesRepo.insert({
+      id,
+      projectId: caller.projectId,
+      sandboxId,
+      keyId: caller.keyId,
+      command: input.command,
+      cwd: input.cwd ?? null,
+      environment: input.environment ?? {},
+      timeoutSeconds: input.timeout_seconds,
+      maxOutputBytes: input.max_output_bytes,
+      now
+    })
+    yield* SandboxesRepo.touch(sandboxId)
     yield* appendProcessEvent(id, "queued", {})
-    yield* enqueueJob({ type: "process.execute", dedupeKey: processJobKey(id), payload: { process_id: id } })
+    yield* enqueueJob(ProcessExecuteJob, { dedupeKey: processJobKey(id), payload: { process_id: id } })
     return (yield* getProcessRow(id))!
   })
 
@@ -177,7 +186,6 @@ export const processOf = (caller: Caller, sandboxId: string, processId: string) 
 
 export const cancelProcess = (caller: Caller, sandboxId: string, processId: string) =>
   Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
     const sandbox = yield* sandboxOf(caller, sandboxId)
     const row = yield* processOf(caller, sandboxId, processId)
     if (TERMINAL_PROCESS_STATES.includes(row.state)) {
@@ -185,33 +193,38 @@ export const cancelProcess = (caller: Caller, sandboxId: string, processId: stri
     }
     if (row.state !== "queued") yield* requireCapability(sandbox, ["process", "cancel"], "cancelling processes")
     if (row.cancel_requested_at === null) {
-      const now = yield* nowIso
-      yield* sql`UPDATE processes SET cancel_requested_at = ${now}, state = 'cancelling' WHERE id = ${processId}`.pipe(Effect.orDie)
+      yield* ProcessesRepo.requestCancel(processId, yield* nowIso)
       yield* appendProcessEvent(processId, "cancel_requested", {})
     }
     return (yield* getProcessRow(processId))!
   })
 
-export const startRuntimeOperation = (caller: Caller, sandboxId: string, kind: RuntimeOperationKind, request: unknown) =>
+/** A file operation as the API accepted it (defaults applied). */
+export type RuntimeOperationInput =
+  | { readonly kind: "filesystem_read"; readonly request: typeof ReadFile.Type }
+  | { readonly kind: "filesystem_write"; readonly request: typeof WriteFile.Type }
+  | { readonly kind: "filesystem_list"; readonly request: typeof ListFiles.Type }
+  | { readonly kind: "filesystem_delete"; readonly request: typeof DeleteFile.Type }
+
+export const startRuntimeOperation = (caller: Caller, sandboxId: string, request: RuntimeOperationInput) =>
   Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
+    const kind = request.kind
     const sandbox = yield* readySandboxOf(caller, sandboxId)
     const capability = kind.replace("filesystem_", "")
     yield* requireCapability(sandbox, ["filesystem", capability], `filesystem ${capability}`)
-    if (kind === "filesystem_write") {
-      const mode = (request as { mode: string }).mode
-      const modes = (JSON.parse(sandbox.capabilities ?? "{}") as { filesystem?: { write_modes?: Array<string> } }).filesystem?.write_modes ?? []
+    if (request.kind === "filesystem_write") {
+      const mode = request.request.mode
+      const modes = sandbox.capabilities?.filesystem.write_modes ?? []
       if (!modes.includes(mode)) {
         return yield* conflict("capability_unsupported", `${sandbox.provider} sandboxes do not support write mode ${mode}`, { provider: sandbox.provider, supported: modes })
       }
-      if ((request as { create_parents: boolean }).create_parents) yield* requireCapability(sandbox, ["filesystem", "create_parents"], "create_parents")
+      if (request.request.create_parents) yield* requireCapability(sandbox, ["filesystem", "create_parents"], "create_parents")
     }
     const now = yield* nowIso
     const id = newId("rop")
-    yield* sql`INSERT INTO runtime_operations (id, project_id, sandbox_id, kind, state, request, created_at)
-      VALUES (${id}, ${caller.projectId}, ${sandboxId}, ${kind}, 'queued', ${JSON.stringify(request)}, ${now})`.pipe(Effect.orDie)
-    yield* sql`UPDATE sandboxes SET last_activity_at = ${now} WHERE id = ${sandboxId}`.pipe(Effect.orDie)
-    yield* enqueueJob({ type: "runtime.filesystem", dedupeKey: runtimeOperationJobKey(kind, id), payload: { runtime_operation_id: id } })
+    yield* RuntimeOperationsRepo.insert({ id, projectId: caller.projectId, sandboxId, kind, request: request.request, now })
+    yield* SandboxesRepo.touch(sandboxId)
+    yield* enqueueJob(FilesystemJob, { dedupeKey: runtimeOperationJobKey(kind, id), payload: { runtime_operation_id: id } })
     return (yield* getRuntimeOperationRow(id))!
   })
 
@@ -219,28 +232,34 @@ export const runtimeOperationOf = (caller: Caller, sandboxId: string, id: string
   Effect.flatMap(getRuntimeOperationRow(id), (row) =>
     row === undefined || row.project_id !== caller.projectId || row.sandbox_id !== sandboxId ? Effect.fail(notFound("Runtime operation")) : Effect.succeed(row))
 
-export const createEndpoint = (caller: Caller, sandboxId: string, input: { readonly port: number; readonly protocol: string; readonly lease_seconds: number }, publicUrl: string) =>
+export const createEndpoint = (caller: Caller, sandboxId: string, input: { readonly port: number; readonly protocol: string; readonly lease_seconds: number }, addressing: EndpointAddressing) =>
   Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
     const sandbox = yield* readySandboxOf(caller, sandboxId)
     yield* requireCapability(sandbox, ["http_endpoints", "create"], "HTTP endpoints")
-    const existing = yield* sql<{ id: string }>`SELECT id FROM endpoints WHERE sandbox_id = ${sandboxId} AND port = ${input.port}
-      AND state IN ('provisioning', 'active', 'revoking')`.pipe(Effect.orDie)
-    if (existing.length > 0) {
-      return yield* conflict("endpoint_conflict", `Port ${input.port} already has a live endpoint`, { endpoint_id: existing[0]!.id })
+    const existing = yield* EndpointsRepo.liveOnPort(sandboxId, input.port)
+    if (existing !== undefined) {
+      return yield* conflict("endpoint_conflict", `Port ${input.port} already has a live endpoint`, { endpoint_id: existing })
     }
     const now = yield* nowIso
     const id = newId("ep")
-    const token = randomToken("")
+    const token = newEndpointToken()
     const row = {
       id,
       lease_expires_at: isoAfter(now, input.lease_seconds)
     }
-    yield* sql`INSERT INTO endpoints (id, project_id, sandbox_id, port, protocol, state, url, token_hash, lease_expires_at, created_at, updated_at)
-      VALUES (${id}, ${caller.projectId}, ${sandboxId}, ${input.port}, ${input.protocol}, 'provisioning', ${`${publicUrl}/e/${id}/${token}/`},
-              ${sha256Hex(token)}, ${row.lease_expires_at}, ${now}, ${now})`.pipe(Effect.orDie)
-    yield* sql`UPDATE sandboxes SET last_activity_at = ${now} WHERE id = ${sandboxId}`.pipe(Effect.orDie)
-    yield* enqueueJob({ type: "endpoint.create", dedupeKey: `endpoint:create:${id}`, payload: { endpoint_id: id } })
+    yield* EndpointsRepo.insert({
+      id,
+      projectId: caller.projectId,
+      sandboxId,
+      port: input.port,
+      protocol: input.protocol,
+      url: endpointUrl(addressing, id, token),
+      tokenHash: sha256Hex(token),
+      leaseExpiresAt: row.lease_expires_at,
+      now
+    })
+    yield* SandboxesRepo.touch(sandboxId)
+    yield* enqueueJob(EndpointCreateJob, { dedupeKey: `endpoint:create:${id}`, payload: { endpoint_id: id } })
     yield* endpointExpiryJob(row)
     yield* appendEvent({ type: "endpoint.created", organizationId: caller.organizationId, projectId: caller.projectId, data: { sandbox_id: sandboxId, endpoint_id: id, port: input.port } })
     return (yield* getEndpointRow(id))!
@@ -253,13 +272,11 @@ export const endpointOf = (caller: Caller, sandboxId: string, id: string) =>
 /** Idempotent once revoked or expired. */
 export const revokeEndpoint = (caller: Caller, sandboxId: string, id: string) =>
   Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
     yield* sandboxOf(caller, sandboxId)
     const row = yield* endpointOf(caller, sandboxId, id)
     if (row.state === "provisioning" || row.state === "active") {
-      const now = yield* nowIso
-      yield* sql`UPDATE endpoints SET state = 'revoking', updated_at = ${now} WHERE id = ${id}`.pipe(Effect.orDie)
-      yield* enqueueJob({ type: "endpoint.revoke", dedupeKey: `endpoint:revoke:${id}`, payload: { endpoint_id: id } })
+      yield* EndpointsRepo.markRevoking(id, yield* nowIso)
+      yield* enqueueJob(EndpointRevokeJob, { dedupeKey: `endpoint:revoke:${id}`, payload: { endpoint_id: id } })
       yield* appendEvent({ type: "endpoint.revoked", organizationId: caller.organizationId, projectId: caller.projectId, data: { sandbox_id: sandboxId, endpoint_id: id } })
     }
     return (yield* getEndpointRow(id))!

@@ -7,14 +7,17 @@
  * (SpendLimit.ts). Each sync of a ready or paused sandbox also asks the provider
  * whether it still has the resource (provider loss).
  */
-import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
-import { newUuid } from "../../domain/Ids.ts"
+import { repositories } from "../../db/Database.ts"
+import { Db } from "../../db/Db.ts"
+import { SandboxesRepo } from "../../db/repos/Sandboxes.ts"
+import { UsageRepo } from "../../db/repos/Usage.ts"
 import { isoAfter, nowIso } from "../../domain/Time.ts"
 import { ProviderRegistry } from "../../../providers/core/Provider.ts"
 import { appendEvent } from "../Events.ts"
 import { postLedgerEntry } from "../Ledger.ts"
-import { enqueueJob, type Job, type JobHandler, JobError } from "../OperationRunner.ts"
+import { enqueueJob, type JobHandler, JobError } from "../JobRegistry.ts"
+import { CostSyncJob } from "./JobTypes.ts"
 import { startSystemAction } from "./LifecycleJobs.ts"
 import { armSpendLimitIfExhausted } from "./SpendLimit.ts"
 import { getSandboxRow, providerTarget, type SandboxRow } from "./SandboxRows.ts"
@@ -27,8 +30,7 @@ export const COST_SYNC_FINAL_SECONDS = 2
 /** (Re)arms the sandbox's cost sync `afterSeconds` from now. */
 export const armCostSync = (sandboxId: string, afterSeconds: number) =>
   Effect.flatMap(nowIso, (now) =>
-    enqueueJob({
-      type: "sandbox.cost_sync",
+    enqueueJob(CostSyncJob, {
       dedupeKey: `sandbox:cost_sync:${sandboxId}`,
       payload: { sandbox_id: sandboxId },
       availableAt: isoAfter(now, afterSeconds),
@@ -36,8 +38,9 @@ export const armCostSync = (sandboxId: string, afterSeconds: number) =>
     }))
 
 export const makeCostSyncHandler = Effect.gen(function*() {
-  const sql = yield* SqlClient.SqlClient
   const registry = yield* ProviderRegistry
+  const db = yield* Db
+  const context = yield* repositories
 
   /**
    * Provider loss (reference §3 "Provider loss"): a ready or paused sandbox whose resource the provider no longer
@@ -55,12 +58,11 @@ export const makeCostSyncHandler = Effect.gen(function*() {
         yield* Effect.logWarning("the provider lost a sandbox; destroying it", { sandbox: sandbox.id, provider: target.provider.name, seen })
         yield* startSystemAction(current, "destroy", "provider_stopped")
         return true
-      }).pipe(sql.withTransaction, Effect.orDie)
+      }).pipe(db.transaction)
     })
 
-  const run = (job: Job) =>
+  const run = (sandboxId: string) =>
     Effect.gen(function*() {
-      const { sandbox_id: sandboxId } = job.payload as { sandbox_id: string }
       const sandbox = yield* getSandboxRow(sandboxId)
       const target = providerTarget(registry, sandbox)
       if (sandbox === undefined || target === undefined || sandbox.ready_at === null) return
@@ -77,17 +79,23 @@ export const makeCostSyncHandler = Effect.gen(function*() {
         : { rescheduleAt: isoAfter(now, sandbox.state === "paused" ? COST_SYNC_PAUSED_SECONDS : COST_SYNC_READY_SECONDS) }
       if (cost === null) return again
       yield* Effect.gen(function*() {
-        const last = yield* sql<{ cumulative_microusd: number }>`SELECT cumulative_microusd FROM usage_records
-          WHERE sandbox_id = ${sandboxId} ORDER BY measured_through DESC, rowid DESC LIMIT 1`
-        const delta = cost.amountMicrousd - BigInt(last[0]?.cumulative_microusd ?? 0)
-        yield* sql`UPDATE sandboxes SET cost_microusd = ${Number(cost.amountMicrousd)}, cost_updated_at = ${now} WHERE id = ${sandboxId}`
+        const delta = cost.amountMicrousd - (yield* UsageRepo.lastCumulative(sandboxId))
+        yield* SandboxesRepo.setCost(sandboxId, cost.amountMicrousd, now)
         if (delta === 0n) return
-        const recordId = newUuid()
-        yield* sql`INSERT INTO usage_records (id, organization_id, project_id, sandbox_id, provider, billing_mode, cost_delta_microusd,
-            cumulative_microusd, provenance, confidence, rate_card_version, measured_through, created_at)
-          VALUES (${recordId}, ${sandbox.organization_id}, ${sandbox.project_id}, ${sandboxId}, ${target.provider.name}, ${sandbox.billing_mode},
-                  ${Number(delta)}, ${Number(cost.amountMicrousd)}, ${cost.provenance}, ${cost.confidence}, ${cost.rateCardVersion},
-                  ${cost.measuredThrough}, ${now})`
+        const recordId = yield* UsageRepo.insert({
+          organizationId: sandbox.organization_id,
+          projectId: sandbox.project_id,
+          sandboxId,
+          provider: target.provider.name,
+          billingMode: sandbox.billing_mode,
+          deltaMicrousd: delta,
+          cumulativeMicrousd: cost.amountMicrousd,
+          provenance: cost.provenance,
+          confidence: cost.confidence,
+          rateCardVersion: cost.rateCardVersion,
+          measuredThrough: cost.measuredThrough,
+          now
+        })
         if (sandbox.billing_mode !== "byok") {
           yield* postLedgerEntry({
             organizationId: sandbox.organization_id,
@@ -104,9 +112,9 @@ export const makeCostSyncHandler = Effect.gen(function*() {
           projectId: sandbox.project_id,
           data: { sandbox_id: sandboxId, cost_microusd: cost.amountMicrousd.toString(), delta_microusd: delta.toString() }
         })
-      }).pipe(sql.withTransaction, Effect.orDie)
+      }).pipe(db.transaction)
       return again
-    }).pipe(Effect.provideService(SqlClient.SqlClient, sql))
+    }).pipe(Effect.provide(context))
 
-  return { run, giveUp: () => Effect.void } satisfies JobHandler
+  return { run: (job) => run(job.payload.sandbox_id), giveUp: () => Effect.void } satisfies JobHandler<{ readonly sandbox_id: string }>
 })

@@ -4,21 +4,25 @@
  * that the commands, timers and cost sync can start them without depending on the handlers.
  */
 import { Effect } from "effect"
-import { enqueueJob } from "../OperationRunner.ts"
+import { enqueueJob } from "../JobRegistry.ts"
+import { type LifecyclePayload, SandboxDestroyJob, SandboxPauseJob, SandboxProvisionJob, SandboxResumeJob } from "./JobTypes.ts"
 import { insertOperation } from "./Operations.ts"
 import { type SandboxRow, setSandboxState } from "./SandboxRows.ts"
 
-export interface LifecyclePayload {
-  readonly sandbox_id: string
-  readonly operation_id: string
-}
+export type { LifecyclePayload }
 
 /** Lifecycle jobs and timers of one sandbox never run at the same time. */
 export const sandboxLockKey = (sandboxId: string) => `sandbox:${sandboxId}`
 
-export const lifecycleJob = (type: "sandbox.provision" | "sandbox.pause" | "sandbox.resume" | "sandbox.destroy", payload: LifecyclePayload) =>
-  enqueueJob({
-    type,
+const LIFECYCLE_JOBS = {
+  "sandbox.provision": SandboxProvisionJob,
+  "sandbox.pause": SandboxPauseJob,
+  "sandbox.resume": SandboxResumeJob,
+  "sandbox.destroy": SandboxDestroyJob
+}
+
+export const lifecycleJob = (type: keyof typeof LIFECYCLE_JOBS, payload: LifecyclePayload) =>
+  enqueueJob(LIFECYCLE_JOBS[type], {
     // One destroy per sandbox: a user destroy re-arms (replaces) a pending timeout-driven one.
     dedupeKey: type === "sandbox.destroy" ? `sandbox:destroy:${payload.sandbox_id}` : `${type}:${payload.operation_id}`,
     lockKey: sandboxLockKey(payload.sandbox_id),
@@ -42,4 +46,3 @@ export const startSystemAction = (sandbox: SandboxRow, action: "destroy" | "paus
     yield* setSandboxState(sandbox.id, action === "destroy" ? "stopping" : "pausing", { reason })
     yield* lifecycleJob(action === "destroy" ? "sandbox.destroy" : "sandbox.pause", { sandbox_id: sandbox.id, operation_id: operationId })
   })
-

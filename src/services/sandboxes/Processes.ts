@@ -5,115 +5,53 @@
  * restart the job is reclaimed and carries on from the provider sequence it had reached, so no output is lost or
  * duplicated (the provider keeps running processes while the gateway is away).
  */
-import { SqlClient } from "@effect/sql"
 import { Duration, Effect, Option } from "effect"
+import { provideRepositories } from "../../db/Database.ts"
+import { Db } from "../../db/Db.ts"
+import { type NewProcessEvent, type ProcessRow, ProcessesRepo, type ProcessStateValue, type TerminalProcessState } from "../../db/repos/Processes.ts"
+import { SandboxesRepo } from "../../db/repos/Sandboxes.ts"
 import type { ErrorObject } from "../../domain/Errors.ts"
-import type { Process } from "../../domain/Runtime.ts"
 import { nowIso } from "../../domain/Time.ts"
 import { type ProviderError, type ProviderExecEvent, ProviderRegistry } from "../../../providers/core/Provider.ts"
-import { type Job, type JobHandler, JobError } from "../OperationRunner.ts"
+import { type JobHandler, JobError } from "../JobRegistry.ts"
+import { logProviderFailure, processFailure } from "./ProviderErrors.ts"
 import { getSandboxRow, providerTarget } from "./SandboxRows.ts"
 
-export type ProcessState = "queued" | "running" | "cancelling" | "succeeded" | "failed" | "cancelled" | "timed_out"
+export type { ProcessRow }
+export type ProcessState = ProcessStateValue
 export const TERMINAL_PROCESS_STATES: ReadonlyArray<ProcessState> = ["succeeded", "failed", "cancelled", "timed_out"]
 
 /** Output is stored in chunks of at most this size (reference: 256 KiB). */
 const CHUNK_BYTES = 256 * 1024
-/** Event rows per INSERT (5 values each). */
-const INSERT_ROWS = 500
 /** Grace after the deadline before the gateway cancels itself (the provider enforces the timeout too). */
 const DEADLINE_GRACE_MS = 2_000
 
-export interface ProcessRow {
-  readonly id: string
-  readonly project_id: string
-  readonly sandbox_id: string
-  readonly created_by_key_id: string | null
-  readonly state: ProcessState
-  readonly command: string
-  readonly cwd: string | null
-  readonly environment: string
-  readonly timeout_seconds: number
-  readonly max_output_bytes: number
-  readonly output_bytes: number
-  readonly stdout_bytes: number
-  readonly stderr_bytes: number
-  readonly output_truncated: number
-  readonly exit_code: number | null
-  readonly termination_signal: string | null
-  readonly error: string | null
-  readonly execution_id: string | null
-  readonly next_event_seq: number
-  readonly provider_seq: number
-  readonly cancel_requested_at: string | null
-  readonly created_at: string
-  readonly started_at: string | null
-  readonly completed_at: string | null
-}
-
-export const processToWire = (row: ProcessRow, providerCapabilities: unknown): typeof Process.Type => ({
-  id: row.id,
-  type: "process" as const,
-  project_id: row.project_id,
-  sandbox_id: row.sandbox_id,
-  state: row.state,
-  command: JSON.parse(row.command) as Array<string>,
-  cwd: row.cwd,
-  timeout_seconds: row.timeout_seconds,
-  max_output_bytes: row.max_output_bytes,
-  output_bytes: row.output_bytes,
-  output_truncated: row.output_truncated === 1,
-  exit_code: row.exit_code,
-  termination_signal: row.termination_signal,
-  error: row.error === null ? null : (JSON.parse(row.error) as ErrorObject),
-  cancel_requested_at: row.cancel_requested_at,
-  created_at: row.created_at,
-  started_at: row.started_at,
-  completed_at: row.completed_at,
-  provider_capabilities: providerCapabilities as typeof Process.Type["provider_capabilities"]
-})
-
-export const getProcessRow = (id: string) =>
-  Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
-    const rows = yield* sql<ProcessRow>`SELECT * FROM processes WHERE id = ${id}`
-    return rows[0]
-  }).pipe(Effect.orDie)
+export const getProcessRow = (id: string) => ProcessesRepo.get(id)
 
 export const processJobKey = (processId: string) => `process:execute:${processId}`
 
 /** Appends one event with the next sequence number of the process (call inside a transaction). */
 export const appendProcessEvent = (processId: string, type: string, data: Readonly<Record<string, unknown>>) =>
-  Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
-    const now = yield* nowIso
-    const rows = yield* sql<{ seq: number }>`UPDATE processes SET next_event_seq = next_event_seq + 1 WHERE id = ${processId} RETURNING next_event_seq AS seq`
-    const seq = rows[0]?.seq ?? 1
-    yield* sql`INSERT INTO process_events (process_id, seq, type, occurred_at, data) VALUES (${processId}, ${seq}, ${type}, ${now}, ${JSON.stringify(data)})`
-  }).pipe(Effect.orDie)
+  ProcessesRepo.appendEvent(processId, type, data)
 
-const providerFailure = (e: ProviderError): JobError =>
-  new JobError({
-    error: { code: e.kind === "unknown_outcome" ? "provider_unknown_outcome" : `provider_${e.kind}`, message: e.message, retryable: e.retryable },
-    retryable: e.retryable || e.kind === "unavailable" || e.kind === "unknown_outcome"
-  })
+/** A provider failure as the process's error: in the user's terms (ProviderErrors.ts); the provider's words are logged. */
+const providerFailure = (row: { readonly command: ReadonlyArray<string>; readonly cwd: string | null }) => (e: ProviderError) =>
+  Effect.zipRight(
+    logProviderFailure("process", e),
+    Effect.fail(
+      new JobError({
+        error: processFailure(e, { command: row.command, cwd: row.cwd }),
+        retryable: e.retryable || e.kind === "unavailable" || e.kind === "unknown_outcome"
+      })
+    )
+  )
 
 /** Finishes a process (no-op if already terminal). */
 export const finishProcess = (
   processId: string,
-  state: "succeeded" | "failed" | "cancelled" | "timed_out",
+  state: TerminalProcessState,
   fields: { readonly exitCode?: number | null; readonly signal?: string | null; readonly error?: ErrorObject | null; readonly truncated?: boolean }
-) =>
-  Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
-    const now = yield* nowIso
-    const updated = yield* sql`UPDATE processes SET state = ${state}, exit_code = ${fields.exitCode ?? null},
-        termination_signal = ${fields.signal ?? null}, error = ${fields.error ? JSON.stringify(fields.error) : null},
-        output_truncated = CASE WHEN ${fields.truncated === true ? 1 : 0} = 1 THEN 1 ELSE output_truncated END,
-        completed_at = ${now}
-      WHERE id = ${processId} AND state NOT IN ('succeeded', 'failed', 'cancelled', 'timed_out') RETURNING id`
-    return updated.length > 0
-  }).pipe(Effect.orDie)
+) => ProcessesRepo.finish(processId, state, fields)
 
 /** The terminal state, error and events a provider's exit event leads to. */
 const outcomeOf = (row: ProcessRow, exit: Extract<ProviderExecEvent, { type: "exit" }>, timedOutByUs: boolean) => {
@@ -132,21 +70,20 @@ const outcomeOf = (row: ProcessRow, exit: Extract<ProviderExecEvent, { type: "ex
 }
 
 /**
- * Stores a batch of provider events in three statements (read the counters, insert the events, update the row),
+ * Stores a batch of provider events in three steps (read the counters, insert the events, update the row),
  * inside the caller's transaction; touches the sandbox; returns the exit event if one came. Output past
  * `max_output_bytes` is dropped and marks the process truncated. Nothing is written to a process that is
  * already terminal.
  */
 const storeEvents = (processId: string, events: ReadonlyArray<ProviderExecEvent>, timedOutByUs: boolean) =>
   Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
     const now = yield* nowIso
-    const row = (yield* sql<ProcessRow>`SELECT * FROM processes WHERE id = ${processId}`)[0]!
+    const row = (yield* ProcessesRepo.get(processId))!
     if (TERMINAL_PROCESS_STATES.includes(row.state)) return undefined
     let exit: Extract<ProviderExecEvent, { type: "exit" }> | undefined
     let { provider_seq: providerSeq, next_event_seq: seq, output_bytes: output, stdout_bytes: stdout, stderr_bytes: stderr } = row
-    let truncated = row.output_truncated === 1
-    const rows: Array<{ process_id: string; seq: number; type: string; occurred_at: string; data: string }> = []
+    let truncated = row.output_truncated
+    const rows: Array<NewProcessEvent> = []
     const append = (type: string, data: Readonly<Record<string, unknown>>) =>
       rows.push({ process_id: processId, seq: ++seq, type, occurred_at: now, data: JSON.stringify(data) })
     for (const event of events) {
@@ -170,31 +107,36 @@ const storeEvents = (processId: string, events: ReadonlyArray<ProviderExecEvent>
     }
     const outcome = exit === undefined ? undefined : outcomeOf(row, exit, timedOutByUs)
     for (const [type, data] of outcome?.events ?? []) append(type, data)
-    // In slices, under SQLite's limit on bound values per statement.
-    for (let at = 0; at < rows.length; at += INSERT_ROWS) yield* sql`INSERT INTO process_events ${sql.insert(rows.slice(at, at + INSERT_ROWS))}`
-    yield* sql`UPDATE processes SET provider_seq = ${providerSeq}, next_event_seq = ${seq}, output_bytes = ${output},
-        stdout_bytes = ${stdout}, stderr_bytes = ${stderr}, output_truncated = ${truncated || exit?.outputTruncated === true ? 1 : 0}
-        ${outcome === undefined ? sql`` : sql`, state = ${outcome.state}, exit_code = ${exit!.exitCode}, termination_signal = ${exit!.signal},
-          error = ${outcome.error === null ? null : JSON.stringify(outcome.error)}, completed_at = ${now}`}
-      WHERE id = ${processId}`
-    yield* sql`UPDATE sandboxes SET last_activity_at = ${now} WHERE id = ${row.sandbox_id}`
+    yield* ProcessesRepo.insertEvents(rows)
+    yield* ProcessesRepo.saveProgress(processId, {
+      providerSeq,
+      nextEventSeq: seq,
+      outputBytes: output,
+      stdoutBytes: stdout,
+      stderrBytes: stderr,
+      truncated: truncated || exit?.outputTruncated === true,
+      outcome: outcome === undefined
+        ? undefined
+        : { state: outcome.state, exitCode: exit!.exitCode, signal: exit!.signal, error: outcome.error, now }
+    })
+    yield* SandboxesRepo.touch(row.sandbox_id)
     return exit
-  }).pipe(Effect.orDie)
+  })
 
 export const makeProcessHandler = Effect.gen(function*() {
-  const sql = yield* SqlClient.SqlClient
   const registry = yield* ProviderRegistry
+  const db = yield* Db
+  const tx = db.transaction
 
   const failNotRunnable = (row: ProcessRow, message: string) =>
     Effect.gen(function*() {
       const error: ErrorObject = { code: "sandbox_not_ready", message, retryable: false }
       yield* appendProcessEvent(row.id, "failed", error)
       yield* finishProcess(row.id, "failed", { error })
-    }).pipe(sql.withTransaction, Effect.orDie)
+    }).pipe(tx)
 
-  const run = (job: Job) =>
+  const run = (processId: string) =>
     Effect.gen(function*() {
-      const { process_id: processId } = job.payload as { process_id: string }
       let row = yield* getProcessRow(processId)
       if (row === undefined || TERMINAL_PROCESS_STATES.includes(row.state)) return
       const sandbox = yield* getSandboxRow(row.sandbox_id)
@@ -207,33 +149,26 @@ export const makeProcessHandler = Effect.gen(function*() {
           yield* Effect.gen(function*() {
             yield* appendProcessEvent(processId, "cancelled", { termination_signal: null })
             yield* finishProcess(processId, "cancelled", {})
-          }).pipe(sql.withTransaction, Effect.orDie)
+          }).pipe(tx)
           return
         }
         if (sandbox.state !== "ready") return yield* failNotRunnable(row, `The sandbox is ${sandbox.state}, not ready`)
         const started = yield* ctx.value.provider.exec(ctx.value.resource, {
-          command: JSON.parse(row.command) as Array<string>,
+          command: row.command,
           cwd: row.cwd ?? undefined,
-          environment: JSON.parse(row.environment) as Record<string, string>,
+          environment: row.environment,
           timeoutSeconds: row.timeout_seconds,
           maxOutputBytes: row.max_output_bytes,
           processId
-        }).pipe(Effect.mapError(providerFailure))
+        }).pipe(Effect.catchAll(providerFailure(row)))
         const now = yield* nowIso
         // One statement takes the event's sequence number and records the start; the event follows it.
-        const recordStart = Effect.gen(function*() {
-          const updated = (yield* sql<ProcessRow>`UPDATE processes SET execution_id = ${started.executionId}, started_at = ${now},
-              state = CASE WHEN state = 'queued' THEN 'running' ELSE state END, next_event_seq = next_event_seq + 1
-            WHERE id = ${processId} RETURNING *`)[0]!
-          yield* sql`INSERT INTO process_events (process_id, seq, type, occurred_at, data)
-            VALUES (${processId}, ${updated.next_event_seq}, 'started', ${now}, ${JSON.stringify({ execution_id: started.executionId })})`
-          return updated
-        }).pipe(sql.withTransaction, Effect.orDie)
+        const recordStart = tx(ProcessesRepo.recordStart(processId, started.executionId, now))
         // The provider is asked for the first events while the start is recorded (a short command is often over by
         // then); they are stored after it, so the start comes first.
         const [recorded, first] = yield* Effect.all([
           recordStart,
-          ctx.value.provider.execEvents(ctx.value.resource, started.executionId, 0).pipe(Effect.mapError(providerFailure))
+          ctx.value.provider.execEvents(ctx.value.resource, started.executionId, 0).pipe(Effect.catchAll(providerFailure(row)))
         ], { concurrency: 2 })
         row = recorded
         firstEvents = first
@@ -246,12 +181,13 @@ export const makeProcessHandler = Effect.gen(function*() {
       // Poll tightly for short commands, then back off (buffered providers only say "done" when asked).
       let idleMs = 1
       let polls = 0
+      let progress: { readonly state: ProcessState; readonly cancel_requested_at: string | null; readonly provider_seq: number } = row
       for (let first = true; ; first = false) {
         // The row just written needs no second read; later rounds look for a cancel request or a finish.
-        if (!first) row = (yield* getProcessRow(processId))!
-        if (TERMINAL_PROCESS_STATES.includes(row.state)) return
-        if (!cancelSent && (row.cancel_requested_at !== null || Date.now() > deadline)) {
-          timedOutByUs = row.cancel_requested_at === null
+        if (!first) progress = (yield* ProcessesRepo.progressOf(processId))!
+        if (TERMINAL_PROCESS_STATES.includes(progress.state)) return
+        if (!cancelSent && (progress.cancel_requested_at !== null || Date.now() > deadline)) {
+          timedOutByUs = progress.cancel_requested_at === null
           cancelSent = true
           yield* ctx.value.provider.cancelExec(ctx.value.resource, executionId).pipe(
             Effect.catchAll((e) => Effect.logWarning("cancel at the provider failed", { process: processId, error: e.message }))
@@ -259,9 +195,9 @@ export const makeProcessHandler = Effect.gen(function*() {
         }
         const events = first && firstEvents !== undefined && !cancelSent
           ? firstEvents
-          : yield* ctx.value.provider.execEvents(ctx.value.resource, executionId, row.provider_seq).pipe(Effect.mapError(providerFailure))
+          : yield* ctx.value.provider.execEvents(ctx.value.resource, executionId, progress.provider_seq).pipe(Effect.catchAll(providerFailure(row)))
         if (events.length > 0) {
-          const exit = yield* storeEvents(processId, events, timedOutByUs).pipe(sql.withTransaction, Effect.orDie)
+          const exit = yield* storeEvents(processId, events, timedOutByUs).pipe(tx)
           if (exit !== undefined) return
           idleMs = 1
           polls = 0
@@ -272,15 +208,15 @@ export const makeProcessHandler = Effect.gen(function*() {
       }
     })
 
-  const giveUp = (job: Job, error: ErrorObject) =>
+  const giveUp = (processId: string, error: ErrorObject) =>
     Effect.gen(function*() {
-      const { process_id: processId } = job.payload as { process_id: string }
-      yield* Effect.gen(function*() {
-        yield* appendProcessEvent(processId, "failed", error)
-        yield* finishProcess(processId, "failed", { error: { ...error, code: error.code === "internal_error" ? "process_failed" : error.code } })
-      }).pipe(sql.withTransaction, Effect.orDie)
-    })
+      yield* appendProcessEvent(processId, "failed", error)
+      yield* finishProcess(processId, "failed", { error: { ...error, code: error.code === "internal_error" ? "process_failed" : error.code } })
+    }).pipe(tx)
 
-  const provide = Effect.provideService(SqlClient.SqlClient, sql)
-  return { run: (job) => provide(run(job)), giveUp: (job, error) => provide(giveUp(job, error)) } satisfies JobHandler
+  const provide = yield* provideRepositories
+  return {
+    run: (job) => provide(run(job.payload.process_id)),
+    giveUp: (job, error) => provide(giveUp(job.payload.process_id, error))
+  } satisfies JobHandler<{ readonly process_id: string }>
 })

@@ -2,16 +2,16 @@
  * Provisioning: routes a sandbox request over the registry with fallback (providers/core/routing.ts), records
  * every attempt (provider_attempts and the operation's events), and says what happened.
  */
-import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
+import { repositories } from "../../db/Database.ts"
+import { requestOf, SandboxesRepo } from "../../db/repos/Sandboxes.ts"
 import type { ErrorObject } from "../../domain/Errors.ts"
-import { newUuid } from "../../domain/Ids.ts"
-import { nowIso } from "../../domain/Time.ts"
 import type { SandboxRequest } from "../../domain/Sandbox.ts"
 import { capabilitiesToWire, type CapabilityManifest } from "../../../providers/core/Capabilities.ts"
 import { type CreateInput, ProviderRegistry, type ProviderName, type ProviderSandbox } from "../../../providers/core/Provider.ts"
 import { type Attempt, provisionWithFallback } from "../../../providers/core/routing.ts"
 import { appendOperationEvent } from "./Operations.ts"
+import { actionFailure, logProviderFailure, publicAttempt } from "./ProviderErrors.ts"
 import type { SandboxRow } from "./SandboxRows.ts"
 
 export type Provisioned =
@@ -51,21 +51,31 @@ const createInput = (sandbox: SandboxRow, request: SandboxRequest, provider: Pro
 
 export const provisionSandbox = (sandbox: SandboxRow, operationId: string) =>
   Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
     const registry = yield* ProviderRegistry
-    const request = JSON.parse(sandbox.requested) as SandboxRequest
-    const record = (attempt: Attempt) =>
+    const context = yield* repositories
+    const request = yield* requestOf(sandbox)
+    // A provider's own words (its status lines, its daemon's errors) are logged, not recorded where clients read.
+    const record = (raw: Attempt) =>
       Effect.gen(function*() {
-        yield* sql`INSERT INTO provider_attempts (id, sandbox_id, operation_id, attempt_index, provider, outcome, code, message, unmet_requirements, created_at)
-          VALUES (${newUuid()}, ${sandbox.id}, ${operationId}, ${attempt.attempt_index}, ${attempt.provider}, ${attempt.outcome},
-                  ${attempt.code}, ${attempt.message}, ${JSON.stringify(attempt.unmet_requirements)}, ${yield* nowIso})`
+        const attempt = publicAttempt(raw)
+        if (attempt.message !== raw.message) yield* Effect.logWarning("provider failure: create", { provider: raw.provider, code: raw.code, message: raw.message })
+        yield* SandboxesRepo.recordAttempt({
+          sandboxId: sandbox.id,
+          operationId,
+          attemptIndex: attempt.attempt_index,
+          provider: attempt.provider,
+          outcome: attempt.outcome,
+          code: attempt.code,
+          message: attempt.message,
+          unmetRequirements: attempt.unmet_requirements
+        })
         yield* appendOperationEvent(operationId, attempt.outcome === "created" || attempt.outcome === "found" ? "attempt_started" : "attempt_failed", {
           attempt_index: attempt.attempt_index,
           provider: attempt.provider,
           code: attempt.code,
           unmet_requirements: attempt.unmet_requirements
         })
-      }).pipe(Effect.orDie, Effect.provideService(SqlClient.SqlClient, sql))
+      }).pipe(Effect.provide(context))
     const outcome = yield* provisionWithFallback({
       request,
       providers: registry.all,
@@ -87,11 +97,14 @@ export const provisionSandbox = (sandbox: SandboxRow, operationId: string) =>
           _tag: "NoEligibleProvider",
           error: { code: "no_eligible_provider", message: "No configured provider can serve this request", retryable: false, details: details(outcome.attempts) }
         } satisfies Provisioned
-      case "Failed":
+      case "Failed": {
+        const error = actionFailure(`provider_${outcome.error.kind}`, "create the sandbox", outcome.error)
+        yield* logProviderFailure("create", outcome.error)
         return {
           _tag: "Failed",
-          error: { code: `provider_${outcome.error.kind}`, message: outcome.error.message, retryable: outcome.error.retryable, details: details(outcome.attempts) }
+          error: { ...error, details: { ...error.details, ...details(outcome.attempts.map(publicAttempt)) } }
         } satisfies Provisioned
+      }
       case "ProvisionUnknown":
         return { _tag: "ProvisionUnknown" } satisfies Provisioned
     }

@@ -10,7 +10,7 @@
  */
 import { Duration, Effect, Layer, Queue } from "effect"
 import { ProviderRegistry } from "../../../providers/core/Provider.ts"
-import { jailOwners } from "../../db/repos/JailOwners.ts"
+import { SandboxesRepo } from "../../db/repos/Sandboxes.ts"
 import { LocalRuntime } from "../../runtime/LocalRuntime.ts"
 import { OperationRunner } from "../OperationRunner.ts"
 
@@ -19,13 +19,14 @@ export const REAP_EVERY = Duration.seconds(30)
 
 export const ReaperLive = Layer.scopedDiscard(
   Effect.gen(function*() {
+    const sandboxes = yield* SandboxesRepo
     const runtime = yield* LocalRuntime
     const registry = yield* ProviderRegistry
     const runner = yield* OperationRunner
 
     const reapOnce = Effect.gen(function*() {
       const jails = yield* runtime.list
-      const owners = yield* jailOwners(jails.flatMap((jail) => jail.labels["metal.sandbox_id"] ?? []))
+      const owners = yield* sandboxes.jailOwners(jails.flatMap((jail) => jail.labels["metal.sandbox_id"] ?? []))
       for (const jail of jails) {
         const sandboxId = jail.labels["metal.sandbox_id"]
         const owner = sandboxId === undefined ? undefined : owners.get(sandboxId)

@@ -7,14 +7,16 @@
  * is charged the same way (credits are the operator's quota). BYOK sandboxes are untouched. A job per
  * organization, armed by cost sync; it looks at the balance again when it runs (credit may have come meanwhile).
  */
-import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
+import { repositories } from "../../db/Database.ts"
+import { Db } from "../../db/Db.ts"
+import { BillingRepo } from "../../db/repos/Billing.ts"
+import { SandboxesRepo } from "../../db/repos/Sandboxes.ts"
 import { appendEvent } from "../Events.ts"
-import { enqueueJob, type Job, type JobHandler } from "../OperationRunner.ts"
+import { enqueueJob, type JobHandler } from "../JobRegistry.ts"
+import { SpendLimitJob } from "./JobTypes.ts"
 import { startSystemAction } from "./LifecycleJobs.ts"
-import { LIVE_STATES, type SandboxRow } from "./SandboxRows.ts"
-
-export const SPEND_LIMIT_JOB = "billing.spend_limit.enforce"
+import { LIVE_STATES } from "./SandboxRows.ts"
 
 /** States a spend limit ends: the live ones, but for those already on their way out. */
 const ACTIVE = LIVE_STATES.filter((state) => state !== "stopping" && state !== "cleanup_pending")
@@ -22,30 +24,28 @@ const ACTIVE = LIVE_STATES.filter((state) => state !== "stopping" && state !== "
 /** Arms the enforcement when the balance is at or below zero (call inside the transaction that charged it). */
 export const armSpendLimitIfExhausted = (organizationId: string) =>
   Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
-    const rows = yield* sql<{ balance_microusd: number }>`SELECT balance_microusd FROM billing_accounts WHERE organization_id = ${organizationId}`
-    if (rows[0] === undefined || rows[0].balance_microusd > 0) return
-    yield* enqueueJob({ type: SPEND_LIMIT_JOB, dedupeKey: `billing:spend_limit:${organizationId}`, payload: { organization_id: organizationId }, replace: true })
-  }).pipe(Effect.orDie)
+    const balance = yield* BillingRepo.balance(organizationId)
+    if (balance === undefined || balance > 0n) return
+    yield* enqueueJob(SpendLimitJob, { dedupeKey: `billing:spend_limit:${organizationId}`, payload: { organization_id: organizationId }, replace: true })
+  })
 
 export const makeSpendLimitHandler = Effect.gen(function*() {
-  const sql = yield* SqlClient.SqlClient
+  const db = yield* Db
+  const context = yield* repositories
 
-  const run = (job: Job) =>
+  const run = (organizationId: string) =>
     Effect.gen(function*() {
-      const { organization_id: organizationId } = job.payload as { organization_id: string }
-      const balance = (yield* sql<{ balance_microusd: number }>`SELECT balance_microusd FROM billing_accounts WHERE organization_id = ${organizationId}`)[0]
-      if (balance === undefined || balance.balance_microusd > 0) return
-      const sandboxes = yield* sql<SandboxRow>`SELECT * FROM sandboxes WHERE organization_id = ${organizationId}
-        AND billing_mode IN ('managed', 'emulated') AND state IN ${sql.in(ACTIVE)}`
+      const balance = yield* BillingRepo.balance(organizationId)
+      if (balance === undefined || balance > 0n) return
+      const sandboxes = yield* SandboxesRepo.billedIn(organizationId, ACTIVE)
       for (const sandbox of sandboxes) yield* startSystemAction(sandbox, "destroy", "spend_limit")
       yield* appendEvent({
         type: "billing.spend_limit_reached",
         organizationId,
-        data: { balance_microusd: String(balance.balance_microusd), terminated_count: sandboxes.length }
+        data: { balance_microusd: String(balance), terminated_count: sandboxes.length }
       })
       yield* Effect.logWarning("spend limit reached: destroying the organization's billed sandboxes", { organization: organizationId, count: sandboxes.length })
-    }).pipe(sql.withTransaction, Effect.orDie, Effect.provideService(SqlClient.SqlClient, sql))
+    }).pipe(db.transaction, Effect.provide(context))
 
-  return { run, giveUp: () => Effect.void } satisfies JobHandler
+  return { run: (job) => run(job.payload.organization_id), giveUp: () => Effect.void } satisfies JobHandler<{ readonly organization_id: string }>
 })

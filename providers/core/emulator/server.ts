@@ -1,0 +1,104 @@
+/**
+ * Serving an emulator: a port that stays the same across restarts (stored sandboxes carry the provider's URLs),
+ * a small router from method and path pattern to handler, runtime calls that throw the runtime's typed error,
+ * and the status for such an error.
+ */
+import { Cause, Effect, Exit, Option } from "effect"
+import * as fs from "node:fs"
+import * as path from "node:path"
+
+/** Runs an Effect; its typed failure (a RuntimeError with its `kind`) is what gets thrown. */
+export const runOrThrow = async <A, E>(effect: Effect.Effect<A, E>): Promise<A> => {
+  const exit = await Effect.runPromiseExit(effect)
+  if (Exit.isSuccess(exit)) return exit.value
+  const failure = Cause.failureOption(exit.cause)
+  throw Option.isSome(failure) ? failure.value : Cause.squash(exit.cause)
+}
+
+/**
+ * The message an emulator answers for something thrown in a handler: a runtime failure's own message (it says what
+ * failed in the sandbox), never the text of anything else — a crash's message is JavaScript (`undefined is not an
+ * object (evaluating …)`), which no provider would send. That goes to stderr for the operator.
+ */
+export const emulatorMessage = (e: unknown, emulator: string): string => {
+  if (typeof e === "object" && e !== null && (e as { _tag?: unknown })._tag === "RuntimeError") return String((e as { message?: unknown }).message)
+  console.error(`${emulator} emulator: unexpected failure`, e)
+  return "internal error"
+}
+
+/** The HTTP status for a runtime failure thrown inside an emulator handler. */
+export const statusOfRuntimeError = (e: unknown): number => {
+  const kind = (e as { kind?: string }).kind
+  return kind === "not_found" ? 404 : kind === "conflict" ? 409 : kind === "invalid" ? 400 : 500
+}
+
+/** Serves on the port used last time for this emulator (or a new one if it is taken) and remembers it. */
+export const servePersistent = <T extends { readonly port: number | undefined }>(dir: string, serve: (port: number) => T): T => {
+  const file = path.join(dir, "port")
+  const saved = fs.existsSync(file) ? Number(fs.readFileSync(file, "utf8")) : 0
+  let server: T
+  try {
+    server = serve(saved)
+  } catch {
+    server = serve(0)
+  }
+  fs.writeFileSync(file, String(server.port))
+  return server
+}
+
+export type Params = Readonly<Record<string, string>>
+
+export interface Route<C> {
+  readonly method: string
+  /** Segments separated by `/`: literals, `:name` for one segment, a final `*name` for the rest (maybe empty). */
+  readonly pattern: string
+  readonly handle: (context: C, params: Params) => Promise<Response> | Response
+}
+
+export const route = <C>(method: string, pattern: string, handle: Route<C>["handle"]): Route<C> => ({ method, pattern, handle })
+
+/**
+ * A router over a table of routes, in order. `match` answers the handler and its parameters (segments are
+ * URL-decoded; a malformed escape matches nothing), or whether the path exists under another method.
+ */
+export const makeRouter = <C>(routes: ReadonlyArray<Route<C>>) => {
+  const compiled = routes.map((r) => ({ ...r, segments: r.pattern.split("/").filter((s) => s !== "") }))
+  const matchPattern = (segments: ReadonlyArray<string>, parts: ReadonlyArray<string>): Record<string, string> | undefined => {
+    const params: Record<string, string> = {}
+    for (let i = 0; i < segments.length; i++) {
+      const segment = segments[i]!
+      if (segment.startsWith("*")) {
+        params[segment.slice(1)] = parts.slice(i).join("/")
+        return params
+      }
+      const part = parts[i]
+      if (part === undefined) return undefined
+      if (segment.startsWith(":")) params[segment.slice(1)] = part
+      else if (segment !== part) return undefined
+    }
+    return parts.length === segments.length ? params : undefined
+  }
+  return {
+    match: (method: string, pathname: string):
+      | { readonly _tag: "Found"; readonly handle: (context: C) => Promise<Response> | Response }
+      | { readonly _tag: "NotFound" | "MethodNotAllowed" } => {
+      let parts: Array<string>
+      try {
+        parts = pathname.split("/").filter((s) => s !== "").map(decodeURIComponent)
+      } catch {
+        return { _tag: "NotFound" }
+      }
+      let otherMethod = false
+      for (const r of compiled) {
+        const params = matchPattern(r.segments, parts)
+        if (params === undefined) continue
+        if (r.method !== method && r.method !== "*") {
+          otherMethod = true
+          continue
+        }
+        return { _tag: "Found", handle: (context) => r.handle(context, params) }
+      }
+      return { _tag: otherMethod ? "MethodNotAllowed" : "NotFound" }
+    }
+  }
+}

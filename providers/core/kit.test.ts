@@ -1,0 +1,174 @@
+/** The provider kit: the wire helper, rate-card cost, polling, the emulator router and persistent books. */
+import { HttpClientRequest } from "@effect/platform"
+import { Effect, Either, Option, Schema } from "effect"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import { describe, expect, it } from "vitest"
+import { rateCardCost } from "./cost.ts"
+import { makeRouter, route } from "./emulator/server.ts"
+import { persistentRecords, persistentState } from "./emulator/state.ts"
+import { pollUntil } from "./poll.ts"
+import type { ProviderError } from "./Provider.ts"
+import { json, scripted } from "./scripted-client.ts"
+import { makeWire, messageOf } from "./wire.ts"
+
+const failureOf = async <A>(effect: Effect.Effect<A, ProviderError>) => {
+  const result = await Effect.runPromise(Effect.either(effect))
+  if (Either.isRight(result)) throw new Error("expected a failure")
+  return result.left
+}
+
+describe("wire", () => {
+  const get = HttpClientRequest.get("http://provider.test/things/1")
+  const post = HttpClientRequest.post("http://provider.test/things")
+  const Thing = Schema.Struct({ id: Schema.String })
+
+  it("decodes a 2xx body with the schema; another shape is an unavailable provider, not a crash", async () => {
+    const s = scripted([
+      { method: "GET", path: "/things/1", reply: () => json({ id: "t1" }) },
+      { method: "GET", path: "/things/1", reply: () => json({ name: "no id" }) }
+    ])
+    const wire = makeWire({ provider: "daytona", client: s.client, timeout: "1 second" })
+    expect(await Effect.runPromise(wire.call(get, Thing, "get thing"))).toEqual({ id: "t1" })
+    const e = await failureOf(wire.call(get, Thing, "get thing"))
+    expect(e.kind).toBe("unavailable")
+    expect(e.message).toContain("daytona get thing sent an unexpected body")
+  })
+
+  it("classifies statuses, and lets the adapter's classifier override the kind and name a code", async () => {
+    const cases: Array<[Response, string, string | undefined]> = [
+      [json({ message: "no key" }, 401), "auth", undefined],
+      [json({ message: "slow" }, 429), "capacity", undefined],
+      [json({ message: "gone" }, 404), "not_found", undefined],
+      [json({ message: "busy" }, 409), "customer", undefined],
+      [json({ message: "bad" }, 422), "invalid_request", undefined],
+      [json({ message: "down" }, 503), "unavailable", undefined],
+      [new Response("<html>bad gateway</html>", { status: 502 }), "unavailable", undefined],
+      [json({ message: "full", code: "NO_ROOM" }, 400), "capacity", "NO_ROOM"]
+    ]
+    for (const [reply, kind, code] of cases) {
+      const s = scripted([{ method: "GET", path: "/things/1", reply: () => reply.clone() }])
+      const wire = makeWire({
+        provider: "e2b",
+        client: s.client,
+        timeout: "1 second",
+        classify: (answer) => {
+          const c = (answer.json as { code?: string } | undefined)?.code
+          return { message: messageOf(answer), kind: c === "NO_ROOM" ? "capacity" : undefined, code: c }
+        }
+      })
+      const e = await failureOf(wire.send(get, "get thing"))
+      expect([e.kind, e.status]).toEqual([kind, reply.status])
+      expect(e.message).toContain(`e2b get thing answered ${reply.status}`)
+      if (code !== undefined) expect(e.message).toContain(code)
+    }
+  })
+
+  it("an ambiguous call's 500/502/504 and a mutating call's lost answer are unknown outcomes; a read's are not", async () => {
+    const s = scripted([
+      { method: "POST", path: "/things", reply: () => json({ message: "oops" }, 504) },
+      { method: "POST", path: "/things", reply: () => "transport-error" },
+      { method: "GET", path: "/things/1", reply: () => "transport-error" },
+      { method: "POST", path: "/things", reply: () => json({ message: "oops" }, 504) }
+    ])
+    const wire = makeWire({ provider: "e2b", client: s.client, timeout: "1 second" })
+    expect((await failureOf(wire.send(post, "create", { ambiguous: true }))).kind).toBe("unknown_outcome")
+    expect((await failureOf(wire.send(post, "create"))).kind).toBe("unknown_outcome")
+    expect((await failureOf(wire.send(get, "read"))).kind).toBe("unavailable")
+    expect((await failureOf(wire.send(post, "create"))).kind).toBe("unavailable")
+  })
+
+  it("an accepted status is an answer; a deadline ends a call that does not answer", async () => {
+    const s = scripted([
+      { method: "GET", path: "/things/1", reply: () => new Response(null, { status: 416 }) },
+      { method: "GET", path: "/things/1", reply: () => new Promise<Response>(() => {}) }
+    ])
+    const wire = makeWire({ provider: "e2b", client: s.client, timeout: "50 millis" })
+    expect((await Effect.runPromise(wire.send(get, "read", { accept: (status) => status === 416 }))).status).toBe(416)
+    const e = await failureOf(wire.send(get, "read"))
+    expect([e.kind, e.message]).toEqual(["unavailable", "e2b read timed out"])
+  })
+})
+
+describe("rate card", () => {
+  it("prices vCPU, memory and disk beyond the free part per second over the window", () => {
+    const card = { version: "v1", vcpuSecondMicrousd: 10, gibSecondMicrousd: 2, diskGibSecondMicrousd: 1, freeDiskGib: 5, confidence: "low" as const }
+    const resources = { vcpu: 2, memoryMb: 2048, diskMb: 10 * 1024, architecture: "x86_64", providerSize: null }
+    const cost = rateCardCost(card, resources, { from: "2026-01-01T00:00:00Z", to: "2026-01-01T00:01:40Z" })
+    // 100 s × (2×10 + 2×2 + 5×1) = 2,900
+    expect(cost).toEqual({ amountMicrousd: 2900n, measuredThrough: "2026-01-01T00:01:40Z", provenance: "estimated_rate_card", confidence: "low", rateCardVersion: "v1" })
+    expect(rateCardCost(card, resources, { from: "2026-01-01T00:01:00Z", to: "2026-01-01T00:00:00Z" }).amountMicrousd).toBe(0n)
+  })
+})
+
+describe("pollUntil", () => {
+  it("asks again until the answer is Some, and fails at the deadline with the caller's error", async () => {
+    let asked = 0
+    const ready = pollUntil(Effect.sync(() => (++asked >= 3 ? Option.some(asked) : Option.none())), { interval: "5 millis", timeout: "1 second", onTimeout: () => "late" })
+    expect(await Effect.runPromise(ready)).toBe(3)
+    const never = pollUntil(Effect.succeed(Option.none<number>()), { interval: "5 millis", timeout: "40 millis", onTimeout: () => "late" })
+    expect(await Effect.runPromise(Effect.flip(never))).toBe("late")
+    const broken = pollUntil(Effect.fail("gone"), { interval: "5 millis", timeout: "1 second", onTimeout: () => "late" })
+    expect(await Effect.runPromise(Effect.flip(broken))).toBe("gone")
+  })
+})
+
+describe("emulator router", () => {
+  const router = makeRouter<string>([
+    route("GET", "/sandbox/:id", (ctx, p) => Response.json({ ctx, ...p })),
+    route("POST", "/sandbox/:id/ports/:port/expire", (_ctx, p) => Response.json(p)),
+    route("*", "/preview/:token/*rest", (_ctx, p) => Response.json(p))
+  ])
+  const body = async (found: ReturnType<typeof router.match>) => {
+    if (found._tag !== "Found") return found._tag
+    return (await found.handle("c")).json()
+  }
+
+  it("matches literals and parameters (decoded), a trailing rest, and tells a wrong method from no route", async () => {
+    expect(await body(router.match("GET", "/sandbox/a%20b"))).toEqual({ ctx: "c", id: "a b" })
+    expect(await body(router.match("POST", "/sandbox/s1/ports/80/expire"))).toEqual({ id: "s1", port: "80" })
+    expect(await body(router.match("PUT", "/preview/tok/a/b"))).toEqual({ token: "tok", rest: "a/b" })
+    expect(await body(router.match("GET", "/preview/tok"))).toEqual({ token: "tok", rest: "" })
+    expect(await body(router.match("DELETE", "/sandbox/s1"))).toBe("MethodNotAllowed")
+    expect(await body(router.match("GET", "/sandbox/s1/extra"))).toBe("NotFound")
+    expect(await body(router.match("GET", "/sandbox/%E0%A4%A"))).toBe("NotFound")
+  })
+})
+
+describe("persistent books", () => {
+  const Books = Schema.mutable(Schema.Struct({ count: Schema.Number, names: Schema.optionalWith(Schema.mutable(Schema.Array(Schema.String)), { default: () => [] }) }))
+  const tempDir = () => fs.mkdtempSync(path.join(os.tmpdir(), "kit-books-"))
+
+  it("saves atomically (0600) and reads back through the schema, with defaults for what older files lack", () => {
+    const dir = tempDir()
+    fs.writeFileSync(path.join(dir, "state.json"), JSON.stringify({ count: 1 }))
+    const first = persistentState(dir, Books, () => ({ count: 0, names: [] }))
+    expect(first.state).toEqual({ count: 1, names: [] })
+    first.state.names.push("a")
+    first.save()
+    expect(fs.statSync(path.join(dir, "state.json")).mode & 0o777).toBe(0o600)
+    expect(persistentState(dir, Books, () => ({ count: 0, names: [] })).state).toEqual({ count: 1, names: ["a"] })
+    fs.rmSync(dir, { recursive: true })
+  })
+
+  it("moves an unreadable file aside and starts from the initial state", () => {
+    const dir = tempDir()
+    fs.writeFileSync(path.join(dir, "state.json"), JSON.stringify({ count: "many" }))
+    const books = persistentState(dir, Books, () => ({ count: 0, names: [] }))
+    expect(books.state).toEqual({ count: 0, names: [] })
+    expect(fs.readdirSync(dir).some((f) => f.startsWith("state.json.unreadable-"))).toBe(true)
+    fs.rmSync(dir, { recursive: true })
+  })
+
+  it("keeps records one file each; a record that does not decode is dropped", () => {
+    const dir = tempDir()
+    const records = persistentRecords(dir, "sessions", Schema.Struct({ n: Schema.Number }))
+    records.set("a", { n: 1 })
+    records.set("b", { n: 2 })
+    records.delete("b")
+    fs.writeFileSync(path.join(dir, "sessions", "broken.json"), "{\"key\": \"c\", \"value\": {\"n\": \"x\"}}")
+    expect(persistentRecords(dir, "sessions", Schema.Struct({ n: Schema.Number })).entries()).toEqual([["a", { n: 1 }]])
+    fs.rmSync(dir, { recursive: true })
+  })
+})

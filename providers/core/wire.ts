@@ -1,0 +1,107 @@
+/**
+ * The HTTP half of every adapter: send a request with a deadline, turn what went wrong into a `ProviderError`
+ * of the right kind, decode a body with a Schema. An adapter supplies only what is its provider's own: how an
+ * error answer reads (its body's message and codes) — statuses and transport failures are classified here, the
+ * same way for every provider (`errors.ts`).
+ *
+ *   const wire = makeWire({ provider: "acme", client, timeout: "60 seconds", classify: acmeErrors })
+ *   wire.call(HttpClientRequest.get(`${base}/vms/1`), AcmeVm, "get vm")   // Effect<AcmeVm, ProviderError>
+ */
+import type { HttpClient, HttpClientRequest, HttpClientResponse } from "@effect/platform"
+import { Duration, Effect, Schema } from "effect"
+import { kindOfStatus, kindOfTransportFailure, providerFailure } from "./errors.ts"
+import type { ProviderError, ProviderErrorKind, ProviderName } from "./Provider.ts"
+
+/** How one call is made. Adapters may add fields of their own (read back in their `classify`). */
+export interface CallOptions {
+  /** The call changes state at the provider (default: any method but GET): a lost answer is an unknown outcome. */
+  readonly mutating?: boolean | undefined
+  /** A 500/502/504 answer may still have taken effect (creates): the kind is then `unknown_outcome`. */
+  readonly ambiguous?: boolean | undefined
+  /** Statuses outside 2xx that are an answer, not an error (e.g. 416 for a read past the end). */
+  readonly accept?: ((status: number) => boolean) | undefined
+}
+
+/** An error answer as the provider sent it. `json` is undefined when the body is not JSON (a proxy's page). */
+export interface ErrorAnswer {
+  readonly status: number
+  readonly text: string
+  readonly json: unknown
+}
+
+/** What an adapter reads from an error answer: a message, and a kind when the body says more than the status. */
+export interface Classified {
+  readonly message: string
+  readonly kind?: ProviderErrorKind | undefined
+  /** A provider code worth keeping in the message (e.g. `NO_AVAILABLE_RUNNERS`). */
+  readonly code?: string | undefined
+}
+
+export interface WireOptions<O extends CallOptions> {
+  readonly provider: ProviderName
+  readonly client: HttpClient.HttpClient
+  readonly timeout: Duration.DurationInput
+  readonly classify?: ((answer: ErrorAnswer, call: O & { readonly what: string }) => Classified) | undefined
+}
+
+/** The first 300 characters of a body: enough to say what went wrong, never a whole page. */
+export const snippet = (text: string) => text.slice(0, 300)
+
+/** A JSON body's `message` when it is a string (or a list of strings), else the text. */
+export const messageOf = (answer: ErrorAnswer): string => {
+  const message = (answer.json as { message?: unknown } | null | undefined)?.message
+  if (typeof message === "string") return message
+  if (Array.isArray(message) && message.every((m) => typeof m === "string")) return message.join(", ")
+  return snippet(answer.text)
+}
+
+export interface Wire<O extends CallOptions> {
+  readonly fail: (kind: ProviderErrorKind, message: string, status?: number) => ProviderError
+  /** Sends; a 2xx (or an accepted status) is the response, anything else a classified `ProviderError`. */
+  readonly send: (request: HttpClientRequest.HttpClientRequest, what: string, options?: O) => Effect.Effect<HttpClientResponse.HttpClientResponse, ProviderError>
+  /** Decodes a response's JSON body; a body of another shape means the provider is not what we expect. */
+  readonly decode: <A, I>(schema: Schema.Schema<A, I>, what: string) => (response: HttpClientResponse.HttpClientResponse) => Effect.Effect<A, ProviderError>
+  /** `send` then `decode`. */
+  readonly call: <A, I>(request: HttpClientRequest.HttpClientRequest, schema: Schema.Schema<A, I>, what: string, options?: O) => Effect.Effect<A, ProviderError>
+}
+
+export const makeWire = <O extends CallOptions = CallOptions>(options: WireOptions<O>): Wire<O> => {
+  const name = options.provider
+  const fail = providerFailure(name)
+  const timeout = Duration.decode(options.timeout)
+  const classify = options.classify ?? ((answer: ErrorAnswer): Classified => ({ message: messageOf(answer) }))
+
+  const errorOf = (response: HttpClientResponse.HttpClientResponse, what: string, call: O) =>
+    Effect.map(Effect.orElseSucceed(response.text, () => ""), (text) => {
+      let json: unknown
+      try {
+        json = JSON.parse(text)
+      } catch {
+        // not JSON: the status says enough
+      }
+      const classified = classify({ status: response.status, text, json }, { ...call, what })
+      const kind = classified.kind ?? kindOfStatus(response.status, { ambiguous: call.ambiguous === true })
+      return fail(kind, `${name} ${what} answered ${response.status}${classified.code ? ` ${classified.code}` : ""}: ${classified.message}`, response.status)
+    })
+
+  const send: Wire<O>["send"] = (request, what, call = {} as O) => {
+    const mutating = call.mutating ?? request.method !== "GET"
+    return options.client.execute(request).pipe(
+      Effect.mapError((e) => fail(kindOfTransportFailure(e, { mutating }), `${name} ${what} failed: ${e.message}`)),
+      Effect.timeoutFail({ duration: timeout, onTimeout: () => fail(kindOfTransportFailure("timeout", { mutating }), `${name} ${what} timed out`) }),
+      Effect.flatMap((response) =>
+        (response.status >= 200 && response.status < 300) || call.accept?.(response.status) === true
+          ? Effect.succeed(response)
+          : Effect.flatMap(errorOf(response, what, call), Effect.fail)
+      )
+    )
+  }
+
+  const decode: Wire<O>["decode"] = (schema, what) => (response) =>
+    response.json.pipe(
+      Effect.flatMap(Schema.decodeUnknown(schema)),
+      Effect.mapError((e) => fail("unavailable", `${name} ${what} sent an unexpected body: ${e.message}`))
+    )
+
+  return { fail, send, decode, call: (request, schema, what, call) => Effect.flatMap(send(request, what, call), decode(schema, what)) }
+}

@@ -1,0 +1,108 @@
+/**
+ * Daytona files through the toolbox: `files/info`, `files/download` (with Range), multipart `files/upload`,
+ * `files/folder`, `files` (list, delete). Daytona's upload creates parents itself, so `createParents: false`
+ * checks the parent first; append is not offered (a read-modify-write would race).
+ */
+import { HttpClientRequest } from "@effect/platform"
+import { Effect, Schema } from "effect"
+import { type ProviderError, type ProviderFileEntry, type ProviderSandbox, type SandboxProvider, unsupported } from "../../core/Provider.ts"
+import { type DaytonaContext, NAME, WireFileInfo } from "./wire.ts"
+
+// Paths arrive already at the provider (withWorkspace rewrites /workspace on the way in and out).
+const withPath = (p: string) => HttpClientRequest.setUrlParam("path", p)
+const parentOf = (p: string) => p.slice(0, p.lastIndexOf("/")) || "/"
+
+/** Daytona sends Go's time format (`2025-01-02 15:04:05.999 +0000 UTC m=+…`) or ISO; unreadable is the epoch. */
+const modifiedAtOf = (f: WireFileInfo) => {
+  const iso = f.modifiedAt ?? f.modTime
+  const ms = iso === undefined ? Number.NaN : Date.parse(iso.replace(/ [+-]\d{4} \w+$/, "").replace(" m=", ""))
+  return Number.isNaN(ms) ? new Date(0).toISOString() : new Date(ms).toISOString()
+}
+/** Go's `os.FileMode.String()`: `-` file, `d` directory (isDir), `L` symlink. */
+const typeOf = (f: WireFileInfo): ProviderFileEntry["type"] =>
+  f.isDir ? "directory" : f.mode === undefined || f.mode.startsWith("-") ? "file" : f.mode.startsWith("L") ? "symlink" : "other"
+
+export const makeFiles = (ctx: DaytonaContext) => {
+  const { decode, fail, toolbox } = ctx
+  const files = ctx.capabilities.files
+
+  const fileInfo = (sandbox: ProviderSandbox, p: string) =>
+    toolbox(sandbox, "GET", "/files/info", "file info", withPath(p)).pipe(Effect.flatMap(decode(WireFileInfo, "file info")))
+  const fileInfoOrNull = (sandbox: ProviderSandbox, p: string) =>
+    fileInfo(sandbox, p).pipe(Effect.catchIf((e) => e.kind === "not_found", () => Effect.succeed(null)))
+
+  const readFile: SandboxProvider["readFile"] = (sandbox, input) =>
+    Effect.gen(function*() {
+      if (files === null || !files.read) return yield* unsupported(NAME, "reading files")
+      const info = yield* fileInfo(sandbox, input.path)
+      if (info.isDir) return yield* fail("invalid_request", `${input.path} is a directory`)
+      const size = info.size
+      const end = Math.min(size, input.offsetBytes + Math.min(input.maxBytes, files.maxReadBytes))
+      if (end <= input.offsetBytes) return { data: new Uint8Array(), offsetBytes: input.offsetBytes, sizeBytes: size, eof: input.offsetBytes >= size }
+      const response = yield* toolbox(sandbox, "GET", "/files/download", "download", (r) =>
+        r.pipe(withPath(input.path), HttpClientRequest.setHeader("range", `bytes=${input.offsetBytes}-${end - 1}`)))
+      const body = new Uint8Array(yield* Effect.mapError(response.arrayBuffer, (e) => fail("unavailable", `daytona download could not be read: ${e.message}`)))
+      // 206 is the range; a 200 is the whole file (no Range support on the way).
+      const data = response.status === 206 ? body.slice(0, end - input.offsetBytes) : body.slice(input.offsetBytes, end)
+      return { data, offsetBytes: input.offsetBytes, sizeBytes: size, eof: input.offsetBytes + data.length >= size }
+    })
+
+  const writeFile: SandboxProvider["writeFile"] = (sandbox, input) =>
+    Effect.gen(function*() {
+      if (files === null || !files.write) return yield* unsupported(NAME, "writing files")
+      if (!files.writeModes.includes(input.mode)) return yield* unsupported(NAME, `the ${input.mode} write mode`)
+      if (input.data.length > files.maxWriteBytes) return yield* fail("invalid_request", `daytona takes at most ${files.maxWriteBytes} bytes per write`)
+      const existing = yield* fileInfoOrNull(sandbox, input.path)
+      if (existing?.isDir === true) return yield* fail("invalid_request", `${input.path} is a directory`)
+      if (input.mode === "create" && existing !== null) return yield* fail("customer", `${input.path} already exists`)
+      const parent = parentOf(input.path)
+      if (input.createParents) {
+        yield* toolbox(sandbox, "POST", "/files/folder", "create folder", (r) => r.pipe(withPath(parent), HttpClientRequest.setUrlParam("mode", "755")))
+      } else if (existing === null) {
+        // Daytona's upload would create the parents: refuse as a missing parent would.
+        const dir = yield* fileInfoOrNull(sandbox, parent)
+        if (dir === null) return yield* fail("not_found", `${parent} does not exist`)
+        if (!dir.isDir) return yield* fail("invalid_request", `${parent} is not a directory`)
+      }
+      const form = new FormData()
+      form.append("file", new Blob([input.data.slice()]), input.path.slice(input.path.lastIndexOf("/") + 1) || "file")
+      yield* toolbox(sandbox, "POST", "/files/upload", "upload", (r) => r.pipe(withPath(input.path), HttpClientRequest.bodyFormData(form)))
+      return { bytesWritten: input.data.length, created: existing === null }
+    })
+
+  const listFiles: SandboxProvider["listFiles"] = (sandbox, input) =>
+    Effect.gen(function*() {
+      if (files === null || !files.list) return yield* unsupported(NAME, "listing files")
+      const limit = Math.min(input.maxEntries, files.maxListEntries)
+      const entries: Array<ProviderFileEntry> = []
+      let truncated = false
+      const walk = (dir: string): Effect.Effect<void, ProviderError> =>
+        Effect.gen(function*() {
+          const list = yield* toolbox(sandbox, "GET", "/files", "list files", withPath(dir)).pipe(Effect.flatMap(decode(Schema.Array(WireFileInfo), "list files")))
+          for (const item of [...list].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))) {
+            if (entries.length >= limit) {
+              truncated = true
+              return
+            }
+            const p = `${dir === "/" ? "" : dir}/${item.name}`
+            entries.push({ path: p, type: typeOf(item), sizeBytes: item.size, modifiedAt: modifiedAtOf(item) })
+            if (input.recursive && item.isDir) yield* walk(p)
+            if (truncated) return
+          }
+        })
+      yield* walk(input.path.length > 1 ? input.path.replace(/\/+$/, "") : input.path)
+      return { entries, truncated }
+    })
+
+  const deleteFile: SandboxProvider["deleteFile"] = (sandbox, input) =>
+    Effect.gen(function*() {
+      if (files === null || !files.delete) return yield* unsupported(NAME, "deleting files")
+      return yield* toolbox(sandbox, "DELETE", "/files", "delete file", (r) =>
+        r.pipe(withPath(input.path), HttpClientRequest.setUrlParam("recursive", String(input.recursive)))).pipe(
+          Effect.as({ deleted: true }),
+          Effect.catchIf((e) => e.kind === "not_found", () => Effect.succeed({ deleted: false }))
+        )
+    })
+
+  return { readFile, writeFile, listFiles, deleteFile }
+}

@@ -1,0 +1,95 @@
+/**
+ * Daytona adapter (reference/providers.md §3.2 "daytona"), speaking Daytona's REST API through `HttpClient`
+ * with a Bearer key. Wire facts are from Daytona's API client and daemon (v0.190).
+ *
+ * Control API (`baseUrl`, e.g. https://app.daytona.io/api):
+ * - `POST /sandbox` {name: "metal-<sandbox id>", labels (ours: metal.sandbox_id / metal.project_id /
+ *   metal.organization_id, plus the request's metadata), env, public: false, networkBlockAll, autoStopInterval: 0
+ *   (never stop on idle: the gateway runs its own timers), autoDeleteInterval: -1, target?}. Environment sources
+ *   use a snapshot (`DAYTONA_SNAPSHOT`, else Daytona's default) and send no resources: the snapshot sizes the
+ *   sandbox. OCI images use a declarative build (`buildInfo.dockerfileContent: "FROM <image>"`) with cpu,
+ *   memory (GiB) and disk (GiB) rounded up to whole units. The answer is polled (`GET /sandbox/{id}`) until
+ *   `started`; `build_failed`/`error` destroy it and fail as `customer`.
+ *   Not `ephemeral`: upstream that means autoDeleteInterval 0, i.e. deleted on stop, and stop is our pause.
+ * - `GET /sandbox?labels={"metal.sandbox_id":…}` finds the resource after an unknown outcome; `GET` and
+ *   `DELETE /sandbox/{id}`; `POST /sandbox/{id}/stop` and `/start` are pause and resume (polled until
+ *   `stopped` / `started`).
+ * - `GET /sandbox/{id}/ports/{port}/signed-preview-url?expiresInSeconds=` gives {token, url}; the lease id is
+ *   `<port>:<token>`; `POST …/signed-preview-url/{token}/expire` revokes it (Daytona answers 200 whether or not
+ *   the token was live).
+ *
+ * Toolbox (`<toolboxProxyUrl>/<sandbox id>`):
+ * - exec: one session per process (`POST /process/session {sessionId: "metal-<process id>"}`), one async command
+ *   in it (`POST /process/session/{s}/exec {command, runAsync: true}` → {cmdId}). Create is idempotent: an
+ *   existing session's command is reused. The execution id is `daytona:` + base64url(JSON [session, command,
+ *   max output bytes]), so `execEvents` needs no memory and works after a gateway restart.
+ * - events: `GET …/command/{c}` (exitCode once done) and `GET …/command/{c}/logs` with
+ *   `X-Daytona-Split-Output: true` and no SDK version header, which makes the daemon answer the raw log: each
+ *   piece of output prefixed by \x01\x01\x01 (stdout) or \x02\x02\x02 (stderr), in the order written. Events are
+ *   those pieces in order — a pure function of the log, so every call (and every restart) numbers them the
+ *   same. While the command runs, a last piece is handed out only once complete (it ends in a newline — the
+ *   daemon writes whole lines — or another piece follows). A JSON {stdout, stderr} answer (newer daemons with an
+ *   SDK header) is accepted too: stdout then stderr, after the exit. Output beyond the process's
+ *   max_output_bytes is dropped and the exit says `outputTruncated`. Logs are re-read at most every
+ *   `logPollMs` while running.
+ * - cancel: `DELETE /process/session/{s}` (the daemon sends SIGTERM, then SIGKILL, to the whole group). The
+ *   session is then gone, so the exit is reported as cancelled (exit code null) at the caller's position. A
+ *   command that already exited is not cancelled (its real exit is kept).
+ * - timeout: Daytona's sessions have none, and wrapping the command in `timeout` would move it out of the
+ *   process group that a cancel signals (and make exit 124 ambiguous), so the caller's deadline applies: the
+ *   gateway cancels a process at its timeout, also after a restart.
+ * - files: `GET /files/info`, `GET /files/download` (with Range), multipart `POST /files/upload`,
+ *   `POST /files/folder`, `GET /files`, `DELETE /files?recursive=`. Daytona's upload creates parents itself, so
+ *   `createParents: false` checks the parent first. Append is not offered (read-modify-write would race).
+ *
+ * Paths: the gateway's `/workspace` is where sandboxes keep their work. A Daytona sandbox's user cannot write
+ * `/workspace`, so in `remote` mode `/workspace/…` maps to the home-relative `workspace/…` (as the reference
+ * does; `withWorkspace` rewrites paths and working directories both ways) and commands start there; the
+ * emulator's sandboxes really have `/workspace`, so `emulated` maps nothing.
+ *
+ * Capabilities: the Daytona row of reference §3.1 plus pause/resume and the internet switch. Pause is off by
+ * default upstream because stop/start is not a memory-preserving pause: stop ends every process (and session)
+ * and keeps the filesystem, start boots it again. We declare both anyway — the filesystem survives, which is
+ * what the API's pause/resume promises, and auto routing needs a provider that can pause — and the emulator
+ * does what Daytona does (processes end at stop). `networkBlockAll` keeps a sandbox off the internet.
+ *
+ * Cost: an estimate from Daytona's published per-second prices (DAYTONA_RATE_CARD: 14 µUSD per vCPU-second,
+ * 4.5 µUSD per GiB-second of memory, 0.03 µUSD per GiB-second of disk beyond the 5 free GiB) over the window,
+ * provenance `estimated_rate_card`, confidence low (stopped time is counted as running).
+ */
+import type { SandboxProvider } from "../../core/Provider.ts"
+import { withWorkspace } from "../../core/workspace.ts"
+import { makeEndpoints } from "./endpoints.ts"
+import { makeFiles } from "./files.ts"
+import { makeProcesses } from "./processes.ts"
+import { makeSandboxes } from "./sandboxes.ts"
+import { type DaytonaProviderConfig, makeContext, NAME } from "./wire.ts"
+
+export {
+  DAYTONA_CAPABILITIES,
+  DAYTONA_RATE_CARD,
+  type DaytonaProviderConfig,
+  decodeExecutionId,
+  demuxLog,
+  encodeExecutionId,
+  eventsFromPieces,
+  LABEL_SANDBOX_ID,
+  sandboxName,
+  sessionName,
+  shellQuote,
+  STDERR_MARKER,
+  STDOUT_MARKER
+} from "./wire.ts"
+
+export const makeDaytonaProvider = (config: DaytonaProviderConfig): SandboxProvider => {
+  const ctx = makeContext(config)
+  return withWorkspace({
+    name: NAME,
+    capabilities: ctx.capabilities,
+    mode: config.mode,
+    ...makeSandboxes(ctx),
+    ...makeProcesses(ctx),
+    ...makeFiles(ctx),
+    ...makeEndpoints(ctx)
+  }, ctx.workspaceDir)
+}

@@ -1,0 +1,133 @@
+/**
+ * The Daytona emulator's control API: `POST|GET /sandbox` (create, list by labels), `GET|DELETE /sandbox/{id or
+ * name}`, `GET …/toolbox-proxy-url`, `POST …/stop|start` (stop pauses the jail: processes end and the filesystem
+ * stays, as Daytona's stop), signed previews per port and their expiry. A sandbox whose jail died reads as state
+ * `error`, as Daytona reports a sandbox whose machine is gone.
+ */
+import { Option } from "effect"
+import * as crypto from "node:crypto"
+import type { LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
+import { makeRouter, route, runOrThrow as run } from "../../core/emulator/server.ts"
+import type { Books, EmulatedSandbox } from "./books.ts"
+import type { Previews } from "./preview.ts"
+import { error, json, Refused, toWire } from "./wire.ts"
+
+interface Call {
+  readonly request: Request
+  readonly url: URL
+  readonly sandbox: () => EmulatedSandbox
+}
+
+export interface ControlOptions {
+  readonly baseUrl: () => string
+  readonly previews: Previews
+}
+
+export const makeControl = (books: Books, runtime: LocalRuntimeShape, options: ControlOptions) => {
+  const { sessions, state, save } = books
+  const wire = (s: EmulatedSandbox) => toWire(s, options.baseUrl())
+
+  /** As Daytona reports a sandbox whose machine died: state `error`, with a reason. */
+  const observed = async (s: EmulatedSandbox) => {
+    const jail = await run(runtime.get(s.id)).catch(() => Option.none())
+    const alive = Option.isSome(jail) && jail.value.state !== "stopped"
+    return alive ? wire(s) : { ...wire(s), state: "error", errorReason: "The sandbox's machine is gone" }
+  }
+
+  const create = async ({ request }: Call) => {
+    const body = (await request.json()) as { name?: string; labels?: Record<string, string>; cpu?: number; memory?: number; disk?: number; env?: Record<string, string>; networkBlockAll?: boolean }
+    if (body.name !== undefined && books.findSandbox(body.name) !== undefined) return error(409, `Sandbox with name ${body.name} already exists`)
+    const id = crypto.randomUUID()
+    const sandbox: EmulatedSandbox = {
+      id,
+      name: body.name ?? id,
+      labels: body.labels ?? {},
+      state: "started",
+      cpu: body.cpu ?? 1,
+      memory: body.memory ?? 1,
+      disk: body.disk ?? 3,
+      env: body.env ?? {},
+      createdAt: new Date().toISOString()
+    }
+    await run(runtime.create({
+      id,
+      vcpu: sandbox.cpu,
+      memoryMb: Math.round(sandbox.memory * 1024),
+      diskMb: sandbox.disk * 1024,
+      internet: body.networkBlockAll === false,
+      env: sandbox.env,
+      labels: { provider: "daytona", ...sandbox.labels }
+    }))
+    state.sandboxes[id] = sandbox
+    save()
+    return json(wire(sandbox))
+  }
+
+  const list = async ({ url }: Call) => {
+    const filter = url.searchParams.get("labels")
+    const wanted = filter === null ? {} : (JSON.parse(filter) as Record<string, string>)
+    const matching = Object.values(state.sandboxes).filter((s) => Object.entries(wanted).every(([k, v]) => s.labels[k] === v))
+    return json(await Promise.all(matching.map(observed)))
+  }
+
+  const remove = async ({ sandbox }: Call) => {
+    const s = sandbox()
+    await run(runtime.destroy(s.id))
+    delete state.sandboxes[s.id]
+    for (const [sid, session] of sessions.entries()) if (session.sandboxId === s.id) sessions.delete(sid)
+    for (const [token, preview] of Object.entries(state.previews)) if (preview.sandboxId === s.id) options.previews.drop(token)
+    options.previews.closeSandbox(s.id)
+    save()
+    return json({})
+  }
+
+  const transition = (to: "stopped" | "started") => async ({ sandbox }: Call) => {
+    const s = sandbox()
+    // Nothing reaches a stopped sandbox: its bridges close (and their connections with them) before it freezes.
+    if (to === "stopped") options.previews.closeSandbox(s.id)
+    await run(to === "stopped" ? runtime.pause(s.id) : runtime.resume(s.id))
+    s.state = to
+    save()
+    return json(wire(s))
+  }
+
+  const signedPreview = ({ url, sandbox }: Call, port: number) => {
+    const s = sandbox()
+    const expires = Number(url.searchParams.get("expiresInSeconds") ?? "60")
+    const token = crypto.randomBytes(18).toString("base64url")
+    state.previews[token] = { sandboxId: s.id, port, expiresAt: Date.now() + expires * 1000 }
+    save()
+    options.previews.arm(token)
+    return json({ sandboxId: s.id, port, token, url: `${options.baseUrl()}/preview/${token}` })
+  }
+
+  const expirePreview = (token: string) => {
+    if (state.previews[token] === undefined) return error(404, "Preview not found")
+    options.previews.drop(token)
+    return json({})
+  }
+
+  const router = makeRouter<Call>([
+    route("POST", "/sandbox", create),
+    route("GET", "/sandbox", list),
+    route("GET", "/sandbox/:id", async ({ sandbox }) => json(await observed(sandbox()))),
+    route("DELETE", "/sandbox/:id", remove),
+    route("GET", "/sandbox/:id/toolbox-proxy-url", ({ sandbox }) => (sandbox(), json({ url: `${options.baseUrl()}/toolbox` }))),
+    route("POST", "/sandbox/:id/stop", transition("stopped")),
+    route("POST", "/sandbox/:id/start", transition("started")),
+    route("GET", "/sandbox/:id/ports/:port/signed-preview-url", (call, { port }) => signedPreview(call, Number(port))),
+    route("POST", "/sandbox/:id/ports/:port/signed-preview-url/:token/expire", ({ sandbox }, { token }) => (sandbox(), expirePreview(token!)))
+  ])
+
+  return async (request: Request, url: URL): Promise<Response> => {
+    const found = router.match(request.method, url.pathname)
+    if (found._tag !== "Found") return error(404, "Not found")
+    const id = decodeURIComponent(url.pathname.split("/")[2] ?? "")
+    const sandbox = () => {
+      const s = books.findSandbox(id)
+      if (s === undefined) throw new Refused(404, "Sandbox not found")
+      return s
+    }
+    return found.handle({ request, url, sandbox })
+  }
+}

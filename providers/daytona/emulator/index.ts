@@ -1,0 +1,74 @@
+/**
+ * A loopback emulator of the Daytona API subset the adapter uses, backed by the local runtime: the control API
+ * (`/sandbox…`, signed preview URLs: `control.ts`), the toolbox (`/toolbox/{id}/…`: `toolbox.ts`) and the preview
+ * proxy (`/preview/{token}/…` through root-only unix-socket bridges: `preview.ts`). Its books (`books.ts`) survive a gateway restart the way a
+ * provider's cloud would, and it keeps its port, which stored sandboxes carry in their toolbox URL.
+ */
+import type { LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
+import { emulatorMessage, servePersistent, statusOfRuntimeError } from "../../core/emulator/server.ts"
+import { makeBooks } from "./books.ts"
+import { makeControl } from "./control.ts"
+import { makePreviews } from "./preview.ts"
+import { makeToolbox } from "./toolbox.ts"
+import { error, Refused } from "./wire.ts"
+
+/** A path segment as sent; a malformed escape names nothing (rather than failing the request). */
+const decodeSegment = (segment: string) => {
+  try {
+    return decodeURIComponent(segment)
+  } catch {
+    return ""
+  }
+}
+
+export interface DaytonaEmulator {
+  readonly baseUrl: string
+  readonly apiKey: string
+  readonly stop: () => void
+}
+
+export const startDaytonaEmulator = (dataDir: string, runtime: LocalRuntimeShape): DaytonaEmulator => {
+  const books = makeBooks(dataDir)
+  let baseUrl = ""
+  const previews = makePreviews(books, runtime)
+  const control = makeControl(books, runtime, { baseUrl: () => baseUrl, previews })
+  const toolbox = makeToolbox(books, runtime)
+
+  const handle = async (request: Request): Promise<Response> => {
+    const url = new URL(request.url)
+    const [first, second, ...rest] = url.pathname.split("/").filter(Boolean)
+    if (first === "preview") return previews.proxy(request, second ?? "", rest.join("/"), url)
+    if (request.headers.get("authorization") !== `Bearer ${books.apiKey}`) return error(401, "Unauthorized")
+    if (first === "sandbox") return control(request, url)
+    if (first === "toolbox" && second !== undefined) {
+      const sandbox = books.findSandbox(decodeSegment(second))
+      if (sandbox === undefined) return error(404, "Sandbox not found")
+      return toolbox(request, url, sandbox, `/${rest.join("/")}`)
+    }
+    return error(404, "Not found")
+  }
+
+  const serve = (port: number) => Bun.serve({
+    hostname: "127.0.0.1",
+    port,
+    idleTimeout: 60,
+    fetch: async (request) => {
+      try {
+        return await handle(request)
+      } catch (e) {
+        if (e instanceof Refused) return error(e.status, e.message)
+        return error(statusOfRuntimeError(e), emulatorMessage(e, "daytona"))
+      }
+    }
+  })
+  const server = servePersistent(books.dir, serve)
+  baseUrl = `http://127.0.0.1:${server.port}`
+  return {
+    baseUrl,
+    apiKey: books.apiKey,
+    stop: () => {
+      previews.stop()
+      server.stop(true)
+    }
+  }
+}

@@ -1,0 +1,168 @@
+/**
+ * The Daytona emulator's toolbox (`/toolbox/{id}/…`): sessions with async commands, their status and logs (the
+ * daemon's three answers: `{stdout, stderr}` to an SDK, the raw multiplexed log to a caller that asks for split
+ * output without an SDK version, plain combined text otherwise), and files (info, Range download, multipart
+ * upload, folders, list, delete) — all over the local runtime.
+ */
+import * as crypto from "node:crypto"
+import * as path from "node:path"
+import { Effect } from "effect"
+import type { LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
+import { makeRouter, route, runOrThrow as run } from "../../core/emulator/server.ts"
+import type { Books, EmulatedSandbox, Session } from "./books.ts"
+import { error, goFileMode, json, Refused } from "./wire.ts"
+
+const STATUS_WAIT_MS = 50
+const STDOUT_MARK = Buffer.from([1, 1, 1])
+const STDERR_MARK = Buffer.from([2, 2, 2])
+const MAX_OUTPUT_BYTES = 100 * 1024 * 1024
+const MAX_DOWNLOAD_BYTES = 100 * 1024 * 1024
+
+interface Call {
+  readonly request: Request
+  readonly url: URL
+  readonly sandbox: EmulatedSandbox
+  /** The `path` query parameter of file routes. */
+  readonly path: string
+}
+
+export const makeToolbox = (books: Books, runtime: LocalRuntimeShape) => {
+  const { sessions } = books
+
+  const sessionOf = (sandbox: EmulatedSandbox, sessionId: string): Session => {
+    const session = sessions.get(sessionId)
+    if (session === undefined || session.sandboxId !== sandbox.id) throw new Refused(404, "Session not found")
+    return session
+  }
+  const commandOf = (session: Session, commandId: string) => {
+    const command = session.commands[commandId]
+    if (command === undefined) throw new Refused(404, "Command not found")
+    return command
+  }
+
+  const createSession = async ({ request, sandbox }: Call) => {
+    const { sessionId } = (await request.json()) as { sessionId: string }
+    // Kept in memory until its first command: an empty session holds nothing a restart would need (a caller
+    // that finds it gone after one creates it again), so starting a process writes one small file, not two.
+    if (typeof sessionId !== "string" || sessionId === "") return error(400, "sessionId is required")
+    if (sessions.get(sessionId) !== undefined) return error(409, `Session ${sessionId} already exists`)
+    sessions.remember(sessionId, { sandboxId: sandbox.id, createdAt: Date.now(), commands: {} })
+    books.pruneSessions()
+    return json({})
+  }
+
+  const getSession = async ({ sandbox }: Call, sessionId: string) => {
+    const session = sessionOf(sandbox, sessionId)
+    const commands = await Promise.all(Object.entries(session.commands).map(async ([id, c]) => {
+      const info = await run(runtime.getExec(sandbox.id, c.execId))
+      return { id, command: c.command, exitCode: info.state === "exited" ? info.exitCode ?? -1 : null }
+    }))
+    return json({ sessionId, commands })
+  }
+
+  const deleteSession = async ({ sandbox }: Call, sessionId: string) => {
+    const session = sessionOf(sandbox, sessionId)
+    for (const command of Object.values(session.commands)) await run(Effect.ignore(runtime.kill(sandbox.id, command.execId, "SIGKILL")))
+    sessions.delete(sessionId)
+    return json({})
+  }
+
+  const exec = async ({ request, sandbox }: Call, sessionId: string) => {
+    const session = sessionOf(sandbox, sessionId)
+    const body = (await request.json()) as { command: string; runAsync?: boolean }
+    const cmdId = crypto.randomUUID()
+    const started = await run(runtime.exec(sandbox.id, { command: ["sh", "-c", body.command], maxOutputBytes: MAX_OUTPUT_BYTES, tag: cmdId }))
+    session.commands[cmdId] = { execId: started.execId, command: body.command }
+    sessions.set(sessionId, session)
+    return json({ cmdId })
+  }
+
+  /**
+   * A running command is watched briefly before answering (the runtime wakes on its events), so a poller learns
+   * of a quick exit at once rather than on its next poll. The wire answer is unchanged.
+   */
+  const commandStatus = async ({ sandbox }: Call, sessionId: string, commandId: string) => {
+    const command = commandOf(sessionOf(sandbox, sessionId), commandId)
+    const deadline = Date.now() + STATUS_WAIT_MS
+    const info = await run(runtime.getExec(sandbox.id, command.execId))
+    let exitCode = info.state === "exited" ? info.exitCode ?? -1 : null
+    let seen = 0
+    while (exitCode === null && Date.now() < deadline) {
+      const events = await run(runtime.execEvents(sandbox.id, command.execId, seen, deadline - Date.now()))
+      seen += events.length
+      const last = events.at(-1)
+      if (last?.type === "exit") exitCode = last.exitCode ?? -1
+    }
+    return json({ id: commandId, command: command.command, exitCode })
+  }
+
+  const commandLogs = async ({ request, sandbox }: Call, sessionId: string, commandId: string) => {
+    const command = commandOf(sessionOf(sandbox, sessionId), commandId)
+    const events = (await run(runtime.execEvents(sandbox.id, command.execId, 0))).filter((e) => e.type !== "exit") as Array<{ type: "stdout" | "stderr"; data: Uint8Array }>
+    const text = (type: "stdout" | "stderr") => Buffer.concat(events.filter((e) => e.type === type).map((e) => e.data)).toString("utf8")
+    // (The daemon marks each line; here each piece the runtime read, so bytes stay exact.)
+    if (request.headers.get("x-daytona-split-output") === "true") {
+      if (request.headers.get("x-daytona-sdk-version") !== null) return json({ stdout: text("stdout"), stderr: text("stderr") })
+      const log = Buffer.concat(events.flatMap((e) => [e.type === "stdout" ? STDOUT_MARK : STDERR_MARK, e.data]))
+      return new Response(log, { headers: { "content-type": "application/octet-stream" } })
+    }
+    return new Response(Buffer.concat(events.map((e) => e.data)), { headers: { "content-type": "text/plain; charset=utf-8" } })
+  }
+
+  const info = async ({ sandbox, path: p }: Call) => {
+    const stat = await run(runtime.statFile(sandbox.id, p))
+    if (stat._tag === "None") return error(404, "File not found")
+    return json({ name: path.basename(p), size: stat.value.sizeBytes, isDir: stat.value.type === "directory", modTime: stat.value.modifiedAt, mode: goFileMode(stat.value) })
+  }
+
+  const download = async ({ request, sandbox, path: p }: Call) => {
+    const range = /^bytes=(\d+)-(\d*)$/.exec(request.headers.get("range") ?? "")
+    const offset = range ? Number(range[1]) : 0
+    const end = range && range[2] !== "" ? Number(range[2]) + 1 : Number.MAX_SAFE_INTEGER
+    const read = await run(runtime.readFile(sandbox.id, p, offset, Math.min(end - offset, MAX_DOWNLOAD_BYTES)))
+    return new Response(read.data.slice(), {
+      status: range ? 206 : 200,
+      headers: { "content-type": "application/octet-stream", ...(range ? { "content-range": `bytes ${offset}-${offset + read.data.length - 1}/${read.size}` } : {}) }
+    })
+  }
+
+  const upload = async ({ request, sandbox, path: p }: Call) => {
+    const form = await request.formData()
+    const file = form.get("file")
+    if (!(file instanceof Blob)) return error(400, "file is required")
+    await run(runtime.writeFile(sandbox.id, p, new Uint8Array(await file.arrayBuffer()), { mode: "overwrite", createParents: false }))
+    return json({})
+  }
+
+  const router = makeRouter<Call>([
+    route("POST", "/process/session", createSession),
+    route("GET", "/process/session/:session", (call, { session }) => getSession(call, session!)),
+    route("DELETE", "/process/session/:session", (call, { session }) => deleteSession(call, session!)),
+    route("POST", "/process/session/:session/exec", (call, { session }) => exec(call, session!)),
+    route("GET", "/process/session/:session/command/:command", (call, { command, session }) => commandStatus(call, session!, command!)),
+    route("GET", "/process/session/:session/command/:command/logs", (call, { command, session }) => commandLogs(call, session!, command!)),
+    route("GET", "/files/info", info),
+    route("GET", "/files/download", download),
+    route("POST", "/files/upload", upload),
+    route("POST", "/files/folder", async ({ sandbox, path: p }) => {
+      await run(runtime.makeDir(sandbox.id, p, { parents: true }))
+      return json({})
+    }),
+    route("GET", "/files", async ({ sandbox, path: p }) => {
+      const listed = await run(runtime.listFiles(sandbox.id, p, { recursive: false, maxEntries: 10_000 }))
+      return json(listed.entries.map((e) => ({ name: path.basename(e.path), size: e.sizeBytes, isDir: e.type === "directory", modTime: e.modifiedAt, mode: goFileMode(e) })))
+    }),
+    route("DELETE", "/files", async ({ sandbox, path: p, url }) => {
+      const deleted = await run(runtime.deleteFile(sandbox.id, p, { recursive: url.searchParams.get("recursive") === "true" }))
+      return deleted ? json({}) : error(404, "File not found")
+    })
+  ])
+
+  /** `rest`: the path after `/toolbox/{id}`. */
+  return async (request: Request, url: URL, sandbox: EmulatedSandbox, rest: string): Promise<Response> => {
+    if (sandbox.state !== "started") return error(409, "Sandbox is not running")
+    const found = router.match(request.method, rest)
+    if (found._tag !== "Found") return error(404, "Not found")
+    return found.handle({ request, url, sandbox, path: url.searchParams.get("path") ?? "" })
+  }
+}

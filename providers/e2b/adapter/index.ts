@@ -1,0 +1,62 @@
+/**
+ * E2B adapter (reference/providers.md §3.2 "e2b"), speaking E2B's wire API through `HttpClient`:
+ *
+ * - Control API (`X-API-Key`): `POST /sandboxes`, `GET /sandboxes/{id}`, `GET /v2/sandboxes?metadata=…` (reconcile
+ *   by our `metal.sandbox_id`), `DELETE`, `POST …/pause`, `POST …/connect` (resumes a paused sandbox and returns
+ *   a fresh envd access token).
+ * - envd (port 49983; `E2b-Sandbox-Id`, `E2b-Sandbox-Port`, `X-Access-Token`): Connect protocol with the JSON
+ *   codec. `process.Process/Start` and `/Connect` are server streams; `List`, `SendSignal` and the
+ *   `filesystem.Filesystem` calls are unary; `GET/POST /files` move bytes (Range reads, octet-stream or multipart
+ *   uploads by envd version).
+ *
+ * envd addressing: `sandboxUrl` is either one host for every sandbox (requests carry `E2b-Sandbox-Id`, as the SDK
+ * does for `https://sandbox.e2b.app`) or a host pattern with `{port}` and `{sandboxId}`
+ * (`https://{port}-{sandboxId}.e2b.app`). The headers are sent either way.
+ *
+ * Processes: each execution is started with our process id as its envd `tag`, so it can be found again.
+ * envd keeps no output for a client that is not attached, so this adapter reads each stream in the background
+ * into a small per-execution buffer, which `execEvents` drains (events the caller acknowledged by asking from a
+ * later seq are dropped). After a gateway restart (or a broken stream: a pause drops every envd connection) the
+ * adapter re-attaches with `process.Process/Connect {tag}`:
+ * - real envd then streams only what comes next: output written while nobody was attached is lost, and new
+ *   events continue the sequence where the caller left off;
+ * - a process that ended while nobody was attached is unknown to envd (it forgets finished processes), so its
+ *   exit status is lost: `execEvents` fails with kind `not_found` (or reports the exit as cancelled when this
+ *   adapter had cancelled it);
+ * - the built-in emulator replays a process's output from the start and says so with the response header
+ *   `x-e2b-emulator-replay: start`; the adapter then skips what it had already handed out, so nothing is lost.
+ *
+ * Cancel: the reference lists no cancel for E2B, but envd has `SendSignal`: cancel sends SIGTERM, then SIGKILL
+ * after a grace period, so this adapter declares `process.cancel`. Timeouts: `Connect-Timeout-Ms` on Start makes
+ * envd kill the process when it expires, even with nobody attached. No HTTP endpoints (`unsupported`).
+ * Cost: E2B's rate card (14 µUSD per vCPU-second + 4.5 µUSD per GiB-second) over the window.
+ */
+import { Effect } from "effect"
+import { type SandboxProvider, unsupported } from "../../core/Provider.ts"
+import { withWorkspace } from "../../core/workspace.ts"
+import { type E2BProviderConfig, makeContext } from "./context.ts"
+import { makeFiles } from "./files.ts"
+import { makeProcesses } from "./processes.ts"
+import { makeSandboxes } from "./sandboxes.ts"
+import { NAME } from "./wire.ts"
+
+export type { E2BProviderConfig } from "./context.ts"
+export { E2B_CAPABILITIES, E2B_RATE_CARD, ENVD_PORT, envdAtLeast, envdBaseUrl, GO_SIGNAL_NAMES, REPLAY_HEADER, signalOfStatus } from "./wire.ts"
+
+export const makeE2BProvider = (config: E2BProviderConfig): SandboxProvider => {
+  const ctx = makeContext(config)
+  const processes = makeProcesses(ctx)
+  const provider: SandboxProvider = {
+    name: NAME,
+    capabilities: ctx.capabilities,
+    mode: config.mode,
+    ...makeSandboxes(ctx, processes.forget),
+    exec: processes.exec,
+    execEvents: processes.execEvents,
+    cancelExec: processes.cancelExec,
+    ...makeFiles(ctx),
+    exposeHttpEndpoint: () => Effect.fail(unsupported(NAME, "HTTP endpoints")),
+    revokeHttpEndpoint: () => Effect.fail(unsupported(NAME, "HTTP endpoints"))
+  }
+  return withWorkspace(provider, config.workspaceDir ?? (config.mode === "emulated" ? "/workspace" : "/home/user"))
+}

@@ -1,0 +1,135 @@
+/**
+ * E2B sandboxes through the control API (`X-API-Key`): `POST /sandboxes` (with our ids in its metadata),
+ * `GET /sandboxes/{id}`, `GET /v2/sandboxes?metadata=…` to reconcile after an unknown outcome, `DELETE`,
+ * `POST …/pause`, `POST …/connect` (resumes a paused sandbox and returns a fresh envd token). E2B's own timeout is
+ * a safety net behind the gateway's timers. Cost: E2B's rate card.
+ */
+import { HttpClientRequest } from "@effect/platform"
+import { Effect } from "effect"
+import { rateCardCost } from "../../core/cost.ts"
+import { type CreateInput, type InspectState, type ProviderSandbox, type ResolvedResources, type SandboxProvider, unsupported } from "../../core/Provider.ts"
+import type { E2BContext } from "./context.ts"
+import { E2B_RATE_CARD, NAME, WireListed, WireSandbox, type WireSandboxDetail } from "./wire.ts"
+
+/** E2B's longest sandbox lifetime (Pro tier); longer runtime timeouts are capped to it. */
+const MAX_SANDBOX_TIMEOUT_SECONDS = 86_400
+/** E2B's own timer is a safety net behind the gateway's lifecycle timers, so it fires a little later. */
+const TIMEOUT_MARGIN_SECONDS = 300
+
+/** `forget`: what other parts keep per sandbox, dropped when it is destroyed. */
+export const makeSandboxes = (ctx: E2BContext, forget: (sandboxId: string) => void) => {
+  const { api, decode, getDetail, remember, send } = ctx
+
+  const resolved = (s: WireSandboxDetail): ResolvedResources => ({
+    vcpu: s.cpuCount,
+    memoryMb: s.memoryMB,
+    diskMb: s.diskSizeMB ?? null,
+    architecture: "x86_64",
+    providerSize: s.templateID
+  })
+  const toProviderSandbox = (s: { readonly sandboxID: string; readonly templateID: string; readonly envdVersion?: string | undefined }, resources: ResolvedResources, timeoutSeconds: number): ProviderSandbox => ({
+    resourceId: s.sandboxID,
+    resolvedResources: resources,
+    metadata: { templateID: s.templateID, envdVersion: s.envdVersion ?? null, timeoutSeconds }
+  })
+  const lifetimeOf = (s: WireSandboxDetail) =>
+    s.startedAt !== undefined && s.endAt !== undefined ? Math.max(60, Math.round((Date.parse(s.endAt) - Date.parse(s.startedAt)) / 1000)) : 3600
+
+  const connectSandbox = (sandboxId: string, timeoutSeconds: number) =>
+    send(api("POST", `/sandboxes/${encodeURIComponent(sandboxId)}/connect`, { timeout: timeoutSeconds }), "connect sandbox", { mutating: true }).pipe(
+      Effect.flatMap(decode(WireSandbox, "connect sandbox")),
+      Effect.tap(remember)
+    )
+
+  const reconcileCreate = (sandboxId: string) =>
+    Effect.gen(function*() {
+      const request = api("GET", "/v2/sandboxes").pipe(
+        HttpClientRequest.setUrlParam("metadata", `${encodeURIComponent("metal.sandbox_id")}=${encodeURIComponent(sandboxId)}`),
+        HttpClientRequest.setUrlParam("state", "running,paused")
+      )
+      const listed = yield* send(request, "list sandboxes").pipe(Effect.flatMap(decode(WireListed, "list sandboxes")))
+      const found = listed[0]
+      if (found === undefined) return null
+      const detail = yield* getDetail(found.sandboxID).pipe(Effect.catchIf((e) => e.kind === "not_found", () => Effect.succeed(null)))
+      if (detail === null) return null
+      remember(detail)
+      return toProviderSandbox(detail, resolved(detail), lifetimeOf(detail))
+    })
+
+  const templateOf = (input: CreateInput) => {
+    const option = input.providerOptions["template_id"]
+    if (typeof option === "string" && option !== "") return option
+    if (input.source.kind === "provider_template") return input.source.template
+    return ctx.config.defaultTemplate ?? "base"
+  }
+
+  const create: SandboxProvider["create"] = (input) =>
+    Effect.gen(function*() {
+      if (input.source.kind === "oci_image") return yield* unsupported(NAME, "OCI images (E2B sandboxes start from templates)")
+      if (input.resources.architecture === "arm64") return yield* unsupported(NAME, "arm64")
+      const existing = yield* reconcileCreate(input.sandboxId)
+      if (existing !== null) {
+        // create resolves with a running sandbox: one found paused is resumed.
+        const state = yield* inspect(existing)
+        if (state === "paused") yield* resume(existing)
+        return existing
+      }
+      const timeoutSeconds = Math.min(input.lifecycle.runtimeTimeoutSeconds + TIMEOUT_MARGIN_SECONDS, MAX_SANDBOX_TIMEOUT_SECONDS)
+      const created = yield* send(
+        api("POST", "/sandboxes", {
+          templateID: templateOf(input),
+          timeout: timeoutSeconds,
+          autoPause: false,
+          secure: true,
+          allow_internet_access: input.internetAccess,
+          metadata: { ...input.metadata, "metal.sandbox_id": input.sandboxId, "metal.project_id": input.projectId, "metal.organization_id": input.organizationId },
+          envVars: input.environment
+        }),
+        "create sandbox",
+        { mutating: true, ambiguous: true }
+      ).pipe(Effect.flatMap(decode(WireSandbox, "create sandbox")))
+      remember(created)
+      // The create answer has no resources; the detail has the template's. Failing to read it must not lose the sandbox.
+      const detail = yield* Effect.option(getDetail(created.sandboxID))
+      const resources: ResolvedResources = detail._tag === "Some"
+        ? resolved(detail.value)
+        : { vcpu: input.resources.vcpu, memoryMb: input.resources.memoryMb, diskMb: null, architecture: "x86_64", providerSize: created.templateID }
+      return toProviderSandbox(created, resources, timeoutSeconds)
+    })
+
+  const inspect: SandboxProvider["inspect"] = (sandbox) =>
+    getDetail(sandbox.resourceId).pipe(
+      Effect.map((s): InspectState => (s.state === "running" ? "running" : s.state === "paused" ? "paused" : "unknown")),
+      Effect.catchIf((e) => e.kind === "not_found", () => Effect.succeed<InspectState>("absent"))
+    )
+
+  const destroy: SandboxProvider["destroy"] = (sandbox) =>
+    send(api("DELETE", `/sandboxes/${encodeURIComponent(sandbox.resourceId)}`), "kill sandbox", { mutating: true }).pipe(
+      Effect.asVoid,
+      Effect.catchIf((e) => e.kind === "not_found", () => Effect.void),
+      Effect.tap(() =>
+        Effect.sync(() => {
+          ctx.forgetAccess(sandbox.resourceId)
+          forget(sandbox.resourceId)
+        })
+      )
+    )
+
+  const pause: SandboxProvider["pause"] = (sandbox) =>
+    send(api("POST", `/sandboxes/${encodeURIComponent(sandbox.resourceId)}/pause`, { memory: true }), "pause sandbox", { mutating: true }).pipe(
+      Effect.asVoid,
+      // 409: already paused (fine) or busy (say so).
+      Effect.catchIf((e) => e.status === 409, (e) =>
+        Effect.flatMap(inspect(sandbox), (state) => (state === "paused" ? Effect.void : Effect.fail(e))))
+    )
+
+  const resume: SandboxProvider["resume"] = (sandbox) => {
+    const timeout = Number(sandbox.metadata["timeoutSeconds"] ?? 3600)
+    // `/connect` resumes a paused sandbox (the legacy `/resume` is deprecated) and only ever extends its TTL.
+    return connectSandbox(sandbox.resourceId, Number.isFinite(timeout) && timeout > 0 ? timeout : 3600).pipe(Effect.asVoid)
+  }
+
+  const getCost: SandboxProvider["getCost"] = (sandbox, window) => Effect.sync(() => rateCardCost(E2B_RATE_CARD, sandbox.resolvedResources, window))
+
+  return { create, reconcileCreate, inspect, destroy, pause, resume, getCost }
+}

@@ -1,0 +1,192 @@
+/**
+ * The E2B emulator's control API (`X-API-Key`, JSON errors `{code, message}`): `POST /sandboxes`,
+ * `GET /sandboxes` (running), `GET /v2/sandboxes` (metadata and state filters, `limit`/`nextToken` pages),
+ * `GET|DELETE /sandboxes/{id}`, `POST /sandboxes/{id}/pause|resume|connect|timeout`. The timeout is honoured: a
+ * running sandbox past its end is killed (or paused, with `autoPause`); a paused one does not age.
+ */
+import { Option } from "effect"
+import * as crypto from "node:crypto"
+import { makeRouter, route, runOrThrow } from "../../core/emulator/server.ts"
+import type { Books, EmulatedSandbox } from "./books.ts"
+import { apiError, ENVD_VERSION, HttpFailure, isStringRecord, json, readJson, timeoutField } from "./http.ts"
+
+const SWEEP_MS = 1_000
+
+const wireSandbox = (s: EmulatedSandbox) => ({
+  templateID: s.templateID,
+  sandboxID: s.sandboxID,
+  clientID: "emulated",
+  envdVersion: ENVD_VERSION,
+  envdAccessToken: s.accessToken,
+  trafficAccessToken: null,
+  domain: null
+})
+const wireListed = (s: EmulatedSandbox) => ({
+  templateID: s.templateID,
+  sandboxID: s.sandboxID,
+  clientID: "emulated",
+  startedAt: s.startedAt,
+  endAt: s.endAt,
+  cpuCount: s.cpuCount,
+  memoryMB: s.memoryMB,
+  diskSizeMB: s.diskSizeMB,
+  metadata: s.metadata,
+  state: s.state,
+  envdVersion: ENVD_VERSION
+})
+const wireDetail = (s: EmulatedSandbox) => ({ ...wireListed(s), envdAccessToken: s.accessToken, allowInternetAccess: s.allowInternetAccess, domain: null })
+const noContent = () => new Response(null, { status: 204 })
+
+interface Call {
+  readonly request: Request
+  readonly url: URL
+}
+
+export const makeControl = (books: Books) => {
+  const { runtime, sandboxes, save } = books
+
+  /** Running sandboxes past their end are killed (or paused with autoPause); paused ones wait. */
+  let sweeping = false
+  const sweep = async () => {
+    if (sweeping) return
+    sweeping = true
+    try {
+      for (const s of Object.values(sandboxes)) {
+        if (s.state !== "running" || Date.parse(s.endAt) > Date.now()) continue
+        await (s.autoPause ? books.pause(s) : books.kill(s)).catch(() => undefined)
+      }
+    } finally {
+      sweeping = false
+    }
+  }
+  const sweeper = setInterval(() => void sweep(), SWEEP_MS)
+  sweeper.unref()
+  void sweep()
+
+  const sandboxOr404 = (id: string) => {
+    const s = sandboxes[id]
+    if (s === undefined) throw new HttpFailure(404, `sandbox "${id}" doesn't exist or you don't have access to it`)
+    return s
+  }
+
+  const create = async ({ request }: Call) => {
+    const body = await readJson(request)
+    const templateID = body["templateID"]
+    if (typeof templateID !== "string" || !/^[A-Za-z0-9][A-Za-z0-9_.:/-]{0,127}$/.test(templateID)) {
+      throw new HttpFailure(400, "templateID is required (a template id or alias)")
+    }
+    const timeout = timeoutField(body, false, 15)
+    for (const field of ["metadata", "envVars"] as const) {
+      if (body[field] !== undefined && !isStringRecord(body[field])) throw new HttpFailure(400, `${field} must map strings to strings`)
+    }
+    for (const field of ["autoPause", "secure", "allow_internet_access"] as const) {
+      if (body[field] !== undefined && typeof body[field] !== "boolean") throw new HttpFailure(400, `${field} must be a boolean`)
+    }
+    const sandboxID = `i${Array.from(crypto.randomBytes(19), (b) => "abcdefghijklmnopqrstuvwxyz0123456789"[b % 36]).join("")}`
+    const internet = body["allow_internet_access"] !== false
+    const created = await runOrThrow(runtime.create({
+      id: sandboxID,
+      vcpu: 2,
+      memoryMb: 512,
+      internet,
+      env: (body["envVars"] as Record<string, string> | undefined) ?? {},
+      labels: { provider: "e2b", template: templateID }
+    }))
+    const now = Date.now()
+    const sandbox: EmulatedSandbox = {
+      sandboxID,
+      templateID,
+      metadata: (body["metadata"] as Record<string, string> | undefined) ?? {},
+      state: "running",
+      autoPause: body["autoPause"] === true,
+      allowInternetAccess: internet,
+      cpuCount: created.applied.vcpu,
+      memoryMB: created.applied.memoryMb,
+      diskSizeMB: created.applied.diskMb,
+      accessToken: crypto.randomBytes(24).toString("base64url"),
+      startedAt: new Date(now).toISOString(),
+      endAt: new Date(now + timeout * 1000).toISOString(),
+      processes: {}
+    }
+    sandboxes[sandboxID] = sandbox
+    save()
+    return json(wireSandbox(sandbox), 201)
+  }
+
+  const list = (url: URL, v2: boolean) => {
+    const wanted = [...new URLSearchParams(url.searchParams.get("metadata") ?? "")]
+    const states = v2 ? (url.searchParams.get("state") ?? "running,paused").split(",").filter((x) => x !== "") : ["running"]
+    if (states.some((x) => x !== "running" && x !== "paused")) throw new HttpFailure(400, "state must be running or paused")
+    const limit = Number(url.searchParams.get("limit") ?? "100")
+    if (!Number.isInteger(limit) || limit < 1 || limit > 100) throw new HttpFailure(400, "limit must be between 1 and 100")
+    const from = Number(url.searchParams.get("nextToken") ?? "0")
+    if (!Number.isInteger(from) || from < 0) throw new HttpFailure(400, "nextToken is not valid")
+    const matching = Object.values(sandboxes)
+      .filter((s) => states.includes(s.state) && wanted.every(([k, value]) => s.metadata[k] === value))
+      .sort((a, b) => b.startedAt.localeCompare(a.startedAt))
+    const page = v2 ? matching.slice(from, from + limit) : matching
+    const more = v2 && from + limit < matching.length
+    return json(page.map(wireListed), 200, more ? { "x-next-token": String(from + limit) } : {})
+  }
+
+  const get = async (sandbox: EmulatedSandbox) => {
+    // A sandbox whose machine died is gone at E2B: it is removed, and reads as not found.
+    const jail = await runOrThrow(runtime.get(sandbox.sandboxID)).catch(() => Option.none())
+    if (Option.isNone(jail) || jail.value.state === "stopped") {
+      await books.kill(sandbox)
+      return apiError(404, `sandbox "${sandbox.sandboxID}" doesn't exist or you don't have access to it`)
+    }
+    return json(wireDetail(sandbox))
+  }
+
+  const router = makeRouter<Call>([
+    route("GET", "/v2/sandboxes", ({ url }) => list(url, true)),
+    route("POST", "/sandboxes", create),
+    route("GET", "/sandboxes", ({ url }) => list(url, false)),
+    route("GET", "/sandboxes/:id", (_, { id }) => get(sandboxOr404(id!))),
+    route("DELETE", "/sandboxes/:id", async (_, { id }) => {
+      await books.kill(sandboxOr404(id!))
+      return noContent()
+    }),
+    route("POST", "/sandboxes/:id/pause", async (_, { id }) => {
+      const sandbox = sandboxOr404(id!)
+      if (sandbox.state === "paused") return apiError(409, `Sandbox ${sandbox.sandboxID} is already paused`)
+      await books.pause(sandbox)
+      return noContent()
+    }),
+    route("POST", "/sandboxes/:id/resume", async ({ request }, { id }) => {
+      const sandbox = sandboxOr404(id!)
+      const timeout = timeoutField(await readJson(request), false, 15)
+      if (sandbox.state === "running") return apiError(409, `Sandbox ${sandbox.sandboxID} is already running`)
+      await books.resume(sandbox, timeout)
+      return json(wireSandbox(sandbox), 201)
+    }),
+    route("POST", "/sandboxes/:id/connect", async ({ request }, { id }) => {
+      const sandbox = sandboxOr404(id!)
+      const timeout = timeoutField(await readJson(request), true, 0)
+      if (sandbox.state === "paused") {
+        await books.resume(sandbox, timeout)
+        return json(wireSandbox(sandbox), 201)
+      }
+      // Connecting only ever extends the lifetime.
+      const end = Date.now() + timeout * 1000
+      if (end > Date.parse(sandbox.endAt)) sandbox.endAt = new Date(end).toISOString()
+      save()
+      return json(wireSandbox(sandbox), 200)
+    }),
+    route("POST", "/sandboxes/:id/timeout", async ({ request }, { id }) => {
+      const sandbox = sandboxOr404(id!)
+      sandbox.endAt = new Date(Date.now() + timeoutField(await readJson(request), true, 0) * 1000).toISOString()
+      save()
+      return noContent()
+    })
+  ])
+
+  const control = async (request: Request, url: URL): Promise<Response> => {
+    if (request.headers.get("x-api-key") !== books.apiKey) return apiError(401, "Invalid API key")
+    const found = router.match(request.method, url.pathname)
+    return found._tag === "Found" ? found.handle({ request, url }) : apiError(404, "Not found")
+  }
+
+  return { control, stop: () => clearInterval(sweeper) }
+}

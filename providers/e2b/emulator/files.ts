@@ -1,0 +1,76 @@
+/**
+ * envd's `/files`: `GET` with Go's ServeContent semantics for Range (206, or 416 naming only the size), `POST`
+ * with the raw body (path required) or multipart `file` parts; parents are created, files overwritten.
+ */
+import * as path from "node:path"
+import { runOrThrow as run } from "../../core/emulator/server.ts"
+import type { Books, EmulatedSandbox } from "./books.ts"
+import { apiError, json, resolvePath } from "./http.ts"
+
+const MAX_READ_BYTES = 100 * 1024 * 1024
+
+export const makeFiles = ({ runtime }: Books) => {
+  /** GET /files: Go's ServeContent semantics for Range (206, or 416 naming only the size). */
+  const download = async (sandbox: EmulatedSandbox, url: URL, request: Request) => {
+    const raw = url.searchParams.get("path")
+    if (raw === null || raw === "") return apiError(400, "path is required")
+    const p = resolvePath(raw)
+    const entry = await run(runtime.statFile(sandbox.sandboxID, p))
+    if (entry._tag === "None") return apiError(404, `path '${p}' does not exist`)
+    if (entry.value.type === "directory") return apiError(400, `path '${p}' is a directory`)
+    const size = entry.value.sizeBytes
+    const header = request.headers.get("range")
+    const single = header === null ? null : /^bytes=(\d*)-(\d*)$/.exec(header.trim())
+    if (header === null || (single === null && header.includes(","))) {
+      const read = await run(runtime.readFile(sandbox.sandboxID, p, 0, Math.min(size, MAX_READ_BYTES)))
+      return new Response(read.data.slice(), { headers: { "content-type": "application/octet-stream", "accept-ranges": "bytes" } })
+    }
+    let start: number
+    let end: number
+    if (single === null || (single[1] === "" && single[2] === "")) {
+      start = Number.POSITIVE_INFINITY
+      end = 0
+    } else if (single[1] === "") {
+      start = Math.max(0, size - Number(single[2])) // suffix: the last n bytes
+      end = size - 1
+    } else {
+      start = Number(single[1])
+      end = single[2] === "" ? size - 1 : Math.min(Number(single[2]), size - 1)
+    }
+    if (start >= size || end < start) return new Response(null, { status: 416, headers: { "content-range": `bytes */${size}` } })
+    const read = await run(runtime.readFile(sandbox.sandboxID, p, start, Math.min(end - start + 1, MAX_READ_BYTES)))
+    return new Response(read.data.slice(), {
+      status: 206,
+      headers: { "content-type": "application/octet-stream", "content-range": `bytes ${start}-${start + read.data.length - 1}/${size}` }
+    })
+  }
+
+  /** POST /files: the raw body (path required) or multipart `file` parts; parents are created, files overwritten. */
+  const upload = async (sandbox: EmulatedSandbox, url: URL, request: Request) => {
+    const contentType = request.headers.get("content-type") ?? ""
+    const target = url.searchParams.get("path")
+    const files: Array<{ path: string; data: Uint8Array }> = []
+    if (contentType.startsWith("application/octet-stream")) {
+      if (target === null || target === "") return apiError(400, "path is required for an application/octet-stream upload")
+      files.push({ path: resolvePath(target), data: new Uint8Array(await request.arrayBuffer()) })
+    } else if (contentType.startsWith("multipart/form-data")) {
+      const form = await request.formData().catch(() => null)
+      if (form === null) return apiError(400, "the multipart body is malformed")
+      for (const part of form.getAll("file")) {
+        if (typeof part === "string") continue
+        const name = target ?? part.name
+        if (name === "") return apiError(400, "each file needs a path")
+        files.push({ path: resolvePath(name), data: new Uint8Array(await part.arrayBuffer()) })
+      }
+      if (files.length === 0) return apiError(400, "the multipart body has no file part")
+    } else {
+      return apiError(400, "the body must be application/octet-stream or multipart/form-data")
+    }
+    for (const file of files) {
+      await run(runtime.writeFile(sandbox.sandboxID, file.path, file.data, { mode: "overwrite", createParents: true }))
+    }
+    return json(files.map((f) => ({ name: path.posix.basename(f.path), type: "file", path: f.path })))
+  }
+
+  return { download, upload }
+}

@@ -1,0 +1,74 @@
+/**
+ * A loopback emulator of the E2B wire subset the adapter uses, over the local runtime (one E2B sandbox = one
+ * runtime sandbox). One port serves both planes, routed the way E2B routes them: requests carrying
+ * `E2b-Sandbox-Id` (or a `49983-<id>.` host) go to envd (`envd.ts`), the rest to the control API (`control.ts`).
+ * State lives in DATA_DIR/emulators/e2b/state.json and the port is kept, so a restarted gateway finds its
+ * sandboxes and processes again. Every template name runs on the runtime's one base system.
+ */
+import { Context, Effect, Layer, type Scope } from "effect"
+import { AppConfig } from "../../../src/Config.ts"
+import { LocalRuntime, type LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
+import { emulatorMessage, servePersistent } from "../../core/emulator/server.ts"
+import { ENVD_PORT } from "../adapter/wire.ts"
+import { makeBooks } from "./books.ts"
+import { makeControl } from "./control.ts"
+import { makeEnvd } from "./envd.ts"
+import { apiError, HttpFailure, statusOf } from "./http.ts"
+
+export interface E2BEmulatorInfo {
+  readonly apiUrl: string
+  /** envd base, header-routed (the same host as the API, as `sandbox.e2b.app` is for the real thing). */
+  readonly sandboxUrl: string
+  readonly apiKey: string
+}
+export interface E2BEmulatorHandle extends E2BEmulatorInfo {
+  readonly stop: () => void
+}
+
+const HOST_ROUTED = new RegExp(`^${ENVD_PORT}-([a-z0-9]+)\\.`)
+
+export const startE2BEmulator = (dataDir: string, runtime: LocalRuntimeShape): E2BEmulatorHandle => {
+  const books = makeBooks(dataDir, runtime)
+  const control = makeControl(books)
+  const { envd } = makeEnvd(books)
+  const serve = (port: number) =>
+    Bun.serve({
+      hostname: "127.0.0.1",
+      port,
+      idleTimeout: 0,
+      fetch: async (request) => {
+        const url = new URL(request.url)
+        const sandboxId = request.headers.get("e2b-sandbox-id") ?? HOST_ROUTED.exec(url.hostname)?.[1]
+        try {
+          if (sandboxId !== null && sandboxId !== undefined) return await envd(request, url, sandboxId)
+          return await control.control(request, url)
+        } catch (e) {
+          if (e instanceof HttpFailure) return apiError(e.status, e.message)
+          return apiError(statusOf(e), emulatorMessage(e, "e2b"))
+        }
+      }
+    })
+  const server = servePersistent(books.dir, serve)
+  const base = `http://127.0.0.1:${server.port}`
+  return {
+    apiUrl: base,
+    sandboxUrl: base,
+    apiKey: books.apiKey,
+    stop: () => {
+      control.stop()
+      books.dropAllStreams("the emulator stopped")
+      server.stop(true)
+    }
+  }
+}
+
+/** The emulator for the running gateway: started in the caller's scope, stopped when it closes. */
+export const e2bEmulator: Effect.Effect<E2BEmulatorInfo, never, AppConfig | LocalRuntime | Scope.Scope> = Effect.gen(function*() {
+  const { dataDir } = yield* AppConfig
+  const runtime = yield* LocalRuntime
+  const handle = yield* Effect.acquireRelease(Effect.sync(() => startE2BEmulator(dataDir, runtime)), (h) => Effect.sync(() => h.stop()))
+  return { apiUrl: handle.apiUrl, sandboxUrl: handle.sandboxUrl, apiKey: handle.apiKey }
+})
+
+export class E2BEmulator extends Context.Tag("providers/e2b/E2BEmulator")<E2BEmulator, E2BEmulatorInfo>() {}
+export const E2BEmulatorLive = Layer.scoped(E2BEmulator, e2bEmulator)

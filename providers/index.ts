@@ -1,0 +1,10 @@
+/**
+ * The provider plugins this gateway is built with, one per folder under `providers/`. A plugin yields its
+ * `SandboxProvider` (remote with credentials, else emulated over the local runtime); the registry
+ * (`core/registry.ts`) lists them in the canonical order of the eleven identifiers. Adding a provider is adding
+ * its plugin here (README "Adding a provider").
+ */
+import { DaytonaPlugin } from "./daytona/plugin.ts"
+import { E2BPlugin } from "./e2b/plugin.ts"
+
+export const PLUGINS = [DaytonaPlugin, E2BPlugin] as const

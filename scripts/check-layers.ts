@@ -1,0 +1,169 @@
+/**
+ * The dependency check (run by the test suite, test/architecture/layers.test.ts; alone: `bun run check:layers`).
+ * Layers run one way; each may import only the layers listed for it (and itself):
+ *
+ *   config     src/Config.ts, DataDir.ts —
+ *   domain     src/domain/             — (schemas, ids, errors, principals, token helpers: the lowest layer)
+ *   db         src/db/                 domain, config
+ *   runtime    src/runtime/            domain, config
+ *   providers  providers/              domain, config, runtime
+ *   services   src/services/           domain, config, db, runtime, providers
+ *   http       src/http/               domain, config, db, runtime, providers, services
+ *   cli        src/cli.ts              domain, config, db, services
+ *   entry      src/main.ts, openapi.ts anything
+ *
+ * The SQL packages (`@effect/sql…`, `bun:sqlite`) are imported only in `src/db/`. No source file imports test
+ * code, and no import cycle exists among the files checked (every file under src/ and providers/ but tests).
+ */
+import * as fs from "node:fs"
+import * as path from "node:path"
+
+export type Layer = "config" | "domain" | "db" | "runtime" | "providers" | "services" | "http" | "cli" | "entry"
+
+const BELOW: Record<Layer, ReadonlyArray<Layer>> = {
+  config: [],
+  domain: [],
+  db: ["domain", "config"],
+  runtime: ["domain", "config"],
+  providers: ["domain", "config", "runtime"],
+  services: ["domain", "config", "db", "runtime", "providers"],
+  http: ["domain", "config", "db", "runtime", "providers", "services"],
+  cli: ["domain", "config", "db", "services"],
+  entry: ["domain", "config", "db", "runtime", "providers", "services", "http", "cli"]
+}
+
+/** Packages only one layer may import. */
+const PACKAGE_OWNERS: ReadonlyArray<{ readonly test: (specifier: string) => boolean; readonly layer: Layer; readonly what: string }> = [
+  { test: (s) => s === "@effect/sql" || s.startsWith("@effect/sql/") || s.startsWith("@effect/sql-") || s === "bun:sqlite", layer: "db", what: "SQL" }
+]
+
+export const layerOf = (file: string): Layer | undefined => {
+  if (file === "src/Config.ts" || file === "src/DataDir.ts") return "config"
+  if (file === "src/cli.ts") return "cli"
+  if (file === "src/main.ts" || file === "src/openapi.ts") return "entry"
+  const top = file.startsWith("providers/") ? "providers" : file.split("/").slice(0, 2).join("/")
+  switch (top) {
+    case "src/domain": return "domain"
+    case "src/db": return "db"
+    case "src/runtime": return "runtime"
+    case "providers": return "providers"
+    case "src/services": return "services"
+    case "src/http": return "http"
+    default: return undefined
+  }
+}
+
+/** Files (relative to the root, `/`-separated) and the specifiers each imports. */
+export type ImportGraph = ReadonlyMap<string, ReadonlyArray<string>>
+
+const IMPORT = /(?:^|[\s;])(?:import|export)\s+(?:type\s+)?(?:[\w*{}\s,$]+?\s+from\s+)?["']([^"']+)["']|import\(\s*["']([^"']+)["']\s*\)/g
+
+/** The specifiers a source text imports or re-exports (type-only imports included: they are dependencies too). */
+export const importsOf = (text: string): Array<string> => {
+  const code = text.replace(/\/\*[\s\S]*?\*\//g, "").replace(/^\s*\/\/.*$/gm, "")
+  return [...code.matchAll(IMPORT)].map((m) => (m[1] ?? m[2])!)
+}
+
+const isTestFile = (file: string) => file.endsWith(".test.ts") || file.startsWith("test/")
+
+/** Reads every checked file under `root`. */
+export const readGraph = (root: string): ImportGraph => {
+  const graph = new Map<string, ReadonlyArray<string>>()
+  const walk = (dir: string) => {
+    for (const entry of fs.readdirSync(path.join(root, dir), { withFileTypes: true })) {
+      const rel = `${dir}/${entry.name}`
+      if (entry.isDirectory()) walk(rel)
+      else if (rel.endsWith(".ts") && !isTestFile(rel)) graph.set(rel, importsOf(fs.readFileSync(path.join(root, rel), "utf8")))
+    }
+  }
+  walk("src")
+  walk("providers")
+  return graph
+}
+
+/** A relative specifier as a root-relative file, if it names one of the known files (or any file at all). */
+const resolve = (from: string, specifier: string, known: ReadonlySet<string>): string => {
+  const base = path.posix.normalize(path.posix.join(path.posix.dirname(from), specifier))
+  for (const candidate of [base, `${base}.ts`, `${base}/index.ts`]) if (known.has(candidate)) return candidate
+  return base
+}
+
+export interface Violation {
+  readonly file: string
+  readonly message: string
+}
+
+/** Every rule broken by the graph: layer order, package owners, test code, files outside a layer, cycles. */
+export const analyze = (graph: ImportGraph): Array<Violation> => {
+  const known = new Set(graph.keys())
+  const violations: Array<Violation> = []
+  const edges = new Map<string, Array<string>>()
+  for (const [file, specifiers] of graph) {
+    const layer = layerOf(file)
+    if (layer === undefined) violations.push({ file, message: "is in no layer (see scripts/check-layers.ts)" })
+    const targets: Array<string> = []
+    for (const specifier of specifiers) {
+      const owner = PACKAGE_OWNERS.find((o) => o.test(specifier))
+      if (owner !== undefined && layer !== owner.layer) {
+        violations.push({ file, message: `imports ${specifier}: ${owner.what} belongs to the ${owner.layer} layer` })
+      }
+      if (!specifier.startsWith(".")) continue
+      const target = resolve(file, specifier, known)
+      if (isTestFile(target)) {
+        violations.push({ file, message: `imports test code ${target}` })
+        continue
+      }
+      targets.push(target)
+      const targetLayer = layerOf(target)
+      if (layer === undefined || targetLayer === undefined || targetLayer === layer) continue
+      if (!BELOW[layer].includes(targetLayer)) {
+        violations.push({ file, message: `(${layer}) imports ${target} (${targetLayer}): ${layer} may import only ${[...BELOW[layer], layer].join(", ")}` })
+      }
+    }
+    edges.set(file, targets)
+  }
+  for (const cycle of cyclesOf(edges)) violations.push({ file: cycle[0]!, message: `is in an import cycle: ${[...cycle, cycle[0]].join(" → ")}` })
+  return violations
+}
+
+/** Strongly connected components with more than one file, or a file importing itself (Tarjan). */
+export const cyclesOf = (edges: ReadonlyMap<string, ReadonlyArray<string>>): Array<Array<string>> => {
+  const index = new Map<string, number>()
+  const low = new Map<string, number>()
+  const stack: Array<string> = []
+  const onStack = new Set<string>()
+  const cycles: Array<Array<string>> = []
+  let next = 0
+  const visit = (node: string) => {
+    index.set(node, next)
+    low.set(node, next++)
+    stack.push(node)
+    onStack.add(node)
+    for (const target of edges.get(node) ?? []) {
+      if (!edges.has(target)) continue
+      if (!index.has(target)) {
+        visit(target)
+        low.set(node, Math.min(low.get(node)!, low.get(target)!))
+      } else if (onStack.has(target)) low.set(node, Math.min(low.get(node)!, index.get(target)!))
+    }
+    if (low.get(node) !== index.get(node)) return
+    const component: Array<string> = []
+    let member: string
+    do {
+      member = stack.pop()!
+      onStack.delete(member)
+      component.push(member)
+    } while (member !== node)
+    if (component.length > 1 || (edges.get(node) ?? []).includes(node)) cycles.push(component.reverse())
+  }
+  for (const node of [...edges.keys()].sort()) if (!index.has(node)) visit(node)
+  return cycles
+}
+
+if (import.meta.main) {
+  const root = path.resolve(process.argv[2] ?? path.join(import.meta.dirname, ".."))
+  const violations = analyze(readGraph(root))
+  for (const v of violations) console.error(`${v.file} ${v.message}`)
+  console.log(violations.length === 0 ? "layers: ok" : `layers: ${violations.length} violation(s)`)
+  process.exit(violations.length === 0 ? 0 : 1)
+}

@@ -1,0 +1,46 @@
+/** The durable event log, `domain_events` (reference/openmetal-api.md §8): appended in the transaction of the change. */
+import { SqlClient } from "@effect/sql"
+import { Effect, Schema } from "effect"
+import { newUuid } from "../../domain/Ids.ts"
+import { nowIso } from "../../domain/Time.ts"
+import { Json, rowsOf, run } from "../Rows.ts"
+
+export interface NewEvent {
+  readonly type: string
+  readonly organizationId: string
+  readonly projectId?: string | null | undefined
+  readonly data: Readonly<Record<string, unknown>>
+}
+
+export const EventRow = Schema.Struct({
+  seq: Schema.Int,
+  id: Schema.String,
+  type: Schema.String,
+  organization_id: Schema.String,
+  project_id: Schema.NullOr(Schema.String),
+  occurred_at: Schema.String,
+  data: Json(Schema.Record({ key: Schema.String, value: Schema.Unknown }))
+})
+export type EventRow = typeof EventRow.Type
+
+export class EventsRepo extends Effect.Service<EventsRepo>()("app/db/EventsRepo", {
+  accessors: true,
+  effect: Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const events = rowsOf("domain_events", EventRow)
+    return {
+      append: (event: NewEvent) =>
+        Effect.gen(function*() {
+          const id = newUuid()
+          const occurredAt = yield* nowIso
+          yield* run(sql`INSERT INTO domain_events (id, type, organization_id, project_id, occurred_at, data)
+            VALUES (${id}, ${event.type}, ${event.organizationId}, ${event.projectId ?? null}, ${occurredAt}, ${JSON.stringify(event.data)})`)
+          return { id, occurredAt }
+        }),
+      /** A project's events after a sequence number, oldest first. */
+      ofProject: (projectId: string, afterSeq: number, limit: number) =>
+        events.all(sql`SELECT seq, id, type, organization_id, project_id, occurred_at, data FROM domain_events
+          WHERE project_id = ${projectId} AND seq > ${afterSeq} ORDER BY seq LIMIT ${limit}`)
+    }
+  })
+}) {}

@@ -1,0 +1,114 @@
+/**
+ * Durable jobs, `jobs` (DESIGN.md §3): one row per logical job (unique dedupe key), leased with a token so that
+ * a crash or a second process cannot double-run it; completion is a compare-and-set on the token. Claims are the
+ * dialect's (src/db/Dialect.ts §6): they are what keeps two jobs with one lock key from running at once.
+ */
+import { SqlClient } from "@effect/sql"
+import { Effect, Schema } from "effect"
+import { newUuid } from "../../domain/Ids.ts"
+import { type ClaimedJob, Dialect } from "../Dialect.ts"
+import { rowsOf, run } from "../Rows.ts"
+
+/**
+ * A claimed job. Its payload stays JSON text here: it is decoded (JSON and all) by its job type's Schema
+ * (services/JobRegistry.ts), so a payload that does not decode fails that one job, not the claim.
+ */
+export const JobRow = Schema.Struct({
+  id: Schema.String,
+  type: Schema.String,
+  dedupe_key: Schema.String,
+  lock_key: Schema.NullOr(Schema.String),
+  payload: Schema.String,
+  attempts: Schema.Int,
+  lease_owner: Schema.NullOr(Schema.String)
+})
+export type JobRow = typeof JobRow.Type
+
+/** A claimed job, its lease token, and whether it was taken over from another owner's expired lease. */
+export interface ClaimedJobRow {
+  readonly row: JobRow
+  readonly token: string
+  readonly recovered: boolean
+}
+
+export interface NewJobRow {
+  readonly type: string
+  readonly dedupeKey: string
+  readonly lockKey: string | null
+  /** The encoded payload (JSON-serialisable). */
+  readonly payload: unknown
+  readonly availableAt: string
+  /** When a job with this key exists and is not running: re-arm it (new payload and due time, pending). */
+  readonly replace: boolean
+  readonly now: string
+}
+
+export interface Lease {
+  readonly owner: string
+  readonly now: string
+  readonly leaseExpiresAt: string
+}
+
+export class JobsRepo extends Effect.Service<JobsRepo>()("app/db/JobsRepo", {
+  accessors: true,
+  effect: Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const dialect = yield* Dialect
+    const jobs = rowsOf("jobs", JobRow)
+    const decodeClaimed = (claimed: ReadonlyArray<ClaimedJob>) =>
+      Effect.map(jobs.all(Effect.succeed(claimed.map((c) => c.row))), (rows) =>
+        rows.map((row, i): ClaimedJobRow => ({ row, token: claimed[i]!.token, recovered: claimed[i]!.recovered })))
+    const leased = rowsOf("jobs", Schema.Struct({ id: Schema.String, lease_owner: Schema.NullOr(Schema.String) }))
+    const due = rowsOf("jobs", Schema.Struct({ at: Schema.NullOr(Schema.String) }))
+    const ids = rowsOf("jobs", Schema.Struct({ id: Schema.String }))
+
+    return {
+      enqueue: (job: NewJobRow) => {
+        const payload = JSON.stringify(job.payload ?? null)
+        return run(job.replace
+          ? sql`INSERT INTO jobs (id, type, dedupe_key, lock_key, payload, state, available_at, created_at, updated_at)
+              VALUES (${newUuid()}, ${job.type}, ${job.dedupeKey}, ${job.lockKey}, ${payload}, 'pending', ${job.availableAt}, ${job.now}, ${job.now})
+              ON CONFLICT (dedupe_key) DO UPDATE SET payload = excluded.payload, available_at = excluded.available_at,
+                state = 'pending', attempts = 0, last_error = NULL, updated_at = excluded.updated_at
+              WHERE jobs.state <> 'leased'`
+          : sql`INSERT INTO jobs (id, type, dedupe_key, lock_key, payload, state, available_at, created_at, updated_at)
+              VALUES (${newUuid()}, ${job.type}, ${job.dedupeKey}, ${job.lockKey}, ${payload}, 'pending', ${job.availableAt}, ${job.now}, ${job.now})
+              ON CONFLICT (dedupe_key) DO NOTHING`)
+      },
+      /** Cancels a pending job (e.g. a timeout that no longer applies). A running one is left to finish. */
+      cancel: (dedupeKey: string, now: string) =>
+        run(sql`UPDATE jobs SET state = 'succeeded', updated_at = ${now}, last_error = 'cancelled'
+          WHERE dedupe_key = ${dedupeKey} AND state = 'pending'`),
+      claim: (lease: Lease & { readonly limit: number; readonly running: ReadonlySet<string> }) =>
+        Effect.flatMap(Effect.orDie(dialect.claimJobs({ ...lease, newToken: newUuid })), decodeClaimed),
+      claimByKey: (lease: Lease & { readonly dedupeKey: string }) =>
+        Effect.flatMap(Effect.orDie(dialect.claimJobByKey({ ...lease, newToken: newUuid })), (claimed) =>
+          claimed === undefined ? Effect.succeed(undefined) : Effect.map(decodeClaimed([claimed]), (rows) => rows[0])),
+      finish: (id: string, token: string, state: "succeeded" | "failed", lastError: string | null, now: string) =>
+        run(sql`UPDATE jobs SET state = ${state}, last_error = ${lastError}, lease_owner = NULL, lease_token = NULL,
+          lease_expires_at = NULL, updated_at = ${now} WHERE id = ${id} AND lease_token = ${token}`),
+      requeue: (id: string, token: string, retry: { readonly availableAt: string; readonly lastError: string | null; readonly resetAttempts: boolean; readonly now: string }) =>
+        run(sql`UPDATE jobs SET state = 'pending', available_at = ${retry.availableAt}, last_error = ${retry.lastError},
+          attempts = CASE WHEN ${retry.resetAttempts ? 1 : 0} = 1 THEN 0 ELSE attempts END,
+          lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL, updated_at = ${retry.now}
+          WHERE id = ${id} AND lease_token = ${token}`),
+      /** Extends a lease; false when the token no longer holds it (another process took the job over). */
+      renewLease: (id: string, token: string, until: string) =>
+        Effect.map(ids.all(sql`UPDATE jobs SET lease_expires_at = ${until} WHERE id = ${id} AND lease_token = ${token} RETURNING id`), (rows) => rows.length > 0),
+      leased: leased.all(sql`SELECT id, lease_owner FROM jobs WHERE state = 'leased'`),
+      /** Makes a leased job claimable now (its owner is gone). */
+      expireLease: (id: string, now: string) => run(sql`UPDATE jobs SET lease_expires_at = ${now} WHERE id = ${id} AND state = 'leased'`),
+      /** When the next job falls due (a pending one's due time or a lease's expiry); null when none waits. */
+      nextDueAt: Effect.map(due.first(sql`SELECT MIN(CASE WHEN state = 'pending' THEN available_at ELSE lease_expires_at END) AS at
+        FROM jobs WHERE state IN ('pending', 'leased')`), (row) => row?.at ?? null),
+      /** Removes up to `limit` jobs that finished before `before`; returns how many went. */
+      deleteFinishedBefore: (before: string, limit: number) =>
+        Effect.map(
+          sql`DELETE FROM jobs WHERE ${dialect.rowId} IN (
+              SELECT ${dialect.rowId} FROM jobs WHERE state IN ('succeeded', 'failed') AND updated_at < ${before} LIMIT ${limit})
+            RETURNING 1`.pipe(Effect.orDie),
+          (rows) => rows.length
+        )
+    }
+  })
+}) {}

@@ -1,0 +1,84 @@
+/**
+ * Operations, `operations` and `operation_events`: the asynchronous record a client waits on (spec §2.5), and its
+ * events numbered 1, 2, … per operation.
+ */
+import { SqlClient } from "@effect/sql"
+import { Effect, Schema } from "effect"
+import { ErrorObject } from "../../domain/Errors.ts"
+import { OperationState, OperationType } from "../../domain/Operation.ts"
+import { nowIso } from "../../domain/Time.ts"
+import { Json, rowsOf, run } from "../Rows.ts"
+
+export type OperationTypeValue = typeof OperationType.Type
+export type OperationStateValue = typeof OperationState.Type
+
+export const OperationRow = Schema.Struct({
+  id: Schema.String,
+  project_id: Schema.String,
+  organization_id: Schema.String,
+  created_by_key_id: Schema.NullOr(Schema.String),
+  type: OperationType,
+  state: OperationState,
+  resource_type: Schema.String,
+  resource_id: Schema.String,
+  error: Schema.NullOr(Json(ErrorObject)),
+  created_at: Schema.String,
+  updated_at: Schema.String,
+  completed_at: Schema.NullOr(Schema.String)
+})
+export type OperationRow = typeof OperationRow.Type
+
+export const OperationEventRow = Schema.Struct({
+  seq: Schema.Int,
+  type: Schema.String,
+  occurred_at: Schema.String,
+  data: Json(Schema.Record({ key: Schema.String, value: Schema.Unknown }))
+})
+export type OperationEventRow = typeof OperationEventRow.Type
+
+export interface NewOperation {
+  readonly id: string
+  readonly projectId: string
+  readonly organizationId: string
+  readonly keyId: string | null
+  readonly type: OperationTypeValue
+  readonly state: OperationStateValue
+  readonly resourceId: string
+  readonly completed: boolean
+}
+
+export class OperationsRepo extends Effect.Service<OperationsRepo>()("app/db/OperationsRepo", {
+  accessors: true,
+  effect: Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const operations = rowsOf("operations", OperationRow)
+    const events = rowsOf("operation_events", OperationEventRow)
+    const ids = rowsOf("operations", Schema.Struct({ id: Schema.String }))
+    return {
+      get: (id: string) => operations.first(sql`SELECT * FROM operations WHERE id = ${id}`),
+      insert: (operation: NewOperation) =>
+        Effect.flatMap(nowIso, (now) =>
+          run(sql`INSERT INTO operations (id, project_id, organization_id, created_by_key_id, type, state, resource_type, resource_id, created_at, updated_at, completed_at)
+            VALUES (${operation.id}, ${operation.projectId}, ${operation.organizationId}, ${operation.keyId}, ${operation.type}, ${operation.state},
+                    'sandbox', ${operation.resourceId}, ${now}, ${now}, ${operation.completed ? now : null})`)),
+      /** Appends an event with the operation's next sequence number. */
+      appendEvent: (operationId: string, type: string, data: Readonly<Record<string, unknown>>) =>
+        Effect.flatMap(nowIso, (now) =>
+          run(sql`INSERT INTO operation_events (operation_id, seq, type, occurred_at, data)
+            VALUES (${operationId}, (SELECT COALESCE(MAX(seq), 0) + 1 FROM operation_events WHERE operation_id = ${operationId}),
+                    ${type}, ${now}, ${JSON.stringify(data)})`)),
+      /** Moves a non-terminal operation to another state; false when it was terminal or already there. */
+      setState: (id: string, state: OperationStateValue, error: ErrorObject | null, completed: boolean) =>
+        Effect.gen(function*() {
+          const now = yield* nowIso
+          const updated = yield* ids.all(sql`UPDATE operations SET state = ${state}, error = ${error === null ? null : JSON.stringify(error)},
+              updated_at = ${now}, completed_at = ${completed ? now : null}
+            WHERE id = ${id} AND state NOT IN ('succeeded', 'failed', 'cancelled') AND state <> ${state} RETURNING id`)
+          return updated.length > 0
+        }),
+      eventsAfter: (operationId: string, afterSeq: number) =>
+        events.all(sql`SELECT seq, type, occurred_at, data FROM operation_events
+          WHERE operation_id = ${operationId} AND seq > ${afterSeq} ORDER BY seq`)
+    }
+  })
+}) {}

@@ -1,0 +1,18 @@
+/**
+ * Bearer secrets: their prefixes and shape, how they are made (CSPRNG) and how they are kept (only the SHA-256 of
+ * a secret is stored; comparisons of hashes are constant-time).
+ */
+import * as crypto from "node:crypto"
+
+export const USER_TOKEN_PREFIX = "metal_ut_"
+export const API_KEY_PREFIX = "metal_sk_"
+/** What a bearer secret may look like at all (checked before any lookup). */
+export const TOKEN_SHAPE = /^[A-Za-z0-9_-]{20,200}$/
+
+export const sha256Hex = (input: string | Uint8Array): string => crypto.createHash("sha256").update(input).digest("hex")
+
+/** `prefix` + base64url of 32 random bytes (43 characters). */
+export const randomToken = (prefix: string): string => prefix + crypto.randomBytes(32).toString("base64url")
+
+export const timingSafeEqualHex = (a: string, b: string): boolean =>
+  a.length === b.length && crypto.timingSafeEqual(Buffer.from(a, "hex"), Buffer.from(b, "hex"))

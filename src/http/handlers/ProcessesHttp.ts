@@ -1,0 +1,57 @@
+/** `/v1/sandboxes/{id}/processes`: start (idempotent, started at once), read, output events, cancel. */
+import { HttpApiBuilder } from "@effect/platform"
+import { Effect } from "effect"
+import { ProcessesRepo } from "../../db/repos/Processes.ts"
+import { Process } from "../../domain/Runtime.ts"
+import { cancelProcess, processOf, startProcess } from "../../services/sandboxes/Commands.ts"
+import { processJobKey, type ProcessRow } from "../../services/sandboxes/Processes.ts"
+import { SandboxesRepo } from "../../db/repos/Sandboxes.ts"
+import { Api } from "../Api.ts"
+import { PROCESS_BATCH_BYTES, PROCESS_BATCH_EVENTS, processEventFrame, sseBody, sseResponse } from "../Sse.ts"
+import { processToWire } from "../wire/Sandboxes.ts"
+import { accepted, keyCaller, planeContext } from "./PlaneSupport.ts"
+
+export const ProcessesLive = HttpApiBuilder.group(Api, "processes", (handlers) =>
+  Effect.gen(function*() {
+    const { idempotency, runner, provide } = yield* planeContext
+    const wire = (row: ProcessRow) => Effect.map(SandboxesRepo.capabilities(row.sandbox_id), (caps) => processToWire(row, caps))
+    return handlers
+      .handle("start", ({ headers, path, payload }) =>
+        Effect.gen(function*() {
+          const caller = yield* keyCaller
+          const process = yield* idempotency.remember({
+            principalId: caller.keyId!,
+            scope: `processes.create:${caller.projectId}:${path.sandbox_id}`,
+            key: headers["idempotency-key"],
+            required: true,
+            request: payload,
+            schema: Process,
+            run: Effect.flatMap(startProcess(caller, path.sandbox_id, payload), wire)
+          })
+          yield* runner.runNow(processJobKey(process.id))
+          return yield* accepted(Process, process, `/v1/sandboxes/${path.sandbox_id}/processes/${process.id}`)
+        }).pipe(provide))
+      .handle("get", ({ path }) => Effect.flatMap(keyCaller, (c) => Effect.flatMap(processOf(c, path.sandbox_id, path.process_id), wire)).pipe(provide))
+      .handle("events", ({ headers, path }) =>
+        Effect.gen(function*() {
+          yield* processOf(yield* keyCaller, path.sandbox_id, path.process_id)
+          const after = Number(headers["last-event-id"] ?? "0")
+          const events = yield* ProcessesRepo.eventsAfter(path.process_id, after, PROCESS_BATCH_EVENTS)
+          return sseResponse(sseBody(events.map(processEventFrame(path.process_id)), PROCESS_BATCH_BYTES))
+        }).pipe(provide))
+      .handle("cancel", ({ headers, path }) =>
+        Effect.gen(function*() {
+          const caller = yield* keyCaller
+          const process = yield* idempotency.remember({
+            principalId: caller.keyId!,
+            scope: `processes.cancel:${caller.projectId}:${path.process_id}`,
+            key: headers["idempotency-key"],
+            required: false,
+            request: null,
+            schema: Process,
+            run: Effect.flatMap(cancelProcess(caller, path.sandbox_id, path.process_id), wire)
+          })
+          yield* runner.wake
+          return yield* accepted(Process, process, `/v1/sandboxes/${path.sandbox_id}/processes/${process.id}`)
+        }).pipe(provide))
+  }))

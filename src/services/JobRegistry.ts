@@ -1,0 +1,75 @@
+/**
+ * Job types (DESIGN.md §3): each declares its payload Schema, and its handler is registered with the runner
+ * under it (services/sandboxes/Jobs.ts lists them all). Payloads are encoded by the Schema when enqueued and
+ * decoded by it before the handler runs; one that does not decode fails the job (`invalid_job_payload`), never
+ * reaches a handler as a cast.
+ */
+import { Data, Effect, Schema } from "effect"
+import { JobsRepo } from "../db/repos/Jobs.ts"
+import type { ErrorObject } from "../domain/Errors.ts"
+import { nowIso } from "../domain/Time.ts"
+
+export interface JobType<P, I = P> {
+  readonly type: string
+  readonly payload: Schema.Schema<P, I>
+}
+
+export const defineJob = <P, I>(type: string, payload: Schema.Schema<P, I>): JobType<P, I> => ({ type, payload })
+
+/** A job failure: retried with backoff while `retryable` and attempts remain, else given up. */
+export class JobError extends Data.TaggedError("JobError")<{
+  readonly error: ErrorObject
+  readonly retryable: boolean
+}> {}
+
+export interface Job<P> {
+  readonly id: string
+  readonly type: string
+  readonly dedupeKey: string
+  readonly payload: P
+  /** 1 on the first run. */
+  readonly attempt: number
+}
+
+/** What a handler may ask for: nothing (done), or to run again at a later time (same job row). */
+export type JobOutcome = void | { readonly rescheduleAt: string }
+
+export interface JobHandler<P> {
+  readonly run: (job: Job<P>) => Effect.Effect<JobOutcome, JobError>
+  /** Called once when the job fails for good (non-retryable, or out of attempts): record the terminal failure. */
+  readonly giveUp: (job: Job<P>, error: ErrorObject) => Effect.Effect<void>
+}
+
+export interface NewJob<P> {
+  /** Unique per logical job; enqueueing an existing key updates it (see `replace`). */
+  readonly dedupeKey: string
+  /** Jobs with the same lock key never run at the same time (lifecycle jobs use `sandbox:<id>`). */
+  readonly lockKey?: string | undefined
+  readonly payload: P
+  /** Default: now. */
+  readonly availableAt?: string | undefined
+  /**
+   * When a job with this key exists and is not running: `true` re-arms it (new payload and due time, pending);
+   * `false` (default) leaves it alone.
+   */
+  readonly replace?: boolean | undefined
+}
+
+/** Writes a job row; call it inside the transaction that writes the resource. */
+export const enqueueJob = <P, I>(type: JobType<P, I>, job: NewJob<P>) =>
+  Effect.gen(function*() {
+    const now = yield* nowIso
+    const payload = yield* Effect.orDie(Schema.encode(type.payload)(job.payload))
+    yield* JobsRepo.enqueue({
+      type: type.type,
+      dedupeKey: job.dedupeKey,
+      lockKey: job.lockKey ?? null,
+      payload,
+      availableAt: job.availableAt ?? now,
+      replace: job.replace === true,
+      now
+    })
+  })
+
+/** Cancels a pending job (e.g. a timeout that no longer applies). A running one is left to finish. */
+export const cancelJob = (dedupeKey: string) => Effect.flatMap(nowIso, (now) => JobsRepo.cancel(dedupeKey, now))

@@ -1,0 +1,48 @@
+/** Creating and deleting organizations: each one unit, run in one transaction by the caller or here. */
+import { Effect } from "effect"
+import { inTransaction } from "../db/Db.ts"
+import { BillingRepo } from "../db/repos/Billing.ts"
+import { OrganizationsRepo } from "../db/repos/Organizations.ts"
+import { SandboxesRepo } from "../db/repos/Sandboxes.ts"
+import { conflict, notFound, Unprocessable } from "../domain/Errors.ts"
+import { appendEvent } from "./Events.ts"
+
+/** An organization with its creator as owner and its billing account; 409 when the slug is taken. */
+export const createOrganization = (input: { readonly name: string; readonly slug: string; readonly ownerId: string }) =>
+  Effect.gen(function*() {
+    const row = yield* OrganizationsRepo.insert(input)
+    yield* BillingRepo.ensureAccount(row.id)
+    return row
+  })
+
+/**
+ * Deletes an organization (reference §6), in one transaction: refused while a sandbox is live, a purchase is
+ * pending, or credit is left that the caller did not agree to forfeit; then the cascade and its event.
+ */
+export const deleteOrganization = (organizationId: string, confirm: { readonly confirm_name: string; readonly confirm_forfeit_balance: boolean }) =>
+  inTransaction(Effect.gen(function*() {
+    const org = yield* OrganizationsRepo.get(organizationId)
+    if (org === undefined) return yield* notFound("Organization")
+    if (confirm.confirm_name !== org.name) {
+      return yield* new Unprocessable({
+        code: "confirmation_mismatch",
+        message: "confirm_name must equal the organization's name exactly",
+        details: { issues: [{ path: "confirm_name", message: "does not match the organization's name" }] }
+      })
+    }
+    const live = yield* SandboxesRepo.firstLive({ organizationId })
+    if (live !== undefined) {
+      return yield* conflict("organization_has_active_resources", "Destroy the organization's sandboxes first", { resource: "sandbox", id: live.id, state: live.state })
+    }
+    const pending = yield* BillingRepo.firstPendingPurchase(organizationId)
+    if (pending !== undefined) return yield* conflict("organization_has_pending_billing", "A purchase is still pending", { purchase_id: pending })
+    const balance = (yield* BillingRepo.balance(organizationId)) ?? 0n
+    if (balance > 0n && !confirm.confirm_forfeit_balance) {
+      return yield* conflict("organization_has_credit_balance", "The organization still has credit; set confirm_forfeit_balance to forfeit it", {
+        balance_microusd: String(balance)
+      })
+    }
+    yield* OrganizationsRepo.deleteCascade(organizationId)
+    yield* appendEvent({ type: "organization.deleted", organizationId, data: { organization_id: organizationId } })
+    return { id: organizationId, deleted: true as const }
+  }))

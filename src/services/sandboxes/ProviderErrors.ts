@@ -1,0 +1,173 @@
+/**
+ * What a provider failure becomes in the API: a message in the user's terms, built from what the user asked (a
+ * path, a command, a port) and a stable reason, never the provider's own text. That text carries the provider's
+ * (or its emulator's) internals — route names, status lines, errno names, host paths, JavaScript fragments — and
+ * is only logged, for the operator.
+ *
+ * The reason is read from the failure's kind and, for file system errors, from the errno wording providers use
+ * (`ENOENT` / "no such file or directory", …): the same words come from a real provider's daemon and from the
+ * local runtime's agent. `details.reason` carries it: a client may rely on it; the message may change.
+ */
+import { Effect } from "effect"
+import type { ErrorObject } from "../../domain/Errors.ts"
+import type { ProviderError } from "../../../providers/core/Provider.ts"
+import type { Attempt } from "../../../providers/core/routing.ts"
+
+export type FileReason =
+  | "not_found"
+  | "name_too_long"
+  | "permission_denied"
+  | "is_a_directory"
+  | "not_a_directory"
+  | "already_exists"
+  | "not_empty"
+  | "too_many_links"
+  | "no_space"
+  | "file_too_large"
+  | "io_error"
+  | "invalid_path"
+
+/** Errno wording, most specific first (a "not a directory" message may also say "not found"). */
+const FILE_REASONS: ReadonlyArray<readonly [FileReason, RegExp]> = [
+  ["name_too_long", /ENAMETOOLONG|name too long/i],
+  ["too_many_links", /ELOOP|too many (levels of )?symbolic links/i],
+  ["not_a_directory", /ENOTDIR|not a directory/i],
+  ["is_a_directory", /EISDIR|is a directory/i],
+  ["not_empty", /ENOTEMPTY|directory not empty|is not empty/i],
+  ["already_exists", /EEXIST|already exists/i],
+  ["no_space", /ENOSPC|EDQUOT|no space left|quota exceeded/i],
+  ["file_too_large", /EFBIG|file too large/i],
+  ["permission_denied", /EACCES|EPERM|EROFS|permission denied|operation not permitted|read-only file system/i],
+  ["not_found", /ENOENT|no such file|does not exist|not found/i],
+  ["io_error", /\bEIO\b|i\/o error/i],
+  ["invalid_path", /cannot be deleted|escapes|outside the sandbox|invalid path|must be absolute/i]
+]
+
+const SERVER_SIDE: ReadonlySet<FileReason> = new Set(["no_space", "io_error", "file_too_large"])
+
+/** A path as quoted back: bounded, so a 4,000-character path does not fill the message. */
+const quoted = (text: string, max = 200) => (text.length <= max ? text : `${text.slice(0, max)}…`)
+
+const fileMessage = (reason: FileReason, path: string): string => {
+  const p = quoted(path)
+  switch (reason) {
+    case "not_found":
+      return `No such file or directory: ${p}`
+    case "name_too_long":
+      return `The file name is too long: ${p}`
+    case "permission_denied":
+      return `Permission denied: ${p}`
+    case "is_a_directory":
+      return `${p} is a directory`
+    case "not_a_directory":
+      return `A part of the path is not a directory: ${p}`
+    case "already_exists":
+      return `${p} already exists`
+    case "not_empty":
+      return `The directory is not empty: ${p}`
+    case "too_many_links":
+      return `Too many symbolic links in the path: ${p}`
+    case "no_space":
+      return "The sandbox's disk is full"
+    case "file_too_large":
+      return `The file is too large: ${p}`
+    case "io_error":
+      return `The sandbox could not read or write ${p}`
+    case "invalid_path":
+      return `The path cannot be used for this operation: ${p}`
+  }
+}
+
+/** The reason a file operation failed, or undefined when the failure is not about the file. */
+export const fileReasonOf = (e: ProviderError): FileReason | undefined => {
+  // A provider that failed (5xx) may still say why, when the file system itself refused: a full disk, an I/O error.
+  if (e.kind === "unavailable") return FILE_REASONS.find(([reason, pattern]) => SERVER_SIDE.has(reason) && pattern.test(e.message))?.[0]
+  if (e.kind !== "not_found" && e.kind !== "invalid_request" && e.kind !== "customer") return undefined
+  for (const [reason, pattern] of FILE_REASONS) if (pattern.test(e.message)) return reason
+  return e.kind === "not_found" ? "not_found" : "invalid_path"
+}
+
+/** Failures that are not about what was asked but about reaching the provider (or the sandbox) at all. */
+const providerMessage = (e: ProviderError, what: string): string => {
+  switch (e.kind) {
+    case "auth":
+      return `The provider refused our credentials while trying to ${what}`
+    case "quota":
+    case "capacity":
+      return `The provider has no capacity to ${what} now; try again later`
+    case "unavailable":
+    case "timeout_absent":
+      return `The sandbox or its provider did not answer while trying to ${what}; try again`
+    case "unknown_outcome":
+      return `The provider's answer was lost while trying to ${what}; it may or may not have happened`
+    case "unsupported":
+      return `The provider does not support this: could not ${what}`
+    case "not_found":
+      return `The sandbox is gone at its provider: could not ${what}`
+    case "invalid_request":
+    case "customer":
+      return `The provider refused to ${what}`
+  }
+}
+
+const withReason = (error: Omit<ErrorObject, "details">, reason: string, provider: string): ErrorObject => ({ ...error, details: { reason, provider } })
+
+/** The provider's own words, for the operator's log only. */
+export const logProviderFailure = (what: string, e: ProviderError) =>
+  Effect.logWarning(`provider failure: ${what}`, { provider: e.provider, kind: e.kind, status: e.status, message: e.message })
+
+export type FileOperation = "read" | "write" | "list" | "delete"
+
+/**
+ * A file operation's failure: `customer` when the request itself cannot succeed (the file is missing, the name
+ * too long …: final, not retried), otherwise a failure of the provider, with whether retrying may help.
+ */
+export const fileFailure = (operation: FileOperation, path: string, e: ProviderError): { readonly customer: boolean; readonly error: ErrorObject } => {
+  if (e.kind === "unsupported") {
+    return { customer: true, error: withReason({ code: "capability_unsupported", message: `${e.provider} sandboxes cannot ${operation} files this way`, retryable: false }, "unsupported", e.provider) }
+  }
+  const reason = fileReasonOf(e)
+  if (reason !== undefined) {
+    const code = reason === "not_found" ? "file_not_found" : reason === "no_space" || reason === "io_error" ? "runtime_operation_failed" : "invalid_path"
+    return { customer: true, error: withReason({ code, message: fileMessage(reason, path), retryable: false }, reason, e.provider) }
+  }
+  const verb = operation === "list" ? `list ${quoted(path)}` : `${operation} ${quoted(path)}`
+  return { customer: false, error: withReason({ code: "runtime_operation_failed", message: providerMessage(e, verb), retryable: e.retryable }, `provider_${e.kind}`, e.provider) }
+}
+
+/** A process that could not be started or followed at the provider. */
+export const processFailure = (e: ProviderError, request: { readonly command: ReadonlyArray<string>; readonly cwd: string | null }): ErrorObject => {
+  const code = e.kind === "unknown_outcome" ? "provider_unknown_outcome" : `provider_${e.kind}`
+  if (e.kind === "invalid_request" || e.kind === "customer" || e.kind === "not_found") {
+    const reason = fileReasonOf(e)
+    if (request.cwd !== null && /\bcwd\b|working dir/i.test(e.message) && reason === "not_found") {
+      return withReason({ code, message: `The working directory does not exist: ${quoted(request.cwd)}`, retryable: false }, "cwd_not_found", e.provider)
+    }
+    const program = quoted(request.command[0] ?? "")
+    if (reason === "not_found" && e.kind !== "not_found") return withReason({ code, message: `The command was not found: ${program}`, retryable: false }, "command_not_found", e.provider)
+    if (reason === "permission_denied") return withReason({ code, message: `The command may not be run: ${program}`, retryable: false }, "permission_denied", e.provider)
+  }
+  return withReason({ code, message: providerMessage(e, "run the command"), retryable: e.retryable }, `provider_${e.kind}`, e.provider)
+}
+
+/** A lifecycle action (create, pause, resume, destroy) or endpoint action that failed at the provider. */
+export const actionFailure = (code: string, what: string, e: ProviderError): ErrorObject =>
+  withReason({ code, message: providerMessage(e, what), retryable: e.retryable }, `provider_${e.kind}`, e.provider)
+
+/**
+ * An attempt as clients see it: a failed one says what failed in our words (its `code` already names the class);
+ * ineligible attempts keep their message, which is ours (the unmet requirements).
+ */
+export const publicAttempt = (attempt: Attempt): Attempt =>
+  attempt.outcome !== "failed" || attempt.message === null || attempt.message === `${attempt.provider} is not configured`
+    ? attempt
+    : { ...attempt, message: ATTEMPT_MESSAGES[attempt.code ?? ""] ?? "The provider could not create the sandbox" }
+
+const ATTEMPT_MESSAGES: Record<string, string> = {
+  provider_auth_error: "The provider refused our credentials",
+  provider_capacity_unavailable: "The provider has no capacity for this sandbox now",
+  provider_unavailable: "The provider did not answer",
+  provider_unknown_outcome: "The provider's answer was lost; the sandbox is looked for again",
+  capability_unsupported: "The provider does not support this request",
+  provider_error: "The provider refused the request"
+}

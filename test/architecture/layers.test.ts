@@ -1,0 +1,55 @@
+/**
+ * The dependency check (scripts/check-layers.ts) over the real tree, and the check itself on small graphs: a
+ * backwards import, SQL outside src/db, test code in a source file, and cycles are each reported.
+ */
+import * as path from "node:path"
+import { describe, expect, it } from "vitest"
+import { analyze, cyclesOf, readGraph } from "../../scripts/check-layers.ts"
+
+const ROOT = path.resolve(import.meta.dirname, "../..")
+
+describe("layers", () => {
+  it("the source tree follows the layer rules and has no import cycle", () => {
+    expect(analyze(readGraph(ROOT))).toEqual([])
+  })
+
+  it("reports an import against the layer order", () => {
+    const graph = new Map([
+      ["src/domain/A.ts", ["../services/B.ts"]],
+      ["src/services/B.ts", ["../domain/A.ts"]],
+      ["src/db/C.ts", ["../http/D.ts"]],
+      ["src/http/D.ts", []],
+      ["src/runtime/E.ts", ["../services/B.ts"]],
+      ["providers/x/F.ts", ["../../src/http/D.ts"]]
+    ])
+    const messages = analyze(graph).map((v) => `${v.file} ${v.message}`)
+    expect(messages.some((m) => m.startsWith("src/domain/A.ts (domain) imports src/services/B.ts"))).toBe(true)
+    expect(messages.some((m) => m.startsWith("src/db/C.ts (db) imports src/http/D.ts"))).toBe(true)
+    expect(messages.some((m) => m.startsWith("src/runtime/E.ts (runtime) imports src/services/B.ts"))).toBe(true)
+    expect(messages.some((m) => m.startsWith("providers/x/F.ts (providers) imports src/http/D.ts"))).toBe(true)
+    // services → domain is allowed; the cycle it closes is not.
+    expect(messages.some((m) => m.startsWith("src/services/B.ts (services)"))).toBe(false)
+    expect(messages.some((m) => m.includes("import cycle"))).toBe(true)
+  })
+
+  it("reports SQL outside src/db, test code in a source file and files in no layer", () => {
+    const graph = new Map([
+      ["src/services/S.ts", ["@effect/sql", "../../test/support/server.ts"]],
+      ["src/http/H.ts", ["bun:sqlite"]],
+      ["src/db/R.ts", ["@effect/sql", "@effect/sql-sqlite-bun", "bun:sqlite"]],
+      ["src/elsewhere/X.ts", []]
+    ])
+    const messages = analyze(graph).map((v) => `${v.file} ${v.message}`)
+    expect(messages).toContain("src/services/S.ts imports @effect/sql: SQL belongs to the db layer")
+    expect(messages).toContain("src/http/H.ts imports bun:sqlite: SQL belongs to the db layer")
+    expect(messages).toContain("src/services/S.ts imports test code test/support/server.ts")
+    expect(messages).toContain("src/elsewhere/X.ts is in no layer (see scripts/check-layers.ts)")
+    expect(messages.filter((m) => m.startsWith("src/db/R.ts"))).toEqual([])
+  })
+
+  it("finds every cycle, self-imports included, and nothing in an acyclic graph", () => {
+    expect(cyclesOf(new Map([["a", ["b"]], ["b", ["c"]], ["c", ["a"]], ["d", ["d"]], ["e", ["a"]]])).map((c) => [...c].sort()))
+      .toEqual([["a", "b", "c"], ["d"]])
+    expect(cyclesOf(new Map([["a", ["b", "c"]], ["b", ["c"]], ["c", []]]))).toEqual([])
+  })
+})

@@ -1,0 +1,155 @@
+/**
+ * Input the HTTP layer must answer with the envelope (issue 7, item 11), over real HTTP to a real server:
+ * JSON nested 100,000 levels deep on every JSON route (422, refused before parsing), bodies over MAX_BODY_BYTES
+ * by Content-Length and chunked (our 413), and — pinned, because Bun answers them before any of our code runs
+ * (README: "What Bun answers itself") — malformed Content-Length (400), oversized headers (431), a space in the
+ * request target (505) and an unknown method (connection closed). After each of those the server still serves.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { jsonNestingExceeds, MAX_JSON_DEPTH } from "../../src/http/BodyLimits.ts"
+import { rawJson, rawRequest } from "../support/raw-http.ts"
+import { api, type Bootstrap, bootstrap, expectEnvelope, type RunningServer, startServer } from "../support/server.ts"
+
+const MAX_BODY = 256 * 1024
+let server: RunningServer
+let http: ReturnType<typeof api>
+let boot: Bootstrap
+
+beforeAll(async () => {
+  server = await startServer({ env: { MAX_BODY_BYTES: String(MAX_BODY) } })
+  http = api(server.url)
+  boot = await bootstrap(server.dataDir, "malformed@example.com")
+})
+afterAll(() => server.stop())
+
+const deep = (levels: number, open = "[", close = "]") => open.repeat(levels) + close.repeat(levels)
+
+/** The server answers a plain request normally (after an attack, it still serves). */
+const stillServing = async () => {
+  const ready = await fetch(`${server.url}/ready`)
+  expect(ready.status).toBe(200)
+}
+
+describe("the nesting scan", () => {
+  it("counts arrays and objects, never brackets inside strings or after escapes", () => {
+    expect(jsonNestingExceeds(deep(MAX_JSON_DEPTH), MAX_JSON_DEPTH)).toBe(false)
+    expect(jsonNestingExceeds(deep(MAX_JSON_DEPTH + 1), MAX_JSON_DEPTH)).toBe(true)
+    expect(jsonNestingExceeds(`{"a":${deep(MAX_JSON_DEPTH, "{\"b\":", "}")}}`.replaceAll('{"b":}', "{}"), MAX_JSON_DEPTH)).toBe(true)
+    expect(jsonNestingExceeds(JSON.stringify({ s: deep(100_000) }), MAX_JSON_DEPTH)).toBe(false)
+    expect(jsonNestingExceeds(JSON.stringify({ s: `\\"${deep(100)}\\"` }), MAX_JSON_DEPTH)).toBe(false)
+    expect(jsonNestingExceeds(`["\\\\", ${deep(MAX_JSON_DEPTH)}]`, MAX_JSON_DEPTH)).toBe(true)
+    expect(jsonNestingExceeds(`"unterminated ${deep(100)}`, MAX_JSON_DEPTH)).toBe(false)
+    expect(jsonNestingExceeds("]]]]" + deep(10), MAX_JSON_DEPTH)).toBe(false)
+  })
+})
+
+describe("JSON nested too deeply", () => {
+  it("is 422 validation_error on every route that takes a JSON body, never a 500", async () => {
+    const openapi = (await http.get("/v1/openapi.json")).body as { paths: Record<string, Record<string, { requestBody?: unknown }>> }
+    const routes = Object.entries(openapi.paths).flatMap(([route, methods]) =>
+      Object.entries(methods).filter(([, op]) => op.requestBody !== undefined).map(([method]) => [method.toUpperCase(), route] as const))
+    expect(routes.length).toBeGreaterThan(10)
+    const body = deep(100_000)
+    for (const [method, route] of routes) {
+      const filled = route.replaceAll(/\{[^}]+\}/g, (name) =>
+        name === "{organization_id}" ? boot.organization_id : name === "{project_id}" ? boot.project_id : name === "{provider}" ? "e2b" : `x${name.slice(1, 4)}_${"a".repeat(32)}`)
+      const response = await http.call(method, filled, {
+        token: filled.startsWith("/v1/sandboxes") ? boot.api_key : boot.user_token,
+        ...(filled.startsWith("/v1/sandboxes") ? { project: boot.project_id } : {}),
+        rawBody: body,
+        headers: { "content-type": "application/json", "idempotency-key": `deep-${method}-${filled}` }
+      })
+      const envelope = expectEnvelope(response, 422, "validation_error")
+      expect(envelope.message, `${method} ${route}`).toContain(`deeper than ${MAX_JSON_DEPTH}`)
+      expect(envelope.details?.max_depth).toBe(MAX_JSON_DEPTH)
+    }
+    await stillServing()
+  })
+
+  it("is refused however it is shaped (objects, inside a field), while brackets inside strings are data", async () => {
+    const auth = { token: boot.user_token, headers: { "content-type": "application/json" } }
+    const objects = `{"name":"x","slug":"x","deep":${deep(200, "{\"a\":", "}").replaceAll("{\"a\":}", "{}")}}`
+    expectEnvelope(await http.post("/v1/organizations", { ...auth, rawBody: objects }), 422, "validation_error")
+    // A name full of brackets is an ordinary (too long) string: the schema's answer, not the nesting one.
+    const bracketName = await http.post("/v1/organizations", { ...auth, body: { name: deep(5_000), slug: "brackets" } })
+    const envelope = expectEnvelope(bracketName, 422, "validation_error")
+    expect(envelope.message).not.toContain("deeper than")
+    // Nesting within the limit reaches the schema as usual.
+    const within = await http.post("/v1/organizations", { ...auth, rawBody: `{"name":"ok","slug":"within-limit","x":${deep(MAX_JSON_DEPTH - 1)}}` })
+    expect(expectEnvelope(within, 422, "validation_error").message).not.toContain("deeper than")
+  })
+})
+
+describe("bodies over MAX_BODY_BYTES", () => {
+  const post = (head: string, body: string | Array<string>, gapMs?: number) =>
+    rawRequest(server.url, [`POST /v1/organizations HTTP/1.1\r\nHost: gw\r\nAuthorization: Bearer ${boot.user_token}\r\nContent-Type: application/json\r\nX-Request-Id: big-1\r\nConnection: close\r\n${head}\r\n`, ...(Array.isArray(body) ? body : [body])], { waitMs: 5_000, ...(gapMs === undefined ? {} : { gapMs }) })
+
+  it("are refused with our 413 envelope by their Content-Length, before the body is read", async () => {
+    const answer = await post(`Content-Length: ${MAX_BODY + 1}\r\n`, "{")
+    expect(answer.status).toBe(413)
+    expect(answer.headers["x-request-id"]).toBe("big-1")
+    expect(rawJson(answer)).toMatchObject({ code: "payload_too_large", request_id: "big-1", retryable: false, details: { max_bytes: MAX_BODY } })
+    // Far beyond any limit: the same answer (nothing is buffered).
+    const huge = await post("Content-Length: 10000000000\r\n", "{")
+    expect(huge.status).toBe(413)
+    expect(rawJson(huge)?.code).toBe("payload_too_large")
+    await stillServing()
+  })
+
+  it("are refused with our 413 envelope when chunked, counted as they stream in", async () => {
+    const piece = "a".repeat(64 * 1024)
+    const chunks = Array.from({ length: 8 }, () => `${piece.length.toString(16)}\r\n${piece}\r\n`)
+    const answer = await post("Transfer-Encoding: chunked\r\n", [...chunks, "0\r\n\r\n"], 5)
+    expect(answer.status).toBe(413)
+    expect(rawJson(answer)).toMatchObject({ code: "payload_too_large", request_id: "big-1" })
+    await stillServing()
+  })
+
+  it("within the limit, a chunked body is read and decoded as usual", async () => {
+    const json = JSON.stringify({ name: "Chunked", slug: "chunked" })
+    const answer = await post("Transfer-Encoding: chunked\r\n", [`${json.length.toString(16)}\r\n${json}\r\n`, "0\r\n\r\n"], 5)
+    expect(answer.status).toBe(201)
+    expect(rawJson(answer)).toMatchObject({ name: "Chunked", slug: "chunked" })
+  })
+})
+
+describe("what Bun answers before our code runs (pinned)", () => {
+  const get = (line: string, headers = "") => rawRequest(server.url, `${line}\r\nHost: gw\r\n${headers}\r\n`, { waitMs: 3_000 })
+
+  it("a malformed Content-Length is 400 with an empty body, and the connection is closed", async () => {
+    for (const value of ["abc", "-1", "2, 2"]) {
+      const answer = await rawRequest(server.url, `POST /v1/organizations HTTP/1.1\r\nHost: gw\r\nContent-Type: application/json\r\nContent-Length: ${value}\r\n\r\n{}`, { waitMs: 3_000 })
+      expect(answer.status, value).toBe(400)
+      expect(answer.body).toBe("")
+      expect(answer.closed).toBe(true)
+    }
+    await stillServing()
+  })
+
+  it("oversized headers are 431 with an empty body", async () => {
+    const answer = await get("GET /ready HTTP/1.1", `Connection: close\r\nX-Big: ${"a".repeat(64 * 1024)}\r\n`)
+    expect(answer.status).toBe(431)
+    expect(answer.body).toBe("")
+    await stillServing()
+  })
+
+  it("a space in the request target is 505 with an empty body", async () => {
+    const answer = await get("GET /v1/a b HTTP/1.1", "Connection: close\r\n")
+    expect(answer.status).toBe(505)
+    expect(answer.body).toBe("")
+    await stillServing()
+  })
+
+  it("an unknown method closes the connection without an answer", async () => {
+    const answer = await get("FROB /ready HTTP/1.1")
+    expect(answer.closed).toBe(true)
+    expect(answer.text).toBe("")
+    await stillServing()
+  })
+
+  it("a method Bun knows but the API does not use is ours: a 404 envelope", async () => {
+    const answer = await get("PROPFIND /v1/organizations HTTP/1.1", "Connection: close\r\nX-Request-Id: propfind-1\r\n")
+    expect(answer.status).toBe(404)
+    expect(rawJson(answer)).toMatchObject({ code: "not_found", request_id: "propfind-1" })
+  })
+})

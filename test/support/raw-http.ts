@@ -1,0 +1,76 @@
+/** Raw HTTP/1.1 over a TCP socket, for input no HTTP client would send. */
+import * as net from "node:net"
+
+export interface RawAnswer {
+  /** Everything the server sent before it closed the connection (or the wait ended). */
+  readonly text: string
+  readonly status: number | undefined
+  readonly headers: Record<string, string>
+  readonly body: string
+  /** The server closed the connection. */
+  readonly closed: boolean
+}
+
+/**
+ * Sends `data` (optionally in pieces, `gapMs` apart) and collects the answer until the server closes the
+ * connection or `waitMs` passes.
+ */
+export const rawRequest = (baseUrl: string, data: string | Buffer | ReadonlyArray<string | Buffer>, options: { readonly waitMs?: number; readonly gapMs?: number } = {}) =>
+  new Promise<RawAnswer>((resolve) => {
+    const url = new URL(baseUrl)
+    const socket = net.connect(Number(url.port), url.hostname)
+    const chunks: Array<Buffer> = []
+    let closed = false
+    const finish = () => {
+      clearTimeout(timer)
+      const text = Buffer.concat(chunks).toString("latin1")
+      const headEnd = text.indexOf("\r\n\r\n")
+      const head = headEnd < 0 ? text : text.slice(0, headEnd)
+      const [statusLine, ...lines] = head.split("\r\n")
+      const headers: Record<string, string> = {}
+      for (const line of lines) {
+        const colon = line.indexOf(":")
+        if (colon > 0) headers[line.slice(0, colon).trim().toLowerCase()] = line.slice(colon + 1).trim()
+      }
+      const status = /^HTTP\/1\.[01] (\d{3})/.exec(statusLine ?? "")?.[1]
+      resolve({ text, status: status === undefined ? undefined : Number(status), headers, body: headEnd < 0 ? "" : text.slice(headEnd + 4), closed })
+      socket.destroy()
+    }
+    const timer = setTimeout(finish, options.waitMs ?? 2_000)
+    socket.on("data", (chunk: Buffer) => chunks.push(chunk))
+    socket.on("close", () => {
+      closed = true
+      finish()
+    })
+    socket.on("error", () => {})
+    const pieces = Array.isArray(data) ? data : [data]
+    void (async () => {
+      for (const piece of pieces) {
+        if (socket.destroyed) return
+        socket.write(piece)
+        if (options.gapMs !== undefined) await Bun.sleep(options.gapMs)
+      }
+    })()
+  })
+
+/** The JSON body of a raw answer (handles a chunked transfer encoding), or undefined. */
+export const rawJson = (answer: RawAnswer): any => {
+  let body = answer.body
+  if ((answer.headers["transfer-encoding"] ?? "").includes("chunked")) {
+    let out = ""
+    let rest = body
+    for (;;) {
+      const lineEnd = rest.indexOf("\r\n")
+      const size = parseInt(rest.slice(0, lineEnd), 16)
+      if (!(size > 0)) break
+      out += rest.slice(lineEnd + 2, lineEnd + 2 + size)
+      rest = rest.slice(lineEnd + 2 + size + 2)
+    }
+    body = out
+  }
+  try {
+    return JSON.parse(Buffer.from(body, "latin1").toString("utf8"))
+  } catch {
+    return undefined
+  }
+}
