@@ -1,12 +1,12 @@
 /**
- * Configuration from environment variables (DESIGN.md §7), validated once at start with a clear message.
+ * Configuration from environment variables (ARCHITECTURE.md §7), validated once at start with a clear message.
  */
 import { Config, ConfigError, Context, Effect, Layer } from "effect"
 import * as path from "node:path"
 import { secureDataDir } from "./DataDir.ts"
 
 /**
- * The endpoint listener (DESIGN.md §5): sandbox endpoints are served on their own listener, never on the API's
+ * The endpoint listener (ARCHITECTURE.md §5): sandbox endpoints are served on their own listener, never on the API's
  * origin. Path mode (default): `<origin>/e/<id>/<token>/` on that listener. Host mode (ENDPOINT_BASE_URL): every
  * endpoint is its own origin, `ep-<id>-<token>.<base host>`, routed by the Host header.
  */

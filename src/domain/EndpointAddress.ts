@@ -1,5 +1,5 @@
 /**
- * Where an endpoint is served (DESIGN.md §5): never on the API's origin. Two shapes:
+ * Where an endpoint is served (ARCHITECTURE.md §5): never on the API's origin. Two shapes:
  *
  * - path: `<endpoint origin>/e/<endpoint id>/<token>/…` on the endpoint listener (its own port by default);
  * - host: `<scheme>://ep-<id>-<token>.<base host>/…` under ENDPOINT_BASE_URL, one origin per endpoint behind a

@@ -1,5 +1,5 @@
 /**
- * Identifiers. Public ids are a prefix plus 32 lowercase alphanumerics from a CSPRNG (DESIGN.md §6); inputs are
+ * Identifiers. Public ids are a prefix plus 32 lowercase alphanumerics from a CSPRNG (ARCHITECTURE.md §6); inputs are
  * validated with the spec's looser patterns (`^prj_[A-Za-z0-9]+$`) so ids minted elsewhere are still accepted.
  */
 import { Schema } from "effect"

@@ -1,5 +1,5 @@
 /**
- * Who is calling (DESIGN.md §6): a user with an access token on account routes, or a project API key on sandbox
+ * Who is calling (ARCHITECTURE.md §6): a user with an access token on account routes, or a project API key on sandbox
  * routes — never interchangeable. The HTTP middlewares (src/http/Security.ts) provide these tags; services read
  * them. Roles of organization members (reference/openmetal-api.md §6).
  */

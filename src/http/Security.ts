@@ -1,5 +1,5 @@
 /**
- * Two credential kinds that are never interchangeable (DESIGN.md §6):
+ * Two credential kinds that are never interchangeable (ARCHITECTURE.md §6):
  * - user access tokens `metal_ut_…` on account routes (`UserAuth`, provides `CurrentUser`);
  * - project API keys `metal_sk_…` plus `X-Metal-Project-ID` on sandbox routes (`ProjectKeyAuth`, provides
  *   `CurrentProjectKey`): a missing header is 400, a malformed one 422, another project's id 403.

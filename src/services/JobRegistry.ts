@@ -1,5 +1,5 @@
 /**
- * Job types (DESIGN.md §3): each declares its payload Schema, and its handler is registered with the runner
+ * Job types (ARCHITECTURE.md §3): each declares its payload Schema, and its handler is registered with the runner
  * under it (services/sandboxes/Jobs.ts lists them all). Payloads are encoded by the Schema when enqueued and
  * decoded by it before the handler runs; one that does not decode fails the job (`invalid_job_payload`), never
  * reaches a handler as a cast.

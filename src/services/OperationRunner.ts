@@ -1,5 +1,5 @@
 /**
- * Durable jobs (DESIGN.md §3). Every accepted mutation writes its job row in the same transaction as the
+ * Durable jobs (ARCHITECTURE.md §3). Every accepted mutation writes its job row in the same transaction as the
  * resource; the runner claims due jobs with a lease and a fresh token (so a crash or a second process cannot
  * double-run them), runs each as a supervised fiber in its own scope, renews the lease while it runs, and
  * completes with a compare-and-set on the token. Timers (runtime/idle timeouts, lease expiry, process deadlines)

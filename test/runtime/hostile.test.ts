@@ -1,5 +1,5 @@
 /**
- * A sandbox is hostile (issue 7, DESIGN.md §5): every attack here is performed from inside real sandboxes, and
+ * A sandbox is hostile (issue 7, ARCHITECTURE.md §5): every attack here is performed from inside real sandboxes, and
  * each test fails if the defence it stands for is removed. Sandbox "b" stands for organization B (the victim);
  * the attackers are organization A's sandboxes. The gateway side is this process (the runtime in it).
  *   - the agent channel: sockets replaced by symlinks to B's sockets or to a root-only socket of the host;

@@ -1,5 +1,5 @@
 /**
- * Durable jobs, `jobs` (DESIGN.md §3): one row per logical job (unique dedupe key), leased with a token so that
+ * Durable jobs, `jobs` (ARCHITECTURE.md §3): one row per logical job (unique dedupe key), leased with a token so that
  * a crash or a second process cannot double-run it; completion is a compare-and-set on the token. Claims are the
  * dialect's (src/db/Dialect.ts §6): they are what keeps two jobs with one lock key from running at once.
  */

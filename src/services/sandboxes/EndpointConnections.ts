@@ -1,6 +1,6 @@
 /**
  * The exchanges open through endpoints right now (in memory: they live and die with this process), so that a
- * lease that ends cuts them at once, not when the sandbox's server happens to finish (DESIGN.md §5).
+ * lease that ends cuts them at once, not when the sandbox's server happens to finish (ARCHITECTURE.md §5).
  *
  * - Expiry: each exchange has a timer at its endpoint's `lease_expires_at`.
  * - Everything else that stops an endpoint — revoke (the route, its job), the sandbox pausing, stopping or being

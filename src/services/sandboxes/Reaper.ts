@@ -1,5 +1,5 @@
 /**
- * Jails that no live sandbox owns are removed (DESIGN.md §5), at start, every 30 s, and right after each
+ * Jails that no live sandbox owns are removed (ARCHITECTURE.md §5), at start, every 30 s, and right after each
  * recovered job (a crash left work behind), without waiting for a restart. A jail is kept only while it is its
  * live sandbox's recorded provider resource, or while that sandbox's create job is still pending or running
  * (it may be making or finding that very jail). Everything else goes: jails of stopped, failed or unknown
