@@ -184,20 +184,21 @@ export const FileEntry = Schema.Struct({
   modified_at: Timestamp
 })
 
-export const RuntimeOperationResult = Schema.Union(
-  Schema.Struct({
-    kind: Schema.Literal("filesystem_read"),
-    path: Schema.String,
-    data_base64: Schema.String,
-    offset_bytes: Schema.NonNegativeInt,
-    byte_length: Schema.NonNegativeInt,
-    size_bytes: Schema.optional(Schema.NonNegativeInt),
-    eof: Schema.Boolean
-  }),
-  Schema.Struct({ kind: Schema.Literal("filesystem_write"), path: Schema.String, bytes_written: Schema.NonNegativeInt, created: Schema.Boolean }),
-  Schema.Struct({ kind: Schema.Literal("filesystem_list"), path: Schema.String, entries: Schema.Array(FileEntry), truncated: Schema.Boolean }),
-  Schema.Struct({ kind: Schema.Literal("filesystem_delete"), path: Schema.String, deleted: Schema.Boolean })
-).annotations({ identifier: "RuntimeOperationResult" })
+export const FilesystemReadResult = Schema.Struct({
+  kind: Schema.Literal("filesystem_read"),
+  path: Schema.String,
+  data_base64: Schema.String,
+  offset_bytes: Schema.NonNegativeInt,
+  byte_length: Schema.NonNegativeInt,
+  size_bytes: Schema.optional(Schema.NonNegativeInt),
+  eof: Schema.Boolean
+})
+export const FilesystemWriteResult = Schema.Struct({ kind: Schema.Literal("filesystem_write"), path: Schema.String, bytes_written: Schema.NonNegativeInt, created: Schema.Boolean })
+export const FilesystemListResult = Schema.Struct({ kind: Schema.Literal("filesystem_list"), path: Schema.String, entries: Schema.Array(FileEntry), truncated: Schema.Boolean })
+export const FilesystemDeleteResult = Schema.Struct({ kind: Schema.Literal("filesystem_delete"), path: Schema.String, deleted: Schema.Boolean })
+
+export const RuntimeOperationResult = Schema.Union(FilesystemReadResult, FilesystemWriteResult, FilesystemListResult, FilesystemDeleteResult)
+  .annotations({ identifier: "RuntimeOperationResult" })
 
 export const RuntimeOperation = Schema.Struct({
   id: RuntimeOperationId,

@@ -5,7 +5,7 @@
 import { SqlClient } from "@effect/sql"
 import { Effect, Schema } from "effect"
 import { ErrorObject } from "../../domain/Errors.ts"
-import { FileEntry } from "../../domain/Runtime.ts"
+import { FilesystemDeleteResult, FilesystemListResult, FilesystemReadResult, FilesystemWriteResult } from "../../domain/Runtime.ts"
 import { WriteMode } from "../../domain/Sandbox.ts"
 import { Dialect } from "../Dialect.ts"
 import { Json, rowsOf, run } from "../Rows.ts"
@@ -14,18 +14,10 @@ export type RuntimeOperationKind = "filesystem_read" | "filesystem_write" | "fil
 
 /** The stored results: a read's bytes are kept apart (older rows may still carry them as `data_base64`). */
 export const StoredResult = Schema.Union(
-  Schema.Struct({
-    kind: Schema.Literal("filesystem_read"),
-    path: Schema.String,
-    data_base64: Schema.optional(Schema.String),
-    offset_bytes: Schema.NonNegativeInt,
-    byte_length: Schema.NonNegativeInt,
-    size_bytes: Schema.optional(Schema.NonNegativeInt),
-    eof: Schema.Boolean
-  }),
-  Schema.Struct({ kind: Schema.Literal("filesystem_write"), path: Schema.String, bytes_written: Schema.NonNegativeInt, created: Schema.Boolean }),
-  Schema.Struct({ kind: Schema.Literal("filesystem_list"), path: Schema.String, entries: Schema.Array(FileEntry), truncated: Schema.Boolean }),
-  Schema.Struct({ kind: Schema.Literal("filesystem_delete"), path: Schema.String, deleted: Schema.Boolean })
+  Schema.Struct({ ...FilesystemReadResult.fields, data_base64: Schema.optional(Schema.String) }),
+  FilesystemWriteResult,
+  FilesystemListResult,
+  FilesystemDeleteResult
 )
 export type StoredResult = typeof StoredResult.Type
 
