@@ -33,6 +33,8 @@ export class ProviderError extends Data.TaggedError("ProviderError")<{
   readonly message: string
   readonly retryable: boolean
   readonly status?: number | undefined
+  /** Set when the call ran on an organization's own provider account (BYOK): an `auth` failure is then theirs. */
+  readonly account?: "organization" | undefined
 }> {}
 
 /** Capabilities (reference/providers.md §2.2), as declared by the adapter. */
@@ -219,7 +221,17 @@ export interface SandboxProvider {
     input: { readonly port: number; readonly leaseSeconds: number }
   ) => PE<{ readonly leaseId: string; readonly url: string; readonly expiresAt: string }>
   readonly revokeHttpEndpoint: (sandbox: ProviderSandbox, leaseId: string) => PE<{ readonly revoked: boolean }>
+
+  /**
+   * The same adapter on an organization's own provider account (BYOK), built from the credential fields it
+   * stored (`src/domain/ProviderCredentials.ts` names them per provider). Absent: the provider cannot run on a
+   * customer's account. The registry builds one instance per credential set and caches it.
+   */
+  readonly withCredentials?: ((credentials: ProviderCredentials) => SandboxProvider) | undefined
 }
+
+/** Credential fields as an organization stored them (`api_key`, `team_id`, …). */
+export type ProviderCredentials = Readonly<Record<string, string>>
 
 /**
  * A capability the provider lacks: its methods fail with kind `unsupported` (use `unsupported(...)`), and the
@@ -233,4 +245,10 @@ export class ProviderRegistry extends Context.Tag("app/ProviderRegistry")<Provid
   readonly all: ReadonlyArray<SandboxProvider>
   /** By identifier; undefined for a provider that is not configured (or not a provider at all). */
   readonly get: (name: string) => SandboxProvider | undefined
+  /**
+   * The provider on an organization's own account: cached per credential set (a rotated credential is a new
+   * set, so it takes effect at the next call); undefined when the provider is not configured or has no BYOK.
+   * Every failure of that instance carries `account: "organization"`.
+   */
+  readonly withCredentials: (name: string, credentials: ProviderCredentials) => SandboxProvider | undefined
 }>() {}

@@ -7,9 +7,47 @@
  *   ProviderRegistryLayer([DaytonaPlugin, E2BPlugin, ...])  // Layer<ProviderRegistry, E, AppConfig | LocalRuntime>
  */
 import { Effect, Layer, type Scope } from "effect"
-import { ProviderNames, ProviderRegistry, type SandboxProvider } from "./Provider.ts"
+import { createHash } from "node:crypto"
+import { type ProviderCredentials, ProviderError, ProviderNames, ProviderRegistry, type SandboxProvider } from "./Provider.ts"
 
 export type ProviderPlugin<E = never, R = never> = Effect.Effect<SandboxProvider | null, E, R>
+
+/** Instances on organizations' own accounts kept at once (least recently used go first). */
+const MAX_ACCOUNT_INSTANCES = 256
+
+/**
+ * A provider whose every call goes through `around`, which runs it (on this provider or another instance) and may
+ * change its failure. The one place that lists the calls of a provider.
+ */
+export const aroundCalls = (
+  provider: SandboxProvider,
+  around: <R>(call: (p: SandboxProvider) => Effect.Effect<R, ProviderError>) => Effect.Effect<R, ProviderError>
+): SandboxProvider => ({
+  ...provider,
+  create: (input) => around((p) => p.create(input)),
+  reconcileCreate: (sandboxId) => around((p) => p.reconcileCreate(sandboxId)),
+  inspect: (sandbox) => around((p) => p.inspect(sandbox)),
+  destroy: (sandbox) => around((p) => p.destroy(sandbox)),
+  pause: (sandbox) => around((p) => p.pause(sandbox)),
+  resume: (sandbox) => around((p) => p.resume(sandbox)),
+  getCost: (sandbox, window) => around((p) => p.getCost(sandbox, window)),
+  exec: (sandbox, input) => around((p) => p.exec(sandbox, input)),
+  execEvents: (sandbox, executionId, fromSeq) => around((p) => p.execEvents(sandbox, executionId, fromSeq)),
+  cancelExec: (sandbox, executionId) => around((p) => p.cancelExec(sandbox, executionId)),
+  readFile: (sandbox, input) => around((p) => p.readFile(sandbox, input)),
+  writeFile: (sandbox, input) => around((p) => p.writeFile(sandbox, input)),
+  listFiles: (sandbox, input) => around((p) => p.listFiles(sandbox, input)),
+  deleteFile: (sandbox, input) => around((p) => p.deleteFile(sandbox, input)),
+  exposeHttpEndpoint: (sandbox, input) => around((p) => p.exposeHttpEndpoint(sandbox, input)),
+  revokeHttpEndpoint: (sandbox, leaseId) => around((p) => p.revokeHttpEndpoint(sandbox, leaseId)),
+  withCredentials: undefined
+})
+
+/** A failure of a call made on an organization's own account. */
+export const onOrganizationAccount = (e: ProviderError): ProviderError =>
+  e.account === "organization"
+    ? e
+    : new ProviderError({ provider: e.provider, kind: e.kind, message: e.message, retryable: e.retryable, status: e.status, account: "organization" })
 
 /** The registry value over already-built providers (canonical order; `get` by plain name). */
 export const makeProviderRegistry = (providers: ReadonlyArray<SandboxProvider>): typeof ProviderRegistry.Service => {
@@ -20,7 +58,25 @@ export const makeProviderRegistry = (providers: ReadonlyArray<SandboxProvider>):
   }
   const all = [...providers].sort((a, b) => ProviderNames.indexOf(a.name) - ProviderNames.indexOf(b.name))
   const byName = new Map<string, SandboxProvider>(all.map((p) => [p.name, p]))
-  return { all, get: (name) => byName.get(name) }
+  // Keyed by a hash of the credential set, never the secret itself.
+  const accounts = new Map<string, SandboxProvider>()
+  const withCredentials = (name: string, credentials: ProviderCredentials) => {
+    const base = byName.get(name)
+    if (base?.withCredentials === undefined) return undefined
+    const fields = Object.keys(credentials).sort().map((k) => [k, credentials[k]])
+    const key = createHash("sha256").update(JSON.stringify([name, fields])).digest("hex")
+    let instance = accounts.get(key)
+    if (instance === undefined) {
+      const own = base.withCredentials(credentials)
+      instance = aroundCalls(own, (call) => Effect.mapError(call(own), onOrganizationAccount))
+      if (accounts.size >= MAX_ACCOUNT_INSTANCES) accounts.delete(accounts.keys().next().value!)
+    } else {
+      accounts.delete(key)
+    }
+    accounts.set(key, instance)
+    return instance
+  }
+  return { all, get: (name) => byName.get(name), withCredentials }
 }
 
 /** Runs every plugin (one after the other, so emulators start in a stable order) and collects the providers. */

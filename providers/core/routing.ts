@@ -88,7 +88,14 @@ export const provisionWithFallback = (options: ProvisionOptions): Effect.Effect<
         return options.onAttempt ? options.onAttempt(full) : Effect.void
       })
     const failed = (provider: ProviderName, error: ProviderError, outcome: AttemptOutcome = "failed") =>
-      record({ provider, outcome, code: attemptCode(error.kind), message: error.message, unmet_requirements: [] })
+      record({
+        provider,
+        outcome,
+        // On an organization's own account (BYOK) an auth failure is its stored credentials'.
+        code: error.kind === "auth" && error.account === "organization" ? "provider_credentials_rejected" : attemptCode(error.kind),
+        message: error.message,
+        unmet_requirements: []
+      })
 
     for (const name of order) {
       const provider = byName.get(name)

@@ -61,3 +61,6 @@ export const ProviderCredentialList = Schema.Struct({ provider_credentials: Sche
   identifier: "ProviderCredentialList"
 })
 export const ProviderCredentialRemoved = Schema.Struct({ provider: Schema.String, deleted: Schema.Literal(true) })
+
+/** The fields of a stored credential as sealed (JSON of field → value). */
+export const StoredCredentialFields = Schema.parseJson(Schema.Record({ key: Schema.String, value: Schema.String }))

@@ -30,6 +30,7 @@ import { EndpointConnectionsLive } from "../services/sandboxes/EndpointConnectio
 import { guardBodySize, SERVER_BODY_LIMIT } from "./BodyLimits.ts"
 import { FastReadsScoped } from "./FastReads.ts"
 import { OperationRunnerLive } from "../services/OperationRunner.ts"
+import { ProviderAccounts } from "../services/ProviderAccounts.ts"
 import { ProviderRegistryLive } from "../services/ProviderRegistryLive.ts"
 import { SandboxJobsLive } from "../services/sandboxes/Jobs.ts"
 import { ReaperLive } from "../services/sandboxes/Reaper.ts"
@@ -47,6 +48,7 @@ export const ApiLive = HttpApiBuilder.api(Api).pipe(
 
 /** Providers (and their emulators over the local runtime), then the job handlers, which start the runner. */
 const SandboxPlaneLive = Layer.mergeAll(SandboxJobsLive, ReaperLive).pipe(
+  Layer.provideMerge(ProviderAccounts.Default),
   Layer.provideMerge(ProviderRegistryLive),
   Layer.provideMerge(OperationRunnerLive),
   Layer.provide(LocalRuntimeLive)
@@ -55,7 +57,8 @@ const SandboxPlaneLive = Layer.mergeAll(SandboxJobsLive, ReaperLive).pipe(
 /** The endpoint listener (its own origin) and the registry of exchanges open through it. */
 const EndpointsServingLive = EndpointServerLive.pipe(Layer.provideMerge(EndpointConnectionsLive))
 
-export const ServicesLive = Layer.mergeAll(CredentialsLive, IdempotencyStoreLive, SecretBoxLive, SandboxPlaneLive, CheckpointerLive, EndpointsServingLive).pipe(
+export const ServicesLive = Layer.mergeAll(CredentialsLive, IdempotencyStoreLive, SandboxPlaneLive, CheckpointerLive, EndpointsServingLive).pipe(
+  Layer.provideMerge(SecretBoxLive),
   Layer.provideMerge(DatabaseLive),
   Layer.provideMerge(AppConfigLive)
 )

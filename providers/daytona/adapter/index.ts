@@ -87,6 +87,14 @@ export const makeDaytonaProvider = (config: DaytonaProviderConfig): SandboxProvi
     name: NAME,
     capabilities: ctx.capabilities,
     mode: config.mode,
+    // BYOK: the organization's key (and, for a key of several organizations, which one; and its region).
+    withCredentials: (credentials) =>
+      makeDaytonaProvider({
+        ...config,
+        apiKey: credentials["api_key"] ?? "",
+        organizationId: credentials["organization_id"],
+        target: credentials["target"] ?? config.target
+      }),
     ...makeSandboxes(ctx),
     ...makeProcesses(ctx),
     ...makeFiles(ctx),

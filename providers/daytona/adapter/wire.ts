@@ -37,6 +37,8 @@ export interface DaytonaProviderConfig {
   /** The control API base, e.g. https://app.daytona.io/api (no trailing slash needed). */
   readonly baseUrl: string
   readonly apiKey: string
+  /** For a key of several Daytona organizations: which one (`X-Daytona-Organization-ID`). */
+  readonly organizationId?: string | undefined
   readonly mode: "remote" | "emulated"
   readonly capabilities?: ProviderCapabilities | undefined
   readonly httpClient?: HttpClient.HttpClient | undefined
@@ -238,7 +240,11 @@ export const makeContext = (config: DaytonaProviderConfig) => {
     timeout: `${config.requestTimeoutMs ?? 60_000} millis`,
     classify
   })
-  const send: typeof wire.send = (request, what, options) => wire.send(HttpClientRequest.bearerToken(request, config.apiKey), what, options)
+  const authorize = (request: HttpClientRequest.HttpClientRequest) => {
+    const withKey = HttpClientRequest.bearerToken(request, config.apiKey)
+    return config.organizationId === undefined ? withKey : HttpClientRequest.setHeader(withKey, "x-daytona-organization-id", config.organizationId)
+  }
+  const send: typeof wire.send = (request, what, options) => wire.send(authorize(request), what, options)
   const api = (method: "GET" | "POST" | "DELETE", path: string) =>
     HttpClientRequest.make(method)(`${baseUrl}${path}`).pipe(HttpClientRequest.acceptJson)
 

@@ -50,6 +50,8 @@ export const makeE2BProvider = (config: E2BProviderConfig): SandboxProvider => {
     name: NAME,
     capabilities: ctx.capabilities,
     mode: config.mode,
+    // BYOK: the organization's API key, against the same control API and envd.
+    withCredentials: (credentials) => makeE2BProvider({ ...config, apiKey: credentials["api_key"] ?? "" }),
     ...makeSandboxes(ctx, processes.forget),
     exec: processes.exec,
     execEvents: processes.execEvents,

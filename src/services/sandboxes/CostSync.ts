@@ -13,14 +13,14 @@ import { Db } from "../../db/Db.ts"
 import { SandboxesRepo } from "../../db/repos/Sandboxes.ts"
 import { UsageRepo } from "../../db/repos/Usage.ts"
 import { isoAfter, nowIso } from "../../domain/Time.ts"
-import { ProviderRegistry } from "../../../providers/core/Provider.ts"
 import { appendEvent } from "../Events.ts"
 import { postLedgerEntry } from "../Ledger.ts"
 import { enqueueJob, type JobHandler, JobError } from "../JobRegistry.ts"
 import { CostSyncJob } from "./JobTypes.ts"
 import { startSystemAction } from "./LifecycleJobs.ts"
 import { armSpendLimitIfExhausted } from "./SpendLimit.ts"
-import { getSandboxRow, providerTarget, type SandboxRow } from "./SandboxRows.ts"
+import { getSandboxRow, type SandboxRow } from "./SandboxRows.ts"
+import { ProviderAccounts, type ProviderTarget } from "../ProviderAccounts.ts"
 
 export const COST_SYNC_FIRST_SECONDS = 5
 const COST_SYNC_READY_SECONDS = 60
@@ -38,7 +38,7 @@ export const armCostSync = (sandboxId: string, afterSeconds: number) =>
     }))
 
 export const makeCostSyncHandler = Effect.gen(function*() {
-  const registry = yield* ProviderRegistry
+  const accounts = yield* ProviderAccounts
   const db = yield* Db
   const context = yield* repositories
 
@@ -47,7 +47,7 @@ export const makeCostSyncHandler = Effect.gen(function*() {
    * has, or reports failed, goes to `stopping` (`provider_stopped`) and is destroyed, with an operation. An
    * inspect that fails says nothing. Returns whether the sandbox was found lost.
    */
-  const checkLoss = (sandbox: SandboxRow, target: NonNullable<ReturnType<typeof providerTarget>>) =>
+  const checkLoss = (sandbox: SandboxRow, target: ProviderTarget) =>
     Effect.gen(function*() {
       if (sandbox.state !== "ready" && sandbox.state !== "paused") return false
       const seen = yield* target.provider.inspect(target.resource).pipe(Effect.orElseSucceed(() => "unknown" as const))
@@ -64,7 +64,7 @@ export const makeCostSyncHandler = Effect.gen(function*() {
   const run = (sandboxId: string) =>
     Effect.gen(function*() {
       const sandbox = yield* getSandboxRow(sandboxId)
-      const target = providerTarget(registry, sandbox)
+      const target = accounts.target(sandbox)
       if (sandbox === undefined || target === undefined || sandbox.ready_at === null) return
       const now = yield* nowIso
       const lost = yield* checkLoss(sandbox, target)

@@ -9,11 +9,11 @@ import { provideRepositories } from "../../db/Database.ts"
 import { type EndpointRow, EndpointsRepo, type EndpointState } from "../../db/repos/Endpoints.ts"
 import type { ErrorObject } from "../../domain/Errors.ts"
 import { nowIso } from "../../domain/Time.ts"
-import { ProviderRegistry } from "../../../providers/core/Provider.ts"
 import { cancelJob, enqueueJob, type JobHandler, JobError } from "../JobRegistry.ts"
 import { EndpointExpireJob } from "./JobTypes.ts"
 import { actionFailure, logProviderFailure } from "./ProviderErrors.ts"
-import { getSandboxRow, providerTarget } from "./SandboxRows.ts"
+import { getSandboxRow } from "./SandboxRows.ts"
+import { ProviderAccounts } from "../ProviderAccounts.ts"
 
 export type { EndpointRow, EndpointState }
 
@@ -27,13 +27,13 @@ interface EndpointRef {
 }
 
 export const makeEndpointHandlers = Effect.gen(function*() {
-  const registry = yield* ProviderRegistry
+  const accounts = yield* ProviderAccounts
   const provide = yield* provideRepositories
 
   const setState = (id: string, from: ReadonlyArray<EndpointState>, to: EndpointState, fields: { providerLeaseId?: string; providerUrl?: string; error?: ErrorObject } = {}) =>
     EndpointsRepo.setState(id, from, to, fields)
 
-  const providerFor = (sandboxId: string) => Effect.map(getSandboxRow(sandboxId), (sandbox) => providerTarget(registry, sandbox))
+  const providerFor = (sandboxId: string) => Effect.map(getSandboxRow(sandboxId), (sandbox) => accounts.target(sandbox))
 
   /** Revokes at the provider (idempotent); failures are retried by the job. */
   const revokeAtProvider = (row: EndpointRow) =>

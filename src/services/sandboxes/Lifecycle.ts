@@ -12,7 +12,7 @@ import { RuntimeOperationsRepo } from "../../db/repos/RuntimeOperations.ts"
 import { requestOf, SandboxesRepo } from "../../db/repos/Sandboxes.ts"
 import type { ErrorObject } from "../../domain/Errors.ts"
 import { isoAfter, nowIso } from "../../domain/Time.ts"
-import { type ProviderError, ProviderRegistry, type ProviderSandbox, type SandboxProvider } from "../../../providers/core/Provider.ts"
+import type { ProviderError, ProviderSandbox, SandboxProvider } from "../../../providers/core/Provider.ts"
 import { appendEvent } from "../Events.ts"
 import { cancelJob, enqueueJob, type JobHandler, JobError } from "../JobRegistry.ts"
 import { armCostSync, COST_SYNC_FINAL_SECONDS, COST_SYNC_FIRST_SECONDS } from "./CostSync.ts"
@@ -22,7 +22,8 @@ import { appendProcessEvent, finishProcess } from "./Processes.ts"
 import { setOperationState } from "./Operations.ts"
 import { actionFailure, logProviderFailure } from "./ProviderErrors.ts"
 import { provisionSandbox } from "./Provisioning.ts"
-import { getSandboxRow, providerTarget, type SandboxRow, setSandboxState } from "./SandboxRows.ts"
+import { getSandboxRow, type SandboxRow, setSandboxState } from "./SandboxRows.ts"
+import { ProviderAccounts } from "../ProviderAccounts.ts"
 
 /** Arms the runtime timeout (from now), the idle check and the cost sync for a sandbox that just became ready. */
 const armTimers = (sandbox: SandboxRow) =>
@@ -59,13 +60,13 @@ const providerJobError = (code: string, what: string, e: ProviderError) =>
   )
 
 export const makeLifecycleHandlers = Effect.gen(function*() {
-  const registry = yield* ProviderRegistry
+  const accounts = yield* ProviderAccounts
   const db = yield* Db
-  const context = Context.add(yield* repositories, ProviderRegistry, registry)
-  const provide = <A, E>(effect: Effect.Effect<A, E, Repositories | ProviderRegistry>) => Effect.provide(effect, context)
+  const context = Context.add(yield* repositories, ProviderAccounts, accounts)
+  const provide = <A, E>(effect: Effect.Effect<A, E, Repositories | ProviderAccounts>) => Effect.provide(effect, context)
   const tx = <A, E, R>(effect: Effect.Effect<A, E, R>) => db.transaction(effect)
 
-  const target = (sandbox: SandboxRow) => providerTarget(registry, sandbox)
+  const target = (sandbox: SandboxRow) => accounts.target(sandbox)
 
   const event = (sandbox: SandboxRow, type: string, data: Record<string, unknown> = {}) =>
     appendEvent({ type, organizationId: sandbox.organization_id, projectId: sandbox.project_id, data: { sandbox_id: sandbox.id, provider: sandbox.provider, ...data } })

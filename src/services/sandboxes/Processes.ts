@@ -12,10 +12,11 @@ import { type NewProcessEvent, type ProcessRow, ProcessesRepo, type ProcessState
 import { SandboxesRepo } from "../../db/repos/Sandboxes.ts"
 import type { ErrorObject } from "../../domain/Errors.ts"
 import { nowIso } from "../../domain/Time.ts"
-import { type ProviderError, type ProviderExecEvent, ProviderRegistry } from "../../../providers/core/Provider.ts"
+import type { ProviderError, ProviderExecEvent } from "../../../providers/core/Provider.ts"
 import { type JobHandler, JobError } from "../JobRegistry.ts"
 import { logProviderFailure, processFailure } from "./ProviderErrors.ts"
-import { getSandboxRow, providerTarget } from "./SandboxRows.ts"
+import { getSandboxRow } from "./SandboxRows.ts"
+import { ProviderAccounts } from "../ProviderAccounts.ts"
 
 export type { ProcessRow }
 export type ProcessState = ProcessStateValue
@@ -124,7 +125,7 @@ const storeEvents = (processId: string, events: ReadonlyArray<ProviderExecEvent>
   })
 
 export const makeProcessHandler = Effect.gen(function*() {
-  const registry = yield* ProviderRegistry
+  const accounts = yield* ProviderAccounts
   const db = yield* Db
   const tx = db.transaction
 
@@ -140,7 +141,7 @@ export const makeProcessHandler = Effect.gen(function*() {
       let row = yield* getProcessRow(processId)
       if (row === undefined || TERMINAL_PROCESS_STATES.includes(row.state)) return
       const sandbox = yield* getSandboxRow(row.sandbox_id)
-      const ctx = Option.fromNullable(providerTarget(registry, sandbox))
+      const ctx = Option.fromNullable(accounts.target(sandbox))
       if (Option.isNone(ctx) || sandbox === undefined) return yield* failNotRunnable(row, "The sandbox has no running provider resource")
 
       let firstEvents: ReadonlyArray<ProviderExecEvent> | undefined

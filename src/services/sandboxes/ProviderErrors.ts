@@ -87,11 +87,19 @@ export const fileReasonOf = (e: ProviderError): FileReason | undefined => {
   return e.kind === "not_found" ? "not_found" : "invalid_path"
 }
 
+/** An `auth` failure on an organization's own provider account (BYOK): its stored credentials are the problem. */
+const ownCredentialsRejected = (e: ProviderError) => e.kind === "auth" && e.account === "organization"
+
+/** The error code of a provider's failure: `provider_<kind>`, or `provider_credentials_rejected` (BYOK). */
+export const providerCode = (e: ProviderError) => (ownCredentialsRejected(e) ? "provider_credentials_rejected" : `provider_${e.kind}`)
+
 /** Failures that are not about what was asked but about reaching the provider (or the sandbox) at all. */
 const providerMessage = (e: ProviderError, what: string): string => {
   switch (e.kind) {
     case "auth":
-      return `The provider refused our credentials while trying to ${what}`
+      return ownCredentialsRejected(e)
+        ? `${e.provider} refused the organization's stored credentials (or they were removed) while trying to ${what}; store valid ones under the organization's provider-credentials/${e.provider}`
+        : `The provider refused our credentials while trying to ${what}`
     case "quota":
     case "capacity":
       return `The provider has no capacity to ${what} now; try again later`
@@ -132,12 +140,12 @@ export const fileFailure = (operation: FileOperation, path: string, e: ProviderE
     return { customer: true, error: withReason({ code, message: fileMessage(reason, path), retryable: false }, reason, e.provider) }
   }
   const verb = operation === "list" ? `list ${quoted(path)}` : `${operation} ${quoted(path)}`
-  return { customer: false, error: withReason({ code: "runtime_operation_failed", message: providerMessage(e, verb), retryable: e.retryable }, `provider_${e.kind}`, e.provider) }
+  return { customer: false, error: withReason({ code: "runtime_operation_failed", message: providerMessage(e, verb), retryable: e.retryable }, providerCode(e), e.provider) }
 }
 
 /** A process that could not be started or followed at the provider. */
 export const processFailure = (e: ProviderError, request: { readonly command: ReadonlyArray<string>; readonly cwd: string | null }): ErrorObject => {
-  const code = e.kind === "unknown_outcome" ? "provider_unknown_outcome" : `provider_${e.kind}`
+  const code = providerCode(e)
   if (e.kind === "invalid_request" || e.kind === "customer" || e.kind === "not_found") {
     const reason = fileReasonOf(e)
     if (request.cwd !== null && /\bcwd\b|working dir/i.test(e.message) && reason === "not_found") {
@@ -147,12 +155,12 @@ export const processFailure = (e: ProviderError, request: { readonly command: Re
     if (reason === "not_found" && e.kind !== "not_found") return withReason({ code, message: `The command was not found: ${program}`, retryable: false }, "command_not_found", e.provider)
     if (reason === "permission_denied") return withReason({ code, message: `The command may not be run: ${program}`, retryable: false }, "permission_denied", e.provider)
   }
-  return withReason({ code, message: providerMessage(e, "run the command"), retryable: e.retryable }, `provider_${e.kind}`, e.provider)
+  return withReason({ code, message: providerMessage(e, "run the command"), retryable: e.retryable }, providerCode(e), e.provider)
 }
 
 /** A lifecycle action (create, pause, resume, destroy) or endpoint action that failed at the provider. */
 export const actionFailure = (code: string, what: string, e: ProviderError): ErrorObject =>
-  withReason({ code, message: providerMessage(e, what), retryable: e.retryable }, `provider_${e.kind}`, e.provider)
+  withReason({ code, message: providerMessage(e, what), retryable: e.retryable }, providerCode(e), e.provider)
 
 /**
  * An attempt as clients see it: a failed one says what failed in our words (its `code` already names the class);
@@ -165,6 +173,7 @@ export const publicAttempt = (attempt: Attempt): Attempt =>
 
 const ATTEMPT_MESSAGES: Record<string, string> = {
   provider_auth_error: "The provider refused our credentials",
+  provider_credentials_rejected: "The provider refused the organization's stored credentials (or they were removed)",
   provider_capacity_unavailable: "The provider has no capacity for this sandbox now",
   provider_unavailable: "The provider did not answer",
   provider_unknown_outcome: "The provider's answer was lost; the sandbox is looked for again",

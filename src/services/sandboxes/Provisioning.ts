@@ -8,10 +8,11 @@ import { requestOf, SandboxesRepo } from "../../db/repos/Sandboxes.ts"
 import type { ErrorObject } from "../../domain/Errors.ts"
 import type { SandboxRequest } from "../../domain/Sandbox.ts"
 import { capabilitiesToWire, type CapabilityManifest } from "../../../providers/core/Capabilities.ts"
-import { type CreateInput, ProviderRegistry, type ProviderName, type ProviderSandbox } from "../../../providers/core/Provider.ts"
+import type { CreateInput, ProviderName, ProviderSandbox } from "../../../providers/core/Provider.ts"
 import { type Attempt, provisionWithFallback } from "../../../providers/core/routing.ts"
+import { ProviderAccounts } from "../ProviderAccounts.ts"
 import { appendOperationEvent } from "./Operations.ts"
-import { actionFailure, logProviderFailure, publicAttempt } from "./ProviderErrors.ts"
+import { actionFailure, logProviderFailure, providerCode, publicAttempt } from "./ProviderErrors.ts"
 import type { SandboxRow } from "./SandboxRows.ts"
 
 export type Provisioned =
@@ -51,7 +52,7 @@ const createInput = (sandbox: SandboxRow, request: SandboxRequest, provider: Pro
 
 export const provisionSandbox = (sandbox: SandboxRow, operationId: string) =>
   Effect.gen(function*() {
-    const registry = yield* ProviderRegistry
+    const { byok, providers } = yield* Effect.flatMap(ProviderAccounts, (accounts) => accounts.candidates(sandbox.organization_id))
     const context = yield* repositories
     const request = yield* requestOf(sandbox)
     // A provider's own words (its status lines, its daemon's errors) are logged, not recorded where clients read.
@@ -78,7 +79,9 @@ export const provisionSandbox = (sandbox: SandboxRow, operationId: string) =>
       }).pipe(Effect.provide(context))
     const outcome = yield* provisionWithFallback({
       request,
-      providers: registry.all,
+      providers,
+      // On the organization's own account nothing is charged to its balance.
+      managedBilling: (provider) => provider.mode === "remote" && !byok.has(provider.name),
       input: (provider) => createInput(sandbox, request, provider.name),
       onAttempt: record
     })
@@ -90,7 +93,7 @@ export const provisionSandbox = (sandbox: SandboxRow, operationId: string) =>
           provider: outcome.provider.name,
           sandbox: outcome.sandbox,
           capabilities: capabilitiesToWire(outcome.provider.name, outcome.provider.capabilities),
-          billingMode: outcome.provider.mode === "emulated" ? "emulated" : "managed"
+          billingMode: byok.has(outcome.provider.name) ? "byok" : outcome.provider.mode === "emulated" ? "emulated" : "managed"
         } satisfies Provisioned
       case "NoEligibleProvider":
         return {
@@ -98,7 +101,7 @@ export const provisionSandbox = (sandbox: SandboxRow, operationId: string) =>
           error: { code: "no_eligible_provider", message: "No configured provider can serve this request", retryable: false, details: details(outcome.attempts) }
         } satisfies Provisioned
       case "Failed": {
-        const error = actionFailure(`provider_${outcome.error.kind}`, "create the sandbox", outcome.error)
+        const error = actionFailure(providerCode(outcome.error), "create the sandbox", outcome.error)
         yield* logProviderFailure("create", outcome.error)
         return {
           _tag: "Failed",

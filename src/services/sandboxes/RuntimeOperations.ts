@@ -8,10 +8,11 @@ import { provideRepositories } from "../../db/Database.ts"
 import { type RuntimeOperationKind, type RuntimeOperationRow, RuntimeOperationsRepo, type StoredResult } from "../../db/repos/RuntimeOperations.ts"
 import type { ErrorObject } from "../../domain/Errors.ts"
 import { nowIso } from "../../domain/Time.ts"
-import { type ProviderError, ProviderRegistry, type ProviderSandbox, type SandboxProvider } from "../../../providers/core/Provider.ts"
+import type { ProviderError, ProviderSandbox, SandboxProvider } from "../../../providers/core/Provider.ts"
 import { type JobHandler, JobError } from "../JobRegistry.ts"
 import { type FileOperation, fileFailure, logProviderFailure } from "./ProviderErrors.ts"
-import { getSandboxRow, providerTarget, touchSandbox } from "./SandboxRows.ts"
+import { getSandboxRow, touchSandbox } from "./SandboxRows.ts"
+import { ProviderAccounts } from "../ProviderAccounts.ts"
 
 export type { RuntimeOperationKind, RuntimeOperationRow }
 
@@ -65,7 +66,7 @@ const perform = (row: RuntimeOperationRow, provider: SandboxProvider, resource: 
 }
 
 export const makeRuntimeOperationHandler = Effect.gen(function*() {
-  const registry = yield* ProviderRegistry
+  const accounts = yield* ProviderAccounts
   const operations = yield* RuntimeOperationsRepo
 
   const complete = (id: string, state: "succeeded" | "failed", result: StoredResult | null, error: ErrorObject | null, data?: Uint8Array) =>
@@ -87,7 +88,7 @@ export const makeRuntimeOperationHandler = Effect.gen(function*() {
         return yield* complete(id, "failed", null, { code: "runtime_operation_failed", message: "The write's data is missing", retryable: false })
       }
       const sandbox = yield* getSandboxRow(row.sandbox_id)
-      const target = providerTarget(registry, sandbox)
+      const target = accounts.target(sandbox)
       if (sandbox === undefined || sandbox.state !== "ready" || target === undefined) {
         return yield* complete(id, "failed", null, {
           code: "invalid_sandbox_state",

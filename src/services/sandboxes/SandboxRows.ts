@@ -3,7 +3,6 @@
  * States follow reference/openmetal-api.md §3; a destroyed sandbox is `stopped`, never deleted.
  */
 import { SandboxesRepo, type SandboxRow, type SandboxState } from "../../db/repos/Sandboxes.ts"
-import type { ProviderRegistry, ProviderSandbox, SandboxProvider } from "../../../providers/core/Provider.ts"
 
 export type { SandboxRow, SandboxState }
 
@@ -30,16 +29,6 @@ export const setSandboxState = (
   state: SandboxState,
   extra: { readonly reason?: string | null; readonly unless?: ReadonlyArray<SandboxState> } = {}
 ) => SandboxesRepo.setState(id, state, extra)
-
-/** The provider serving a sandbox and its resource there, if it has one. */
-export const providerTarget = (
-  registry: typeof ProviderRegistry.Service,
-  sandbox: SandboxRow | undefined
-): { readonly provider: SandboxProvider; readonly resource: ProviderSandbox; readonly sandbox: SandboxRow } | undefined => {
-  if (sandbox?.provider == null || sandbox.provider_resource === null) return undefined
-  const provider = registry.get(sandbox.provider)
-  return provider === undefined ? undefined : { provider, resource: sandbox.provider_resource, sandbox }
-}
 
 /** Records API activity on a sandbox (idle timeout bookkeeping). */
 export const touchSandbox = (id: string) => SandboxesRepo.touch(id)

@@ -1,0 +1,61 @@
+/** The registry: canonical order, and providers on organizations' own accounts (BYOK), cached per credential set. */
+import { Effect } from "effect"
+import { describe, expect, it } from "vitest"
+import { DECLARED } from "./declared.ts"
+import { type ProviderCredentials, ProviderError, type ProviderName, type SandboxProvider, unsupported } from "./Provider.ts"
+import { makeProviderRegistry } from "./registry.ts"
+
+/** A provider whose every call fails with `auth`, naming the key it was built with. */
+const keyed = (name: ProviderName, key: string, built: Array<string>): SandboxProvider => {
+  const no = () => Effect.fail(new ProviderError({ provider: name, kind: "auth", message: `key ${key} refused`, retryable: false }))
+  return {
+    name,
+    capabilities: DECLARED[name],
+    mode: "emulated",
+    create: no,
+    reconcileCreate: no,
+    inspect: no,
+    destroy: no,
+    pause: no,
+    resume: no,
+    getCost: no,
+    exec: no,
+    execEvents: no,
+    cancelExec: no,
+    readFile: no,
+    writeFile: no,
+    listFiles: no,
+    deleteFile: no,
+    exposeHttpEndpoint: () => Effect.fail(unsupported(name, "endpoints")),
+    revokeHttpEndpoint: no,
+    withCredentials: (credentials: ProviderCredentials) => {
+      built.push(credentials["api_key"] ?? "")
+      return keyed(name, credentials["api_key"] ?? "", built)
+    }
+  }
+}
+
+const failure = async (effect: Effect.Effect<unknown, ProviderError>) => Effect.runPromise(Effect.flip(effect))
+
+describe("provider registry", () => {
+  it("lists providers in the canonical order and refuses two plugins for one provider", () => {
+    const built: Array<string> = []
+    expect(makeProviderRegistry([keyed("e2b", "g", built), keyed("daytona", "g", built)]).all.map((p) => p.name)).toEqual(["daytona", "e2b"])
+    expect(() => makeProviderRegistry([keyed("e2b", "g", built), keyed("e2b", "h", built)])).toThrow("two plugins provide e2b")
+  })
+
+  it("builds one instance per credential set (a rotated set is a new one), marks its failures as the organization's", async () => {
+    const built: Array<string> = []
+    const registry = makeProviderRegistry([keyed("daytona", "gateway", built)])
+    const first = registry.withCredentials("daytona", { api_key: "k1", target: "eu" })!
+    expect(registry.withCredentials("daytona", { target: "eu", api_key: "k1" })).toBe(first)
+    const rotated = registry.withCredentials("daytona", { api_key: "k2", target: "eu" })!
+    expect(rotated).not.toBe(first)
+    expect(built).toEqual(["k1", "k2"])
+    const e = await failure(rotated.exec({ resourceId: "r", resolvedResources: { vcpu: 1, memoryMb: 1, diskMb: null, architecture: "x86_64", providerSize: null }, metadata: {} }, { command: ["true"], timeoutSeconds: 1, maxOutputBytes: 1, processId: "p" }))
+    expect([e.kind, e.account, e.message]).toEqual(["auth", "organization", "key k2 refused"])
+    // The gateway's own instance is untouched.
+    expect((await failure(registry.get("daytona")!.destroy({ resourceId: "r", resolvedResources: { vcpu: 1, memoryMb: 1, diskMb: null, architecture: "x86_64", providerSize: null }, metadata: {} }))).account).toBeUndefined()
+    expect(registry.withCredentials("e2b", { api_key: "x" })).toBeUndefined()
+  })
+})
