@@ -1,0 +1,117 @@
+/**
+ * Blaxel processes through the sandbox runtime: `POST /process {name: "metal-<process id>", command,
+ * waitForCompletion: false}`, `GET /process/{name}` for the status, `GET /process/{name}/logs` for the whole
+ * output once it is over, `DELETE /process/{name}/kill` to cancel. Output is buffered (stdout, then stderr, after
+ * the exit), as Blaxel keeps the two streams apart without their order. The process name makes exec idempotent
+ * and the execution id carries it, so `execEvents` works after a gateway restart.
+ *
+ * Timeouts: Blaxel applies a process `timeout` only to keep-alive processes (which also keep the sandbox from
+ * standby and cost more), so none is sent; the gateway cancels a process at its deadline.
+ */
+import { HttpClientRequest } from "@effect/platform"
+import { Effect } from "effect"
+import type { ProviderExecEvent, SandboxProvider } from "../../core/Provider.ts"
+import { unsupported } from "../../core/Provider.ts"
+import {
+  type BlaxelContext,
+  decodeExecutionId,
+  encodeExecutionId,
+  type ExecutionRef,
+  NAME,
+  processName,
+  shellQuote,
+  WireLogs,
+  WireProcess
+} from "./wire.ts"
+
+/** stdout then stderr, cut at the output limit, then the exit. */
+export const bufferedEvents = (
+  output: { readonly stdout: string; readonly stderr: string },
+  exit: { readonly exitCode: number | null; readonly signal: string | null; readonly cancelled: boolean },
+  maxOutputBytes: number
+): Array<ProviderExecEvent> => {
+  const events: Array<ProviderExecEvent> = []
+  let budget = maxOutputBytes
+  let truncated = false
+  for (const type of ["stdout", "stderr"] as const) {
+    const bytes = new TextEncoder().encode(output[type])
+    const data = bytes.subarray(0, Math.max(0, budget))
+    if (data.length < bytes.length) truncated = true
+    budget -= data.length
+    if (data.length > 0) events.push({ seq: events.length, type, data })
+  }
+  events.push({ seq: events.length, type: "exit", ...exit, timedOut: false, outputTruncated: truncated })
+  return events
+}
+
+export const makeProcesses = (ctx: BlaxelContext) => {
+  const { decode, fail, runtime } = ctx
+  const processPath = (ref: ExecutionRef) => `/process/${encodeURIComponent(ref.name)}`
+
+  const getProcess = (sandbox: Parameters<SandboxProvider["exec"]>[0], name: string) =>
+    runtime(sandbox, "GET", `/process/${encodeURIComponent(name)}`, "get process").pipe(Effect.flatMap(decode(WireProcess, "get process")))
+
+  const refOf = (executionId: string) => {
+    const ref = decodeExecutionId(executionId)
+    return ref === undefined ? Effect.fail(fail("invalid_request", `${executionId} is not a Blaxel execution id`)) : Effect.succeed(ref)
+  }
+
+  /** The shell line: into /workspace (made first) unless a directory is given, then the argv. */
+  const commandLine = (input: Parameters<SandboxProvider["exec"]>[1]) => {
+    const argv = input.command.map(shellQuote).join(" ")
+    return input.cwd === undefined ? `mkdir -p /workspace && cd /workspace && exec ${argv}` : `exec ${argv}`
+  }
+
+  const exec: SandboxProvider["exec"] = (sandbox, input) =>
+    Effect.gen(function*() {
+      if (ctx.capabilities.process === null) return yield* unsupported(NAME, "processes")
+      if (input.command.length === 0) return yield* fail("invalid_request", "the command is empty")
+      const name = processName(input.processId)
+      const maxOutputBytes = Math.min(input.maxOutputBytes, ctx.capabilities.process.maxOutputBytes)
+      const executionId = encodeExecutionId({ name, maxOutputBytes })
+      // A retry of this exec finds its process by name instead of starting it twice.
+      const existing = yield* getProcess(sandbox, name).pipe(Effect.catchIf((e) => e.kind === "not_found", () => Effect.succeed(null)))
+      if (existing !== null) return { executionId }
+      const body = {
+        name,
+        command: commandLine(input),
+        ...(input.cwd === undefined ? {} : { workingDir: input.cwd }),
+        ...(input.environment === undefined || Object.keys(input.environment).length === 0 ? {} : { env: input.environment }),
+        waitForCompletion: false
+      }
+      yield* runtime(sandbox, "POST", "/process", "start process", HttpClientRequest.bodyUnsafeJson(body)).pipe(
+        Effect.flatMap(decode(WireProcess, "start process")),
+        // "already exists and is running": a concurrent retry started it.
+        Effect.catchIf((e) => e.status === 400 && /already exists/.test(e.message), () => getProcess(sandbox, name))
+      )
+      return { executionId }
+    })
+
+  const execEvents: SandboxProvider["execEvents"] = (sandbox, executionId, fromSeq) =>
+    Effect.gen(function*() {
+      const ref = yield* refOf(executionId)
+      const process = yield* getProcess(sandbox, ref.name)
+      if (process.status === "running") return []
+      const logs = yield* runtime(sandbox, "GET", `${processPath(ref)}/logs`, "process logs").pipe(Effect.flatMap(decode(WireLogs, "process logs")))
+      const cancelled = process.status === "killed" || process.status === "stopped"
+      const exit = cancelled
+        ? { exitCode: null, signal: process.status === "killed" ? "SIGKILL" : "SIGTERM", cancelled: true }
+        : { exitCode: process.exitCode ?? (process.status === "completed" ? 0 : 1), signal: null, cancelled: false }
+      return bufferedEvents(logs, exit, ref.maxOutputBytes).slice(fromSeq)
+    })
+
+  const cancelExec: SandboxProvider["cancelExec"] = (sandbox, executionId) =>
+    Effect.gen(function*() {
+      if (ctx.capabilities.process?.cancel !== true) return yield* unsupported(NAME, "cancelling processes")
+      const ref = yield* refOf(executionId)
+      const process = yield* getProcess(sandbox, ref.name).pipe(Effect.catchIf((e) => e.kind === "not_found", () => Effect.succeed(null)))
+      // Already over: its real exit is kept.
+      if (process === null || process.status !== "running") return { cancelled: false }
+      return yield* runtime(sandbox, "DELETE", `${processPath(ref)}/kill`, "kill process").pipe(
+        Effect.as({ cancelled: true }),
+        Effect.catchIf((e) => e.kind === "not_found", () => Effect.succeed({ cancelled: false }))
+      )
+    })
+
+  return { exec, execEvents, cancelExec }
+}

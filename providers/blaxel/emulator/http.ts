@@ -1,0 +1,50 @@
+/**
+ * What the Blaxel emulator answers with: the control API's errors `{code, error, message}`, the sandbox runtime's
+ * `{error}`, and request bodies read through Schemas (malformed JSON, unknown fields and wrong types are the
+ * provider's 400).
+ */
+import { Either, ParseResult, Schema } from "effect"
+
+export const json = (body: unknown, status = 200, headers: Record<string, string> = {}) => Response.json(body, { status, headers })
+
+/** Thrown by a handler: answered with its status in the plane's error shape. */
+export class HttpFailure extends Error {
+  constructor(readonly status: number, message: string, readonly code?: string) {
+    super(message)
+  }
+}
+
+const ERROR_NAMES: Readonly<Record<number, string>> = {
+  400: "Bad Request",
+  401: "Unauthorized",
+  403: "Forbidden",
+  404: "Not Found",
+  409: "Conflict",
+  413: "Payload Too Large",
+  416: "Range Not Satisfiable",
+  422: "Unprocessable Entity",
+  500: "Internal Server Error"
+}
+/** The control API: `{code, error, message}`; create failures carry a string code (`QUOTA_EXCEEDED`, …). */
+export const controlError = (status: number, message: string, code?: string) =>
+  json(code === undefined ? { code: status, error: ERROR_NAMES[status] ?? "Error", message } : { code, message, status_code: status }, status)
+/** The sandbox runtime: `{error}`. */
+export const runtimeError = (status: number, message: string) => json({ error: message }, status)
+
+/** A JSON body decoded by `schema`, strictly (unknown fields refused). */
+export const readBody = async <A, I>(request: Request, schema: Schema.Schema<A, I>): Promise<A> => {
+  let body: unknown
+  try {
+    body = await request.json()
+  } catch {
+    throw new HttpFailure(400, "the request body is not valid JSON")
+  }
+  const decoded = Schema.decodeUnknownEither(schema, { onExcessProperty: "error", errors: "first" })(body)
+  if (Either.isLeft(decoded)) throw new HttpFailure(400, `invalid request body: ${ParseResult.TreeFormatter.formatErrorSync(decoded.left).replace(/\s+/g, " ").slice(0, 300)}`)
+  return decoded.right
+}
+
+export const StringMap = Schema.Record({ key: Schema.String, value: Schema.String })
+/** Blaxel durations: a count and a unit (`90s`, `30m`, `24h`, `7d`, `2w`). */
+export const Duration = Schema.String.pipe(Schema.pattern(/^\d{1,9}[smhdw]$/))
+export const durationSeconds = (d: string) => Number(d.slice(0, -1)) * { s: 1, m: 60, h: 3600, d: 86_400, w: 604_800 }[d.slice(-1) as "s"]
