@@ -20,6 +20,8 @@
  *    with the response on completion.
  * 6. `claimJobs` / `claimJobByKey`: lease due jobs to an owner with a fresh token each, at most one job per lock
  *    key, never a job whose lock key is held by a live lease — even when several processes claim at once.
+ *    `claimJobs` may be limited to some job types or exclude some (the runner's lanes: webhook deliveries are
+ *    claimed apart from sandbox work, so they never take its places).
  *    SQLite: one transaction, safe because transactions run one at a time; PostgreSQL: `FOR UPDATE SKIP LOCKED`
  *    plus an advisory lock (or a lock table) per lock key.
  * 7. Connection set-up: the client and migrations (SQLite: src/db/Sql.ts), the session (SQLite: the pragmas,
@@ -60,6 +62,12 @@ export interface ClaimedJob {
   readonly recovered: boolean
 }
 
+/** Which job types a claim may take. */
+export interface JobTypeFilter {
+  readonly only?: ReadonlyArray<string> | undefined
+  readonly except?: ReadonlyArray<string> | undefined
+}
+
 /** Columns a claim returns, as the jobs repository decodes them. */
 export const CLAIMED_JOB_COLUMNS = "id, type, dedupe_key, lock_key, payload, attempts, lease_owner"
 
@@ -78,9 +86,12 @@ export interface DialectShape {
     ref: IdempotencyKeyRef,
     stored: { readonly fingerprint: string; readonly status: number; readonly body: string; readonly now: string; readonly expiresAt: string }
   ) => Effect.Effect<void, SqlError.SqlError>
-  /** Claims up to `limit` due jobs (skipping `running`, jobs this process already runs), in one transaction. */
+  /**
+   * Claims up to `limit` due jobs (skipping `running`, jobs this process already runs), in one transaction; only of
+   * the types in `types.only` when given, and none of those in `types.except`.
+   */
   readonly claimJobs: (
-    request: ClaimRequest & { readonly limit: number; readonly running: ReadonlySet<string> }
+    request: ClaimRequest & { readonly limit: number; readonly running: ReadonlySet<string>; readonly types?: JobTypeFilter | undefined }
   ) => Effect.Effect<Array<ClaimedJob>, SqlError.SqlError>
   /** Claims the job with this dedupe key if it is pending, due and its lock key is free. */
   readonly claimJobByKey: (request: ClaimRequest & { readonly dedupeKey: string }) => Effect.Effect<ClaimedJob | undefined, SqlError.SqlError>

@@ -73,8 +73,16 @@ export const makeSqliteDialect = (sql: SqlClient.SqlClient): DialectShape => {
     claimJobs: (request) =>
       Effect.gen(function*() {
         const { now, limit } = request
+        const only = request.types?.only
+        const except = request.types?.except
+        if (only !== undefined && only.length === 0) return []
+        const ofTypes = only !== undefined
+          ? sql`AND ${sql.in("type", only)}`
+          : except !== undefined && except.length > 0
+          ? sql`AND type NOT IN ${sql.in(except)}`
+          : sql``
         const candidates = yield* sql<{ id: string; lock_key: string | null; state: string; lease_owner: string | null }>`
-          SELECT id, lock_key, state, lease_owner FROM jobs WHERE ${due(now)} AND ${lockFree(now)}
+          SELECT id, lock_key, state, lease_owner FROM jobs WHERE ${due(now)} AND ${lockFree(now)} ${ofTypes}
           ORDER BY available_at, created_at LIMIT ${limit * 4}`
         const locks = new Set<string>()
         const claimed: Array<ClaimedJob> = []

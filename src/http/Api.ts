@@ -26,6 +26,7 @@ import { ProcessesApi } from "./groups/ProcessesApi.ts"
 import { ProjectSandboxesApi } from "./groups/ProjectSandboxesApi.ts"
 import { SandboxesApi } from "./groups/SandboxesApi.ts"
 import { SystemApi } from "./groups/SystemApi.ts"
+import { WebhookDeliveriesApi } from "./groups/WebhookDeliveriesApi.ts"
 import { WebhooksApi } from "./groups/WebhooksApi.ts"
 import { dropHttpApiDecodeError } from "./OpenApiTransform.ts"
 
@@ -38,6 +39,7 @@ export class Api extends HttpApi.make("sandbox-gateway")
   .add(EventsApi)
   .add(BillingApi)
   .add(WebhooksApi)
+  .add(WebhookDeliveriesApi)
   .add(ProviderCredentialsApi)
   .add(SandboxesApi)
   .add(ProjectSandboxesApi)

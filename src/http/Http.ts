@@ -2,7 +2,7 @@
 import { HttpApiBuilder, HttpApiSwagger, HttpMiddleware, HttpServer } from "@effect/platform"
 import { BunHttpServer } from "@effect/platform-bun"
 import { Context, Effect, Layer } from "effect"
-import { AppConfig, AppConfigLive } from "../Config.ts"
+import { AppConfig, AppConfigLive, WebhookConfigLive } from "../Config.ts"
 import { CheckpointerLive } from "../db/Checkpointer.ts"
 import { DatabaseLive } from "../db/Database.ts"
 import { CredentialsLive } from "../services/Credentials.ts"
@@ -14,7 +14,10 @@ import { ApiKeysLive } from "./handlers/ApiKeysHttp.ts"
 import { BillingLive } from "./handlers/BillingHttp.ts"
 import { EventsLive } from "./handlers/EventsHttp.ts"
 import { ProviderCredentialsLive } from "./handlers/ProviderCredentialsHttp.ts"
+import { WebhookDeliveriesLive } from "./handlers/WebhookDeliveriesHttp.ts"
 import { WebhooksLive } from "./handlers/WebhooksHttp.ts"
+import { EventFeedLive } from "../services/EventFeed.ts"
+import { WebhookResolverLive } from "../services/webhooks/Targets.ts"
 import { MembersLive } from "./handlers/MembersHttp.ts"
 import { OrganizationsLive } from "./handlers/OrganizationsHttp.ts"
 import { ProjectsLive } from "./handlers/ProjectsHttp.ts"
@@ -40,14 +43,17 @@ import { ProjectKeyAuthLive, UserAuthLive } from "./Security.ts"
 
 export const ApiLive = HttpApiBuilder.api(Api).pipe(
   Layer.provide([
-    SystemLive, OrganizationsLive, MembersLive, ProjectsLive, ApiKeysLive, EventsLive, BillingLive, WebhooksLive, ProviderCredentialsLive,
+    SystemLive, OrganizationsLive, MembersLive, ProjectsLive, ApiKeysLive, EventsLive, BillingLive, WebhooksLive, WebhookDeliveriesLive, ProviderCredentialsLive,
     SandboxesLive, ProjectSandboxesLive, OperationsLive, ProcessesLive, FilesystemLive, EndpointsLive
   ]),
   Layer.provide([UserAuthLive, ProjectKeyAuthLive, ErrorEnvelopeLive])
 )
 
-/** Providers (and their emulators over the local runtime), then the job handlers, which start the runner. */
-const SandboxPlaneLive = Layer.mergeAll(SandboxJobsLive, ReaperLive).pipe(
+/**
+ * Providers (and their emulators over the local runtime), then the job handlers, which start the runner; the
+ * event feed wakes it when events (and their webhook deliveries) are committed.
+ */
+const SandboxPlaneLive = Layer.mergeAll(SandboxJobsLive, ReaperLive, EventFeedLive).pipe(
   Layer.provideMerge(ProviderAccounts.Default),
   Layer.provideMerge(ProviderRegistryLive),
   Layer.provideMerge(OperationRunnerLive),
@@ -58,7 +64,9 @@ const SandboxPlaneLive = Layer.mergeAll(SandboxJobsLive, ReaperLive).pipe(
 const EndpointsServingLive = EndpointServerLive.pipe(Layer.provideMerge(EndpointConnectionsLive))
 
 export const ServicesLive = Layer.mergeAll(CredentialsLive, IdempotencyStoreLive, SandboxPlaneLive, CheckpointerLive, EndpointsServingLive).pipe(
+  Layer.provideMerge(WebhookResolverLive),
   Layer.provideMerge(SecretBoxLive),
+  Layer.provideMerge(WebhookConfigLive),
   Layer.provideMerge(DatabaseLive),
   Layer.provideMerge(AppConfigLive)
 )
