@@ -6,6 +6,7 @@
 import { describe, expect, it } from "vitest"
 import { Effect } from "effect"
 import * as fs from "node:fs"
+import * as os from "node:os"
 import * as path from "node:path"
 import type { WebhookConfigShape } from "../../src/Config.ts"
 import { WebhookConfig } from "../../src/Config.ts"
@@ -236,6 +237,28 @@ describe("retries and signatures", () => {
     expect(parseRetryAfter("Thu, 01 Jan 2026 00:01:00 GMT", now)).toBe(60_000)
     expect(parseRetryAfter("soon", now)).toBeUndefined()
     expect(parseRetryAfter(null, now)).toBeUndefined()
+  })
+
+  it("the README's verification snippet accepts a delivery's signature and refuses a tampered one", async () => {
+    const readme = fs.readFileSync(path.resolve(import.meta.dirname, "../../README.md"), "utf8")
+    const code = /<!-- verify-webhook -->\n```ts\n([\s\S]*?)\n```/.exec(readme)?.[1]
+    expect(code).toBeDefined()
+    const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "sgw-readme-")), "verify.ts")
+    fs.writeFileSync(file, code!)
+    const { verifyWebhook } = (await import(file)) as { verifyWebhook: (secret: string, headers: Headers, body: string) => boolean }
+    const secret = "whsec_readme0123456789abcdefghijklmnopqrstuvwxyzAB"
+    const body = JSON.stringify({ type: "process.completed", data: { exit_code: 0 } })
+    const t = Math.floor(Date.now() / 1000)
+    const headers = (deliveryId: string, at = t) => new Headers({
+      "metal-delivery-id": deliveryId,
+      "metal-signature-timestamp": String(at),
+      "metal-signature": signatureHeader(secret, at, "dlv-1", body)
+    })
+    expect(verifyWebhook(secret, headers("dlv-1"), body)).toBe(true)
+    expect(verifyWebhook(secret, headers("dlv-2"), body)).toBe(false)
+    expect(verifyWebhook(secret, headers("dlv-1"), body.replace("0", "1"))).toBe(false)
+    expect(verifyWebhook(`${secret}x`, headers("dlv-1"), body)).toBe(false)
+    expect(verifyWebhook(secret, headers("dlv-1", t - 600), body)).toBe(false)
   })
 
   it("a signature verifies with its secret, delivery id, body and a fresh timestamp only", () => {

@@ -175,6 +175,7 @@ export const startProcess = (caller: Caller, sandboxId: string, input: StartProc
     })
     yield* SandboxesRepo.touch(sandboxId)
     yield* appendProcessEvent(id, "queued", {})
+    yield* appendEvent({ type: "process.queued", organizationId: caller.organizationId, projectId: caller.projectId, data: { sandbox_id: sandboxId, process_id: id } })
     yield* enqueueJob(ProcessExecuteJob, { dedupeKey: processJobKey(id), payload: { process_id: id } })
     return (yield* getProcessRow(id))!
   })
@@ -195,6 +196,7 @@ export const cancelProcess = (caller: Caller, sandboxId: string, processId: stri
     if (row.cancel_requested_at === null) {
       yield* ProcessesRepo.requestCancel(processId, yield* nowIso)
       yield* appendProcessEvent(processId, "cancel_requested", {})
+      yield* appendEvent({ type: "process.cancel_requested", organizationId: caller.organizationId, projectId: caller.projectId, data: { sandbox_id: sandboxId, process_id: processId } })
     }
     return (yield* getProcessRow(processId))!
   })
