@@ -28,42 +28,9 @@ import { type AgentAnswer, callAgent, connectBridge, waitForAgent, writeIdentity
 import * as Wire from "./AgentWire.ts"
 import { egressFilterPresent, installEgressFilter } from "./Egress.ts"
 import { collectTools, ensureTools, HostError, prepareHost, requireRoot, type Tools, TOOLS_REFRESH_MS, TUN_NODE } from "./Host.ts"
-import {
-  alive,
-  applyLimits,
-  bwrapArgs,
-  cgroupPath,
-  cgroupPids,
-  cgroupProcsFiles,
-  cgroupScope,
-  cgroupsExist,
-  createCgroups,
-  createDisk,
-  DEFAULT_DISK_MB,
-  DEFAULT_HOST_UID,
-  descendants,
-  diskImage,
-  freezerState,
-  identityFiles,
-  jailDir,
-  type JailSpec,
-  keepBlankImage,
-  type JailState,
-  launchCommand,
-  MAX_DISK_MB,
-  MIN_DISK_MB,
-  PIDS_HEADROOM,
-  PIDS_LIMIT,
-  procStart,
-  readState,
-  removeCgroups,
-  renameCgroups,
-  sandboxesDir,
-  scopeCgroupIds,
-  setFrozen,
-  signalAll,
-  writeState
-} from "./Jail.ts"
+import { applyLimits, cgroupPath, cgroupPids, cgroupProcsFiles, cgroupScope, cgroupsExist, createCgroups, freezerState, PIDS_HEADROOM, PIDS_LIMIT, removeCgroups, renameCgroups, scopeCgroupIds, setFrozen } from "./Cgroups.ts"
+import { createDisk, DEFAULT_DISK_MB, identityFiles, keepBlankImage, MAX_DISK_MB, MIN_DISK_MB } from "./Disk.ts"
+import { alive, bwrapArgs, DEFAULT_HOST_UID, descendants, diskImage, jailDir, type JailSpec, type JailState, launchCommand, procStart, readState, sandboxesDir, signalAll, writeState } from "./Jail.ts"
 import {
   type ExecEvent,
   type ExecInfo,
