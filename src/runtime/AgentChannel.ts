@@ -1,5 +1,5 @@
 /**
- * The gateway's channel to a jail's agent (DESIGN.md §5 threat model: the agent, like everything in the jail,
+ * The gateway's channel to a jail's agent (ARCHITECTURE.md §5 threat model: the agent, like everything in the jail,
  * is hostile).
  *
  * Where: the agent binds its sockets in its run directory, which the sandbox writes. The gateway never connects

@@ -52,7 +52,7 @@ const writeTemplate = (tpl: string) => {
   fs.mkdirSync(root, { recursive: true, mode: 0o755 })
   for (const sub of ["workspace", "tmp"]) fs.mkdirSync(path.join(root, sub), { mode: 0o755 })
   fs.chmodSync(path.join(root, "tmp"), 0o1777)
-  for (const sub of ["etc", "usr", "proc", "dev", "run/agent", "opt/agent", "run/cgroup"]) fs.mkdirSync(path.join(root, sub), { recursive: true, mode: 0o755 })
+  for (const sub of ["etc", "usr", "proc", "dev", "run/agent", "opt/agent/lib", "run/cgroup"]) fs.mkdirSync(path.join(root, sub), { recursive: true, mode: 0o755 })
   for (const [name, target] of USR_LINKS) if (fs.existsSync(`/${name}`)) fs.symlinkSync(target, path.join(root, name))
   for (const name of ETC_FILES) {
     if (!fs.existsSync(`/etc/${name}`)) continue
@@ -60,7 +60,7 @@ const writeTemplate = (tpl: string) => {
     fs.writeFileSync(path.join(root, "etc", name), "", { mode: 0o644 })
   }
   for (const name of ETC_DIRS) if (fs.existsSync(`/etc/${name}`)) fs.mkdirSync(path.join(root, "etc", name), { recursive: true, mode: 0o755 })
-  for (const file of ["opt/agent/agent.js", "opt/agent/bun", "run/cgroup/pids.procs", "run/cgroup/memory.procs"]) fs.writeFileSync(path.join(root, file), "", { mode: 0o644 })
+  for (const file of ["opt/agent/bun", "run/cgroup/pids.procs", "run/cgroup/memory.procs"]) fs.writeFileSync(path.join(root, file), "", { mode: 0o644 })
   fs.writeFileSync(path.join(root, "etc", "passwd"), `root:x:0:0:root:/root:/bin/sh\nuser:x:${SANDBOX_UID}:${SANDBOX_UID}:sandbox:/workspace:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n`, { mode: 0o644 })
   fs.writeFileSync(path.join(root, "etc", "group"), `root:x:0:\nuser:x:${SANDBOX_UID}:\nnogroup:x:65534:\n`, { mode: 0o644 })
   for (const name of Object.keys(identityFiles("localhost", false))) fs.writeFileSync(path.join(root, "etc", name), "", { mode: 0o644 })
@@ -73,7 +73,7 @@ export const DISK_OWNED = [DISK_ROOT, `${DISK_ROOT}/workspace`, `${DISK_ROOT}/tm
 
 /** What the template holds, as a key: a blank image made from another layout is never used. */
 const templateKey = () =>
-  createHash("sha256").update(JSON.stringify({ v: 1, etc: ETC_FILES.filter((n) => fs.existsSync(`/etc/${n}`)), dirs: ETC_DIRS.filter((n) => fs.existsSync(`/etc/${n}`)), links: USR_LINKS.filter(([n]) => fs.existsSync(`/${n}`)) })).digest("hex").slice(0, 12)
+  createHash("sha256").update(JSON.stringify({ v: 2, etc: ETC_FILES.filter((n) => fs.existsSync(`/etc/${n}`)), dirs: ETC_DIRS.filter((n) => fs.existsSync(`/etc/${n}`)), links: USR_LINKS.filter(([n]) => fs.existsSync(`/${n}`)) })).digest("hex").slice(0, 12)
 
 /** Sizes whose blank image is kept (the warm pool's and the default): others are made with mkfs each time. */
 const BLANK_SIZES = new Set<number>()

@@ -91,7 +91,7 @@ const AGENT_LOOP = [
   // Only the first agent's stderr is the launcher's pipe (read while the jail starts, closed after). The shell
   // itself writes to /dev/null, so its "Killed" note on a dead agent can never hit the closed pipe (SIGPIPE
   // would end the jail): the first agent's redirection lives in a subshell, not in the shell.
-  'exec 3>&2 >/dev/null 2>/dev/null; (exec "$0" /opt/agent/agent.js 2>&3 3>&-); exec 3>&-; while :; do sleep 0.2; "$0" /opt/agent/agent.js; done',
+  'exec 3>&2 >/dev/null 2>/dev/null; (exec "$0" /opt/agent/lib/main.js 2>&3 3>&-); exec 3>&-; while :; do sleep 0.2; "$0" /opt/agent/lib/main.js; done',
   "/opt/agent/bun"
 ]
 
@@ -114,7 +114,7 @@ export const bwrapArgs = (options: {
     // Shared memory is memory: half the sandbox's at most, and charged to its memory cgroup.
     "--perms", "1777", "--size", String(Math.max(1, Math.floor(options.memoryMb / 2)) * 1024 * 1024), "--tmpfs", "/dev/shm",
     "--bind", path.join(STAGE, DISK_RUN), "/run/agent",
-    "--ro-bind", options.tools.agent, "/opt/agent/agent.js",
+    "--ro-bind", options.tools.agent, "/opt/agent/lib",
     "--ro-bind", options.tools.bun, "/opt/agent/bun"
   )
   if (options.cgroup !== null) {

@@ -1,5 +1,5 @@
 /**
- * The local runtime (DESIGN.md §5): isolated sandboxes on this host, behind every provider emulator.
+ * The local runtime (ARCHITECTURE.md §5): isolated sandboxes on this host, behind every provider emulator.
  *
  * This file is the contract between the runtime (src/runtime/*) and its users (the provider emulators in
  * providers/<name>/emulator.ts, the gateway's reverse proxy and tests). Every operation is idempotent where the
@@ -20,6 +20,10 @@ export class RuntimeError extends Data.TaggedError("RuntimeError")<{
   /** For the operator's log only (e.g. bwrap's own error when a jail does not start); never shown to users. */
   readonly detail?: string | undefined
 }> {}
+
+/** A RuntimeError: `message` for the user, `detail` (optional) for the operator's log. */
+export const runtimeError = (kind: RuntimeError["kind"], message: string, detail?: string) =>
+  new RuntimeError({ kind, message, ...(detail !== undefined ? { detail } : {}) })
 
 export interface RuntimeSandboxSpec {
   /** Caller-chosen id (the emulator's resource id); `create` is idempotent on it. */

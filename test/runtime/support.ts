@@ -119,12 +119,12 @@ export const hostPids = (dataDir: string, id: string): Array<number> => {
   })
 }
 
-/** Host pid of the jail's agent (the bun process running agent.js). */
+/** Host pid of the jail's agent (the bun process running its main.js). */
 export const agentHostPid = (dataDir: string, id: string): number => {
   const pid = hostPids(dataDir, id).find((p) => {
     try {
       const argv = fs.readFileSync(`/proc/${p}/cmdline`, "utf8").split("\0")
-      return argv[0] === "/opt/agent/bun" && argv[1] === "/opt/agent/agent.js"
+      return argv[0] === "/opt/agent/bun" && argv[1] === "/opt/agent/lib/main.js"
     } catch {
       return false
     }
