@@ -7,7 +7,7 @@ import { ConflictWire, NotFoundWire } from "../../domain/Errors.ts"
 import { Process, StartProcess } from "../../domain/Runtime.ts"
 import { ProjectKeyAuth } from "../Security.ts"
 import { IdempotencyHeaders } from "./Common.ts"
-import { EventStream, LastEventIdHeaders, processIdParam, sandboxIdParam } from "./SandboxPlane.ts"
+import { EventStream, FollowParams, LastEventIdHeaders, processIdParam, sandboxIdParam } from "./SandboxPlane.ts"
 
 export class ProcessesApi extends HttpApiGroup.make("processes")
   .add(
@@ -26,11 +26,12 @@ export class ProcessesApi extends HttpApiGroup.make("processes")
   .add(
     HttpApiEndpoint.get("events")`/v1/sandboxes/${sandboxIdParam}/processes/${processIdParam}/events`
       .setHeaders(LastEventIdHeaders)
+      .setUrlParams(FollowParams)
       .addSuccess(EventStream)
       .addError(NotFoundWire)
       .annotate(
         OpenApi.Description,
-        "At most 100 frames and 1 MiB after `Last-Event-ID`; `data:` is `{sequence, process_id, type, occurred_at, data}` (schema `ProcessEventFrame`); types queued, started, stdout, stderr, cancel_requested, exited, cancelled, timed_out, failed."
+        "At most 100 frames and 1 MiB after `Last-Event-ID`, or with `follow=true` every event as it is stored until the process ends (live output); `data:` is `{sequence, process_id, type, occurred_at, data}` (schema `ProcessEventFrame`); types queued, started, stdout, stderr, cancel_requested, exited, cancelled, timed_out, failed."
       )
   )
   .add(

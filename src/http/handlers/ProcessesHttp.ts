@@ -4,10 +4,11 @@ import { Effect } from "effect"
 import { ProcessesRepo } from "../../db/repos/Processes.ts"
 import { Process } from "../../domain/Runtime.ts"
 import { cancelProcess, processOf, startProcess } from "../../services/sandboxes/Commands.ts"
-import { processJobKey, type ProcessRow } from "../../services/sandboxes/Processes.ts"
+import { processJobKey, type ProcessRow, TERMINAL_PROCESS_STATES } from "../../services/sandboxes/Processes.ts"
+import { nextSignal, processTopic } from "../../services/Signals.ts"
 import { SandboxesRepo } from "../../db/repos/Sandboxes.ts"
 import { Api } from "../Api.ts"
-import { PROCESS_BATCH_BYTES, PROCESS_BATCH_EVENTS, processEventFrame, sseBody, sseResponse } from "../Sse.ts"
+import { followResponse, followStream, PROCESS_BATCH_BYTES, PROCESS_BATCH_EVENTS, processEventFrame, sseBody, sseResponse } from "../Sse.ts"
 import { processToWire } from "../wire/Sandboxes.ts"
 import { accepted, keyCaller, planeContext } from "./PlaneSupport.ts"
 
@@ -32,12 +33,16 @@ export const ProcessesLive = HttpApiBuilder.group(Api, "processes", (handlers) =
           return yield* accepted(Process, process, `/v1/sandboxes/${path.sandbox_id}/processes/${process.id}`)
         }).pipe(provide))
       .handle("get", ({ path }) => Effect.flatMap(keyCaller, (c) => Effect.flatMap(processOf(c, path.sandbox_id, path.process_id), wire)).pipe(provide))
-      .handle("events", ({ headers, path }) =>
+      .handle("events", ({ headers, path, urlParams }) =>
         Effect.gen(function*() {
           yield* processOf(yield* keyCaller, path.sandbox_id, path.process_id)
           const after = Number(headers["last-event-id"] ?? "0")
-          const events = yield* ProcessesRepo.eventsAfter(path.process_id, after, PROCESS_BATCH_EVENTS)
-          return sseResponse(sseBody(events.map(processEventFrame(path.process_id)), PROCESS_BATCH_BYTES))
+          const read = (from: number) => Effect.map(ProcessesRepo.eventsAfter(path.process_id, from, PROCESS_BATCH_EVENTS), (rows) => rows.map(processEventFrame(path.process_id)))
+          if (urlParams.follow === true) {
+            const finished = Effect.map(ProcessesRepo.get(path.process_id), (row) => row === undefined || TERMINAL_PROCESS_STATES.includes(row.state))
+            return followResponse(followStream({ after, read: (from) => provide(read(from)), finished: provide(finished), signal: (ms) => nextSignal(processTopic(path.process_id), ms) }))
+          }
+          return sseResponse(sseBody(yield* read(after), PROCESS_BATCH_BYTES))
         }).pipe(provide))
       .handle("cancel", ({ headers, path }) =>
         Effect.gen(function*() {

@@ -9,6 +9,7 @@ import { Duration, Effect, Option } from "effect"
 import { provideRepositories } from "../../db/Database.ts"
 import { Db } from "../../db/Db.ts"
 import { type NewProcessEvent, type ProcessRow, ProcessesRepo, type ProcessStateValue, type TerminalProcessState } from "../../db/repos/Processes.ts"
+import { notify, processTopic } from "../Signals.ts"
 import { SandboxesRepo } from "../../db/repos/Sandboxes.ts"
 import type { ErrorObject } from "../../domain/Errors.ts"
 import { nowIso } from "../../domain/Time.ts"
@@ -33,7 +34,7 @@ export const processJobKey = (processId: string) => `process:execute:${processId
 
 /** Appends one event with the next sequence number of the process (call inside a transaction). */
 export const appendProcessEvent = (processId: string, type: string, data: Readonly<Record<string, unknown>>) =>
-  ProcessesRepo.appendEvent(processId, type, data)
+  Effect.zipLeft(ProcessesRepo.appendEvent(processId, type, data), notify(processTopic(processId)))
 
 /** A provider failure as the process's error: in the user's terms (ProviderErrors.ts); the provider's words are logged. */
 const providerFailure = (row: { readonly command: ReadonlyArray<string>; readonly cwd: string | null }) => (e: ProviderError) =>
@@ -52,7 +53,7 @@ export const finishProcess = (
   processId: string,
   state: TerminalProcessState,
   fields: { readonly exitCode?: number | null; readonly signal?: string | null; readonly error?: ErrorObject | null; readonly truncated?: boolean }
-) => ProcessesRepo.finish(processId, state, fields)
+) => Effect.zipLeft(ProcessesRepo.finish(processId, state, fields), notify(processTopic(processId)))
 
 /** The terminal state, error and events a provider's exit event leads to. */
 const outcomeOf = (row: ProcessRow, exit: Extract<ProviderExecEvent, { type: "exit" }>, timedOutByUs: boolean) => {
@@ -121,6 +122,7 @@ const storeEvents = (processId: string, events: ReadonlyArray<ProviderExecEvent>
         : { state: outcome.state, exitCode: exit!.exitCode, signal: exit!.signal, error: outcome.error, now }
     })
     yield* SandboxesRepo.touch(row.sandbox_id)
+    yield* notify(processTopic(processId))
     return exit
   })
 
