@@ -4,7 +4,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { api, type Bootstrap, bootstrap, expectEnvelope, type RunningServer, startServer } from "../support/server.ts"
-import { createReadySandbox, idempotencyKey, type KeyAuth, parseSse, poll, waitOperation } from "../support/sandbox.ts"
+import { createReadySandbox, idempotencyKey, type KeyAuth, minimalSandbox, parseSse, poll, waitOperation } from "../support/sandbox.ts"
 
 let server: RunningServer
 let http: ReturnType<typeof api>
@@ -124,4 +124,37 @@ describe("live output (follow=true)", () => {
     const started = await http.post(`/v1/sandboxes/${sandbox.id}/processes`, { ...auth, body: { command: ["true"] }, headers: { "idempotency-key": idempotencyKey() } })
     expectEnvelope(await http.get(`/v1/sandboxes/${sandbox.id}/processes/${started.body.id}/events?follow=true`, { token: other.api_key, project: other.project_id }), 404, "not_found")
   })
+})
+
+describe("finding sandboxes", () => {
+  it("filters by state (any of several), provider and metadata (all entries), with cursors bound to the filters", async () => {
+    const blue = await createReadySandbox(http, auth, { ...minimalSandbox(), metadata: { team: "blue", tier: "gold" } })
+    const red = await createReadySandbox(http, auth, { ...minimalSandbox(), metadata: { team: "red", "odd key": "x\"y" } })
+    const paused = await http.post(`/v1/sandboxes/${red.id}/actions/pause`, { ...auth, headers: { "idempotency-key": idempotencyKey() } })
+    await waitOperation(http, auth, paused.body.operation.id)
+    const ids = async (query: string) => {
+      const res = await http.get(`/v1/sandboxes?${query}`, auth)
+      expect(res.status).toBe(200)
+      return res.body.sandboxes.map((s: any) => s.id)
+    }
+    expect(await ids("metadata.team=blue")).toEqual([blue.id])
+    expect(await ids("metadata.team=blue&metadata.tier=gold")).toEqual([blue.id])
+    expect(await ids("metadata.team=blue&metadata.tier=silver")).toEqual([])
+    expect(await ids(`metadata.odd%20key=${encodeURIComponent("x\"y")}`)).toEqual([red.id])
+    expect(await ids("state=paused")).toEqual([red.id])
+    expect(await ids("state=ready&state=paused&metadata.team=red")).toEqual([red.id])
+    expect((await ids("state=ready&state=paused")).length).toBeGreaterThanOrEqual(3)
+    expect(await ids("provider=e2b")).toEqual([])
+    expect(await ids("provider=daytona&metadata.team=blue")).toEqual([blue.id])
+    // Paging keeps the filters; a cursor of another list (other filters) is refused.
+    const first = (await http.get("/v1/sandboxes?state=ready&state=paused&limit=1", auth)).body
+    expect(first.next_cursor).not.toBeNull()
+    const second = (await http.get(`/v1/sandboxes?state=ready&state=paused&limit=1&cursor=${first.next_cursor}`, auth)).body
+    expect(second.sandboxes[0].id).not.toBe(first.sandboxes[0].id)
+    expectEnvelope(await http.get(`/v1/sandboxes?state=paused&limit=1&cursor=${first.next_cursor}`, auth), 422, "validation_error")
+    // Bad filters are 422 at the parameter.
+    expectEnvelope(await http.get("/v1/sandboxes?state=running", auth), 422, "validation_error")
+    expectEnvelope(await http.get(`/v1/sandboxes?metadata.${"k".repeat(257)}=v`, auth), 422, "validation_error")
+    expectEnvelope(await http.get(`/v1/sandboxes?${Array.from({ length: 17 }, (_, i) => `metadata.k${i}=v`).join("&")}`, auth), 422, "validation_error")
+  }, 60_000)
 })

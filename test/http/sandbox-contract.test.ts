@@ -122,7 +122,7 @@ describe("sandbox-plane contract", () => {
     const events = doc.paths["/v1/operations/{operation_id}/events"].get
     expect(schemaOf(events.parameters.find((p: any) => p.name === "last-event-id").schema)).toMatchObject({ pattern: "^\\d{1,15}$" })
     const list = doc.paths["/v1/sandboxes"].get.parameters
-    expect(list.map((p: any) => `${p.in}:${p.name}`).sort()).toEqual(["query:cursor", "query:limit"])
+    expect(list.map((p: any) => `${p.in}:${p.name}`).sort()).toEqual(["query:cursor", "query:limit", "query:provider", "query:state"])
     expect(schemaOf(list.find((p: any) => p.name === "cursor").schema)).toMatchObject({ minLength: 1, maxLength: 512 })
     expect(doc.components.schemas.SandboxId).toMatchObject({ pattern: "^sbx_[A-Za-z0-9]+$" })
     expect(doc.components.schemas.RuntimeOperationId).toMatchObject({ pattern: "^rop_[A-Za-z0-9]+$" })

@@ -3,13 +3,26 @@
  * `X-Metal-Project-ID`. Lifecycle changes answer 202 with `{sandbox, operation}` and `Location` of the operation.
  */
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
+import { Schema } from "effect"
 import { ConflictWire, NotFoundWire, PaymentRequiredWire } from "../../domain/Errors.ts"
 import { Capabilities } from "../../domain/Runtime.ts"
-import { Sandbox, SandboxList, SandboxMutation, SandboxRequest } from "../../domain/Sandbox.ts"
-import { PageParams } from "../Pagination.ts"
+import { Provider, Sandbox, SandboxList, SandboxMutation, SandboxRequest, SandboxState } from "../../domain/Sandbox.ts"
+import { CursorParam, LimitParam } from "../Pagination.ts"
 import { ProjectKeyAuth } from "../Security.ts"
 import { IdempotencyHeaders } from "./Common.ts"
 import { sandboxIdParam } from "./SandboxPlane.ts"
+
+/**
+ * `?state=ready&state=paused&provider=e2b`, with the usual `cursor` and `limit`. `metadata.<key>=<value>` filters
+ * are read from the query by the handler: a key of any name cannot be declared here without losing the other
+ * parameters in the OpenAPI document.
+ */
+export const SandboxListParams = Schema.Struct({
+  cursor: Schema.optional(CursorParam),
+  limit: LimitParam,
+  state: Schema.optional(Schema.Union(SandboxState, Schema.Array(SandboxState).pipe(Schema.minItems(1), Schema.maxItems(14)))),
+  provider: Schema.optional(Provider)
+})
 
 export class SandboxesApi extends HttpApiGroup.make("sandboxes")
   .add(
@@ -26,9 +39,12 @@ export class SandboxesApi extends HttpApiGroup.make("sandboxes")
   )
   .add(
     HttpApiEndpoint.get("list", "/v1/sandboxes")
-      .setUrlParams(PageParams)
+      .setUrlParams(SandboxListParams)
       .addSuccess(SandboxList)
-      .annotate(OpenApi.Description, "The project's sandboxes, newest first; `next_cursor` is null on the last page. A foreign or tampered cursor is a 422.")
+      .annotate(
+        OpenApi.Description,
+        "The project's sandboxes, newest first; `next_cursor` is null on the last page. Filters: `state` (repeatable: any of them), `provider`, and `metadata.<key>=<value>` (up to 16; all must match). A cursor belongs to its list and filters: a foreign, tampered or reused-with-other-filters cursor is a 422."
+      )
   )
   .add(HttpApiEndpoint.get("get")`/v1/sandboxes/${sandboxIdParam}`.addSuccess(Sandbox).addError(NotFoundWire))
   .add(
