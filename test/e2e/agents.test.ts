@@ -158,3 +158,19 @@ describe("finding sandboxes", () => {
     expectEnvelope(await http.get(`/v1/sandboxes?${Array.from({ length: 17 }, (_, i) => `metadata.k${i}=v`).join("&")}`, auth), 422, "validation_error")
   }, 60_000)
 })
+
+describe("run and wait", () => {
+  it("answers 201 with the finished process when it ends within wait_seconds, else 202 as before", async () => {
+    const post = (command: Array<string>, wait: string) =>
+      http.post(`/v1/sandboxes/${sandbox.id}/processes?wait_seconds=${wait}`, { ...auth, body: { command }, headers: { "idempotency-key": idempotencyKey() } })
+    const quick = await post(["sh", "-c", "echo hi"], "30")
+    expect(quick.status).toBe(201)
+    expect(quick.body).toMatchObject({ state: "succeeded", exit_code: 0 })
+    expect(quick.headers.get("location")).toBe(`/v1/sandboxes/${sandbox.id}/processes/${quick.body.id}`)
+    const slow = await post(["sleep", "30"], "1")
+    expect(slow.status).toBe(202)
+    expect(["queued", "running"]).toContain(slow.body.state)
+    await http.post(`/v1/sandboxes/${sandbox.id}/processes/${slow.body.id}/actions/cancel`, auth)
+    expectEnvelope(await post(["true"], "301"), 422, "validation_error")
+  })
+})
