@@ -186,6 +186,11 @@ export interface SandboxProvider {
   readonly pause: (sandbox: ProviderSandbox) => PE<void>
   readonly resume: (sandbox: ProviderSandbox) => PE<void>
   readonly getCost: (sandbox: ProviderSandbox, window: { readonly from: string; readonly to: string }) => PE<ProviderCost | null>
+  /**
+   * For a provider that ends a sandbox on its own after a lifetime set at create (E2B): end it no earlier than
+   * `seconds` from now (the gateway's runtime deadline moved). Absent: the provider keeps no such timer.
+   */
+  readonly extendLifetime?: ((sandbox: ProviderSandbox, seconds: number) => PE<void>) | undefined
 
   /** Starts a command; returns the provider's execution id. */
   readonly exec: (sandbox: ProviderSandbox, input: ExecInput) => PE<{ readonly executionId: string }>

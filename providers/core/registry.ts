@@ -31,6 +31,7 @@ export const aroundCalls = (
   pause: (sandbox) => around((p) => p.pause(sandbox)),
   resume: (sandbox) => around((p) => p.resume(sandbox)),
   getCost: (sandbox, window) => around((p) => p.getCost(sandbox, window)),
+  extendLifetime: provider.extendLifetime === undefined ? undefined : (sandbox, seconds) => around((p) => p.extendLifetime?.(sandbox, seconds) ?? Effect.void),
   exec: (sandbox, input) => around((p) => p.exec(sandbox, input)),
   execEvents: (sandbox, executionId, fromSeq) => around((p) => p.execEvents(sandbox, executionId, fromSeq)),
   cancelExec: (sandbox, executionId) => around((p) => p.cancelExec(sandbox, executionId)),

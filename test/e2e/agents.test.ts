@@ -2,6 +2,9 @@
  * What agents need from a sandbox (issue 13), through the real gateway: operations readable as the reference says,
  * live output with `?follow=true`.
  */
+import { Database } from "bun:sqlite"
+import fs from "node:fs"
+import path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { api, type Bootstrap, bootstrap, expectEnvelope, type RunningServer, startServer } from "../support/server.ts"
 import { createReadySandbox, idempotencyKey, type KeyAuth, minimalSandbox, parseSse, poll, waitOperation } from "../support/sandbox.ts"
@@ -172,5 +175,66 @@ describe("run and wait", () => {
     expect(["queued", "running"]).toContain(slow.body.state)
     await http.post(`/v1/sandboxes/${sandbox.id}/processes/${slow.body.id}/actions/cancel`, auth)
     expectEnvelope(await post(["true"], "301"), 422, "validation_error")
+  })
+})
+
+describe("extending a sandbox's lifetime", () => {
+  const extend = (id: string, body: unknown) => http.post(`/v1/sandboxes/${id}/actions/extend`, { ...auth, body })
+  const secondsLeft = (s: any) => (Date.parse(s.expires_at) - Date.now()) / 1000
+
+  it("moves the deadline later or earlier, and the sandbox ends at the new one", async () => {
+    const fresh = await createReadySandbox(http, auth)
+    expect(secondsLeft(fresh)).toBeGreaterThan(3500) // the request's 3600 s, armed at ready
+    const later = await extend(fresh.id, { runtime_timeout_seconds: 7200 })
+    expect(later.status).toBe(200)
+    expect(later.body).toMatchObject({ id: fresh.id, state: "ready" })
+    expect(secondsLeft(later.body)).toBeGreaterThan(7100)
+    expect((await http.get(`/v1/sandboxes/${fresh.id}`, auth)).body.expires_at).toBe(later.body.expires_at)
+    // Earlier: the timeout that replaced the old one fires, with the request's action (destroy).
+    const soon = await extend(fresh.id, { runtime_timeout_seconds: 1 })
+    expect(secondsLeft(soon.body)).toBeLessThan(2)
+    const ended = await poll(async () => (await http.get(`/v1/sandboxes/${fresh.id}`, auth)).body, (s) => s.state === "stopped", 20_000, 100)
+    expect(ended).toMatchObject({ state_reason: "runtime_timeout", expires_at: null })
+  })
+
+  it("has no deadline while paused (409), and a fresh one after resume", async () => {
+    const paused = await http.post(`/v1/sandboxes/${sandbox.id}/actions/pause`, auth)
+    await waitOperation(http, auth, paused.body.operation.id)
+    expect((await http.get(`/v1/sandboxes/${sandbox.id}`, auth)).body).toMatchObject({ state: "paused", expires_at: null })
+    const refused = await extend(sandbox.id, { runtime_timeout_seconds: 60 })
+    expectEnvelope(refused, 409, "invalid_sandbox_state")
+    expect(refused.body.details).toMatchObject({ state: "paused" })
+    const resumed = await http.post(`/v1/sandboxes/${sandbox.id}/actions/resume`, auth)
+    await waitOperation(http, auth, resumed.body.operation.id)
+    expect(secondsLeft((await http.get(`/v1/sandboxes/${sandbox.id}`, auth)).body)).toBeGreaterThan(3500)
+  })
+
+  it("refuses bad values and unknown sandboxes, changing nothing", async () => {
+    const before = (await http.get(`/v1/sandboxes/${sandbox.id}`, auth)).body.expires_at
+    for (const body of [{ runtime_timeout_seconds: 0 }, { runtime_timeout_seconds: 172_801 }, { runtime_timeout_seconds: "60" }, {}, { runtime_timeout_seconds: 60, extra: 1 }]) {
+      expectEnvelope(await extend(sandbox.id, body), 422, "validation_error")
+    }
+    expect((await http.get(`/v1/sandboxes/${sandbox.id}`, auth)).body.expires_at).toBe(before)
+    expectEnvelope(await extend("sbx_00000000000000000000000000", { runtime_timeout_seconds: 60 }), 404, "not_found")
+  })
+
+  it("moves E2B's own timer with it", async () => {
+    const onE2b = await createReadySandbox(http, auth, minimalSandbox({ provider: "e2b" }))
+    expect((await extend(onE2b.id, { runtime_timeout_seconds: 20_000 })).status).toBe(200)
+    const emulator = path.join(server.dataDir, "emulators", "e2b")
+    const port = fs.readFileSync(path.join(emulator, "port"), "utf8").trim()
+    const apiKey = fs.readFileSync(path.join(emulator, "api-key"), "utf8").trim()
+    const db = new Database(path.join(server.dataDir, "gateway.sqlite"), { readonly: true })
+    const row = db.query("SELECT provider_resource FROM sandboxes WHERE id = ?").get(onE2b.id) as { provider_resource: string }
+    db.close()
+    const resourceId = JSON.parse(row.provider_resource).resourceId
+    const endAt = await poll(
+      async () => ((await (await fetch(`http://127.0.0.1:${port}/sandboxes/${resourceId}`, { headers: { "x-api-key": apiKey } })).json()) as any).endAt,
+      (at: string) => Date.parse(at) - Date.now() > 20_000 * 1000,
+      10_000,
+      100
+    )
+    expect(Date.parse(endAt) - Date.now()).toBeLessThan((20_000 + 301) * 1000) // the gateway's deadline plus its margin
+    await http.delete(`/v1/sandboxes/${onE2b.id}`, auth)
   })
 })

@@ -59,6 +59,7 @@ const ROUTES: ReadonlyArray<Route> = [
   { method: "get", path: sbx, id: "sandboxes.get", success: 200, auth: K, errors: [404] },
   { method: "delete", path: sbx, id: "sandboxes.delete", success: 202, auth: K, errors: [404] },
   { method: "post", path: `${sbx}/actions/pause`, id: "sandboxes.pause", success: 202, auth: K, errors: [404, 409] },
+  { method: "post", path: `${sbx}/actions/extend`, id: "sandboxes.extend", success: 200, auth: K, errors: [404, 409], body: "ExtendSandbox" },
   { method: "post", path: `${sbx}/actions/resume`, id: "sandboxes.resume", success: 202, auth: K, errors: [404, 409] },
   { method: "get", path: `${sbx}/capabilities`, id: "sandboxes.capabilities", success: 200, auth: K, errors: [404, 409] },
   { method: "get", path: psbx, id: "projectSandboxes.list", success: 200, auth: P, errors: [403, 404] },

@@ -129,7 +129,11 @@ export const makeSandboxes = (ctx: E2BContext, forget: (sandboxId: string) => vo
     return connectSandbox(sandbox.resourceId, Number.isFinite(timeout) && timeout > 0 ? timeout : 3600).pipe(Effect.asVoid)
   }
 
+  /** E2B's own timer, moved with the gateway's deadline (a margin later, and at most E2B's longest lifetime). */
+  const extendLifetime = (sandbox: ProviderSandbox, seconds: number) =>
+    send(api("POST", `/sandboxes/${encodeURIComponent(sandbox.resourceId)}/timeout`, { timeout: Math.min(seconds + TIMEOUT_MARGIN_SECONDS, MAX_SANDBOX_TIMEOUT_SECONDS) }), "set timeout", { mutating: true }).pipe(Effect.asVoid)
+
   const getCost: SandboxProvider["getCost"] = (sandbox, window) => Effect.sync(() => rateCardCost(E2B_RATE_CARD, sandbox.resolvedResources, window))
 
-  return { create, reconcileCreate, inspect, destroy, pause, resume, getCost }
+  return { create, reconcileCreate, inspect, destroy, pause, resume, getCost, extendLifetime }
 }

@@ -43,6 +43,7 @@ export const SandboxRow = Schema.Struct({
   ready_at: Schema.NullOr(Schema.String),
   paused_at: Schema.NullOr(Schema.String),
   stopped_at: Schema.NullOr(Schema.String),
+  expires_at: Schema.NullOr(Schema.String),
   last_activity_at: Schema.NullOr(Schema.String),
   metadata: Json(Schema.Record({ key: Schema.String, value: Schema.String }))
 })
@@ -181,6 +182,8 @@ export class SandboxesRepo extends Effect.Service<SandboxesRepo>()("app/db/Sandb
       /** Keeps a resource created for a sandbox destroyed meanwhile, so the destroy reaches it. */
       setProviderResource: (id: string, provider: string, resource: ProviderResource) =>
         run(sql`UPDATE sandboxes SET provider = ${provider}, provider_resource = ${JSON.stringify(resource)} WHERE id = ${id}`),
+      /** The runtime deadline (`expires_at`), or null while none runs. */
+      setDeadline: (id: string, at: string | null) => run(sql`UPDATE sandboxes SET expires_at = ${at} WHERE id = ${id}`),
       setCost: (id: string, amountMicrousd: bigint, now: string) =>
         run(sql`UPDATE sandboxes SET cost_microusd = ${Number(amountMicrousd)}, cost_updated_at = ${now} WHERE id = ${id}`),
       /**

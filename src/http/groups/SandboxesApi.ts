@@ -6,7 +6,7 @@ import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { ConflictWire, NotFoundWire, PaymentRequiredWire } from "../../domain/Errors.ts"
 import { Capabilities } from "../../domain/Runtime.ts"
-import { Provider, Sandbox, SandboxList, SandboxMutation, SandboxRequest, SandboxState } from "../../domain/Sandbox.ts"
+import { ExtendSandbox, Provider, Sandbox, SandboxList, SandboxMutation, SandboxRequest, SandboxState } from "../../domain/Sandbox.ts"
 import { CursorParam, LimitParam } from "../Pagination.ts"
 import { ProjectKeyAuth } from "../Security.ts"
 import { IdempotencyHeaders } from "./Common.ts"
@@ -66,6 +66,17 @@ export class SandboxesApi extends HttpApiGroup.make("sandboxes")
       .addError(NotFoundWire)
       .addError(ConflictWire)
       .annotate(OpenApi.Description, "409 `capability_unsupported` when the provider cannot resume; 409 `invalid_sandbox_state` unless the sandbox is paused or resuming.")
+  )
+  .add(
+    HttpApiEndpoint.post("extend")`/v1/sandboxes/${sandboxIdParam}/actions/extend`
+      .setPayload(ExtendSandbox)
+      .addSuccess(Sandbox)
+      .addError(NotFoundWire)
+      .addError(ConflictWire)
+      .annotate(
+        OpenApi.Description,
+        "Moves the runtime deadline to now + `runtime_timeout_seconds` (earlier or later than before) and answers the sandbox with its new `expires_at`. 409 `invalid_sandbox_state` unless the sandbox is ready; a resume arms a fresh deadline from the request's `runtime_timeout_seconds`."
+      )
   )
   .add(
     HttpApiEndpoint.get("capabilities")`/v1/sandboxes/${sandboxIdParam}/capabilities`

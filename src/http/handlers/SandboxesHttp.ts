@@ -1,10 +1,10 @@
-/** `/v1/sandboxes` with a project API key: create (idempotent), list, read, pause, resume, delete, capabilities. */
+/** `/v1/sandboxes` with a project API key: create (idempotent), list, read, pause, resume, extend, delete, capabilities. */
 import { HttpApiBuilder, HttpServerRequest } from "@effect/platform"
 import { Effect, Schema } from "effect"
 import { SandboxesRepo } from "../../db/repos/Sandboxes.ts"
 import { conflict, validationError } from "../../domain/Errors.ts"
 import { SandboxMutation, SandboxRequest } from "../../domain/Sandbox.ts"
-import { createSandbox, destroySandbox, pauseSandbox, resumeSandbox, sandboxOf } from "../../services/sandboxes/Commands.ts"
+import { createSandbox, destroySandbox, extendSandbox, pauseSandbox, resumeSandbox, sandboxOf } from "../../services/sandboxes/Commands.ts"
 import { Api } from "../Api.ts"
 import type { SandboxListParams } from "../groups/SandboxesApi.ts"
 import { decodeCursor, page } from "../Pagination.ts"
@@ -77,6 +77,12 @@ export const SandboxesLive = HttpApiBuilder.group(Api, "sandboxes", (handlers) =
         Effect.flatMap(keyCaller, (caller) => tx(pauseSandbox(caller, path.sandbox_id))).pipe(Effect.map(mutationToWire), Effect.flatMap(respondMutation), provide))
       .handle("resume", ({ path }) =>
         Effect.flatMap(keyCaller, (caller) => tx(resumeSandbox(caller, path.sandbox_id))).pipe(Effect.map(mutationToWire), Effect.flatMap(respondMutation), provide))
+      .handle("extend", ({ path, payload }) =>
+        Effect.flatMap(keyCaller, (caller) => tx(extendSandbox(caller, path.sandbox_id, payload.runtime_timeout_seconds))).pipe(
+          Effect.tap(runner.wake),
+          Effect.map(sandboxToWire),
+          provide
+        ))
       .handle("capabilities", ({ path }) =>
         Effect.gen(function*() {
           const sandbox = yield* sandboxOf(yield* keyCaller, path.sandbox_id)
