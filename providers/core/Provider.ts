@@ -168,6 +168,26 @@ export interface ProviderCost {
   readonly rateCardVersion: string | null
 }
 
+/**
+ * What a sandbox consumes, as far as the source knows it: null for what it does not report. `local_runtime`:
+ * read from the sandbox's cgroups on this host (emulated providers); `provider`: the provider's metrics API.
+ */
+export interface ProviderMetrics {
+  readonly source: "local_runtime" | "provider"
+  readonly collectedAt: string
+  readonly cpuSeconds: number | null
+  /** Average CPU use since the previous sample, in % of one core (providers that sample). */
+  readonly cpuUsedPercent: number | null
+  readonly memoryBytes: number | null
+  readonly memoryPeakBytes: number | null
+  readonly memoryLimitBytes: number | null
+  readonly diskBytes: number | null
+  readonly diskLimitBytes: number | null
+  readonly networkRxBytes: number | null
+  readonly networkTxBytes: number | null
+  readonly processCount: number | null
+}
+
 type PE<A> = Effect.Effect<A, ProviderError>
 
 export interface SandboxProvider {
@@ -191,6 +211,12 @@ export interface SandboxProvider {
    * `seconds` from now (the gateway's runtime deadline moved). Absent: the provider keeps no such timer.
    */
   readonly extendLifetime?: ((sandbox: ProviderSandbox, seconds: number) => PE<void>) | undefined
+
+  /**
+   * Current consumption (also while paused). Absent: neither the provider's API nor the local runtime reports it
+   * for this adapter (remote providers without a metrics API).
+   */
+  readonly metrics?: ((sandbox: ProviderSandbox) => PE<ProviderMetrics>) | undefined
 
   /** Starts a command; returns the provider's execution id. */
   readonly exec: (sandbox: ProviderSandbox, input: ExecInput) => PE<{ readonly executionId: string }>

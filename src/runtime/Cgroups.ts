@@ -1,5 +1,5 @@
 /**
- * A sandbox's cgroups (v1: pids, memory, cpu, freezer) under /sys/fs/cgroup/<controller>/sandbox-gateway/<scope>/<id>,
+ * A sandbox's cgroups (v1: pids, memory, cpu, freezer, and cpuacct where the host mounts it apart from cpu) under /sys/fs/cgroup/<controller>/sandbox-gateway/<scope>/<id>,
  * where <scope> is derived from DATA_DIR (two gateways, or two test runs, never share a cgroup). Commands run in a
  * `work` child of the pids and memory cgroups, so a fork bomb or an allocation spree cannot starve the agent.
  * cgroup.procs files are handed to the jail's host uid: its launcher joins them before bwrap runs.
@@ -18,7 +18,22 @@ const CFS_PERIOD_US = 100_000
 
 const CGROUP_ROOT = "/sys/fs/cgroup"
 const CGROUP_PARENT = "sandbox-gateway"
-const CONTROLLERS = ["pids", "memory", "cpu", "freezer"] as const
+/**
+ * cpuacct counts a sandbox's CPU time (its metrics). Hosts mount it alone or with cpu (`cpu,cpuacct`, where both
+ * names lead to one hierarchy): a cgroup of its own only in the first case, else cpu's cgroup has the counters.
+ */
+const sameHierarchy = (a: string, b: string) => {
+  try {
+    return fs.realpathSync(path.join(CGROUP_ROOT, a)) === fs.realpathSync(path.join(CGROUP_ROOT, b))
+  } catch {
+    return false
+  }
+}
+const CPUACCT_APART = fs.existsSync(path.join(CGROUP_ROOT, "cpuacct", "cpuacct.usage")) && !sameHierarchy("cpu", "cpuacct")
+const CPUACCT_DIR = CPUACCT_APART ? "cpuacct" : "cpu"
+const CONTROLLERS: ReadonlyArray<string> = ["pids", "memory", "cpu", "freezer", ...(CPUACCT_APART ? ["cpuacct"] : [])]
+/** Controllers a jail made before cpuacct had its own cgroup may lack (renaming such a warm jail skips them). */
+const OPTIONAL_CONTROLLERS: ReadonlySet<string> = new Set(["cpuacct"])
 /** Controllers with a `work` child for the commands. */
 const WORK_CONTROLLERS = ["pids", "memory"] as const
 
@@ -98,11 +113,15 @@ export const applyLimits = (rel: string, vcpu: number, memoryMb: number) => {
 
 /** Moves a jail's cgroups to another name (v1 renames a cgroup in place; its tasks stay). */
 export const renameCgroups = (from: string, to: string) => {
-  for (const controller of CONTROLLERS) fs.renameSync(dirOf(controller, from), dirOf(controller, to))
+  for (const controller of CONTROLLERS) {
+    if (OPTIONAL_CONTROLLERS.has(controller) && !fs.existsSync(dirOf(controller, from))) continue
+    fs.renameSync(dirOf(controller, from), dirOf(controller, to))
+  }
 }
 
 /** The cgroup.procs files the jail's wrapper joins before it execs bwrap. */
-export const cgroupProcsFiles = (rel: string) => CONTROLLERS.map((c) => path.join(dirOf(c, rel), "cgroup.procs"))
+export const cgroupProcsFiles = (rel: string) =>
+  CONTROLLERS.filter((c) => !OPTIONAL_CONTROLLERS.has(c) || fs.existsSync(dirOf(c, rel))).map((c) => path.join(dirOf(c, rel), "cgroup.procs"))
 /** The `work` cgroup.procs files each command joins (bound into the jail under /run/cgroup/). */
 export const workProcsFiles = (rel: string) => ({
   pids: path.join(dirOf("pids", rel), "work", "cgroup.procs"),
@@ -160,4 +179,38 @@ export const setFrozen = async (rel: string, frozen: boolean): Promise<boolean> 
     writeFile(file, target)
   }
   return freezerState(rel) === target
+}
+
+/** What a sandbox's cgroups count; null where the host does not count it (or the cgroup is gone). */
+export interface CgroupUsage {
+  /** CPU time of everything in the sandbox (the cpu quota applies to all of it). */
+  readonly cpuSeconds: number | null
+  /** Memory of the sandbox's commands (the `work` cgroup, whose limit is the requested memory). */
+  readonly memoryBytes: number | null
+  readonly memoryPeakBytes: number | null
+  readonly memoryLimitBytes: number | null
+  /** Tasks (processes and threads) of the sandbox's commands. */
+  readonly processCount: number | null
+}
+
+/** One counter file: a kernel-written decimal number (nothing inside the jail writes these files). */
+const counter = (file: string): number | null => {
+  try {
+    const value = Number(fs.readFileSync(file, "utf8").trim())
+    return Number.isSafeInteger(value) && value >= 0 ? value : null
+  } catch {
+    return null
+  }
+}
+
+export const cgroupUsage = (rel: string): CgroupUsage => {
+  const cpuNs = counter(path.join(dirOf(CPUACCT_DIR, rel), "cpuacct.usage"))
+  const work = (controller: string, file: string) => counter(path.join(dirOf(controller, rel), "work", file))
+  return {
+    cpuSeconds: cpuNs === null ? null : cpuNs / 1e9,
+    memoryBytes: work("memory", "memory.usage_in_bytes"),
+    memoryPeakBytes: work("memory", "memory.max_usage_in_bytes"),
+    memoryLimitBytes: work("memory", "memory.limit_in_bytes"),
+    processCount: work("pids", "pids.current")
+  }
 }

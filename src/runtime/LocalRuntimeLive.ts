@@ -16,6 +16,7 @@ import { DEFAULT_DISK_MB, keepBlankImage, MAX_DISK_MB, MIN_DISK_MB } from "./Dis
 import { collectTools, ensureTools, HostError, prepareHost, requireRoot, type Tools, TOOLS_REFRESH_MS } from "./Host.ts"
 import { alive, DEFAULT_HOST_UID, descendants, jailDir, type JailSpec, type JailState, readState, sandboxesDir, signalAll, writeState } from "./Jail.ts"
 import { makeJailLifecycle, type RuntimeContext } from "./JailLifecycle.ts"
+import { jailMetrics } from "./Metrics.ts"
 import { LocalRuntime, type LocalRuntimeShape, RuntimeError, runtimeError as err, type RuntimeSandbox, type RuntimeSandboxSpec } from "./LocalRuntime.ts"
 import { makeSweep, ORPHAN_GRACE_MS, type SweepReport } from "./Sweep.ts"
 import { type EgressPolicy, MAX_BASE } from "./UidLeases.ts"
@@ -220,6 +221,7 @@ export const makeLocalRuntime = (dataDir: string, options: LocalRuntimeOptions =
       }),
     pause: (id) => run(() => pauseOrResume(id, true)),
     resume: (id) => run(() => pauseOrResume(id, false)),
+    metrics: (id) => run(() => jailMetrics(stateOf(id))),
     ...makeAgentCalls({ requireRunning, run, callTimeoutMs: options.agentTimeoutMs ?? CALL_TIMEOUT_MS, aborter, isClosed: () => closed }),
     reap: (keep) => run(() => reap(keep)),
     sweep: run(sweep),

@@ -62,6 +62,7 @@ const ROUTES: ReadonlyArray<Route> = [
   { method: "post", path: `${sbx}/actions/extend`, id: "sandboxes.extend", success: 200, auth: K, errors: [404, 409], body: "ExtendSandbox" },
   { method: "post", path: `${sbx}/actions/resume`, id: "sandboxes.resume", success: 202, auth: K, errors: [404, 409] },
   { method: "get", path: `${sbx}/capabilities`, id: "sandboxes.capabilities", success: 200, auth: K, errors: [404, 409] },
+  { method: "get", path: `${sbx}/metrics`, id: "sandboxes.metrics", success: 200, auth: K, errors: [404, 409, 503] },
   { method: "get", path: psbx, id: "projectSandboxes.list", success: 200, auth: P, errors: [403, 404] },
   { method: "get", path: `${psbx}/{sandbox_id}`, id: "projectSandboxes.get", success: 200, auth: P, errors: [403, 404] },
   { method: "post", path: `${psbx}/{sandbox_id}/pause`, id: "projectSandboxes.pause", success: 200, auth: P, errors: [403, 404, 409] },

@@ -4,7 +4,8 @@
  */
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
-import { ConflictWire, NotFoundWire, PaymentRequiredWire } from "../../domain/Errors.ts"
+import { ConflictWire, NotFoundWire, PaymentRequiredWire, ServiceUnavailableWire } from "../../domain/Errors.ts"
+import { SandboxMetrics } from "../../domain/Metrics.ts"
 import { Capabilities } from "../../domain/Runtime.ts"
 import { ExtendSandbox, Provider, Sandbox, SandboxList, SandboxMutation, SandboxRequest, SandboxState } from "../../domain/Sandbox.ts"
 import { CursorParam, LimitParam } from "../Pagination.ts"
@@ -84,6 +85,17 @@ export class SandboxesApi extends HttpApiGroup.make("sandboxes")
       .addError(NotFoundWire)
       .addError(ConflictWire)
       .annotate(OpenApi.Description, "The provider's capability manifest; 409 `invalid_sandbox_state` until the sandbox is ready, `capabilities_unavailable` without a snapshot.")
+  )
+  .add(
+    HttpApiEndpoint.get("metrics")`/v1/sandboxes/${sandboxIdParam}/metrics`
+      .addSuccess(SandboxMetrics)
+      .addError(NotFoundWire)
+      .addError(ConflictWire)
+      .addError(ServiceUnavailableWire)
+      .annotate(
+        OpenApi.Description,
+        "What the sandbox consumes now: CPU, memory, disk, network and processes (null where its source does not count it). Emulated providers answer from the local runtime (the sandbox's cgroups, disk and network namespace); remote providers from their metrics API. 404 `metrics_unavailable` (with `details.provider`) for a provider without one; 409 `invalid_sandbox_state` unless the sandbox is ready or paused; 503 when the provider does not answer."
+      )
   )
   .middleware(ProjectKeyAuth)
   .annotate(OpenApi.Title, "Sandboxes")

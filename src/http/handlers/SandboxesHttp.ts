@@ -1,14 +1,16 @@
-/** `/v1/sandboxes` with a project API key: create (idempotent), list, read, pause, resume, extend, delete, capabilities. */
+/** `/v1/sandboxes` with a project API key: create (idempotent), list, read, pause, resume, extend, delete, capabilities, metrics. */
 import { HttpApiBuilder, HttpServerRequest } from "@effect/platform"
 import { Effect, Schema } from "effect"
 import { SandboxesRepo } from "../../db/repos/Sandboxes.ts"
 import { conflict, validationError } from "../../domain/Errors.ts"
 import { SandboxMutation, SandboxRequest } from "../../domain/Sandbox.ts"
 import { createSandbox, destroySandbox, extendSandbox, pauseSandbox, resumeSandbox, sandboxOf } from "../../services/sandboxes/Commands.ts"
+import { sandboxMetrics } from "../../services/sandboxes/Metrics.ts"
 import { Api } from "../Api.ts"
 import type { SandboxListParams } from "../groups/SandboxesApi.ts"
 import { decodeCursor, page } from "../Pagination.ts"
 import { capabilitiesOf, mutationToWire, sandboxToWire } from "../wire/Sandboxes.ts"
+import { metricsToWire } from "../wire/Metrics.ts"
 import { accepted, keyCaller, ListPosition, planeContext } from "./PlaneSupport.ts"
 
 const encodeRequest = Schema.encodeSync(SandboxRequest)
@@ -81,6 +83,11 @@ export const SandboxesLive = HttpApiBuilder.group(Api, "sandboxes", (handlers) =
         Effect.flatMap(keyCaller, (caller) => tx(extendSandbox(caller, path.sandbox_id, payload.runtime_timeout_seconds))).pipe(
           Effect.tap(runner.wake),
           Effect.map(sandboxToWire),
+          provide
+        ))
+      .handle("metrics", ({ path }) =>
+        Effect.flatMap(keyCaller, (caller) => sandboxMetrics(caller, path.sandbox_id)).pipe(
+          Effect.map(({ metrics, sandbox }) => metricsToWire(sandbox, metrics)),
           provide
         ))
       .handle("capabilities", ({ path }) =>
