@@ -37,6 +37,9 @@ import { SandboxJobsLive } from "../services/sandboxes/Jobs.ts"
 import { ReaperLive } from "../services/sandboxes/Reaper.ts"
 import { LocalRuntimeLive } from "../runtime/LocalRuntimeLive.ts"
 import { withRequestId } from "./RequestId.ts"
+import { countRequests, metricsRoute } from "./Telemetry.ts"
+import { Telemetry } from "../services/Telemetry.ts"
+import type { Repositories } from "../db/Database.ts"
 import { FOLLOW_HEARTBEAT_MS } from "./Sse.ts"
 
 /** Idle connections are closed after this long: twice a followed stream's heartbeat. */
@@ -63,6 +66,7 @@ const SandboxPlaneLive = Layer.mergeAll(SandboxJobsLive, ReaperLive).pipe(
 const EndpointsServingLive = EndpointServerLive.pipe(Layer.provideMerge(EndpointConnectionsLive))
 
 export const ServicesLive = Layer.mergeAll(CredentialsLive, IdempotencyStoreLive, SandboxPlaneLive, CheckpointerLive, EndpointsServingLive).pipe(
+  Layer.provideMerge(Telemetry.Default),
   Layer.provideMerge(SecretBoxLive),
   Layer.provideMerge(DatabaseLive),
   Layer.provideMerge(AppConfigLive)
@@ -77,8 +81,10 @@ const ServerLive = Layer.unwrapScoped(
     const guard = guardBodySize(config.maxBodyBytes, (request, server) => server.fetch(request))
     const routes: Record<string, (request: Bun.BunRequest, server: Bun.Server<unknown>) => Response | Promise<Response>> = { "/*": guard }
     for (const [route, read] of Object.entries(fast.routes)) routes[route] = (request, server) => (request.method === "GET" ? read(request, server) : guard(request, server))
+    const scrape = yield* metricsRoute(yield* Effect.runtime<Telemetry | Repositories>())
+    if (scrape !== undefined) routes["/metrics"] = scrape
     // A followed stream (`?follow=true`) is quiet up to 15 s between heartbeats: Bun's default 10 s would cut it.
-    return BunHttpServer.layer({ port: config.port, hostname: config.host, maxRequestBodySize: SERVER_BODY_LIMIT, idleTimeout: FOLLOW_IDLE_SECONDS, routes })
+    return BunHttpServer.layer({ port: config.port, hostname: config.host, maxRequestBodySize: SERVER_BODY_LIMIT, idleTimeout: FOLLOW_IDLE_SECONDS, routes: countRequests(routes, yield* Telemetry) })
   })
 )
 

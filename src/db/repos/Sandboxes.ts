@@ -115,8 +115,11 @@ export class SandboxesRepo extends Effect.Service<SandboxesRepo>()("app/db/Sandb
       provisioning: IntBoolean
     }))
 
+    const counts = rowsOf("sandboxes", Schema.Struct({ provider: Schema.NullOr(Schema.String), state: Schema.String, n: Schema.Int }))
     return {
       get: (id: string) => sandboxes.first(sql`SELECT * FROM sandboxes WHERE id = ${id}`),
+      /** How many sandboxes each provider holds in each state (null provider: not placed yet). */
+      countsByProviderAndState: counts.all(sql`SELECT provider, state, COUNT(*) AS n FROM sandboxes GROUP BY provider, state`),
       /** The capability snapshot of a sandbox (null before it was ready, or when there is no such sandbox). */
       capabilities: (id: string) =>
         Effect.map(capabilitiesRows.first(sql`SELECT capabilities FROM sandboxes WHERE id = ${id}`), (row) => row?.capabilities ?? null),
