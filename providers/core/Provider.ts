@@ -7,6 +7,7 @@ import { Context, Data, type Effect } from "effect"
 
 /** The one list of providers (spec a..k) lives with the API's contract; here under the kit's names. */
 import { Provider, PROVIDERS } from "../../src/domain/Sandbox.ts"
+import type { RuntimeMetrics } from "../../src/runtime/LocalRuntime.ts"
 export const ProviderNames = PROVIDERS
 export const ProviderName = Provider
 export type ProviderName = Provider
@@ -170,22 +171,13 @@ export interface ProviderCost {
 
 /**
  * What a sandbox consumes, as far as the source knows it: null for what it does not report. `local_runtime`:
- * read from the sandbox's cgroups on this host (emulated providers); `provider`: the provider's metrics API.
+ * read from the sandbox's cgroups on this host (emulated providers; the runtime's own figures); `provider`: the
+ * provider's metrics API.
  */
-export interface ProviderMetrics {
+export interface ProviderMetrics extends RuntimeMetrics {
   readonly source: "local_runtime" | "provider"
-  readonly collectedAt: string
-  readonly cpuSeconds: number | null
-  /** Average CPU use since the previous sample, in % of one core (providers that sample). */
+  /** Recent CPU use as a percentage of the sandbox's CPUs (providers that sample it). */
   readonly cpuUsedPercent: number | null
-  readonly memoryBytes: number | null
-  readonly memoryPeakBytes: number | null
-  readonly memoryLimitBytes: number | null
-  readonly diskBytes: number | null
-  readonly diskLimitBytes: number | null
-  readonly networkRxBytes: number | null
-  readonly networkTxBytes: number | null
-  readonly processCount: number | null
 }
 
 type PE<A> = Effect.Effect<A, ProviderError>
