@@ -38,6 +38,7 @@ import { ReaperLive } from "../services/sandboxes/Reaper.ts"
 import { LocalRuntimeLive } from "../runtime/LocalRuntimeLive.ts"
 import { withRequestId } from "./RequestId.ts"
 import { countRequests, metricsRoute } from "./Telemetry.ts"
+import { MCP_PATH, mcpRoute } from "./Mcp.ts"
 import { Telemetry } from "../services/Telemetry.ts"
 import type { Repositories } from "../db/Database.ts"
 import { FOLLOW_HEARTBEAT_MS } from "./Sse.ts"
@@ -81,6 +82,7 @@ const ServerLive = Layer.unwrapScoped(
     const guard = guardBodySize(config.maxBodyBytes, (request, server) => server.fetch(request))
     const routes: Record<string, (request: Bun.BunRequest, server: Bun.Server<unknown>) => Response | Promise<Response>> = { "/*": guard }
     for (const [route, read] of Object.entries(fast.routes)) routes[route] = (request, server) => (request.method === "GET" ? read(request, server) : guard(request, server))
+    routes[MCP_PATH] = guardBodySize(config.maxBodyBytes, mcpRoute)
     const scrape = yield* metricsRoute(yield* Effect.runtime<Telemetry | Repositories>())
     if (scrape !== undefined) routes["/metrics"] = scrape
     // A followed stream (`?follow=true`) is quiet up to 15 s between heartbeats: Bun's default 10 s would cut it.

@@ -8,6 +8,7 @@ import { HttpApi } from "@effect/platform"
 import { Config, Effect, Option, Redacted, type Runtime } from "effect"
 import { timingSafeEqual } from "node:crypto"
 import { Api } from "./Api.ts"
+import { MCP_PATH } from "./Mcp.ts"
 import { scrapeMetrics, type Telemetry } from "../services/Telemetry.ts"
 import type { Repositories } from "../db/Database.ts"
 import { newRequestId } from "./RequestId.ts"
@@ -21,6 +22,7 @@ const routeTemplates = (): ReadonlyArray<{ readonly template: string; readonly s
   const templates = new Set<string>()
   HttpApi.reflect(Api, { onGroup: () => {}, onEndpoint: ({ endpoint }) => templates.add(endpoint.path) })
   templates.add("/metrics")
+  templates.add(MCP_PATH)
   // A literal segment beats a parameter at the same place: /v1/sandboxes/:id vs /v1/sandboxes/metrics-like names.
   const score = (segments: ReadonlyArray<string>) => segments.map((s) => (s.startsWith(":") ? "1" : "0")).join("")
   return [...templates]
