@@ -9,7 +9,7 @@
  *   providers  providers/              domain, config, runtime
  *   services   src/services/           domain, config, db, runtime, providers
  *   http       src/http/               domain, config, db, runtime, providers, services
- *   cli        src/cli.ts              domain, config, db, services
+ *   cli        src/cli.ts              domain, config, db, services, client (the user CLI's commands)
  *   client     client/                 domain, http (the contract, src/http/Api.ts: the client is derived from it)
  *   entry      src/main.ts, openapi.ts anything
  *
@@ -29,9 +29,9 @@ const BELOW: Record<Layer, ReadonlyArray<Layer>> = {
   providers: ["domain", "config", "runtime"],
   services: ["domain", "config", "db", "runtime", "providers"],
   http: ["domain", "config", "db", "runtime", "providers", "services"],
-  cli: ["domain", "config", "db", "services"],
+  cli: ["domain", "config", "db", "services", "client"],
   client: ["domain", "http"],
-  entry: ["domain", "config", "db", "runtime", "providers", "services", "http", "cli"]
+  entry: ["domain", "config", "db", "runtime", "providers", "services", "http", "cli", "client"]
 }
 
 /** Packages only one layer may import. */
