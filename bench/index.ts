@@ -14,6 +14,12 @@ import { createReadySandbox, idempotencyKey, minimalSandbox, poll, waitRuntimeOp
 
 const ROUNDS = Number(process.env["BENCH_ROUNDS"] ?? 30)
 
+// `bun run bench --density [N]`: the density benchmark instead (bench/density.ts).
+if (process.argv.includes("--density")) {
+  await import("./density.ts")
+  process.exit(0)
+}
+
 /** The GET baseline: a bare Bun.serve answering one row of the gateway's SQLite file (args: file, sandbox id). */
 const BARE_SERVER = `
 const { Database } = require("bun:sqlite")
