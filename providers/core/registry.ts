@@ -51,7 +51,6 @@ export const onOrganizationAccount = (e: ProviderError): ProviderError =>
     ? e
     : new ProviderError({ provider: e.provider, kind: e.kind, message: e.message, retryable: e.retryable, status: e.status, account: "organization" })
 
-/** The registry value over already-built providers (canonical order; `get` by plain name). */
 /** Told of every failed provider call (the gateway counts them for its operators' metrics). */
 export type OnProviderFailure = (e: ProviderError) => void
 
@@ -61,6 +60,7 @@ const observed = (provider: SandboxProvider, onFailure: OnProviderFailure): Sand
   withCredentials: provider.withCredentials
 })
 
+/** The registry value over already-built providers (canonical order; `get` by plain name). */
 export const makeProviderRegistry = (providers: ReadonlyArray<SandboxProvider>, onFailure?: OnProviderFailure): typeof ProviderRegistry.Service => {
   const seen = new Set<string>()
   for (const p of providers) {
