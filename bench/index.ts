@@ -2,8 +2,9 @@
  * `bun run bench`: medians (and p90) of the gateway's hot paths, each next to a baseline measured in the same
  * run on this machine, with the ratio. Targets (issue 3): create→ready p50 ≤ 100 ms; exec round trip p50 ≤ 3×
  * spawning the same bwrap jail directly (a minimal bwrap is shown too); GET sandbox p50 ≤ 2× a bare Bun.serve
- * reading the same row. Also (issue 10) event commit → webhook received on loopback, and commit → frame on the
- * live event stream. Prints a table; exits 0.
+ * reading the same row. Issue 13: `echo hi` with `?wait_seconds` ≤ 2.5× a minimal bwrap spawn; a followed process's
+ * output reaches the follower p50 ≤ 25 ms after it was written. Also (issue 10) event commit → webhook received on
+ * loopback, and commit → frame on the live event stream. Prints a table; exits 0.
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
@@ -13,6 +14,12 @@ import { api, bootstrap, startServer, tempDataDir } from "../test/support/server
 import { createReadySandbox, idempotencyKey, minimalSandbox, poll, waitRuntimeOperation } from "../test/support/sandbox.ts"
 
 const ROUNDS = Number(process.env["BENCH_ROUNDS"] ?? 30)
+
+// `bun run bench --density [N]`: the density benchmark instead (bench/density.ts).
+if (process.argv.includes("--density")) {
+  await import("./density.ts")
+  process.exit(0)
+}
 
 /** The GET baseline: a bare Bun.serve answering one row of the gateway's SQLite file (args: file, sandbox id). */
 const BARE_SERVER = `
@@ -100,6 +107,36 @@ try {
   })
   report("exec `echo hi` round trip (API)", exec, { name: "the same jail spawned directly", s: direct }, "ratio ≤ 3×")
   report("  (same, against a minimal bwrap)", exec, { name: "minimal bwrap spawn", s: minimal })
+  // Run and wait: one request, answered 201 with the finished process.
+  const execWait = await time(async () => {
+    const done = await http.post(`/v1/sandboxes/${sandbox.id}/processes?wait_seconds=30`, { ...auth, body: { command: ["echo", "hi"] }, headers: { "idempotency-key": idempotencyKey("ew") } })
+    if (done.status !== 201) throw new Error(`run and wait answered ${done.status}`)
+  })
+  report("exec `echo hi`, ?wait_seconds (API)", execWait, { name: "minimal bwrap spawn", s: minimal }, "ratio ≤ 2.5×")
+
+  // Live output: how long after the process writes a line a follower has it. The jail shares the host's clock,
+  // so each line is the time it was written (ns); the follower subtracts it from the time it read the event.
+  const lines = Math.max(ROUNDS, 10)
+  const writer = await http.post(`/v1/sandboxes/${sandbox.id}/processes`, {
+    ...auth, body: { command: ["sh", "-c", `sleep 0.5; for i in $(seq ${lines}); do date +%s%N; sleep 0.05; done`] }, headers: { "idempotency-key": idempotencyKey("f") }
+  })
+  const followed = await fetch(`${server.url}/v1/sandboxes/${sandbox.id}/processes/${writer.body.id}/events?follow=true`, {
+    headers: { authorization: `Bearer ${auth.token}`, "x-metal-project-id": auth.project }
+  })
+  const lags: Array<number> = []
+  let pending = ""
+  for await (const chunk of followed.body!) {
+    const readAt = performance.timeOrigin + performance.now()
+    pending += new TextDecoder().decode(chunk)
+    const frames = pending.split("\n\n")
+    pending = frames.pop()!
+    for (const frame of frames) {
+      if (!frame.includes("event: stdout")) continue
+      const data = JSON.parse(frame.split("\n").find((l) => l.startsWith("data: "))!.slice(6))
+      for (const line of Buffer.from(data.data.data_base64, "base64").toString().trim().split("\n")) lags.push(readAt - Number(line) / 1e6)
+    }
+  }
+  report("live output: write → follower", stats(lags), undefined, "p50 ≤ 25 ms")
 
   // 3. a 10 MiB file read through the API vs reading the file directly.
   const tenMiB = Buffer.alloc(10 * 1024 * 1024, 7)

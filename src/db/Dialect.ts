@@ -9,7 +9,9 @@
  *    23505; 40001, 40P01, 55P03). Busy means "the attempt was rolled back and may be made again" (503).
  * 2. `rowId`: a column naming one physical row, for batched deletes (`DELETE … WHERE rowId IN (SELECT rowId …
  *    LIMIT n)`), and ordering ties by insertion (SQLite `rowid`; PostgreSQL: an identity column, not `ctid`).
- * 3. `jsonWithout(column, key)`: the JSON text of a column without one top-level key.
+ * 3. `jsonWithout(column, key)`: the JSON text of a column without one top-level key; `jsonEntryIs(column, key,
+ *    value)`: a condition, true when the column's JSON object has `key` with exactly the string `value` (both bound,
+ *    any characters).
  * 4. `insertOrReplace(table, row, key)`: insert, or replace the row with the same key.
  * 5. `reserveIdempotencyKey` / `completeIdempotencyKey`, run inside the transaction of the request's work.
  *    Contract: of concurrent requests with one key, exactly one gets `Reserved` and runs; the others wait until
@@ -77,6 +79,7 @@ export interface DialectShape {
   readonly isBusy: (error: unknown) => boolean
   readonly rowId: Statement.Fragment
   readonly jsonWithout: (column: string, key: string) => Statement.Fragment
+  readonly jsonEntryIs: (column: string, key: string, value: string) => Statement.Fragment
   readonly insertOrReplace: (table: string, row: Readonly<Record<string, unknown>>) => Effect.Effect<void, SqlError.SqlError>
   readonly reserveIdempotencyKey: (
     ref: IdempotencyKeyRef,

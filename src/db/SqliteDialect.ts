@@ -46,6 +46,7 @@ export const makeSqliteDialect = (sql: SqlClient.SqlClient): DialectShape => {
     isBusy: isSqliteBusy,
     rowId: sql.literal("rowid"),
     jsonWithout: (column, key) => sql`json_remove(${sql(column)}, ${`$.${key}`})`,
+    jsonEntryIs: (column, key, value) => sql`EXISTS (SELECT 1 FROM json_each(${sql(column)}) WHERE key = ${key} AND value = ${value})`,
     insertOrReplace: (table, row) => Effect.asVoid(sql`INSERT OR REPLACE INTO ${sql(table)} ${sql.insert({ ...row })}`),
 
     reserveIdempotencyKey: (ref, at) =>

@@ -23,6 +23,7 @@ import { EndpointsApi } from "./groups/EndpointsApi.ts"
 import { FilesystemApi } from "./groups/FilesystemApi.ts"
 import { OperationsApi } from "./groups/OperationsApi.ts"
 import { ProcessesApi } from "./groups/ProcessesApi.ts"
+import { ProjectOperationsApi } from "./groups/ProjectOperationsApi.ts"
 import { ProjectSandboxesApi } from "./groups/ProjectSandboxesApi.ts"
 import { SandboxesApi } from "./groups/SandboxesApi.ts"
 import { SystemApi } from "./groups/SystemApi.ts"
@@ -44,6 +45,7 @@ export class Api extends HttpApi.make("sandbox-gateway")
   .add(SandboxesApi)
   .add(ProjectSandboxesApi)
   .add(OperationsApi)
+  .add(ProjectOperationsApi)
   .add(ProcessesApi)
   .add(FilesystemApi)
   .add(EndpointsApi)

@@ -26,6 +26,7 @@ import { FilesystemLive } from "./handlers/FilesystemHttp.ts"
 import { OperationsLive } from "./handlers/OperationsHttp.ts"
 import { ProcessesLive } from "./handlers/ProcessesHttp.ts"
 import { ProjectSandboxesLive } from "./handlers/ProjectSandboxesHttp.ts"
+import { ProjectOperationsLive } from "./handlers/ProjectOperationsHttp.ts"
 import { SandboxesLive } from "./handlers/SandboxesHttp.ts"
 import { SystemLive } from "./handlers/SystemHttp.ts"
 import { EndpointServerLive } from "./EndpointProxy.ts"
@@ -39,12 +40,20 @@ import { SandboxJobsLive } from "../services/sandboxes/Jobs.ts"
 import { ReaperLive } from "../services/sandboxes/Reaper.ts"
 import { LocalRuntimeLive } from "../runtime/LocalRuntimeLive.ts"
 import { withRequestId } from "./RequestId.ts"
+import { countRequests, metricsRoute } from "./Telemetry.ts"
+import { MCP_PATH, mcpRoute } from "./Mcp.ts"
+import { Telemetry } from "../services/Telemetry.ts"
+import type { Repositories } from "../db/Database.ts"
+import { FOLLOW_HEARTBEAT_MS } from "./Sse.ts"
+
+/** Idle connections are closed after this long: twice a followed stream's heartbeat. */
+const FOLLOW_IDLE_SECONDS = (2 * FOLLOW_HEARTBEAT_MS) / 1000
 import { ProjectKeyAuthLive, UserAuthLive } from "./Security.ts"
 
 export const ApiLive = HttpApiBuilder.api(Api).pipe(
   Layer.provide([
     SystemLive, OrganizationsLive, MembersLive, ProjectsLive, ApiKeysLive, EventsLive, BillingLive, WebhooksLive, WebhookDeliveriesLive, ProviderCredentialsLive,
-    SandboxesLive, ProjectSandboxesLive, OperationsLive, ProcessesLive, FilesystemLive, EndpointsLive
+    SandboxesLive, ProjectSandboxesLive, ProjectOperationsLive, OperationsLive, ProcessesLive, FilesystemLive, EndpointsLive
   ]),
   Layer.provide([UserAuthLive, ProjectKeyAuthLive, ErrorEnvelopeLive])
 )
@@ -65,6 +74,7 @@ const EndpointsServingLive = EndpointServerLive.pipe(Layer.provideMerge(Endpoint
 
 export const ServicesLive = Layer.mergeAll(CredentialsLive, IdempotencyStoreLive, SandboxPlaneLive, CheckpointerLive, EndpointsServingLive).pipe(
   Layer.provideMerge(WebhookResolverLive),
+  Layer.provideMerge(Telemetry.Default),
   Layer.provideMerge(SecretBoxLive),
   Layer.provideMerge(WebhookConfigLive),
   Layer.provideMerge(DatabaseLive),
@@ -80,7 +90,11 @@ const ServerLive = Layer.unwrapScoped(
     const guard = guardBodySize(config.maxBodyBytes, (request, server) => server.fetch(request))
     const routes: Record<string, (request: Bun.BunRequest, server: Bun.Server<unknown>) => Response | Promise<Response>> = { "/*": guard }
     for (const [route, read] of Object.entries(fast.routes)) routes[route] = (request, server) => (request.method === "GET" ? read(request, server) : guard(request, server))
-    return BunHttpServer.layer({ port: config.port, hostname: config.host, maxRequestBodySize: SERVER_BODY_LIMIT, routes })
+    routes[MCP_PATH] = guardBodySize(config.maxBodyBytes, mcpRoute)
+    const scrape = yield* metricsRoute(yield* Effect.runtime<Telemetry | Repositories>())
+    if (scrape !== undefined) routes["/metrics"] = scrape
+    // A followed stream (`?follow=true`) is quiet up to 15 s between heartbeats: Bun's default 10 s would cut it.
+    return BunHttpServer.layer({ port: config.port, hostname: config.host, maxRequestBodySize: SERVER_BODY_LIMIT, idleTimeout: FOLLOW_IDLE_SECONDS, routes: countRequests(routes, yield* Telemetry) })
   })
 )
 

@@ -61,8 +61,11 @@ export class JobsRepo extends Effect.Service<JobsRepo>()("app/db/JobsRepo", {
     const leased = rowsOf("jobs", Schema.Struct({ id: Schema.String, lease_owner: Schema.NullOr(Schema.String) }))
     const due = rowsOf("jobs", Schema.Struct({ at: Schema.NullOr(Schema.String) }))
     const ids = rowsOf("jobs", Schema.Struct({ id: Schema.String }))
+    const counts = rowsOf("jobs", Schema.Struct({ type: Schema.String, state: Schema.String, n: Schema.Int }))
 
     return {
+      /** How many jobs of each type are in each state (the operators' metrics). */
+      countsByTypeAndState: counts.all(sql`SELECT type, state, COUNT(*) AS n FROM jobs GROUP BY type, state`),
       enqueue: (job: NewJobRow) => {
         const payload = JSON.stringify(job.payload ?? null)
         return run(job.replace

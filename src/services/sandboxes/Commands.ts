@@ -17,8 +17,8 @@ import { sha256Hex } from "../../domain/Tokens.ts"
 import { appendEvent } from "../Events.ts"
 import { enqueueJob } from "../JobRegistry.ts"
 import { endpointExpiryJob, getEndpointRow } from "./Endpoints.ts"
-import { EndpointCreateJob, EndpointRevokeJob, FilesystemJob, ProcessExecuteJob } from "./JobTypes.ts"
-import { lifecycleJob } from "./LifecycleJobs.ts"
+import { EndpointCreateJob, EndpointRevokeJob, ExtendLifetimeJob, FilesystemJob, ProcessExecuteJob } from "./JobTypes.ts"
+import { armRuntimeTimeout, lifecycleJob, sandboxLockKey } from "./LifecycleJobs.ts"
 import { getOperation, insertOperation } from "./Operations.ts"
 import { appendProcessEvent, getProcessRow, processJobKey, TERMINAL_PROCESS_STATES } from "./Processes.ts"
 import { getRuntimeOperationRow, runtimeOperationJobKey } from "./RuntimeOperations.ts"
@@ -111,6 +111,26 @@ export const resumeSandbox = (caller: Caller, sandboxId: string) =>
     const operationId = yield* insertOperation({ ...caller, type: "sandbox_resume", resourceId: sandboxId })
     yield* lifecycleJob("sandbox.resume", { sandbox_id: sandboxId, operation_id: operationId })
     return yield* mutation(sandboxId, operationId)
+  })
+
+/**
+ * Moves a ready sandbox's runtime deadline to now + `seconds` (shorter or longer than before); a provider with its
+ * own lifetime timer (E2B) is told in a job, after commit. The sandbox is answered with its new `expires_at`.
+ */
+export const extendSandbox = (caller: Caller, sandboxId: string, seconds: number) =>
+  Effect.gen(function*() {
+    const sandbox = yield* sandboxOf(caller, sandboxId)
+    if (sandbox.state !== "ready") {
+      return yield* conflict("invalid_sandbox_state", `A ${sandbox.state} sandbox has no runtime deadline to move; it must be ready`, { state: sandbox.state })
+    }
+    yield* armRuntimeTimeout(sandboxId, isoAfter(yield* nowIso, seconds))
+    yield* enqueueJob(ExtendLifetimeJob, {
+      dedupeKey: `sandbox:extend_lifetime:${sandboxId}`,
+      lockKey: sandboxLockKey(sandboxId),
+      payload: { sandbox_id: sandboxId, seconds },
+      replace: true
+    })
+    return (yield* getSandboxRow(sandboxId))!
   })
 
 export const destroySandbox = (caller: Caller, sandboxId: string) =>

@@ -28,6 +28,7 @@ export const SandboxJobsLive = Layer.effectDiscard(
     yield* runner.register(Jobs.SandboxDestroyJob, lifecycle.destroy)
     yield* runner.register(Jobs.RuntimeTimeoutJob, lifecycle.runtimeTimeout)
     yield* runner.register(Jobs.IdleCheckJob, lifecycle.idleCheck)
+    yield* runner.register(Jobs.ExtendLifetimeJob, lifecycle.extendLifetime)
     yield* runner.register(Jobs.ProcessExecuteJob, yield* makeProcessHandler)
     yield* runner.register(Jobs.FilesystemJob, yield* makeRuntimeOperationHandler)
     yield* runner.register(Jobs.CostSyncJob, yield* makeCostSyncHandler)
