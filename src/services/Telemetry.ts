@@ -1,12 +1,14 @@
 /**
  * The operators' metrics (`GET /metrics`, Prometheus text format 0.0.4): counters this process keeps in memory
  * (requests by route and status with latency histograms, provider call failures by kind) and gauges read from
- * the database at scrape time (jobs by type and state, sandboxes by provider and state). Labels come from fixed
- * sets (route templates, not paths; provider names; error kinds), so a client cannot grow the series.
+ * the database at scrape time (jobs by type and state, sandboxes by provider and state, webhook deliveries by
+ * outcome). Labels come from fixed sets (route templates, not paths; provider names; error kinds), so a client
+ * cannot grow the series.
  */
 import { Effect } from "effect"
 import { JobsRepo } from "../db/repos/Jobs.ts"
 import { SandboxesRepo } from "../db/repos/Sandboxes.ts"
+import { WebhookDeliveriesRepo } from "../db/repos/WebhookDeliveries.ts"
 
 /** Upper bounds of the latency buckets, in seconds. */
 export const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10] as const
@@ -25,6 +27,7 @@ const labels = (pairs: ReadonlyArray<readonly [string, string]>) => `{${pairs.ma
 export interface Gauges {
   readonly jobs: ReadonlyArray<{ readonly type: string; readonly state: string; readonly n: number }>
   readonly sandboxes: ReadonlyArray<{ readonly provider: string | null; readonly state: string; readonly n: number }>
+  readonly webhookDeliveries: ReadonlyArray<{ readonly status: string; readonly n: number }>
 }
 
 export const makeTelemetry = () => {
@@ -81,6 +84,8 @@ export const makeTelemetry = () => {
     for (const j of gauges.jobs) out.push(`sgw_jobs${labels([["type", j.type], ["state", j.state]])} ${j.n}`)
     family("sgw_sandboxes", "gauge", "Sandboxes by provider (none: not placed yet) and state.")
     for (const s of gauges.sandboxes) out.push(`sgw_sandboxes${labels([["provider", s.provider ?? "none"], ["state", s.state]])} ${s.n}`)
+    family("sgw_webhook_deliveries", "gauge", "Webhook deliveries by outcome (pending, delivering, retrying, succeeded, failed).")
+    for (const d of gauges.webhookDeliveries) out.push(`sgw_webhook_deliveries${labels([["status", d.status]])} ${d.n}`)
     family("sgw_process_resident_memory_bytes", "gauge", "Resident memory of the gateway process.")
     out.push(`sgw_process_resident_memory_bytes ${process.memoryUsage.rss()}`)
     family("sgw_process_uptime_seconds", "gauge", "Seconds since the gateway started.")
@@ -98,5 +103,6 @@ export const scrapeMetrics = Effect.gen(function*() {
   const telemetry = yield* Telemetry
   const jobs = yield* JobsRepo.countsByTypeAndState
   const sandboxes = yield* SandboxesRepo.countsByProviderAndState
-  return telemetry.render({ jobs, sandboxes })
+  const webhookDeliveries = yield* WebhookDeliveriesRepo.countsByStatus
+  return telemetry.render({ jobs, sandboxes, webhookDeliveries })
 })

@@ -105,6 +105,8 @@ describe("GET /metrics with METRICS_TOKEN", () => {
     expect(find(samples, "sgw_jobs", { state: "succeeded" }).reduce((n, s) => n + s.value, 0)).toBeGreaterThanOrEqual(1)
     expect(find(samples, "sgw_provider_call_failures_total", { provider: "daytona" }).reduce((n, s) => n + s.value, 0)).toBeGreaterThanOrEqual(1)
     expect(find(samples, "sgw_process_resident_memory_bytes", {})[0]?.value).toBeGreaterThan(0)
+    const text = await (await fetch(`${server.url}/metrics`, { headers: { authorization: `Bearer ${TOKEN}` } })).text()
+    expect(text).toContain("# TYPE sgw_webhook_deliveries gauge")
   }, 60_000)
 })
 

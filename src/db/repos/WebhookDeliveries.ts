@@ -73,7 +73,10 @@ export class WebhookDeliveriesRepo extends Effect.Service<WebhookDeliveriesRepo>
     const attempts = rowsOf("webhook_delivery_attempts", AttemptRow)
     const ids = rowsOf("webhook_deliveries", Schema.Struct({ id: Schema.String }))
     const counts = rowsOf("webhook_deliveries", Schema.Struct({ attempt_count: Schema.Int }))
+    const byStatus = rowsOf("webhook_deliveries", Schema.Struct({ status: Schema.String, n: Schema.Int }))
     return {
+      /** How many deliveries are in each status (the operators' metrics; finished ones until retention removes them). */
+      countsByStatus: byStatus.all(sql`SELECT status, COUNT(*) AS n FROM webhook_deliveries GROUP BY status`),
       /** Inserts a pending delivery; false when the endpoint already has one for this event. */
       insert: (d: NewDelivery) =>
         Effect.map(
