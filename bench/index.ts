@@ -2,7 +2,9 @@
  * `bun run bench`: medians (and p90) of the gateway's hot paths, each next to a baseline measured in the same
  * run on this machine, with the ratio. Targets (issue 3): create→ready p50 ≤ 100 ms; exec round trip p50 ≤ 3×
  * spawning the same bwrap jail directly (a minimal bwrap is shown too); GET sandbox p50 ≤ 2× a bare Bun.serve
- * reading the same row. Prints a table; exits 0.
+ * reading the same row. Issue 13: `echo hi` with `?wait_seconds` ≤ 2.5× a minimal bwrap spawn; a followed process's
+ * output reaches the follower p50 ≤ 25 ms after it was written. Also (issue 10) event commit → webhook received on
+ * loopback, and commit → frame on the live event stream. Prints a table; exits 0.
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
@@ -12,6 +14,12 @@ import { api, bootstrap, startServer, tempDataDir } from "../test/support/server
 import { createReadySandbox, idempotencyKey, minimalSandbox, poll, waitRuntimeOperation } from "../test/support/sandbox.ts"
 
 const ROUNDS = Number(process.env["BENCH_ROUNDS"] ?? 30)
+
+// `bun run bench --density [N]`: the density benchmark instead (bench/density.ts).
+if (process.argv.includes("--density")) {
+  await import("./density.ts")
+  process.exit(0)
+}
 
 /** The GET baseline: a bare Bun.serve answering one row of the gateway's SQLite file (args: file, sandbox id). */
 const BARE_SERVER = `
@@ -53,7 +61,8 @@ const rows: Array<{ name: string; p50: number; p90: number; baseline?: string; b
 const report = (name: string, s: { p50: number; p90: number }, baseline?: { name: string; s: { p50: number } }, target?: string) =>
   rows.push({ name, p50: s.p50, p90: s.p90, ...(baseline ? { baseline: baseline.name, baseP50: baseline.s.p50 } : {}), ...(target ? { target } : {}) })
 
-const server = await startServer()
+// Webhooks go to a receiver on loopback, which the default URL policy refuses.
+const server = await startServer({ env: { WEBHOOK_ALLOW_PRIVATE_TARGETS: "true" } })
 const http = api(server.url)
 const boot = await bootstrap(server.dataDir, "bench@example.com")
 const auth = { token: boot.api_key, project: boot.project_id }
@@ -98,6 +107,36 @@ try {
   })
   report("exec `echo hi` round trip (API)", exec, { name: "the same jail spawned directly", s: direct }, "ratio ≤ 3×")
   report("  (same, against a minimal bwrap)", exec, { name: "minimal bwrap spawn", s: minimal })
+  // Run and wait: one request, answered 201 with the finished process.
+  const execWait = await time(async () => {
+    const done = await http.post(`/v1/sandboxes/${sandbox.id}/processes?wait_seconds=30`, { ...auth, body: { command: ["echo", "hi"] }, headers: { "idempotency-key": idempotencyKey("ew") } })
+    if (done.status !== 201) throw new Error(`run and wait answered ${done.status}`)
+  })
+  report("exec `echo hi`, ?wait_seconds (API)", execWait, { name: "minimal bwrap spawn", s: minimal }, "ratio ≤ 2.5×")
+
+  // Live output: how long after the process writes a line a follower has it. The jail shares the host's clock,
+  // so each line is the time it was written (ns); the follower subtracts it from the time it read the event.
+  const lines = Math.max(ROUNDS, 10)
+  const writer = await http.post(`/v1/sandboxes/${sandbox.id}/processes`, {
+    ...auth, body: { command: ["sh", "-c", `sleep 0.5; for i in $(seq ${lines}); do date +%s%N; sleep 0.05; done`] }, headers: { "idempotency-key": idempotencyKey("f") }
+  })
+  const followed = await fetch(`${server.url}/v1/sandboxes/${sandbox.id}/processes/${writer.body.id}/events?follow=true`, {
+    headers: { authorization: `Bearer ${auth.token}`, "x-metal-project-id": auth.project }
+  })
+  const lags: Array<number> = []
+  let pending = ""
+  for await (const chunk of followed.body!) {
+    const readAt = performance.timeOrigin + performance.now()
+    pending += new TextDecoder().decode(chunk)
+    const frames = pending.split("\n\n")
+    pending = frames.pop()!
+    for (const frame of frames) {
+      if (!frame.includes("event: stdout")) continue
+      const data = JSON.parse(frame.split("\n").find((l) => l.startsWith("data: "))!.slice(6))
+      for (const line of Buffer.from(data.data.data_base64, "base64").toString().trim().split("\n")) lags.push(readAt - Number(line) / 1e6)
+    }
+  }
+  report("live output: write → follower", stats(lags), undefined, "p50 ≤ 25 ms")
 
   // 3. a 10 MiB file read through the API vs reading the file directly.
   const tenMiB = Buffer.alloc(10 * 1024 * 1024, 7)
@@ -129,6 +168,58 @@ try {
   const apiGet = await time(get(`${server.url}/v1/sandboxes/${sandbox.id}`), ROUNDS * 3)
   report("GET /v1/sandboxes/{id}", apiGet, { name: "bare Bun.serve + SQLite row", s: bareGet }, "ratio ≤ 2×")
   bare.kill()
+
+  // 5. event commit → webhook received, and → frame on the live event stream. `occurred_at` is stamped inside the
+  // committing transaction, so each sample is an upper bound of commit → arrival (same clock, 1 ms resolution).
+  let hookWaiter: ((ms: number) => void) | undefined
+  let streamWaiter: ((ms: number) => void) | undefined
+  const receiver = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: async (request) => {
+    const at = Date.now()
+    const body = (await request.json()) as { occurred_at: string }
+    hookWaiter?.(at - Date.parse(body.occurred_at))
+    return new Response("ok")
+  } })
+  const hook = await http.post(`/v1/organizations/${boot.organization_id}/webhooks`, {
+    token: boot.user_token,
+    body: { name: "bench", url: `http://127.0.0.1:${receiver.port}/hook`, event_types: ["project.updated"] }
+  })
+  if (hook.status !== 201) throw new Error(`webhook create answered ${hook.status}: ${hook.text}`)
+  const streamAbort = new AbortController()
+  const stream = await fetch(`${server.url}/v1/events/stream?project_id=${boot.project_id}`, { headers: { authorization: `Bearer ${boot.user_token}` }, signal: streamAbort.signal })
+  void (async () => {
+    let buffer = ""
+    const decoder = new TextDecoder()
+    try {
+      for await (const chunk of stream.body!) {
+        const at = Date.now()
+        buffer += decoder.decode(chunk, { stream: true })
+        let end: number
+        while ((end = buffer.indexOf("\n\n")) >= 0) {
+          const data = buffer.slice(0, end).split("\n").find((line) => line.startsWith("data: "))
+          buffer = buffer.slice(end + 2)
+          if (data !== undefined) streamWaiter?.(at - Date.parse(JSON.parse(data.slice(6)).occurred_at))
+        }
+      }
+    } catch {
+      // aborted at the end
+    }
+  })()
+  const hookLatency: Array<number> = []
+  const streamLatency: Array<number> = []
+  for (let i = 0; i < ROUNDS + 3; i++) {
+    const delivered = new Promise<number>((resolve) => (hookWaiter = resolve))
+    const framed = new Promise<number>((resolve) => (streamWaiter = resolve))
+    await http.patch(`/v1/projects/${boot.project_id}`, { token: boot.user_token, body: { name: `Bench ${i}`, slug: `bench-${i}` } })
+    const [hookMs, streamMs] = await Promise.all([delivered, framed])
+    if (i >= 3) {
+      hookLatency.push(hookMs)
+      streamLatency.push(streamMs)
+    }
+  }
+  streamAbort.abort()
+  receiver.stop(true)
+  report("event commit → webhook received", stats(hookLatency), undefined, "loopback")
+  report("event commit → event stream frame", stats(streamLatency), undefined, "≤ 100 ms")
 } finally {
   await server.stop()
 }

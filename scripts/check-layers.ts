@@ -9,16 +9,17 @@
  *   providers  providers/              domain, config, runtime
  *   services   src/services/           domain, config, db, runtime, providers
  *   http       src/http/               domain, config, db, runtime, providers, services
- *   cli        src/cli.ts              domain, config, db, services
+ *   cli        src/cli.ts              domain, config, db, services, client (the user CLI's commands)
+ *   client     client/                 domain, http (the contract, src/http/Api.ts: the client is derived from it)
  *   entry      src/main.ts, openapi.ts anything
  *
  * The SQL packages (`@effect/sql…`, `bun:sqlite`) are imported only in `src/db/`. No source file imports test
- * code, and no import cycle exists among the files checked (every file under src/ and providers/ but tests).
+ * code, and no import cycle exists among the files checked (every file under src/, providers/ and client/src/ but tests).
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
 
-export type Layer = "config" | "domain" | "db" | "runtime" | "providers" | "services" | "http" | "cli" | "entry"
+export type Layer = "config" | "domain" | "db" | "runtime" | "providers" | "services" | "http" | "cli" | "client" | "entry"
 
 const BELOW: Record<Layer, ReadonlyArray<Layer>> = {
   config: [],
@@ -28,8 +29,9 @@ const BELOW: Record<Layer, ReadonlyArray<Layer>> = {
   providers: ["domain", "config", "runtime"],
   services: ["domain", "config", "db", "runtime", "providers"],
   http: ["domain", "config", "db", "runtime", "providers", "services"],
-  cli: ["domain", "config", "db", "services"],
-  entry: ["domain", "config", "db", "runtime", "providers", "services", "http", "cli"]
+  cli: ["domain", "config", "db", "services", "client"],
+  client: ["domain", "http"],
+  entry: ["domain", "config", "db", "runtime", "providers", "services", "http", "cli", "client"]
 }
 
 /** Packages only one layer may import. */
@@ -41,6 +43,7 @@ export const layerOf = (file: string): Layer | undefined => {
   if (file === "src/Config.ts" || file === "src/DataDir.ts") return "config"
   if (file === "src/cli.ts") return "cli"
   if (file === "src/main.ts" || file === "src/openapi.ts") return "entry"
+  if (file.startsWith("client/")) return "client"
   const top = file.startsWith("providers/") ? "providers" : file.split("/").slice(0, 2).join("/")
   switch (top) {
     case "src/domain": return "domain"
@@ -78,6 +81,7 @@ export const readGraph = (root: string): ImportGraph => {
   }
   walk("src")
   walk("providers")
+  walk("client/src")
   return graph
 }
 

@@ -112,3 +112,49 @@ export const endpointListenerConfig = (apiPort: number, apiHost: string, apiPubl
   })
 
 export const AppConfigLive = Layer.effect(AppConfig, appConfig)
+
+/**
+ * Webhook delivery (README "Webhooks"). Defaults are the reference's: a 10 s timeout, 8 attempts, backoff
+ * min(5 s × 2^(n−1), 15 min) with jitter, and an endpoint disabled after a day of nothing but failures.
+ */
+export interface WebhookConfigShape {
+  /** WEBHOOK_ALLOW_PRIVATE_TARGETS: also deliver to loopback, private and link-local addresses (never metadata ones). */
+  readonly allowPrivateTargets: boolean
+  /** WEBHOOK_DNS_SERVERS: resolve webhook hosts with these servers (`ip` or `ip:port`, comma-separated); empty: the system resolver. */
+  readonly dnsServers: ReadonlyArray<string>
+  /** WEBHOOK_TIMEOUT_MS: one attempt, from connect to the end of the response. */
+  readonly timeoutMs: number
+  /** WEBHOOK_MAX_ATTEMPTS */
+  readonly maxAttempts: number
+  /** WEBHOOK_RETRY_BASE_MS and WEBHOOK_RETRY_MAX_MS: the backoff's first delay and its cap. */
+  readonly retryBaseMs: number
+  readonly retryMaxMs: number
+  /** WEBHOOK_DISABLE_AFTER_SECONDS: how long an endpoint may fail (at least 20 attempts in a row) before it is disabled. */
+  readonly disableAfterSeconds: number
+}
+
+export class WebhookConfig extends Context.Tag("app/WebhookConfig")<WebhookConfig, WebhookConfigShape>() {}
+
+const DNS_SERVER = /^(?:\d{1,3}(?:\.\d{1,3}){3}(?::\d{1,5})?|\[[0-9a-fA-F:.]+\](?::\d{1,5})?|[0-9a-fA-F:]*:[0-9a-fA-F:.]*)$/
+
+const bounded = (name: string, fallback: number, min: number, max: number) =>
+  Config.integer(name).pipe(
+    Config.withDefault(fallback),
+    Config.validate({ message: `${name} must be an integer from ${min} to ${max}`, validation: (n) => n >= min && n <= max })
+  )
+
+export const webhookConfig = Effect.gen(function*() {
+  const allowPrivateTargets = yield* Config.boolean("WEBHOOK_ALLOW_PRIVATE_TARGETS").pipe(Config.withDefault(false))
+  const servers = yield* Config.string("WEBHOOK_DNS_SERVERS").pipe(Config.withDefault(""))
+  const dnsServers = servers.split(",").map((s) => s.trim()).filter((s) => s !== "")
+  const bad = dnsServers.find((s) => !DNS_SERVER.test(s))
+  if (bad !== undefined) return yield* invalid("WEBHOOK_DNS_SERVERS", `WEBHOOK_DNS_SERVERS must list IP addresses (with an optional :port), not ${JSON.stringify(bad)}`)
+  const timeoutMs = yield* bounded("WEBHOOK_TIMEOUT_MS", 10_000, 50, 120_000)
+  const maxAttempts = yield* bounded("WEBHOOK_MAX_ATTEMPTS", 8, 1, 50)
+  const retryBaseMs = yield* bounded("WEBHOOK_RETRY_BASE_MS", 5_000, 1, 3_600_000)
+  const retryMaxMs = yield* bounded("WEBHOOK_RETRY_MAX_MS", 900_000, 1, 86_400_000)
+  const disableAfterSeconds = yield* bounded("WEBHOOK_DISABLE_AFTER_SECONDS", 86_400, 1, 30 * 86_400)
+  return { allowPrivateTargets, dnsServers, timeoutMs, maxAttempts, retryBaseMs, retryMaxMs, disableAfterSeconds } satisfies WebhookConfigShape
+})
+
+export const WebhookConfigLive = Layer.effect(WebhookConfig, webhookConfig)

@@ -18,6 +18,7 @@ import { appendEvent } from "./services/Events.ts"
 import { grantWelcomeCredit, postLedgerEntry } from "./services/Ledger.ts"
 import { createOrganization } from "./services/Organizations.ts"
 import { newUuid } from "./domain/Ids.ts"
+import { USER_CLI_WORDS, userCliMain } from "../client/src/cli.ts"
 
 /** A user-facing failure: printed with the usage, exit code 1. */
 class CliError extends Error {
@@ -194,6 +195,7 @@ const help = () =>
     "Sandbox Gateway operator CLI. Uses DATA_DIR (default ./data), the same database as the server.",
     "",
     "Usage: bun run cli <command> [options]   (add --help after a command for its options)",
+    "Users' commands (login, sandbox …): bun run cli sandbox --help",
     "",
     ...Object.values(commands).map((c) => `  ${c.usage}\n      ${c.summary}`)
   ].join("\n")
@@ -254,10 +256,15 @@ const main = Effect.gen(function*() {
   )
 })
 
-main.pipe(
-  Effect.provide(AppConfigLive),
-  Effect.provide(Logger.minimumLogLevel(LogLevel.Warning)),
-  Effect.tap((code) => Effect.sync(() => (process.exitCode = code))),
-  BunRuntime.runMain
-)
+// `login` and `sandbox …` are the user CLI (client/src/cli.ts): it speaks to a gateway over HTTP, not to DATA_DIR.
+if (USER_CLI_WORDS.has(process.argv[2] ?? "")) {
+  await userCliMain(process.argv.slice(2))
+} else {
+  main.pipe(
+    Effect.provide(AppConfigLive),
+    Effect.provide(Logger.minimumLogLevel(LogLevel.Warning)),
+    Effect.tap((code) => Effect.sync(() => (process.exitCode = code))),
+    BunRuntime.runMain
+  )
+}
 

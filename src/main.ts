@@ -1,7 +1,8 @@
-/** Starts the gateway: `bun run start` (or the compiled binary). Wiring lives in http/Http.ts. */
+/** Starts the gateway: `bun run start` (or the compiled binary), unless asked for the user CLI. Wiring lives in http/Http.ts. */
 import { BunRuntime } from "@effect/platform-bun"
 import { Config, Effect, Layer, Logger, LogLevel } from "effect"
 import { HttpLive } from "./http/Http.ts"
+import { USER_CLI_WORDS, userCliMain } from "../client/src/cli.ts"
 
 /** LOG_LEVEL (default info) decides what is logged, the per-request access log included. */
 const LoggingLive = Layer.unwrapEffect(
@@ -11,4 +12,6 @@ const LoggingLive = Layer.unwrapEffect(
   )
 )
 
-Layer.launch(HttpLive.pipe(Layer.provide(LoggingLive))).pipe(BunRuntime.runMain)
+// The binary is also the user CLI: `sandbox-gateway login …`, `sandbox-gateway sandbox …` (client/src/cli.ts).
+if (USER_CLI_WORDS.has(process.argv[2] ?? "")) await userCliMain(process.argv.slice(2))
+else Layer.launch(HttpLive.pipe(Layer.provide(LoggingLive))).pipe(BunRuntime.runMain)

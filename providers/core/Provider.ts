@@ -7,6 +7,7 @@ import { Context, Data, type Effect } from "effect"
 
 /** The one list of providers (spec a..k) lives with the API's contract; here under the kit's names. */
 import { Provider, PROVIDERS } from "../../src/domain/Sandbox.ts"
+import type { RuntimeMetrics } from "../../src/runtime/LocalRuntime.ts"
 export const ProviderNames = PROVIDERS
 export const ProviderName = Provider
 export type ProviderName = Provider
@@ -168,6 +169,17 @@ export interface ProviderCost {
   readonly rateCardVersion: string | null
 }
 
+/**
+ * What a sandbox consumes, as far as the source knows it: null for what it does not report. `local_runtime`:
+ * read from the sandbox's cgroups on this host (emulated providers; the runtime's own figures); `provider`: the
+ * provider's metrics API.
+ */
+export interface ProviderMetrics extends RuntimeMetrics {
+  readonly source: "local_runtime" | "provider"
+  /** Recent CPU use as a percentage of the sandbox's CPUs (providers that sample it). */
+  readonly cpuUsedPercent: number | null
+}
+
 type PE<A> = Effect.Effect<A, ProviderError>
 
 export interface SandboxProvider {
@@ -186,6 +198,17 @@ export interface SandboxProvider {
   readonly pause: (sandbox: ProviderSandbox) => PE<void>
   readonly resume: (sandbox: ProviderSandbox) => PE<void>
   readonly getCost: (sandbox: ProviderSandbox, window: { readonly from: string; readonly to: string }) => PE<ProviderCost | null>
+  /**
+   * For a provider that ends a sandbox on its own after a lifetime set at create (E2B): end it no earlier than
+   * `seconds` from now (the gateway's runtime deadline moved). Absent: the provider keeps no such timer.
+   */
+  readonly extendLifetime?: ((sandbox: ProviderSandbox, seconds: number) => PE<void>) | undefined
+
+  /**
+   * Current consumption (also while paused). Absent: neither the provider's API nor the local runtime reports it
+   * for this adapter (remote providers without a metrics API).
+   */
+  readonly metrics?: ((sandbox: ProviderSandbox) => PE<ProviderMetrics>) | undefined
 
   /** Starts a command; returns the provider's execution id. */
   readonly exec: (sandbox: ProviderSandbox, input: ExecInput) => PE<{ readonly executionId: string }>

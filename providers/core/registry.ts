@@ -8,7 +8,7 @@
  */
 import { Effect, Layer, type Scope } from "effect"
 import { createHash } from "node:crypto"
-import { type ProviderCredentials, ProviderError, ProviderNames, ProviderRegistry, type SandboxProvider } from "./Provider.ts"
+import { type ProviderCredentials, ProviderError, ProviderNames, ProviderRegistry, type SandboxProvider, unsupported } from "./Provider.ts"
 
 export type ProviderPlugin<E = never, R = never> = Effect.Effect<SandboxProvider | null, E, R>
 
@@ -31,6 +31,8 @@ export const aroundCalls = (
   pause: (sandbox) => around((p) => p.pause(sandbox)),
   resume: (sandbox) => around((p) => p.resume(sandbox)),
   getCost: (sandbox, window) => around((p) => p.getCost(sandbox, window)),
+  extendLifetime: provider.extendLifetime === undefined ? undefined : (sandbox, seconds) => around((p) => p.extendLifetime?.(sandbox, seconds) ?? Effect.void),
+  metrics: provider.metrics === undefined ? undefined : (sandbox) => around((p) => p.metrics?.(sandbox) ?? Effect.fail(unsupported(p.name, "metrics"))),
   exec: (sandbox, input) => around((p) => p.exec(sandbox, input)),
   execEvents: (sandbox, executionId, fromSeq) => around((p) => p.execEvents(sandbox, executionId, fromSeq)),
   cancelExec: (sandbox, executionId) => around((p) => p.cancelExec(sandbox, executionId)),
@@ -49,14 +51,24 @@ export const onOrganizationAccount = (e: ProviderError): ProviderError =>
     ? e
     : new ProviderError({ provider: e.provider, kind: e.kind, message: e.message, retryable: e.retryable, status: e.status, account: "organization" })
 
+/** Told of every failed provider call (the gateway counts them for its operators' metrics). */
+export type OnProviderFailure = (e: ProviderError) => void
+
+/** The provider with every failed call reported to `onFailure`; its BYOK instances are built as before. */
+const observed = (provider: SandboxProvider, onFailure: OnProviderFailure): SandboxProvider => ({
+  ...aroundCalls(provider, (call) => Effect.tapError(call(provider), (e) => Effect.sync(() => onFailure(e)))),
+  withCredentials: provider.withCredentials
+})
+
 /** The registry value over already-built providers (canonical order; `get` by plain name). */
-export const makeProviderRegistry = (providers: ReadonlyArray<SandboxProvider>): typeof ProviderRegistry.Service => {
+export const makeProviderRegistry = (providers: ReadonlyArray<SandboxProvider>, onFailure?: OnProviderFailure): typeof ProviderRegistry.Service => {
   const seen = new Set<string>()
   for (const p of providers) {
     if (seen.has(p.name)) throw new Error(`two plugins provide ${p.name}`)
     seen.add(p.name)
   }
-  const all = [...providers].sort((a, b) => ProviderNames.indexOf(a.name) - ProviderNames.indexOf(b.name))
+  const report = onFailure ?? (() => {})
+  const all = [...providers].map((p) => (onFailure === undefined ? p : observed(p, onFailure))).sort((a, b) => ProviderNames.indexOf(a.name) - ProviderNames.indexOf(b.name))
   const byName = new Map<string, SandboxProvider>(all.map((p) => [p.name, p]))
   // Keyed by a hash of the credential set, never the secret itself.
   const accounts = new Map<string, SandboxProvider>()
@@ -68,7 +80,7 @@ export const makeProviderRegistry = (providers: ReadonlyArray<SandboxProvider>):
     let instance = accounts.get(key)
     if (instance === undefined) {
       const own = base.withCredentials(credentials)
-      instance = aroundCalls(own, (call) => Effect.mapError(call(own), onOrganizationAccount))
+      instance = aroundCalls(own, (call) => Effect.tapError(Effect.mapError(call(own), onOrganizationAccount), (e) => Effect.sync(() => report(e))))
       if (accounts.size >= MAX_ACCOUNT_INSTANCES) accounts.delete(accounts.keys().next().value!)
     } else {
       accounts.delete(key)
@@ -81,12 +93,13 @@ export const makeProviderRegistry = (providers: ReadonlyArray<SandboxProvider>):
 
 /** Runs every plugin (one after the other, so emulators start in a stable order) and collects the providers. */
 export const ProviderRegistryLayer = <const P extends ReadonlyArray<ProviderPlugin<unknown, unknown>>>(
-  plugins: P
+  plugins: P,
+  onFailure?: OnProviderFailure
 ): Layer.Layer<ProviderRegistry, Effect.Effect.Error<P[number]>, Exclude<Effect.Effect.Context<P[number]>, Scope.Scope>> =>
   Layer.scoped(
     ProviderRegistry,
     Effect.map(
       Effect.all(plugins as ReadonlyArray<ProviderPlugin<Effect.Effect.Error<P[number]>, Effect.Effect.Context<P[number]>>>),
-      (providers) => makeProviderRegistry(providers.filter((p): p is SandboxProvider => p !== null))
+      (providers) => makeProviderRegistry(providers.filter((p): p is SandboxProvider => p !== null), onFailure)
     )
   )

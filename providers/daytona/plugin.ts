@@ -1,11 +1,12 @@
 /**
  * The Daytona plugin: `remote` with DAYTONA_API_KEY (DAYTONA_API_URL, default https://app.daytona.io/api;
  * DAYTONA_TARGET and DAYTONA_SNAPSHOT optional), otherwise `emulated` against the built-in emulator over the
- * local runtime.
+ * local runtime (whose metrics are the sandbox's own, read by the runtime).
  */
 import { Config, Effect, Option } from "effect"
 import { AppConfig } from "../../src/Config.ts"
 import { LocalRuntime } from "../../src/runtime/LocalRuntime.ts"
+import { withLocalMetrics } from "../core/localMetrics.ts"
 import { makeDaytonaProvider } from "./adapter/index.ts"
 import { startDaytonaEmulator } from "./emulator/index.ts"
 
@@ -20,5 +21,5 @@ export const DaytonaPlugin = Effect.gen(function*() {
   const { dataDir } = yield* AppConfig
   const runtime = yield* LocalRuntime
   const emulator = yield* Effect.acquireRelease(Effect.sync(() => startDaytonaEmulator(dataDir, runtime)), (e) => Effect.sync(() => e.stop()))
-  return makeDaytonaProvider({ baseUrl: emulator.baseUrl, apiKey: emulator.apiKey, mode: "emulated" })
+  return withLocalMetrics(makeDaytonaProvider({ baseUrl: emulator.baseUrl, apiKey: emulator.apiKey, mode: "emulated" }), runtime)
 })

@@ -269,6 +269,42 @@ describe("e2b adapter: control API requests", () => {
     expect(p.capabilities.process?.cancel).toBe(true)
     expect(p.capabilities.httpEndpoints).toBeNull()
   })
+
+  it("metrics read E2B's latest sample (nulls before the first); a missing sandbox is not_found", async () => {
+    const sample = (at: string, cpu: number) => ({ timestamp: at, timestampUnix: Date.parse(at) / 1000, cpuCount: 2, cpuUsedPct: cpu, memUsed: 33316864, memTotal: 507592704, memCache: 1, diskUsed: 1514856448, diskTotal: 2573185024 })
+    const s = scripted([
+      {
+        method: "GET",
+        path: "/sandboxes/isbx1/metrics",
+        reply: (call) => {
+          expect(call.headers["x-api-key"]).toBe("e2b_0123")
+          return json([sample("2025-07-28T08:04:05.000Z", 20.33), sample("2025-07-28T08:04:10.000Z", 0.2)])
+        }
+      },
+      { method: "GET", path: "/sandboxes/isbx1/metrics", reply: () => json([]) },
+      { method: "GET", path: "/sandboxes/isbx1/metrics", reply: () => json({ code: 404, message: "sandbox not found" }, 404) }
+    ])
+    const p = provider(s.client)
+    expect(await run(p.metrics!(SANDBOX))).toEqual({
+      source: "provider",
+      collectedAt: "2025-07-28T08:04:10.000Z",
+      cpuSeconds: null,
+      cpuUsedPercent: 0.2,
+      memoryBytes: 33316864,
+      memoryPeakBytes: null,
+      memoryLimitBytes: 507592704,
+      diskBytes: 1514856448,
+      diskLimitBytes: 2573185024,
+      networkRxBytes: null,
+      networkTxBytes: null,
+      processCount: null
+    })
+    expect(await run(p.metrics!(SANDBOX))).toMatchObject({ source: "provider", cpuUsedPercent: null, memoryBytes: null })
+    expect(await kindOf(p.metrics!(SANDBOX))).toBe("not_found")
+    expect(s.left()).toBe(0)
+    // Emulated, the adapter has no metrics of its own (the plugin gives it the local runtime's).
+    expect(makeE2BProvider({ apiUrl: "http://127.0.0.1:1", sandboxUrl: "http://127.0.0.1:1", apiKey: "k", mode: "emulated" }).metrics).toBeUndefined()
+  })
 })
 
 describe("e2b adapter: envd requests", () => {

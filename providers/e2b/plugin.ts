@@ -8,8 +8,9 @@
 import { Config, Effect, Option, type Scope } from "effect"
 import type { ConfigError } from "effect/ConfigError"
 import type { AppConfig } from "../../src/Config.ts"
-import type { LocalRuntime } from "../../src/runtime/LocalRuntime.ts"
+import { LocalRuntime } from "../../src/runtime/LocalRuntime.ts"
 import type { SandboxProvider } from "../core/Provider.ts"
+import { withLocalMetrics } from "../core/localMetrics.ts"
 import { makeE2BProvider } from "./adapter/index.ts"
 import { e2bEmulator } from "./emulator/index.ts"
 
@@ -24,5 +25,6 @@ export const E2BPlugin: Effect.Effect<SandboxProvider, ConfigError, AppConfig | 
     return makeE2BProvider({ apiUrl, sandboxUrl, apiKey: apiKey.value, mode: "remote", defaultTemplate })
   }
   const emulator = yield* e2bEmulator
-  return makeE2BProvider({ ...emulator, mode: "emulated", defaultTemplate })
+  // Emulated sandboxes are local-runtime jails: their metrics come from the runtime, in more detail than E2B's.
+  return withLocalMetrics(makeE2BProvider({ ...emulator, mode: "emulated", defaultTemplate }), yield* LocalRuntime)
 })

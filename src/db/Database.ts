@@ -20,6 +20,7 @@ import { RuntimeOperationsRepo } from "./repos/RuntimeOperations.ts"
 import { SandboxesRepo } from "./repos/Sandboxes.ts"
 import { UsageRepo } from "./repos/Usage.ts"
 import { UsersRepo } from "./repos/Users.ts"
+import { WebhookDeliveriesRepo } from "./repos/WebhookDeliveries.ts"
 import { WebhooksRepo } from "./repos/Webhooks.ts"
 import { SqlLive } from "./Sql.ts"
 import { SqliteDialectLive } from "./SqliteDialect.ts"
@@ -33,6 +34,7 @@ export const RepositoriesLive = Layer.mergeAll(
   BillingRepo.Default,
   UsageRepo.Default,
   WebhooksRepo.Default,
+  WebhookDeliveriesRepo.Default,
   ProviderCredentialsRepo.Default,
   IdempotencyRepo.Default,
   JobsRepo.Default,
@@ -47,7 +49,7 @@ export const RepositoriesLive = Layer.mergeAll(
 export type Repositories = Layer.Layer.Success<typeof RepositoriesLive> | Dialect
 
 const TAGS = [
-  Db, Dialect, EventsRepo, UsersRepo, OrganizationsRepo, ProjectsRepo, BillingRepo, UsageRepo, WebhooksRepo, ProviderCredentialsRepo,
+  Db, Dialect, EventsRepo, UsersRepo, OrganizationsRepo, ProjectsRepo, BillingRepo, UsageRepo, WebhooksRepo, WebhookDeliveriesRepo, ProviderCredentialsRepo,
   IdempotencyRepo, JobsRepo, SandboxesRepo, OperationsRepo, ProcessesRepo, RuntimeOperationsRepo, EndpointsRepo
 ] as const
 

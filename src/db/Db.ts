@@ -9,9 +9,22 @@ import { Effect } from "effect"
 export class Db extends Effect.Service<Db>()("app/db/Db", {
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
+    const listeners = new Set<() => void>()
+    const committed = Effect.sync(() => {
+      for (const listener of listeners) listener()
+    })
     return {
       transaction: <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-        sql.withTransaction(effect).pipe(Effect.catchTag("SqlError", Effect.die)),
+        sql.withTransaction(effect).pipe(Effect.catchTag("SqlError", Effect.die), Effect.tap(() => committed)),
+      /**
+       * Calls `listener` after each `transaction` that succeeded (a nested one too, which has not committed yet:
+       * a listener must only take it as a hint to look). The live event feed uses it to notice commits at once.
+       */
+      onCommit: (listener: () => void) =>
+        Effect.sync(() => {
+          listeners.add(listener)
+          return Effect.sync(() => void listeners.delete(listener))
+        }),
       /** Whether the database answers (GET /ready). */
       ping: sql`SELECT 1 AS ok`.pipe(Effect.asVoid)
     }

@@ -9,7 +9,9 @@
  *    23505; 40001, 40P01, 55P03). Busy means "the attempt was rolled back and may be made again" (503).
  * 2. `rowId`: a column naming one physical row, for batched deletes (`DELETE … WHERE rowId IN (SELECT rowId …
  *    LIMIT n)`), and ordering ties by insertion (SQLite `rowid`; PostgreSQL: an identity column, not `ctid`).
- * 3. `jsonWithout(column, key)`: the JSON text of a column without one top-level key.
+ * 3. `jsonWithout(column, key)`: the JSON text of a column without one top-level key; `jsonEntryIs(column, key,
+ *    value)`: a condition, true when the column's JSON object has `key` with exactly the string `value` (both bound,
+ *    any characters).
  * 4. `insertOrReplace(table, row, key)`: insert, or replace the row with the same key.
  * 5. `reserveIdempotencyKey` / `completeIdempotencyKey`, run inside the transaction of the request's work.
  *    Contract: of concurrent requests with one key, exactly one gets `Reserved` and runs; the others wait until
@@ -20,6 +22,8 @@
  *    with the response on completion.
  * 6. `claimJobs` / `claimJobByKey`: lease due jobs to an owner with a fresh token each, at most one job per lock
  *    key, never a job whose lock key is held by a live lease — even when several processes claim at once.
+ *    `claimJobs` may be limited to some job types or exclude some (the runner's lanes: webhook deliveries are
+ *    claimed apart from sandbox work, so they never take its places).
  *    SQLite: one transaction, safe because transactions run one at a time; PostgreSQL: `FOR UPDATE SKIP LOCKED`
  *    plus an advisory lock (or a lock table) per lock key.
  * 7. Connection set-up: the client and migrations (SQLite: src/db/Sql.ts), the session (SQLite: the pragmas,
@@ -60,6 +64,12 @@ export interface ClaimedJob {
   readonly recovered: boolean
 }
 
+/** Which job types a claim may take. */
+export interface JobTypeFilter {
+  readonly only?: ReadonlyArray<string> | undefined
+  readonly except?: ReadonlyArray<string> | undefined
+}
+
 /** Columns a claim returns, as the jobs repository decodes them. */
 export const CLAIMED_JOB_COLUMNS = "id, type, dedupe_key, lock_key, payload, attempts, lease_owner"
 
@@ -69,6 +79,7 @@ export interface DialectShape {
   readonly isBusy: (error: unknown) => boolean
   readonly rowId: Statement.Fragment
   readonly jsonWithout: (column: string, key: string) => Statement.Fragment
+  readonly jsonEntryIs: (column: string, key: string, value: string) => Statement.Fragment
   readonly insertOrReplace: (table: string, row: Readonly<Record<string, unknown>>) => Effect.Effect<void, SqlError.SqlError>
   readonly reserveIdempotencyKey: (
     ref: IdempotencyKeyRef,
@@ -78,9 +89,12 @@ export interface DialectShape {
     ref: IdempotencyKeyRef,
     stored: { readonly fingerprint: string; readonly status: number; readonly body: string; readonly now: string; readonly expiresAt: string }
   ) => Effect.Effect<void, SqlError.SqlError>
-  /** Claims up to `limit` due jobs (skipping `running`, jobs this process already runs), in one transaction. */
+  /**
+   * Claims up to `limit` due jobs (skipping `running`, jobs this process already runs), in one transaction; only of
+   * the types in `types.only` when given, and none of those in `types.except`.
+   */
   readonly claimJobs: (
-    request: ClaimRequest & { readonly limit: number; readonly running: ReadonlySet<string> }
+    request: ClaimRequest & { readonly limit: number; readonly running: ReadonlySet<string>; readonly types?: JobTypeFilter | undefined }
   ) => Effect.Effect<Array<ClaimedJob>, SqlError.SqlError>
   /** Claims the job with this dedupe key if it is pending, due and its lock key is free. */
   readonly claimJobByKey: (request: ClaimRequest & { readonly dedupeKey: string }) => Effect.Effect<ClaimedJob | undefined, SqlError.SqlError>

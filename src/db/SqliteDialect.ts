@@ -46,6 +46,7 @@ export const makeSqliteDialect = (sql: SqlClient.SqlClient): DialectShape => {
     isBusy: isSqliteBusy,
     rowId: sql.literal("rowid"),
     jsonWithout: (column, key) => sql`json_remove(${sql(column)}, ${`$.${key}`})`,
+    jsonEntryIs: (column, key, value) => sql`EXISTS (SELECT 1 FROM json_each(${sql(column)}) WHERE key = ${key} AND value = ${value})`,
     insertOrReplace: (table, row) => Effect.asVoid(sql`INSERT OR REPLACE INTO ${sql(table)} ${sql.insert({ ...row })}`),
 
     reserveIdempotencyKey: (ref, at) =>
@@ -73,8 +74,16 @@ export const makeSqliteDialect = (sql: SqlClient.SqlClient): DialectShape => {
     claimJobs: (request) =>
       Effect.gen(function*() {
         const { now, limit } = request
+        const only = request.types?.only
+        const except = request.types?.except
+        if (only !== undefined && only.length === 0) return []
+        const ofTypes = only !== undefined
+          ? sql`AND ${sql.in("type", only)}`
+          : except !== undefined && except.length > 0
+          ? sql`AND type NOT IN ${sql.in(except)}`
+          : sql``
         const candidates = yield* sql<{ id: string; lock_key: string | null; state: string; lease_owner: string | null }>`
-          SELECT id, lock_key, state, lease_owner FROM jobs WHERE ${due(now)} AND ${lockFree(now)}
+          SELECT id, lock_key, state, lease_owner FROM jobs WHERE ${due(now)} AND ${lockFree(now)} ${ofTypes}
           ORDER BY available_at, created_at LIMIT ${limit * 4}`
         const locks = new Set<string>()
         const claimed: Array<ClaimedJob> = []

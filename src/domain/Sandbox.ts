@@ -214,8 +214,16 @@ export const Sandbox = Schema.Struct({
   ready_at: Schema.NullOr(Timestamp),
   paused_at: Schema.NullOr(Timestamp),
   stopped_at: Schema.NullOr(Timestamp),
+  expires_at: Schema.NullOr(Timestamp).annotations({
+    description: "When the runtime timeout fires (moved by `actions/extend`); null while none runs (before ready, paused, ended)"
+  }),
   metadata: Schema.Record({ key: Schema.String, value: Schema.String })
 }).annotations({ identifier: "Sandbox" })
+
+/** `POST /v1/sandboxes/{id}/actions/extend`: the runtime deadline becomes now + this many seconds. */
+export const ExtendSandbox = Schema.Struct({
+  runtime_timeout_seconds: Schema.Int.pipe(Schema.between(1, 172_800)).annotations({ description: "Seconds from now, 1–172800 (48 h)" })
+}).annotations({ identifier: "ExtendSandbox", ...strict })
 
 export const SandboxMutation = Schema.Struct({ sandbox: Sandbox, operation: Operation }).annotations({ identifier: "SandboxMutation" })
 export const SandboxList = Schema.Struct({ sandboxes: Schema.Array(Sandbox), next_cursor: Schema.NullOr(Schema.String) }).annotations({ identifier: "SandboxList" })

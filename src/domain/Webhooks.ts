@@ -1,4 +1,8 @@
-/** Webhook endpoints (spec §2.14, §4.9; reference §2 "Webhooks", §8 event catalog). */
+/**
+ * Webhook endpoints and their deliveries (spec §2.14, §4.9; reference §2 "Webhooks", §8 event catalog). The catalog
+ * adds one type to the reference's: `webhook.endpoint_disabled`, sent to an organization's other endpoints when
+ * one is disabled after failing for a day.
+ */
 import { Schema } from "effect"
 import { Name, strict, Timestamp } from "./Accounts.ts"
 import { Uuid } from "./Ids.ts"
@@ -13,7 +17,7 @@ export const EVENT_TYPES = [
   "runtime_operation.completed", "runtime_operation.failed",
   "endpoint.created", "endpoint.revoked", "endpoint.expired", "endpoint.failed",
   "billing.credits_purchased", "billing.credits_granted", "billing.usage_charged", "billing.auto_topup_failed", "billing.spend_limit_reached",
-  "webhook.test"
+  "webhook.test", "webhook.endpoint_disabled"
 ] as const
 export const EventType = Schema.Literal(...EVENT_TYPES).annotations({ identifier: "EventType" })
 
@@ -55,7 +59,10 @@ export const WebhookEndpoint = Schema.Struct({
   last_delivery_status: Schema.NullOr(Schema.String),
   created_at: Timestamp,
   updated_at: Timestamp,
-  disabled_at: Schema.NullOr(Timestamp)
+  disabled_at: Schema.NullOr(Timestamp),
+  disabled_reason: Schema.NullOr(Schema.String).annotations({
+    description: "Why the gateway disabled the endpoint (every delivery failed for a day); null when enabled or disabled by a user"
+  })
 }).annotations({ identifier: "WebhookEndpoint" })
 
 export const WebhookList = Schema.Struct({ webhooks: Schema.Array(WebhookEndpoint) }).annotations({ identifier: "WebhookList" })
@@ -80,3 +87,39 @@ export const UpdateWebhook = Schema.Struct({
 }).pipe(
   Schema.filter((u) => Object.values(u).some((v) => v !== undefined) || "give at least one of name, url, event_types, enabled")
 ).annotations({ identifier: "UpdateWebhook", ...strict })
+
+export const DELIVERY_STATUSES = ["pending", "delivering", "succeeded", "retrying", "failed"] as const
+export const DeliveryStatus = Schema.Literal(...DELIVERY_STATUSES).annotations({ identifier: "WebhookDeliveryStatus" })
+export type DeliveryStatus = typeof DeliveryStatus.Type
+
+export const WebhookDeliveryAttempt = Schema.Struct({
+  number: Schema.Int.pipe(Schema.positive()).annotations({ description: "1 for the first attempt; keeps counting across redeliveries" }),
+  started_at: Timestamp,
+  http_status: Schema.NullOr(Schema.Int).annotations({ description: "The receiver's status; null when no response came (network error, timeout, refused target)" }),
+  error: Schema.NullOr(Schema.String),
+  latency_ms: Schema.NonNegativeInt,
+  response_snippet: Schema.NullOr(Schema.String).annotations({ description: "The first 4,096 bytes of the response body" })
+}).annotations({ identifier: "WebhookDeliveryAttempt" })
+
+export const WebhookDelivery = Schema.Struct({
+  id: Uuid,
+  endpoint_id: Uuid,
+  event_id: Uuid,
+  event_type: Schema.String,
+  status: DeliveryStatus,
+  attempt_count: Schema.NonNegativeInt,
+  next_attempt_at: Schema.NullOr(Timestamp),
+  last_http_status: Schema.NullOr(Schema.Int),
+  last_error: Schema.NullOr(Schema.String),
+  last_latency_ms: Schema.NullOr(Schema.NonNegativeInt),
+  is_test: Schema.Boolean,
+  created_at: Timestamp,
+  updated_at: Timestamp,
+  delivered_at: Schema.NullOr(Timestamp),
+  attempts: Schema.Array(WebhookDeliveryAttempt).annotations({ description: "Every attempt, oldest first" })
+}).annotations({ identifier: "WebhookDelivery" })
+
+export const WebhookDeliveryList = Schema.Struct({
+  deliveries: Schema.Array(WebhookDelivery),
+  next_cursor: Schema.NullOr(Schema.String)
+}).annotations({ identifier: "WebhookDeliveryList" })

@@ -23,9 +23,11 @@ import { EndpointsApi } from "./groups/EndpointsApi.ts"
 import { FilesystemApi } from "./groups/FilesystemApi.ts"
 import { OperationsApi } from "./groups/OperationsApi.ts"
 import { ProcessesApi } from "./groups/ProcessesApi.ts"
+import { ProjectOperationsApi } from "./groups/ProjectOperationsApi.ts"
 import { ProjectSandboxesApi } from "./groups/ProjectSandboxesApi.ts"
 import { SandboxesApi } from "./groups/SandboxesApi.ts"
 import { SystemApi } from "./groups/SystemApi.ts"
+import { WebhookDeliveriesApi } from "./groups/WebhookDeliveriesApi.ts"
 import { WebhooksApi } from "./groups/WebhooksApi.ts"
 import { dropHttpApiDecodeError } from "./OpenApiTransform.ts"
 
@@ -38,10 +40,12 @@ export class Api extends HttpApi.make("sandbox-gateway")
   .add(EventsApi)
   .add(BillingApi)
   .add(WebhooksApi)
+  .add(WebhookDeliveriesApi)
   .add(ProviderCredentialsApi)
   .add(SandboxesApi)
   .add(ProjectSandboxesApi)
   .add(OperationsApi)
+  .add(ProjectOperationsApi)
   .add(ProcessesApi)
   .add(FilesystemApi)
   .add(EndpointsApi)

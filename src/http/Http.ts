@@ -2,7 +2,7 @@
 import { HttpApiBuilder, HttpApiSwagger, HttpMiddleware, HttpServer } from "@effect/platform"
 import { BunHttpServer } from "@effect/platform-bun"
 import { Context, Effect, Layer } from "effect"
-import { AppConfig, AppConfigLive } from "../Config.ts"
+import { AppConfig, AppConfigLive, WebhookConfigLive } from "../Config.ts"
 import { CheckpointerLive } from "../db/Checkpointer.ts"
 import { DatabaseLive } from "../db/Database.ts"
 import { CredentialsLive } from "../services/Credentials.ts"
@@ -14,7 +14,10 @@ import { ApiKeysLive } from "./handlers/ApiKeysHttp.ts"
 import { BillingLive } from "./handlers/BillingHttp.ts"
 import { EventsLive } from "./handlers/EventsHttp.ts"
 import { ProviderCredentialsLive } from "./handlers/ProviderCredentialsHttp.ts"
+import { WebhookDeliveriesLive } from "./handlers/WebhookDeliveriesHttp.ts"
 import { WebhooksLive } from "./handlers/WebhooksHttp.ts"
+import { EventFeedLive } from "../services/EventFeed.ts"
+import { WebhookResolverLive } from "../services/webhooks/Targets.ts"
 import { MembersLive } from "./handlers/MembersHttp.ts"
 import { OrganizationsLive } from "./handlers/OrganizationsHttp.ts"
 import { ProjectsLive } from "./handlers/ProjectsHttp.ts"
@@ -23,6 +26,7 @@ import { FilesystemLive } from "./handlers/FilesystemHttp.ts"
 import { OperationsLive } from "./handlers/OperationsHttp.ts"
 import { ProcessesLive } from "./handlers/ProcessesHttp.ts"
 import { ProjectSandboxesLive } from "./handlers/ProjectSandboxesHttp.ts"
+import { ProjectOperationsLive } from "./handlers/ProjectOperationsHttp.ts"
 import { SandboxesLive } from "./handlers/SandboxesHttp.ts"
 import { SystemLive } from "./handlers/SystemHttp.ts"
 import { EndpointServerLive } from "./EndpointProxy.ts"
@@ -36,18 +40,29 @@ import { SandboxJobsLive } from "../services/sandboxes/Jobs.ts"
 import { ReaperLive } from "../services/sandboxes/Reaper.ts"
 import { LocalRuntimeLive } from "../runtime/LocalRuntimeLive.ts"
 import { withRequestId } from "./RequestId.ts"
+import { countRequests, metricsRoute } from "./Telemetry.ts"
+import { MCP_PATH, mcpRoute } from "./Mcp.ts"
+import { Telemetry } from "../services/Telemetry.ts"
+import type { Repositories } from "../db/Database.ts"
+import { FOLLOW_HEARTBEAT_MS } from "./Sse.ts"
+
+/** Idle connections are closed after this long: twice a followed stream's heartbeat. */
+const FOLLOW_IDLE_SECONDS = (2 * FOLLOW_HEARTBEAT_MS) / 1000
 import { ProjectKeyAuthLive, UserAuthLive } from "./Security.ts"
 
 export const ApiLive = HttpApiBuilder.api(Api).pipe(
   Layer.provide([
-    SystemLive, OrganizationsLive, MembersLive, ProjectsLive, ApiKeysLive, EventsLive, BillingLive, WebhooksLive, ProviderCredentialsLive,
-    SandboxesLive, ProjectSandboxesLive, OperationsLive, ProcessesLive, FilesystemLive, EndpointsLive
+    SystemLive, OrganizationsLive, MembersLive, ProjectsLive, ApiKeysLive, EventsLive, BillingLive, WebhooksLive, WebhookDeliveriesLive, ProviderCredentialsLive,
+    SandboxesLive, ProjectSandboxesLive, ProjectOperationsLive, OperationsLive, ProcessesLive, FilesystemLive, EndpointsLive
   ]),
   Layer.provide([UserAuthLive, ProjectKeyAuthLive, ErrorEnvelopeLive])
 )
 
-/** Providers (and their emulators over the local runtime), then the job handlers, which start the runner. */
-const SandboxPlaneLive = Layer.mergeAll(SandboxJobsLive, ReaperLive).pipe(
+/**
+ * Providers (and their emulators over the local runtime), then the job handlers, which start the runner; the
+ * event feed wakes it when events (and their webhook deliveries) are committed.
+ */
+const SandboxPlaneLive = Layer.mergeAll(SandboxJobsLive, ReaperLive, EventFeedLive).pipe(
   Layer.provideMerge(ProviderAccounts.Default),
   Layer.provideMerge(ProviderRegistryLive),
   Layer.provideMerge(OperationRunnerLive),
@@ -58,7 +73,10 @@ const SandboxPlaneLive = Layer.mergeAll(SandboxJobsLive, ReaperLive).pipe(
 const EndpointsServingLive = EndpointServerLive.pipe(Layer.provideMerge(EndpointConnectionsLive))
 
 export const ServicesLive = Layer.mergeAll(CredentialsLive, IdempotencyStoreLive, SandboxPlaneLive, CheckpointerLive, EndpointsServingLive).pipe(
+  Layer.provideMerge(WebhookResolverLive),
+  Layer.provideMerge(Telemetry.Default),
   Layer.provideMerge(SecretBoxLive),
+  Layer.provideMerge(WebhookConfigLive),
   Layer.provideMerge(DatabaseLive),
   Layer.provideMerge(AppConfigLive)
 )
@@ -72,7 +90,11 @@ const ServerLive = Layer.unwrapScoped(
     const guard = guardBodySize(config.maxBodyBytes, (request, server) => server.fetch(request))
     const routes: Record<string, (request: Bun.BunRequest, server: Bun.Server<unknown>) => Response | Promise<Response>> = { "/*": guard }
     for (const [route, read] of Object.entries(fast.routes)) routes[route] = (request, server) => (request.method === "GET" ? read(request, server) : guard(request, server))
-    return BunHttpServer.layer({ port: config.port, hostname: config.host, maxRequestBodySize: SERVER_BODY_LIMIT, routes })
+    routes[MCP_PATH] = guardBodySize(config.maxBodyBytes, mcpRoute)
+    const scrape = yield* metricsRoute(yield* Effect.runtime<Telemetry | Repositories>())
+    if (scrape !== undefined) routes["/metrics"] = scrape
+    // A followed stream (`?follow=true`) is quiet up to 15 s between heartbeats: Bun's default 10 s would cut it.
+    return BunHttpServer.layer({ port: config.port, hostname: config.host, maxRequestBodySize: SERVER_BODY_LIMIT, idleTimeout: FOLLOW_IDLE_SECONDS, routes: countRequests(routes, yield* Telemetry) })
   })
 )
 

@@ -18,9 +18,10 @@
  * ```
  */
 import { Effect, Either, ParseResult, Schema } from "effect"
+import { CURSOR_VERSION, encodeCursor, type Position } from "../domain/Cursor.ts"
 import { type Unprocessable, validationError } from "../domain/Errors.ts"
 
-const VERSION = 1
+export { encodeCursor, type Position, type PositionPart } from "../domain/Cursor.ts"
 
 export const CursorParam = Schema.String.pipe(Schema.minLength(1), Schema.maxLength(512)).annotations({
   identifier: "Cursor",
@@ -39,17 +40,10 @@ export const PageParams = Schema.Struct({
   limit: LimitParam
 })
 
-/** A sort-key component: strings (timestamps, ids) and safe integers survive JSON unchanged. */
-export type PositionPart = string | number
-export type Position = ReadonlyArray<PositionPart>
-
 const AnyPosition: Schema.Schema<Position> = Schema.Array(Schema.Union(Schema.String, Schema.Number))
 
-const Payload = Schema.Struct({ v: Schema.Literal(VERSION), s: Schema.String, k: Schema.Unknown })
+const Payload = Schema.Struct({ v: Schema.Literal(CURSOR_VERSION), s: Schema.String, k: Schema.Unknown })
 const decodePayload = Schema.decodeUnknownEither(Schema.parseJson(Payload))
-
-export const encodeCursor = (scope: string, position: Position): string =>
-  Buffer.from(JSON.stringify({ v: VERSION, s: scope, k: position })).toString("base64url")
 
 const badCursor = (param: string, message: string) => validationError("Invalid cursor", [{ path: param, message }])
 

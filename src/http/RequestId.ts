@@ -8,10 +8,12 @@ import { CurrentRequestId } from "../domain/Errors.ts"
 
 export const WELL_FORMED_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
 
+export const newRequestId = () => `req_${crypto.randomUUID().replaceAll("-", "")}`
+
 export const withRequestId = HttpMiddleware.make((app) =>
   Effect.gen(function*() {
     const incoming = (yield* HttpServerRequest.HttpServerRequest).headers["x-request-id"]
-    const id = incoming !== undefined && WELL_FORMED_REQUEST_ID.test(incoming) ? incoming : `req_${crypto.randomUUID().replaceAll("-", "")}`
+    const id = incoming !== undefined && WELL_FORMED_REQUEST_ID.test(incoming) ? incoming : newRequestId()
     yield* HttpApp.appendPreResponseHandler((_req, res) => Effect.succeed(HttpServerResponse.setHeader(res, "x-request-id", id)))
     return yield* Effect.locally(app, CurrentRequestId, id).pipe(Effect.annotateLogs("request_id", id))
   })

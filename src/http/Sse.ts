@@ -1,8 +1,10 @@
 /**
- * Server-sent events as finite batches (reference §8): the client reconnects with `Last-Event-ID`. Operations
- * return every event after N; processes at most 100 events and 1 MiB of frames per batch.
+ * Server-sent events. Finite batches (reference §8): the client reconnects with `Last-Event-ID`; operations return
+ * every event after N, processes at most 100 events and 1 MiB of frames per batch. And one held-open stream, the
+ * project event stream (`liveSseResponse`), with a comment line as heartbeat.
  */
 import { HttpServerResponse } from "@effect/platform"
+import { Effect, Option, Schedule, Stream } from "effect"
 import type { OperationEventRow } from "../db/repos/Operations.ts"
 import type { ProcessEventRow } from "../db/repos/Processes.ts"
 
@@ -15,7 +17,7 @@ export interface SseEvent {
   readonly data: unknown
 }
 
-export const sseFrame = (e: SseEvent) => `id: ${e.id}\nevent: ${e.event}\ndata: ${JSON.stringify(e.data)}\n\n`
+export const sseFrame = (e: { readonly id: number | string; readonly event: string; readonly data: unknown }) => `id: ${e.id}\nevent: ${e.event}\ndata: ${JSON.stringify(e.data)}\n\n`
 
 /** Frames in order, stopping before the frame that would exceed `maxBytes` (always at least one). */
 export const sseBody = (events: ReadonlyArray<SseEvent>, maxBytes = Number.POSITIVE_INFINITY): string => {
@@ -45,3 +47,60 @@ export const processEventFrame = (processId: string) => (r: ProcessEventRow): Ss
 
 export const sseResponse = (body: string) =>
   HttpServerResponse.text(body, { contentType: "text/event-stream", headers: { "cache-control": "no-store" } })
+
+/** How often a follower looks for new events on its own (a writer in another process does not wake it). */
+const FOLLOW_POLL_MS = 1_000
+/** A comment line this often keeps proxies and clients from closing a quiet stream. */
+export const FOLLOW_HEARTBEAT_MS = 15_000
+
+/**
+ * A held-open stream (`?follow=true`): every event after `after` as it is stored, woken by `signal` (Signals.ts)
+ * or a poll, a `: heartbeat` comment when quiet, ending once the resource has finished and its last event was
+ * sent (right after the terminal event, or at once when that was sent before).
+ */
+export const followStream = <E, R>(options: {
+  readonly after: number
+  readonly read: (after: number) => Effect.Effect<ReadonlyArray<SseEvent>, E, R>
+  /** The resource is over: no event will follow the ones stored. */
+  readonly finished: Effect.Effect<boolean, E, R>
+  readonly signal: (ms: number) => Effect.Effect<void>
+  readonly heartbeatMs?: number | undefined
+}): Stream.Stream<Uint8Array, E, R> => {
+  const heartbeatMs = options.heartbeatMs ?? FOLLOW_HEARTBEAT_MS
+  const encoder = new TextEncoder()
+  interface Position {
+    readonly after: number
+    readonly quietSince: number
+  }
+  const step = (at: Position): Effect.Effect<Option.Option<readonly [Uint8Array, Position]>, E, R> =>
+    Effect.gen(function*() {
+      for (;;) {
+        // Asked before reading: a resource that finished meanwhile has its last events in this read.
+        const over = yield* options.finished
+        const events = yield* options.read(at.after)
+        if (events.length > 0) return Option.some([encoder.encode(sseBody(events)), { after: events.at(-1)!.id, quietSince: Date.now() }] as const)
+        if (over) return Option.none()
+        const quiet = Date.now() - at.quietSince
+        if (quiet >= heartbeatMs) return Option.some([encoder.encode(": heartbeat\n\n"), { ...at, quietSince: Date.now() }] as const)
+        yield* options.signal(Math.min(FOLLOW_POLL_MS, heartbeatMs - quiet))
+      }
+    })
+  const start: Position = { after: options.after, quietSince: Date.now() }
+  return Stream.unfoldEffect(start, step)
+}
+
+export const followResponse = <E>(stream: Stream.Stream<Uint8Array, E>) =>
+  HttpServerResponse.stream(stream, { contentType: "text/event-stream", headers: { "cache-control": "no-store", "x-accel-buffering": "no" } })
+
+/**
+ * A held-open event stream: a first comment line at once (so the client knows it is connected), then the given
+ * frames, with a `: keepalive` comment every 15 s between them. Ends when the frames end.
+ */
+export const liveSseResponse = <E>(frames: Stream.Stream<string, E>) =>
+  HttpServerResponse.stream(
+    Stream.concat(
+      Stream.make(": connected\n\n"),
+      Stream.merge(frames, Stream.fromSchedule(Schedule.spaced(FOLLOW_HEARTBEAT_MS)).pipe(Stream.as(": keepalive\n\n")), { haltStrategy: "left" })
+    ).pipe(Stream.encodeText),
+    { contentType: "text/event-stream", headers: { "cache-control": "no-store", "x-accel-buffering": "no" } }
+  )

@@ -1,5 +1,5 @@
 /**
- * The gateway's channel to a jail's agent (DESIGN.md §5 threat model: the agent, like everything in the jail,
+ * The gateway's channel to a jail's agent (ARCHITECTURE.md §5 threat model: the agent, like everything in the jail,
  * is hostile).
  *
  * Where: the agent binds its sockets in its run directory, which the sandbox writes. The gateway never connects
@@ -23,7 +23,8 @@ import * as fs from "node:fs"
 import * as net from "node:net"
 import * as path from "node:path"
 import { STAGE } from "./Host.ts"
-import { DISK_CTL, DISK_ROOT, DISK_RUN, type JailState } from "./Jail.ts"
+import { DISK_CTL, DISK_ROOT, DISK_RUN } from "./Disk.ts"
+import { type JailState } from "./Jail.ts"
 import { RuntimeError } from "./LocalRuntime.ts"
 
 export const AGENT_SOCKET = "agent.sock"

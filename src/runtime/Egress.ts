@@ -1,5 +1,5 @@
 /**
- * The egress filter of sandboxes with internet access (DESIGN.md §5). Their traffic leaves the host from
+ * The egress filter of sandboxes with internet access (ARCHITECTURE.md §5). Their traffic leaves the host from
  * slirp4netns, which runs as the sandbox's own host uid (UidLeases.ts), so one host-global nftables table can
  * match it by socket owner (`meta skuid`) in the output hook, with no per-sandbox rules. For every sandbox uid it
  * refuses (TCP reset, else ICMP admin-prohibited, so a client fails at once rather than timing out):

@@ -56,7 +56,7 @@ export const prepareHost = () => {
 }
 
 export interface Tools {
-  /** Paths on the tools tmpfs, bound read-only into jails. */
+  /** Paths on the tools tmpfs, bound read-only into jails: bun, and the directory of the agent's modules. */
   readonly bun: string
   readonly agent: string
 }
@@ -73,27 +73,36 @@ const installCopy = (target: string, write: (tmp: string) => void, mode: number)
   try {
     write(tmp)
     fs.chmodSync(tmp, mode)
-    // Atomic: a concurrent installer of the same content loses nothing (same bytes under the same name).
-    fs.renameSync(tmp, target)
+    // Atomic: a concurrent installer of the same content loses nothing (same bytes under the same name); a
+    // directory renamed onto one that exists fails, and the one there is as good.
+    try {
+      fs.renameSync(tmp, target)
+    } catch (e) {
+      if (!fs.existsSync(target)) throw e
+    }
   } finally {
-    fs.rmSync(tmp, { force: true })
+    fs.rmSync(tmp, { recursive: true, force: true })
   }
 }
 
 /**
  * Copies of bun (named by its size, mtime and inode: cheap, and a rebuilt or upgraded binary gets a new name) and
- * of the agent script (named by its hash) on the tools tmpfs. A `.src` file beside a bun copy names its source,
+ * of the agent's modules (a directory named by their hash) on the tools tmpfs. A `.src` file beside a bun copy names its source,
  * so that `collectTools` can drop copies of binaries that no longer exist (a compiled gateway that was deleted).
  */
-export const ensureTools = (bunPath: string, agentJs: string): Tools => {
+export const ensureTools = (bunPath: string, agentFiles: Readonly<Record<string, string>>): Tools => {
   prepareHost()
   const stat = fs.statSync(bunPath)
   const bunKey = createHash("sha256").update(`${bunPath}\0${stat.size}\0${stat.mtimeMs}\0${stat.ino}`).digest("hex").slice(0, 20)
   const bun = path.join(TOOLS, `bun-${bunKey}`)
   installCopy(bun, (tmp) => fs.copyFileSync(bunPath, tmp), 0o755)
   fs.writeFileSync(`${bun}.src`, JSON.stringify({ path: bunPath, size: stat.size, mtimeMs: stat.mtimeMs, ino: stat.ino }), { mode: 0o644 })
-  const agent = path.join(TOOLS, `agent-${createHash("sha256").update(agentJs).digest("hex").slice(0, 20)}.js`)
-  installCopy(agent, (tmp) => fs.writeFileSync(tmp, agentJs), 0o644)
+  const names = Object.keys(agentFiles).sort()
+  const agent = path.join(TOOLS, `agent-${createHash("sha256").update(JSON.stringify(names.map((n) => [n, agentFiles[n]]))).digest("hex").slice(0, 20)}`)
+  installCopy(agent, (tmp) => {
+    fs.mkdirSync(tmp)
+    for (const name of names) fs.writeFileSync(path.join(tmp, name), agentFiles[name]!, { mode: 0o644 })
+  }, 0o755)
   return { bun, agent }
 }
 
@@ -126,7 +135,7 @@ export const collectTools = (keep: Tools) => {
       }
       // Running jails keep their bound copy (the mount holds it); only new jails need the file.
       if (stale) {
-        fs.rmSync(file, { force: true })
+        fs.rmSync(file, { recursive: true, force: true })
         fs.rmSync(`${file}.src`, { force: true })
       }
     } catch {}

@@ -1,5 +1,5 @@
 /**
- * The local runtime (DESIGN.md §5): isolated sandboxes on this host, behind every provider emulator.
+ * The local runtime (ARCHITECTURE.md §5): isolated sandboxes on this host, behind every provider emulator.
  *
  * This file is the contract between the runtime (src/runtime/*) and its users (the provider emulators in
  * providers/<name>/emulator.ts, the gateway's reverse proxy and tests). Every operation is idempotent where the
@@ -20,6 +20,10 @@ export class RuntimeError extends Data.TaggedError("RuntimeError")<{
   /** For the operator's log only (e.g. bwrap's own error when a jail does not start); never shown to users. */
   readonly detail?: string | undefined
 }> {}
+
+/** A RuntimeError: `message` for the user, `detail` (optional) for the operator's log. */
+export const runtimeError = (kind: RuntimeError["kind"], message: string, detail?: string) =>
+  new RuntimeError({ kind, message, ...(detail !== undefined ? { detail } : {}) })
 
 export interface RuntimeSandboxSpec {
   /** Caller-chosen id (the emulator's resource id); `create` is idempotent on it. */
@@ -104,6 +108,25 @@ export interface FileEntry {
   readonly mode: number
 }
 
+/** A running sandbox's consumption; null where this host does not count it. */
+export interface RuntimeMetrics {
+  readonly collectedAt: string
+  /** CPU time of everything in the sandbox since it started. */
+  readonly cpuSeconds: number | null
+  /** Memory of the sandbox's commands now, at most since it started, and their limit. */
+  readonly memoryBytes: number | null
+  readonly memoryPeakBytes: number | null
+  readonly memoryLimitBytes: number | null
+  /** Used and total bytes of the sandbox's disk. */
+  readonly diskBytes: number | null
+  readonly diskLimitBytes: number | null
+  /** Bytes in and out through its network interface (0 without internet: it has only loopback). */
+  readonly networkRxBytes: number | null
+  readonly networkTxBytes: number | null
+  /** Tasks (processes and threads) of its commands. */
+  readonly processCount: number | null
+}
+
 export interface LocalRuntimeShape {
   /** Idempotent on spec.id: a second call returns the existing sandbox. */
   readonly create: (spec: RuntimeSandboxSpec) => Effect.Effect<RuntimeSandbox, RuntimeError>
@@ -114,6 +137,8 @@ export interface LocalRuntimeShape {
   /** Freezes every process of the sandbox. Idempotent. */
   readonly pause: (id: string) => Effect.Effect<void, RuntimeError>
   readonly resume: (id: string) => Effect.Effect<void, RuntimeError>
+  /** What the sandbox consumes now (also while paused). */
+  readonly metrics: (id: string) => Effect.Effect<RuntimeMetrics, RuntimeError>
 
   readonly exec: (id: string, spec: ExecSpec) => Effect.Effect<ExecInfo, RuntimeError>
   readonly getExec: (id: string, execId: string) => Effect.Effect<ExecInfo, RuntimeError>

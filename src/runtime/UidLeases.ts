@@ -1,5 +1,5 @@
 /**
- * Each sandbox runs as its own host uid (DESIGN.md §5), so per-user kernel limits (inotify instances and
+ * Each sandbox runs as its own host uid (ARCHITECTURE.md §5), so per-user kernel limits (inotify instances and
  * watches, RLIMIT_NPROC, ...) are per sandbox. A sandbox owns a range of 65536 uids; its jail runs as the first.
  * Ranges are slots above RUNTIME_HOST_UID (the base): slots [1, 4096) are "strict" (no private egress), slots
  * [4096, 8192) "private" (RUNTIME_ALLOW_PRIVATE_EGRESS=true), so the host-global egress filter tells the two

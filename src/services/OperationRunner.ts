@@ -24,8 +24,17 @@ export const MAX_ATTEMPTS = 8
 /** Exponential backoff with jitter: min(200 ms × 2^(n−1), 30 s) × [0.5, 1.5). */
 export const backoffMs = (attempt: number) => Math.min(200 * 2 ** (attempt - 1), 30_000) * (0.5 + Math.random())
 
+export interface RegisterOptions {
+  /**
+   * Run this type in its own lane of at most this many jobs at once, claimed apart from the others: its jobs
+   * neither count against nor take the places of the rest (webhook deliveries, which may each wait seconds on a
+   * receiver, never hold up sandbox work).
+   */
+  readonly concurrency?: number | undefined
+}
+
 export interface OperationRunnerShape {
-  readonly register: <P, I>(type: JobType<P, I>, handler: JobHandler<P>) => Effect.Effect<void>
+  readonly register: <P, I>(type: JobType<P, I>, handler: JobHandler<P>, options?: RegisterOptions) => Effect.Effect<void>
   /** Starts claiming jobs (after every handler is registered). */
   readonly start: Effect.Effect<void>
   /** Claim due jobs now rather than at the next poll; call after committing a transaction that enqueued one. */
@@ -72,9 +81,17 @@ export const OperationRunnerLive = Layer.scoped(
     const handlers = new Map<string, (row: JobRow) => Prepared>()
     const recoveredListeners: Array<Effect.Effect<void>> = []
     const running = new Set<string>()
+    /** Job types with a lane of their own, and the jobs running in each. */
+    const lanes = new Map<string, { readonly max: number; readonly running: Set<string> }>()
+    const lanedRunning = () => {
+      let n = 0
+      for (const lane of lanes.values()) n += lane.running.size
+      return n
+    }
     const fibers = yield* FiberSet.make<void, never>()
     const wakeQueue = yield* Queue.sliding<void>(1)
     const started = { value: false }
+    const wake = Effect.asVoid(Queue.offer(wakeQueue, undefined))
 
     const finish = (row: JobRow, token: string, state: "succeeded" | "failed", lastError: string | null) =>
       Effect.flatMap(nowIso, (now) => jobs.finish(row.id, token, state, lastError, now))
@@ -140,7 +157,12 @@ export const OperationRunnerLive = Layer.scoped(
         }
       }).pipe(
         Effect.catchAllCause((cause) => Effect.logError("job bookkeeping failed", { job: row.id }, cause)),
-        Effect.ensuring(Effect.sync(() => running.delete(row.id))),
+        Effect.ensuring(Effect.sync(() => {
+          running.delete(row.id)
+          lanes.get(row.type)?.running.delete(row.id)
+        })),
+        // Its place, its lock key and maybe a sooner due time (a reschedule) are free now: look again at once.
+        Effect.ensuring(wake),
         // Taken over from another owner's expired lease: this job was recovered after a crash (or a stall).
         Effect.ensuring(recovered ? Effect.forEach(recoveredListeners, Effect.ignore, { discard: true }) : Effect.void)
       )
@@ -155,21 +177,37 @@ export const OperationRunnerLive = Layer.scoped(
       }
     })
 
-    const nextDueInMs = Effect.map(jobs.nextDueAt, (at) =>
-      at === null ? MAX_POLL_MS : Math.max(0, Math.min(MAX_POLL_MS, Date.parse(at) - Date.now())))
+    /**
+     * How long the loop may sleep: until the next job it has room for falls due (at most MAX_POLL_MS). Types whose
+     * lane is full, or every other type while the runner is full, are not waited for: a job ending wakes the loop.
+     */
+    const nextDueInMs = Effect.gen(function*() {
+      const fullLanes = [...lanes].filter(([, lane]) => lane.running.size >= lane.max).map(([type]) => type)
+      const roomyLanes = [...lanes].filter(([, lane]) => lane.running.size < lane.max).map(([type]) => type)
+      const generalRoom = running.size - lanedRunning() < MAX_CONCURRENT
+      if (!generalRoom && roomyLanes.length === 0) return MAX_POLL_MS
+      const at = yield* jobs.nextDueAt(yield* nowIso, generalRoom ? { except: fullLanes } : { only: roomyLanes })
+      return at === null ? MAX_POLL_MS : Math.max(0, Math.min(MAX_POLL_MS, Date.parse(at) - Date.now()))
+    })
 
     const start = (claimed: ReadonlyArray<ClaimedJobRow>) =>
       Effect.forEach(claimed, (job) => {
         running.add(job.row.id)
+        lanes.get(job.row.type)?.running.add(job.row.id)
         return FiberSet.run(fibers, runOne(job))
       }, { discard: true })
 
     const loop = Effect.gen(function*() {
       yield* reclaimOrphans
       while (true) {
-        const free = MAX_CONCURRENT - running.size
+        const free = MAX_CONCURRENT - (running.size - lanedRunning())
+        const laned = [...lanes.keys()]
         // At most one per lock key, skipping locks held by live leases (the dialect's claim).
-        if (free > 0) yield* start(yield* jobs.claim({ ...(yield* lease), limit: free, running }))
+        if (free > 0) yield* start(yield* jobs.claim({ ...(yield* lease), limit: free, running, types: { except: laned } }))
+        for (const [type, lane] of lanes) {
+          const room = lane.max - lane.running.size
+          if (room > 0) yield* start(yield* jobs.claim({ ...(yield* lease), limit: room, running, types: { only: [type] } }))
+        }
         const waitMs = yield* nextDueInMs
         yield* Queue.take(wakeQueue).pipe(Effect.timeout(Duration.millis(Math.max(waitMs, 5))), Effect.ignore)
         yield* Queue.takeAll(wakeQueue)
@@ -179,13 +217,12 @@ export const OperationRunnerLive = Layer.scoped(
       Effect.forever
     )
 
-    const wake = Effect.asVoid(Queue.offer(wakeQueue, undefined))
-
     return {
       owner,
       onRecovered: (listener) => Effect.sync(() => void recoveredListeners.push(listener)),
-      register: <P, I>(type: JobType<P, I>, handler: JobHandler<P>) =>
+      register: <P, I>(type: JobType<P, I>, handler: JobHandler<P>, options?: RegisterOptions) =>
         Effect.sync(() => {
+          if (options?.concurrency !== undefined) lanes.set(type.type, { max: options.concurrency, running: new Set() })
           const decode = Schema.decodeEither(Schema.parseJson(type.payload))
           handlers.set(type.type, (row): Prepared =>
             Either.map(decode(row.payload), (payload) => {
@@ -201,7 +238,7 @@ export const OperationRunnerLive = Layer.scoped(
       wake,
       runNow: (dedupeKey) =>
         Effect.gen(function*() {
-          if (!started.value || running.size >= MAX_CONCURRENT) return yield* wake
+          if (!started.value || running.size - lanedRunning() >= MAX_CONCURRENT) return yield* wake
           const claimed = yield* jobs.claimByKey({ ...(yield* lease), dedupeKey })
           if (claimed === undefined) return yield* wake
           yield* start([claimed])

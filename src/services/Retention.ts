@@ -7,6 +7,7 @@
  *   the file's bytes, so these are what makes the database grow. Reading one afterwards is a 404.
  * - Idempotency records past their `expires_at` (24 h).
  * - Jobs that finished (succeeded or failed) more than 7 days ago.
+ * - Webhook deliveries that finished (succeeded or failed) more than 30 days ago, with their attempts.
  * Deletes go in batches of 1,000 rows, each its own short transaction, so the sweep never holds the database.
  */
 import { Effect, Schema } from "effect"
@@ -15,12 +16,14 @@ import { IdempotencyRepo } from "../db/repos/Idempotency.ts"
 import { JobsRepo } from "../db/repos/Jobs.ts"
 import { ProcessesRepo } from "../db/repos/Processes.ts"
 import { RuntimeOperationsRepo } from "../db/repos/RuntimeOperations.ts"
+import { WebhookDeliveriesRepo } from "../db/repos/WebhookDeliveries.ts"
 import { isoAfter, nowIso } from "../domain/Time.ts"
 import { defineJob, enqueueJob, type JobHandler } from "./JobRegistry.ts"
 
 export const RetentionJob = defineJob("maintenance.retention", Schema.Null)
 const EVERY_SECONDS = 3600
 const KEEP_SECONDS = 7 * 24 * 3600
+const KEEP_DELIVERIES_SECONDS = 30 * 24 * 3600
 const BATCH = 1000
 
 export const scheduleRetention = enqueueJob(RetentionJob, { dedupeKey: "maintenance:retention", payload: null, replace: true })
@@ -47,8 +50,9 @@ export const makeRetentionHandler = Effect.gen(function*() {
     const operations = yield* inBatches(RuntimeOperationsRepo.deleteEndedBefore(before, BATCH))
     const keys = yield* inBatches(IdempotencyRepo.deleteExpired(now, BATCH))
     const jobs = yield* inBatches(JobsRepo.deleteFinishedBefore(before, BATCH))
-    if (events + operations + keys + jobs > 0) {
-      yield* Effect.logInfo("retention sweep", { process_events: events, runtime_operations: operations, idempotency_keys: keys, jobs })
+    const deliveries = yield* inBatches(WebhookDeliveriesRepo.deleteFinishedBefore(isoAfter(now, -KEEP_DELIVERIES_SECONDS), BATCH))
+    if (events + operations + keys + jobs + deliveries > 0) {
+      yield* Effect.logInfo("retention sweep", { process_events: events, runtime_operations: operations, idempotency_keys: keys, jobs, webhook_deliveries: deliveries })
     }
     return { rescheduleAt: isoAfter(now, EVERY_SECONDS) }
   })

@@ -14,6 +14,7 @@ import { EndpointsApi } from "../../src/http/groups/EndpointsApi.ts"
 import { FilesystemApi } from "../../src/http/groups/FilesystemApi.ts"
 import { OperationsApi } from "../../src/http/groups/OperationsApi.ts"
 import { ProcessesApi } from "../../src/http/groups/ProcessesApi.ts"
+import { ProjectOperationsApi } from "../../src/http/groups/ProjectOperationsApi.ts"
 import { ProjectSandboxesApi } from "../../src/http/groups/ProjectSandboxesApi.ts"
 import { SandboxesApi } from "../../src/http/groups/SandboxesApi.ts"
 import { dropHttpApiDecodeError } from "../../src/http/OpenApiTransform.ts"
@@ -22,6 +23,7 @@ const ContractCheck = HttpApi.make("contract-check")
   .add(SandboxesApi)
   .add(ProjectSandboxesApi)
   .add(OperationsApi)
+  .add(ProjectOperationsApi)
   .add(ProcessesApi)
   .add(FilesystemApi)
   .add(EndpointsApi)
@@ -35,6 +37,8 @@ interface Route {
   readonly path: string
   readonly id: string
   readonly success: number
+  /** A second success status (e.g. 201 for a process that ended within `wait_seconds`). */
+  readonly alsoSuccess?: number
   readonly auth: Auth
   /** Statuses the route declares besides its success (401/403/422 come from the middleware and the Api). */
   readonly errors: ReadonlyArray<number>
@@ -55,8 +59,10 @@ const ROUTES: ReadonlyArray<Route> = [
   { method: "get", path: sbx, id: "sandboxes.get", success: 200, auth: K, errors: [404] },
   { method: "delete", path: sbx, id: "sandboxes.delete", success: 202, auth: K, errors: [404] },
   { method: "post", path: `${sbx}/actions/pause`, id: "sandboxes.pause", success: 202, auth: K, errors: [404, 409] },
+  { method: "post", path: `${sbx}/actions/extend`, id: "sandboxes.extend", success: 200, auth: K, errors: [404, 409], body: "ExtendSandbox" },
   { method: "post", path: `${sbx}/actions/resume`, id: "sandboxes.resume", success: 202, auth: K, errors: [404, 409] },
   { method: "get", path: `${sbx}/capabilities`, id: "sandboxes.capabilities", success: 200, auth: K, errors: [404, 409] },
+  { method: "get", path: `${sbx}/metrics`, id: "sandboxes.metrics", success: 200, auth: K, errors: [404, 409, 503] },
   { method: "get", path: psbx, id: "projectSandboxes.list", success: 200, auth: P, errors: [403, 404] },
   { method: "get", path: `${psbx}/{sandbox_id}`, id: "projectSandboxes.get", success: 200, auth: P, errors: [403, 404] },
   { method: "post", path: `${psbx}/{sandbox_id}/pause`, id: "projectSandboxes.pause", success: 200, auth: P, errors: [403, 404, 409] },
@@ -64,7 +70,9 @@ const ROUTES: ReadonlyArray<Route> = [
   { method: "delete", path: `${psbx}/{sandbox_id}`, id: "projectSandboxes.delete", success: 200, auth: P, errors: [403, 404] },
   { method: "get", path: "/v1/operations/{operation_id}", id: "operations.get", success: 200, auth: K, errors: [404] },
   { method: "get", path: "/v1/operations/{operation_id}/events", id: "operations.events", success: 200, auth: K, errors: [404], headers: ["last-event-id"], sse: true },
-  { method: "post", path: `${sbx}/processes`, id: "processes.start", success: 202, auth: K, errors: [404, 409], body: "StartProcess", headers: ["idempotency-key"] },
+  { method: "get", path: "/v1/projects/{project_id}/operations/{operation_id}", id: "projectOperations.get", success: 200, auth: P, errors: [403, 404] },
+  { method: "get", path: "/v1/projects/{project_id}/operations/{operation_id}/events", id: "projectOperations.events", success: 200, auth: P, errors: [403, 404], headers: ["last-event-id"], sse: true },
+  { method: "post", path: `${sbx}/processes`, id: "processes.start", success: 202, alsoSuccess: 201, auth: K, errors: [404, 409], body: "StartProcess", headers: ["idempotency-key"] },
   { method: "get", path: `${sbx}/processes/{process_id}`, id: "processes.get", success: 200, auth: K, errors: [404] },
   { method: "get", path: `${sbx}/processes/{process_id}/events`, id: "processes.events", success: 200, auth: K, errors: [404], headers: ["last-event-id"], sse: true },
   { method: "post", path: `${sbx}/processes/{process_id}/actions/cancel`, id: "processes.cancel", success: 202, auth: K, errors: [404, 409], headers: ["idempotency-key"] },
@@ -101,7 +109,7 @@ describe("sandbox-plane contract", () => {
       expect(op.operationId).toBe(r.id)
       expect(op.security).toEqual([{ [r.auth]: [] }])
       const statuses = Object.keys(op.responses).map(Number)
-      expect(statuses.filter((s) => s < 300)).toEqual([r.success])
+      expect(statuses.filter((s) => s < 300)).toEqual([r.success, ...(r.alsoSuccess === undefined ? [] : [r.alsoSuccess])].sort())
       for (const status of [401, ...r.errors]) expect(statuses, `declares ${status}`).toContain(status)
       // A project key with a foreign X-Metal-Project-ID is 403; a malformed header 422 (reference §2 "K").
       if (r.auth === "projectKey") expect(statuses).toEqual(expect.arrayContaining([400, 403, 422]))
@@ -122,7 +130,7 @@ describe("sandbox-plane contract", () => {
     const events = doc.paths["/v1/operations/{operation_id}/events"].get
     expect(schemaOf(events.parameters.find((p: any) => p.name === "last-event-id").schema)).toMatchObject({ pattern: "^\\d{1,15}$" })
     const list = doc.paths["/v1/sandboxes"].get.parameters
-    expect(list.map((p: any) => `${p.in}:${p.name}`).sort()).toEqual(["query:cursor", "query:limit"])
+    expect(list.map((p: any) => `${p.in}:${p.name}`).sort()).toEqual(["query:cursor", "query:limit", "query:provider", "query:state"])
     expect(schemaOf(list.find((p: any) => p.name === "cursor").schema)).toMatchObject({ minLength: 1, maxLength: 512 })
     expect(doc.components.schemas.SandboxId).toMatchObject({ pattern: "^sbx_[A-Za-z0-9]+$" })
     expect(doc.components.schemas.RuntimeOperationId).toMatchObject({ pattern: "^rop_[A-Za-z0-9]+$" })

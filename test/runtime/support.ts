@@ -2,7 +2,8 @@
 import { Effect } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { cgroupPath, cgroupScope, descendants, diskPath, type JailState } from "../../src/runtime/Jail.ts"
+import { cgroupPath, cgroupScope } from "../../src/runtime/Cgroups.ts"
+import { descendants, diskPath, type JailState } from "../../src/runtime/Jail.ts"
 import { leasesUnder } from "../../src/runtime/UidLeases.ts"
 import type { ExecEvent } from "../../src/runtime/LocalRuntime.ts"
 import { type LocalRuntimeHandle, type LocalRuntimeOptions, makeLocalRuntime } from "../../src/runtime/LocalRuntimeLive.ts"
@@ -118,12 +119,12 @@ export const hostPids = (dataDir: string, id: string): Array<number> => {
   })
 }
 
-/** Host pid of the jail's agent (the bun process running agent.js). */
+/** Host pid of the jail's agent (the bun process running its main.js). */
 export const agentHostPid = (dataDir: string, id: string): number => {
   const pid = hostPids(dataDir, id).find((p) => {
     try {
       const argv = fs.readFileSync(`/proc/${p}/cmdline`, "utf8").split("\0")
-      return argv[0] === "/opt/agent/bun" && argv[1] === "/opt/agent/agent.js"
+      return argv[0] === "/opt/agent/bun" && argv[1] === "/opt/agent/lib/main.js"
     } catch {
       return false
     }

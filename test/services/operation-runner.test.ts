@@ -176,4 +176,35 @@ describe("OperationRunner", () => {
       yield* waitFor(jobState("orphan:1"), (r) => r?.state === "succeeded")
       expect(yield* Ref.get(ran)).toBe(true)
     }).pipe(Effect.provide(testLayer())))
+
+  it.live("a type with its own lane runs at most its concurrency and never takes the places of other jobs", () =>
+    Effect.gen(function*() {
+      const runner = yield* OperationRunner
+      const release = yield* Deferred.make<void>()
+      const active = yield* Ref.make(0)
+      const maxActive = yield* Ref.make(0)
+      yield* runner.register(jobType("test.laned"), {
+        run: () =>
+          Effect.gen(function*() {
+            const n = yield* Ref.updateAndGet(active, (x) => x + 1)
+            yield* Ref.update(maxActive, (m) => Math.max(m, n))
+            yield* Deferred.await(release) // a receiver that does not answer
+            yield* Ref.update(active, (x) => x - 1)
+          }),
+        giveUp: () => Effect.void
+      }, { concurrency: 2 })
+      yield* runner.register(jobType("test.plain"), { run: () => Effect.void, giveUp: () => Effect.void })
+      yield* runner.start
+      // Far more hanging lane jobs than the runner has places (64), each with its own lock key, queued first.
+      for (let i = 0; i < 80; i++) yield* enqueueJob(jobType("test.laned"), { dedupeKey: `laned:${i}`, lockKey: `webhook:${i}`, payload: null })
+      yield* enqueueJob(jobType("test.plain"), { dedupeKey: "plain:1", payload: null })
+      yield* runner.wake
+      yield* waitFor(jobState("plain:1"), (r) => r?.state === "succeeded")
+      yield* waitFor(Ref.get(active), (n) => n === 2)
+      yield* Effect.sleep("100 millis") // more loop turns: still two
+      expect(yield* Ref.get(maxActive)).toBe(2)
+      yield* Deferred.succeed(release, undefined)
+      yield* waitFor(jobState("laned:79"), (r) => r?.state === "succeeded")
+      expect(yield* Ref.get(maxActive)).toBe(2)
+    }).pipe(Effect.provide(testLayer())))
 })

@@ -6,6 +6,7 @@ import { Effect } from "effect"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
+import { testDns } from "./dns.ts"
 
 const ROOT = path.resolve(import.meta.dirname, "../..")
 
@@ -30,11 +31,13 @@ export const startServer = async (
   options: { readonly dataDir?: string; readonly env?: Record<string, string>; readonly command?: ReadonlyArray<string> } = {}
 ): Promise<RunningServer> => {
   const dataDir = options.dataDir ?? tempDataDir()
+  // Webhook host names are resolved by the test's own DNS server, never by a real resolver.
+  const dns = await testDns()
   let output = ""
   const child = Bun.spawn(options.command ? [...options.command] : ["bun", "run", path.join(ROOT, "src/main.ts")], {
     // A given command (the compiled binary) runs outside the checkout, so it cannot lean on it.
     cwd: options.command ? dataDir : ROOT,
-    env: { ...process.env, PORT: "0", HOST: "127.0.0.1", DATA_DIR: dataDir, LOG_LEVEL: "warning", ...options.env },
+    env: { ...process.env, PORT: "0", HOST: "127.0.0.1", DATA_DIR: dataDir, LOG_LEVEL: "warning", WEBHOOK_DNS_SERVERS: dns.server, ...options.env },
     stdout: "pipe",
     stderr: "pipe"
   })

@@ -13,6 +13,7 @@ import type { Books, EmulatedSandbox, Session } from "./books.ts"
 import { error, goFileMode, json, Refused } from "./wire.ts"
 
 const STATUS_WAIT_MS = 50
+const OUTPUT_GRACE_MS = 2
 const STDOUT_MARK = Buffer.from([1, 1, 1])
 const STDERR_MARK = Buffer.from([2, 2, 2])
 const MAX_OUTPUT_BYTES = 100 * 1024 * 1024
@@ -79,20 +80,30 @@ export const makeToolbox = (books: Books, runtime: LocalRuntimeShape) => {
 
   /**
    * A running command is watched briefly before answering (the runtime wakes on its events), so a poller learns
-   * of a quick exit at once rather than on its next poll. The wire answer is unchanged.
+   * of a quick exit or of new output at once rather than on its next poll: the answer comes when the command
+   * exits, or shortly after it writes something this status has not yet seen, or after STATUS_WAIT_MS. The wire
+   * answer is unchanged. What each command's status has seen is kept in memory only (a restart starts over).
    */
+  const statusSeen = new Map<string, number>()
   const commandStatus = async ({ sandbox }: Call, sessionId: string, commandId: string) => {
     const command = commandOf(sessionOf(sandbox, sessionId), commandId)
-    const deadline = Date.now() + STATUS_WAIT_MS
+    let deadline = Date.now() + STATUS_WAIT_MS
     const info = await run(runtime.getExec(sandbox.id, command.execId))
     let exitCode = info.state === "exited" ? info.exitCode ?? -1 : null
-    let seen = 0
+    let seen = statusSeen.get(command.execId) ?? 0
     while (exitCode === null && Date.now() < deadline) {
       const events = await run(runtime.execEvents(sandbox.id, command.execId, seen, deadline - Date.now()))
       seen += events.length
       const last = events.at(-1)
       if (last?.type === "exit") exitCode = last.exitCode ?? -1
+      // New output: answer soon, after a moment's grace in which a command that is ending exits.
+      else if (events.length > 0) deadline = Math.min(deadline, Date.now() + OUTPUT_GRACE_MS)
     }
+    if (exitCode === null) {
+      statusSeen.delete(command.execId)
+      statusSeen.set(command.execId, seen)
+      if (statusSeen.size > 4096) statusSeen.delete(statusSeen.keys().next().value!)
+    } else statusSeen.delete(command.execId)
     return json({ id: commandId, command: command.command, exitCode })
   }
 

@@ -7,9 +7,9 @@
 import { HttpClientRequest } from "@effect/platform"
 import { Effect } from "effect"
 import { rateCardCost } from "../../core/cost.ts"
-import { type CreateInput, type InspectState, type ProviderSandbox, type ResolvedResources, type SandboxProvider, unsupported } from "../../core/Provider.ts"
+import { type CreateInput, type InspectState, type ProviderMetrics, type ProviderSandbox, type ResolvedResources, type SandboxProvider, unsupported } from "../../core/Provider.ts"
 import type { E2BContext } from "./context.ts"
-import { E2B_RATE_CARD, NAME, WireListed, WireSandbox, type WireSandboxDetail } from "./wire.ts"
+import { E2B_RATE_CARD, NAME, WireListed, WireMetrics, WireSandbox, type WireSandboxDetail } from "./wire.ts"
 
 /** E2B's longest sandbox lifetime (Pro tier); longer runtime timeouts are capped to it. */
 const MAX_SANDBOX_TIMEOUT_SECONDS = 86_400
@@ -129,7 +129,34 @@ export const makeSandboxes = (ctx: E2BContext, forget: (sandboxId: string) => vo
     return connectSandbox(sandbox.resourceId, Number.isFinite(timeout) && timeout > 0 ? timeout : 3600).pipe(Effect.asVoid)
   }
 
+  /** E2B's own timer, moved with the gateway's deadline (a margin later, and at most E2B's longest lifetime). */
+  const extendLifetime = (sandbox: ProviderSandbox, seconds: number) =>
+    send(api("POST", `/sandboxes/${encodeURIComponent(sandbox.resourceId)}/timeout`, { timeout: Math.min(seconds + TIMEOUT_MARGIN_SECONDS, MAX_SANDBOX_TIMEOUT_SECONDS) }), "set timeout", { mutating: true }).pipe(Effect.asVoid)
+
   const getCost: SandboxProvider["getCost"] = (sandbox, window) => Effect.sync(() => rateCardCost(E2B_RATE_CARD, sandbox.resolvedResources, window))
 
-  return { create, reconcileCreate, inspect, destroy, pause, resume, getCost }
+  /** E2B's latest sample (CPU as a share of the sandbox's CPUs, memory and disk in bytes); nulls before the first. */
+  const metrics = (sandbox: ProviderSandbox) =>
+    send(api("GET", `/sandboxes/${encodeURIComponent(sandbox.resourceId)}/metrics`), "sandbox metrics").pipe(
+      Effect.flatMap(decode(WireMetrics, "sandbox metrics")),
+      Effect.map((samples): ProviderMetrics => {
+        const last = samples.at(-1)
+        return {
+          source: "provider",
+          collectedAt: last === undefined || Number.isNaN(Date.parse(last.timestamp)) ? new Date().toISOString() : new Date(last.timestamp).toISOString(),
+          cpuSeconds: null,
+          cpuUsedPercent: last?.cpuUsedPct ?? null,
+          memoryBytes: last?.memUsed ?? null,
+          memoryPeakBytes: null,
+          memoryLimitBytes: last?.memTotal ?? null,
+          diskBytes: last?.diskUsed ?? null,
+          diskLimitBytes: last?.diskTotal ?? null,
+          networkRxBytes: null,
+          networkTxBytes: null,
+          processCount: null
+        }
+      })
+    )
+
+  return { create, reconcileCreate, inspect, destroy, pause, resume, getCost, extendLifetime, ...(ctx.config.mode === "remote" ? { metrics } : {}) }
 }

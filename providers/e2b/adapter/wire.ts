@@ -48,6 +48,16 @@ export const WireSandboxDetail = Schema.Struct({
   endAt: Schema.optional(Schema.String)
 })
 export type WireSandboxDetail = typeof WireSandboxDetail.Type
+/** `GET /sandboxes/{id}/metrics`: samples every few seconds, oldest first (empty before the first). */
+export const WireMetrics = Schema.Array(Schema.Struct({
+  timestamp: Schema.String,
+  cpuCount: Schema.Number,
+  cpuUsedPct: Schema.Number,
+  memUsed: Schema.Number,
+  memTotal: Schema.Number,
+  diskUsed: Schema.optional(Schema.Number),
+  diskTotal: Schema.optional(Schema.Number)
+}))
 export const WireListed = Schema.Array(Schema.Struct({ sandboxID: Schema.String, state: Schema.optional(Schema.String) }))
 export const ProcessList = Schema.Struct({
   processes: Schema.optionalWith(Schema.Array(Schema.Struct({ pid: Schema.optional(Schema.Number), tag: Schema.optional(Schema.String) })), {

@@ -2,9 +2,13 @@
 import accounts from "./0001_accounts.ts"
 import sandboxes from "./0002_sandboxes.ts"
 import retention from "./0003_retention.ts"
+import sandboxDeadline from "./0004_sandbox_deadline.ts"
+import webhookDeliveries from "./0005_webhook_deliveries.ts"
 
 export const migrations = {
   "0001_accounts": accounts,
   "0002_sandboxes": sandboxes,
-  "0003_retention": retention
+  "0003_retention": retention,
+  "0004_sandbox_deadline": sandboxDeadline,
+  "0005_webhook_deliveries": webhookDeliveries
 }

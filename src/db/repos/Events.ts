@@ -3,7 +3,7 @@ import { SqlClient } from "@effect/sql"
 import { Effect, Schema } from "effect"
 import { newUuid } from "../../domain/Ids.ts"
 import { nowIso } from "../../domain/Time.ts"
-import { Json, rowsOf, run } from "../Rows.ts"
+import { Json, rowsOf } from "../Rows.ts"
 
 export interface NewEvent {
   readonly type: string
@@ -28,19 +28,33 @@ export class EventsRepo extends Effect.Service<EventsRepo>()("app/db/EventsRepo"
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const events = rowsOf("domain_events", EventRow)
+    const seqs = rowsOf("domain_events", Schema.Struct({ seq: Schema.Int }))
     return {
+      /** Appends an event; returns it as stored (its `seq` orders the log). */
       append: (event: NewEvent) =>
         Effect.gen(function*() {
           const id = newUuid()
           const occurredAt = yield* nowIso
-          yield* run(sql`INSERT INTO domain_events (id, type, organization_id, project_id, occurred_at, data)
-            VALUES (${id}, ${event.type}, ${event.organizationId}, ${event.projectId ?? null}, ${occurredAt}, ${JSON.stringify(event.data)})`)
-          return { id, occurredAt }
+          const data = JSON.stringify(event.data)
+          const rows = yield* seqs.all(sql`INSERT INTO domain_events (id, type, organization_id, project_id, occurred_at, data)
+            VALUES (${id}, ${event.type}, ${event.organizationId}, ${event.projectId ?? null}, ${occurredAt}, ${data}) RETURNING seq`)
+          const row: EventRow = {
+            seq: rows[0]!.seq,
+            id,
+            type: event.type,
+            organization_id: event.organizationId,
+            project_id: event.projectId ?? null,
+            occurred_at: occurredAt,
+            data: event.data
+          }
+          return row
         }),
       /** A project's events after a sequence number, oldest first. */
       ofProject: (projectId: string, afterSeq: number, limit: number) =>
         events.all(sql`SELECT seq, id, type, organization_id, project_id, occurred_at, data FROM domain_events
-          WHERE project_id = ${projectId} AND seq > ${afterSeq} ORDER BY seq LIMIT ${limit}`)
+          WHERE project_id = ${projectId} AND seq > ${afterSeq} ORDER BY seq LIMIT ${limit}`),
+      /** The sequence number of the newest event (0 when the log is empty). */
+      lastSeq: Effect.map(seqs.first(sql`SELECT seq FROM domain_events ORDER BY seq DESC LIMIT 1`), (row) => row?.seq ?? 0)
     }
   })
 }) {}

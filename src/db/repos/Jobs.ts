@@ -6,7 +6,7 @@
 import { SqlClient } from "@effect/sql"
 import { Effect, Schema } from "effect"
 import { newUuid } from "../../domain/Ids.ts"
-import { type ClaimedJob, Dialect } from "../Dialect.ts"
+import { type ClaimedJob, Dialect, type JobTypeFilter } from "../Dialect.ts"
 import { rowsOf, run } from "../Rows.ts"
 
 /**
@@ -61,8 +61,11 @@ export class JobsRepo extends Effect.Service<JobsRepo>()("app/db/JobsRepo", {
     const leased = rowsOf("jobs", Schema.Struct({ id: Schema.String, lease_owner: Schema.NullOr(Schema.String) }))
     const due = rowsOf("jobs", Schema.Struct({ at: Schema.NullOr(Schema.String) }))
     const ids = rowsOf("jobs", Schema.Struct({ id: Schema.String }))
+    const counts = rowsOf("jobs", Schema.Struct({ type: Schema.String, state: Schema.String, n: Schema.Int }))
 
     return {
+      /** How many jobs of each type are in each state (the operators' metrics). */
+      countsByTypeAndState: counts.all(sql`SELECT type, state, COUNT(*) AS n FROM jobs GROUP BY type, state`),
       enqueue: (job: NewJobRow) => {
         const payload = JSON.stringify(job.payload ?? null)
         return run(job.replace
@@ -79,7 +82,7 @@ export class JobsRepo extends Effect.Service<JobsRepo>()("app/db/JobsRepo", {
       cancel: (dedupeKey: string, now: string) =>
         run(sql`UPDATE jobs SET state = 'succeeded', updated_at = ${now}, last_error = 'cancelled'
           WHERE dedupe_key = ${dedupeKey} AND state = 'pending'`),
-      claim: (lease: Lease & { readonly limit: number; readonly running: ReadonlySet<string> }) =>
+      claim: (lease: Lease & { readonly limit: number; readonly running: ReadonlySet<string>; readonly types?: JobTypeFilter | undefined }) =>
         Effect.flatMap(Effect.orDie(dialect.claimJobs({ ...lease, newToken: newUuid })), decodeClaimed),
       claimByKey: (lease: Lease & { readonly dedupeKey: string }) =>
         Effect.flatMap(Effect.orDie(dialect.claimJobByKey({ ...lease, newToken: newUuid })), (claimed) =>
@@ -98,9 +101,22 @@ export class JobsRepo extends Effect.Service<JobsRepo>()("app/db/JobsRepo", {
       leased: leased.all(sql`SELECT id, lease_owner FROM jobs WHERE state = 'leased'`),
       /** Makes a leased job claimable now (its owner is gone). */
       expireLease: (id: string, now: string) => run(sql`UPDATE jobs SET lease_expires_at = ${now} WHERE id = ${id} AND state = 'leased'`),
-      /** When the next job falls due (a pending one's due time or a lease's expiry); null when none waits. */
-      nextDueAt: Effect.map(due.first(sql`SELECT MIN(CASE WHEN state = 'pending' THEN available_at ELSE lease_expires_at END) AS at
-        FROM jobs WHERE state IN ('pending', 'leased')`), (row) => row?.at ?? null),
+      /**
+       * When the next job of these types could be claimed (a pending one's due time or a lease's expiry); null when
+       * none waits. A pending job whose lock key a live lease holds is not counted: it can start only when that job
+       * ends (and the runner looks again then), so counting it would make the runner poll in a loop meanwhile.
+       */
+      nextDueAt: (now: string, types: JobTypeFilter = {}) => {
+        const ofTypes = types.only !== undefined
+          ? sql`AND ${sql.in("type", types.only.length > 0 ? types.only : [""])}`
+          : types.except !== undefined && types.except.length > 0
+          ? sql`AND type NOT IN ${sql.in(types.except)}`
+          : sql``
+        return Effect.map(due.first(sql`SELECT MIN(CASE WHEN state = 'pending' THEN available_at ELSE lease_expires_at END) AS at
+          FROM jobs WHERE (state = 'leased' OR (state = 'pending' AND (lock_key IS NULL OR lock_key NOT IN (
+            SELECT lock_key FROM jobs WHERE state = 'leased' AND lease_expires_at > ${now} AND lock_key IS NOT NULL)))) ${ofTypes}`),
+          (row) => row?.at ?? null)
+      },
       /** Removes up to `limit` jobs that finished before `before`; returns how many went. */
       deleteFinishedBefore: (before: string, limit: number) =>
         Effect.map(

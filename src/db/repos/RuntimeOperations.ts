@@ -70,7 +70,7 @@ export class RuntimeOperationsRepo extends Effect.Service<RuntimeOperationsRepo>
           VALUES (${operation.id}, ${operation.projectId}, ${operation.sandboxId}, ${operation.kind}, 'queued', ${JSON.stringify(operation.request)}, ${operation.now})`),
       markRunning: (id: string, now: string) => run(sql`UPDATE runtime_operations SET state = 'running', started_at = ${now} WHERE id = ${id}`),
       /**
-       * Records the outcome of a queued or running operation, in one transaction; a read's bytes go to
+       * Records the outcome of a queued or running operation (false if it had ended), in one transaction; a read's bytes go to
        * runtime_operation_data, raw. A finished write no longer needs its data (up to 14 MB of base64 in the
        * stored request): only its path and options stay.
        */
@@ -84,6 +84,7 @@ export class RuntimeOperationsRepo extends Effect.Service<RuntimeOperationsRepo>
           if (outcome.data !== undefined && updated.length > 0) {
             yield* Effect.orDie(dialect.insertOrReplace("runtime_operation_data", { runtime_operation_id: id, data: outcome.data }))
           }
+          return updated.length > 0
         }).pipe(sql.withTransaction, Effect.orDie),
       /** Operations of a stopped sandbox that had not ended fail with `sandbox_stopped`. */
       failLiveOf: (sandboxId: string, now: string) =>

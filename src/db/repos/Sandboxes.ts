@@ -11,6 +11,7 @@ import { Capabilities } from "../../domain/Runtime.ts"
 import { Provider, SandboxRequest, SandboxState } from "../../domain/Sandbox.ts"
 import { newUuid } from "../../domain/Ids.ts"
 import { nowIso } from "../../domain/Time.ts"
+import { Dialect } from "../Dialect.ts"
 import { IntBoolean, Json, MalformedRow, MicroUsd, rowsOf, run } from "../Rows.ts"
 
 export type SandboxState = typeof SandboxState.Type
@@ -42,6 +43,7 @@ export const SandboxRow = Schema.Struct({
   ready_at: Schema.NullOr(Schema.String),
   paused_at: Schema.NullOr(Schema.String),
   stopped_at: Schema.NullOr(Schema.String),
+  expires_at: Schema.NullOr(Schema.String),
   last_activity_at: Schema.NullOr(Schema.String),
   metadata: Json(Schema.Record({ key: Schema.String, value: Schema.String }))
 })
@@ -91,10 +93,18 @@ export interface Attempt {
   readonly unmetRequirements: unknown
 }
 
+/** What a list of sandboxes may be narrowed to. */
+export interface SandboxFilter {
+  readonly states?: ReadonlyArray<SandboxState> | undefined
+  readonly provider?: string | undefined
+  readonly metadata?: Readonly<Record<string, string>> | undefined
+}
+
 export class SandboxesRepo extends Effect.Service<SandboxesRepo>()("app/db/SandboxesRepo", {
   accessors: true,
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
+    const dialect = yield* Dialect
     const sandboxes = sandboxRows
     const live = rowsOf("sandboxes", Schema.Struct({ id: Schema.String, state: SandboxState }))
     const ids = rowsOf("sandboxes", Schema.Struct({ id: Schema.String }))
@@ -105,8 +115,11 @@ export class SandboxesRepo extends Effect.Service<SandboxesRepo>()("app/db/Sandb
       provisioning: IntBoolean
     }))
 
+    const counts = rowsOf("sandboxes", Schema.Struct({ provider: Schema.NullOr(Schema.String), state: Schema.String, n: Schema.Int }))
     return {
       get: (id: string) => sandboxes.first(sql`SELECT * FROM sandboxes WHERE id = ${id}`),
+      /** How many sandboxes each provider holds in each state (null provider: not placed yet). */
+      countsByProviderAndState: counts.all(sql`SELECT provider, state, COUNT(*) AS n FROM sandboxes GROUP BY provider, state`),
       /** The capability snapshot of a sandbox (null before it was ready, or when there is no such sandbox). */
       capabilities: (id: string) =>
         Effect.map(capabilitiesRows.first(sql`SELECT capabilities FROM sandboxes WHERE id = ${id}`), (row) => row?.capabilities ?? null),
@@ -172,15 +185,24 @@ export class SandboxesRepo extends Effect.Service<SandboxesRepo>()("app/db/Sandb
       /** Keeps a resource created for a sandbox destroyed meanwhile, so the destroy reaches it. */
       setProviderResource: (id: string, provider: string, resource: ProviderResource) =>
         run(sql`UPDATE sandboxes SET provider = ${provider}, provider_resource = ${JSON.stringify(resource)} WHERE id = ${id}`),
+      /** The runtime deadline (`expires_at`), or null while none runs. */
+      setDeadline: (id: string, at: string | null) => run(sql`UPDATE sandboxes SET expires_at = ${at} WHERE id = ${id}`),
       setCost: (id: string, amountMicrousd: bigint, now: string) =>
         run(sql`UPDATE sandboxes SET cost_microusd = ${Number(amountMicrousd)}, cost_updated_at = ${now} WHERE id = ${id}`),
-      /** A project's sandboxes, newest first, after the (created_at, id) position if given. */
-      page: (projectId: string, after: readonly [string, string] | undefined, limit: number) =>
-        sandboxes.all(after === undefined
-          ? sql`SELECT * FROM sandboxes WHERE project_id = ${projectId} ORDER BY created_at DESC, id DESC LIMIT ${limit}`
-          : sql`SELECT * FROM sandboxes WHERE project_id = ${projectId}
-              AND (created_at < ${after[0]} OR (created_at = ${after[0]} AND id < ${after[1]}))
-              ORDER BY created_at DESC, id DESC LIMIT ${limit}`),
+      /**
+       * A project's sandboxes, newest first, after the (created_at, id) position if given, only those in one of
+       * `states`, on `provider` and with every metadata entry of `metadata` (when given).
+       */
+      page: (projectId: string, after: readonly [string, string] | undefined, limit: number, filter: SandboxFilter = {}) => {
+        const conditions = [
+          sql`project_id = ${projectId}`,
+          ...(after === undefined ? [] : [sql`(created_at < ${after[0]} OR (created_at = ${after[0]} AND id < ${after[1]}))`]),
+          ...(filter.states === undefined ? [] : [sql`state IN ${sql.in(filter.states)}`]),
+          ...(filter.provider === undefined ? [] : [sql`provider = ${filter.provider}`]),
+          ...Object.entries(filter.metadata ?? {}).map(([key, value]) => dialect.jsonEntryIs("metadata", key, value))
+        ]
+        return sandboxes.all(sql`SELECT * FROM sandboxes WHERE ${sql.and(conditions)} ORDER BY created_at DESC, id DESC LIMIT ${limit}`)
+      },
       ofProject: (projectId: string) => sandboxes.all(sql`SELECT * FROM sandboxes WHERE project_id = ${projectId} ORDER BY created_at DESC, id DESC`),
       /** A sandbox of the organization or project that has not ended, if any. */
       firstLive: (of: { readonly organizationId: string } | { readonly projectId: string }) =>

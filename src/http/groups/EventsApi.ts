@@ -1,5 +1,8 @@
-/** The durable event log of a project, ascending, paged by cursor (reference §8). */
-import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
+/**
+ * The durable event log of a project (reference §8): ascending pages by cursor, and a held-open stream of the
+ * events as they are committed (server-sent events, resumable with `Last-Event-ID`).
+ */
+import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { EventList } from "../../domain/Accounts.ts"
 import { NotFoundWire } from "../../domain/Errors.ts"
@@ -7,12 +10,29 @@ import { ProjectId } from "../../domain/Ids.ts"
 import { UserAuth } from "../Security.ts"
 import { CursorParam, LimitParam } from "../Pagination.ts"
 
+const LiveEventStream = HttpApiSchema.Text({ contentType: "text/event-stream" }).annotations({
+  identifier: "LiveEventStream",
+  description:
+    "Held open. Each event is a frame `id: <cursor>`, `event: <type>`, `data: <DurableEvent JSON>`; a comment line (`: keepalive`) comes every 15 s"
+})
+
 export class EventsApi extends HttpApiGroup.make("events")
   .add(
     HttpApiEndpoint.get("list", "/v1/events")
       .setUrlParams(Schema.Struct({ project_id: ProjectId, after: Schema.optional(CursorParam), limit: LimitParam }))
       .addSuccess(EventList)
       .addError(NotFoundWire)
+  )
+  .add(
+    HttpApiEndpoint.get("stream", "/v1/events/stream")
+      .setUrlParams(Schema.Struct({ project_id: ProjectId, after: Schema.optional(CursorParam) }))
+      .setHeaders(Schema.Struct({ "last-event-id": Schema.optional(CursorParam) }))
+      .addSuccess(LiveEventStream)
+      .addError(NotFoundWire)
+      .annotate(
+        OpenApi.Description,
+        "The project's events as they are committed, held open. Starts after `Last-Event-ID` (an event cursor: the `id:` of the last frame received, or a `cursor` from `/v1/events`), else after `after`, else with the next event; reconnecting with `Last-Event-ID` resumes without gaps or duplicates, across server restarts too."
+      )
   )
   .middleware(UserAuth)
   .annotate(OpenApi.Title, "Events")

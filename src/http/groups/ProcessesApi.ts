@@ -3,34 +3,45 @@
  * finite SSE batch (≤100 frames, ≤1 MiB), cancel (202, key optional).
  */
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
+import { Schema } from "effect"
 import { ConflictWire, NotFoundWire } from "../../domain/Errors.ts"
 import { Process, StartProcess } from "../../domain/Runtime.ts"
 import { ProjectKeyAuth } from "../Security.ts"
 import { IdempotencyHeaders } from "./Common.ts"
-import { EventStream, LastEventIdHeaders, processIdParam, sandboxIdParam } from "./SandboxPlane.ts"
+import { EventStream, FollowParams, LastEventIdHeaders, processIdParam, sandboxIdParam } from "./SandboxPlane.ts"
+
+/** `?wait_seconds=N`: run and wait (1–300 s). */
+export const StartProcessParams = Schema.Struct({
+  wait_seconds: Schema.optional(Schema.NumberFromString.pipe(Schema.int(), Schema.between(1, 300)).annotations({
+    description: "Wait up to this many seconds for the process to end: 201 with its terminal state if it does, else 202"
+  }))
+})
 
 export class ProcessesApi extends HttpApiGroup.make("processes")
   .add(
     HttpApiEndpoint.post("start")`/v1/sandboxes/${sandboxIdParam}/processes`
       .setPayload(StartProcess)
       .setHeaders(IdempotencyHeaders)
+      .setUrlParams(StartProcessParams)
       .addSuccess(Process, { status: 202 })
+      .addSuccess(Process.annotations({ description: "With `wait_seconds`: the process ended in time (its terminal state)" }), { status: 201 })
       .addError(NotFoundWire)
       .addError(ConflictWire)
       .annotate(
         OpenApi.Description,
-        "`Idempotency-Key` required (400 `idempotency_key_required`). 409 `invalid_sandbox_state` unless the sandbox is ready, `capability_unsupported` when its provider cannot run processes, `idempotency_mismatch` on a reused key."
+        "`Idempotency-Key` required (400 `idempotency_key_required`). `?wait_seconds=N` (1–300): answers 201 with the process in its terminal state when it ends within N seconds, else 202 as without it (a replay with the same key waits the same way). 409 `invalid_sandbox_state` unless the sandbox is ready, `capability_unsupported` when its provider cannot run processes, `idempotency_mismatch` on a reused key."
       )
   )
   .add(HttpApiEndpoint.get("get")`/v1/sandboxes/${sandboxIdParam}/processes/${processIdParam}`.addSuccess(Process).addError(NotFoundWire))
   .add(
     HttpApiEndpoint.get("events")`/v1/sandboxes/${sandboxIdParam}/processes/${processIdParam}/events`
       .setHeaders(LastEventIdHeaders)
+      .setUrlParams(FollowParams)
       .addSuccess(EventStream)
       .addError(NotFoundWire)
       .annotate(
         OpenApi.Description,
-        "At most 100 frames and 1 MiB after `Last-Event-ID`; `data:` is `{sequence, process_id, type, occurred_at, data}` (schema `ProcessEventFrame`); types queued, started, stdout, stderr, cancel_requested, exited, cancelled, timed_out, failed."
+        "At most 100 frames and 1 MiB after `Last-Event-ID`, or with `follow=true` every event as it is stored until the process ends (live output); `data:` is `{sequence, process_id, type, occurred_at, data}` (schema `ProcessEventFrame`); types queued, started, stdout, stderr, cancel_requested, exited, cancelled, timed_out, failed."
       )
   )
   .add(

@@ -18,6 +18,14 @@ export const EventStream = HttpApiSchema.Text({ contentType: "text/event-stream"
   description: "A finite batch of server-sent events (`id:`, `event:`, `data:` lines); empty when there is nothing new"
 })
 
+/** `?follow=true`: the stream stays open and sends each event as it is stored (see each route). */
+export const FollowParams = Schema.Struct({
+  follow: Schema.optional(Schema.BooleanFromString.annotations({
+    identifier: "Follow",
+    description: "`true`: hold the stream open, send each event as it is stored, a `: heartbeat` comment every 15 s, and end after the terminal event"
+  }))
+})
+
 /** Header keys are lower-case (that is how the server sees them). */
 export const LastEventIdHeaders = Schema.Struct({
   "last-event-id": Schema.optional(

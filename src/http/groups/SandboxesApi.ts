@@ -3,13 +3,27 @@
  * `X-Metal-Project-ID`. Lifecycle changes answer 202 with `{sandbox, operation}` and `Location` of the operation.
  */
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
-import { ConflictWire, NotFoundWire, PaymentRequiredWire } from "../../domain/Errors.ts"
+import { Schema } from "effect"
+import { ConflictWire, NotFoundWire, PaymentRequiredWire, ServiceUnavailableWire } from "../../domain/Errors.ts"
+import { SandboxMetrics } from "../../domain/Metrics.ts"
 import { Capabilities } from "../../domain/Runtime.ts"
-import { Sandbox, SandboxList, SandboxMutation, SandboxRequest } from "../../domain/Sandbox.ts"
-import { PageParams } from "../Pagination.ts"
+import { ExtendSandbox, Provider, Sandbox, SandboxList, SandboxMutation, SandboxRequest, SandboxState } from "../../domain/Sandbox.ts"
+import { CursorParam, LimitParam } from "../Pagination.ts"
 import { ProjectKeyAuth } from "../Security.ts"
 import { IdempotencyHeaders } from "./Common.ts"
 import { sandboxIdParam } from "./SandboxPlane.ts"
+
+/**
+ * `?state=ready&state=paused&provider=e2b`, with the usual `cursor` and `limit`. `metadata.<key>=<value>` filters
+ * are read from the query by the handler: a key of any name cannot be declared here without losing the other
+ * parameters in the OpenAPI document.
+ */
+export const SandboxListParams = Schema.Struct({
+  cursor: Schema.optional(CursorParam),
+  limit: LimitParam,
+  state: Schema.optional(Schema.Union(SandboxState, Schema.Array(SandboxState).pipe(Schema.minItems(1), Schema.maxItems(14)))),
+  provider: Schema.optional(Provider)
+})
 
 export class SandboxesApi extends HttpApiGroup.make("sandboxes")
   .add(
@@ -26,9 +40,12 @@ export class SandboxesApi extends HttpApiGroup.make("sandboxes")
   )
   .add(
     HttpApiEndpoint.get("list", "/v1/sandboxes")
-      .setUrlParams(PageParams)
+      .setUrlParams(SandboxListParams)
       .addSuccess(SandboxList)
-      .annotate(OpenApi.Description, "The project's sandboxes, newest first; `next_cursor` is null on the last page. A foreign or tampered cursor is a 422.")
+      .annotate(
+        OpenApi.Description,
+        "The project's sandboxes, newest first; `next_cursor` is null on the last page. Filters: `state` (repeatable: any of them), `provider`, and `metadata.<key>=<value>` (up to 16; all must match). A cursor belongs to its list and filters: a foreign, tampered or reused-with-other-filters cursor is a 422."
+      )
   )
   .add(HttpApiEndpoint.get("get")`/v1/sandboxes/${sandboxIdParam}`.addSuccess(Sandbox).addError(NotFoundWire))
   .add(
@@ -52,11 +69,33 @@ export class SandboxesApi extends HttpApiGroup.make("sandboxes")
       .annotate(OpenApi.Description, "409 `capability_unsupported` when the provider cannot resume; 409 `invalid_sandbox_state` unless the sandbox is paused or resuming.")
   )
   .add(
+    HttpApiEndpoint.post("extend")`/v1/sandboxes/${sandboxIdParam}/actions/extend`
+      .setPayload(ExtendSandbox)
+      .addSuccess(Sandbox)
+      .addError(NotFoundWire)
+      .addError(ConflictWire)
+      .annotate(
+        OpenApi.Description,
+        "Moves the runtime deadline to now + `runtime_timeout_seconds` (earlier or later than before) and answers the sandbox with its new `expires_at`. 409 `invalid_sandbox_state` unless the sandbox is ready; a resume arms a fresh deadline from the request's `runtime_timeout_seconds`."
+      )
+  )
+  .add(
     HttpApiEndpoint.get("capabilities")`/v1/sandboxes/${sandboxIdParam}/capabilities`
       .addSuccess(Capabilities)
       .addError(NotFoundWire)
       .addError(ConflictWire)
       .annotate(OpenApi.Description, "The provider's capability manifest; 409 `invalid_sandbox_state` until the sandbox is ready, `capabilities_unavailable` without a snapshot.")
+  )
+  .add(
+    HttpApiEndpoint.get("metrics")`/v1/sandboxes/${sandboxIdParam}/metrics`
+      .addSuccess(SandboxMetrics)
+      .addError(NotFoundWire)
+      .addError(ConflictWire)
+      .addError(ServiceUnavailableWire)
+      .annotate(
+        OpenApi.Description,
+        "What the sandbox consumes now: CPU, memory, disk, network and processes (null where its source does not count it). Emulated providers answer from the local runtime (the sandbox's cgroups, disk and network namespace); remote providers from their metrics API. 404 `metrics_unavailable` (with `details.provider`) for a provider without one; 409 `invalid_sandbox_state` unless the sandbox is ready or paused; 503 when the provider does not answer."
+      )
   )
   .middleware(ProjectKeyAuth)
   .annotate(OpenApi.Title, "Sandboxes")

@@ -1,4 +1,4 @@
-/** Webhook endpoints (spec §4.9; reference §2 "Webhooks"). Delivery routes come with delivery itself. */
+/** Webhook endpoints (spec §4.9; reference §2 "Webhooks"); their deliveries are WebhookDeliveriesApi. */
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Deleted } from "../../domain/Accounts.ts"
 import { ConflictWire, ForbiddenWire, NotFoundWire } from "../../domain/Errors.ts"
@@ -34,5 +34,8 @@ export class WebhooksApi extends HttpApiGroup.make("webhooks")
   )
   .middleware(UserAuth)
   .annotate(OpenApi.Title, "Webhooks")
-  .annotate(OpenApi.Description, "Webhook endpoints. The signing secret (`whsec_…`) is shown only when created or rotated; rotation replaces it at once.")
+  .annotate(
+    OpenApi.Description,
+    "Webhook endpoints. The signing secret (`whsec_…`) is shown only when created or rotated; rotation replaces it at once (the next attempt is signed with the new one). The URL must reach a public address unless the operator allows private networks (422 `validation_error` naming the rule)."
+  )
 {}

@@ -1,13 +1,32 @@
-/** `/v1/operations/{id}` and its events: an operation is read with the key that caused it. */
+/**
+ * `/v1/operations/{id}` and its events, read with the key that caused the operation or the key that created its
+ * sandbox (services/sandboxes/Operations.ts `visibleOperation`); members read them on the project path
+ * (ProjectOperationsHttp.ts).
+ */
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect } from "effect"
 import { OperationsRepo } from "../../db/repos/Operations.ts"
 import { notFound } from "../../domain/Errors.ts"
-import { getOperation } from "../../services/sandboxes/Operations.ts"
+import { TERMINAL_OPERATION_STATES, visibleOperation } from "../../services/sandboxes/Operations.ts"
+import { nextSignal, operationTopic } from "../../services/Signals.ts"
 import { Api } from "../Api.ts"
-import { operationEventFrame, sseBody, sseResponse } from "../Sse.ts"
+import { followResponse, followStream, operationEventFrame, sseBody, sseResponse } from "../Sse.ts"
 import { operationToWire } from "../wire/Sandboxes.ts"
 import { keyCaller, planeContext } from "./PlaneSupport.ts"
+
+type Provide = Effect.Effect.Success<typeof planeContext>["provide"]
+
+/** An operation's events after `Last-Event-ID`: a finite batch, or held open with `follow=true`. */
+export const operationEvents = (operationId: string, lastEventId: string | undefined, follow: boolean | undefined, provide: Provide) =>
+  Effect.gen(function*() {
+    const after = Number(lastEventId ?? "0")
+    const read = (from: number) => Effect.map(OperationsRepo.eventsAfter(operationId, from), (rows) => rows.map(operationEventFrame(operationId)))
+    if (follow === true) {
+      const finished = Effect.map(OperationsRepo.get(operationId), (row) => row === undefined || TERMINAL_OPERATION_STATES.has(row.state))
+      return followResponse(followStream({ after, read: (from) => provide(read(from)), finished: provide(finished), signal: (ms) => nextSignal(operationTopic(operationId), ms) }))
+    }
+    return sseResponse(sseBody(yield* provide(read(after))))
+  })
 
 export const OperationsLive = HttpApiBuilder.group(Api, "operations", (handlers) =>
   Effect.gen(function*() {
@@ -15,18 +34,11 @@ export const OperationsLive = HttpApiBuilder.group(Api, "operations", (handlers)
     const operationOf = (id: string) =>
       Effect.gen(function*() {
         const caller = yield* keyCaller
-        const row = yield* getOperation(id)
-        // As in the reference: an operation is read with the key that caused it (its sandbox's key for timers).
-        if (row === undefined || row.project_id !== caller.projectId || row.created_by_key_id !== caller.keyId) return yield* notFound("Operation")
-        return row
+        const row = yield* visibleOperation({ projectId: caller.projectId, keyId: caller.keyId }, id)
+        return row === undefined ? yield* notFound("Operation") : row
       })
     return handlers
       .handle("get", ({ path }) => Effect.map(operationOf(path.operation_id), operationToWire).pipe(provide))
-      .handle("events", ({ headers, path }) =>
-        Effect.gen(function*() {
-          yield* operationOf(path.operation_id)
-          const after = Number(headers["last-event-id"] ?? "0")
-          const events = yield* OperationsRepo.eventsAfter(path.operation_id, after)
-          return sseResponse(sseBody(events.map(operationEventFrame(path.operation_id))))
-        }).pipe(provide))
+      .handle("events", ({ headers, path, urlParams }) =>
+        Effect.zipRight(operationOf(path.operation_id), operationEvents(path.operation_id, headers["last-event-id"], urlParams.follow, provide)).pipe(provide))
   }))

@@ -1,13 +1,14 @@
 /** `/v1/sandboxes/{id}/processes`: start (idempotent, started at once), read, output events, cancel. */
-import { HttpApiBuilder } from "@effect/platform"
+import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
 import { Effect } from "effect"
 import { ProcessesRepo } from "../../db/repos/Processes.ts"
 import { Process } from "../../domain/Runtime.ts"
 import { cancelProcess, processOf, startProcess } from "../../services/sandboxes/Commands.ts"
-import { processJobKey, type ProcessRow } from "../../services/sandboxes/Processes.ts"
+import { processJobKey, type ProcessRow, TERMINAL_PROCESS_STATES } from "../../services/sandboxes/Processes.ts"
+import { nextSignal, processTopic } from "../../services/Signals.ts"
 import { SandboxesRepo } from "../../db/repos/Sandboxes.ts"
 import { Api } from "../Api.ts"
-import { PROCESS_BATCH_BYTES, PROCESS_BATCH_EVENTS, processEventFrame, sseBody, sseResponse } from "../Sse.ts"
+import { followResponse, followStream, PROCESS_BATCH_BYTES, PROCESS_BATCH_EVENTS, processEventFrame, sseBody, sseResponse } from "../Sse.ts"
 import { processToWire } from "../wire/Sandboxes.ts"
 import { accepted, keyCaller, planeContext } from "./PlaneSupport.ts"
 
@@ -15,8 +16,20 @@ export const ProcessesLive = HttpApiBuilder.group(Api, "processes", (handlers) =
   Effect.gen(function*() {
     const { idempotency, runner, provide } = yield* planeContext
     const wire = (row: ProcessRow) => Effect.map(SandboxesRepo.capabilities(row.sandbox_id), (caps) => processToWire(row, caps))
+    /** The process in its terminal state once it ends, if that is within `ms`; woken as its events are stored. */
+    const endedWithin = (processId: string, ms: number) =>
+      Effect.gen(function*() {
+        const deadline = Date.now() + ms
+        for (;;) {
+          const row = yield* ProcessesRepo.get(processId)
+          if (row !== undefined && TERMINAL_PROCESS_STATES.includes(row.state)) return yield* wire(row)
+          const left = deadline - Date.now()
+          if (left <= 0) return undefined
+          yield* nextSignal(processTopic(processId), Math.min(left, 1000))
+        }
+      })
     return handlers
-      .handle("start", ({ headers, path, payload }) =>
+      .handle("start", ({ headers, path, payload, urlParams }) =>
         Effect.gen(function*() {
           const caller = yield* keyCaller
           const process = yield* idempotency.remember({
@@ -29,15 +42,22 @@ export const ProcessesLive = HttpApiBuilder.group(Api, "processes", (handlers) =
             run: Effect.flatMap(startProcess(caller, path.sandbox_id, payload), wire)
           })
           yield* runner.runNow(processJobKey(process.id))
-          return yield* accepted(Process, process, `/v1/sandboxes/${path.sandbox_id}/processes/${process.id}`)
+          const location = `/v1/sandboxes/${path.sandbox_id}/processes/${process.id}`
+          const ended = urlParams.wait_seconds === undefined ? undefined : yield* endedWithin(process.id, urlParams.wait_seconds * 1000)
+          if (ended !== undefined) return yield* HttpServerResponse.schemaJson(Process)(ended, { status: 201, headers: { location } }).pipe(Effect.orDie)
+          return yield* accepted(Process, process, location)
         }).pipe(provide))
       .handle("get", ({ path }) => Effect.flatMap(keyCaller, (c) => Effect.flatMap(processOf(c, path.sandbox_id, path.process_id), wire)).pipe(provide))
-      .handle("events", ({ headers, path }) =>
+      .handle("events", ({ headers, path, urlParams }) =>
         Effect.gen(function*() {
           yield* processOf(yield* keyCaller, path.sandbox_id, path.process_id)
           const after = Number(headers["last-event-id"] ?? "0")
-          const events = yield* ProcessesRepo.eventsAfter(path.process_id, after, PROCESS_BATCH_EVENTS)
-          return sseResponse(sseBody(events.map(processEventFrame(path.process_id)), PROCESS_BATCH_BYTES))
+          const read = (from: number) => Effect.map(ProcessesRepo.eventsAfter(path.process_id, from, PROCESS_BATCH_EVENTS), (rows) => rows.map(processEventFrame(path.process_id)))
+          if (urlParams.follow === true) {
+            const finished = Effect.map(ProcessesRepo.get(path.process_id), (row) => row === undefined || TERMINAL_PROCESS_STATES.includes(row.state))
+            return followResponse(followStream({ after, read: (from) => provide(read(from)), finished: provide(finished), signal: (ms) => nextSignal(processTopic(path.process_id), ms) }))
+          }
+          return sseResponse(sseBody(yield* read(after), PROCESS_BATCH_BYTES))
         }).pipe(provide))
       .handle("cancel", ({ headers, path }) =>
         Effect.gen(function*() {

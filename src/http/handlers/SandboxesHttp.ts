@@ -1,16 +1,41 @@
-/** `/v1/sandboxes` with a project API key: create (idempotent), list, read, pause, resume, delete, capabilities. */
-import { HttpApiBuilder } from "@effect/platform"
+/** `/v1/sandboxes` with a project API key: create (idempotent), list, read, pause, resume, extend, delete, capabilities, metrics. */
+import { HttpApiBuilder, HttpServerRequest } from "@effect/platform"
 import { Effect, Schema } from "effect"
 import { SandboxesRepo } from "../../db/repos/Sandboxes.ts"
-import { conflict } from "../../domain/Errors.ts"
+import { conflict, validationError } from "../../domain/Errors.ts"
 import { SandboxMutation, SandboxRequest } from "../../domain/Sandbox.ts"
-import { createSandbox, destroySandbox, pauseSandbox, resumeSandbox, sandboxOf } from "../../services/sandboxes/Commands.ts"
+import { createSandbox, destroySandbox, extendSandbox, pauseSandbox, resumeSandbox, sandboxOf } from "../../services/sandboxes/Commands.ts"
+import { sandboxMetrics } from "../../services/sandboxes/Metrics.ts"
 import { Api } from "../Api.ts"
+import type { SandboxListParams } from "../groups/SandboxesApi.ts"
 import { decodeCursor, page } from "../Pagination.ts"
 import { capabilitiesOf, mutationToWire, sandboxToWire } from "../wire/Sandboxes.ts"
+import { metricsToWire } from "../wire/Metrics.ts"
 import { accepted, keyCaller, ListPosition, planeContext } from "./PlaneSupport.ts"
 
 const encodeRequest = Schema.encodeSync(SandboxRequest)
+
+const MAX_METADATA_FILTERS = 16
+
+const MAX_METADATA_VALUE = 500
+
+/**
+ * The list's filters: states (deduplicated, in a fixed order) and provider from the declared parameters, and the
+ * `metadata.<key>=<value>` entries from the query itself (a repeated key: its last value).
+ */
+const listFilter = (params: typeof SandboxListParams.Type, query: URLSearchParams) => {
+  const states = params.state === undefined ? undefined : [...new Set(typeof params.state === "string" ? [params.state] : params.state)].sort()
+  const metadata: Record<string, string> = {}
+  for (const [name, value] of query) if (name.startsWith("metadata.")) metadata[name.slice("metadata.".length)] = value
+  return { states, provider: params.provider, metadata }
+}
+
+const badMetadataFilter = (metadata: Readonly<Record<string, string>>) => {
+  const entries = Object.entries(metadata)
+  if (entries.length > MAX_METADATA_FILTERS) return { path: "metadata", message: `at most ${MAX_METADATA_FILTERS} metadata.<key> filters` }
+  const [key] = entries.find(([k, v]) => k.length === 0 || k.length > 256 || k === "__proto__" || v.length > MAX_METADATA_VALUE) ?? []
+  return key === undefined ? undefined : { path: `metadata.${key.slice(0, 100)}`, message: `a key of 1-256 characters (not __proto__) and a value of at most ${MAX_METADATA_VALUE}` }
+}
 
 export const SandboxesLive = HttpApiBuilder.group(Api, "sandboxes", (handlers) =>
   Effect.gen(function*() {
@@ -36,9 +61,14 @@ export const SandboxesLive = HttpApiBuilder.group(Api, "sandboxes", (handlers) =
       .handle("list", ({ urlParams }) =>
         Effect.gen(function*() {
           const caller = yield* keyCaller
-          const scope = `sandboxes:${caller.projectId}`
+          const request = yield* HttpServerRequest.HttpServerRequest
+          const filter = listFilter(urlParams, new URL(request.url, "http://gateway").searchParams)
+          const bad = badMetadataFilter(filter.metadata)
+          if (bad !== undefined) return yield* validationError("Request validation failed", [bad])
+          // A cursor belongs to its list: the project and the filters (canonical, so their order does not matter).
+          const scope = `sandboxes:${caller.projectId}:${JSON.stringify([filter.states ?? null, filter.provider ?? null, Object.entries(filter.metadata).sort()])}`
           const position = urlParams.cursor === undefined ? undefined : yield* decodeCursor(scope, urlParams.cursor, ListPosition)
-          const rows = yield* SandboxesRepo.page(caller.projectId, position, urlParams.limit + 1)
+          const rows = yield* SandboxesRepo.page(caller.projectId, position, urlParams.limit + 1, filter)
           const { items, next } = page(rows, urlParams.limit, scope, (last) => [last.created_at, last.id])
           return { sandboxes: items.map(sandboxToWire), next_cursor: next }
         }).pipe(provide))
@@ -49,6 +79,17 @@ export const SandboxesLive = HttpApiBuilder.group(Api, "sandboxes", (handlers) =
         Effect.flatMap(keyCaller, (caller) => tx(pauseSandbox(caller, path.sandbox_id))).pipe(Effect.map(mutationToWire), Effect.flatMap(respondMutation), provide))
       .handle("resume", ({ path }) =>
         Effect.flatMap(keyCaller, (caller) => tx(resumeSandbox(caller, path.sandbox_id))).pipe(Effect.map(mutationToWire), Effect.flatMap(respondMutation), provide))
+      .handle("extend", ({ path, payload }) =>
+        Effect.flatMap(keyCaller, (caller) => tx(extendSandbox(caller, path.sandbox_id, payload.runtime_timeout_seconds))).pipe(
+          Effect.tap(runner.wake),
+          Effect.map(sandboxToWire),
+          provide
+        ))
+      .handle("metrics", ({ path }) =>
+        Effect.flatMap(keyCaller, (caller) => sandboxMetrics(caller, path.sandbox_id)).pipe(
+          Effect.map(({ metrics, sandbox }) => metricsToWire(sandbox, metrics)),
+          provide
+        ))
       .handle("capabilities", ({ path }) =>
         Effect.gen(function*() {
           const sandbox = yield* sandboxOf(yield* keyCaller, path.sandbox_id)

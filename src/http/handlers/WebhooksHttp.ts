@@ -11,6 +11,8 @@ import { WebhookWithSecret } from "../../domain/Webhooks.ts"
 import { requireOrgRole } from "../../services/Access.ts"
 import { SecretBox } from "../../services/Crypto.ts"
 import { IdempotencyStore } from "../../services/IdempotencyStore.ts"
+import { requireAllowedUrl, WebhookResolver } from "../../services/webhooks/Targets.ts"
+import { WebhookConfig } from "../../Config.ts"
 import { Api } from "../Api.ts"
 import { webhookToWire as toWire } from "../wire/Accounts.ts"
 
@@ -27,6 +29,11 @@ export const WebhooksLive = HttpApiBuilder.group(Api, "webhooks", (handlers) =>
     const webhooks = yield* WebhooksRepo
     const provide = yield* provideRepositories
     const find = webhooks.find
+    const webhookConfig = yield* WebhookConfig
+    const resolver = yield* WebhookResolver
+    /** The URL policy (resolves the host; outside any transaction). */
+    const allowedUrl = (url: string) =>
+      requireAllowedUrl(url).pipe(Effect.provideService(WebhookConfig, webhookConfig), Effect.provideService(WebhookResolver, resolver))
 
     return handlers
       .handle("list", ({ path }) =>
@@ -37,6 +44,7 @@ export const WebhooksLive = HttpApiBuilder.group(Api, "webhooks", (handlers) =>
       .handle("create", ({ headers, path, payload }) =>
         Effect.gen(function*() {
           const access = yield* requireOrgRole(path.organization_id, MANAGERS)
+          yield* allowedUrl(payload.url)
           return yield* idempotency.remember({
             principalId: access.userId,
             scope: `webhooks.create:${path.organization_id}`,
@@ -62,7 +70,10 @@ export const WebhooksLive = HttpApiBuilder.group(Api, "webhooks", (handlers) =>
                 created_at: now,
                 updated_at: now,
                 disabled_at: payload.enabled ? null : now,
-                deleted_at: null
+                deleted_at: null,
+                disabled_reason: null,
+                consecutive_failures: 0,
+                failing_since: null
               }
               yield* webhooks.insert(row)
               return { ...toWire(row), secret }
@@ -81,8 +92,11 @@ export const WebhooksLive = HttpApiBuilder.group(Api, "webhooks", (handlers) =>
           yield* requireOrgRole(path.organization_id, MANAGERS)
           const row = yield* find(path.organization_id, path.webhook_id)
           if (row === undefined) return yield* notFound("Webhook")
+          if (payload.url !== undefined) yield* allowedUrl(payload.url)
           const now = yield* nowIso
           const enabled = payload.enabled ?? row.enabled
+          // Enabling it again, or pointing it elsewhere, starts its failure run afresh.
+          const fresh = (enabled && !row.enabled) || (payload.url !== undefined && payload.url !== row.url)
           const next: WebhookRow = {
             ...row,
             name: payload.name?.trim() ?? row.name,
@@ -90,6 +104,9 @@ export const WebhooksLive = HttpApiBuilder.group(Api, "webhooks", (handlers) =>
             event_types: payload.event_types ?? row.event_types,
             enabled,
             disabled_at: enabled ? null : (row.disabled_at ?? now),
+            disabled_reason: enabled ? null : row.disabled_reason,
+            consecutive_failures: fresh ? 0 : row.consecutive_failures,
+            failing_since: fresh ? null : row.failing_since,
             updated_at: now
           }
           yield* webhooks.update(next)

@@ -4,6 +4,7 @@ import type { InvitationRow, OrganizationRow } from "../../db/repos/Organization
 import type { ProviderCredentialRow } from "../../db/repos/ProviderCredentials.ts"
 import type { WebhookRow } from "../../db/repos/Webhooks.ts"
 import type { EventRow } from "../../db/repos/Events.ts"
+import type { DeliveryWithAttempts } from "../../services/webhooks/Commands.ts"
 
 export const organizationToWire = (row: OrganizationRow) => ({
   id: row.id,
@@ -60,7 +61,8 @@ export const webhookToWire = (row: WebhookRow) => ({
   last_delivery_status: row.last_delivery_status,
   created_at: row.created_at,
   updated_at: row.updated_at,
-  disabled_at: row.disabled_at
+  disabled_at: row.disabled_at,
+  disabled_reason: row.disabled_reason
 })
 
 /** Never the credential itself. */
@@ -81,4 +83,30 @@ export const eventToWire = (row: EventRow, cursor: string) => ({
   project_id: row.project_id,
   occurred_at: row.occurred_at,
   data: row.data
+})
+
+/** A delivery with its attempts; never its body (the event is in `/v1/events`). */
+export const deliveryToWire = ({ attempts, delivery }: DeliveryWithAttempts) => ({
+  id: delivery.id,
+  endpoint_id: delivery.endpoint_id,
+  event_id: delivery.event_id,
+  event_type: delivery.event_type,
+  status: delivery.status,
+  attempt_count: delivery.attempt_count,
+  next_attempt_at: delivery.next_attempt_at,
+  last_http_status: delivery.last_http_status,
+  last_error: delivery.last_error,
+  last_latency_ms: delivery.last_latency_ms,
+  is_test: delivery.is_test,
+  created_at: delivery.created_at,
+  updated_at: delivery.updated_at,
+  delivered_at: delivery.delivered_at,
+  attempts: attempts.map((a) => ({
+    number: a.number,
+    started_at: a.started_at,
+    http_status: a.http_status,
+    error: a.error,
+    latency_ms: a.latency_ms,
+    response_snippet: a.response_snippet
+  }))
 })

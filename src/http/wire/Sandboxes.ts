@@ -44,6 +44,7 @@ export const sandboxToWire = (row: SandboxRow): typeof Sandbox.Type => {
     ready_at: row.ready_at,
     paused_at: row.paused_at,
     stopped_at: row.stopped_at,
+    expires_at: row.expires_at,
     metadata: row.metadata
   }
 }

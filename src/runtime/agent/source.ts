@@ -1,9 +1,22 @@
-// Bun's text import embeds the agent's source as a string, also inside a `bun build --compile` binary.
-// Under vitest (vite's loader ignores import attributes) the file is read from disk instead.
+// The agent's modules as text: Bun's text import embeds them, also inside a `bun build --compile` binary. Under
+// vitest (vite's loader ignores import attributes) they are read from disk instead.
 import * as fs from "node:fs"
 // @ts-expect-error -- TypeScript does not model a text import of a .ts file
-import source from "./agent.ts" with { type: "text" }
+import bridge from "./bridge.ts" with { type: "text" }
+// @ts-expect-error -- as above
+import common from "./common.ts" with { type: "text" }
+// @ts-expect-error -- as above
+import events from "./events.ts" with { type: "text" }
+// @ts-expect-error -- as above
+import files from "./files.ts" with { type: "text" }
+// @ts-expect-error -- as above
+import main from "./main.ts" with { type: "text" }
+// @ts-expect-error -- as above
+import processes from "./processes.ts" with { type: "text" }
 
-export const agentSource: string = typeof source === "string"
-  ? source
-  : fs.readFileSync(new URL("./agent.ts", import.meta.url), "utf8")
+const embedded: Record<string, unknown> = { "bridge.ts": bridge, "common.ts": common, "events.ts": events, "files.ts": files, "main.ts": main, "processes.ts": processes }
+
+/** File name → TypeScript source; `main.ts` is the entry point. */
+export const agentModules: Readonly<Record<string, string>> = Object.fromEntries(
+  Object.entries(embedded).map(([name, text]) => [name, typeof text === "string" ? text : fs.readFileSync(new URL(`./${name}`, import.meta.url), "utf8")])
+)

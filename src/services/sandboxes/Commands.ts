@@ -17,8 +17,8 @@ import { sha256Hex } from "../../domain/Tokens.ts"
 import { appendEvent } from "../Events.ts"
 import { enqueueJob } from "../JobRegistry.ts"
 import { endpointExpiryJob, getEndpointRow } from "./Endpoints.ts"
-import { EndpointCreateJob, EndpointRevokeJob, FilesystemJob, ProcessExecuteJob } from "./JobTypes.ts"
-import { lifecycleJob } from "./LifecycleJobs.ts"
+import { EndpointCreateJob, EndpointRevokeJob, ExtendLifetimeJob, FilesystemJob, ProcessExecuteJob } from "./JobTypes.ts"
+import { armRuntimeTimeout, lifecycleJob, sandboxLockKey } from "./LifecycleJobs.ts"
 import { getOperation, insertOperation } from "./Operations.ts"
 import { appendProcessEvent, getProcessRow, processJobKey, TERMINAL_PROCESS_STATES } from "./Processes.ts"
 import { getRuntimeOperationRow, runtimeOperationJobKey } from "./RuntimeOperations.ts"
@@ -113,6 +113,26 @@ export const resumeSandbox = (caller: Caller, sandboxId: string) =>
     return yield* mutation(sandboxId, operationId)
   })
 
+/**
+ * Moves a ready sandbox's runtime deadline to now + `seconds` (shorter or longer than before); a provider with its
+ * own lifetime timer (E2B) is told in a job, after commit. The sandbox is answered with its new `expires_at`.
+ */
+export const extendSandbox = (caller: Caller, sandboxId: string, seconds: number) =>
+  Effect.gen(function*() {
+    const sandbox = yield* sandboxOf(caller, sandboxId)
+    if (sandbox.state !== "ready") {
+      return yield* conflict("invalid_sandbox_state", `A ${sandbox.state} sandbox has no runtime deadline to move; it must be ready`, { state: sandbox.state })
+    }
+    yield* armRuntimeTimeout(sandboxId, isoAfter(yield* nowIso, seconds))
+    yield* enqueueJob(ExtendLifetimeJob, {
+      dedupeKey: `sandbox:extend_lifetime:${sandboxId}`,
+      lockKey: sandboxLockKey(sandboxId),
+      payload: { sandbox_id: sandboxId, seconds },
+      replace: true
+    })
+    return (yield* getSandboxRow(sandboxId))!
+  })
+
 export const destroySandbox = (caller: Caller, sandboxId: string) =>
   Effect.gen(function*() {
     const sandbox = yield* sandboxOf(caller, sandboxId)
@@ -175,6 +195,7 @@ export const startProcess = (caller: Caller, sandboxId: string, input: StartProc
     })
     yield* SandboxesRepo.touch(sandboxId)
     yield* appendProcessEvent(id, "queued", {})
+    yield* appendEvent({ type: "process.queued", organizationId: caller.organizationId, projectId: caller.projectId, data: { sandbox_id: sandboxId, process_id: id } })
     yield* enqueueJob(ProcessExecuteJob, { dedupeKey: processJobKey(id), payload: { process_id: id } })
     return (yield* getProcessRow(id))!
   })
@@ -195,6 +216,7 @@ export const cancelProcess = (caller: Caller, sandboxId: string, processId: stri
     if (row.cancel_requested_at === null) {
       yield* ProcessesRepo.requestCancel(processId, yield* nowIso)
       yield* appendProcessEvent(processId, "cancel_requested", {})
+      yield* appendEvent({ type: "process.cancel_requested", organizationId: caller.organizationId, projectId: caller.projectId, data: { sandbox_id: sandboxId, process_id: processId } })
     }
     return (yield* getProcessRow(processId))!
   })

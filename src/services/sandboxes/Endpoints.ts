@@ -6,9 +6,11 @@
  */
 import { Effect } from "effect"
 import { provideRepositories } from "../../db/Database.ts"
+import { inTransaction } from "../../db/Db.ts"
 import { type EndpointRow, EndpointsRepo, type EndpointState } from "../../db/repos/Endpoints.ts"
 import type { ErrorObject } from "../../domain/Errors.ts"
 import { nowIso } from "../../domain/Time.ts"
+import { appendEvent } from "../Events.ts"
 import { cancelJob, enqueueJob, type JobHandler, JobError } from "../JobRegistry.ts"
 import { EndpointExpireJob } from "./JobTypes.ts"
 import { actionFailure, logProviderFailure } from "./ProviderErrors.ts"
@@ -30,8 +32,27 @@ export const makeEndpointHandlers = Effect.gen(function*() {
   const accounts = yield* ProviderAccounts
   const provide = yield* provideRepositories
 
+  /**
+   * Moves the endpoint on; an end the user did not ask for (`expired`, `failed`) is also a durable event
+   * (`endpoint.expired`, `endpoint.failed`: webhooks, the event stream), in the same transaction.
+   */
   const setState = (id: string, from: ReadonlyArray<EndpointState>, to: EndpointState, fields: { providerLeaseId?: string; providerUrl?: string; error?: ErrorObject } = {}) =>
-    EndpointsRepo.setState(id, from, to, fields)
+    inTransaction(Effect.gen(function*() {
+      const moved = yield* EndpointsRepo.setState(id, from, to, fields)
+      if (moved && (to === "expired" || to === "failed")) {
+        const row = yield* getEndpointRow(id)
+        const sandbox = row === undefined ? undefined : yield* getSandboxRow(row.sandbox_id)
+        if (row !== undefined && sandbox !== undefined) {
+          yield* appendEvent({
+            type: `endpoint.${to}`,
+            organizationId: sandbox.organization_id,
+            projectId: row.project_id,
+            data: { sandbox_id: row.sandbox_id, endpoint_id: id, port: row.port, ...(fields.error !== undefined ? { error: fields.error } : {}) }
+          })
+        }
+      }
+      return moved
+    }))
 
   const providerFor = (sandboxId: string) => Effect.map(getSandboxRow(sandboxId), (sandbox) => accounts.target(sandbox))
 

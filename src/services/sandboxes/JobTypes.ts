@@ -16,6 +16,8 @@ export const SandboxDestroyJob = defineJob("sandbox.destroy", LifecyclePayload)
 export const RuntimeTimeoutJob = defineJob("sandbox.runtime_timeout", SandboxRef)
 export const IdleCheckJob = defineJob("sandbox.idle_check", SandboxRef)
 export const CostSyncJob = defineJob("sandbox.cost_sync", SandboxRef)
+/** Moves the provider's own lifetime of a sandbox (E2B's timeout) after its runtime deadline was extended. */
+export const ExtendLifetimeJob = defineJob("sandbox.extend_lifetime", Schema.Struct({ sandbox_id: SandboxId, seconds: Schema.Int.pipe(Schema.positive()) }))
 export const ProcessExecuteJob = defineJob("process.execute", Schema.Struct({ process_id: ProcessId }))
 export const FilesystemJob = defineJob("runtime.filesystem", Schema.Struct({ runtime_operation_id: RuntimeOperationId }))
 export const EndpointCreateJob = defineJob("endpoint.create", EndpointRef)

@@ -1,11 +1,14 @@
 /**
- * The job registry: every job type (its payload Schema: JobTypes.ts, Retention.ts) with its handler, registered
+ * The job registry: every job type (its payload Schema: JobTypes.ts, Retention.ts, webhooks/FanOut.ts) with its
+ * handler, registered
  * with the OperationRunner, which is then started (with the retention sweep armed to run at once). Built once at
  * start-up, after the provider registry (and so every emulator) is up.
  */
 import { Effect, Layer } from "effect"
 import { OperationRunner } from "../OperationRunner.ts"
 import { makeRetentionHandler, RetentionJob, scheduleRetention } from "../Retention.ts"
+import { DELIVERY_CONCURRENCY, makeWebhookDeliveryHandler } from "../webhooks/Delivery.ts"
+import { WebhookDeliverJob } from "../webhooks/FanOut.ts"
 import { makeCostSyncHandler } from "./CostSync.ts"
 import { makeEndpointHandlers } from "./Endpoints.ts"
 import * as Jobs from "./JobTypes.ts"
@@ -25,6 +28,7 @@ export const SandboxJobsLive = Layer.effectDiscard(
     yield* runner.register(Jobs.SandboxDestroyJob, lifecycle.destroy)
     yield* runner.register(Jobs.RuntimeTimeoutJob, lifecycle.runtimeTimeout)
     yield* runner.register(Jobs.IdleCheckJob, lifecycle.idleCheck)
+    yield* runner.register(Jobs.ExtendLifetimeJob, lifecycle.extendLifetime)
     yield* runner.register(Jobs.ProcessExecuteJob, yield* makeProcessHandler)
     yield* runner.register(Jobs.FilesystemJob, yield* makeRuntimeOperationHandler)
     yield* runner.register(Jobs.CostSyncJob, yield* makeCostSyncHandler)
@@ -33,6 +37,8 @@ export const SandboxJobsLive = Layer.effectDiscard(
     yield* runner.register(Jobs.EndpointExpireJob, endpoints.expire)
     yield* runner.register(Jobs.SpendLimitJob, yield* makeSpendLimitHandler)
     yield* runner.register(RetentionJob, yield* makeRetentionHandler)
+    // Their own lane: a slow receiver never takes a place sandbox work needs.
+    yield* runner.register(WebhookDeliverJob, yield* makeWebhookDeliveryHandler, { concurrency: DELIVERY_CONCURRENCY })
     yield* scheduleRetention
     yield* runner.start
   })

@@ -16,8 +16,8 @@ import type { ProviderError, ProviderSandbox, SandboxProvider } from "../../../p
 import { appendEvent } from "../Events.ts"
 import { cancelJob, enqueueJob, type JobHandler, JobError } from "../JobRegistry.ts"
 import { armCostSync, COST_SYNC_FINAL_SECONDS, COST_SYNC_FIRST_SECONDS } from "./CostSync.ts"
-import { IdleCheckJob, type LifecyclePayload, RuntimeTimeoutJob } from "./JobTypes.ts"
-import { sandboxLockKey, startSystemAction } from "./LifecycleJobs.ts"
+import { IdleCheckJob, type LifecyclePayload } from "./JobTypes.ts"
+import { armRuntimeTimeout, sandboxLockKey, startSystemAction } from "./LifecycleJobs.ts"
 import { appendProcessEvent, finishProcess } from "./Processes.ts"
 import { setOperationState } from "./Operations.ts"
 import { actionFailure, logProviderFailure } from "./ProviderErrors.ts"
@@ -31,13 +31,7 @@ const armTimers = (sandbox: SandboxRow) =>
     yield* armCostSync(sandbox.id, COST_SYNC_FIRST_SECONDS)
     const now = yield* nowIso
     const { lifecycle } = yield* requestOf(sandbox)
-    yield* enqueueJob(RuntimeTimeoutJob, {
-      dedupeKey: `sandbox:runtime_timeout:${sandbox.id}`,
-      lockKey: sandboxLockKey(sandbox.id),
-      payload: { sandbox_id: sandbox.id },
-      availableAt: isoAfter(now, lifecycle.runtime_timeout_seconds),
-      replace: true
-    })
+    yield* armRuntimeTimeout(sandbox.id, isoAfter(now, lifecycle.runtime_timeout_seconds))
     if (lifecycle.idle_timeout_seconds !== undefined) {
       yield* enqueueJob(IdleCheckJob, {
         dedupeKey: `sandbox:idle_check:${sandbox.id}`,
@@ -50,7 +44,7 @@ const armTimers = (sandbox: SandboxRow) =>
   })
 
 const disarmTimers = (sandboxId: string) =>
-  Effect.all([cancelJob(`sandbox:runtime_timeout:${sandboxId}`), cancelJob(`sandbox:idle_check:${sandboxId}`)], { discard: true })
+  Effect.all([cancelJob(`sandbox:runtime_timeout:${sandboxId}`), cancelJob(`sandbox:idle_check:${sandboxId}`), SandboxesRepo.setDeadline(sandboxId, null)], { discard: true })
 
 /** The operation's error says what failed in the user's terms (ProviderErrors.ts); the provider's words are logged. */
 const providerJobError = (code: string, what: string, e: ProviderError) =>
@@ -275,5 +269,20 @@ export const makeLifecycleHandlers = Effect.gen(function*() {
     giveUp: () => Effect.void
   }
 
-  return { provision, pause, resume, destroy, runtimeTimeout, idleCheck }
+  /** The provider's own timer follows an extended deadline (where the provider has one). */
+  const extendLifetime: JobHandler<{ readonly sandbox_id: string; readonly seconds: number }> = {
+    run: (job) =>
+      Effect.gen(function*() {
+        const sandbox = yield* getSandboxRow(job.payload.sandbox_id)
+        if (sandbox?.state !== "ready") return
+        const t = target(sandbox)
+        if (t?.provider.extendLifetime === undefined) return
+        yield* t.provider.extendLifetime(t.resource, job.payload.seconds).pipe(
+          Effect.catchAll((e) => providerJobError("sandbox_extend_failed", "extend the sandbox's lifetime at its provider", e))
+        )
+      }).pipe(provide),
+    giveUp: () => Effect.void
+  }
+
+  return { provision, pause, resume, destroy, runtimeTimeout, idleCheck, extendLifetime }
 })

@@ -5,7 +5,8 @@
  */
 import { Effect } from "effect"
 import { enqueueJob } from "../JobRegistry.ts"
-import { type LifecyclePayload, SandboxDestroyJob, SandboxPauseJob, SandboxProvisionJob, SandboxResumeJob } from "./JobTypes.ts"
+import { SandboxesRepo } from "../../db/repos/Sandboxes.ts"
+import { type LifecyclePayload, RuntimeTimeoutJob, SandboxDestroyJob, SandboxPauseJob, SandboxProvisionJob, SandboxResumeJob } from "./JobTypes.ts"
 import { insertOperation } from "./Operations.ts"
 import { type SandboxRow, setSandboxState } from "./SandboxRows.ts"
 
@@ -20,6 +21,19 @@ const LIFECYCLE_JOBS = {
   "sandbox.resume": SandboxResumeJob,
   "sandbox.destroy": SandboxDestroyJob
 }
+
+/** The runtime timeout fires at `at` (a new time replaces the old one), and the sandbox says so (`expires_at`). */
+export const armRuntimeTimeout = (sandboxId: string, at: string) =>
+  Effect.zipRight(
+    enqueueJob(RuntimeTimeoutJob, {
+      dedupeKey: `sandbox:runtime_timeout:${sandboxId}`,
+      lockKey: sandboxLockKey(sandboxId),
+      payload: { sandbox_id: sandboxId },
+      availableAt: at,
+      replace: true
+    }),
+    SandboxesRepo.setDeadline(sandboxId, at)
+  )
 
 export const lifecycleJob = (type: keyof typeof LIFECYCLE_JOBS, payload: LifecyclePayload) =>
   enqueueJob(LIFECYCLE_JOBS[type], {

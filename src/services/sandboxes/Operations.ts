@@ -4,8 +4,10 @@
  */
 import { Effect } from "effect"
 import { type OperationRow, OperationsRepo, type OperationStateValue, type OperationTypeValue } from "../../db/repos/Operations.ts"
+import { SandboxesRepo } from "../../db/repos/Sandboxes.ts"
 import type { ErrorObject } from "../../domain/Errors.ts"
 import { newId } from "../../domain/Ids.ts"
+import { notify, operationTopic } from "../Signals.ts"
 
 export type { OperationRow }
 export type OperationType = OperationTypeValue
@@ -13,7 +15,7 @@ export type OperationState = OperationStateValue
 export const TERMINAL_OPERATION_STATES: ReadonlySet<OperationState> = new Set(["succeeded", "failed", "cancelled"])
 
 export const appendOperationEvent = (operationId: string, type: string, data: Readonly<Record<string, unknown>>) =>
-  OperationsRepo.appendEvent(operationId, type, data)
+  Effect.zipLeft(OperationsRepo.appendEvent(operationId, type, data), notify(operationTopic(operationId)))
 
 export const insertOperation = (input: {
   readonly projectId: string
@@ -43,3 +45,18 @@ export const setOperationState = (operationId: string, state: OperationState, er
   })
 
 export const getOperation = (operationId: string) => OperationsRepo.get(operationId)
+
+/**
+ * An operation as its reader may see it (reference §2 "Operations and events"): within its project, with the key
+ * that caused it or the key that created its sandbox; `keyId: null` is a member's user token on the project path
+ * (its access to the project checked by the caller). Anything else reads as absent (404, never 403).
+ */
+export const visibleOperation = (reader: { readonly projectId: string; readonly keyId: string | null }, operationId: string) =>
+  Effect.gen(function*() {
+    const row = yield* OperationsRepo.get(operationId)
+    if (row === undefined || row.project_id !== reader.projectId) return undefined
+    if (reader.keyId === null || row.created_by_key_id === reader.keyId) return row
+    if (row.resource_type !== "sandbox") return undefined
+    const sandbox = yield* SandboxesRepo.get(row.resource_id)
+    return sandbox?.created_by_key_id === reader.keyId ? row : undefined
+  })

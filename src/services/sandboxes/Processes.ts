@@ -9,10 +9,12 @@ import { Duration, Effect, Option } from "effect"
 import { provideRepositories } from "../../db/Database.ts"
 import { Db } from "../../db/Db.ts"
 import { type NewProcessEvent, type ProcessRow, ProcessesRepo, type ProcessStateValue, type TerminalProcessState } from "../../db/repos/Processes.ts"
+import { notify, processTopic } from "../Signals.ts"
 import { SandboxesRepo } from "../../db/repos/Sandboxes.ts"
 import type { ErrorObject } from "../../domain/Errors.ts"
 import { nowIso } from "../../domain/Time.ts"
 import type { ProviderError, ProviderExecEvent } from "../../../providers/core/Provider.ts"
+import { appendEvent } from "../Events.ts"
 import { type JobHandler, JobError } from "../JobRegistry.ts"
 import { logProviderFailure, processFailure } from "./ProviderErrors.ts"
 import { getSandboxRow } from "./SandboxRows.ts"
@@ -33,7 +35,7 @@ export const processJobKey = (processId: string) => `process:execute:${processId
 
 /** Appends one event with the next sequence number of the process (call inside a transaction). */
 export const appendProcessEvent = (processId: string, type: string, data: Readonly<Record<string, unknown>>) =>
-  ProcessesRepo.appendEvent(processId, type, data)
+  Effect.zipLeft(ProcessesRepo.appendEvent(processId, type, data), notify(processTopic(processId)))
 
 /** A provider failure as the process's error: in the user's terms (ProviderErrors.ts); the provider's words are logged. */
 const providerFailure = (row: { readonly command: ReadonlyArray<string>; readonly cwd: string | null }) => (e: ProviderError) =>
@@ -47,12 +49,48 @@ const providerFailure = (row: { readonly command: ReadonlyArray<string>; readonl
     )
   )
 
-/** Finishes a process (no-op if already terminal). */
+/** The durable event of each way a process ends (reference §8 has no `process.timed_out`: it is a failure). */
+const END_EVENT: Record<TerminalProcessState, string> = {
+  succeeded: "process.completed",
+  failed: "process.failed",
+  timed_out: "process.failed",
+  cancelled: "process.cancelled"
+}
+
+/**
+ * A process's durable event (webhooks, the event stream): `process.queued`, `.started`, `.cancel_requested`,
+ * and how it ended. Call inside the transaction of the change it records.
+ */
+export const processEvent = (
+  row: { readonly id: string; readonly sandbox_id: string; readonly project_id: string },
+  type: string,
+  data: Readonly<Record<string, unknown>> = {}
+) =>
+  Effect.gen(function*() {
+    const sandbox = yield* getSandboxRow(row.sandbox_id)
+    if (sandbox === undefined) return
+    yield* appendEvent({ type, organizationId: sandbox.organization_id, projectId: row.project_id, data: { sandbox_id: row.sandbox_id, process_id: row.id, ...data } })
+  })
+
+const endedEvent = (
+  row: { readonly id: string; readonly sandbox_id: string; readonly project_id: string },
+  state: TerminalProcessState,
+  fields: { readonly exitCode?: number | null; readonly error?: ErrorObject | null }
+) => processEvent(row, END_EVENT[state], { state, exit_code: fields.exitCode ?? null, ...(fields.error ? { error: fields.error } : {}) })
+
+/** Finishes a process (no-op if already terminal), with its durable event. */
 export const finishProcess = (
   processId: string,
   state: TerminalProcessState,
   fields: { readonly exitCode?: number | null; readonly signal?: string | null; readonly error?: ErrorObject | null; readonly truncated?: boolean }
-) => ProcessesRepo.finish(processId, state, fields)
+) =>
+  Effect.gen(function*() {
+    const finished = yield* ProcessesRepo.finish(processId, state, fields)
+    const row = finished ? yield* ProcessesRepo.get(processId) : undefined
+    if (row !== undefined) yield* endedEvent(row, state, fields)
+    yield* notify(processTopic(processId))
+    return finished
+  })
 
 /** The terminal state, error and events a provider's exit event leads to. */
 const outcomeOf = (row: ProcessRow, exit: Extract<ProviderExecEvent, { type: "exit" }>, timedOutByUs: boolean) => {
@@ -120,7 +158,9 @@ const storeEvents = (processId: string, events: ReadonlyArray<ProviderExecEvent>
         ? undefined
         : { state: outcome.state, exitCode: exit!.exitCode, signal: exit!.signal, error: outcome.error, now }
     })
+    if (outcome !== undefined) yield* endedEvent(row, outcome.state, { exitCode: exit!.exitCode, error: outcome.error })
     yield* SandboxesRepo.touch(row.sandbox_id)
+    yield* notify(processTopic(processId))
     return exit
   })
 
@@ -164,7 +204,7 @@ export const makeProcessHandler = Effect.gen(function*() {
         }).pipe(Effect.catchAll(providerFailure(row)))
         const now = yield* nowIso
         // One statement takes the event's sequence number and records the start; the event follows it.
-        const recordStart = tx(ProcessesRepo.recordStart(processId, started.executionId, now))
+        const recordStart = tx(Effect.tap(ProcessesRepo.recordStart(processId, started.executionId, now), (recorded) => processEvent(recorded, "process.started")))
         // The provider is asked for the first events while the start is recorded (a short command is often over by
         // then); they are stored after it, so the start comes first.
         const [recorded, first] = yield* Effect.all([

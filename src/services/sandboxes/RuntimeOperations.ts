@@ -5,10 +5,12 @@
  */
 import { Effect } from "effect"
 import { provideRepositories } from "../../db/Database.ts"
+import { inTransaction } from "../../db/Db.ts"
 import { type RuntimeOperationKind, type RuntimeOperationRow, RuntimeOperationsRepo, type StoredResult } from "../../db/repos/RuntimeOperations.ts"
 import type { ErrorObject } from "../../domain/Errors.ts"
 import { nowIso } from "../../domain/Time.ts"
 import type { ProviderError, ProviderSandbox, SandboxProvider } from "../../../providers/core/Provider.ts"
+import { appendEvent } from "../Events.ts"
 import { type JobHandler, JobError } from "../JobRegistry.ts"
 import { type FileOperation, fileFailure, logProviderFailure } from "./ProviderErrors.ts"
 import { getSandboxRow, touchSandbox } from "./SandboxRows.ts"
@@ -69,15 +71,26 @@ export const makeRuntimeOperationHandler = Effect.gen(function*() {
   const accounts = yield* ProviderAccounts
   const operations = yield* RuntimeOperationsRepo
 
-  const complete = (id: string, state: "succeeded" | "failed", result: StoredResult | null, error: ErrorObject | null, data?: Uint8Array) =>
-    Effect.flatMap(nowIso, (now) => operations.complete(id, { state, result, error, data, now }))
+  /** Records the outcome and its durable event (`runtime_operation.completed` or `.failed`) in one transaction. */
+  const complete = (row: RuntimeOperationRow, state: "succeeded" | "failed", result: StoredResult | null, error: ErrorObject | null, data?: Uint8Array) =>
+    inTransaction(Effect.gen(function*() {
+      if (!(yield* operations.complete(row.id, { state, result, error, data, now: yield* nowIso }))) return
+      const sandbox = yield* getSandboxRow(row.sandbox_id)
+      if (sandbox === undefined) return
+      yield* appendEvent({
+        type: state === "succeeded" ? "runtime_operation.completed" : "runtime_operation.failed",
+        organizationId: sandbox.organization_id,
+        projectId: row.project_id,
+        data: { sandbox_id: row.sandbox_id, runtime_operation_id: row.id, kind: row.kind, path: row.request.path, ...(error !== null ? { error } : {}) }
+      })
+    }))
 
   const run = (id: string) =>
     Effect.gen(function*() {
       const row = yield* operations.get(id)
       if (row === undefined || (row.state !== "queued" && row.state !== "running")) return
       if (row.state === "running" && (row.kind === "filesystem_write" || row.kind === "filesystem_delete")) {
-        return yield* complete(id, "failed", null, {
+        return yield* complete(row, "failed", null, {
           code: "runtime_operation_unknown_outcome",
           message: "The gateway restarted while this operation ran; it may or may not have been applied",
           retryable: false
@@ -85,12 +98,12 @@ export const makeRuntimeOperationHandler = Effect.gen(function*() {
       }
       if (row.kind === "filesystem_write" && row.request.data_base64 === undefined) {
         // Only a finished write drops its data: a queued or running one has it, unless the row was tampered with.
-        return yield* complete(id, "failed", null, { code: "runtime_operation_failed", message: "The write's data is missing", retryable: false })
+        return yield* complete(row, "failed", null, { code: "runtime_operation_failed", message: "The write's data is missing", retryable: false })
       }
       const sandbox = yield* getSandboxRow(row.sandbox_id)
       const target = accounts.target(sandbox)
       if (sandbox === undefined || sandbox.state !== "ready" || target === undefined) {
-        return yield* complete(id, "failed", null, {
+        return yield* complete(row, "failed", null, {
           code: "invalid_sandbox_state",
           message: `The sandbox is ${sandbox?.state ?? "gone"}, not ready`,
           retryable: false
@@ -114,13 +127,14 @@ export const makeRuntimeOperationHandler = Effect.gen(function*() {
           })))
       )
       yield* touchSandbox(row.sandbox_id)
-      if (outcome.ok) yield* complete(id, "succeeded", outcome.value.result, null, outcome.value.data)
-      else yield* complete(id, "failed", null, outcome.error)
+      if (outcome.ok) yield* complete(row, "succeeded", outcome.value.result, null, outcome.value.data)
+      else yield* complete(row, "failed", null, outcome.error)
     })
 
   const provide = yield* provideRepositories
   return {
     run: (job) => provide(run(job.payload.runtime_operation_id)),
-    giveUp: (job, error) => provide(complete(job.payload.runtime_operation_id, "failed", null, error))
+    giveUp: (job, error) =>
+      provide(Effect.flatMap(operations.get(job.payload.runtime_operation_id), (row) => (row === undefined ? Effect.void : complete(row, "failed", null, error))))
   } satisfies JobHandler<{ readonly runtime_operation_id: string }>
 })

@@ -8,7 +8,7 @@
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
-import { cgroupScope } from "../../src/runtime/Jail.ts"
+import { cgroupScope } from "../../src/runtime/Cgroups.ts"
 import { pidsOfUid } from "../../src/runtime/Proc.ts"
 import { leasesUnder } from "../../src/runtime/UidLeases.ts"
 import { loopsOf } from "../runtime/support.ts"

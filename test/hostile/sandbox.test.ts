@@ -22,7 +22,7 @@ import { ruleset } from "../../src/runtime/Egress.ts"
 import { diskImage, jailDir } from "../../src/runtime/Jail.ts"
 import type { RuntimeError } from "../../src/runtime/LocalRuntime.ts"
 import { makeLocalRuntime } from "../../src/runtime/LocalRuntimeLive.ts"
-import { collect, failure, inJail, leasesOf, newRuntime, run, sh, stateOf, type TestRuntime, waitFor } from "./support.ts"
+import { collect, failure, inJail, leasesOf, newRuntime, run, sh, stateOf, type TestRuntime, waitFor } from "../runtime/support.ts"
 
 const main = newRuntime("hostile", { agentTimeoutMs: 2000 })
 const { dataDir, rt } = main

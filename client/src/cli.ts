@@ -1,0 +1,248 @@
+/**
+ * The user CLI: `bun run cli login …` / `bun run cli sandbox …`, and the same words after the compiled binary
+ * (`sandbox-gateway sandbox exec …`). Built on the typed client. A profile file (0600, in a 0700 directory:
+ * `$SGW_CONFIG_DIR`, else `$XDG_CONFIG_HOME/sandbox-gateway`, else `~/.config/sandbox-gateway`) keeps the gateway
+ * URL, key and project of each `--profile` (default `default`). Every command takes `--json`; failures print the
+ * envelope's message and exit 1 (usage mistakes exit 2); `exec` exits with the process's own exit code.
+ */
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import { createClient, GatewayError, type GatewayClient } from "./index.ts"
+
+interface Profile {
+  readonly url: string
+  readonly api_key: string
+  readonly project_id: string
+}
+
+export interface CliIo {
+  readonly out: (text: string) => void
+  readonly err: (text: string) => void
+  readonly env: Readonly<Record<string, string | undefined>>
+  /** Whether stderr is a terminal (progress is drawn only there). */
+  readonly errIsTty: boolean
+}
+
+class UsageError extends Error {}
+
+const configDir = (env: CliIo["env"]) =>
+  env["SGW_CONFIG_DIR"] ?? path.join(env["XDG_CONFIG_HOME"] ?? path.join(env["HOME"] ?? os.homedir(), ".config"), "sandbox-gateway")
+const profilesFile = (env: CliIo["env"]) => path.join(configDir(env), "profiles.json")
+
+const readProfiles = (env: CliIo["env"]): Record<string, Profile> => {
+  try {
+    const parsed = JSON.parse(fs.readFileSync(profilesFile(env), "utf8")) as { profiles?: Record<string, Profile> }
+    return parsed.profiles ?? {}
+  } catch {
+    return {}
+  }
+}
+
+const writeProfiles = (env: CliIo["env"], profiles: Record<string, Profile>) => {
+  const dir = configDir(env)
+  fs.mkdirSync(dir, { recursive: true, mode: 0o700 })
+  fs.chmodSync(dir, 0o700)
+  const file = profilesFile(env)
+  const tmp = `${file}.${process.pid}.tmp`
+  fs.writeFileSync(tmp, `${JSON.stringify({ profiles }, null, 2)}\n`, { mode: 0o600 })
+  fs.renameSync(tmp, file)
+}
+
+type Flags = Record<string, string | true>
+
+/** Words and `--flag value` / `--flag=value` / `--switch`; everything after `--` is kept as is (a command). */
+const parse = (argv: ReadonlyArray<string>, switches: ReadonlySet<string>) => {
+  const words: Array<string> = []
+  const flags: Flags = {}
+  let rest: Array<string> | undefined
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!
+    if (arg === "--") {
+      rest = argv.slice(i + 1) as Array<string>
+      break
+    }
+    if (arg.startsWith("--")) {
+      const [name, inline] = arg.slice(2).split(/=(.*)/s, 2) as [string, string | undefined]
+      if (inline !== undefined) flags[name] = inline
+      else if (switches.has(name)) flags[name] = true
+      else if (argv[i + 1] === undefined) throw new UsageError(`--${name} needs a value`)
+      else flags[name] = argv[++i]!
+    } else words.push(arg)
+  }
+  return { words, flags, rest }
+}
+
+const SWITCHES = new Set(["json", "no-wait", "help", "recursive"])
+
+const USAGE = `Usage:
+  login --url <gateway url> --key <metal_sk_…> --project <prj_…> [--profile <name>]
+  sandbox create [--provider <name>] [--image <oci image>] [--vcpu <n>] [--memory-mb <n>] [--timeout-seconds <n>] [--no-wait]
+  sandbox list
+  sandbox get <id>
+  sandbox exec <id> [--cwd <dir>] -- <command> [args…]   (exits with the command's exit code)
+  sandbox cp <src> <dst>   (one side local, the other <id>:/path)
+  sandbox expose <id> <port> [--lease-seconds <n>]
+  sandbox pause|resume|rm <id>
+Every command takes --profile <name> and --json.`
+
+const integer = (flags: Flags, name: string): number | undefined => {
+  const value = flags[name]
+  if (value === undefined) return undefined
+  const n = Number(value)
+  if (typeof value !== "string" || !Number.isSafeInteger(n) || n < 0) throw new UsageError(`--${name} must be a whole number`)
+  return n
+}
+
+const sandboxPath = (arg: string) => {
+  const m = /^(sbx_[A-Za-z0-9]+):(\/.*)$/.exec(arg)
+  return m === null ? undefined : { id: m[1]!, path: m[2]! }
+}
+
+const progress = (io: CliIo, label: string, done: number, total: number) => {
+  if (!io.errIsTty) return
+  const width = 30
+  const filled = total === 0 ? width : Math.round((done / total) * width)
+  io.err(`\r${label} [${"#".repeat(filled)}${" ".repeat(width - filled)}] ${(done / 1048576).toFixed(1)}/${(total / 1048576).toFixed(1)} MiB${done >= total ? "\n" : ""}`)
+}
+
+const run = async (argv: ReadonlyArray<string>, io: CliIo): Promise<number> => {
+  const { words, flags, rest } = parse(argv, SWITCHES)
+  const json = flags["json"] === true
+  const print = (value: unknown, text: string) => io.out(`${json ? JSON.stringify(value) : text}\n`)
+  const profileName = typeof flags["profile"] === "string" ? flags["profile"] : "default"
+  if (flags["help"] === true || words.length === 0) {
+    io.out(`${USAGE}\n`)
+    return words.length === 0 && flags["help"] !== true ? 2 : 0
+  }
+
+  if (words[0] === "login") {
+    const url = flags["url"]
+    const key = flags["key"]
+    const project = flags["project"]
+    if (typeof url !== "string" || typeof key !== "string" || typeof project !== "string") throw new UsageError("login needs --url, --key and --project")
+    const profile: Profile = { url: url.replace(/\/+$/, ""), api_key: key, project_id: project }
+    // Checked before it is kept: a wrong URL or key fails here, not at the next command.
+    await createClient({ baseUrl: profile.url, apiKey: key, projectId: project, attempts: 1 }).sandboxes.list({ limit: 1 })
+    writeProfiles(io.env, { ...readProfiles(io.env), [profileName]: profile })
+    print({ profile: profileName, url: profile.url, project_id: project }, `logged in to ${profile.url} (profile ${profileName})`)
+    return 0
+  }
+  if (words[0] !== "sandbox" || words[1] === undefined) throw new UsageError(`unknown command: ${words.join(" ")}`)
+
+  const profile = readProfiles(io.env)[profileName]
+  if (profile === undefined) throw new UsageError(`no profile "${profileName}": run login first`)
+  const gw: GatewayClient = createClient({ baseUrl: profile.url, apiKey: profile.api_key, projectId: profile.project_id })
+  const [, verb, ...args] = words
+  const needId = () => {
+    const id = args[0]
+    if (id === undefined || !/^sbx_[A-Za-z0-9]+$/.test(id)) throw new UsageError(`${verb} needs a sandbox id (sbx_…)`)
+    return id
+  }
+
+  switch (verb) {
+    case "create": {
+      const image = flags["image"]
+      const sandbox = await gw.sandboxes.create({
+        source: typeof image === "string" ? { kind: "oci_image", image } : { kind: "environment", environment: "metal/base" },
+        resources: { vcpu: integer(flags, "vcpu") ?? 1, memory_mb: integer(flags, "memory-mb") ?? 1024 },
+        lifecycle: { runtime_timeout_seconds: integer(flags, "timeout-seconds") ?? 3600 },
+        ...(typeof flags["provider"] === "string" ? { provider: flags["provider"] as never } : {})
+      }, { wait: flags["no-wait"] !== true })
+      print(sandbox.record, `${sandbox.id} ${sandbox.record.state}${sandbox.record.provider === null ? "" : ` on ${sandbox.record.provider}`}`)
+      return 0
+    }
+    case "list": {
+      const page = await gw.sandboxes.list({ limit: 100 })
+      print(page, page.sandboxes.map((s) => `${s.id}  ${s.state.padEnd(9)} ${s.provider ?? "-"}`).join("\n"))
+      return 0
+    }
+    case "get": {
+      const sandbox = await gw.sandboxes.get(needId())
+      print(sandbox.record, JSON.stringify(sandbox.record, null, 2))
+      return 0
+    }
+    case "exec": {
+      const id = needId()
+      if (rest === undefined || rest.length === 0) throw new UsageError("exec needs a command after --")
+      const sandbox = await gw.sandboxes.get(id)
+      const result = await sandbox.exec(rest, {
+        ...(typeof flags["cwd"] === "string" ? { cwd: flags["cwd"] } : {}),
+        ...(json ? {} : { onOutput: (stream: "stdout" | "stderr", text: string) => (stream === "stdout" ? io.out(text) : io.err(text)) })
+      })
+      if (json) print(result, "")
+      if (result.exitCode !== null) return result.exitCode
+      return result.state === "succeeded" ? 0 : 1
+    }
+    case "cp": {
+      const [from, to] = args
+      if (from === undefined || to === undefined) throw new UsageError("cp needs a source and a destination")
+      const remoteFrom = sandboxPath(from)
+      const remoteTo = sandboxPath(to)
+      if ((remoteFrom === undefined) === (remoteTo === undefined)) throw new UsageError("cp copies between this machine and a sandbox: one side is <id>:/path")
+      if (remoteTo !== undefined) {
+        const data = fs.readFileSync(from)
+        progress(io, `→ ${to}`, 0, data.length)
+        await (await gw.sandboxes.get(remoteTo.id)).files.write(remoteTo.path, data)
+        progress(io, `→ ${to}`, data.length, data.length)
+        print({ from, to, size_bytes: data.length }, `${data.length} bytes → ${to}`)
+      } else {
+        const data = await (await gw.sandboxes.get(remoteFrom!.id)).files.read(remoteFrom!.path)
+        fs.writeFileSync(to, data)
+        progress(io, `← ${from}`, data.length, data.length)
+        print({ from, to, size_bytes: data.length }, `${data.length} bytes ← ${from}`)
+      }
+      return 0
+    }
+    case "expose": {
+      const id = needId()
+      const port = Number(args[1])
+      if (!Number.isSafeInteger(port) || port < 1 || port > 65535) throw new UsageError("expose needs a port from 1 to 65535")
+      const lease = integer(flags, "lease-seconds")
+      const endpoint = await (await gw.sandboxes.get(id)).expose(port, lease === undefined ? {} : { leaseSeconds: lease })
+      print(endpoint, endpoint.url)
+      return 0
+    }
+    case "pause":
+    case "resume":
+    case "rm": {
+      const sandbox = await gw.sandboxes.get(needId())
+      const operation = await (verb === "rm" ? sandbox.destroy() : sandbox[verb]())
+      print(operation, `${sandbox.id} ${verb === "rm" ? "destroyed" : verb === "pause" ? "paused" : "resumed"}`)
+      return 0
+    }
+    default:
+      throw new UsageError(`unknown command: sandbox ${verb}`)
+  }
+}
+
+/** Runs the user CLI; resolves with the exit code. */
+export const runUserCli = async (argv: ReadonlyArray<string>, io: CliIo): Promise<number> => {
+  try {
+    return await run(argv, io)
+  } catch (e) {
+    if (e instanceof UsageError) {
+      io.err(`error: ${e.message}\n${USAGE}\n`)
+      return 2
+    }
+    if (e instanceof GatewayError) {
+      io.err(`error: ${e.message} (${e.code})\n`)
+      return 1
+    }
+    io.err(`error: ${e instanceof Error ? e.message : String(e)}\n`)
+    return 1
+  }
+}
+
+/** The words that belong to the user CLI (the rest are the operator CLI's, or start the server). */
+export const USER_CLI_WORDS: ReadonlySet<string> = new Set(["login", "sandbox"])
+
+/** For an entry point: runs the user CLI on this process's arguments; the process ends with its code. */
+export const userCliMain = async (argv: ReadonlyArray<string>) => {
+  process.exitCode = await runUserCli(argv, {
+    out: (text) => process.stdout.write(text),
+    err: (text) => process.stderr.write(text),
+    env: process.env,
+    errIsTty: process.stderr.isTTY === true
+  })
+}

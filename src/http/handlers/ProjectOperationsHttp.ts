@@ -1,0 +1,25 @@
+/** `/v1/projects/{id}/operations/{operation_id}` with a user token: any operation of the project, for its members. */
+import { HttpApiBuilder } from "@effect/platform"
+import { Effect } from "effect"
+import { notFound } from "../../domain/Errors.ts"
+import { requireProjectRole } from "../../services/Access.ts"
+import { visibleOperation } from "../../services/sandboxes/Operations.ts"
+import { Api } from "../Api.ts"
+import { operationToWire } from "../wire/Sandboxes.ts"
+import { operationEvents } from "./OperationsHttp.ts"
+import { planeContext } from "./PlaneSupport.ts"
+
+export const ProjectOperationsLive = HttpApiBuilder.group(Api, "projectOperations", (handlers) =>
+  Effect.gen(function*() {
+    const { provide } = yield* planeContext
+    const operationOf = (projectId: string, operationId: string) =>
+      Effect.gen(function*() {
+        yield* requireProjectRole(projectId)
+        const row = yield* visibleOperation({ projectId, keyId: null }, operationId)
+        return row === undefined ? yield* notFound("Operation") : row
+      })
+    return handlers
+      .handle("get", ({ path }) => Effect.map(operationOf(path.project_id, path.operation_id), operationToWire).pipe(provide))
+      .handle("events", ({ headers, path, urlParams }) =>
+        Effect.zipRight(operationOf(path.project_id, path.operation_id), operationEvents(path.operation_id, headers["last-event-id"], urlParams.follow, provide)).pipe(provide))
+  }))

@@ -1,0 +1,136 @@
+/**
+ * The sandbox-facing calls of the runtime (exec and its events, stdin, files, ports), each one call to the jail's
+ * agent over the adopted socket (AgentChannel.ts) with a time limit and a byte cap, its answer checked by
+ * AgentWire.ts before use. Arguments are checked here first: a path is absolute and not absurdly long, counts are
+ * non-negative integers.
+ */
+import type { Effect } from "effect"
+import { Option } from "effect"
+import type * as net from "node:net"
+import { type AgentAnswer, callAgent, connectBridge } from "./AgentChannel.ts"
+import * as Wire from "./AgentWire.ts"
+import { PIDS_LIMIT } from "./Cgroups.ts"
+import type { JailState } from "./Jail.ts"
+import { type ExecEvent, type ExecInfo, type LocalRuntimeShape, type RuntimeError, runtimeError as err } from "./LocalRuntime.ts"
+
+/** Agent calls: small answers, and long polls get their wait plus this margin. */
+export const CALL_TIMEOUT_MS = 15_000
+/** File transfers (up to tens of MiB through the agent's own disk). */
+const TRANSFER_TIMEOUT_MS = 120_000
+
+const absolutePath = (p: string) => {
+  if (typeof p !== "string" || !p.startsWith("/") || p.includes("\0")) throw err("invalid", "paths must be absolute")
+  if (p.length > 8192) throw err("invalid", "the path is too long")
+  return p
+}
+
+const nonNegativeInt = (name: string, value: number) => {
+  if (!Number.isSafeInteger(value) || value < 0) throw err("invalid", `${name} must be a non-negative integer`)
+  return value
+}
+
+export interface AgentCallsOptions {
+  /** The running, unpaused jail of a sandbox (a frozen agent would never answer), or a RuntimeError. */
+  readonly requireRunning: (id: string) => JailState
+  /** A call as an Effect failing with a RuntimeError in the user's terms. */
+  readonly run: <A>(f: () => Promise<A> | A) => Effect.Effect<A, RuntimeError>
+  readonly callTimeoutMs: number
+  readonly aborter: AbortController
+  readonly isClosed: () => boolean
+}
+
+type Calls = Pick<
+  LocalRuntimeShape,
+  "exec" | "getExec" | "execEvents" | "kill" | "sendInput" | "readFile" | "writeFile" | "statFile" | "listFiles" | "deleteFile" | "makeDir" | "connectPort"
+>
+
+export const makeAgentCalls = (options: AgentCallsOptions): Calls => {
+  const { aborter, callTimeoutMs, requireRunning, run } = options
+
+  const agent = (state: JailState, route: string, call: Partial<Parameters<typeof callAgent>[2]> = {}): Promise<AgentAnswer> => {
+    if (options.isClosed()) throw err("unavailable", "the runtime is shut down")
+    return callAgent(state, route, { timeoutMs: callTimeoutMs, maxBytes: Wire.MAX_JSON_ANSWER, ...call }, aborter.signal)
+  }
+  const agentJson = async (state: JailState, route: string, call: Partial<Parameters<typeof callAgent>[2]> = {}) => Wire.okJson(await agent(state, route, call))
+
+  return {
+    exec: (id, spec) =>
+      run(async () => {
+        const state = requireRunning(id)
+        if (!Array.isArray(spec.command) || spec.command.length === 0) throw err("invalid", "command must not be empty")
+        if (spec.cwd !== undefined) absolutePath(spec.cwd)
+        nonNegativeInt("maxOutputBytes", spec.maxOutputBytes)
+        if (spec.timeoutMs !== undefined && !(Number.isSafeInteger(spec.timeoutMs) && spec.timeoutMs > 0)) throw err("invalid", "timeoutMs must be a positive integer")
+        const body = {
+          command: spec.command,
+          cwd: spec.cwd,
+          env: { ...state.spec.env, ...spec.env },
+          timeoutMs: spec.timeoutMs,
+          maxOutputBytes: spec.maxOutputBytes,
+          tag: spec.tag,
+          cgroup: state.mechanism === "cgroup",
+          // Where there is no cgroup, each command gets rlimits instead.
+          rlimits: state.mechanism === "rlimit" ? { nproc: PIDS_LIMIT, asKb: state.spec.memoryMb * 1024 } : undefined
+        }
+        return Wire.execInfo(await agentJson(state, "/exec", { method: "POST", body: JSON.stringify(body), contentType: "application/json" }))
+      }),
+    getExec: (id, execId) => run(async (): Promise<ExecInfo> => Wire.execInfo(await agentJson(requireRunning(id), `/exec/${encodeURIComponent(execId)}`))),
+    execEvents: (id, execId, fromSeq, wait) =>
+      run(async (): Promise<ReadonlyArray<ExecEvent>> => {
+        nonNegativeInt("fromSeq", fromSeq)
+        const waitMs = Math.min(60_000, Math.max(0, Math.floor(wait ?? 0)))
+        const answer = await agentJson(requireRunning(id), `/exec/${encodeURIComponent(execId)}/events?from=${fromSeq}&wait=${waitMs}`, {
+          timeoutMs: waitMs + callTimeoutMs,
+          maxBytes: Wire.MAX_EVENTS_ANSWER
+        })
+        return Wire.execEvents(answer, fromSeq)
+      }),
+    kill: (id, execId, signal) =>
+      run(async () =>
+        Wire.acknowledged(await agentJson(requireRunning(id), `/exec/${encodeURIComponent(execId)}/kill?signal=${encodeURIComponent(signal ?? "SIGTERM")}`, { method: "POST" }))),
+    sendInput: (id, execId, data, close) =>
+      run(async () =>
+        Wire.acknowledged(
+          await agentJson(requireRunning(id), `/exec/${encodeURIComponent(execId)}/stdin${close ? "?close=1" : ""}`, { method: "POST", body: data.slice(), timeoutMs: TRANSFER_TIMEOUT_MS })
+        )),
+    readFile: (id, p, offset, limit) =>
+      run(async () => {
+        const q = `path=${encodeURIComponent(absolutePath(p))}&offset=${nonNegativeInt("offset", offset)}&limit=${nonNegativeInt("limit", limit)}`
+        const answer = await agent(requireRunning(id), `/files?${q}`, { timeoutMs: TRANSFER_TIMEOUT_MS, maxBytes: limit + Wire.MAX_READ_SLACK })
+        return { ...Wire.readResult(answer, limit), offset }
+      }),
+    writeFile: (id, p, data, options) =>
+      run(async () =>
+        Wire.writeResult(
+          await agentJson(requireRunning(id), `/files?path=${encodeURIComponent(absolutePath(p))}&mode=${encodeURIComponent(options.mode)}&parents=${options.createParents ? 1 : 0}`, {
+            method: "PUT",
+            body: data.slice(),
+            timeoutMs: TRANSFER_TIMEOUT_MS
+          }),
+          data.length
+        )),
+    statFile: (id, p) =>
+      run(async () => Option.fromNullable(Wire.statResult(await agentJson(requireRunning(id), `/stat?path=${encodeURIComponent(absolutePath(p))}`)))),
+    listFiles: (id, p, options) =>
+      run(async () => {
+        const max = nonNegativeInt("maxEntries", options.maxEntries)
+        const answer = await agentJson(requireRunning(id), `/list?path=${encodeURIComponent(absolutePath(p))}&recursive=${options.recursive ? 1 : 0}&max=${max}`, {
+          timeoutMs: TRANSFER_TIMEOUT_MS,
+          maxBytes: Wire.maxListAnswer(max)
+        })
+        return Wire.listResult(answer, max)
+      }),
+    deleteFile: (id, p, options) =>
+      run(async () =>
+        Wire.deleteResult(
+          await agentJson(requireRunning(id), `/files?path=${encodeURIComponent(absolutePath(p))}&recursive=${options.recursive ? 1 : 0}`, { method: "DELETE", timeoutMs: TRANSFER_TIMEOUT_MS })
+        )),
+    makeDir: (id, p, options) =>
+      run(async () => Wire.acknowledged(await agentJson(requireRunning(id), `/mkdir?path=${encodeURIComponent(absolutePath(p))}&parents=${options.parents ? 1 : 0}`, { method: "POST" }))),
+    connectPort: (id, port) =>
+      run(async (): Promise<net.Socket> => {
+        if (!(Number.isInteger(port) && port >= 1 && port <= 65535)) throw err("invalid", "port must be 1-65535")
+        return connectBridge(requireRunning(id), port, 5000, aborter.signal)
+      }),
+  }
+}

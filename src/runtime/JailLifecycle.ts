@@ -1,0 +1,319 @@
+/**
+ * Starting and destroying jails. Starting: lease a host uid range (UidLeases.ts), create the sandbox's cgroups
+ * and its disk image, then spawn the launcher: it joins the cgroups, mounts the disk in a private mount namespace,
+ * drops to the sandbox's uid and execs bwrap, which runs the agent. bwrap's errors and its info (the jail's pid)
+ * come back on pipes read while the jail starts, never through a file the sandbox could grow. Jails are spawned
+ * detached (own session) so they outlive the gateway; everything needed to find them again is in state.json.
+ * With internet, slirp4netns runs as the sandbox's uid in the jail's network namespace, behind the egress filter
+ * (Egress.ts), which fails closed. Destroying kills every process of the jail and removes what it held.
+ */
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import { waitForAgent } from "./AgentChannel.ts"
+import { cgroupPath, cgroupPids, cgroupProcsFiles, cgroupsExist, createCgroups, freezerState, PIDS_HEADROOM, PIDS_LIMIT, removeCgroups, setFrozen } from "./Cgroups.ts"
+import { createDisk, diskImage, identityFiles } from "./Disk.ts"
+import { egressFilterPresent, installEgressFilter } from "./Egress.ts"
+import { type Tools, TUN_NODE } from "./Host.ts"
+import { alive, bwrapArgs, descendants, jailDir, type JailSpec, type JailState, launchCommand, procStart, readState, signalAll, writeState } from "./Jail.ts"
+import { RuntimeError, runtimeError as err, type RuntimeSandbox } from "./LocalRuntime.ts"
+import { owningUserns } from "./Ns.ts"
+import { pidsOfUid } from "./Proc.ts"
+import { claimUid, type EgressPolicy, leaseHeldBy, releaseLeasesOf, releaseUid, updateLease } from "./UidLeases.ts"
+
+const START_TIMEOUT_MS = 10_000
+const DESTROY_TIMEOUT_MS = 5_000
+/** How much of bwrap's (or slirp4netns') stderr is kept for the operator's log while a jail starts. */
+const START_LOG_BYTES = 16 * 1024
+
+/** What the runtime's parts share: where jails live and how they are made. */
+export interface RuntimeContext {
+  readonly dataDir: string
+  /** Base of the sandbox uid ranges, and which sub-range (egress policy) this runtime leases from. */
+  readonly base: number
+  readonly policy: EgressPolicy
+  /** This DATA_DIR's cgroup scope (Cgroups.ts), and whether cgroups are used at all. */
+  readonly scope: string
+  readonly useCgroups: boolean
+  /** Blank disk images of the common sizes (Disk.ts createDisk). */
+  readonly blanksDir: string
+  /** Environment of the agent process (bun settings). */
+  readonly agentEnv: Record<string, string>
+  /** The tool copies on the tools tmpfs (put back if something removed them). */
+  readonly currentTools: () => Tools
+  /** Aborted when the runtime shuts down: pending agent calls end. */
+  readonly aborter: AbortController
+}
+
+/** Collects up to `max` bytes of a stream in the background (the rest is read and dropped) until stopped. */
+const drainBounded = (stream: ReadableStream<Uint8Array>, max: number) => {
+  const reader = stream.getReader()
+  const chunks: Array<Uint8Array> = []
+  let kept = 0
+  let stopped = false
+  const done = (async () => {
+    try {
+      while (!stopped) {
+        const { done, value } = await reader.read()
+        if (done) return
+        if (kept < max) {
+          chunks.push(value.subarray(0, max - kept))
+          kept += Math.min(value.length, max - kept)
+        }
+      }
+    } catch {}
+  })()
+  return {
+    done,
+    text: () => Buffer.concat(chunks).toString("utf8").trim(),
+    /** Closes our end: from now on nothing the jail writes there reaches the gateway. */
+    stop: () => {
+      stopped = true
+      void reader.cancel().catch(() => undefined)
+    }
+  }
+}
+
+/** The egress filter per uid base, installed once per process (re-checked before each internet sandbox). */
+const egressInstalled = new Map<number, string | null>()
+
+export const makeJailLifecycle = (ctx: RuntimeContext) => {
+  const { aborter, agentEnv, base, blanksDir, currentTools, dataDir, policy, scope, useCgroups } = ctx
+  if (!egressInstalled.has(base)) egressInstalled.set(base, installEgressFilter(base))
+
+  const running = (state: JailState) => alive(state.childPid, state.childStart) && alive(state.bwrapPid, state.bwrapStart)
+
+  const toSandbox = (state: JailState): RuntimeSandbox => {
+    const frozen = state.cgroup !== null && ["FROZEN", "FREEZING"].includes(freezerState(state.cgroup) ?? "")
+    return {
+      id: state.id,
+      state: !running(state) ? "stopped" : state.paused || frozen ? "paused" : "running",
+      createdAt: state.createdAt,
+      labels: state.spec.labels,
+      applied: state.mechanism === "cgroup"
+        ? { vcpu: state.spec.vcpu, memoryMb: state.spec.memoryMb, diskMb: state.spec.diskMb, mechanism: "cgroup" }
+        // Without a cpu cgroup nothing holds the sandbox to its share: it can use every core of the host.
+        : { vcpu: os.cpus().length, memoryMb: state.spec.memoryMb, diskMb: state.spec.diskMb, mechanism: "rlimit" }
+    }
+  }
+
+  /** Fails closed: no egress filter, no internet. */
+  const requireEgressFilter = async () => {
+    if (egressInstalled.get(base) === null && (await egressFilterPresent(base))) return
+    const error = installEgressFilter(base)
+    egressInstalled.set(base, error)
+    if (error !== null) throw err("unavailable", "internet access is not available on this host: its egress filter could not be installed", `nft: ${error}`)
+  }
+
+  /** An operator may have flushed the ruleset since: sandboxes with internet must not go unfiltered for long. */
+  const recheckEgressFilter = async () => {
+    if (egressInstalled.get(base) === null && !(await egressFilterPresent(base))) egressInstalled.set(base, installEgressFilter(base))
+  }
+
+  /** slirp4netns as the sandbox's uid in the jail's network namespace, in the sandbox's cgroups (paused and killed with it). */
+  const startSlirp = async (state: JailState): Promise<JailState> => {
+    await requireEgressFilter()
+    const join = state.cgroup === null ? [] : cgroupProcsFiles(state.cgroup).map((f) => `echo $$ > '${f}'`)
+    const netns = fs.openSync(`/proc/${state.childPid}/ns/net`, "r")
+    let userns: number
+    try {
+      // The user namespace owning the jail's network (bwrap's first one): slirp4netns joins it as its root, which
+      // is the sandbox's host uid, so it may configure the jail's network and nothing else.
+      userns = owningUserns(`/proc/self/fd/${netns}`)
+    } catch (e) {
+      fs.closeSync(netns)
+      throw e
+    }
+    const script = [
+      ...join,
+      // slirp4netns opens /dev/net/tun as the sandbox's uid: a 0666 node, in its own mount namespace only.
+      `mount --bind ${TUN_NODE} /dev/net/tun`,
+      // Its stderr is a pipe read only while it starts: later writes must not kill it.
+      "trap '' PIPE",
+      `exec setpriv --reuid=${state.hostUid} --regid=${state.hostUid} --clear-groups nsenter --user=/proc/self/fd/3 --preserve-credentials -- ` +
+      "slirp4netns --configure --mtu=65520 --disable-host-loopback --enable-sandbox --enable-seccomp --netns-type=path /proc/self/fd/4 tap0"
+    ].join(" && ")
+    let slirp: ReturnType<typeof Bun.spawn<"ignore", "ignore", "pipe">>
+    try {
+      slirp = Bun.spawn(["unshare", "--mount", "--propagation", "private", "/bin/sh", "-c", script], { cwd: "/", stdio: ["ignore", "ignore", "pipe", userns, netns], detached: true })
+    } finally {
+      fs.closeSync(userns)
+      fs.closeSync(netns)
+    }
+    slirp.unref()
+    const log = drainBounded(slirp.stderr, START_LOG_BYTES)
+    const next: JailState = { ...state, slirpPid: slirp.pid, slirpStart: procStart(slirp.pid) }
+    writeState(dataDir, next)
+    try {
+      // Ready once its tap device routes (read from the host through the jail's /proc/<pid>/net).
+      const deadline = Date.now() + START_TIMEOUT_MS
+      while (Date.now() < deadline) {
+        try {
+          if (fs.readFileSync(`/proc/${state.childPid}/net/route`, "utf8").includes("tap0")) return next
+        } catch {}
+        if (slirp.exitCode !== null) break
+        await Bun.sleep(1)
+      }
+      throw err("internal", "the sandbox's network did not come up", `slirp4netns: ${log.text()}`)
+    } finally {
+      log.stop()
+    }
+  }
+
+  /**
+   * A jail's directory, uid lease, state, cgroups and disk, and the launcher that starts it running `command`
+   * (default: the agent). The state is written as soon as the uid is leased, so a crash from then on leaves a
+   * jail the reaper finds by its labels; only a crash in the instant before leaves a bare directory (swept).
+   */
+  const prepareJail = async (id: string, spec: JailSpec, command?: ReadonlyArray<string>) => {
+    const dir = jailDir(dataDir, id)
+    fs.mkdirSync(dir, { recursive: true, mode: 0o700 })
+    fs.chmodSync(dir, 0o700)
+    const hostUid = claimUid(base, policy, dir)
+    const rel = useCgroups ? cgroupPath(scope, id) : null
+    let state: JailState = {
+      version: 3,
+      id,
+      createdAt: new Date().toISOString(),
+      spec,
+      mechanism: rel === null ? "rlimit" : "cgroup",
+      cgroup: rel,
+      hostUid,
+      bwrapPid: 0,
+      bwrapStart: null,
+      childPid: 0,
+      childStart: null,
+      slirpPid: null,
+      slirpStart: null,
+      paused: false
+    }
+    writeState(dataDir, state)
+    const cgroup = rel !== null && createCgroups(rel, hostUid, spec.vcpu, spec.memoryMb) ? rel : null
+    if (cgroup !== rel) {
+      state = { ...state, mechanism: "rlimit", cgroup: null }
+      writeState(dataDir, state)
+    }
+    try {
+      await createDisk(dir, spec.diskMb, blanksDir)
+    } catch (e) {
+      throw err("internal", "the sandbox's disk could not be created", (e as Error).message)
+    }
+    const args = bwrapArgs({ tools: currentTools(), hostname: id, cgroup, memoryMb: spec.memoryMb, env: agentEnv, command })
+    const launch = launchCommand({
+      image: diskImage(dir),
+      cgroup,
+      hostUid,
+      nproc: cgroup === null ? PIDS_LIMIT + PIDS_HEADROOM : null,
+      info: command === undefined,
+      identity: identityFiles(id, spec.internet),
+      args
+    })
+    return { dir, state, launch }
+  }
+
+  const startJail = async (id: string, spec: JailSpec): Promise<JailState> => {
+    const prepared = await prepareJail(id, spec)
+    const { dir, launch } = prepared
+    let state = prepared.state
+    const hostUid = state.hostUid
+    const child = Bun.spawn(launch, { cwd: "/", stdio: ["ignore", "pipe", "pipe"], detached: true })
+    child.unref()
+    const errors = drainBounded(child.stderr, START_LOG_BYTES)
+    const deadline = Date.now() + START_TIMEOUT_MS
+    try {
+      state = { ...state, bwrapPid: child.pid, bwrapStart: procStart(child.pid) }
+      updateLease(hostUid, { dir, pid: child.pid, start: state.bwrapStart })
+      // bwrap writes {"child-pid": n, ...} to stdout and closes it.
+      const info = drainBounded(child.stdout, 64 * 1024)
+      await Promise.race([info.done, Bun.sleep(START_TIMEOUT_MS)])
+      info.stop()
+      let childPid = 0
+      try {
+        childPid = (JSON.parse(info.text()) as { "child-pid"?: unknown })["child-pid"] as number
+      } catch {}
+      if (!Number.isSafeInteger(childPid) || childPid <= 0) {
+        await Promise.race([errors.done, Bun.sleep(200)])
+        throw err("internal", "the sandbox could not be started", `launcher: ${errors.text() || `exit ${child.exitCode}`}`)
+      }
+      state = { ...state, childPid, childStart: procStart(childPid) }
+      writeState(dataDir, state)
+      if (spec.internet) state = await startSlirp(state)
+      await waitForAgent(state, deadline, aborter.signal, () => running(state))
+      return state
+    } catch (e) {
+      if (e instanceof RuntimeError && e.detail === undefined && errors.text() !== "") throw err(e.kind, e.message, `launcher: ${errors.text()}`)
+      throw e
+    } finally {
+      errors.stop()
+    }
+  }
+
+  /**
+   * Kills every process of the jail (cgroups, pid tree, slirp4netns, anything running as its uid while it holds
+   * the lease), removes its cgroups, releases its uid and removes its directory. The disk was mounted only in the
+   * launcher's namespace: it goes with the last process.
+   */
+  const destroyJail = async (id: string) => {
+    const dir = jailDir(dataDir, id)
+    const state = readState(dataDir, id)
+    const legacy = state === undefined ? readLegacyState(dataDir, id) : undefined
+    const rel = state?.cgroup ?? (cgroupsExist(cgroupPath(scope, id)) ? cgroupPath(scope, id) : null)
+    const ownUid = state !== undefined && leaseHeldBy(state.hostUid, dir) ? state.hostUid : null
+    const roots = [
+      ...(state ? [[state.bwrapPid, state.bwrapStart], [state.childPid, state.childStart], [state.slirpPid ?? 0, state.slirpStart]] as const : []),
+      ...(legacy ? legacy.pids.map((pid) => [pid, null] as const) : [])
+    ].filter(([pid, start]) => alive(pid, start)).map(([pid]) => pid)
+    if (rel !== null) await setFrozen(rel, false).catch(() => false)
+    const deadline = Date.now() + DESTROY_TIMEOUT_MS
+    for (;;) {
+      let pids = [...(rel === null ? [] : cgroupPids(rel)), ...roots.flatMap((pid) => [pid, ...descendants(pid)])].filter((pid) => pid > 0 && alive(pid))
+      // Anything else still running as the sandbox's own uid (a scan of every process: only once the rest is gone).
+      if (pids.length === 0 && ownUid !== null) pids = pidsOfUid(ownUid)
+      if (pids.length === 0 || Date.now() > deadline) break
+      // SIGCONT first: a process stopped by the SIGSTOP fallback must run to die.
+      signalAll(pids, "SIGKILL")
+      signalAll(pids, "SIGCONT")
+      await Bun.sleep(2)
+    }
+    // A killed process stays charged to its cgroup until its parent reaps it (bwrap's parent may be us).
+    while (rel !== null) {
+      removeCgroups(rel)
+      if (!cgroupsExist(rel) || Date.now() > deadline) break
+      await Bun.sleep(2)
+    }
+    if (legacy !== undefined) legacy.cleanup()
+    if (state !== undefined) releaseUid(state.hostUid, dir)
+    else releaseLeasesOf(dir)
+    fs.rmSync(dir, { recursive: true, force: true })
+  }
+
+  return { running, toSandbox, requireEgressFilter, recheckEgressFilter, startSlirp, prepareJail, startJail, destroyJail }
+}
+
+export type JailLifecycle = ReturnType<typeof makeJailLifecycle>
+
+/**
+ * A jail started by an earlier version of this runtime (state.json without `version`, or version 2: its root in
+ * the jail directory, every jail as one shared uid): what destroy needs to remove it (its pids, its cgroups, its
+ * named network namespace).
+ */
+const readLegacyState = (dataDir: string, id: string): { pids: Array<number>; cleanup: () => void } | undefined => {
+  try {
+    const raw = JSON.parse(fs.readFileSync(path.join(jailDir(dataDir, id), "state.json"), "utf8")) as Record<string, unknown>
+    if (raw["version"] !== undefined && raw["version"] !== 2) return undefined
+    const pids = [raw["bwrapPid"], raw["childPid"], raw["slirpPid"]].filter((p): p is number => typeof p === "number" && p > 0)
+    const legacyCgroup = typeof raw["cgroup"] === "string" ? raw["cgroup"] : path.join("sandbox-gateway", id)
+    return {
+      pids: [...pids, ...cgroupPids(legacyCgroup)],
+      cleanup: () => {
+        removeCgroups(legacyCgroup)
+        if (raw["version"] === undefined && (raw["spec"] as { internet?: boolean } | undefined)?.internet) {
+          Bun.spawnSync(["ip", "netns", "del", `sgw-${id}`], { stdio: ["ignore", "ignore", "ignore"] })
+        }
+      }
+    }
+  } catch {
+    return undefined
+  }
+}
+

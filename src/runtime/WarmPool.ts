@@ -1,0 +1,114 @@
+/**
+ * Warm jails (RUNTIME_WARM_POOL) make create fast: most of a create is starting bwrap and the bun agent, so a warm
+ * jail is handed out by renaming its directory and cgroups to the sandbox id, applying the requested limits and
+ * hostname, and (with internet) attaching slirp4netns. A disk cannot grow while mounted here (no
+ * CAP_SYS_RESOURCE), so only a create asking for the warm jails' disk size (the providers' common default) gets
+ * one; others start cold.
+ */
+import * as fs from "node:fs"
+import { applyLimits, cgroupPath, renameCgroups } from "./Cgroups.ts"
+import { writeIdentityFiles } from "./AgentChannel.ts"
+import { identityFiles } from "./Disk.ts"
+import { jailDir, type JailSpec, type JailState, readState, writeState } from "./Jail.ts"
+import type { JailLifecycle, RuntimeContext } from "./JailLifecycle.ts"
+import { RuntimeError, type RuntimeSandbox, type RuntimeSandboxSpec } from "./LocalRuntime.ts"
+import { updateLease } from "./UidLeases.ts"
+
+/** Jails started ahead of demand (no internet, default limits) are named like this until handed out. */
+export const POOL_PREFIX = "pool-"
+export const isPooled = (id: string) => id.startsWith(POOL_PREFIX)
+/**
+ * Disk of warm jails: what the providers' defaults resolve to (a create without disk_mb routed to Daytona gets
+ * its 3 GiB default). Creates asking for another size start cold.
+ */
+export const POOL_DISK_MB = 3072
+const POOL_SPEC: JailSpec = { vcpu: 1, memoryMb: 512, diskMb: POOL_DISK_MB, internet: false, env: {}, labels: {} }
+
+export const makeWarmPool = (ctx: RuntimeContext, jails: JailLifecycle, size: number, isClosed: () => boolean) => {
+  const { dataDir, scope } = ctx
+  const { destroyJail, running, startJail, startSlirp, toSandbox } = jails
+  const poolSize = Math.max(0, size)
+  const pool: Array<string> = []
+  const filling = new Set<Promise<void>>()
+  const startingPool = new Set<string>()
+  // Deferred: starting a jail does synchronous work (its disk, cgroups, the spawn) that must not delay the
+  // create that took a warm jail.
+  let refillScheduled = false
+  const refill = () => {
+    if (refillScheduled || isClosed() || poolSize === 0) return
+    refillScheduled = true
+    setTimeout(() => {
+      refillScheduled = false
+      fillPool()
+    }, 0)
+  }
+  const fillPool = () => {
+    while (!isClosed() && pool.length + filling.size < poolSize) {
+      const id = `${POOL_PREFIX}${crypto.randomUUID().replaceAll("-", "").slice(0, 20)}`
+      startingPool.add(id)
+      const p: Promise<void> = startJail(id, POOL_SPEC)
+        .then(() => (isClosed() ? destroyJail(id) : void pool.push(id)))
+        .catch(() => destroyJail(id))
+        .finally(() => {
+          startingPool.delete(id)
+          filling.delete(p)
+        })
+      filling.add(p)
+    }
+  }
+
+  /** Hands out a warm jail under `spec.id`, or undefined when none can be used. */
+  const handOut = async (spec: RuntimeSandboxSpec, jailSpec: JailSpec): Promise<RuntimeSandbox | undefined> => {
+    if (jailSpec.diskMb !== POOL_DISK_MB) return undefined
+    while (pool.length > 0) {
+      const from = pool.shift()!
+      const warm = readState(dataDir, from)
+      if (warm === undefined || !running(warm)) {
+        await destroyJail(from)
+        continue
+      }
+      let state: JailState = { ...warm, id: spec.id, createdAt: new Date().toISOString(), spec: jailSpec, cgroup: warm.cgroup === null ? null : cgroupPath(scope, spec.id) }
+      try {
+        // The lease names the new directory first: the launcher is alive throughout, so it is never stale.
+        updateLease(warm.hostUid, { dir: jailDir(dataDir, spec.id), pid: warm.bwrapPid, start: warm.bwrapStart })
+        fs.renameSync(jailDir(dataDir, from), jailDir(dataDir, spec.id))
+        if (warm.cgroup !== null && state.cgroup !== null) {
+          renameCgroups(warm.cgroup, state.cgroup)
+          applyLimits(state.cgroup, jailSpec.vcpu, jailSpec.memoryMb)
+        }
+        writeIdentityFiles(state, identityFiles(spec.id, jailSpec.internet))
+        const hostname = Bun.spawn(["nsenter", `--uts=/proc/${warm.childPid}/ns/uts`, "hostname", spec.id.slice(0, 63)], { stdio: ["ignore", "ignore", "ignore"] })
+        if ((await hostname.exited) !== 0) throw new Error("the warm jail's hostname could not be set")
+        writeState(dataDir, state)
+        if (jailSpec.internet) state = await startSlirp(state)
+      } catch (e) {
+        await destroyJail(spec.id)
+        await destroyJail(from)
+        // No egress filter: a cold start would fail the same way.
+        if (e instanceof RuntimeError && e.kind === "unavailable") throw e
+        continue
+      }
+      refill()
+      return toSandbox(state)
+    }
+    refill()
+    return undefined
+  }
+
+  return {
+    refill,
+    handOut,
+    /** A jail of the pool, or one being started for it. */
+    holds: (id: string) => pool.includes(id) || startingPool.has(id),
+    /** A warm jail a previous gateway process left: kept while the pool has room and it runs, else destroyed. */
+    reattach: (id: string, state: JailState | undefined, orphanGraceMs: number) => {
+      if (state !== undefined && running(state) && pool.length < poolSize) pool.push(id)
+      else if (state !== undefined || Date.now() - fs.statSync(jailDir(dataDir, id)).mtimeMs > orphanGraceMs) void destroyJail(id)
+    },
+    /** Warm jails hold nothing of anyone's: they go with the gateway (a crash leaves them for the next start). */
+    drain: async () => {
+      await Promise.allSettled([...filling])
+      for (const id of pool.splice(0)) await destroyJail(id)
+    }
+  }
+}

@@ -1,0 +1,22 @@
+/** What every part of the agent shares: where it keeps its state, its error, request parameters, JSON answers. */
+export const RUN_DIR = process.env["AGENT_RUN_DIR"] ?? "/run/agent"
+
+export class AgentError extends Error {
+  constructor(readonly status: number, readonly kind: string, message: string) {
+    super(message)
+  }
+}
+export const invalid = (message: string) => new AgentError(400, "invalid", message)
+
+/** A path for a message: the caller's own path, shortened when long. */
+export const shortPath = (p: string) => (p.length > 200 ? `${p.slice(0, 120)}…${p.slice(-60)}` : p)
+
+export const intParam = (q: URLSearchParams, name: string, fallback: number) => {
+  const raw = q.get(name)
+  if (raw === null) return fallback
+  const value = Number(raw)
+  if (!Number.isSafeInteger(value) || value < 0) throw invalid(`${name} must be a non-negative integer`)
+  return value
+}
+
+export const json = (body: unknown, status = 200) => Response.json(body, { status })

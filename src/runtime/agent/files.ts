@@ -1,0 +1,163 @@
+/**
+ * File operations from inside the jail, so paths, `..` and symlinks resolve in the jail, never on the host; the
+ * file routes of the agent's HTTP API; and errno failures in the user's words.
+ */
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { AgentError, intParam, invalid, json, shortPath } from "./common.ts"
+
+const entryType = (stat: fs.Stats) => (stat.isFile() ? "file" : stat.isDirectory() ? "directory" : stat.isSymbolicLink() ? "symlink" : "other")
+const entry = (p: string, stat: fs.Stats) => ({ path: p, type: entryType(stat), sizeBytes: stat.size, modifiedAt: stat.mtime.toISOString(), mode: stat.mode & 0o7777 })
+
+/** What an errno means, in the user's words. */
+const ERRNO_TEXT: Record<string, readonly [number, string, string]> = {
+  ENOENT: [404, "not_found", "no such file or directory"],
+  EEXIST: [409, "conflict", "already exists"],
+  ENOTEMPTY: [409, "conflict", "the directory is not empty"],
+  ENOTDIR: [400, "invalid", "not a directory"],
+  EISDIR: [400, "invalid", "is a directory"],
+  EINVAL: [400, "invalid", "invalid argument"],
+  ELOOP: [400, "invalid", "too many levels of symbolic links"],
+  ENAMETOOLONG: [400, "invalid", "file name too long"],
+  EACCES: [403, "invalid", "permission denied"],
+  EPERM: [403, "invalid", "operation not permitted"],
+  EROFS: [403, "invalid", "read-only file system"],
+  ETXTBSY: [409, "conflict", "the file is busy"],
+  EMFILE: [503, "unavailable", "too many open files in the sandbox"],
+  ENOSPC: [507, "unavailable", "no space left on the sandbox's disk"],
+  EDQUOT: [507, "unavailable", "no space left on the sandbox's disk"],
+  EFBIG: [507, "unavailable", "the file is too large"]
+}
+
+export const errnoError = (e: unknown, subject: string | undefined): AgentError => {
+  if (e instanceof AgentError) return e
+  const code = (e as NodeJS.ErrnoException | null)?.code
+  const known = code === undefined ? undefined : ERRNO_TEXT[code]
+  if (known !== undefined) return new AgentError(known[0], known[1], subject === undefined ? known[2] : `${known[2]}: ${shortPath(subject)}`)
+  // Never a stack or an engine's message: the errno name is all a user could act on.
+  return new AgentError(500, "internal", `the operation failed${code ? ` (${code})` : ""}${subject === undefined ? "" : `: ${shortPath(subject)}`}`)
+}
+
+const listDir = (root: string, recursive: boolean, max: number) => {
+  const entries: Array<ReturnType<typeof entry>> = []
+  let truncated = false
+  const walk = (dir: string): void => {
+    let names: Array<string>
+    try {
+      names = fs.readdirSync(dir).sort()
+    } catch (e) {
+      if (dir === root) throw e
+      return // an unreadable subdirectory is listed, not entered
+    }
+    for (const name of names) {
+      if (entries.length >= max) {
+        truncated = true
+        return
+      }
+      const p = dir === "/" ? `/${name}` : `${dir}/${name}`
+      let stat: fs.Stats
+      try {
+        stat = fs.lstatSync(p)
+      } catch {
+        continue // vanished meanwhile
+      }
+      entries.push(entry(p, stat))
+      if (recursive && stat.isDirectory()) walk(p)
+      if (truncated) return
+    }
+  }
+  walk(root)
+  return { entries, truncated }
+}
+
+const existsNoFollow = (p: string) => {
+  try {
+    fs.lstatSync(p)
+    return true
+  } catch {
+    return false
+  }
+}
+
+export const normalize = (p: string | null) => {
+  if (p === null || !p.startsWith("/")) throw invalid("path must be absolute")
+  if (p.includes("\0")) throw invalid("path cannot contain NUL")
+  return path.posix.normalize(p).replace(/(.)\/$/, "$1")
+}
+
+/** `/files` (GET read, PUT write, DELETE), `/stat`, `/list`, `/mkdir` on the absolute path `p`. */
+export const fileRoute = async (request: Request, parts: ReadonlyArray<string>, q: URLSearchParams, p: string): Promise<Response> => {
+  if (parts[0] === "files" && request.method === "GET") {
+    const offset = intParam(q, "offset", 0)
+    const limit = intParam(q, "limit", 1 << 20)
+    const fd = fs.openSync(p, "r")
+    try {
+      const stat = fs.fstatSync(fd)
+      if (!stat.isFile()) throw invalid(`not a regular file: ${shortPath(p)}`)
+      const length = Math.max(0, Math.min(limit, stat.size - offset))
+      const buffer = Buffer.alloc(length)
+      let read = 0
+      while (read < length) {
+        const n = fs.readSync(fd, buffer, read, length - read, offset + read)
+        if (n === 0) break
+        read += n
+      }
+      return new Response(buffer.subarray(0, read), {
+        headers: { "content-type": "application/octet-stream", "x-size": String(stat.size), "x-eof": String(offset + read >= stat.size) }
+      })
+    } finally {
+      fs.closeSync(fd)
+    }
+  }
+  if (parts[0] === "files" && request.method === "PUT") {
+    const mode = q.get("mode") ?? "overwrite"
+    if (mode !== "create" && mode !== "overwrite" && mode !== "append") throw invalid("mode must be create, overwrite or append")
+    if (p === "/") throw invalid("/ is a directory")
+    if (q.get("parents") === "1") fs.mkdirSync(path.dirname(p), { recursive: true })
+    const data = new Uint8Array(await request.arrayBuffer())
+    const existed = existsNoFollow(p)
+    const fd = fs.openSync(p, mode === "create" ? "wx" : mode === "append" ? "a" : "w")
+    try {
+      let written = 0
+      while (written < data.length) written += fs.writeSync(fd, data, written, data.length - written)
+    } finally {
+      fs.closeSync(fd)
+    }
+    return json({ bytesWritten: data.length, created: !existed })
+  }
+  if (parts[0] === "files" && request.method === "DELETE") {
+    if (p === "/") throw invalid("/ cannot be deleted")
+    let stat: fs.Stats
+    try {
+      stat = fs.lstatSync(p)
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === "ENOENT") return json({ deleted: false })
+      throw e
+    }
+    if (stat.isDirectory()) {
+      if (q.get("recursive") === "1") fs.rmSync(p, { recursive: true, force: true })
+      else fs.rmdirSync(p)
+    } else fs.unlinkSync(p)
+    return json({ deleted: true })
+  }
+  if (parts[0] === "stat" && request.method === "GET") {
+    try {
+      return json({ entry: entry(p, fs.lstatSync(p)) })
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === "ENOENT" || (e as NodeJS.ErrnoException).code === "ENOTDIR") return json({ entry: null })
+      throw e
+    }
+  }
+  if (parts[0] === "list" && request.method === "GET") {
+    if (!fs.statSync(p).isDirectory()) throw invalid(`not a directory: ${shortPath(p)}`)
+    const max = intParam(q, "max", 1000)
+    return json(listDir(p, q.get("recursive") === "1", max))
+  }
+  if (parts[0] === "mkdir" && request.method === "POST") {
+    const parents = q.get("parents") === "1"
+    if (parents && existsNoFollow(p) && !fs.statSync(p).isDirectory()) throw new AgentError(409, "conflict", `exists and is not a directory: ${shortPath(p)}`)
+    fs.mkdirSync(p, { recursive: parents })
+    return json({ ok: true })
+  }
+  throw new AgentError(404, "not_found", "no such route")
+}

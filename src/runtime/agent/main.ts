@@ -1,0 +1,52 @@
+/**
+ * The in-jail agent (the way E2B's envd serves each VM). It runs inside a sandbox's bwrap jail as the sandbox
+ * user, under a tiny shell loop that restarts it if it dies, and serves HTTP on a unix socket in /run/agent:
+ * - runs processes (processes.ts) and keeps their ordered output and exit status on the sandbox's disk
+ *   (events.ts), so neither the gateway's absence nor a restart of this agent loses them;
+ * - does file operations from inside the jail (files.ts), so paths, `..` and symlinks resolve in the jail;
+ * - bridges TCP ports (bridge.ts): a connection to /run/agent/bridge.sock that sends "PORT <n>\n" is piped to
+ *   127.0.0.1:n in the jail's own network namespace.
+ * Self-contained on purpose (node builtins only): the gateway ships these modules as text, transpiled, on the
+ * tools tmpfs (LocalRuntimeLive.ts, Host.ts), and runs this one with bun.
+ */
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { startBridge } from "./bridge.ts"
+import { json, RUN_DIR } from "./common.ts"
+import { evictFinished, execs, loadExecs } from "./events.ts"
+import { errnoError, fileRoute, normalize } from "./files.ts"
+import { execRoute } from "./processes.ts"
+
+const handle = async (request: Request, server: { timeout: (request: Request, seconds: number) => void }): Promise<Response> => {
+  const url = new URL(request.url)
+  const q = url.searchParams
+  const parts = url.pathname.split("/").filter(Boolean)
+  /** The path the request names, for error messages. */
+  let subject: string | undefined
+  try {
+    if (parts[0] === "health") return json({ ok: true, pid: process.pid, execs: execs.size })
+    if (parts[0] === "exec") return await execRoute(request, parts, q, server)
+    const p = normalize(q.get("path"))
+    subject = p
+    return await fileRoute(request, parts, q, p)
+  } catch (e) {
+    const error = errnoError(e, subject)
+    return json({ kind: error.kind, message: error.message }, error.status)
+  }
+}
+
+/**
+ * Only as the entry point (`bun main.js` in the jail). The gateway imports these files as text, and a test runner
+ * that ignores import attributes would evaluate them as modules: then nothing may start.
+ */
+const main = () => {
+  fs.mkdirSync(RUN_DIR, { recursive: true })
+  loadExecs()
+  for (const name of ["agent.sock", "bridge.sock"]) fs.rmSync(path.join(RUN_DIR, name), { force: true })
+  startBridge(path.join(RUN_DIR, "bridge.sock"))
+  // The agent socket comes last: once it answers, everything is ready.
+  Bun.serve({ unix: path.join(RUN_DIR, "agent.sock"), fetch: handle })
+  setInterval(evictFinished, 10 * 60 * 1000).unref()
+}
+
+if (import.meta.main) main()

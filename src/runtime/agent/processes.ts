@@ -1,0 +1,223 @@
+/**
+ * Running processes: argv, cwd, env, stdin, timeout, output cap, each in its own session and process group (a kill
+ * reaches every descendant), its output recorded by events.ts; and the `/exec` routes of the agent's HTTP API.
+ */
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import { AgentError, intParam, invalid, json, shortPath } from "./common.ts"
+import { byTag, EXECS_DIR, type Exec, execs, type ExitFields, finish, onOutput, procStart, readEvents, signalGroup, T_STDERR, T_STDOUT, track, waitForEvents } from "./events.ts"
+
+/** Cgroup files a command joins before it runs (the runtime binds them in when cgroups are in use). */
+const CGROUP_FILES = ["/run/cgroup/pids.procs", "/run/cgroup/memory.procs"].filter((f) => fs.existsSync(f))
+const KILL_GRACE_MS = 2000
+/** After the command itself exited, how long its pipes may stay open (held by a background child). */
+const PIPE_GRACE_MS = 200
+
+/** SIGTERM (or the given signal) to the whole process group, then SIGKILL after a grace period. */
+const killExec = (exec: Exec, signal: NodeJS.Signals) => {
+  if (exec.exit !== null) return
+  signalGroup(exec.meta.pid, signal)
+  if (signal !== "SIGKILL") {
+    const timer = setTimeout(() => {
+      if (exec.exit === null) signalGroup(exec.meta.pid, "SIGKILL")
+    }, KILL_GRACE_MS)
+    exec.timers.push(timer)
+  }
+}
+
+const SIGNALS = new Set(Object.keys(os.constants.signals))
+const signalNameOf = (code: number | null): string | null => {
+  if (code === null) return null
+  for (const [name, number] of Object.entries(os.constants.signals)) if (number === code) return name
+  return `SIG${code}`
+}
+
+interface ExecRequest {
+  command: Array<string>
+  cwd?: string
+  env?: Record<string, string>
+  timeoutMs?: number
+  maxOutputBytes: number
+  tag?: string
+  /** The command joins the sandbox's command cgroups (bound at /run/cgroup/) before it runs. */
+  cgroup?: boolean
+  /** Where cgroups are not available: per-command rlimits (processes, address space in KiB). */
+  rlimits?: { nproc: number; asKb: number }
+}
+
+const isInt = (v: unknown, min: number) => typeof v === "number" && Number.isInteger(v) && v >= min
+
+const parseExecRequest = (body: unknown): ExecRequest => {
+  const b = body as Partial<ExecRequest> | null
+  if (b === null || typeof b !== "object") throw invalid("the body must be a JSON object")
+  if (!Array.isArray(b.command) || b.command.length === 0 || !b.command.every((a) => typeof a === "string")) {
+    throw invalid("command must be a non-empty array of strings")
+  }
+  if (b.command.some((a) => a.includes("\0"))) throw invalid("command arguments cannot contain NUL")
+  if (b.cwd !== undefined && (typeof b.cwd !== "string" || !b.cwd.startsWith("/"))) throw invalid("cwd must be an absolute path")
+  if (b.env !== undefined && (typeof b.env !== "object" || b.env === null || Object.entries(b.env).some(([k, v]) => typeof v !== "string" || k === "" || k.includes("=") || k.includes("\0") || v.includes("\0")))) {
+    throw invalid("env must map names to strings")
+  }
+  if (b.timeoutMs !== undefined && !isInt(b.timeoutMs, 1)) throw invalid("timeoutMs must be a positive integer")
+  if (!isInt(b.maxOutputBytes, 0)) throw invalid("maxOutputBytes must be a non-negative integer")
+  if (b.tag !== undefined && (typeof b.tag !== "string" || b.tag.length === 0 || b.tag.length > 200)) throw invalid("tag must be 1-200 characters")
+  return b as ExecRequest
+}
+
+const newExecId = () => `exec_${Date.now().toString(36)}${crypto.randomUUID().replaceAll("-", "").slice(0, 12)}`
+
+const startExec = (spec: ExecRequest): Exec => {
+  if (spec.tag !== undefined) {
+    const existing = byTag.get(spec.tag)
+    if (existing !== undefined && execs.has(existing)) return execs.get(existing)!
+  }
+  const cwd = spec.cwd ?? "/workspace"
+  let cwdStat: fs.Stats
+  try {
+    cwdStat = fs.statSync(cwd)
+  } catch {
+    throw new AgentError(400, "invalid", `cwd ${shortPath(cwd)} does not exist`)
+  }
+  if (!cwdStat.isDirectory()) throw invalid(`cwd ${shortPath(cwd)} is not a directory`)
+  // A small shell puts the command into the sandbox's command cgroups (or under rlimits) before it runs, so
+  // everything it forks is accounted from the start; then it execs the command (same pid).
+  const prelude = [
+    ...(spec.cgroup === true ? CGROUP_FILES : []).map((f) => `echo $$ > ${f} || exit 125`),
+    // dash calls the process limit -p, other shells -u.
+    ...(spec.rlimits ? [`{ ulimit -p ${spec.rlimits.nproc} || ulimit -u ${spec.rlimits.nproc}; } 2>/dev/null || exit 125`, `ulimit -v ${spec.rlimits.asKb} || exit 125`] : [])
+  ]
+  const env: Record<string, string> = {
+    PATH: "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+    HOME: "/workspace",
+    USER: "user",
+    LANG: "C.UTF-8",
+    ...spec.env
+  }
+  const execId = newExecId()
+  const dir = path.join(EXECS_DIR, execId)
+  fs.mkdirSync(dir, { recursive: true })
+  const fd = fs.openSync(path.join(dir, "events"), "w")
+  const exec = track({
+    meta: { execId, tag: spec.tag ?? null, pid: -1, procStart: null, startedAt: new Date().toISOString(), maxOutputBytes: spec.maxOutputBytes },
+    dir,
+    offsets: [],
+    size: 0,
+    fd,
+    outputBytes: 0
+  })
+  let proc: ReturnType<typeof Bun.spawn<"pipe", "pipe", "pipe">>
+  try {
+    proc = Bun.spawn({
+      cmd: ["/bin/sh", "-c", `${prelude.join("; ")}${prelude.length > 0 ? "; " : ""}exec "$@"`, "sh", ...spec.command],
+      cwd,
+      env,
+      stdin: "pipe",
+      stdout: "pipe",
+      stderr: "pipe",
+      detached: true // its own session and process group: a kill reaches every descendant
+    })
+  } catch (e) {
+    exec.meta.pid = 0
+    fs.writeFileSync(path.join(dir, "meta.json"), JSON.stringify(exec.meta))
+    onOutput(exec, T_STDERR, Buffer.from(`${(e as Error).message}\n`))
+    finish(exec, { exitCode: 127, signal: null })
+    return exec
+  }
+  exec.proc = proc
+  exec.meta.pid = proc.pid
+  exec.meta.procStart = procStart(proc.pid)
+  // For a restarted agent to find it again; on a full disk it is only lost to that restart.
+  try {
+    fs.writeFileSync(path.join(dir, "meta.json"), JSON.stringify(exec.meta))
+  } catch {}
+  if (spec.timeoutMs !== undefined) {
+    exec.timers.push(setTimeout(() => {
+      if (exec.exit !== null) return
+      exec.timedOut = true
+      killExec(exec, "SIGTERM")
+    }, spec.timeoutMs))
+  }
+  const pump = async (stream: ReadableStream<Uint8Array>, type: number) => {
+    try {
+      for await (const chunk of stream) onOutput(exec, type, chunk)
+    } catch {}
+  }
+  const drained = Promise.all([pump(proc.stdout, T_STDOUT), pump(proc.stderr, T_STDERR)])
+  void proc.exited.then(() => {
+    const signal = typeof proc.signalCode === "number" ? signalNameOf(proc.signalCode) : proc.signalCode
+    const fields = { exitCode: signal === null ? proc.exitCode : null, signal }
+    // Normally the pipes end right after the exit; a background child that inherited them could hold them
+    // open forever, so after a short grace the execution finishes anyway (and finish() kills the group).
+    const grace = setTimeout(() => finish(exec, fields), PIPE_GRACE_MS)
+    void drained.then(() => {
+      clearTimeout(grace)
+      finish(exec, fields)
+    })
+  })
+  return exec
+}
+
+const info = (exec: Exec) => ({
+  execId: exec.meta.execId,
+  tag: exec.meta.tag,
+  pid: exec.meta.pid,
+  state: exec.exit === null ? "running" : "exited",
+  startedAt: exec.meta.startedAt,
+  exitCode: exec.exit?.exitCode ?? null
+})
+
+/** `/exec` (POST starts one) and `/exec/<id>[/events|/kill|/stdin]`. */
+export const execRoute = async (
+  request: Request,
+  parts: ReadonlyArray<string>,
+  q: URLSearchParams,
+  server: { timeout: (request: Request, seconds: number) => void }
+): Promise<Response> => {
+  if (parts.length === 1 && request.method === "POST") {
+    let body: unknown
+    try {
+      body = await request.json()
+    } catch {
+      throw invalid("the body must be JSON")
+    }
+    return json(info(startExec(parseExecRequest(body))))
+  }
+if (parts[1] !== undefined) {
+    const exec = execs.get(parts[1])
+    if (exec === undefined) throw new AgentError(404, "not_found", "no such execution")
+    if (parts[2] === undefined && request.method === "GET") return json(info(exec))
+    if (parts[2] === "events" && request.method === "GET") {
+      const from = intParam(q, "from", 0)
+      server.timeout(request, 0) // a long poll is not an idle connection
+      await waitForEvents(exec, from, Math.min(intParam(q, "wait", 0), 60_000))
+      return json({ events: readEvents(exec, from) })
+    }
+    if (parts[2] === "kill" && request.method === "POST") {
+      const signal = q.get("signal") ?? "SIGTERM"
+      if (!SIGNALS.has(signal)) throw invalid(`unknown signal ${shortPath(signal)}`)
+      if (exec.exit === null) {
+        exec.cancelled = true
+        killExec(exec, signal as NodeJS.Signals)
+      }
+      return json(info(exec))
+    }
+    if (parts[2] === "stdin" && request.method === "POST") {
+      const data = new Uint8Array(await request.arrayBuffer())
+      const stdin = exec.proc?.stdin
+      if (exec.exit === null && stdin !== undefined && stdin !== null && typeof stdin !== "number") {
+        try {
+          if (data.length > 0) {
+            stdin.write(data)
+            await stdin.flush()
+          }
+          if (q.get("close") === "1") await stdin.end()
+        } catch {
+          // the process closed its stdin: the bytes have nowhere to go, as with a pipe in a shell
+        }
+      }
+      return json({ ok: true })
+    }
+  }
+  throw new AgentError(404, "not_found", "no such route")
+}

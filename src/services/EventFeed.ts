@@ -1,0 +1,104 @@
+/**
+ * The live event feed: notices events once they are committed — by this process, the CLI or another process on
+ * the same database — by reading the event log's newest sequence number on the dialect's read connection
+ * (src/db/EventTail.ts, microseconds a read): at once after each transaction of this process (Db.onCommit), and
+ * every 20 ms in any case (commits of other processes). On news it wakes the runner (the events' webhook
+ * deliveries were committed with them) and signals the event streams watching the projects concerned; each
+ * stream then reads what it has not sent from the log itself, so a missed or coalesced signal never loses an event.
+ */
+import { Context, Effect, Layer, Queue, Runtime, type Scope } from "effect"
+import { AppConfig } from "../Config.ts"
+import { Db } from "../db/Db.ts"
+import { openEventTail } from "../db/EventTail.ts"
+import { OperationRunner } from "./OperationRunner.ts"
+
+/** How often the log is read without a hint: the most a commit of another process waits to be noticed. */
+export const FEED_POLL_MS = 20
+
+export interface EventFeedShape {
+  /** The newest committed event's sequence number. */
+  readonly lastSeq: Effect.Effect<number>
+  /**
+   * Watches a project: the queue receives a signal (coalesced) whenever events of it were committed, and is
+   * shut down when the feed stops. Released with the scope.
+   */
+  readonly watch: (projectId: string) => Effect.Effect<Queue.Dequeue<void>, never, Scope.Scope>
+}
+
+export class EventFeed extends Context.Tag("app/EventFeed")<EventFeed, EventFeedShape>() {}
+
+interface Watcher {
+  readonly projectId: string
+  readonly signal: Queue.Queue<void>
+}
+
+export const EventFeedLive = Layer.scoped(
+  EventFeed,
+  Effect.gen(function*() {
+    const { dataDir } = yield* AppConfig
+    const runner = yield* OperationRunner
+    const db = yield* Db
+    const runFork = Runtime.runFork(yield* Effect.runtime<never>())
+    const tail = yield* Effect.acquireRelease(Effect.sync(() => openEventTail(dataDir)), (t) => Effect.sync(() => t.close()))
+    const watchers = new Set<Watcher>()
+    let seen = tail.lastSeq()
+    let open = true
+
+    const notify = (from: number, upTo: number) =>
+      Effect.gen(function*() {
+        yield* runner.wake
+        if (watchers.size === 0) return
+        const projects = tail.projectsBetween(from, upTo)
+        for (const watcher of watchers) {
+          if (projects.has(watcher.projectId)) yield* Queue.offer(watcher.signal, undefined)
+        }
+      }).pipe(Effect.catchAllCause((cause) => Effect.logWarning("event feed notification failed", cause)))
+
+    /**
+     * Plain JavaScript, not a fiber: it runs 50 times a second on an idle server, and a read of the newest sequence
+     * number costs microseconds where a fiber's turn would cost far more.
+     */
+    const check = () => {
+      if (!open) return
+      let last: number
+      try {
+        last = tail.lastSeq()
+      } catch {
+        return
+      }
+      if (last <= seen) return
+      const from = seen
+      seen = last
+      runFork(notify(from, last))
+    }
+
+    const timer = setInterval(check, FEED_POLL_MS)
+    const forget = yield* db.onCommit(check)
+    yield* Effect.addFinalizer(() =>
+      Effect.gen(function*() {
+        open = false
+        clearInterval(timer)
+        yield* forget
+        yield* Effect.forEach(watchers, (w) => Queue.shutdown(w.signal), { discard: true })
+      })
+    )
+
+    return {
+      lastSeq: Effect.sync(() => tail.lastSeq()),
+      watch: (projectId) =>
+        Effect.acquireRelease(
+          Effect.map(Queue.sliding<void>(1), (signal) => {
+            watchers.add({ projectId, signal })
+            return signal
+          }),
+          (signal) =>
+            Effect.zipRight(
+              Effect.sync(() => {
+                for (const w of watchers) if (w.signal === signal) watchers.delete(w)
+              }),
+              Queue.shutdown(signal)
+            )
+        )
+    }
+  })
+)

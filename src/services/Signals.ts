@@ -1,0 +1,47 @@
+/**
+ * Wakes the readers that follow a stream of stored events (a process's output, an operation's events) as soon as
+ * this process stores more. A hint only, kept in memory: a follower also looks again on its own every so often
+ * (another process may be the writer). Notified inside the writer's transaction: a woken reader's query runs on
+ * the same connection, after the commit.
+ */
+import { Effect } from "effect"
+import { globalValue } from "effect/GlobalValue"
+
+const waiting = globalValue("app/Signals", () => new Map<string, Set<() => void>>())
+
+export const processTopic = (processId: string) => `process:${processId}`
+export const operationTopic = (operationId: string) => `operation:${operationId}`
+
+/** Wakes everyone waiting on `topic`. */
+export const notify = (topic: string) =>
+  Effect.sync(() => {
+    const wakers = waiting.get(topic)
+    if (wakers === undefined) return
+    waiting.delete(topic)
+    for (const wake of wakers) wake()
+  })
+
+/** Waits for the next `notify` of `topic`, at most `ms`. */
+export const nextSignal = (topic: string, ms: number) =>
+  Effect.async<void>((resume) => {
+    const forget = () => {
+      const wakers = waiting.get(topic)
+      wakers?.delete(wake)
+      if (wakers?.size === 0) waiting.delete(topic)
+    }
+    const wake = () => {
+      clearTimeout(timer)
+      resume(Effect.void)
+    }
+    const timer = setTimeout(() => {
+      forget()
+      resume(Effect.void)
+    }, ms)
+    const wakers = waiting.get(topic) ?? new Set()
+    wakers.add(wake)
+    waiting.set(topic, wakers)
+    return Effect.sync(() => {
+      clearTimeout(timer)
+      forget()
+    })
+  })

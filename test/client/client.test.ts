@@ -1,0 +1,111 @@
+/**
+ * The typed client (client/, issue 15 item 1) against a real gateway: create-and-wait → exec with live output →
+ * a file round trip larger than one call → an endpoint → destroy; typed errors; and a create whose answer is lost
+ * on the way back is retried with the same Idempotency-Key and makes one sandbox.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { createClient, GatewayError, type GatewayClient } from "../../client/src/index.ts"
+import { bootstrap, type RunningServer, startServer } from "../support/server.ts"
+
+let server: RunningServer
+let gw: GatewayClient
+let credentials: { apiKey: string; projectId: string }
+
+const request = (metadata: Record<string, string> = {}) => ({
+  source: { kind: "environment" as const, environment: "metal/base" },
+  resources: { vcpu: 1, memory_mb: 512 },
+  lifecycle: { runtime_timeout_seconds: 600 },
+  provider: "daytona" as const,
+  metadata
+})
+
+beforeAll(async () => {
+  server = await startServer()
+  const owner = await bootstrap(server.dataDir, "client@example.com")
+  credentials = { apiKey: owner.api_key, projectId: owner.project_id }
+  gw = createClient({ baseUrl: server.url, ...credentials })
+})
+afterAll(() => server.stop())
+
+describe("the client", () => {
+  it("creates a ready sandbox, follows a command's output live, moves files, exposes a port and destroys it", async () => {
+    const sandbox = await gw.sandboxes.create(request())
+    expect(sandbox.record.state).toBe("ready")
+
+    // The command waits for a file the test writes only after it has seen the first line: without live output,
+    // exec would never hand the line over before the end, and the test would time out.
+    const seen: Array<string> = []
+    let released: Promise<void> | undefined
+    const result = await sandbox.exec(["sh", "-c", "echo first; while [ ! -f /workspace/go ]; do sleep 0.05; done; echo second >&2; exit 7"], {
+      onOutput: (stream, text) => {
+        seen.push(`${stream}:${text}`)
+        if (text.includes("first")) released = sandbox.files.write("/workspace/go", "")
+      }
+    })
+    await released
+    expect(seen).toEqual(["stdout:first\n", "stderr:second\n"])
+    expect(result).toMatchObject({ state: "failed", exitCode: 7, stdout: "first\n", stderr: "second\n" })
+
+    // 9.5 MiB: one write, two read pieces.
+    const big = new Uint8Array(9.5 * 1024 * 1024 + 5)
+    for (let i = 0; i < big.length; i += 65536) crypto.getRandomValues(big.subarray(i, Math.min(i + 65536, big.length)))
+    await sandbox.files.write("/workspace/data/big.bin", big)
+    expect(Buffer.from(await sandbox.files.read("/workspace/data/big.bin")).equals(Buffer.from(big))).toBe(true)
+    expect((await sandbox.files.list("/workspace/data")).map((e: any) => e.path)).toEqual(["/workspace/data/big.bin"])
+
+    await sandbox.files.write("/workspace/site/index.html", "hello from the sandbox")
+    void sandbox.exec(["python3", "-m", "http.server", "8000", "--directory", "/workspace/site"]).catch(() => undefined)
+    const endpoint = await sandbox.expose(8000)
+    expect(endpoint.state).toBe("active")
+    let body = ""
+    for (let i = 0; i < 100 && body === ""; i++) {
+      const res = await fetch(endpoint.url).catch(() => undefined)
+      if (res?.status === 200) body = await res.text()
+      else await Bun.sleep(100)
+    }
+    expect(body).toBe("hello from the sandbox")
+
+    expect((await sandbox.metrics()).source).toBe("local_runtime")
+    await sandbox.destroy()
+    expect((await sandbox.refresh()).state).toBe("stopped")
+  }, 120_000)
+
+  it("throws typed errors carrying the envelope's code; a bad request is refused before it is sent", async () => {
+    const missing = await gw.sandboxes.get("sbx_00000000000000000000000000").catch((e) => e)
+    expect(missing).toBeInstanceOf(GatewayError)
+    expect(missing).toMatchObject({ code: "not_found", status: 404, retryable: false })
+    const invalid = await gw.sandboxes.create({ ...request(), resources: { vcpu: 0, memory_mb: 512 } }).catch((e) => e)
+    expect(invalid).toMatchObject({ code: "validation_error", status: 422 })
+    const wrongKey = createClient({ baseUrl: server.url, apiKey: "metal_sk_wrong", projectId: credentials.projectId })
+    expect(await wrongKey.sandboxes.list().catch((e) => e)).toMatchObject({ code: "unauthenticated", status: 401 })
+    const nobody = createClient({ baseUrl: "http://127.0.0.1:9", ...credentials, attempts: 2 })
+    expect(await nobody.sandboxes.list().catch((e) => e)).toMatchObject({ code: "network_error", status: 0, retryable: true })
+  }, 30_000)
+
+  it("a create whose answer is lost is retried with the same Idempotency-Key: one sandbox", async () => {
+    const keys: Array<string> = []
+    let dropped = false
+    // The request reaches the gateway (which creates the sandbox); the answer is then lost, as on a dropped connection.
+    const flaky: typeof fetch = Object.assign(async (input: RequestInfo | URL, init?: RequestInit) => {
+      const req = new Request(input, init)
+      if (req.method === "POST" && new URL(req.url).pathname === "/v1/sandboxes") {
+        keys.push(req.headers.get("idempotency-key") ?? "")
+        if (!dropped) {
+          dropped = true
+          await fetch(req)
+          throw new TypeError("socket closed")
+        }
+        return fetch(req)
+      }
+      return fetch(req)
+    }, { preconnect: fetch.preconnect })
+    const client = createClient({ baseUrl: server.url, ...credentials, fetch: flaky })
+    const tag = `retry-${Date.now()}`
+    const sandbox = await client.sandboxes.create(request({ tag }))
+    expect(keys).toHaveLength(2)
+    expect(keys[0]).toBe(keys[1])
+    const listed = await gw.sandboxes.list()
+    expect(listed.sandboxes.filter((s) => s.metadata["tag"] === tag).map((s) => s.id)).toEqual([sandbox.id])
+    await sandbox.destroy()
+  }, 60_000)
+})

@@ -1,0 +1,125 @@
+/**
+ * The MCP server (issue 15, item 3) driven by the official MCP TypeScript client over Streamable HTTP against the
+ * real gateway: initialize, tools/list, and tools/call for every tool; tool errors carry the envelope's code;
+ * transport-level mistakes (credentials, method, media type, JSON, batches) are refused clearly.
+ */
+import { Client } from "@modelcontextprotocol/sdk/client/index.js"
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { api, bootstrap, expectEnvelope, type RunningServer, startServer } from "../support/server.ts"
+import type { KeyAuth } from "../support/sandbox.ts"
+
+let server: RunningServer
+let auth: KeyAuth
+let client: Client
+
+const connect = async (a: { token: string; project: string }) => {
+  const c = new Client({ name: "gateway-test", version: "1.0.0" })
+  await c.connect(new StreamableHTTPClientTransport(new URL(`${server.url}/v1/mcp`), {
+    requestInit: { headers: { authorization: `Bearer ${a.token}`, "x-metal-project-id": a.project } }
+  }))
+  return c
+}
+
+/** A tool's structured result, failing the test when the tool reported an error. */
+const call = async (name: string, args: Record<string, unknown>) => {
+  const result = await client.callTool({ name, arguments: args })
+  if (result.isError === true) throw new Error(`${name} failed: ${JSON.stringify(result.content)}`)
+  return result.structuredContent as any
+}
+
+beforeAll(async () => {
+  server = await startServer()
+  const owner = await bootstrap(server.dataDir, "mcp@example.com")
+  auth = { token: owner.api_key, project: owner.project_id }
+  client = await connect(auth)
+})
+afterAll(async () => {
+  await client?.close()
+  await server.stop()
+})
+
+describe("MCP over Streamable HTTP", () => {
+  it("initializes and lists the tools with the API's input schemas", async () => {
+    expect(client.getServerVersion()).toMatchObject({ name: "sandbox-gateway" })
+    expect(client.getServerCapabilities()?.tools).toBeDefined()
+    const { tools } = await client.listTools()
+    expect(tools.map((t) => t.name).sort()).toEqual(["create_sandbox", "destroy_sandbox", "expose_port", "list_directory", "read_file", "run_command", "write_file"])
+    const run = tools.find((t) => t.name === "run_command")!
+    expect(run.inputSchema.type).toBe("object")
+    expect(run.inputSchema.required).toEqual(expect.arrayContaining(["sandbox_id", "command"]))
+    // From the API's StartProcess Schema: its bounds, not a copy of them.
+    expect(JSON.stringify((run.inputSchema.properties as any).timeout_seconds)).toMatch(/"minimum":1.*"maximum":3600|"maximum":3600.*"minimum":1/)
+    expect(tools.find((t) => t.name === "create_sandbox")!.inputSchema.properties).toHaveProperty("source")
+  })
+
+  it("creates a sandbox, runs a command, writes, reads and lists files, exposes a port and destroys it", async () => {
+    const sandbox = await call("create_sandbox", { source: { kind: "environment", environment: "metal/base" }, resources: { vcpu: 1, memory_mb: 512 }, lifecycle: { runtime_timeout_seconds: 600 }, provider: "daytona" })
+    expect(sandbox).toMatchObject({ state: "ready", provider: "daytona" })
+    const id = sandbox.id as string
+
+    const ran = await call("run_command", { sandbox_id: id, command: ["sh", "-c", "echo out; echo err >&2; exit 3"] })
+    expect(ran).toMatchObject({ state: "failed", exit_code: 3, stdout: "out\n", stderr: "err\n", finished: true })
+
+    expect(await call("write_file", { sandbox_id: id, path: "/workspace/notes/hello.txt", text: "héllo\n", create_parents: true })).toMatchObject({ kind: "filesystem_write", bytes_written: 7 })
+    expect(await call("read_file", { sandbox_id: id, path: "/workspace/notes/hello.txt" })).toMatchObject({ text: "héllo\n" })
+    await call("write_file", { sandbox_id: id, path: "/workspace/bin.dat", data_base64: Buffer.from([0, 255, 1]).toString("base64") })
+    const binary = await client.callTool({ name: "read_file", arguments: { sandbox_id: id, path: "/workspace/bin.dat" } })
+    expect((binary.structuredContent as any).data_base64).toBe("AP8B")
+    const listed = await call("list_directory", { sandbox_id: id, path: "/workspace", recursive: true })
+    expect(listed.entries.map((e: any) => e.path)).toEqual(expect.arrayContaining(["/workspace/notes/hello.txt", "/workspace/bin.dat"]))
+
+    // A server on port 8000 inside, exposed; the URL serves it.
+    const serve = await client.callTool({ name: "run_command", arguments: { sandbox_id: id, command: ["python3", "-m", "http.server", "8000", "--directory", "/workspace/notes"], wait_seconds: 1 } })
+    expect((serve.structuredContent as any).finished).toBe(false)
+    const endpoint = await call("expose_port", { sandbox_id: id, port: 8000 })
+    expect(endpoint.state).toBe("active")
+    let body = ""
+    for (let i = 0; i < 100 && body === ""; i++) {
+      const res = await fetch(`${endpoint.url}hello.txt`).catch(() => undefined)
+      if (res?.status === 200) body = await res.text()
+      else await Bun.sleep(100)
+    }
+    expect(body).toBe("héllo\n")
+
+    expect((await call("destroy_sandbox", { sandbox_id: id })).operation.state).toBe("succeeded")
+  }, 120_000)
+
+  it("tool errors carry the envelope's code and message", async () => {
+    const missing = await client.callTool({ name: "run_command", arguments: { sandbox_id: "sbx_00000000000000000000000000", command: ["true"] } })
+    expect(missing.isError).toBe(true)
+    expect((missing.structuredContent as any).error).toMatchObject({ code: "not_found" })
+    const invalid = await client.callTool({ name: "create_sandbox", arguments: { source: { kind: "environment", environment: "metal/base" }, resources: { vcpu: 0, memory_mb: 512 } } })
+    expect(invalid.isError).toBe(true)
+    expect((invalid.structuredContent as any).error.code).toBe("validation_error")
+    const badId = await client.callTool({ name: "read_file", arguments: { sandbox_id: "../../v1/organizations", path: "/workspace/x" } })
+    expect((badId.structuredContent as any).error.code).toBe("validation_error")
+    const both = await client.callTool({ name: "write_file", arguments: { sandbox_id: "sbx_abc", path: "/workspace/x", text: "a", data_base64: "YQ==" } })
+    expect((both.structuredContent as any).error.code).toBe("validation_error")
+    await expect(client.callTool({ name: "no_such_tool", arguments: {} })).rejects.toThrow(/Unknown tool/)
+  })
+})
+
+describe("MCP transport refusals", () => {
+  const post = (body: string, headers: Record<string, string> = {}) =>
+    api(server.url).post("/v1/mcp", { token: auth.token, project: auth.project, rawBody: body, headers: { "content-type": "application/json", accept: "application/json, text/event-stream", ...headers } })
+
+  it("refuses bad credentials, other methods and media types in the envelope", async () => {
+    const init = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "x", version: "1" } } })
+    expectEnvelope(await api(server.url).post("/v1/mcp", { token: "metal_sk_nope", project: auth.project, rawBody: init, headers: { "content-type": "application/json" } }), 401)
+    expectEnvelope(await api(server.url).get("/v1/mcp", auth), 405, "method_not_allowed")
+    expectEnvelope(await post(init, { "content-type": "text/plain" }), 415, "unsupported_media_type")
+    expectEnvelope(await post(init, { "mcp-protocol-version": "1999-01-01" }), 400, "unsupported_protocol_version")
+  })
+
+  it("answers JSON-RPC errors for what is not a JSON-RPC request", async () => {
+    const parse = await post("{not json")
+    expect(parse.status).toBe(400)
+    expect(parse.body.error.code).toBe(-32700)
+    expect((await post("[]")).body.error.code).toBe(-32600)
+    expect((await post(JSON.stringify({ jsonrpc: "1.0", id: 1, method: "ping" }))).body.error.code).toBe(-32600)
+    expect((await post(JSON.stringify({ jsonrpc: "2.0", id: 2, method: "resources/list" }))).body.error).toMatchObject({ code: -32601 })
+    expect((await post(JSON.stringify({ jsonrpc: "2.0", method: "notifications/initialized" }))).status).toBe(202)
+    expect((await post(JSON.stringify({ jsonrpc: "2.0", id: 3, method: "ping" }))).body).toEqual({ jsonrpc: "2.0", id: 3, result: {} })
+  })
+})
