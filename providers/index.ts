@@ -4,7 +4,8 @@
  * (`core/registry.ts`) lists them in the canonical order of the eleven identifiers. Adding a provider is adding
  * its plugin here (README "Adding a provider").
  */
+import { BlaxelPlugin } from "./blaxel/plugin.ts"
 import { DaytonaPlugin } from "./daytona/plugin.ts"
 import { E2BPlugin } from "./e2b/plugin.ts"
 
-export const PLUGINS = [DaytonaPlugin, E2BPlugin] as const
+export const PLUGINS = [BlaxelPlugin, DaytonaPlugin, E2BPlugin] as const

@@ -1,7 +1,8 @@
 /**
- * An emulated provider's sandboxes are local-runtime jails named by their resource id (the emulators create
- * them so): their metrics come straight from the runtime's view of their cgroups, disk and network, whatever
- * the provider's own wire reports. Wraps an adapter (and the instances it builds for BYOK) with that `metrics`.
+ * An emulated provider's sandboxes are local-runtime jails: their metrics come straight from the runtime's view of
+ * their cgroups, disk and network, whatever the provider's own wire reports. Wraps an adapter (and the instances
+ * it builds for BYOK) with that `metrics`. The jail is named by the resource id unless the emulator says
+ * otherwise (`runtimeIdOf`; undefined: no such sandbox).
  */
 import { Effect } from "effect"
 import type { LocalRuntimeShape, RuntimeMetrics } from "../../src/runtime/LocalRuntime.ts"
@@ -9,10 +10,14 @@ import { ProviderError, type ProviderMetrics, type SandboxProvider } from "./Pro
 
 const fromRuntime = (m: RuntimeMetrics): ProviderMetrics => ({ source: "local_runtime", cpuUsedPercent: null, ...m })
 
-export const withLocalMetrics = (provider: SandboxProvider, runtime: Pick<LocalRuntimeShape, "metrics">): SandboxProvider => ({
+export const withLocalMetrics = (
+  provider: SandboxProvider,
+  runtime: Pick<LocalRuntimeShape, "metrics">,
+  runtimeIdOf: (resourceId: string) => string | undefined = (id) => id
+): SandboxProvider => ({
   ...provider,
   metrics: (sandbox) =>
-    runtime.metrics(sandbox.resourceId).pipe(
+    runtime.metrics(runtimeIdOf(sandbox.resourceId) ?? "").pipe(
       Effect.map(fromRuntime),
       Effect.mapError((e) =>
         new ProviderError({
@@ -23,5 +28,5 @@ export const withLocalMetrics = (provider: SandboxProvider, runtime: Pick<LocalR
         })
       )
     ),
-  withCredentials: provider.withCredentials === undefined ? undefined : (credentials) => withLocalMetrics(provider.withCredentials!(credentials), runtime)
+  withCredentials: provider.withCredentials === undefined ? undefined : (credentials) => withLocalMetrics(provider.withCredentials!(credentials), runtime, runtimeIdOf)
 })

@@ -73,9 +73,10 @@ afterAll(() => server.stop())
 describe("daytona emulator port bridges", () => {
   it("are unix sockets only the gateway's user can reach, never TCP ports; a revoked endpoint's bridge is gone", async () => {
     const knownPorts = new Set([server.url, server.endpointUrl, emulator.url].map((u) => Number(new URL(u).port)))
-    knownPorts.add(Number(fs.readFileSync(path.join(server.dataDir, "emulators", "e2b", "port"), "utf8")))
+    const emulators = path.join(server.dataDir, "emulators")
+    for (const name of fs.readdirSync(emulators)) knownPorts.add(Number(fs.readFileSync(path.join(emulators, name, "port"), "utf8")))
     const endpoint = await activeEndpoint(http, auth, sandbox.id, 8000)
-    // No TCP listener besides the API, the endpoint listener and the two emulators.
+    // No TCP listener besides the API, the endpoint listener and the emulators' own APIs.
     const tcp = gatewayTcpPorts()
     expect(tcp).toContain(Number(new URL(server.url).port))
     expect(tcp.filter((p) => !knownPorts.has(p))).toEqual([])

@@ -21,6 +21,8 @@ export interface BlaxelEmulatorInfo {
   readonly apiUrl: string
   readonly apiKey: string
   readonly workspace: string
+  /** The local-runtime jail behind a sandbox name (for its metrics); undefined when there is no such sandbox. */
+  readonly runtimeIdOf: (name: string) => string | undefined
 }
 export interface BlaxelEmulatorHandle extends BlaxelEmulatorInfo {
   readonly stop: () => void
@@ -112,6 +114,7 @@ export const startBlaxelEmulator = (dataDir: string, runtime: LocalRuntimeShape)
     apiUrl: `${baseUrl}/v0`,
     apiKey: books.apiKey,
     workspace: books.workspace,
+    runtimeIdOf: (name) => books.state.sandboxes[name]?.runtimeId,
     stop: () => {
       control.stop()
       previews.stop()
@@ -125,5 +128,5 @@ export const blaxelEmulator: Effect.Effect<BlaxelEmulatorInfo, never, AppConfig 
   const { dataDir } = yield* AppConfig
   const runtime = yield* LocalRuntime
   const handle = yield* Effect.acquireRelease(Effect.sync(() => startBlaxelEmulator(dataDir, runtime)), (h) => Effect.sync(() => h.stop()))
-  return { apiUrl: handle.apiUrl, apiKey: handle.apiKey, workspace: handle.workspace }
+  return { apiUrl: handle.apiUrl, apiKey: handle.apiKey, workspace: handle.workspace, runtimeIdOf: handle.runtimeIdOf }
 })

@@ -1,0 +1,79 @@
+/**
+ * Blaxel through the real gateway, on its emulator: a request for `provider: "blaxel"` becomes ready, runs a
+ * command, round-trips a binary file, serves a port through a preview endpoint, reports its metrics, and is
+ * destroyed; a request Blaxel cannot serve (no internet: Blaxel has no way to keep a sandbox offline) is routed
+ * elsewhere or refused, never placed there.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { api, bootstrap, expectEnvelope, type RunningServer, startServer } from "../support/server.ts"
+import { createReadySandbox, idempotencyKey, type KeyAuth, minimalSandbox, poll, runProcess, waitOperation, waitRuntimeOperation } from "../support/sandbox.ts"
+
+let server: RunningServer
+let http: ReturnType<typeof api>
+let auth: KeyAuth
+
+beforeAll(async () => {
+  server = await startServer()
+  http = api(server.url)
+  const owner = await bootstrap(server.dataDir, "blaxel@example.com")
+  auth = { token: owner.api_key, project: owner.project_id }
+})
+afterAll(() => server.stop())
+
+describe("blaxel through the gateway", () => {
+  it("ready → echo hi → binary file → preview endpoint → metrics → destroy → stopped", async () => {
+    const sandbox = await createReadySandbox(http, auth, minimalSandbox({ provider: "blaxel", network: { internet_access: true } }))
+    expect(sandbox).toMatchObject({ provider: "blaxel", state: "ready", billing_mode: "emulated" })
+
+    const echo = await runProcess(http, auth, sandbox.id, ["echo", "hi"])
+    expect(echo.process).toMatchObject({ state: "succeeded", exit_code: 0 })
+    expect(echo.stdout).toBe("hi\n")
+
+    const bytes = Buffer.from([0, 1, 2, 253, 254, 255, 10, 13])
+    const write = await http.post(`/v1/sandboxes/${sandbox.id}/filesystem/write`, {
+      ...auth,
+      body: { path: "/workspace/site/bin.dat", data_base64: bytes.toString("base64"), create_parents: true },
+      headers: { "idempotency-key": idempotencyKey("w") }
+    })
+    expect((await waitRuntimeOperation(http, auth, sandbox.id, write.body.id)).state).toBe("succeeded")
+    const read = await http.post(`/v1/sandboxes/${sandbox.id}/filesystem/read`, { ...auth, body: { path: "/workspace/site/bin.dat" } })
+    const readOp = await waitRuntimeOperation(http, auth, sandbox.id, read.body.id)
+    expect(Buffer.from(readOp.result.data_base64, "base64").equals(bytes)).toBe(true)
+
+    const server8000 = await http.post(`/v1/sandboxes/${sandbox.id}/processes`, {
+      ...auth,
+      body: { command: ["python3", "-m", "http.server", "8000", "--directory", "/workspace/site"] },
+      headers: { "idempotency-key": idempotencyKey("s") }
+    })
+    expect(server8000.status).toBe(202)
+    const created = await http.post(`/v1/sandboxes/${sandbox.id}/endpoints`, { ...auth, body: { port: 8000 }, headers: { "idempotency-key": idempotencyKey("e") } })
+    expect(created.status).toBe(202)
+    const endpoint = await poll(
+      async () => (await http.get(`/v1/sandboxes/${sandbox.id}/endpoints`, auth)).body.endpoints.find((e: any) => e.id === created.body.id),
+      (e) => e.state !== "provisioning",
+      30_000,
+      50
+    )
+    expect(endpoint.state).toBe("active")
+    const served = await poll(async () => (await fetch(`${endpoint.url}bin.dat`).catch(() => undefined)), (r) => r?.status === 200, 20_000, 100)
+    expect(Buffer.from(await served!.arrayBuffer()).equals(bytes)).toBe(true)
+
+    const metrics = await http.get(`/v1/sandboxes/${sandbox.id}/metrics`, auth)
+    expect(metrics.body).toMatchObject({ provider: "blaxel", source: "local_runtime" })
+
+    const deleted = await http.delete(`/v1/sandboxes/${sandbox.id}`, { ...auth, headers: { "idempotency-key": idempotencyKey("d") } })
+    expect((await waitOperation(http, auth, deleted.body.operation.id)).state).toBe("succeeded")
+    expect((await http.get(`/v1/sandboxes/${sandbox.id}`, auth)).body.state).toBe("stopped")
+  }, 90_000)
+
+  it("a sandbox without internet is never placed on Blaxel", async () => {
+    const res = await http.post("/v1/sandboxes", { ...auth, body: minimalSandbox({ provider: "blaxel", network: { internet_access: false } }), headers: { "idempotency-key": idempotencyKey("n") } })
+    if (res.status === 202) {
+      const op = await waitOperation(http, auth, res.body.operation.id)
+      expect(op.state).toBe("failed")
+      expect(op.error.code).toBe("no_eligible_provider")
+    } else {
+      expectEnvelope(res, 422)
+    }
+  }, 30_000)
+})
