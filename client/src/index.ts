@@ -168,7 +168,8 @@ export const createClient = (options: ClientOptions) => {
               ...(o.cwd !== undefined ? { cwd: o.cwd } : {}),
               ...(o.env !== undefined ? { environment: { ...o.env } } : {}),
               timeout_seconds: o.timeoutSeconds ?? 300,
-              max_output_bytes: MAX_OUTPUT_BYTES
+              max_output_bytes: MAX_OUTPUT_BYTES,
+              stdin: false
             }
           }))
         const out = { stdout: [] as Array<Uint8Array>, stderr: [] as Array<Uint8Array> }

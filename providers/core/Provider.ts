@@ -138,6 +138,8 @@ export interface ExecInput {
   readonly maxOutputBytes: number
   /** Our process id; adapters use it to make exec idempotent where the provider allows. */
   readonly processId: string
+  /** Keep the process's standard input open for `sendInput` (else it reads end-of-file). Needs `sendInput`. */
+  readonly stdin?: boolean | undefined
 }
 
 /** Ordered output: `seq` contiguous from 0, `exit` last (reference/providers.md §2.1). */
@@ -218,6 +220,11 @@ export interface SandboxProvider {
    */
   readonly execEvents: (sandbox: ProviderSandbox, executionId: string, fromSeq: number) => PE<ReadonlyArray<ProviderExecEvent>>
   readonly cancelExec: (sandbox: ProviderSandbox, executionId: string) => PE<{ readonly cancelled: boolean }>
+  /**
+   * Writes to the standard input of a process started with `stdin: true`, in call order; `eof` closes it after
+   * the data. Absent: the provider cannot take input (a process asking for stdin is refused before it starts).
+   */
+  readonly sendInput?: ((sandbox: ProviderSandbox, executionId: string, data: Uint8Array, eof: boolean) => PE<void>) | undefined
 
   readonly readFile: (
     sandbox: ProviderSandbox,

@@ -36,6 +36,8 @@ export const aroundCalls = (
   exec: (sandbox, input) => around((p) => p.exec(sandbox, input)),
   execEvents: (sandbox, executionId, fromSeq) => around((p) => p.execEvents(sandbox, executionId, fromSeq)),
   cancelExec: (sandbox, executionId) => around((p) => p.cancelExec(sandbox, executionId)),
+  sendInput: provider.sendInput === undefined ? undefined : (sandbox, executionId, data, eof) =>
+    around((p) => p.sendInput?.(sandbox, executionId, data, eof) ?? Effect.fail(unsupported(p.name, "standard input"))),
   readFile: (sandbox, input) => around((p) => p.readFile(sandbox, input)),
   writeFile: (sandbox, input) => around((p) => p.writeFile(sandbox, input)),
   listFiles: (sandbox, input) => around((p) => p.listFiles(sandbox, input)),

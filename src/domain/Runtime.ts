@@ -60,8 +60,11 @@ export const StartProcess = Schema.Struct({
   cwd: Schema.optional(PortablePath),
   environment: Schema.optional(Schema.Record({ key: EnvName, value: Schema.String.pipe(Schema.maxLength(16_384)) })),
   timeout_seconds: withDefault(Schema.Int.pipe(Schema.between(1, 3600)), 300),
-  max_output_bytes: withDefault(Schema.Int.pipe(Schema.between(1, 104_857_600)), 10_485_760)
+  max_output_bytes: withDefault(Schema.Int.pipe(Schema.between(1, 104_857_600)), 10_485_760),
+  /** Keep standard input open for `POST …/stdin` (else the process reads end-of-file at once). */
+  stdin: withDefault(Schema.Boolean, false)
 }).annotations({ identifier: "StartProcess", ...strict })
+
 
 export const ProcessState = Schema.Literal("queued", "running", "cancelling", "succeeded", "failed", "cancelled", "timed_out")
   .annotations({ identifier: "ProcessState" })
@@ -85,6 +88,9 @@ export const Process = Schema.Struct({
   created_at: Timestamp,
   started_at: Schema.NullOr(Timestamp),
   completed_at: Schema.NullOr(Timestamp),
+  /** Started with its standard input kept open; `stdin_closed_at`: when `eof` closed it. */
+  stdin: Schema.Boolean,
+  stdin_closed_at: Schema.NullOr(Timestamp),
   provider_capabilities: Schema.NullOr(Capabilities)
 }).annotations({ identifier: "Process" })
 
@@ -165,6 +171,19 @@ export const WriteFile = Schema.Struct({
   mode: withDefault(WriteMode, "overwrite"),
   create_parents: withDefault(Schema.Boolean, false)
 }).annotations({ identifier: "WriteFile", ...strict })
+
+/** Input written to a process started with `stdin: true`: at most 1 MiB a call. */
+export const MAX_STDIN_BYTES = 1024 * 1024
+export const WriteStdin = Schema.Struct({
+  data_base64: withDefault(Base64Data.pipe(Schema.filter((s) => decodedLength(s) <= MAX_STDIN_BYTES || "must decode to at most 1 MiB (1048576 bytes)")), ""),
+  eof: withDefault(Schema.Boolean, false)
+}).annotations({ identifier: "WriteStdin", ...strict })
+
+export const StdinWritten = Schema.Struct({
+  process_id: ProcessId,
+  bytes_written: Schema.NonNegativeInt,
+  eof: Schema.Boolean
+}).annotations({ identifier: "StdinWritten" })
 
 export const ListFiles = Schema.Struct({
   path: PortablePath,

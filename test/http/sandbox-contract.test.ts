@@ -76,6 +76,7 @@ const ROUTES: ReadonlyArray<Route> = [
   { method: "get", path: `${sbx}/processes/{process_id}`, id: "processes.get", success: 200, auth: K, errors: [404] },
   { method: "get", path: `${sbx}/processes/{process_id}/events`, id: "processes.events", success: 200, auth: K, errors: [404], headers: ["last-event-id"], sse: true },
   { method: "post", path: `${sbx}/processes/{process_id}/actions/cancel`, id: "processes.cancel", success: 202, auth: K, errors: [404, 409], headers: ["idempotency-key"] },
+  { method: "post", path: `${sbx}/processes/{process_id}/stdin`, id: "processes.stdin", success: 202, auth: K, errors: [404, 409, 503], body: "WriteStdin" },
   { method: "post", path: `${sbx}/filesystem/read`, id: "filesystem.read", success: 202, auth: K, errors: [404, 409], body: "ReadFile" },
   { method: "post", path: `${sbx}/filesystem/write`, id: "filesystem.write", success: 202, auth: K, errors: [404, 409], body: "WriteFile", headers: ["idempotency-key"] },
   { method: "post", path: `${sbx}/filesystem/list`, id: "filesystem.list", success: 202, auth: K, errors: [404, 409], body: "ListFiles" },

@@ -47,7 +47,8 @@ const NAMED: Partial<Record<SchemaName, Schema.Schema.Any>> = {
   WriteFile: Runtime.WriteFile,
   ListFiles: Runtime.ListFiles,
   DeleteFile: Runtime.DeleteFile,
-  CreateEndpoint: Runtime.CreateEndpoint
+  CreateEndpoint: Runtime.CreateEndpoint,
+  WriteStdin: Runtime.WriteStdin
 }
 
 const NAMES = Object.keys(TARGETS) as Array<SchemaName>
@@ -165,6 +166,7 @@ const AT_BOUNDS: ReadonlyArray<readonly [SchemaName, string, unknown]> = [
   ["StartProcess", "env name 256, value 16384", { command: ["ls"], timeout_seconds: 1, max_output_bytes: 1, environment: { ["N".repeat(256)]: "v".repeat(16_384) } }],
   ["ExtendSandbox", "1 second", { runtime_timeout_seconds: 1 }],
   ["ExtendSandbox", "48 hours", { runtime_timeout_seconds: 172_800 }],
+  ["WriteStdin", "1 MiB and eof", { data_base64: Buffer.alloc(1024 * 1024).toString("base64"), eof: true }],
   ["ReadFile", "path 4096, offset 2^53-1, limit 10 MiB", { path: `/${"a".repeat(4095)}`, offset_bytes: 2 ** 53 - 1, limit_bytes: 10_485_760 }],
   ["ReadFile", "limit 1, dotted names", { path: "/.hidden/..x/x..", limit_bytes: 1 }],
   ["WriteFile", "exactly 10 MiB decoded", { path: "/big", data_base64: TEN_MIB_BASE64, mode: "append", create_parents: true }],
@@ -215,7 +217,8 @@ describe("defaults", () => {
   })
 
   it("runtime requests", () => {
-    expect(decode(Runtime.StartProcess)({ command: ["ls"] })).toEqual({ command: ["ls"], timeout_seconds: 300, max_output_bytes: 10_485_760 })
+    expect(decode(Runtime.StartProcess)({ command: ["ls"] })).toEqual({ command: ["ls"], timeout_seconds: 300, max_output_bytes: 10_485_760, stdin: false })
+    expect(decode(Runtime.WriteStdin)({})).toEqual({ data_base64: "", eof: false })
     expect(decode(Runtime.ReadFile)({ path: "/a" })).toEqual({ path: "/a", offset_bytes: 0, limit_bytes: 1_048_576 })
     expect(decode(Runtime.WriteFile)({ path: "/a", data_base64: "" })).toEqual({ path: "/a", data_base64: "", mode: "overwrite", create_parents: false })
     expect(decode(Runtime.ListFiles)({ path: "/" })).toEqual({ path: "/", recursive: false, max_entries: 1000 })

@@ -56,6 +56,7 @@ export const makeE2BProvider = (config: E2BProviderConfig): SandboxProvider => {
     exec: processes.exec,
     execEvents: processes.execEvents,
     cancelExec: processes.cancelExec,
+    sendInput: processes.sendInput,
     ...makeFiles(ctx),
     exposeHttpEndpoint: () => Effect.fail(unsupported(NAME, "HTTP endpoints")),
     revokeHttpEndpoint: () => Effect.fail(unsupported(NAME, "HTTP endpoints"))

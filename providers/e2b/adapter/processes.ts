@@ -223,7 +223,8 @@ export const makeProcesses = (ctx: E2BContext) => {
           {
             process: { cmd, args, envs: input.environment ?? {}, ...(input.cwd === undefined ? {} : { cwd: input.cwd }) },
             tag: input.processId,
-            ...(envdAtLeast(a.envdVersion, ENVD_STDIN_FLAG) ? { stdin: false } : {})
+            // Older envd keeps every process's stdin open; from 0.3.0 it is closed unless asked for.
+            ...(envdAtLeast(a.envdVersion, ENVD_STDIN_FLAG) ? { stdin: input.stdin === true } : {})
           },
           timeoutMs === null ? {} : { "connect-timeout-ms": String(timeoutMs) }
         )).pipe(Effect.tapError(() => Effect.sync(() => executions.delete(key))))
@@ -304,5 +305,13 @@ export const makeProcesses = (ctx: E2BContext) => {
     for (const key of executions.keys()) if (key.startsWith(`${sandboxId}/`)) executions.delete(key)
   }
 
-  return { exec, execEvents, cancelExec, forget }
+  /** envd's SendInput (base64 bytes) and CloseStdin, addressed by our tag like every other call. */
+  const sendInput = (sandbox: ProviderSandbox, executionId: string, data: Uint8Array, eof: boolean) =>
+    Effect.gen(function*() {
+      const selector = selectorOf(executionId)
+      if (data.length > 0) yield* unary(sandbox, "process.Process/SendInput", { process: selector, input: { stdin: Buffer.from(data).toString("base64") } }, Empty, true)
+      if (eof) yield* unary(sandbox, "process.Process/CloseStdin", { process: selector }, Empty, true)
+    })
+
+  return { exec, execEvents, cancelExec, sendInput, forget }
 }

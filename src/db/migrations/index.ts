@@ -4,11 +4,13 @@ import sandboxes from "./0002_sandboxes.ts"
 import retention from "./0003_retention.ts"
 import sandboxDeadline from "./0004_sandbox_deadline.ts"
 import webhookDeliveries from "./0005_webhook_deliveries.ts"
+import processStdin from "./0006_process_stdin.ts"
 
 export const migrations = {
   "0001_accounts": accounts,
   "0002_sandboxes": sandboxes,
   "0003_retention": retention,
   "0004_sandbox_deadline": sandboxDeadline,
-  "0005_webhook_deliveries": webhookDeliveries
+  "0005_webhook_deliveries": webhookDeliveries,
+  "0006_process_stdin": processStdin
 }

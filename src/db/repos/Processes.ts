@@ -37,7 +37,9 @@ export const ProcessRow = Schema.Struct({
   cancel_requested_at: Schema.NullOr(Schema.String),
   created_at: Schema.String,
   started_at: Schema.NullOr(Schema.String),
-  completed_at: Schema.NullOr(Schema.String)
+  completed_at: Schema.NullOr(Schema.String),
+  stdin: IntBoolean,
+  stdin_closed_at: Schema.NullOr(Schema.String)
 })
 export type ProcessRow = typeof ProcessRow.Type
 
@@ -71,6 +73,7 @@ export interface NewProcess {
   readonly environment: Readonly<Record<string, string>>
   readonly timeoutSeconds: number
   readonly maxOutputBytes: number
+  readonly stdin: boolean
   readonly now: string
 }
 
@@ -111,9 +114,15 @@ export class ProcessesRepo extends Effect.Service<ProcessesRepo>()("app/db/Proce
       /** What a running process's job looks at between two reads of its output. */
       progressOf: (id: string) => progress.first(sql`SELECT state, cancel_requested_at, provider_seq FROM processes WHERE id = ${id}`),
       insert: (process: NewProcess) =>
-        run(sql`INSERT INTO processes (id, project_id, sandbox_id, created_by_key_id, state, command, cwd, environment, timeout_seconds, max_output_bytes, created_at)
+        run(sql`INSERT INTO processes (id, project_id, sandbox_id, created_by_key_id, state, command, cwd, environment, timeout_seconds, max_output_bytes, stdin, created_at)
           VALUES (${process.id}, ${process.projectId}, ${process.sandboxId}, ${process.keyId}, 'queued', ${JSON.stringify(process.command)}, ${process.cwd},
-                  ${JSON.stringify(process.environment)}, ${process.timeoutSeconds}, ${process.maxOutputBytes}, ${process.now})`),
+                  ${JSON.stringify(process.environment)}, ${process.timeoutSeconds}, ${process.maxOutputBytes}, ${process.stdin ? 1 : 0}, ${process.now})`),
+      /** Records the end of a process's input; false when it was closed already. */
+      closeStdin: (processId: string, now: string) =>
+        Effect.map(
+          sql`UPDATE processes SET stdin_closed_at = ${now} WHERE id = ${processId} AND stdin_closed_at IS NULL RETURNING id`.pipe(Effect.orDie),
+          (rows) => rows.length > 0
+        ),
       /** Appends one event with the next sequence number of the process (call inside a transaction). */
       appendEvent: (processId: string, type: string, data: Readonly<Record<string, unknown>>) =>
         Effect.gen(function*() {

@@ -1,11 +1,11 @@
 /**
  * Processes in a sandbox (reference §2 "Runtime"): start (202, `Idempotency-Key` required), read, events as a
- * finite SSE batch (≤100 frames, ≤1 MiB), cancel (202, key optional).
+ * finite SSE batch (≤100 frames, ≤1 MiB), cancel (202, key optional), standard input (202).
  */
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
-import { ConflictWire, NotFoundWire } from "../../domain/Errors.ts"
-import { Process, StartProcess } from "../../domain/Runtime.ts"
+import { ConflictWire, NotFoundWire, ServiceUnavailableWire } from "../../domain/Errors.ts"
+import { Process, StartProcess, StdinWritten, WriteStdin } from "../../domain/Runtime.ts"
 import { ProjectKeyAuth } from "../Security.ts"
 import { IdempotencyHeaders } from "./Common.ts"
 import { EventStream, FollowParams, LastEventIdHeaders, processIdParam, sandboxIdParam } from "./SandboxPlane.ts"
@@ -29,7 +29,7 @@ export class ProcessesApi extends HttpApiGroup.make("processes")
       .addError(ConflictWire)
       .annotate(
         OpenApi.Description,
-        "`Idempotency-Key` required (400 `idempotency_key_required`). `?wait_seconds=N` (1–300): answers 201 with the process in its terminal state when it ends within N seconds, else 202 as without it (a replay with the same key waits the same way). 409 `invalid_sandbox_state` unless the sandbox is ready, `capability_unsupported` when its provider cannot run processes, `idempotency_mismatch` on a reused key."
+        "`Idempotency-Key` required (400 `idempotency_key_required`). `?wait_seconds=N` (1–300): answers 201 with the process in its terminal state when it ends within N seconds, else 202 as without it (a replay with the same key waits the same way); not with `stdin: true` (422). `stdin: true` keeps its input open for `…/stdin` (409 `capability_unsupported` on a provider that cannot take input). 409 `invalid_sandbox_state` unless the sandbox is ready, `capability_unsupported` when its provider cannot run processes, `idempotency_mismatch` on a reused key."
       )
   )
   .add(HttpApiEndpoint.get("get")`/v1/sandboxes/${sandboxIdParam}/processes/${processIdParam}`.addSuccess(Process).addError(NotFoundWire))
@@ -51,6 +51,18 @@ export class ProcessesApi extends HttpApiGroup.make("processes")
       .addError(NotFoundWire)
       .addError(ConflictWire)
       .annotate(OpenApi.Description, "Moves the process to `cancelling`; 409 `process_terminal` once it has finished, `capability_unsupported` if the provider cannot cancel.")
+  )
+  .add(
+    HttpApiEndpoint.post("stdin")`/v1/sandboxes/${sandboxIdParam}/processes/${processIdParam}/stdin`
+      .setPayload(WriteStdin)
+      .addSuccess(StdinWritten, { status: 202 })
+      .addError(NotFoundWire)
+      .addError(ConflictWire)
+      .addError(ServiceUnavailableWire)
+      .annotate(
+        OpenApi.Description,
+        "Writes `data_base64` (at most 1 MiB decoded) to the standard input of a process started with `\"stdin\": true`, after the writes before it; `eof: true` closes the input after the data. 202 once the bytes were handed to the process. 409 `invalid_process_state` when it was not started with stdin, its input was closed, it has ended (or has not started within 10 s); 503 when its provider does not answer."
+      )
   )
   .middleware(ProjectKeyAuth)
   .annotate(OpenApi.Title, "Processes")

@@ -1,11 +1,13 @@
-/** `/v1/sandboxes/{id}/processes`: start (idempotent, started at once), read, output events, cancel. */
+/** `/v1/sandboxes/{id}/processes`: start (idempotent, started at once), read, output events, cancel, stdin. */
 import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
 import { Effect } from "effect"
 import { ProcessesRepo } from "../../db/repos/Processes.ts"
-import { Process } from "../../domain/Runtime.ts"
+import { validationError } from "../../domain/Errors.ts"
+import { Process, StdinWritten } from "../../domain/Runtime.ts"
 import { cancelProcess, processOf, startProcess } from "../../services/sandboxes/Commands.ts"
 import { processJobKey, type ProcessRow, TERMINAL_PROCESS_STATES } from "../../services/sandboxes/Processes.ts"
 import { nextSignal, processTopic } from "../../services/Signals.ts"
+import { writeStdin } from "../../services/sandboxes/Stdin.ts"
 import { SandboxesRepo } from "../../db/repos/Sandboxes.ts"
 import { Api } from "../Api.ts"
 import { followResponse, followStream, PROCESS_BATCH_BYTES, PROCESS_BATCH_EVENTS, processEventFrame, sseBody, sseResponse } from "../Sse.ts"
@@ -32,6 +34,9 @@ export const ProcessesLive = HttpApiBuilder.group(Api, "processes", (handlers) =
       .handle("start", ({ headers, path, payload, urlParams }) =>
         Effect.gen(function*() {
           const caller = yield* keyCaller
+          if (urlParams.wait_seconds !== undefined && payload.stdin) {
+            return yield* validationError("Request validation failed", [{ path: "stdin", message: "a process with stdin open waits for its input: start it without ?wait_seconds" }])
+          }
           const process = yield* idempotency.remember({
             principalId: caller.keyId!,
             scope: `processes.create:${caller.projectId}:${path.sandbox_id}`,
@@ -74,4 +79,10 @@ export const ProcessesLive = HttpApiBuilder.group(Api, "processes", (handlers) =
           yield* runner.wake
           return yield* accepted(Process, process, `/v1/sandboxes/${path.sandbox_id}/processes/${process.id}`)
         }).pipe(provide))
+      .handle("stdin", ({ path, payload }) =>
+        Effect.flatMap(keyCaller, (caller) =>
+          writeStdin(caller, path.sandbox_id, path.process_id, Buffer.from(payload.data_base64, "base64"), payload.eof)).pipe(
+            Effect.flatMap((written) => HttpServerResponse.schemaJson(StdinWritten)(written, { status: 202 }).pipe(Effect.orDie)),
+            provide
+          ))
   }))

@@ -87,6 +87,8 @@ export const processToWire = (row: ProcessRow, providerCapabilities: Capabilitie
   created_at: row.created_at,
   started_at: row.started_at,
   completed_at: row.completed_at,
+  stdin: row.stdin,
+  stdin_closed_at: row.stdin_closed_at,
   provider_capabilities: providerCapabilities
 })
 

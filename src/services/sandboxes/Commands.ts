@@ -12,6 +12,7 @@ import { conflict, type Conflict, notFound, PaymentRequired } from "../../domain
 import type { DeleteFile, ListFiles, ReadFile, WriteFile } from "../../domain/Runtime.ts"
 import { newId } from "../../domain/Ids.ts"
 import { isoAfter, nowIso } from "../../domain/Time.ts"
+import { ProviderAccounts } from "../ProviderAccounts.ts"
 import { type EndpointAddressing, endpointUrl, newEndpointToken } from "../../domain/EndpointAddress.ts"
 import { sha256Hex } from "../../domain/Tokens.ts"
 import { appendEvent } from "../Events.ts"
@@ -173,12 +174,17 @@ export interface StartProcessInput {
   readonly environment?: Readonly<Record<string, string>> | undefined
   readonly timeout_seconds: number
   readonly max_output_bytes: number
+  readonly stdin: boolean
 }
 
 export const startProcess = (caller: Caller, sandboxId: string, input: StartProcessInput) =>
   Effect.gen(function*() {
     const sandbox = yield* readySandboxOf(caller, sandboxId)
     yield* requireCapability(sandbox, ["process", "execute"], "processes")
+    // Refused before anything starts: a provider that cannot take input never gets such a process.
+    if (input.stdin && (yield* ProviderAccounts).target(sandbox)?.provider.sendInput === undefined) {
+      return yield* conflict("capability_unsupported", `${sandbox.provider} sandboxes cannot take standard input`, { provider: sandbox.provider })
+    }
     const now = yield* nowIso
     const id = newId("proc")
     yield* ProcessesRepo.insert({
@@ -191,6 +197,7 @@ export const startProcess = (caller: Caller, sandboxId: string, input: StartProc
       environment: input.environment ?? {},
       timeoutSeconds: input.timeout_seconds,
       maxOutputBytes: input.max_output_bytes,
+      stdin: input.stdin,
       now
     })
     yield* SandboxesRepo.touch(sandboxId)

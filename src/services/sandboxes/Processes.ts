@@ -200,7 +200,8 @@ export const makeProcessHandler = Effect.gen(function*() {
           environment: row.environment,
           timeoutSeconds: row.timeout_seconds,
           maxOutputBytes: row.max_output_bytes,
-          processId
+          processId,
+          stdin: row.stdin
         }).pipe(Effect.catchAll(providerFailure(row)))
         const now = yield* nowIso
         // One statement takes the event's sequence number and records the start; the event follows it.

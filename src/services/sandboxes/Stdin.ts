@@ -1,0 +1,71 @@
+/**
+ * Writing to a process's standard input (`POST …/processes/{id}/stdin`). Written from the request, not from a
+ * job: the bytes go to the provider while the client waits, so a 202 means they were handed to the process's
+ * input, and a failure is the client's to see and retry. Writes to one process are made one at a time, in the
+ * order they reach this gateway (a FIFO lock per process), so a client that sends its next write after the
+ * previous answer has its input in order. `eof` closes the input after the data; nothing may be written after it.
+ */
+import { Effect } from "effect"
+import { ProcessesRepo } from "../../db/repos/Processes.ts"
+import { type Conflict, conflict, ServiceUnavailable } from "../../domain/Errors.ts"
+import { nowIso } from "../../domain/Time.ts"
+import { ProviderAccounts } from "../ProviderAccounts.ts"
+import { nextSignal, processTopic } from "../Signals.ts"
+import { type Caller, processOf, sandboxOf } from "./Commands.ts"
+import { TERMINAL_PROCESS_STATES } from "./Processes.ts"
+import { actionFailure, logProviderFailure } from "./ProviderErrors.ts"
+
+/** How long a write waits for a queued process to start at its provider. */
+const START_WAIT_MS = 10_000
+
+/** One chain of pending writes per process: each write runs after the one before it, whatever their outcome. */
+const chains = new Map<string, Promise<unknown>>()
+const inOrder = <A, E>(processId: string, effect: Effect.Effect<A, E>): Effect.Effect<A, E> =>
+  Effect.async<A, E>((resume) => {
+    const previous = chains.get(processId) ?? Promise.resolve()
+    const next = previous.then(() => Effect.runPromiseExit(effect)).then((exit) => {
+      resume(exit._tag === "Success" ? Effect.succeed(exit.value) : Effect.failCause(exit.cause))
+    })
+    chains.set(processId, next)
+    void next.finally(() => {
+      if (chains.get(processId) === next) chains.delete(processId)
+    })
+  })
+
+const ended = (state: string) => conflict("invalid_process_state", `The process is ${state}: its input is closed`, { state })
+
+export const writeStdin = (caller: Caller, sandboxId: string, processId: string, data: Uint8Array, eof: boolean) =>
+  Effect.gen(function*() {
+    const sandbox = yield* sandboxOf(caller, sandboxId)
+    let row = yield* processOf(caller, sandboxId, processId)
+    if (!row.stdin) return yield* conflict("invalid_process_state", "The process was not started with \"stdin\": true", { state: row.state })
+    const target = (yield* ProviderAccounts).target(sandbox)
+    const send = target?.provider.sendInput
+    if (target === undefined || send === undefined) return yield* conflict("invalid_sandbox_state", `The sandbox is ${sandbox.state}; its processes cannot take input`)
+    // A queued process has no execution at its provider yet: wait (briefly) for it to start.
+    const deadline = Date.now() + START_WAIT_MS
+    while (row.execution_id === null && !TERMINAL_PROCESS_STATES.includes(row.state) && Date.now() < deadline) {
+      yield* nextSignal(processTopic(processId), Math.min(200, deadline - Date.now()))
+      row = (yield* ProcessesRepo.get(processId))!
+    }
+    return yield* inOrder(processId, Effect.gen(function*() {
+      const now = (yield* ProcessesRepo.get(processId))!
+      if (now.stdin_closed_at !== null) return yield* conflict("invalid_process_state", "The process's input was closed (eof)", { state: now.state })
+      if (TERMINAL_PROCESS_STATES.includes(now.state)) return yield* ended(now.state)
+      if (now.execution_id === null) return yield* conflict("invalid_process_state", "The process has not started yet; try again", { state: now.state })
+      yield* send(target.resource, now.execution_id, data, eof).pipe(
+        Effect.tapError((e) => logProviderFailure("stdin", e)),
+        Effect.catchAll((e) =>
+          Effect.flatMap(ProcessesRepo.get(processId), (latest): Effect.Effect<never, Conflict | ServiceUnavailable> => {
+            // Gone at the provider because it ended meanwhile: the input is closed, as for an ended process.
+            if (latest !== undefined && TERMINAL_PROCESS_STATES.includes(latest.state)) return Effect.fail(ended(latest.state))
+            const error = actionFailure("stdin_write_failed", "write to the process's input", e)
+            return e.kind === "not_found" || e.kind === "customer" || e.kind === "invalid_request"
+              ? Effect.fail(conflict("invalid_process_state", "The process no longer takes input", { reason: error.details?.["reason"] }))
+              : Effect.fail(new ServiceUnavailable({ code: error.code, message: error.message, details: error.details }))
+          }))
+      )
+      if (eof) yield* ProcessesRepo.closeStdin(processId, yield* nowIso)
+      return { process_id: processId, bytes_written: data.length, eof }
+    }).pipe(Effect.provide(yield* Effect.context<ProcessesRepo>())))
+  })
