@@ -484,6 +484,30 @@ describe("e2b adapter: envd requests", () => {
     ])
   })
 
+  it("stdin: SendInput carries the bytes as base64 under our tag, then CloseStdin closes it", async () => {
+    const s = scripted([
+      getDetail(),
+      {
+        method: "POST",
+        path: "/process.Process/SendInput",
+        reply: (call) => {
+          expect(bodyJson(call)).toEqual({ process: { tag: "proc_in" }, input: { stdin: "aGk=" } })
+          return json({})
+        }
+      },
+      {
+        method: "POST",
+        path: "/process.Process/CloseStdin",
+        reply: (call) => {
+          expect(bodyJson(call)).toEqual({ process: { tag: "proc_in" } })
+          return json({})
+        }
+      }
+    ])
+    await run(provider(s.client).sendInput!(SANDBOX, "e2b:proc_in", new TextEncoder().encode("hi"), true))
+    expect(s.left()).toBe(0)
+  })
+
   it("the emulator's replay header makes the adapter skip what it already handed out", async () => {
     const s = scripted([
       getDetail(),
