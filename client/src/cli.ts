@@ -22,6 +22,8 @@ export interface CliIo {
   readonly env: Readonly<Record<string, string | undefined>>
   /** Whether stderr is a terminal (progress is drawn only there). */
   readonly errIsTty: boolean
+  /** Input to forward to `exec`: this process's stdin when it is a pipe or a file (never a terminal or /dev/null). */
+  readonly stdin?: AsyncIterable<Uint8Array> | undefined
 }
 
 class UsageError extends Error {}
@@ -80,7 +82,7 @@ const USAGE = `Usage:
   sandbox create [--provider <name>] [--image <oci image>] [--vcpu <n>] [--memory-mb <n>] [--timeout-seconds <n>] [--no-wait]
   sandbox list
   sandbox get <id>
-  sandbox exec <id> [--cwd <dir>] -- <command> [args…]   (exits with the command's exit code)
+  sandbox exec <id> [--cwd <dir>] -- <command> [args…]   (exits with the command's exit code; piped stdin is forwarded)
   sandbox cp <src> <dst>   (one side local, the other <id>:/path)
   sandbox expose <id> <port> [--lease-seconds <n>]
   sandbox pause|resume|rm <id>
@@ -168,6 +170,7 @@ const run = async (argv: ReadonlyArray<string>, io: CliIo): Promise<number> => {
       const sandbox = await gw.sandboxes.get(id)
       const result = await sandbox.exec(rest, {
         ...(typeof flags["cwd"] === "string" ? { cwd: flags["cwd"] } : {}),
+        ...(io.stdin !== undefined ? { stdin: io.stdin } : {}),
         ...(json ? {} : { onOutput: (stream: "stdout" | "stderr", text: string) => (stream === "stdout" ? io.out(text) : io.err(text)) })
       })
       if (json) print(result, "")
@@ -237,12 +240,23 @@ export const runUserCli = async (argv: ReadonlyArray<string>, io: CliIo): Promis
 /** The words that belong to the user CLI (the rest are the operator CLI's, or start the server). */
 export const USER_CLI_WORDS: ReadonlySet<string> = new Set(["login", "sandbox"])
 
+/** Whether this process's stdin carries data to forward: a pipe or a file, not a terminal or a device like /dev/null. */
+const stdinIsData = () => {
+  try {
+    const stat = fs.fstatSync(0)
+    return stat.isFIFO() || stat.isFile() || stat.isSocket()
+  } catch {
+    return false
+  }
+}
+
 /** For an entry point: runs the user CLI on this process's arguments; the process ends with its code. */
 export const userCliMain = async (argv: ReadonlyArray<string>) => {
   process.exitCode = await runUserCli(argv, {
     out: (text) => process.stdout.write(text),
     err: (text) => process.stderr.write(text),
     env: process.env,
-    errIsTty: process.stderr.isTTY === true
+    errIsTty: process.stderr.isTTY === true,
+    stdin: stdinIsData() ? (process.stdin as AsyncIterable<Uint8Array>) : undefined
   })
 }

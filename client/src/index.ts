@@ -41,6 +41,11 @@ export interface ExecOptions {
   readonly cwd?: string
   readonly env?: Readonly<Record<string, string>>
   readonly timeoutSeconds?: number
+  /**
+   * Standard input: written to the process as it comes (in pieces of at most 1 MiB), then closed. Needs a
+   * provider that takes input (409 capability_unsupported otherwise).
+   */
+  readonly stdin?: string | Uint8Array | AsyncIterable<Uint8Array>
   /** Each piece of output as it is written (live: the process's event stream is followed). */
   readonly onOutput?: (stream: "stdout" | "stderr", text: string, bytes: Uint8Array) => void
 }
@@ -61,6 +66,8 @@ const READ_PIECE = 8 * 1024 * 1024
 const WRITE_PIECE = 10 * 1024 * 1024
 
 const MAX_OUTPUT_BYTES = 10 * 1024 * 1024
+/** The API takes at most 1 MiB of input a call. */
+const STDIN_PIECE = 1024 * 1024
 
 /** A create request checked (and its defaults filled) before it is sent: a mistake is a validation_error here. */
 const decodeRequest = (request: CreateSandbox) => {
@@ -148,6 +155,22 @@ export const createClient = (options: ClientOptions) => {
       return op
     }
 
+    /** Writes `input` to a process's stdin in ≤ 1 MiB pieces, in order, then closes it; a process that ended stops it. */
+    const feed = async (processId: string, input: string | Uint8Array | AsyncIterable<Uint8Array>) => {
+      const write = (bytes: Uint8Array, eof: boolean) =>
+        call((c) => c.processes.stdin({ path: { sandbox_id: id, process_id: processId }, payload: { data_base64: Buffer.from(bytes).toString("base64"), eof } }))
+      const pieces = typeof input === "string" ? [new TextEncoder().encode(input)] : input instanceof Uint8Array ? [input] : input
+      try {
+        for await (const piece of pieces) {
+          for (let at = 0; at < piece.length; at += STDIN_PIECE) await write(piece.subarray(at, at + STDIN_PIECE), false)
+        }
+        await write(new Uint8Array(), true)
+      } catch (e) {
+        // The process stopped reading (it ended): what is left has nowhere to go, as with a pipe in a shell.
+        if (!(e instanceof GatewayError && e.code === "invalid_process_state")) throw e
+      }
+    }
+
     return {
       id,
       record,
@@ -169,9 +192,10 @@ export const createClient = (options: ClientOptions) => {
               ...(o.env !== undefined ? { environment: { ...o.env } } : {}),
               timeout_seconds: o.timeoutSeconds ?? 300,
               max_output_bytes: MAX_OUTPUT_BYTES,
-              stdin: false
+              stdin: o.stdin !== undefined
             }
           }))
+        const feeding = o.stdin === undefined ? Promise.resolve() : feed(started.id, o.stdin)
         const out = { stdout: [] as Array<Uint8Array>, stderr: [] as Array<Uint8Array> }
         const decoders = { stdout: new TextDecoder(), stderr: new TextDecoder() }
         await followEvents(fetchImpl, `${options.baseUrl}/v1/sandboxes/${id}/processes/${started.id}/events?follow=true`, authHeaders, (type, data) => {
@@ -180,6 +204,7 @@ export const createClient = (options: ClientOptions) => {
           out[type].push(bytes)
           o.onOutput?.(type, decoders[type].decode(bytes, { stream: true }), bytes)
         })
+        await feeding
         let process = await call((c) => c.processes.get({ path: { sandbox_id: id, process_id: started.id } }))
         while (!TERMINAL_PROCESS.has(process.state)) {
           await sleep(POLL_MS)

@@ -22,8 +22,8 @@ const tty = (args: ReadonlyArray<string>) => {
   return { code: r.exitCode, output: r.stdout.toString().replaceAll("\r\n", "\n") }
 }
 /** Runs the binary without a terminal (for --json, read from a pipe). */
-const piped = (args: ReadonlyArray<string>) => {
-  const r = Bun.spawnSync([binary, ...args], { env: { ...process.env, SGW_CONFIG_DIR: configDir } })
+const piped = (args: ReadonlyArray<string>, stdin?: string) => {
+  const r = Bun.spawnSync([binary, ...args], { env: { ...process.env, SGW_CONFIG_DIR: configDir }, stdin: stdin === undefined ? "ignore" : Buffer.from(stdin) })
   return { code: r.exitCode, stdout: r.stdout.toString(), stderr: r.stderr.toString() }
 }
 
@@ -79,7 +79,7 @@ describe("the user CLI", () => {
     expect(piped(["sandbox", "cp", `${sandbox.id}:/workspace/blob.bin`, back]).code).toBe(0)
     expect(fs.readFileSync(back).equals(data)).toBe(true)
 
-    const server8000 = Bun.spawn([binary, "sandbox", "exec", sandbox.id, "--", "python3", "-m", "http.server", "8000"], { env: { ...process.env, SGW_CONFIG_DIR: configDir } })
+    const server8000 = Bun.spawn([binary, "sandbox", "exec", sandbox.id, "--", "python3", "-m", "http.server", "8000"], { env: { ...process.env, SGW_CONFIG_DIR: configDir }, stdin: "ignore" })
     const exposed = piped(["sandbox", "expose", sandbox.id, "8000", "--json"])
     expect(exposed.code, exposed.stderr).toBe(0)
     expect(JSON.parse(exposed.stdout)).toMatchObject({ state: "active", port: 8000 })
@@ -91,6 +91,21 @@ describe("the user CLI", () => {
     expect(tty(["sandbox", "rm", sandbox.id]).output).toContain("destroyed")
     expect(JSON.parse(piped(["sandbox", "get", sandbox.id, "--json"]).stdout).state).toBe("stopped")
   }, 120_000)
+
+  it("exec forwards piped stdin to a provider that takes input; a terminal's or /dev/null's is not forwarded", async () => {
+    const created = JSON.parse(piped(["sandbox", "create", "--provider", "e2b", "--json"]).stdout)
+    const sum = piped(["sandbox", "exec", created.id, "--", "python3", "-c", "import sys; print(sum(int(l) for l in sys.stdin))"], "1\n2\n39\n")
+    expect(sum.stderr).toBe("")
+    expect(sum.stdout).toBe("42\n")
+    expect(sum.code).toBe(0)
+    // No input to forward: the command reads end-of-file.
+    expect(piped(["sandbox", "exec", created.id, "--", "cat"]).code).toBe(0)
+    // Daytona takes no input: piping to it is refused, saying so.
+    const daytona = JSON.parse(piped(["sandbox", "create", "--provider", "daytona", "--json"]).stdout)
+    const refused = piped(["sandbox", "exec", daytona.id, "--", "cat"], "x")
+    expect(refused.code).toBe(1)
+    expect(refused.stderr).toContain("cannot take standard input")
+  }, 60_000)
 
   it("says what is wrong and exits non-zero", () => {
     const missing = piped(["sandbox", "get", "sbx_00000000000000000000000000"])

@@ -70,6 +70,19 @@ describe("the client", () => {
     expect((await sandbox.refresh()).state).toBe("stopped")
   }, 120_000)
 
+  it("exec feeds stdin (a string, bytes or a stream) to a provider that takes input, then closes it", async () => {
+    const sandbox = await gw.sandboxes.create({ ...request(), provider: "e2b" })
+    expect((await sandbox.exec(["wc", "-c"], { stdin: "hello" })).stdout.trim()).toBe("5")
+    async function* chunks() {
+      for (let i = 0; i < 3; i++) yield new TextEncoder().encode(`part ${i}\n`)
+    }
+    expect((await sandbox.exec(["cat"], { stdin: chunks() })).stdout).toBe("part 0\npart 1\npart 2\n")
+    // More than one call's worth (1 MiB) arrives whole and in order.
+    const big = new Uint8Array(2.5 * 1024 * 1024).map((_, i) => 97 + (i % 26))
+    expect((await sandbox.exec(["sha256sum"], { stdin: big })).stdout.split(" ")[0]).toBe(new Bun.CryptoHasher("sha256").update(big).digest("hex"))
+    await sandbox.destroy()
+  }, 60_000)
+
   it("throws typed errors carrying the envelope's code; a bad request is refused before it is sent", async () => {
     const missing = await gw.sandboxes.get("sbx_00000000000000000000000000").catch((e) => e)
     expect(missing).toBeInstanceOf(GatewayError)
