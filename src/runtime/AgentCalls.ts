@@ -68,6 +68,7 @@ export const makeAgentCalls = (options: AgentCallsOptions): Calls => {
           timeoutMs: spec.timeoutMs,
           maxOutputBytes: spec.maxOutputBytes,
           tag: spec.tag,
+          stdin: spec.stdin,
           cgroup: state.mechanism === "cgroup",
           // Where there is no cgroup, each command gets rlimits instead.
           rlimits: state.mechanism === "rlimit" ? { nproc: PIDS_LIMIT, asKb: state.spec.memoryMb * 1024 } : undefined

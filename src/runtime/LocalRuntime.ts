@@ -67,6 +67,8 @@ export interface ExecSpec {
   readonly maxOutputBytes: number
   /** Optional caller tag, e.g. the provider's session/command id; `exec` is idempotent on (sandbox, tag). */
   readonly tag?: string | undefined
+  /** false: the command reads end-of-file at once; otherwise its stdin is a pipe written with `sendInput`. */
+  readonly stdin?: boolean | undefined
 }
 
 /** Ordered events of one execution; `seq` is contiguous from 0 and `exit` is always last. */

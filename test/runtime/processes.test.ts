@@ -89,6 +89,11 @@ describe("exec", () => {
     expect((await collect(rt, "p", exec.execId)).stdout).toBe("piped input\ndone\n")
   })
 
+  it("stdin: false is end-of-file at once (no pipe left open)", async () => {
+    const exec = await run(rt.exec("p", { command: ["sh", "-c", "cat; echo done"], maxOutputBytes: 100, stdin: false }))
+    expect((await collect(rt, "p", exec.execId)).stdout).toBe("done\n")
+  })
+
   it("cuts 1 GiB of output at maxOutputBytes while the agent's memory stays flat", async () => {
     const agent = agentHostPid(dataDir, "p")
     const before = rssKb(agent)

@@ -72,9 +72,8 @@ export const makeToolbox = (books: Books, runtime: LocalRuntimeShape) => {
     const session = sessionOf(sandbox, sessionId)
     const body = (await request.json()) as { command: string; runAsync?: boolean }
     const cmdId = crypto.randomUUID()
-    const started = await run(runtime.exec(sandbox.id, { command: ["sh", "-c", body.command], maxOutputBytes: MAX_OUTPUT_BYTES, tag: cmdId }))
     // Daytona's session commands take no input: they read end-of-file (as E2B's do without `stdin: true`).
-    void run(runtime.sendInput(sandbox.id, started.execId, new Uint8Array(), true)).catch(() => undefined)
+    const started = await run(runtime.exec(sandbox.id, { command: ["sh", "-c", body.command], maxOutputBytes: MAX_OUTPUT_BYTES, tag: cmdId, stdin: false }))
     session.commands[cmdId] = { execId: started.execId, command: body.command }
     sessions.set(sessionId, session)
     return json({ cmdId })

@@ -161,12 +161,12 @@ export const makeEnvd = (books: Books) => {
           env: config.envs,
           timeoutMs,
           maxOutputBytes: MAX_OUTPUT_BYTES,
-          tag: tag ?? undefined
+          tag: tag ?? undefined,
+          // Without `stdin: true` the process reads end-of-file at once.
+          stdin: body["stdin"] === true
         }))
         sandbox.processes[String(exec.pid)] = { execId: exec.execId, tag, config }
         save()
-        // Without `stdin: true` the process reads end-of-file at once.
-        if (body["stdin"] !== true) void run(runtime.sendInput(sandbox.sandboxID, exec.execId, new Uint8Array(), true)).catch(() => undefined)
         return processStream(sandbox, sandbox.processes[String(exec.pid)]!, exec.pid, { keepaliveMs, deadlineOnTimeout: timeoutMs !== undefined, replay: false })
       }
       const [pid, record] = selectProcess(sandbox, body["process"])

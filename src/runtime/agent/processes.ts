@@ -44,6 +44,8 @@ interface ExecRequest {
   cgroup?: boolean
   /** Where cgroups are not available: per-command rlimits (processes, address space in KiB). */
   rlimits?: { nproc: number; asKb: number }
+  /** false: stdin is /dev/null (end-of-file at once); otherwise a pipe written through `/exec/<id>/stdin`. */
+  stdin?: boolean
 }
 
 const isInt = (v: unknown, min: number) => typeof v === "number" && Number.isInteger(v) && v >= min
@@ -62,6 +64,7 @@ const parseExecRequest = (body: unknown): ExecRequest => {
   if (b.timeoutMs !== undefined && !isInt(b.timeoutMs, 1)) throw invalid("timeoutMs must be a positive integer")
   if (!isInt(b.maxOutputBytes, 0)) throw invalid("maxOutputBytes must be a non-negative integer")
   if (b.tag !== undefined && (typeof b.tag !== "string" || b.tag.length === 0 || b.tag.length > 200)) throw invalid("tag must be 1-200 characters")
+  if (b.stdin !== undefined && typeof b.stdin !== "boolean") throw invalid("stdin must be a boolean")
   return b as ExecRequest
 }
 
@@ -106,13 +109,13 @@ const startExec = (spec: ExecRequest): Exec => {
     fd,
     outputBytes: 0
   })
-  let proc: ReturnType<typeof Bun.spawn<"pipe", "pipe", "pipe">>
+  let proc: Bun.Subprocess<"pipe" | "ignore", "pipe", "pipe">
   try {
     proc = Bun.spawn({
       cmd: ["/bin/sh", "-c", `${prelude.join("; ")}${prelude.length > 0 ? "; " : ""}exec "$@"`, "sh", ...spec.command],
       cwd,
       env,
-      stdin: "pipe",
+      stdin: spec.stdin === false ? "ignore" : "pipe",
       stdout: "pipe",
       stderr: "pipe",
       detached: true // its own session and process group: a kill reaches every descendant
