@@ -2,15 +2,17 @@
  * The live event feed: notices events once they are committed — by this process, the CLI or another process on
  * the same database — by reading the event log's newest sequence number on the dialect's read connection
  * (src/db/EventTail.ts, microseconds a read): at once after each transaction of this process (Db.onCommit), and
- * every 20 ms in any case (commits of other processes). On news it wakes the runner (the events' webhook
- * deliveries were committed with them) and signals the event streams watching the projects concerned; each
- * stream then reads what it has not sent from the log itself, so a missed or coalesced signal never loses an event.
+ * every 20 ms in any case (commits of other processes). It wakes the runner when this process enqueued webhook
+ * deliveries (committed with their events) or another process committed events, and signals the event streams
+ * watching the projects concerned; each stream then reads what it has not sent from the log itself, so a missed
+ * or coalesced signal never loses an event.
  */
 import { Context, Effect, Layer, Queue, Runtime, type Scope } from "effect"
 import { AppConfig } from "../Config.ts"
 import { Db } from "../db/Db.ts"
 import { openEventTail } from "../db/EventTail.ts"
 import { OperationRunner } from "./OperationRunner.ts"
+import { takeDeliveriesHint } from "./webhooks/FanOut.ts"
 
 /** How often the log is read without a hint: the most a commit of another process waits to be noticed. */
 export const FEED_POLL_MS = 20
@@ -44,9 +46,9 @@ export const EventFeedLive = Layer.scoped(
     let seen = tail.lastSeq()
     let open = true
 
-    const notify = (from: number, upTo: number) =>
+    const notify = (from: number, upTo: number, wakeRunner: boolean) =>
       Effect.gen(function*() {
-        yield* runner.wake
+        if (wakeRunner) yield* runner.wake
         if (watchers.size === 0) return
         const projects = tail.projectsBetween(from, upTo)
         for (const watcher of watchers) {
@@ -58,7 +60,7 @@ export const EventFeedLive = Layer.scoped(
      * Plain JavaScript, not a fiber: it runs 50 times a second on an idle server, and a read of the newest sequence
      * number costs microseconds where a fiber's turn would cost far more.
      */
-    const check = () => {
+    const check = (ownCommit: boolean) => {
       if (!open) return
       let last: number
       try {
@@ -66,14 +68,20 @@ export const EventFeedLive = Layer.scoped(
       } catch {
         return
       }
-      if (last <= seen) return
+      // The runner is woken for deliveries this process enqueued, and for any news from another process (whose
+      // events may have deliveries this runner should send).
+      const wakeRunner = takeDeliveriesHint() || (!ownCommit && last > seen)
+      if (last <= seen) {
+        if (wakeRunner) runFork(runner.wake)
+        return
+      }
       const from = seen
       seen = last
-      runFork(notify(from, last))
+      if (wakeRunner || watchers.size > 0) runFork(notify(from, last, wakeRunner))
     }
 
-    const timer = setInterval(check, FEED_POLL_MS)
-    const forget = yield* db.onCommit(check)
+    const timer = setInterval(() => check(false), FEED_POLL_MS)
+    const forget = yield* db.onCommit(() => check(true))
     yield* Effect.addFinalizer(() =>
       Effect.gen(function*() {
         open = false

@@ -29,9 +29,24 @@ export const envelopeOf = (event: EventRow) =>
     data: event.data
   })
 
+/**
+ * Set when this process enqueued a delivery; the event feed wakes the job runner after the commit only then (most
+ * events have no webhook: waking the runner for each would make it claim, and write, for nothing).
+ */
+let deliveriesEnqueued = false
+/** Whether a delivery was enqueued since the last call (and forgets it). */
+export const takeDeliveriesHint = () => {
+  const was = deliveriesEnqueued
+  deliveriesEnqueued = false
+  return was
+}
+
 /** Writes a delivery's job (call inside the transaction that writes the delivery). */
 export const enqueueDelivery = (deliveryId: string, endpointId: string, dedupeKey: string) =>
-  enqueueJob(WebhookDeliverJob, { dedupeKey, lockKey: endpointLock(endpointId), payload: { delivery_id: deliveryId } })
+  Effect.zipRight(
+    enqueueJob(WebhookDeliverJob, { dedupeKey, lockKey: endpointLock(endpointId), payload: { delivery_id: deliveryId } }),
+    Effect.sync(() => void (deliveriesEnqueued = true))
+  )
 
 /** Call inside the event's transaction (services/Events.ts does). */
 export const fanOut = (event: EventRow) =>
