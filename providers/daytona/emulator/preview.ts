@@ -1,75 +1,28 @@
 /**
- * The Daytona emulator's signed previews and their proxy (`/preview/{token}/…`): a live preview forwards to its
- * sandbox's port through a bridge (`core/emulator/bridges.ts`: a unix socket in a root-only directory, never a
- * TCP port), one per preview. A preview ends at its expiry, when it is expired through the API, or when its
- * sandbox stops or goes: its bridge closes then, cutting the connections through it.
+ * The Daytona emulator's signed previews and their proxy (`/preview/{token}/…`), on the kit's preview leases
+ * (`core/emulator/previews.ts`: a bridge per preview, a unix socket in a root-only directory, never a TCP port). A
+ * preview ends at its expiry, when it is expired through the API, or when its sandbox stops or goes: its bridge
+ * closes then, cutting the connections through it.
  */
 import type { LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
-import { makePortBridges } from "../../core/emulator/bridges.ts"
+import { makePreviewLeases } from "../../core/emulator/previews.ts"
 import { runOrThrow as run } from "../../core/emulator/server.ts"
 import type { Books } from "./books.ts"
 import { error } from "./wire.ts"
 
-/** setTimeout's longest delay. */
-const MAX_TIMER_MS = 2 ** 31 - 1
-
 export const makePreviews = (books: Books, runtime: LocalRuntimeShape) => {
-  const { state, save } = books
-  const bridges = makePortBridges(books.dir)
-  const timers = new Map<string, ReturnType<typeof setTimeout>>()
-
-  /** The preview is over: its record, its timer and its bridge go. */
-  const drop = (token: string) => {
-    clearTimeout(timers.get(token))
-    timers.delete(token)
-    bridges.close(token)
-    if (state.previews[token] !== undefined) {
-      delete state.previews[token]
-      save()
-    }
-  }
-  /** A preview ends at its expiry, whether or not anything uses it. */
-  const arm = (token: string) => {
-    const preview = state.previews[token]
-    if (preview === undefined) return
-    clearTimeout(timers.get(token))
-    timers.set(token, setTimeout(() => drop(token), Math.min(Math.max(0, preview.expiresAt - Date.now()), MAX_TIMER_MS)))
-  }
-  for (const token of Object.keys(state.previews)) arm(token)
+  const { state } = books
+  const leases = makePreviewLeases({ dir: books.dir, previews: () => state.previews, save: books.save })
 
   const proxy = async (request: Request, token: string, rest: string, url: URL): Promise<Response> => {
     const entry = state.previews[token]
     if (entry === undefined || entry.expiresAt <= Date.now()) return error(404, "Preview not found or expired")
     if (state.sandboxes[entry.sandboxId]?.state !== "started") return error(502, "The sandbox is not running")
-    const bridge = bridges.open(token, entry.sandboxId, () => run(runtime.connectPort(entry.sandboxId, entry.port)))
-    try {
-      await bridge.ready
-      const upstream = await fetch(`http://sandbox/${rest}${url.search}`, {
-        unix: bridge.socketPath,
-        method: request.method,
-        headers: request.headers,
-        redirect: "manual",
-        // The caller going away ends the exchange with the sandbox too.
-        signal: request.signal,
-        ...(request.method === "GET" || request.method === "HEAD" ? {} : { body: request.body, duplex: "half" })
-      } as RequestInit)
-      return new Response(upstream.body, { status: upstream.status, headers: upstream.headers })
-    } catch {
-      return error(502, "Nothing answers on that port")
-    }
+    const answer = await leases.forward(request, token, entry.sandboxId, `${rest}${url.search}`, () => run(runtime.connectPort(entry.sandboxId, entry.port)))
+    return answer ?? error(502, "Nothing answers on that port")
   }
 
-  return {
-    proxy,
-    arm,
-    drop,
-    /** The sandbox stopped or went: nothing reaches it any more (its previews' records stay until they end). */
-    closeSandbox: bridges.closeSandbox,
-    stop: () => {
-      for (const timer of timers.values()) clearTimeout(timer)
-      bridges.closeAll()
-    }
-  }
+  return { proxy, arm: leases.arm, drop: leases.drop, closeSandbox: leases.closeSandbox, stop: leases.stop }
 }
 
 export type Previews = ReturnType<typeof makePreviews>
