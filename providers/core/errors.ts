@@ -9,7 +9,7 @@
  *   failed → unavailable. A reset, a closed socket or a timeout after the request went out → the outcome is
  *   unknown for a mutating call (unknown_outcome), and merely unavailable for a read.
  */
-import { ProviderError, type ProviderErrorKind, type ProviderName } from "./Provider.ts"
+import { type ProviderCapabilities, ProviderError, type ProviderErrorKind, type ProviderName, unsupported } from "./Provider.ts"
 
 export const kindOfStatus = (status: number, options: { readonly ambiguous?: boolean } = {}): ProviderErrorKind => {
   if (status === 401 || status === 403) return "auth"
@@ -97,4 +97,22 @@ export const attemptCode = (kind: ProviderErrorKind): string => {
     case "not_found":
       return "provider_error"
   }
+}
+
+/**
+ * An endpoint request the provider cannot take, checked before any call: no endpoints at all (`unsupported`), a
+ * port outside 1–65535 or a lease outside 1 s to the provider's longest (`invalid_request`). Undefined: fine.
+ */
+export const endpointRequestProblem = (
+  provider: ProviderName,
+  endpoints: ProviderCapabilities["httpEndpoints"],
+  input: { readonly port: number; readonly leaseSeconds: number }
+): ProviderError | undefined => {
+  if (endpoints === null || !endpoints.expose) return unsupported(provider, "HTTP endpoints")
+  const fail = providerFailure(provider)
+  if (!Number.isInteger(input.port) || input.port < 1 || input.port > 65_535) return fail("invalid_request", `port ${input.port} is out of range`)
+  if (!Number.isInteger(input.leaseSeconds) || input.leaseSeconds < 1 || input.leaseSeconds > endpoints.maxLeaseSeconds) {
+    return fail("invalid_request", `leases last 1 to ${endpoints.maxLeaseSeconds} seconds`)
+  }
+  return undefined
 }

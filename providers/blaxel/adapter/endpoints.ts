@@ -6,6 +6,7 @@
 import { HttpClientRequest } from "@effect/platform"
 import { Effect } from "effect"
 import * as crypto from "node:crypto"
+import { endpointRequestProblem } from "../../core/errors.ts"
 import { type SandboxProvider, unsupported } from "../../core/Provider.ts"
 import { type BlaxelContext, NAME, WirePreview } from "./wire.ts"
 
@@ -15,12 +16,8 @@ export const makeEndpoints = (ctx: BlaxelContext) => {
 
   const exposeHttpEndpoint: SandboxProvider["exposeHttpEndpoint"] = (sandbox, input) =>
     Effect.gen(function*() {
-      const endpoints = ctx.capabilities.httpEndpoints
-      if (endpoints === null || !endpoints.expose) return yield* unsupported(NAME, "HTTP endpoints")
-      if (!Number.isInteger(input.port) || input.port < 1 || input.port > 65_535) return yield* fail("invalid_request", `port ${input.port} is out of range`)
-      if (!Number.isInteger(input.leaseSeconds) || input.leaseSeconds < 1 || input.leaseSeconds > endpoints.maxLeaseSeconds) {
-        return yield* fail("invalid_request", `leases last 1 to ${endpoints.maxLeaseSeconds} seconds`)
-      }
+      const problem = endpointRequestProblem(NAME, ctx.capabilities.httpEndpoints, input)
+      if (problem !== undefined) return yield* problem
       const name = `metal-${input.port}-${crypto.randomBytes(5).toString("hex")}`
       const body = { metadata: { name }, spec: { port: input.port, public: true, ttl: `${input.leaseSeconds}s` } }
       const preview = yield* send(api("POST", previews(sandbox.resourceId)).pipe(HttpClientRequest.bodyUnsafeJson(body)), "create preview").pipe(

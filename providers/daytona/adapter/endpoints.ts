@@ -5,6 +5,7 @@
  */
 import { HttpClientRequest } from "@effect/platform"
 import { Effect } from "effect"
+import { endpointRequestProblem } from "../../core/errors.ts"
 import { type SandboxProvider, unsupported } from "../../core/Provider.ts"
 import { type DaytonaContext, NAME, WirePreview } from "./wire.ts"
 
@@ -13,12 +14,8 @@ export const makeEndpoints = (ctx: DaytonaContext) => {
 
   const exposeHttpEndpoint: SandboxProvider["exposeHttpEndpoint"] = (sandbox, input) =>
     Effect.gen(function*() {
-      const endpoints = ctx.capabilities.httpEndpoints
-      if (endpoints === null || !endpoints.expose) return yield* unsupported(NAME, "HTTP endpoints")
-      if (!Number.isInteger(input.port) || input.port < 1 || input.port > 65_535) return yield* fail("invalid_request", `port ${input.port} is out of range`)
-      if (!Number.isInteger(input.leaseSeconds) || input.leaseSeconds < 1 || input.leaseSeconds > endpoints.maxLeaseSeconds) {
-        return yield* fail("invalid_request", `leases last 1 to ${endpoints.maxLeaseSeconds} seconds`)
-      }
+      const problem = endpointRequestProblem(NAME, ctx.capabilities.httpEndpoints, input)
+      if (problem !== undefined) return yield* problem
       const preview = yield* send(
         api("GET", `/sandbox/${encodeURIComponent(sandbox.resourceId)}/ports/${input.port}/signed-preview-url`).pipe(
           HttpClientRequest.setUrlParam("expiresInSeconds", String(input.leaseSeconds))
