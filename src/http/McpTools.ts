@@ -33,6 +33,8 @@ export interface Tool {
 /** Output returned to the agent is capped (per stream): the full output stays readable through the API. */
 const MAX_TEXT_BYTES = 256 * 1024
 const POLL_MS = 50
+/** The API takes at most 1 MiB of input a call. */
+const STDIN_PIECE = 1024 * 1024
 
 /** A tool failed: the API's error envelope (or a message of ours in the same shape). */
 class ToolFailure extends Error {
@@ -146,13 +148,38 @@ export const TOOLS: ReadonlyArray<Tool> = [
   {
     name: "run_command",
     title: "Run a command",
-    description: "Runs a command in a sandbox (argv, not a shell line: use [\"sh\", \"-c\", \"…\"] for one) and waits for it (at most wait_seconds, default 60). Returns its state, exit code, stdout and stderr (each capped at 256 KiB here).",
-    inputSchema: inputSchema(StartProcess, { sandbox_id: SANDBOX_ID, wait_seconds: { type: "integer", minimum: 1, maximum: 300, description: "How long to wait for the end (default 60)" } }, ["sandbox_id"]),
+    description: "Runs a command in a sandbox (argv, not a shell line: use [\"sh\", \"-c\", \"…\"] for one) and waits for it (at most wait_seconds, default 60). `input` is written to its standard input, which is then closed (providers that take input only). Returns its state, exit code, stdout and stderr (each capped at 256 KiB here).",
+    inputSchema: (() => {
+      const schema = inputSchema(StartProcess, {
+        sandbox_id: SANDBOX_ID,
+        wait_seconds: { type: "integer", minimum: 1, maximum: 300, description: "How long to wait for the end (default 60)" },
+        input: { type: "string", description: "Text for the command's standard input (then closed)" }
+      }, ["sandbox_id"])
+      // Input is given whole here (`input`), not kept open.
+      const { stdin: _, ...properties } = schema.properties as Record<string, unknown>
+      return { ...schema, properties }
+    })(),
     run: async (args, api) => {
       const { id, rest } = split(args)
-      const { wait_seconds, ...request } = rest
+      const { wait_seconds, input, stdin: _, ...request } = rest
       const wait = seconds(wait_seconds, 60, 300)
-      const process = ok(await api("POST", `/v1/sandboxes/${id}/processes?wait_seconds=${wait}`, request), 201, 202)
+      if (input !== undefined && typeof input !== "string") throw new ToolFailure("validation_error", "input must be a string")
+      let process
+      if (input === undefined) {
+        process = ok(await api("POST", `/v1/sandboxes/${id}/processes?wait_seconds=${wait}`, request), 201, 202)
+      } else {
+        const started = ok(await api("POST", `/v1/sandboxes/${id}/processes`, { ...request, stdin: true }), 202)
+        const bytes = Buffer.from(input, "utf8")
+        for (let at = 0; at === 0 || at < bytes.length; at += STDIN_PIECE) {
+          const last = at + STDIN_PIECE >= bytes.length
+          const written = await api("POST", `/v1/sandboxes/${id}/processes/${started.id}/stdin`, { data_base64: bytes.subarray(at, at + STDIN_PIECE).toString("base64"), eof: last })
+          // A process that stopped reading (it ended) takes no more: as with a pipe in a shell.
+          if (written.status === 409 && written.body?.code === "invalid_process_state") break
+          ok(written, 202)
+          if (last) break
+        }
+        process = await waitFor(async () => ok(await api("GET", `/v1/sandboxes/${id}/processes/${started.id}`), 200), (p) => !["queued", "running", "cancelling"].includes(p.state), wait)
+      }
       const output = await processOutput(api, id, process.id)
       return text({ process_id: process.id, state: process.state, exit_code: process.exit_code, ...output, finished: process.state !== "running" && process.state !== "queued" })
     }

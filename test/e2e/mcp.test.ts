@@ -85,6 +85,15 @@ describe("MCP over Streamable HTTP", () => {
     expect((await call("destroy_sandbox", { sandbox_id: id })).operation.state).toBe("succeeded")
   }, 120_000)
 
+  it("run_command writes `input` to the command's stdin (providers that take input), then closes it", async () => {
+    const sandbox = await call("create_sandbox", { source: { kind: "environment", environment: "metal/base" }, resources: { vcpu: 1, memory_mb: 512 }, lifecycle: { runtime_timeout_seconds: 600 }, provider: "e2b" })
+    const summed = await call("run_command", { sandbox_id: sandbox.id, command: ["python3", "-c", "import sys; print(sum(int(l) for l in sys.stdin))"], input: "1\n2\n39\n" })
+    expect(summed).toMatchObject({ state: "succeeded", exit_code: 0, stdout: "42\n" })
+    const { tools } = await client.listTools()
+    expect(Object.keys(tools.find((t) => t.name === "run_command")!.inputSchema.properties as object)).not.toContain("stdin")
+    await call("destroy_sandbox", { sandbox_id: sandbox.id })
+  }, 60_000)
+
   it("tool errors carry the envelope's code and message", async () => {
     const missing = await client.callTool({ name: "run_command", arguments: { sandbox_id: "sbx_00000000000000000000000000", command: ["true"] } })
     expect(missing.isError).toBe(true)
