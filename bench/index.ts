@@ -153,6 +153,20 @@ try {
     Buffer.from(done.result.data_base64, "base64")
   }, 10, 1)
   report("10 MiB file read (API)", apiRead, { name: "direct file read", s: directRead })
+  // The same bytes through the raw route: streamed in the request, no base64, no operation to poll.
+  const rawHeaders = { authorization: `Bearer ${auth.token}`, "x-metal-project-id": auth.project }
+  const rawUrl = `${server.url}/v1/sandboxes/${sandbox.id}/files/content?path=${encodeURIComponent("/workspace/big.bin")}`
+  const rawRead = await time(async () => {
+    const res = await fetch(rawUrl, { headers: rawHeaders })
+    if ((await res.arrayBuffer()).byteLength !== tenMiB.length) throw new Error("the raw read was short")
+  }, 10, 1)
+  report("10 MiB raw read (GET content)", rawRead, { name: "direct file read", s: directRead }, "ratio ≤ 3×")
+  const directWrite = await time(async () => fs.writeFileSync(`${localFile}.w`, tenMiB), 10, 1)
+  const rawWrite = await time(async () => {
+    const res = await fetch(rawUrl, { method: "PUT", headers: { ...rawHeaders, "content-type": "application/octet-stream" }, body: tenMiB })
+    if (res.status !== 200) throw new Error(`the raw write answered ${res.status}`)
+  }, 10, 1)
+  report("10 MiB raw write (PUT content)", rawWrite, { name: "direct file write", s: directWrite }, "ratio ≤ 3×")
 
   // 4. GET /v1/sandboxes/{id} vs a bare Bun.serve that reads the same row from the same SQLite file. The bare
   // server runs in its own process, like the gateway, and both are read by the same client call (the same

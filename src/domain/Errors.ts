@@ -61,6 +61,9 @@ export class Conflict extends Schema.TaggedError<Conflict>()("Conflict", fields)
 export class PayloadTooLarge extends Schema.TaggedError<PayloadTooLarge>()("PayloadTooLarge", fields) {
   static readonly status = 413
 }
+export class RangeNotSatisfiable extends Schema.TaggedError<RangeNotSatisfiable>()("RangeNotSatisfiable", fields) {
+  static readonly status = 416
+}
 export class UnsupportedMediaType extends Schema.TaggedError<UnsupportedMediaType>()("UnsupportedMediaType", fields) {
   static readonly status = 415
 }
@@ -87,6 +90,7 @@ export type ApiError =
   | Conflict
   | PayloadTooLarge
   | UnsupportedMediaType
+  | RangeNotSatisfiable
   | Unprocessable
   | TooManyRequests
   | InternalError
@@ -130,6 +134,7 @@ export const NotFoundWire = wire(NotFound, "No such resource visible to this cre
 export const MethodNotAllowedWire = wire(MethodNotAllowed, "The route exists but not with this method (`method_not_allowed`)")
 export const ConflictWire = wire(Conflict, "The request conflicts with the current state (see `code`)")
 export const PayloadTooLargeWire = wire(PayloadTooLarge, "The request body is larger than the server accepts (`payload_too_large`)")
+export const RangeNotSatisfiableWire = wire(RangeNotSatisfiable, "The Range is malformed or outside the file (`range_not_satisfiable`; `Content-Range: bytes */<size>`)")
 export const UnsupportedMediaTypeWire = wire(UnsupportedMediaType, "The request body is not `application/json` (`unsupported_media_type`)")
 export const UnprocessableWire = wire(Unprocessable, "The request failed validation (`validation_error`, with `details.issues`)")
 export const InternalErrorWire = wire(InternalError, "An unexpected server error (`internal_error`); retryable")

@@ -185,6 +185,21 @@ export const StdinWritten = Schema.Struct({
   eof: Schema.Boolean
 }).annotations({ identifier: "StdinWritten" })
 
+/** `?path=` of the raw file routes. */
+export const RawFileParams = Schema.Struct({ path: PortablePath })
+/** A raw read's conditional headers (a malformed Range is a 416, not a validation error; only length is checked here). */
+export const RawReadHeaders = Schema.Struct({
+  range: Schema.optional(Schema.String.pipe(Schema.maxLength(200))),
+  "if-none-match": Schema.optional(Schema.String.pipe(Schema.maxLength(1000)))
+})
+/** `?path=&mode=&create_parents=` of a raw write. */
+export const RawWriteParams = Schema.Struct({
+  path: PortablePath,
+  mode: withDefault(WriteMode, "overwrite"),
+  create_parents: withDefault(Schema.BooleanFromString, false)
+})
+export const RawWritten = Schema.Struct({ path: Schema.String, size_bytes: Schema.NonNegativeInt }).annotations({ identifier: "RawWritten" })
+
 export const ListFiles = Schema.Struct({
   path: PortablePath,
   recursive: withDefault(Schema.Boolean, false),

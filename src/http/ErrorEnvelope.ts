@@ -40,6 +40,8 @@ export const issuesOfParseError = (error: ParseResult.ParseError): Array<Issue> 
  * was checked in front of the server: BodyLimits.guardBodySize.) The text read here is cached on the request, so
  * the route's decoding parses the same text without reading the body again.
  */
+const RAW_FILE_PATH = /^\/v1\/sandboxes\/[^/]+\/files\/content$/
+
 const checkBody = Effect.gen(function*() {
   const request = yield* HttpServerRequest.HttpServerRequest
   if (!BODY_METHODS.has(request.method)) return
@@ -47,6 +49,11 @@ const checkBody = Effect.gen(function*() {
   const chunked = (request.headers["transfer-encoding"] ?? "").includes("chunked")
   if (length === 0 && !chunked) return
   const contentType = (request.headers["content-type"] ?? "").toLowerCase()
+  // The raw file route takes bytes as they are (src/http/groups/FilesystemApi.ts, writeContent).
+  if (RAW_FILE_PATH.test(new URL(request.url, "http://gateway").pathname)) {
+    if (contentType.startsWith("application/octet-stream")) return
+    return yield* new UnsupportedMediaType({ code: "unsupported_media_type", message: "A raw file body is sent as application/octet-stream" })
+  }
   if (!contentType.startsWith("application/json")) {
     return yield* new UnsupportedMediaType({
       code: "unsupported_media_type",

@@ -33,7 +33,7 @@ const doc = OpenApi.fromApi(ContractCheck) as any
 
 type Auth = "projectKey" | "userToken"
 interface Route {
-  readonly method: "get" | "post" | "delete"
+  readonly method: "get" | "post" | "put" | "delete"
   readonly path: string
   readonly id: string
   readonly success: number
@@ -45,6 +45,8 @@ interface Route {
   readonly body?: string
   readonly headers?: ReadonlyArray<string>
   readonly sse?: true
+  /** Raw bytes (application/octet-stream) rather than JSON: the success body (GET) or the request body (PUT). */
+  readonly bytes?: true
 }
 
 const K = "projectKey" as const
@@ -76,6 +78,8 @@ const ROUTES: ReadonlyArray<Route> = [
   { method: "get", path: `${sbx}/processes/{process_id}`, id: "processes.get", success: 200, auth: K, errors: [404] },
   { method: "get", path: `${sbx}/processes/{process_id}/events`, id: "processes.events", success: 200, auth: K, errors: [404], headers: ["last-event-id"], sse: true },
   { method: "post", path: `${sbx}/processes/{process_id}/actions/cancel`, id: "processes.cancel", success: 202, auth: K, errors: [404, 409], headers: ["idempotency-key"] },
+  { method: "get", path: `${sbx}/files/content`, id: "filesystem.readContent", success: 200, auth: K, errors: [404, 409, 416, 503], headers: ["range", "if-none-match"], bytes: true },
+  { method: "put", path: `${sbx}/files/content`, id: "filesystem.writeContent", success: 200, alsoSuccess: 201, auth: K, errors: [404, 409, 413, 503], bytes: true },
   { method: "post", path: `${sbx}/processes/{process_id}/stdin`, id: "processes.stdin", success: 202, auth: K, errors: [404, 409, 503], body: "WriteStdin" },
   { method: "post", path: `${sbx}/filesystem/read`, id: "filesystem.read", success: 202, auth: K, errors: [404, 409], body: "ReadFile" },
   { method: "post", path: `${sbx}/filesystem/write`, id: "filesystem.write", success: 202, auth: K, errors: [404, 409], body: "WriteFile", headers: ["idempotency-key"] },
@@ -115,9 +119,10 @@ describe("sandbox-plane contract", () => {
       // A project key with a foreign X-Metal-Project-ID is 403; a malformed header 422 (reference §2 "K").
       if (r.auth === "projectKey") expect(statuses).toEqual(expect.arrayContaining([400, 403, 422]))
       const success = op.responses[String(r.success)].content
-      expect(Object.keys(success)).toEqual([r.sse ? "text/event-stream" : "application/json"])
+      expect(Object.keys(success)).toEqual([r.sse ? "text/event-stream" : r.bytes && r.method === "get" ? "application/octet-stream" : "application/json"])
       const body = op.requestBody?.content?.["application/json"]?.schema
-      if (r.body === undefined) expect(op.requestBody).toBeUndefined()
+      if (r.bytes && r.method === "put") expect(Object.keys(op.requestBody.content)).toEqual(["application/octet-stream"])
+      else if (r.body === undefined) expect(op.requestBody).toBeUndefined()
       else expect(body).toEqual({ $ref: `#/components/schemas/${r.body}` })
       const headers = (op.parameters ?? []).filter((p: any) => p.in === "header")
       expect(headers.map((p: any) => p.name).sort()).toEqual([...(r.headers ?? [])].sort())

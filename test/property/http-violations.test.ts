@@ -6,6 +6,7 @@
  * declared (not yet served) are skipped and show up as such.
  */
 import { Database } from "bun:sqlite"
+import { Either, Schema } from "effect"
 import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { api, type Bootstrap, bootstrap, expectEnvelope, type RunningServer, startServer } from "../support/server.ts"
@@ -37,9 +38,14 @@ const VALID_PATH = Object.assign(
   ...(Object.keys(VALID) as Array<SchemaName>).filter((n) => n.startsWith("path.")).map((n) => VALID[n] as Record<string, string>)
 ) as Record<string, string>
 
+/** A raw byte body (the octet-stream routes): any bytes are valid. */
+const RAW_BYTES = Symbol("raw bytes")
+const isBytes = (schema: Schema.Schema.Any) => Either.isRight(Schema.decodeUnknownEither(schema as Schema.Schema.AnyNoContext)(new Uint8Array(1)))
+
 const validPart = (endpoint: EndpointInfo, part: "payload" | "urlParams"): unknown => {
   const schema = endpoint.parts[part]
   if (schema === undefined) return undefined
+  if (part === "payload" && isBytes(schema)) return RAW_BYTES
   const name = nameOf(schema)
   if (name === undefined) throw new Error(`no valid ${part} known for ${endpoint.key}`)
   return VALID[name]
@@ -56,11 +62,14 @@ const requestOf = (v: Violation) => {
   for (const name of pathParams(endpoint.path)) route = route.replace(`:${name}`, encodeURIComponent(params[name]!))
   const query = fill(part === "urlParams" ? v.value : validPart(endpoint, "urlParams"), ids) as Record<string, string> | undefined
   if (query !== undefined && Object.keys(query).length > 0) route += `?${new URLSearchParams(query)}`
-  const body = fill(part === "payload" ? v.value : validPart(endpoint, "payload"), ids)
+  const valid = part === "payload" ? v.value : validPart(endpoint, "payload")
+  const raw = valid === RAW_BYTES
+  const body = raw ? undefined : fill(valid, ids)
   const headers: Record<string, string> = endpoint.parts.headers === undefined ? {} : { "idempotency-key": `violation-${keyCounter++}` }
+  if (raw) headers["content-type"] = "application/octet-stream"
   if (part === "headers") Object.assign(headers, v.value)
   const auth = KEY_GROUPS.has(endpoint.group) ? { token: boot.api_key, project: boot.project_id } : { token: boot.user_token }
-  return { endpoint, method: endpoint.method, route, options: { ...auth, headers, ...(body === undefined ? {} : { body }) } }
+  return { endpoint, method: endpoint.method, route, options: { ...auth, headers, ...(raw ? { rawBody: "hi" } : body === undefined ? {} : { body }) } }
 }
 
 beforeAll(async () => {

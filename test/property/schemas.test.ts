@@ -48,7 +48,10 @@ const NAMED: Partial<Record<SchemaName, Schema.Schema.Any>> = {
   ListFiles: Runtime.ListFiles,
   DeleteFile: Runtime.DeleteFile,
   CreateEndpoint: Runtime.CreateEndpoint,
-  WriteStdin: Runtime.WriteStdin
+  WriteStdin: Runtime.WriteStdin,
+  RawFileParams: Runtime.RawFileParams,
+  RawReadHeaders: Runtime.RawReadHeaders,
+  RawWriteParams: Runtime.RawWriteParams
 }
 
 const NAMES = Object.keys(TARGETS) as Array<SchemaName>
@@ -84,6 +87,8 @@ describe("the table matches the contract", () => {
     }
   })
 
+  const isBytes = (schema: Schema.Schema.Any) => Either.isRight(Schema.decodeUnknownEither(schema as Schema.Schema.AnyNoContext)(new Uint8Array(1)))
+
   it("every body, query and header schema of every endpoint has violation rows", () => {
     const rowsFor = new Set(allViolations.map((v) => v.schema))
     const missing: Array<string> = []
@@ -91,6 +96,8 @@ describe("the table matches the contract", () => {
       for (const part of ["payload", "urlParams", "headers"] as const) {
         const schema = endpoint.parts[part]
         if (schema === undefined) continue
+        // A raw byte body (octet-stream) has no rule to break: its only bound is its size, a 413.
+        if (part === "payload" && isBytes(schema)) continue
         const name = nameOf(schema)
         if (name === undefined || !rowsFor.has(name)) missing.push(`${endpoint.key}.${part}`)
       }

@@ -2,9 +2,9 @@
  * File operations (reference §2 "Runtime"): each POST answers 202 with a runtime operation to poll at
  * `…/runtime-operations/{id}` (its `Location`). Write and delete take an optional `Idempotency-Key`.
  */
-import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
-import { ConflictWire, NotFoundWire } from "../../domain/Errors.ts"
-import { DeleteFile, ListFiles, ReadFile, RuntimeOperation, WriteFile } from "../../domain/Runtime.ts"
+import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
+import { ConflictWire, NotFoundWire, PayloadTooLargeWire, RangeNotSatisfiableWire, ServiceUnavailableWire } from "../../domain/Errors.ts"
+import { DeleteFile, ListFiles, RawFileParams, RawReadHeaders, RawWriteParams, RawWritten, ReadFile, RuntimeOperation, WriteFile } from "../../domain/Runtime.ts"
 import { ProjectKeyAuth } from "../Security.ts"
 import { IdempotencyHeaders } from "./Common.ts"
 import { runtimeOperationIdParam, sandboxIdParam } from "./SandboxPlane.ts"
@@ -50,6 +50,35 @@ export class FilesystemApi extends HttpApiGroup.make("filesystem")
     HttpApiEndpoint.get("getRuntimeOperation")`/v1/sandboxes/${sandboxIdParam}/runtime-operations/${runtimeOperationIdParam}`
       .addSuccess(RuntimeOperation)
       .addError(NotFoundWire)
+  )
+  .add(
+    HttpApiEndpoint.get("readContent")`/v1/sandboxes/${sandboxIdParam}/files/content`
+      .setUrlParams(RawFileParams)
+      .setHeaders(RawReadHeaders)
+      .addSuccess(HttpApiSchema.Uint8Array({ contentType: "application/octet-stream" }))
+      .addError(NotFoundWire)
+      .addError(ConflictWire)
+      .addError(RangeNotSatisfiableWire)
+      .addError(ServiceUnavailableWire)
+      .annotate(
+        OpenApi.Description,
+        `The file's bytes, streamed (\`Content-Length\`, a weak \`ETag\` from its size and modification time, \`Accept-Ranges: bytes\`). One \`Range: bytes=a-b\` (or \`a-\`, \`-n\`) answers 206 with \`Content-Range\`; a malformed or unsatisfiable one 416 with \`Content-Range: bytes */<size>\`; \`If-None-Match\` with the ETag answers 304. 404 \`file_not_found\`; 409 \`is_a_directory\`. ${notReady}`
+      )
+  )
+  .add(
+    HttpApiEndpoint.put("writeContent")`/v1/sandboxes/${sandboxIdParam}/files/content`
+      .setUrlParams(RawWriteParams)
+      .setPayload(HttpApiSchema.Uint8Array({ contentType: "application/octet-stream" }))
+      .addSuccess(RawWritten)
+      .addSuccess(RawWritten, { status: 201 })
+      .addError(NotFoundWire)
+      .addError(ConflictWire)
+      .addError(PayloadTooLargeWire)
+      .addError(ServiceUnavailableWire)
+      .annotate(
+        OpenApi.Description,
+        `Writes the request body (raw bytes) to the file: \`mode\` create (409 \`file_exists\` if it exists), overwrite (default) or append; \`create_parents=true\` makes missing directories. 201 when the file was created, 200 when replaced or appended, with its size. The body is taken whole, up to the provider's largest write (10 MiB on today's providers; 413 above, nothing written); a broken upload writes nothing. ${notReady}`
+      )
   )
   .middleware(ProjectKeyAuth)
   .annotate(OpenApi.Title, "Files")

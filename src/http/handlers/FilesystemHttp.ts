@@ -1,7 +1,12 @@
-/** `/v1/sandboxes/{id}/filesystem/…`: each file operation answers 202 with a runtime operation to poll. */
-import { HttpApiBuilder } from "@effect/platform"
+/**
+ * `/v1/sandboxes/{id}/filesystem/…`: each file operation answers 202 with a runtime operation to poll; and the raw
+ * file routes (`…/files/content`), answered in the request.
+ */
+import { HttpApiBuilder, HttpApp, HttpServerResponse } from "@effect/platform"
 import { Effect, Schema } from "effect"
-import { RuntimeOperation } from "../../domain/Runtime.ts"
+import { RangeNotSatisfiable } from "../../domain/Errors.ts"
+import { RawWritten, RuntimeOperation } from "../../domain/Runtime.ts"
+import { readRaw, writeRaw } from "../../services/sandboxes/RawFiles.ts"
 import { runtimeOperationOf, type RuntimeOperationInput, startRuntimeOperation } from "../../services/sandboxes/Commands.ts"
 import { runtimeOperationJobKey, type RuntimeOperationRow } from "../../services/sandboxes/RuntimeOperations.ts"
 import { SandboxesRepo } from "../../db/repos/Sandboxes.ts"
@@ -42,4 +47,32 @@ export const FilesystemLive = HttpApiBuilder.group(Api, "filesystem", (handlers)
         start(path.sandbox_id, { kind: "filesystem_delete", request: payload }, headers["idempotency-key"], true).pipe(provide))
       .handle("getRuntimeOperation", ({ path }) =>
         Effect.flatMap(keyCaller, (c) => Effect.flatMap(runtimeOperationOf(c, path.sandbox_id, path.runtime_operation_id), wire)).pipe(provide))
+      .handle("readContent", ({ headers, path, urlParams }) =>
+        Effect.gen(function*() {
+          const read = yield* readRaw(yield* keyCaller, path.sandbox_id, urlParams.path, { range: headers.range, ifNoneMatch: headers["if-none-match"] })
+          const common = { etag: read.etag, "accept-ranges": "bytes", "cache-control": "no-store" }
+          if (read.notModified) return HttpServerResponse.empty({ status: 304, headers: common })
+          if (read.range === "unsatisfiable") {
+            // The envelope, with the size a client needs to ask again.
+            yield* HttpApp.appendPreResponseHandler((_req, res) => Effect.succeed(HttpServerResponse.setHeader(res, "content-range", `bytes */${read.size}`)))
+            return yield* new RangeNotSatisfiable({ code: "range_not_satisfiable", message: `The range is malformed or outside the file's ${read.size} bytes`, details: { size_bytes: read.size } })
+          }
+          const runtime = yield* Effect.runtime<never>()
+          const [from, to] = read.range === undefined ? [0, read.size - 1] : [read.range.start, read.range.end]
+          const length = Math.max(0, to - from + 1)
+          const headersOut = {
+            ...common,
+            "content-length": String(length),
+            ...(read.range === undefined ? {} : { "content-range": `bytes ${from}-${to}/${read.size}` })
+          }
+          // One read's worth comes whole, with its Content-Length; more is streamed piece by piece (Bun sends a
+          // body that is still being read chunked, without Content-Length).
+          const body: BodyInit = length === 0 ? new Uint8Array() : length <= read.piece ? Buffer.from(yield* read.readPiece(from, to)) : read.stream(from, to, runtime)
+          return HttpServerResponse.raw(new Response(body, { status: read.range === undefined ? 200 : 206, headers: { "content-type": "application/octet-stream", ...headersOut } }))
+        }).pipe(provide))
+      .handle("writeContent", ({ path, payload, urlParams }) =>
+        Effect.gen(function*() {
+          const written = yield* writeRaw(yield* keyCaller, path.sandbox_id, { path: urlParams.path, mode: urlParams.mode, createParents: urlParams.create_parents, data: payload })
+          return yield* HttpServerResponse.schemaJson(RawWritten)({ path: written.path, size_bytes: written.size_bytes }, { status: written.created ? 201 : 200 }).pipe(Effect.orDie)
+        }).pipe(provide))
   }))

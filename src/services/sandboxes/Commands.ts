@@ -163,7 +163,7 @@ const capabilityOf = <K extends string>(sandbox: SandboxRow, path: ReadonlyArray
   return node === true
 }
 
-const requireCapability = (sandbox: SandboxRow, path: ReadonlyArray<string>, what: string): Effect.Effect<void, Conflict> =>
+export const requireCapability = (sandbox: SandboxRow, path: ReadonlyArray<string>, what: string): Effect.Effect<void, Conflict> =>
   capabilityOf(sandbox, path)
     ? Effect.void
     : Effect.fail(conflict("capability_unsupported", `${sandbox.provider} sandboxes do not support ${what}`, { provider: sandbox.provider }))

@@ -1,0 +1,155 @@
+/**
+ * Raw files (`GET|PUT /v1/sandboxes/{id}/files/content?path=`): bytes in and out in the request itself, without
+ * base64 or a runtime operation to poll. A read is streamed in pieces of the provider's largest read (so the
+ * gateway holds one piece at a time, whatever the file's size), with a single byte range and an ETag from the
+ * file's size and modification time. A write takes the body whole up to the provider's largest write (10 MiB on
+ * today's providers) and hands it over in one call, so a broken upload writes nothing. Paths and symlinks resolve
+ * inside the sandbox, as for the filesystem routes (the provider or the runtime's agent resolves them there).
+ */
+import { Effect, Runtime } from "effect"
+import type { ProviderError, ProviderFileEntry, ProviderSandbox, SandboxProvider } from "../../../providers/core/Provider.ts"
+import { type Conflict, conflict, NotFound, PayloadTooLarge, ServiceUnavailable, Unprocessable } from "../../domain/Errors.ts"
+import { ProviderAccounts } from "../ProviderAccounts.ts"
+import { type Caller, readySandboxOf, requireCapability } from "./Commands.ts"
+import { fileFailure, type FileOperation, fileReasonOf, logProviderFailure } from "./ProviderErrors.ts"
+import { touchSandbox } from "./SandboxRows.ts"
+
+/** A file's identity for caching: its size and modification time (weak: equal bytes may differ in time). */
+const etagOf = (entry: ProviderFileEntry) => `W/"${entry.sizeBytes.toString(16)}-${Date.parse(entry.modifiedAt).toString(16)}"`
+
+/** A provider failure of a file call, in the envelope: the request's own fault, or the provider's. */
+const failure = (operation: FileOperation, path: string, e: ProviderError) => {
+  if (fileReasonOf(e) === "already_exists") return conflict("file_exists", `The file exists: ${path.slice(0, 200)}`, { reason: "already_exists" })
+  const { customer, error } = fileFailure(operation, path, e)
+  const fields = { code: error.code, message: error.message, details: error.details }
+  if (error.code === "file_not_found") return new NotFound(fields)
+  if (customer) return error.code === "invalid_path" ? new Unprocessable(fields) : conflict(error.code, error.message, error.details)
+  return new ServiceUnavailable(fields)
+}
+const failed = (operation: FileOperation, path: string) => (e: ProviderError) => Effect.zipRight(logProviderFailure(operation, e), Effect.fail(failure(operation, path, e)))
+
+const targetOf = (caller: Caller, sandboxId: string) =>
+  Effect.gen(function*() {
+    const sandbox = yield* readySandboxOf(caller, sandboxId)
+    const target = (yield* ProviderAccounts).target(sandbox)
+    if (target === undefined) return yield* conflict("invalid_sandbox_state", "The sandbox has no running provider resource")
+    return { sandbox, provider: target.provider, resource: target.resource }
+  })
+
+/** The entry of `path` in its parent's listing: its type, size and modification time (a stat every provider has). */
+const statOf = (provider: SandboxProvider, resource: ProviderSandbox, path: string) =>
+  Effect.gen(function*() {
+    const parent = path.slice(0, path.lastIndexOf("/")) || "/"
+    const listed = yield* provider.listFiles(resource, { path: parent, recursive: false, maxEntries: provider.capabilities.files?.maxListEntries ?? 10_000 })
+    return listed.entries.find((e) => e.path === path)
+  })
+
+export interface RangeRequest {
+  readonly start: number
+  readonly end: number
+}
+
+/** One `bytes=` range against a size: the bytes to send, undefined for the whole file, or "unsatisfiable". */
+export const parseRange = (header: string | undefined, size: number): RangeRequest | undefined | "unsatisfiable" => {
+  if (header === undefined) return undefined
+  const m = /^bytes=(\d*)-(\d*)$/.exec(header.trim())
+  if (m === null || (m[1] === "" && m[2] === "")) return "unsatisfiable"
+  if (m[1] === "") {
+    const suffix = Number(m[2])
+    if (!Number.isSafeInteger(suffix) || suffix === 0 || size === 0) return "unsatisfiable"
+    return { start: Math.max(0, size - suffix), end: size - 1 }
+  }
+  const start = Number(m[1])
+  const end = m[2] === "" ? size - 1 : Math.min(Number(m[2]), size - 1)
+  if (!Number.isSafeInteger(start) || !Number.isSafeInteger(end) || start >= size || end < start) return "unsatisfiable"
+  return { start, end }
+}
+
+export interface RawRead {
+  readonly size: number
+  readonly etag: string
+  readonly range: RangeRequest | undefined | "unsatisfiable"
+  readonly notModified: boolean
+  /** The bytes from `from` to `to` (inclusive), read in pieces as the stream is pulled. */
+  readonly stream: (from: number, to: number, runtime: Runtime.Runtime<never>) => ReadableStream<Uint8Array>
+  /** Bytes that fit in one read come whole (and get a Content-Length): at most this many. */
+  readonly piece: number
+  readonly readPiece: (from: number, to: number) => Effect.Effect<Uint8Array, NotFound | Unprocessable | ServiceUnavailable | Conflict>
+}
+
+export const readRaw = (caller: Caller, sandboxId: string, path: string, headers: { readonly range?: string | undefined; readonly ifNoneMatch?: string | undefined }) =>
+  Effect.gen(function*() {
+    const { sandbox, provider, resource } = yield* targetOf(caller, sandboxId)
+    yield* requireCapability(sandbox, ["filesystem", "read"], "reading files")
+    const entry = yield* statOf(provider, resource, path).pipe(Effect.catchAll(failed("read", path)))
+    if (entry === undefined) return yield* new NotFound({ code: "file_not_found", message: `No such file or directory: ${path.slice(0, 200)}`, details: { reason: "not_found" } })
+    if (entry.type === "directory") return yield* conflict("is_a_directory", `Is a directory: ${path.slice(0, 200)}`, { reason: "is_a_directory" })
+    yield* touchSandbox(sandbox.id)
+    const etag = etagOf(entry)
+    const piece = Math.max(1, Math.min(provider.capabilities.files?.maxReadBytes ?? 8 * 1024 * 1024, 8 * 1024 * 1024))
+    const stream = (from: number, to: number, runtime: Runtime.Runtime<never>) => {
+      let offset = from
+      return new ReadableStream<Uint8Array>({
+        pull: async (controller) => {
+          if (offset > to) return controller.close()
+          const read = await Runtime.runPromise(runtime)(
+            Effect.either(provider.readFile(resource, { path, offsetBytes: offset, maxBytes: Math.min(piece, to - offset + 1) }))
+          )
+          // The file changed or went while it was read: the response ends short and errors, never passes as whole.
+          if (read._tag === "Left" || read.right.data.length === 0) return controller.error(new Error("the file changed while it was read"))
+          controller.enqueue(read.right.data)
+          offset += read.right.data.length
+        }
+      }, { highWaterMark: 0 })
+    }
+    const readPiece = (from: number, to: number) =>
+      provider.readFile(resource, { path, offsetBytes: from, maxBytes: to - from + 1 }).pipe(
+        Effect.map((r) => r.data),
+        Effect.catchAll(failed("read", path))
+      )
+    return {
+      piece,
+      readPiece,
+      size: entry.sizeBytes,
+      etag,
+      range: parseRange(headers.range, entry.sizeBytes),
+      notModified: headers.ifNoneMatch !== undefined && headers.ifNoneMatch.split(",").some((t) => t.trim() === etag || t.trim() === "*"),
+      stream
+    } satisfies RawRead
+  })
+
+export interface RawWriteInput {
+  readonly path: string
+  readonly mode: "create" | "overwrite" | "append"
+  readonly createParents: boolean
+  readonly data: Uint8Array
+}
+
+/** The largest body a raw write takes on this sandbox: its provider's largest write. */
+export const rawWriteLimit = (caller: Caller, sandboxId: string) =>
+  Effect.map(targetOf(caller, sandboxId), ({ provider }) => provider.capabilities.files?.maxWriteBytes ?? 0)
+
+export const writeRaw = (caller: Caller, sandboxId: string, input: RawWriteInput) =>
+  Effect.gen(function*() {
+    const { sandbox, provider, resource } = yield* targetOf(caller, sandboxId)
+    yield* requireCapability(sandbox, ["filesystem", "write"], "writing files")
+    const files = provider.capabilities.files
+    if (files === null || !files.writeModes.includes(input.mode)) {
+      return yield* conflict("capability_unsupported", `${sandbox.provider} sandboxes cannot write files in mode ${input.mode}`, { provider: sandbox.provider })
+    }
+    if (input.createParents && !files.createParents) {
+      return yield* conflict("capability_unsupported", `${sandbox.provider} sandboxes cannot create parent directories`, { provider: sandbox.provider })
+    }
+    if (input.data.length > files.maxWriteBytes) {
+      return yield* new PayloadTooLarge({ code: "payload_too_large", message: `A write takes at most ${files.maxWriteBytes} bytes on ${sandbox.provider}`, details: { limit_bytes: files.maxWriteBytes } })
+    }
+    const written = yield* provider.writeFile(resource, { path: input.path, data: input.data, mode: input.mode, createParents: input.createParents }).pipe(
+      Effect.catchAll(failed("write", input.path))
+    )
+    yield* touchSandbox(sandbox.id)
+    // After an append the file's size is asked of the provider (what was there before is not known here).
+    const size = input.mode !== "append"
+      ? input.data.length
+      : (yield* statOf(provider, resource, input.path).pipe(Effect.catchAll(failed("write", input.path))))?.sizeBytes ?? input.data.length
+    return { created: written.created, path: input.path, size_bytes: size }
+  })
