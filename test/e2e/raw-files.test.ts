@@ -89,6 +89,8 @@ describe("raw files", () => {
     expectEnvelope(await envelopeOf(await get("/workspace/raw/too-big")), 404, "file_not_found")
     expectEnvelope(await envelopeOf(await put("/workspace/raw/x", "a", "&mode=append")), 409, "capability_unsupported")
     expectEnvelope(await envelopeOf(await put("/workspace/raw/x", "a", "&mode=sideways")), 422, "validation_error")
+    const asJson = await fetch(url("/workspace/raw/x"), { method: "PUT", headers: headers({ "content-type": "application/json" }), body: "{}" })
+    expectEnvelope(await envelopeOf(asJson), 415, "unsupported_media_type")
     expectEnvelope(await envelopeOf(await put("/workspace/nested/deeper/x", "a")), 404, "file_not_found")
     const stranger = await bootstrap(server.dataDir, "raw-stranger@example.com")
     expectEnvelope(await envelopeOf(await get("/workspace/raw/range.txt", {}, { token: stranger.api_key, project: stranger.project_id })), 404, "not_found")

@@ -45,9 +45,10 @@ describe("the nesting scan", () => {
 
 describe("JSON nested too deeply", () => {
   it("is 422 validation_error on every route that takes a JSON body, never a 500", async () => {
-    const openapi = (await http.get("/v1/openapi.json")).body as { paths: Record<string, Record<string, { requestBody?: unknown }>> }
+    const openapi = (await http.get("/v1/openapi.json")).body as { paths: Record<string, Record<string, { requestBody?: { content?: Record<string, unknown> } }>> }
+    // Routes whose body is JSON (the raw file route takes octet-stream and answers JSON with 415).
     const routes = Object.entries(openapi.paths).flatMap(([route, methods]) =>
-      Object.entries(methods).filter(([, op]) => op.requestBody !== undefined).map(([method]) => [method.toUpperCase(), route] as const))
+      Object.entries(methods).filter(([, op]) => op.requestBody?.content?.["application/json"] !== undefined).map(([method]) => [method.toUpperCase(), route] as const))
     expect(routes.length).toBeGreaterThan(10)
     const body = deep(100_000)
     for (const [method, route] of routes) {
