@@ -16,7 +16,7 @@ import { Effect, Layer, ParseResult, Schema } from "effect"
 import { Api } from "../../src/http/Api.ts"
 import type { Endpoint, Process, RuntimeOperation } from "../../src/domain/Runtime.ts"
 import { type Sandbox as SandboxWire, SandboxRequest } from "../../src/domain/Sandbox.ts"
-import { GatewayError } from "./errors.ts"
+import { fromEnvelope, GatewayError } from "./errors.ts"
 import { followEvents } from "./sse.ts"
 
 export { GatewayError } from "./errors.ts"
@@ -61,9 +61,6 @@ export interface ExecResult {
 const TERMINAL_OPERATION = new Set(["succeeded", "failed", "cancelled"])
 const TERMINAL_PROCESS = new Set(["succeeded", "failed", "cancelled", "timed_out"])
 const POLL_MS = 100
-/** A read is made in pieces of this size; a write in pieces of the API's largest (10 MiB), appended after the first. */
-const READ_PIECE = 8 * 1024 * 1024
-const WRITE_PIECE = 10 * 1024 * 1024
 
 const MAX_OUTPUT_BYTES = 10 * 1024 * 1024
 /** The API takes at most 1 MiB of input a call. */
@@ -155,6 +152,23 @@ export const createClient = (options: ClientOptions) => {
       return op
     }
 
+    /** One call of the raw file route; a failure is a GatewayError (retried, like the others, when retryable). */
+    const raw = async (method: "GET" | "PUT", path: string, headers: Record<string, string> = {}, body?: Buffer, query = ""): Promise<Response> => {
+      const url = `${options.baseUrl}/v1/sandboxes/${id}/files/content?path=${encodeURIComponent(path)}${query}`
+      for (let attempt = 1; ; attempt++) {
+        let error: GatewayError
+        try {
+          const response = await fetchImpl(url, { method, headers: { ...authHeaders, ...headers }, ...(body === undefined ? {} : { body: body as unknown as BodyInit }) })
+          if (response.status < 300) return response
+          error = fromEnvelope(response.status, await response.json().catch(() => undefined), response.headers.get("x-request-id") ?? undefined)
+        } catch (e) {
+          error = toGatewayError(e instanceof TypeError ? { _tag: "RequestError", message: e.message } : e)
+        }
+        if (!error.retryable || attempt >= attempts) throw error
+        await sleep(100 * 2 ** (attempt - 1))
+      }
+    }
+
     /** Writes `input` to a process's stdin in ≤ 1 MiB pieces, in order, then closes it; a process that ended stops it. */
     const feed = async (processId: string, input: string | Uint8Array | AsyncIterable<Uint8Array>) => {
       const write = (bytes: Uint8Array, eof: boolean) =>
@@ -214,36 +228,21 @@ export const createClient = (options: ClientOptions) => {
         return { processId: process.id, state: process.state, exitCode: process.exit_code, stdout: text(out.stdout), stderr: text(out.stderr) }
       },
       files: {
-        /** The whole file (read in 8 MiB pieces). */
-        read: async (path: string): Promise<Uint8Array> => {
-          const parts: Array<Buffer> = []
-          for (let offset = 0; ;) {
-            const started = await call((c) =>
-              c.filesystem.read({ path: { sandbox_id: id }, payload: { path, offset_bytes: offset, limit_bytes: READ_PIECE } }))
-            const result = (await waitRuntimeOperation(id, started)) as { data_base64: string; eof: boolean }
-            const piece = Buffer.from(result.data_base64, "base64")
-            parts.push(piece)
-            offset += piece.length
-            if (result.eof || piece.length === 0) return Uint8Array.from(Buffer.concat(parts))
-          }
+        /** The file's bytes as they stream in (`GET …/files/content`); a Range as `{start, end}` (inclusive). */
+        readStream: async (path: string, range?: { readonly start: number; readonly end?: number }): Promise<ReadableStream<Uint8Array>> => {
+          const response = await raw("GET", path, range === undefined ? {} : { range: `bytes=${range.start}-${range.end ?? ""}` })
+          return response.body ?? new ReadableStream({ start: (c) => c.close() })
         },
+        /** The whole file, through the raw route (no base64, no operation to poll). */
+        read: async (path: string): Promise<Uint8Array> => new Uint8Array(await (await raw("GET", path)).arrayBuffer()),
         /**
-         * Writes (replaces) the file, making its parents. Above 10 MiB the rest is appended in 10 MiB pieces,
-         * which needs a provider that appends (the sandbox's capabilities say: filesystem.write_modes).
+         * Writes the file (`PUT …/files/content`), making its parents; `mode` create (a GatewayError `file_exists`
+         * if it exists), overwrite (default) or append. At most the provider's largest write (10 MiB today).
          */
-        write: async (path: string, data: Uint8Array | string): Promise<void> => {
-          const bytes = typeof data === "string" ? Buffer.from(data, "utf8") : Buffer.from(data)
-          for (let offset = 0; offset === 0 || offset < bytes.length; offset += WRITE_PIECE) {
-            const piece = bytes.subarray(offset, offset + WRITE_PIECE)
-            const started = await call((c) =>
-              c.filesystem.write({
-                path: { sandbox_id: id },
-                headers: { "idempotency-key": idempotencyKey() },
-                payload: { path, data_base64: piece.toString("base64"), mode: offset === 0 ? "overwrite" : "append", create_parents: true }
-              }))
-            await waitRuntimeOperation(id, started)
-            if (bytes.length === 0) return
-          }
+        write: async (path: string, data: Uint8Array | string, o: { readonly mode?: "create" | "overwrite" | "append" } = {}): Promise<{ readonly sizeBytes: number }> => {
+          const body = typeof data === "string" ? Buffer.from(data, "utf8") : Buffer.from(data)
+          const response = await raw("PUT", path, { "content-type": "application/octet-stream" }, body, `&mode=${o.mode ?? "overwrite"}&create_parents=true`)
+          return { sizeBytes: ((await response.json()) as { size_bytes: number }).size_bytes }
         },
         list: async (path: string, o: { readonly recursive?: boolean } = {}) => {
           const started = await call((c) =>

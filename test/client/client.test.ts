@@ -35,7 +35,7 @@ describe("the client", () => {
     // The command waits for a file the test writes only after it has seen the first line: without live output,
     // exec would never hand the line over before the end, and the test would time out.
     const seen: Array<string> = []
-    let released: Promise<void> | undefined
+    let released: Promise<unknown> | undefined
     const result = await sandbox.exec(["sh", "-c", "echo first; while [ ! -f /workspace/go ]; do sleep 0.05; done; echo second >&2; exit 7"], {
       onOutput: (stream, text) => {
         seen.push(`${stream}:${text}`)
@@ -52,6 +52,10 @@ describe("the client", () => {
     await sandbox.files.write("/workspace/data/big.bin", big)
     expect(Buffer.from(await sandbox.files.read("/workspace/data/big.bin")).equals(Buffer.from(big))).toBe(true)
     expect((await sandbox.files.list("/workspace/data")).map((e: any) => e.path)).toEqual(["/workspace/data/big.bin"])
+    // A range streams just those bytes; create refuses an existing file.
+    const part = new Uint8Array(await new Response(await sandbox.files.readStream("/workspace/data/big.bin", { start: 10, end: 19 })).arrayBuffer())
+    expect(Buffer.from(part).equals(Buffer.from(big.subarray(10, 20)))).toBe(true)
+    expect(await sandbox.files.write("/workspace/data/big.bin", "x", { mode: "create" }).catch((e) => e)).toMatchObject({ code: "file_exists", status: 409 })
 
     await sandbox.files.write("/workspace/site/index.html", "hello from the sandbox")
     void sandbox.exec(["python3", "-m", "http.server", "8000", "--directory", "/workspace/site"]).catch(() => undefined)
