@@ -86,7 +86,7 @@ export const readRaw = (caller: Caller, sandboxId: string, path: string, headers
     if (entry.type === "directory") return yield* conflict("is_a_directory", `Is a directory: ${path.slice(0, 200)}`, { reason: "is_a_directory" })
     yield* touchSandbox(sandbox.id)
     const etag = etagOf(entry)
-    const piece = Math.max(1, Math.min(provider.capabilities.files?.maxReadBytes ?? 8 * 1024 * 1024, 8 * 1024 * 1024))
+    const piece = Math.max(1, provider.capabilities.files?.maxReadBytes ?? 8 * 1024 * 1024)
     const stream = (from: number, to: number, runtime: Runtime.Runtime<never>) => {
       let offset = from
       return new ReadableStream<Uint8Array>({
