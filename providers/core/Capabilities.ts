@@ -45,3 +45,13 @@ export const capabilitiesToWire = (provider: ProviderName, caps: ProviderCapabil
     recording: { formats: caps.computer.recording === null ? [] : [...caps.computer.recording.formats] }
   }
 })
+
+/**
+ * What an emulated provider can honestly claim: the local runtime runs every sandbox on the host's `/usr` (it pulls
+ * no OCI images yet), so an emulator takes no `oci_image` source it would silently ignore — such a request is
+ * routed to a provider that runs the image, or fails with `no_eligible_provider` saying why.
+ */
+export const emulatedCapabilities = (caps: ProviderCapabilities): ProviderCapabilities => ({
+  ...caps,
+  sources: caps.sources.filter((source) => source !== "oci_image")
+})

@@ -5,6 +5,7 @@
  */
 import { FetchHttpClient, HttpClient, HttpClientRequest } from "@effect/platform"
 import { Effect, Schema } from "effect"
+import { emulatedCapabilities } from "../../core/Capabilities.ts"
 import { createHash } from "node:crypto"
 import { DECLARED } from "../../core/declared.ts"
 import type { InspectState, ProviderCapabilities, ProviderErrorKind, ProviderSandbox } from "../../core/Provider.ts"
@@ -205,7 +206,7 @@ export const makeContext = (config: BlaxelProviderConfig) => {
 
   return {
     config,
-    capabilities: BLAXEL_CAPABILITIES,
+    capabilities: emulated ? emulatedCapabilities(BLAXEL_CAPABILITIES) : BLAXEL_CAPABILITIES,
     emulated,
     pollMs: config.pollIntervalMs ?? (emulated ? 20 : 1000),
     deployTimeoutMs: config.deployTimeoutMs ?? (emulated ? 60_000 : 300_000),

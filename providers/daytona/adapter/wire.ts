@@ -5,6 +5,7 @@
  */
 import { FetchHttpClient, HttpClient, HttpClientRequest } from "@effect/platform"
 import { Effect, Schema } from "effect"
+import { emulatedCapabilities } from "../../core/Capabilities.ts"
 import type { RateCard } from "../../core/cost.ts"
 import { DECLARED } from "../../core/declared.ts"
 import type { InspectState, ProviderCapabilities, ProviderErrorKind, ProviderExecEvent, ProviderSandbox } from "../../core/Provider.ts"
@@ -268,7 +269,7 @@ export const makeContext = (config: DaytonaProviderConfig) => {
 
   return {
     config,
-    capabilities: config.capabilities ?? DAYTONA_CAPABILITIES,
+    capabilities: config.capabilities ?? (emulated ? emulatedCapabilities(DAYTONA_CAPABILITIES) : DAYTONA_CAPABILITIES),
     emulated,
     workspaceDir: (config.workspaceDir ?? (emulated ? "/workspace" : "workspace")).replace(/\/+$/, ""),
     pollMs: config.pollIntervalMs ?? (emulated ? 50 : 1000),
