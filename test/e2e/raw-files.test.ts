@@ -80,6 +80,15 @@ describe("raw files", () => {
     expect(new Bun.CryptoHasher("sha256").update(await res.arrayBuffer()).digest("hex")).toBe(sum)
   }, 60_000)
 
+  it("serves a file of a directory too large to list whole (10,000 entries), and says a directory is one", async () => {
+    await runProcess(http, auth, sandbox.id, ["sh", "-c", "mkdir -p /workspace/many/sub && cd /workspace/many && seq 10005 | xargs touch && printf found > target"])
+    const res = await get("/workspace/many/target")
+    expect(res.status).toBe(200)
+    expect(await res.text()).toBe("found")
+    expectEnvelope(await envelopeOf(await get("/workspace/many/sub")), 409, "is_a_directory")
+    expectEnvelope(await envelopeOf(await get("/workspace/many/none")), 404, "file_not_found")
+  }, 60_000)
+
   it("refuses what cannot be served: missing file, directory, bad path, oversize body, a mode the provider lacks, another tenant", async () => {
     expectEnvelope(await envelopeOf(await get("/workspace/raw/none")), 404, "file_not_found")
     expectEnvelope(await envelopeOf(await get("/workspace/raw")), 409, "is_a_directory")

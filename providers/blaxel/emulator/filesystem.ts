@@ -15,6 +15,12 @@ import { runOrThrow as run } from "../../core/emulator/server.ts"
 import type { EmulatedSandbox } from "./books.ts"
 import { HttpFailure, json, readBody } from "./http.ts"
 
+/**
+ * The provider lists a directory whole; the emulator bounds it (memory) far above the 10,000 entries an adapter
+ * keeps, so an adapter still sees that a large directory has more than it kept.
+ */
+const LIST_ENTRIES = 100_000
+
 const MAX_READ_BYTES = 100 * 1024 * 1024
 const MAX_JSON_CONTENT_BYTES = 10 * 1024 * 1024
 const MAX_PART_BYTES = 16 * 1024 * 1024
@@ -58,7 +64,7 @@ export const makeFilesystem = (runtime: LocalRuntimeShape) => {
   }
 
   const listing = async (s: EmulatedSandbox, p: string) => {
-    const listed = await run(runtime.listFiles(s.runtimeId, p, { recursive: false, maxEntries: 10_000 }))
+    const listed = await run(runtime.listFiles(s.runtimeId, p, { recursive: false, maxEntries: LIST_ENTRIES }))
     const dirs = listed.entries.filter((e) => e.type === "directory")
     return json({
       path: p,

@@ -12,6 +12,12 @@ import { makeRouter, route, runOrThrow as run } from "../../core/emulator/server
 import type { Books, EmulatedSandbox, Session } from "./books.ts"
 import { error, goFileMode, json, Refused } from "./wire.ts"
 
+/**
+ * The provider lists a directory whole; the emulator bounds it (memory) far above the 10,000 entries an adapter
+ * keeps, so an adapter still sees that a large directory has more than it kept.
+ */
+const LIST_ENTRIES = 100_000
+
 const STATUS_WAIT_MS = 50
 const OUTPUT_GRACE_MS = 2
 const STDOUT_MARK = Buffer.from([1, 1, 1])
@@ -161,7 +167,7 @@ export const makeToolbox = (books: Books, runtime: LocalRuntimeShape) => {
       return json({})
     }),
     route("GET", "/files", async ({ sandbox, path: p }) => {
-      const listed = await run(runtime.listFiles(sandbox.id, p, { recursive: false, maxEntries: 10_000 }))
+      const listed = await run(runtime.listFiles(sandbox.id, p, { recursive: false, maxEntries: LIST_ENTRIES }))
       return json(listed.entries.map((e) => ({ name: path.basename(e.path), size: e.sizeBytes, isDir: e.type === "directory", modTime: e.modifiedAt, mode: goFileMode(e) })))
     }),
     route("DELETE", "/files", async ({ sandbox, path: p, url }) => {

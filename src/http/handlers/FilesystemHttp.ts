@@ -50,7 +50,7 @@ export const FilesystemLive = HttpApiBuilder.group(Api, "filesystem", (handlers)
       .handle("readContent", ({ headers, path, urlParams }) =>
         Effect.gen(function*() {
           const read = yield* readRaw(yield* keyCaller, path.sandbox_id, urlParams.path, { range: headers.range, ifNoneMatch: headers["if-none-match"] })
-          const common = { etag: read.etag, "accept-ranges": "bytes", "cache-control": "no-store" }
+          const common = { ...(read.etag === undefined ? {} : { etag: read.etag }), "accept-ranges": "bytes", "cache-control": "no-store" }
           if (read.notModified) return HttpServerResponse.empty({ status: 304, headers: common })
           if (read.range === "unsatisfiable") {
             // The envelope, with the size a client needs to ask again.

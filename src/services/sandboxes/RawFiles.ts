@@ -15,11 +15,16 @@ import { fileFailure, type FileOperation, fileReasonOf, logProviderFailure } fro
 import { touchSandbox } from "./SandboxRows.ts"
 
 /** A file's identity for caching: its size and modification time (weak: equal bytes may differ in time). */
-const etagOf = (entry: ProviderFileEntry) => `W/"${entry.sizeBytes.toString(16)}-${Date.parse(entry.modifiedAt).toString(16)}"`
+const etagOf = (entry: ProviderFileEntry) => {
+  const mtime = Date.parse(entry.modifiedAt)
+  return Number.isFinite(mtime) ? `W/"${entry.sizeBytes.toString(16)}-${mtime.toString(16)}"` : undefined
+}
 
 /** A provider failure of a file call, in the envelope: the request's own fault, or the provider's. */
 const failure = (operation: FileOperation, path: string, e: ProviderError) => {
-  if (fileReasonOf(e) === "already_exists") return conflict("file_exists", `The file exists: ${path.slice(0, 200)}`, { reason: "already_exists" })
+  const reason = fileReasonOf(e)
+  if (reason === "already_exists") return conflict("file_exists", `The file exists: ${path.slice(0, 200)}`, { reason })
+  if (reason === "is_a_directory") return conflict("is_a_directory", `Is a directory: ${path.slice(0, 200)}`, { reason })
   const { customer, error } = fileFailure(operation, path, e)
   const fields = { code: error.code, message: error.message, details: error.details }
   if (error.code === "file_not_found") return new NotFound(fields)
@@ -36,12 +41,18 @@ const targetOf = (caller: Caller, sandboxId: string) =>
     return { sandbox, provider: target.provider, resource: target.resource }
   })
 
-/** The entry of `path` in its parent's listing: its type, size and modification time (a stat every provider has). */
+/**
+ * The entry of `path` in its parent's listing: its type, size and modification time (a stat every provider has).
+ * In a directory too large to list whole, a one-byte read stands in: the size, no time (and so no ETag).
+ */
 const statOf = (provider: SandboxProvider, resource: ProviderSandbox, path: string) =>
   Effect.gen(function*() {
     const parent = path.slice(0, path.lastIndexOf("/")) || "/"
     const listed = yield* provider.listFiles(resource, { path: parent, recursive: false, maxEntries: provider.capabilities.files?.maxListEntries ?? 10_000 })
-    return listed.entries.find((e) => e.path === path)
+    const entry = listed.entries.find((e) => e.path === path)
+    if (entry !== undefined || !listed.truncated) return entry
+    const probe = yield* provider.readFile(resource, { path, offsetBytes: 0, maxBytes: 1 })
+    return { path, type: "file", sizeBytes: probe.sizeBytes, modifiedAt: "" } satisfies ProviderFileEntry
   })
 
 export interface RangeRequest {
@@ -67,7 +78,7 @@ export const parseRange = (header: string | undefined, size: number): RangeReque
 
 export interface RawRead {
   readonly size: number
-  readonly etag: string
+  readonly etag: string | undefined
   readonly range: RangeRequest | undefined | "unsatisfiable"
   readonly notModified: boolean
   /** The bytes from `from` to `to` (inclusive), read in pieces as the stream is pulled. */
@@ -113,7 +124,7 @@ export const readRaw = (caller: Caller, sandboxId: string, path: string, headers
       size: entry.sizeBytes,
       etag,
       range: parseRange(headers.range, entry.sizeBytes),
-      notModified: headers.ifNoneMatch !== undefined && headers.ifNoneMatch.split(",").some((t) => t.trim() === etag || t.trim() === "*"),
+      notModified: etag !== undefined && headers.ifNoneMatch !== undefined && headers.ifNoneMatch.split(",").some((t) => t.trim() === etag || t.trim() === "*"),
       stream
     } satisfies RawRead
   })
