@@ -18,12 +18,39 @@
  * closed after the suite) or a function returning the provider and a teardown.
  */
 import { Effect, Exit, Scope } from "effect"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { type LocalRuntimeHandle, makeLocalRuntime } from "../../src/runtime/LocalRuntimeLive.ts"
 import type { CreateInput, ProviderError, ProviderExecEvent, ProviderSandbox, SandboxProvider } from "./Provider.ts"
 
 export type ConformanceTarget =
   | Effect.Effect<SandboxProvider, unknown, Scope.Scope>
   | (() => Promise<{ readonly provider: SandboxProvider; readonly teardown: () => Promise<void> }>)
+
+/**
+ * A target over an emulator: a fresh DATA_DIR and local runtime, the emulator on them, the adapter pointed at it;
+ * the teardown stops the emulator and removes every jail it made.
+ */
+export const emulatedTarget = <E extends { readonly stop: () => void }>(
+  label: string,
+  start: (dataDir: string, runtime: LocalRuntimeHandle) => E,
+  adapter: (emulator: E) => SandboxProvider
+) =>
+async () => {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), `sgw-${label}-`))
+  const runtime = makeLocalRuntime(dataDir)
+  const emulator = start(dataDir, runtime)
+  return {
+    provider: adapter(emulator),
+    emulator,
+    teardown: async () => {
+      emulator.stop()
+      await Effect.runPromise(runtime.reap(new Set()))
+    }
+  }
+}
 
 const TEST_TIMEOUT_MS = 60_000
 

@@ -1,27 +1,12 @@
 /** The Daytona adapter against its emulator over the real local runtime: the shared conformance suite, plus wire checks. */
 import { Effect } from "effect"
 import { describe, expect, it } from "vitest"
-import { makeLocalRuntime } from "../../src/runtime/LocalRuntimeLive.ts"
-import { tempDataDir } from "../../test/support/server.ts"
-import { conformance, conformanceInput } from "../core/conformance.ts"
+import { conformance, conformanceInput, emulatedTarget } from "../core/conformance.ts"
 import type { ProviderExecEvent } from "../core/Provider.ts"
 import { makeDaytonaProvider } from "./adapter/index.ts"
 import { startDaytonaEmulator } from "./emulator/index.ts"
 
-const setup = async () => {
-  const dataDir = tempDataDir("daytona")
-  const runtime = makeLocalRuntime(dataDir)
-  const emulator = startDaytonaEmulator(dataDir, runtime)
-  const provider = makeDaytonaProvider({ baseUrl: emulator.baseUrl, apiKey: emulator.apiKey, mode: "emulated" })
-  return {
-    provider,
-    emulator,
-    teardown: async () => {
-      emulator.stop()
-      await Effect.runPromise(runtime.reap(new Set()))
-    }
-  }
-}
+const setup = emulatedTarget("daytona", startDaytonaEmulator, (emulator) => makeDaytonaProvider({ baseUrl: emulator.baseUrl, apiKey: emulator.apiKey, mode: "emulated" }))
 
 conformance("daytona (emulated)", setup)
 
