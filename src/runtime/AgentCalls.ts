@@ -11,7 +11,7 @@ import { type AgentAnswer, callAgent, connectBridge } from "./AgentChannel.ts"
 import * as Wire from "./AgentWire.ts"
 import { PIDS_LIMIT } from "./Cgroups.ts"
 import type { JailState } from "./Jail.ts"
-import { type ExecEvent, type ExecInfo, type LocalRuntimeShape, type RuntimeError, runtimeError as err } from "./LocalRuntime.ts"
+import { type ExecEvent, type ExecInfo, type LocalRuntimeShape, type RuntimeError, runtimeError as err, type TerminalSize } from "./LocalRuntime.ts"
 
 /** Agent calls: small answers, and long polls get their wait plus this margin. */
 export const CALL_TIMEOUT_MS = 15_000
@@ -29,6 +29,12 @@ const nonNegativeInt = (name: string, value: number) => {
   return value
 }
 
+const terminalSize = (size: TerminalSize): TerminalSize => {
+  const ok = (n: number) => Number.isSafeInteger(n) && n >= 1 && n <= 1000
+  if (typeof size !== "object" || size === null || !ok(size.cols) || !ok(size.rows)) throw err("invalid", "a terminal has 1-1000 columns and rows")
+  return { cols: size.cols, rows: size.rows }
+}
+
 export interface AgentCallsOptions {
   /** The running, unpaused jail of a sandbox (a frozen agent would never answer), or a RuntimeError. */
   readonly requireRunning: (id: string) => JailState
@@ -41,7 +47,7 @@ export interface AgentCallsOptions {
 
 type Calls = Pick<
   LocalRuntimeShape,
-  "exec" | "getExec" | "execEvents" | "kill" | "sendInput" | "readFile" | "writeFile" | "statFile" | "listFiles" | "deleteFile" | "makeDir" | "connectPort"
+  "exec" | "getExec" | "execEvents" | "kill" | "sendInput" | "resize" | "readFile" | "writeFile" | "statFile" | "listFiles" | "deleteFile" | "makeDir" | "connectPort"
 >
 
 export const makeAgentCalls = (options: AgentCallsOptions): Calls => {
@@ -61,6 +67,7 @@ export const makeAgentCalls = (options: AgentCallsOptions): Calls => {
         if (spec.cwd !== undefined) absolutePath(spec.cwd)
         nonNegativeInt("maxOutputBytes", spec.maxOutputBytes)
         if (spec.timeoutMs !== undefined && !(Number.isSafeInteger(spec.timeoutMs) && spec.timeoutMs > 0)) throw err("invalid", "timeoutMs must be a positive integer")
+        if (spec.pty !== undefined) terminalSize(spec.pty)
         const body = {
           command: spec.command,
           cwd: spec.cwd,
@@ -69,6 +76,7 @@ export const makeAgentCalls = (options: AgentCallsOptions): Calls => {
           maxOutputBytes: spec.maxOutputBytes,
           tag: spec.tag,
           stdin: spec.stdin,
+          pty: spec.pty,
           cgroup: state.mechanism === "cgroup",
           // Where there is no cgroup, each command gets rlimits instead.
           rlimits: state.mechanism === "rlimit" ? { nproc: PIDS_LIMIT, asKb: state.spec.memoryMb * 1024 } : undefined
@@ -94,6 +102,11 @@ export const makeAgentCalls = (options: AgentCallsOptions): Calls => {
         Wire.acknowledged(
           await agentJson(requireRunning(id), `/exec/${encodeURIComponent(execId)}/stdin${close ? "?close=1" : ""}`, { method: "POST", body: data.slice(), timeoutMs: TRANSFER_TIMEOUT_MS })
         )),
+    resize: (id, execId, size) =>
+      run(async () => {
+        const { cols, rows } = terminalSize(size)
+        Wire.acknowledged(await agentJson(requireRunning(id), `/exec/${encodeURIComponent(execId)}/resize?cols=${cols}&rows=${rows}`, { method: "POST" }))
+      }),
     readFile: (id, p, offset, limit) =>
       run(async () => {
         const q = `path=${encodeURIComponent(absolutePath(p))}&offset=${nonNegativeInt("offset", offset)}&limit=${nonNegativeInt("limit", limit)}`

@@ -69,6 +69,18 @@ export interface ExecSpec {
   readonly tag?: string | undefined
   /** false: the command reads end-of-file at once; otherwise its stdin is a pipe written with `sendInput`. */
   readonly stdin?: boolean | undefined
+  /**
+   * Run the command on a pseudo-terminal of this size (its controlling terminal): its output (stdout and stderr
+   * together, as a terminal shows them) comes as `stdout` events, `sendInput` types into it (`close` sends
+   * end-of-transmission, ^D) and `resize` changes its size. `stdin` is ignored then.
+   */
+  readonly pty?: TerminalSize | undefined
+}
+
+/** Columns and rows of a pseudo-terminal, each 1–1000. */
+export interface TerminalSize {
+  readonly cols: number
+  readonly rows: number
 }
 
 /** Ordered events of one execution; `seq` is contiguous from 0 and `exit` is always last. */
@@ -153,8 +165,10 @@ export interface LocalRuntimeShape {
   ) => Effect.Effect<ReadonlyArray<ExecEvent>, RuntimeError>
   /** SIGTERM (or the given signal), then SIGKILL after a grace period. Idempotent once exited. */
   readonly kill: (id: string, execId: string, signal?: string) => Effect.Effect<void, RuntimeError>
-  /** Writes to the process's stdin; `close` closes it. */
+  /** Writes to the process's stdin (or its terminal); `close` closes it (on a terminal: sends ^D). */
   readonly sendInput: (id: string, execId: string, data: Uint8Array, close?: boolean) => Effect.Effect<void, RuntimeError>
+  /** Resizes the terminal of a process started with `pty` (the process gets SIGWINCH); `invalid` for any other. */
+  readonly resize: (id: string, execId: string, size: TerminalSize) => Effect.Effect<void, RuntimeError>
 
   /** Paths are absolute inside the sandbox and resolved inside the jail: no `..` or symlink ever leaves it. */
   readonly readFile: (id: string, path: string, offset: number, limit: number) => Effect.Effect<FileRead, RuntimeError>

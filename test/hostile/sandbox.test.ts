@@ -401,6 +401,36 @@ describe("host hygiene", () => {
   })
 })
 
+describe("terminals", () => {
+  it("a sandbox's terminal is its own: it sees and reaches no terminal of the host or of another sandbox", async () => {
+    // A terminal of the host (a `cat` on a pseudo-terminal, as an operator's shell would be) and one of B.
+    let hostSaw = ""
+    const host = Bun.spawn(["cat"], { terminal: { cols: 80, rows: 24, data: (_t, d) => void (hostSaw += Buffer.from(d).toString()) } })
+    const hostTty = fs.readlinkSync(`/proc/${host.pid}/fd/0`)
+    const victim = await run(rt.exec("b", { command: ["cat"], maxOutputBytes: 10_000, pty: { cols: 80, rows: 24 } }))
+    await run(rt.create({ id: "tty-a", vcpu: 1, memoryMb: 256, internet: false }))
+    try {
+      // From A's own terminal: write to every terminal it can find, and to the host's by its path.
+      const attack = await run(rt.exec("tty-a", {
+        command: ["sh", "-c", `ls -1 /dev/pts; for f in /dev/pts/* ${hostTty}; do [ "$f" = "$(tty)" ] || { printf INJECTED > "$f"; } 2>/dev/null; done; echo done`],
+        maxOutputBytes: 10_000,
+        pty: { cols: 80, rows: 24 }
+      }))
+      const r = await collect(rt, "tty-a", attack.execId)
+      // Its own devpts: its own terminal and the multiplexer, nothing else.
+      expect(r.stdout.replace(/\r/g, "")).toMatch(/^0\nptmx\ndone\n$/)
+      await Bun.sleep(200)
+      expect(hostSaw).not.toContain("INJECTED")
+      const seen = (await run(rt.execEvents("b", victim.execId, 0))).flatMap((e) => (e.type === "stdout" ? [Buffer.from(e.data).toString()] : []))
+      expect(seen.join("")).not.toContain("INJECTED")
+    } finally {
+      host.kill()
+      await run(rt.kill("b", victim.execId, "SIGKILL"))
+      await run(rt.destroy("tty-a"))
+    }
+  })
+})
+
 describe("root only", () => {
   it("the runtime refuses to start without root, with a clear message", () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "sgw-nonroot-"))

@@ -89,6 +89,32 @@ describe("exec", () => {
     expect((await collect(rt, "p", exec.execId)).stdout).toBe("piped input\ndone\n")
   })
 
+  it("runs a command on a terminal: its size, typed input, a resize, ^D at close, and a kill of its whole session", async () => {
+    const exec = await run(rt.exec("p", { command: ["sh", "-c", "stty size; tty; read x; echo got $x; sleep 0.2; stty size; cat; echo end"], maxOutputBytes: 10_000, pty: { cols: 80, rows: 24 } }))
+    await waitFor("the first size", async () => (await run(rt.execEvents("p", exec.execId, 0))).length > 0)
+    await run(rt.sendInput("p", exec.execId, new TextEncoder().encode("hello\n")))
+    await run(rt.resize("p", exec.execId, { cols: 100, rows: 40 }))
+    await run(rt.sendInput("p", exec.execId, new Uint8Array(), true))
+    const r = await collect(rt, "p", exec.execId)
+    // A terminal echoes what is typed and ends lines with CR LF; stderr goes to the same terminal.
+    expect(r.stdout).toMatch(/^24 80\r\n\/dev\/pts\/\d+\r\nhello\r\ngot hello\r\n40 100\r\nend\r\n$/)
+    expect(r.stderr).toBe("")
+    expect(r.exit).toMatchObject({ exitCode: 0 })
+
+    const bad = async (effect: Parameters<typeof failure>[0]) => ((await failure(effect)) as RuntimeError).kind
+    expect(await bad(rt.exec("p", { command: ["true"], maxOutputBytes: 10, pty: { cols: 0, rows: 24 } }))).toBe("invalid")
+    const plain = await run(rt.exec("p", { command: ["sleep", "5"], maxOutputBytes: 10 }))
+    expect(await bad(rt.resize("p", plain.execId, { cols: 80, rows: 24 }))).toBe("invalid")
+    await run(rt.kill("p", plain.execId, "SIGKILL"))
+
+    const shell = await run(rt.exec("p", { command: ["sh", "-c", "sleep 60 & sleep 60 & wait"], maxOutputBytes: 100, pty: { cols: 80, rows: 24 } }))
+    expect(await bad(rt.resize("p", shell.execId, { cols: 1001, rows: 24 }))).toBe("invalid")
+    await waitFor("the sleeps", () => workPids("p").length >= 3)
+    await run(rt.kill("p", shell.execId))
+    expect((await collect(rt, "p", shell.execId)).exit).toMatchObject({ cancelled: true })
+    await waitFor("an empty command cgroup", () => workPids("p").length === 0)
+  })
+
   it("stdin: false is end-of-file at once (no pipe left open)", async () => {
     const exec = await run(rt.exec("p", { command: ["sh", "-c", "cat; echo done"], maxOutputBytes: 100, stdin: false }))
     expect((await collect(rt, "p", exec.execId)).stdout).toBe("done\n")

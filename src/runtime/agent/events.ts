@@ -57,6 +57,8 @@ export interface Exec {
   exitLost: boolean
   finishedAt: number | null
   proc: ReturnType<typeof Bun.spawn> | null
+  /** The pseudo-terminal of a command started with `pty` (its input and size go there). */
+  terminal: Bun.Terminal | null
   pending: { type: number; chunks: Array<Uint8Array>; bytes: number } | null
   flushScheduled: boolean
   waiters: Set<() => void>
@@ -77,6 +79,7 @@ export const track = (fields: Pick<Exec, "meta" | "dir" | "offsets" | "size" | "
     exitLost: false,
     finishedAt: null,
     proc: null,
+    terminal: null,
     pending: null,
     flushScheduled: false,
     waiters: new Set(),
@@ -177,6 +180,10 @@ export const finish = (exec: Exec, fields: Omit<ExitFields, "cancelled" | "timed
   if (exec.fd !== null) fs.closeSync(exec.fd)
   exec.fd = null
   exec.proc = null
+  try {
+    exec.terminal?.close()
+  } catch {}
+  exec.terminal = null
   exec.finishedAt = Date.now()
   notify(exec)
   evictFinished()

@@ -46,9 +46,15 @@ interface ExecRequest {
   rlimits?: { nproc: number; asKb: number }
   /** false: stdin is /dev/null (end-of-file at once); otherwise a pipe written through `/exec/<id>/stdin`. */
   stdin?: boolean
+  /** Run on a pseudo-terminal of this size: one output stream, input typed through `/exec/<id>/stdin`. */
+  pty?: { cols: number; rows: number }
 }
 
 const isInt = (v: unknown, min: number) => typeof v === "number" && Number.isInteger(v) && v >= min
+const isTerminalSize = (v: unknown): v is { cols: number; rows: number } => {
+  const size = v as { cols?: unknown; rows?: unknown } | null
+  return typeof size === "object" && size !== null && isInt(size.cols, 1) && isInt(size.rows, 1) && (size.cols as number) <= 1000 && (size.rows as number) <= 1000
+}
 
 const parseExecRequest = (body: unknown): ExecRequest => {
   const b = body as Partial<ExecRequest> | null
@@ -65,6 +71,7 @@ const parseExecRequest = (body: unknown): ExecRequest => {
   if (!isInt(b.maxOutputBytes, 0)) throw invalid("maxOutputBytes must be a non-negative integer")
   if (b.tag !== undefined && (typeof b.tag !== "string" || b.tag.length === 0 || b.tag.length > 200)) throw invalid("tag must be 1-200 characters")
   if (b.stdin !== undefined && typeof b.stdin !== "boolean") throw invalid("stdin must be a boolean")
+  if (b.pty !== undefined && !isTerminalSize(b.pty)) throw invalid("pty must be {cols, rows}, each 1-1000")
   return b as ExecRequest
 }
 
@@ -109,17 +116,46 @@ const startExec = (spec: ExecRequest): Exec => {
     fd,
     outputBytes: 0
   })
-  let proc: Bun.Subprocess<"pipe" | "ignore", "pipe", "pipe">
+  const cmd = ["/bin/sh", "-c", `${prelude.join("; ")}${prelude.length > 0 ? "; " : ""}exec "$@"`, "sh", ...spec.command]
+  /** Resolves once the command's output is all read: its pipes (or its terminal) reached end-of-file. */
+  let drained: Promise<unknown>
+  let proc: Bun.Subprocess<"pipe" | "ignore", "pipe" | "ignore", "pipe" | "ignore">
   try {
-    proc = Bun.spawn({
-      cmd: ["/bin/sh", "-c", `${prelude.join("; ")}${prelude.length > 0 ? "; " : ""}exec "$@"`, "sh", ...spec.command],
-      cwd,
-      env,
-      stdin: spec.stdin === false ? "ignore" : "pipe",
-      stdout: "pipe",
-      stderr: "pipe",
-      detached: true // its own session and process group: a kill reaches every descendant
-    })
+    if (spec.pty !== undefined) {
+      let closed = () => {}
+      drained = new Promise<void>((resolve) => (closed = resolve))
+      // A terminal of its own: it is the session leader with the terminal as its controlling terminal, so a
+      // kill of its process group reaches every descendant, as with `detached` below.
+      proc = Bun.spawn({
+        cmd,
+        cwd,
+        env: { TERM: "xterm-256color", ...env },
+        terminal: {
+          cols: spec.pty.cols,
+          rows: spec.pty.rows,
+          data: (_terminal, chunk) => onOutput(exec, T_STDOUT, chunk),
+          exit: () => closed()
+        }
+      })
+      exec.terminal = proc.terminal ?? null
+    } else {
+      const spawned = Bun.spawn({
+        cmd,
+        cwd,
+        env,
+        stdin: spec.stdin === false ? "ignore" : "pipe",
+        stdout: "pipe",
+        stderr: "pipe",
+        detached: true // its own session and process group: a kill reaches every descendant
+      })
+      const pump = async (stream: ReadableStream<Uint8Array>, type: number) => {
+        try {
+          for await (const chunk of stream) onOutput(exec, type, chunk)
+        } catch {}
+      }
+      drained = Promise.all([pump(spawned.stdout, T_STDOUT), pump(spawned.stderr, T_STDERR)])
+      proc = spawned
+    }
   } catch (e) {
     exec.meta.pid = 0
     fs.writeFileSync(path.join(dir, "meta.json"), JSON.stringify(exec.meta))
@@ -141,12 +177,6 @@ const startExec = (spec: ExecRequest): Exec => {
       killExec(exec, "SIGTERM")
     }, spec.timeoutMs))
   }
-  const pump = async (stream: ReadableStream<Uint8Array>, type: number) => {
-    try {
-      for await (const chunk of stream) onOutput(exec, type, chunk)
-    } catch {}
-  }
-  const drained = Promise.all([pump(proc.stdout, T_STDOUT), pump(proc.stderr, T_STDERR)])
   void proc.exited.then(() => {
     const signal = typeof proc.signalCode === "number" ? signalNameOf(proc.signalCode) : proc.signalCode
     const fields = { exitCode: signal === null ? proc.exitCode : null, signal }
@@ -170,7 +200,7 @@ const info = (exec: Exec) => ({
   exitCode: exec.exit?.exitCode ?? null
 })
 
-/** `/exec` (POST starts one) and `/exec/<id>[/events|/kill|/stdin]`. */
+/** `/exec` (POST starts one) and `/exec/<id>[/events|/kill|/stdin|/resize]`. */
 export const execRoute = async (
   request: Request,
   parts: ReadonlyArray<string>,
@@ -204,6 +234,24 @@ if (parts[1] !== undefined) {
         killExec(exec, signal as NodeJS.Signals)
       }
       return json(info(exec))
+    }
+    if (parts[2] === "resize" && request.method === "POST") {
+      const size = { cols: intParam(q, "cols", 0), rows: intParam(q, "rows", 0) }
+      if (!isTerminalSize(size)) throw invalid("a terminal has 1-1000 columns and rows")
+      if (exec.exit === null) {
+        if (exec.terminal === null) throw invalid("the process has no terminal")
+        exec.terminal.resize(size.cols, size.rows)
+      }
+      return json({ ok: true })
+    }
+    if (parts[2] === "stdin" && request.method === "POST" && exec.terminal !== null) {
+      // Typed into the terminal; its end (close) is ^D, as at a keyboard.
+      const data = new Uint8Array(await request.arrayBuffer())
+      try {
+        if (data.length > 0) exec.terminal.write(data)
+        if (q.get("close") === "1") exec.terminal.write("\x04")
+      } catch {}
+      return json({ ok: true })
     }
     if (parts[2] === "stdin" && request.method === "POST") {
       const data = new Uint8Array(await request.arrayBuffer())
