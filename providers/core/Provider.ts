@@ -54,6 +54,11 @@ export interface ProviderCapabilities {
     readonly cancel: boolean
     readonly maxOutputBytes: number
     readonly maxTimeoutSeconds: number
+    /**
+     * Commands on a pseudo-terminal (`ExecInput.pty`, `sendInput` types into it, `resizeTerminal`). Absent: no
+     * terminals; a request with `features.pty` is never placed there.
+     */
+    readonly terminal?: boolean | undefined
   }
   readonly files: null | {
     readonly read: boolean
@@ -140,6 +145,11 @@ export interface ExecInput {
   readonly processId: string
   /** Keep the process's standard input open for `sendInput` (else it reads end-of-file). Needs `sendInput`. */
   readonly stdin?: boolean | undefined
+  /**
+   * Run the command on a pseudo-terminal of this size (needs `capabilities.process.terminal`): its output comes
+   * as `stdout` events, `sendInput` types into the terminal (`eof` sends ^D), `resizeTerminal` resizes it.
+   */
+  readonly pty?: { readonly cols: number; readonly rows: number } | undefined
 }
 
 /** Ordered output: `seq` contiguous from 0, `exit` last (reference/providers.md §2.1). */
@@ -225,6 +235,10 @@ export interface SandboxProvider {
    * the data. Absent: the provider cannot take input (a process asking for stdin is refused before it starts).
    */
   readonly sendInput?: ((sandbox: ProviderSandbox, executionId: string, data: Uint8Array, eof: boolean) => PE<void>) | undefined
+  /** Resizes the terminal of an execution started with `pty`. Present exactly when `capabilities.process.terminal`. */
+  readonly resizeTerminal?:
+    | ((sandbox: ProviderSandbox, executionId: string, size: { readonly cols: number; readonly rows: number }) => PE<void>)
+    | undefined
 
   readonly readFile: (
     sandbox: ProviderSandbox,

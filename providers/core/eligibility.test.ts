@@ -76,8 +76,10 @@ describe("unmetRequirements", () => {
     expect(unmet("daytona", request({ regions: [] }))).toEqual([])
   })
 
-  it("6. pty is never offered; 7. pause_resume and public_ports", () => {
+  it("6. pty only where the adapter has terminals; 7. pause_resume and public_ports", () => {
     expect(unmet("daytona", request({ features: { pty: true } }))).toEqual(["pty"])
+    expect(unmet("e2b", request({ features: { pty: true } }), { caps: { process: { ...DECLARED.e2b.process!, terminal: true } } })).toEqual([])
+    expect(unmet("e2b", request({ features: { pty: false } }))).toEqual([])
     expect(unmet("e2b", request({ features: { pause_resume: true } }))).toEqual([])
     expect(unmet("blaxel", request({ features: { pause_resume: true } }))).toEqual(["pause_resume"])
     expect(unmet("daytona", request({ features: { public_ports: [8080] } }))).toEqual([])

@@ -3,7 +3,7 @@
  * reference's order. An empty list means eligible.
  *
  * 1. source kind (and a provider template names this provider); 2. managed billing needs cost evidence;
- * 3. resources (resources.ts); 4. isolation; 5. network and regions; 6. pty (no provider has one);
+ * 3. resources (resources.ts); 4. isolation; 5. network and regions; 6. pty (terminals);
  * 7. pause_resume, public_ports; 8. process and filesystem features — under `auto` routing exec and file
  * read/write are required even when not asked for; 9. computer use and recording.
  *
@@ -63,7 +63,7 @@ export const unmetRequirements = (
   if (network?.deny_domains !== undefined) need(caps.network?.denyDomains === true, "network", "cannot enforce a domain deny list")
   if (req.regions !== undefined && req.regions.length > 0) need(false, "regions", "states no regions")
   // 6. pty
-  if (req.features?.pty === true) need(false, "pty", "offers no pty")
+  if (req.features?.pty === true) need(caps.process?.terminal === true, "pty", "offers no terminals")
   // 7. lifecycle and ports
   if (req.features?.pause_resume === true) need(caps.pause && caps.resume, "pause_resume", "cannot pause and resume")
   if ((req.features?.public_ports?.length ?? 0) > 0) {

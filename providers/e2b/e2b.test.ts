@@ -508,6 +508,46 @@ describe("e2b adapter: envd requests", () => {
     expect(s.left()).toBe(0)
   })
 
+  it("a terminal: Start carries pty.size, pty data is the output, input goes as pty bytes (eof is ^D), Update resizes", async () => {
+    const s = scripted([
+      getDetail(),
+      { method: "POST", path: "/process.Process/List", reply: () => json({}) },
+      {
+        method: "POST",
+        path: "/process.Process/Start",
+        reply: (call) => {
+          expect(envelopeBody(call)).toEqual([{ process: { cmd: "sh", args: [], envs: {} }, tag: "proc_tty", pty: { size: { cols: 80, rows: 24 } }, stdin: false }])
+          return stream(frames({ event: { start: { pid: 7 } } }, { event: { data: { pty: b64("$ ") } } }, { event: { end: { exited: true, status: "exit status 0" } } }, {}))
+        }
+      },
+      {
+        method: "POST",
+        path: "/process.Process/SendInput",
+        reply: (call) => {
+          expect(bodyJson(call)).toEqual({ process: { tag: "proc_tty" }, input: { pty: b64("ls\n\x04") } })
+          return json({})
+        }
+      },
+      {
+        method: "POST",
+        path: "/process.Process/Update",
+        reply: (call) => {
+          expect(bodyJson(call)).toEqual({ process: { tag: "proc_tty" }, pty: { size: { cols: 120, rows: 40 } } })
+          return json({})
+        }
+      }
+    ])
+    const p = provider(s.client)
+    const { executionId } = await run(p.exec(SANDBOX, { command: ["sh"], timeoutSeconds: 0, maxOutputBytes: 1000, processId: "proc_tty", pty: { cols: 80, rows: 24 } }))
+    expect(executionId).toBe("e2b-pty:proc_tty")
+    expect(text(await drain(p, SANDBOX, executionId), "stdout")).toBe("$ ")
+    // No CloseStdin for a terminal: its end is ^D typed.
+    await run(p.sendInput!(SANDBOX, executionId, new TextEncoder().encode("ls\n"), true))
+    await run(p.resizeTerminal!(SANDBOX, executionId, { cols: 120, rows: 40 }))
+    expect(await kindOf(p.resizeTerminal!(SANDBOX, "e2b:proc_plain", { cols: 1, rows: 1 }))).toBe("invalid_request")
+    expect(s.left()).toBe(0)
+  })
+
   it("the emulator's replay header makes the adapter skip what it already handed out", async () => {
     const s = scripted([
       getDetail(),

@@ -57,6 +57,7 @@ export const makeE2BProvider = (config: E2BProviderConfig): SandboxProvider => {
     execEvents: processes.execEvents,
     cancelExec: processes.cancelExec,
     sendInput: processes.sendInput,
+    resizeTerminal: processes.resizeTerminal,
     ...makeFiles(ctx),
     exposeHttpEndpoint: () => Effect.fail(unsupported(NAME, "HTTP endpoints")),
     revokeHttpEndpoint: () => Effect.fail(unsupported(NAME, "HTTP endpoints"))

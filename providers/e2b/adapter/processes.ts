@@ -53,9 +53,12 @@ export const makeProcesses = (ctx: E2BContext) => {
   const connectFailure = (what: string, error: ConnectErrorBody) => fail(connectKind(error.code), `e2b ${what}: ${error.code}: ${error.message}`)
 
   const executionKey = (sandbox: ProviderSandbox, executionId: string) => `${sandbox.resourceId}/${executionId}`
-  /** `e2b:<tag>`; ids of the form `e2b:<digits>` (older adapter versions) select by pid. */
+  /**
+   * `e2b:<tag>`, or `e2b-pty:<tag>` for a command on a terminal (its input is typed as pty bytes); ids of the form
+   * `e2b:<digits>` (older adapter versions) select by pid.
+   */
   const selectorOf = (executionId: string): Execution["selector"] => {
-    const rest = executionId.replace(/^e2b:/, "")
+    const rest = executionId.replace(/^e2b(-pty)?:/, "")
     return /^\d+$/.test(rest) ? { pid: Number(rest) } : { tag: rest }
   }
   const newExecution = (key: string, selector: Execution["selector"], fields: Partial<Pick<Execution, "base" | "maxOutputBytes" | "startedAt" | "timeoutMs">> = {}): Execution => ({
@@ -115,14 +118,16 @@ export const makeProcesses = (ctx: E2BContext) => {
       }
       const event = (envelope.message as { event?: Record<string, unknown> } | null)?.event ?? {}
       const start = event["start"] as { pid?: unknown } | undefined
-      const data = event["data"] as { stdout?: unknown; stderr?: unknown } | undefined
+      const data = event["data"] as { stdout?: unknown; stderr?: unknown; pty?: unknown } | undefined
       const end = event["end"] as { exitCode?: unknown; exited?: unknown; status?: unknown } | undefined
       if (start !== undefined) {
         Deferred.unsafeDone(started, Exit.void)
       } else if (data !== undefined) {
-        const type = typeof data.stdout === "string" ? "stdout" : typeof data.stderr === "string" ? "stderr" : null
-        if (type === null) return // pty output: never requested
-        const raw = Buffer.from(String(data[type]), "base64")
+        // A terminal's output is one stream: it arrives as `pty` and is handed on as stdout.
+        const field = typeof data.stdout === "string" ? "stdout" : typeof data.stderr === "string" ? "stderr" : typeof data.pty === "string" ? "pty" : null
+        if (field === null) return
+        const type = field === "stderr" ? "stderr" : "stdout"
+        const raw = Buffer.from(String(data[field]), "base64")
         let chunk = new Uint8Array(raw.buffer, raw.byteOffset, raw.length) // a plain view, not a Buffer
         const room = Math.max(0, x.maxOutputBytes - bytes)
         if (chunk.length > room) {
@@ -204,7 +209,7 @@ export const makeProcesses = (ctx: E2BContext) => {
       const [cmd, ...args] = input.command
       if (cmd === undefined || cmd === "") return yield* fail("invalid_request", "the command is empty")
       const a = yield* accessOf(sandbox)
-      const executionId = `e2b:${input.processId}`
+      const executionId = `${input.pty === undefined ? "e2b" : "e2b-pty"}:${input.processId}`
       const key = executionKey(sandbox, executionId)
       const known = executions.get(key)
       if (known !== undefined && (known.attached || known.done)) return { executionId } // already started by this process
@@ -223,6 +228,7 @@ export const makeProcesses = (ctx: E2BContext) => {
           {
             process: { cmd, args, envs: input.environment ?? {}, ...(input.cwd === undefined ? {} : { cwd: input.cwd }) },
             tag: input.processId,
+            ...(input.pty === undefined ? {} : { pty: { size: { cols: input.pty.cols, rows: input.pty.rows } } }),
             // Older envd keeps every process's stdin open; from 0.3.0 it is closed unless asked for.
             ...(envdAtLeast(a.envdVersion, ENVD_STDIN_FLAG) ? { stdin: input.stdin === true } : {})
           },
@@ -305,13 +311,27 @@ export const makeProcesses = (ctx: E2BContext) => {
     for (const key of executions.keys()) if (key.startsWith(`${sandboxId}/`)) executions.delete(key)
   }
 
-  /** envd's SendInput (base64 bytes) and CloseStdin, addressed by our tag like every other call. */
+  /**
+   * envd's SendInput (base64 bytes) and CloseStdin, addressed by our tag like every other call. A terminal takes
+   * its input as `pty` bytes, and its end as ^D typed (envd has no CloseStdin for a terminal).
+   */
   const sendInput = (sandbox: ProviderSandbox, executionId: string, data: Uint8Array, eof: boolean) =>
     Effect.gen(function*() {
       const selector = selectorOf(executionId)
-      if (data.length > 0) yield* unary(sandbox, "process.Process/SendInput", { process: selector, input: { stdin: Buffer.from(data).toString("base64") } }, Empty, true)
-      if (eof) yield* unary(sandbox, "process.Process/CloseStdin", { process: selector }, Empty, true)
+      const pty = executionId.startsWith("e2b-pty:")
+      const bytes = pty && eof ? Buffer.concat([data, Buffer.from([4])]) : data
+      if (bytes.length > 0) {
+        const input = { [pty ? "pty" : "stdin"]: Buffer.from(bytes).toString("base64") }
+        yield* unary(sandbox, "process.Process/SendInput", { process: selector, input }, Empty, true)
+      }
+      if (eof && !pty) yield* unary(sandbox, "process.Process/CloseStdin", { process: selector }, Empty, true)
     })
 
-  return { exec, execEvents, cancelExec, sendInput, forget }
+  /** envd's Update: a terminal's new size. */
+  const resizeTerminal = (sandbox: ProviderSandbox, executionId: string, size: { readonly cols: number; readonly rows: number }) =>
+    executionId.startsWith("e2b-pty:")
+      ? unary(sandbox, "process.Process/Update", { process: selectorOf(executionId), pty: { size: { cols: size.cols, rows: size.rows } } }, Empty, true)
+      : Effect.fail(fail("invalid_request", "the process has no terminal"))
+
+  return { exec, execEvents, cancelExec, sendInput, resizeTerminal, forget }
 }

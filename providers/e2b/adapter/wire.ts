@@ -17,10 +17,13 @@ export const REPLAY_HEADER = "x-e2b-emulator-replay"
 
 export const E2B_RATE_CARD = { version: "e2b-2026-08-21", vcpuSecondMicrousd: 14, gibSecondMicrousd: 4.5, confidence: "medium" } as const satisfies RateCard
 
-/** What the adapter really does: the declared E2B row, plus cancel (SendSignal) and the internet switch. */
+/**
+ * What the adapter really does: the declared E2B row, plus cancel (SendSignal), terminals (envd's `pty` on Start,
+ * `SendInput` of pty bytes, `Update` of its size: what the E2B SDK's `sandbox.pty` uses) and the internet switch.
+ */
 export const E2B_CAPABILITIES: ProviderCapabilities = {
   ...DECLARED.e2b,
-  process: { ...DECLARED.e2b.process!, cancel: true },
+  process: { ...DECLARED.e2b.process!, cancel: true, terminal: true },
   network: { blockInternet: true, allowDomains: false, denyDomains: false }
 }
 

@@ -17,11 +17,17 @@ const ProcessConfig = Schema.mutable(Schema.Struct({
 }))
 export type ProcessConfig = typeof ProcessConfig.Type
 
-const ProcessRecordV2 = Schema.mutable(Schema.Struct({ execId: Schema.String, tag: Schema.NullOr(Schema.String), config: ProcessConfig }))
+const ProcessRecordV2 = Schema.mutable(Schema.Struct({
+  execId: Schema.String,
+  tag: Schema.NullOr(Schema.String),
+  config: ProcessConfig,
+  /** Started on a terminal: its output is sent as `pty` data, its input taken as `pty` bytes. */
+  pty: Schema.optionalWith(Schema.Boolean, { default: () => false })
+}))
 /** A process as envd knows it; the first version kept only the runtime's exec id per pid. */
 const ProcessRecord = Schema.transform(Schema.Union(ProcessRecordV2, Schema.String), Schema.typeSchema(ProcessRecordV2), {
   strict: true,
-  decode: (r) => (typeof r === "string" ? { execId: r, tag: null, config: { cmd: "", args: [], envs: {} } } : r),
+  decode: (r) => (typeof r === "string" ? { execId: r, tag: null, config: { cmd: "", args: [], envs: {} }, pty: false } : r),
   encode: (r) => r
 })
 export type ProcessRecord = typeof ProcessRecord.Type

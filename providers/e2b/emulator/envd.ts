@@ -32,6 +32,13 @@ import {
 } from "./http.ts"
 
 const MAX_OUTPUT_BYTES = 100 * 1024 * 1024
+
+/** envd's `PTY.Size`: cols and rows; null when either is missing or out of range. */
+const terminalSize = (size: unknown): { cols: number; rows: number } | null => {
+  const s = size as { cols?: unknown; rows?: unknown } | null | undefined
+  const ok = (n: unknown): n is number => typeof n === "number" && Number.isInteger(n) && n >= 1 && n <= 1000
+  return typeof s === "object" && s !== null && ok(s.cols) && ok(s.rows) ? { cols: s.cols, rows: s.rows } : null
+}
 const LONG_POLL_MS = 5_000
 
 export const makeEnvd = (books: Books) => {
@@ -96,7 +103,8 @@ export const makeEnvd = (books: Books) => {
             for (const event of events) {
               seq = event.seq + 1
               if (event.type !== "exit") {
-                controller.enqueue(encodeEnvelope({ event: { data: { [event.type]: Buffer.from(event.data).toString("base64") } } }))
+                const stream = record.pty ? "pty" : event.type
+                controller.enqueue(encodeEnvelope({ event: { data: { [stream]: Buffer.from(event.data).toString("base64") } } }))
                 continue
               }
               // envd's deadline ends the Start call itself, ahead of the end event.
@@ -149,6 +157,8 @@ export const makeEnvd = (books: Books) => {
         const timeoutHeader = request.headers.get("connect-timeout-ms")
         const timeoutMs = timeoutHeader === null ? undefined : Number(timeoutHeader)
         if (timeoutMs !== undefined && !(Number.isInteger(timeoutMs) && timeoutMs > 0)) return streamError("invalid_argument", "Connect-Timeout-Ms must be a positive integer")
+        const pty = body["pty"] === undefined ? undefined : terminalSize((body["pty"] as { size?: unknown } | null)?.size)
+        if (pty === null) return streamError("invalid_argument", "pty.size needs cols and rows (1-1000)")
         const config: ProcessConfig = {
           cmd: proc.cmd,
           args: (proc.args as Array<string> | undefined) ?? [],
@@ -163,9 +173,10 @@ export const makeEnvd = (books: Books) => {
           maxOutputBytes: MAX_OUTPUT_BYTES,
           tag: tag ?? undefined,
           // Without `stdin: true` the process reads end-of-file at once.
-          stdin: body["stdin"] === true
+          stdin: body["stdin"] === true,
+          pty
         }))
-        sandbox.processes[String(exec.pid)] = { execId: exec.execId, tag, config }
+        sandbox.processes[String(exec.pid)] = { execId: exec.execId, tag, config, pty: pty !== undefined }
         save()
         return processStream(sandbox, sandbox.processes[String(exec.pid)]!, exec.pid, { keepaliveMs, deadlineOnTimeout: timeoutMs !== undefined, replay: false })
       }
@@ -219,8 +230,18 @@ export const makeEnvd = (books: Books) => {
       case "process.Process/SendInput": {
         const record = await liveProcess(sandbox, body["process"])
         const input = body["input"] as { stdin?: unknown; pty?: unknown } | undefined
-        if (typeof input?.stdin !== "string") throw new ConnectFailure("invalid_argument", "input.stdin (base64) is required; there is no pty")
-        await run(runtime.sendInput(id, record.execId, Buffer.from(input.stdin, "base64")))
+        // As envd: a terminal takes `pty` bytes, a plain process `stdin` bytes.
+        const bytes = record.pty ? input?.pty : input?.stdin
+        if (typeof bytes !== "string") throw new ConnectFailure("invalid_argument", `input.${record.pty ? "pty" : "stdin"} (base64) is required`)
+        await run(runtime.sendInput(id, record.execId, Buffer.from(bytes, "base64")))
+        return json({})
+      }
+      case "process.Process/Update": {
+        const record = await liveProcess(sandbox, body["process"])
+        const size = terminalSize((body["pty"] as { size?: unknown } | null | undefined)?.size)
+        if (size === null) throw new ConnectFailure("invalid_argument", "pty.size needs cols and rows (1-1000)")
+        if (!record.pty) throw new ConnectFailure("failed_precondition", "the process has no pty")
+        await run(runtime.resize(id, record.execId, size))
         return json({})
       }
       case "process.Process/CloseStdin": {
