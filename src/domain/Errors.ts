@@ -64,6 +64,9 @@ export class PayloadTooLarge extends Schema.TaggedError<PayloadTooLarge>()("Payl
 export class RangeNotSatisfiable extends Schema.TaggedError<RangeNotSatisfiable>()("RangeNotSatisfiable", fields) {
   static readonly status = 416
 }
+export class UpgradeRequired extends Schema.TaggedError<UpgradeRequired>()("UpgradeRequired", fields) {
+  static readonly status = 426
+}
 export class UnsupportedMediaType extends Schema.TaggedError<UnsupportedMediaType>()("UnsupportedMediaType", fields) {
   static readonly status = 415
 }
@@ -91,6 +94,7 @@ export type ApiError =
   | PayloadTooLarge
   | UnsupportedMediaType
   | RangeNotSatisfiable
+  | UpgradeRequired
   | Unprocessable
   | TooManyRequests
   | InternalError
@@ -135,6 +139,7 @@ export const MethodNotAllowedWire = wire(MethodNotAllowed, "The route exists but
 export const ConflictWire = wire(Conflict, "The request conflicts with the current state (see `code`)")
 export const PayloadTooLargeWire = wire(PayloadTooLarge, "The request body is larger than the server accepts (`payload_too_large`)")
 export const RangeNotSatisfiableWire = wire(RangeNotSatisfiable, "The Range is malformed or outside the file (`range_not_satisfiable`; `Content-Range: bytes */<size>`)")
+export const UpgradeRequiredWire = wire(UpgradeRequired, "The route is a WebSocket: connect with `Upgrade: websocket` (`upgrade_required`)")
 export const UnsupportedMediaTypeWire = wire(UnsupportedMediaType, "The request body is not `application/json` (`unsupported_media_type`)")
 export const UnprocessableWire = wire(Unprocessable, "The request failed validation (`validation_error`, with `details.issues`)")
 export const InternalErrorWire = wire(InternalError, "An unexpected server error (`internal_error`); retryable")

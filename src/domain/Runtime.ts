@@ -55,6 +55,12 @@ export const EnvName = Schema.String.pipe(
   Schema.filter((k) => k !== "__proto__" || "__proto__ is not allowed as a key")
 )
 
+/** A pseudo-terminal's size. */
+export const TerminalSize = Schema.Struct({
+  cols: Schema.Int.pipe(Schema.between(1, 1000)),
+  rows: Schema.Int.pipe(Schema.between(1, 1000))
+}).annotations({ identifier: "TerminalSize", ...strict })
+
 export const StartProcess = Schema.Struct({
   command: Schema.Array(Schema.String.pipe(Schema.maxLength(131_072))).pipe(Schema.minItems(1), Schema.maxItems(4096)),
   cwd: Schema.optional(PortablePath),
@@ -62,7 +68,9 @@ export const StartProcess = Schema.Struct({
   timeout_seconds: withDefault(Schema.Int.pipe(Schema.between(1, 3600)), 300),
   max_output_bytes: withDefault(Schema.Int.pipe(Schema.between(1, 104_857_600)), 10_485_760),
   /** Keep standard input open for `POST …/stdin` (else the process reads end-of-file at once). */
-  stdin: withDefault(Schema.Boolean, false)
+  stdin: withDefault(Schema.Boolean, false),
+  /** Run on a pseudo-terminal of this size: one output stream, input through `…/attach` or `…/stdin`. */
+  pty: Schema.optional(TerminalSize)
 }).annotations({ identifier: "StartProcess", ...strict })
 
 
@@ -91,6 +99,8 @@ export const Process = Schema.Struct({
   /** Started with its standard input kept open; `stdin_closed_at`: when `eof` closed it. */
   stdin: Schema.Boolean,
   stdin_closed_at: Schema.NullOr(Timestamp),
+  /** The terminal's current size for a process started with `pty`, else null. */
+  pty: Schema.NullOr(TerminalSize),
   provider_capabilities: Schema.NullOr(Capabilities)
 }).annotations({ identifier: "Process" })
 

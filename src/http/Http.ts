@@ -42,6 +42,9 @@ import { LocalRuntimeLive } from "../runtime/LocalRuntimeLive.ts"
 import { withRequestId } from "./RequestId.ts"
 import { countRequests, metricsRoute } from "./Telemetry.ts"
 import { MCP_PATH, mcpRoute } from "./Mcp.ts"
+import { ATTACH_PATH, attachRoute } from "./Attach.ts"
+import type { ProcessesRepo } from "../db/repos/Processes.ts"
+import type { SandboxesRepo } from "../db/repos/Sandboxes.ts"
 import { Telemetry } from "../services/Telemetry.ts"
 import type { Repositories } from "../db/Database.ts"
 import { FOLLOW_HEARTBEAT_MS } from "./Sse.ts"
@@ -88,9 +91,11 @@ const ServerLive = Layer.unwrapScoped(
     const fast = yield* FastReadsScoped(config.dataDir)
     // Every request passes the body-size guard, except the plain GETs FastReads answers (a GET has no body).
     const guard = guardBodySize(config.maxBodyBytes, (request, server) => server.fetch(request))
-    const routes: Record<string, (request: Bun.BunRequest, server: Bun.Server<unknown>) => Response | Promise<Response>> = { "/*": guard }
+    // A route answers nothing (undefined) when it upgraded the connection to a WebSocket.
+    const routes: Record<string, (request: Bun.BunRequest, server: Bun.Server<unknown>) => Response | undefined | Promise<Response | undefined>> = { "/*": guard }
     for (const [route, read] of Object.entries(fast.routes)) routes[route] = (request, server) => (request.method === "GET" ? read(request, server) : guard(request, server))
     routes[MCP_PATH] = guardBodySize(config.maxBodyBytes, mcpRoute)
+    routes[ATTACH_PATH] = attachRoute(yield* Effect.runtime<ProcessesRepo | SandboxesRepo | ProviderAccounts>()) as (typeof routes)[string]
     const scrape = yield* metricsRoute(yield* Effect.runtime<Telemetry | Repositories>())
     if (scrape !== undefined) routes["/metrics"] = scrape
     // A followed stream (`?follow=true`) is quiet up to 15 s between heartbeats: Bun's default 10 s would cut it.

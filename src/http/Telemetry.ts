@@ -13,7 +13,8 @@ import { scrapeMetrics, type Telemetry } from "../services/Telemetry.ts"
 import type { Repositories } from "../db/Database.ts"
 import { newRequestId } from "./RequestId.ts"
 
-type Route = (request: Bun.BunRequest, server: Bun.Server<unknown>) => Response | Promise<Response>
+/** A Bun route; no response (undefined) when it upgraded the connection to a WebSocket. */
+type Route = (request: Bun.BunRequest, server: Bun.Server<unknown>) => Response | undefined | Promise<Response | undefined>
 
 const MIN_TOKEN_LENGTH = 16
 
@@ -52,7 +53,8 @@ export const countRequests = (routes: Record<string, Route>, telemetry: Telemetr
       let status = 500
       try {
         const response = await route(request, server)
-        status = response.status
+        // No response: the connection was upgraded to a WebSocket.
+        status = response?.status ?? 101
         return response
       } finally {
         telemetry.request(request.method, routeOf(new URL(request.url).pathname), status, (performance.now() - started) / 1000)

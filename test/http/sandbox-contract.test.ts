@@ -81,6 +81,7 @@ const ROUTES: ReadonlyArray<Route> = [
   { method: "get", path: `${sbx}/files/content`, id: "filesystem.readContent", success: 200, auth: K, errors: [404, 409, 416, 503], headers: ["range", "if-none-match"], bytes: true },
   { method: "put", path: `${sbx}/files/content`, id: "filesystem.writeContent", success: 200, alsoSuccess: 201, auth: K, errors: [404, 409, 413, 503], bytes: true },
   { method: "post", path: `${sbx}/processes/{process_id}/stdin`, id: "processes.stdin", success: 202, auth: K, errors: [404, 409, 503], body: "WriteStdin" },
+  { method: "get", path: `${sbx}/processes/{process_id}/attach`, id: "processes.attach", success: 101, auth: K, errors: [404, 409, 426] },
   { method: "post", path: `${sbx}/filesystem/read`, id: "filesystem.read", success: 202, auth: K, errors: [404, 409], body: "ReadFile" },
   { method: "post", path: `${sbx}/filesystem/write`, id: "filesystem.write", success: 202, auth: K, errors: [404, 409], body: "WriteFile", headers: ["idempotency-key"] },
   { method: "post", path: `${sbx}/filesystem/list`, id: "filesystem.list", success: 202, auth: K, errors: [404, 409], body: "ListFiles" },
@@ -119,7 +120,9 @@ describe("sandbox-plane contract", () => {
       // A project key with a foreign X-Metal-Project-ID is 403; a malformed header 422 (reference §2 "K").
       if (r.auth === "projectKey") expect(statuses).toEqual(expect.arrayContaining([400, 403, 422]))
       const success = op.responses[String(r.success)].content
-      expect(Object.keys(success)).toEqual([r.sse ? "text/event-stream" : r.bytes && r.method === "get" ? "application/octet-stream" : "application/json"])
+      // A WebSocket's 101 has no body.
+      if (r.success === 101) expect(success).toBeUndefined()
+      else expect(Object.keys(success)).toEqual([r.sse ? "text/event-stream" : r.bytes && r.method === "get" ? "application/octet-stream" : "application/json"])
       const body = op.requestBody?.content?.["application/json"]?.schema
       if (r.bytes && r.method === "put") expect(Object.keys(op.requestBody.content)).toEqual(["application/octet-stream"])
       else if (r.body === undefined) expect(op.requestBody).toBeUndefined()

@@ -5,6 +5,7 @@ import retention from "./0003_retention.ts"
 import sandboxDeadline from "./0004_sandbox_deadline.ts"
 import webhookDeliveries from "./0005_webhook_deliveries.ts"
 import processStdin from "./0006_process_stdin.ts"
+import processPty from "./0007_process_pty.ts"
 
 export const migrations = {
   "0001_accounts": accounts,
@@ -12,5 +13,6 @@ export const migrations = {
   "0003_retention": retention,
   "0004_sandbox_deadline": sandboxDeadline,
   "0005_webhook_deliveries": webhookDeliveries,
-  "0006_process_stdin": processStdin
+  "0006_process_stdin": processStdin,
+  "0007_process_pty": processPty
 }

@@ -39,7 +39,9 @@ export const ProcessRow = Schema.Struct({
   started_at: Schema.NullOr(Schema.String),
   completed_at: Schema.NullOr(Schema.String),
   stdin: IntBoolean,
-  stdin_closed_at: Schema.NullOr(Schema.String)
+  stdin_closed_at: Schema.NullOr(Schema.String),
+  pty_cols: Schema.NullOr(Schema.Int),
+  pty_rows: Schema.NullOr(Schema.Int)
 })
 export type ProcessRow = typeof ProcessRow.Type
 
@@ -74,6 +76,8 @@ export interface NewProcess {
   readonly timeoutSeconds: number
   readonly maxOutputBytes: number
   readonly stdin: boolean
+  /** Started on a terminal of this size. */
+  readonly pty: { readonly cols: number; readonly rows: number } | null
   readonly now: string
 }
 
@@ -114,9 +118,13 @@ export class ProcessesRepo extends Effect.Service<ProcessesRepo>()("app/db/Proce
       /** What a running process's job looks at between two reads of its output. */
       progressOf: (id: string) => progress.first(sql`SELECT state, cancel_requested_at, provider_seq FROM processes WHERE id = ${id}`),
       insert: (process: NewProcess) =>
-        run(sql`INSERT INTO processes (id, project_id, sandbox_id, created_by_key_id, state, command, cwd, environment, timeout_seconds, max_output_bytes, stdin, created_at)
+        run(sql`INSERT INTO processes (id, project_id, sandbox_id, created_by_key_id, state, command, cwd, environment, timeout_seconds, max_output_bytes, stdin, pty_cols, pty_rows, created_at)
           VALUES (${process.id}, ${process.projectId}, ${process.sandboxId}, ${process.keyId}, 'queued', ${JSON.stringify(process.command)}, ${process.cwd},
-                  ${JSON.stringify(process.environment)}, ${process.timeoutSeconds}, ${process.maxOutputBytes}, ${process.stdin ? 1 : 0}, ${process.now})`),
+                  ${JSON.stringify(process.environment)}, ${process.timeoutSeconds}, ${process.maxOutputBytes}, ${process.stdin ? 1 : 0},
+                  ${process.pty?.cols ?? null}, ${process.pty?.rows ?? null}, ${process.now})`),
+      /** A terminal's new size. */
+      resizeTerminal: (processId: string, size: { readonly cols: number; readonly rows: number }) =>
+        run(sql`UPDATE processes SET pty_cols = ${size.cols}, pty_rows = ${size.rows} WHERE id = ${processId} AND pty_cols IS NOT NULL`),
       /** Records the end of a process's input; false when it was closed already. */
       closeStdin: (processId: string, now: string) =>
         Effect.map(

@@ -2,9 +2,9 @@
  * Processes in a sandbox (reference §2 "Runtime"): start (202, `Idempotency-Key` required), read, events as a
  * finite SSE batch (≤100 frames, ≤1 MiB), cancel (202, key optional), standard input (202).
  */
-import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
+import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
-import { ConflictWire, NotFoundWire, ServiceUnavailableWire } from "../../domain/Errors.ts"
+import { ConflictWire, NotFoundWire, ServiceUnavailableWire, UpgradeRequiredWire } from "../../domain/Errors.ts"
 import { Process, StartProcess, StdinWritten, WriteStdin } from "../../domain/Runtime.ts"
 import { ProjectKeyAuth } from "../Security.ts"
 import { IdempotencyHeaders } from "./Common.ts"
@@ -14,6 +14,13 @@ import { EventStream, FollowParams, LastEventIdHeaders, processIdParam, sandboxI
 export const StartProcessParams = Schema.Struct({
   wait_seconds: Schema.optional(Schema.NumberFromString.pipe(Schema.int(), Schema.between(1, 300)).annotations({
     description: "Wait up to this many seconds for the process to end: 201 with its terminal state if it does, else 202"
+  }))
+})
+
+/** `?after=N`: an attach replays the output events after sequence N (default 0: all the output kept). */
+export const AttachParams = Schema.Struct({
+  after: Schema.optional(Schema.NumberFromString.pipe(Schema.int(), Schema.between(0, Number.MAX_SAFE_INTEGER)).annotations({
+    description: "Replay the output after this event sequence (an earlier attach's position); default 0, all the output kept"
   }))
 })
 
@@ -62,6 +69,18 @@ export class ProcessesApi extends HttpApiGroup.make("processes")
       .annotate(
         OpenApi.Description,
         "Writes `data_base64` (at most 1 MiB decoded) to the standard input of a process started with `\"stdin\": true`, after the writes before it; `eof: true` closes the input after the data. 202 once the bytes were handed to the process. 409 `invalid_process_state` when it was not started with stdin, its input was closed, it has ended (or has not started within 10 s); 503 when its provider does not answer."
+      )
+  )
+  .add(
+    HttpApiEndpoint.get("attach")`/v1/sandboxes/${sandboxIdParam}/processes/${processIdParam}/attach`
+      .setUrlParams(AttachParams)
+      .addSuccess(HttpApiSchema.Empty(101).annotations({ description: "Switching Protocols: the WebSocket is open" }))
+      .addError(NotFoundWire)
+      .addError(ConflictWire)
+      .addError(UpgradeRequiredWire)
+      .annotate(
+        OpenApi.Description,
+        "A WebSocket (`Upgrade: websocket`, with the usual `Authorization` and `X-Metal-Project-ID` headers) to a process started with `pty`. Server → client: binary frames of terminal output (first the output kept after `?after`, then live), a text frame `{\"type\":\"exit\",\"state\",\"exit_code\"}` when the process ends (then close 1000), and `{\"type\":\"error\",\"code\",\"message\"}` for a frame that could not be applied. Client → server: binary frames are typed into the terminal (at most 1 MiB each; larger closes with 1009), text frames `{\"type\":\"resize\",\"cols\":1-1000,\"rows\":1-1000}` resize it. Closing the socket does not end the process; a second attach takes over (the first is closed with 4000). An open attach keeps the sandbox from its idle timeout. 409 `invalid_process_state` for a process without a terminal or one that ended; 426 `upgrade_required` without the upgrade."
       )
   )
   .middleware(ProjectKeyAuth)

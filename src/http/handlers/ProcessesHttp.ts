@@ -1,13 +1,18 @@
-/** `/v1/sandboxes/{id}/processes`: start (idempotent, started at once), read, output events, cancel, stdin. */
-import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
+/**
+ * `/v1/sandboxes/{id}/processes`: start (idempotent, started at once), read, output events, cancel, stdin, and
+ * the checks of a terminal attach (the WebSocket itself is Attach.ts's).
+ */
+import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Effect } from "effect"
 import { ProcessesRepo } from "../../db/repos/Processes.ts"
-import { validationError } from "../../domain/Errors.ts"
+import { UpgradeRequired, validationError } from "../../domain/Errors.ts"
 import { Process, StdinWritten } from "../../domain/Runtime.ts"
 import { cancelProcess, processOf, startProcess } from "../../services/sandboxes/Commands.ts"
 import { processJobKey, type ProcessRow, TERMINAL_PROCESS_STATES } from "../../services/sandboxes/Processes.ts"
 import { nextSignal, processTopic } from "../../services/Signals.ts"
 import { writeStdin } from "../../services/sandboxes/Stdin.ts"
+import { attachable } from "../../services/sandboxes/Terminals.ts"
+import { isAttachCheck } from "../Attach.ts"
 import { SandboxesRepo } from "../../db/repos/Sandboxes.ts"
 import { Api } from "../Api.ts"
 import { followResponse, followStream, PROCESS_BATCH_BYTES, PROCESS_BATCH_EVENTS, processEventFrame, sseBody, sseResponse } from "../Sse.ts"
@@ -34,8 +39,9 @@ export const ProcessesLive = HttpApiBuilder.group(Api, "processes", (handlers) =
       .handle("start", ({ headers, path, payload, urlParams }) =>
         Effect.gen(function*() {
           const caller = yield* keyCaller
-          if (urlParams.wait_seconds !== undefined && payload.stdin) {
-            return yield* validationError("Request validation failed", [{ path: "stdin", message: "a process with stdin open waits for its input: start it without ?wait_seconds" }])
+          if (urlParams.wait_seconds !== undefined && (payload.stdin || payload.pty !== undefined)) {
+            const field = payload.stdin ? "stdin" : "pty"
+            return yield* validationError("Request validation failed", [{ path: field, message: `a process with ${field === "stdin" ? "stdin open" : "a terminal"} waits for its input: start it without ?wait_seconds` }])
           }
           const process = yield* idempotency.remember({
             principalId: caller.keyId!,
@@ -85,4 +91,11 @@ export const ProcessesLive = HttpApiBuilder.group(Api, "processes", (handlers) =
             Effect.flatMap((written) => HttpServerResponse.schemaJson(StdinWritten)(written, { status: 202 }).pipe(Effect.orDie)),
             provide
           ))
+      .handle("attach", ({ path }) =>
+        Effect.gen(function*() {
+          yield* attachable(yield* keyCaller, path.sandbox_id, path.process_id)
+          // The gateway's own check before it upgrades (Attach.ts): everything the API checks has passed.
+          if (isAttachCheck((yield* HttpServerRequest.HttpServerRequest).headers)) return HttpServerResponse.empty({ status: 204 })
+          return yield* new UpgradeRequired({ code: "upgrade_required", message: "This route is a WebSocket: connect with Upgrade: websocket" })
+        }).pipe(provide))
   }))

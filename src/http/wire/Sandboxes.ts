@@ -89,6 +89,7 @@ export const processToWire = (row: ProcessRow, providerCapabilities: Capabilitie
   completed_at: row.completed_at,
   stdin: row.stdin,
   stdin_closed_at: row.stdin_closed_at,
+  pty: row.pty_cols === null || row.pty_rows === null ? null : { cols: row.pty_cols, rows: row.pty_rows },
   provider_capabilities: providerCapabilities
 })
 

@@ -175,6 +175,7 @@ export interface StartProcessInput {
   readonly timeout_seconds: number
   readonly max_output_bytes: number
   readonly stdin: boolean
+  readonly pty?: { readonly cols: number; readonly rows: number } | undefined
 }
 
 export const startProcess = (caller: Caller, sandboxId: string, input: StartProcessInput) =>
@@ -182,8 +183,12 @@ export const startProcess = (caller: Caller, sandboxId: string, input: StartProc
     const sandbox = yield* readySandboxOf(caller, sandboxId)
     yield* requireCapability(sandbox, ["process", "execute"], "processes")
     // Refused before anything starts: a provider that cannot take input never gets such a process.
-    if (input.stdin && (yield* ProviderAccounts).target(sandbox)?.provider.sendInput === undefined) {
+    const provider = (yield* ProviderAccounts).target(sandbox)?.provider
+    if (input.stdin && provider?.sendInput === undefined) {
       return yield* conflict("capability_unsupported", `${sandbox.provider} sandboxes cannot take standard input`, { provider: sandbox.provider })
+    }
+    if (input.pty !== undefined && (provider?.capabilities.process?.terminal !== true || provider.resizeTerminal === undefined || provider.sendInput === undefined)) {
+      return yield* conflict("capability_unsupported", `${sandbox.provider} sandboxes have no terminals`, { provider: sandbox.provider })
     }
     const now = yield* nowIso
     const id = newId("proc")
@@ -197,7 +202,9 @@ export const startProcess = (caller: Caller, sandboxId: string, input: StartProc
       environment: input.environment ?? {},
       timeoutSeconds: input.timeout_seconds,
       maxOutputBytes: input.max_output_bytes,
-      stdin: input.stdin,
+      // A terminal always takes input (typed through an attach or `…/stdin`).
+      stdin: input.stdin || input.pty !== undefined,
+      pty: input.pty ?? null,
       now
     })
     yield* SandboxesRepo.touch(sandboxId)

@@ -201,7 +201,8 @@ export const makeProcessHandler = Effect.gen(function*() {
           timeoutSeconds: row.timeout_seconds,
           maxOutputBytes: row.max_output_bytes,
           processId,
-          stdin: row.stdin
+          stdin: row.stdin,
+          pty: row.pty_cols === null || row.pty_rows === null ? undefined : { cols: row.pty_cols, rows: row.pty_rows }
         }).pipe(Effect.catchAll(providerFailure(row)))
         const now = yield* nowIso
         // One statement takes the event's sequence number and records the start; the event follows it.

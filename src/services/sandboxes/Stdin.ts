@@ -4,11 +4,13 @@
  * input, and a failure is the client's to see and retry. Writes to one process are made one at a time, in the
  * order they reach this gateway (a FIFO lock per process), so a client that sends its next write after the
  * previous answer has its input in order. `eof` closes the input after the data; nothing may be written after it.
+ * A terminal's attach (Terminals.ts) types through the same path.
  */
 import { Effect } from "effect"
 import { ProcessesRepo } from "../../db/repos/Processes.ts"
 import { type Conflict, conflict, ServiceUnavailable } from "../../domain/Errors.ts"
 import { nowIso } from "../../domain/Time.ts"
+import { type SandboxRow, SandboxesRepo } from "../../db/repos/Sandboxes.ts"
 import { ProviderAccounts } from "../ProviderAccounts.ts"
 import { nextSignal, processTopic } from "../Signals.ts"
 import { type Caller, processOf, sandboxOf } from "./Commands.ts"
@@ -34,14 +36,17 @@ const inOrder = <A, E>(processId: string, effect: Effect.Effect<A, E>): Effect.E
 
 const ended = (state: string) => conflict("invalid_process_state", `The process is ${state}: its input is closed`, { state })
 
-export const writeStdin = (caller: Caller, sandboxId: string, processId: string, data: Uint8Array, eof: boolean) =>
+/**
+ * Writes to the input of a process (or types into its terminal), in order with the other writes to it. `eof`
+ * closes a plain input after the data (nothing may be written after it); on a terminal it types ^D, the end of
+ * input for the program reading it, and the terminal stays open.
+ */
+export const sendInput = (sandbox: SandboxRow, processId: string, data: Uint8Array, eof: boolean) =>
   Effect.gen(function*() {
-    const sandbox = yield* sandboxOf(caller, sandboxId)
-    let row = yield* processOf(caller, sandboxId, processId)
-    if (!row.stdin) return yield* conflict("invalid_process_state", "The process was not started with \"stdin\": true", { state: row.state })
     const target = (yield* ProviderAccounts).target(sandbox)
     const send = target?.provider.sendInput
     if (target === undefined || send === undefined) return yield* conflict("invalid_sandbox_state", `The sandbox is ${sandbox.state}; its processes cannot take input`)
+    let row = (yield* ProcessesRepo.get(processId))!
     // A queued process has no execution at its provider yet: wait (briefly) for it to start.
     const deadline = Date.now() + START_WAIT_MS
     while (row.execution_id === null && !TERMINAL_PROCESS_STATES.includes(row.state) && Date.now() < deadline) {
@@ -65,7 +70,16 @@ export const writeStdin = (caller: Caller, sandboxId: string, processId: string,
               : Effect.fail(new ServiceUnavailable({ code: error.code, message: error.message, details: error.details }))
           }))
       )
-      if (eof) yield* ProcessesRepo.closeStdin(processId, yield* nowIso)
+      if (eof && now.pty_cols === null) yield* ProcessesRepo.closeStdin(processId, yield* nowIso)
+      yield* SandboxesRepo.touch(sandbox.id)
       return { process_id: processId, bytes_written: data.length, eof }
-    }).pipe(Effect.provide(yield* Effect.context<ProcessesRepo>())))
+    }).pipe(Effect.provide(yield* Effect.context<ProcessesRepo | SandboxesRepo>())))
+  })
+
+export const writeStdin = (caller: Caller, sandboxId: string, processId: string, data: Uint8Array, eof: boolean) =>
+  Effect.gen(function*() {
+    const sandbox = yield* sandboxOf(caller, sandboxId)
+    const row = yield* processOf(caller, sandboxId, processId)
+    if (!row.stdin) return yield* conflict("invalid_process_state", "The process was not started with \"stdin\": true", { state: row.state })
+    return yield* sendInput(sandbox, processId, data, eof)
   })
