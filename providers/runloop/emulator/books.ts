@@ -42,7 +42,14 @@ const Execution = Schema.mutable(Schema.Struct({
   execId: Schema.String,
   command: Schema.String,
   killed: Schema.Boolean,
-  createdAt: Schema.String
+  createdAt: Schema.String,
+  /** How it ended, kept when its devbox is suspended (a frozen jail answers nothing, Runloop still does). */
+  final: Schema.optional(Schema.NullOr(Schema.Struct({
+    exitStatus: Schema.NullOr(Schema.Number),
+    stdout: Schema.String,
+    stderr: Schema.String,
+    truncated: Schema.Boolean
+  })))
 }))
 export type Execution = typeof Execution.Type
 

@@ -3,7 +3,9 @@
  * user's home, `/workspace` here, in a running devbox), `GET …/executions/{execution_id}` (`running`, or
  * `completed` with the exit status as a shell reports it — 128 + the signal's number for a killed command — and the
  * whole output), `POST …/executions/{execution_id}/kill` (SIGKILL, to the process group when asked; an execution
- * already over is answered as it is). Persistent shells (`shell_name`) and stdin are refused: not emulated.
+ * already over is answered as it is). At suspend, running executions are killed and how every execution ended is
+ * kept, so a suspended devbox's executions are still answered. Persistent shells (`shell_name`) and stdin are
+ * refused: not emulated.
  */
 import { Schema } from "effect"
 import * as os from "node:os"
@@ -34,6 +36,11 @@ export const makeExecutions = (books: Books, runtime: LocalRuntimeShape) => {
   }
 
   const describe = async (d: Devbox, e: Execution, waitMs = 0) => {
+    const base = { devbox_id: d.id, execution_id: e.executionId, shell_name: null }
+    if (e.final != null) {
+      const { exitStatus, stdout, stderr, truncated } = e.final
+      return { ...base, status: "completed", exit_status: exitStatus, stdout, stderr, stdout_truncated: truncated, stderr_truncated: truncated }
+    }
     let info = await run(runtime.getExec(d.id, e.execId))
     if (info.state === "running" && waitMs > 0) {
       // The runtime wakes on the process's events; the exit is one of them.
@@ -44,8 +51,7 @@ export const makeExecutions = (books: Books, runtime: LocalRuntimeShape) => {
         if (events.at(-1)?.type === "exit") info = await run(runtime.getExec(d.id, e.execId))
       }
     }
-    const base = { devbox_id: d.id, execution_id: e.executionId, shell_name: null }
-    if (info.state === "running") return { ...base, status: "running", exit_status: null, stdout: null, stderr: null }
+    if (info.state === "running") return { ...base, status: "running", exit_status: null, stdout: null, stderr: null, stdout_truncated: null, stderr_truncated: null }
     const events = await run(runtime.execEvents(d.id, e.execId, 0))
     const text = (type: "stdout" | "stderr") => Buffer.concat(events.flatMap((ev) => (ev.type === type ? [ev.data] : []))).toString("utf8")
     const exit = events.findLast((ev) => ev.type === "exit")
@@ -87,15 +93,24 @@ export const makeExecutions = (books: Books, runtime: LocalRuntimeShape) => {
     return json(await describe(d, e, 1000))
   }
 
-  /** Every execution still running in the devbox ends (Runloop's suspend keeps no processes). */
+  /**
+   * Every execution still running in the devbox ends (Runloop's suspend keeps no processes), and how each one
+   * ended is kept: the frozen jail will not say.
+   */
   const endAll = async (d: Devbox) => {
     for (const [, e] of executions.entries()) {
-      if (e.devboxId !== d.id) continue
+      if (e.devboxId !== d.id || e.final != null) continue
       const info = await run(runtime.getExec(d.id, e.execId)).catch(() => undefined)
-      if (info?.state !== "running") continue
-      e.killed = true
+      if (info === undefined) continue
+      if (info.state === "running") {
+        e.killed = true
+        await run(runtime.kill(d.id, e.execId, "SIGKILL")).catch(() => undefined)
+      }
+      const ended = await describe(d, e, 2000).catch(() => undefined)
+      if (ended?.status === "completed") {
+        e.final = { exitStatus: ended.exit_status, stdout: ended.stdout ?? "", stderr: ended.stderr ?? "", truncated: ended.stdout_truncated === true }
+      }
       executions.set(e.executionId, e)
-      await run(runtime.kill(d.id, e.execId, "SIGKILL")).catch(() => undefined)
     }
   }
 
