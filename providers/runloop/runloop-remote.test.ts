@@ -77,8 +77,20 @@ describe("runloop remote: devboxes", () => {
     expect(created).toEqual({
       resourceId: "dbx_1",
       resolvedResources: { vcpu: 1, memoryMb: 2048, diskMb: 4096, architecture: "x86_64", providerSize: "SMALL" },
-      metadata: { name: "metal-sbx_1", resourceSize: "SMALL" }
+      metadata: { name: "metal-sbx_1", resourceSize: "SMALL", keepAliveSeconds: 900 }
     })
+    expect(s.left()).toBe(0)
+  })
+
+  it("a moved deadline restarts the keep-alive timer; one beyond the keep-alive set at create is refused after the signal", async () => {
+    const s = scripted([
+      step("POST", "/v1/devboxes/dbx_1/keep_alive", (call) => (authorized(call), json({}))),
+      step("POST", "/v1/devboxes/dbx_1/keep_alive", () => json({}))
+    ])
+    const p = provider(s.client)
+    const sandbox = { ...SANDBOX, metadata: { ...SANDBOX.metadata, keepAliveSeconds: 900 } }
+    await run(p.extendLifetime!(sandbox, 900))
+    expect((await failureOf(p.extendLifetime!(sandbox, 901))).kind).toBe("unsupported")
     expect(s.left()).toBe(0)
   })
 

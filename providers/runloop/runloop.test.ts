@@ -43,7 +43,8 @@ describe("runloop emulator", () => {
       const late = await api(emulator, "POST", `/v1/devboxes/${created.id}/wait_for_status`, { statuses: ["suspended"] })
       expect(late.status).toBe(408)
       expect(Date.now() - started).toBeLessThan(1000)
-      // Past its keep-alive (1 s of running), the devbox is shut down; it is still listed, as shut down.
+      expect((await api(emulator, "POST", `/v1/devboxes/${created.id}/keep_alive`)).status).toBe(200)
+      // Past its keep-alive (1 s of running since the signal), the devbox is shut down; it is still listed, as shut down.
       let after = { status: "running", shutdown_reason: null as string | null }
       for (const deadline = Date.now() + 5000; after.status !== "shutdown" && Date.now() < deadline; await Bun.sleep(100)) {
         after = await (await api(emulator, "GET", `/v1/devboxes/${created.id}`)).json() as typeof after
@@ -52,6 +53,7 @@ describe("runloop emulator", () => {
       const listed = await (await api(emulator, "GET", "/v1/devboxes?status=shutdown")).json() as { devboxes: Array<{ id: string }> }
       expect(listed.devboxes.map((d) => d.id)).toContain(created.id)
       expect((await api(emulator, "POST", `/v1/devboxes/${created.id}/shutdown`)).status).toBe(400)
+      expect((await api(emulator, "POST", `/v1/devboxes/${created.id}/keep_alive`)).status).toBe(400)
     } finally {
       await teardown()
     }

@@ -34,16 +34,22 @@ const PAGE_SIZE = 100
 const MAX_PAGES = 50
 
 type Preset = (typeof RUNLOOP_PRESETS)[number]
+/** What create asked for, read back when Runloop's answer leaves it out. */
+interface Sent {
+  readonly preset: Preset
+  readonly keepAliveSeconds: number
+}
 
 export const makeSandboxes = (ctx: RunloopContext) => {
   const { api, decode, devboxPath, fail, send, waitForStatus } = ctx
 
-  const toProviderSandbox = (d: WireDevbox, sent?: Preset): ProviderSandbox => {
-    const preset = presetOf(d.launch_parameters?.resource_size_request ?? "") ?? sent ?? presetOf("SMALL")!
+  const toProviderSandbox = (d: WireDevbox, sent?: Sent): ProviderSandbox => {
+    const preset = presetOf(d.launch_parameters?.resource_size_request ?? "") ?? sent?.preset ?? presetOf("SMALL")!
+    const keepAlive = d.launch_parameters?.keep_alive_time_seconds ?? sent?.keepAliveSeconds
     return {
       resourceId: d.id,
       resolvedResources: { vcpu: preset.vcpu, memoryMb: preset.memoryMb, diskMb: preset.diskMb, architecture: "x86_64", providerSize: preset.size },
-      metadata: { name: d.name ?? null, resourceSize: preset.size }
+      metadata: { name: d.name ?? null, resourceSize: preset.size, ...(typeof keepAlive === "number" ? { keepAliveSeconds: keepAlive } : {}) }
     }
   }
 
@@ -71,7 +77,7 @@ export const makeSandboxes = (ctx: RunloopContext) => {
     })
 
   /** A found or created devbox, ready: a starting one is waited for; a suspended one exists (it is paused). */
-  const settle = (d: WireDevbox, sent?: Preset) =>
+  const settle = (d: WireDevbox, sent?: Sent) =>
     Effect.gen(function*() {
       if (ENDED.has(d.status)) return yield* fail("unavailable", `runloop devbox ${d.id} is ${d.status}${d.failure_reason ? ` (${d.failure_reason})` : ""}`)
       const ready = STARTING.has(d.status) ? yield* waitForStatus(d.id, ["running"], "starting") : d
@@ -97,6 +103,8 @@ export const makeSandboxes = (ctx: RunloopContext) => {
       return covering
     })
 
+  const keepAliveOf = (input: CreateInput) => Math.min(MAX_KEEP_ALIVE_SECONDS, input.lifecycle.runtimeTimeoutSeconds + KEEP_ALIVE_MARGIN_SECONDS)
+
   const createBody = (input: CreateInput, preset: Preset) => {
     const blueprintOption = input.providerOptions["blueprint_id"]
     const blueprint = input.source.kind === "provider_template"
@@ -120,7 +128,7 @@ export const makeSandboxes = (ctx: RunloopContext) => {
       launch_parameters: {
         resource_size_request: preset.size,
         architecture: "x86_64",
-        keep_alive_time_seconds: Math.min(MAX_KEEP_ALIVE_SECONDS, input.lifecycle.runtimeTimeoutSeconds + KEEP_ALIVE_MARGIN_SECONDS)
+        keep_alive_time_seconds: keepAliveOf(input)
       }
     }
   }
@@ -130,15 +138,16 @@ export const makeSandboxes = (ctx: RunloopContext) => {
       if (!ctx.capabilities.sources.includes(input.source.kind)) return yield* unsupported(NAME, `${input.source.kind} sources`)
       if (input.resources.architecture === "arm64") return yield* unsupported(NAME, "arm64")
       const preset = yield* presetFor(input)
+      const sent: Sent = { preset, keepAliveSeconds: keepAliveOf(input) }
       // Runloop has no create-if-absent: a devbox already made for this sandbox id is found first.
       const existing = yield* findOurs(input.sandboxId)
-      if (existing !== null) return yield* settle(existing, preset)
+      if (existing !== null) return yield* settle(existing, sent)
       const created = yield* send(api("POST", "/v1/devboxes").pipe(HttpClientRequest.bodyUnsafeJson(createBody(input, preset))), "create devbox", { ambiguous: true }).pipe(
         Effect.flatMap(decode(WireDevboxSchema, "create devbox")),
         // A lost answer: the devbox may exist; found by our id, or the outcome stays unknown.
         Effect.catchIf((e) => e.kind === "unknown_outcome", (e) => Effect.flatMap(findOurs(input.sandboxId), (d) => (d === null ? Effect.fail(e) : Effect.succeed(d))))
       )
-      return yield* settle(created, preset)
+      return yield* settle(created, sent)
     })
 
   const reconcileCreate: SandboxProvider["reconcileCreate"] = (sandboxId) =>
@@ -207,9 +216,25 @@ export const makeSandboxes = (ctx: RunloopContext) => {
       return cost(Math.round((usage.total_active_seconds * hourly) / 3600), window.to, PRESET_RATE_CARD_VERSION, "medium")
     })
 
+  /**
+   * The gateway's deadline moved: `POST …/keep_alive` restarts the devbox's keep-alive timer, so it lives at least
+   * its keep-alive (set at create: the runtime timeout plus a margin) from now. A deadline further out than that
+   * cannot be followed (Runloop cannot change a devbox's keep-alive): the signal is still sent, and the failure
+   * says how far it reaches.
+   */
+  const extendLifetime = (sandbox: ProviderSandbox, seconds: number) =>
+    Effect.gen(function*() {
+      yield* send(api("POST", devboxPath(sandbox.resourceId, "/keep_alive")), "keep devbox alive")
+      const keepAlive = sandbox.metadata["keepAliveSeconds"]
+      if (typeof keepAlive === "number" && seconds > keepAlive) {
+        return yield* unsupported(NAME, `keeping a devbox longer than its keep-alive of ${keepAlive} s set at create (asked ${seconds} s)`)
+      }
+    })
+
   return {
     create,
     reconcileCreate,
+    extendLifetime,
     inspect: (sandbox: ProviderSandbox) => findDevbox(sandbox.resourceId).pipe(Effect.map((d) => (d === null ? "absent" as const : inspectStateOf(d.status)))),
     destroy,
     pause: (sandbox: ProviderSandbox) => (ctx.capabilities.pause ? pause(sandbox) : Effect.fail(unsupported(NAME, "pause"))),

@@ -78,7 +78,8 @@ export const WireDevbox = Schema.Struct({
   metadata: Schema.optional(Schema.NullOr(StringMap)),
   launch_parameters: Schema.optional(Schema.NullOr(Schema.Struct({
     resource_size_request: Schema.optional(Schema.NullOr(Schema.String)),
-    architecture: Schema.optional(Schema.NullOr(Schema.String))
+    architecture: Schema.optional(Schema.NullOr(Schema.String)),
+    keep_alive_time_seconds: Schema.optional(Schema.NullOr(Schema.Number))
   }))),
   create_time_ms: Schema.optional(Schema.NullOr(Schema.Number)),
   failure_reason: Schema.optional(Schema.NullOr(Schema.String))

@@ -26,6 +26,8 @@ const Devbox = Schema.mutable(Schema.Struct({
   /** Running time counted so far, and since when it runs now (null while not running): the usage. */
   activeMs: Schema.Number,
   activeSinceMs: Schema.NullOr(Schema.Number),
+  /** The running time at the last keep-alive signal (or 0): the keep-alive counts running time from there. */
+  keepAliveFromMs: Schema.Number,
   failureReason: Schema.NullOr(Schema.String),
   shutdownReason: Schema.NullOr(Schema.String)
 }))

@@ -4,9 +4,11 @@
  * id), `GET /v1/devboxes/{id}`, `POST …/wait_for_status {statuses}` (held until one is reached, else 408 when
  * the window passes), `POST …/suspend` (running executions end, as Runloop's suspend keeps the disk and not the
  * processes; the jail is frozen), `POST …/resume`, `POST …/shutdown` (the jail is destroyed; the record stays,
- * `shutdown`, as Runloop lists it) and `GET …/usage` (active seconds: suspended time excluded).
+ * `shutdown`, as Runloop lists it), `POST …/keep_alive` and `GET …/usage` (active seconds: suspended time
+ * excluded).
  *
- * A devbox is shut down (`keep_alive_timeout`) once it has been running for its `keep_alive_time_seconds`. One
+ * A devbox is shut down (`keep_alive_timeout`) once it has been running for its `keep_alive_time_seconds` since
+ * it was made or last sent a keep-alive signal. One
  * whose jail died reads as `failure`. Blueprints are recorded, and every devbox runs on the runtime's one base
  * system; snapshots, entrypoints, custom sizes and arm64 are refused.
  */
@@ -149,6 +151,7 @@ export const makeControl = (books: Books, runtime: LocalRuntimeShape, options: C
       endTimeMs: null,
       activeMs: 0,
       activeSinceMs: null,
+      keepAliveFromMs: 0,
       failureReason: null,
       shutdownReason: null
     }
@@ -235,10 +238,21 @@ export const makeControl = (books: Books, runtime: LocalRuntimeShape, options: C
       return json(view(d))
     })
 
+  /** Running time so far, in ms. */
+  const activeMsOf = (d: Devbox, now = Date.now()) => d.activeMs + (d.activeSinceMs === null ? 0 : now - d.activeSinceMs)
+
+  const keepAlive = (id: string) => {
+    const d = devboxOr404(id)
+    if (d.status !== "running") throw new HttpFailure(400, `Devbox ${id} is ${d.status}, not running`)
+    d.keepAliveFromMs = activeMsOf(d)
+    save()
+    return json({})
+  }
+
   const usage = (id: string) => {
     const d = devboxOr404(id)
     const now = Date.now()
-    const active = (d.activeMs + (d.activeSinceMs === null ? 0 : now - d.activeSinceMs)) / 1000
+    const active = activeMsOf(d, now) / 1000
     const elapsed = ((d.endTimeMs ?? now) - d.createTimeMs) / 1000
     const preset = RUNLOOP_PRESETS.find((p) => p.size === d.resourceSize)!
     return json({
@@ -267,9 +281,7 @@ export const makeControl = (books: Books, runtime: LocalRuntimeShape, options: C
     if (sweeping) return
     sweeping = true
     const now = Date.now()
-    const due = Object.values(state.devboxes).filter((d) =>
-      d.status === "running" && d.activeSinceMs !== null && d.activeMs + (now - d.activeSinceMs) >= d.keepAliveSeconds * 1000
-    )
+    const due = Object.values(state.devboxes).filter((d) => d.status === "running" && activeMsOf(d, now) - d.keepAliveFromMs >= d.keepAliveSeconds * 1000)
     void Promise.all(due.map((d) => shutdown(d, "keep_alive_timeout").catch(() => undefined))).finally(() => (sweeping = false))
   }, SWEEP_MS)
   sweeper.unref()
@@ -283,6 +295,7 @@ export const makeControl = (books: Books, runtime: LocalRuntimeShape, options: C
     resume,
     shutdown: (id: string) => shutdown(devboxOr404(id), "api_shutdown"),
     usage,
+    keepAlive,
     devboxOr404,
     stop: () => {
       clearInterval(sweeper)

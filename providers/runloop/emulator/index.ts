@@ -51,6 +51,7 @@ const makeApi = (books: Books, runtime: LocalRuntimeShape, options: RunloopEmula
     route("POST", "/v1/devboxes/:id/resume", (_, { id }) => control.resume(id!)),
     route("POST", "/v1/devboxes/:id/shutdown", (_, { id }) => control.shutdown(id!)),
     route("GET", "/v1/devboxes/:id/usage", (_, { id }) => control.usage(id!)),
+    route("POST", "/v1/devboxes/:id/keep_alive", (_, { id }) => control.keepAlive(id!)),
     route("POST", "/v1/devboxes/:id/execute_async", ({ request, devbox }) => executions.executeAsync(devbox(), request)),
     route("GET", "/v1/devboxes/:id/executions/:execution", ({ devbox }, { execution }) => executions.get(devbox(), execution!)),
     route("POST", "/v1/devboxes/:id/executions/:execution/kill", ({ request, devbox }, { execution }) => executions.kill(devbox(), execution!, request)),
