@@ -11,7 +11,7 @@ import { describe, expect, it } from "vitest"
 import { conformanceInput } from "../core/conformance.ts"
 import type { CreateInput, ProviderError, ProviderSandbox } from "../core/Provider.ts"
 import { bodyJson, type Call, json, scripted, type Step } from "../core/scripted-client.ts"
-import { commandLine, decodeExecutionId, encodeExecutionId, makeRunloopProvider, type RunloopProviderConfig } from "./adapter/index.ts"
+import { commandLine, decodeExecutionId, encodeExecutionId, makeRunloopProvider, type RunloopProviderConfig, WHOLE_FILE_BYTES } from "./adapter/index.ts"
 
 const API = "https://api.runloop.test"
 const provider = (client: HttpClient.HttpClient, extra: Partial<RunloopProviderConfig> = {}) =>
@@ -342,7 +342,8 @@ describe("runloop remote: executions and files", () => {
       }),
       step("POST", "/v1/devboxes/dbx_1/download_file", () => new Response(new Uint8Array([9]))),
       step("POST", "/v1/devboxes/dbx_1/download_file", () => new Response(new Uint8Array([9]))),
-      step("POST", "/v1/devboxes/dbx_1/upload_file", () => json({}))
+      step("POST", "/v1/devboxes/dbx_1/upload_file", () => json({})),
+      step("POST", "/v1/devboxes/dbx_1/download_file", () => new Response(new Uint8Array([1]), { headers: { "content-length": String(WHOLE_FILE_BYTES + 1) } }))
     ])
     const p = provider(s.client)
     const read = await run(p.readFile(SANDBOX, { path: "/workspace/dir/a.bin", offsetBytes: 10, maxBytes: 20 }))
@@ -353,6 +354,7 @@ describe("runloop remote: executions and files", () => {
     expect(await run(p.writeFile(SANDBOX, { path: "/workspace/new.bin", data, mode: "create", createParents: false }))).toEqual({ bytesWritten: 3, created: true })
     expect((await failureOf(p.writeFile(SANDBOX, { path: "/workspace/new.bin", data, mode: "create", createParents: false }))).kind).toBe("customer")
     expect(await run(p.writeFile(SANDBOX, { path: "/workspace/new.bin", data, mode: "overwrite", createParents: false }))).toEqual({ bytesWritten: 3, created: false })
+    expect((await failureOf(p.readFile(SANDBOX, { path: "/workspace/huge", offsetBytes: 0, maxBytes: 10 }))).kind).toBe("invalid_request")
     expect((await failureOf(p.writeFile(SANDBOX, { path: "/workspace/x/y", data, mode: "overwrite", createParents: true }))).kind).toBe("unsupported")
     expect((await failureOf(p.writeFile(SANDBOX, { path: "/workspace/y", data, mode: "append", createParents: false }))).kind).toBe("unsupported")
     expect((await failureOf(p.listFiles(SANDBOX, { path: "/workspace", recursive: false, maxEntries: 10 }))).kind).toBe("unsupported")

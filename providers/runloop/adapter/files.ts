@@ -8,8 +8,8 @@
  *   nothing is appended (a read-modify-write would race), as declared.
  * - no listing and no delete: Runloop's API has neither (they would be shell commands).
  */
-import { HttpClientRequest } from "@effect/platform"
-import { Effect } from "effect"
+import { HttpClientRequest, type HttpClientResponse } from "@effect/platform"
+import { Effect, Stream } from "effect"
 import { type ProviderSandbox, type SandboxProvider, unsupported } from "../../core/Provider.ts"
 import { filePath, NAME, type RunloopContext } from "./wire.ts"
 
@@ -31,15 +31,30 @@ export const makeFiles = (ctx: RunloopContext) => {
       { mutating: false, accept: (status) => status === 400 || status === 404 }
     ).pipe(Effect.map((response) => (response.status === 400 || response.status === 404 ? null : response)))
 
+  /** The whole body, failing as soon as it passes `cap` bytes (a chunked answer states no length up front). */
+  const readAtMost = (response: HttpClientResponse.HttpClientResponse, cap: number, p: string) =>
+    Effect.map(
+      response.stream.pipe(
+        Stream.mapError((e) => fail("unavailable", `runloop download could not be read: ${e.message}`)),
+        Stream.runFoldEffect({ chunks: [] as Array<Uint8Array>, size: 0 }, (acc, chunk) => {
+          acc.chunks.push(chunk)
+          acc.size += chunk.length
+          return acc.size > cap ? Effect.fail(fail("invalid_request", `${p} is larger than the ${cap} bytes Runloop's whole-file download is read for`)) : Effect.succeed(acc)
+        })
+      ),
+      ({ chunks }) => new Uint8Array(Buffer.concat(chunks))
+    )
+
   const readFile: SandboxProvider["readFile"] = (sandbox, input) =>
     Effect.gen(function*() {
       if (files === null || !files.read) return yield* unsupported(NAME, "reading files")
       const response = yield* download(sandbox, input.path)
       if (response === null) return yield* fail("not_found", `${input.path} does not exist`)
-      // Bounded before reading: the whole file comes, whatever range is asked for.
-      const length = Number(response.headers["content-length"] ?? "0")
-      if (length > WHOLE_FILE_BYTES) return yield* fail("invalid_request", `${input.path} is larger than the ${WHOLE_FILE_BYTES} bytes Runloop's whole-file download is read for`)
-      const body = new Uint8Array(yield* Effect.mapError(response.arrayBuffer, (e) => fail("unavailable", `runloop download could not be read: ${e.message}`)))
+      // Bounded before reading where the length is stated, and while reading: the whole file comes, whatever range is asked for.
+      if (Number(response.headers["content-length"] ?? "0") > WHOLE_FILE_BYTES) {
+        return yield* fail("invalid_request", `${input.path} is larger than the ${WHOLE_FILE_BYTES} bytes Runloop's whole-file download is read for`)
+      }
+      const body = yield* readAtMost(response, WHOLE_FILE_BYTES, input.path)
       const end = Math.min(body.length, input.offsetBytes + Math.min(input.maxBytes, files.maxReadBytes))
       const data = body.slice(Math.min(input.offsetBytes, body.length), end)
       return { data, offsetBytes: input.offsetBytes, sizeBytes: body.length, eof: input.offsetBytes + data.length >= body.length }
@@ -51,8 +66,10 @@ export const makeFiles = (ctx: RunloopContext) => {
       if (!files.writeModes.includes(input.mode)) return yield* unsupported(NAME, `the ${input.mode} write mode`)
       if (input.createParents && !files.createParents) return yield* unsupported(NAME, "creating parent directories")
       if (input.data.length > files.maxWriteBytes) return yield* fail("invalid_request", `runloop takes at most ${files.maxWriteBytes} bytes per write`)
-      // Only the status is wanted: the body is left unread.
-      const existed = (yield* download(sandbox, input.path)) !== null
+      // Only the status is wanted: at most a first piece of the body is read, then the download is cancelled.
+      const probe = yield* download(sandbox, input.path)
+      if (probe !== null) yield* probe.stream.pipe(Stream.take(1), Stream.runDrain, Effect.ignore)
+      const existed = probe !== null
       if (input.mode === "create" && existed) return yield* fail("customer", `${input.path} already exists`)
       const form = new FormData()
       form.append("path", filePath(input.path))
