@@ -1,0 +1,79 @@
+/**
+ * Runloop through the real gateway, on its emulator: a request for `provider: "runloop"` becomes ready on the
+ * preset covering it, runs a command, round-trips a binary file in /workspace (the devbox user's home), cancels a
+ * process, pauses (suspend) and resumes, reports its metrics and a metered cost, and is destroyed (shutdown); a
+ * request Runloop cannot serve (no internet: it has no way to keep a devbox offline) is never placed there.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { api, bootstrap, expectEnvelope, type RunningServer, startServer } from "../support/server.ts"
+import { createReadySandbox, idempotencyKey, type KeyAuth, minimalSandbox, poll, runProcess, waitOperation, waitProcess, waitRuntimeOperation } from "../support/sandbox.ts"
+
+let server: RunningServer
+let http: ReturnType<typeof api>
+let auth: KeyAuth
+
+beforeAll(async () => {
+  server = await startServer()
+  http = api(server.url)
+  const owner = await bootstrap(server.dataDir, "runloop@example.com")
+  auth = { token: owner.api_key, project: owner.project_id }
+})
+afterAll(() => server.stop())
+
+describe("runloop through the gateway", () => {
+  it("ready → echo hi → binary file → cancel → pause/resume → metrics and cost → destroy → stopped", async () => {
+    const sandbox = await createReadySandbox(http, auth, minimalSandbox({ provider: "runloop", network: { internet_access: true } }))
+    expect(sandbox).toMatchObject({ provider: "runloop", state: "ready", billing_mode: "emulated" })
+    expect(sandbox.resolved_resources).toMatchObject({ vcpu: 1, memory_mb: 2048, disk_mb: 4096, provider_size: "SMALL" })
+
+    const echo = await runProcess(http, auth, sandbox.id, ["sh", "-c", "echo hi; pwd"])
+    expect(echo.process).toMatchObject({ state: "succeeded", exit_code: 0 })
+    expect(echo.stdout).toBe("hi\n/workspace\n")
+
+    const bytes = Buffer.from([0, 1, 2, 253, 254, 255, 10, 13])
+    const write = await http.post(`/v1/sandboxes/${sandbox.id}/filesystem/write`, {
+      ...auth,
+      body: { path: "/workspace/bin.dat", data_base64: bytes.toString("base64") },
+      headers: { "idempotency-key": idempotencyKey("w") }
+    })
+    expect((await waitRuntimeOperation(http, auth, sandbox.id, write.body.id)).state).toBe("succeeded")
+    const read = await http.post(`/v1/sandboxes/${sandbox.id}/filesystem/read`, { ...auth, body: { path: "/workspace/bin.dat" } })
+    const readOp = await waitRuntimeOperation(http, auth, sandbox.id, read.body.id)
+    expect(Buffer.from(readOp.result.data_base64, "base64").equals(bytes)).toBe(true)
+    const seen = await runProcess(http, auth, sandbox.id, ["od", "-An", "-tu1", "bin.dat"], { cwd: "/workspace" })
+    expect(seen.stdout.trim().split(/\s+/).map(Number)).toEqual([...bytes])
+
+    const long = await http.post(`/v1/sandboxes/${sandbox.id}/processes`, { ...auth, body: { command: ["sleep", "30"] }, headers: { "idempotency-key": idempotencyKey("l") } })
+    await poll(async () => (await http.get(`/v1/sandboxes/${sandbox.id}/processes/${long.body.id}`, auth)).body, (p) => p.state === "running")
+    expect((await http.post(`/v1/sandboxes/${sandbox.id}/processes/${long.body.id}/actions/cancel`, auth)).status).toBe(202)
+    expect((await waitProcess(http, auth, sandbox.id, long.body.id)).state).toBe("cancelled")
+
+    const paused = await http.post(`/v1/sandboxes/${sandbox.id}/actions/pause`, { ...auth, headers: { "idempotency-key": idempotencyKey("p") } })
+    expect((await waitOperation(http, auth, paused.body.operation.id)).state).toBe("succeeded")
+    expect((await http.get(`/v1/sandboxes/${sandbox.id}`, auth)).body.state).toBe("paused")
+    const resumed = await http.post(`/v1/sandboxes/${sandbox.id}/actions/resume`, { ...auth, headers: { "idempotency-key": idempotencyKey("r") } })
+    expect((await waitOperation(http, auth, resumed.body.operation.id)).state).toBe("succeeded")
+    expect((await runProcess(http, auth, sandbox.id, ["cat", "/workspace/bin.dat"])).process.state).toBe("succeeded")
+
+    const metrics = await http.get(`/v1/sandboxes/${sandbox.id}/metrics`, auth)
+    expect(metrics.body).toMatchObject({ provider: "runloop", source: "local_runtime" })
+    // Active seconds at SMALL's 159,800 µUSD an hour: a few seconds cost some tens of µUSD.
+    const metered = await poll(async () => (await http.get(`/v1/sandboxes/${sandbox.id}`, auth)).body, (x) => x.cost_microusd !== null, 20_000, 200)
+    expect(BigInt(metered.cost_microusd)).toBeGreaterThan(0n)
+
+    const deleted = await http.delete(`/v1/sandboxes/${sandbox.id}`, { ...auth, headers: { "idempotency-key": idempotencyKey("d") } })
+    expect((await waitOperation(http, auth, deleted.body.operation.id)).state).toBe("succeeded")
+    expect((await http.get(`/v1/sandboxes/${sandbox.id}`, auth)).body.state).toBe("stopped")
+  }, 120_000)
+
+  it("a sandbox without internet is never placed on Runloop", async () => {
+    const res = await http.post("/v1/sandboxes", { ...auth, body: minimalSandbox({ provider: "runloop", network: { internet_access: false } }), headers: { "idempotency-key": idempotencyKey("n") } })
+    if (res.status === 202) {
+      const op = await waitOperation(http, auth, res.body.operation.id)
+      expect(op.state).toBe("failed")
+      expect(op.error.code).toBe("no_eligible_provider")
+    } else {
+      expectEnvelope(res, 422)
+    }
+  }, 30_000)
+})
