@@ -244,23 +244,33 @@ describe("vercel remote: commands", () => {
     expect(s.left()).toBe(0)
   })
 
-  it("a running command's stream is cut after the wait (whole lines only, no exit); output past the limit is cut and marked", async () => {
+  it("a running command's output comes as it is written (whole lines only); the stream is read once; output past the limit is cut and marked", async () => {
     const ref = encodeExecutionId({ sessionId: "sess_1", cmdId: "cmd_1", maxOutputBytes: 5, timeoutSeconds: 60 })
-    const open = (first: string) =>
-      new Response(
-        new ReadableStream<Uint8Array>({
-          start: (c) => c.enqueue(new TextEncoder().encode(first))
-        }),
-        { headers: { "content-type": "application/x-ndjson" } }
-      )
+    let push: (text: string | null) => void = () => {}
     const s = scripted([
-      step("GET", `${SESSION}/cmd/cmd_1/logs`, () => open(`${JSON.stringify({ stream: "stdout", data: "abc" })}\n{"stream":"std`)),
-      step("GET", `${SESSION}/cmd/cmd_1/logs`, () => ndjson([{ stream: "stdout", data: "abc" }, { stream: "stdout", data: "defgh" }])),
-      step("GET", `${SESSION}/cmd/cmd_1`, () => command(0))
+      step("GET", `${SESSION}/cmd/cmd_1/logs`, () =>
+        new Response(
+          new ReadableStream<Uint8Array>({
+            start: (c) => {
+              push = (text) => (text === null ? c.close() : c.enqueue(new TextEncoder().encode(text)))
+              push(`${JSON.stringify({ stream: "stdout", data: "abc" })}\n{"stream":"std`)
+            }
+          }),
+          { headers: { "content-type": "application/x-ndjson" } }
+        )),
+      step("GET", `${SESSION}/cmd/cmd_1`, (call) => {
+        expect(call.url.searchParams.get("wait")).toBe("true")
+        return command(0)
+      })
     ])
     const p = provider(s.client)
     const running = await run(p.execEvents(SANDBOX, ref, 0))
     expect(running.map((e) => e.type)).toEqual(["stdout"])
+    expect(await run(p.execEvents(SANDBOX, ref, 1))).toEqual([])
+    push(`out","data":"defgh"}\n${JSON.stringify({ stream: "stderr", data: "never kept" })}\n`)
+    push(null)
+    // A poller asks from where it is, and gets what came since.
+    expect((await run(p.execEvents(SANDBOX, ref, 1))).map((e) => e.type)).toEqual(["stdout", "exit"])
     const over = await run(p.execEvents(SANDBOX, ref, 0))
     expect(over.map((e) => (e.type === "exit" ? e.outputTruncated : new TextDecoder().decode(e.data)))).toEqual(["abc", "de", true])
     expect(s.left()).toBe(0)

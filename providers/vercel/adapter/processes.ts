@@ -5,11 +5,13 @@
  * `GET …/cmd/{cmdId}?wait=true` answers once it has exited, with its exit code; `POST …/cmd/{cmdId}/kill
  * {signal}` cancels it.
  *
- * Events: each log line is one event, so reading the stream again from its start numbers them the same way. A
- * running command's stream is read for a short while (`logsWaitMs`) and cut there (only whole lines count); once
- * the stream ends on its own the exit code is asked for. The execution id carries the session, the command, the
- * output limit and the timeout, so `execEvents` works after a gateway restart. A cancel is remembered in memory (a
- * killed command's exit says `cancelled` through this instance; after a restart it reads as its exit code).
+ * Events: each log line is one event. The first `execEvents` of a command starts reading its whole log stream in
+ * the background (as E2B's adapter reads envd's): Vercel replays a command's log from its first line, so reading
+ * again (after a gateway restart, a broken stream, or once a finished tail was forgotten) numbers the events the
+ * same way. Once the stream ends, `?wait=true` gives the exit code. `execEvents` waits a little (`logsWaitMs`) for
+ * new output or the end. The execution id carries the session, the command, the output limit and the timeout, so
+ * it needs nothing kept. A cancel is remembered in memory (a killed command's exit says `cancelled` through this
+ * instance; after a restart it reads as its exit code).
  */
 import { HttpClientRequest } from "@effect/platform"
 import { Effect, Schema, Stream } from "effect"
@@ -28,6 +30,17 @@ import {
 
 const SIGNALS: Readonly<Record<number, string>> = { 1: "SIGHUP", 2: "SIGINT", 6: "SIGABRT", 9: "SIGKILL", 15: "SIGTERM" }
 const decodeLine = Schema.decodeUnknownEither(Schema.parseJson(WireLogLine))
+/** Finished log tails kept for reading again (a forgotten one is read again from the stream). */
+const MAX_TAILS = 256
+
+/** One command's log as read so far, and how it ended. */
+interface Tail {
+  readonly lines: Array<{ readonly stream: "stdout" | "stderr"; readonly data: string }>
+  dataBytes: number
+  exit: typeof WireCommandResponse.Type["command"] | null
+  failure: ProviderError | null
+  done: boolean
+}
 
 /** Output events from log lines, in order, cut at the output limit; and whether anything was cut. */
 export const outputEvents = (lines: ReadonlyArray<{ readonly stream: "stdout" | "stderr"; readonly data: string }>, maxOutputBytes: number) => {
@@ -84,59 +97,73 @@ export const makeProcesses = (ctx: VercelContext, sessionOf: (sandbox: ProviderS
       return { executionId: encodeExecutionId({ sessionId, cmdId: command.id, maxOutputBytes, timeoutSeconds: Math.ceil(timeoutMs / 1000) }) }
     })
 
+  /** Log tails being read (or read) by this instance, by execution id; the oldest finished ones are forgotten. */
+  const tails = new Map<string, Tail>()
+  const forget = () => {
+    if (tails.size <= MAX_TAILS) return
+    for (const [key, tail] of tails) {
+      if (tails.size <= MAX_TAILS) break
+      if (tail.done) tails.delete(key)
+    }
+  }
+
   /**
-   * The command's log lines so far: read until the stream ends (`ended`), until `logsWaitMs` passes, or until more
-   * output than the limit has come (`capped`: the rest would be cut anyway).
+   * Starts reading the command's whole log stream in the background (it replays from the first line and ends
+   * when the command does), then asks for the exit code. Output past the limit is not kept.
    */
-  const readLogs = (ref: ExecutionRef) =>
-    Effect.gen(function*() {
-      const response = yield* send(api("GET", `${commandPath(ref)}/logs`), "command logs")
-      const lines: Array<{ stream: "stdout" | "stderr"; data: string }> = []
-      const decoder = new TextDecoder()
-      let pending = ""
-      let dataBytes = 0
-      let error: string | undefined
-      const take = (text: string) => {
-        pending += text
-        for (let nl = pending.indexOf("\n"); nl >= 0; nl = pending.indexOf("\n")) {
-          const raw = pending.slice(0, nl).trim()
-          pending = pending.slice(nl + 1)
-          if (raw === "") continue
-          const line = decodeLine(raw)
-          if (line._tag === "Left") {
-            error = `an unreadable log line: ${raw.slice(0, 100)}`
-            return
-          }
-          if (line.right.stream === "error") {
-            error = `${line.right.data.code}: ${line.right.data.message}`
-            return
-          }
-          lines.push({ stream: line.right.stream, data: line.right.data })
-          dataBytes += line.right.data.length
+  const attach = (ref: ExecutionRef, key: string): Tail => {
+    const tail: Tail = { lines: [], dataBytes: 0, exit: null, failure: null, done: false }
+    tails.set(key, tail)
+    forget()
+    const decoder = new TextDecoder()
+    let pending = ""
+    const take = (text: string) => {
+      pending += text
+      for (let nl = pending.indexOf("\n"); nl >= 0 && tail.failure === null; nl = pending.indexOf("\n")) {
+        const raw = pending.slice(0, nl).trim()
+        pending = pending.slice(nl + 1)
+        if (raw === "") continue
+        const line = decodeLine(raw)
+        if (line._tag === "Left") tail.failure = fail("unavailable", `vercel command ${ref.cmdId} sent an unreadable log line: ${raw.slice(0, 100)}`)
+        else if (line.right.stream === "error") tail.failure = fail("not_found", `vercel command ${ref.cmdId} logs ended with ${line.right.data.code}: ${line.right.data.message}`)
+        else if (tail.dataBytes <= ref.maxOutputBytes) {
+          // Past the limit the rest would be cut anyway: one line more says it was.
+          tail.lines.push({ stream: line.right.stream, data: line.right.data })
+          tail.dataBytes += new TextEncoder().encode(line.right.data).length
         }
       }
-      const stop = () => error !== undefined || dataBytes > ref.maxOutputBytes
-      const ended = yield* response.stream.pipe(
-        Stream.map((chunk) => take(decoder.decode(chunk, { stream: true }))),
-        Stream.takeUntil(stop),
-        Stream.runDrain,
-        Effect.as(true),
-        Effect.timeoutTo({ duration: `${ctx.logsWaitMs} millis`, onSuccess: (done: boolean) => done, onTimeout: () => false }),
+    }
+    const read = Effect.gen(function*() {
+      const response = yield* send(api("GET", `${commandPath(ref)}/logs`), "command logs", { mutating: false })
+      yield* response.stream.pipe(
+        Stream.runForEach((chunk) => Effect.sync(() => take(decoder.decode(chunk, { stream: true })))),
         Effect.mapError((e) => fail("unavailable", `vercel command logs could not be read: ${e.message}`))
       )
-      // The stream's end also ends its last line.
-      if (ended && !stop()) take("\n")
-      if (error !== undefined) return yield* fail("not_found", `vercel command ${ref.cmdId} logs ended with ${error}`)
-      return { lines, ended: ended && !stop(), capped: dataBytes > ref.maxOutputBytes }
+      take(`${decoder.decode()}\n`)
+      if (tail.failure !== null) return
+      tail.exit = yield* getCommand(ref, true)
     })
+    Effect.runFork(read.pipe(
+      Effect.catchAll((e) => Effect.sync(() => void (tail.failure = e))),
+      Effect.ensuring(Effect.sync(() => void (tail.done = true)))
+    ))
+    return tail
+  }
 
   const execEvents: SandboxProvider["execEvents"] = (_sandbox, executionId, fromSeq) =>
     Effect.gen(function*() {
       const ref = yield* refOf(executionId)
-      const logs = yield* readLogs(ref)
-      const { events, truncated } = outputEvents(logs.lines, ref.maxOutputBytes)
-      // Over: its stream ended (then `?wait=true` answers at once), or it is past the limit and has exited.
-      const command = logs.ended ? yield* getCommand(ref, true) : logs.capped ? yield* getCommand(ref, false) : null
+      const tail = tails.get(executionId) ?? attach(ref, executionId)
+      // A short wait for what is on its way: the end of a finished command's replay, or new output.
+      const deadline = Date.now() + ctx.logsWaitMs
+      while (!tail.done && tail.lines.length <= fromSeq && Date.now() < deadline) yield* Effect.sleep("10 millis")
+      if (tail.failure !== null) {
+        // The next call reads the stream again from its start.
+        tails.delete(executionId)
+        return yield* tail.failure
+      }
+      const { events, truncated } = outputEvents(tail.lines, ref.maxOutputBytes)
+      const command = tail.exit
       if (command === null || command.exitCode === null) return events.slice(fromSeq)
       const code = command.exitCode
       const signal = code > 128 ? SIGNALS[code - 128] ?? null : null
