@@ -67,7 +67,7 @@ export interface VercelProviderConfig {
   readonly pollIntervalMs?: number | undefined
   /** How long a session may take to start. Default 5 min remote, 60 s emulated. */
   readonly startTimeoutMs?: number | undefined
-  /** How long one `execEvents` reads a running command's log stream. Default 1 s remote, 100 ms emulated. */
+  /** How long one `execEvents` waits for new output (or the end) of a running command. Default 1 s remote, 100 ms emulated. */
   readonly logsWaitMs?: number | undefined
   readonly requestTimeoutMs?: number | undefined
 }
