@@ -38,6 +38,16 @@ describe("resolveProviderResources", () => {
     expect(resolveProviderResources("codesandbox", req({ vcpu: 1 }, { codesandbox: { vm_tier: "Large" } }))?.providerSize).toBe("Large")
   })
 
+  it("vercel gives whole vCPUs (1–8) with 2048 MB each, enough for the vCPUs and the memory asked for", () => {
+    expect(resolveProviderResources("vercel", req({ vcpu: 0.5, memory_mb: 512 }))).toEqual({ vcpu: 1, memoryMb: 2048, diskMb: null, architecture: "x86_64", providerSize: "1 vCPU" })
+    expect(resolveProviderResources("vercel", req({ vcpu: 1.5, memory_mb: 1024 }))).toMatchObject({ vcpu: 2, memoryMb: 4096 })
+    // Memory alone can push the vCPUs up: 1 vCPU with 5000 MB needs 3 (6144 MB).
+    expect(resolveProviderResources("vercel", req({ vcpu: 1, memory_mb: 5000 }))).toMatchObject({ vcpu: 3, memoryMb: 6144, providerSize: "3 vCPU" })
+    expect(resolveProviderResources("vercel", req({ vcpu: 8, memory_mb: 16384 }))).toMatchObject({ vcpu: 8, memoryMb: 16384 })
+    expect(resolveProviderResources("vercel", req({ vcpu: 9 }))).toBeUndefined()
+    expect(resolveProviderResources("vercel", req({ vcpu: 2, memory_mb: 16385 }))).toBeUndefined()
+  })
+
   it("arm64 only on modal and northflank; everyone else passes the request through", () => {
     for (const name of ProviderNames) {
       const arm = resolveProviderResources(name, req({ architecture: "arm64" }))

@@ -6,6 +6,8 @@
  *   `resource_size` option when given (not checked against the request, as upstream), else the preset.
  * - codesandbox: the first tier (vCPU / MiB) covering the request, always x86_64; `provider_size` is the
  *   `vm_tier` option when given, else the tier.
+ * - vercel: whole vCPUs, 1 to 8, each with 2048 MB: enough of them for the requested vCPUs and memory;
+ *   `provider_size` is `"<n> vCPU"`.
  * - everyone else: arm64 only on modal and northflank; the request passes through unchanged and
  *   `provider_size` is `provider_options.<provider>.size` or null.
  *
@@ -36,6 +38,15 @@ export const CODESANDBOX_TIERS: ReadonlyArray<{ readonly size: string; readonly 
   { size: "XLarge", vcpu: 64, memoryMb: 131072 }
 ]
 
+/** Vercel Sandbox sizes: 1–8 vCPUs, 2048 MB of memory each. */
+export const VERCEL_SIZING = { minVcpus: 1, maxVcpus: 8, mbPerVcpu: 2048 } as const
+
+/** The vCPUs Vercel gives for a request: enough for its vCPUs and its memory; undefined above 8. */
+export const vercelVcpus = (resources: { readonly vcpu: number; readonly memoryMb: number }): number | undefined => {
+  const vcpus = Math.max(VERCEL_SIZING.minVcpus, Math.ceil(resources.vcpu - 1e-9), Math.ceil(resources.memoryMb / VERCEL_SIZING.mbPerVcpu - 1e-9))
+  return vcpus > VERCEL_SIZING.maxVcpus ? undefined : vcpus
+}
+
 /** Providers with arm64 machines. */
 export const ARM64_PROVIDERS: ReadonlySet<ProviderName> = new Set(["modal", "northflank"])
 
@@ -60,6 +71,11 @@ export const resolveProviderResources = (provider: ProviderName, req: ResourceRe
     const tier = CODESANDBOX_TIERS.find((t) => t.vcpu >= r.vcpu && t.memoryMb >= r.memory_mb)
     if (tier === undefined) return undefined
     return { vcpu: tier.vcpu, memoryMb: tier.memoryMb, diskMb: r.disk_mb ?? null, architecture: "x86_64", providerSize: optionOf(req, provider, "vm_tier") ?? tier.size }
+  }
+  if (provider === "vercel") {
+    const vcpus = vercelVcpus({ vcpu: r.vcpu, memoryMb: r.memory_mb })
+    if (vcpus === undefined) return undefined
+    return { vcpu: vcpus, memoryMb: vcpus * VERCEL_SIZING.mbPerVcpu, diskMb: r.disk_mb ?? null, architecture, providerSize: `${vcpus} vCPU` }
   }
   return { vcpu: r.vcpu, memoryMb: r.memory_mb, diskMb: r.disk_mb ?? null, architecture, providerSize: optionOf(req, provider, "size") ?? null }
 }

@@ -1,0 +1,37 @@
+/**
+ * What the Vercel emulator answers with: errors as `{error: {code, message}}`, and request bodies read through
+ * Schemas (malformed JSON, unknown fields and wrong types are Vercel's 400 `bad_request`).
+ */
+import { Either, ParseResult, Schema } from "effect"
+
+export const json = (body: unknown, status = 200, headers: Record<string, string> = {}) => Response.json(body, { status, headers })
+
+/** Thrown by a handler: answered with its status and code. */
+export class HttpFailure extends Error {
+  constructor(readonly status: number, readonly code: string, message: string) {
+    super(message)
+  }
+}
+
+export const vercelError = (status: number, code: string, message: string) => json({ error: { code, message } }, status)
+
+/** A JSON body decoded by `schema`, strictly (unknown fields refused). */
+export const readBody = async <A, I>(request: Request, schema: Schema.Schema<A, I>): Promise<A> => {
+  let body: unknown
+  try {
+    body = await request.json()
+  } catch {
+    throw new HttpFailure(400, "bad_request", "the request body is not valid JSON")
+  }
+  const decoded = Schema.decodeUnknownEither(schema, { onExcessProperty: "error", errors: "first" })(body)
+  if (Either.isLeft(decoded)) {
+    throw new HttpFailure(400, "bad_request", `invalid request body: ${ParseResult.TreeFormatter.formatErrorSync(decoded.left).replace(/\s+/g, " ").slice(0, 300)}`)
+  }
+  return decoded.right
+}
+
+export const StringMap = Schema.Record({ key: Schema.String, value: Schema.String })
+
+const SIGNAL_NUMBERS: Readonly<Record<string, number>> = { SIGHUP: 1, SIGINT: 2, SIGQUIT: 3, SIGABRT: 6, SIGKILL: 9, SIGUSR1: 10, SIGUSR2: 12, SIGPIPE: 13, SIGALRM: 14, SIGTERM: 15 }
+export const signalNumber = (name: string | null) => (name === null ? undefined : SIGNAL_NUMBERS[name])
+export const signalName = (n: number) => Object.entries(SIGNAL_NUMBERS).find(([, v]) => v === n)?.[0]

@@ -1,0 +1,72 @@
+/**
+ * Vercel through the real gateway, on its emulator: a request for `provider: "vercel"` (kept off the internet,
+ * which Vercel's deny-all policy can do) becomes ready sized as Vercel sizes it, runs a command, round-trips a
+ * binary file, cancels a process, reports its metrics, refuses endpoints (Vercel has none to lease), and is
+ * destroyed; a request for public ports is never placed there.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { api, bootstrap, expectEnvelope, type RunningServer, startServer } from "../support/server.ts"
+import { createReadySandbox, idempotencyKey, type KeyAuth, minimalSandbox, poll, runProcess, waitOperation, waitProcess, waitRuntimeOperation } from "../support/sandbox.ts"
+
+let server: RunningServer
+let http: ReturnType<typeof api>
+let auth: KeyAuth
+
+beforeAll(async () => {
+  server = await startServer()
+  http = api(server.url)
+  const owner = await bootstrap(server.dataDir, "vercel@example.com")
+  auth = { token: owner.api_key, project: owner.project_id }
+})
+afterAll(() => server.stop())
+
+describe("vercel through the gateway", () => {
+  it("ready (2048 MB per vCPU) → echo hi → binary file → cancel → metrics → no endpoints → destroy → stopped", async () => {
+    const sandbox = await createReadySandbox(http, auth, minimalSandbox({ provider: "vercel", network: { internet_access: false } }))
+    expect(sandbox).toMatchObject({ provider: "vercel", state: "ready", billing_mode: "emulated" })
+    expect(sandbox.resolved_resources).toMatchObject({ vcpu: 1, memory_mb: 2048 })
+
+    const echo = await runProcess(http, auth, sandbox.id, ["echo", "hi"])
+    expect(echo.process).toMatchObject({ state: "succeeded", exit_code: 0 })
+    expect(echo.stdout).toBe("hi\n")
+
+    const bytes = Buffer.from([0, 1, 2, 253, 254, 255, 10, 13])
+    const write = await http.post(`/v1/sandboxes/${sandbox.id}/filesystem/write`, {
+      ...auth,
+      body: { path: "/workspace/data/bin.dat", data_base64: bytes.toString("base64"), create_parents: true },
+      headers: { "idempotency-key": idempotencyKey("w") }
+    })
+    expect((await waitRuntimeOperation(http, auth, sandbox.id, write.body.id)).state).toBe("succeeded")
+    const read = await http.post(`/v1/sandboxes/${sandbox.id}/filesystem/read`, { ...auth, body: { path: "/workspace/data/bin.dat" } })
+    const readOp = await waitRuntimeOperation(http, auth, sandbox.id, read.body.id)
+    expect(Buffer.from(readOp.result.data_base64, "base64").equals(bytes)).toBe(true)
+
+    const long = await http.post(`/v1/sandboxes/${sandbox.id}/processes`, { ...auth, body: { command: ["sleep", "30"] }, headers: { "idempotency-key": idempotencyKey("p") } })
+    expect(long.status).toBe(202)
+    await poll(async () => (await http.get(`/v1/sandboxes/${sandbox.id}/processes/${long.body.id}`, auth)).body, (p) => p.state === "running")
+    expect((await http.post(`/v1/sandboxes/${sandbox.id}/processes/${long.body.id}/actions/cancel`, auth)).status).toBe(202)
+    const cancelledProcess = await waitProcess(http, auth, sandbox.id, long.body.id)
+    expect(cancelledProcess.state).toBe("cancelled")
+
+    const metrics = await http.get(`/v1/sandboxes/${sandbox.id}/metrics`, auth)
+    expect(metrics.body).toMatchObject({ provider: "vercel", source: "local_runtime" })
+
+    expectEnvelope(await http.post(`/v1/sandboxes/${sandbox.id}/endpoints`, { ...auth, body: { port: 8000 }, headers: { "idempotency-key": idempotencyKey("e") } }), 409, "capability_unsupported")
+
+    const deleted = await http.delete(`/v1/sandboxes/${sandbox.id}`, { ...auth, headers: { "idempotency-key": idempotencyKey("d") } })
+    expect((await waitOperation(http, auth, deleted.body.operation.id)).state).toBe("succeeded")
+    expect((await http.get(`/v1/sandboxes/${sandbox.id}`, auth)).body.state).toBe("stopped")
+  }, 90_000)
+
+  it("a sandbox asking for public ports is never placed on Vercel", async () => {
+    const body = minimalSandbox({ provider: "vercel", features: { public_ports: [8000] } })
+    const res = await http.post("/v1/sandboxes", { ...auth, body, headers: { "idempotency-key": idempotencyKey("n") } })
+    if (res.status === 202) {
+      const op = await waitOperation(http, auth, res.body.operation.id)
+      expect(op.state).toBe("failed")
+      expect(op.error.code).toBe("no_eligible_provider")
+    } else {
+      expectEnvelope(res, 422)
+    }
+  }, 30_000)
+})
