@@ -8,20 +8,25 @@
  * The token is a capability (only its SHA-256 is stored). Every request checks the lease, the endpoint's state
  * and the sandbox's; every exchange is registered with EndpointConnections, which cuts it the moment the lease
  * ends, the endpoint is revoked or the sandbox stops serving. Nothing else is served on this listener.
+ *
+ * Connections are kept alive between requests (HTTP/1.1), and a WebSocket upgrade is proxied too: after the same
+ * checks, the upstream WebSocket (the provider's URL, `ws:`/`wss:`) is opened first, then the client's is accepted
+ * with the subprotocol the sandbox chose, and messages are relayed both ways (providers/core/websocket.ts) until
+ * either side closes or the exchange is cut (then both are closed, 1001 or 1013 ...). Traffic through an
+ * endpoint, plain or WebSocket, is activity for the sandbox's idle timeout.
  */
-import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import type { HttpServer } from "@effect/platform"
-import { BunHttpServer } from "@effect/platform-bun"
+import { HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Cause, Context, Effect, FiberRef, Layer } from "effect"
+import { isWebSocketUpgrade, openUpstream, type Relay, relay as relayWebSocket } from "../../providers/core/websocket.ts"
 import { AppConfig } from "../Config.ts"
-import { repositories } from "../db/Database.ts"
+import { type Repositories, repositories } from "../db/Database.ts"
 import { EndpointsRepo } from "../db/repos/Endpoints.ts"
 import { type EndpointAddressing, parseEndpointLabel, parseEndpointPath } from "../domain/EndpointAddress.ts"
 import { CurrentRequestId } from "../domain/Errors.ts"
 import { sha256Hex, timingSafeEqualHex } from "../domain/Tokens.ts"
 import { type CutReason, EndpointConnections, refusal } from "../services/sandboxes/EndpointConnections.ts"
 import { touchSandbox } from "../services/sandboxes/SandboxRows.ts"
-import { withRequestId } from "./RequestId.ts"
+import { newRequestId, withRequestId } from "./RequestId.ts"
 
 /** Headers that describe one hop, not the message (RFC 9110 §7.6.1), plus what fetch sets itself. */
 const HOP_BY_HOP = new Set(["connection", "keep-alive", "proxy-connection", "transfer-encoding", "te", "trailer", "upgrade", "host", "content-length"])
@@ -54,13 +59,13 @@ interface Located {
   readonly prefix: string | undefined
 }
 
-const locate = (addressing: EndpointAddressing, request: HttpServerRequest.HttpServerRequest, url: URL): Located | undefined => {
+const locate = (addressing: EndpointAddressing, headers: Readonly<Record<string, string | undefined>>, url: URL): Located | undefined => {
   if (addressing._tag === "path") {
     const found = parseEndpointPath(url.pathname)
     return found === undefined ? undefined : { ...found, prefix: `/e/${found.endpointId}/${found.token}` }
   }
   // Host mode: exactly one label in front of the base host name (case-insensitive; port and a final dot dropped).
-  const host = (request.headers["host"] ?? "").toLowerCase().replace(/:\d+$/, "").replace(/\.$/, "")
+  const host = (headers["host"] ?? "").toLowerCase().replace(/:\d+$/, "").replace(/\.$/, "")
   const suffix = `.${addressing.baseHost}`
   if (!host.endsWith(suffix)) return undefined
   const found = parseEndpointLabel(host.slice(0, -suffix.length))
@@ -109,35 +114,56 @@ const relay = (upstream: ReadableStream<Uint8Array>, signal: AbortSignal, done: 
   })
 }
 
+/** What a request to the endpoint listener comes to: a refusal, a redirect to the endpoint root, or the target. */
+type Resolved =
+  | { readonly _tag: "refused"; readonly status: number; readonly code: string; readonly message: string }
+  | { readonly _tag: "redirect"; readonly location: string }
+  | { readonly _tag: "target"; readonly endpointId: string; readonly sandboxId: string; readonly leaseExpiresAt: string; readonly url: string; readonly prefix: string | undefined }
+
+const refused = (status: number, code: string, message: string): Resolved => ({ _tag: "refused", status, code, message })
+
+/** The checks every request and upgrade passes: the endpoint, its token, its lease and state, its sandbox's. */
+const resolve = (addressing: EndpointAddressing, request: { readonly url: string; readonly headers: Readonly<Record<string, string | undefined>> }) =>
+  Effect.gen(function*() {
+    const url = new URL(request.url, "http://endpoint")
+    const located = locate(addressing, request.headers, url)
+    if (located === undefined) return refused(404, "not_found", "Endpoint not found")
+    const row = yield* EndpointsRepo.access(located.endpointId)
+    if (row === undefined || !timingSafeEqualHex(sha256Hex(located.token), row.token_hash)) return refused(404, "not_found", "Endpoint not found")
+    if (row.state === "provisioning") return refused(503, "endpoint_provisioning", "The endpoint is still being provisioned")
+    const cut = refusal(row)
+    if (cut === "revoked") return refused(410, "endpoint_inactive", `The endpoint is ${row.state}`)
+    if (cut !== undefined) return refused(...CUT_MESSAGES[cut])
+    // Without a trailing slash relative links in the served page would resolve above the endpoint root.
+    if (located.rest === undefined) return { _tag: "redirect", location: `${url.pathname}/${url.search}` } as const
+    return {
+      _tag: "target",
+      endpointId: row.id,
+      sandboxId: row.sandbox_id,
+      leaseExpiresAt: row.lease_expires_at,
+      url: row.provider_url!.replace(/\/+$/, "") + located.rest + url.search,
+      prefix: located.prefix
+    } as const
+  })
+
 export const proxy = (addressing: EndpointAddressing) =>
   Effect.gen(function*() {
     const request = yield* HttpServerRequest.HttpServerRequest
     const connections = yield* EndpointConnections
-    const url = new URL(request.url, "http://endpoint")
-    const located = locate(addressing, request, url)
-    if (located === undefined) return yield* envelope(404, "not_found", "Endpoint not found")
-    const row = yield* EndpointsRepo.access(located.endpointId)
-    if (row === undefined || !timingSafeEqualHex(sha256Hex(located.token), row.token_hash)) {
-      return yield* envelope(404, "not_found", "Endpoint not found")
-    }
-    if (row.state === "provisioning") return yield* envelope(503, "endpoint_provisioning", "The endpoint is still being provisioned")
-    const refused = refusal(row)
-    if (refused === "revoked") return yield* envelope(410, "endpoint_inactive", `The endpoint is ${row.state}`)
-    if (refused !== undefined) return yield* envelope(...CUT_MESSAGES[refused])
-    // Without a trailing slash relative links in the served page would resolve above the endpoint root.
-    if (located.rest === undefined) return HttpServerResponse.redirect(`${url.pathname}/${url.search}`, { status: 308 })
+    const resolved = yield* resolve(addressing, request)
+    if (resolved._tag === "refused") return yield* envelope(resolved.status, resolved.code, resolved.message)
+    if (resolved._tag === "redirect") return HttpServerResponse.redirect(resolved.location, { status: 308 })
 
     const headers = new Headers()
     for (const [name, value] of Object.entries(request.headers)) if (!HOP_BY_HOP.has(name)) headers.set(name, value)
-    if (located.prefix !== undefined) headers.set("x-forwarded-prefix", located.prefix)
+    if (resolved.prefix !== undefined) headers.set("x-forwarded-prefix", resolved.prefix)
     const source = request.source as Request
-    const target = row.provider_url!.replace(/\/+$/, "") + located.rest + url.search
-    const exchange = connections.open({ id: row.id, leaseExpiresAt: row.lease_expires_at })
+    const exchange = connections.open({ id: resolved.endpointId, leaseExpiresAt: resolved.leaseExpiresAt })
     const response = yield* Effect.tryPromise({
       try: (interrupted) => {
         // Either the exchange is cut or the client went away.
         const signal = AbortSignal.any([exchange.signal, interrupted])
-        return fetch(target, {
+        return fetch(resolved.url, {
           method: request.method,
           headers,
           redirect: "manual",
@@ -147,7 +173,7 @@ export const proxy = (addressing: EndpointAddressing) =>
       },
       catch: (e) => e
     }).pipe(Effect.either, Effect.onInterrupt(() => Effect.sync(exchange.close)))
-    yield* touchSandbox(row.sandbox_id)
+    yield* touchSandbox(resolved.sandboxId)
     if (response._tag === "Left") {
       exchange.close()
       const reason = exchange.cutReason()
@@ -166,6 +192,58 @@ export const proxy = (addressing: EndpointAddressing) =>
     return HttpServerResponse.raw(new Response(body, { status: upstream.status, statusText: upstream.statusText, headers: out }))
   })
 
+/** Close codes for a cut WebSocket: the lease or the endpoint ended (1001, going away), the sandbox stopped (1013). */
+const CUT_CLOSE: Record<CutReason, number> = { revoked: 1001, expired: 1001, sandbox_unavailable: 1013 }
+/** Traffic through a WebSocket touches its sandbox at most this often. */
+const TOUCH_EVERY_MS = 1_000
+
+/**
+ * A WebSocket upgrade through an endpoint: the same checks as a request (a refusal is the same envelope), then
+ * the upstream WebSocket, then the client's, relayed until either closes or the exchange is cut.
+ */
+const upgradeRoute = (addressing: EndpointAddressing, run: <A>(effect: Effect.Effect<A, never, Repositories | EndpointConnections>) => Promise<A>) =>
+  async (request: Request, server: Bun.Server<EndpointSocketData>): Promise<Response | undefined> => {
+    const requestId = newRequestId()
+    const answer = (status: number, code: string, message: string) =>
+      Response.json({ code, message, request_id: requestId, retryable: status >= 500 }, { status, headers: { "x-request-id": requestId } })
+    const resolved = await run(resolve(addressing, { url: request.url, headers: Object.fromEntries(request.headers) }))
+    if (resolved._tag === "refused") return answer(resolved.status, resolved.code, resolved.message)
+    if (resolved._tag === "redirect") return new Response(null, { status: 308, headers: { location: resolved.location, "x-request-id": requestId } })
+    const connections = await run(EndpointConnections)
+    const exchange = connections.open({ id: resolved.endpointId, leaseExpiresAt: resolved.leaseExpiresAt })
+    const upstream = await openUpstream(resolved.url.replace(/^http/, "ws"), request, resolved.prefix === undefined ? {} : { "x-forwarded-prefix": resolved.prefix }).catch(() => undefined)
+    if (upstream === undefined || exchange.signal.aborted) {
+      exchange.close()
+      upstream?.close()
+      const reason = exchange.cutReason()
+      return reason !== undefined ? answer(...CUT_MESSAGES[reason]) : answer(502, "endpoint_unreachable", "The sandbox did not accept a WebSocket on this port")
+    }
+    let touched = Date.now()
+    const onOpen = (ws: Bun.ServerWebSocket<EndpointSocketData>) => {
+      const relayed = relayWebSocket(ws, upstream, {
+        onTraffic: () => {
+          if (Date.now() - touched < TOUCH_EVERY_MS) return
+          touched = Date.now()
+          void run(touchSandbox(resolved.sandboxId))
+        },
+        onEnd: exchange.close
+      })
+      exchange.signal.addEventListener("abort", () => {
+        const reason = exchange.cutReason()
+        relayed.cut(reason === undefined ? 1001 : CUT_CLOSE[reason], reason === undefined ? "closed" : CUT_MESSAGES[reason][2])
+      }, { once: true })
+      return relayed
+    }
+    const headers = { "x-request-id": requestId, ...(upstream.protocol === "" ? {} : { "sec-websocket-protocol": upstream.protocol }) }
+    if (!server.upgrade(request, { data: { upstream, onOpen, relay: null }, headers })) {
+      exchange.close()
+      upstream.close()
+      return answer(400, "bad_request", "Not a valid WebSocket upgrade")
+    }
+    void run(touchSandbox(resolved.sandboxId))
+    return undefined
+  }
+
 /** Anything unexpected is still an envelope (500, nothing internal). */
 const guarded = <E, R>(app: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>) =>
   app.pipe(Effect.catchAllCause((cause) =>
@@ -174,31 +252,59 @@ const guarded = <E, R>(app: Effect.Effect<HttpServerResponse.HttpServerResponse,
       : Effect.zipRight(Effect.logError("endpoint proxy failed", cause), envelope(500, "internal_error", "Internal server error"))
   ))
 
-/** The endpoint listener: its own Bun server, serving the proxy and nothing else. */
+/** An upgraded endpoint connection: its relay once the client side is open, and messages that came before. */
+interface EndpointSocketData {
+  readonly upstream: WebSocket
+  readonly onOpen: (ws: Bun.ServerWebSocket<EndpointSocketData>) => Relay
+  relay: Relay | null
+}
+
+/**
+ * The endpoint listener: its own Bun server, serving the proxy and nothing else. Plain requests go to the Effect
+ * app (as a web handler); WebSocket upgrades are taken first (only Bun's `fetch` with its `server` can upgrade).
+ */
 export const EndpointServerLive = Layer.scoped(
   EndpointOrigin,
   Effect.gen(function*() {
     const config = yield* AppConfig
     const context = yield* repositories
     const connections = yield* EndpointConnections
-    const server: HttpServer.HttpServer = yield* BunHttpServer.make({
-      port: config.endpoints.port,
-      hostname: config.endpoints.host,
-      idleTimeout: ENDPOINT_IDLE_TIMEOUT_SECONDS,
-      maxRequestBodySize: ENDPOINT_MAX_BODY_BYTES
-    })
-    const address = server.address as HttpServer.TcpAddress
     const base = config.endpoints.base
+    const run = <A>(effect: Effect.Effect<A, never, Repositories | EndpointConnections>) =>
+      Effect.runPromise(effect.pipe(Effect.provide(context), Effect.provideService(EndpointConnections, connections)))
+    // Known once the server listens (path addressing names its own origin); requests are handled after that.
+    let handle: (request: Request, server: Bun.Server<EndpointSocketData>) => Promise<Response | undefined> = async () => new Response(null, { status: 503 })
+    const server = yield* Effect.acquireRelease(
+      Effect.sync(() =>
+        Bun.serve<EndpointSocketData>({
+          port: config.endpoints.port,
+          hostname: config.endpoints.host,
+          idleTimeout: ENDPOINT_IDLE_TIMEOUT_SECONDS,
+          maxRequestBodySize: ENDPOINT_MAX_BODY_BYTES,
+          fetch: (request, bunServer) => handle(request, bunServer),
+          websocket: {
+            open: (ws) => {
+              ws.data.relay = ws.data.onOpen(ws)
+            },
+            message: (ws, message) => ws.data.relay?.fromClient(message),
+            close: (ws, code, reason) => ws.data.relay?.clientClosed(code, reason)
+          }
+        })
+      ),
+      (s) => Effect.promise(() => s.stop(true))
+    )
     const addressing: EndpointAddressing = base !== undefined
       ? { _tag: "host", scheme: base.scheme, baseHost: base.baseHost, port: base.port }
-      : { _tag: "path", origin: config.endpoints.publicOrigin ?? `http://${address.hostname}:${address.port}` }
+      : { _tag: "path", origin: config.endpoints.publicOrigin ?? `http://${server.hostname}:${server.port}` }
     const app = guarded(proxy(addressing)).pipe(
       Effect.provide(context),
       Effect.provideService(EndpointConnections, connections)
     )
-    yield* server.serve(withRequestId(app))
+    const web = HttpApp.toWebHandlerRuntime(yield* Effect.runtime<never>())(withRequestId(app))
+    const upgrade = upgradeRoute(addressing, run)
+    handle = (request, bunServer) => (isWebSocketUpgrade(request) ? upgrade(request, bunServer) : web(request))
     // Always printed, like the API's address: operators and the test harness read it.
-    console.log(`Serving endpoints on http://${address.hostname}:${address.port}${base === undefined ? "" : ` for *.${base.baseHost}`}`)
+    console.log(`Serving endpoints on http://${server.hostname}:${server.port}${base === undefined ? "" : ` for *.${base.baseHost}`}`)
     return { addressing }
   })
 )

@@ -14,6 +14,7 @@ import { makeControl } from "./control.ts"
 import { makeFilesystem, resolvePath } from "./filesystem.ts"
 import { controlError, HttpFailure, runtimeError } from "./http.ts"
 import { makePreviews } from "./preview.ts"
+import { type PreviewSocketData, previewSocketHandlers } from "../../core/emulator/previews.ts"
 import { makeProcesses } from "./process.ts"
 
 export interface BlaxelEmulatorInfo {
@@ -74,12 +75,12 @@ export const startBlaxelEmulator = (dataDir: string, runtime: LocalRuntimeShape)
   const sandboxRuntime = makeRuntimePlane(books, runtime)
   const control = makeControl(books, runtime, { baseUrl: () => baseUrl, previews, onDeleted: sandboxRuntime.dropSandbox })
 
-  const handle = async (request: Request, url: URL): Promise<Response> => {
+  const handle = async (request: Request, url: URL, server: Bun.Server<PreviewSocketData>): Promise<Response | undefined> => {
     const raw = url.pathname
     const [first, second] = raw.split("/").filter(Boolean)
     if (first === "preview") {
       const rest = raw.split("/").slice(3).join("/")
-      return previews.proxy(request, second ?? "", rest, url)
+      return previews.proxy(request, second ?? "", rest, url, server)
     }
     if (first === "run" && second !== undefined) {
       let name: string
@@ -107,7 +108,13 @@ export const startBlaxelEmulator = (dataDir: string, runtime: LocalRuntimeShape)
   }
 
   const serve = (port: number) =>
-    Bun.serve({ hostname: "127.0.0.1", port, idleTimeout: 60, fetch: (request) => handle(request, new URL(request.url)) })
+    Bun.serve<PreviewSocketData>({
+      hostname: "127.0.0.1",
+      port,
+      idleTimeout: 60,
+      websocket: previewSocketHandlers,
+      fetch: (request, server) => handle(request, new URL(request.url), server)
+    })
   const server = servePersistent(books.dir, serve)
   baseUrl = `http://127.0.0.1:${server.port}`
   return {

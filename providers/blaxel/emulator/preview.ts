@@ -5,7 +5,7 @@
  * then, cutting the connections through it.
  */
 import type { LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
-import { makePreviewLeases } from "../../core/emulator/previews.ts"
+import { makePreviewLeases, type PreviewSocketData } from "../../core/emulator/previews.ts"
 import { runOrThrow as run } from "../../core/emulator/server.ts"
 import type { Books } from "./books.ts"
 import { controlError } from "./http.ts"
@@ -14,13 +14,14 @@ export const makePreviews = (books: Books, runtime: LocalRuntimeShape) => {
   const { state } = books
   const leases = makePreviewLeases({ dir: books.dir, previews: () => state.previews, save: books.save })
 
-  const proxy = async (request: Request, token: string, rest: string, url: URL): Promise<Response> => {
+  /** A request (or a WebSocket: undefined once upgraded) to the preview's port. */
+  const proxy = async (request: Request, token: string, rest: string, url: URL, server: Bun.Server<PreviewSocketData>): Promise<Response | undefined> => {
     const entry = state.previews[token]
     if (entry === undefined || entry.expiresAt <= Date.now()) return controlError(404, "Preview not found")
     const sandbox = state.sandboxes[entry.sandbox]
     if (sandbox === undefined) return controlError(404, "Preview not found")
-    const answer = await leases.forward(request, token, entry.sandbox, `${rest}${url.search}`, () => run(runtime.connectPort(sandbox.runtimeId, entry.port)))
-    return answer ?? controlError(502, "Nothing answers on that port")
+    const answer = await leases.pass(request, server, token, entry.sandbox, `${rest}${url.search}`, () => run(runtime.connectPort(sandbox.runtimeId, entry.port)))
+    return answer === null ? controlError(502, "Nothing answers on that port") : answer
   }
 
   return { proxy, arm: leases.arm, drop: leases.drop, closeSandbox: leases.closeSandbox, stop: leases.stop }

@@ -9,6 +9,7 @@ import { emulatorMessage, servePersistent, statusOfRuntimeError } from "../../co
 import { makeBooks } from "./books.ts"
 import { makeControl } from "./control.ts"
 import { makePreviews } from "./preview.ts"
+import { type PreviewSocketData, previewSocketHandlers } from "../../core/emulator/previews.ts"
 import { makeToolbox } from "./toolbox.ts"
 import { error, Refused } from "./wire.ts"
 
@@ -34,10 +35,10 @@ export const startDaytonaEmulator = (dataDir: string, runtime: LocalRuntimeShape
   const control = makeControl(books, runtime, { baseUrl: () => baseUrl, previews })
   const toolbox = makeToolbox(books, runtime)
 
-  const handle = async (request: Request): Promise<Response> => {
+  const handle = async (request: Request, server: Bun.Server<PreviewSocketData>): Promise<Response | undefined> => {
     const url = new URL(request.url)
     const [first, second, ...rest] = url.pathname.split("/").filter(Boolean)
-    if (first === "preview") return previews.proxy(request, second ?? "", rest.join("/"), url)
+    if (first === "preview") return previews.proxy(request, second ?? "", rest.join("/"), url, server)
     if (request.headers.get("authorization") !== `Bearer ${books.apiKey}`) return error(401, "Unauthorized")
     if (first === "sandbox") return control(request, url)
     if (first === "toolbox" && second !== undefined) {
@@ -48,13 +49,14 @@ export const startDaytonaEmulator = (dataDir: string, runtime: LocalRuntimeShape
     return error(404, "Not found")
   }
 
-  const serve = (port: number) => Bun.serve({
+  const serve = (port: number) => Bun.serve<PreviewSocketData>({
     hostname: "127.0.0.1",
     port,
     idleTimeout: 60,
-    fetch: async (request) => {
+    websocket: previewSocketHandlers,
+    fetch: async (request, server) => {
       try {
-        return await handle(request)
+        return await handle(request, server)
       } catch (e) {
         if (e instanceof Refused) return error(e.status, e.message)
         return error(statusOfRuntimeError(e), emulatorMessage(e, "daytona"))

@@ -5,7 +5,7 @@
  * closes then, cutting the connections through it.
  */
 import type { LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
-import { makePreviewLeases } from "../../core/emulator/previews.ts"
+import { makePreviewLeases, type PreviewSocketData } from "../../core/emulator/previews.ts"
 import { runOrThrow as run } from "../../core/emulator/server.ts"
 import type { Books } from "./books.ts"
 import { error } from "./wire.ts"
@@ -14,12 +14,13 @@ export const makePreviews = (books: Books, runtime: LocalRuntimeShape) => {
   const { state } = books
   const leases = makePreviewLeases({ dir: books.dir, previews: () => state.previews, save: books.save })
 
-  const proxy = async (request: Request, token: string, rest: string, url: URL): Promise<Response> => {
+  /** A request (or a WebSocket: undefined once upgraded) to the preview's port. */
+  const proxy = async (request: Request, token: string, rest: string, url: URL, server: Bun.Server<PreviewSocketData>): Promise<Response | undefined> => {
     const entry = state.previews[token]
     if (entry === undefined || entry.expiresAt <= Date.now()) return error(404, "Preview not found or expired")
     if (state.sandboxes[entry.sandboxId]?.state !== "started") return error(502, "The sandbox is not running")
-    const answer = await leases.forward(request, token, entry.sandboxId, `${rest}${url.search}`, () => run(runtime.connectPort(entry.sandboxId, entry.port)))
-    return answer ?? error(502, "Nothing answers on that port")
+    const answer = await leases.pass(request, server, token, entry.sandboxId, `${rest}${url.search}`, () => run(runtime.connectPort(entry.sandboxId, entry.port)))
+    return answer === null ? error(502, "Nothing answers on that port") : answer
   }
 
   return { proxy, arm: leases.arm, drop: leases.drop, closeSandbox: leases.closeSandbox, stop: leases.stop }
