@@ -87,6 +87,52 @@ describe("the client", () => {
     await sandbox.destroy()
   }, 60_000)
 
+  it("a shell on a terminal: a typed line is answered, a resize changes stty size, exit ends it with its code", async () => {
+    const sandbox = await gw.sandboxes.create({ ...request(), provider: "auto", features: { pty: true } })
+    expect(sandbox.record.provider).toBe("e2b")
+    let output = ""
+    const exits: Array<unknown> = []
+    const shell = await sandbox.shell({ cols: 80, rows: 24, onOutput: (text) => (output += text), onExit: (exit) => exits.push(exit) })
+    const waitFor = async (pattern: RegExp) => {
+      for (let i = 0; i < 1500 && !pattern.test(output); i++) await Bun.sleep(10)
+      expect(output).toMatch(pattern)
+    }
+    shell.write("echo sum=$((40+2)); stty size\n")
+    await waitFor(/sum=42\r\n24 80\r\n/)
+    shell.resize(132, 43)
+    shell.write(new TextEncoder().encode("stty size\n"))
+    await waitFor(/43 132\r\n/)
+    shell.write("exit 3\n")
+    expect(await shell.exit).toEqual({ state: "failed", exitCode: 3 })
+    expect(exits).toEqual([{ state: "failed", exitCode: 3 }])
+    expect(() => shell.write("more\n")).toThrow()
+
+    // Leaving a terminal leaves its process running; attaching again replays its output and takes it from there.
+    let first = ""
+    const term = await sandbox.terminal(["sh", "-c", "echo ready; read line; echo got-$line; exit 0"], { onOutput: (text) => (first += text) })
+    for (let i = 0; i < 1500 && !first.includes("ready"); i++) await Bun.sleep(10)
+    term.close()
+    expect(await term.exit.catch((e) => e)).toMatchObject({ code: "attach_closed" })
+    let second = ""
+    const again = await sandbox.attach(term.processId, { onOutput: (text) => (second += text) })
+    again.write("yes\n")
+    expect(await again.exit).toEqual({ state: "succeeded", exitCode: 0 })
+    expect(second).toContain("ready")
+    expect(second).toContain("got-yes")
+
+    // A process that ended before the attach: its output and its end, at once.
+    const quick = await sandbox.terminal(["sh", "-c", "echo quick-$((2*3)); exit 4"])
+    expect(await quick.exit).toEqual({ state: "failed", exitCode: 4 })
+    let replay = ""
+    const late = await sandbox.attach(quick.processId, { onOutput: (text) => (replay += text) })
+    expect(await late.exit).toEqual({ state: "failed", exitCode: 4 })
+    expect(replay).toContain("quick-6")
+    // No terminals on Daytona: a typed error.
+    const daytona = await gw.sandboxes.create(request())
+    expect(await daytona.shell().catch((e) => e)).toBeInstanceOf(GatewayError)
+    await Promise.all([sandbox.destroy(), daytona.destroy()])
+  }, 90_000)
+
   it("throws typed errors carrying the envelope's code; a bad request is refused before it is sent", async () => {
     const missing = await gw.sandboxes.get("sbx_00000000000000000000000000").catch((e) => e)
     expect(missing).toBeInstanceOf(GatewayError)
