@@ -73,6 +73,8 @@ export interface TerminalOptions extends AttachHandlers {
 export interface UploadOptions {
   /** Bytes sent so far, after each piece the gateway took. */
   readonly onProgress?: (sentBytes: number) => void
+  /** The size of a piece (finer progress); at most, and by default, the provider's largest write. */
+  readonly pieceBytes?: number
 }
 
 export interface DownloadOptions {
@@ -411,7 +413,8 @@ export const createClient = (options: ClientOptions) => {
      */
     const upload = async (path: string, data: Uint8Array | AsyncIterable<Uint8Array>, o: UploadOptions = {}) => {
       const caps = await capabilities()
-      const pieceBytes = caps.filesystem.max_write_bytes > 0 ? caps.filesystem.max_write_bytes : MAX_OUTPUT_BYTES
+      const largest = caps.filesystem.max_write_bytes > 0 ? caps.filesystem.max_write_bytes : MAX_OUTPUT_BYTES
+      const pieceBytes = Math.max(1, Math.min(largest, o.pieceBytes ?? largest))
       let append = caps.filesystem.write_modes.includes("append")
       const parts: Array<string> = []
       const token = crypto.randomUUID().slice(0, 8)
@@ -465,13 +468,22 @@ export const createClient = (options: ClientOptions) => {
       let total: number | undefined
       let etag: string | null = null
       for (let resume = 0; ; resume++) {
-        const response = await raw("GET", path, received === 0 ? {} : { range: `bytes=${received}-` })
+        // Always a Range read: its Content-Range tells the file's size even when the body is streamed without a
+        // Content-Length (files larger than one provider read).
+        const response = await raw("GET", path, { range: `bytes=${received}-` }).catch((e: unknown) => {
+          if (received === 0 && e instanceof GatewayError && e.status === 416 && (e.details as { size_bytes?: unknown } | undefined)?.size_bytes === 0) return undefined
+          throw e
+        })
+        if (response === undefined) {
+          o.onProgress?.(0, 0) // an empty file
+          return
+        }
+        const size = Number(/\/(\d+)$/.exec(response.headers.get("content-range") ?? "")?.[1] ?? Number.NaN)
         if (received === 0) {
-          total = Number(response.headers.get("content-length") ?? Number.NaN)
-          if (!Number.isFinite(total)) total = undefined
+          total = Number.isFinite(size) ? size : undefined
           etag = response.headers.get("etag")
           o.onProgress?.(0, total)
-        } else if (response.status !== 206 || (etag !== null && response.headers.get("etag") !== etag)) {
+        } else if (response.status !== 206 || size !== total || (etag !== null && response.headers.get("etag") !== etag)) {
           await response.body?.cancel()
           throw new GatewayError("download_conflict", `${path} changed while it was read`, 0, false)
         }
