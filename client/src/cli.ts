@@ -24,6 +24,23 @@ export interface CliIo {
   readonly errIsTty: boolean
   /** Input to forward to `exec`: this process's stdin when it is a pipe or a file (never a terminal or /dev/null). */
   readonly stdin?: AsyncIterable<Uint8Array> | undefined
+  /** Raw bytes to stdout (terminal output is not text to decode); default: decoded and given to `out`. */
+  readonly outBytes?: (bytes: Uint8Array) => void
+  /** This process's own terminal, for `shell` (without it: 80×24, no input). */
+  readonly terminal?: CliTerminal | undefined
+}
+
+/** What `shell` needs of the terminal it runs in. */
+export interface CliTerminal {
+  /** Whether stdin is a terminal (then it is put in raw mode: every key goes to the sandbox, ^C included). */
+  readonly isTty: boolean
+  /** The terminal's size, if stdout is one. */
+  readonly size: () => { readonly cols: number; readonly rows: number } | undefined
+  readonly setRawMode: (raw: boolean) => void
+  /** Reads stdin: each piece as it comes, then `onEnd` (a pipe or file that ended). Returns a stop function. */
+  readonly input: (onData: (bytes: Uint8Array) => void, onEnd: () => void) => () => void
+  /** Calls `listener` when the terminal is resized (SIGWINCH). Returns a stop function. */
+  readonly onResize: (listener: () => void) => () => void
 }
 
 class UsageError extends Error {}
@@ -75,15 +92,16 @@ const parse = (argv: ReadonlyArray<string>, switches: ReadonlySet<string>) => {
   return { words, flags, rest }
 }
 
-const SWITCHES = new Set(["json", "no-wait", "help", "recursive"])
+const SWITCHES = new Set(["json", "no-wait", "help", "recursive", "pty"])
 
 const USAGE = `Usage:
   login --url <gateway url> --key <metal_sk_…> --project <prj_…> [--profile <name>]
-  sandbox create [--provider <name>] [--image <oci image>] [--vcpu <n>] [--memory-mb <n>] [--timeout-seconds <n>] [--no-wait]
+  sandbox create [--provider <name>] [--image <oci image>] [--vcpu <n>] [--memory-mb <n>] [--timeout-seconds <n>] [--pty] [--no-wait]
   sandbox list
   sandbox get <id>
   sandbox exec <id> [--cwd <dir>] -- <command> [args…]   (exits with the command's exit code; piped stdin is forwarded)
-  sandbox cp <src> <dst>   (one side local, the other <id>:/path)
+  sandbox shell <id> [--cwd <dir>] [-- <command> [args…]]   (an interactive terminal; exits with its exit code)
+  sandbox cp <src> <dst>   (one side local, the other <id>:/path; any size)
   sandbox expose <id> <port> [--lease-seconds <n>]
   sandbox pause|resume|rm <id>
 Every command takes --profile <name> and --json.`
@@ -101,11 +119,30 @@ const sandboxPath = (arg: string) => {
   return m === null ? undefined : { id: m[1]!, path: m[2]! }
 }
 
-const progress = (io: CliIo, label: string, done: number, total: number) => {
-  if (!io.errIsTty) return
-  const width = 30
-  const filled = total === 0 ? width : Math.round((done / total) * width)
-  io.err(`\r${label} [${"#".repeat(filled)}${" ".repeat(width - filled)}] ${(done / 1048576).toFixed(1)}/${(total / 1048576).toFixed(1)} MiB${done >= total ? "\n" : ""}`)
+/** A progress bar on stderr when it is a terminal (redrawn at most ten times a second), nothing otherwise. */
+const progressBar = (io: CliIo, label: string) => {
+  let last = 0
+  let total: number | undefined
+  const mib = (n: number) => (n / 1048576).toFixed(1)
+  const draw = (done: number, final: boolean) => {
+    if (!io.errIsTty) return
+    const now = Date.now()
+    if (!final && now - last < 100) return
+    last = now
+    const width = 30
+    const filled = total === undefined ? 0 : total === 0 ? width : Math.min(width, Math.round((done / total) * width))
+    io.err(`\r${label} [${"#".repeat(filled)}${" ".repeat(width - filled)}] ${mib(done)}/${total === undefined ? "?" : mib(total)} MiB${final ? "\n" : ""}`)
+  }
+  return {
+    update: (done: number, size?: number) => {
+      if (size !== undefined) total = size
+      draw(done, false)
+    },
+    finish: (done: number) => {
+      total ??= done
+      draw(done, true)
+    }
+  }
 }
 
 const run = async (argv: ReadonlyArray<string>, io: CliIo): Promise<number> => {
@@ -149,7 +186,9 @@ const run = async (argv: ReadonlyArray<string>, io: CliIo): Promise<number> => {
         source: typeof image === "string" ? { kind: "oci_image", image } : { kind: "environment", environment: "metal/base" },
         resources: { vcpu: integer(flags, "vcpu") ?? 1, memory_mb: integer(flags, "memory-mb") ?? 1024 },
         lifecycle: { runtime_timeout_seconds: integer(flags, "timeout-seconds") ?? 3600 },
-        ...(typeof flags["provider"] === "string" ? { provider: flags["provider"] as never } : {})
+        ...(typeof flags["provider"] === "string" ? { provider: flags["provider"] as never } : {}),
+        // On a provider with terminals (for `shell`).
+        ...(flags["pty"] === true ? { features: { pty: true } } : {})
       }, { wait: flags["no-wait"] !== true })
       print(sandbox.record, `${sandbox.id} ${sandbox.record.state}${sandbox.record.provider === null ? "" : ` on ${sandbox.record.provider}`}`)
       return 0
@@ -177,6 +216,56 @@ const run = async (argv: ReadonlyArray<string>, io: CliIo): Promise<number> => {
       if (result.exitCode !== null) return result.exitCode
       return result.state === "succeeded" ? 0 : 1
     }
+    case "shell": {
+      const sandbox = await gw.sandboxes.get(needId())
+      const term = io.terminal
+      const size = term?.size() ?? { cols: 80, rows: 24 }
+      const decoder = new TextDecoder()
+      // With --json stdout carries the result alone; the terminal's output goes to stderr.
+      const show = json ? (bytes: Uint8Array) => io.err(decoder.decode(bytes, { stream: true })) : io.outBytes ?? ((bytes: Uint8Array) => io.out(decoder.decode(bytes, { stream: true })))
+      const options = {
+        cols: size.cols,
+        rows: size.rows,
+        env: { TERM: io.env["TERM"] ?? "xterm-256color" },
+        ...(typeof flags["cwd"] === "string" ? { cwd: flags["cwd"] } : {}),
+        onOutput: (_text: string, bytes: Uint8Array) => show(bytes)
+      }
+      const session = rest !== undefined && rest.length > 0 ? await sandbox.terminal(rest, options) : await sandbox.shell(options)
+      // Input may outlive the process by a moment (typed as it ended): that is dropped, not an error.
+      const type = (data: string | Uint8Array) => {
+        try {
+          session.write(data)
+        } catch {
+          // the terminal is closed
+        }
+      }
+      const stops: Array<() => void> = []
+      if (term?.isTty === true) term.setRawMode(true)
+      let exit: Awaited<typeof session.exit>
+      try {
+        if (term !== undefined) {
+          // A pipe's end is ^D typed, as a terminal's user would end the input.
+          stops.push(term.input(type, () => term.isTty || type("\x04")))
+          stops.push(term.onResize(() => {
+            const now = term.size()
+            if (now !== undefined) {
+              try {
+                session.resize(now.cols, now.rows)
+              } catch {
+                // the terminal is closed
+              }
+            }
+          }))
+        }
+        exit = await session.exit
+      } finally {
+        for (const stop of stops) stop()
+        if (term?.isTty === true) term.setRawMode(false)
+      }
+      if (json) print({ process_id: session.processId, state: exit.state, exit_code: exit.exitCode }, "")
+      if (exit.exitCode !== null) return exit.exitCode
+      return exit.state === "succeeded" ? 0 : 1
+    }
     case "cp": {
       const [from, to] = args
       if (from === undefined || to === undefined) throw new UsageError("cp needs a source and a destination")
@@ -184,16 +273,40 @@ const run = async (argv: ReadonlyArray<string>, io: CliIo): Promise<number> => {
       const remoteTo = sandboxPath(to)
       if ((remoteFrom === undefined) === (remoteTo === undefined)) throw new UsageError("cp copies between this machine and a sandbox: one side is <id>:/path")
       if (remoteTo !== undefined) {
-        const data = fs.readFileSync(from)
-        progress(io, `→ ${to}`, 0, data.length)
-        await (await gw.sandboxes.get(remoteTo.id)).files.write(remoteTo.path, data)
-        progress(io, `→ ${to}`, data.length, data.length)
-        print({ from, to, size_bytes: data.length }, `${data.length} bytes → ${to}`)
+        const size = fs.statSync(from).size
+        // A directory as the destination (a trailing /) takes the file's own name.
+        const target = remoteTo.path.endsWith("/") ? `${remoteTo.path}${path.basename(from)}` : remoteTo.path
+        const bar = progressBar(io, `→ ${remoteTo.id}:${target}`)
+        bar.update(0, size)
+        const written = await (await gw.sandboxes.get(remoteTo.id)).files.upload(target, fs.createReadStream(from, { highWaterMark: 1024 * 1024 }), {
+          onProgress: (sent) => bar.update(sent)
+        })
+        bar.finish(written.sizeBytes)
+        print({ from, to: `${remoteTo.id}:${target}`, size_bytes: written.sizeBytes, pieces: written.pieces }, `${written.sizeBytes} bytes → ${remoteTo.id}:${target}`)
       } else {
-        const data = await (await gw.sandboxes.get(remoteFrom!.id)).files.read(remoteFrom!.path)
-        fs.writeFileSync(to, data)
-        progress(io, `← ${from}`, data.length, data.length)
-        print({ from, to, size_bytes: data.length }, `${data.length} bytes ← ${from}`)
+        const source = remoteFrom!
+        // A local directory as the destination takes the file's own name.
+        const target = fs.existsSync(to) && fs.statSync(to).isDirectory() ? path.join(to, path.posix.basename(source.path)) : to
+        const sandbox = await gw.sandboxes.get(source.id)
+        const bar = progressBar(io, `← ${from}`)
+        // Written beside the target and renamed at the end: a broken copy leaves no half file under its name.
+        const partial = `${target}.${process.pid}.part`
+        const fd = fs.openSync(partial, "w", 0o644)
+        let received = 0
+        try {
+          for await (const chunk of sandbox.files.download(source.path, { onProgress: (done, total) => bar.update(done, total) })) {
+            for (let at = 0; at < chunk.length;) at += fs.writeSync(fd, chunk, at)
+            received += chunk.length
+          }
+          fs.closeSync(fd)
+          fs.renameSync(partial, target)
+        } catch (e) {
+          fs.closeSync(fd)
+          fs.rmSync(partial, { force: true })
+          throw e
+        }
+        bar.finish(received)
+        print({ from, to: target, size_bytes: received }, `${received} bytes ← ${from}`)
       }
       return 0
     }
@@ -252,11 +365,38 @@ const stdinIsData = () => {
 
 /** For an entry point: runs the user CLI on this process's arguments; the process ends with its code. */
 export const userCliMain = async (argv: ReadonlyArray<string>) => {
+  const shell = argv[0] === "sandbox" && argv[1] === "shell"
   process.exitCode = await runUserCli(argv, {
     out: (text) => process.stdout.write(text),
+    outBytes: (bytes) => process.stdout.write(bytes),
     err: (text) => process.stderr.write(text),
     env: process.env,
     errIsTty: process.stderr.isTTY === true,
-    stdin: stdinIsData() ? (process.stdin as AsyncIterable<Uint8Array>) : undefined
+    stdin: !shell && stdinIsData() ? (process.stdin as AsyncIterable<Uint8Array>) : undefined,
+    terminal: shell ? processTerminal() : undefined
   })
 }
+
+/** This process's terminal: stdin (raw mode when it is a TTY), stdout's size, SIGWINCH. */
+const processTerminal = (): CliTerminal => ({
+  isTty: process.stdin.isTTY === true,
+  size: () => (process.stdout.isTTY === true && process.stdout.columns > 0 && process.stdout.rows > 0 ? { cols: process.stdout.columns, rows: process.stdout.rows } : undefined),
+  setRawMode: (raw) => {
+    if (process.stdin.isTTY === true) process.stdin.setRawMode(raw)
+  },
+  input: (onData, onEnd) => {
+    const data = (chunk: Buffer) => onData(chunk)
+    process.stdin.on("data", data)
+    process.stdin.once("end", onEnd)
+    process.stdin.resume()
+    return () => {
+      process.stdin.off("data", data)
+      process.stdin.off("end", onEnd)
+      process.stdin.pause()
+    }
+  },
+  onResize: (listener) => {
+    process.on("SIGWINCH", listener)
+    return () => void process.off("SIGWINCH", listener)
+  }
+})

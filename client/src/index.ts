@@ -14,12 +14,14 @@
 import { FetchHttpClient, HttpApiClient, HttpClient, HttpClientRequest } from "@effect/platform"
 import { Effect, Layer, ParseResult, Schema } from "effect"
 import { Api } from "../../src/http/Api.ts"
-import type { Endpoint, Process, RuntimeOperation } from "../../src/domain/Runtime.ts"
+import type { Capabilities, Endpoint, Process, RuntimeOperation } from "../../src/domain/Runtime.ts"
 import { type Sandbox as SandboxWire, SandboxRequest } from "../../src/domain/Sandbox.ts"
 import { fromEnvelope, GatewayError } from "./errors.ts"
 import { followEvents } from "./sse.ts"
+import { type AttachHandlers, openTerminal, type Terminal, type TerminalExit, type WebSocketConstructor } from "./terminal.ts"
 
 export { GatewayError } from "./errors.ts"
+export type { AttachHandlers, Terminal, TerminalExit, WebSocketConstructor } from "./terminal.ts"
 
 export interface ClientOptions {
   readonly baseUrl: string
@@ -30,6 +32,8 @@ export interface ClientOptions {
   readonly attempts?: number
   /** The fetch to use (default: the global one). */
   readonly fetch?: typeof globalThis.fetch
+  /** The WebSocket to attach terminals with (default: the global one, which takes `{ headers }` in Bun and Node). */
+  readonly webSocket?: WebSocketConstructor
 }
 
 export type SandboxRecord = Schema.Schema.Type<typeof SandboxWire>
@@ -50,6 +54,34 @@ export interface ExecOptions {
   readonly onOutput?: (stream: "stdout" | "stderr", text: string, bytes: Uint8Array) => void
 }
 
+export interface AttachOptions extends AttachHandlers {
+  /** Replay only the output after this event sequence (default 0: all the output kept). */
+  readonly after?: number
+}
+
+export interface TerminalOptions extends AttachHandlers {
+  /** The terminal's size (default 80×24). */
+  readonly cols?: number
+  readonly rows?: number
+  readonly cwd?: string
+  /** The process's environment; `TERM` defaults to xterm-256color. */
+  readonly env?: Readonly<Record<string, string>>
+  /** Default: an hour, or the provider's longest if shorter. */
+  readonly timeoutSeconds?: number
+}
+
+export interface UploadOptions {
+  /** Bytes sent so far, after each piece the gateway took. */
+  readonly onProgress?: (sentBytes: number) => void
+  /** The size of a piece (finer progress); at most, and by default, the provider's largest write. */
+  readonly pieceBytes?: number
+}
+
+export interface DownloadOptions {
+  /** Bytes received so far, and the file's size once the gateway has said it. */
+  readonly onProgress?: (receivedBytes: number, totalBytes: number | undefined) => void
+}
+
 export interface ExecResult {
   readonly processId: string
   readonly state: ProcessRecord["state"]
@@ -65,12 +97,42 @@ const POLL_MS = 100
 const MAX_OUTPUT_BYTES = 10 * 1024 * 1024
 /** The API takes at most 1 MiB of input a call. */
 const STDIN_PIECE = 1024 * 1024
+/** A terminal keeps at most this much output (its replay buffer), or the provider's ceiling if lower. */
+const TERMINAL_OUTPUT_BYTES = 100 * 1024 * 1024
+/** A shell for `shell()`: bash where there is one, else sh; interactive either way. */
+const DEFAULT_SHELL = ["/bin/sh", "-c", "if command -v bash >/dev/null 2>&1; then exec bash -i; else exec sh -i; fi"]
+/** Times a broken download is resumed from where it stopped (a Range read). */
+const DOWNLOAD_RESUMES = 5
 
 /** A create request checked (and its defaults filled) before it is sent: a mistake is a validation_error here. */
 const decodeRequest = (request: CreateSandbox) => {
   const decoded = Schema.decodeUnknownEither(SandboxRequest)(request)
   if (decoded._tag === "Left") throw new GatewayError("validation_error", ParseResult.TreeFormatter.formatErrorSync(decoded.left), 422, false)
   return decoded.right
+}
+
+/** `data` cut (or gathered) into pieces of exactly `size` bytes, the last one shorter. */
+async function* inPieces(data: Uint8Array | AsyncIterable<Uint8Array>, size: number): AsyncGenerator<Uint8Array, void, undefined> {
+  if (data instanceof Uint8Array) {
+    for (let at = 0; at < data.length; at += size) yield data.subarray(at, at + size)
+    return
+  }
+  let buffer = new Uint8Array(size)
+  let filled = 0
+  for await (const chunk of data) {
+    for (let at = 0; at < chunk.length;) {
+      const n = Math.min(size - filled, chunk.length - at)
+      buffer.set(chunk.subarray(at, at + n), filled)
+      filled += n
+      at += n
+      if (filled === size) {
+        yield buffer
+        buffer = new Uint8Array(size)
+        filled = 0
+      }
+    }
+  }
+  if (filled > 0) yield buffer.subarray(0, filled)
 }
 
 const idempotencyKey = () => `client-${crypto.randomUUID()}`
@@ -96,6 +158,8 @@ export const createClient = (options: ClientOptions) => {
   const attempts = Math.max(1, options.attempts ?? 4)
   const fetchImpl = options.fetch ?? globalThis.fetch
   const authHeaders = { authorization: `Bearer ${options.apiKey}`, "x-metal-project-id": options.projectId }
+  const WebSocketImpl: WebSocketConstructor = options.webSocket ?? (globalThis.WebSocket as unknown as WebSocketConstructor)
+  const wsBase = options.baseUrl.replace(/^http/, "ws")
   const httpLayer = FetchHttpClient.layer.pipe(Layer.provide(Layer.succeed(FetchHttpClient.Fetch, fetchImpl)))
   /** The contract's client: every route of the API, typed (Effect). */
   const raw = HttpApiClient.make(Api, {
@@ -153,7 +217,7 @@ export const createClient = (options: ClientOptions) => {
     }
 
     /** One call of the raw file route; a failure is a GatewayError (retried, like the others, when retryable). */
-    const raw = async (method: "GET" | "PUT", path: string, headers: Record<string, string> = {}, body?: Buffer, query = ""): Promise<Response> => {
+    const rawTries = async (tries: number, method: "GET" | "PUT", path: string, headers: Record<string, string> = {}, body?: Buffer, query = ""): Promise<Response> => {
       const url = `${options.baseUrl}/v1/sandboxes/${id}/files/content?path=${encodeURIComponent(path)}${query}`
       for (let attempt = 1; ; attempt++) {
         let error: GatewayError
@@ -164,10 +228,13 @@ export const createClient = (options: ClientOptions) => {
         } catch (e) {
           error = toGatewayError(e instanceof TypeError ? { _tag: "RequestError", message: e.message } : e)
         }
-        if (!error.retryable || attempt >= attempts) throw error
+        if (!error.retryable || attempt >= tries) throw error
         await sleep(100 * 2 ** (attempt - 1))
       }
     }
+    const raw = (method: "GET" | "PUT", path: string, headers: Record<string, string> = {}, body?: Buffer, query = "") => rawTries(attempts, method, path, headers, body, query)
+    /** Once, for a call that is not safe to send again as it is (an append). */
+    const rawOnce = (method: "GET" | "PUT", path: string, headers: Record<string, string> = {}, body?: Buffer, query = "") => rawTries(1, method, path, headers, body, query)
 
     /** Writes `input` to a process's stdin in ≤ 1 MiB pieces, in order, then closes it; a process that ended stops it. */
     const feed = async (processId: string, input: string | Uint8Array | AsyncIterable<Uint8Array>) => {
@@ -185,48 +252,266 @@ export const createClient = (options: ClientOptions) => {
       }
     }
 
+    /**
+     * Runs argv (not a shell line: use ["sh", "-c", "…"] for one), follows its output live, and resolves with its
+     * exit code and output once it ends.
+     */
+    const exec = async (command: ReadonlyArray<string>, o: ExecOptions = {}): Promise<ExecResult> => {
+      const started = await call((c) =>
+        c.processes.start({
+          path: { sandbox_id: id },
+          urlParams: {},
+          headers: { "idempotency-key": idempotencyKey() },
+          payload: {
+            command: [...command],
+            ...(o.cwd !== undefined ? { cwd: o.cwd } : {}),
+            ...(o.env !== undefined ? { environment: { ...o.env } } : {}),
+            timeout_seconds: o.timeoutSeconds ?? 300,
+            max_output_bytes: MAX_OUTPUT_BYTES,
+            stdin: o.stdin !== undefined
+          }
+        }))
+      const feeding = o.stdin === undefined ? Promise.resolve() : feed(started.id, o.stdin)
+      const out = { stdout: [] as Array<Uint8Array>, stderr: [] as Array<Uint8Array> }
+      const decoders = { stdout: new TextDecoder(), stderr: new TextDecoder() }
+      await followEvents(fetchImpl, `${options.baseUrl}/v1/sandboxes/${id}/processes/${started.id}/events?follow=true`, authHeaders, (type, data) => {
+        if (type !== "stdout" && type !== "stderr") return
+        const bytes = Uint8Array.from(Buffer.from((data as { data_base64: string }).data_base64, "base64"))
+        out[type].push(bytes)
+        o.onOutput?.(type, decoders[type].decode(bytes, { stream: true }), bytes)
+      })
+      await feeding
+      let process = await call((c) => c.processes.get({ path: { sandbox_id: id, process_id: started.id } }))
+      while (!TERMINAL_PROCESS.has(process.state)) {
+        await sleep(POLL_MS)
+        process = await call((c) => c.processes.get({ path: { sandbox_id: id, process_id: started.id } }))
+      }
+      const text = (chunks: Array<Uint8Array>) => Buffer.concat(chunks).toString("utf8")
+      return { processId: process.id, state: process.state, exitCode: process.exit_code, stdout: text(out.stdout), stderr: text(out.stderr) }
+    }
+
+    /** The provider's capability manifest, asked once. */
+    let capabilitiesOnce: Promise<Schema.Schema.Type<typeof Capabilities>> | undefined
+    const capabilities = () => {
+      capabilitiesOnce ??= call((c) => c.sandboxes.capabilities({ path: { sandbox_id: id } })).catch((e: unknown) => {
+        capabilitiesOnce = undefined
+        throw e
+      })
+      return capabilitiesOnce
+    }
+    const getProcess = (processId: string) => call((c) => c.processes.get({ path: { sandbox_id: id, process_id: processId } }))
+
+    /** A terminal whose process ended before the attach: its stored output is handed over, then its end. */
+    const endedTerminal = async (process: ProcessRecord, o: AttachHandlers): Promise<Terminal> => {
+      const decoder = new TextDecoder()
+      await followEvents(fetchImpl, `${options.baseUrl}/v1/sandboxes/${id}/processes/${process.id}/events?follow=true`, authHeaders, (type, data) => {
+        if (type !== "stdout" && type !== "stderr") return
+        const bytes = Uint8Array.from(Buffer.from((data as { data_base64: string }).data_base64, "base64"))
+        o.onOutput?.(decoder.decode(bytes, { stream: true }), bytes)
+      })
+      const exit: TerminalExit = { state: process.state as TerminalExit["state"], exitCode: process.exit_code }
+      o.onExit?.(exit)
+      const ended = () => {
+        throw new GatewayError("invalid_process_state", `The process is ${process.state}: its terminal is closed`, 409, false)
+      }
+      return { processId: process.id, write: ended, resize: ended, close: () => undefined, exit: Promise.resolve(exit) }
+    }
+
+    /**
+     * Attaches to a process started with `pty`: output as it comes (first what was kept after `after`), typed input,
+     * resizes. A process that already ended hands over its stored output and resolves `exit` at once.
+     */
+    const attach = async (processId: string, o: AttachOptions = {}): Promise<Terminal> => {
+      const query = o.after === undefined ? "" : `?after=${o.after}`
+      const path = `/v1/sandboxes/${id}/processes/${processId}/attach${query}`
+      let terminal: Terminal
+      try {
+        terminal = await openTerminal(WebSocketImpl, `${wsBase}${path}`, authHeaders, processId, o)
+      } catch (e) {
+        // A refused upgrade is unreadable through a WebSocket: the same request without it gets the API's answer.
+        const response = await fetchImpl(`${options.baseUrl}${path}`, { headers: authHeaders }).catch(() => undefined)
+        if (response === undefined || response.status === 426) throw e
+        const error = fromEnvelope(response.status, await response.json().catch(() => undefined), response.headers.get("x-request-id") ?? undefined)
+        if (error.code === "invalid_process_state") {
+          const process = await getProcess(processId)
+          if (process.pty !== null && TERMINAL_PROCESS.has(process.state)) return endedTerminal(process, o)
+        }
+        throw error
+      }
+      // A dropped connection as the process ends is its end: the process says how it ended.
+      const exit = terminal.exit.catch(async (e: unknown) => {
+        if (e instanceof GatewayError && e.code === "attach_lost") {
+          const process = await getProcess(processId).catch(() => undefined)
+          if (process !== undefined && TERMINAL_PROCESS.has(process.state)) return { state: process.state as TerminalExit["state"], exitCode: process.exit_code }
+        }
+        throw e
+      })
+      exit.catch(() => undefined)
+      return { ...terminal, exit }
+    }
+
+    /** Starts `command` on a terminal (`pty`) and attaches to it; needs a provider with terminals. */
+    const terminal = async (command: ReadonlyArray<string>, o: TerminalOptions = {}): Promise<Terminal> => {
+      const caps = await capabilities()
+      const started = await call((c) =>
+        c.processes.start({
+          path: { sandbox_id: id },
+          urlParams: {},
+          headers: { "idempotency-key": idempotencyKey() },
+          payload: {
+            command: [...command],
+            ...(o.cwd !== undefined ? { cwd: o.cwd } : {}),
+            environment: { TERM: "xterm-256color", ...o.env },
+            timeout_seconds: o.timeoutSeconds ?? Math.min(3600, caps.process.max_timeout_seconds || 3600),
+            max_output_bytes: Math.min(TERMINAL_OUTPUT_BYTES, caps.process.max_output_bytes || MAX_OUTPUT_BYTES),
+            stdin: true,
+            pty: { cols: o.cols ?? 80, rows: o.rows ?? 24 }
+          }
+        }))
+      try {
+        return await attach(started.id, o)
+      } catch (e) {
+        // Nobody can type into it: it would only wait for its timeout.
+        await call((c) => c.processes.cancel({ path: { sandbox_id: id, process_id: started.id }, headers: {} })).catch(() => undefined)
+        throw e
+      }
+    }
+
+    /**
+     * One PUT of the raw route that is safe to send again: after a lost answer, the file's size says whether the
+     * append was applied (an append sent twice would write its bytes twice).
+     */
+    const appendOnce = async (path: string, piece: Uint8Array, before: number) => {
+      for (let attempt = 1; ; attempt++) {
+        try {
+          return await rawOnce("PUT", path, { "content-type": "application/octet-stream" }, Buffer.from(piece), "&mode=append")
+        } catch (e) {
+          const error = toGatewayError(e)
+          if (!error.retryable || attempt >= attempts) throw error
+          await sleep(100 * 2 ** (attempt - 1))
+          const size = await sizeOf(path)
+          if (size === before + piece.length) return
+          if (size !== before) throw new GatewayError("upload_conflict", `${path} changed during the upload (${size} bytes, expected ${before})`, 0, false)
+        }
+      }
+    }
+    /** A file's size, from a one-byte Range read (`Content-Range: bytes 0-0/<size>`). */
+    const sizeOf = async (path: string) => {
+      const response = await raw("GET", path, { range: "bytes=0-0" }).catch((e: unknown) => {
+        if (e instanceof GatewayError && e.status === 416) return undefined // an empty file
+        throw e
+      })
+      if (response === undefined) return 0
+      await response.arrayBuffer()
+      return Number(/\/(\d+)$/.exec(response.headers.get("content-range") ?? "")?.[1] ?? response.headers.get("content-length") ?? 0)
+    }
+
+    /**
+     * Writes a file of any size: pieces of at most the provider's largest write, the first replacing the file. The
+     * rest are appended where the provider appends; elsewhere (or when its append refuses the size) they are
+     * written beside the file and joined onto it by a command in the sandbox, then removed.
+     */
+    const upload = async (path: string, data: Uint8Array | AsyncIterable<Uint8Array>, o: UploadOptions = {}) => {
+      const caps = await capabilities()
+      const largest = caps.filesystem.max_write_bytes > 0 ? caps.filesystem.max_write_bytes : MAX_OUTPUT_BYTES
+      const pieceBytes = Math.max(1, Math.min(largest, o.pieceBytes ?? largest))
+      let append = caps.filesystem.write_modes.includes("append")
+      const parts: Array<string> = []
+      const token = crypto.randomUUID().slice(0, 8)
+      const slash = path.lastIndexOf("/")
+      const partPath = (n: number) => `${path.slice(0, slash + 1)}.${path.slice(slash + 1)}.${token}.part${n}`
+      let sent = 0
+      let pieces = 0
+      const put = async (target: string, piece: Uint8Array) =>
+        (await raw("PUT", target, { "content-type": "application/octet-stream" }, Buffer.from(piece), "&mode=overwrite&create_parents=true")).arrayBuffer()
+      try {
+        for await (const piece of inPieces(data, pieceBytes)) {
+          if (pieces === 0) await put(path, piece)
+          else if (append) {
+            try {
+              await appendOnce(path, piece, sent)
+            } catch (e) {
+              // Refused outright on the first append (a provider whose append has a total ceiling): join instead.
+              if (pieces !== 1 || !(e instanceof GatewayError) || e.retryable || e.code === "upload_conflict") throw e
+              append = false
+            }
+          }
+          if (pieces > 0 && !append) {
+            parts.push(partPath(parts.length))
+            await put(parts[parts.length - 1]!, piece)
+          }
+          pieces += 1
+          sent += piece.length
+          o.onProgress?.(sent)
+        }
+        if (pieces === 0) {
+          await put(path, new Uint8Array())
+          o.onProgress?.(0)
+        }
+        if (parts.length > 0) {
+          const joined = await exec(["sh", "-c", 'cat -- "$@" >> "$0" && rm -f -- "$@"', path, ...parts], { timeoutSeconds: 600 })
+          if (joined.exitCode !== 0) throw new GatewayError("upload_failed", `Joining the pieces of ${path} failed: ${joined.stderr.trim() || joined.state}`, 0, false)
+          parts.length = 0
+        }
+      } finally {
+        if (parts.length > 0) await exec(["rm", "-f", "--", ...parts]).catch(() => undefined)
+      }
+      return { sizeBytes: sent, pieces }
+    }
+
+    /**
+     * The file's bytes as they stream in; a connection that breaks is resumed where it stopped (a Range read of
+     * the rest, refused if the file changed meanwhile).
+     */
+    async function* download(path: string, o: DownloadOptions = {}): AsyncGenerator<Uint8Array, void, undefined> {
+      let received = 0
+      let total: number | undefined
+      let etag: string | null = null
+      for (let resume = 0; ; resume++) {
+        // Always a Range read: its Content-Range tells the file's size even when the body is streamed without a
+        // Content-Length (files larger than one provider read).
+        const response = await raw("GET", path, { range: `bytes=${received}-` }).catch((e: unknown) => {
+          if (received === 0 && e instanceof GatewayError && e.status === 416 && (e.details as { size_bytes?: unknown } | undefined)?.size_bytes === 0) return undefined
+          throw e
+        })
+        if (response === undefined) {
+          o.onProgress?.(0, 0) // an empty file
+          return
+        }
+        const size = Number(/\/(\d+)$/.exec(response.headers.get("content-range") ?? "")?.[1] ?? Number.NaN)
+        if (received === 0) {
+          total = Number.isFinite(size) ? size : undefined
+          etag = response.headers.get("etag")
+          o.onProgress?.(0, total)
+        } else if (response.status !== 206 || size !== total || (etag !== null && response.headers.get("etag") !== etag)) {
+          await response.body?.cancel()
+          throw new GatewayError("download_conflict", `${path} changed while it was read`, 0, false)
+        }
+        try {
+          for await (const chunk of response.body ?? []) {
+            received += chunk.length
+            yield chunk
+            o.onProgress?.(received, total)
+          }
+          if (total === undefined || received >= total) return
+        } catch (e) {
+          if (resume >= DOWNLOAD_RESUMES) throw toGatewayError(e instanceof TypeError ? { _tag: "RequestError", message: e.message } : e)
+        }
+        if (resume >= DOWNLOAD_RESUMES) throw new GatewayError("network_error", `The download of ${path} broke off at ${received} bytes`, 0, true)
+        await sleep(100 * 2 ** resume)
+      }
+    }
+
     return {
       id,
       record,
       /** The sandbox as the gateway has it now. */
       refresh: () => call((c) => c.sandboxes.get({ path: { sandbox_id: id } })),
-      /**
-       * Runs argv (not a shell line: use ["sh", "-c", "…"] for one), follows its output live, and resolves with its
-       * exit code and output once it ends.
-       */
-      exec: async (command: ReadonlyArray<string>, o: ExecOptions = {}): Promise<ExecResult> => {
-        const started = await call((c) =>
-          c.processes.start({
-            path: { sandbox_id: id },
-            urlParams: {},
-            headers: { "idempotency-key": idempotencyKey() },
-            payload: {
-              command: [...command],
-              ...(o.cwd !== undefined ? { cwd: o.cwd } : {}),
-              ...(o.env !== undefined ? { environment: { ...o.env } } : {}),
-              timeout_seconds: o.timeoutSeconds ?? 300,
-              max_output_bytes: MAX_OUTPUT_BYTES,
-              stdin: o.stdin !== undefined
-            }
-          }))
-        const feeding = o.stdin === undefined ? Promise.resolve() : feed(started.id, o.stdin)
-        const out = { stdout: [] as Array<Uint8Array>, stderr: [] as Array<Uint8Array> }
-        const decoders = { stdout: new TextDecoder(), stderr: new TextDecoder() }
-        await followEvents(fetchImpl, `${options.baseUrl}/v1/sandboxes/${id}/processes/${started.id}/events?follow=true`, authHeaders, (type, data) => {
-          if (type !== "stdout" && type !== "stderr") return
-          const bytes = Uint8Array.from(Buffer.from((data as { data_base64: string }).data_base64, "base64"))
-          out[type].push(bytes)
-          o.onOutput?.(type, decoders[type].decode(bytes, { stream: true }), bytes)
-        })
-        await feeding
-        let process = await call((c) => c.processes.get({ path: { sandbox_id: id, process_id: started.id } }))
-        while (!TERMINAL_PROCESS.has(process.state)) {
-          await sleep(POLL_MS)
-          process = await call((c) => c.processes.get({ path: { sandbox_id: id, process_id: started.id } }))
-        }
-        const text = (chunks: Array<Uint8Array>) => Buffer.concat(chunks).toString("utf8")
-        return { processId: process.id, state: process.state, exitCode: process.exit_code, stdout: text(out.stdout), stderr: text(out.stderr) }
-      },
+      exec,
+      attach,
+      terminal,
+      /** An interactive shell (bash where there is one, else sh) on a terminal, attached. */
+      shell: (o: TerminalOptions = {}) => terminal(DEFAULT_SHELL, o),
       files: {
         /** The file's bytes as they stream in (`GET …/files/content`); a Range as `{start, end}` (inclusive). */
         readStream: async (path: string, range?: { readonly start: number; readonly end?: number }): Promise<ReadableStream<Uint8Array>> => {
@@ -244,6 +529,13 @@ export const createClient = (options: ClientOptions) => {
           const response = await raw("PUT", path, { "content-type": "application/octet-stream" }, body, `&mode=${o.mode ?? "overwrite"}&create_parents=true`)
           return { sizeBytes: ((await response.json()) as { size_bytes: number }).size_bytes }
         },
+        /**
+         * Writes a file of any size from bytes or a stream (pieces of at most the provider's largest write, each
+         * retried on its own); resolves with the bytes written.
+         */
+        upload,
+        /** Reads a file of any size as a stream of pieces, resuming a broken connection where it stopped. */
+        download,
         list: async (path: string, o: { readonly recursive?: boolean } = {}) => {
           const started = await call((c) =>
             c.filesystem.list({ path: { sandbox_id: id }, payload: { path, recursive: o.recursive ?? false, max_entries: 10_000 } }))

@@ -27,6 +27,38 @@ const piped = (args: ReadonlyArray<string>, stdin?: string) => {
   return { code: r.exitCode, stdout: r.stdout.toString(), stderr: r.stderr.toString() }
 }
 
+/**
+ * Runs the binary in a pseudo-terminal of its own (Bun's `terminal` spawn option): what it draws is kept, keys
+ * are typed, and the terminal can be resized (the CLI gets SIGWINCH).
+ */
+const interactive = (args: ReadonlyArray<string>, size = { cols: 80, rows: 24 }) => {
+  let output = ""
+  // Line ends as lines (the sandbox's terminal sends \r\n, which this local one, in raw mode as Node leaves it
+  // with ONLCR on, shows as \r\r\n: the same on a screen).
+  const plain = () => output.replace(/\x1b\[[0-9;?]*[A-Za-z]/g, "").replaceAll("\r", "")
+  const decoder = new TextDecoder()
+  const child = Bun.spawn([binary, ...args], {
+    env: { ...process.env, SGW_CONFIG_DIR: configDir, TERM: "xterm" },
+    terminal: { ...size, data: (_t, data) => (output += decoder.decode(data, { stream: true })) }
+  })
+  return {
+    type: (text: string) => child.terminal!.write(text),
+    resize: (cols: number, rows: number) => child.terminal!.resize(cols, rows),
+    /** What was drawn, without escape sequences (bracketed paste mode, colours) and carriage returns. */
+    output: () => plain(),
+    waitOutput: async (pattern: RegExp) => {
+      for (let i = 0; i < 2000 && !pattern.test(plain()); i++) await Bun.sleep(10)
+      expect(plain()).toMatch(pattern)
+    },
+    exited: async () => {
+      const code = await child.exited
+      child.terminal!.close()
+      return code
+    }
+  }
+}
+const sha256 = (data: Uint8Array) => new Bun.CryptoHasher("sha256").update(data).digest("hex")
+
 beforeAll(async () => {
   const dir = tempDataDir("cli-bin")
   binary = path.join(dir, "sandbox-gateway")
@@ -106,6 +138,83 @@ describe("the user CLI", () => {
     expect(refused.code).toBe(1)
     expect(refused.stderr).toContain("cannot take standard input")
   }, 60_000)
+
+  it("shell: an interactive terminal in raw mode, resized with the local one, exiting with the shell's code", async () => {
+    const created = piped(["sandbox", "create", "--pty", "--json"])
+    expect(created.code, created.stderr).toBe(0)
+    const sandbox = JSON.parse(created.stdout)
+    expect(sandbox.provider).toBe("e2b")
+
+    const shell = interactive(["sandbox", "shell", sandbox.id])
+    await shell.waitOutput(/\$ $/) // the sandbox's prompt: the CLI is attached, the local terminal raw
+    shell.type("stty size\r")
+    await shell.waitOutput(/\n24 80\n/)
+    shell.resize(100, 30)
+    await Bun.sleep(200) // SIGWINCH reaches the CLI, which resizes the sandbox's terminal
+    shell.type("stty size\r")
+    await shell.waitOutput(/\n30 100\n/)
+    // Raw mode: each key goes to the sandbox as it is typed (echoed there, once), ^C included.
+    shell.type("sleep 30\r")
+    await Bun.sleep(300)
+    shell.type("\x03")
+    await shell.waitOutput(/\^C\n[^\n]*\$ $/) // the sleep was interrupted: a new prompt
+    shell.type("echo hi-$((1+1))\r")
+    await shell.waitOutput(/\nhi-2\n/)
+    expect(shell.output().match(/echo hi-\$\(\(1\+1\)\)/g)).toHaveLength(1)
+    shell.type("exit 3\r")
+    expect(await shell.exited()).toBe(3)
+
+    // A command instead of the shell; the local terminal is back in its own mode afterwards.
+    const script = interactive(["sandbox", "shell", sandbox.id, "--", "sh", "-c", "read x; echo got-$x; exit 0"])
+    script.type("yes\r")
+    await script.waitOutput(/got-yes/)
+    expect(await script.exited()).toBe(0)
+    const wrapped = Bun.spawnSync(["script", "-qec", `${quote(binary)} sandbox shell ${sandbox.id} -- true; stty -a`, "/dev/null"], { env: { ...process.env, SGW_CONFIG_DIR: configDir } })
+    expect(wrapped.stdout.toString()).toMatch(/ icanon .* echo /s)
+
+    // Piped input (no terminal): typed as it comes, its end a ^D; --json leaves stdout to the result.
+    const fed = piped(["sandbox", "shell", sandbox.id, "--json", "--", "sh", "-c", "read x; echo got-$x; exit 5"], "fed\n")
+    expect(fed.code).toBe(5)
+    expect(JSON.parse(fed.stdout)).toMatchObject({ state: "failed", exit_code: 5 })
+    expect(fed.stderr).toContain("got-fed")
+    // Daytona has no terminals: said so, exit 1.
+    const daytona = JSON.parse(piped(["sandbox", "create", "--provider", "daytona", "--json"]).stdout)
+    const refused = piped(["sandbox", "shell", daytona.id])
+    expect(refused.code).toBe(1)
+    expect(refused.stderr).toContain("error:")
+  }, 120_000)
+
+  it("cp moves a 50 MiB file both ways, in pieces of the provider's largest write, with a progress bar on a terminal", async () => {
+    const sandbox = JSON.parse(piped(["sandbox", "create", "--provider", "daytona", "--json"]).stdout)
+    const dir = tempDataDir("cli-cp-big")
+    const local = path.join(dir, "big.bin")
+    const data = Buffer.alloc(50 * 1024 * 1024 + 123)
+    for (let i = 0; i < data.length; i += 65536) crypto.getRandomValues(data.subarray(i, Math.min(i + 65536, data.length)))
+    fs.writeFileSync(local, data)
+
+    const up = tty(["sandbox", "cp", local, `${sandbox.id}:/workspace/in/`])
+    expect(up.code, up.output).toBe(0)
+    expect(up.output).toContain("50.0/50.0 MiB")
+    const inside = piped(["sandbox", "exec", sandbox.id, "--json", "--", "sh", "-c", "sha256sum /workspace/in/big.bin; ls -a /workspace/in"])
+    expect(JSON.parse(inside.stdout).stdout).toBe(`${sha256(data)}  /workspace/in/big.bin\n.\n..\nbig.bin\n`) // no pieces left behind
+
+    const back = path.join(dir, "back.bin")
+    const down = piped(["sandbox", "cp", `${sandbox.id}:/workspace/in/big.bin`, back, "--json"])
+    expect(down.code, down.stderr).toBe(0)
+    expect(JSON.parse(down.stdout)).toEqual({ from: `${sandbox.id}:/workspace/in/big.bin`, to: back, size_bytes: data.length })
+    expect(down.stderr).toBe("") // no progress bar off a terminal
+    expect(sha256(fs.readFileSync(back))).toBe(sha256(data))
+    // Into a local directory: the file's own name; the progress bar on a terminal.
+    const shown = tty(["sandbox", "cp", `${sandbox.id}:/workspace/in/big.bin`, dir])
+    expect(shown.output).toContain("50.0/50.0 MiB")
+    expect(sha256(fs.readFileSync(path.join(dir, "big.bin")))).toBe(sha256(data))
+    expect(fs.readdirSync(dir).sort()).toEqual(["back.bin", "big.bin"])
+
+    const json = piped(["sandbox", "cp", local, `${sandbox.id}:/workspace/again.bin`, "--json"])
+    expect(JSON.parse(json.stdout)).toEqual({ from: local, to: `${sandbox.id}:/workspace/again.bin`, size_bytes: data.length, pieces: 6 })
+    expect(piped(["sandbox", "cp", `${sandbox.id}:/workspace/missing.bin`, path.join(dir, "x")]).stderr).toContain("(file_not_found)")
+    expect(fs.existsSync(path.join(dir, "x"))).toBe(false)
+  }, 180_000)
 
   it("says what is wrong and exits non-zero", () => {
     const missing = piped(["sandbox", "get", "sbx_00000000000000000000000000"])

@@ -87,6 +87,133 @@ describe("the client", () => {
     await sandbox.destroy()
   }, 60_000)
 
+  it("a shell on a terminal: a typed line is answered, a resize changes stty size, exit ends it with its code", async () => {
+    const sandbox = await gw.sandboxes.create({ ...request(), provider: "auto", features: { pty: true } })
+    expect(sandbox.record.provider).toBe("e2b")
+    let output = ""
+    const exits: Array<unknown> = []
+    const shell = await sandbox.shell({ cols: 80, rows: 24, onOutput: (text) => (output += text), onExit: (exit) => exits.push(exit) })
+    const waitFor = async (pattern: RegExp) => {
+      for (let i = 0; i < 1500 && !pattern.test(output); i++) await Bun.sleep(10)
+      expect(output).toMatch(pattern)
+    }
+    shell.write("echo sum=$((40+2)); stty size\n")
+    await waitFor(/sum=42\r\n24 80\r\n/)
+    shell.resize(132, 43)
+    shell.write(new TextEncoder().encode("stty size\n"))
+    await waitFor(/43 132\r\n/)
+    shell.write("exit 3\n")
+    expect(await shell.exit).toEqual({ state: "failed", exitCode: 3 })
+    expect(exits).toEqual([{ state: "failed", exitCode: 3 }])
+    expect(() => shell.write("more\n")).toThrow()
+
+    // Leaving a terminal leaves its process running; attaching again replays its output and takes it from there.
+    let first = ""
+    const term = await sandbox.terminal(["sh", "-c", "echo ready; read line; echo got-$line; exit 0"], { onOutput: (text) => (first += text) })
+    for (let i = 0; i < 1500 && !first.includes("ready"); i++) await Bun.sleep(10)
+    term.close()
+    expect(await term.exit.catch((e) => e)).toMatchObject({ code: "attach_closed" })
+    let second = ""
+    const again = await sandbox.attach(term.processId, { onOutput: (text) => (second += text) })
+    again.write("yes\n")
+    expect(await again.exit).toEqual({ state: "succeeded", exitCode: 0 })
+    expect(second).toContain("ready")
+    expect(second).toContain("got-yes")
+
+    // A process that ended before the attach: its output and its end, at once.
+    const quick = await sandbox.terminal(["sh", "-c", "echo quick-$((2*3)); exit 4"])
+    expect(await quick.exit).toEqual({ state: "failed", exitCode: 4 })
+    let replay = ""
+    const late = await sandbox.attach(quick.processId, { onOutput: (text) => (replay += text) })
+    expect(await late.exit).toEqual({ state: "failed", exitCode: 4 })
+    expect(replay).toContain("quick-6")
+    // No terminals on Daytona: a typed error.
+    const daytona = await gw.sandboxes.create(request())
+    expect(await daytona.shell().catch((e) => e)).toBeInstanceOf(GatewayError)
+    await Promise.all([sandbox.destroy(), daytona.destroy()])
+  }, 90_000)
+
+  it("files of any size: upload in pieces (appended, or joined in the sandbox), download resumed after a break", async () => {
+    const data = new Uint8Array(23 * 1024 * 1024 + 7)
+    for (let i = 0; i < data.length; i += 65536) crypto.getRandomValues(data.subarray(i, Math.min(i + 65536, data.length)))
+    const digest = new Bun.CryptoHasher("sha256").update(data).digest("hex")
+    async function* stream() {
+      for (let at = 0; at < data.length; at += 3 * 1024 * 1024 + 1) yield data.subarray(at, at + 3 * 1024 * 1024 + 1)
+    }
+    // Daytona writes create/overwrite only: the pieces after the first are joined by a command. Blaxel appends,
+    // up to a total of one write: its first append is refused, and the rest are joined in the same way.
+    const [daytona, blaxel] = await Promise.all([gw.sandboxes.create(request()), gw.sandboxes.create({ ...request(), provider: "blaxel", network: { internet_access: true } })])
+    for (const sandbox of [daytona, blaxel]) {
+      const progress: Array<number> = []
+      expect(await sandbox.files.upload("/workspace/up/big.bin", stream(), { onProgress: (n) => progress.push(n) })).toEqual({ sizeBytes: data.length, pieces: 3 })
+      expect(progress).toEqual([10 * 1024 * 1024, 20 * 1024 * 1024, data.length])
+      const check = await sandbox.exec(["sh", "-c", "sha256sum /workspace/up/big.bin; ls -a /workspace/up"])
+      expect(check.stdout).toBe(`${digest}  /workspace/up/big.bin\n.\n..\nbig.bin\n`)
+    }
+    // Within Blaxel's total, smaller pieces are appended; an append whose answer is lost is not sent twice (the
+    // file's size says it was applied).
+    const appends: Array<string> = []
+    const losing: typeof fetch = Object.assign(async (input: RequestInfo | URL, init?: RequestInit) => {
+      const req = new Request(input, init)
+      if (req.method !== "PUT" || new URL(req.url).searchParams.get("mode") !== "append") return fetch(req)
+      appends.push(req.url)
+      const response = await fetch(req)
+      if (appends.length === 2) throw new TypeError("socket closed")
+      return response
+    }, { preconnect: fetch.preconnect })
+    const viaLosing = await createClient({ baseUrl: server.url, ...credentials, fetch: losing }).sandboxes.get(blaxel.id)
+    const small = data.subarray(0, 3.5 * 1024 * 1024)
+    expect(await viaLosing.files.upload("/workspace/appended.bin", small, { pieceBytes: 1024 * 1024 })).toEqual({ sizeBytes: small.length, pieces: 4 })
+    expect(appends).toHaveLength(3)
+    expect(Buffer.from(await blaxel.files.read("/workspace/appended.bin")).equals(Buffer.from(small))).toBe(true)
+
+    // A small one is one write; bytes as well as streams.
+    expect(await daytona.files.upload("/workspace/small.txt", new TextEncoder().encode("small"))).toEqual({ sizeBytes: 5, pieces: 1 })
+    expect(new TextDecoder().decode(await daytona.files.read("/workspace/small.txt"))).toBe("small")
+
+    // The download's connection breaks twice mid-file: it goes on from where it stopped with a Range read.
+    let breaks = 0
+    const ranges: Array<string | null> = []
+    const breaking: typeof fetch = Object.assign(async (input: RequestInfo | URL, init?: RequestInit) => {
+      const req = new Request(input, init)
+      const response = await fetch(req)
+      if (!new URL(req.url).pathname.endsWith("/files/content") || req.method !== "GET") return response
+      ranges.push(req.headers.get("range"))
+      if (breaks >= 2) return response
+      breaks += 1
+      let sent = 0
+      const reader = response.body!.getReader()
+      const body = new ReadableStream<Uint8Array>({
+        pull: async (controller) => {
+          const { done, value } = await reader.read()
+          if (done) return controller.close()
+          sent += value.length
+          controller.enqueue(value)
+          if (sent > 5 * 1024 * 1024) {
+            await reader.cancel()
+            controller.error(new TypeError("connection reset"))
+          }
+        }
+      })
+      return new Response(body, { status: response.status, headers: response.headers })
+    }, { preconnect: fetch.preconnect })
+    const viaBreaking = await createClient({ baseUrl: server.url, ...credentials, fetch: breaking }).sandboxes.get(daytona.id)
+    const hasher = new Bun.CryptoHasher("sha256")
+    let total: number | undefined
+    for await (const chunk of viaBreaking.files.download("/workspace/up/big.bin", { onProgress: (_n, t) => (total = t) })) hasher.update(chunk)
+    expect(hasher.digest("hex")).toBe(digest)
+    expect(total).toBe(data.length)
+    expect(ranges[0]).toBe("bytes=0-")
+    expect(ranges.slice(1).every((r) => /^bytes=[1-9]\d+-$/.test(r ?? ""))).toBe(true)
+    expect(ranges).toHaveLength(3)
+    // An empty file is an empty stream.
+    await daytona.files.write("/workspace/empty", "")
+    const pieces: Array<Uint8Array> = []
+    for await (const chunk of daytona.files.download("/workspace/empty")) pieces.push(chunk)
+    expect(pieces).toEqual([])
+    await Promise.all([daytona.destroy(), blaxel.destroy()])
+  }, 120_000)
+
   it("throws typed errors carrying the envelope's code; a bad request is refused before it is sent", async () => {
     const missing = await gw.sandboxes.get("sbx_00000000000000000000000000").catch((e) => e)
     expect(missing).toBeInstanceOf(GatewayError)
