@@ -8,7 +8,8 @@ import { BlaxelPlugin } from "./blaxel/plugin.ts"
 import { CloudflarePlugin } from "./cloudflare/plugin.ts"
 import { DaytonaPlugin } from "./daytona/plugin.ts"
 import { E2BPlugin } from "./e2b/plugin.ts"
+import { PrimePlugin } from "./prime/plugin.ts"
 import { RunloopPlugin } from "./runloop/plugin.ts"
 import { VercelPlugin } from "./vercel/plugin.ts"
 
-export const PLUGINS = [BlaxelPlugin, CloudflarePlugin, DaytonaPlugin, E2BPlugin, RunloopPlugin, VercelPlugin] as const
+export const PLUGINS = [BlaxelPlugin, CloudflarePlugin, DaytonaPlugin, E2BPlugin, PrimePlugin, RunloopPlugin, VercelPlugin] as const

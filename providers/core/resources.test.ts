@@ -48,6 +48,15 @@ describe("resolveProviderResources", () => {
     expect(resolveProviderResources("vercel", req({ vcpu: 2, memory_mb: 16385 }))).toBeUndefined()
   })
 
+  it("prime gives whole vCPUs (1–16), memory in 128 MiB steps up to 64 GiB, disk in whole GiB 2–128 (default 5)", () => {
+    expect(resolveProviderResources("prime", req({ vcpu: 0.5, memory_mb: 500 }))).toEqual({ vcpu: 1, memoryMb: 512, diskMb: 5120, architecture: "x86_64", providerSize: null })
+    expect(resolveProviderResources("prime", req({ vcpu: 2.5, memory_mb: 4096, disk_mb: 1000 }))).toMatchObject({ vcpu: 3, memoryMb: 4096, diskMb: 2048 })
+    expect(resolveProviderResources("prime", req({ vcpu: 16, memory_mb: 65_536, disk_mb: 131_072 }))).toMatchObject({ vcpu: 16, memoryMb: 65_536, diskMb: 131_072 })
+    expect(resolveProviderResources("prime", req({ vcpu: 17 }))).toBeUndefined()
+    expect(resolveProviderResources("prime", req({ memory_mb: 65_537 }))).toBeUndefined()
+    expect(resolveProviderResources("prime", req({ disk_mb: 131_073 }))).toBeUndefined()
+  })
+
   it("arm64 only on modal and northflank; everyone else passes the request through", () => {
     for (const name of ProviderNames) {
       const arm = resolveProviderResources(name, req({ architecture: "arm64" }))

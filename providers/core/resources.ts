@@ -8,6 +8,8 @@
  *   `vm_tier` option when given, else the tier.
  * - vercel: whole vCPUs, 1 to 8, each with 2048 MB: enough of them for the requested vCPUs and memory;
  *   `provider_size` is `"<n> vCPU"`.
+ * - prime: whole vCPUs, 1 to 16 (the request rounded up); memory rounded up to a 128 MiB step, at most 64 GiB;
+ *   disk in whole GiB, 2 to 128 (5 when not asked); `provider_size` is null (Prime sizes directly).
  * - everyone else: arm64 only on modal and northflank; the request passes through unchanged and
  *   `provider_size` is `provider_options.<provider>.size` or null.
  *
@@ -47,6 +49,19 @@ export const vercelVcpus = (resources: { readonly vcpu: number; readonly memoryM
   return vcpus > VERCEL_SIZING.maxVcpus ? undefined : vcpus
 }
 
+/** Prime sandboxes: 1–16 whole vCPUs, memory in 128 MiB steps up to 64 GiB, disk 2–128 GiB (default 5). */
+export const PRIME_SIZING = { minVcpus: 1, maxVcpus: 16, memoryStepMb: 128, maxMemoryMb: 65_536, minDiskGib: 2, maxDiskGib: 128, defaultDiskGib: 5 } as const
+
+/** What Prime gives for a request (vCPUs, MiB, disk GiB), or undefined when it is larger than Prime's largest. */
+export const primeSize = (resources: { readonly vcpu: number; readonly memoryMb: number; readonly diskMb?: number | undefined }) => {
+  const s = PRIME_SIZING
+  const vcpu = Math.max(s.minVcpus, Math.ceil(resources.vcpu - 1e-9))
+  const memoryMb = Math.max(s.memoryStepMb, Math.ceil(resources.memoryMb / s.memoryStepMb - 1e-9) * s.memoryStepMb)
+  const diskGib = resources.diskMb === undefined ? s.defaultDiskGib : Math.max(s.minDiskGib, Math.ceil(resources.diskMb / 1024 - 1e-9))
+  if (vcpu > s.maxVcpus || memoryMb > s.maxMemoryMb || diskGib > s.maxDiskGib) return undefined
+  return { vcpu, memoryMb, diskGib }
+}
+
 /** Providers with arm64 machines. */
 export const ARM64_PROVIDERS: ReadonlySet<ProviderName> = new Set(["modal", "northflank"])
 
@@ -76,6 +91,11 @@ export const resolveProviderResources = (provider: ProviderName, req: ResourceRe
     const vcpus = vercelVcpus({ vcpu: r.vcpu, memoryMb: r.memory_mb })
     if (vcpus === undefined) return undefined
     return { vcpu: vcpus, memoryMb: vcpus * VERCEL_SIZING.mbPerVcpu, diskMb: r.disk_mb ?? null, architecture, providerSize: `${vcpus} vCPU` }
+  }
+  if (provider === "prime") {
+    const size = primeSize({ vcpu: r.vcpu, memoryMb: r.memory_mb, diskMb: r.disk_mb })
+    if (size === undefined) return undefined
+    return { vcpu: size.vcpu, memoryMb: size.memoryMb, diskMb: size.diskGib * 1024, architecture, providerSize: null }
   }
   return { vcpu: r.vcpu, memoryMb: r.memory_mb, diskMb: r.disk_mb ?? null, architecture, providerSize: optionOf(req, provider, "size") ?? null }
 }

@@ -21,7 +21,7 @@ beforeAll(async () => {
 afterAll(() => server.stop())
 
 describe("oci_image sources on emulated providers", () => {
-  for (const provider of [undefined, "daytona", "blaxel"]) {
+  for (const provider of [undefined, "daytona", "blaxel", "prime"]) {
     it(`${provider ?? "auto"}: the create fails with no_eligible_provider, naming the source; no sandbox runs`, async () => {
       const body = minimalSandbox({
         source: { kind: "oci_image", image: "docker.io/library/alpine:3.20" },

@@ -1,0 +1,90 @@
+/**
+ * Prime files, through the sandbox's gateway (`/auth` first, as every runtime call):
+ * - read: `GET <gateway>/download?path=&sandbox_id=` answers the whole file (no ranges), read when it is at most
+ *   `WHOLE_FILE_BYTES` and cut to the range asked for; 404 means there is no such file.
+ * - write: multipart `POST <gateway>/upload?path=&sandbox_id=` (`file`), which replaces the file: `overwrite` only,
+ *   as declared. Whether the file existed (for `created`) is asked with a download first, of which at most a first
+ *   piece is read. No parents, no append, no listing, no delete: the gateway has none of them.
+ */
+import { HttpClientRequest, type HttpClientResponse } from "@effect/platform"
+import { Effect, Stream } from "effect"
+import { type ProviderSandbox, type SandboxProvider, unsupported } from "../../core/Provider.ts"
+import { NAME, type PrimeContext } from "./wire.ts"
+
+/** The largest file read (whole, as Prime sends it) to serve a range of it. */
+export const WHOLE_FILE_BYTES = 64 * 1024 * 1024
+
+export const makeFiles = (ctx: PrimeContext) => {
+  const { fail } = ctx
+  const files = ctx.capabilities.files
+
+  /** The file's download, or null when there is no such file. */
+  const download = (sandbox: ProviderSandbox, gw: { readonly base: string; readonly token: string }, p: string) =>
+    ctx.sendGateway(
+      HttpClientRequest.get(`${gw.base}/download`).pipe(
+        HttpClientRequest.setUrlParams({ path: p, sandbox_id: sandbox.resourceId }),
+        HttpClientRequest.setHeader("accept", "application/octet-stream")
+      ),
+      gw.token,
+      "download file",
+      { accept: (status) => status === 404 }
+    ).pipe(Effect.map((response) => (response.status === 404 ? null : response)))
+
+  /** The whole body, failing as soon as it passes `cap` bytes (a chunked answer states no length up front). */
+  const readAtMost = (response: HttpClientResponse.HttpClientResponse, cap: number, p: string) =>
+    Effect.map(
+      response.stream.pipe(
+        Stream.mapError((e) => fail("unavailable", `prime download could not be read: ${e.message}`)),
+        Stream.runFoldEffect({ chunks: [] as Array<Uint8Array>, size: 0 }, (acc, chunk) => {
+          acc.chunks.push(chunk)
+          acc.size += chunk.length
+          return acc.size > cap ? Effect.fail(fail("invalid_request", `${p} is larger than the ${cap} bytes Prime's whole-file download is read for`)) : Effect.succeed(acc)
+        })
+      ),
+      ({ chunks }) => new Uint8Array(Buffer.concat(chunks))
+    )
+
+  const readFile: SandboxProvider["readFile"] = (sandbox, input) =>
+    Effect.gen(function*() {
+      if (files === null || !files.read) return yield* unsupported(NAME, "reading files")
+      const gw = yield* ctx.gateway(sandbox)
+      const response = yield* download(sandbox, gw, input.path)
+      if (response === null) return yield* fail("not_found", `${input.path} does not exist`)
+      if (Number(response.headers["content-length"] ?? "0") > WHOLE_FILE_BYTES) {
+        return yield* fail("invalid_request", `${input.path} is larger than the ${WHOLE_FILE_BYTES} bytes Prime's whole-file download is read for`)
+      }
+      const body = yield* readAtMost(response, WHOLE_FILE_BYTES, input.path)
+      const end = Math.min(body.length, input.offsetBytes + Math.min(input.maxBytes, files.maxReadBytes))
+      const data = body.slice(Math.min(input.offsetBytes, body.length), end)
+      return { data, offsetBytes: input.offsetBytes, sizeBytes: body.length, eof: input.offsetBytes + data.length >= body.length }
+    })
+
+  const writeFile: SandboxProvider["writeFile"] = (sandbox, input) =>
+    Effect.gen(function*() {
+      if (files === null || !files.write) return yield* unsupported(NAME, "writing files")
+      if (!files.writeModes.includes(input.mode)) return yield* unsupported(NAME, `the ${input.mode} write mode`)
+      if (input.createParents && !files.createParents) return yield* unsupported(NAME, "creating parent directories")
+      if (input.data.length > files.maxWriteBytes) return yield* fail("invalid_request", `prime takes at most ${files.maxWriteBytes} bytes per write`)
+      const gw = yield* ctx.gateway(sandbox)
+      const probe = yield* download(sandbox, gw, input.path)
+      if (probe !== null) yield* probe.stream.pipe(Stream.take(1), Stream.runDrain, Effect.ignore)
+      const form = new FormData()
+      form.append("file", new Blob([input.data.slice()]), input.path.slice(input.path.lastIndexOf("/") + 1) || "file")
+      yield* ctx.sendGateway(
+        HttpClientRequest.post(`${gw.base}/upload`).pipe(
+          HttpClientRequest.setUrlParams({ path: input.path, sandbox_id: sandbox.resourceId }),
+          HttpClientRequest.bodyFormData(form)
+        ),
+        gw.token,
+        "upload file"
+      )
+      return { bytesWritten: input.data.length, created: probe === null }
+    })
+
+  return {
+    readFile,
+    writeFile,
+    listFiles: () => Effect.fail(unsupported(NAME, "listing files")),
+    deleteFile: () => Effect.fail(unsupported(NAME, "deleting files"))
+  } satisfies Partial<SandboxProvider>
+}
