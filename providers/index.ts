@@ -7,7 +7,8 @@
 import { BlaxelPlugin } from "./blaxel/plugin.ts"
 import { DaytonaPlugin } from "./daytona/plugin.ts"
 import { E2BPlugin } from "./e2b/plugin.ts"
+import { FreestylePlugin } from "./freestyle/plugin.ts"
 import { RunloopPlugin } from "./runloop/plugin.ts"
 import { VercelPlugin } from "./vercel/plugin.ts"
 
-export const PLUGINS = [BlaxelPlugin, DaytonaPlugin, E2BPlugin, RunloopPlugin, VercelPlugin] as const
+export const PLUGINS = [BlaxelPlugin, DaytonaPlugin, E2BPlugin, FreestylePlugin, RunloopPlugin, VercelPlugin] as const
