@@ -89,8 +89,14 @@ describe("freestyle remote: VMs", () => {
       step("GET", "/v5/vms/vm_1", () => json(vm("starting"))),
       step("GET", "/v5/vms/vm_1", () => json(vm("running")))
     ])
+    const before = Date.now()
     const created = await run(provider(s.client).create(conformanceInput("sbx_1")))
-    expect(created).toEqual(SANDBOX)
+    const { ttlEndsAt, ...metadata } = created.metadata
+    expect({ ...created, metadata }).toEqual(SANDBOX)
+    // Freestyle deletes the VM at its TTL (runtime timeout + 5 min): a deadline within it needs nothing, one beyond fails.
+    expect(Date.parse(String(ttlEndsAt)) - before).toBeGreaterThanOrEqual(900_000 - 1000)
+    await run(provider(s.client).extendLifetime!(created, 600))
+    expect((await failureOf(provider(s.client).extendLifetime!(created, 3600))).kind).toBe("unsupported")
     expect(s.left()).toBe(0)
   })
 

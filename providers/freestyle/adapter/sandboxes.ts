@@ -115,10 +115,21 @@ export const makeSandboxes = (ctx: FreestyleContext) => {
       onTimeout: () => fail("unknown_outcome", `freestyle vm ${id} still exists ${ctx.lifecycleTimeoutMs} ms after its delete was accepted`)
     })
 
-  const toProviderSandbox = (vm: WireVm, size: Size, snapshotId: string | null, environment: Readonly<Record<string, string>>): ProviderSandbox => ({
+  const toProviderSandbox = (
+    vm: WireVm,
+    size: Size,
+    snapshotId: string | null,
+    environment: Readonly<Record<string, string>>,
+    ttl?: { readonly seconds: number; readonly from: number }
+  ): ProviderSandbox => ({
     resourceId: vm.id,
     resolvedResources: { vcpu: size.vcpu, memoryMb: size.memoryMb, diskMb: size.diskMb, architecture: "x86_64", providerSize: snapshotId },
-    metadata: { name: vm.name ?? null, snapshotId, environment: { ...environment } }
+    metadata: {
+      name: vm.name ?? null,
+      snapshotId,
+      environment: { ...environment },
+      ...(ttl === undefined ? {} : { ttlEndsAt: new Date(ttl.from + ttl.seconds * 1000).toISOString() })
+    }
   })
 
   /**
@@ -194,6 +205,7 @@ export const makeSandboxes = (ctx: FreestyleContext) => {
       }
       const snapshotId = snapshotFor(input)
       const slug = vmSlug(input.sandboxId)
+      const sentAt = Date.now()
       // A retry finds the VM by its name instead of creating a second one.
       let vm = yield* findOurs(input.sandboxId)
       if (vm === null) {
@@ -215,7 +227,8 @@ export const makeSandboxes = (ctx: FreestyleContext) => {
       const size = ready.state === "running"
         ? yield* growTo(ready, want).pipe(Effect.catchIf((e) => e.kind !== "unknown_outcome", (e) => abandon(ready.id, e)))
         : sizeOf(ready)
-      return toProviderSandbox(ready, size, ready.snapshotId ?? snapshotId, input.environment)
+      const ttl = input.lifecycle.onRuntimeTimeout === "pause" ? undefined : { seconds: input.lifecycle.runtimeTimeoutSeconds + TTL_MARGIN_SECONDS, from: sentAt }
+      return toProviderSandbox(ready, size, ready.snapshotId ?? snapshotId, input.environment, ttl)
     })
 
   const reconcileCreate: SandboxProvider["reconcileCreate"] = (sandboxId) =>
@@ -268,9 +281,24 @@ export const makeSandboxes = (ctx: FreestyleContext) => {
    */
   const getCost: SandboxProvider["getCost"] = (sandbox, window) => Effect.succeed(rateCardCost(RATE_CARD, sandbox.resolvedResources, window))
 
+  /**
+   * The gateway's deadline moved. Freestyle deletes a VM at the `ttlSeconds` set at create and offers no call to
+   * move it: a deadline within it needs nothing, one beyond it cannot be followed and says so (rather than the VM
+   * being deleted by Freestyle unannounced).
+   */
+  const extendLifetime = (sandbox: ProviderSandbox, seconds: number) =>
+    Effect.gen(function*() {
+      const ends = sandbox.metadata["ttlEndsAt"]
+      if (typeof ends !== "string") return
+      if (Date.now() + seconds * 1000 > Date.parse(ends)) {
+        return yield* unsupported(NAME, `keeping a VM past the TTL set at its create (${ends}; asked for ${seconds} s from now)`)
+      }
+    })
+
   return {
     create,
     reconcileCreate,
+    extendLifetime,
     inspect: (sandbox: ProviderSandbox) => getVm(sandbox.resourceId).pipe(Effect.map((vm) => (vm === null ? "absent" as const : inspectStateOf(vm)))),
     destroy,
     pause: (sandbox: ProviderSandbox) => (ctx.capabilities.pause ? pause(sandbox) : Effect.fail(unsupported(NAME, "pause"))),
