@@ -57,6 +57,14 @@ describe("resolveProviderResources", () => {
     expect(resolveProviderResources("prime", req({ disk_mb: 131_073 }))).toBeUndefined()
   })
 
+  it("freestyle gives whole vCPUs and GiB, never below its base VM (2 vCPU, 4 GiB, 16 GiB disk), at most 32 vCPU / 64 GiB / 64 GiB", () => {
+    expect(resolveProviderResources("freestyle", req({ vcpu: 1, memory_mb: 512 }))).toEqual({ vcpu: 2, memoryMb: 4096, diskMb: 16384, architecture: "x86_64", providerSize: null })
+    expect(resolveProviderResources("freestyle", req({ vcpu: 2.5, memory_mb: 5000, disk_mb: 20_000 }))).toMatchObject({ vcpu: 3, memoryMb: 5120, diskMb: 20480 })
+    expect(resolveProviderResources("freestyle", req({ vcpu: 1 }, { freestyle: { snapshot_id: "snap-1" } }))?.providerSize).toBe("snap-1")
+    expect(resolveProviderResources("freestyle", req({ vcpu: 33 }))).toBeUndefined()
+    expect(resolveProviderResources("freestyle", req({ memory_mb: 65537 }))).toBeUndefined()
+  })
+
   it("arm64 only on modal and northflank; everyone else passes the request through", () => {
     for (const name of ProviderNames) {
       const arm = resolveProviderResources(name, req({ architecture: "arm64" }))

@@ -10,6 +10,10 @@
  *   `provider_size` is `"<n> vCPU"`.
  * - prime: whole vCPUs, 1 to 16 (the request rounded up); memory rounded up to a 128 MiB step, at most 64 GiB;
  *   disk in whole GiB, 2 to 128 (5 when not asked); `provider_size` is null (Prime sizes directly).
+ * - freestyle: whole vCPUs and whole GiB of memory and disk, never below a VM's base size (2 vCPU, 4 GiB, the
+ *   16 GiB root filesystem: Freestyle only resizes upward) and at most its public ceiling (32 vCPU, 64 GiB of
+ *   memory, 64 GiB of disk); `provider_size` is the snapshot (`provider_options.freestyle.snapshot_id`, else null
+ *   here: the adapter reports the one it used).
  * - everyone else: arm64 only on modal and northflank; the request passes through unchanged and
  *   `provider_size` is `provider_options.<provider>.size` or null.
  *
@@ -62,6 +66,25 @@ export const primeSize = (resources: { readonly vcpu: number; readonly memoryMb:
   return { vcpu, memoryMb, diskGib }
 }
 
+/**
+ * Freestyle VM sizes: a VM starts at its base size and can only grow (`POST /v5/vms/{id}/resize`), in whole vCPUs
+ * and whole GiB, up to the public plans' ceiling.
+ */
+export const FREESTYLE_SIZING = {
+  base: { vcpu: 2, memoryMb: 4096, diskMb: 16384 },
+  max: { vcpu: 32, memoryMb: 65536, diskMb: 65536 }
+} as const
+
+/** What Freestyle gives for a request: whole units, at least the base size; undefined beyond the ceiling. */
+export const freestyleSize = (resources: { readonly vcpu: number; readonly memoryMb: number; readonly diskMb?: number | undefined }) => {
+  const { base, max } = FREESTYLE_SIZING
+  const vcpu = Math.max(base.vcpu, Math.ceil(resources.vcpu - 1e-9))
+  const memoryMb = Math.max(base.memoryMb, Math.ceil(resources.memoryMb / 1024 - 1e-9) * 1024)
+  const diskMb = Math.max(base.diskMb, Math.ceil((resources.diskMb ?? 0) / 1024 - 1e-9) * 1024)
+  if (vcpu > max.vcpu || memoryMb > max.memoryMb || diskMb > max.diskMb) return undefined
+  return { vcpu, memoryMb, diskMb }
+}
+
 /** Providers with arm64 machines. */
 export const ARM64_PROVIDERS: ReadonlySet<ProviderName> = new Set(["modal", "northflank"])
 
@@ -96,6 +119,11 @@ export const resolveProviderResources = (provider: ProviderName, req: ResourceRe
     const size = primeSize({ vcpu: r.vcpu, memoryMb: r.memory_mb, diskMb: r.disk_mb })
     if (size === undefined) return undefined
     return { vcpu: size.vcpu, memoryMb: size.memoryMb, diskMb: size.diskGib * 1024, architecture, providerSize: null }
+  }
+  if (provider === "freestyle") {
+    const size = freestyleSize({ vcpu: r.vcpu, memoryMb: r.memory_mb, diskMb: r.disk_mb })
+    if (size === undefined) return undefined
+    return { ...size, architecture, providerSize: optionOf(req, provider, "snapshot_id") ?? null }
   }
   return { vcpu: r.vcpu, memoryMb: r.memory_mb, diskMb: r.disk_mb ?? null, architecture, providerSize: optionOf(req, provider, "size") ?? null }
 }

@@ -1,0 +1,227 @@
+/**
+ * Freestyle's wire, as the adapter speaks it: the shapes it reads (only the fields used), the VM states, the
+ * deterministic VM name, the rate card, the error bodies (`{error: "SCREAMING_CODE", message}`), our execution ids,
+ * and the context every part of the adapter shares (config, the HTTP client, the authorised `/v5` requests).
+ */
+import { FetchHttpClient, HttpClient, HttpClientRequest } from "@effect/platform"
+import { Effect, Schema } from "effect"
+import { createHash } from "node:crypto"
+import { emulatedCapabilities } from "../../core/Capabilities.ts"
+import type { RateCard } from "../../core/cost.ts"
+import { DECLARED } from "../../core/declared.ts"
+import type { InspectState, ProviderCapabilities, ProviderErrorKind } from "../../core/Provider.ts"
+import { type CallOptions, type Classified, type ErrorAnswer, makeWire, snippet } from "../../core/wire.ts"
+
+export const NAME = "freestyle" as const
+export const DEFAULT_API_URL = "https://api.freestyle.sh"
+/** The snapshot environment sources start from when neither the request nor the config names one. */
+export const DEFAULT_SNAPSHOT_ID = "freestyle/ubuntu-sm"
+/** `exec-await` holds a command at most this long (Freestyle's cap). */
+export const MAX_EXEC_SECONDS = 300
+/** `exec-await` takes stdin as base64 of at most this many bytes. */
+export const MAX_STDIN_BYTES = 1024 * 1024
+
+/**
+ * The Freestyle row of reference §3.1 as is: VMs from snapshots (environment and template sources), pause/resume,
+ * buffered `exec-await` (no stream, no cancel; at most 300 s), files in overwrite mode with parents, list and
+ * delete, no endpoints (Freestyle's domains are mapped at create and have no lease to revoke), and no internet
+ * switch (its firewall is left open to the public internet, as the reference's adapter leaves it; nothing is
+ * claimed about keeping a VM offline, so such requests never come here).
+ */
+export const FREESTYLE_CAPABILITIES: ProviderCapabilities = DECLARED.freestyle
+
+// ---- names ----
+
+/** Our ids in the VM's metadata (checked on reconcile when Freestyle reports them). */
+export const METADATA_SANDBOX_ID = "metal_sandbox_id"
+
+/**
+ * The VM's name, derived from our sandbox id only, so a retry or a reconcile finds the VM made for it:
+ * `metal-<normalised id>-<first 10 hex of its sha256>`, a DNS label of at most 63 characters.
+ */
+export const vmSlug = (sandboxId: string) => {
+  const hash = createHash("sha256").update(sandboxId).digest("hex").slice(0, 10)
+  const norm = sandboxId.toLowerCase().replace(/[^a-z0-9]+/g, "-").replace(/^-+|-+$/g, "")
+  const room = 63 - "metal-".length - hash.length - 1
+  const head = norm.slice(0, room).replace(/-+$/, "")
+  return head === "" ? `metal-${hash}` : `metal-${head}-${hash}`
+}
+
+// ---- shapes ----
+
+const StringMap = Schema.Record({ key: Schema.String, value: Schema.String })
+const OptionalNumber = Schema.optional(Schema.NullOr(Schema.Number))
+
+export const VmState = Schema.Literal("building", "starting", "running", "suspending", "suspended", "stopped", "lost")
+export type VmState = typeof VmState.Type
+
+export const WireVm = Schema.Struct({
+  id: Schema.String,
+  name: Schema.optional(Schema.NullOr(Schema.String)),
+  state: VmState,
+  metadata: Schema.optional(Schema.NullOr(StringMap)),
+  snapshotId: Schema.optional(Schema.NullOr(Schema.String)),
+  vcpuCount: OptionalNumber,
+  memSizeGb: OptionalNumber,
+  rootfsSizeGb: OptionalNumber,
+  deleted: Schema.optional(Schema.NullOr(Schema.Boolean))
+})
+export type WireVm = typeof WireVm.Type
+
+export const WireVmList = Schema.Struct({ vms: Schema.Array(WireVm) })
+/** A create answered 200: the VM exists. (A 202 says nothing certain: it is looked up by name.) */
+export const WireCreated = Schema.Struct({ id: Schema.String })
+
+export const WireExecResult = Schema.Struct({
+  stdout: Schema.optional(Schema.NullOr(Schema.String)),
+  stderr: Schema.optional(Schema.NullOr(Schema.String)),
+  statusCode: Schema.optional(Schema.NullOr(Schema.Number))
+})
+export type WireExecResult = typeof WireExecResult.Type
+
+export const FileKind = Schema.Literal("file", "directory", "symlink", "other")
+export const WireStat = Schema.Struct({
+  path: Schema.String,
+  kind: FileKind,
+  size: Schema.Number,
+  modifiedAt: Schema.optional(Schema.NullOr(Schema.String))
+})
+export const WireDir = Schema.Struct({ entries: Schema.Array(WireStat), truncated: Schema.optional(Schema.Boolean) })
+export const WireExists = Schema.Struct({ exists: Schema.Boolean })
+export const WireRemoved = Schema.Struct({ removed: Schema.Boolean })
+
+// ---- states ----
+
+export const STARTING: ReadonlySet<VmState> = new Set(["building", "starting"])
+export const PAUSED: ReadonlySet<VmState> = new Set(["suspending", "suspended"])
+
+export const inspectStateOf = (vm: WireVm): InspectState =>
+  vm.deleted === true
+    ? "absent"
+    : vm.state === "running"
+    ? "running"
+    : STARTING.has(vm.state)
+    ? "starting"
+    : PAUSED.has(vm.state)
+    ? "paused"
+    : vm.state === "stopped"
+    ? "stopped"
+    : "failed"
+
+// ---- errors ----
+
+/** Freestyle's codes that say more than their status. */
+const CODE_KINDS: Readonly<Record<string, ProviderErrorKind>> = {
+  UNAUTHORIZED: "auth",
+  NOT_VM_OWNER: "auth",
+  ACCESS_DENIED: "auth",
+  QUOTA_EXCEEDED: "quota",
+  VM_LIMIT_EXCEEDED: "quota",
+  PAYMENT_REQUIRED: "quota",
+  RATE_LIMITED: "capacity",
+  NO_CAPACITY: "capacity",
+  VM_NOT_FOUND: "not_found",
+  FILE_NOT_FOUND: "not_found",
+  PARENT_NOT_FOUND: "not_found",
+  VM_NOT_RUNNING: "customer",
+  VM_NAME_TAKEN: "customer",
+  RESIZE_DOWN_NOT_ALLOWED: "invalid_request",
+  CHECKSUM_MISMATCH: "unavailable",
+  SNAPSHOT_NOT_FOUND: "invalid_request"
+}
+
+export const classify = (answer: ErrorAnswer, _call: CallOptions): Classified => {
+  const body = answer.json as { error?: unknown; message?: unknown } | undefined
+  const code = typeof body?.error === "string" ? body.error : undefined
+  const message = typeof body?.message === "string" && body.message !== "" ? body.message : snippet(answer.text)
+  return { message, code, kind: code === undefined ? undefined : CODE_KINDS[code] }
+}
+
+// ---- execution ids ----
+
+export interface ExecutionRef {
+  readonly vmId: string
+  readonly key: string
+}
+/** `freestyle:` + base64url(JSON [VM id, our key]). The outcome itself lives only in this instance (exec-await is one call). */
+export const encodeExecutionId = (ref: ExecutionRef) => `freestyle:${Buffer.from(JSON.stringify([ref.vmId, ref.key])).toString("base64url")}`
+export const decodeExecutionId = (executionId: string): ExecutionRef | undefined => {
+  if (!executionId.startsWith("freestyle:")) return undefined
+  try {
+    const parsed: unknown = JSON.parse(Buffer.from(executionId.slice("freestyle:".length), "base64url").toString("utf8"))
+    if (!Array.isArray(parsed) || typeof parsed[0] !== "string" || parsed[0] === "" || typeof parsed[1] !== "string" || parsed[1] === "") return undefined
+    return { vmId: parsed[0], key: parsed[1] }
+  } catch {
+    return undefined
+  }
+}
+
+// ---- shell ----
+
+export const shellQuote = (s: string) => (/^[A-Za-z0-9_@%+=:,./-]+$/.test(s) ? s : `'${s.replaceAll("'", `'\\''`)}'`)
+
+// ---- cost ----
+
+/**
+ * Freestyle's published VM prices (reference §3.2, rate card 2026-09-10; the same on its pricing page): $0.04032 per
+ * vCPU-hour, $0.0129 per GiB-hour of memory, $0.000086 per GiB-hour of storage. Low confidence: Freestyle bills a
+ * suspended VM's storage only and its own free allowance is not known here.
+ */
+export const RATE_CARD: RateCard = {
+  version: "freestyle-2026-09-10",
+  vcpuSecondMicrousd: 40_320 / 3600,
+  gibSecondMicrousd: 12_900 / 3600,
+  diskGibSecondMicrousd: 86 / 3600,
+  confidence: "low"
+}
+
+// ---- config and context ----
+
+export interface FreestyleProviderConfig {
+  /** The API origin, default https://api.freestyle.sh (paths start with /v5). */
+  readonly apiUrl: string
+  readonly apiKey: string
+  readonly mode: "remote" | "emulated"
+  /** The snapshot environment sources start from; `provider_options.freestyle.snapshot_id` wins. */
+  readonly snapshotId?: string | undefined
+  readonly httpClient?: HttpClient.HttpClient | undefined
+  /** State polls while a VM starts, pauses, resumes or a 202 is resolved. Default 200 ms remote, 20 ms emulated. */
+  readonly pollIntervalMs?: number | undefined
+  /** How long a VM may take to start, pause or resume (or a 202 to resolve). Default 5 min remote, 60 s emulated. */
+  readonly lifecycleTimeoutMs?: number | undefined
+  /** One request's deadline (not `exec-await`, which is held for its command). Default 65 s. */
+  readonly requestTimeoutMs?: number | undefined
+}
+
+const defaultClient = () => Effect.runSync(Effect.provide(HttpClient.HttpClient, FetchHttpClient.layer))
+
+export const makeContext = (config: FreestyleProviderConfig) => {
+  const emulated = config.mode === "emulated"
+  const apiUrl = config.apiUrl.replace(/\/+$/, "")
+  const client = config.httpClient ?? defaultClient()
+  const wire = makeWire({ provider: NAME, client, timeout: `${config.requestTimeoutMs ?? 65_000} millis`, classify })
+  /** `exec-await` is held until its command ends: its own deadline is the command's cap plus a margin. */
+  const execWire = makeWire({ provider: NAME, client, timeout: `${MAX_EXEC_SECONDS + 30} seconds`, classify })
+  const authorised = (request: HttpClientRequest.HttpClientRequest) => request.pipe(HttpClientRequest.bearerToken(config.apiKey))
+  const send: typeof wire.send = (request, what, options) => wire.send(authorised(request), what, options)
+  const sendExec: typeof wire.send = (request, what, options) => execWire.send(authorised(request), what, options)
+  const api = (method: "GET" | "POST" | "PUT" | "DELETE", path: string) =>
+    HttpClientRequest.make(method)(`${apiUrl}/v5${path}`).pipe(HttpClientRequest.acceptJson)
+  const vmPath = (id: string, rest = "") => `/vms/${encodeURIComponent(id)}${rest}`
+
+  return {
+    config,
+    capabilities: emulated ? emulatedCapabilities(FREESTYLE_CAPABILITIES) : FREESTYLE_CAPABILITIES,
+    emulated,
+    pollMs: config.pollIntervalMs ?? (emulated ? 20 : 200),
+    lifecycleTimeoutMs: config.lifecycleTimeoutMs ?? (emulated ? 60_000 : 300_000),
+    fail: wire.fail,
+    decode: wire.decode,
+    send,
+    sendExec,
+    api,
+    vmPath
+  }
+}
+
+export type FreestyleContext = ReturnType<typeof makeContext>

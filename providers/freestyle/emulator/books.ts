@@ -1,0 +1,59 @@
+/**
+ * The Freestyle emulator's books: VMs (deleted ones too, as Freestyle keeps their records) in
+ * DATA_DIR/emulators/freestyle/state.json, read back through a Schema, so a restarted gateway finds its VMs again.
+ * The API key is made once and kept. A VM's id is also the id of the local-runtime jail behind it.
+ */
+import { Schema } from "effect"
+import * as crypto from "node:crypto"
+import { emulatorHome, emulatorKey, persistentState } from "../../core/emulator/state.ts"
+
+const StringMap = Schema.mutable(Schema.Record({ key: Schema.String, value: Schema.String }))
+
+const Vm = Schema.mutable(Schema.Struct({
+  id: Schema.String,
+  name: Schema.NullOr(Schema.String),
+  state: Schema.Literal("building", "starting", "running", "suspending", "suspended", "stopped", "lost"),
+  snapshotId: Schema.String,
+  metadata: StringMap,
+  vcpuCount: Schema.Number,
+  memSizeGb: Schema.Number,
+  rootfsSizeGb: Schema.Number,
+  createdAtMs: Schema.Number,
+  ttlSeconds: Schema.NullOr(Schema.Number),
+  maxRunSeconds: Schema.NullOr(Schema.Number),
+  idleTimeoutSeconds: Schema.NullOr(Schema.Number),
+  /** Running time counted so far, and since when it runs now (null while not running). */
+  runMs: Schema.Number,
+  runningSinceMs: Schema.NullOr(Schema.Number),
+  deleted: Schema.Boolean,
+  deletedAtMs: Schema.NullOr(Schema.Number)
+}))
+export type Vm = typeof Vm.Type
+
+const State = Schema.mutable(Schema.Struct({ vms: Schema.mutable(Schema.Record({ key: Schema.String, value: Vm })) }))
+
+const DELETED_KEPT_MS = 7 * 24 * 3600 * 1000
+
+export const makeBooks = (dataDir: string) => {
+  const dir = emulatorHome(dataDir, "freestyle")
+  const apiKey = emulatorKey(dir, () => `fs_${crypto.randomBytes(20).toString("hex")}`)
+  const { state, save } = persistentState(dir, State, (): typeof State.Type => ({ vms: {} }))
+  let lastPrune = 0
+  return {
+    dir,
+    apiKey,
+    state,
+    save,
+    /** Deleted VMs are forgotten after a week (looked for once a minute). */
+    prune: () => {
+      const now = Date.now()
+      if (now - lastPrune <= 60_000) return
+      lastPrune = now
+      for (const [id, vm] of Object.entries(state.vms)) if (vm.deletedAtMs !== null && now - vm.deletedAtMs > DELETED_KEPT_MS) delete state.vms[id]
+    }
+  }
+}
+
+export type Books = ReturnType<typeof makeBooks>
+
+export const newVmId = () => crypto.randomBytes(10).toString("hex")

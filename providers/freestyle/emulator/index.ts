@@ -1,0 +1,107 @@
+/**
+ * A loopback emulator of the Freestyle VM wire subset the adapter uses, backed by the local runtime (one VM = one
+ * runtime sandbox, under the VM's id). One port serves the API under `/v5`: VMs (`control.ts`), `exec-await`
+ * (`process.ts`) and the `fs/*` routes (`filesystem.ts`). Requests need the emulator's key as a Bearer. No domains
+ * or public ports are served: the adapter declares no endpoints. Its books (`books.ts`) survive a gateway restart
+ * the way Freestyle's would, and it keeps its port.
+ */
+import { Effect, type Scope } from "effect"
+import { AppConfig } from "../../../src/Config.ts"
+import { LocalRuntime, type LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
+import { emulatorMessage, makeRouter, route, servePersistent, statusOfRuntimeError } from "../../core/emulator/server.ts"
+import { makeBooks, type Vm } from "./books.ts"
+import { makeControl } from "./control.ts"
+import { makeFilesystem } from "./filesystem.ts"
+import { errorResponse, HttpFailure } from "./http.ts"
+import { makeExecAwait } from "./process.ts"
+
+export interface FreestyleEmulatorInfo {
+  /** The API origin (paths start with `/v5`). */
+  readonly apiUrl: string
+  readonly apiKey: string
+}
+export interface FreestyleEmulatorHandle extends FreestyleEmulatorInfo {
+  readonly stop: () => void
+}
+
+interface Call {
+  readonly request: Request
+  readonly url: URL
+  /** The running VM the path names (404 when there is none, 409 when it does not run). */
+  readonly vm: () => Vm
+}
+
+const CODES: Readonly<Record<number, string>> = { 400: "INVALID_PARAMETERS", 404: "NOT_FOUND", 409: "CONFLICT", 500: "INTERNAL_ERROR" }
+
+export const startFreestyleEmulator = (dataDir: string, runtime: LocalRuntimeShape): FreestyleEmulatorHandle => {
+  const books = makeBooks(dataDir)
+  const control = makeControl(books, runtime, { onDeleted: () => {} })
+  const execAwait = makeExecAwait(runtime)
+  const fs = makeFilesystem(runtime)
+
+  const router = makeRouter<Call>([
+    route("POST", "/v5/vms", ({ request }) => control.create(request)),
+    route("GET", "/v5/vms", ({ url }) => control.list(url)),
+    route("GET", "/v5/vms/:id", (_, { id }) => control.get(id!)),
+    route("DELETE", "/v5/vms/:id", (_, { id }) => control.remove(id!)),
+    route("POST", "/v5/vms/:id/resize", ({ request }, { id }) => control.resize(request, id!)),
+    route("POST", "/v5/vms/:id/pause", (_, { id }) => control.pause(id!)),
+    route("POST", "/v5/vms/:id/start", (_, { id }) => control.start(id!)),
+    route("POST", "/v5/vms/:id/exec-await", ({ request, vm }) => execAwait(vm(), request)),
+    route("GET", "/v5/vms/:id/fs/stat", ({ url, vm }) => fs.stat(vm(), url)),
+    route("GET", "/v5/vms/:id/fs/read", ({ url, request, vm }) => fs.read(vm(), url, request)),
+    route("PUT", "/v5/vms/:id/fs/write", ({ url, request, vm }) => fs.write(vm(), url, request)),
+    route("POST", "/v5/vms/:id/fs/mkdir", ({ request, vm }) => fs.mkdir(vm(), request)),
+    route("GET", "/v5/vms/:id/fs/dir", ({ url, vm }) => fs.dir(vm(), url)),
+    route("GET", "/v5/vms/:id/fs/exists", ({ url, vm }) => fs.exists(vm(), url)),
+    route("POST", "/v5/vms/:id/fs/remove", ({ request, vm }) => fs.remove(vm(), request))
+  ])
+
+  const handle = async (request: Request, url: URL): Promise<Response> => {
+    if (request.headers.get("authorization") !== `Bearer ${books.apiKey}`) return errorResponse(401, "UNAUTHORIZED", "Invalid API key")
+    const found = router.match(request.method, url.pathname)
+    if (found._tag !== "Found") return errorResponse(found._tag === "MethodNotAllowed" ? 405 : 404, "NOT_FOUND", "Not found")
+    let id = ""
+    try {
+      id = decodeURIComponent(url.pathname.split("/")[3] ?? "")
+    } catch {
+      // matched nothing anyway
+    }
+    try {
+      return await found.handle({ request, url, vm: () => control.runningVm(id) })
+    } catch (e) {
+      if (e instanceof HttpFailure) return errorResponse(e.status, e.code, e.message)
+      const status = statusOfRuntimeError(e)
+      return errorResponse(status, CODES[status] ?? "INTERNAL_ERROR", emulatorMessage(e, "freestyle"))
+    }
+  }
+
+  const serve = (port: number) =>
+    Bun.serve({
+      hostname: "127.0.0.1",
+      port,
+      idleTimeout: 60,
+      fetch: (request, server) => {
+        // exec-await is held for up to 300 s, beyond any idle timeout: none for it.
+        if (request.method === "POST" && request.url.endsWith("/exec-await")) server.timeout(request, 0)
+        return handle(request, new URL(request.url))
+      }
+    })
+  const server = servePersistent(books.dir, serve)
+  return {
+    apiUrl: `http://127.0.0.1:${server.port}`,
+    apiKey: books.apiKey,
+    stop: () => {
+      control.stop()
+      server.stop(true)
+    }
+  }
+}
+
+/** The emulator for the running gateway: started in the caller's scope, stopped when it closes. */
+export const freestyleEmulator: Effect.Effect<FreestyleEmulatorInfo, never, AppConfig | LocalRuntime | Scope.Scope> = Effect.gen(function*() {
+  const { dataDir } = yield* AppConfig
+  const runtime = yield* LocalRuntime
+  const handle = yield* Effect.acquireRelease(Effect.sync(() => startFreestyleEmulator(dataDir, runtime)), (h) => Effect.sync(() => h.stop()))
+  return { apiUrl: handle.apiUrl, apiKey: handle.apiKey }
+})

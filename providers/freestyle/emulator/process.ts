@@ -1,0 +1,58 @@
+/**
+ * The Freestyle emulator's `POST /v5/vms/{id}/exec-await {command, timeoutMs?, stdin?, terminal?}`: the command
+ * is a shell line run with `sh -c` from `/workspace` in a running VM; the request is held until it ends and answers
+ * `{stdout, stderr, statusCode}` (the exit code, or 128 + the signal's number for one killed by a signal, as a
+ * shell reports it). `stdin` is base64 (at most 1 MiB), written to the command's input and then closed. A command
+ * past `timeoutMs` (at most 300 s, the default too) is killed and answered 408 `EXEC_TIMED_OUT`. Terminals are
+ * not emulated.
+ */
+import { Schema } from "effect"
+import * as os from "node:os"
+import type { ExecEvent, LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
+import { runOrThrow as run } from "../../core/emulator/server.ts"
+import type { Vm } from "./books.ts"
+import { HttpFailure, json, readBody } from "./http.ts"
+
+const MAX_TIMEOUT_MS = 300_000
+const MAX_STDIN_BYTES = 1024 * 1024
+/** What one command may keep of its output. */
+const MAX_OUTPUT_BYTES = 16 * 1024 * 1024
+
+const ExecAwait = Schema.Struct({
+  command: Schema.String.pipe(Schema.minLength(1)),
+  terminal: Schema.optional(Schema.NullOr(Schema.String)),
+  timeoutMs: Schema.optional(Schema.NullOr(Schema.Int.pipe(Schema.between(0, MAX_TIMEOUT_MS)))),
+  stdin: Schema.optional(Schema.NullOr(Schema.String))
+})
+
+export const makeExecAwait = (runtime: LocalRuntimeShape) => async (vm: Vm, request: Request) => {
+  const body = await readBody(request, ExecAwait)
+  if (body.terminal != null) throw new HttpFailure(400, "INVALID_PARAMETERS", "terminals are not emulated")
+  const stdin = body.stdin == null ? null : Buffer.from(body.stdin, "base64")
+  if (stdin !== null && stdin.length > MAX_STDIN_BYTES) throw new HttpFailure(400, "INVALID_PARAMETERS", `stdin is at most ${MAX_STDIN_BYTES} bytes`)
+  const started = await run(runtime.exec(vm.id, {
+    command: ["sh", "-c", body.command],
+    cwd: "/workspace",
+    env: {},
+    maxOutputBytes: MAX_OUTPUT_BYTES,
+    timeoutMs: body.timeoutMs == null || body.timeoutMs === 0 ? MAX_TIMEOUT_MS : body.timeoutMs,
+    stdin: stdin !== null
+  }))
+  if (stdin !== null) await run(runtime.sendInput(vm.id, started.execId, stdin, true))
+  const events: Array<ExecEvent> = []
+  // The runtime wakes on the command's events; the exit is the last of them.
+  while (events.at(-1)?.type !== "exit") {
+    if (request.signal.aborted) {
+      // The caller went away: Freestyle ends the command with the call.
+      await run(runtime.kill(vm.id, started.execId, "SIGKILL")).catch(() => undefined)
+      throw new HttpFailure(499, "CLIENT_CLOSED", "the caller went away")
+    }
+    events.push(...await run(runtime.execEvents(vm.id, started.execId, events.length, 1000)))
+  }
+  const exit = events.at(-1)
+  if (exit?.type === "exit" && exit.timedOut) throw new HttpFailure(408, "EXEC_TIMED_OUT", `the command ran longer than ${body.timeoutMs ?? MAX_TIMEOUT_MS} ms`)
+  const text = (type: "stdout" | "stderr") => Buffer.concat(events.flatMap((e) => (e.type === type ? [e.data] : []))).toString("utf8")
+  const signo = exit?.type === "exit" && exit.signal !== null ? os.constants.signals[exit.signal as keyof typeof os.constants.signals] : undefined
+  const statusCode = exit?.type === "exit" ? exit.exitCode ?? (signo === undefined ? null : 128 + signo) : null
+  return json({ stdout: text("stdout"), stderr: text("stderr"), statusCode })
+}
