@@ -91,7 +91,9 @@ describe("exec", () => {
 
   it("runs a command on a terminal: its size, typed input, a resize, ^D at close, and a kill of its whole session", async () => {
     const exec = await run(rt.exec("p", { command: ["sh", "-c", "stty size; tty; read x; echo got $x; sleep 0.2; stty size; cat; echo end"], maxOutputBytes: 10_000, pty: { cols: 80, rows: 24 } }))
-    await waitFor("the first size", async () => (await run(rt.execEvents("p", exec.execId, 0))).length > 0)
+    const printed = async () => (await run(rt.execEvents("p", exec.execId, 0))).map((e) => (e.type === "stdout" ? Buffer.from(e.data).toString() : "")).join("")
+    // Typed only once the command waits for it (a terminal echoes input as it comes).
+    await waitFor("the size and the tty", async () => (await printed()).includes("/dev/pts/"))
     await run(rt.sendInput("p", exec.execId, new TextEncoder().encode("hello\n")))
     await run(rt.resize("p", exec.execId, { cols: 100, rows: 40 }))
     await run(rt.sendInput("p", exec.execId, new Uint8Array(), true))
