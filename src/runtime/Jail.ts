@@ -249,9 +249,7 @@ if pid == 0:
     os.write(w1, b"1" if ok else b"0"); os.read(r2, 1); os._exit(0)
 try:
     if os.read(r1, 1) != b"1": raise OSError("unshare of a user namespace failed")
-    for f, t in (("uid_map", "0 %d 1
-" % uid), ("setgroups", "deny"), ("gid_map", "0 %d 1
-" % uid)):
+    for f, t in (("uid_map", "0 %d 1" % uid), ("setgroups", "deny"), ("gid_map", "0 %d 1" % uid)):
         with open("/proc/%d/%s" % (pid, f), "w") as h: h.write(t)
     ns = os.open("/proc/%d/ns/user" % pid, os.O_RDONLY | os.O_CLOEXEC)
     attr = ctypes.create_string_buffer(struct.pack("QQQQ", 0x100000 | 1 | 2 | 4, 0, 0, ns), 32)

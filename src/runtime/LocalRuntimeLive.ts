@@ -163,7 +163,7 @@ export const makeLocalRuntime = (dataDir: string, options: LocalRuntimeOptions =
     try {
       return await images.pull(image.reference, wanted)
     } catch (e) {
-      if (e instanceof ImagePullError) throw err("image_pull_failed", `image ${named}: ${e.message}`, e.detail ?? e.reason)
+      if (e instanceof ImagePullError) throw err("image_pull_failed", e.message, e.detail ?? e.reason)
       throw err("image_pull_failed", `image ${named}: the pull failed`, e instanceof Error ? e.message : String(e))
     }
   }

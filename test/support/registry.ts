@@ -72,7 +72,8 @@ interface Stored {
 export interface TestRegistry {
   /** host:port, e.g. 127.0.0.1:41234 */
   readonly host: string
-  readonly push: (repository: string, tag: string, image: ImageSpec) => { readonly digest: string; readonly layers: ReadonlyArray<string> }
+  /** `digest`: what the tag names (the index, when there is one); `manifest`: the image manifest's digest. */
+  readonly push: (repository: string, tag: string, image: ImageSpec) => { readonly digest: string; readonly manifest: string; readonly layers: ReadonlyArray<string> }
   /** GETs of each blob digest so far. */
   readonly blobGets: Map<string, number>
   readonly tokens: { issued: number }
@@ -147,17 +148,20 @@ export const startRegistry = (): TestRegistry => {
       config: { mediaType: "application/vnd.oci.image.config.v1+json", digest: configDigest, size: config.length },
       layers: layerDescs
     }))
-    if (image.index !== true) return { digest: putManifest(repository, tag, manifest, "application/vnd.oci.image.manifest.v1+json"), layers: layerDescs.map((l) => l.digest) }
+    if (image.index !== true) {
+      const digest = putManifest(repository, tag, manifest, "application/vnd.oci.image.manifest.v1+json")
+      return { digest, manifest: digest, layers: layerDescs.map((l) => l.digest) }
+    }
     const manifestDigest = putManifest(repository, `m-${tag}`, manifest, "application/vnd.oci.image.manifest.v1+json")
     const index = Buffer.from(JSON.stringify({
       schemaVersion: 2,
       mediaType: "application/vnd.oci.image.index.v1+json",
       manifests: [
-        { mediaType: "application/vnd.oci.image.manifest.v1+json", digest: `sha256:${"0".repeat(64)}`, size: 100, platform: { os: "linux", architecture: image.architecture === "arm64" ? "amd64" : "arm64", variant: "v8" } },
+        { mediaType: "application/vnd.oci.image.manifest.v1+json", digest: `sha256:${"0".repeat(64)}`, size: 100, platform: { os: "linux", architecture: "riscv64" } },
         { mediaType: "application/vnd.oci.image.manifest.v1+json", digest: manifestDigest, size: manifest.length, platform: { os: "linux", architecture: image.architecture ?? "amd64" } }
       ]
     }))
-    return { digest: putManifest(repository, tag, index, "application/vnd.oci.image.index.v1+json"), layers: layerDescs.map((l) => l.digest) }
+    return { digest: putManifest(repository, tag, index, "application/vnd.oci.image.index.v1+json"), manifest: manifestDigest, layers: layerDescs.map((l) => l.digest) }
   }
 
   return { host: `127.0.0.1:${server.port}`, push, blobGets, tokens, stop: () => void server.stop(true) }
@@ -169,8 +173,11 @@ const APPLETS = ["sh", "cat", "ls", "echo", "pwd", "env", "id", "touch", "rm", "
 /** The static busybox (Debian's busybox-static); scripts/ensure-deps.sh installs it. */
 export const busybox = (): Buffer => {
   const bytes = fs.readFileSync(BUSYBOX)
-  // A static binary has no PT_INTERP: the ELF program headers name no loader.
-  if (bytes.includes(Buffer.from("/lib64/ld-linux")) || bytes.includes(Buffer.from("ld-linux-x86-64.so"))) throw new Error(`${BUSYBOX} is not static: install busybox-static`)
+  // A static binary has no PT_INTERP (type 3) among its ELF64 program headers.
+  const phoff = Number(bytes.readBigUInt64LE(0x20))
+  const phentsize = bytes.readUInt16LE(0x36)
+  const phnum = bytes.readUInt16LE(0x38)
+  for (let i = 0; i < phnum; i++) if (bytes.readUInt32LE(phoff + i * phentsize) === 3) throw new Error(`${BUSYBOX} is not static: install busybox-static`)
   return bytes
 }
 

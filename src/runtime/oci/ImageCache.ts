@@ -11,7 +11,7 @@
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { ImagePullError } from "./Errors.ts"
-import { parseReference, platformMatches, platformString, type Platform } from "./Reference.ts"
+import { type ImageReference, parseReference, platformMatches, platformString, type Platform } from "./Reference.ts"
 import { type Descriptor, makeRegistryClient } from "./Registry.ts"
 import { unpackLayer } from "./Unpack.ts"
 
@@ -143,8 +143,18 @@ export const makeImageCache = (options: ImageCacheOptions) => {
     return removed
   }
 
+  /** Every failure names the image. */
   const pull = async (reference: string, platform: Platform, onProgress: (p: PullProgress) => void = () => undefined): Promise<PulledImage> => {
     const ref = parseReference(reference)
+    try {
+      return await pullParsed(ref, platform, onProgress)
+    } catch (e) {
+      if (e instanceof ImagePullError && !e.message.includes(ref.display)) throw new ImagePullError(e.reason, `${ref.display}: ${e.message}`, e.detail)
+      throw e
+    }
+  }
+
+  const pullParsed = async (ref: ImageReference, platform: Platform, onProgress: (p: PullProgress) => void): Promise<PulledImage> => {
     const client = makeRegistryClient(ref, { authFile: options.authFile })
     const manifest = await client.manifest(platform)
     const compressed = manifest.layers.reduce((s, l) => s + l.size, 0)

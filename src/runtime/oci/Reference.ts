@@ -45,6 +45,7 @@ export const parseReference = (raw: string): ImageReference => {
     registry = first.toLowerCase()
     parts.shift()
   }
+  if (!/^(?:[a-z0-9](?:[a-z0-9.-]*[a-z0-9])?|\[[0-9a-f:.]+\])(?::\d{1,5})?$/.test(registry)) throw bad("bad registry host")
   if (registry === "index.docker.io" || registry === "registry-1.docker.io") registry = "docker.io"
   if (registry === "docker.io" && parts.length === 1) parts.unshift("library")
   if (parts.length === 0 || !parts.every((p) => COMPONENT.test(p))) throw bad("bad repository name")

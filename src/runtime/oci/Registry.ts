@@ -291,7 +291,7 @@ export const makeRegistryClient = (ref: ImageReference, options: RegistryClientO
           clearTimeout(idle)
           idle = setTimeout(() => aborter.abort(), BLOB_IDLE_MS)
           size += chunk.length
-          if (size > d.size) throw new ImagePullError("digest_mismatch", `${ref.display}: a layer is longer than its manifest says`, d.digest)
+          if (size > d.size) throw new ImagePullError("digest_mismatch", `${ref.display}: a layer does not match its digest (it is longer than the manifest says)`, d.digest)
           hash.update(chunk)
           fs.writeSync(fd, chunk)
           onBytes(chunk.length)
