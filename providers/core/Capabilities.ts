@@ -47,11 +47,11 @@ export const capabilitiesToWire = (provider: ProviderName, caps: ProviderCapabil
 })
 
 /**
- * What an emulated provider can honestly claim: the local runtime runs every sandbox on the host's `/usr` (it pulls
- * no OCI images yet), so an emulator takes no `oci_image` source it would silently ignore — such a request is
- * routed to a provider that runs the image, or fails with `no_eligible_provider` saying why.
+ * What an emulated provider can honestly claim: its provider's own capabilities. The local runtime pulls and runs
+ * OCI images (src/runtime/oci/), and every emulator whose provider takes images (Daytona, Blaxel, Vercel) passes
+ * the image to it; a pull that fails fails the create with `image_pull_failed`, never a sandbox on another image.
  */
 export const emulatedCapabilities = (caps: ProviderCapabilities): ProviderCapabilities => ({
   ...caps,
-  sources: caps.sources.filter((source) => source !== "oci_image")
+  sources: [...caps.sources]
 })

@@ -100,7 +100,7 @@ describe("what a layer may not create", () => {
   })
 
   it("a layer unpacking beyond the size cap is refused", async () => {
-    const { error } = await unpack([{ name: "big", data: Buffer.alloc(2 << 20) }])
+    const { error } = await unpack([{ name: "big", data: new Uint8Array(2 << 20) }])
     expect(error?.reason).toBe("too_large")
   })
 
@@ -108,7 +108,7 @@ describe("what a layer may not create", () => {
     const dir = path.join(work, "corrupt")
     fs.mkdirSync(dir)
     const bytes = Buffer.from(Bun.gzipSync(tar([{ name: "f", data: "x".repeat(5000) }])))
-    fs.writeFileSync(`${dir}.blob`, bytes.subarray(0, bytes.length - 30))
+    fs.writeFileSync(`${dir}.blob`, new Uint8Array(bytes.subarray(0, bytes.length - 30)))
     await expect(unpackLayer(`${dir}.blob`, dir, { maxBytes: 1 << 20 })).rejects.toBeInstanceOf(ImagePullError)
   })
 })

@@ -19,7 +19,7 @@ const field = (header: Buffer, offset: number, length: number, value: string) =>
 const octal = (n: number, length: number) => n.toString(8).padStart(length - 1, "0")
 
 /** A ustar archive of `entries` (names up to 100 bytes). */
-export const tar = (entries: ReadonlyArray<TarEntry>): Buffer => {
+export const tar = (entries: ReadonlyArray<TarEntry>): Uint8Array<ArrayBuffer> => {
   const blocks: Array<Buffer> = []
   for (const e of entries) {
     const data = e.data === undefined ? Buffer.alloc(0) : Buffer.from(e.data)
@@ -46,13 +46,13 @@ export const tar = (entries: ReadonlyArray<TarEntry>): Buffer => {
     }
   }
   blocks.push(Buffer.alloc(1024))
-  return Buffer.concat(blocks)
+  return new Uint8Array(Buffer.concat(blocks))
 }
 
 export const digestOf = (bytes: Uint8Array) => `sha256:${createHash("sha256").update(bytes).digest("hex")}`
 
 export interface ImageSpec {
-  readonly layers: ReadonlyArray<ReadonlyArray<TarEntry> | Buffer>
+  readonly layers: ReadonlyArray<ReadonlyArray<TarEntry> | Uint8Array<ArrayBuffer>>
   readonly env?: ReadonlyArray<string>
   readonly workingDir?: string
   readonly entrypoint?: ReadonlyArray<string>
@@ -111,12 +111,12 @@ export const startRegistry = (): TestRegistry => {
           const known = [...manifests.keys()].some((k) => k.startsWith(`${name}:`))
           return Response.json({ errors: [{ code: known ? "MANIFEST_UNKNOWN" : "NAME_UNKNOWN" }] }, { status: 404 })
         }
-        return new Response(stored.body, { headers: { "content-type": stored.type, "docker-content-digest": digestOf(stored.body) } })
+        return new Response(new Uint8Array(stored.body), { headers: { "content-type": stored.type, "docker-content-digest": digestOf(stored.body) } })
       }
       blobGets.set(ref, (blobGets.get(ref) ?? 0) + 1)
       const blob = blobs.get(ref)
       if (blob === undefined) return Response.json({ errors: [{ code: "BLOB_UNKNOWN" }] }, { status: 404 })
-      return new Response(blob, { headers: { "content-type": "application/octet-stream" } })
+      return new Response(new Uint8Array(blob), { headers: { "content-type": "application/octet-stream" } })
     }
   })
 
@@ -128,7 +128,7 @@ export const startRegistry = (): TestRegistry => {
   }
 
   const push = (repository: string, tag: string, image: ImageSpec) => {
-    const layers = image.layers.map((l) => Buffer.from(Bun.gzipSync(Buffer.isBuffer(l) ? l : tar(l))))
+    const layers = image.layers.map((l) => Buffer.from(Bun.gzipSync(l instanceof Uint8Array ? l : tar(l))))
     const layerDescs = layers.map((bytes, i) => {
       const digest = digestOf(bytes)
       blobs.set(digest, image.corruptLayer === true && i === layers.length - 1 ? Buffer.from(Bun.gzipSync(tar([{ name: "evil", data: "swapped" }]))) : bytes)
