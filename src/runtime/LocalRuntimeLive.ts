@@ -122,7 +122,7 @@ export const makeLocalRuntime = (dataDir: string, options: LocalRuntimeOptions =
   let toolsRefreshed = Date.now()
   /** The tool copies, put back if something removed them since, and marked in use now and then. */
   const currentTools = () => {
-    if (!fs.existsSync(tools.bun) || !fs.existsSync(tools.agent) || Date.now() - toolsRefreshed > TOOLS_REFRESH_MS) {
+    if (!fs.existsSync(tools.bun) || !fs.existsSync(tools.agent) || !fs.existsSync(tools.rt) || Date.now() - toolsRefreshed > TOOLS_REFRESH_MS) {
       tools = ensureTools(bunPath, agentFiles)
       toolsRefreshed = Date.now()
     }

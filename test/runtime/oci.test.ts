@@ -5,11 +5,13 @@
  * busybox, like Alpine) and one without a shell (like distroless), and every way a pull fails.
  */
 import * as fs from "node:fs"
+import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import type { RuntimeError } from "../../src/runtime/LocalRuntime.ts"
 import { layerDir } from "../../src/runtime/oci/ImageCache.ts"
 import { alpineLike, distrolessLike, startRegistry, type TestRegistry } from "../support/registry.ts"
 import { collect, failure, newRuntime, run, sh } from "./support.ts"
+import { tempDataDir } from "../support/server.ts"
 
 const { dataDir, rt, cleanup } = newRuntime("oci", { imageMaxMb: 64 })
 let registry: TestRegistry
@@ -148,5 +150,52 @@ describe("pulls", () => {
     const big = Buffer.from(crypto.getRandomValues(new Uint8Array(1024 * 1024)))
     registry.push("test/big", "1", { layers: Array.from({ length: 70 }, (_, i) => [{ name: `f${i}`, data: big }]) })
     expect(await pullFailure("big1", `${registry.host}/test/big:1`)).toMatch(/more than the 64 MiB allowed/)
+  }, 60_000)
+})
+
+describe("the layer cache", () => {
+  it("is swept down to IMAGE_CACHE_MB, least recently used first, never a layer an existing sandbox runs on", async () => {
+    const small = newRuntime("oci-lru", { imageCacheMb: 3 })
+    try {
+      const a = registry.push("lru/a", "1", { layers: [alpineLike("A")] })
+      const b = registry.push("lru/b", "1", { layers: [alpineLike("B"), [{ name: "b", data: "b" }]] })
+      const c = registry.push("lru/c", "1", { layers: [alpineLike("C")] })
+      const create = (id: string, image: string) => run(small.rt.create({ id, vcpu: 1, memoryMb: 128, diskMb: 64, internet: false, image: { reference: `${registry.host}/${image}` } }))
+      await create("lru-a", "lru/a:1")
+      await create("lru-b", "lru/b:1")
+      await run(small.rt.destroy("lru-b"))
+      // a (in use) and b (~1.2 MB each unpacked) fit; c pushes the cache over 3 MiB: b, unused, goes first.
+      await create("lru-c", "lru/c:1")
+      const cached = (digest: string) => fs.existsSync(layerDir(small.dataDir, digest))
+      expect(cached(a.layers[0]!)).toBe(true)
+      expect(cached(c.layers[0]!)).toBe(true)
+      expect(cached(b.layers[0]!)).toBe(false)
+      expect((await sh(small.rt, "lru-a", "cat /etc/os-release")).stdout).toContain('NAME="A"')
+    } finally {
+      await small.cleanup()
+    }
+  }, 60_000)
+})
+
+describe("private registries", () => {
+  it("need the credentials of REGISTRY_AUTH_FILE", async () => {
+    const privateRegistry = startRegistry({ credentials: { username: "robot", password: "s3cret" } })
+    const authDir = tempDataDir("oci-auth")
+    const authFile = path.join(authDir, "auth.json")
+    fs.writeFileSync(authFile, JSON.stringify({ auths: { [privateRegistry.host]: { auth: btoa("robot:s3cret") } } }))
+    const withAuth = newRuntime("oci-auth", { registryAuthFile: authFile })
+    try {
+      privateRegistry.push("team/app", "1", { layers: [alpineLike("Private")] })
+      const reference = `${privateRegistry.host}/team/app:1`
+      const e = (await failure(rt.create(spec("priv1", reference)))) as RuntimeError
+      expect(e.kind).toBe("image_pull_failed")
+      expect(e.message).toMatch(/does not exist or needs credentials \(REGISTRY_AUTH_FILE\)/)
+      await run(withAuth.rt.create({ id: "priv2", vcpu: 1, memoryMb: 128, diskMb: 64, internet: false, image: { reference } }))
+      expect((await sh(withAuth.rt, "priv2", "cat /etc/os-release")).stdout).toContain('NAME="Private"')
+    } finally {
+      await withAuth.cleanup()
+      privateRegistry.stop()
+      fs.rmSync(authDir, { recursive: true, force: true })
+    }
   }, 60_000)
 })

@@ -80,7 +80,8 @@ export interface TestRegistry {
   readonly stop: () => void
 }
 
-export const startRegistry = (): TestRegistry => {
+/** `credentials`: the token realm then wants them (basic auth), as a private repository's would. */
+export const startRegistry = (options: { readonly credentials?: { readonly username: string; readonly password: string } } = {}): TestRegistry => {
   const manifests = new Map<string, Stored>()
   const blobs = new Map<string, Buffer>()
   const blobGets = new Map<string, number>()
@@ -92,6 +93,10 @@ export const startRegistry = (): TestRegistry => {
     fetch: (request) => {
       const url = new URL(request.url)
       if (url.pathname === "/token") {
+        const { credentials } = options
+        if (credentials !== undefined && request.headers.get("authorization") !== `Basic ${btoa(`${credentials.username}:${credentials.password}`)}`) {
+          return Response.json({ errors: [{ code: "UNAUTHORIZED" }] }, { status: 401 })
+        }
         tokens.issued++
         return Response.json({ token, expires_in: 300 })
       }

@@ -152,7 +152,12 @@ export const makeRegistryClient = (ref: ImageReference, options: RegistryClientO
       throw unreachable(e)
     })
     if (!response.ok) {
-      if (response.status === 401 || response.status === 403) throw new ImagePullError("unauthorized", `the registry ${ref.registry} refused the credentials`)
+      if (response.status === 401 || response.status === 403) {
+        throw new ImagePullError(
+          "unauthorized",
+          basic === undefined ? `${ref.display} does not exist or needs credentials (REGISTRY_AUTH_FILE)` : `the registry ${ref.registry} refused the credentials of REGISTRY_AUTH_FILE`
+        )
+      }
       return false
     }
     const body = JSON.parse(Buffer.from(await boundedBody(response, 1024 * 1024, "token")).toString("utf8")) as { token?: unknown; access_token?: unknown }
