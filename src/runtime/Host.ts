@@ -61,8 +61,11 @@ export interface Tools {
   /** Paths on the tools tmpfs, bound read-only into jails: bun, and the directory of the agent's modules. */
   readonly bun: string
   readonly agent: string
-  /** The host's loader (`ld.so`), bun's libraries (`lib/`), `sh` and `sleep`: what the agent needs in any image. */
-  readonly rt: string
+  /**
+   * The host's loader (`ld.so`), bun's libraries (`lib/`), `sh` and `sleep`: what the agent needs in any image.
+   * null when they could not be found (no ldd, a static bun): sandboxes on images are then refused, others run.
+   */
+  readonly rt: string | null
 }
 
 /** The dynamic loader and shared libraries `ldd` names for a binary. */
@@ -161,7 +164,13 @@ export const ensureTools = (bunPath: string, agentFiles: Readonly<Record<string,
     fs.mkdirSync(tmp)
     for (const name of names) fs.writeFileSync(path.join(tmp, name), agentFiles[name]!, { mode: 0o644 })
   }, 0o755)
-  return { bun, agent, rt: ensureRt(bunPath) }
+  let rt: string | null = null
+  try {
+    rt = ensureRt(bunPath)
+  } catch (e) {
+    console.error(`local runtime: sandboxes on OCI images are not available: ${(e as Error).message}`)
+  }
+  return { bun, agent, rt }
 }
 
 /**

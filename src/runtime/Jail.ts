@@ -158,7 +158,10 @@ export const bwrapArgs = (options: {
     "--ro-bind", options.tools.agent, "/opt/agent/lib",
     "--ro-bind", options.tools.bun, "/opt/agent/bun"
   )
-  if (options.image === true) args.push("--ro-bind", options.tools.rt, RT)
+  if (options.image === true) {
+    if (options.tools.rt === null) throw new Error("the host's loader and libraries for the agent are missing")
+    args.push("--ro-bind", options.tools.rt, RT)
+  }
   if (options.cgroup !== null) {
     const work = workProcsFiles(options.cgroup)
     args.push("--bind", work.pids, "/run/cgroup/pids.procs", "--bind", work.memory, "/run/cgroup/memory.procs")

@@ -122,7 +122,7 @@ export const makeLocalRuntime = (dataDir: string, options: LocalRuntimeOptions =
   let toolsRefreshed = Date.now()
   /** The tool copies, put back if something removed them since, and marked in use now and then. */
   const currentTools = () => {
-    if (!fs.existsSync(tools.bun) || !fs.existsSync(tools.agent) || !fs.existsSync(tools.rt) || Date.now() - toolsRefreshed > TOOLS_REFRESH_MS) {
+    if (!fs.existsSync(tools.bun) || !fs.existsSync(tools.agent) || (tools.rt !== null && !fs.existsSync(tools.rt)) || Date.now() - toolsRefreshed > TOOLS_REFRESH_MS) {
       tools = ensureTools(bunPath, agentFiles)
       toolsRefreshed = Date.now()
     }
@@ -154,6 +154,7 @@ export const makeLocalRuntime = (dataDir: string, options: LocalRuntimeOptions =
 
   /** Pulls the sandbox's image (or finds it cached): what the jail runs on, or `image_pull_failed` saying why. */
   const pullImage = async (image: NonNullable<RuntimeSandboxSpec["image"]>) => {
+    if (currentTools().rt === null) throw err("unavailable", "sandboxes on OCI images are not available on this host", "the host's dynamic loader or libraries (ldd) were not found")
     const host = hostPlatform()
     const wanted = image.platform === undefined ? host : parsePlatform(image.platform)!
     const named = image.reference.slice(0, 200)
