@@ -26,6 +26,9 @@ for tool in setpriv unshare nsenter flock mountpoint; do
 done
 command -v losetup >/dev/null 2>&1 || [ -x /usr/sbin/losetup ] || [ -x /sbin/losetup ] || missing="$missing mount"
 command -v python3 >/dev/null 2>&1 || [ -x /usr/bin/python3 ] || missing="$missing python3"
+# The OCI tests build their images from a static busybox (an image without glibc); ldd finds what the agent
+# needs from the host in images (libc-bin, always there on Debian).
+[ -x /bin/busybox ] && ! ldd /bin/busybox >/dev/null 2>&1 || missing="$missing busybox-static"
 if [ -n "$missing" ]; then
   echo "ensure-deps: installing$missing from Debian" >&2
   $SUDO apt-get update -qq >&2

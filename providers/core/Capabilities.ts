@@ -47,11 +47,13 @@ export const capabilitiesToWire = (provider: ProviderName, caps: ProviderCapabil
 })
 
 /**
- * What an emulated provider can honestly claim: the local runtime runs every sandbox on the host's `/usr` (it pulls
- * no OCI images yet), so an emulator takes no `oci_image` source it would silently ignore — such a request is
- * routed to a provider that runs the image, or fails with `no_eligible_provider` saying why.
+ * What an emulated provider can honestly claim: its provider's own capabilities, except an `oci_image` source
+ * when its emulator does not hand images to the local runtime (`runsImages: false`): such a request is routed to a
+ * provider that runs the image, or fails with `no_eligible_provider` saying why — never a ready sandbox on the
+ * host's system. The runtime pulls and runs OCI images (src/runtime/oci/); the Daytona, Blaxel and Vercel
+ * emulators pass them on, and a pull that fails fails the create with `image_pull_failed`.
  */
-export const emulatedCapabilities = (caps: ProviderCapabilities): ProviderCapabilities => ({
+export const emulatedCapabilities = (caps: ProviderCapabilities, options: { readonly runsImages: boolean }): ProviderCapabilities => ({
   ...caps,
-  sources: caps.sources.filter((source) => source !== "oci_image")
+  sources: caps.sources.filter((source) => options.runsImages || source !== "oci_image")
 })

@@ -77,8 +77,22 @@ export const failedBeforeSending = (error: unknown): boolean => {
 export const kindOfTransportFailure = (error: unknown, options: { readonly mutating: boolean }): ProviderErrorKind =>
   error !== "timeout" && failedBeforeSending(error) ? "unavailable" : options.mutating ? "unknown_outcome" : "unavailable"
 
+/**
+ * How an emulator says that the sandbox's image could not be pulled (the local runtime's `image_pull_failed`):
+ * its error (or the sandbox's failure reason) reads `image pull failed: <which image and why>`, and the gateway
+ * reports `image_pull_failed` with that reason (imagePullReason).
+ */
+const IMAGE_PULL_MARKER = "image pull failed: "
+export const imagePullMessage = (reason: string) => `${IMAGE_PULL_MARKER}${reason}`
+/** The reason of an image pull failure in a provider's error, or undefined when it is not one. */
+export const imagePullReason = (e: Pick<ProviderError, "message">): string | undefined => {
+  const at = e.message.indexOf(IMAGE_PULL_MARKER)
+  return at < 0 ? undefined : e.message.slice(at + IMAGE_PULL_MARKER.length).slice(0, 500)
+}
+
 /** The `code` recorded on a provisioning attempt for a failure of this kind (reference: the worker's classes). */
-export const attemptCode = (kind: ProviderErrorKind): string => {
+export const attemptCode = (kind: ProviderErrorKind, error?: ProviderError): string => {
+  if (error !== undefined && imagePullReason(error) !== undefined) return "image_pull_failed"
   switch (kind) {
     case "auth":
       return "provider_auth_error"

@@ -92,7 +92,7 @@ export const provisionWithFallback = (options: ProvisionOptions): Effect.Effect<
         provider,
         outcome,
         // On an organization's own account (BYOK) an auth failure is its stored credentials'.
-        code: error.kind === "auth" && error.account === "organization" ? "provider_credentials_rejected" : attemptCode(error.kind),
+        code: error.kind === "auth" && error.account === "organization" ? "provider_credentials_rejected" : attemptCode(error.kind, error),
         message: error.message,
         unmet_requirements: []
       })

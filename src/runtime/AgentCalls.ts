@@ -70,7 +70,8 @@ export const makeAgentCalls = (options: AgentCallsOptions): Calls => {
         if (spec.pty !== undefined) terminalSize(spec.pty)
         const body = {
           command: spec.command,
-          cwd: spec.cwd,
+          // A sandbox on an image works in the image's WorkingDir unless told otherwise.
+          cwd: spec.cwd ?? state.spec.image?.workingDir,
           env: { ...state.spec.env, ...spec.env },
           timeoutMs: spec.timeoutMs,
           maxOutputBytes: spec.maxOutputBytes,

@@ -2,7 +2,9 @@
  * What the local runtime needs from the host, shared by every gateway (and test run) on it, under
  * /run/sandbox-gateway (root-owned; usually on a tmpfs, so gone after a reboot):
  *   stage/   an empty directory; each jail's launcher mounts the sandbox's disk there, in its own mount namespace
- *   tools/   a tmpfs with the agent script and a copy of bun, bound read-only into every jail. Copies, named by
+ *   tools/   a tmpfs with the agent script, a copy of bun and (rt-*) the host's dynamic loader with the libraries bun
+ *            needs plus a shell and sleep, bound read-only into every jail (rt only into jails on an OCI image: the
+ *            agent and its shell loop run through that loader, so they need nothing of the image). Copies, named by
  *            content, so that the jail's /proc/self/mountinfo shows paths of this tmpfs, never the host's bun or
  *            DATA_DIR (a bind mount names the path of its source inside the source's filesystem)
  *   dev/tun  a 0666 tun node (root-only directory): slirp4netns runs as the sandbox's uid and opens /dev/net/tun,
@@ -59,6 +61,65 @@ export interface Tools {
   /** Paths on the tools tmpfs, bound read-only into jails: bun, and the directory of the agent's modules. */
   readonly bun: string
   readonly agent: string
+  /**
+   * The host's loader (`ld.so`), bun's libraries (`lib/`), `sh` and `sleep`: what the agent needs in any image.
+   * null when they could not be found (no ldd, a static bun): sandboxes on images are then refused, others run.
+   */
+  readonly rt: string | null
+}
+
+/** The dynamic loader and shared libraries `ldd` names for a binary. */
+const linkedFiles = (binary: string): { loader: string | undefined; libs: Array<string> } => {
+  const out = Bun.spawnSync(["ldd", binary], { stdio: ["ignore", "pipe", "ignore"] }).stdout.toString()
+  const libs: Array<string> = []
+  let loader: string | undefined
+  for (const line of out.split("\n")) {
+    const arrow = /=>\s+(\/\S+)/.exec(line)
+    if (arrow !== null) libs.push(arrow[1]!)
+    else if (/^\s*(\/\S*ld-linux\S*|\/\S*ld64\S*|\/\S*ld\.so\S*)\s/.test(line)) loader = line.trim().split(/\s+/)[0]
+  }
+  return { loader, libs }
+}
+
+const which = (name: string) => {
+  for (const dir of ["/usr/bin", "/bin", "/usr/sbin", "/sbin"]) if (fs.existsSync(path.join(dir, name))) return fs.realpathSync(path.join(dir, name))
+  throw new HostError(`${name} is missing on this host`)
+}
+
+/**
+ * The rt directory: the host's loader as `ld.so`, the libraries of bun, sh and sleep in `lib/`, and `sh` and
+ * `sleep` themselves. In a jail on an OCI image, `/opt/agent/rt/ld.so --library-path /opt/agent/rt/lib X` runs
+ * X with none of the image's files (Alpine has no glibc, a distroless image no shell).
+ */
+const ensureRt = (bunPath: string): string => {
+  const binaries = { bun: bunPath, sh: which("sh"), sleep: which("sleep") }
+  const files = new Map<string, string>()
+  let loader: string | undefined
+  for (const binary of Object.values(binaries)) {
+    const linked = linkedFiles(binary)
+    loader ??= linked.loader
+    for (const lib of linked.libs) files.set(path.basename(lib), fs.realpathSync(lib))
+  }
+  if (loader === undefined) throw new HostError("the host's dynamic loader could not be found (ldd)")
+  const loaderReal = fs.realpathSync(loader)
+  const sources = [loaderReal, binaries.sh, binaries.sleep, ...[...files.entries()].map(([n, f]) => `${n}=${f}`)]
+  const key = createHash("sha256").update(JSON.stringify(sources.map((s) => {
+    const file = s.includes("=") ? s.slice(s.indexOf("=") + 1) : s
+    const st = fs.statSync(file)
+    return [s, st.size, st.mtimeMs, st.ino]
+  }))).digest("hex").slice(0, 20)
+  const rt = path.join(TOOLS, `rt-${key}`)
+  installCopy(rt, (tmp) => {
+    fs.mkdirSync(path.join(tmp, "lib"), { recursive: true })
+    fs.copyFileSync(loaderReal, path.join(tmp, "ld.so"))
+    fs.copyFileSync(binaries.sh, path.join(tmp, "sh"))
+    fs.copyFileSync(binaries.sleep, path.join(tmp, "sleep"))
+    for (const [name, file] of files) fs.copyFileSync(file, path.join(tmp, "lib", name))
+    for (const f of ["ld.so", "sh", "sleep"]) fs.chmodSync(path.join(tmp, f), 0o755)
+    for (const name of files.keys()) fs.chmodSync(path.join(tmp, "lib", name), 0o644)
+    fs.chmodSync(path.join(tmp, "lib"), 0o755)
+  }, 0o755)
+  return rt
 }
 
 const installCopy = (target: string, write: (tmp: string) => void, mode: number) => {
@@ -103,7 +164,13 @@ export const ensureTools = (bunPath: string, agentFiles: Readonly<Record<string,
     fs.mkdirSync(tmp)
     for (const name of names) fs.writeFileSync(path.join(tmp, name), agentFiles[name]!, { mode: 0o644 })
   }, 0o755)
-  return { bun, agent }
+  let rt: string | null = null
+  try {
+    rt = ensureRt(bunPath)
+  } catch (e) {
+    console.error(`local runtime: sandboxes on OCI images are not available: ${(e as Error).message}`)
+  }
+  return { bun, agent, rt }
 }
 
 /**
@@ -121,7 +188,7 @@ export const collectTools = (keep: Tools) => {
   const now = Date.now()
   for (const name of names) {
     const file = path.join(TOOLS, name)
-    if (file === keep.bun || file === keep.agent || file === `${keep.bun}.src` || name.endsWith(".src")) continue
+    if (file === keep.bun || file === keep.agent || file === keep.rt || file === `${keep.bun}.src` || name.endsWith(".src")) continue
     try {
       let stale = now - fs.statSync(file).mtimeMs > TOOLS_MAX_IDLE_MS
       if (name.startsWith("bun-")) {

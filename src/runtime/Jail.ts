@@ -7,7 +7,11 @@
  * the jail's last process exits. The gateway reaches it through /proc/<launcher pid>/root (AgentChannel.ts).
  *
  * Read-only from the host: /usr (plus the merged-/usr symlinks), a few /etc files, and the agent script and bun
- * copied to the tools tmpfs (Host.ts). Never the host's home, /root, the project or DATA_DIR, and no mount of
+ * copied to the tools tmpfs (Host.ts). A sandbox on an OCI image sees none of the host's system: its root is an
+ * overlayfs mounted by the launcher (IMAGE below) whose lower layers are the image's, from the layer cache
+ * (oci/ImageCache.ts), each bound read-only through an idmapped mount that shows the cache's root-owned files as
+ * the sandbox's own uid; its upper layer is on the sandbox's disk. The agent then runs through the host's loader
+ * copied to the tools tmpfs (/opt/agent/rt), needing nothing of the image. Never the host's home, /root, the project or DATA_DIR, and no mount of
  * the jail names a host path. bwrap runs as the sandbox's own host uid (UidLeases.ts); inside, processes are uid
  * 1000 in new user, pid, ipc, uts, cgroup, mount and network namespaces, with no capabilities and no further
  * user namespaces. Limits use cgroup v1 (Cgroups.ts); without cgroups, the launcher's RLIMIT_NPROC bounds the
@@ -24,6 +28,17 @@ export { alive, descendants, procStart, signalAll } from "./Proc.ts"
 /** Default base of the sandbox uid ranges (RUNTIME_HOST_UID). Root never runs jails. */
 export const DEFAULT_HOST_UID = 1_000_000
 
+/** The OCI image a jail runs on (what was pulled: the layers are pinned by digest). */
+export interface JailImage {
+  readonly reference: string
+  readonly digest: string
+  readonly platform: string
+  /** Layer digests, bottom first (oci/ImageCache.ts layerDir). */
+  readonly layers: ReadonlyArray<string>
+  /** The image's WorkingDir: the default cwd of commands. */
+  readonly workingDir: string | undefined
+}
+
 export interface JailSpec {
   readonly vcpu: number
   readonly memoryMb: number
@@ -31,6 +46,7 @@ export interface JailSpec {
   readonly internet: boolean
   readonly env: Record<string, string>
   readonly labels: Record<string, string>
+  readonly image?: JailImage | undefined
 }
 
 export interface JailState {
@@ -95,6 +111,25 @@ const AGENT_LOOP = [
   "/opt/agent/bun"
 ]
 
+/** Where the launcher builds an image jail's root on the disk: the overlay, its upper and work dirs, the idmapped layers. */
+export const IMAGE_DIR = "image"
+const RT = "/opt/agent/rt"
+/** In an image jail: runs a host binary through the host's loader (Host.ts ensureRt). */
+const RT_EXEC = [`${RT}/ld.so`, "--library-path", `${RT}/lib`] as const
+/** The agent's shell in an image jail (AGENT_SHELL): the host's, through the host's loader. */
+export const RT_SHELL = [...RT_EXEC, `${RT}/sh`]
+
+/** The agent loop of an image jail: the same loop, but the shell, sleep and bun run through the host's loader. */
+const RT_AGENT_LOOP = [
+  ...RT_SHELL,
+  "-c",
+  'exec 3>&2 >/dev/null 2>/dev/null; (exec "$0" --library-path "$1" "$2" /opt/agent/lib/main.js 2>&3 3>&-); exec 3>&-; while :; do "$0" --library-path "$1" "$3" 0.2; "$0" --library-path "$1" "$2" /opt/agent/lib/main.js; done',
+  `${RT}/ld.so`,
+  `${RT}/lib`,
+  "/opt/agent/bun",
+  `${RT}/sleep`
+]
+
 /** bwrap's arguments; paths are as bwrap sees them, in the launcher's mount namespace (the disk at STAGE). */
 export const bwrapArgs = (options: {
   readonly tools: Tools
@@ -104,10 +139,16 @@ export const bwrapArgs = (options: {
   readonly env: Record<string, string>
   /** What the jail runs; default the agent, kept up by a shell loop. */
   readonly command?: ReadonlyArray<string> | undefined
+  /** The root is an OCI image (the overlay the launcher mounts): nothing of the host's system is bound. */
+  readonly image?: boolean | undefined
 }) => {
-  const args = ["--bind", path.join(STAGE, DISK_ROOT), "/", "--ro-bind", "/usr", "/usr"]
-  for (const name of ETC_FILES) if (fs.existsSync(`/etc/${name}`)) args.push("--ro-bind", `/etc/${name}`, `/etc/${name}`)
-  for (const name of ETC_DIRS) if (fs.existsSync(`/etc/${name}`)) args.push("--ro-bind", `/etc/${name}`, `/etc/${name}`)
+  const args: Array<string> = []
+  if (options.image === true) args.push("--bind", path.join(STAGE, IMAGE_DIR, "merged"), "/")
+  else {
+    args.push("--bind", path.join(STAGE, DISK_ROOT), "/", "--ro-bind", "/usr", "/usr")
+    for (const name of ETC_FILES) if (fs.existsSync(`/etc/${name}`)) args.push("--ro-bind", `/etc/${name}`, `/etc/${name}`)
+    for (const name of ETC_DIRS) if (fs.existsSync(`/etc/${name}`)) args.push("--ro-bind", `/etc/${name}`, `/etc/${name}`)
+  }
   args.push(
     "--proc", "/proc",
     "--dev", "/dev",
@@ -117,6 +158,10 @@ export const bwrapArgs = (options: {
     "--ro-bind", options.tools.agent, "/opt/agent/lib",
     "--ro-bind", options.tools.bun, "/opt/agent/bun"
   )
+  if (options.image === true) {
+    if (options.tools.rt === null) throw new Error("the host's loader and libraries for the agent are missing")
+    args.push("--ro-bind", options.tools.rt, RT)
+  }
   if (options.cgroup !== null) {
     const work = workProcsFiles(options.cgroup)
     args.push("--bind", work.pids, "/run/cgroup/pids.procs", "--bind", work.memory, "/run/cgroup/memory.procs")
@@ -137,8 +182,9 @@ export const bwrapArgs = (options: {
     "--setenv", "PATH", "/usr/local/bin:/usr/bin:/bin",
     "--setenv", "AGENT_RUN_DIR", "/run/agent"
   )
+  if (options.image === true) args.push("--setenv", "AGENT_SHELL", JSON.stringify(RT_SHELL))
   for (const [k, v] of Object.entries(options.env)) args.push("--setenv", k, v)
-  args.push("--", ...(options.command ?? AGENT_LOOP))
+  args.push("--", ...(options.command ?? (options.image === true ? RT_AGENT_LOOP : AGENT_LOOP)))
   return args
 }
 
@@ -159,19 +205,91 @@ export const launchCommand = (options: {
   readonly info: boolean
   /** /etc files that name the sandbox (identityFiles), written before the jail runs anything. */
   readonly identity: Record<string, string>
+  /** An image jail: the cached layer directories (bottom first) its root is made of, and its WorkingDir. */
+  readonly layers?: ReadonlyArray<string> | undefined
+  readonly workingDir?: string | undefined
   readonly args: ReadonlyArray<string>
 }): Array<string> => {
   // printf's format: only ids (a safe alphabet) and fixed text go in, but escape what printf and the quotes treat.
   const literal = (text: string) => `'${text.replaceAll("\\", "\\\\").replaceAll("%", "%%").replaceAll("'", "").replaceAll("\n", "\\n")}'`
+  const layers = options.layers
+  const etc = layers === undefined ? path.join(STAGE, DISK_ROOT, "etc") : path.join(STAGE, IMAGE_DIR, "upper", "etc")
   const steps = [
     ...(options.cgroup === null ? [] : cgroupProcsFiles(options.cgroup).map((f) => `echo $$ > '${f}'`)),
     // noinit_itable: the image is sparse, its inode tables already read as zeros (no background zeroing).
     `mount -t ext4 -o loop,nosuid,nodev,discard,noinit_itable "$0" ${STAGE}`,
     `chown ${options.hostUid}:${options.hostUid} ${DISK_OWNED.map((p) => path.join(STAGE, p)).join(" ")}`,
-    ...Object.entries(options.identity).map(([name, text]) => `printf ${literal(text)} > ${path.join(STAGE, DISK_ROOT, "etc", name)}`),
+    ...(layers === undefined ? [] : imageRootSteps(layers, options.hostUid, options.workingDir)),
+    ...Object.entries(options.identity).map(([name, text]) => `printf ${literal(text)} > ${path.join(etc, name)}`),
+    // Everything of the upper layer is the sandbox's (so the merged directories it shadows stay the sandbox's).
+    ...(layers === undefined ? [] : [`chown -R ${options.hostUid}:${options.hostUid} ${path.join(STAGE, IMAGE_DIR, "upper")}`, overlayMount(layers.length)]),
     // dash calls the process limit -p, other shells -u.
     ...(options.nproc === null ? [] : [`{ ulimit -p ${options.nproc} 2>/dev/null || ulimit -u ${options.nproc}; }`]),
     `exec setpriv --reuid=${options.hostUid} --regid=${options.hostUid} --clear-groups bwrap${options.info ? " --info-fd 1" : ""} "$@"`
   ]
   return ["unshare", "--mount", "--propagation", "private", "/bin/sh", "-c", steps.join(" && "), options.image, ...options.args]
+}
+
+/**
+ * Makes the idmapped layers of an image jail (a python3 helper: util-linux's mount cannot make idmapped mounts
+ * before 2.39). For each `src dst` pair: a detached clone of `src` (open_tree), made read-only, nosuid, nodev and
+ * idmapped through a user namespace mapping 0 to the sandbox's host uid (mount_setattr), attached at `dst`
+ * (move_mount) — in the launcher's own mount namespace only. The cache's files belong to root; through the
+ * mount they belong to the sandbox's uid, which is uid 1000 inside the jail.
+ */
+const IDMAP_HELPER = String.raw`
+import ctypes, os, struct, sys
+libc = ctypes.CDLL(None, use_errno=True)
+def check(r, what):
+    if r < 0:
+        e = ctypes.get_errno(); raise OSError(e, what + ": " + os.strerror(e))
+    return r
+uid = int(sys.argv[1]); pairs = sys.argv[2:]
+r1, w1 = os.pipe(); r2, w2 = os.pipe()
+pid = os.fork()
+if pid == 0:
+    ok = libc.unshare(0x10000000) == 0
+    os.write(w1, b"1" if ok else b"0"); os.read(r2, 1); os._exit(0)
+try:
+    if os.read(r1, 1) != b"1": raise OSError("unshare of a user namespace failed")
+    for f, t in (("uid_map", "0 %d 1" % uid), ("setgroups", "deny"), ("gid_map", "0 %d 1" % uid)):
+        with open("/proc/%d/%s" % (pid, f), "w") as h: h.write(t)
+    ns = os.open("/proc/%d/ns/user" % pid, os.O_RDONLY | os.O_CLOEXEC)
+    attr = ctypes.create_string_buffer(struct.pack("QQQQ", 0x100000 | 1 | 2 | 4, 0, 0, ns), 32)
+    for i in range(0, len(pairs), 2):
+        fd = check(libc.syscall(428, -100, pairs[i].encode(), 1 | 0o2000000), "open_tree")
+        check(libc.syscall(442, fd, b"", 0x1000, attr, 32), "mount_setattr")
+        check(libc.syscall(429, fd, b"", -100, pairs[i + 1].encode(), 4), "move_mount")
+        os.close(fd)
+finally:
+    os.write(w2, b"x"); os.waitpid(pid, 0)
+`
+
+const SAFE_WORKDIR = /^\/[A-Za-z0-9._\/-]{0,200}$/
+const UPPER_DIRS = ["workspace", "tmp", "etc", "proc", "dev", "run/agent", "run/cgroup", "opt/agent/lib", "opt/agent/rt"]
+const UPPER_FILES = ["opt/agent/bun", "run/cgroup/pids.procs", "run/cgroup/memory.procs"]
+
+/**
+ * Launcher steps of an image jail, on the freshly mounted disk: the overlay's directories (the upper layer with
+ * the jail's mount points, /workspace and /tmp, the sandbox's own), then the idmapped layers at l0, l1, ….
+ */
+const imageRootSteps = (layers: ReadonlyArray<string>, hostUid: number, workingDir: string | undefined): Array<string> => {
+  const dir = path.join(STAGE, IMAGE_DIR)
+  const upper = path.join(dir, "upper")
+  const q = (p: string) => `'${p.replaceAll("'", "")}'`
+  // The WorkingDir exists, as Docker makes it (only a plain path: it is created in the fresh upper layer).
+  const work = workingDir !== undefined && SAFE_WORKDIR.test(workingDir) && !workingDir.split("/").includes("..") ? [path.join(upper, workingDir)] : []
+  return [
+    `mkdir -p ${[upper, path.join(dir, "work"), path.join(dir, "merged"), ...layers.map((_, i) => path.join(dir, `l${i}`)), ...UPPER_DIRS.map((d) => path.join(upper, d)), ...work].join(" ")}`,
+    `touch ${UPPER_FILES.map((f) => path.join(upper, f)).join(" ")}`,
+    `chmod 1777 ${path.join(upper, "tmp")}`,
+    `python3 -c ${q(IDMAP_HELPER)} ${hostUid} ${layers.map((l, i) => `${q(l)} ${path.join(dir, `l${i}`)}`).join(" ")}`
+  ]
+}
+
+/** The overlay: the image's layers (topmost first, as overlayfs lists them) under the sandbox's upper layer. */
+const overlayMount = (count: number) => {
+  const dir = path.join(STAGE, IMAGE_DIR)
+  const lower = Array.from({ length: count }, (_, i) => path.join(dir, `l${count - 1 - i}`)).join(":")
+  return `mount -t overlay overlay -o lowerdir=${lower},upperdir=${dir}/upper,workdir=${dir}/work,nosuid,nodev ${dir}/merged`
 }

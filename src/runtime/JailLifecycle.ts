@@ -18,6 +18,7 @@ import { type Tools, TUN_NODE } from "./Host.ts"
 import { alive, bwrapArgs, descendants, jailDir, type JailSpec, type JailState, launchCommand, procStart, readState, signalAll, writeState } from "./Jail.ts"
 import { RuntimeError, runtimeError as err, type RuntimeSandbox } from "./LocalRuntime.ts"
 import { owningUserns } from "./Ns.ts"
+import { layerDir } from "./oci/ImageCache.ts"
 import { pidsOfUid } from "./Proc.ts"
 import { claimUid, type EgressPolicy, leaseHeldBy, releaseLeasesOf, releaseUid, updateLease } from "./UidLeases.ts"
 
@@ -93,7 +94,8 @@ export const makeJailLifecycle = (ctx: RuntimeContext) => {
       applied: state.mechanism === "cgroup"
         ? { vcpu: state.spec.vcpu, memoryMb: state.spec.memoryMb, diskMb: state.spec.diskMb, mechanism: "cgroup" }
         // Without a cpu cgroup nothing holds the sandbox to its share: it can use every core of the host.
-        : { vcpu: os.cpus().length, memoryMb: state.spec.memoryMb, diskMb: state.spec.diskMb, mechanism: "rlimit" }
+        : { vcpu: os.cpus().length, memoryMb: state.spec.memoryMb, diskMb: state.spec.diskMb, mechanism: "rlimit" },
+      ...(state.spec.image !== undefined ? { image: { reference: state.spec.image.reference, digest: state.spec.image.digest, platform: state.spec.image.platform } } : {})
     }
   }
 
@@ -198,7 +200,7 @@ export const makeJailLifecycle = (ctx: RuntimeContext) => {
     } catch (e) {
       throw err("internal", "the sandbox's disk could not be created", (e as Error).message)
     }
-    const args = bwrapArgs({ tools: currentTools(), hostname: id, cgroup, memoryMb: spec.memoryMb, env: agentEnv, command })
+    const args = bwrapArgs({ tools: currentTools(), hostname: id, cgroup, memoryMb: spec.memoryMb, env: agentEnv, command, image: spec.image !== undefined })
     const launch = launchCommand({
       image: diskImage(dir),
       cgroup,
@@ -206,6 +208,8 @@ export const makeJailLifecycle = (ctx: RuntimeContext) => {
       nproc: cgroup === null ? PIDS_LIMIT + PIDS_HEADROOM : null,
       info: command === undefined,
       identity: identityFiles(id, spec.internet),
+      layers: spec.image?.layers.map((digest) => layerDir(dataDir, digest)),
+      workingDir: spec.image?.workingDir,
       args
     })
     return { dir, state, launch }

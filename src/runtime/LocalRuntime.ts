@@ -12,9 +12,11 @@ export class RuntimeError extends Data.TaggedError("RuntimeError")<{
   /**
    * not_found: no such sandbox / process / file; conflict: wrong state (e.g. exec while paused) or the path
    * exists with mode `create`; invalid: bad argument (path escapes the jail, not a directory, ...);
-   * unavailable: the jail is gone or its agent does not answer; internal: anything else.
+   * unavailable: the jail is gone or its agent does not answer; image_pull_failed: the sandbox's image could not
+   * be pulled (the message says which image and why: unknown image or tag, registry unreachable, wrong
+   * platform, too large, digest mismatch, unsafe layer); internal: anything else.
    */
-  readonly kind: "not_found" | "conflict" | "invalid" | "unavailable" | "internal"
+  readonly kind: "not_found" | "conflict" | "invalid" | "unavailable" | "image_pull_failed" | "internal"
   /** In the user's terms: what failed, never a host path, a stack or the runtime's internals. */
   readonly message: string
   /** For the operator's log only (e.g. bwrap's own error when a jail does not start); never shown to users. */
@@ -45,6 +47,26 @@ export interface RuntimeSandboxSpec {
   readonly env?: Readonly<Record<string, string>> | undefined
   /** Free labels kept with the sandbox (emulators store their own metadata here). */
   readonly labels?: Readonly<Record<string, string>> | undefined
+  /**
+   * Run the sandbox on this OCI image instead of the host's minimal system: its layers (pulled through the
+   * registry's API, cached under DATA_DIR, read-only) under a writable layer of the sandbox's own on its disk.
+   * The image config's Env (under `env`) and WorkingDir (the default cwd) apply to every process. A pull that
+   * fails fails the create with kind `image_pull_failed`; the sandbox never runs on anything else.
+   */
+  readonly image?: RuntimeImageSpec | undefined
+}
+
+export interface RuntimeImageSpec {
+  /** `alpine:3.20`, `docker.io/library/alpine@sha256:…`, `127.0.0.1:5000/team/app:1` (plain HTTP on loopback only). */
+  readonly reference: string
+  /** `os/arch[/variant]`; default this host's. Another architecture than the host's fails (it could not run). */
+  readonly platform?: string | undefined
+  /**
+   * Started once the sandbox runs, as the image's own command would be: the image's Entrypoint followed by
+   * these arguments (instead of its Cmd), in its WorkingDir with its Env. Its output is kept as the execution
+   * tagged `image-command`. None: nothing is started (the sandbox idles, as a provider's sandbox does).
+   */
+  readonly command?: ReadonlyArray<string> | undefined
 }
 
 export interface RuntimeSandbox {
@@ -54,11 +76,13 @@ export interface RuntimeSandbox {
   readonly labels: Readonly<Record<string, string>>
   /** What was really applied: cgroup limits, or rlimits where cgroups are not available. */
   readonly applied: { readonly vcpu: number; readonly memoryMb: number; readonly diskMb: number; readonly mechanism: "cgroup" | "rlimit" }
+  /** The image the sandbox runs on (its manifest digest pins what was pulled), when it was created from one. */
+  readonly image?: { readonly reference: string; readonly digest: string; readonly platform: string } | undefined
 }
 
 export interface ExecSpec {
   readonly command: ReadonlyArray<string>
-  /** Absolute path inside the sandbox; default /workspace. */
+  /** Absolute path inside the sandbox; default the image's WorkingDir (sandboxes from an image), else /workspace. */
   readonly cwd?: string | undefined
   readonly env?: Readonly<Record<string, string>> | undefined
   /** Killed (SIGTERM, then SIGKILL after a grace period) when exceeded. */

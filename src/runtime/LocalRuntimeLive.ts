@@ -21,6 +21,9 @@ import { LocalRuntime, type LocalRuntimeShape, RuntimeError, runtimeError as err
 import { makeSweep, ORPHAN_GRACE_MS, type SweepReport } from "./Sweep.ts"
 import { type EgressPolicy, MAX_BASE } from "./UidLeases.ts"
 import { isPooled, makeWarmPool, POOL_DISK_MB, POOL_PREFIX } from "./WarmPool.ts"
+import { ImagePullError } from "./oci/Errors.ts"
+import { makeImageCache } from "./oci/ImageCache.ts"
+import { hostPlatform, parsePlatform, platformMatches, platformString } from "./oci/Reference.ts"
 
 export type { SweepReport } from "./Sweep.ts"
 export { POOL_DISK_MB } from "./WarmPool.ts"
@@ -39,7 +42,16 @@ export interface LocalRuntimeOptions {
   readonly allowPrivateEgress?: boolean | undefined
   /** Time limit of an agent call with a small answer, and the margin beyond a long poll's wait (default 15 s). */
   readonly agentTimeoutMs?: number | undefined
+  /** A Docker-style registry auth file (REGISTRY_AUTH_FILE). */
+  readonly registryAuthFile?: string | undefined
+  /** Largest image, compressed and unpacked, in MiB (IMAGE_MAX_MB, default 4096). */
+  readonly imageMaxMb?: number | undefined
+  /** Size of the layer cache the LRU sweep keeps, in MiB (IMAGE_CACHE_MB, default 20480). */
+  readonly imageCacheMb?: number | undefined
 }
+
+/** The tag of the execution that runs an image sandbox's command (RuntimeImageSpec.command). */
+export const IMAGE_COMMAND_TAG = "image-command"
 
 export interface LocalRuntimeHandle extends LocalRuntimeShape {
   readonly reap: (keepIds: ReadonlySet<string>) => Effect.Effect<ReadonlyArray<string>, RuntimeError>
@@ -62,6 +74,14 @@ const validateSpec = (spec: RuntimeSandboxSpec) => {
   }
   for (const [k, v] of Object.entries(spec.env ?? {})) {
     if (k === "" || k.includes("=") || k.includes("\0") || typeof v !== "string" || v.includes("\0")) throw err("invalid", `bad environment variable ${k.slice(0, 100)}`)
+  }
+  if (spec.image !== undefined) {
+    if (typeof spec.image.reference !== "string" || spec.image.reference.length === 0) throw err("invalid", "image.reference must be an image reference")
+    if (spec.image.platform !== undefined && parsePlatform(spec.image.platform) === undefined) throw err("invalid", "image.platform must be os/arch[/variant]")
+    const command = spec.image.command
+    if (command !== undefined && (!Array.isArray(command) || !command.every((a) => typeof a === "string" && !a.includes("\0")))) {
+      throw err("invalid", "image.command must be a list of strings")
+    }
   }
 }
 
@@ -102,7 +122,7 @@ export const makeLocalRuntime = (dataDir: string, options: LocalRuntimeOptions =
   let toolsRefreshed = Date.now()
   /** The tool copies, put back if something removed them since, and marked in use now and then. */
   const currentTools = () => {
-    if (!fs.existsSync(tools.bun) || !fs.existsSync(tools.agent) || Date.now() - toolsRefreshed > TOOLS_REFRESH_MS) {
+    if (!fs.existsSync(tools.bun) || !fs.existsSync(tools.agent) || (tools.rt !== null && !fs.existsSync(tools.rt)) || Date.now() - toolsRefreshed > TOOLS_REFRESH_MS) {
       tools = ensureTools(bunPath, agentFiles)
       toolsRefreshed = Date.now()
     }
@@ -123,6 +143,31 @@ export const makeLocalRuntime = (dataDir: string, options: LocalRuntimeOptions =
     aborter
   }
   const jails = makeJailLifecycle(ctx)
+  const images = makeImageCache({
+    dataDir,
+    authFile: options.registryAuthFile,
+    maxImageBytes: (options.imageMaxMb ?? 4096) * 1024 * 1024,
+    maxCacheBytes: (options.imageCacheMb ?? 20_480) * 1024 * 1024,
+    // Every jail that still exists (running or not) keeps its layers: they are its root.
+    inUse: () => new Set(fs.readdirSync(sandboxesDir(dataDir)).flatMap((id) => readState(dataDir, id)?.spec.image?.layers ?? []))
+  })
+
+  /** Pulls the sandbox's image (or finds it cached): what the jail runs on, or `image_pull_failed` saying why. */
+  const pullImage = async (image: NonNullable<RuntimeSandboxSpec["image"]>) => {
+    if (currentTools().rt === null) throw err("unavailable", "sandboxes on OCI images are not available on this host", "the host's dynamic loader or libraries (ldd) were not found")
+    const host = hostPlatform()
+    const wanted = image.platform === undefined ? host : parsePlatform(image.platform)!
+    const named = image.reference.slice(0, 200)
+    if (!platformMatches(host, wanted)) {
+      throw err("image_pull_failed", `image ${named}: wrong platform: ${platformString(wanted)} images cannot run on this ${platformString(host)} host`)
+    }
+    try {
+      return await images.pull(image.reference, wanted)
+    } catch (e) {
+      if (e instanceof ImagePullError) throw err("image_pull_failed", e.message, e.detail ?? e.reason)
+      throw err("image_pull_failed", `image ${named}: the pull failed`, e instanceof Error ? e.message : String(e))
+    }
+  }
   const pool = makeWarmPool(ctx, jails, options.warmPool ?? 0, () => closed)
   const creating = new Map<string, Promise<RuntimeSandbox>>()
   const busy = (id: string) => pool.holds(id) || creating.has(id)
@@ -153,6 +198,8 @@ export const makeLocalRuntime = (dataDir: string, options: LocalRuntimeOptions =
     return state
   }
 
+  const calls = makeAgentCalls({ requireRunning, run, callTimeoutMs: options.agentTimeoutMs ?? CALL_TIMEOUT_MS, aborter, isClosed: () => closed })
+
   const create = async (spec: RuntimeSandboxSpec): Promise<RuntimeSandbox> => {
     validateSpec(spec)
     if (closed) throw err("unavailable", "the runtime is shut down")
@@ -160,26 +207,44 @@ export const makeLocalRuntime = (dataDir: string, options: LocalRuntimeOptions =
     if (pending !== undefined) return pending
     const existing = readState(dataDir, spec.id)
     if (existing !== undefined && jails.running(existing)) return jails.toSandbox(existing)
-    const jailSpec: JailSpec = {
-      vcpu: spec.vcpu,
-      memoryMb: spec.memoryMb,
-      diskMb: spec.diskMb ?? DEFAULT_DISK_MB,
-      internet: spec.internet,
-      env: { ...spec.env },
-      labels: { ...spec.labels }
-    }
     const promise = (async () => {
-      if (jailSpec.internet) await jails.requireEgressFilter()
+      if (spec.internet) await jails.requireEgressFilter()
+      const pulled = spec.image === undefined ? undefined : await pullImage(spec.image)
+      const jailSpec: JailSpec = {
+        vcpu: spec.vcpu,
+        memoryMb: spec.memoryMb,
+        diskMb: spec.diskMb ?? DEFAULT_DISK_MB,
+        internet: spec.internet,
+        // The image's Env first: the request's own variables win.
+        env: { ...pulled?.env, ...spec.env },
+        labels: { ...spec.labels },
+        ...(pulled !== undefined
+          ? { image: { reference: pulled.reference, digest: pulled.digest, platform: pulled.platform, layers: pulled.layers, workingDir: pulled.workingDir } }
+          : {})
+      }
       // A dead leftover under this id (its host rebooted, or its jail was killed): start afresh.
       if (fs.existsSync(jailDir(dataDir, spec.id)) || cgroupsExist(cgroupPath(scope, spec.id))) await jails.destroyJail(spec.id)
-      const warm = await pool.handOut(spec, jailSpec)
+      // Warm jails run on the host's system: never for an image.
+      const warm = pulled === undefined ? await pool.handOut(spec, jailSpec) : undefined
       if (warm !== undefined) return warm
+      let started: RuntimeSandbox
       try {
-        return jails.toSandbox(await jails.startJail(spec.id, jailSpec))
+        started = jails.toSandbox(await jails.startJail(spec.id, jailSpec))
       } catch (e) {
         await jails.destroyJail(spec.id)
         throw e
       }
+      if (pulled !== undefined && spec.image?.command !== undefined) {
+        // As the image's command would run: its Entrypoint with these arguments, in its WorkingDir, with its Env.
+        const command = [...pulled.entrypoint, ...spec.image.command]
+        if (command.length > 0) {
+          await Effect.runPromise(calls.exec(spec.id, { command, maxOutputBytes: 1024 * 1024, tag: IMAGE_COMMAND_TAG, stdin: false })).catch(async (e: unknown) => {
+            await jails.destroyJail(spec.id)
+            throw e
+          })
+        }
+      }
+      return started
     })().finally(() => creating.delete(spec.id))
     creating.set(spec.id, promise)
     return promise
@@ -222,7 +287,7 @@ export const makeLocalRuntime = (dataDir: string, options: LocalRuntimeOptions =
     pause: (id) => run(() => pauseOrResume(id, true)),
     resume: (id) => run(() => pauseOrResume(id, false)),
     metrics: (id) => run(() => jailMetrics(stateOf(id))),
-    ...makeAgentCalls({ requireRunning, run, callTimeoutMs: options.agentTimeoutMs ?? CALL_TIMEOUT_MS, aborter, isClosed: () => closed }),
+    ...calls,
     reap: (keep) => run(() => reap(keep)),
     sweep: run(sweep),
     directJail: (id, spec) => {
@@ -263,6 +328,8 @@ export const makeLocalRuntime = (dataDir: string, options: LocalRuntimeOptions =
 }
 
 /**
+ * REGISTRY_AUTH_FILE names a Docker-style auth file with credentials for private registries; IMAGE_MAX_MB (default
+ * 4096) caps an image, IMAGE_CACHE_MB (default 20480) the layer cache.
  * RUNTIME_WARM_POOL (default 2) warm jails are kept ready for fast creates; 0 turns it off. RUNTIME_HOST_UID
  * (default 1000000) is the base of the sandboxes' host uid ranges. RUNTIME_ALLOW_PRIVATE_EGRESS=true lets
  * sandboxes with internet reach private ranges. The finalizer does not touch sandboxes (they outlive the
@@ -275,8 +342,19 @@ export const LocalRuntimeLive = Layer.scoped(
     const warmPool = yield* Config.integer("RUNTIME_WARM_POOL").pipe(Config.withDefault(2), Effect.orDie)
     const hostUid = yield* Config.integer("RUNTIME_HOST_UID").pipe(Config.withDefault(DEFAULT_HOST_UID), Effect.orDie)
     const allowPrivateEgress = yield* Config.boolean("RUNTIME_ALLOW_PRIVATE_EGRESS").pipe(Config.withDefault(false), Effect.orDie)
+    const registryAuthFile = yield* Config.string("REGISTRY_AUTH_FILE").pipe(Config.option, Effect.orDie)
+    const imageMaxMb = yield* Config.integer("IMAGE_MAX_MB").pipe(Config.withDefault(4096), Effect.orDie)
+    const imageCacheMb = yield* Config.integer("IMAGE_CACHE_MB").pipe(Config.withDefault(20_480), Effect.orDie)
     const make = Effect.try({
-      try: () => makeLocalRuntime(config.dataDir, { warmPool, hostUid, allowPrivateEgress }),
+      try: () =>
+        makeLocalRuntime(config.dataDir, {
+          warmPool,
+          hostUid,
+          allowPrivateEgress,
+          registryAuthFile: Option.getOrUndefined(registryAuthFile),
+          imageMaxMb,
+          imageCacheMb
+        }),
       catch: (e) => new Error(e instanceof HostError ? e.message : `the local runtime could not start: ${(e as Error).message}`)
     }).pipe(Effect.orDie)
     return yield* Effect.acquireRelease(make, (runtime) => runtime.shutdown)

@@ -1,45 +1,90 @@
 /**
- * The local runtime pulls no OCI images yet (issue 14, item 1): an emulated provider must not take an `oci_image`
- * source and run the sandbox on the host's /usr instead. Such a request fails its operation with
- * `no_eligible_provider`, each attempt saying the provider does not take that source — never a ready sandbox on
- * another image.
+ * `oci_image` sources on emulated providers run the image for real (issue 14, item 1): each emulator whose provider
+ * takes images (Daytona, Blaxel, Vercel) passes it to the local runtime, which pulls it from the registry (here one
+ * on loopback, made by the test from a static busybox) and runs the sandbox on it. A pull that fails fails the
+ * create operation with `image_pull_failed` saying which image and why — never a ready sandbox on another image.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { alpineLike, startRegistry, type TestRegistry } from "../support/registry.ts"
 import { api, bootstrap, type RunningServer, startServer } from "../support/server.ts"
-import { idempotencyKey, type KeyAuth, minimalSandbox, waitOperation } from "../support/sandbox.ts"
+import { idempotencyKey, type KeyAuth, minimalSandbox, runProcess, waitOperation } from "../support/sandbox.ts"
 
 let server: RunningServer
 let http: ReturnType<typeof api>
 let auth: KeyAuth
+let registry: TestRegistry
 
 beforeAll(async () => {
+  registry = startRegistry()
+  registry.push("test/alpine", "3.20", {
+    index: true,
+    env: ["PATH=/usr/local/bin:/usr/bin:/bin", "IMAGE_GREETING=from-the-image"],
+    workingDir: "/srv",
+    layers: [[...alpineLike(), { name: "srv/", type: "dir" }]]
+  })
   server = await startServer()
   http = api(server.url)
   const owner = await bootstrap(server.dataDir, "oci@example.com")
   auth = { token: owner.api_key, project: owner.project_id }
+}, 60_000)
+afterAll(async () => {
+  await server.stop()
+  registry.stop()
 })
-afterAll(() => server.stop())
+
+const create = async (image: string, provider: string | undefined) => {
+  const body = minimalSandbox({
+    source: { kind: "oci_image", image },
+    network: { internet_access: true },
+    ...(provider === undefined ? {} : { provider })
+  })
+  const created = await http.post("/v1/sandboxes", { ...auth, body, headers: { "idempotency-key": idempotencyKey("oci") } })
+  expect(created.status).toBe(202)
+  return { created, op: await waitOperation(http, auth, created.body.operation.id, 60_000) }
+}
 
 describe("oci_image sources on emulated providers", () => {
-  for (const provider of [undefined, "daytona", "blaxel", "prime"]) {
-    it(`${provider ?? "auto"}: the create fails with no_eligible_provider, naming the source; no sandbox runs`, async () => {
-      const body = minimalSandbox({
-        source: { kind: "oci_image", image: "docker.io/library/alpine:3.20" },
-        network: { internet_access: true },
-        ...(provider === undefined ? {} : { provider })
-      })
-      const created = await http.post("/v1/sandboxes", { ...auth, body, headers: { "idempotency-key": idempotencyKey("oci") } })
-      expect(created.status).toBe(202)
-      const op = await waitOperation(http, auth, created.body.operation.id)
+  // Emulators that cannot hand an image to the runtime do not take such a source (the real provider may).
+  for (const provider of ["prime", "freestyle"]) {
+    it(`${provider}: its emulator takes no oci_image source: no_eligible_provider naming the source`, async () => {
+      const { created, op } = await create(`${registry.host}/test/alpine:3.20`, provider)
       expect(op.state).toBe("failed")
       expect(op.error.code).toBe("no_eligible_provider")
-      const attempts = op.error.details.attempts as Array<{ provider: string; outcome: string; unmet_requirements: Array<unknown> }>
-      expect(attempts.length).toBeGreaterThan(0)
-      for (const attempt of attempts) {
-        expect(attempt.outcome).toBe("ineligible")
-        expect(JSON.stringify(attempt.unmet_requirements)).toMatch(/oci_image/)
-      }
+      expect(JSON.stringify(op.error.details.attempts)).toMatch(/oci_image/)
       expect((await http.get(`/v1/sandboxes/${created.body.sandbox.id}`, auth)).body.state).toBe("failed")
     }, 30_000)
+  }
+
+  for (const provider of [undefined, "daytona", "blaxel", "vercel"]) {
+    it(`${provider ?? "auto"}: the sandbox runs on the image (its os-release, its Env), not on the host's system`, async () => {
+      const { created, op } = await create(`${registry.host}/test/alpine:3.20`, provider)
+      expect(op.state, JSON.stringify(op.error)).toBe("succeeded")
+      const id = created.body.sandbox.id
+      const r = await runProcess(http, auth, id, ["sh", "-c", "cat /etc/os-release; echo $IMAGE_GREETING; ls /usr/bin 2>&1 | head -1"])
+      expect(r.stdout).toContain('NAME="TestAlpine"')
+      expect(r.stdout).toContain("from-the-image")
+      expect(r.stdout).toMatch(/No such file/)
+      expect((await http.delete(`/v1/sandboxes/${id}`, { ...auth, headers: { "idempotency-key": idempotencyKey("del") } })).status).toBeLessThan(300)
+    }, 90_000)
+  }
+
+  for (const [label, image, reason] of [
+    ["an unknown tag", () => `${registry.host}/test/alpine:9.99`, /no such tag 9\.99/],
+    ["an unknown image", () => `${registry.host}/test/nothing:1`, /has no image test\/nothing/],
+    ["an unreachable registry", () => "127.0.0.1:1/test/alpine:1", /cannot be reached/]
+  ] as const) {
+    for (const provider of ["daytona", "blaxel", "vercel"]) {
+      it(`${provider}: ${label} fails the create with image_pull_failed saying so; no sandbox runs`, async () => {
+        const { created, op } = await create(image(), provider)
+        expect(op.state).toBe("failed")
+        expect(op.error.code).toBe("image_pull_failed")
+        expect(op.error.message).toMatch(reason)
+        expect(op.error.message).toMatch(/^The image could not be pulled: /)
+        const attempts = op.error.details.attempts as Array<{ provider: string; outcome: string; code: string; message: string }>
+        expect(attempts.at(-1)).toMatchObject({ provider, outcome: "failed", code: "image_pull_failed" })
+        expect(attempts.at(-1)?.message).toMatch(reason)
+        expect((await http.get(`/v1/sandboxes/${created.body.sandbox.id}`, auth)).body.state).toBe("failed")
+      }, 60_000)
+    }
   }
 })

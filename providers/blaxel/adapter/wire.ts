@@ -206,7 +206,7 @@ export const makeContext = (config: BlaxelProviderConfig) => {
 
   return {
     config,
-    capabilities: emulated ? emulatedCapabilities(BLAXEL_CAPABILITIES) : BLAXEL_CAPABILITIES,
+    capabilities: emulated ? emulatedCapabilities(BLAXEL_CAPABILITIES, { runsImages: true }) : BLAXEL_CAPABILITIES,
     emulated,
     pollMs: config.pollIntervalMs ?? (emulated ? 20 : 1000),
     deployTimeoutMs: config.deployTimeoutMs ?? (emulated ? 60_000 : 300_000),

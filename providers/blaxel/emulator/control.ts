@@ -95,7 +95,9 @@ export const makeControl = (books: Books, runtime: LocalRuntimeShape, options: C
         // Blaxel sandboxes reach the internet; there is no switch to keep one off it.
         internet: true,
         env: Object.fromEntries(sandbox.envs.map((e) => [e.name, e.value])),
-        labels: { provider: "blaxel", name }
+        labels: { provider: "blaxel", name },
+        // Blaxel's own base images are the local runtime's base system; any other image is pulled and run.
+        ...(sandbox.image.startsWith("blaxel/") ? {} : { image: { reference: sandbox.image } })
       }))
       state.sandboxes[name] = sandbox
       state.usage[books.usageKey(sandbox)] = { memory: sandbox.memory, createdAt: sandbox.createdAt, endedAt: null }

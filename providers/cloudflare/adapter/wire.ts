@@ -213,7 +213,7 @@ export const makeContext = (config: CloudflareProviderConfig) => {
   return {
     config,
     client,
-    capabilities: emulated ? emulatedCapabilities(declared) : declared,
+    capabilities: emulated ? emulatedCapabilities(declared, { runsImages: false }) : declared,
     emulated,
     costEnabled,
     requestTimeoutMs,

@@ -6,6 +6,7 @@
 import { Cause, Effect, Exit, Option } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
+import { imagePullMessage } from "../errors.ts"
 
 /** Runs an Effect; its typed failure (a RuntimeError with its `kind`) is what gets thrown. */
 export const runOrThrow = async <A, E>(effect: Effect.Effect<A, E>): Promise<A> => {
@@ -21,7 +22,10 @@ export const runOrThrow = async <A, E>(effect: Effect.Effect<A, E>): Promise<A> 
  * object (evaluating …)`), which no provider would send. That goes to stderr for the operator.
  */
 export const emulatorMessage = (e: unknown, emulator: string): string => {
-  if (typeof e === "object" && e !== null && (e as { _tag?: unknown })._tag === "RuntimeError") return String((e as { message?: unknown }).message)
+  if (typeof e === "object" && e !== null && (e as { _tag?: unknown })._tag === "RuntimeError") {
+    const message = String((e as { message?: unknown }).message)
+    return (e as { kind?: unknown }).kind === "image_pull_failed" ? imagePullMessage(message) : message
+  }
   console.error(`${emulator} emulator: unexpected failure`, e)
   return "internal error"
 }
@@ -29,7 +33,7 @@ export const emulatorMessage = (e: unknown, emulator: string): string => {
 /** The HTTP status for a runtime failure thrown inside an emulator handler. */
 export const statusOfRuntimeError = (e: unknown): number => {
   const kind = (e as { kind?: string }).kind
-  return kind === "not_found" ? 404 : kind === "conflict" ? 409 : kind === "invalid" ? 400 : 500
+  return kind === "not_found" ? 404 : kind === "conflict" ? 409 : kind === "invalid" || kind === "image_pull_failed" ? 400 : 500
 }
 
 /** Serves on the port used last time for this emulator (or a new one if it is taken) and remembers it. */

@@ -269,7 +269,7 @@ export const makeContext = (config: DaytonaProviderConfig) => {
 
   return {
     config,
-    capabilities: config.capabilities ?? (emulated ? emulatedCapabilities(DAYTONA_CAPABILITIES) : DAYTONA_CAPABILITIES),
+    capabilities: config.capabilities ?? (emulated ? emulatedCapabilities(DAYTONA_CAPABILITIES, { runsImages: true }) : DAYTONA_CAPABILITIES),
     emulated,
     workspaceDir: (config.workspaceDir ?? (emulated ? "/workspace" : "workspace")).replace(/\/+$/, ""),
     pollMs: config.pollIntervalMs ?? (emulated ? 50 : 1000),

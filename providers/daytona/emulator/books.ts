@@ -12,7 +12,11 @@ const EmulatedSandbox = Schema.mutable(Schema.Struct({
   id: Schema.String,
   name: Schema.String,
   labels: StringMap,
-  state: Schema.Literal("started", "stopped"),
+  /** build_failed: its image could not be pulled (Daytona's state for a failed image build); no jail runs. */
+  state: Schema.Literal("started", "stopped", "build_failed"),
+  errorReason: Schema.optional(Schema.String),
+  /** The OCI image it runs on (`buildInfo.dockerfileContent: "FROM <image>"`), if any. */
+  image: Schema.optional(Schema.String),
   cpu: Schema.Number,
   memory: Schema.Number,
   disk: Schema.Number,

@@ -7,7 +7,7 @@
 import { Option } from "effect"
 import * as crypto from "node:crypto"
 import type { LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
-import { makeRouter, route, runOrThrow as run } from "../../core/emulator/server.ts"
+import { emulatorMessage, makeRouter, route, runOrThrow as run } from "../../core/emulator/server.ts"
 import type { Books, EmulatedSandbox } from "./books.ts"
 import type { Previews } from "./preview.ts"
 import { error, json, Refused, toWire } from "./wire.ts"
@@ -29,13 +29,29 @@ export const makeControl = (books: Books, runtime: LocalRuntimeShape, options: C
 
   /** As Daytona reports a sandbox whose machine died: state `error`, with a reason. */
   const observed = async (s: EmulatedSandbox) => {
+    if (s.state === "build_failed") return wire(s)
     const jail = await run(runtime.get(s.id)).catch(() => Option.none())
     const alive = Option.isSome(jail) && jail.value.state !== "stopped"
     return alive ? wire(s) : { ...wire(s), state: "error", errorReason: "The sandbox's machine is gone" }
   }
 
   const create = async ({ request }: Call) => {
-    const body = (await request.json()) as { name?: string; labels?: Record<string, string>; cpu?: number; memory?: number; disk?: number; env?: Record<string, string>; networkBlockAll?: boolean }
+    const body = (await request.json()) as {
+      name?: string
+      labels?: Record<string, string>
+      cpu?: number
+      memory?: number
+      disk?: number
+      env?: Record<string, string>
+      networkBlockAll?: boolean
+      buildInfo?: { dockerfileContent?: string }
+    }
+    // A declarative build: the emulator runs its base image (FROM); other instructions are not emulated.
+    const dockerfile = body.buildInfo?.dockerfileContent
+    const image = dockerfile === undefined ? undefined : /^\s*FROM\s+(\S+)/im.exec(dockerfile)?.[1]
+    if (dockerfile !== undefined && (image === undefined || dockerfile.trim().split("\n").length > 1)) {
+      return error(400, "the emulator builds only `FROM <image>` Dockerfiles")
+    }
     if (body.name !== undefined && books.findSandbox(body.name) !== undefined) return error(409, `Sandbox with name ${body.name} already exists`)
     const id = crypto.randomUUID()
     const sandbox: EmulatedSandbox = {
@@ -47,17 +63,28 @@ export const makeControl = (books: Books, runtime: LocalRuntimeShape, options: C
       memory: body.memory ?? 1,
       disk: body.disk ?? 3,
       env: body.env ?? {},
-      createdAt: new Date().toISOString()
+      createdAt: new Date().toISOString(),
+      ...(image !== undefined ? { image } : {})
     }
-    await run(runtime.create({
-      id,
-      vcpu: sandbox.cpu,
-      memoryMb: Math.round(sandbox.memory * 1024),
-      diskMb: sandbox.disk * 1024,
-      internet: body.networkBlockAll === false,
-      env: sandbox.env,
-      labels: { provider: "daytona", ...sandbox.labels }
-    }))
+    try {
+      await run(runtime.create({
+        id,
+        vcpu: sandbox.cpu,
+        memoryMb: Math.round(sandbox.memory * 1024),
+        diskMb: sandbox.disk * 1024,
+        internet: body.networkBlockAll === false,
+        env: sandbox.env,
+        labels: { provider: "daytona", ...sandbox.labels },
+        ...(image !== undefined ? { image: { reference: image } } : {})
+      }))
+    } catch (e) {
+      // As Daytona reports a build that failed: the sandbox exists in state build_failed, with the reason.
+      if ((e as { kind?: unknown }).kind !== "image_pull_failed") throw e
+      const failed: EmulatedSandbox = { ...sandbox, state: "build_failed", errorReason: emulatorMessage(e, "daytona") }
+      state.sandboxes[id] = failed
+      save()
+      return json(wire(failed))
+    }
     state.sandboxes[id] = sandbox
     save()
     return json(wire(sandbox))
@@ -83,6 +110,7 @@ export const makeControl = (books: Books, runtime: LocalRuntimeShape, options: C
 
   const transition = (to: "stopped" | "started") => async ({ sandbox }: Call) => {
     const s = sandbox()
+    if (s.state === "build_failed") return error(409, "The sandbox's build failed: it cannot be started or stopped")
     // Nothing reaches a stopped sandbox: its bridges close (and their connections with them) before it freezes.
     if (to === "stopped") options.previews.closeSandbox(s.id)
     await run(to === "stopped" ? runtime.pause(s.id) : runtime.resume(s.id))

@@ -24,6 +24,7 @@ export const toWire = (s: EmulatedSandbox, baseUrl: string) => ({
   organizationId: "emulated",
   labels: s.labels,
   state: s.state,
+  ...(s.errorReason !== undefined ? { errorReason: s.errorReason } : {}),
   cpu: s.cpu,
   memory: s.memory,
   disk: s.disk,

@@ -211,7 +211,7 @@ export const makeContext = (config: FreestyleProviderConfig) => {
 
   return {
     config,
-    capabilities: emulated ? emulatedCapabilities(FREESTYLE_CAPABILITIES) : FREESTYLE_CAPABILITIES,
+    capabilities: emulated ? emulatedCapabilities(FREESTYLE_CAPABILITIES, { runsImages: false }) : FREESTYLE_CAPABILITIES,
     emulated,
     pollMs: config.pollIntervalMs ?? (emulated ? 20 : 200),
     lifecycleTimeoutMs: config.lifecycleTimeoutMs ?? (emulated ? 60_000 : 300_000),

@@ -173,7 +173,7 @@ export const makeContext = (config: PrimeProviderConfig) => {
 
   return {
     config,
-    capabilities: emulated ? emulatedCapabilities(PRIME_CAPABILITIES) : PRIME_CAPABILITIES,
+    capabilities: emulated ? emulatedCapabilities(PRIME_CAPABILITIES, { runsImages: false }) : PRIME_CAPABILITIES,
     emulated,
     pollMs: config.pollIntervalMs ?? (emulated ? 20 : 500),
     startTimeoutMs: config.startTimeoutMs ?? (emulated ? 60_000 : 300_000),

@@ -242,7 +242,7 @@ export const makeContext = (config: RunloopProviderConfig) => {
 
   return {
     config,
-    capabilities: emulated ? emulatedCapabilities(RUNLOOP_CAPABILITIES) : RUNLOOP_CAPABILITIES,
+    capabilities: emulated ? emulatedCapabilities(RUNLOOP_CAPABILITIES, { runsImages: false }) : RUNLOOP_CAPABILITIES,
     emulated,
     fail: wire.fail,
     decode: wire.decode,

@@ -228,7 +228,7 @@ export const makeContext = (config: VercelProviderConfig) => {
 
   return {
     config,
-    capabilities: emulated ? emulatedCapabilities(VERCEL_CAPABILITIES) : VERCEL_CAPABILITIES,
+    capabilities: emulated ? emulatedCapabilities(VERCEL_CAPABILITIES, { runsImages: true }) : VERCEL_CAPABILITIES,
     emulated,
     pollMs: config.pollIntervalMs ?? (emulated ? 20 : 1000),
     startTimeoutMs: config.startTimeoutMs ?? (emulated ? 60_000 : 300_000),

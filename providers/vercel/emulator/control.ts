@@ -4,7 +4,8 @@
  * …/extend-timeout`. A session ends at its timeout (its jail goes; the record stays until deleted); one whose
  * jail died reads as `failed`. Usage (active CPU from the jail's cgroup, egress from its network namespace) is
  * reported on the session and the sandbox, as Vercel meters it. Every runtime runs on the local runtime's one base
- * system, which pulls no images: `image` is refused, and so are `ports` (no routes are served).
+ * system; an `image` is pulled and run by the local runtime (a pull that fails is a 400 saying so); `ports` are
+ * refused (no routes are served).
  */
 import { Option, Schema } from "effect"
 import * as crypto from "node:crypto"
@@ -122,7 +123,6 @@ export const makeControl = (books: Books, runtime: LocalRuntimeShape, options: {
   const create = async (request: Request) => {
     const body = await readBody(request, CreateSandbox)
     if (body.projectId !== books.projectId) throw new HttpFailure(404, "not_found", `Project ${body.projectId} not found`)
-    if (body.image !== undefined) throw new HttpFailure(400, "bad_request", "the emulator runs no images (the local runtime pulls none); use a runtime")
     if ((body.ports ?? []).length > 0) throw new HttpFailure(400, "bad_request", "the emulator serves no routes")
     if (body.persistent === true) throw new HttpFailure(400, "bad_request", "persistent sandboxes are not emulated")
     const name = body.name
@@ -157,7 +157,8 @@ export const makeControl = (books: Books, runtime: LocalRuntimeShape, options: {
         diskMb: DISK_MB,
         internet: sandbox.internet,
         env: sandbox.env,
-        labels: { provider: "vercel", name }
+        labels: { provider: "vercel", name },
+        ...(body.image !== undefined ? { image: { reference: body.image } } : {})
       }))
       state.sandboxes[name] = sandbox
       save()

@@ -11,6 +11,17 @@ import { byTag, EXECS_DIR, type Exec, execs, type ExitFields, finish, onOutput, 
 /** Cgroup files a command joins before it runs (the runtime binds them in when cgroups are in use). */
 const CGROUP_FILES = ["/run/cgroup/pids.procs", "/run/cgroup/memory.procs"].filter((f) => fs.existsSync(f))
 const KILL_GRACE_MS = 2000
+/**
+ * The shell that starts commands: the jail's /bin/sh, or (in a jail on an OCI image, which may have no shell or
+ * no glibc) the host's, run through the host's loader from the runtime's own read-only directory (AGENT_SHELL).
+ */
+const SHELL: ReadonlyArray<string> = (() => {
+  try {
+    const parsed = JSON.parse(process.env["AGENT_SHELL"] ?? "") as unknown
+    if (Array.isArray(parsed) && parsed.length > 0 && parsed.every((a) => typeof a === "string")) return parsed as Array<string>
+  } catch {}
+  return ["/bin/sh"]
+})()
 /** After the command itself exited, how long its pipes may stay open (held by a background child). */
 const PIPE_GRACE_MS = 200
 
@@ -116,7 +127,7 @@ const startExec = (spec: ExecRequest): Exec => {
     fd,
     outputBytes: 0
   })
-  const cmd = ["/bin/sh", "-c", `${prelude.join("; ")}${prelude.length > 0 ? "; " : ""}exec "$@"`, "sh", ...spec.command]
+  const cmd = [...SHELL, "-c", `${prelude.join("; ")}${prelude.length > 0 ? "; " : ""}exec "$@"`, "sh", ...spec.command]
   /** Resolves once the command's output is all read: its pipes (or its terminal) reached end-of-file. */
   let drained: Promise<unknown>
   let proc: Bun.Subprocess<"pipe" | "ignore", "pipe" | "ignore", "pipe" | "ignore">

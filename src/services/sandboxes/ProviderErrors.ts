@@ -10,6 +10,7 @@
  */
 import { Effect } from "effect"
 import type { ErrorObject } from "../../domain/Errors.ts"
+import { imagePullReason } from "../../../providers/core/errors.ts"
 import type { ProviderError } from "../../../providers/core/Provider.ts"
 import type { Attempt } from "../../../providers/core/routing.ts"
 
@@ -166,10 +167,12 @@ export const actionFailure = (code: string, what: string, e: ProviderError): Err
  * An attempt as clients see it: a failed one says what failed in our words (its `code` already names the class);
  * ineligible attempts keep their message, which is ours (the unmet requirements).
  */
-export const publicAttempt = (attempt: Attempt): Attempt =>
-  attempt.outcome !== "failed" || attempt.message === null || attempt.message === `${attempt.provider} is not configured`
-    ? attempt
-    : { ...attempt, message: ATTEMPT_MESSAGES[attempt.code ?? ""] ?? "The provider could not create the sandbox" }
+export const publicAttempt = (attempt: Attempt): Attempt => {
+  if (attempt.outcome !== "failed" || attempt.message === null || attempt.message === `${attempt.provider} is not configured`) return attempt
+  // An image pull failure says which image and why (the emulators' words are ours: the local runtime's).
+  const pull = attempt.code === "image_pull_failed" ? imagePullReason({ message: attempt.message }) : undefined
+  return { ...attempt, message: pull !== undefined ? `The image could not be pulled: ${pull}` : ATTEMPT_MESSAGES[attempt.code ?? ""] ?? "The provider could not create the sandbox" }
+}
 
 const ATTEMPT_MESSAGES: Record<string, string> = {
   provider_auth_error: "The provider refused our credentials",
@@ -178,5 +181,6 @@ const ATTEMPT_MESSAGES: Record<string, string> = {
   provider_unavailable: "The provider did not answer",
   provider_unknown_outcome: "The provider's answer was lost; the sandbox is looked for again",
   capability_unsupported: "The provider does not support this request",
+  image_pull_failed: "The provider could not pull the image",
   provider_error: "The provider refused the request"
 }

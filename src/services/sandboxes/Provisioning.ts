@@ -9,6 +9,7 @@ import type { ErrorObject } from "../../domain/Errors.ts"
 import type { SandboxRequest } from "../../domain/Sandbox.ts"
 import { capabilitiesToWire, type CapabilityManifest } from "../../../providers/core/Capabilities.ts"
 import type { CreateInput, ProviderName, ProviderSandbox } from "../../../providers/core/Provider.ts"
+import { imagePullReason } from "../../../providers/core/errors.ts"
 import { type Attempt, provisionWithFallback } from "../../../providers/core/routing.ts"
 import { ProviderAccounts } from "../ProviderAccounts.ts"
 import { appendOperationEvent } from "./Operations.ts"
@@ -101,7 +102,12 @@ export const provisionSandbox = (sandbox: SandboxRow, operationId: string) =>
           error: { code: "no_eligible_provider", message: "No configured provider can serve this request", retryable: false, details: details(outcome.attempts) }
         } satisfies Provisioned
       case "Failed": {
-        const error = actionFailure(providerCode(outcome.error), "create the sandbox", outcome.error)
+        const pull = imagePullReason(outcome.error)
+        // The image could not be pulled (unknown image or tag, unreachable registry, wrong platform, too large …):
+        // said as such, with the reason, never as a provider failure.
+        const error = pull !== undefined
+          ? { code: "image_pull_failed", message: `The image could not be pulled: ${pull}`, retryable: false, details: { reason: "image_pull_failed", provider: outcome.error.provider } }
+          : actionFailure(providerCode(outcome.error), "create the sandbox", outcome.error)
         yield* logProviderFailure("create", outcome.error)
         return {
           _tag: "Failed",

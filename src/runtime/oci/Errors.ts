@@ -1,0 +1,24 @@
+/** Why an image could not be pulled, in the user's terms (the runtime turns it into RuntimeError `image_pull_failed`). */
+export type ImagePullReason =
+  | "invalid_reference"
+  | "unknown_image"
+  | "unknown_tag"
+  | "unauthorized"
+  | "unreachable"
+  | "wrong_platform"
+  | "too_large"
+  | "digest_mismatch"
+  | "unsupported"
+  | "unsafe_layer"
+  | "invalid_image"
+
+export class ImagePullError extends Error {
+  constructor(
+    readonly reason: ImagePullReason,
+    message: string,
+    /** For the operator's log only. */
+    readonly detail?: string
+  ) {
+    super(message)
+  }
+}

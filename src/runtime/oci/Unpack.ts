@@ -1,0 +1,319 @@
+/**
+ * Unpacks one image layer (a tar, plain or gzip) into its own directory, as an overlayfs lower layer, refusing
+ * anything hostile. A careful tar parser of our own (ustar, GNU long names, PAX path/linkpath/size), because
+ * the gateway unpacks as root:
+ * - no entry leaves the layer: a `..` component refuses the layer, a leading `/` is dropped, and no entry is
+ *   written through a symlink or a non-directory (each parent must be a real directory of this layer);
+ * - hard links only to a regular file or symlink already in this layer, named the same way;
+ * - no device nodes, fifos or sockets (skipped); no setuid/setgid bits; no ownership (everything belongs to the
+ *   cache's owner, and the sandbox sees it as its own user through an idmapped mount); no xattrs;
+ * - whiteouts become overlayfs whiteouts (`.wh.name` → a 0/0 character device, `.wh..wh..opq` → the
+ *   directory's `trusted.overlay.opaque`), so a file deleted by an upper layer stays deleted;
+ * - the unpacked size is capped.
+ * Files are created with O_EXCL|O_NOFOLLOW in a directory only root can reach (DATA_DIR is 0700).
+ */
+import { dlopen, FFIType } from "bun:ffi"
+import * as fs from "node:fs"
+import * as path from "node:path"
+import * as zlib from "node:zlib"
+import { ImagePullError } from "./Errors.ts"
+
+const libc = (() => {
+  try {
+    return dlopen("libc.so.6", {
+      mknod: { args: [FFIType.ptr, FFIType.u32, FFIType.u64], returns: FFIType.i32 },
+      lsetxattr: { args: [FFIType.ptr, FFIType.ptr, FFIType.ptr, FFIType.u64, FFIType.i32], returns: FFIType.i32 }
+    }).symbols
+  } catch {
+    return undefined
+  }
+})()
+const cstr = (s: string) => Buffer.from(`${s}\0`)
+
+/** An overlayfs whiteout: a 0/0 character device. */
+const whiteout = (file: string) => {
+  if (libc === undefined || libc.mknod(cstr(file), 0o020000, 0n) !== 0) throw new Error(`mknod whiteout failed for ${path.basename(file)}`)
+}
+const markOpaque = (dir: string) => {
+  if (libc === undefined || libc.lsetxattr(cstr(dir), cstr("trusted.overlay.opaque"), Buffer.from("y"), 1n, 0) !== 0) throw new Error("setting an opaque directory failed")
+}
+
+const unsafe = (message: string) => new ImagePullError("unsafe_layer", `a layer of the image is unsafe: ${message}`)
+const show = (name: string) => JSON.stringify(name.length > 120 ? `${name.slice(0, 100)}…` : name)
+
+/** An entry's path as components inside the layer; `..` refuses the layer. */
+const components = (raw: string): Array<string> => {
+  if (raw.includes("\0")) throw unsafe(`entry ${show(raw)} has a NUL in its name`)
+  const parts = raw.split("/").filter((p) => p !== "" && p !== ".")
+  if (parts.includes("..")) throw unsafe(`entry ${show(raw)} leaves the image's root`)
+  return parts
+}
+
+/** Reads exact byte counts from an async chunk stream. */
+class ByteReader {
+  private chunks: Array<Buffer> = []
+  private buffered = 0
+  private done = false
+  constructor(private readonly source: AsyncIterator<Buffer>) {}
+  private async fill(n: number) {
+    while (this.buffered < n && !this.done) {
+      const next = await this.source.next()
+      if (next.done === true) this.done = true
+      else if (next.value.length > 0) {
+        this.chunks.push(next.value)
+        this.buffered += next.value.length
+      }
+    }
+  }
+  /** Exactly n bytes, or null at a clean end (nothing left); a short read is an error. */
+  async exact(n: number): Promise<Buffer | null> {
+    await this.fill(n)
+    if (this.buffered === 0 && this.done) return null
+    if (this.buffered < n) throw unsafe("the tar ends in the middle of an entry")
+    return this.take(n)
+  }
+  /** Up to n bytes (at least one), for streaming file data. */
+  async some(n: number): Promise<Buffer> {
+    await this.fill(1)
+    if (this.buffered === 0) throw unsafe("the tar ends in the middle of an entry")
+    return this.take(Math.min(n, this.chunks[0]!.length))
+  }
+  private take(n: number): Buffer {
+    const all = this.chunks.length === 1 ? this.chunks[0]! : Buffer.concat(this.chunks)
+    const out = all.subarray(0, n)
+    const rest = all.subarray(n)
+    this.chunks = rest.length > 0 ? [rest] : []
+    this.buffered = rest.length
+    return out
+  }
+  async skip(n: number) {
+    let left = n
+    while (left > 0) left -= (await this.some(Math.min(left, 1 << 20))).length
+  }
+}
+
+const octal = (field: Buffer, what: string): number => {
+  // GNU base-256 for large values.
+  if ((field[0]! & 0x80) !== 0) {
+    let value = 0
+    for (let i = 1; i < field.length; i++) value = value * 256 + field[i]!
+    if (!Number.isSafeInteger(value)) throw unsafe(`an entry's ${what} is out of range`)
+    return value
+  }
+  const text = field.toString("latin1").replace(/\0.*$/s, "").trim()
+  if (text === "") return 0
+  if (!/^[0-7]+$/.test(text)) throw unsafe(`an entry's ${what} is malformed`)
+  return parseInt(text, 8)
+}
+
+const cString = (field: Buffer) => {
+  const nul = field.indexOf(0)
+  return field.subarray(0, nul < 0 ? field.length : nul).toString("utf8")
+}
+
+const parsePax = (data: Buffer): Record<string, string> => {
+  const out: Record<string, string> = {}
+  let i = 0
+  while (i < data.length) {
+    const space = data.indexOf(0x20, i)
+    if (space < 0) break
+    const length = Number(data.subarray(i, space).toString("latin1"))
+    if (!Number.isSafeInteger(length) || length <= 0 || i + length > data.length) throw unsafe("a PAX header is malformed")
+    const record = data.subarray(space + 1, i + length - 1).toString("utf8")
+    const eq = record.indexOf("=")
+    if (eq > 0) out[record.slice(0, eq)] = record.slice(eq + 1)
+    i += length
+  }
+  return out
+}
+
+export interface UnpackOptions {
+  /** Refuse the layer once its files exceed this many bytes. */
+  readonly maxBytes: number
+}
+
+/** Unpacks the layer blob `blob` into the empty directory `dest`; returns the bytes of its files. */
+export const unpackLayer = async (blob: string, dest: string, options: UnpackOptions): Promise<number> => {
+  const head = Buffer.alloc(4)
+  const fd = fs.openSync(blob, "r")
+  try {
+    fs.readSync(fd, head, 0, 4, 0)
+  } finally {
+    fs.closeSync(fd)
+  }
+  const raw = fs.createReadStream(blob, { highWaterMark: 1 << 20 })
+  let stream: NodeJS.ReadableStream = raw
+  if (head[0] === 0x1f && head[1] === 0x8b) stream = raw.pipe(zlib.createGunzip())
+  else if (head.readUInt32LE(0) === 0xfd2fb528) {
+    const zstd = (zlib as unknown as { createZstdDecompress?: () => NodeJS.ReadWriteStream }).createZstdDecompress
+    if (zstd === undefined) throw new ImagePullError("unsupported", "zstd-compressed layers are not supported on this host")
+    stream = raw.pipe(zstd())
+  }
+  const reader = new ByteReader((stream as AsyncIterable<Buffer>)[Symbol.asyncIterator]())
+  try {
+    return await unpackTar(reader, dest, options)
+  } catch (e) {
+    if (e instanceof ImagePullError) throw e
+    if ((e as { code?: string }).code === "Z_DATA_ERROR" || (e as { code?: string }).code === "Z_BUF_ERROR") throw unsafe("its compressed data is corrupt")
+    throw unsafe((e as Error).message)
+  } finally {
+    raw.destroy()
+  }
+}
+
+const unpackTar = async (reader: ByteReader, root: string, options: UnpackOptions): Promise<number> => {
+  let total = 0
+  let longName: string | undefined
+  let longLink: string | undefined
+  let pax: Record<string, string> = {}
+  const globalPax: Record<string, string> = {}
+
+  /** The parent directory of an entry, every component a real directory of this layer (created as needed). */
+  const parentOf = (parts: ReadonlyArray<string>, name: string): string => {
+    let dir = root
+    for (const part of parts.slice(0, -1)) {
+      dir = path.join(dir, part)
+      let stat: fs.Stats | undefined
+      try {
+        stat = fs.lstatSync(dir)
+      } catch {}
+      if (stat === undefined) fs.mkdirSync(dir, { mode: 0o755 })
+      else if (!stat.isDirectory()) throw unsafe(`entry ${show(name)} goes through a ${stat.isSymbolicLink() ? "symlink" : "file"}`)
+    }
+    return dir
+  }
+
+  /** Removes whatever is at `file` (not following symlinks), so the entry replaces it. */
+  const clear = (file: string, keepDir: boolean) => {
+    let stat: fs.Stats
+    try {
+      stat = fs.lstatSync(file)
+    } catch {
+      return
+    }
+    if (stat.isDirectory() && keepDir) return
+    fs.rmSync(file, { recursive: true, force: true })
+  }
+
+  for (;;) {
+    const header = await reader.exact(512)
+    if (header === null || header.every((b) => b === 0)) break
+    let sum = 0
+    for (let i = 0; i < 512; i++) sum += i >= 148 && i < 156 ? 0x20 : header[i]!
+    if (sum !== octal(header.subarray(148, 156), "checksum")) throw unsafe("a tar header's checksum is wrong")
+    const type = String.fromCharCode(header[156]!)
+    let size = octal(header.subarray(124, 136), "size")
+    const ustar = header.subarray(257, 262).toString("latin1") === "ustar"
+    const prefix = ustar ? cString(header.subarray(345, 500)) : ""
+    let name = longName ?? pax["path"] ?? globalPax["path"] ?? (prefix !== "" ? `${prefix}/${cString(header.subarray(0, 100))}` : cString(header.subarray(0, 100)))
+    const linkName = longLink ?? pax["linkpath"] ?? cString(header.subarray(157, 257))
+    if (pax["size"] !== undefined) size = Number(pax["size"])
+    if (!Number.isSafeInteger(size) || size < 0) throw unsafe("an entry's size is out of range")
+    const padded = Math.ceil(size / 512) * 512
+
+    // Metadata entries describe the next one.
+    if (type === "L" || type === "K" || type === "x" || type === "g") {
+      if (size > 1024 * 1024) throw unsafe("a tar metadata entry is too large")
+      const data = (await reader.exact(padded)) ?? Buffer.alloc(0)
+      const body = data.subarray(0, size)
+      if (type === "L") longName = cString(body)
+      else if (type === "K") longLink = cString(body)
+      else if (type === "x") pax = parsePax(body)
+      else Object.assign(globalPax, parsePax(body))
+      continue
+    }
+    longName = undefined
+    longLink = undefined
+    pax = {}
+
+    const mode = octal(header.subarray(100, 108), "mode")
+    const parts = components(name)
+    name = parts.join("/")
+    if (parts.length === 0) {
+      // The root itself ("./"): nothing to create.
+      await reader.skip(padded)
+      continue
+    }
+    const base = parts.at(-1)!
+    const parent = parentOf(parts, name)
+    const target = path.join(parent, base)
+
+    if (base.startsWith(".wh.")) {
+      await reader.skip(padded)
+      if (base === ".wh..wh..opq") {
+        markOpaque(parent)
+        continue
+      }
+      const hidden = base.slice(4)
+      if (hidden === "" || hidden === "." || hidden === "..") throw unsafe(`whiteout ${show(name)} is malformed`)
+      clear(path.join(parent, hidden), false)
+      whiteout(path.join(parent, hidden))
+      continue
+    }
+
+    switch (type) {
+      case "0":
+      case "\0":
+      case "7": {
+        clear(target, false)
+        total += size
+        if (total > options.maxBytes) throw new ImagePullError("too_large", `the image unpacks to more than ${Math.floor(options.maxBytes / 1048576)} MiB`)
+        const out = fs.openSync(target, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL | fs.constants.O_NOFOLLOW, 0o600)
+        try {
+          let left = size
+          while (left > 0) {
+            const chunk = await reader.some(Math.min(left, 1 << 20))
+            fs.writeSync(out, chunk)
+            left -= chunk.length
+          }
+          fs.fchmodSync(out, mode & 0o777)
+        } finally {
+          fs.closeSync(out)
+        }
+        await reader.skip(padded - size)
+        break
+      }
+      case "5": {
+        await reader.skip(padded)
+        clear(target, true)
+        if (!fs.existsSync(target)) fs.mkdirSync(target, { mode: 0o755 })
+        fs.chmodSync(target, mode & 0o1777)
+        break
+      }
+      case "2": {
+        await reader.skip(padded)
+        if (linkName === "" || linkName.includes("\0")) throw unsafe(`symlink ${show(name)} is malformed`)
+        clear(target, false)
+        // The link's text is resolved inside the jail only; nothing here ever follows it.
+        fs.symlinkSync(linkName, target)
+        break
+      }
+      case "1": {
+        await reader.skip(padded)
+        const linkParts = components(linkName)
+        if (linkParts.length === 0) throw unsafe(`hard link ${show(name)} names the root`)
+        let source = root
+        for (const [i, part] of linkParts.entries()) {
+          source = path.join(source, part)
+          let stat: fs.Stats
+          try {
+            stat = fs.lstatSync(source)
+          } catch {
+            throw unsafe(`hard link ${show(name)} names ${show(linkName)}, which is not in this layer`)
+          }
+          const last = i === linkParts.length - 1
+          if (!last && !stat.isDirectory()) throw unsafe(`hard link ${show(name)} goes through a symlink or file`)
+          if (last && !stat.isFile() && !stat.isSymbolicLink()) throw unsafe(`hard link ${show(name)} names a directory or a special file`)
+        }
+        if (source === target) break
+        clear(target, false)
+        fs.linkSync(source, target)
+        break
+      }
+      default:
+        // Character and block devices, fifos, sockets and unknown types: never created.
+        await reader.skip(padded)
+    }
+  }
+  return total
+}
