@@ -17,6 +17,8 @@ import { type ExecEvent, type ExecInfo, type LocalRuntimeShape, type RuntimeErro
 export const CALL_TIMEOUT_MS = 15_000
 /** File transfers (up to tens of MiB through the agent's own disk). */
 const TRANSFER_TIMEOUT_MS = 120_000
+/** A streamed write (up to the gateway's raw write limit, 1 GiB by default) may take this long in all. */
+const STREAM_TIMEOUT_MS = 30 * 60_000
 
 const absolutePath = (p: string) => {
   if (typeof p !== "string" || !p.startsWith("/") || p.includes("\0")) throw err("invalid", "paths must be absolute")
@@ -47,7 +49,7 @@ export interface AgentCallsOptions {
 
 type Calls = Pick<
   LocalRuntimeShape,
-  "exec" | "getExec" | "execEvents" | "kill" | "sendInput" | "resize" | "readFile" | "writeFile" | "statFile" | "listFiles" | "deleteFile" | "makeDir" | "connectPort"
+  "exec" | "getExec" | "execEvents" | "kill" | "sendInput" | "resize" | "readFile" | "writeFile" | "writeFileStream" | "statFile" | "listFiles" | "deleteFile" | "makeDir" | "connectPort"
 >
 
 export const makeAgentCalls = (options: AgentCallsOptions): Calls => {
@@ -124,6 +126,21 @@ export const makeAgentCalls = (options: AgentCallsOptions): Calls => {
           }),
           data.length
         )),
+    writeFileStream: (id, p, body, options) =>
+      run(async () => {
+        const limit = nonNegativeInt("maxBytes", options.maxBytes)
+        const state = requireRunning(id)
+        // A body stream can be sent once: the agent's socket is adopted (and known to answer) first.
+        Wire.acknowledged(await agentJson(state, "/health"))
+        return Wire.writeResult(
+          await agentJson(state, `/files?path=${encodeURIComponent(absolutePath(p))}&mode=${encodeURIComponent(options.mode)}&parents=${options.createParents ? 1 : 0}&limit=${limit}`, {
+            method: "PUT",
+            body,
+            timeoutMs: STREAM_TIMEOUT_MS
+          }),
+          limit
+        )
+      }),
     statFile: (id, p) =>
       run(async () => Option.fromNullable(Wire.statResult(await agentJson(requireRunning(id), `/stat?path=${encodeURIComponent(absolutePath(p))}`)))),
     listFiles: (id, p, options) =>

@@ -104,7 +104,8 @@ export const ctlSocket = (view: JailView, name: string) => path.join(view.base, 
 
 export interface AgentCall {
   readonly method?: string | undefined
-  readonly body?: Uint8Array | string | undefined
+  /** A stream is sent as it comes (and can be sent once: a call that must reconnect then fails). */
+  readonly body?: Uint8Array | string | ReadableStream<Uint8Array> | undefined
   readonly contentType?: string | undefined
   /** The whole call, adopting a restarted agent's socket included. */
   readonly timeoutMs: number
@@ -173,7 +174,7 @@ export const callAgent = async (state: JailState, route: string, call: AgentCall
       try {
         response = await fetch(`http://agent${route}`, {
           method: call.method ?? "GET",
-          ...(call.body !== undefined ? { body: call.body } : {}),
+          ...(call.body !== undefined ? { body: call.body, ...(call.body instanceof ReadableStream ? { duplex: "half" } : {}) } : {}),
           ...(call.contentType !== undefined ? { headers: { "content-type": call.contentType } } : {}),
           signal: controller.signal,
           unix: ctlSocket(view, AGENT_SOCKET),

@@ -202,6 +202,16 @@ export interface LocalRuntimeShape {
     data: Uint8Array,
     options: { readonly mode: "create" | "overwrite" | "append"; readonly createParents: boolean }
   ) => Effect.Effect<{ readonly bytesWritten: number; readonly created: boolean }, RuntimeError>
+  /**
+   * Writes a body as it comes (memory stays flat whatever its size): it is received beside the path and takes the
+   * path's place only once whole, so a body that breaks off (or passes `maxBytes`: `invalid`) changes nothing.
+   */
+  readonly writeFileStream: (
+    id: string,
+    path: string,
+    body: ReadableStream<Uint8Array>,
+    options: { readonly mode: "create" | "overwrite" | "append"; readonly createParents: boolean; readonly maxBytes: number }
+  ) => Effect.Effect<{ readonly bytesWritten: number; readonly created: boolean }, RuntimeError>
   readonly statFile: (id: string, path: string) => Effect.Effect<Option.Option<FileEntry>, RuntimeError>
   readonly listFiles: (
     id: string,

@@ -55,6 +55,33 @@ describe("read and write", () => {
     expect((await sh(rt, "f", "stat -c %u /workspace/a/b/c/file")).stdout).toBe("1000\n")
   })
 
+  it("streams a body of any size as it comes; a body that breaks off or passes the limit changes nothing", async () => {
+    const chunk = new Uint8Array(1 << 20).map((_, i) => (i * 7) % 256)
+    const body = (chunks: number, fail = false) => {
+      let sent = 0
+      return new ReadableStream<Uint8Array>({
+        pull: (controller) => {
+          if (sent === chunks) return fail ? controller.error(new Error("the client went away")) : controller.close()
+          sent += 1
+          controller.enqueue(chunk)
+        }
+      })
+    }
+    const stream = (p: string, chunks: number, options: { mode?: "create" | "overwrite" | "append"; maxBytes?: number; fail?: boolean } = {}) =>
+      rt.writeFileStream("f", p, body(chunks, options.fail), { mode: options.mode ?? "overwrite", createParents: true, maxBytes: options.maxBytes ?? 1 << 30 })
+    expect(await run(stream("/workspace/s/big.bin", 64))).toEqual({ bytesWritten: 64 << 20, created: true })
+    expect((await sh(rt, "f", "stat -c %s /workspace/s/big.bin; ls -A /workspace/s")).stdout).toBe(`${64 << 20}\nbig.bin\n`)
+    const ends = await run(rt.readFile("f", "/workspace/s/big.bin", (64 << 20) - (1 << 20), 1 << 20))
+    expect(Buffer.compare(Buffer.from(ends.data), Buffer.from(chunk))).toBe(0)
+    // Broken off, or over the limit: the file stays as it was and nothing is left beside it.
+    expect(await kind(stream("/workspace/s/big.bin", 3, { fail: true }))).toBe("unavailable")
+    expect(await kind(stream("/workspace/s/big.bin", 3, { maxBytes: 2 << 20 }))).toBe("invalid")
+    expect(await kind(stream("/workspace/s/big.bin", 1, { mode: "create" }))).toBe("conflict")
+    expect((await sh(rt, "f", "stat -c %s /workspace/s/big.bin; ls -A /workspace/s")).stdout).toBe(`${64 << 20}\nbig.bin\n`)
+    expect(await run(stream("/workspace/s/big.bin", 2, { mode: "append" }))).toEqual({ bytesWritten: 2 << 20, created: false })
+    expect((await sh(rt, "f", "stat -c %s /workspace/s/big.bin")).stdout).toBe(`${66 << 20}\n`)
+  }, 60_000)
+
   it("refuses bad arguments", async () => {
     expect(await kind(rt.readFile("f", "relative/path", 0, 10))).toBe("invalid")
     expect(await kind(rt.readFile("f", "/workspace/m.txt", -1, 10))).toBe("invalid")

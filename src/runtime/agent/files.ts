@@ -79,6 +79,24 @@ const existsNoFollow = (p: string) => {
   }
 }
 
+/** Appends the file `from` to `to` (created if missing), in pieces. */
+const appendFile = (from: string, to: string) => {
+  const input = fs.openSync(from, "r")
+  const output = fs.openSync(to, "a")
+  try {
+    const buffer = Buffer.alloc(1 << 20)
+    for (;;) {
+      const n = fs.readSync(input, buffer, 0, buffer.length, null)
+      if (n === 0) break
+      let written = 0
+      while (written < n) written += fs.writeSync(output, buffer, written, n - written)
+    }
+  } finally {
+    fs.closeSync(input)
+    fs.closeSync(output)
+  }
+}
+
 export const normalize = (p: string | null) => {
   if (p === null || !p.startsWith("/")) throw invalid("path must be absolute")
   if (p.includes("\0")) throw invalid("path cannot contain NUL")
@@ -113,17 +131,35 @@ export const fileRoute = async (request: Request, parts: ReadonlyArray<string>, 
     const mode = q.get("mode") ?? "overwrite"
     if (mode !== "create" && mode !== "overwrite" && mode !== "append") throw invalid("mode must be create, overwrite or append")
     if (p === "/") throw invalid("/ is a directory")
+    const limit = intParam(q, "limit", Number.MAX_SAFE_INTEGER)
     if (q.get("parents") === "1") fs.mkdirSync(path.dirname(p), { recursive: true })
-    const data = new Uint8Array(await request.arrayBuffer())
     const existed = existsNoFollow(p)
-    const fd = fs.openSync(p, mode === "create" ? "wx" : mode === "append" ? "a" : "w")
+    if (mode === "create" && existed) throw new AgentError(409, "conflict", `already exists: ${shortPath(p)}`)
+    // The body goes to a file of its own beside the target, as it comes (flat memory, any size); only a body
+    // received whole takes the target's place, so a broken upload leaves the target as it was.
+    const temp = path.join(path.dirname(p), `.sgw-upload-${crypto.randomUUID()}`)
+    const fd = fs.openSync(temp, "wx", 0o644)
+    let received = 0
     try {
-      let written = 0
-      while (written < data.length) written += fs.writeSync(fd, data, written, data.length - written)
+      try {
+        if (request.body !== null) {
+          for await (const chunk of request.body) {
+            received += chunk.length
+            if (received > limit) throw new AgentError(413, "invalid", `the body is larger than ${limit} bytes`)
+            let written = 0
+            while (written < chunk.length) written += fs.writeSync(fd, chunk, written, chunk.length - written)
+          }
+        }
+      } finally {
+        fs.closeSync(fd)
+      }
+      if (mode === "overwrite") fs.renameSync(temp, p)
+      else if (mode === "create") fs.linkSync(temp, p) // fails if the path appeared meanwhile: never replaced
+      else appendFile(temp, p)
     } finally {
-      fs.closeSync(fd)
+      fs.rmSync(temp, { force: true })
     }
-    return json({ bytesWritten: data.length, created: !existed })
+    return json({ bytesWritten: received, created: !existed })
   }
   if (parts[0] === "files" && request.method === "DELETE") {
     if (p === "/") throw invalid("/ cannot be deleted")
