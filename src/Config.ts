@@ -32,6 +32,8 @@ export interface AppConfigShape {
   readonly logLevel: string
   /** Largest request body accepted, in bytes (a 10 MiB file write is ~14 MiB of base64 JSON). */
   readonly maxBodyBytes: number
+  /** Largest raw write (`PUT …/files/content`) on a provider that streams writes (RAW_WRITE_MAX_BYTES, 1 GiB). */
+  readonly rawWriteMaxBytes: number
   readonly endpoints: EndpointListenerConfig
 }
 
@@ -48,10 +50,14 @@ export const appConfig = Effect.gen(function*() {
   const publicUrl = (explicitUrl._tag === "Some" ? explicitUrl.value : `http://${host}:${port}`).replace(/\/+$/, "")
   const logLevel = yield* Config.literal("trace", "debug", "info", "warning", "error", "none")("LOG_LEVEL").pipe(Config.withDefault("info"))
   const maxBodyBytes = yield* Config.integer("MAX_BODY_BYTES").pipe(Config.withDefault(16 * 1024 * 1024))
+  const rawWriteMaxBytes = yield* Config.integer("RAW_WRITE_MAX_BYTES").pipe(
+    Config.withDefault(1024 * 1024 * 1024),
+    Config.validate({ message: "RAW_WRITE_MAX_BYTES must be a positive number of bytes", validation: (n) => n > 0 })
+  )
   const endpoints = yield* endpointListenerConfig(port, host, publicUrl)
   // 0700, and everything already in it 0700 / 0600 (the database, its WAL and the secrets key included).
   secureDataDir(dataDir)
-  return { port, host, dataDir, publicUrl, publicUrlSet: explicitUrl._tag === "Some", logLevel, maxBodyBytes, endpoints } satisfies AppConfigShape
+  return { port, host, dataDir, publicUrl, publicUrlSet: explicitUrl._tag === "Some", logLevel, maxBodyBytes, rawWriteMaxBytes, endpoints } satisfies AppConfigShape
 })
 
 const invalid = (name: string, message: string) => Effect.fail(ConfigError.InvalidData([name], message))

@@ -253,6 +253,22 @@ export interface SandboxProvider {
       readonly createParents: boolean
     }
   ) => PE<{ readonly bytesWritten: number; readonly created: boolean }>
+  /**
+   * Writes a body as it comes, whatever its size (the gateway's raw write limit, 1 GiB by default, is enforced by
+   * the caller on the stream): the provider's wire streams it, and a body that breaks off leaves the file as it
+   * was. Absent: writes go whole through `writeFile`, at most `capabilities.files.maxWriteBytes`.
+   */
+  readonly writeFileStream?:
+    | ((
+      sandbox: ProviderSandbox,
+      input: {
+        readonly path: string
+        readonly body: ReadableStream<Uint8Array>
+        readonly mode: "create" | "overwrite" | "append"
+        readonly createParents: boolean
+      }
+    ) => PE<{ readonly bytesWritten: number; readonly created: boolean }>)
+    | undefined
   readonly listFiles: (
     sandbox: ProviderSandbox,
     input: { readonly path: string; readonly recursive: boolean; readonly maxEntries: number }

@@ -38,8 +38,12 @@ export const aroundCalls = (
   cancelExec: (sandbox, executionId) => around((p) => p.cancelExec(sandbox, executionId)),
   sendInput: provider.sendInput === undefined ? undefined : (sandbox, executionId, data, eof) =>
     around((p) => p.sendInput?.(sandbox, executionId, data, eof) ?? Effect.fail(unsupported(p.name, "standard input"))),
+  resizeTerminal: provider.resizeTerminal === undefined ? undefined : (sandbox, executionId, size) =>
+    around((p) => p.resizeTerminal?.(sandbox, executionId, size) ?? Effect.fail(unsupported(p.name, "terminals"))),
   readFile: (sandbox, input) => around((p) => p.readFile(sandbox, input)),
   writeFile: (sandbox, input) => around((p) => p.writeFile(sandbox, input)),
+  writeFileStream: provider.writeFileStream === undefined ? undefined : (sandbox, input) =>
+    around((p) => p.writeFileStream?.(sandbox, input) ?? Effect.fail(unsupported(p.name, "streamed writes"))),
   listFiles: (sandbox, input) => around((p) => p.listFiles(sandbox, input)),
   deleteFile: (sandbox, input) => around((p) => p.deleteFile(sandbox, input)),
   exposeHttpEndpoint: (sandbox, input) => around((p) => p.exposeHttpEndpoint(sandbox, input)),

@@ -1049,7 +1049,7 @@ describe("e2b plugin", () => {
   it("is remote with E2B_API_KEY (an empty one counts as unset) and emulated without, the emulator living in the scope", async () => {
     const dataDir = tempDataDir("e2b-plugin")
     const runtime = makeLocalRuntime(dataDir)
-    const config = { port: 0, host: "127.0.0.1", dataDir, publicUrl: "http://127.0.0.1", publicUrlSet: false, logLevel: "none", maxBodyBytes: 1 << 20, endpoints: { port: 0, host: "127.0.0.1", publicOrigin: undefined, base: undefined } }
+    const config = { port: 0, host: "127.0.0.1", dataDir, publicUrl: "http://127.0.0.1", publicUrlSet: false, logLevel: "none", maxBodyBytes: 1 << 20, rawWriteMaxBytes: 1 << 30, endpoints: { port: 0, host: "127.0.0.1", publicOrigin: undefined, base: undefined } }
     const withEnv = (env: Record<string, string>) => <A, E>(effect: Effect.Effect<A, E, AppConfig | LocalRuntime>) =>
       effect.pipe(
         Effect.provideService(AppConfig, config),

@@ -43,6 +43,8 @@ import { withRequestId } from "./RequestId.ts"
 import { countRequests, metricsRoute } from "./Telemetry.ts"
 import { MCP_PATH, mcpRoute } from "./Mcp.ts"
 import { ATTACH_PATH, attachRoute } from "./Attach.ts"
+import { RAW_CONTENT_PATH, rawWriteRoute } from "./RawWrites.ts"
+import type { RawWriteServices } from "../services/sandboxes/RawFiles.ts"
 import type { ProcessesRepo } from "../db/repos/Processes.ts"
 import type { SandboxesRepo } from "../db/repos/Sandboxes.ts"
 import { Telemetry } from "../services/Telemetry.ts"
@@ -95,6 +97,8 @@ const ServerLive = Layer.unwrapScoped(
     const routes: Record<string, (request: Bun.BunRequest, server: Bun.Server<unknown>) => Response | undefined | Promise<Response | undefined>> = { "/*": guard }
     for (const [route, read] of Object.entries(fast.routes)) routes[route] = (request, server) => (request.method === "GET" ? read(request, server) : guard(request, server))
     routes[MCP_PATH] = guardBodySize(config.maxBodyBytes, mcpRoute)
+    // Raw writes stream their body (up to RAW_WRITE_MAX_BYTES): past the body-size guard, which they enforce themselves.
+    routes[RAW_CONTENT_PATH] = rawWriteRoute(yield* Effect.runtime<RawWriteServices>(), guard) as (typeof routes)[string]
     routes[ATTACH_PATH] = attachRoute(yield* Effect.runtime<ProcessesRepo | SandboxesRepo | ProviderAccounts>()) as (typeof routes)[string]
     const scrape = yield* metricsRoute(yield* Effect.runtime<Telemetry | Repositories>())
     if (scrape !== undefined) routes["/metrics"] = scrape

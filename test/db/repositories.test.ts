@@ -22,7 +22,7 @@ import { tempDataDir } from "../support/server.ts"
 const layerFor = (dataDir = tempDataDir("repos")) =>
   IdempotencyStoreLive.pipe(
     Layer.provideMerge(DatabaseLive),
-    Layer.provideMerge(Layer.succeed(AppConfig, { port: 0, host: "127.0.0.1", dataDir, publicUrl: "http://x", publicUrlSet: true, logLevel: "info", maxBodyBytes: 1, endpoints: { port: 0, host: "127.0.0.1", publicOrigin: undefined, base: undefined } }))
+    Layer.provideMerge(Layer.succeed(AppConfig, { port: 0, host: "127.0.0.1", dataDir, publicUrl: "http://x", publicUrlSet: true, logLevel: "info", maxBodyBytes: 1, rawWriteMaxBytes: 1 << 30, endpoints: { port: 0, host: "127.0.0.1", publicOrigin: undefined, base: undefined } }))
   )
 
 const NOW = "2030-01-01T00:00:00.000Z"

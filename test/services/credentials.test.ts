@@ -14,7 +14,7 @@ import { bootstrap, tempDataDir } from "../support/server.ts"
 const layerFor = (dataDir: string) =>
   CredentialsLive.pipe(
     Layer.provideMerge(DatabaseLive),
-    Layer.provide(Layer.succeed(AppConfig, { port: 0, host: "127.0.0.1", dataDir, publicUrl: "http://x", publicUrlSet: true, logLevel: "info", maxBodyBytes: 1, endpoints: { port: 0, host: "127.0.0.1", publicOrigin: undefined, base: undefined } }))
+    Layer.provide(Layer.succeed(AppConfig, { port: 0, host: "127.0.0.1", dataDir, publicUrl: "http://x", publicUrlSet: true, logLevel: "info", maxBodyBytes: 1, rawWriteMaxBytes: 1 << 30, endpoints: { port: 0, host: "127.0.0.1", publicOrigin: undefined, base: undefined } }))
   )
 
 describe("Credentials.resolveApiKey", () => {

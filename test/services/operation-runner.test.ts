@@ -9,7 +9,7 @@ import { OperationRunner, OperationRunnerLive } from "../../src/services/Operati
 import { tempDataDir } from "../support/server.ts"
 
 const config = (dataDir: string) =>
-  Layer.succeed(AppConfig, { port: 0, host: "127.0.0.1", dataDir, publicUrl: "http://127.0.0.1", publicUrlSet: true, logLevel: "info", maxBodyBytes: 1 << 20, endpoints: { port: 0, host: "127.0.0.1", publicOrigin: undefined, base: undefined } })
+  Layer.succeed(AppConfig, { port: 0, host: "127.0.0.1", dataDir, publicUrl: "http://127.0.0.1", publicUrlSet: true, logLevel: "info", maxBodyBytes: 1 << 20, rawWriteMaxBytes: 1 << 30, endpoints: { port: 0, host: "127.0.0.1", publicOrigin: undefined, base: undefined } })
 
 const testLayer = (dataDir = tempDataDir("runner")) =>
   OperationRunnerLive.pipe(Layer.provideMerge(DatabaseLive), Layer.provide(config(dataDir)))

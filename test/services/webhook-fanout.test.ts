@@ -16,7 +16,7 @@ import { tempDataDir } from "../support/server.ts"
 
 const layer = () =>
   DatabaseLive.pipe(Layer.provideMerge(Layer.succeed(AppConfig, {
-    port: 0, host: "127.0.0.1", dataDir: tempDataDir("fanout"), publicUrl: "http://x", publicUrlSet: true, logLevel: "info", maxBodyBytes: 1,
+    port: 0, host: "127.0.0.1", dataDir: tempDataDir("fanout"), publicUrl: "http://x", publicUrlSet: true, logLevel: "info", maxBodyBytes: 1, rawWriteMaxBytes: 1 << 30,
     endpoints: { port: 0, host: "127.0.0.1", publicOrigin: undefined, base: undefined }
   })))
 

@@ -5,9 +5,9 @@
  * and "not empty" are checked first; append is not offered.
  */
 import { HttpClientRequest } from "@effect/platform"
-import { Effect } from "effect"
-import { type ProviderFileEntry, type SandboxProvider, unsupported } from "../../core/Provider.ts"
-import type { E2BContext } from "./context.ts"
+import { Effect, Stream } from "effect"
+import { type ProviderFileEntry, type ProviderSandbox, type SandboxProvider, unsupported } from "../../core/Provider.ts"
+import type { E2BContext, EnvdAccess } from "./context.ts"
 import { Empty, ENVD_OCTET_STREAM_UPLOAD, envdAtLeast, ListDirResponse, NAME } from "./wire.ts"
 
 const entryType = (type: string | undefined): ProviderFileEntry["type"] =>
@@ -15,7 +15,7 @@ const entryType = (type: string | undefined): ProviderFileEntry["type"] =>
 const parentOf = (path: string) => path.slice(0, path.lastIndexOf("/")) || "/"
 
 export const makeFiles = (ctx: E2BContext) => {
-  const { envd, envdRequest, fail, statOrNull, unary, userParam } = ctx
+  const { accessOf, envd, envdRequest, fail, statOrNull, unary, userParam } = ctx
 
   const readFile: SandboxProvider["readFile"] = (sandbox, input) =>
     Effect.gen(function*() {
@@ -54,31 +54,65 @@ export const makeFiles = (ctx: E2BContext) => {
       return { data, offsetBytes: input.offsetBytes, sizeBytes: body.length, eof: input.offsetBytes + data.length >= body.length }
     })
 
-  const writeFile: SandboxProvider["writeFile"] = (sandbox, input) =>
+  /** envd's checks a write needs first (it overwrites and creates parents unconditionally); whether it exists. */
+  const beforeWrite = (sandbox: ProviderSandbox, input: { readonly path: string; readonly mode: string; readonly createParents: boolean }) =>
     Effect.gen(function*() {
       if (input.mode === "append") return yield* unsupported(NAME, "appending to files")
       const existing = yield* statOrNull(sandbox, input.path)
       if (existing?.type === "FILE_TYPE_DIRECTORY") return yield* fail("invalid_request", `${input.path} is a directory`)
-      // envd overwrites and creates parents unconditionally: `create` and "no parents" are checked first.
       if (input.mode === "create" && existing !== null) return yield* fail("customer", `${input.path} already exists`)
       if (!input.createParents) {
         const parent = yield* statOrNull(sandbox, parentOf(input.path))
         if (parent === null) return yield* fail("not_found", `the directory ${parentOf(input.path)} does not exist`)
         if (parent.type !== "FILE_TYPE_DIRECTORY") return yield* fail("invalid_request", `${parentOf(input.path)} is not a directory`)
       }
-      yield* envd(
-        sandbox,
-        (a) => {
-          const request = envdRequest(sandbox, a, "POST", "/files").pipe(HttpClientRequest.setUrlParam("path", input.path), userParam(a))
-          if (envdAtLeast(a.envdVersion, ENVD_OCTET_STREAM_UPLOAD)) return HttpClientRequest.bodyUint8Array(request, input.data, "application/octet-stream")
-          const form = new FormData()
-          form.append("file", new Blob([input.data.slice()]), input.path)
-          return HttpClientRequest.bodyFormData(request, form)
-        },
-        "write file",
-        { mutating: true }
-      ).pipe(Effect.tap((response) => Effect.ignore(response.text))) // read the small answer so the connection is free
-      return { bytesWritten: input.data.length, created: existing === null }
+      return existing !== null
+    })
+
+  const upload = (sandbox: ProviderSandbox, path: string, body: (request: HttpClientRequest.HttpClientRequest, a: EnvdAccess) => HttpClientRequest.HttpClientRequest) =>
+    envd(
+      sandbox,
+      (a) => body(envdRequest(sandbox, a, "POST", "/files").pipe(HttpClientRequest.setUrlParam("path", path), userParam(a)), a),
+      "write file",
+      { mutating: true }
+    ).pipe(Effect.tap((response) => Effect.ignore(response.text))) // read the small answer so the connection is free
+
+  const writeFile: SandboxProvider["writeFile"] = (sandbox, input) =>
+    Effect.gen(function*() {
+      const existed = yield* beforeWrite(sandbox, input)
+      yield* upload(sandbox, input.path, (request, a) => {
+        if (envdAtLeast(a.envdVersion, ENVD_OCTET_STREAM_UPLOAD)) return HttpClientRequest.bodyUint8Array(request, input.data, "application/octet-stream")
+        const form = new FormData()
+        form.append("file", new Blob([input.data.slice()]), input.path)
+        return HttpClientRequest.bodyFormData(request, form)
+      })
+      return { bytesWritten: input.data.length, created: !existed }
+    })
+
+  /**
+   * A streamed write: envd's octet-stream upload (from 0.5.7) takes the body as it comes. Older envd takes only
+   * multipart, so there the body is read whole first, up to the largest single write.
+   */
+  const writeFileStream: NonNullable<SandboxProvider["writeFileStream"]> = (sandbox, input) =>
+    Effect.gen(function*() {
+      const existed = yield* beforeWrite(sandbox, input)
+      let bytes = 0
+      const counted = input.body.pipeThrough(new TransformStream<Uint8Array, Uint8Array>({
+        transform: (chunk, controller) => {
+          bytes += chunk.length
+          controller.enqueue(chunk)
+        }
+      }))
+      const a = yield* accessOf(sandbox)
+      if (!envdAtLeast(a.envdVersion, ENVD_OCTET_STREAM_UPLOAD)) {
+        const limit = ctx.capabilities.files?.maxWriteBytes ?? 0
+        const data = yield* Effect.tryPromise({ try: () => new Response(counted).arrayBuffer(), catch: () => fail("invalid_request", "the body broke off") })
+        if (data.byteLength > limit) return yield* fail("invalid_request", `this envd takes at most ${limit} bytes in one write`)
+        return yield* writeFile(sandbox, { path: input.path, data: new Uint8Array(data), mode: input.mode, createParents: input.createParents })
+      }
+      yield* upload(sandbox, input.path, (request) =>
+        HttpClientRequest.bodyStream(request, Stream.fromReadableStream({ evaluate: () => counted, onError: () => fail("invalid_request", "the body broke off") }), { contentType: "application/octet-stream" }))
+      return { bytesWritten: bytes, created: !existed }
     })
 
   const listFiles: SandboxProvider["listFiles"] = (sandbox, input) =>
@@ -108,5 +142,5 @@ export const makeFiles = (ctx: E2BContext) => {
       return { deleted: true }
     })
 
-  return { readFile, writeFile, listFiles, deleteFile }
+  return { readFile, writeFile, writeFileStream, listFiles, deleteFile }
 }

@@ -8,6 +8,8 @@ import type { Books, EmulatedSandbox } from "./books.ts"
 import { apiError, json, resolvePath } from "./http.ts"
 
 const MAX_READ_BYTES = 100 * 1024 * 1024
+/** The largest upload this emulator takes (real envd takes any size the sandbox disk holds). */
+const MAX_UPLOAD_BYTES = 16 * 1024 * 1024 * 1024
 
 export const makeFiles = ({ runtime }: Books) => {
   /** GET /files: Go's ServeContent semantics for Range (206, or 416 naming only the size). */
@@ -52,7 +54,11 @@ export const makeFiles = ({ runtime }: Books) => {
     const files: Array<{ path: string; data: Uint8Array }> = []
     if (contentType.startsWith("application/octet-stream")) {
       if (target === null || target === "") return apiError(400, "path is required for an application/octet-stream upload")
-      files.push({ path: resolvePath(target), data: new Uint8Array(await request.arrayBuffer()) })
+      // As envd: the body is written as it comes (the runtime puts it in place only once whole).
+      const file = resolvePath(target)
+      const body = request.body ?? new ReadableStream<Uint8Array>({ start: (controller) => controller.close() })
+      await run(runtime.writeFileStream(sandbox.sandboxID, file, body, { mode: "overwrite", createParents: true, maxBytes: MAX_UPLOAD_BYTES }))
+      return json([{ name: path.posix.basename(file), type: "file", path: file }])
     } else if (contentType.startsWith("multipart/form-data")) {
       const form = await request.formData().catch(() => null)
       if (form === null) return apiError(400, "the multipart body is malformed")

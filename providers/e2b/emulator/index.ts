@@ -36,6 +36,8 @@ export const startE2BEmulator = (dataDir: string, runtime: LocalRuntimeShape): E
       hostname: "127.0.0.1",
       port,
       idleTimeout: 0,
+      // Uploads stream through to the runtime, which bounds them (Bun's own default would cut them at 128 MiB).
+      maxRequestBodySize: Number.MAX_SAFE_INTEGER,
       fetch: async (request) => {
         const url = new URL(request.url)
         const sandboxId = request.headers.get("e2b-sandbox-id") ?? HOST_ROUTED.exec(url.hostname)?.[1]

@@ -77,7 +77,7 @@ export class FilesystemApi extends HttpApiGroup.make("filesystem")
       .addError(ServiceUnavailableWire)
       .annotate(
         OpenApi.Description,
-        `Writes the request body (raw bytes) to the file: \`mode\` create (409 \`file_exists\` if it exists), overwrite (default) or append; \`create_parents=true\` makes missing directories. 201 when the file was created, 200 when replaced or appended, with its size. The body is taken whole, up to the provider's largest write (10 MiB on today's providers; 413 above, nothing written); a broken upload writes nothing. ${notReady}`
+        `Writes the request body (raw bytes) to the file: \`mode\` create (409 \`file_exists\` if it exists), overwrite (default) or append; \`create_parents=true\` makes missing directories. 201 when the file was created, 200 when replaced or appended, with its size. Where the provider's wire streams writes (E2B) the body streams through as it comes, up to \`RAW_WRITE_MAX_BYTES\` (1 GiB by default); elsewhere it is taken whole, up to the provider's largest write (10 MiB). Past the limit: 413 \`payload_too_large\` with \`details.limit_bytes\` — before a byte is read when \`Content-Length\` says so — and nothing is written; a broken upload writes nothing either. ${notReady}`
       )
   )
   .middleware(ProjectKeyAuth)

@@ -2,11 +2,12 @@
  * `/v1/sandboxes/{id}/filesystem/…`: each file operation answers 202 with a runtime operation to poll; and the raw
  * file routes (`…/files/content`), answered in the request.
  */
-import { HttpApiBuilder, HttpApp, HttpServerResponse } from "@effect/platform"
+import { HttpApiBuilder, HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Effect, Schema } from "effect"
 import { RangeNotSatisfiable } from "../../domain/Errors.ts"
 import { RawWritten, RuntimeOperation } from "../../domain/Runtime.ts"
-import { readRaw, writeRaw } from "../../services/sandboxes/RawFiles.ts"
+import { checkRawWrite, readRaw, writeRaw } from "../../services/sandboxes/RawFiles.ts"
+import { RawWriteGoAhead, rawWriteCheck } from "../RawWrites.ts"
 import { runtimeOperationOf, type RuntimeOperationInput, startRuntimeOperation } from "../../services/sandboxes/Commands.ts"
 import { runtimeOperationJobKey, type RuntimeOperationRow } from "../../services/sandboxes/RuntimeOperations.ts"
 import { SandboxesRepo } from "../../db/repos/Sandboxes.ts"
@@ -72,7 +73,15 @@ export const FilesystemLive = HttpApiBuilder.group(Api, "filesystem", (handlers)
         }).pipe(provide))
       .handle("writeContent", ({ path, payload, urlParams }) =>
         Effect.gen(function*() {
-          const written = yield* writeRaw(yield* keyCaller, path.sandbox_id, { path: urlParams.path, mode: urlParams.mode, createParents: urlParams.create_parents, data: payload })
+          const caller = yield* keyCaller
+          const input = { path: urlParams.path, mode: urlParams.mode, createParents: urlParams.create_parents }
+          // The gateway's own check before it streams the body (RawWrites.ts): everything the API checks, then who asked.
+          const check = rawWriteCheck((yield* HttpServerRequest.HttpServerRequest).headers)
+          if (check !== undefined) {
+            yield* checkRawWrite(caller, path.sandbox_id, { ...input, declaredBytes: check.declaredBytes })
+            return yield* HttpServerResponse.schemaJson(RawWriteGoAhead)({ project_id: caller.projectId, organization_id: caller.organizationId, key_id: caller.keyId }).pipe(Effect.orDie)
+          }
+          const written = yield* writeRaw(caller, path.sandbox_id, { ...input, data: payload })
           return yield* HttpServerResponse.schemaJson(RawWritten)({ path: written.path, size_bytes: written.size_bytes }, { status: written.created ? 201 : 200 }).pipe(Effect.orDie)
         }).pipe(provide))
   }))

@@ -45,7 +45,8 @@ const main = () => {
   for (const name of ["agent.sock", "bridge.sock"]) fs.rmSync(path.join(RUN_DIR, name), { force: true })
   startBridge(path.join(RUN_DIR, "bridge.sock"))
   // The agent socket comes last: once it answers, everything is ready.
-  Bun.serve({ unix: path.join(RUN_DIR, "agent.sock"), fetch: handle })
+  // Writes stream to disk and are bounded by their `limit` (Bun's own default would cut them at 128 MiB).
+  Bun.serve({ unix: path.join(RUN_DIR, "agent.sock"), fetch: handle, maxRequestBodySize: Number.MAX_SAFE_INTEGER })
   setInterval(evictFinished, 10 * 60 * 1000).unref()
 }
 

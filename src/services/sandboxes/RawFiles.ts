@@ -2,17 +2,23 @@
  * Raw files (`GET|PUT /v1/sandboxes/{id}/files/content?path=`): bytes in and out in the request itself, without
  * base64 or a runtime operation to poll. A read is streamed in pieces of the provider's largest read (so the
  * gateway holds one piece at a time, whatever the file's size), with a single byte range and an ETag from the
- * file's size and modification time. A write takes the body whole up to the provider's largest write (10 MiB on
- * today's providers) and hands it over in one call, so a broken upload writes nothing. Paths and symlinks resolve
- * inside the sandbox, as for the filesystem routes (the provider or the runtime's agent resolves them there).
+ * file's size and modification time. A write streams the body through when the provider's wire does
+ * (`writeFileStream`: up to RAW_WRITE_MAX_BYTES, 1 GiB by default, the gateway holding a piece at a time), else takes it
+ * whole up to the provider's largest write (10 MiB) and hands it over in one call; either way a broken upload, or
+ * one past the limit, writes nothing. Paths and symlinks resolve inside the sandbox, as for the filesystem routes
+ * (the provider or the runtime's agent resolves them there).
  */
 import { Effect, Runtime } from "effect"
 import type { ProviderError, ProviderFileEntry, ProviderSandbox, SandboxProvider } from "../../../providers/core/Provider.ts"
 import { type Conflict, conflict, NotFound, PayloadTooLarge, ServiceUnavailable, Unprocessable } from "../../domain/Errors.ts"
+import { AppConfig } from "../../Config.ts"
 import { ProviderAccounts } from "../ProviderAccounts.ts"
 import { type Caller, readySandboxOf, requireCapability } from "./Commands.ts"
 import { fileFailure, type FileOperation, fileReasonOf, logProviderFailure } from "./ProviderErrors.ts"
 import { touchSandbox } from "./SandboxRows.ts"
+
+/** A streamed read asks for this much at a time (less in flight between the hops than a whole provider read). */
+const STREAM_PIECE = 2 * 1024 * 1024
 
 /** A file's identity for caching: its size and modification time (weak: equal bytes may differ in time). */
 const etagOf = (entry: ProviderFileEntry) => {
@@ -104,7 +110,7 @@ export const readRaw = (caller: Caller, sandboxId: string, path: string, headers
         pull: async (controller) => {
           if (offset > to) return controller.close()
           const read = await Runtime.runPromise(runtime)(
-            Effect.either(provider.readFile(resource, { path, offsetBytes: offset, maxBytes: Math.min(piece, to - offset + 1) }))
+            Effect.either(provider.readFile(resource, { path, offsetBytes: offset, maxBytes: Math.min(STREAM_PIECE, piece, to - offset + 1) }))
           )
           // The file changed or went while it was read: the response ends short and errors, never passes as whole.
           if (read._tag === "Left" || read.right.data.length === 0) return controller.error(new Error("the file changed while it was read"))
@@ -136,11 +142,15 @@ export interface RawWriteInput {
   readonly data: Uint8Array
 }
 
-/** The largest body a raw write takes on this sandbox: its provider's largest write. */
-export const rawWriteLimit = (caller: Caller, sandboxId: string) =>
-  Effect.map(targetOf(caller, sandboxId), ({ provider }) => provider.capabilities.files?.maxWriteBytes ?? 0)
+/** The largest body a raw write takes on this provider: any size up to `streamLimit` where its wire streams, else its largest write. */
+const writeLimitOf = (provider: SandboxProvider, streamLimit: number) =>
+  provider.writeFileStream !== undefined ? streamLimit : provider.capabilities.files?.maxWriteBytes ?? 0
 
-export const writeRaw = (caller: Caller, sandboxId: string, input: RawWriteInput) =>
+const tooLarge = (limit: number, provider: string | null) =>
+  new PayloadTooLarge({ code: "payload_too_large", message: `A write takes at most ${limit} bytes on ${provider}`, details: { limit_bytes: limit } })
+
+/** What a raw write checks before it takes any byte: the sandbox, the capability, the mode, parents, a declared size. */
+export const checkRawWrite = (caller: Caller, sandboxId: string, input: Omit<RawWriteInput, "data"> & { readonly declaredBytes?: number | undefined }) =>
   Effect.gen(function*() {
     const { sandbox, provider, resource } = yield* targetOf(caller, sandboxId)
     yield* requireCapability(sandbox, ["filesystem", "write"], "writing files")
@@ -151,16 +161,81 @@ export const writeRaw = (caller: Caller, sandboxId: string, input: RawWriteInput
     if (input.createParents && !files.createParents) {
       return yield* conflict("capability_unsupported", `${sandbox.provider} sandboxes cannot create parent directories`, { provider: sandbox.provider })
     }
-    if (input.data.length > files.maxWriteBytes) {
-      return yield* new PayloadTooLarge({ code: "payload_too_large", message: `A write takes at most ${files.maxWriteBytes} bytes on ${sandbox.provider}`, details: { limit_bytes: files.maxWriteBytes } })
+    const limit = writeLimitOf(provider, (yield* AppConfig).rawWriteMaxBytes)
+    if (input.declaredBytes !== undefined && input.declaredBytes > limit) return yield* tooLarge(limit, sandbox.provider)
+    return { sandbox, provider, resource, limit }
+  })
+
+/** The size of the file after a write: what was written, or after an append, what the provider says it is now. */
+const sizeAfter = (provider: SandboxProvider, resource: ProviderSandbox, input: RawWriteInput | Omit<RawWriteInput, "data">, written: number) =>
+  input.mode !== "append"
+    ? Effect.succeed(written)
+    : Effect.map(statOf(provider, resource, input.path).pipe(Effect.catchAll(failed("write", input.path))), (entry) => entry?.sizeBytes ?? written)
+
+/**
+ * A raw write of a body that streams in (`PUT …/files/content`): through the provider's streaming write where it
+ * has one, each byte counted against the limit (past it, the body is cut and nothing is written: 413); else read
+ * whole up to the provider's largest write and written in one call.
+ */
+export const writeRawStream = (
+  caller: Caller,
+  sandboxId: string,
+  input: Omit<RawWriteInput, "data"> & { readonly body: ReadableStream<Uint8Array> | null; readonly declaredBytes?: number | undefined }
+) =>
+  Effect.gen(function*() {
+    const { sandbox, provider, resource, limit } = yield* checkRawWrite(caller, sandboxId, input)
+    const body = input.body ?? new ReadableStream<Uint8Array>({ start: (controller) => controller.close() })
+    const write = provider.writeFileStream
+    if (write === undefined) {
+      const data = yield* Effect.promise(() => readAtMost(body, limit))
+      if (data === undefined) return yield* tooLarge(limit, sandbox.provider)
+      return yield* writeRaw(caller, sandboxId, { ...input, data })
     }
+    let received = 0
+    let over = false
+    const counted = body.pipeThrough(new TransformStream<Uint8Array, Uint8Array>({
+      transform: (chunk, controller) => {
+        received += chunk.length
+        if (received > limit) {
+          over = true
+          return controller.error(new Error("the body is larger than the limit"))
+        }
+        controller.enqueue(chunk)
+      }
+    }))
+    const written = yield* write(resource, { path: input.path, body: counted, mode: input.mode, createParents: input.createParents }).pipe(
+      Effect.catchAll((e): Effect.Effect<never, PayloadTooLarge | Conflict | NotFound | ServiceUnavailable | Unprocessable> =>
+        over ? Effect.fail(tooLarge(limit, sandbox.provider)) : failed("write", input.path)(e))
+    )
+    if (over) return yield* tooLarge(limit, sandbox.provider)
+    yield* touchSandbox(sandbox.id)
+    return { created: written.created, path: input.path, size_bytes: yield* sizeAfter(provider, resource, input, received) }
+  })
+
+/** What a streamed raw write needs of the services (the HTTP route runs it with these). */
+export type RawWriteServices = Effect.Effect.Context<ReturnType<typeof writeRawStream>>
+
+/** Reads a body whole, or undefined once it passes `limit` bytes. */
+const readAtMost = async (body: ReadableStream<Uint8Array>, limit: number): Promise<Uint8Array | undefined> => {
+  const chunks: Array<Uint8Array> = []
+  let size = 0
+  for await (const chunk of body) {
+    size += chunk.length
+    if (size > limit) return undefined
+    chunks.push(chunk)
+  }
+  return new Uint8Array(Buffer.concat(chunks))
+}
+
+export const writeRaw = (caller: Caller, sandboxId: string, input: RawWriteInput) =>
+  Effect.gen(function*() {
+    const { sandbox, provider, resource } = yield* checkRawWrite(caller, sandboxId, input)
+    const files = provider.capabilities.files!
+    if (input.data.length > files.maxWriteBytes && provider.writeFileStream === undefined) return yield* tooLarge(files.maxWriteBytes, sandbox.provider)
     const written = yield* provider.writeFile(resource, { path: input.path, data: input.data, mode: input.mode, createParents: input.createParents }).pipe(
       Effect.catchAll(failed("write", input.path))
     )
     yield* touchSandbox(sandbox.id)
     // After an append the file's size is asked of the provider (what was there before is not known here).
-    const size = input.mode !== "append"
-      ? input.data.length
-      : (yield* statOf(provider, resource, input.path).pipe(Effect.catchAll(failed("write", input.path))))?.sizeBytes ?? input.data.length
-    return { created: written.created, path: input.path, size_bytes: size }
+    return { created: written.created, path: input.path, size_bytes: yield* sizeAfter(provider, resource, input, input.data.length) }
   })
