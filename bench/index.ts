@@ -4,7 +4,8 @@
  * spawning the same bwrap jail directly (a minimal bwrap is shown too); GET sandbox p50 ≤ 2× a bare Bun.serve
  * reading the same row. Issue 13: `echo hi` with `?wait_seconds` ≤ 2.5× a minimal bwrap spawn; a followed process's
  * output reaches the follower p50 ≤ 25 ms after it was written. Also (issue 10) event commit → webhook received on
- * loopback, and commit → frame on the live event stream. Prints a table; exits 0.
+ * loopback, and commit → frame on the live event stream. Issue 11: create → ready p50 on each plugin through its
+ * emulator (BENCH_PLUGIN_ROUNDS creates each, 5 by default). Prints a table; exits 0.
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
@@ -14,6 +15,20 @@ import { api, bootstrap, startServer, tempDataDir } from "../test/support/server
 import { createReadySandbox, idempotencyKey, minimalSandbox, poll, waitRuntimeOperation } from "../test/support/sandbox.ts"
 
 const ROUNDS = Number(process.env["BENCH_ROUNDS"] ?? 30)
+/** Creates per plugin in the per-provider create → ready rows (after one warm-up). */
+const PER_PLUGIN_ROUNDS = Number(process.env["BENCH_PLUGIN_ROUNDS"] ?? 5)
+const INTERNET = { network: { internet_access: true } }
+/** Every plugin, with what a request needs to be placed on it. */
+const PER_PLUGIN: ReadonlyArray<readonly [string, Record<string, unknown>]> = [
+  ["daytona", {}],
+  ["e2b", {}],
+  ["blaxel", INTERNET],
+  ["cloudflare", INTERNET],
+  ["freestyle", INTERNET],
+  ["prime", { ...INTERNET, resources: { vcpu: 0.5, memory_mb: 500 } }],
+  ["runloop", INTERNET],
+  ["vercel", { network: { internet_access: false } }]
+]
 
 // `bun run bench --density [N]`: the density benchmark instead (bench/density.ts).
 if (process.argv.includes("--density")) {
@@ -78,6 +93,22 @@ try {
   report("create → ready (API)", createReady, undefined, "p50 ≤ 100 ms")
   // The measured sandboxes go away before the next measurements, so they do not share the machine with them.
   await Promise.all(created.map((id) => http.delete(`/v1/sandboxes/${id}`, auth)))
+  await poll(async () => (await http.get("/v1/sandboxes?limit=100", auth)).body.sandboxes, (list) => list.every((s: any) => s.state === "stopped"), 60_000, 50)
+
+  // 1b. create → ready on each plugin through its emulator (issue 11): a few creates per provider, pinned with
+  // `provider`, with the network each needs (most cannot keep a sandbox off the internet; Prime sizes are fixed).
+  for (const [provider, extra] of PER_PLUGIN) {
+    const mine: Array<string> = []
+    const s = await time(async () => {
+      const res = await http.post("/v1/sandboxes", { ...auth, body: minimalSandbox({ provider, ...extra }), headers: { "idempotency-key": idempotencyKey(provider) } })
+      if (res.status !== 202) throw new Error(`create on ${provider} answered ${res.status}: ${res.text}`)
+      const op = await poll(async () => (await http.get(`/v1/operations/${res.body.operation.id}`, auth)).body, (o) => ["succeeded", "failed", "cancelled"].includes(o.state), 30_000, 2)
+      if (op.state !== "succeeded") throw new Error(`create on ${provider} ${op.state}: ${JSON.stringify(op.error)}`)
+      mine.push(res.body.sandbox.id)
+    }, PER_PLUGIN_ROUNDS, 1)
+    report(`  create → ready, ${provider} emulator`, s)
+    await Promise.all(mine.map((id) => http.delete(`/v1/sandboxes/${id}`, auth)))
+  }
   await poll(async () => (await http.get("/v1/sandboxes?limit=100", auth)).body.sandboxes, (list) => list.every((s: any) => s.state === "stopped"), 60_000, 50)
 
   const sandbox = await createReadySandbox(http, auth)

@@ -2,11 +2,12 @@
  * The Blaxel emulator's books: sandboxes, previews and the usage of every sandbox (for the account's metrics,
  * also after it is deleted) in DATA_DIR/emulators/blaxel/state.json, and one small file per process (a process
  * per exec: saving one does not rewrite them all) — all read back through Schemas, so a restarted gateway finds
- * its sandboxes, processes and previews again. Uploads in progress are kept in memory only.
+ * its sandboxes, processes and previews again. Uploads in progress are kept in memory only. The API key and the
+ * workspace are made once and kept (`api-key`, `workspace`).
  */
 import { Schema } from "effect"
 import * as crypto from "node:crypto"
-import { emulatorHome, emulatorKey, persistentRecords, persistentState } from "../../core/emulator/state.ts"
+import { emulatorAccountValue, emulatorHome, emulatorKey, persistentRecords, persistentState } from "../../core/emulator/state.ts"
 
 const StringMap = Schema.mutable(Schema.Record({ key: Schema.String, value: Schema.String }))
 
@@ -70,7 +71,7 @@ export const makeBooks = (dataDir: string) => {
   return {
     dir,
     apiKey,
-    workspace: "emulated",
+    workspace: emulatorAccountValue(dir, "workspace", "emulated"),
     accountId: "emulated-account",
     state,
     save,

@@ -1,7 +1,8 @@
 /**
  * An emulator's books, as a provider's cloud keeps them: a home under DATA_DIR/emulators/<name>, an API key made
- * once, and state that survives restarts (written atomically, read back through a Schema: a file that does not
- * decode is moved aside and the emulator starts without it, as a provider that lost its books would).
+ * once (and the account's other values beside it), and state that survives restarts (written atomically, read
+ * back through a Schema: a file that does not decode is moved aside and the emulator starts without it, as a
+ * provider that lost its books would).
  */
 import { Either, ParseResult, Schema } from "effect"
 import * as crypto from "node:crypto"
@@ -19,6 +20,16 @@ export const emulatorKey = (dir: string, make: () => string = () => crypto.rando
   const file = path.join(dir, "api-key")
   if (!fs.existsSync(file)) fs.writeFileSync(file, make(), { mode: 0o600 })
   return fs.readFileSync(file, "utf8").trim()
+}
+
+/**
+ * A value of the emulator's account that is not a secret (its workspace, team or project), written once to
+ * `dir/<file>` like the API key, so that an operator (or a test storing BYOK credentials) reads it where the key is.
+ */
+export const emulatorAccountValue = (dir: string, file: string, value: string) => {
+  const at = path.join(dir, file)
+  if (!fs.existsSync(at)) fs.writeFileSync(at, value)
+  return fs.readFileSync(at, "utf8").trim()
 }
 
 const writeAtomically = (file: string, text: string) => {

@@ -2,11 +2,11 @@
  * The Vercel emulator's books: sandboxes (each with its one session: a non-persistent Vercel sandbox never gets
  * a second) in DATA_DIR/emulators/vercel/state.json, and one small file per command — all read back through
  * Schemas, so a restarted gateway finds its sandboxes and commands again. The token, team and project are made
- * once and kept.
+ * once and kept (`api-key`, `team-id`, `project-id` beside the state).
  */
 import { Schema } from "effect"
 import * as crypto from "node:crypto"
-import { emulatorHome, emulatorKey, persistentRecords, persistentState } from "../../core/emulator/state.ts"
+import { emulatorAccountValue, emulatorHome, emulatorKey, persistentRecords, persistentState } from "../../core/emulator/state.ts"
 
 const StringMap = Schema.mutable(Schema.Record({ key: Schema.String, value: Schema.String }))
 
@@ -66,8 +66,8 @@ export const makeBooks = (dataDir: string) => {
   return {
     dir,
     token,
-    teamId: "team_emulated",
-    projectId: "prj_emulated",
+    teamId: emulatorAccountValue(dir, "team-id", "team_emulated"),
+    projectId: emulatorAccountValue(dir, "project-id", "prj_emulated"),
     state,
     save,
     commands,
