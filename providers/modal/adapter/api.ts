@@ -99,9 +99,10 @@ export interface ModalResourceUsage {
 }
 
 export interface ModalApi {
-  /** `client.apps.fromName(name, {environment, createIfMissing: true})` → the app id. */
-  readonly appFromName: (name: string) => Promise<string>
-  /** `client.images.fromRegistry(tag)` then `client.sandboxes.create(app, image, spec)` → the sandbox id. */
+  /**
+   * `client.apps.fromName(appName, {environment, createIfMissing: true})`, `client.images.fromRegistry(image)`,
+   * then `client.sandboxes.create(app, image, spec)` → the sandbox id (already_exists for a name in use).
+   */
   readonly createSandbox: (appName: string, image: string, spec: ModalSandboxSpec) => Promise<string>
   /** `client.sandboxes.fromName(appName, name)` → the running sandbox's id (not_found when there is none). */
   readonly sandboxFromName: (appName: string, name: string) => Promise<string>

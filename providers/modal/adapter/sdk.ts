@@ -164,7 +164,6 @@ export const sdkApi = (client: () => Promise<SdkClient>, environment: string | u
   }
 
   return {
-    appFromName: (name) => guard(async () => (await (await client()).apps.fromName(name, { ...env, createIfMissing: true })).appId),
     createSandbox: (appName, image, spec) =>
       guard(async () => {
         const c = await client()
