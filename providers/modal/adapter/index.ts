@@ -233,9 +233,10 @@ export const makeModalProvider = (config: ModalProviderConfig): SandboxProvider 
       )
     )
 
+  /** A sandbox that has finished is gone for good at Modal (nothing resumes it): absent, like one never made. */
   const inspect: SandboxProvider["inspect"] = (sandbox) =>
     orAbsent(call("sandbox poll", () => api.poll(sandbox.resourceId))).pipe(
-      Effect.map((code) => (code === undefined ? "absent" as const : code === null ? "running" as const : "stopped" as const))
+      Effect.map((code) => (code === undefined ? "absent" as const : code === null ? "running" as const : "absent" as const))
     )
 
   const destroy: SandboxProvider["destroy"] = (sandbox) =>
@@ -420,8 +421,8 @@ export const makeModalProvider = (config: ModalProviderConfig): SandboxProvider 
     Effect.gen(function*() {
       const p = yield* absolute(input.path)
       if (p === "/") return yield* fail("invalid_request", "the root cannot be deleted")
-      const removed = yield* orAbsent(call("remove", () => api.remove(sandbox.resourceId, p, input.recursive)))
-      return { deleted: removed !== undefined }
+      const removed = yield* orAbsent(call("remove", () => api.remove(sandbox.resourceId, p, input.recursive).then(() => true)))
+      return { deleted: removed === true }
     })
 
   return {
