@@ -53,8 +53,16 @@ export const PYTHON_IMAGE = "python:3.13-slim"
 export const WORKSPACE = "/workspace"
 export const TAG_SANDBOX_ID = "metal.sandbox_id"
 
-/** The reference's Modal row (§3.1): env + OCI, direct sizing, x86_64 and arm64, streamed exec, c/o files. */
-export const MODAL_CAPABILITIES: ProviderCapabilities = DECLARED.modal
+/**
+ * The reference's Modal row (§3.1: env + OCI, direct sizing, x86_64 and arm64, streamed exec without cancel, c/o
+ * files with parents, list and delete, no pause, no endpoints), plus the internet switch, which Modal verifiably
+ * has: the SDK's `blockNetwork` at create (`SandboxCreateParams`) keeps a sandbox off the network. Its domain and
+ * CIDR allow lists are not claimed (the gateway asks for none here).
+ */
+export const MODAL_CAPABILITIES: ProviderCapabilities = {
+  ...DECLARED.modal,
+  network: { blockInternet: true, allowDomains: false, denyDomains: false }
+}
 
 /** Modal's published prices (reference §3.2), in micro-USD. */
 export const RATE_CARD = { version: "modal-2026-09-11", coreHourMicrousd: 141_912, gibHourMicrousd: 24_012 } as const
