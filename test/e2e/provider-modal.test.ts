@@ -1,0 +1,65 @@
+/**
+ * Modal through the real gateway, on its emulator: a request for `provider: "modal"` becomes ready sized as asked
+ * (Modal sizes directly), runs a command, round-trips a binary file, reports its metrics, refuses endpoints (Modal
+ * has none to lease) and is destroyed; an OCI image is never placed on emulated Modal (its emulator does not pull
+ * images), and the refusal says why.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { api, bootstrap, expectEnvelope, type RunningServer, startServer } from "../support/server.ts"
+import { createReadySandbox, idempotencyKey, type KeyAuth, minimalSandbox, runProcess, waitOperation, waitRuntimeOperation } from "../support/sandbox.ts"
+
+let server: RunningServer
+let http: ReturnType<typeof api>
+let auth: KeyAuth
+
+beforeAll(async () => {
+  server = await startServer()
+  http = api(server.url)
+  const owner = await bootstrap(server.dataDir, "modal@example.com")
+  auth = { token: owner.api_key, project: owner.project_id }
+})
+afterAll(() => server.stop())
+
+describe("modal through the gateway", () => {
+  it("ready → echo hi → binary file → metrics → no endpoints → destroy → stopped; an OCI image is not placed there", async () => {
+    const sandbox = await createReadySandbox(http, auth, minimalSandbox({ provider: "modal" }))
+    expect(sandbox).toMatchObject({ provider: "modal", state: "ready", billing_mode: "emulated" })
+
+    const echo = await runProcess(http, auth, sandbox.id, ["sh", "-c", "echo hi; echo oops >&2"])
+    expect(echo.process).toMatchObject({ state: "succeeded", exit_code: 0 })
+    expect(echo.stdout).toBe("hi\n")
+
+    const bytes = Buffer.from([0, 1, 2, 253, 254, 255, 10, 13])
+    const write = await http.post(`/v1/sandboxes/${sandbox.id}/filesystem/write`, {
+      ...auth,
+      body: { path: "/workspace/data/bin.dat", data_base64: bytes.toString("base64"), create_parents: true },
+      headers: { "idempotency-key": idempotencyKey("w") }
+    })
+    expect((await waitRuntimeOperation(http, auth, sandbox.id, write.body.id)).state).toBe("succeeded")
+    const read = await http.post(`/v1/sandboxes/${sandbox.id}/filesystem/read`, { ...auth, body: { path: "/workspace/data/bin.dat" } })
+    const readOp = await waitRuntimeOperation(http, auth, sandbox.id, read.body.id)
+    expect(Buffer.from(readOp.result.data_base64, "base64").equals(bytes)).toBe(true)
+
+    const metrics = await http.get(`/v1/sandboxes/${sandbox.id}/metrics`, auth)
+    expect(metrics.body).toMatchObject({ provider: "modal", source: "local_runtime" })
+
+    expectEnvelope(await http.post(`/v1/sandboxes/${sandbox.id}/endpoints`, { ...auth, body: { port: 8000 }, headers: { "idempotency-key": idempotencyKey("e") } }), 409, "capability_unsupported")
+
+    const deleted = await http.delete(`/v1/sandboxes/${sandbox.id}`, { ...auth, headers: { "idempotency-key": idempotencyKey("d") } })
+    expect((await waitOperation(http, auth, deleted.body.operation.id)).state).toBe("succeeded")
+    expect((await http.get(`/v1/sandboxes/${sandbox.id}`, auth)).body.state).toBe("stopped")
+
+    const oci = await http.post("/v1/sandboxes", {
+      ...auth,
+      body: minimalSandbox({ provider: "modal", source: { kind: "oci_image", image: "alpine:3.20" } }),
+      headers: { "idempotency-key": idempotencyKey("o") }
+    })
+    if (oci.status === 202) {
+      const op = await waitOperation(http, auth, oci.body.operation.id)
+      expect(op.state).toBe("failed")
+      expect(op.error.code).toBe("no_eligible_provider")
+    } else {
+      expectEnvelope(oci, 422)
+    }
+  }, 90_000)
+})
