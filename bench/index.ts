@@ -73,6 +73,8 @@ const time = async (fn: () => Promise<unknown>, rounds = ROUNDS, warmup = 3) => 
 }
 
 const rows: Array<{ name: string; p50: number; p90: number; baseline?: string; baseP50?: number; target?: string }> = []
+/** Figures that are not latencies (throughput, memory), printed after the table. */
+const notes: Array<string> = []
 const report = (name: string, s: { p50: number; p90: number }, baseline?: { name: string; s: { p50: number } }, target?: string) =>
   rows.push({ name, p50: s.p50, p90: s.p90, ...(baseline ? { baseline: baseline.name, baseP50: baseline.s.p50 } : {}), ...(target ? { target } : {}) })
 
@@ -199,6 +201,37 @@ try {
   }, 10, 1)
   report("10 MiB raw write (PUT content)", rawWrite, { name: "direct file write", s: directWrite }, "ratio ≤ 3×")
 
+  // 3b. 1 GiB up and down through the raw route on E2B's emulator (its wire streams writes): the gateway's RSS
+  // (emulators and all: one process) before and at its peak, and the throughput each way.
+  {
+    const e2b = await createReadySandbox(http, auth, minimalSandbox({ provider: "e2b" }))
+    const bigUrl = `${server.url}/v1/sandboxes/${e2b.id}/files/content?path=${encodeURIComponent("/workspace/gib.bin")}`
+    const rssMiB = () => Number(/VmRSS:\s+(\d+)/.exec(fs.readFileSync(`/proc/${server.pid}/status`, "utf8"))?.[1] ?? 0) / 1024
+    const measure = async (what: string, transfer: () => Promise<void>) => {
+      const before = rssMiB()
+      let peak = before
+      const sampler = setInterval(() => (peak = Math.max(peak, rssMiB())), 20)
+      const t = performance.now()
+      await transfer()
+      const seconds = (performance.now() - t) / 1000
+      clearInterval(sampler)
+      notes.push(`${what}: ${(1024 / seconds).toFixed(0)} MiB/s; gateway RSS ${before.toFixed(0)} MiB before, +${(peak - before).toFixed(0)} MiB at its peak (target ± 20 MiB)`)
+    }
+    const piece = new Uint8Array(1024 * 1024).fill(9)
+    await measure("1 GiB raw write (PUT, E2B emulator)", async () => {
+      let sent = 0
+      const body = new ReadableStream<Uint8Array>({ pull: (c) => (sent++ === 1024 ? c.close() : c.enqueue(piece)) })
+      const res = await fetch(bigUrl, { method: "PUT", headers: { ...rawHeaders, "content-type": "application/octet-stream" }, body, duplex: "half" } as RequestInit)
+      if (res.status !== 201) throw new Error(`the 1 GiB write answered ${res.status}: ${await res.text()}`)
+    })
+    await measure("1 GiB raw read (GET, E2B emulator)", async () => {
+      const res = await fetch(bigUrl, { headers: rawHeaders })
+      let size = 0
+      for await (const chunk of res.body!) size += chunk.length
+      if (size !== 1024 * 1024 * 1024) throw new Error(`the 1 GiB read was ${size} bytes`)
+    })
+  }
+
   // 4. GET /v1/sandboxes/{id} vs a bare Bun.serve that reads the same row from the same SQLite file. The bare
   // server runs in its own process, like the gateway, and both are read by the same client call (the same
   // headers, the body read as text), so the ratio is the gateway's own cost.
@@ -276,3 +309,4 @@ for (const r of rows) {
   const base = r.baseline !== undefined ? `${fmt(r.baseP50!)} (${r.baseline})` : "–"
   console.log(`${r.name.padEnd(38)} ${fmt(r.p50).padEnd(11)} ${fmt(r.p90).padEnd(11)} ${base.padEnd(42)} ${ratio.padEnd(7)} ${r.target ?? ""}`)
 }
+for (const note of notes) console.log(note)

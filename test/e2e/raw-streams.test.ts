@@ -1,9 +1,10 @@
 /**
- * Raw writes that stream (issue 13, item 6) through the real gateway, on E2B's emulator (envd's octet-stream upload,
- * written as it comes by the runtime's agent): a body far past one provider write goes through with the gateway's
- * memory flat and comes back byte for byte; a body past RAW_WRITE_MAX_BYTES is refused with 413 — before a byte is
- * read when its length is declared, and mid-way when it is not — and a body that breaks off changes nothing; a
- * provider whose wire does not stream keeps its single-write limit.
+ * Raw writes that stream (issue 13, item 6) through the real gateway, on E2B's emulator (envd's octet-stream upload)
+ * and Daytona's (a multipart upload whose file part streams), each written as it comes by the runtime's agent: a
+ * body far past one provider write goes through with the gateway's memory bounded and comes back byte for byte; a
+ * body past RAW_WRITE_MAX_BYTES is refused with 413 — before a byte is read when its length is declared, and mid-way
+ * when it is not — and a body that breaks off changes nothing; a provider whose wire does not stream (Vercel) keeps
+ * its single-write limit.
  */
 import * as crypto from "node:crypto"
 import * as fs from "node:fs"
@@ -19,6 +20,7 @@ let http: ReturnType<typeof api>
 let auth: KeyAuth
 let e2b: any
 let daytona: any
+let vercel: any
 
 const url = (sandboxId: string, path: string, query = "") => `${server.url}/v1/sandboxes/${sandboxId}/files/content?path=${encodeURIComponent(path)}${query}`
 const headers = (extra: Record<string, string> = {}) => ({ authorization: `Bearer ${auth.token}`, "x-metal-project-id": auth.project, "content-type": "application/octet-stream", ...extra })
@@ -46,7 +48,7 @@ beforeAll(async () => {
   http = api(server.url)
   const owner = await bootstrap(server.dataDir, "streams@example.com")
   auth = { token: owner.api_key, project: owner.project_id }
-  ;[e2b, daytona] = await Promise.all([createReadySandbox(http, auth, minimalSandbox({ provider: "e2b" })), createReadySandbox(http, auth, minimalSandbox({ provider: "daytona" }))])
+  ;[e2b, daytona, vercel] = await Promise.all(["e2b", "daytona", "vercel"].map((provider) => createReadySandbox(http, auth, minimalSandbox({ provider }))))
 }, 60_000)
 afterAll(() => server.stop())
 
@@ -98,12 +100,24 @@ describe("raw writes that stream", () => {
     expect(after.stdout).toBe(`${256 * MiB}\nupload.bin\n`)
   }, 60_000)
 
-  it("a provider whose wire does not stream keeps its single-write limit (Daytona: 10 MiB)", async () => {
-    const res = await fetch(url(daytona.id, "/workspace/too-big.bin"), { method: "PUT", headers: headers(), body: body(11).stream, duplex: "half" } as RequestInit)
+  it("Daytona's multipart upload streams too: 64 MiB up and back, byte for byte", async () => {
+    const up = body(64)
+    const res = await fetch(url(daytona.id, "/workspace/d/upload.bin", "&create_parents=true"), { method: "PUT", headers: headers(), body: up.stream, duplex: "half" } as RequestInit)
+    expect(res.status).toBe(201)
+    const down = Buffer.from(await (await fetch(url(daytona.id, "/workspace/d/upload.bin"), { headers: headers() })).arrayBuffer())
+    expect(down.length).toBe(64 * MiB)
+    expect(crypto.createHash("sha256").update(down).digest("hex")).toBe(up.digest())
+    // Broken off: nothing changes.
+    await fetch(url(daytona.id, "/workspace/d/upload.bin"), { method: "PUT", headers: headers(), body: body(3, { fail: true }).stream, duplex: "half" } as RequestInit).catch(() => undefined)
+    expect((await runProcess(http, auth, daytona.id, ["sh", "-c", "stat -c %s /workspace/d/upload.bin; ls -A /workspace/d"])).stdout).toBe(`${64 * MiB}\nupload.bin\n`)
+  }, 60_000)
+
+  it("a provider whose wire does not stream keeps its single-write limit (Vercel: 10 MiB)", async () => {
+    const res = await fetch(url(vercel.id, "/workspace/too-big.bin"), { method: "PUT", headers: headers(), body: body(11).stream, duplex: "half" } as RequestInit)
     const refused = await envelopeOf(res)
     expectEnvelope(refused, 413, "payload_too_large")
     expect(refused.body.details).toEqual({ limit_bytes: 10 * MiB })
-    const fits = await fetch(url(daytona.id, "/workspace/fits.bin"), { method: "PUT", headers: headers(), body: body(10).stream, duplex: "half" } as RequestInit)
+    const fits = await fetch(url(vercel.id, "/workspace/fits.bin"), { method: "PUT", headers: headers(), body: body(10).stream, duplex: "half" } as RequestInit)
     expect(fits.status).toBe(201)
   }, 60_000)
 })

@@ -4,7 +4,7 @@
  * checks the parent first; append is not offered (a read-modify-write would race).
  */
 import { HttpClientRequest } from "@effect/platform"
-import { Effect, Schema } from "effect"
+import { Effect, Schema, Stream } from "effect"
 import { type ProviderError, type ProviderFileEntry, type ProviderSandbox, type SandboxProvider, unsupported } from "../../core/Provider.ts"
 import { type DaytonaContext, NAME, WireFileInfo } from "./wire.ts"
 
@@ -47,11 +47,11 @@ export const makeFiles = (ctx: DaytonaContext) => {
       return { data, offsetBytes: input.offsetBytes, sizeBytes: size, eof: input.offsetBytes + data.length >= size }
     })
 
-  const writeFile: SandboxProvider["writeFile"] = (sandbox, input) =>
+  /** The checks of a write (Daytona's upload overwrites and makes parents itself); whether the file existed. */
+  const beforeWrite = (sandbox: ProviderSandbox, input: { readonly path: string; readonly mode: "create" | "overwrite" | "append"; readonly createParents: boolean }) =>
     Effect.gen(function*() {
       if (files === null || !files.write) return yield* unsupported(NAME, "writing files")
       if (!files.writeModes.includes(input.mode)) return yield* unsupported(NAME, `the ${input.mode} write mode`)
-      if (input.data.length > files.maxWriteBytes) return yield* fail("invalid_request", `daytona takes at most ${files.maxWriteBytes} bytes per write`)
       const existing = yield* fileInfoOrNull(sandbox, input.path)
       if (existing?.isDir === true) return yield* fail("invalid_request", `${input.path} is a directory`)
       if (input.mode === "create" && existing !== null) return yield* fail("customer", `${input.path} already exists`)
@@ -64,10 +64,58 @@ export const makeFiles = (ctx: DaytonaContext) => {
         if (dir === null) return yield* fail("not_found", `${parent} does not exist`)
         if (!dir.isDir) return yield* fail("invalid_request", `${parent} is not a directory`)
       }
+      return existing !== null
+    })
+  const fileName = (p: string) => p.slice(p.lastIndexOf("/") + 1) || "file"
+
+  const writeFile: SandboxProvider["writeFile"] = (sandbox, input) =>
+    Effect.gen(function*() {
+      if (files !== null && input.data.length > files.maxWriteBytes) return yield* fail("invalid_request", `daytona takes at most ${files.maxWriteBytes} bytes per write`)
+      const existed = yield* beforeWrite(sandbox, input)
       const form = new FormData()
-      form.append("file", new Blob([input.data.slice()]), input.path.slice(input.path.lastIndexOf("/") + 1) || "file")
+      form.append("file", new Blob([input.data.slice()]), fileName(input.path))
       yield* toolbox(sandbox, "POST", "/files/upload", "upload", (r) => r.pipe(withPath(input.path), HttpClientRequest.bodyFormData(form)))
-      return { bytesWritten: input.data.length, created: existing === null }
+      return { bytesWritten: input.data.length, created: !existed }
+    })
+
+  /**
+   * A streamed write: the same multipart upload, its one `file` part sent as the body comes (the multipart frame
+   * is written around the stream here, since a FormData would be held whole).
+   */
+  const writeFileStream: NonNullable<SandboxProvider["writeFileStream"]> = (sandbox, input) =>
+    Effect.gen(function*() {
+      const existed = yield* beforeWrite(sandbox, input)
+      const boundary = `----sgw${crypto.randomUUID().replaceAll("-", "")}`
+      const name = fileName(input.path).replace(/["\r\n]/g, "_")
+      let bytes = 0
+      const head = new TextEncoder().encode(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${name}"\r\nContent-Type: application/octet-stream\r\n\r\n`)
+      const tail = new TextEncoder().encode(`\r\n--${boundary}--\r\n`)
+      const reader = input.body.getReader()
+      let started = false
+      const framed = new ReadableStream<Uint8Array>({
+        pull: async (controller) => {
+          if (!started) {
+            started = true
+            return controller.enqueue(head)
+          }
+          const { done, value } = await reader.read()
+          if (done) {
+            controller.enqueue(tail)
+            return controller.close()
+          }
+          bytes += value.length
+          controller.enqueue(value)
+        },
+        cancel: (reason) => reader.cancel(reason)
+      })
+      yield* toolbox(sandbox, "POST", "/files/upload", "upload", (r) =>
+        r.pipe(
+          withPath(input.path),
+          HttpClientRequest.bodyStream(Stream.fromReadableStream({ evaluate: () => framed, onError: () => fail("invalid_request", "the body broke off") }), {
+            contentType: `multipart/form-data; boundary=${boundary}`
+          })
+        ))
+      return { bytesWritten: bytes, created: !existed }
     })
 
   const listFiles: SandboxProvider["listFiles"] = (sandbox, input) =>
@@ -104,5 +152,5 @@ export const makeFiles = (ctx: DaytonaContext) => {
         )
     })
 
-  return { readFile, writeFile, listFiles, deleteFile }
+  return { readFile, writeFile, writeFileStream, listFiles, deleteFile }
 }

@@ -53,6 +53,8 @@ export const startDaytonaEmulator = (dataDir: string, runtime: LocalRuntimeShape
     hostname: "127.0.0.1",
     port,
     idleTimeout: 60,
+    // Uploads stream through to the runtime, which bounds them (Bun's own default would cut them at 128 MiB).
+    maxRequestBodySize: Number.MAX_SAFE_INTEGER,
     websocket: previewSocketHandlers,
     fetch: async (request, server) => {
       try {

@@ -6,7 +6,8 @@
  */
 import * as crypto from "node:crypto"
 import * as path from "node:path"
-import { Effect } from "effect"
+import { Cause, Effect, Option } from "effect"
+import { boundaryOf, multipartFile } from "../../core/emulator/multipart.ts"
 import type { LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
 import { makeRouter, route, runOrThrow as run } from "../../core/emulator/server.ts"
 import type { Books, EmulatedSandbox, Session } from "./books.ts"
@@ -24,6 +25,8 @@ const STDOUT_MARK = Buffer.from([1, 1, 1])
 const STDERR_MARK = Buffer.from([2, 2, 2])
 const MAX_OUTPUT_BYTES = 100 * 1024 * 1024
 const MAX_DOWNLOAD_BYTES = 100 * 1024 * 1024
+/** The largest upload this emulator takes (real Daytona takes what the sandbox's disk holds). */
+const MAX_UPLOAD_BYTES = 16 * 1024 * 1024 * 1024
 
 interface Call {
   readonly request: Request
@@ -144,11 +147,18 @@ export const makeToolbox = (books: Books, runtime: LocalRuntimeShape) => {
     })
   }
 
+  /** The `file` part is written as it comes (the runtime puts it in place only once whole). */
   const upload = async ({ request, sandbox, path: p }: Call) => {
-    const form = await request.formData()
-    const file = form.get("file")
-    if (!(file instanceof Blob)) return error(400, "file is required")
-    await run(runtime.writeFile(sandbox.id, p, new Uint8Array(await file.arrayBuffer()), { mode: "overwrite", createParents: false }))
+    const boundary = boundaryOf(request.headers.get("content-type") ?? "")
+    if (boundary === undefined || request.body === null) return error(400, "file is required")
+    const { stream } = multipartFile(request.body, boundary, "file")
+    const written = await Effect.runPromiseExit(runtime.writeFileStream(sandbox.id, p, stream, { mode: "overwrite", createParents: false, maxBytes: MAX_UPLOAD_BYTES }))
+    if (written._tag === "Failure") {
+      const failure = Cause.failureOption(written.cause)
+      // The form itself was bad (no file part, cut short): the request's fault, as Go's multipart reader says.
+      if (Option.isNone(failure)) return error(400, "file is required")
+      throw failure.value
+    }
     return json({})
   }
 
