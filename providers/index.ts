@@ -6,12 +6,26 @@
  */
 import { BlaxelPlugin } from "./blaxel/plugin.ts"
 import { CloudflarePlugin } from "./cloudflare/plugin.ts"
+import { CodeSandboxPlugin } from "./codesandbox/plugin.ts"
 import { DaytonaPlugin } from "./daytona/plugin.ts"
 import { E2BPlugin } from "./e2b/plugin.ts"
 import { FreestylePlugin } from "./freestyle/plugin.ts"
 import { ModalPlugin } from "./modal/plugin.ts"
+import { NorthflankPlugin } from "./northflank/plugin.ts"
 import { PrimePlugin } from "./prime/plugin.ts"
 import { RunloopPlugin } from "./runloop/plugin.ts"
 import { VercelPlugin } from "./vercel/plugin.ts"
 
-export const PLUGINS = [BlaxelPlugin, CloudflarePlugin, DaytonaPlugin, E2BPlugin, FreestylePlugin, ModalPlugin, PrimePlugin, RunloopPlugin, VercelPlugin] as const
+export const PLUGINS = [
+  BlaxelPlugin,
+  CloudflarePlugin,
+  CodeSandboxPlugin,
+  DaytonaPlugin,
+  E2BPlugin,
+  FreestylePlugin,
+  ModalPlugin,
+  NorthflankPlugin,
+  PrimePlugin,
+  RunloopPlugin,
+  VercelPlugin
+] as const

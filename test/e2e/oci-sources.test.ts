@@ -1,7 +1,8 @@
 /**
  * `oci_image` sources on emulated providers run the image for real (issue 14, item 1): each emulator whose provider
  * takes images (Daytona, Blaxel, Vercel) passes it to the local runtime, which pulls it from the registry (here one
- * on loopback, made by the test from a static busybox) and runs the sandbox on it. A pull that fails fails the
+ * on loopback, made by the test from a static busybox) and runs the sandbox on it (Northflank's too, though it
+ * offers no processes to look inside with). A pull that fails fails the
  * create operation with `image_pull_failed` saying which image and why — never a ready sandbox on another image.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -68,12 +69,20 @@ describe("oci_image sources on emulated providers", () => {
     }, 90_000)
   }
 
+  it("northflank: a service on the image becomes ready (lifecycle only: nothing runs in it but the image)", async () => {
+    const { created, op } = await create(`${registry.host}/test/alpine:3.20`, "northflank")
+    expect(op.state, JSON.stringify(op.error)).toBe("succeeded")
+    const id = created.body.sandbox.id
+    expect((await http.get(`/v1/sandboxes/${id}`, auth)).body).toMatchObject({ provider: "northflank", state: "ready" })
+    expect((await http.delete(`/v1/sandboxes/${id}`, { ...auth, headers: { "idempotency-key": idempotencyKey("del") } })).status).toBeLessThan(300)
+  }, 60_000)
+
   for (const [label, image, reason] of [
     ["an unknown tag", () => `${registry.host}/test/alpine:9.99`, /no such tag 9\.99/],
     ["an unknown image", () => `${registry.host}/test/nothing:1`, /has no image test\/nothing/],
     ["an unreachable registry", () => "127.0.0.1:1/test/alpine:1", /cannot be reached/]
   ] as const) {
-    for (const provider of ["daytona", "blaxel", "vercel"]) {
+    for (const provider of ["daytona", "blaxel", "vercel", "northflank"]) {
       it(`${provider}: ${label} fails the create with image_pull_failed saying so; no sandbox runs`, async () => {
         const { created, op } = await create(image(), provider)
         expect(op.state).toBe("failed")

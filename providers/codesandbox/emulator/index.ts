@@ -1,0 +1,294 @@
+/**
+ * A loopback emulator of the CodeSandbox REST subset the adapter uses, backed by the local runtime (a running VM
+ * is a jail `csb-<sandbox id>`; a hibernated VM is that jail frozen). Every answer is `{success, data, errors}`;
+ * requests need the emulator's key as a Bearer.
+ *
+ * - `GET /vm/running` → `{concurrent_vm_count, concurrent_vm_limit, vms: [{id, credit_basis, specs}]}`;
+ * - `GET /sandbox?tags=a,b` (sandboxes carrying every tag) and `GET /sandbox/{id}`;
+ * - `POST /sandbox/{id}/fork {title?, tags?, privacy?, description?}`: forks a template (`pcz35m`, the only one it
+ *   knows) or any of its sandboxes; an unknown id is 404. The fork does not start.
+ * - `POST /vm/{id}/start {tier?, hibernation_timeout_seconds?, automatic_wakeup_config?}`: answers once the VM runs
+ *   (a hibernated one wakes); above the concurrent-VM limit it is 429. A running VM keeps its tier.
+ * - `POST /vm/{id}/hibernate` (of a VM not running: nothing to do) and `DELETE /vm/{id}` (the sandbox and its VM;
+ *   then 404).
+ *
+ * A running VM hibernates on its own once its hibernation timeout has passed since it was started (the gateway
+ * never uses it in between: there is no runtime). What it does not reproduce: the pitcher websocket (commands,
+ * files, ports), templates other than the default, workspaces and their tiers' availability, automatic wake-up.
+ */
+import { Effect, Option, Schema, type Scope } from "effect"
+import * as crypto from "node:crypto"
+import { AppConfig } from "../../../src/Config.ts"
+import { LocalRuntime, type LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
+import { emulatorMessage, makeRouter, route, runOrThrow as run, servePersistent, statusOfRuntimeError } from "../../core/emulator/server.ts"
+import { emulatorHome, emulatorKey, persistentState } from "../../core/emulator/state.ts"
+import { CODESANDBOX_TIERS } from "../../core/resources.ts"
+import { DEFAULT_TEMPLATE_ID } from "../adapter/wire.ts"
+
+const TierName = Schema.Literal("Pico", "Nano", "Micro", "Small", "Medium", "Large", "XLarge")
+
+const Sandbox = Schema.mutable(Schema.Struct({
+  id: Schema.String,
+  title: Schema.NullOr(Schema.String),
+  description: Schema.NullOr(Schema.String),
+  tags: Schema.mutable(Schema.Array(Schema.String)),
+  privacy: Schema.Number,
+  forkedFrom: Schema.String,
+  createdAt: Schema.String,
+  updatedAt: Schema.String,
+  vm: Schema.Literal("off", "running", "hibernated"),
+  tier: TierName,
+  hibernationTimeoutSeconds: Schema.Number,
+  startedAtMs: Schema.NullOr(Schema.Number)
+}))
+type Sandbox = typeof Sandbox.Type
+const State = Schema.mutable(Schema.Struct({ sandboxes: Schema.mutable(Schema.Record({ key: Schema.String, value: Sandbox })) }))
+
+const Fork = Schema.Struct({
+  title: Schema.optional(Schema.String.pipe(Schema.maxLength(255))),
+  description: Schema.optional(Schema.String),
+  tags: Schema.optional(Schema.Array(Schema.String.pipe(Schema.minLength(1), Schema.maxLength(255)))),
+  privacy: Schema.optional(Schema.Int.pipe(Schema.between(0, 2))),
+  path: Schema.optional(Schema.String)
+})
+const Start = Schema.Struct({
+  tier: Schema.optional(TierName),
+  hibernation_timeout_seconds: Schema.optional(Schema.Int.pipe(Schema.between(1, 86_400))),
+  ipcountry: Schema.optional(Schema.String),
+  automatic_wakeup_config: Schema.optional(Schema.Struct({ http: Schema.optional(Schema.Boolean), websocket: Schema.optional(Schema.Boolean) }))
+})
+
+class Failure extends Error {
+  constructor(readonly status: number, message: string) {
+    super(message)
+  }
+}
+const ok = (data: unknown, status = 200) => Response.json({ success: true, data, errors: null }, { status })
+const failure = (status: number, message: string) => Response.json({ success: false, data: null, errors: [message] }, { status })
+
+const readBody = async <A, I>(request: Request, schema: Schema.Schema<A, I>): Promise<A> => {
+  let body: unknown
+  try {
+    const text = await request.text()
+    body = text.trim() === "" ? {} : JSON.parse(text)
+  } catch {
+    throw new Failure(400, "the request body is not valid JSON")
+  }
+  const decoded = Schema.decodeUnknownEither(schema, { onExcessProperty: "error", errors: "first" })(body)
+  if (decoded._tag === "Left") throw new Failure(422, `invalid request body: ${String(decoded.left.message).replace(/\s+/g, " ").slice(0, 300)}`)
+  return decoded.right
+}
+
+export interface CodeSandboxEmulatorInfo {
+  readonly apiUrl: string
+  readonly apiKey: string
+  /** The local-runtime jail behind a sandbox id (undefined: none). */
+  readonly runtimeIdOf: (id: string) => string | undefined
+}
+export interface CodeSandboxEmulatorHandle extends CodeSandboxEmulatorInfo {
+  readonly stop: () => void
+}
+
+const SWEEP_MS = 1000
+const jailOf = (id: string) => `csb-${id}`
+
+export const startCodeSandboxEmulator = (dataDir: string, runtime: LocalRuntimeShape, options: { readonly concurrentVmLimit?: number } = {}): CodeSandboxEmulatorHandle => {
+  const dir = emulatorHome(dataDir, "codesandbox")
+  const apiKey = emulatorKey(dir, () => `csb_v1_${crypto.randomBytes(24).toString("base64url")}`)
+  const { state, save } = persistentState(dir, State, (): typeof State.Type => ({ sandboxes: {} }))
+  const limit = options.concurrentVmLimit ?? 20
+  const chains = new Map<string, Promise<unknown>>()
+  /** One state change of a sandbox at a time, in order. */
+  const serial = <A>(id: string, work: () => Promise<A>): Promise<A> => {
+    const next = (chains.get(id) ?? Promise.resolve()).then(work, work)
+    chains.set(id, next.catch(() => undefined))
+    return next
+  }
+
+  const view = (s: Sandbox) => ({
+    id: s.id,
+    title: s.title,
+    description: s.description,
+    tags: s.tags,
+    privacy: s.privacy,
+    is_frozen: false,
+    settings: { use_pint: false },
+    created_at: s.createdAt,
+    updated_at: s.updatedAt
+  })
+  const sandboxOr404 = (id: string) => {
+    const s = state.sandboxes[id]
+    if (s === undefined) throw new Failure(404, `Sandbox ${id} not found`)
+    return s
+  }
+  const sizeOf = (s: Sandbox) => CODESANDBOX_TIERS.find((t) => t.size === s.tier)!
+
+  /** A VM counts as running while its jail does (one that died is off). */
+  const runningVms = async () => {
+    const out: Array<Sandbox> = []
+    for (const s of Object.values(state.sandboxes)) {
+      if (s.vm !== "running") continue
+      const jail = await run(runtime.get(jailOf(s.id))).catch(() => Option.none())
+      if (Option.isSome(jail) && jail.value.state === "running") out.push(s)
+    }
+    return out
+  }
+
+  const fork = async (request: Request, id: string) => {
+    const body = await readBody(request, Fork)
+    const source = state.sandboxes[id]
+    if (source === undefined && id !== DEFAULT_TEMPLATE_ID) throw new Failure(404, `Sandbox ${id} not found`)
+    const now = new Date().toISOString()
+    const s: Sandbox = {
+      id: crypto.randomBytes(3).toString("hex"),
+      title: body.title ?? `${source?.title ?? id} (forked)`,
+      description: body.description ?? null,
+      tags: [...(body.tags ?? [])],
+      privacy: body.privacy ?? 0,
+      forkedFrom: id,
+      createdAt: now,
+      updatedAt: now,
+      vm: "off",
+      tier: "Nano",
+      hibernationTimeoutSeconds: 300,
+      startedAtMs: null
+    }
+    state.sandboxes[s.id] = s
+    save()
+    return ok({ id: s.id, alias: s.id, title: s.title, start_response: null }, 201)
+  }
+
+  const start = async (request: Request, id: string) => {
+    const body = await readBody(request, Start)
+    const s = sandboxOr404(id)
+    return serial(id, async () => {
+      if (state.sandboxes[id] === undefined) throw new Failure(404, `Sandbox ${id} not found`)
+      if (s.vm !== "running" && (await runningVms()).length >= limit) throw new Failure(429, `concurrent VM limit of ${limit} reached`)
+      if (body.hibernation_timeout_seconds !== undefined) s.hibernationTimeoutSeconds = body.hibernation_timeout_seconds
+      if (s.vm === "off") {
+        if (body.tier !== undefined) s.tier = body.tier
+        const size = sizeOf(s)
+        await run(runtime.create({
+          id: jailOf(id),
+          vcpu: size.vcpu,
+          memoryMb: size.memoryMb,
+          // CodeSandbox VMs reach the internet; there is no switch to keep one off it.
+          internet: true,
+          env: {},
+          labels: { provider: "codesandbox", sandbox: id }
+        }))
+      } else if (s.vm === "hibernated") {
+        await run(runtime.resume(jailOf(id)))
+      }
+      s.vm = "running"
+      s.startedAtMs = Date.now()
+      s.updatedAt = new Date().toISOString()
+      save()
+      return ok({
+        id,
+        bootup_type: "RUNNING",
+        cluster: "local",
+        latest_pitcher_version: "0",
+        pitcher_manager_version: "0",
+        pitcher_token: "",
+        pitcher_url: "",
+        pitcher_version: "0",
+        reconnect_token: "",
+        use_pint: false,
+        user_workspace_path: "/workspace",
+        workspace_path: "/workspace"
+      })
+    })
+  }
+
+  const hibernate = (id: string) => {
+    const s = sandboxOr404(id)
+    return serial(id, async () => {
+      if (s.vm === "running") {
+        await run(runtime.pause(jailOf(id)))
+        s.vm = "hibernated"
+        s.startedAtMs = null
+        save()
+      }
+      return ok({})
+    })
+  }
+
+  const remove = (id: string) => {
+    sandboxOr404(id)
+    return serial(id, async () => {
+      if (state.sandboxes[id] === undefined) throw new Failure(404, `Sandbox ${id} not found`)
+      await run(runtime.destroy(jailOf(id)))
+      delete state.sandboxes[id]
+      save()
+      return ok({})
+    })
+  }
+
+  const list = (url: URL) => {
+    const wanted = (url.searchParams.get("tags") ?? "").split(",").map((t) => t.trim()).filter((t) => t !== "")
+    const sandboxes = Object.values(state.sandboxes).filter((s) => wanted.every((t) => s.tags.includes(t)))
+    return ok({ sandboxes: sandboxes.map(view), pagination: { current_page: 1, next_page: null, total_records: sandboxes.length } })
+  }
+
+  const router = makeRouter<{ readonly request: Request; readonly url: URL }>([
+    route("GET", "/vm/running", async () => {
+      const vms = await runningVms()
+      return ok({
+        concurrent_vm_count: vms.length,
+        concurrent_vm_limit: limit,
+        vms: vms.map((s) => {
+          const size = sizeOf(s)
+          return { id: s.id, credit_basis: s.tier, session_started_at: new Date(s.startedAtMs ?? Date.now()).toISOString(), specs: { cpu: size.vcpu, memory: size.memoryMb, storage: 20_480 } }
+        })
+      })
+    }),
+    route("GET", "/sandbox", ({ url }) => list(url)),
+    route("GET", "/sandbox/:id", (_, { id }) => ok(view(sandboxOr404(id!)))),
+    route("POST", "/sandbox/:id/fork", ({ request }, { id }) => fork(request, id!)),
+    route("POST", "/vm/:id/start", ({ request }, { id }) => start(request, id!)),
+    route("POST", "/vm/:id/hibernate", (_, { id }) => hibernate(id!)),
+    route("DELETE", "/vm/:id", (_, { id }) => remove(id!))
+  ])
+
+  const handle = async (request: Request): Promise<Response> => {
+    if (request.headers.get("authorization") !== `Bearer ${apiKey}`) return failure(401, "Unauthorized: invalid API token")
+    const url = new URL(request.url)
+    const found = router.match(request.method, url.pathname)
+    if (found._tag !== "Found") return failure(found._tag === "MethodNotAllowed" ? 405 : 404, "Not found")
+    try {
+      return await found.handle({ request, url })
+    } catch (e) {
+      if (e instanceof Failure) return failure(e.status, e.message)
+      return failure(statusOfRuntimeError(e), emulatorMessage(e, "codesandbox"))
+    }
+  }
+
+  // Running VMs past their hibernation timeout hibernate.
+  const sweeper = setInterval(() => {
+    const now = Date.now()
+    for (const s of Object.values(state.sandboxes)) {
+      if (s.vm === "running" && s.startedAtMs !== null && now - s.startedAtMs >= s.hibernationTimeoutSeconds * 1000) void hibernate(s.id).catch(() => undefined)
+    }
+  }, SWEEP_MS)
+  sweeper.unref()
+
+  const server = servePersistent(dir, (port) => Bun.serve({ hostname: "127.0.0.1", port, idleTimeout: 120, fetch: handle }))
+  return {
+    apiUrl: `http://127.0.0.1:${server.port}`,
+    apiKey,
+    runtimeIdOf: (id) => (state.sandboxes[id] === undefined ? undefined : jailOf(id)),
+    stop: () => {
+      clearInterval(sweeper)
+      server.stop(true)
+    }
+  }
+}
+
+/** The emulator for the running gateway: started in the caller's scope, stopped when it closes. */
+export const codesandboxEmulator: Effect.Effect<CodeSandboxEmulatorInfo, never, AppConfig | LocalRuntime | Scope.Scope> = Effect.gen(function*() {
+  const { dataDir } = yield* AppConfig
+  const runtime = yield* LocalRuntime
+  const handle = yield* Effect.acquireRelease(Effect.sync(() => startCodeSandboxEmulator(dataDir, runtime)), (h) => Effect.sync(() => h.stop()))
+  return { apiUrl: handle.apiUrl, apiKey: handle.apiKey, runtimeIdOf: handle.runtimeIdOf }
+})
