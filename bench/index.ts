@@ -13,6 +13,7 @@ import { Effect } from "effect"
 import { makeLocalRuntime } from "../src/runtime/LocalRuntimeLive.ts"
 import { api, bootstrap, startServer, tempDataDir } from "../test/support/server.ts"
 import { createReadySandbox, idempotencyKey, minimalSandbox, poll, waitRuntimeOperation } from "../test/support/sandbox.ts"
+import { alpineLike, startRegistry } from "../test/support/registry.ts"
 
 const ROUNDS = Number(process.env["BENCH_ROUNDS"] ?? 30)
 /** Creates per plugin in the per-provider create → ready rows (after one warm-up). */
@@ -112,6 +113,25 @@ try {
     await Promise.all(mine.map((id) => http.delete(`/v1/sandboxes/${id}`, auth)))
   }
   await poll(async () => (await http.get("/v1/sandboxes?limit=100", auth)).body.sandboxes, (list) => list.every((s: any) => s.state === "stopped"), 60_000, 50)
+
+  // 1c. create → ready from an OCI image whose layers are cached already (issue 14): a registry on loopback with a
+  // small image, pulled once by a first create; then each create unpacks nothing new, only mounts its layers.
+  {
+    const registry = startRegistry()
+    registry.push("bench/alpine", "1", { layers: [[...alpineLike()]] })
+    const image = `${registry.host}/bench/alpine:1`
+    const mine: Array<string> = []
+    const s = await time(async () => {
+      const res = await http.post("/v1/sandboxes", { ...auth, body: minimalSandbox({ provider: "daytona", source: { kind: "oci_image", image } }), headers: { "idempotency-key": idempotencyKey("oci") } })
+      const op = await poll(async () => (await http.get(`/v1/operations/${res.body.operation.id}`, auth)).body, (o) => ["succeeded", "failed", "cancelled"].includes(o.state), 60_000, 2)
+      if (op.state !== "succeeded") throw new Error(`create from ${image} ${op.state}: ${JSON.stringify(op.error)}`)
+      mine.push(res.body.sandbox.id)
+    }, PER_PLUGIN_ROUNDS, 1)
+    report("create → ready, cached OCI image", s)
+    await Promise.all(mine.map((id) => http.delete(`/v1/sandboxes/${id}`, auth)))
+    await poll(async () => (await http.get("/v1/sandboxes?limit=100", auth)).body.sandboxes, (list) => list.every((x: any) => x.state === "stopped"), 60_000, 50)
+    registry.stop()
+  }
 
   const sandbox = await createReadySandbox(http, auth)
 

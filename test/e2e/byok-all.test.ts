@@ -4,7 +4,8 @@
  * where the emulator keeps them (its `api-key`, Blaxel's `workspace`, Vercel's `team-id` and `project-id`, the
  * Cloudflare bridge's URL from its `port`): its sandboxes there are ready with `billing_mode: "byok"` and run
  * `echo hi`. Another organization stores a wrong secret: its create fails with `provider_credentials_rejected`
- * naming the provider. The sandboxes are created concurrently, to keep the file fast.
+ * naming the provider. Modal (its in-process SDK fake's token pair), and CodeSandbox and Northflank (lifecycle only:
+ * ready and destroyed, no command) are covered too. The sandboxes are created concurrently, to keep the file fast.
  */
 import { Database } from "bun:sqlite"
 import * as fs from "node:fs"
@@ -34,6 +35,8 @@ interface Case {
 }
 
 const internet = { network: { internet_access: true } }
+/** The project the Northflank emulator serves (an account's project id). */
+const NORTHFLANK_PROJECT = "metal-emulated"
 const CASES: ReadonlyArray<Case> = [
   { provider: "blaxel", body: internet, secret: "api_key", credentials: () => ({ api_key: kept("blaxel", "api-key"), workspace: kept("blaxel", "workspace") }) },
   {
@@ -50,7 +53,15 @@ const CASES: ReadonlyArray<Case> = [
     body: { network: { internet_access: false } },
     secret: "token",
     credentials: () => ({ token: kept("vercel", "api-key"), project_id: kept("vercel", "project-id"), team_id: kept("vercel", "team-id") })
-  }
+  },
+  // Modal's emulator fakes the SDK in-process: its token pair is `ak-emulator` and `as-` + its key.
+  { provider: "modal", body: { network: { internet_access: false } }, secret: "token_secret", credentials: () => ({ token_id: "ak-emulator", token_secret: `as-${kept("modal", "api-key")}` }) }
+]
+
+/** Lifecycle-only providers (no processes): ready with byok, then destroyed; the same wrong-secret refusal. */
+const LIFECYCLE: ReadonlyArray<Case> = [
+  { provider: "codesandbox", body: internet, secret: "api_key", credentials: () => ({ api_key: kept("codesandbox", "api-key") }) },
+  { provider: "northflank", body: internet, secret: "api_token", credentials: () => ({ api_token: kept("northflank", "api-key"), project_id: NORTHFLANK_PROJECT }) }
 ]
 
 /** Every text the gateway keeps where clients or operators read: rows of the database, and its log. */
@@ -97,5 +108,18 @@ describe("bring your own key, every plugin", () => {
       return { state: op.state, code: op.error?.code, provider: op.error?.details?.provider, named: String(op.error?.message).includes(`${c.provider} refused the organization's stored credentials`) }
     }))
     expect(results).toEqual(CASES.map((c) => ({ state: "failed", code: "provider_credentials_rejected", provider: c.provider, named: true })))
+  }, 60_000)
+
+  it("lifecycle-only providers too: byok, ready, destroyed; a wrong secret is refused naming the provider", async () => {
+    const results = await Promise.all(LIFECYCLE.map(async (c) => {
+      expect((await store(own, c.provider, c.credentials())).status).toBe(201)
+      expect((await store(wrong, c.provider, { ...c.credentials(), [c.secret]: `not-the-${c.provider}-key` })).status).toBe(201)
+      const sandbox = await createReadySandbox(http, auth(own), minimalSandbox({ provider: c.provider, ...c.body }))
+      const destroyed = await waitOperation(http, auth(own), (await http.delete(`/v1/sandboxes/${sandbox.id}`, auth(own))).body.operation.id)
+      const refused = await http.post("/v1/sandboxes", { ...auth(wrong), body: minimalSandbox({ provider: c.provider, ...c.body }), headers: { "idempotency-key": idempotencyKey(c.provider) } })
+      const op = await waitOperation(http, auth(wrong), refused.body.operation.id)
+      return { provider: sandbox.provider, billing_mode: sandbox.billing_mode, destroyed: destroyed.state, refused: op.error?.code, named: op.error?.details?.provider }
+    }))
+    expect(results).toEqual(LIFECYCLE.map((c) => ({ provider: c.provider, billing_mode: "byok", destroyed: "succeeded", refused: "provider_credentials_rejected", named: c.provider })))
   }, 60_000)
 })
