@@ -112,6 +112,11 @@ export interface CreateInput {
     readonly onIdleTimeout: "destroy" | "pause"
   }
   readonly internetAccess: boolean
+  /**
+   * `network.allow_domains` (mode allow) or `deny_domains` (mode deny), only with internet access; absent: none.
+   * Eligibility sends it only to providers declaring `network.allowDomains` / `denyDomains`.
+   */
+  readonly domainPolicy?: { readonly mode: "allow" | "deny"; readonly domains: ReadonlyArray<string> } | undefined
   /** This provider's slice of `provider_options` only. */
   readonly providerOptions: Readonly<Record<string, unknown>>
   readonly environment: Readonly<Record<string, string>>

@@ -1041,7 +1041,7 @@ describe("e2b capabilities", () => {
   it("declares what the adapter does: cancel via SendSignal, no endpoints, the internet switch", () => {
     expect(E2B_CAPABILITIES.process).toMatchObject({ execute: true, streams: true, cancel: true })
     expect(E2B_CAPABILITIES.pause && E2B_CAPABILITIES.resume).toBe(true)
-    expect(E2B_CAPABILITIES.network).toEqual({ blockInternet: true, allowDomains: false, denyDomains: false })
+    expect(E2B_CAPABILITIES.network).toEqual({ blockInternet: true, allowDomains: true, denyDomains: false })
   })
 })
 

@@ -22,6 +22,7 @@ import * as path from "node:path"
 import { cgroupProcsFiles, workProcsFiles } from "./Cgroups.ts"
 import { DISK_OWNED, DISK_ROOT, DISK_RUN, ETC_DIRS, ETC_FILES, SANDBOX_UID } from "./Disk.ts"
 import { STAGE, type Tools } from "./Host.ts"
+import type { RuntimeDomainPolicy } from "./LocalRuntime.ts"
 
 export { alive, descendants, procStart, signalAll } from "./Proc.ts"
 
@@ -44,6 +45,8 @@ export interface JailSpec {
   readonly memoryMb: number
   readonly diskMb: number
   readonly internet: boolean
+  /** The sandbox's domain policy (internet only: DomainPolicy.ts). */
+  readonly domains?: RuntimeDomainPolicy | undefined
   readonly env: Record<string, string>
   readonly labels: Record<string, string>
   readonly image?: JailImage | undefined
@@ -69,6 +72,9 @@ export interface JailState {
   readonly childStart: string | null
   readonly slirpPid: number | null
   readonly slirpStart: string | null
+  /** The DNS forwarder of a sandbox with a domain policy (DomainPolicy.ts); absent in states of earlier versions. */
+  readonly dnsPid?: number | null | undefined
+  readonly dnsStart?: string | null | undefined
   readonly paused: boolean
 }
 

@@ -5,7 +5,8 @@
  * come back on pipes read while the jail starts, never through a file the sandbox could grow. Jails are spawned
  * detached (own session) so they outlive the gateway; everything needed to find them again is in state.json.
  * With internet, slirp4netns runs as the sandbox's uid in the jail's network namespace, behind the egress filter
- * (Egress.ts), which fails closed. Destroying kills every process of the jail and removes what it held.
+ * (Egress.ts), which fails closed; with a domain policy, its DNS forwarder and nftables table come first
+ * (DomainPolicy.ts). Destroying kills every process of the jail and removes what it held.
  */
 import * as fs from "node:fs"
 import * as os from "node:os"
@@ -13,9 +14,10 @@ import * as path from "node:path"
 import { waitForAgent } from "./AgentChannel.ts"
 import { cgroupPath, cgroupPids, cgroupProcsFiles, cgroupsExist, createCgroups, freezerState, PIDS_HEADROOM, PIDS_LIMIT, removeCgroups, setFrozen } from "./Cgroups.ts"
 import { createDisk, diskImage, identityFiles } from "./Disk.ts"
+import { FORWARDER_ADDRESS, installPolicyTable, policyTableName, policyTablePresent, removePolicyTable } from "./DomainPolicy.ts"
 import { egressFilterPresent, installEgressFilter } from "./Egress.ts"
 import { type Tools, TUN_NODE } from "./Host.ts"
-import { alive, bwrapArgs, descendants, jailDir, type JailSpec, type JailState, launchCommand, procStart, readState, signalAll, writeState } from "./Jail.ts"
+import { alive, bwrapArgs, descendants, jailDir, type JailSpec, type JailState, launchCommand, procStart, readState, sandboxesDir, signalAll, writeState } from "./Jail.ts"
 import { RuntimeError, runtimeError as err, type RuntimeSandbox } from "./LocalRuntime.ts"
 import { owningUserns } from "./Ns.ts"
 import { layerDir } from "./oci/ImageCache.ts"
@@ -44,6 +46,8 @@ export interface RuntimeContext {
   readonly currentTools: () => Tools
   /** Aborted when the runtime shuts down: pending agent calls end. */
   readonly aborter: AbortController
+  /** Where the DNS forwarders of sandboxes with a domain policy send the names they allow (the host's resolvers). */
+  readonly dnsUpstreams: ReadonlyArray<{ readonly host: string; readonly port: number }>
 }
 
 /** Collects up to `max` bytes of a stream in the background (the rest is read and dropped) until stopped. */
@@ -79,7 +83,7 @@ const drainBounded = (stream: ReadableStream<Uint8Array>, max: number) => {
 const egressInstalled = new Map<number, string | null>()
 
 export const makeJailLifecycle = (ctx: RuntimeContext) => {
-  const { aborter, agentEnv, base, blanksDir, currentTools, dataDir, policy, scope, useCgroups } = ctx
+  const { aborter, agentEnv, base, blanksDir, currentTools, dataDir, dnsUpstreams, policy, scope, useCgroups } = ctx
   if (!egressInstalled.has(base)) egressInstalled.set(base, installEgressFilter(base))
 
   const running = (state: JailState) => alive(state.childPid, state.childStart) && alive(state.bwrapPid, state.bwrapStart)
@@ -107,14 +111,91 @@ export const makeJailLifecycle = (ctx: RuntimeContext) => {
     if (error !== null) throw err("unavailable", "internet access is not available on this host: its egress filter could not be installed", `nft: ${error}`)
   }
 
+  /**
+   * The sandbox's policy table (re-made empty unless `keepTable` and it is there) and a new DNS forwarder in its
+   * cgroups (an earlier one is killed), as root with only the capabilities it needs; ready once it listens.
+   */
+  const startPolicy = async (state: JailState, keepTable = false): Promise<JailState> => {
+    const domains = state.spec.domains
+    if (domains === undefined) return state
+    if (!(keepTable && (await policyTablePresent(base, state.hostUid)))) {
+      const error = installPolicyTable(base, state.hostUid)
+      if (error !== null) throw err("unavailable", "domain policies are not available on this host: the sandbox's network filter could not be installed", `nft: ${error}`)
+    }
+    if (state.dnsPid && alive(state.dnsPid, state.dnsStart ?? null)) signalAll([state.dnsPid], "SIGKILL")
+    const tools = currentTools()
+    // The forwarder's address on the jail's loopback (idempotent: "exists" is fine).
+    Bun.spawnSync(["nsenter", `--net=/proc/${state.childPid}/ns/net`, "ip", "addr", "replace", `${FORWARDER_ADDRESS}/32`, "dev", "lo"], { stdio: ["ignore", "ignore", "ignore"] })
+    const config = {
+      listen: FORWARDER_ADDRESS,
+      upstreams: dnsUpstreams,
+      table: policyTableName(base, state.hostUid),
+      policy: { mode: domains.mode, domains: domains.domains },
+      watch: { pid: state.childPid, start: state.childStart }
+    }
+    const join = state.cgroup === null ? [] : cgroupProcsFiles(state.cgroup).map((f) => `echo $$ > '${f}'`)
+    // Its output pipes are read only while it starts: later writes must not kill it.
+    // sys_admin for setns into the jail's network, net_bind_service for port 53: it keeps only net_admin once listening.
+    const script = [...join, "trap '' PIPE", `exec setpriv --bounding-set=-all,+net_admin,+net_bind_service,+sys_admin --inh-caps=-all --no-new-privs "$@"`].join(" && ")
+    const netns = fs.openSync(`/proc/${state.childPid}/ns/net`, "r")
+    let child: ReturnType<typeof Bun.spawn<"ignore", "pipe", "pipe">>
+    try {
+      child = Bun.spawn(["/bin/sh", "-c", script, "sh", tools.bun, path.join(tools.agent, "dns.js"), JSON.stringify(config)], {
+        cwd: "/",
+        stdio: ["ignore", "pipe", "pipe", netns],
+        detached: true,
+        env: { ...agentEnv, PATH: "/usr/sbin:/usr/bin:/sbin:/bin" }
+      })
+    } finally {
+      fs.closeSync(netns)
+    }
+    child.unref()
+    const log = drainBounded(child.stderr, START_LOG_BYTES)
+    const ready = drainBounded(child.stdout, 64)
+    const next: JailState = { ...state, dnsPid: child.pid, dnsStart: procStart(child.pid) }
+    writeState(dataDir, next)
+    try {
+      const deadline = Date.now() + START_TIMEOUT_MS
+      while (Date.now() < deadline && child.exitCode === null) {
+        if (ready.text().includes("ready")) return next
+        await Bun.sleep(2)
+      }
+      await Promise.race([log.done, Bun.sleep(100)])
+      throw err("internal", "the sandbox's DNS resolver did not start", `dns forwarder: ${log.text() || `exit ${child.exitCode}`}`)
+    } finally {
+      ready.stop()
+      log.stop()
+    }
+  }
+
+  /** A running sandbox with a domain policy has its table and its forwarder (after a flush of the ruleset, a crash). */
+  const ensurePolicy = async (state: JailState) => {
+    if (!state.spec.internet || state.spec.domains === undefined || !running(state)) return
+    const present = await policyTablePresent(base, state.hostUid)
+    if (present && alive(state.dnsPid ?? 0, state.dnsStart ?? null)) return
+    // A re-made table is empty: a forwarder that remembers what it admitted must start afresh too.
+    await startPolicy(state, present)
+  }
+
   /** An operator may have flushed the ruleset since: sandboxes with internet must not go unfiltered for long. */
   const recheckEgressFilter = async () => {
     if (egressInstalled.get(base) === null && !(await egressFilterPresent(base))) egressInstalled.set(base, installEgressFilter(base))
+    let ids: Array<string> = []
+    try {
+      ids = fs.readdirSync(sandboxesDir(dataDir))
+    } catch {}
+    for (const id of ids) {
+      const state = readState(dataDir, id)
+      if (state !== undefined) await ensurePolicy(state).catch(() => undefined)
+    }
   }
 
   /** slirp4netns as the sandbox's uid in the jail's network namespace, in the sandbox's cgroups (paused and killed with it). */
-  const startSlirp = async (state: JailState): Promise<JailState> => {
+  const startSlirp = async (initial: JailState): Promise<JailState> => {
     await requireEgressFilter()
+    // Table and forwarder first: slirp4netns never runs without them.
+    const state = initial.spec.domains !== undefined ? await startPolicy(initial) : initial
+    if (state.spec.domains === undefined) removePolicyTable(base, state.hostUid)
     const join = state.cgroup === null ? [] : cgroupProcsFiles(state.cgroup).map((f) => `echo $$ > '${f}'`)
     const netns = fs.openSync(`/proc/${state.childPid}/ns/net`, "r")
     let userns: number
@@ -264,7 +345,7 @@ export const makeJailLifecycle = (ctx: RuntimeContext) => {
     const rel = state?.cgroup ?? (cgroupsExist(cgroupPath(scope, id)) ? cgroupPath(scope, id) : null)
     const ownUid = state !== undefined && leaseHeldBy(state.hostUid, dir) ? state.hostUid : null
     const roots = [
-      ...(state ? [[state.bwrapPid, state.bwrapStart], [state.childPid, state.childStart], [state.slirpPid ?? 0, state.slirpStart]] as const : []),
+      ...(state ? [[state.bwrapPid, state.bwrapStart], [state.childPid, state.childStart], [state.slirpPid ?? 0, state.slirpStart], [state.dnsPid ?? 0, state.dnsStart ?? null]] as const : []),
       ...(legacy ? legacy.pids.map((pid) => [pid, null] as const) : [])
     ].filter(([pid, start]) => alive(pid, start)).map(([pid]) => pid)
     if (rel !== null) await setFrozen(rel, false).catch(() => false)
@@ -286,12 +367,14 @@ export const makeJailLifecycle = (ctx: RuntimeContext) => {
       await Bun.sleep(2)
     }
     if (legacy !== undefined) legacy.cleanup()
+    // Only while the uid is still this jail's: another sandbox may hold it (and its own table) now.
+    if (state !== undefined && ownUid !== null && state.spec.internet) removePolicyTable(base, state.hostUid)
     if (state !== undefined) releaseUid(state.hostUid, dir)
     else releaseLeasesOf(dir)
     fs.rmSync(dir, { recursive: true, force: true })
   }
 
-  return { running, toSandbox, requireEgressFilter, recheckEgressFilter, startSlirp, prepareJail, startJail, destroyJail }
+  return { running, toSandbox, requireEgressFilter, recheckEgressFilter, ensurePolicy, startSlirp, prepareJail, startJail, destroyJail }
 }
 
 export type JailLifecycle = ReturnType<typeof makeJailLifecycle>

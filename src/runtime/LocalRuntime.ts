@@ -43,6 +43,15 @@ export interface RuntimeSandboxSpec {
    * allows them) unreachable.
    */
   readonly internet: boolean
+  /**
+   * With internet only (ignored without: the sandbox has no network at all): the names it may resolve and so
+   * reach. `allow`: only these names (`*.example.com`: its subdomains); `deny`: every name but these. Names
+   * resolve only through a DNS forwarder of the runtime that applies the policy (NXDOMAIN outside it), and
+   * connections go only to addresses an allowed name resolved to (for the answer's TTL, at least a minute): a
+   * literal IP no allowed name resolved to is refused, and an allowed name resolving to a private or host
+   * address still meets the egress filter. At most 256 names.
+   */
+  readonly domains?: RuntimeDomainPolicy | undefined
   /** Default environment of every process. */
   readonly env?: Readonly<Record<string, string>> | undefined
   /** Free labels kept with the sandbox (emulators store their own metadata here). */
@@ -54,6 +63,12 @@ export interface RuntimeSandboxSpec {
    * fails fails the create with kind `image_pull_failed`; the sandbox never runs on anything else.
    */
   readonly image?: RuntimeImageSpec | undefined
+}
+
+export interface RuntimeDomainPolicy {
+  readonly mode: "allow" | "deny"
+  /** `example.com` (that name) or `*.example.com` (its subdomains at any depth, not example.com itself). */
+  readonly domains: ReadonlyArray<string>
 }
 
 export interface RuntimeImageSpec {

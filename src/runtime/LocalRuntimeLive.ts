@@ -13,6 +13,8 @@ import { CALL_TIMEOUT_MS, makeAgentCalls } from "./AgentCalls.ts"
 import { agentModules } from "./agent/source.ts"
 import { cgroupPath, cgroupScope, cgroupsExist, freezerState, setFrozen } from "./Cgroups.ts"
 import { DEFAULT_DISK_MB, keepBlankImage, MAX_DISK_MB, MIN_DISK_MB } from "./Disk.ts"
+import { checkPolicy, parseUpstream } from "./DomainPolicy.ts"
+import { hostResolvers } from "./Egress.ts"
 import { collectTools, ensureTools, HostError, prepareHost, requireRoot, type Tools, TOOLS_REFRESH_MS } from "./Host.ts"
 import { alive, DEFAULT_HOST_UID, descendants, jailDir, type JailSpec, type JailState, readState, sandboxesDir, signalAll, writeState } from "./Jail.ts"
 import { makeJailLifecycle, type RuntimeContext } from "./JailLifecycle.ts"
@@ -48,6 +50,11 @@ export interface LocalRuntimeOptions {
   readonly imageMaxMb?: number | undefined
   /** Size of the layer cache the LRU sweep keeps, in MiB (IMAGE_CACHE_MB, default 20480). */
   readonly imageCacheMb?: number | undefined
+  /**
+   * Resolvers the DNS forwarders of sandboxes with a domain policy ask (`ip`, `ip:port`, `[v6]:port`); default
+   * the nameservers of the host's /etc/resolv.conf (RUNTIME_DNS_UPSTREAM).
+   */
+  readonly dnsUpstreams?: ReadonlyArray<string> | undefined
 }
 
 /** The tag of the execution that runs an image sandbox's command (RuntimeImageSpec.command). */
@@ -74,6 +81,10 @@ const validateSpec = (spec: RuntimeSandboxSpec) => {
   }
   for (const [k, v] of Object.entries(spec.env ?? {})) {
     if (k === "" || k.includes("=") || k.includes("\0") || typeof v !== "string" || v.includes("\0")) throw err("invalid", `bad environment variable ${k.slice(0, 100)}`)
+  }
+  if (spec.domains !== undefined) {
+    const problem = checkPolicy(spec.domains)
+    if (problem !== null) throw err("invalid", problem)
   }
   if (spec.image !== undefined) {
     if (typeof spec.image.reference !== "string" || spec.image.reference.length === 0) throw err("invalid", "image.reference must be an image reference")
@@ -129,6 +140,11 @@ export const makeLocalRuntime = (dataDir: string, options: LocalRuntimeOptions =
     return tools
   }
 
+  const dnsUpstreams = (options.dnsUpstreams ?? [...hostResolvers().v4, ...hostResolvers().v6]).map((text) => {
+    const upstream = parseUpstream(text)
+    if (upstream === undefined) throw new HostError(`RUNTIME_DNS_UPSTREAM: not an address (ip, ip:port or [ipv6]:port): ${text.slice(0, 100)}`)
+    return upstream
+  })
   const aborter = new AbortController()
   let closed = false
   const ctx: RuntimeContext = {
@@ -140,7 +156,8 @@ export const makeLocalRuntime = (dataDir: string, options: LocalRuntimeOptions =
     blanksDir: path.join(dataDir, "disk-templates"),
     agentEnv,
     currentTools,
-    aborter
+    aborter,
+    dnsUpstreams
   }
   const jails = makeJailLifecycle(ctx)
   const images = makeImageCache({
@@ -215,6 +232,8 @@ export const makeLocalRuntime = (dataDir: string, options: LocalRuntimeOptions =
         memoryMb: spec.memoryMb,
         diskMb: spec.diskMb ?? DEFAULT_DISK_MB,
         internet: spec.internet,
+        // Without internet there is no network to filter.
+        ...(spec.internet && spec.domains !== undefined ? { domains: { mode: spec.domains.mode, domains: [...spec.domains.domains] } } : {}),
         // The image's Env first: the request's own variables win.
         env: { ...pulled?.env, ...spec.env },
         labels: { ...spec.labels },
@@ -321,7 +340,7 @@ export const makeLocalRuntime = (dataDir: string, options: LocalRuntimeOptions =
     if (isPooled(id)) pool.reattach(id, state, ORPHAN_GRACE_MS)
     else if (state !== undefined && state.spec.internet && jails.running(state) && !alive(state.slirpPid ?? 0, state.slirpStart)) {
       void jails.startSlirp(state).catch(() => undefined)
-    }
+    } else if (state !== undefined) void jails.ensurePolicy(state).catch(() => undefined)
   }
   pool.refill()
   return runtime
@@ -333,7 +352,8 @@ export const makeLocalRuntime = (dataDir: string, options: LocalRuntimeOptions =
  * RUNTIME_WARM_POOL (default 2) warm jails are kept ready for fast creates; 0 turns it off. RUNTIME_HOST_UID
  * (default 1000000) is the base of the sandboxes' host uid ranges. RUNTIME_ALLOW_PRIVATE_EGRESS=true lets
  * sandboxes with internet reach private ranges. The finalizer does not touch sandboxes (they outlive the
- * gateway); it stops the pool and ends pending agent calls.
+ * gateway); it stops the pool and ends pending agent calls. RUNTIME_DNS_UPSTREAM (comma-separated `ip[:port]`)
+ * names the resolvers that sandboxes with a domain policy reach through their forwarder (default: the host's).
  */
 export const LocalRuntimeLive = Layer.scoped(
   LocalRuntime,
@@ -345,6 +365,7 @@ export const LocalRuntimeLive = Layer.scoped(
     const registryAuthFile = yield* Config.string("REGISTRY_AUTH_FILE").pipe(Config.option, Effect.orDie)
     const imageMaxMb = yield* Config.integer("IMAGE_MAX_MB").pipe(Config.withDefault(4096), Effect.orDie)
     const imageCacheMb = yield* Config.integer("IMAGE_CACHE_MB").pipe(Config.withDefault(20_480), Effect.orDie)
+    const dnsUpstream = yield* Config.string("RUNTIME_DNS_UPSTREAM").pipe(Config.option, Effect.orDie)
     const make = Effect.try({
       try: () =>
         makeLocalRuntime(config.dataDir, {
@@ -353,7 +374,8 @@ export const LocalRuntimeLive = Layer.scoped(
           allowPrivateEgress,
           registryAuthFile: Option.getOrUndefined(registryAuthFile),
           imageMaxMb,
-          imageCacheMb
+          imageCacheMb,
+          dnsUpstreams: Option.getOrUndefined(Option.map(dnsUpstream, (text) => text.split(",").map((t) => t.trim()).filter((t) => t !== "")))
         }),
       catch: (e) => new Error(e instanceof HostError ? e.message : `the local runtime could not start: ${(e as Error).message}`)
     }).pipe(Effect.orDie)

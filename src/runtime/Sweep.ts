@@ -1,6 +1,6 @@
 /**
  * Leftovers that are not jails any more (SweepReport): directories of crashed creates or earlier versions, cgroups
- * without a directory, uid leases whose jail is gone (host-wide), and loop devices of this DATA_DIR's disks left
+ * without a directory, uid leases whose jail is gone (host-wide), policy tables of uids no longer leased, and loop devices of this DATA_DIR's disks left
  * attached without a running jail; and `reap`, which destroys every jail but those to keep. Never touches a jail
  * with a usable state or one being made.
  */
@@ -9,7 +9,8 @@ import * as path from "node:path"
 import { cgroupsExist, scopeCgroupIds } from "./Cgroups.ts"
 import { jailDir, readState, sandboxesDir } from "./Jail.ts"
 import type { JailLifecycle, RuntimeContext } from "./JailLifecycle.ts"
-import { sweepLeases } from "./UidLeases.ts"
+import { policyTableUids, removePolicyTable } from "./DomainPolicy.ts"
+import { isLeased, sweepLeases } from "./UidLeases.ts"
 
 /**
  * A jail directory without state this old, that this process is not creating, is a crashed create (the state is
@@ -57,6 +58,8 @@ export const makeSweep = (ctx: RuntimeContext, lifecycle: JailLifecycle, busy: (
     }
     await lifecycle.recheckEgressFilter()
     const leases = sweepLeases()
+    // Policy tables of uids nobody leases any more (a jail whose destroy never ran).
+    for (const uid of policyTableUids(ctx.base)) if (!isLeased(uid)) removePolicyTable(ctx.base, uid)
     const loops: Array<string> = []
     const prefix = `${sandboxesDir(dataDir)}/`
     let devices: Array<string> = []

@@ -98,6 +98,9 @@ export const updateLease = (uid: number, lease: Lease) => {
   fs.renameSync(tmp, leaseFile(uid))
 }
 
+/** Whether anyone holds a lease of `uid` now. */
+export const isLeased = (uid: number) => fs.existsSync(leaseFile(uid))
+
 /** Whether `uid` is leased to this jail directory now (so its processes are this jail's alone). */
 export const leaseHeldBy = (uid: number, dir: string) => readLease(uid)?.dir === dir
 

@@ -11,6 +11,9 @@ import { type CreateInput, type InspectState, type ProviderMetrics, type Provide
 import type { E2BContext } from "./context.ts"
 import { E2B_RATE_CARD, NAME, WireListed, WireMetrics, WireSandbox, type WireSandboxDetail } from "./wire.ts"
 
+/** E2B's `ALL_TRAFFIC`: in `denyOut`, everything not in `allowOut` is denied. */
+const ALL_TRAFFIC = "0.0.0.0/0"
+
 /** E2B's longest sandbox lifetime (Pro tier); longer runtime timeouts are capped to it. */
 const MAX_SANDBOX_TIMEOUT_SECONDS = 86_400
 /** E2B's own timer is a safety net behind the gateway's lifecycle timers, so it fires a little later. */
@@ -67,6 +70,7 @@ export const makeSandboxes = (ctx: E2BContext, forget: (sandboxId: string) => vo
     Effect.gen(function*() {
       if (input.source.kind === "oci_image") return yield* unsupported(NAME, "OCI images (E2B sandboxes start from templates)")
       if (input.resources.architecture === "arm64") return yield* unsupported(NAME, "arm64")
+      if (input.internetAccess && input.domainPolicy?.mode === "deny") return yield* unsupported(NAME, "a domain deny list (E2B's denyOut takes only IPs and CIDRs)")
       const existing = yield* reconcileCreate(input.sandboxId)
       if (existing !== null) {
         // create resolves with a running sandbox: one found paused is resumed.
@@ -82,6 +86,10 @@ export const makeSandboxes = (ctx: E2BContext, forget: (sandboxId: string) => vo
           autoPause: false,
           secure: true,
           allow_internet_access: input.internetAccess,
+          // Only these names, all other traffic denied (E2B's documented allow list: network.allowOut + denyOut all).
+          ...(input.internetAccess && input.domainPolicy?.mode === "allow"
+            ? { network: { allowOut: [...input.domainPolicy.domains], denyOut: [ALL_TRAFFIC] } }
+            : {}),
           metadata: { ...input.metadata, "metal.sandbox_id": input.sandboxId, "metal.project_id": input.projectId, "metal.organization_id": input.organizationId },
           envVars: input.environment
         }),

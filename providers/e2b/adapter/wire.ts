@@ -24,7 +24,9 @@ export const E2B_RATE_CARD = { version: "e2b-2026-08-21", vcpuSecondMicrousd: 14
 export const E2B_CAPABILITIES: ProviderCapabilities = {
   ...DECLARED.e2b,
   process: { ...DECLARED.e2b.process!, cancel: true, terminal: true },
-  network: { blockInternet: true, allowDomains: false, denyDomains: false }
+  // E2B's `network.allowOut` takes domain names (with `*.` wildcards) beside `denyOut: ["0.0.0.0/0"]`; its
+  // `denyOut` takes only IPs and CIDRs, so a domain deny list cannot be sent.
+  network: { blockInternet: true, allowDomains: true, denyDomains: false }
 }
 
 /** envd versions that changed the wire (the SDK's own thresholds). */

@@ -6,6 +6,8 @@
  */
 import { Option } from "effect"
 import * as crypto from "node:crypto"
+import { checkPolicy } from "../../../src/runtime/DomainPolicy.ts"
+import type { RuntimeDomainPolicy } from "../../../src/runtime/LocalRuntime.ts"
 import { makeRouter, route, runOrThrow } from "../../core/emulator/server.ts"
 import type { Books, EmulatedSandbox } from "./books.ts"
 import { apiError, ENVD_VERSION, HttpFailure, isStringRecord, json, readJson, timeoutField } from "./http.ts"
@@ -69,6 +71,32 @@ export const makeControl = (books: Books) => {
     return s
   }
 
+  /**
+   * `allow_internet_access` and `network {allowOut, denyOut}` as E2B documents them, in the subset the runtime
+   * enforces: `denyOut: ["0.0.0.0/0"]` alone (no internet), or with `allowOut` domain names (only those names).
+   * IP and CIDR entries, and any other deny list, are refused rather than ignored.
+   */
+  const networkOf = (body: Record<string, unknown>): { internet: boolean; domains?: RuntimeDomainPolicy } => {
+    const network = body["network"]
+    if (network === undefined) return { internet: body["allow_internet_access"] !== false }
+    if (typeof network !== "object" || network === null || Array.isArray(network)) throw new HttpFailure(400, "network must be an object")
+    const { allowOut, denyOut } = network as { allowOut?: unknown; denyOut?: unknown }
+    const list = (v: unknown, field: string): Array<string> => {
+      if (v === undefined) return []
+      if (!Array.isArray(v) || !v.every((x) => typeof x === "string")) throw new HttpFailure(400, `network.${field} must be a list of strings`)
+      return v as Array<string>
+    }
+    const allow = list(allowOut, "allowOut")
+    const deny = list(denyOut, "denyOut")
+    if (deny.length === 0 && allow.length === 0) return { internet: body["allow_internet_access"] !== false }
+    if (deny.length !== 1 || deny[0] !== "0.0.0.0/0") throw new HttpFailure(400, "this emulator enforces network.denyOut only as [\"0.0.0.0/0\"] (with allowOut domain names)")
+    if (allow.length === 0) return { internet: false }
+    const domains: RuntimeDomainPolicy = { mode: "allow", domains: allow }
+    const problem = checkPolicy(domains)
+    if (problem !== null) throw new HttpFailure(400, `network.allowOut: this emulator enforces domain names only (${problem})`)
+    return { internet: true, domains }
+  }
+
   const create = async ({ request }: Call) => {
     const body = await readJson(request)
     const templateID = body["templateID"]
@@ -83,12 +111,13 @@ export const makeControl = (books: Books) => {
       if (body[field] !== undefined && typeof body[field] !== "boolean") throw new HttpFailure(400, `${field} must be a boolean`)
     }
     const sandboxID = `i${Array.from(crypto.randomBytes(19), (b) => "abcdefghijklmnopqrstuvwxyz0123456789"[b % 36]).join("")}`
-    const internet = body["allow_internet_access"] !== false
+    const { internet, domains } = networkOf(body)
     const created = await runOrThrow(runtime.create({
       id: sandboxID,
       vcpu: 2,
       memoryMb: 512,
       internet,
+      ...(domains !== undefined ? { domains } : {}),
       env: (body["envVars"] as Record<string, string> | undefined) ?? {},
       labels: { provider: "e2b", template: templateID }
     }))

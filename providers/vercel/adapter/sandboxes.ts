@@ -94,7 +94,11 @@ export const makeSandboxes = (ctx: VercelContext) => {
     ...sourceOf(input),
     resources: { vcpus },
     timeout: Math.min(MAX_TIMEOUT_MS, input.lifecycle.runtimeTimeoutSeconds * 1000 + TIMEOUT_MARGIN_MS),
-    ...(input.internetAccess ? {} : { networkPolicy: { mode: "deny-all" } }),
+    ...(!input.internetAccess
+      ? { networkPolicy: { mode: "deny-all" } }
+      : input.domainPolicy?.mode === "allow"
+      ? { networkPolicy: { mode: "custom", allowedDomains: [...input.domainPolicy.domains] } }
+      : {}),
     ...(Object.keys(input.environment).length === 0 ? {} : { env: input.environment }),
     tags: {
       ...Object.fromEntries(Object.entries(input.metadata).filter(([k, v]) => TAG.test(k) && v.length <= 256)),
@@ -109,6 +113,7 @@ export const makeSandboxes = (ctx: VercelContext) => {
       if (input.source.kind === "provider_template") return yield* unsupported(NAME, "provider templates")
       if (input.source.kind === "oci_image" && !ctx.capabilities.sources.includes("oci_image")) return yield* unsupported(NAME, "oci_image sources here")
       if (input.resources.architecture === "arm64") return yield* unsupported(NAME, "arm64")
+      if (input.internetAccess && input.domainPolicy?.mode === "deny") return yield* unsupported(NAME, "a domain deny list (Vercel's network policy allows names, never denies them)")
       const vcpus = vcpusFor(input.resources)
       if (vcpus === undefined) return yield* unsupported(NAME, `${input.resources.vcpu} vCPU / ${input.resources.memoryMb} MB (at most 8 vCPU with 2048 MB each)`)
       const name = sandboxName(input.sandboxId)

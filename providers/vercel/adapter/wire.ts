@@ -26,8 +26,9 @@ export const PYTHON_RUNTIME = "python3.13"
  * The Vercel row of reference §3.1, plus what Vercel's API verifiably does beyond it (its SDK, @vercel/sandbox):
  * - cancel: `POST …/cmd/{cmdId}/kill {signal}` ends a command (the SDK's `Command.kill`); the reference's adapter
  *   only used it for deadlines, so its row says no cancel.
- * - network: `networkPolicy: {mode: "deny-all"}` at create keeps a sandbox off the internet (the SDK's
- *   NetworkPolicy); domain lists exist too, but the gateway asks for none of them here.
+ * - network: `networkPolicy: {mode: "deny-all"}` at create keeps a sandbox off the internet, and
+ *   `{mode: "custom", allowedDomains}` lets it reach only those names (`*.x` wildcards), everything else denied
+ *   (the SDK's NetworkPolicy `{allow: [...]}`, its toAPINetworkPolicy). Vercel has no domain deny list.
  * - sizing: `resources.vcpus` is sent (1–8 vCPUs, 2048 MB each; `core/resources.ts`), so sizing is direct.
  * Files stay c,o with parents, no list or delete (Vercel has no such routes); no endpoints (Vercel's routes are
  * fixed at create for the ports named then and cannot be revoked, so a lease could not end); no pause or pty.
@@ -36,7 +37,7 @@ export const VERCEL_CAPABILITIES: ProviderCapabilities = {
   ...DECLARED.vercel,
   sizing: "direct",
   process: DECLARED.vercel.process === null ? null : { ...DECLARED.vercel.process, cancel: true },
-  network: { blockInternet: true, allowDomains: false, denyDomains: false }
+  network: { blockInternet: true, allowDomains: true, denyDomains: false }
 }
 
 export const TAG_SANDBOX_ID = "metal.sandbox_id"

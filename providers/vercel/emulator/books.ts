@@ -23,6 +23,8 @@ const EmulatedSandbox = Schema.mutable(Schema.Struct({
   /** ms; extended by extend-timeout. */
   timeout: Schema.Number,
   internet: Schema.Boolean,
+  /** networkPolicy `custom`: only these names (enforced by the runtime's domain policy). */
+  allowedDomains: Schema.optional(Schema.Array(Schema.String)),
   env: StringMap,
   tags: StringMap,
   createdAt: Schema.Number,

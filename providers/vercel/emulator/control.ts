@@ -33,7 +33,11 @@ const CreateSandbox = Schema.Struct({
   resources: Schema.optional(Schema.Struct({ vcpus: Schema.Int.pipe(Schema.between(1, 8)) })),
   timeout: Schema.optional(Schema.Int.pipe(Schema.between(1000, MAX_TIMEOUT_MS))),
   ports: Schema.optional(Schema.Array(Schema.Int)),
-  networkPolicy: Schema.optional(Schema.Struct({ mode: Schema.Literal("allow-all", "deny-all") })),
+  networkPolicy: Schema.optional(Schema.Union(
+    Schema.Struct({ mode: Schema.Literal("allow-all", "deny-all") }),
+    // Only domain names are enforced here: CIDR lists are refused rather than ignored.
+    Schema.Struct({ mode: Schema.Literal("custom"), allowedDomains: Schema.Array(Schema.String).pipe(Schema.maxItems(256)) })
+  )),
   env: Schema.optional(StringMap),
   tags: Schema.optional(StringMap)
 })
@@ -76,10 +80,14 @@ export const makeControl = (books: Books, runtime: LocalRuntimeShape, options: {
     createdAt: s.createdAt,
     cwd: SESSION_CWD,
     updatedAt: Date.now(),
-    networkPolicy: { mode: s.internet ? "allow-all" : "deny-all" },
+    networkPolicy: networkPolicyOf(s),
     activeCpuDurationMs: s.activeCpuMs,
     networkTransfer: { ingress: s.ingressBytes, egress: s.egressBytes }
   })
+  /** The policy as Vercel's API shows it: allow-all, deny-all, or custom with its domains. */
+  const networkPolicyOf = (s: EmulatedSandbox) =>
+    !s.internet ? { mode: "deny-all" } : s.allowedDomains !== undefined ? { mode: "custom", allowedDomains: s.allowedDomains } : { mode: "allow-all" }
+
   const sandboxWire = (s: EmulatedSandbox) => ({
     name: s.name,
     persistent: false,
@@ -88,7 +96,7 @@ export const makeControl = (books: Books, runtime: LocalRuntimeShape, options: {
     memory: s.memory,
     runtime: s.runtime,
     timeout: s.timeout,
-    networkPolicy: { mode: s.internet ? "allow-all" : "deny-all" },
+    networkPolicy: networkPolicyOf(s),
     totalEgressBytes: s.egressBytes,
     totalIngressBytes: s.ingressBytes,
     totalActiveCpuDurationMs: s.activeCpuMs,
@@ -141,6 +149,7 @@ export const makeControl = (books: Books, runtime: LocalRuntimeShape, options: {
         memory: vcpus * MB_PER_VCPU,
         timeout: body.timeout ?? DEFAULT_TIMEOUT_MS,
         internet: body.networkPolicy?.mode !== "deny-all",
+        ...(body.networkPolicy?.mode === "custom" ? { allowedDomains: [...body.networkPolicy.allowedDomains] } : {}),
         env: { ...body.env },
         tags: { ...body.tags },
         createdAt: now,
@@ -156,6 +165,7 @@ export const makeControl = (books: Books, runtime: LocalRuntimeShape, options: {
         memoryMb: sandbox.memory,
         diskMb: DISK_MB,
         internet: sandbox.internet,
+        ...(sandbox.allowedDomains !== undefined ? { domains: { mode: "allow" as const, domains: sandbox.allowedDomains } } : {}),
         env: sandbox.env,
         labels: { provider: "vercel", name },
         ...(body.image !== undefined ? { image: { reference: body.image } } : {})

@@ -46,6 +46,11 @@ const createInput = (sandbox: SandboxRow, request: SandboxRequest, provider: Pro
     onIdleTimeout: request.lifecycle.on_idle_timeout
   },
   internetAccess: request.network?.internet_access === true,
+  ...(request.network?.internet_access === true && request.network.allow_domains !== undefined
+    ? { domainPolicy: { mode: "allow" as const, domains: request.network.allow_domains } }
+    : request.network?.internet_access === true && request.network.deny_domains !== undefined
+    ? { domainPolicy: { mode: "deny" as const, domains: request.network.deny_domains } }
+    : {}),
   providerOptions: ((request.provider_options ?? {}) as Record<string, Record<string, unknown> | undefined>)[provider] ?? {},
   environment: request.environment ?? {},
   metadata: request.metadata ?? {}
