@@ -3,7 +3,7 @@
  */
 import { Config, ConfigError, Context, Effect, Layer } from "effect"
 import * as path from "node:path"
-import { secureDataDir } from "./DataDir.ts"
+import { secureDataDir, sharedDirectoryReason } from "./DataDir.ts"
 
 /**
  * The endpoint listener (ARCHITECTURE.md §5): sandbox endpoints are served on their own listener, never on the API's
@@ -55,7 +55,10 @@ export const appConfig = Effect.gen(function*() {
     Config.validate({ message: "RAW_WRITE_MAX_BYTES must be a positive number of bytes", validation: (n) => n > 0 })
   )
   const endpoints = yield* endpointListenerConfig(port, host, publicUrl)
-  // 0700, and everything already in it 0700 / 0600 (the database, its WAL and the secrets key included).
+  // 0700, and everything already in it 0700 / 0600 (the database, its WAL and the secrets key included) — never
+  // a directory others share, which that would take from them.
+  const shared = sharedDirectoryReason(dataDir)
+  if (shared !== undefined) return yield* invalid("DATA_DIR", shared)
   secureDataDir(dataDir)
   return { port, host, dataDir, publicUrl, publicUrlSet: explicitUrl._tag === "Some", logLevel, maxBodyBytes, rawWriteMaxBytes, endpoints } satisfies AppConfigShape
 })

@@ -45,7 +45,28 @@ const fix = (file: string, depth: number, insideSandboxes: boolean) => {
   }
 }
 
+/**
+ * Why `dir` cannot be a DATA_DIR, if it cannot: a directory others share (the root, a world-writable or sticky one
+ * such as /tmp) would be made root's alone, everything in it with it. Undefined when it can (or does not exist yet).
+ */
+export const sharedDirectoryReason = (dir: string): string | undefined => {
+  const resolved = path.resolve(dir)
+  if (resolved === "/") return "DATA_DIR cannot be the root directory"
+  let stat: fs.Stats
+  try {
+    stat = fs.statSync(resolved)
+  } catch {
+    return undefined
+  }
+  if (stat.isDirectory() && (stat.mode & 0o1002) !== 0) {
+    return `DATA_DIR ${resolved} is a shared directory (world-writable or sticky, like /tmp): use a directory of its own inside it, such as ${path.join(resolved, "sandbox-gateway")}`
+  }
+  return undefined
+}
+
 export const secureDataDir = (dataDir: string, databaseName = "gateway.sqlite") => {
+  const shared = sharedDirectoryReason(dataDir)
+  if (shared !== undefined) throw new Error(shared)
   fs.mkdirSync(dataDir, { recursive: true, mode: 0o700 })
   fix(dataDir, 0, false)
   const database = path.join(dataDir, databaseName)

@@ -14,9 +14,19 @@
  * The table is installed before slirp4netns starts (fails closed: no table, no sandbox), removed with the jail,
  * and swept when its uid is no longer leased.
  */
-import { type DomainPolicy, validPattern } from "./agent/dns.ts"
+import type { RuntimeDomainPolicy as DomainPolicy } from "./LocalRuntime.ts"
 
-export type { DomainPolicy } from "./agent/dns.ts"
+/**
+ * A domain of a policy: a name of valid labels, optionally `*.` before it. The forwarder (agent/dns.ts) has the
+ * same rule; it is not imported from there because that file is shipped to the jail as text (agent/source.ts), and
+ * a compiled binary cannot hold one module both as text and as code.
+ */
+const LABEL = /^[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?$/
+const validPattern = (pattern: string): boolean => {
+  const p = pattern.toLowerCase().replace(/\.$/, "")
+  const name = p.startsWith("*.") ? p.slice(2) : p
+  return name.length > 0 && name.length <= 253 && name.split(".").every((l) => LABEL.test(l))
+}
 
 export const MAX_POLICY_DOMAINS = 256
 

@@ -372,7 +372,8 @@ describe("lifecycle", () => {
   })
 
   it("no eligible provider fails the operation with a clear code", async () => {
-    const res = await http.post("/v1/sandboxes", { ...authA, body: minimalSandbox({ provider: "modal" }), headers: { "idempotency-key": idempotencyKey() } })
+    // CodeSandbox is lifecycle only: it cannot keep a sandbox off the internet (the default), nor run anything.
+    const res = await http.post("/v1/sandboxes", { ...authA, body: minimalSandbox({ provider: "codesandbox" }), headers: { "idempotency-key": idempotencyKey() } })
     const op = await waitOperation(http, authA, res.body.operation.id)
     expect(op.state).toBe("failed")
     expect(op.error.code).toBe("no_eligible_provider")

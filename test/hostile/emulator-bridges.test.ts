@@ -74,7 +74,11 @@ describe("daytona emulator port bridges", () => {
   it("are unix sockets only the gateway's user can reach, never TCP ports; a revoked endpoint's bridge is gone", async () => {
     const knownPorts = new Set([server.url, server.endpointUrl, emulator.url].map((u) => Number(new URL(u).port)))
     const emulators = path.join(server.dataDir, "emulators")
-    for (const name of fs.readdirSync(emulators)) knownPorts.add(Number(fs.readFileSync(path.join(emulators, name, "port"), "utf8")))
+    // Emulators with a listener keep its port (Modal's is in-process: none).
+    for (const name of fs.readdirSync(emulators)) {
+      const port = path.join(emulators, name, "port")
+      if (fs.existsSync(port)) knownPorts.add(Number(fs.readFileSync(port, "utf8")))
+    }
     const endpoint = await activeEndpoint(http, auth, sandbox.id, 8000)
     // No TCP listener besides the API, the endpoint listener and the emulators' own APIs.
     const tcp = gatewayTcpPorts()

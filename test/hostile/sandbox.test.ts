@@ -345,6 +345,20 @@ EOF`, { timeoutMs: 60_000 })
 describe("host hygiene", () => {
   const asNobody = (...argv: Array<string>) => Bun.spawnSync(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", ...argv], { stdout: "pipe", stderr: "pipe" })
 
+  it("a shared directory (/tmp, /) is refused as DATA_DIR and left as it was", async () => {
+    const shared = fs.mkdtempSync(path.join(os.tmpdir(), "sgw-shared-"))
+    cleanups.push(() => fs.rmSync(shared, { recursive: true, force: true }))
+    fs.chmodSync(shared, 0o1777)
+    fs.writeFileSync(path.join(shared, "someone-elses"), "x", { mode: 0o644 })
+    for (const dir of [shared, "/"]) {
+      const result = await Effect.runPromise(Effect.either(appConfig.pipe(Effect.withConfigProvider(ConfigProvider.fromMap(new Map([["DATA_DIR", dir]]))))))
+      expect(result._tag).toBe("Left")
+      expect(String(result._tag === "Left" ? result.left : "")).toMatch(/DATA_DIR/)
+    }
+    expect(fs.statSync(shared).mode & 0o7777).toBe(0o1777)
+    expect(fs.statSync(path.join(shared, "someone-elses")).mode & 0o777).toBe(0o644)
+  })
+
   it("DATA_DIR is 0700 and its files 0600 after start, fixed for an existing folder: another user reads nothing", async () => {
     const dir = path.join(os.tmpdir(), `sgw-perms-${crypto.randomUUID()}`)
     cleanups.push(() => fs.rmSync(dir, { recursive: true, force: true }))
