@@ -8,67 +8,39 @@
  * Protobuf JSON flattens oneofs (a ProcessSelector is `{"pid": 1}` or `{"tag": "x"}`), omits default values
  * (an exit code of 0 is absent), writes int64 as strings, bytes as base64 and enums by name.
  */
-export const COMPRESSED = 0x01
-export const END_STREAM = 0x02
+import { EnvelopeError, frame, FrameDecoder } from "../core/connect.ts"
+
+export { COMPRESSED, END_STREAM, EnvelopeError } from "../core/connect.ts"
 /** Refuse to buffer more than this for one message (envd sends output in small chunks). */
 export const MAX_MESSAGE_BYTES = 32 * 1024 * 1024
 
 export const STREAM_CONTENT_TYPE = "application/connect+json"
 
-export const encodeEnvelope = (message: unknown, flags = 0): Uint8Array<ArrayBuffer> => {
-  const body = new TextEncoder().encode(JSON.stringify(message))
-  const out = new Uint8Array(5 + body.length)
-  out[0] = flags
-  new DataView(out.buffer).setUint32(1, body.length, false)
-  out.set(body, 5)
-  return out
-}
+export const encodeEnvelope = (message: unknown, flags = 0): Uint8Array<ArrayBuffer> => frame(new TextEncoder().encode(JSON.stringify(message)), flags)
 
 export interface Envelope {
   readonly flags: number
   readonly message: unknown
 }
 
-export class EnvelopeError extends Error {}
-
-/** Incremental decoder: push bytes as they arrive, take whole envelopes. Throws `EnvelopeError` on bad input. */
+/** Incremental decoder of JSON envelopes: push bytes as they arrive, take whole ones. Throws `EnvelopeError` on bad input. */
 export class EnvelopeDecoder {
-  private buffer: Uint8Array = new Uint8Array(0)
+  private readonly frames = new FrameDecoder(MAX_MESSAGE_BYTES)
 
   push(chunk: Uint8Array): Array<Envelope> {
-    if (this.buffer.length === 0) {
-      this.buffer = chunk
-    } else {
-      const merged = new Uint8Array(this.buffer.length + chunk.length)
-      merged.set(this.buffer)
-      merged.set(chunk, this.buffer.length)
-      this.buffer = merged
-    }
-    const out: Array<Envelope> = []
-    let offset = 0
-    while (this.buffer.length - offset >= 5) {
-      const flags = this.buffer[offset]!
-      const length = new DataView(this.buffer.buffer, this.buffer.byteOffset + offset).getUint32(1, false)
-      if ((flags & COMPRESSED) !== 0) throw new EnvelopeError("compressed Connect messages were not negotiated")
-      if (length > MAX_MESSAGE_BYTES) throw new EnvelopeError(`a Connect message of ${length} bytes is too large`)
-      if (this.buffer.length - offset < 5 + length) break
-      const json = new TextDecoder().decode(this.buffer.subarray(offset + 5, offset + 5 + length))
-      let message: unknown
+    return this.frames.push(chunk).map(({ flags, data }) => {
+      const json = new TextDecoder().decode(data)
       try {
-        message = json === "" ? {} : JSON.parse(json)
+        return { flags, message: json === "" ? {} : JSON.parse(json) }
       } catch {
         throw new EnvelopeError("a Connect message is not valid JSON")
       }
-      out.push({ flags, message })
-      offset += 5 + length
-    }
-    this.buffer = offset === this.buffer.length ? new Uint8Array(0) : this.buffer.slice(offset)
-    return out
+    })
   }
 
   /** Bytes of an incomplete envelope still waiting for the rest. */
   get pending(): number {
-    return this.buffer.length
+    return this.frames.pending
   }
 }
 

@@ -23,6 +23,7 @@
  * response envelope has flag 0x02 (end of stream) and carries a JSON trailer, `{}` or `{"error": {code, message}}`
  * (JSON whatever the codec). The exit code is a zigzag `sint32`.
  */
+import { END_STREAM, type Frame, frame, FrameDecoder } from "../core/connect.ts"
 import { create, createFileRegistry, type DescMessage, fromBinary, type Message, toBinary } from "@bufbuild/protobuf"
 import type { GenMessage } from "@bufbuild/protobuf/codegenv2"
 import {
@@ -40,8 +41,7 @@ import {
 export const SERVICE = "command_session.CommandSession"
 export const START_PATH = `/${SERVICE}/Start`
 export const STREAM_CONTENT_TYPE = "application/connect+proto"
-export const END_STREAM = 0x02
-export const COMPRESSED = 0x01
+export { COMPRESSED, END_STREAM, EnvelopeError } from "../core/connect.ts"
 /** Refuse to buffer more than this for one message (output arrives in small chunks). */
 export const MAX_MESSAGE_BYTES = 16 * 1024 * 1024
 
@@ -253,53 +253,20 @@ export const decodeStartResponse = (bytes: Uint8Array): SessionEvent | null => {
   }
 }
 
-// ---- Connect envelopes ----
+// ---- Connect envelopes (the kit's framing, protobuf messages) ----
 
-export const envelope = (message: Uint8Array, flags = 0): Uint8Array<ArrayBuffer> => {
-  const out = new Uint8Array(5 + message.length)
-  out[0] = flags
-  new DataView(out.buffer).setUint32(1, message.length, false)
-  out.set(message, 5)
-  return out
-}
+export const envelope = frame
 
 /** The end-of-stream envelope: its trailer is JSON. */
 export const endOfStream = (error?: { readonly code: string; readonly message: string }) =>
-  envelope(new TextEncoder().encode(JSON.stringify(error === undefined ? {} : { error })), END_STREAM)
+  frame(new TextEncoder().encode(JSON.stringify(error === undefined ? {} : { error })), END_STREAM)
 
-export interface Envelope {
-  readonly flags: number
-  readonly data: Uint8Array
-}
-
-export class EnvelopeError extends Error {}
+export type Envelope = Frame
 
 /** Incremental decoder: push bytes as they arrive, take whole envelopes. Throws `EnvelopeError` on bad input. */
-export class EnvelopeDecoder {
-  private buffer: Uint8Array = new Uint8Array(0)
-
-  push(chunk: Uint8Array): Array<Envelope> {
-    if (this.buffer.length === 0) {
-      this.buffer = chunk
-    } else {
-      const merged = new Uint8Array(this.buffer.length + chunk.length)
-      merged.set(this.buffer)
-      merged.set(chunk, this.buffer.length)
-      this.buffer = merged
-    }
-    const out: Array<Envelope> = []
-    let offset = 0
-    while (this.buffer.length - offset >= 5) {
-      const flags = this.buffer[offset]!
-      const length = new DataView(this.buffer.buffer, this.buffer.byteOffset + offset).getUint32(1, false)
-      if ((flags & COMPRESSED) !== 0) throw new EnvelopeError("compressed Connect messages were not negotiated")
-      if (length > MAX_MESSAGE_BYTES) throw new EnvelopeError(`a Connect message of ${length} bytes is too large`)
-      if (this.buffer.length - offset < 5 + length) break
-      out.push({ flags, data: this.buffer.slice(offset + 5, offset + 5 + length) })
-      offset += 5 + length
-    }
-    this.buffer = offset === this.buffer.length ? new Uint8Array(0) : this.buffer.slice(offset)
-    return out
+export class EnvelopeDecoder extends FrameDecoder {
+  constructor() {
+    super(MAX_MESSAGE_BYTES)
   }
 }
 
