@@ -100,6 +100,19 @@ describe("raw writes that stream", () => {
     expect(after.stdout).toBe(`${256 * MiB}\nupload.bin\n`)
   }, 60_000)
 
+  it("a symlink the sandbox plants is followed inside the sandbox only: a streamed write through it never lands on the host", async () => {
+    const marker = `owned-${crypto.randomUUID()}`
+    for (const sandbox of [e2b, daytona]) {
+      await runProcess(http, auth, sandbox.id, ["sh", "-c", "mkdir -p /workspace/trap && ln -sfn / /workspace/trap/root"])
+      const res = await fetch(url(sandbox.id, `/workspace/trap/root/tmp/${marker}`), { method: "PUT", headers: headers(), body: body(2).stream, duplex: "half" } as RequestInit)
+      expect(res.status).toBe(201)
+      // It is the sandbox's own /tmp that has it.
+      expect((await runProcess(http, auth, sandbox.id, ["stat", "-c", "%s", `/tmp/${marker}`])).stdout).toBe(`${2 * MiB}\n`)
+    }
+    expect(fs.existsSync(`/tmp/${marker}`)).toBe(false)
+    expect(fs.existsSync(`/${marker}`)).toBe(false)
+  }, 60_000)
+
   it("Daytona's multipart upload streams too: 64 MiB up and back, byte for byte", async () => {
     const up = body(64)
     const res = await fetch(url(daytona.id, "/workspace/d/upload.bin", "&create_parents=true"), { method: "PUT", headers: headers(), body: up.stream, duplex: "half" } as RequestInit)
