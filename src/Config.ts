@@ -33,6 +33,16 @@ export interface AppConfigShape {
   /** Largest request body accepted, in bytes (a 10 MiB file write is ~14 MiB of base64 JSON). */
   readonly maxBodyBytes: number
   readonly endpoints: EndpointListenerConfig
+  /**
+   * DATABASE_URL: a `postgres://` (or `postgresql://`) URL selects PostgreSQL (README "Scaling out"); absent, the
+   * embedded SQLite file under DATA_DIR.
+   */
+  readonly databaseUrl?: string | undefined
+  /**
+   * DATABASE_POOL_SIZE (PostgreSQL): connections per process, default 1 — transactions of one process then run
+   * one at a time, as on SQLite; the engine's own locks order those of different processes.
+   */
+  readonly databasePoolSize?: number | undefined
 }
 
 export class AppConfig extends Context.Tag("app/AppConfig")<AppConfig, AppConfigShape>() {}
@@ -49,12 +59,27 @@ export const appConfig = Effect.gen(function*() {
   const logLevel = yield* Config.literal("trace", "debug", "info", "warning", "error", "none")("LOG_LEVEL").pipe(Config.withDefault("info"))
   const maxBodyBytes = yield* Config.integer("MAX_BODY_BYTES").pipe(Config.withDefault(16 * 1024 * 1024))
   const endpoints = yield* endpointListenerConfig(port, host, publicUrl)
+  const databaseUrl = yield* databaseUrlConfig
+  const databasePoolSize = yield* Config.integer("DATABASE_POOL_SIZE").pipe(
+    Config.withDefault(1),
+    Config.validate({ message: "DATABASE_POOL_SIZE must be between 1 and 100", validation: (n) => n >= 1 && n <= 100 })
+  )
   // 0700, and everything already in it 0700 / 0600 (the database, its WAL and the secrets key included).
   secureDataDir(dataDir)
-  return { port, host, dataDir, publicUrl, publicUrlSet: explicitUrl._tag === "Some", logLevel, maxBodyBytes, endpoints } satisfies AppConfigShape
+  return { port, host, dataDir, publicUrl, publicUrlSet: explicitUrl._tag === "Some", logLevel, maxBodyBytes, endpoints, databaseUrl, databasePoolSize } satisfies AppConfigShape
 })
 
 const invalid = (name: string, message: string) => Effect.fail(ConfigError.InvalidData([name], message))
+
+/** DATABASE_URL: absent or empty → SQLite; otherwise it must be a PostgreSQL URL. */
+export const databaseUrlConfig = Effect.gen(function*() {
+  const raw = yield* Config.option(Config.string("DATABASE_URL"))
+  if (raw._tag === "None" || raw.value.trim() === "") return undefined
+  if (!/^postgres(ql)?:\/\//.test(raw.value)) {
+    return yield* invalid("DATABASE_URL", "DATABASE_URL must be a PostgreSQL URL such as postgres://user:password@host:5432/gateway")
+  }
+  return raw.value
+})
 
 /** An http(s) URL with nothing but scheme, host and port. */
 const originOnly = (name: string, raw: string) =>

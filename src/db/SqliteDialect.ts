@@ -5,8 +5,8 @@
  */
 import { SqlClient } from "@effect/sql"
 import { Database } from "bun:sqlite"
-import { Effect, Layer } from "effect"
-import { CLAIMED_JOB_COLUMNS, type ClaimedJob, Dialect, type DialectShape } from "./Dialect.ts"
+import { Effect } from "effect"
+import { CLAIMED_JOB_COLUMNS, type ClaimedJob, type DialectShape } from "./Dialect.ts"
 
 /** Walks an error and its causes (repositories turn SqlError into defects, so it may be wrapped). */
 const someCause = (u: unknown, test: (code: unknown, message: unknown) => boolean): boolean => {
@@ -112,11 +112,15 @@ export const makeSqliteDialect = (sql: SqlClient.SqlClient): DialectShape => {
           RETURNING ${sql.literal(CLAIMED_JOB_COLUMNS)}`
         // Only pending jobs: nothing is taken over from another owner here.
         return rows[0] === undefined ? undefined : { row: rows[0], token, recovered: false }
-      })
+      }),
+
+    lockEventLog: Effect.void,
+    eventAppended: () => Effect.void,
+    lockKey: () => Effect.void,
+    positional: (statement) => statement
   }
 }
 
-export const SqliteDialectLive = Layer.effect(Dialect, Effect.map(SqlClient.SqlClient, makeSqliteDialect))
 
 /**
  * A second, synchronous connection to the same WAL file for the polled GETs (src/db/FastReadQueries.ts): reads

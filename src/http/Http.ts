@@ -88,7 +88,7 @@ export const ServicesLive = Layer.mergeAll(CredentialsLive, IdempotencyStoreLive
 const ServerLive = Layer.unwrapScoped(
   Effect.gen(function*() {
     const config = yield* AppConfig
-    const fast = yield* FastReadsScoped(config.dataDir)
+    const fast = yield* FastReadsScoped(config)
     // Every request passes the body-size guard, except the plain GETs FastReads answers (a GET has no body).
     const guard = guardBodySize(config.maxBodyBytes, (request, server) => server.fetch(request))
     // A route answers nothing (undefined) when it upgraded the connection to a WebSocket.

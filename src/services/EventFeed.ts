@@ -8,9 +8,8 @@
  * or coalesced signal never loses an event.
  */
 import { Context, Effect, Layer, Queue, Runtime, type Scope } from "effect"
-import { AppConfig } from "../Config.ts"
 import { Db } from "../db/Db.ts"
-import { openEventTail } from "../db/EventTail.ts"
+import { eventTail } from "../db/EventTail.ts"
 import { OperationRunner } from "./OperationRunner.ts"
 import { takeDeliveriesHint } from "./webhooks/FanOut.ts"
 
@@ -37,11 +36,10 @@ interface Watcher {
 export const EventFeedLive = Layer.scoped(
   EventFeed,
   Effect.gen(function*() {
-    const { dataDir } = yield* AppConfig
     const runner = yield* OperationRunner
     const db = yield* Db
     const runFork = Runtime.runFork(yield* Effect.runtime<never>())
-    const tail = yield* Effect.acquireRelease(Effect.sync(() => openEventTail(dataDir)), (t) => Effect.sync(() => t.close()))
+    const tail = yield* eventTail
     const watchers = new Set<Watcher>()
     let seen = tail.lastSeq()
     let open = true

@@ -79,6 +79,7 @@ export const makeCostSyncHandler = Effect.gen(function*() {
         : { rescheduleAt: isoAfter(now, sandbox.state === "paused" ? COST_SYNC_PAUSED_SECONDS : COST_SYNC_READY_SECONDS) }
       if (cost === null) return again
       yield* Effect.gen(function*() {
+        yield* UsageRepo.lockSandbox(sandboxId)
         const delta = cost.amountMicrousd - (yield* UsageRepo.lastCumulative(sandboxId))
         yield* SandboxesRepo.setCost(sandboxId, cost.amountMicrousd, now)
         if (delta === 0n) return
