@@ -65,7 +65,7 @@ export const appConfig = Effect.gen(function*() {
     Config.validate({ message: "DATABASE_POOL_SIZE must be between 1 and 100", validation: (n) => n >= 1 && n <= 100 })
   )
   // 0700, and everything already in it 0700 / 0600 (the database, its WAL and the secrets key included).
-  secureDataDir(dataDir)
+  secureDataDir(dataDir, databaseUrl === undefined ? "gateway.sqlite" : undefined)
   return { port, host, dataDir, publicUrl, publicUrlSet: explicitUrl._tag === "Some", logLevel, maxBodyBytes, endpoints, databaseUrl, databasePoolSize } satisfies AppConfigShape
 })
 

@@ -60,10 +60,20 @@ const PgMigrations = Layer.effectDiscard(
   })
 )
 
+/**
+ * A statement waiting on a lock gives up after 5 s (55P03 → 503 `database_busy`), as SQLite's busy timeout does,
+ * unless the URL sets its own session `options`.
+ */
+export const withSessionDefaults = (url: string): string => {
+  const parsed = new URL(url)
+  if (!parsed.searchParams.has("options")) parsed.searchParams.set("options", "-c lock_timeout=5000")
+  return parsed.toString()
+}
+
 const PgLive = (url: string, poolSize: number) =>
   Layer.mergeAll(PgMigrations, onlySqlClient).pipe(
     Layer.provide(PgClient.layer({
-      url: Redacted.make(url),
+      url: Redacted.make(withSessionDefaults(url)),
       maxConnections: poolSize,
       applicationName: "sandbox-gateway",
       types: pgTypes

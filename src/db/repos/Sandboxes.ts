@@ -155,8 +155,8 @@ export class SandboxesRepo extends Effect.Service<SandboxesRepo>()("app/db/Sandb
           const unless = extra.unless ?? []
           const stamp = state === "ready" ? "ready_at" : state === "paused" ? "paused_at" : state === "stopped" ? "stopped_at" : null
           const updated = yield* ids.all(sql`UPDATE sandboxes SET state = ${state}, updated_at = ${now},
-              state_reason = ${extra.reason === undefined ? sql`state_reason` : extra.reason},
-              ${stamp === null ? sql`updated_at = updated_at` : sql`${sql(stamp)} = ${now}`}
+              state_reason = ${extra.reason === undefined ? sql`state_reason` : extra.reason}
+              ${stamp === null ? sql`` : sql`, ${sql(stamp)} = ${now}`}
               ${state === "ready" || state === "resuming" ? sql`, last_activity_at = ${now}` : sql``}
             WHERE id = ${id} ${unless.length > 0 ? sql`AND state NOT IN ${sql.in(unless)}` : sql``} RETURNING id`)
           return updated.length > 0
