@@ -70,7 +70,7 @@ export const withSessionDefaults = (url: string): string => {
   return parsed.toString()
 }
 
-const PgLive = (url: string, poolSize: number) =>
+export const PgLive = (url: string, poolSize: number) =>
   Layer.mergeAll(PgMigrations, onlySqlClient).pipe(
     Layer.provide(PgClient.layer({
       url: Redacted.make(withSessionDefaults(url)),
