@@ -2,6 +2,7 @@
  * Configuration from environment variables (ARCHITECTURE.md §7), validated once at start with a clear message.
  */
 import { Config, ConfigError, Context, Effect, Layer } from "effect"
+import * as os from "node:os"
 import * as path from "node:path"
 import { secureDataDir } from "./DataDir.ts"
 
@@ -43,7 +44,16 @@ export interface AppConfigShape {
    * one at a time, as on SQLite; the engine's own locks order those of different processes.
    */
   readonly databasePoolSize?: number | undefined
+  /** NODE_ID: this replica's id (default the host name); see `nodeIdOf`. */
+  readonly nodeId?: string | undefined
+  /** NODE_URL: where the other replicas reach this one (recorded with its heartbeat). */
+  readonly nodeUrl?: string | undefined
+  /** NODE_GRACE_SECONDS: a node silent this long is lost (its local sandboxes fail with `node_lost`); default 60. */
+  readonly nodeGraceSeconds?: number | undefined
 }
+
+/** This replica's node id: NODE_ID, else the host name. */
+export const nodeIdOf = (config: Pick<AppConfigShape, "nodeId">): string => config.nodeId ?? os.hostname()
 
 export class AppConfig extends Context.Tag("app/AppConfig")<AppConfig, AppConfigShape>() {}
 
@@ -60,13 +70,23 @@ export const appConfig = Effect.gen(function*() {
   const maxBodyBytes = yield* Config.integer("MAX_BODY_BYTES").pipe(Config.withDefault(16 * 1024 * 1024))
   const endpoints = yield* endpointListenerConfig(port, host, publicUrl)
   const databaseUrl = yield* databaseUrlConfig
+  const nodeId = yield* Config.string("NODE_ID").pipe(
+    Config.withDefault(os.hostname()),
+    Config.validate({ message: "NODE_ID must be 1 to 64 letters, digits, dots, hyphens or underscores", validation: (id) => /^[A-Za-z0-9._-]{1,64}$/.test(id) })
+  )
+  const nodeUrl = yield* Config.option(Config.string("NODE_URL"))
+  const nodeGraceSeconds = yield* Config.integer("NODE_GRACE_SECONDS").pipe(
+    Config.withDefault(60),
+    Config.validate({ message: "NODE_GRACE_SECONDS must be between 5 and 86400", validation: (n) => n >= 5 && n <= 86400 })
+  )
   const databasePoolSize = yield* Config.integer("DATABASE_POOL_SIZE").pipe(
     Config.withDefault(1),
     Config.validate({ message: "DATABASE_POOL_SIZE must be between 1 and 100", validation: (n) => n >= 1 && n <= 100 })
   )
   // 0700, and everything already in it 0700 / 0600 (the database, its WAL and the secrets key included).
   secureDataDir(dataDir, databaseUrl === undefined ? "gateway.sqlite" : undefined)
-  return { port, host, dataDir, publicUrl, publicUrlSet: explicitUrl._tag === "Some", logLevel, maxBodyBytes, endpoints, databaseUrl, databasePoolSize } satisfies AppConfigShape
+  return { port, host, dataDir, publicUrl, publicUrlSet: explicitUrl._tag === "Some", logLevel, maxBodyBytes, endpoints, databaseUrl, databasePoolSize, nodeId,
+    nodeUrl: nodeUrl._tag === "Some" ? nodeUrl.value : undefined, nodeGraceSeconds } satisfies AppConfigShape
 })
 
 const invalid = (name: string, message: string) => Effect.fail(ConfigError.InvalidData([name], message))

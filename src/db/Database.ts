@@ -12,6 +12,7 @@ import { EndpointsRepo } from "./repos/Endpoints.ts"
 import { EventsRepo } from "./repos/Events.ts"
 import { IdempotencyRepo } from "./repos/Idempotency.ts"
 import { JobsRepo } from "./repos/Jobs.ts"
+import { NodesRepo } from "./repos/Nodes.ts"
 import { OperationsRepo } from "./repos/Operations.ts"
 import { OrganizationsRepo } from "./repos/Organizations.ts"
 import { ProcessesRepo } from "./repos/Processes.ts"
@@ -44,7 +45,8 @@ export const RepositoriesLive = Layer.mergeAll(
   OperationsRepo.Default,
   ProcessesRepo.Default,
   RuntimeOperationsRepo.Default,
-  EndpointsRepo.Default
+  EndpointsRepo.Default,
+  NodesRepo.Default
 )
 
 /** Every repository, transactions and the dialect: what services and handlers may ask for. */
@@ -52,7 +54,7 @@ export type Repositories = Layer.Layer.Success<typeof RepositoriesLive> | Dialec
 
 const TAGS = [
   Db, Dialect, EventsRepo, UsersRepo, OrganizationsRepo, ProjectsRepo, BillingRepo, UsageRepo, WebhooksRepo, WebhookDeliveriesRepo, ProviderCredentialsRepo,
-  IdempotencyRepo, JobsRepo, SandboxesRepo, OperationsRepo, ProcessesRepo, RuntimeOperationsRepo, EndpointsRepo
+  IdempotencyRepo, JobsRepo, SandboxesRepo, OperationsRepo, ProcessesRepo, RuntimeOperationsRepo, EndpointsRepo, NodesRepo
 ] as const
 
 /**

@@ -53,6 +53,8 @@ export interface ClaimRequest {
   readonly leaseExpiresAt: string
   /** A fresh lease token per claimed job. */
   readonly newToken: () => string
+  /** This process's node: jobs pinned to another node (`jobs.node_id`) are never claimed. */
+  readonly node: string
 }
 
 /**

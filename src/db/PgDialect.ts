@@ -39,6 +39,7 @@ export const advisoryKey = (purpose: string, key: string) => `${purpose}:${key}`
 
 export const makePgDialect = (sql: SqlClient.SqlClient): DialectShape => {
   const due = (now: string) => sql`available_at <= ${now} AND (state = 'pending' OR (state = 'leased' AND lease_expires_at <= ${now}))`
+  const ofNode = (node: string) => sql`(node_id IS NULL OR node_id = ${node})`
   const lockFree = (now: string) =>
     sql`(lock_key IS NULL OR lock_key NOT IN (
       SELECT lock_key FROM jobs WHERE state = 'leased' AND lease_expires_at > ${now} AND lock_key IS NOT NULL))`
@@ -122,7 +123,7 @@ export const makePgDialect = (sql: SqlClient.SqlClient): DialectShape => {
           ? sql`AND type NOT IN ${sql.in(except)}`
           : sql``
         const candidates = yield* sql<{ id: string; lock_key: string | null; state: string; lease_owner: string | null }>`
-          SELECT id, lock_key, state, lease_owner FROM jobs WHERE ${due(now)} AND ${lockFree(now)} ${ofTypes}
+          SELECT id, lock_key, state, lease_owner FROM jobs WHERE ${due(now)} AND ${lockFree(now)} AND ${ofNode(request.node)} ${ofTypes}
           ORDER BY available_at, created_at LIMIT ${limit * 4} FOR UPDATE SKIP LOCKED`
         const locks = new Set<string>()
         const claimed: Array<ClaimedJob> = []
@@ -146,7 +147,7 @@ export const makePgDialect = (sql: SqlClient.SqlClient): DialectShape => {
       Effect.gen(function*() {
         const candidates = yield* sql<{ id: string; lock_key: string | null }>`
           SELECT id, lock_key FROM jobs
-          WHERE dedupe_key = ${request.dedupeKey} AND state = 'pending' AND available_at <= ${request.now}
+          WHERE dedupe_key = ${request.dedupeKey} AND state = 'pending' AND available_at <= ${request.now} AND ${ofNode(request.node)}
           FOR UPDATE SKIP LOCKED`
         const candidate = candidates[0]
         if (candidate === undefined) return undefined

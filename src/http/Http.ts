@@ -17,6 +17,7 @@ import { ProviderCredentialsLive } from "./handlers/ProviderCredentialsHttp.ts"
 import { WebhookDeliveriesLive } from "./handlers/WebhookDeliveriesHttp.ts"
 import { WebhooksLive } from "./handlers/WebhooksHttp.ts"
 import { EventFeedLive } from "../services/EventFeed.ts"
+import { NodesLive } from "../services/Nodes.ts"
 import { WebhookResolverLive } from "../services/webhooks/Targets.ts"
 import { MembersLive } from "./handlers/MembersHttp.ts"
 import { OrganizationsLive } from "./handlers/OrganizationsHttp.ts"
@@ -65,7 +66,7 @@ export const ApiLive = HttpApiBuilder.api(Api).pipe(
  * Providers (and their emulators over the local runtime), then the job handlers, which start the runner; the
  * event feed wakes it when events (and their webhook deliveries) are committed.
  */
-const SandboxPlaneLive = Layer.mergeAll(SandboxJobsLive, ReaperLive, EventFeedLive).pipe(
+const SandboxPlaneLive = Layer.mergeAll(SandboxJobsLive, ReaperLive, EventFeedLive, NodesLive).pipe(
   Layer.provideMerge(ProviderAccounts.Default),
   Layer.provideMerge(ProviderRegistryLive),
   Layer.provideMerge(OperationRunnerLive),

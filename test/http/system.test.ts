@@ -3,7 +3,7 @@ import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { querySql } from "../support/accounts.ts"
 import { api, bootstrap, expectEnvelope, type RunningServer, startServer } from "../support/server.ts"
-import { databaseUrlFor } from "../support/postgres.ts"
+import { databaseUrlFor, onPostgres } from "../support/postgres.ts"
 
 let server: RunningServer
 let http: ReturnType<typeof api>
@@ -19,7 +19,10 @@ describe("system routes and the error envelope", () => {
     expect((await http.get("/health")).body).toEqual({ status: "ok" })
     const ready = await http.get("/ready")
     expect(ready.status).toBe(200)
-    expect(ready.body).toEqual({ status: "ready", checks: { database: "ok" } })
+    expect(ready.body).toMatchObject({ status: "ready", checks: { database: "ok", engine: onPostgres() ? "pg" : "sqlite" } })
+    // This node, heart-beating (README "Scaling out").
+    expect(ready.body.nodes).toEqual([{ id: ready.body.node_id, url: expect.any(String), heartbeat_age_seconds: expect.any(Number), lost: false }])
+    expect(ready.body.nodes[0].heartbeat_age_seconds).toBeLessThan(10)
     expect(ready.headers.get("x-request-id")).toMatch(/^req_/)
   })
 

@@ -34,7 +34,8 @@ export const armCostSync = (sandboxId: string, afterSeconds: number) =>
       dedupeKey: `sandbox:cost_sync:${sandboxId}`,
       payload: { sandbox_id: sandboxId },
       availableAt: isoAfter(now, afterSeconds),
-      replace: true
+      replace: true,
+      sandboxId
     }))
 
 export const makeCostSyncHandler = Effect.gen(function*() {
