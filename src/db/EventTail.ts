@@ -14,6 +14,7 @@ import type { Statement } from "bun:sqlite"
 import { SqlClient as SqlClientTag } from "@effect/sql"
 import { Effect, Queue, Schedule, type Scope, Stream } from "effect"
 import { AppConfig } from "../Config.ts"
+import { SIGNALS_CHANNEL } from "./Db.ts"
 import { EVENTS_CHANNEL } from "./PgDialect.ts"
 import { databaseFile } from "./Sql.ts"
 import { openSqliteReadConnection } from "./SqliteDialect.ts"
@@ -23,6 +24,8 @@ export interface EventTail {
   readonly lastSeq: () => number
   /** The projects (null: organization-level events) of the events in (after, upTo]. */
   readonly projectsBetween: (after: number, upTo: number) => ReadonlySet<string | null>
+  /** Calls `handler` with each topic another process announced (Db.announce); SQLite: never. */
+  readonly onSignal: (handler: (topic: string) => void) => void
   readonly close: () => void
 }
 
@@ -35,6 +38,7 @@ export const openEventTail = (dataDir: string): EventTail => {
   return {
     lastSeq: () => last.get()?.seq ?? 0,
     projectsBetween: (after, upTo) => new Set(projects.all(after, upTo).map((r) => r.project_id)),
+    onSignal: () => undefined,
     close: () => db.close()
   }
 }
@@ -76,10 +80,16 @@ export const pgEventTail = (sql: SqlClientTag.SqlClient): Effect.Effect<EventTai
     const wake = yield* Queue.sliding<void>(1)
     yield* Queue.take(wake).pipe(Effect.zipRight(read), Effect.forever, Effect.forkScoped)
     yield* Queue.offer(wake, undefined).pipe(Effect.repeat(Schedule.spaced(`${PG_POLL_MS} millis`)), Effect.forkScoped)
+    let signalHandler: (topic: string) => void = () => undefined
     if (isPgClient(sql)) {
       yield* sql.listen(EVENTS_CHANNEL).pipe(
         Stream.runForEach(() => Queue.offer(wake, undefined)),
         Effect.catchAllCause((cause) => Effect.logWarning("LISTEN on the event channel failed; polling only", cause)),
+        Effect.forkScoped
+      )
+      yield* sql.listen(SIGNALS_CHANNEL).pipe(
+        Stream.runForEach((topic) => Effect.sync(() => signalHandler(topic))),
+        Effect.catchAllCause((cause) => Effect.logWarning("LISTEN on the signal channel failed; followers poll", cause)),
         Effect.forkScoped
       )
     }
@@ -91,6 +101,9 @@ export const pgEventTail = (sql: SqlClientTag.SqlClient): Effect.Effect<EventTai
         if (after < coveredFrom) for (const p of projects) out.add(p)
         for (let i = seqs.length - 1; i >= 0 && seqs[i]! > after; i--) if (seqs[i]! <= upTo) out.add(projects[i]!)
         return out
+      },
+      onSignal: (handler) => {
+        signalHandler = handler
       },
       close: () => undefined
     }

@@ -11,6 +11,7 @@ import { Context, Effect, Layer, Queue, Runtime, type Scope } from "effect"
 import { Db } from "../db/Db.ts"
 import { eventTail } from "../db/EventTail.ts"
 import { OperationRunner } from "./OperationRunner.ts"
+import { notify as signal } from "./Signals.ts"
 import { takeDeliveriesHint } from "./webhooks/FanOut.ts"
 
 /** How often the log is read without a hint: the most a commit of another process waits to be noticed. */
@@ -40,6 +41,8 @@ export const EventFeedLive = Layer.scoped(
     const db = yield* Db
     const runFork = Runtime.runFork(yield* Effect.runtime<never>())
     const tail = yield* eventTail
+    // News another replica announced (a process's output, an operation's events): wakes this one's followers.
+    tail.onSignal((topic) => Effect.runSync(signal(topic)))
     const watchers = new Set<Watcher>()
     let seen = tail.lastSeq()
     let open = true
