@@ -4,12 +4,13 @@
  * period (NODE_GRACE_SECONDS) is lost — exactly one replica wins `markLost` and then reports each sandbox that
  * lived on it (on its local runtime) `failed` with `state_reason: "node_lost"`, ends their unfinished operations
  * and processes with the code `node_lost`, and fails the jobs pinned to it. Sandboxes on remote providers live on
- * no node, so any replica keeps serving them.
+ * no node, so any replica keeps serving them. On SQLite (one node) nothing is pinned and no node is ever lost.
  */
 import { Effect, Layer, Schedule } from "effect"
 import { AppConfig, nodeIdOf } from "../Config.ts"
 import { provideRepositories } from "../db/Database.ts"
 import { inTransaction } from "../db/Db.ts"
+import { Dialect } from "../db/Dialect.ts"
 import { EndpointsRepo } from "../db/repos/Endpoints.ts"
 import { JobsRepo } from "../db/repos/Jobs.ts"
 import { NodesRepo } from "../db/repos/Nodes.ts"
@@ -59,7 +60,8 @@ export const NodesLive = Layer.scopedDiscard(
     const every = Math.max(1, Math.min(5, Math.floor(grace / 4)))
     yield* provide(Effect.flatMap(nowIso, (now) => NodesRepo.register(id, url, now)))
     const beat = provide(Effect.flatMap(nowIso, (now) => NodesRepo.beat(id, url, now)))
-    const sweep = provide(Effect.gen(function*() {
+    // SQLite is one node: nothing is ever lost (the heartbeat still shows in /ready).
+    const sweep = (yield* Dialect).engine !== "pg" ? Effect.void : provide(Effect.gen(function*() {
       const now = yield* nowIso
       const before = isoAfter(now, -grace)
       for (const node of yield* NodesRepo.silentSince(before)) {

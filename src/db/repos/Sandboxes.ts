@@ -193,8 +193,10 @@ export class SandboxesRepo extends Effect.Service<SandboxesRepo>()("app/db/Sandb
       /**
        * The sandbox is being provisioned by this node: until it proves to be on a remote provider (`markReady`
        * unpins it), it lives here, on the local runtime behind this node's emulators, and its jobs run here.
+       * SQLite is one node by definition: nothing is pinned (a DATA_DIR moved to another host, or a container whose
+       * host name changes on restart, keeps working).
        */
-      pinHere: (id: string) => run(sql`UPDATE sandboxes SET node_id = ${node} WHERE id = ${id}`),
+      pinHere: (id: string) => dialect.engine === "pg" ? run(sql`UPDATE sandboxes SET node_id = ${node} WHERE id = ${id}`) : Effect.void,
       /** The unfinished sandboxes that live on a node. */
       liveOfNode: (nodeId: string) =>
         nodeSandboxes.all(sql`SELECT id, organization_id, project_id, provider FROM sandboxes WHERE node_id = ${nodeId} AND state NOT IN ${sql.in(ENDED)}`),
