@@ -50,6 +50,8 @@ export interface AppConfigShape {
   readonly nodeUrl?: string | undefined
   /** NODE_GRACE_SECONDS: a node silent this long is lost (its local sandboxes fail with `node_lost`); default 60. */
   readonly nodeGraceSeconds?: number | undefined
+  /** CLUSTER_SECRET: signs the requests replicas forward to each other (services/Forwarding.ts). */
+  readonly clusterSecret?: string | undefined
 }
 
 /** This replica's node id: NODE_ID, else the host name. */
@@ -79,6 +81,9 @@ export const appConfig = Effect.gen(function*() {
     Config.withDefault(60),
     Config.validate({ message: "NODE_GRACE_SECONDS must be between 5 and 86400", validation: (n) => n >= 5 && n <= 86400 })
   )
+  const clusterSecret = yield* Config.option(Config.string("CLUSTER_SECRET").pipe(
+    Config.validate({ message: "CLUSTER_SECRET must be at least 16 characters", validation: (s) => s.length >= 16 })
+  ))
   const databasePoolSize = yield* Config.integer("DATABASE_POOL_SIZE").pipe(
     Config.withDefault(1),
     Config.validate({ message: "DATABASE_POOL_SIZE must be between 1 and 100", validation: (n) => n >= 1 && n <= 100 })
@@ -86,7 +91,8 @@ export const appConfig = Effect.gen(function*() {
   // 0700, and everything already in it 0700 / 0600 (the database, its WAL and the secrets key included).
   secureDataDir(dataDir, databaseUrl === undefined ? "gateway.sqlite" : undefined)
   return { port, host, dataDir, publicUrl, publicUrlSet: explicitUrl._tag === "Some", logLevel, maxBodyBytes, endpoints, databaseUrl, databasePoolSize, nodeId,
-    nodeUrl: nodeUrl._tag === "Some" ? nodeUrl.value : undefined, nodeGraceSeconds } satisfies AppConfigShape
+    nodeUrl: nodeUrl._tag === "Some" ? nodeUrl.value : undefined, nodeGraceSeconds,
+    clusterSecret: clusterSecret._tag === "Some" ? clusterSecret.value : undefined } satisfies AppConfigShape
 })
 
 const invalid = (name: string, message: string) => Effect.fail(ConfigError.InvalidData([name], message))

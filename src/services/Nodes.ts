@@ -55,11 +55,12 @@ export const NodesLive = Layer.scopedDiscard(
     const config = yield* AppConfig
     const provide = yield* provideRepositories
     const id = nodeIdOf(config)
-    const url = config.nodeUrl ?? config.publicUrl
+    // NODE_URL, else the API's listening address, recorded by the server once it listens (src/http/Http.ts).
+    const url = config.nodeUrl ?? null
     const grace = config.nodeGraceSeconds ?? 60
     const every = Math.max(1, Math.min(5, Math.floor(grace / 4)))
     yield* provide(Effect.flatMap(nowIso, (now) => NodesRepo.register(id, url, now)))
-    const beat = provide(Effect.flatMap(nowIso, (now) => NodesRepo.beat(id, url, now)))
+    const beat = provide(Effect.flatMap(nowIso, (now) => NodesRepo.beat(id, now)))
     // SQLite is one node: nothing is ever lost (the heartbeat still shows in /ready).
     const sweep = (yield* Dialect).engine !== "pg" ? Effect.void : provide(Effect.gen(function*() {
       const now = yield* nowIso

@@ -4,6 +4,8 @@
  *
  * - 20 parallel creates with one Idempotency-Key, spread across both → one sandbox, one provider resource;
  * - a process started through the sandbox's node is read, followed (live) and cancelled through the other;
+ * - raw files (a synchronous provider call) and an endpoint reached through the other node are forwarded to the
+ *   sandbox's node (signed with CLUSTER_SECRET);
  * - SIGKILL of the sandbox's node → after the grace period the other reports the sandbox `failed`, `node_lost`,
  *   and /ready shows the node lost.
  */
@@ -47,7 +49,7 @@ describe.skipIf(!onPostgres())("two replicas on one PostgreSQL database", () => 
     const dataA = tempDataDir("node-a")
     const dataB = tempDataDir("node-b")
     const url = databaseUrlFor(dataA)!
-    const env = (node: string) => ({ DATABASE_URL: url, NODE_ID: node, NODE_GRACE_SECONDS: "5" })
+    const env = (node: string) => ({ DATABASE_URL: url, NODE_ID: node, NODE_GRACE_SECONDS: "5", CLUSTER_SECRET: "replicas-test-cluster-secret" })
     const [a, b] = await Promise.all([startServer({ dataDir: dataA, env: env("node-a") }), startServer({ dataDir: dataB, env: env("node-b") })])
     servers.push(a, b)
     const booted = await runCli(dataA, ["bootstrap", "--email", "replicas@example.com", "--json"], { DATABASE_URL: url })
@@ -97,6 +99,27 @@ describe.skipIf(!onPostgres())("two replicas on one PostgreSQL database", () => 
     for (let frame = await next(); frame !== null; frame = await next()) seen.push(frame.event)
     expect(seen.at(-1)).toBe("cancelled")
     expect((await away.get(`/v1/sandboxes/${sandboxId}/processes/${processId}`, auth)).body.state).toBe("cancelled")
+
+    // Raw files call the provider at once: through the other node they are forwarded to the sandbox's.
+    const rawHeaders = { authorization: `Bearer ${auth.token}`, "x-metal-project-id": auth.project }
+    const rawUrl = `${awayServer.url}/v1/sandboxes/${sandboxId}/files/content?path=${encodeURIComponent("/workspace/far.txt")}`
+    const put = await fetch(rawUrl, { method: "PUT", headers: { ...rawHeaders, "content-type": "application/octet-stream" }, body: "from the other node" })
+    expect(put.status).toBe(201)
+    const got = await fetch(rawUrl, { headers: rawHeaders })
+    expect(got.status).toBe(200)
+    expect(await got.text()).toBe("from the other node")
+    // A client's own forward mark does not verify against CLUSTER_SECRET: the request is still forwarded, and served.
+    const spoofed = await fetch(rawUrl, { headers: { ...rawHeaders, "x-gateway-forwarded-by": `${owner};0000` } })
+    expect(await spoofed.text()).toBe("from the other node")
+
+    // An endpoint created through the other node, reached through that node's endpoint listener.
+    await home.post(`/v1/sandboxes/${sandboxId}/processes`, { ...auth, body: { command: ["python3", "-m", "http.server", "9000", "--directory", "/workspace"] }, headers: { "idempotency-key": idempotencyKey() } })
+    const ep = await away.post(`/v1/sandboxes/${sandboxId}/endpoints`, { ...auth, body: { port: 9000, lease_seconds: 120 }, headers: { "idempotency-key": idempotencyKey() } })
+    expect(ep.status).toBe(202)
+    const active = await poll(async () => (await away.get(`/v1/sandboxes/${sandboxId}/endpoints`, auth)).body.endpoints.find((e: any) => e.id === ep.body.id), (e) => e?.state === "active")
+    expect(active.url.startsWith(awayServer.endpointUrl)).toBe(true)
+    expect(await poll(async () => (await fetch(`${active.url}far.txt`)).status, (s) => s === 200, 20_000, 100)).toBe(200)
+    expect(await (await fetch(`${active.url}far.txt`)).text()).toBe("from the other node")
 
     // Both nodes beat; then the sandbox's node dies.
     const ready = (await away.get("/ready")).body

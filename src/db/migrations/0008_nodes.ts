@@ -11,6 +11,7 @@ export default Effect.gen(function*() {
     `CREATE TABLE nodes (
       id TEXT PRIMARY KEY,
       url TEXT,
+      endpoint_url TEXT,
       started_at TEXT NOT NULL,
       heartbeat_at TEXT NOT NULL,
       lost_at TEXT

@@ -10,6 +10,7 @@ import { rowsOf, run } from "../Rows.ts"
 export const NodeRow = Schema.Struct({
   id: Schema.String,
   url: Schema.NullOr(Schema.String),
+  endpoint_url: Schema.NullOr(Schema.String),
   started_at: Schema.String,
   heartbeat_at: Schema.String,
   lost_at: Schema.NullOr(Schema.String)
@@ -26,10 +27,23 @@ export class NodesRepo extends Effect.Service<NodesRepo>()("app/db/NodesRepo", {
       /** This node starts (or restarts): it is alive from now. */
       register: (id: string, url: string | null, now: string) =>
         run(sql`INSERT INTO nodes (id, url, started_at, heartbeat_at, lost_at) VALUES (${id}, ${url}, ${now}, ${now}, NULL)
-          ON CONFLICT (id) DO UPDATE SET url = excluded.url, started_at = excluded.started_at, heartbeat_at = excluded.heartbeat_at, lost_at = NULL`),
-      beat: (id: string, url: string | null, now: string) =>
+          ON CONFLICT (id) DO UPDATE SET url = COALESCE(excluded.url, nodes.url), started_at = excluded.started_at,
+            heartbeat_at = excluded.heartbeat_at, lost_at = NULL`),
+      beat: (id: string, now: string) =>
+        run(sql`INSERT INTO nodes (id, url, started_at, heartbeat_at, lost_at) VALUES (${id}, NULL, ${now}, ${now}, NULL)
+          ON CONFLICT (id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at, lost_at = NULL`),
+      /** Where the other replicas reach this node's API (NODE_URL, else its listening address once known). */
+      setUrl: (id: string, url: string, now: string) =>
         run(sql`INSERT INTO nodes (id, url, started_at, heartbeat_at, lost_at) VALUES (${id}, ${url}, ${now}, ${now}, NULL)
-          ON CONFLICT (id) DO UPDATE SET url = excluded.url, heartbeat_at = excluded.heartbeat_at, lost_at = NULL`),
+          ON CONFLICT (id) DO UPDATE SET url = excluded.url`),
+      /** Where this node's endpoint listener is reached (path addressing), once it listens. */
+      setEndpointUrl: (id: string, endpointUrl: string, now: string) =>
+        run(sql`INSERT INTO nodes (id, url, endpoint_url, started_at, heartbeat_at, lost_at) VALUES (${id}, NULL, ${endpointUrl}, ${now}, ${now}, NULL)
+          ON CONFLICT (id) DO UPDATE SET endpoint_url = excluded.endpoint_url`),
+      /** The node a sandbox lives on (none: any node serves it). */
+      ownerOf: (sandboxId: string) =>
+        nodes.first(sql`SELECT n.id, n.url, n.endpoint_url, n.started_at, n.heartbeat_at, n.lost_at
+          FROM sandboxes s JOIN nodes n ON n.id = s.node_id WHERE s.id = ${sandboxId}`),
       all: nodes.all(sql`SELECT * FROM nodes ORDER BY id`),
       /** Nodes silent since before `before`, not yet handled as lost. */
       silentSince: (before: string) => ids.all(sql`SELECT id FROM nodes WHERE heartbeat_at < ${before} AND lost_at IS NULL`),
