@@ -64,13 +64,18 @@ export const startPgCluster = async (): Promise<PgCluster> => {
   const data = path.join(root, "data")
   if (user !== undefined) run(["chown", user, root])
   fs.chmodSync(root, 0o700)
-  run([path.join(bin, "initdb"), "-D", data, "-A", "trust", "-U", "postgres", "-E", "UTF8", "--locale=C", "-N"], { as: user })
   const port = await freePort()
   const settings = [
     `-p ${port}`, `-k ${root}`, "-c listen_addresses=127.0.0.1", "-c fsync=off", "-c synchronous_commit=off",
     "-c full_page_writes=off", "-c max_connections=400", "-c shared_buffers=64MB"
   ].join(" ")
-  run([path.join(bin, "pg_ctl"), "-D", data, "-o", settings, "-l", path.join(root, "log"), "-w", "-t", "60", "start"], { as: user })
+  try {
+    run([path.join(bin, "initdb"), "-D", data, "-A", "trust", "-U", "postgres", "-E", "UTF8", "--locale=C", "-N"], { as: user })
+    run([path.join(bin, "pg_ctl"), "-D", data, "-o", settings, "-l", path.join(root, "log"), "-w", "-t", "60", "start"], { as: user })
+  } catch (e) {
+    fs.rmSync(root, { recursive: true, force: true })
+    throw e
+  }
   return {
     url: `postgres://postgres@127.0.0.1:${port}/postgres`,
     stop: () => {
