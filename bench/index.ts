@@ -5,7 +5,9 @@
  * reading the same row. Issue 13: `echo hi` with `?wait_seconds` ≤ 2.5× a minimal bwrap spawn; a followed process's
  * output reaches the follower p50 ≤ 25 ms after it was written. Also (issue 10) event commit → webhook received on
  * loopback, and commit → frame on the live event stream. Issue 11: create → ready p50 on each plugin through its
- * emulator (BENCH_PLUGIN_ROUNDS creates each, 5 by default). Prints a table; exits 0.
+ * emulator (BENCH_PLUGIN_ROUNDS creates each, 5 by default). Issue 14: create → ready from a cached OCI image.
+ * Issue 13: 1 GiB streamed up and down with the gateway's RSS. Issue 9: the same GET and create → ready on
+ * PostgreSQL, and two replicas' create throughput (bench/postgres.ts). Prints a table; exits 0.
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
@@ -14,6 +16,8 @@ import { makeLocalRuntime } from "../src/runtime/LocalRuntimeLive.ts"
 import { api, bootstrap, startServer, tempDataDir } from "../test/support/server.ts"
 import { createReadySandbox, idempotencyKey, minimalSandbox, poll, waitRuntimeOperation } from "../test/support/sandbox.ts"
 import { alpineLike, startRegistry } from "../test/support/registry.ts"
+import { pgBinDir } from "../test/support/postgres.ts"
+import { benchPostgres, type PgFigures } from "./postgres.ts"
 
 const ROUNDS = Number(process.env["BENCH_ROUNDS"] ?? 30)
 /** Creates per plugin in the per-provider create → ready rows (after one warm-up). */
@@ -30,6 +34,21 @@ const PER_PLUGIN: ReadonlyArray<readonly [string, Record<string, unknown>]> = [
   ["runloop", INTERNET],
   ["vercel", { network: { internet_access: false } }]
 ]
+
+const fmt = (ms: number) => `${ms.toFixed(2)} ms`
+const printPg = (pg: PgFigures, sqlite?: { readonly createReady: { p50: number }; readonly get: { p50: number } }) => {
+  const vs = (p50: number, base?: number) => (base === undefined ? "" : `   (SQLite p50 ${fmt(base)}, ${(p50 / base).toFixed(2)}×)`)
+  console.log("\nPostgreSQL (DATABASE_URL, a local cluster without fsync)   p50         p90")
+  console.log(`${"create → ready (API)".padEnd(58)} ${fmt(pg.createReady.p50).padEnd(11)} ${fmt(pg.createReady.p90).padEnd(11)}${vs(pg.createReady.p50, sqlite?.createReady.p50)}`)
+  console.log(`${"GET /v1/sandboxes/{id} (full stack: no FastReads)".padEnd(58)} ${fmt(pg.get.p50).padEnd(11)} ${fmt(pg.get.p90).padEnd(11)}${vs(pg.get.p50, sqlite?.get.p50)}`)
+  console.log(`creates → ready, ${pg.throughput.creates} at 8 in flight: one replica ${pg.throughput.oneReplica.toFixed(1)}/s, two replicas ${pg.throughput.twoReplicas.toFixed(1)}/s`)
+}
+
+// `bun run bench --pg`: only the PostgreSQL figures (bench/postgres.ts).
+if (process.argv.includes("--pg")) {
+  printPg(await benchPostgres(ROUNDS))
+  process.exit(0)
+}
 
 // `bun run bench --density [N]`: the density benchmark instead (bench/density.ts).
 if (process.argv.includes("--density")) {
@@ -322,7 +341,12 @@ try {
   await server.stop()
 }
 
-const fmt = (ms: number) => `${ms.toFixed(2)} ms`
+// PostgreSQL beside SQLite (issue 9), when PostgreSQL is installed (BENCH_PG=0 skips it).
+const sqliteFigures = {
+  createReady: rows.find((r) => r.name === "create → ready (API)")!,
+  get: rows.find((r) => r.name === "GET /v1/sandboxes/{id}")!
+}
+const pg = process.env["BENCH_PG"] !== "0" && pgBinDir() !== undefined ? await benchPostgres(ROUNDS) : undefined
 console.log("\nbenchmark                              p50         p90         baseline p50                               ratio   target")
 for (const r of rows) {
   const ratio = r.baseP50 !== undefined ? `${(r.p50 / r.baseP50).toFixed(2)}×` : "–"
@@ -330,3 +354,4 @@ for (const r of rows) {
   console.log(`${r.name.padEnd(38)} ${fmt(r.p50).padEnd(11)} ${fmt(r.p90).padEnd(11)} ${base.padEnd(42)} ${ratio.padEnd(7)} ${r.target ?? ""}`)
 }
 for (const note of notes) console.log(note)
+if (pg !== undefined) printPg(pg, sqliteFigures)

@@ -1,6 +1,6 @@
 #!/bin/sh
 # Installs what the gateway needs when it is missing, then returns: bun (from npm); bubblewrap, slirp4netns,
-# nftables (the sandboxes' egress filter), e2fsprogs (each sandbox's disk image), util-linux and mount (setpriv,
+# nftables (the sandboxes' egress filter), postgresql (the tests' second engine), e2fsprogs (each sandbox's disk image), util-linux and mount (setpriv,
 # unshare, nsenter, flock, losetup) and iproute2 (from Debian); and the project's packages. Safe to run every time; quiet
 # when all is there.
 set -e
@@ -29,6 +29,8 @@ command -v python3 >/dev/null 2>&1 || [ -x /usr/bin/python3 ] || missing="$missi
 # The OCI tests build their images from a static busybox (an image without glibc); ldd finds what the agent
 # needs from the host in images (libc-bin, always there on Debian).
 [ -x /bin/busybox ] && ! ldd /bin/busybox >/dev/null 2>&1 || missing="$missing busybox-static"
+# PostgreSQL for the second run of the suites (DATABASE_URL engine): initdb, pg_ctl, postgres, psql.
+command -v initdb >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing="$missing postgresql"
 if [ -n "$missing" ]; then
   echo "ensure-deps: installing$missing from Debian" >&2
   $SUDO apt-get update -qq >&2

@@ -2,6 +2,7 @@
  * Configuration from environment variables (ARCHITECTURE.md §7), validated once at start with a clear message.
  */
 import { Config, ConfigError, Context, Effect, Layer } from "effect"
+import * as os from "node:os"
 import * as path from "node:path"
 import { secureDataDir, sharedDirectoryReason } from "./DataDir.ts"
 
@@ -35,7 +36,28 @@ export interface AppConfigShape {
   /** Largest raw write (`PUT …/files/content`) on a provider that streams writes (RAW_WRITE_MAX_BYTES, 1 GiB). */
   readonly rawWriteMaxBytes: number
   readonly endpoints: EndpointListenerConfig
+  /**
+   * DATABASE_URL: a `postgres://` (or `postgresql://`) URL selects PostgreSQL (README "Scaling out"); absent, the
+   * embedded SQLite file under DATA_DIR.
+   */
+  readonly databaseUrl?: string | undefined
+  /**
+   * DATABASE_POOL_SIZE (PostgreSQL): connections per process, default 1 — transactions of one process then run
+   * one at a time, as on SQLite; the engine's own locks order those of different processes.
+   */
+  readonly databasePoolSize?: number | undefined
+  /** NODE_ID: this replica's id (default the host name); see `nodeIdOf`. */
+  readonly nodeId?: string | undefined
+  /** NODE_URL: where the other replicas reach this one (recorded with its heartbeat). */
+  readonly nodeUrl?: string | undefined
+  /** NODE_GRACE_SECONDS: a node silent this long is lost (its local sandboxes fail with `node_lost`); default 60. */
+  readonly nodeGraceSeconds?: number | undefined
+  /** CLUSTER_SECRET: signs the requests replicas forward to each other (services/Forwarding.ts). */
+  readonly clusterSecret?: string | undefined
 }
+
+/** This replica's node id: NODE_ID, else the host name. */
+export const nodeIdOf = (config: Pick<AppConfigShape, "nodeId">): string => config.nodeId ?? os.hostname()
 
 export class AppConfig extends Context.Tag("app/AppConfig")<AppConfig, AppConfigShape>() {}
 
@@ -55,15 +77,44 @@ export const appConfig = Effect.gen(function*() {
     Config.validate({ message: "RAW_WRITE_MAX_BYTES must be a positive number of bytes", validation: (n) => n > 0 })
   )
   const endpoints = yield* endpointListenerConfig(port, host, publicUrl)
+  const databaseUrl = yield* databaseUrlConfig
+  const nodeId = yield* Config.string("NODE_ID").pipe(
+    Config.withDefault(os.hostname()),
+    Config.validate({ message: "NODE_ID must be 1 to 64 letters, digits, dots, hyphens or underscores", validation: (id) => /^[A-Za-z0-9._-]{1,64}$/.test(id) })
+  )
+  const nodeUrl = yield* Config.option(Config.string("NODE_URL"))
+  const nodeGraceSeconds = yield* Config.integer("NODE_GRACE_SECONDS").pipe(
+    Config.withDefault(60),
+    Config.validate({ message: "NODE_GRACE_SECONDS must be between 5 and 86400", validation: (n) => n >= 5 && n <= 86400 })
+  )
+  const clusterSecret = yield* Config.option(Config.string("CLUSTER_SECRET").pipe(
+    Config.validate({ message: "CLUSTER_SECRET must be at least 16 characters", validation: (s) => s.length >= 16 })
+  ))
+  const databasePoolSize = yield* Config.integer("DATABASE_POOL_SIZE").pipe(
+    Config.withDefault(1),
+    Config.validate({ message: "DATABASE_POOL_SIZE must be between 1 and 100", validation: (n) => n >= 1 && n <= 100 })
+  )
   // 0700, and everything already in it 0700 / 0600 (the database, its WAL and the secrets key included) — never
   // a directory others share, which that would take from them.
   const shared = sharedDirectoryReason(dataDir)
   if (shared !== undefined) return yield* invalid("DATA_DIR", shared)
-  secureDataDir(dataDir)
-  return { port, host, dataDir, publicUrl, publicUrlSet: explicitUrl._tag === "Some", logLevel, maxBodyBytes, rawWriteMaxBytes, endpoints } satisfies AppConfigShape
+  secureDataDir(dataDir, databaseUrl === undefined ? "gateway.sqlite" : undefined)
+  return { port, host, dataDir, publicUrl, publicUrlSet: explicitUrl._tag === "Some", logLevel, maxBodyBytes, rawWriteMaxBytes, endpoints, databaseUrl, databasePoolSize, nodeId,
+    nodeUrl: nodeUrl._tag === "Some" ? nodeUrl.value : undefined, nodeGraceSeconds,
+    clusterSecret: clusterSecret._tag === "Some" ? clusterSecret.value : undefined } satisfies AppConfigShape
 })
 
 const invalid = (name: string, message: string) => Effect.fail(ConfigError.InvalidData([name], message))
+
+/** DATABASE_URL: absent or empty → SQLite; otherwise it must be a PostgreSQL URL. */
+export const databaseUrlConfig = Effect.gen(function*() {
+  const raw = yield* Config.option(Config.string("DATABASE_URL"))
+  if (raw._tag === "None" || raw.value.trim() === "") return undefined
+  if (!/^postgres(ql)?:\/\//.test(raw.value)) {
+    return yield* invalid("DATABASE_URL", "DATABASE_URL must be a PostgreSQL URL such as postgres://user:password@host:5432/gateway")
+  }
+  return raw.value
+})
 
 /** An http(s) URL with nothing but scheme, host and port. */
 const originOnly = (name: string, raw: string) =>

@@ -64,11 +64,13 @@ export const sharedDirectoryReason = (dir: string): string | undefined => {
   return undefined
 }
 
-export const secureDataDir = (dataDir: string, databaseName = "gateway.sqlite") => {
+/** `databaseName` undefined: the database is not in DATA_DIR (PostgreSQL). */
+export const secureDataDir = (dataDir: string, databaseName: string | undefined = "gateway.sqlite") => {
   const shared = sharedDirectoryReason(dataDir)
   if (shared !== undefined) throw new Error(shared)
   fs.mkdirSync(dataDir, { recursive: true, mode: 0o700 })
   fix(dataDir, 0, false)
+  if (databaseName === undefined) return
   const database = path.join(dataDir, databaseName)
   try {
     fs.closeSync(fs.openSync(database, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL, 0o600))

@@ -7,6 +7,7 @@ import { Console, Effect, Logger, LogLevel, Schedule } from "effect"
 import { EXPIRES_IN_SECONDS } from "./domain/Accounts.ts"
 import { AppConfigLive } from "./Config.ts"
 import { DatabaseLive, type Repositories } from "./db/Database.ts"
+import { copySqliteToPostgres } from "./db/Copy.ts"
 import { inTransaction } from "./db/Db.ts"
 import { BillingRepo } from "./db/repos/Billing.ts"
 import { OrganizationsRepo } from "./db/repos/Organizations.ts"
@@ -190,6 +191,35 @@ const commands: Record<string, Command> = {
   }
 }
 
+/** Commands that do not open DATA_DIR's database (they name their databases). */
+interface StandaloneCommand {
+  readonly usage: string
+  readonly summary: string
+  readonly flags: ReadonlyArray<string>
+  readonly run: (flags: Flags) => Effect.Effect<void, CliError>
+}
+
+const standalone: Record<string, StandaloneCommand> = {
+  "db copy": {
+    usage: "db copy --from <sqlite file> --to <postgres url> [--json]",
+    summary: "Copy a stopped single-node gateway's SQLite database (DATA_DIR/gateway.sqlite) into an empty PostgreSQL database, "
+      + "then verify each table's row count and checksum (README \"Scaling out\").",
+    flags: ["from", "to", "json"],
+    run: (flags) =>
+      Effect.gen(function*() {
+        const report = yield* copySqliteToPostgres(required(flags, "from"), required(flags, "to")).pipe(Effect.mapError((e) => new CliError(e.message)))
+        const width = Math.max(...report.tables.map((t) => t.table.length))
+        yield* print(
+          flags,
+          report,
+          [...report.tables.map((t) => `${t.table.padEnd(width)}  ${String(t.rows).padStart(8)} rows  ${t.checksum.slice(0, 16)}  ${t.ok ? "ok" : "MISMATCH"}`),
+            report.ok ? "copied and verified" : "verification FAILED"].join("\n")
+        )
+        if (!report.ok) return yield* Effect.fail(new CliError("the copy does not match the source"))
+      })
+  }
+}
+
 const help = () =>
   [
     "Sandbox Gateway operator CLI. Uses DATA_DIR (default ./data), the same database as the server.",
@@ -197,7 +227,7 @@ const help = () =>
     "Usage: bun run cli <command> [options]   (add --help after a command for its options)",
     "Users' commands (login, sandbox …): bun run cli sandbox --help",
     "",
-    ...Object.values(commands).map((c) => `  ${c.usage}\n      ${c.summary}`)
+    ...[...Object.values(commands), ...Object.values(standalone)].map((c) => `  ${c.usage}\n      ${c.summary}`)
   ].join("\n")
 
 const parse = (argv: ReadonlyArray<string>) => {
@@ -218,7 +248,7 @@ const parse = (argv: ReadonlyArray<string>) => {
 
 const main = Effect.gen(function*() {
   const { words, flags } = parse(process.argv.slice(2))
-  const name = [words.slice(0, 2).join(" "), words[0] ?? ""].find((n) => n in commands)
+  const name = [words.slice(0, 2).join(" "), words[0] ?? ""].find((n) => n in commands || n in standalone)
   if (name === undefined) {
     yield* Console.log(help())
     if (words.length > 0 || flags["help"] !== true) {
@@ -227,7 +257,7 @@ const main = Effect.gen(function*() {
     }
     return 0
   }
-  const command = commands[name]!
+  const command = commands[name] ?? standalone[name]!
   if (flags["help"] === true) {
     yield* Console.log(`Usage: bun run cli ${command.usage}\n\n${command.summary}`)
     return 0
@@ -248,12 +278,15 @@ const main = Effect.gen(function*() {
     yield* Console.error(`${problem}\nUsage: bun run cli ${command.usage}`)
     return 2
   }
-  return yield* Effect.suspend(() => command.run(flags)).pipe(
-    Effect.as(0),
-    Effect.catchAllDefect((d) => (d instanceof CliError ? Effect.fail(d) : Effect.die(d))),
-    Effect.catchAll((e) => Effect.as(Console.error(`error: ${e.message}\nUsage: bun run cli ${command.usage}`), 1)),
-    Effect.provide(DatabaseLive)
-  )
+  const outcome = <R>(run: Effect.Effect<void, CliError, R>) =>
+    Effect.suspend(() => run).pipe(
+      Effect.as(0),
+      Effect.catchAllDefect((d) => (d instanceof CliError ? Effect.fail(d) : Effect.die(d))),
+      Effect.catchAll((e) => Effect.as(Console.error(`error: ${e.message}\nUsage: bun run cli ${command.usage}`), 1))
+    )
+  const alone = standalone[name]
+  if (alone !== undefined) return yield* outcome(Effect.suspend(() => alone.run(flags)))
+  return yield* outcome(Effect.suspend(() => commands[name]!.run(flags))).pipe(Effect.provide(DatabaseLive))
 })
 
 // `login` and `sandbox …` are the user CLI (client/src/cli.ts): it speaks to a gateway over HTTP, not to DATA_DIR.

@@ -34,7 +34,9 @@ parentPort.postMessage("ready")
 export const CheckpointerLive = Layer.scopedDiscard(
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    const { dataDir } = yield* AppConfig
+    const { dataDir, databaseUrl } = yield* AppConfig
+    // PostgreSQL checkpoints on its own.
+    if (databaseUrl !== undefined) return
     const runtime = yield* Effect.runtime<never>()
     const autoCheckpoint = (pages: number) => sql.unsafe(`PRAGMA wal_autocheckpoint = ${pages}`).pipe(Effect.orDie)
     const worker = yield* Effect.acquireRelease(

@@ -3,6 +3,7 @@
  * (src/db/Db.ts) and one repository per aggregate (src/db/repos/). Services and handlers use the repositories;
  * nothing outside src/db writes SQL (checked by scripts/check-layers.ts).
  */
+import { SqlClient } from "@effect/sql"
 import { Context, Effect, Layer } from "effect"
 import { Db } from "./Db.ts"
 import { Dialect } from "./Dialect.ts"
@@ -11,6 +12,7 @@ import { EndpointsRepo } from "./repos/Endpoints.ts"
 import { EventsRepo } from "./repos/Events.ts"
 import { IdempotencyRepo } from "./repos/Idempotency.ts"
 import { JobsRepo } from "./repos/Jobs.ts"
+import { NodesRepo } from "./repos/Nodes.ts"
 import { OperationsRepo } from "./repos/Operations.ts"
 import { OrganizationsRepo } from "./repos/Organizations.ts"
 import { ProcessesRepo } from "./repos/Processes.ts"
@@ -23,7 +25,8 @@ import { UsersRepo } from "./repos/Users.ts"
 import { WebhookDeliveriesRepo } from "./repos/WebhookDeliveries.ts"
 import { WebhooksRepo } from "./repos/Webhooks.ts"
 import { SqlLive } from "./Sql.ts"
-import { SqliteDialectLive } from "./SqliteDialect.ts"
+import { makePgDialect } from "./PgDialect.ts"
+import { makeSqliteDialect } from "./SqliteDialect.ts"
 
 export const RepositoriesLive = Layer.mergeAll(
   Db.Default,
@@ -42,7 +45,8 @@ export const RepositoriesLive = Layer.mergeAll(
   OperationsRepo.Default,
   ProcessesRepo.Default,
   RuntimeOperationsRepo.Default,
-  EndpointsRepo.Default
+  EndpointsRepo.Default,
+  NodesRepo.Default
 )
 
 /** Every repository, transactions and the dialect: what services and handlers may ask for. */
@@ -50,7 +54,7 @@ export type Repositories = Layer.Layer.Success<typeof RepositoriesLive> | Dialec
 
 const TAGS = [
   Db, Dialect, EventsRepo, UsersRepo, OrganizationsRepo, ProjectsRepo, BillingRepo, UsageRepo, WebhooksRepo, WebhookDeliveriesRepo, ProviderCredentialsRepo,
-  IdempotencyRepo, JobsRepo, SandboxesRepo, OperationsRepo, ProcessesRepo, RuntimeOperationsRepo, EndpointsRepo
+  IdempotencyRepo, JobsRepo, SandboxesRepo, OperationsRepo, ProcessesRepo, RuntimeOperationsRepo, EndpointsRepo, NodesRepo
 ] as const
 
 /**
@@ -66,5 +70,11 @@ export const repositories: Effect.Effect<Context.Context<Repositories>, never, R
 /** `Effect.provide` of the captured repositories. */
 export const provideRepositories = Effect.map(repositories, (context) => Effect.provide(context))
 
+/** The dialect of the connected engine. */
+export const DialectLive = Layer.effect(
+  Dialect,
+  Effect.map(SqlClient.SqlClient, (sql) => sql.onDialectOrElse({ pg: () => makePgDialect(sql), orElse: () => makeSqliteDialect(sql) }))
+)
+
 /** Connection, migrations, dialect and repositories (the SqlClient stays visible to tests and the checkpointer). */
-export const DatabaseLive = RepositoriesLive.pipe(Layer.provideMerge(SqliteDialectLive), Layer.provideMerge(SqlLive))
+export const DatabaseLive = RepositoriesLive.pipe(Layer.provideMerge(DialectLive), Layer.provideMerge(SqlLive))

@@ -6,6 +6,9 @@
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 
+/** The PostgreSQL channel `announce` notifies on; its payload is the topic. */
+export const SIGNALS_CHANNEL = "gateway_signals"
+
 export class Db extends Effect.Service<Db>()("app/db/Db", {
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
@@ -24,6 +27,17 @@ export class Db extends Effect.Service<Db>()("app/db/Db", {
         Effect.sync(() => {
           listeners.add(listener)
           return Effect.sync(() => void listeners.delete(listener))
+        }),
+      /**
+       * Tells the other processes on this database that `topic` has news (a process's output, an operation's
+       * events): on PostgreSQL a NOTIFY on SIGNALS_CHANNEL, delivered when the current transaction commits, which
+       * each replica's event tail turns into a local signal (src/db/EventTail.ts). SQLite: nothing (one node;
+       * another process's writes are found by the followers' own polls).
+       */
+      announce: (topic: string) =>
+        sql.onDialectOrElse({
+          pg: () => sql`SELECT pg_notify(${SIGNALS_CHANNEL}, ${topic})`.pipe(Effect.asVoid, Effect.orDie),
+          orElse: () => Effect.void
         }),
       /** Whether the database answers (GET /ready). */
       ping: sql`SELECT 1 AS ok`.pipe(Effect.asVoid)

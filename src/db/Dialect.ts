@@ -26,7 +26,8 @@
  *    claimed apart from sandbox work, so they never take its places).
  *    SQLite: one transaction, safe because transactions run one at a time; PostgreSQL: `FOR UPDATE SKIP LOCKED`
  *    plus an advisory lock (or a lock table) per lock key.
- * 7. Connection set-up: the client and migrations (SQLite: src/db/Sql.ts), the session (SQLite: the pragmas,
+ * 7. `lockEventLog` / `eventAppended` / `lockKey` / `positional` (see below).
+ * 8. Connection set-up: the client and migrations (SQLite: src/db/Sql.ts), the session (SQLite: the pragmas,
  *    `sqliteSession`), WAL checkpoints if the engine needs them (SQLite: src/db/Checkpointer.ts, on a worker),
  *    and, optionally, a synchronous read connection for the polled GETs (SQLite: `openSqliteReadConnection`,
  *    used by src/db/FastReadQueries.ts); without one every request takes the full HTTP stack.
@@ -52,6 +53,8 @@ export interface ClaimRequest {
   readonly leaseExpiresAt: string
   /** A fresh lease token per claimed job. */
   readonly newToken: () => string
+  /** This process's node: jobs pinned to another node (`jobs.node_id`) are never claimed. */
+  readonly node: string
 }
 
 /**
@@ -98,6 +101,20 @@ export interface DialectShape {
   ) => Effect.Effect<Array<ClaimedJob>, SqlError.SqlError>
   /** Claims the job with this dedupe key if it is pending, due and its lock key is free. */
   readonly claimJobByKey: (request: ClaimRequest & { readonly dedupeKey: string }) => Effect.Effect<ClaimedJob | undefined, SqlError.SqlError>
+  /**
+   * Run in a transaction before it appends events: the log's order is then its commit order, so a reader that has
+   * seen `seq` n never later finds a smaller one committed (SQLite: nothing, transactions run one at a time).
+   */
+  readonly lockEventLog: Effect.Effect<void, SqlError.SqlError>
+  /** Announces an appended event to other processes when the transaction commits (PostgreSQL: NOTIFY). */
+  readonly eventAppended: (seq: number) => Effect.Effect<void, SqlError.SqlError>
+  /**
+   * A lock on `key` held until the current transaction ends, for read-then-write units that must not interleave
+   * across processes (a sandbox's cost sync). SQLite: nothing, transactions run one at a time.
+   */
+  readonly lockKey: (key: string) => Effect.Effect<void, SqlError.SqlError>
+  /** A statement written with `?` placeholders, in the engine's own (PostgreSQL: `$1`, `$2`, …). */
+  readonly positional: (statement: string) => string
 }
 
 export class Dialect extends Context.Tag("app/db/Dialect")<Dialect, DialectShape>() {}

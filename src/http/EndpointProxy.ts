@@ -18,7 +18,10 @@
 import { HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Cause, Context, Effect, FiberRef, Layer } from "effect"
 import { isWebSocketUpgrade, openUpstream, type Relay, relay as relayWebSocket } from "../../providers/core/websocket.ts"
-import { AppConfig } from "../Config.ts"
+import { AppConfig, type AppConfigShape, nodeIdOf } from "../Config.ts"
+import { NodesRepo } from "../db/repos/Nodes.ts"
+import { nowIso } from "../domain/Time.ts"
+import { FORWARDED_HEADER, forwardMark, isForwardMark, ownerUrl } from "../services/Forwarding.ts"
 import { type Repositories, repositories } from "../db/Database.ts"
 import { EndpointsRepo } from "../db/repos/Endpoints.ts"
 import { type EndpointAddressing, parseEndpointLabel, parseEndpointPath } from "../domain/EndpointAddress.ts"
@@ -118,12 +121,25 @@ const relay = (upstream: ReadableStream<Uint8Array>, signal: AbortSignal, done: 
 type Resolved =
   | { readonly _tag: "refused"; readonly status: number; readonly code: string; readonly message: string }
   | { readonly _tag: "redirect"; readonly location: string }
-  | { readonly _tag: "target"; readonly endpointId: string; readonly sandboxId: string; readonly leaseExpiresAt: string; readonly url: string; readonly prefix: string | undefined }
+  | {
+    readonly _tag: "target"
+    readonly endpointId: string
+    readonly sandboxId: string
+    readonly leaseExpiresAt: string
+    readonly url: string
+    readonly prefix: string | undefined
+    /** The mark of a request forwarded to the sandbox's node (services/Forwarding.ts), which serves it. */
+    readonly forwardMark: string | undefined
+  }
 
 const refused = (status: number, code: string, message: string): Resolved => ({ _tag: "refused", status, code, message })
 
 /** The checks every request and upgrade passes: the endpoint, its token, its lease and state, its sandbox's. */
-const resolve = (addressing: EndpointAddressing, request: { readonly url: string; readonly headers: Readonly<Record<string, string | undefined>> }) =>
+const resolve = (
+  addressing: EndpointAddressing,
+  config: AppConfigShape,
+  request: { readonly method: string; readonly url: string; readonly headers: Readonly<Record<string, string | undefined>> }
+) =>
   Effect.gen(function*() {
     const url = new URL(request.url, "http://endpoint")
     const located = locate(addressing, request.headers, url)
@@ -136,27 +152,45 @@ const resolve = (addressing: EndpointAddressing, request: { readonly url: string
     if (cut !== undefined) return refused(...CUT_MESSAGES[cut])
     // Without a trailing slash relative links in the served page would resolve above the endpoint root.
     if (located.rest === undefined) return { _tag: "redirect", location: `${url.pathname}/${url.search}` } as const
+    // A sandbox on another (live) node: its provider address is that node's; the request goes there, as is
+    // (path addressing: the endpoint's path names it on every node's listener).
+    if (addressing._tag === "path" && !isForwardMark(config, request.method, request.url, request.headers[FORWARDED_HEADER])) {
+      const owner = yield* ownerUrl(config, row.sandbox_id, "endpoints")
+      if (owner !== undefined) {
+        return {
+          _tag: "target",
+          endpointId: row.id,
+          sandboxId: row.sandbox_id,
+          leaseExpiresAt: row.lease_expires_at,
+          url: owner + url.pathname + url.search,
+          prefix: undefined,
+          forwardMark: forwardMark(config, request.method, url.pathname + url.search)
+        } as const
+      }
+    }
     return {
       _tag: "target",
       endpointId: row.id,
       sandboxId: row.sandbox_id,
       leaseExpiresAt: row.lease_expires_at,
       url: row.provider_url!.replace(/\/+$/, "") + located.rest + url.search,
-      prefix: located.prefix
+      prefix: located.prefix,
+      forwardMark: undefined
     } as const
   })
 
-export const proxy = (addressing: EndpointAddressing) =>
+export const proxy = (addressing: EndpointAddressing, config: AppConfigShape) =>
   Effect.gen(function*() {
     const request = yield* HttpServerRequest.HttpServerRequest
     const connections = yield* EndpointConnections
-    const resolved = yield* resolve(addressing, request)
+    const resolved = yield* resolve(addressing, config, request)
     if (resolved._tag === "refused") return yield* envelope(resolved.status, resolved.code, resolved.message)
     if (resolved._tag === "redirect") return HttpServerResponse.redirect(resolved.location, { status: 308 })
 
     const headers = new Headers()
     for (const [name, value] of Object.entries(request.headers)) if (!HOP_BY_HOP.has(name)) headers.set(name, value)
     if (resolved.prefix !== undefined) headers.set("x-forwarded-prefix", resolved.prefix)
+    if (resolved.forwardMark !== undefined) headers.set(FORWARDED_HEADER, resolved.forwardMark)
     const source = request.source as Request
     const exchange = connections.open({ id: resolved.endpointId, leaseExpiresAt: resolved.leaseExpiresAt })
     const response = yield* Effect.tryPromise({
@@ -201,17 +235,21 @@ const TOUCH_EVERY_MS = 1_000
  * A WebSocket upgrade through an endpoint: the same checks as a request (a refusal is the same envelope), then
  * the upstream WebSocket, then the client's, relayed until either closes or the exchange is cut.
  */
-const upgradeRoute = (addressing: EndpointAddressing, run: <A>(effect: Effect.Effect<A, never, Repositories | EndpointConnections>) => Promise<A>) =>
+const upgradeRoute = (addressing: EndpointAddressing, config: AppConfigShape, run: <A>(effect: Effect.Effect<A, never, Repositories | EndpointConnections>) => Promise<A>) =>
   async (request: Request, server: Bun.Server<EndpointSocketData>): Promise<Response | undefined> => {
     const requestId = newRequestId()
     const answer = (status: number, code: string, message: string) =>
       Response.json({ code, message, request_id: requestId, retryable: status >= 500 }, { status, headers: { "x-request-id": requestId } })
-    const resolved = await run(resolve(addressing, { url: request.url, headers: Object.fromEntries(request.headers) }))
+    const resolved = await run(resolve(addressing, config, { method: request.method, url: request.url, headers: Object.fromEntries(request.headers) }))
     if (resolved._tag === "refused") return answer(resolved.status, resolved.code, resolved.message)
     if (resolved._tag === "redirect") return new Response(null, { status: 308, headers: { location: resolved.location, "x-request-id": requestId } })
     const connections = await run(EndpointConnections)
     const exchange = connections.open({ id: resolved.endpointId, leaseExpiresAt: resolved.leaseExpiresAt })
-    const upstream = await openUpstream(resolved.url.replace(/^http/, "ws"), request, resolved.prefix === undefined ? {} : { "x-forwarded-prefix": resolved.prefix }).catch(() => undefined)
+    const extra: Record<string, string> = {
+      ...(resolved.prefix === undefined ? {} : { "x-forwarded-prefix": resolved.prefix }),
+      ...(resolved.forwardMark === undefined ? {} : { [FORWARDED_HEADER]: resolved.forwardMark })
+    }
+    const upstream = await openUpstream(resolved.url.replace(/^http/, "ws"), request, extra).catch(() => undefined)
     if (upstream === undefined || exchange.signal.aborted) {
       exchange.close()
       upstream?.close()
@@ -296,13 +334,23 @@ export const EndpointServerLive = Layer.scoped(
     const addressing: EndpointAddressing = base !== undefined
       ? { _tag: "host", scheme: base.scheme, baseHost: base.baseHost, port: base.port }
       : { _tag: "path", origin: config.endpoints.publicOrigin ?? `http://${server.hostname}:${server.port}` }
-    const app = guarded(proxy(addressing)).pipe(
+    const app = guarded(proxy(addressing, config)).pipe(
       Effect.provide(context),
       Effect.provideService(EndpointConnections, connections)
     )
     const web = HttpApp.toWebHandlerRuntime(yield* Effect.runtime<never>())(withRequestId(app))
-    const upgrade = upgradeRoute(addressing, run)
+    const upgrade = upgradeRoute(addressing, config, run)
     handle = (request, bunServer) => (isWebSocketUpgrade(request) ? upgrade(request, bunServer) : web(request))
+    // Where the other replicas forward this node's endpoint traffic: NODE_URL's host with this listener's port,
+    // else the address it listens on (README "Scaling out").
+    const own = config.nodeUrl === undefined
+      ? `http://${server.hostname}:${server.port}`
+      : (() => {
+        const u = new URL(config.nodeUrl)
+        u.port = String(server.port)
+        return u.origin
+      })()
+    yield* Effect.flatMap(nowIso, (now) => NodesRepo.setEndpointUrl(nodeIdOf(config), own, now)).pipe(Effect.provide(context))
     // Always printed, like the API's address: operators and the test harness read it.
     console.log(`Serving endpoints on http://${server.hostname}:${server.port}${base === undefined ? "" : ` for *.${base.baseHost}`}`)
     return { addressing }

@@ -105,9 +105,14 @@ const param = (request: Bun.BunRequest, name: string): string => (request.params
 /** Hands the request to the server's `fetch` handler: the Effect HttpApi app. */
 const fallThrough = (server: Bun.Server<unknown>, request: Request): Response | Promise<Response> => server.fetch(request)
 
-/** A scoped FastReads, closed with the server. */
-export const FastReadsScoped = (dataDir: string) =>
-  Effect.acquireRelease(
-    Effect.map(Effect.runtime<never>(), (runtime) => makeFastReads({ dataDir, runtime })),
-    (fast) => Effect.sync(fast.close)
-  )
+/**
+ * A scoped FastReads, closed with the server. On PostgreSQL there is no synchronous read connection: no route is
+ * answered here and every request takes the full stack.
+ */
+export const FastReadsScoped = (config: { readonly dataDir: string; readonly databaseUrl?: string | undefined }) =>
+  config.databaseUrl !== undefined
+    ? Effect.succeed<FastReads>({ routes: {}, close: () => undefined })
+    : Effect.acquireRelease(
+      Effect.map(Effect.runtime<never>(), (runtime) => makeFastReads({ dataDir: config.dataDir, runtime })),
+      (fast) => Effect.sync(fast.close)
+    )

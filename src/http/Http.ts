@@ -1,8 +1,8 @@
 /** Wiring only: the API with its handlers, the services they need, and the Bun HTTP server. */
 import { HttpApiBuilder, HttpApiSwagger, HttpMiddleware, HttpServer } from "@effect/platform"
 import { BunHttpServer } from "@effect/platform-bun"
-import { Context, Effect, Layer } from "effect"
-import { AppConfig, AppConfigLive, WebhookConfigLive } from "../Config.ts"
+import { Context, Effect, Layer, Runtime } from "effect"
+import { AppConfig, AppConfigLive, nodeIdOf, WebhookConfigLive } from "../Config.ts"
 import { CheckpointerLive } from "../db/Checkpointer.ts"
 import { DatabaseLive } from "../db/Database.ts"
 import { CredentialsLive } from "../services/Credentials.ts"
@@ -17,6 +17,7 @@ import { ProviderCredentialsLive } from "./handlers/ProviderCredentialsHttp.ts"
 import { WebhookDeliveriesLive } from "./handlers/WebhookDeliveriesHttp.ts"
 import { WebhooksLive } from "./handlers/WebhooksHttp.ts"
 import { EventFeedLive } from "../services/EventFeed.ts"
+import { NodesLive } from "../services/Nodes.ts"
 import { WebhookResolverLive } from "../services/webhooks/Targets.ts"
 import { MembersLive } from "./handlers/MembersHttp.ts"
 import { OrganizationsLive } from "./handlers/OrganizationsHttp.ts"
@@ -47,8 +48,11 @@ import { RAW_CONTENT_PATH, rawWriteRoute } from "./RawWrites.ts"
 import type { RawWriteServices } from "../services/sandboxes/RawFiles.ts"
 import type { ProcessesRepo } from "../db/repos/Processes.ts"
 import type { SandboxesRepo } from "../db/repos/Sandboxes.ts"
+import { NodesRepo } from "../db/repos/Nodes.ts"
+import { nowIso } from "../domain/Time.ts"
+import { forward, ownerUrl, wasForwarded } from "../services/Forwarding.ts"
 import { Telemetry } from "../services/Telemetry.ts"
-import type { Repositories } from "../db/Database.ts"
+import { provideRepositories, type Repositories } from "../db/Database.ts"
 import { FOLLOW_HEARTBEAT_MS } from "./Sse.ts"
 
 /** Idle connections are closed after this long: twice a followed stream's heartbeat. */
@@ -67,7 +71,7 @@ export const ApiLive = HttpApiBuilder.api(Api).pipe(
  * Providers (and their emulators over the local runtime), then the job handlers, which start the runner; the
  * event feed wakes it when events (and their webhook deliveries) are committed.
  */
-const SandboxPlaneLive = Layer.mergeAll(SandboxJobsLive, ReaperLive, EventFeedLive).pipe(
+const SandboxPlaneLive = Layer.mergeAll(SandboxJobsLive, ReaperLive, EventFeedLive, NodesLive).pipe(
   Layer.provideMerge(ProviderAccounts.Default),
   Layer.provideMerge(ProviderRegistryLive),
   Layer.provideMerge(OperationRunnerLive),
@@ -86,11 +90,14 @@ export const ServicesLive = Layer.mergeAll(CredentialsLive, IdempotencyStoreLive
   Layer.provideMerge(AppConfigLive)
 )
 
+/** The routes that call a sandbox's provider synchronously (not through a job): served by the sandbox's node. */
+const OWNER_SERVED = /^\/v1\/sandboxes\/([^/]+)\/(?:files\/content|processes\/[^/]+\/stdin)$/
+
 /** Bun's server; its router answers the polled reads first (FastReads) and hands everything else to the API. */
 const ServerLive = Layer.unwrapScoped(
   Effect.gen(function*() {
     const config = yield* AppConfig
-    const fast = yield* FastReadsScoped(config.dataDir)
+    const fast = yield* FastReadsScoped(config)
     // Every request passes the body-size guard, except the plain GETs FastReads answers (a GET has no body).
     const guard = guardBodySize(config.maxBodyBytes, (request, server) => server.fetch(request))
     // A route answers nothing (undefined) when it upgraded the connection to a WebSocket.
@@ -102,8 +109,28 @@ const ServerLive = Layer.unwrapScoped(
     routes[ATTACH_PATH] = attachRoute(yield* Effect.runtime<ProcessesRepo | SandboxesRepo | ProviderAccounts>()) as (typeof routes)[string]
     const scrape = yield* metricsRoute(yield* Effect.runtime<Telemetry | Repositories>())
     if (scrape !== undefined) routes["/metrics"] = scrape
+    // Requests that call a local sandbox's provider at once go to the node it lives on (services/Forwarding.ts).
+    const runRepositories = Runtime.runPromise(yield* Effect.runtime<Repositories>())
+    const plain = routes["/*"]!
+    routes["/*"] = async (request, server) => {
+      const owned = OWNER_SERVED.exec(new URL(request.url).pathname)
+      if (owned?.[1] !== undefined && !wasForwarded(config, request)) {
+        const base = await runRepositories(ownerUrl(config, owned[1], "api")).catch(() => undefined)
+        if (base !== undefined) return forward(config, request, base)
+      }
+      return plain(request, server)
+    }
     // A followed stream (`?follow=true`) is quiet up to 15 s between heartbeats: Bun's default 10 s would cut it.
-    return BunHttpServer.layer({ port: config.port, hostname: config.host, maxRequestBodySize: SERVER_BODY_LIMIT, idleTimeout: FOLLOW_IDLE_SECONDS, routes: countRequests(routes, yield* Telemetry) })
+    const provide = yield* provideRepositories
+    return BunHttpServer.layer({ port: config.port, hostname: config.host, maxRequestBodySize: SERVER_BODY_LIMIT, idleTimeout: FOLLOW_IDLE_SECONDS, routes: countRequests(routes, yield* Telemetry) }).pipe(
+      // Where the other replicas forward to (README "Scaling out"): NODE_URL, else the address it listens on.
+      Layer.tap((context) =>
+        Effect.gen(function*() {
+          const address = Context.get(context, HttpServer.HttpServer).address
+          const listening = address._tag === "TcpAddress" ? `http://${address.hostname}:${address.port}` : `http://localhost`
+          yield* provide(NodesRepo.setUrl(nodeIdOf(config), config.nodeUrl ?? listening, yield* nowIso))
+        }))
+    )
   })
 )
 

@@ -8,10 +8,10 @@
  * or coalesced signal never loses an event.
  */
 import { Context, Effect, Layer, Queue, Runtime, type Scope } from "effect"
-import { AppConfig } from "../Config.ts"
 import { Db } from "../db/Db.ts"
-import { openEventTail } from "../db/EventTail.ts"
+import { eventTail } from "../db/EventTail.ts"
 import { OperationRunner } from "./OperationRunner.ts"
+import { notify as signal } from "./Signals.ts"
 import { takeDeliveriesHint } from "./webhooks/FanOut.ts"
 
 /** How often the log is read without a hint: the most a commit of another process waits to be noticed. */
@@ -37,11 +37,12 @@ interface Watcher {
 export const EventFeedLive = Layer.scoped(
   EventFeed,
   Effect.gen(function*() {
-    const { dataDir } = yield* AppConfig
     const runner = yield* OperationRunner
     const db = yield* Db
     const runFork = Runtime.runFork(yield* Effect.runtime<never>())
-    const tail = yield* Effect.acquireRelease(Effect.sync(() => openEventTail(dataDir)), (t) => Effect.sync(() => t.close()))
+    const tail = yield* eventTail
+    // News another replica announced (a process's output, an operation's events): wakes this one's followers.
+    tail.onSignal((topic) => Effect.runSync(signal(topic)))
     const watchers = new Set<Watcher>()
     let seen = tail.lastSeq()
     let open = true

@@ -53,6 +53,8 @@ export interface NewJob<P> {
    * `false` (default) leaves it alone.
    */
   readonly replace?: boolean | undefined
+  /** The sandbox the job works on: pins the job to the node the sandbox lives on (README "Scaling out"). */
+  readonly sandboxId?: string | undefined
 }
 
 /** Writes a job row; call it inside the transaction that writes the resource. */
@@ -67,7 +69,8 @@ export const enqueueJob = <P, I>(type: JobType<P, I>, job: NewJob<P>) =>
       payload,
       availableAt: job.availableAt ?? now,
       replace: job.replace === true,
-      now
+      now,
+      sandboxId: job.sandboxId
     })
   })
 

@@ -6,6 +6,7 @@
  */
 import { Effect } from "effect"
 import { globalValue } from "effect/GlobalValue"
+import { Db } from "../db/Db.ts"
 
 const waiting = globalValue("app/Signals", () => new Map<string, Set<() => void>>())
 
@@ -20,6 +21,12 @@ export const notify = (topic: string) =>
     waiting.delete(topic)
     for (const wake of wakers) wake()
   })
+
+/**
+ * `notify`, and the same news for the other replicas on the database (Db.announce: delivered at commit; each
+ * replica's event feed turns it back into a local `notify`).
+ */
+export const publish = (topic: string) => Effect.zipRight(notify(topic), Effect.flatMap(Db, (db) => db.announce(topic)))
 
 /** Waits for the next `notify` of `topic`, at most `ms`. */
 export const nextSignal = (topic: string, ms: number) =>

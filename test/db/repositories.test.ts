@@ -18,11 +18,12 @@ import { MalformedRow } from "../../src/db/Rows.ts"
 import { databaseFile } from "../../src/db/Sql.ts"
 import { IdempotencyStore, IdempotencyStoreLive } from "../../src/services/IdempotencyStore.ts"
 import { tempDataDir } from "../support/server.ts"
+import { databaseUrlFor, onPostgres } from "../support/postgres.ts"
 
 const layerFor = (dataDir = tempDataDir("repos")) =>
   IdempotencyStoreLive.pipe(
     Layer.provideMerge(DatabaseLive),
-    Layer.provideMerge(Layer.succeed(AppConfig, { port: 0, host: "127.0.0.1", dataDir, publicUrl: "http://x", publicUrlSet: true, logLevel: "info", maxBodyBytes: 1, rawWriteMaxBytes: 1 << 30, endpoints: { port: 0, host: "127.0.0.1", publicOrigin: undefined, base: undefined } }))
+    Layer.provideMerge(Layer.succeed(AppConfig, { port: 0, host: "127.0.0.1", dataDir, databaseUrl: databaseUrlFor(dataDir), publicUrl: "http://x", publicUrlSet: true, logLevel: "info", maxBodyBytes: 1, rawWriteMaxBytes: 1 << 30, endpoints: { port: 0, host: "127.0.0.1", publicOrigin: undefined, base: undefined } }))
   )
 
 const NOW = "2030-01-01T00:00:00.000Z"
@@ -78,6 +79,22 @@ describe("repositories", () => {
       const duplicate = yield* Effect.flip(sql`INSERT INTO users (id, email, created_at) VALUES ('u2', 'dup@example.com', ${NOW})`)
       expect(dialect.isUniqueViolation(duplicate)).toBe(true)
       expect(dialect.isBusy(duplicate)).toBe(false)
+      if (onPostgres()) {
+        // Another session holds the table; this one gives up after 50 ms (55P03 lock_not_available).
+        const other = new Bun.SQL(databaseUrlFor(dataDir)!)
+        const held = yield* Effect.promise(() => other.reserve())
+        yield* Effect.promise(() => held`BEGIN`.then(() => held`LOCK TABLE users IN ACCESS EXCLUSIVE MODE`))
+        try {
+          yield* sql.unsafe("SET lock_timeout = '50ms'")
+          const busy = yield* Effect.flip(sql`INSERT INTO users (id, email, created_at) VALUES ('u3', 'busy@example.com', ${NOW})`)
+          expect(dialect.isBusy(busy)).toBe(true)
+          expect(dialect.isUniqueViolation(busy)).toBe(false)
+        } finally {
+          yield* sql.unsafe("SET lock_timeout = 0").pipe(Effect.ignore)
+          yield* Effect.promise(() => held`ROLLBACK`.then(() => held.release()).then(() => other.close()))
+        }
+        return
+      }
       const other = new Database(databaseFile(dataDir))
       other.exec("BEGIN IMMEDIATE")
       try {

@@ -1,8 +1,8 @@
 /** Billing, usage, webhooks and BYOK provider credentials over real HTTP with a real SQLite file. */
-import { Database } from "bun:sqlite"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { databaseBytes, execSql } from "../support/accounts.ts"
 import { api, type Bootstrap, bootstrap, expectEnvelope, runCli, type RunningServer, startServer } from "../support/server.ts"
 
 let server: RunningServer
@@ -38,16 +38,15 @@ describe("billing", () => {
   })
 
   it("weekly_activity sums usage charges per UTC day", async () => {
-    const db = new Database(path.join(server.dataDir, "gateway.sqlite"))
     const today = new Date().toISOString().slice(0, 10)
     const twoDaysAgo = new Date(Date.now() - 2 * 86_400_000).toISOString().slice(0, 10)
-    const insert = db.query(`INSERT INTO ledger_entries (id, organization_id, kind, amount_microusd, balance_after_microusd, description, created_at)
-      VALUES (?, ?, 'usage_charge', ?, 0, 'usage', ?)`)
-    insert.run(crypto.randomUUID(), owner.organization_id, -1500, `${today}T00:00:01.000Z`)
-    insert.run(crypto.randomUUID(), owner.organization_id, -500, `${today}T23:00:00.000Z`)
-    insert.run(crypto.randomUUID(), owner.organization_id, -7, `${twoDaysAgo}T12:00:00.000Z`)
-    insert.run(crypto.randomUUID(), owner.organization_id, -9, new Date(Date.now() - 9 * 86_400_000).toISOString())
-    db.close()
+    const insert = (...params: Array<string | number>) =>
+      execSql(server.dataDir, `INSERT INTO ledger_entries (id, organization_id, kind, amount_microusd, balance_after_microusd, description, created_at)
+      VALUES (?, ?, 'usage_charge', ?, 0, 'usage', ?)`, ...params)
+    insert(crypto.randomUUID(), owner.organization_id, -1500, `${today}T00:00:01.000Z`)
+    insert(crypto.randomUUID(), owner.organization_id, -500, `${today}T23:00:00.000Z`)
+    insert(crypto.randomUUID(), owner.organization_id, -7, `${twoDaysAgo}T12:00:00.000Z`)
+    insert(crypto.randomUUID(), owner.organization_id, -9, new Date(Date.now() - 9 * 86_400_000).toISOString())
     const week = (await http.get(billingPath(), { token: owner.user_token })).body.weekly_activity
     expect(week[6]).toEqual({ date: today, amount_microusd: "2000" })
     expect(week[4]).toEqual({ date: twoDaysAgo, amount_microusd: "7" })
@@ -106,14 +105,13 @@ describe("usage", () => {
     expect(empty.summary.total_cost.current).toEqual({ microusd: "0", usd: "0.00" })
     expect(empty.daily.length).toBeGreaterThanOrEqual(30)
     expect(empty.period.timezone).toBe("UTC")
-    const db = new Database(path.join(server.dataDir, "gateway.sqlite"))
-    const insert = db.query(`INSERT INTO usage_records (id, organization_id, project_id, sandbox_id, provider, billing_mode, cost_delta_microusd,
-      cumulative_microusd, provenance, confidence, rate_card_version, measured_through, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'estimated_rate_card', 'low', 'v1', ?, ?)`)
+    const insert = (...params: Array<string | number>) =>
+      execSql(server.dataDir, `INSERT INTO usage_records (id, organization_id, project_id, sandbox_id, provider, billing_mode, cost_delta_microusd,
+      cumulative_microusd, provenance, confidence, rate_card_version, measured_through, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'estimated_rate_card', 'low', 'v1', ?, ?)`, ...params)
     const now = new Date().toISOString()
-    insert.run(crypto.randomUUID(), outsider.organization_id, outsider.project_id, "sbx_a", "e2b", "emulated", 1000, 1000, now, now)
-    insert.run(crypto.randomUUID(), outsider.organization_id, outsider.project_id, "sbx_a", "e2b", "emulated", 500, 1500, now, now)
-    insert.run(crypto.randomUUID(), outsider.organization_id, outsider.project_id, "sbx_b", "daytona", "managed", 250, 250, now, now)
-    db.close()
+    insert(crypto.randomUUID(), outsider.organization_id, outsider.project_id, "sbx_a", "e2b", "emulated", 1000, 1000, now, now)
+    insert(crypto.randomUUID(), outsider.organization_id, outsider.project_id, "sbx_a", "e2b", "emulated", 500, 1500, now, now)
+    insert(crypto.randomUUID(), outsider.organization_id, outsider.project_id, "sbx_b", "daytona", "managed", 250, 250, now, now)
     const usage = (await http.get(usagePath, { token: outsider.user_token })).body
     expect(usage.summary.total_cost.current.microusd).toBe("1750")
     expect(usage.summary.emulated_cost.current.microusd).toBe("1500")
@@ -146,7 +144,7 @@ describe("webhooks", () => {
     expect(rotated.secret).not.toBe(created.body.secret)
     expect(rotated.secret_prefix).toBe(rotated.secret.slice(0, 14))
     expect(rotated.rotated_at).not.toBeNull()
-    const db = fs.readFileSync(path.join(server.dataDir, "gateway.sqlite"))
+    const db = databaseBytes(server.dataDir)
     expect(db.includes(Buffer.from(rotated.secret))).toBe(false)
   })
 
@@ -198,7 +196,7 @@ describe("provider credentials", () => {
     const list = (await http.get(base(), { token: member })).body.provider_credentials
     expect(list.map((c: any) => c.provider)).toEqual(["e2b", "modal"])
     expect(JSON.stringify(list)).not.toContain(secret)
-    const dbBytes = Buffer.concat(fs.readdirSync(server.dataDir).filter((f) => f.startsWith("gateway.sqlite")).map((f) => fs.readFileSync(path.join(server.dataDir, f))))
+    const dbBytes = databaseBytes(server.dataDir)
     expect(dbBytes.includes(Buffer.from(secret))).toBe(false)
     expect(dbBytes.includes(Buffer.from("s3cret-modal"))).toBe(false)
     expect(server.logs()).not.toContain(secret)

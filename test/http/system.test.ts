@@ -3,6 +3,7 @@ import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { querySql } from "../support/accounts.ts"
 import { api, bootstrap, expectEnvelope, type RunningServer, startServer } from "../support/server.ts"
+import { databaseUrlFor, onPostgres } from "../support/postgres.ts"
 
 let server: RunningServer
 let http: ReturnType<typeof api>
@@ -18,7 +19,10 @@ describe("system routes and the error envelope", () => {
     expect((await http.get("/health")).body).toEqual({ status: "ok" })
     const ready = await http.get("/ready")
     expect(ready.status).toBe(200)
-    expect(ready.body).toEqual({ status: "ready", checks: { database: "ok" } })
+    expect(ready.body).toMatchObject({ status: "ready", checks: { database: "ok", engine: onPostgres() ? "pg" : "sqlite" } })
+    // This node, heart-beating (README "Scaling out").
+    expect(ready.body.nodes).toEqual([{ id: ready.body.node_id, url: expect.any(String), heartbeat_age_seconds: expect.any(Number), lost: false }])
+    expect(ready.body.nodes[0].heartbeat_age_seconds).toBeLessThan(10)
     expect(ready.headers.get("x-request-id")).toMatch(/^req_/)
   })
 
@@ -60,15 +64,31 @@ describe("system routes and the error envelope", () => {
 describe("a database held by another process", () => {
   it("answers 503 database_busy (retryable, nothing written) past the busy timeout, then works once it is released", async () => {
     const owner = await bootstrap(server.dataDir, "busy@example.com")
-    const db = new Database(path.join(server.dataDir, "gateway.sqlite"))
-    db.exec("PRAGMA busy_timeout = 5000")
-    db.exec("BEGIN IMMEDIATE") // the write lock, as a long CLI or backup transaction would hold it
     let busy
-    try {
-      busy = await http.post(`/v1/organizations/${owner.organization_id}/projects`, { token: owner.user_token, body: { name: "Busy", slug: "busy" } })
-    } finally {
-      db.exec("ROLLBACK")
-      db.close()
+    const url = databaseUrlFor(server.dataDir)
+    if (url !== undefined) {
+      // PostgreSQL: another session holds the table past the server's lock timeout (55P03).
+      const other = new Bun.SQL(url)
+      const held = await other.reserve()
+      await held`BEGIN`
+      await held`LOCK TABLE projects IN ACCESS EXCLUSIVE MODE`
+      try {
+        busy = await http.post(`/v1/organizations/${owner.organization_id}/projects`, { token: owner.user_token, body: { name: "Busy", slug: "busy" } })
+      } finally {
+        await held`ROLLBACK`
+        held.release()
+        await other.close()
+      }
+    } else {
+      const db = new Database(path.join(server.dataDir, "gateway.sqlite"))
+      db.exec("PRAGMA busy_timeout = 5000")
+      db.exec("BEGIN IMMEDIATE") // the write lock, as a long CLI or backup transaction would hold it
+      try {
+        busy = await http.post(`/v1/organizations/${owner.organization_id}/projects`, { token: owner.user_token, body: { name: "Busy", slug: "busy" } })
+      } finally {
+        db.exec("ROLLBACK")
+        db.close()
+      }
     }
     const envelope = expectEnvelope(busy, 503, "database_busy")
     expect(envelope.retryable).toBe(true)

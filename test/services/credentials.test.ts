@@ -10,11 +10,12 @@ import { AppConfig } from "../../src/Config.ts"
 import { DatabaseLive } from "../../src/db/Database.ts"
 import { Credentials, CredentialsLive } from "../../src/services/Credentials.ts"
 import { bootstrap, tempDataDir } from "../support/server.ts"
+import { databaseUrlFor } from "../support/postgres.ts"
 
 const layerFor = (dataDir: string) =>
   CredentialsLive.pipe(
     Layer.provideMerge(DatabaseLive),
-    Layer.provide(Layer.succeed(AppConfig, { port: 0, host: "127.0.0.1", dataDir, publicUrl: "http://x", publicUrlSet: true, logLevel: "info", maxBodyBytes: 1, rawWriteMaxBytes: 1 << 30, endpoints: { port: 0, host: "127.0.0.1", publicOrigin: undefined, base: undefined } }))
+    Layer.provide(Layer.succeed(AppConfig, { port: 0, host: "127.0.0.1", dataDir, databaseUrl: databaseUrlFor(dataDir), publicUrl: "http://x", publicUrlSet: true, logLevel: "info", maxBodyBytes: 1, rawWriteMaxBytes: 1 << 30, endpoints: { port: 0, host: "127.0.0.1", publicOrigin: undefined, base: undefined } }))
   )
 
 describe("Credentials.resolveApiKey", () => {

@@ -7,9 +7,10 @@ import { DatabaseLive } from "../../src/db/Database.ts"
 import { defineJob, enqueueJob, JobError } from "../../src/services/JobRegistry.ts"
 import { OperationRunner, OperationRunnerLive } from "../../src/services/OperationRunner.ts"
 import { tempDataDir } from "../support/server.ts"
+import { databaseUrlFor } from "../support/postgres.ts"
 
 const config = (dataDir: string) =>
-  Layer.succeed(AppConfig, { port: 0, host: "127.0.0.1", dataDir, publicUrl: "http://127.0.0.1", publicUrlSet: true, logLevel: "info", maxBodyBytes: 1 << 20, rawWriteMaxBytes: 1 << 30, endpoints: { port: 0, host: "127.0.0.1", publicOrigin: undefined, base: undefined } })
+  Layer.succeed(AppConfig, { port: 0, host: "127.0.0.1", dataDir, databaseUrl: databaseUrlFor(dataDir), publicUrl: "http://127.0.0.1", publicUrlSet: true, logLevel: "info", maxBodyBytes: 1 << 20, rawWriteMaxBytes: 1 << 30, endpoints: { port: 0, host: "127.0.0.1", publicOrigin: undefined, base: undefined } })
 
 const testLayer = (dataDir = tempDataDir("runner")) =>
   OperationRunnerLive.pipe(Layer.provideMerge(DatabaseLive), Layer.provide(config(dataDir)))

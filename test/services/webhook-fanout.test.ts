@@ -12,11 +12,12 @@ import { inTransaction } from "../../src/db/Db.ts"
 import { WebhookDeliveriesRepo } from "../../src/db/repos/WebhookDeliveries.ts"
 import { type WebhookRow, WebhooksRepo } from "../../src/db/repos/Webhooks.ts"
 import { appendEvent } from "../../src/services/Events.ts"
+import { databaseUrlFor } from "../support/postgres.ts"
 import { tempDataDir } from "../support/server.ts"
 
-const layer = () =>
+const layer = (dataDir = tempDataDir("fanout")) =>
   DatabaseLive.pipe(Layer.provideMerge(Layer.succeed(AppConfig, {
-    port: 0, host: "127.0.0.1", dataDir: tempDataDir("fanout"), publicUrl: "http://x", publicUrlSet: true, logLevel: "info", maxBodyBytes: 1, rawWriteMaxBytes: 1 << 30,
+    port: 0, host: "127.0.0.1", dataDir, databaseUrl: databaseUrlFor(dataDir), publicUrl: "http://x", publicUrlSet: true, logLevel: "info", maxBodyBytes: 1, rawWriteMaxBytes: 1 << 30,
     endpoints: { port: 0, host: "127.0.0.1", publicOrigin: undefined, base: undefined }
   })))
 

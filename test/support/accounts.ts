@@ -1,7 +1,9 @@
-/** Helpers for account-plane tests: extra users through the CLI, and the server's SQLite file for time travel. */
+/** Helpers for account-plane tests: extra users through the CLI, and the server's database (SQLite file or, on the PostgreSQL run, its database) for time travel. */
 import { Database } from "bun:sqlite"
+import * as fs from "node:fs"
 import * as path from "node:path"
 import { expect } from "vitest"
+import { databaseUrlFor, pgExec, pgQuery } from "./postgres.ts"
 import { type api, runCli } from "./server.ts"
 
 type Http = ReturnType<typeof api>
@@ -41,6 +43,8 @@ export const joinAs = async (
  * HTTP cannot do in a test's time, such as letting an invitation or a key expire.
  */
 export const execSql = (dataDir: string, statement: string, ...params: Array<string | number | null>) => {
+  const url = databaseUrlFor(dataDir)
+  if (url !== undefined) return pgExec(url, statement, params)
   const db = new Database(path.join(dataDir, "gateway.sqlite"))
   try {
     db.exec("PRAGMA busy_timeout = 5000")
@@ -51,6 +55,8 @@ export const execSql = (dataDir: string, statement: string, ...params: Array<str
 }
 
 export const querySql = <T>(dataDir: string, statement: string, ...params: Array<string | number | null>): Array<T> => {
+  const url = databaseUrlFor(dataDir)
+  if (url !== undefined) return pgQuery<T>(url, statement, params)
   const db = new Database(path.join(dataDir, "gateway.sqlite"))
   try {
     db.exec("PRAGMA busy_timeout = 5000")
@@ -62,3 +68,16 @@ export const querySql = <T>(dataDir: string, statement: string, ...params: Array
 
 export const PAST = "2020-01-01T00:00:00.000Z"
 export const NO_SUCH_UUID = "00000000-0000-4000-8000-000000000000"
+
+/**
+ * Everything the database holds, as bytes to search (a secret must never be found in it): the SQLite files, or
+ * on the PostgreSQL run every table's rows as JSON.
+ */
+export const databaseBytes = (dataDir: string): Buffer => {
+  const url = databaseUrlFor(dataDir)
+  if (url !== undefined) {
+    const tables = pgQuery<{ table_name: string }>(url, "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public'", [])
+    return Buffer.from(tables.map((t) => JSON.stringify(pgQuery(url, `SELECT * FROM ${t.table_name}`, []))).join("\n"))
+  }
+  return Buffer.concat(fs.readdirSync(dataDir).filter((f) => f.startsWith("gateway.sqlite")).map((f) => fs.readFileSync(path.join(dataDir, f))))
+}

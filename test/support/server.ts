@@ -1,12 +1,14 @@
 /**
  * Real servers for tests: the gateway as a child process (`bun run src/main.ts`) on a free loopback port with
- * its own DATA_DIR (a real SQLite file), and the CLI as a child process against the same DATA_DIR.
+ * its own DATA_DIR (a real SQLite file; on the PostgreSQL run, a database of its own: test/support/postgres.ts),
+ * and the CLI as a child process against the same DATA_DIR.
  */
 import { Effect } from "effect"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { testDns } from "./dns.ts"
+import { databaseEnv } from "./postgres.ts"
 
 const ROOT = path.resolve(import.meta.dirname, "../..")
 
@@ -37,7 +39,7 @@ export const startServer = async (
   const child = Bun.spawn(options.command ? [...options.command] : ["bun", "run", path.join(ROOT, "src/main.ts")], {
     // A given command (the compiled binary) runs outside the checkout, so it cannot lean on it.
     cwd: options.command ? dataDir : ROOT,
-    env: { ...process.env, PORT: "0", HOST: "127.0.0.1", DATA_DIR: dataDir, LOG_LEVEL: "warning", WEBHOOK_DNS_SERVERS: dns.server, ...options.env },
+    env: { ...process.env, PORT: "0", HOST: "127.0.0.1", DATA_DIR: dataDir, LOG_LEVEL: "warning", WEBHOOK_DNS_SERVERS: dns.server, ...databaseEnv(dataDir), ...options.env },
     stdout: "pipe",
     stderr: "pipe"
   })
@@ -91,7 +93,7 @@ export interface CliResult {
 export const runCli = async (dataDir: string, args: ReadonlyArray<string>, env: Record<string, string> = {}): Promise<CliResult> => {
   const child = Bun.spawn(["bun", "run", path.join(ROOT, "src/cli.ts"), ...args], {
     cwd: ROOT,
-    env: { ...process.env, DATA_DIR: dataDir, LOG_LEVEL: "warning", ...env },
+    env: { ...process.env, DATA_DIR: dataDir, LOG_LEVEL: "warning", ...databaseEnv(dataDir), ...env },
     stdout: "pipe",
     stderr: "pipe"
   })

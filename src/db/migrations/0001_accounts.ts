@@ -3,11 +3,10 @@
  * idempotency records, billing, usage records, webhooks, provider credentials and the durable event log.
  * Timestamps are ISO 8601 UTC strings (lexicographic order = time order); money is integer micro-USD.
  */
-import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
+import { ddl } from "./Ddl.ts"
 
 export default Effect.gen(function*() {
-  const sql = yield* SqlClient.SqlClient
   const statements = [
     `CREATE TABLE users (
       id TEXT PRIMARY KEY,
@@ -194,5 +193,5 @@ export default Effect.gen(function*() {
     `CREATE INDEX domain_events_org ON domain_events(organization_id, seq)`,
     `CREATE INDEX domain_events_project ON domain_events(project_id, seq)`
   ]
-  for (const statement of statements) yield* sql.unsafe(statement)
+  yield* ddl(statements)
 })

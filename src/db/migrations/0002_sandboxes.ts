@@ -2,11 +2,10 @@
  * The sandbox plane: sandboxes, operations and their events, provider attempts, processes and their output
  * events, runtime (file) operations, endpoints, and the durable job table the OperationRunner works from.
  */
-import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
+import { ddl } from "./Ddl.ts"
 
 export default Effect.gen(function*() {
-  const sql = yield* SqlClient.SqlClient
   const statements = [
     `CREATE TABLE sandboxes (
       id TEXT PRIMARY KEY,
@@ -156,5 +155,5 @@ export default Effect.gen(function*() {
     `CREATE INDEX jobs_due ON jobs(state, available_at)`,
     `CREATE INDEX jobs_lock ON jobs(lock_key, state)`
   ]
-  for (const statement of statements) yield* sql.unsafe(statement)
+  yield* ddl(statements)
 })

@@ -3,11 +3,10 @@
  * finished jobs, expired keys. And the bytes a file read returned, kept apart from the runtime operation's row
  * (raw, not base64, written once, removed with their operation).
  */
-import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
+import { ddl } from "./Ddl.ts"
 
 export default Effect.gen(function*() {
-  const sql = yield* SqlClient.SqlClient
   const statements = [
     `CREATE TABLE runtime_operation_data (
       runtime_operation_id TEXT PRIMARY KEY REFERENCES runtime_operations(id) ON DELETE CASCADE,
@@ -18,5 +17,5 @@ export default Effect.gen(function*() {
     `CREATE INDEX jobs_finished ON jobs(updated_at) WHERE state IN ('succeeded', 'failed')`,
     `CREATE INDEX idempotency_keys_expires ON idempotency_keys(expires_at)`
   ]
-  for (const statement of statements) yield* sql.unsafe(statement)
+  yield* ddl(statements)
 })

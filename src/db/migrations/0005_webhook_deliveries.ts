@@ -3,11 +3,10 @@
  * event, with the exact body every attempt sends; the log of its attempts; and on each endpoint, why it was
  * disabled and its current run of failed attempts (what auto-disable reads).
  */
-import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
+import { ddl } from "./Ddl.ts"
 
 export default Effect.gen(function*() {
-  const sql = yield* SqlClient.SqlClient
   const statements = [
     `ALTER TABLE webhooks ADD COLUMN disabled_reason TEXT`,
     `ALTER TABLE webhooks ADD COLUMN consecutive_failures INTEGER NOT NULL DEFAULT 0`,
@@ -44,5 +43,5 @@ export default Effect.gen(function*() {
       PRIMARY KEY (delivery_id, number)
     )`
   ]
-  for (const statement of statements) yield* sql.unsafe(statement)
+  yield* ddl(statements)
 })

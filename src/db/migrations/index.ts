@@ -6,6 +6,7 @@ import sandboxDeadline from "./0004_sandbox_deadline.ts"
 import webhookDeliveries from "./0005_webhook_deliveries.ts"
 import processStdin from "./0006_process_stdin.ts"
 import processPty from "./0007_process_pty.ts"
+import nodes from "./0008_nodes.ts"
 
 export const migrations = {
   "0001_accounts": accounts,
@@ -14,5 +15,6 @@ export const migrations = {
   "0004_sandbox_deadline": sandboxDeadline,
   "0005_webhook_deliveries": webhookDeliveries,
   "0006_process_stdin": processStdin,
-  "0007_process_pty": processPty
+  "0007_process_pty": processPty,
+  "0008_nodes": nodes
 }

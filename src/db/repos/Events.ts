@@ -3,6 +3,7 @@ import { SqlClient } from "@effect/sql"
 import { Effect, Schema } from "effect"
 import { newUuid } from "../../domain/Ids.ts"
 import { nowIso } from "../../domain/Time.ts"
+import { Dialect } from "../Dialect.ts"
 import { Json, rowsOf } from "../Rows.ts"
 
 export interface NewEvent {
@@ -27,6 +28,7 @@ export class EventsRepo extends Effect.Service<EventsRepo>()("app/db/EventsRepo"
   accessors: true,
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
+    const dialect = yield* Dialect
     const events = rowsOf("domain_events", EventRow)
     const seqs = rowsOf("domain_events", Schema.Struct({ seq: Schema.Int }))
     return {
@@ -36,8 +38,10 @@ export class EventsRepo extends Effect.Service<EventsRepo>()("app/db/EventsRepo"
           const id = newUuid()
           const occurredAt = yield* nowIso
           const data = JSON.stringify(event.data)
+          yield* Effect.orDie(dialect.lockEventLog)
           const rows = yield* seqs.all(sql`INSERT INTO domain_events (id, type, organization_id, project_id, occurred_at, data)
             VALUES (${id}, ${event.type}, ${event.organizationId}, ${event.projectId ?? null}, ${occurredAt}, ${data}) RETURNING seq`)
+          yield* Effect.orDie(dialect.eventAppended(rows[0]!.seq))
           const row: EventRow = {
             seq: rows[0]!.seq,
             id,

@@ -5,6 +5,7 @@
  */
 import { SqlClient } from "@effect/sql"
 import { Effect, Schema } from "effect"
+import { AppConfig, nodeIdOf } from "../../Config.ts"
 import { newUuid } from "../../domain/Ids.ts"
 import { type ClaimedJob, Dialect, type JobTypeFilter } from "../Dialect.ts"
 import { rowsOf, run } from "../Rows.ts"
@@ -41,6 +42,8 @@ export interface NewJobRow {
   /** When a job with this key exists and is not running: re-arm it (new payload and due time, pending). */
   readonly replace: boolean
   readonly now: string
+  /** The sandbox the job works on: the job is pinned to that sandbox's node, if it has one. */
+  readonly sandboxId?: string | undefined
 }
 
 export interface Lease {
@@ -54,6 +57,7 @@ export class JobsRepo extends Effect.Service<JobsRepo>()("app/db/JobsRepo", {
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const dialect = yield* Dialect
+    const node = nodeIdOf(yield* AppConfig)
     const jobs = rowsOf("jobs", JobRow)
     const decodeClaimed = (claimed: ReadonlyArray<ClaimedJob>) =>
       Effect.map(jobs.all(Effect.succeed(claimed.map((c) => c.row))), (rows) =>
@@ -68,24 +72,32 @@ export class JobsRepo extends Effect.Service<JobsRepo>()("app/db/JobsRepo", {
       countsByTypeAndState: counts.all(sql`SELECT type, state, COUNT(*) AS n FROM jobs GROUP BY type, state`),
       enqueue: (job: NewJobRow) => {
         const payload = JSON.stringify(job.payload ?? null)
+        const nodeOf = job.sandboxId === undefined ? sql`NULL` : sql`(SELECT node_id FROM sandboxes WHERE id = ${job.sandboxId})`
         return run(job.replace
-          ? sql`INSERT INTO jobs (id, type, dedupe_key, lock_key, payload, state, available_at, created_at, updated_at)
-              VALUES (${newUuid()}, ${job.type}, ${job.dedupeKey}, ${job.lockKey}, ${payload}, 'pending', ${job.availableAt}, ${job.now}, ${job.now})
+          ? sql`INSERT INTO jobs (id, type, dedupe_key, lock_key, payload, state, available_at, created_at, updated_at, node_id)
+              VALUES (${newUuid()}, ${job.type}, ${job.dedupeKey}, ${job.lockKey}, ${payload}, 'pending', ${job.availableAt}, ${job.now}, ${job.now}, ${nodeOf})
               ON CONFLICT (dedupe_key) DO UPDATE SET payload = excluded.payload, available_at = excluded.available_at,
-                state = 'pending', attempts = 0, last_error = NULL, updated_at = excluded.updated_at
+                state = 'pending', attempts = 0, last_error = NULL, updated_at = excluded.updated_at, node_id = excluded.node_id
               WHERE jobs.state <> 'leased'`
-          : sql`INSERT INTO jobs (id, type, dedupe_key, lock_key, payload, state, available_at, created_at, updated_at)
-              VALUES (${newUuid()}, ${job.type}, ${job.dedupeKey}, ${job.lockKey}, ${payload}, 'pending', ${job.availableAt}, ${job.now}, ${job.now})
+          : sql`INSERT INTO jobs (id, type, dedupe_key, lock_key, payload, state, available_at, created_at, updated_at, node_id)
+              VALUES (${newUuid()}, ${job.type}, ${job.dedupeKey}, ${job.lockKey}, ${payload}, 'pending', ${job.availableAt}, ${job.now}, ${job.now}, ${nodeOf})
               ON CONFLICT (dedupe_key) DO NOTHING`)
       },
+      /** Fails the unfinished jobs pinned to a lost node; returns how many. */
+      failOfNode: (nodeId: string, now: string) =>
+        Effect.map(
+          sql`UPDATE jobs SET state = 'failed', last_error = 'node_lost', lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL,
+              updated_at = ${now} WHERE node_id = ${nodeId} AND state IN ('pending', 'leased') RETURNING id`.pipe(Effect.orDie),
+          (rows) => rows.length
+        ),
       /** Cancels a pending job (e.g. a timeout that no longer applies). A running one is left to finish. */
       cancel: (dedupeKey: string, now: string) =>
         run(sql`UPDATE jobs SET state = 'succeeded', updated_at = ${now}, last_error = 'cancelled'
           WHERE dedupe_key = ${dedupeKey} AND state = 'pending'`),
       claim: (lease: Lease & { readonly limit: number; readonly running: ReadonlySet<string>; readonly types?: JobTypeFilter | undefined }) =>
-        Effect.flatMap(Effect.orDie(dialect.claimJobs({ ...lease, newToken: newUuid })), decodeClaimed),
+        Effect.flatMap(Effect.orDie(dialect.claimJobs({ ...lease, node, newToken: newUuid })), decodeClaimed),
       claimByKey: (lease: Lease & { readonly dedupeKey: string }) =>
-        Effect.flatMap(Effect.orDie(dialect.claimJobByKey({ ...lease, newToken: newUuid })), (claimed) =>
+        Effect.flatMap(Effect.orDie(dialect.claimJobByKey({ ...lease, node, newToken: newUuid })), (claimed) =>
           claimed === undefined ? Effect.succeed(undefined) : Effect.map(decodeClaimed([claimed]), (rows) => rows[0])),
       finish: (id: string, token: string, state: "succeeded" | "failed", lastError: string | null, now: string) =>
         run(sql`UPDATE jobs SET state = ${state}, last_error = ${lastError}, lease_owner = NULL, lease_token = NULL,

@@ -56,6 +56,13 @@ export class OperationsRepo extends Effect.Service<OperationsRepo>()("app/db/Ope
     const ids = rowsOf("operations", Schema.Struct({ id: Schema.String }))
     return {
       get: (id: string) => operations.first(sql`SELECT * FROM operations WHERE id = ${id}`),
+      /** Ends every unfinished operation on a resource as failed with `error`; returns their ids. */
+      failUnfinishedOf: (resourceId: string, error: ErrorObject, now: string) =>
+        Effect.map(
+          sql<{ id: string }>`UPDATE operations SET state = 'failed', error = ${JSON.stringify(error)}, updated_at = ${now}, completed_at = ${now}
+            WHERE resource_id = ${resourceId} AND state NOT IN ('succeeded', 'failed', 'cancelled') RETURNING id`.pipe(Effect.orDie),
+          (rows) => rows.map((r) => r.id)
+        ),
       insert: (operation: NewOperation) =>
         Effect.flatMap(nowIso, (now) =>
           run(sql`INSERT INTO operations (id, project_id, organization_id, created_by_key_id, type, state, resource_type, resource_id, created_at, updated_at, completed_at)

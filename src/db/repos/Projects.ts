@@ -114,7 +114,7 @@ export class ProjectsRepo extends Effect.Service<ProjectsRepo>()("app/db/Project
         keys.first(sql`SELECT ${sql.literal(KEY_COLUMNS)} FROM api_keys WHERE id = ${id} AND project_id = ${projectId} AND deleted_at IS NULL`),
       revokeApiKey: (id: string, now: string) => run(sql`UPDATE api_keys SET revoked_at = ${now} WHERE id = ${id}`),
       deleteApiKey: (id: string, now: string) => run(sql`UPDATE api_keys SET deleted_at = ${now} WHERE id = ${id}`),
-      liveApiKeyByHash: (keyHash: string) => credentials.first(sql.unsafe(API_KEY_BY_HASH, [keyHash])),
+      liveApiKeyByHash: (keyHash: string) => credentials.first(sql.unsafe(dialect.positional(API_KEY_BY_HASH), [keyHash])),
       touchApiKey: (id: string, now: string) => run(sql`UPDATE api_keys SET last_used_at = ${now} WHERE id = ${id}`)
     }
   })

@@ -64,7 +64,7 @@ export class RuntimeOperationsRepo extends Effect.Service<RuntimeOperationsRepo>
     const ids = rowsOf("runtime_operations", Schema.Struct({ id: Schema.String }))
 
     return {
-      get: (id: string) => operations.first(sql.unsafe(RUNTIME_OPERATION_WITH_DATA, [id])),
+      get: (id: string) => operations.first(sql.unsafe(dialect.positional(RUNTIME_OPERATION_WITH_DATA), [id])),
       insert: (operation: { readonly id: string; readonly projectId: string; readonly sandboxId: string; readonly kind: RuntimeOperationKind; readonly request: unknown; readonly now: string }) =>
         run(sql`INSERT INTO runtime_operations (id, project_id, sandbox_id, kind, state, request, created_at)
           VALUES (${operation.id}, ${operation.projectId}, ${operation.sandboxId}, ${operation.kind}, 'queued', ${JSON.stringify(operation.request)}, ${operation.now})`),

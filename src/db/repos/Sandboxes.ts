@@ -5,6 +5,7 @@
  * capability snapshot and metadata.
  */
 import { SqlClient } from "@effect/sql"
+import { AppConfig, nodeIdOf } from "../../Config.ts"
 import { Effect, Schema } from "effect"
 import { ProviderResource, StoredResolvedResources } from "../../domain/ProviderResource.ts"
 import { Capabilities } from "../../domain/Runtime.ts"
@@ -105,6 +106,13 @@ export class SandboxesRepo extends Effect.Service<SandboxesRepo>()("app/db/Sandb
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const dialect = yield* Dialect
+    const node = nodeIdOf(yield* AppConfig)
+    const nodeSandboxes = rowsOf("sandboxes", Schema.Struct({
+      id: Schema.String,
+      organization_id: Schema.String,
+      project_id: Schema.String,
+      provider: Schema.NullOr(Schema.String)
+    }))
     const sandboxes = sandboxRows
     const live = rowsOf("sandboxes", Schema.Struct({ id: Schema.String, state: SandboxState }))
     const ids = rowsOf("sandboxes", Schema.Struct({ id: Schema.String }))
@@ -155,8 +163,8 @@ export class SandboxesRepo extends Effect.Service<SandboxesRepo>()("app/db/Sandb
           const unless = extra.unless ?? []
           const stamp = state === "ready" ? "ready_at" : state === "paused" ? "paused_at" : state === "stopped" ? "stopped_at" : null
           const updated = yield* ids.all(sql`UPDATE sandboxes SET state = ${state}, updated_at = ${now},
-              state_reason = ${extra.reason === undefined ? sql`state_reason` : extra.reason},
-              ${stamp === null ? sql`updated_at = updated_at` : sql`${sql(stamp)} = ${now}`}
+              state_reason = ${extra.reason === undefined ? sql`state_reason` : extra.reason}
+              ${stamp === null ? sql`` : sql`, ${sql(stamp)} = ${now}`}
               ${state === "ready" || state === "resuming" ? sql`, last_activity_at = ${now}` : sql``}
             WHERE id = ${id} ${unless.length > 0 ? sql`AND state NOT IN ${sql.in(unless)}` : sql``} RETURNING id`)
           return updated.length > 0
@@ -178,10 +186,27 @@ export class SandboxesRepo extends Effect.Service<SandboxesRepo>()("app/db/Sandb
           const updated = yield* ids.all(sql`UPDATE sandboxes SET state = 'ready', provider = ${ready.provider}, billing_mode = ${ready.billingMode},
               provider_resource = ${JSON.stringify(ready.resource)}, resolved_resources = ${JSON.stringify(ready.resource.resolvedResources)},
               capabilities = ${JSON.stringify(ready.capabilities)}, ready_at = ${now}, last_activity_at = ${now}, updated_at = ${now},
-              state_reason = NULL
+              state_reason = NULL, node_id = ${ready.billingMode === "emulated" ? sql`node_id` : null}
             WHERE id = ${id} AND state IN ('routing', 'provisioning', 'provision_unknown') RETURNING id`)
           return updated.length > 0
         }),
+      /**
+       * The sandbox is being provisioned by this node: until it proves to be on a remote provider (`markReady`
+       * unpins it), it lives here, on the local runtime behind this node's emulators, and its jobs run here.
+       * SQLite is one node by definition: nothing is pinned (a DATA_DIR moved to another host, or a container whose
+       * host name changes on restart, keeps working).
+       */
+      pinHere: (id: string) => dialect.engine === "pg" ? run(sql`UPDATE sandboxes SET node_id = ${node} WHERE id = ${id}`) : Effect.void,
+      /** The unfinished sandboxes that live on a node. */
+      liveOfNode: (nodeId: string) =>
+        nodeSandboxes.all(sql`SELECT id, organization_id, project_id, provider FROM sandboxes WHERE node_id = ${nodeId} AND state NOT IN ${sql.in(ENDED)}`),
+      /** Fails a sandbox whose node was lost (unless it ended meanwhile); false when it had. */
+      failNodeLost: (id: string, now: string) =>
+        Effect.map(
+          ids.all(sql`UPDATE sandboxes SET state = 'failed', state_reason = 'node_lost', updated_at = ${now}, stopped_at = ${now}, expires_at = NULL
+            WHERE id = ${id} AND state NOT IN ${sql.in(ENDED)} RETURNING id`),
+          (rows) => rows.length > 0
+        ),
       /** Keeps a resource created for a sandbox destroyed meanwhile, so the destroy reaches it. */
       setProviderResource: (id: string, provider: string, resource: ProviderResource) =>
         run(sql`UPDATE sandboxes SET provider = ${provider}, provider_resource = ${JSON.stringify(resource)} WHERE id = ${id}`),

@@ -64,6 +64,11 @@ export class UsageRepo extends Effect.Service<UsageRepo>()("app/db/UsageRepo", {
             ${filter.sandboxId !== undefined ? sql`AND sandbox_id = ${filter.sandboxId}` : sql``}
             ${filter.billingMode !== "all" ? sql`AND billing_mode = ${filter.billingMode}` : sql``}
           ORDER BY measured_through`),
+      /**
+       * Holds the sandbox's usage until the transaction ends: two processes syncing one sandbox's cost read its last
+       * cumulative and record the difference one after the other, so the difference is charged once.
+       */
+      lockSandbox: (sandboxId: string) => Effect.orDie(dialect.lockKey(`usage:${sandboxId}`)),
       /** The sandbox's cumulative cost as last recorded (0 before the first record). */
       lastCumulative: (sandboxId: string) =>
         Effect.map(cumulative.first(sql`SELECT cumulative_microusd FROM usage_records

@@ -4,9 +4,19 @@ import { Schema } from "effect"
 import { ServiceUnavailableWire } from "../../domain/Errors.ts"
 
 export const Health = Schema.Struct({ status: Schema.Literal("ok") }).annotations({ identifier: "Health" })
+export const NodeStatus = Schema.Struct({
+  id: Schema.String,
+  url: Schema.NullOr(Schema.String),
+  heartbeat_age_seconds: Schema.Number,
+  lost: Schema.Boolean
+}).annotations({ identifier: "NodeStatus" })
 export const Ready = Schema.Struct({
   status: Schema.Literal("ready"),
-  checks: Schema.Struct({ database: Schema.Literal("ok") })
+  checks: Schema.Struct({ database: Schema.Literal("ok"), engine: Schema.optional(Schema.Literal("sqlite", "pg")) }),
+  node_id: Schema.optional(Schema.String),
+  nodes: Schema.optional(Schema.Array(NodeStatus).annotations({
+    description: "Every gateway node on this database (README \"Scaling out\") and the age of its last heartbeat."
+  }))
 }).annotations({ identifier: "Ready" })
 export const Meta = Schema.Struct({
   name: Schema.String,

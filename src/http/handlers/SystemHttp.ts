@@ -1,6 +1,9 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect } from "effect"
+import { AppConfig, nodeIdOf } from "../../Config.ts"
 import { Db } from "../../db/Db.ts"
+import { Dialect } from "../../db/Dialect.ts"
+import { NodesRepo } from "../../db/repos/Nodes.ts"
 import { ServiceUnavailable } from "../../domain/Errors.ts"
 import { Api } from "../Api.ts"
 
@@ -9,11 +12,28 @@ export const VERSION = "0.1.0"
 export const SystemLive = HttpApiBuilder.group(Api, "system", (handlers) =>
   Effect.gen(function*() {
     const db = yield* Db
+    const nodes = yield* NodesRepo
+    const dialect = yield* Dialect
+    const nodeId = nodeIdOf(yield* AppConfig)
     return handlers
       .handle("health", () => Effect.succeed({ status: "ok" as const }))
       .handle("ready", () =>
         db.ping.pipe(
-          Effect.as({ status: "ready" as const, checks: { database: "ok" as const } }),
+          Effect.zipRight(nodes.all),
+          Effect.map((rows) => {
+            const now = Date.now()
+            return {
+              status: "ready" as const,
+              checks: { database: "ok" as const, engine: dialect.engine === "pg" ? "pg" as const : "sqlite" as const },
+              node_id: nodeId,
+              nodes: rows.map((n) => ({
+                id: n.id,
+                url: n.url,
+                heartbeat_age_seconds: Math.max(0, Math.round((now - Date.parse(n.heartbeat_at)) / 100) / 10),
+                lost: n.lost_at !== null
+              }))
+            }
+          }),
           Effect.catchAllCause(() =>
             new ServiceUnavailable({ code: "not_ready", message: "The database is not reachable", details: { checks: { database: "error" } } })
           )

@@ -129,7 +129,8 @@ export const extendSandbox = (caller: Caller, sandboxId: string, seconds: number
       dedupeKey: `sandbox:extend_lifetime:${sandboxId}`,
       lockKey: sandboxLockKey(sandboxId),
       payload: { sandbox_id: sandboxId, seconds },
-      replace: true
+      replace: true,
+      sandboxId
     })
     return (yield* getSandboxRow(sandboxId))!
   })
@@ -210,7 +211,7 @@ export const startProcess = (caller: Caller, sandboxId: string, input: StartProc
     yield* SandboxesRepo.touch(sandboxId)
     yield* appendProcessEvent(id, "queued", {})
     yield* appendEvent({ type: "process.queued", organizationId: caller.organizationId, projectId: caller.projectId, data: { sandbox_id: sandboxId, process_id: id } })
-    yield* enqueueJob(ProcessExecuteJob, { dedupeKey: processJobKey(id), payload: { process_id: id } })
+    yield* enqueueJob(ProcessExecuteJob, { dedupeKey: processJobKey(id), payload: { process_id: id }, sandboxId })
     return (yield* getProcessRow(id))!
   })
 
@@ -260,7 +261,7 @@ export const startRuntimeOperation = (caller: Caller, sandboxId: string, request
     const id = newId("rop")
     yield* RuntimeOperationsRepo.insert({ id, projectId: caller.projectId, sandboxId, kind, request: request.request, now })
     yield* SandboxesRepo.touch(sandboxId)
-    yield* enqueueJob(FilesystemJob, { dedupeKey: runtimeOperationJobKey(kind, id), payload: { runtime_operation_id: id } })
+    yield* enqueueJob(FilesystemJob, { dedupeKey: runtimeOperationJobKey(kind, id), payload: { runtime_operation_id: id }, sandboxId })
     return (yield* getRuntimeOperationRow(id))!
   })
 
@@ -295,8 +296,8 @@ export const createEndpoint = (caller: Caller, sandboxId: string, input: { reado
       now
     })
     yield* SandboxesRepo.touch(sandboxId)
-    yield* enqueueJob(EndpointCreateJob, { dedupeKey: `endpoint:create:${id}`, payload: { endpoint_id: id } })
-    yield* endpointExpiryJob(row)
+    yield* enqueueJob(EndpointCreateJob, { dedupeKey: `endpoint:create:${id}`, payload: { endpoint_id: id }, sandboxId })
+    yield* endpointExpiryJob({ ...row, sandbox_id: sandboxId })
     yield* appendEvent({ type: "endpoint.created", organizationId: caller.organizationId, projectId: caller.projectId, data: { sandbox_id: sandboxId, endpoint_id: id, port: input.port } })
     return (yield* getEndpointRow(id))!
   })
@@ -312,7 +313,7 @@ export const revokeEndpoint = (caller: Caller, sandboxId: string, id: string) =>
     const row = yield* endpointOf(caller, sandboxId, id)
     if (row.state === "provisioning" || row.state === "active") {
       yield* EndpointsRepo.markRevoking(id, yield* nowIso)
-      yield* enqueueJob(EndpointRevokeJob, { dedupeKey: `endpoint:revoke:${id}`, payload: { endpoint_id: id } })
+      yield* enqueueJob(EndpointRevokeJob, { dedupeKey: `endpoint:revoke:${id}`, payload: { endpoint_id: id }, sandboxId })
       yield* appendEvent({ type: "endpoint.revoked", organizationId: caller.organizationId, projectId: caller.projectId, data: { sandbox_id: sandboxId, endpoint_id: id } })
     }
     return (yield* getEndpointRow(id))!

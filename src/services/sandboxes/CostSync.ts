@@ -34,7 +34,8 @@ export const armCostSync = (sandboxId: string, afterSeconds: number) =>
       dedupeKey: `sandbox:cost_sync:${sandboxId}`,
       payload: { sandbox_id: sandboxId },
       availableAt: isoAfter(now, afterSeconds),
-      replace: true
+      replace: true,
+      sandboxId
     }))
 
 export const makeCostSyncHandler = Effect.gen(function*() {
@@ -79,6 +80,7 @@ export const makeCostSyncHandler = Effect.gen(function*() {
         : { rescheduleAt: isoAfter(now, sandbox.state === "paused" ? COST_SYNC_PAUSED_SECONDS : COST_SYNC_READY_SECONDS) }
       if (cost === null) return again
       yield* Effect.gen(function*() {
+        yield* UsageRepo.lockSandbox(sandboxId)
         const delta = cost.amountMicrousd - (yield* UsageRepo.lastCumulative(sandboxId))
         yield* SandboxesRepo.setCost(sandboxId, cost.amountMicrousd, now)
         if (delta === 0n) return

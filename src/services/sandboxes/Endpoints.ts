@@ -21,8 +21,13 @@ export type { EndpointRow, EndpointState }
 
 export const getEndpointRow = (id: string) => EndpointsRepo.get(id)
 
-export const endpointExpiryJob = (row: { id: string; lease_expires_at: string }) =>
-  enqueueJob(EndpointExpireJob, { dedupeKey: `endpoint:expire:${row.id}`, payload: { endpoint_id: row.id }, availableAt: row.lease_expires_at })
+export const endpointExpiryJob = (row: { id: string; lease_expires_at: string; sandbox_id: string }) =>
+  enqueueJob(EndpointExpireJob, {
+    dedupeKey: `endpoint:expire:${row.id}`,
+    payload: { endpoint_id: row.id },
+    availableAt: row.lease_expires_at,
+    sandboxId: row.sandbox_id
+  })
 
 interface EndpointRef {
   readonly endpoint_id: string

@@ -38,7 +38,8 @@ const armTimers = (sandbox: SandboxRow) =>
         lockKey: sandboxLockKey(sandbox.id),
         payload: { sandbox_id: sandbox.id },
         availableAt: isoAfter(now, Math.min(lifecycle.idle_timeout_seconds, 10 * 365 * 86400)),
-        replace: true
+        replace: true,
+        sandboxId: sandbox.id
       })
     }
   })
@@ -91,6 +92,8 @@ export const makeLifecycleHandlers = Effect.gen(function*() {
           return
         }
         yield* setOperationState(operationId, "running")
+        // Created here: should it land on this node's local runtime, it lives here (markReady unpins a remote one).
+        yield* SandboxesRepo.pinHere(sandboxId)
         const outcome = yield* provisionSandbox(sandbox, operationId)
         switch (outcome._tag) {
           case "Provisioned": {

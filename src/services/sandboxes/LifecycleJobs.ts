@@ -30,7 +30,8 @@ export const armRuntimeTimeout = (sandboxId: string, at: string) =>
       lockKey: sandboxLockKey(sandboxId),
       payload: { sandbox_id: sandboxId },
       availableAt: at,
-      replace: true
+      replace: true,
+      sandboxId
     }),
     SandboxesRepo.setDeadline(sandboxId, at)
   )
@@ -41,7 +42,8 @@ export const lifecycleJob = (type: keyof typeof LIFECYCLE_JOBS, payload: Lifecyc
     dedupeKey: type === "sandbox.destroy" ? `sandbox:destroy:${payload.sandbox_id}` : `${type}:${payload.operation_id}`,
     lockKey: sandboxLockKey(payload.sandbox_id),
     payload,
-    replace: type === "sandbox.destroy"
+    replace: type === "sandbox.destroy",
+    sandboxId: payload.sandbox_id
   })
 
 /**

@@ -7,7 +7,7 @@ import { type OperationRow, OperationsRepo, type OperationStateValue, type Opera
 import { SandboxesRepo } from "../../db/repos/Sandboxes.ts"
 import type { ErrorObject } from "../../domain/Errors.ts"
 import { newId } from "../../domain/Ids.ts"
-import { notify, operationTopic } from "../Signals.ts"
+import { operationTopic, publish } from "../Signals.ts"
 
 export type { OperationRow }
 export type OperationType = OperationTypeValue
@@ -15,7 +15,7 @@ export type OperationState = OperationStateValue
 export const TERMINAL_OPERATION_STATES: ReadonlySet<OperationState> = new Set(["succeeded", "failed", "cancelled"])
 
 export const appendOperationEvent = (operationId: string, type: string, data: Readonly<Record<string, unknown>>) =>
-  Effect.zipLeft(OperationsRepo.appendEvent(operationId, type, data), notify(operationTopic(operationId)))
+  Effect.zipLeft(OperationsRepo.appendEvent(operationId, type, data), publish(operationTopic(operationId)))
 
 export const insertOperation = (input: {
   readonly projectId: string

@@ -9,7 +9,7 @@ import { Duration, Effect, Option } from "effect"
 import { provideRepositories } from "../../db/Database.ts"
 import { Db } from "../../db/Db.ts"
 import { type NewProcessEvent, type ProcessRow, ProcessesRepo, type ProcessStateValue, type TerminalProcessState } from "../../db/repos/Processes.ts"
-import { notify, processTopic } from "../Signals.ts"
+import { processTopic, publish } from "../Signals.ts"
 import { SandboxesRepo } from "../../db/repos/Sandboxes.ts"
 import type { ErrorObject } from "../../domain/Errors.ts"
 import { nowIso } from "../../domain/Time.ts"
@@ -35,7 +35,7 @@ export const processJobKey = (processId: string) => `process:execute:${processId
 
 /** Appends one event with the next sequence number of the process (call inside a transaction). */
 export const appendProcessEvent = (processId: string, type: string, data: Readonly<Record<string, unknown>>) =>
-  Effect.zipLeft(ProcessesRepo.appendEvent(processId, type, data), notify(processTopic(processId)))
+  Effect.zipLeft(ProcessesRepo.appendEvent(processId, type, data), publish(processTopic(processId)))
 
 /** A provider failure as the process's error: in the user's terms (ProviderErrors.ts); the provider's words are logged. */
 const providerFailure = (row: { readonly command: ReadonlyArray<string>; readonly cwd: string | null }) => (e: ProviderError) =>
@@ -88,7 +88,7 @@ export const finishProcess = (
     const finished = yield* ProcessesRepo.finish(processId, state, fields)
     const row = finished ? yield* ProcessesRepo.get(processId) : undefined
     if (row !== undefined) yield* endedEvent(row, state, fields)
-    yield* notify(processTopic(processId))
+    yield* publish(processTopic(processId))
     return finished
   })
 
@@ -160,7 +160,7 @@ const storeEvents = (processId: string, events: ReadonlyArray<ProviderExecEvent>
     })
     if (outcome !== undefined) yield* endedEvent(row, outcome.state, { exitCode: exit!.exitCode, error: outcome.error })
     yield* SandboxesRepo.touch(row.sandbox_id)
-    yield* notify(processTopic(processId))
+    yield* publish(processTopic(processId))
     return exit
   })
 
