@@ -109,17 +109,18 @@ const ServerLive = Layer.unwrapScoped(
     routes[ATTACH_PATH] = attachRoute(yield* Effect.runtime<ProcessesRepo | SandboxesRepo | ProviderAccounts>()) as (typeof routes)[string]
     const scrape = yield* metricsRoute(yield* Effect.runtime<Telemetry | Repositories>())
     if (scrape !== undefined) routes["/metrics"] = scrape
-    // Requests that call a local sandbox's provider at once go to the node it lives on (services/Forwarding.ts).
+    // Requests that call a local sandbox's provider at once go to the node it lives on (services/Forwarding.ts),
+    // whichever route would serve them here (the raw-write route included).
     const runRepositories = Runtime.runPromise(yield* Effect.runtime<Repositories>())
-    const plain = routes["/*"]!
-    routes["/*"] = async (request, server) => {
+    const viaOwner = (route: (typeof routes)[string]): (typeof routes)[string] => async (request, server) => {
       const owned = OWNER_SERVED.exec(new URL(request.url).pathname)
       if (owned?.[1] !== undefined && !wasForwarded(config, request)) {
         const base = await runRepositories(ownerUrl(config, owned[1], "api")).catch(() => undefined)
         if (base !== undefined) return forward(config, request, base)
       }
-      return plain(request, server)
+      return route(request, server)
     }
+    for (const path of ["/*", RAW_CONTENT_PATH]) routes[path] = viaOwner(routes[path]!)
     // A followed stream (`?follow=true`) is quiet up to 15 s between heartbeats: Bun's default 10 s would cut it.
     const provide = yield* provideRepositories
     return BunHttpServer.layer({ port: config.port, hostname: config.host, maxRequestBodySize: SERVER_BODY_LIMIT, idleTimeout: FOLLOW_IDLE_SECONDS, routes: countRequests(routes, yield* Telemetry) }).pipe(
