@@ -261,6 +261,7 @@ describe("lifecycle", () => {
     expectEnvelope(await http.post(`/v1/sandboxes/${sandboxA.id}/endpoints`, { ...authA, body: { port: 9000 }, headers: { "idempotency-key": idempotencyKey() } }), 409, "endpoint_conflict")
     // Make the lease run out now (the proxy checks the lease on every request).
     const db = new Database(path.join(server.dataDir, "gateway.sqlite"))
+    db.exec("PRAGMA busy_timeout = 5000") // the gateway may be writing at that moment
     db.query("UPDATE endpoints SET lease_expires_at = ? WHERE id = ?").run(new Date(Date.now() - 1000).toISOString(), ep.body.id)
     db.close()
     expect((await fetch(active.url)).status).toBe(410)
