@@ -67,7 +67,11 @@ export const appConfig = Effect.gen(function*() {
     Config.validate({ message: "PORT must be between 0 and 65535", validation: (p) => p >= 0 && p <= 65535 })
   )
   const host = yield* Config.string("HOST").pipe(Config.withDefault("127.0.0.1"))
-  const dataDir = path.resolve(yield* Config.string("DATA_DIR").pipe(Config.withDefault("./data")))
+  // An empty DATA_DIR would be the working directory itself, made root's alone with everything in it: refused.
+  const dataDir = path.resolve(yield* Config.string("DATA_DIR").pipe(
+    Config.withDefault("./data"),
+    Config.validate({ message: "DATA_DIR must not be empty", validation: (dir) => dir.trim() !== "" })
+  ))
   const explicitUrl = yield* Config.option(Config.string("PUBLIC_URL"))
   const publicUrl = (explicitUrl._tag === "Some" ? explicitUrl.value : `http://${host}:${port}`).replace(/\/+$/, "")
   const logLevel = yield* Config.literal("trace", "debug", "info", "warning", "error", "none")("LOG_LEVEL").pipe(Config.withDefault("info"))

@@ -350,7 +350,7 @@ describe("host hygiene", () => {
     cleanups.push(() => fs.rmSync(shared, { recursive: true, force: true }))
     fs.chmodSync(shared, 0o1777)
     fs.writeFileSync(path.join(shared, "someone-elses"), "x", { mode: 0o644 })
-    for (const dir of [shared, "/"]) {
+    for (const dir of [shared, "/", ""]) {
       const result = await Effect.runPromise(Effect.either(appConfig.pipe(Effect.withConfigProvider(ConfigProvider.fromMap(new Map([["DATA_DIR", dir]]))))))
       expect(result._tag).toBe("Left")
       expect(String(result._tag === "Left" ? result.left : "")).toMatch(/DATA_DIR/)
