@@ -68,6 +68,8 @@ export interface ProvisionOptions {
   readonly input: (provider: SandboxProvider) => CreateInput
   /** Called as each attempt is decided (for example to store it), in order. */
   readonly onAttempt?: ((attempt: Attempt) => Effect.Effect<void>) | undefined
+  /** Called before each create is sent (for example to pull the image the emulator will run, with progress). */
+  readonly beforeCreate?: ((provider: SandboxProvider, input: CreateInput) => Effect.Effect<void>) | undefined
   /** Whether this sandbox would be billed from the provider's cost. Default: `remote` providers are. */
   readonly managedBilling?: ((provider: SandboxProvider) => boolean) | undefined
 }
@@ -111,6 +113,7 @@ export const provisionWithFallback = (options: ProvisionOptions): Effect.Effect<
       if (calls >= maxCalls) break
       calls++
       const input = options.input(provider)
+      if (options.beforeCreate !== undefined) yield* options.beforeCreate(provider, input)
       const created = yield* Effect.either(provider.create(input))
       if (created._tag === "Right") {
         yield* record({ provider: name, outcome: "created", code: null, message: null, unmet_requirements: [] })

@@ -56,6 +56,12 @@ export const OperationEventFrame = Schema.Union(
   frame("state_changed", Schema.Struct({ state: OperationState, error: Schema.optional(ErrorObject) })),
   frame("completed", Schema.Struct({ state: Schema.Literal("succeeded", "failed", "cancelled"), error: Schema.optional(ErrorObject) })),
   frame("attempt_started", AttemptData),
-  frame("attempt_failed", AttemptData)
+  frame("attempt_failed", AttemptData),
+  // A create from an OCI image on an emulated provider: the pull into this host's layer cache, step by step.
+  frame("image_pull", Schema.Union(
+    Schema.Struct({ image: Schema.String, phase: Schema.Literal("resolved"), digest: Schema.String, layers: Schema.NonNegativeInt, bytes: Schema.NonNegativeInt }),
+    Schema.Struct({ image: Schema.String, phase: Schema.Literal("layer"), digest: Schema.String, cached: Schema.Boolean, bytes: Schema.NonNegativeInt }),
+    Schema.Struct({ image: Schema.String, phase: Schema.Literal("done"), digest: Schema.String })
+  ))
 ).annotations({ identifier: "OperationEventFrame" })
 export type OperationEventFrame = typeof OperationEventFrame.Type

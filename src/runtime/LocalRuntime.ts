@@ -180,6 +180,11 @@ export interface RuntimeMetrics {
   readonly processCount: number | null
 }
 
+/** How a pull goes: the image resolved (its layers and compressed size), then each layer fetched or found cached. */
+export type ImagePullProgress =
+  | { readonly phase: "resolved"; readonly digest: string; readonly layers: number; readonly bytes: number }
+  | { readonly phase: "layer"; readonly digest: string; readonly cached: boolean; readonly bytes: number }
+
 export interface LocalRuntimeShape {
   /** Idempotent on spec.id: a second call returns the existing sandbox. */
   readonly create: (spec: RuntimeSandboxSpec) => Effect.Effect<RuntimeSandbox, RuntimeError>
@@ -190,6 +195,11 @@ export interface LocalRuntimeShape {
   /** Freezes every process of the sandbox. Idempotent. */
   readonly pause: (id: string) => Effect.Effect<void, RuntimeError>
   readonly resume: (id: string) => Effect.Effect<void, RuntimeError>
+  /**
+   * Pulls an image into the layer cache (or finds it there), telling `onProgress` how it goes; a create from the
+   * same image then finds its layers cached. Fails `image_pull_failed` saying which image and why.
+   */
+  readonly pullImage: (reference: string, platform: string | undefined, onProgress: (progress: ImagePullProgress) => void) => Effect.Effect<{ readonly digest: string }, RuntimeError>
   /** What the sandbox consumes now (also while paused). */
   readonly metrics: (id: string) => Effect.Effect<RuntimeMetrics, RuntimeError>
 

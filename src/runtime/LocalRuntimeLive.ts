@@ -19,7 +19,7 @@ import { collectTools, ensureTools, HostError, prepareHost, requireRoot, type To
 import { alive, DEFAULT_HOST_UID, descendants, jailDir, type JailSpec, type JailState, readState, sandboxesDir, signalAll, writeState } from "./Jail.ts"
 import { makeJailLifecycle, type RuntimeContext } from "./JailLifecycle.ts"
 import { jailMetrics } from "./Metrics.ts"
-import { LocalRuntime, type LocalRuntimeShape, RuntimeError, runtimeError as err, type RuntimeSandbox, type RuntimeSandboxSpec } from "./LocalRuntime.ts"
+import { type ImagePullProgress, LocalRuntime, type LocalRuntimeShape, RuntimeError, runtimeError as err, type RuntimeSandbox, type RuntimeSandboxSpec } from "./LocalRuntime.ts"
 import { makeSweep, ORPHAN_GRACE_MS, type SweepReport } from "./Sweep.ts"
 import { type EgressPolicy, MAX_BASE } from "./UidLeases.ts"
 import { isPooled, makeWarmPool, POOL_DISK_MB, POOL_PREFIX } from "./WarmPool.ts"
@@ -170,7 +170,7 @@ export const makeLocalRuntime = (dataDir: string, options: LocalRuntimeOptions =
   })
 
   /** Pulls the sandbox's image (or finds it cached): what the jail runs on, or `image_pull_failed` saying why. */
-  const pullImage = async (image: NonNullable<RuntimeSandboxSpec["image"]>) => {
+  const pullImage = async (image: Pick<NonNullable<RuntimeSandboxSpec["image"]>, "reference" | "platform">, onProgress?: (progress: ImagePullProgress) => void) => {
     if (currentTools().rt === null) throw err("unavailable", "sandboxes on OCI images are not available on this host", "the host's dynamic loader or libraries (ldd) were not found")
     const host = hostPlatform()
     const wanted = image.platform === undefined ? host : parsePlatform(image.platform)!
@@ -179,7 +179,7 @@ export const makeLocalRuntime = (dataDir: string, options: LocalRuntimeOptions =
       throw err("image_pull_failed", `image ${named}: wrong platform: ${platformString(wanted)} images cannot run on this ${platformString(host)} host`)
     }
     try {
-      return await images.pull(image.reference, wanted)
+      return await images.pull(image.reference, wanted, onProgress)
     } catch (e) {
       if (e instanceof ImagePullError) throw err("image_pull_failed", e.message, e.detail ?? e.reason)
       throw err("image_pull_failed", `image ${named}: the pull failed`, e instanceof Error ? e.message : String(e))
@@ -306,6 +306,12 @@ export const makeLocalRuntime = (dataDir: string, options: LocalRuntimeOptions =
     pause: (id) => run(() => pauseOrResume(id, true)),
     resume: (id) => run(() => pauseOrResume(id, false)),
     metrics: (id) => run(() => jailMetrics(stateOf(id))),
+    pullImage: (reference, platform, onProgress) =>
+      run(async () => {
+        if (typeof reference !== "string" || reference === "" || reference.length > 1024) throw err("invalid", "an image reference is 1-1024 characters")
+        if (platform !== undefined && parsePlatform(platform) === undefined) throw err("invalid", "a platform is os/arch[/variant]")
+        return { digest: (await pullImage({ reference, platform }, onProgress)).digest }
+      }),
     ...calls,
     reap: (keep) => run(() => reap(keep)),
     sweep: run(sweep),

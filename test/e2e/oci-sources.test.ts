@@ -60,6 +60,12 @@ describe("oci_image sources on emulated providers", () => {
     it(`${provider ?? "auto"}: the sandbox runs on the image (its os-release, its Env), not on the host's system`, async () => {
       const { created, op } = await create(`${registry.host}/test/alpine:3.20`, provider)
       expect(op.state, JSON.stringify(op.error)).toBe("succeeded")
+      // The pull shows in the operation's events: resolved, each layer (fetched, or found cached once pulled), done.
+      const events = (await http.get(`/v1/operations/${created.body.operation.id}/events`, auth)).text
+      const pulls = [...events.matchAll(/^data: (.*)$/gm)].map((m) => JSON.parse(m[1]!)).filter((f) => f.type === "image_pull").map((f) => f.data)
+      expect(pulls.map((p) => p.phase)).toEqual(["resolved", "layer", "done"])
+      expect(pulls[0]).toMatchObject({ image: `${registry.host}/test/alpine:3.20`, layers: 1 })
+      expect(typeof pulls[1].cached).toBe("boolean")
       const id = created.body.sandbox.id
       const r = await runProcess(http, auth, id, ["sh", "-c", "cat /etc/os-release; echo $IMAGE_GREETING; ls /usr/bin 2>&1 | head -1"])
       expect(r.stdout).toContain('NAME="TestAlpine"')

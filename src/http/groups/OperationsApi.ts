@@ -19,7 +19,7 @@ export class OperationsApi extends HttpApiGroup.make("operations")
       .addError(NotFoundWire)
       .annotate(
         OpenApi.Description,
-        "Every event after `Last-Event-ID` (with `follow=true`: held open until the operation completes). Frames `id: <sequence>`, `event: <type>`, `data: {sequence, operation_id, type, occurred_at, data}` (schema `OperationEventFrame`); types queued, state_changed, completed, attempt_started, attempt_failed."
+        "Every event after `Last-Event-ID` (with `follow=true`: held open until the operation completes). Frames `id: <sequence>`, `event: <type>`, `data: {sequence, operation_id, type, occurred_at, data}` (schema `OperationEventFrame`); types queued, state_changed, completed, attempt_started, attempt_failed, and image_pull (a create from an OCI image on an emulated provider: `resolved` with its layers and size, each `layer` fetched or `cached`, `done`)."
       )
   )
   .middleware(ProjectKeyAuth)

@@ -3,7 +3,8 @@
  * runtime timeout and idle timeout — each honouring `destroy` or `pause` (the reference system ignores pause and
  * idle timeouts; we do not). Lifecycle jobs of one sandbox share the lock key `sandbox:<id>`, so they never overlap.
  */
-import { Context, Effect } from "effect"
+import { Context, Effect, Option } from "effect"
+import { LocalRuntime } from "../../runtime/LocalRuntime.ts"
 import { repositories, type Repositories } from "../../db/Database.ts"
 import { Db } from "../../db/Db.ts"
 import { EndpointsRepo } from "../../db/repos/Endpoints.ts"
@@ -56,6 +57,8 @@ const providerJobError = (code: string, what: string, e: ProviderError) =>
 
 export const makeLifecycleHandlers = Effect.gen(function*() {
   const accounts = yield* ProviderAccounts
+  // Emulated providers run on this host's runtime: their images are pulled with progress (Provisioning.ts).
+  const localRuntime = yield* Effect.serviceOption(LocalRuntime)
   const db = yield* Db
   const context = Context.add(yield* repositories, ProviderAccounts, accounts)
   const provide = <A, E>(effect: Effect.Effect<A, E, Repositories | ProviderAccounts>) => Effect.provide(effect, context)
@@ -94,7 +97,7 @@ export const makeLifecycleHandlers = Effect.gen(function*() {
         yield* setOperationState(operationId, "running")
         // Created here: should it land on this node's local runtime, it lives here (markReady unpins a remote one).
         yield* SandboxesRepo.pinHere(sandboxId)
-        const outcome = yield* provisionSandbox(sandbox, operationId)
+        const outcome = yield* provisionSandbox(sandbox, operationId, Option.getOrUndefined(localRuntime))
         switch (outcome._tag) {
           case "Provisioned": {
             const becameReady = yield* Effect.gen(function*() {

@@ -2,7 +2,8 @@
  * Provisioning: routes a sandbox request over the registry with fallback (providers/core/routing.ts), records
  * every attempt (provider_attempts and the operation's events), and says what happened.
  */
-import { Effect } from "effect"
+import { Effect, Fiber, Queue } from "effect"
+import type { ImagePullProgress, LocalRuntimeShape } from "../../runtime/LocalRuntime.ts"
 import { repositories } from "../../db/Database.ts"
 import { requestOf, SandboxesRepo } from "../../db/repos/Sandboxes.ts"
 import type { ErrorObject } from "../../domain/Errors.ts"
@@ -56,7 +57,29 @@ const createInput = (sandbox: SandboxRow, request: SandboxRequest, provider: Pro
   metadata: request.metadata ?? {}
 })
 
-export const provisionSandbox = (sandbox: SandboxRow, operationId: string) =>
+/**
+ * Before an emulated provider that runs images creates a sandbox from an OCI image, the image is pulled into the
+ * local runtime's layer cache here, each step an `image_pull` event of the operation (resolved: its layers and
+ * size; then each layer fetched or found cached), so a client watching the create sees the pull go. The
+ * emulator's create then finds the layers cached. A pull that fails here is left to the create, which fails with
+ * `image_pull_failed` saying why, as it would have anyway.
+ */
+const pullWithProgress = (runtime: LocalRuntimeShape, operationId: string, reference: string) =>
+  Effect.gen(function*() {
+    const queue = yield* Queue.unbounded<ImagePullProgress>()
+    const report = Effect.forever(Effect.flatMap(Queue.take(queue), (p) =>
+      appendOperationEvent(operationId, "image_pull", p.phase === "resolved"
+        ? { image: reference, phase: "resolved", digest: p.digest, layers: p.layers, bytes: p.bytes }
+        : { image: reference, phase: "layer", digest: p.digest, cached: p.cached, bytes: p.bytes })))
+    const reporter = yield* Effect.fork(report)
+    const pulled = yield* Effect.either(runtime.pullImage(reference, undefined, (p) => Queue.unsafeOffer(queue, p)))
+    // What was reported before the pull ended is written before the create goes on.
+    while ((yield* Queue.size(queue)) > 0) yield* Effect.yieldNow()
+    yield* Fiber.interrupt(reporter)
+    if (pulled._tag === "Right") yield* appendOperationEvent(operationId, "image_pull", { image: reference, phase: "done", digest: pulled.right.digest })
+  })
+
+export const provisionSandbox = (sandbox: SandboxRow, operationId: string, runtime?: LocalRuntimeShape) =>
   Effect.gen(function*() {
     const { byok, providers } = yield* Effect.flatMap(ProviderAccounts, (accounts) => accounts.candidates(sandbox.organization_id))
     const context = yield* repositories
@@ -89,7 +112,11 @@ export const provisionSandbox = (sandbox: SandboxRow, operationId: string) =>
       // On the organization's own account nothing is charged to its balance.
       managedBilling: (provider) => provider.mode === "remote" && !byok.has(provider.name),
       input: (provider) => createInput(sandbox, request, provider.name),
-      onAttempt: record
+      onAttempt: record,
+      beforeCreate: (provider, input) =>
+        runtime !== undefined && provider.mode === "emulated" && input.source.kind === "oci_image" && provider.capabilities.sources.includes("oci_image")
+          ? pullWithProgress(runtime, operationId, input.source.image).pipe(Effect.provide(context))
+          : Effect.void
     })
     const details = (attempts: ReadonlyArray<Attempt>) => ({ attempts: attempts.map((a) => ({ ...a })) })
     switch (outcome._tag) {
