@@ -89,6 +89,19 @@ describe("daytona remote: sandboxes", () => {
     expect(s.left()).toBe(0)
   })
 
+  it("a domain allow list goes as Daytona's domainAllowList (names and wildcards, comma-separated), with the internet on", async () => {
+    const s = scripted([
+      step("GET", "/api/sandbox/metal-sbx_1", () => json({ message: "not found" }, 404)),
+      step("POST", "/api/sandbox", (call) => {
+        expect(bodyJson(call)).toMatchObject({ networkBlockAll: false, domainAllowList: "api.openai.com,*.pypi.org" })
+        return json(wireSandbox())
+      })
+    ])
+    const input = { ...conformanceInput("sbx_1"), internetAccess: true, domainPolicy: { mode: "allow" as const, domains: ["api.openai.com", "*.pypi.org"] } }
+    expect((await run(provider(s.client).create(input))).resourceId).toBe("dsbx1")
+    expect(s.left()).toBe(0)
+  })
+
   it("reconcile finds the resource by our label (paged list), and nothing for an unknown id", async () => {
     const s = scripted([
       step("GET", "/api/sandbox", (call) => {

@@ -1,8 +1,9 @@
 /**
- * Domain policies through the real gateway (issue 14 item 2): `network.allow_domains` on E2B's emulator, whose
- * adapter sends E2B's `network {allowOut, denyOut}` and whose emulator hands the policy to the local runtime. The
+ * Domain policies through the real gateway (issue 14 item 2): `network.allow_domains` on E2B's emulator (its
+ * adapter sends E2B's `network {allowOut, denyOut}`) and Daytona's (`domainAllowList`), whose emulators hand the
+ * policy to the local runtime. The
  * gateway resolves through a test DNS server in a network namespace made here (RUNTIME_DNS_UPSTREAM); no outside
- * address is ever asked. A deny list finds no provider (neither E2B nor Vercel can send one).
+ * address is ever asked. A deny list finds no provider (none of E2B, Daytona and Vercel can send one).
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { api, bootstrap, type RunningServer, startServer } from "../support/server.ts"
@@ -27,12 +28,12 @@ afterAll(async () => {
 })
 
 describe("allow_domains through the gateway", () => {
-  it("e2b: an allowed name (and *.name) is reached; another name is NXDOMAIN; a literal IP is refused", async () => {
+  for (const provider of ["e2b", "daytona"]) it(`${provider}: an allowed name (and *.name) is reached; another name is NXDOMAIN; a literal IP is refused`, async () => {
     const sandbox = await createReadySandbox(http, auth, minimalSandbox({
-      provider: "e2b",
+      provider,
       network: { internet_access: true, allow_domains: ["allowed.test", "*.allowed.test"] }
     }))
-    expect(sandbox).toMatchObject({ provider: "e2b", state: "ready" })
+    expect(sandbox).toMatchObject({ provider, state: "ready" })
     const script = `
 import socket
 for target in ["allowed.test", "api.allowed.test", "other.test", ${JSON.stringify(net.public2)}]:

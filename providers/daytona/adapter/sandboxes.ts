@@ -107,6 +107,7 @@ export const makeSandboxes = (ctx: DaytonaContext) => {
       env: input.environment,
       public: false,
       networkBlockAll: !input.internetAccess,
+      ...(input.internetAccess && input.domainPolicy?.mode === "allow" ? { domainAllowList: input.domainPolicy.domains.join(",") } : {}),
       autoStopInterval: 0,
       autoDeleteInterval: -1,
       ...(ctx.config.target === undefined ? {} : { target: ctx.config.target }),

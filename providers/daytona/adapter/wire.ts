@@ -17,7 +17,9 @@ export const DAYTONA_CAPABILITIES: ProviderCapabilities = {
   ...DECLARED.daytona,
   pause: true,
   resume: true,
-  network: { blockInternet: true, allowDomains: false, denyDomains: false }
+  // Daytona's network limits: `networkBlockAll`, and `domainAllowList` (names and `*.` wildcards, comma-separated;
+  // docs: daytona.io/docs/en/network-limits). No deny list of names.
+  network: { blockInternet: true, allowDomains: true, denyDomains: false }
 }
 
 /** Daytona's published per-second prices; stopped time is counted as running, hence `low`. */

@@ -5,6 +5,7 @@
  * `error`, as Daytona reports a sandbox whose machine is gone.
  */
 import { Option } from "effect"
+import { checkPolicy } from "../../../src/runtime/DomainPolicy.ts"
 import * as crypto from "node:crypto"
 import type { LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
 import { emulatorMessage, makeRouter, route, runOrThrow as run } from "../../core/emulator/server.ts"
@@ -44,6 +45,7 @@ export const makeControl = (books: Books, runtime: LocalRuntimeShape, options: C
       disk?: number
       env?: Record<string, string>
       networkBlockAll?: boolean
+      domainAllowList?: string
       buildInfo?: { dockerfileContent?: string }
     }
     // A declarative build: the emulator runs its base image (FROM); other instructions are not emulated.
@@ -53,6 +55,13 @@ export const makeControl = (books: Books, runtime: LocalRuntimeShape, options: C
       return error(400, "the emulator builds only `FROM <image>` Dockerfiles")
     }
     if (body.name !== undefined && books.findSandbox(body.name) !== undefined) return error(409, `Sandbox with name ${body.name} already exists`)
+    // Daytona's domain allow list: names and `*.` wildcards, enforced by the runtime (its resolver and address sets).
+    const allowed = body.domainAllowList === undefined ? undefined : body.domainAllowList.split(",").map((d) => d.trim()).filter((d) => d !== "")
+    const domains = allowed === undefined ? undefined : { mode: "allow" as const, domains: allowed }
+    if (domains !== undefined) {
+      const problem = checkPolicy(domains)
+      if (problem !== null) return error(400, `domainAllowList: ${problem}`)
+    }
     const id = crypto.randomUUID()
     const sandbox: EmulatedSandbox = {
       id,
@@ -73,6 +82,7 @@ export const makeControl = (books: Books, runtime: LocalRuntimeShape, options: C
         memoryMb: Math.round(sandbox.memory * 1024),
         diskMb: sandbox.disk * 1024,
         internet: body.networkBlockAll === false,
+        ...(domains !== undefined && body.networkBlockAll === false ? { domains } : {}),
         env: sandbox.env,
         labels: { provider: "daytona", ...sandbox.labels },
         ...(image !== undefined ? { image: { reference: image } } : {})
