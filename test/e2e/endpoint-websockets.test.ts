@@ -7,7 +7,7 @@
  */
 import * as net from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { api, bootstrap, type RunningServer, startServer } from "../support/server.ts"
+import { api, type RunningServer, openGateway } from "../support/server.ts"
 import { createReadySandbox, idempotencyKey, type KeyAuth, minimalSandbox, poll } from "../support/sandbox.ts"
 
 let server: RunningServer
@@ -88,12 +88,7 @@ const rawExchange = (url: string, requests: Array<string>, after: Array<string> 
     setTimeout(() => socket.end(), 3000)
   })
 
-beforeAll(async () => {
-  server = await startServer()
-  http = api(server.url)
-  const owner = await bootstrap(server.dataDir, "endpoint-ws@example.com")
-  auth = { token: owner.api_key, project: owner.project_id }
-})
+beforeAll(async () => void ({ server, http, auth } = await openGateway("endpoint-ws@example.com")))
 afterAll(() => server.stop())
 
 describe("endpoints carry WebSockets", () => {

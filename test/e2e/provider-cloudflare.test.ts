@@ -6,19 +6,14 @@
  * Cloudflare cannot serve (no internet, a file outside /workspace) are refused.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { api, bootstrap, expectEnvelope, type RunningServer, startServer } from "../support/server.ts"
+import { api, expectEnvelope, type RunningServer, openGateway } from "../support/server.ts"
 import { createReadySandbox, idempotencyKey, type KeyAuth, minimalSandbox, runProcess, waitOperation, waitRuntimeOperation } from "../support/sandbox.ts"
 
 let server: RunningServer
 let http: ReturnType<typeof api>
 let auth: KeyAuth
 
-beforeAll(async () => {
-  server = await startServer()
-  http = api(server.url)
-  const owner = await bootstrap(server.dataDir, "cloudflare@example.com")
-  auth = { token: owner.api_key, project: owner.project_id }
-})
+beforeAll(async () => void ({ server, http, auth } = await openGateway("cloudflare@example.com")))
 afterAll(() => server.stop())
 
 describe("cloudflare through the gateway", () => {

@@ -5,19 +5,14 @@
  * and a request that needs processes or files (or a sandbox kept off the internet) is never placed there.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { api, bootstrap, expectEnvelope, type RunningServer, startServer } from "../support/server.ts"
+import { api, expectEnvelope, type RunningServer, openGateway } from "../support/server.ts"
 import { createReadySandbox, idempotencyKey, type KeyAuth, minimalSandbox, poll, waitOperation } from "../support/sandbox.ts"
 
 let server: RunningServer
 let http: ReturnType<typeof api>
 let auth: KeyAuth
 
-beforeAll(async () => {
-  server = await startServer()
-  http = api(server.url)
-  const owner = await bootstrap(server.dataDir, "codesandbox@example.com")
-  auth = { token: owner.api_key, project: owner.project_id }
-})
+beforeAll(async () => void ({ server, http, auth } = await openGateway("codesandbox@example.com")))
 afterAll(() => server.stop())
 
 const refused = async (body: Record<string, unknown>) => {

@@ -6,19 +6,14 @@
  * Freestyle cannot serve (no internet: no switch is claimed for its VMs) is never placed there.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { api, bootstrap, expectEnvelope, type RunningServer, startServer } from "../support/server.ts"
+import { api, expectEnvelope, type RunningServer, openGateway } from "../support/server.ts"
 import { createReadySandbox, idempotencyKey, type KeyAuth, minimalSandbox, poll, readProcessOutput, runProcess, waitOperation, waitProcess, waitRuntimeOperation } from "../support/sandbox.ts"
 
 let server: RunningServer
 let http: ReturnType<typeof api>
 let auth: KeyAuth
 
-beforeAll(async () => {
-  server = await startServer()
-  http = api(server.url)
-  const owner = await bootstrap(server.dataDir, "freestyle@example.com")
-  auth = { token: owner.api_key, project: owner.project_id }
-})
+beforeAll(async () => void ({ server, http, auth } = await openGateway("freestyle@example.com")))
 afterAll(() => server.stop())
 
 describe("freestyle through the gateway", () => {

@@ -5,19 +5,14 @@
  * request Runloop cannot serve (no internet: it has no way to keep a devbox offline) is never placed there.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { api, bootstrap, expectEnvelope, type RunningServer, startServer } from "../support/server.ts"
+import { api, expectEnvelope, type RunningServer, openGateway } from "../support/server.ts"
 import { createReadySandbox, idempotencyKey, type KeyAuth, minimalSandbox, poll, runProcess, waitOperation, waitProcess, waitRuntimeOperation } from "../support/sandbox.ts"
 
 let server: RunningServer
 let http: ReturnType<typeof api>
 let auth: KeyAuth
 
-beforeAll(async () => {
-  server = await startServer()
-  http = api(server.url)
-  const owner = await bootstrap(server.dataDir, "runloop@example.com")
-  auth = { token: owner.api_key, project: owner.project_id }
-})
+beforeAll(async () => void ({ server, http, auth } = await openGateway("runloop@example.com")))
 afterAll(() => server.stop())
 
 describe("runloop through the gateway", () => {

@@ -166,3 +166,13 @@ export const expectEnvelope = (response: { status: number; body: any; headers: H
   if (problems.length > 0) throw new Error(`bad error response: ${problems.join("; ")}\n${JSON.stringify(b)}`)
   return b as { code: string; message: string; request_id: string; retryable: boolean; details?: any }
 }
+
+/**
+ * A gateway for one test file: started, with an owner bootstrapped; `http` calls it, `auth` is the owner's project
+ * key (the shape of test/support/sandbox.ts's KeyAuth). The caller stops `server` after its tests.
+ */
+export const openGateway = async (email: string, options: Parameters<typeof startServer>[0] = {}) => {
+  const server = await startServer(options)
+  const owner = await bootstrap(server.dataDir, email)
+  return { server, http: api(server.url), owner, auth: { token: owner.api_key, project: owner.project_id } }
+}
