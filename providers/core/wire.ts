@@ -8,7 +8,7 @@
  *   wire.call(HttpClientRequest.get(`${base}/vms/1`), AcmeVm, "get vm")   // Effect<AcmeVm, ProviderError>
  */
 import type { HttpClient, HttpClientRequest, HttpClientResponse } from "@effect/platform"
-import { Duration, Effect, Schema } from "effect"
+import { Duration, Effect, Schema, Stream } from "effect"
 import { kindOfStatus, kindOfTransportFailure, providerFailure } from "./errors.ts"
 import type { ProviderError, ProviderErrorKind, ProviderName } from "./Provider.ts"
 
@@ -105,3 +105,24 @@ export const makeWire = <O extends CallOptions = CallOptions>(options: WireOptio
 
   return { fail, send, decode, call: (request, schema, what, call) => Effect.flatMap(send(request, what, call), decode(schema, what)) }
 }
+
+/**
+ * A response's whole body, failing as soon as it passes `cap` bytes (a chunked answer states no length up front,
+ * so the cap is counted as it comes): `unreadable` when the stream breaks, `tooLarge` past the cap.
+ */
+export const readBodyAtMost = (
+  response: HttpClientResponse.HttpClientResponse,
+  cap: number,
+  failures: { readonly unreadable: (message: string) => ProviderError; readonly tooLarge: () => ProviderError }
+): Effect.Effect<Uint8Array, ProviderError> =>
+  Effect.map(
+    response.stream.pipe(
+      Stream.mapError((e) => failures.unreadable(e.message)),
+      Stream.runFoldEffect({ chunks: [] as Array<Uint8Array>, size: 0 }, (acc, chunk) => {
+        acc.chunks.push(chunk)
+        acc.size += chunk.length
+        return acc.size > cap ? Effect.fail(failures.tooLarge()) : Effect.succeed(acc)
+      })
+    ),
+    ({ chunks }) => new Uint8Array(Buffer.concat(chunks))
+  )

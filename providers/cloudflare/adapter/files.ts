@@ -9,7 +9,8 @@
  *   or delete (the bridge has no such routes).
  */
 import { HttpClientRequest, type HttpClientResponse } from "@effect/platform"
-import { Effect, Stream } from "effect"
+import { Effect } from "effect"
+import { readBodyAtMost } from "../../core/wire.ts"
 import { type ProviderSandbox, type SandboxProvider, unsupported } from "../../core/Provider.ts"
 import { bridgePath, type CloudflareContext, NAME } from "./wire.ts"
 
@@ -27,17 +28,10 @@ export const makeFiles = (ctx: CloudflareContext) => {
 
   /** The body, failing past `cap` bytes. */
   const bytesOf = (response: HttpClientResponse.HttpClientResponse, cap: number, p: string) =>
-    Effect.map(
-      response.stream.pipe(
-        Stream.mapError((e) => fail("unavailable", `cloudflare read of ${p} could not be read: ${e.message}`)),
-        Stream.runFoldEffect({ chunks: [] as Array<Uint8Array>, size: 0 }, (acc, chunk) => {
-          acc.chunks.push(chunk)
-          acc.size += chunk.length
-          return acc.size > cap ? Effect.fail(fail("invalid_request", `${p} is larger than the ${cap} bytes read at once`)) : Effect.succeed(acc)
-        })
-      ),
-      ({ chunks }) => new Uint8Array(Buffer.concat(chunks))
-    )
+    readBodyAtMost(response, cap, {
+      unreadable: (message) => fail("unavailable", `cloudflare read of ${p} could not be read: ${message}`),
+      tooLarge: () => fail("invalid_request", `${p} is larger than the ${cap} bytes read at once`)
+    })
 
   /** A ranged read: the bytes, the file's size; null when there is no such file. */
   const ranged = (sandbox: ProviderSandbox, p: string, encoded: string, offset: number, length: number) =>

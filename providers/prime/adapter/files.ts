@@ -8,6 +8,7 @@
  */
 import { HttpClientRequest, type HttpClientResponse } from "@effect/platform"
 import { Effect, Stream } from "effect"
+import { readBodyAtMost } from "../../core/wire.ts"
 import { type ProviderSandbox, type SandboxProvider, unsupported } from "../../core/Provider.ts"
 import { NAME, type PrimeContext } from "./wire.ts"
 
@@ -32,17 +33,10 @@ export const makeFiles = (ctx: PrimeContext) => {
 
   /** The whole body, failing as soon as it passes `cap` bytes (a chunked answer states no length up front). */
   const readAtMost = (response: HttpClientResponse.HttpClientResponse, cap: number, p: string) =>
-    Effect.map(
-      response.stream.pipe(
-        Stream.mapError((e) => fail("unavailable", `prime download could not be read: ${e.message}`)),
-        Stream.runFoldEffect({ chunks: [] as Array<Uint8Array>, size: 0 }, (acc, chunk) => {
-          acc.chunks.push(chunk)
-          acc.size += chunk.length
-          return acc.size > cap ? Effect.fail(fail("invalid_request", `${p} is larger than the ${cap} bytes Prime's whole-file download is read for`)) : Effect.succeed(acc)
-        })
-      ),
-      ({ chunks }) => new Uint8Array(Buffer.concat(chunks))
-    )
+    readBodyAtMost(response, cap, {
+      unreadable: (message) => fail("unavailable", `prime download could not be read: ${message}`),
+      tooLarge: () => fail("invalid_request", `${p} is larger than the ${cap} bytes Prime's whole-file download is read for`)
+    })
 
   const readFile: SandboxProvider["readFile"] = (sandbox, input) =>
     Effect.gen(function*() {
