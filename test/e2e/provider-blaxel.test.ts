@@ -5,8 +5,8 @@
  * elsewhere or refused, never placed there.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { api, expectEnvelope, type RunningServer, openGateway } from "../support/server.ts"
-import { createReadySandbox, idempotencyKey, type KeyAuth, minimalSandbox, poll, runProcess, waitOperation, waitRuntimeOperation } from "../support/sandbox.ts"
+import { api, type RunningServer, openGateway } from "../support/server.ts"
+import { createReadySandbox, idempotencyKey, type KeyAuth, minimalSandbox, poll, runProcess, waitRuntimeOperation, destroyAndExpectStopped, expectNoEligibleProvider } from "../support/sandbox.ts"
 
 let server: RunningServer
 let http: ReturnType<typeof api>
@@ -56,19 +56,10 @@ describe("blaxel through the gateway", () => {
     const metrics = await http.get(`/v1/sandboxes/${sandbox.id}/metrics`, auth)
     expect(metrics.body).toMatchObject({ provider: "blaxel", source: "local_runtime" })
 
-    const deleted = await http.delete(`/v1/sandboxes/${sandbox.id}`, { ...auth, headers: { "idempotency-key": idempotencyKey("d") } })
-    expect((await waitOperation(http, auth, deleted.body.operation.id)).state).toBe("succeeded")
-    expect((await http.get(`/v1/sandboxes/${sandbox.id}`, auth)).body.state).toBe("stopped")
+    await destroyAndExpectStopped(http, auth, sandbox.id)
   }, 90_000)
 
   it("a sandbox without internet is never placed on Blaxel", async () => {
-    const res = await http.post("/v1/sandboxes", { ...auth, body: minimalSandbox({ provider: "blaxel", network: { internet_access: false } }), headers: { "idempotency-key": idempotencyKey("n") } })
-    if (res.status === 202) {
-      const op = await waitOperation(http, auth, res.body.operation.id)
-      expect(op.state).toBe("failed")
-      expect(op.error.code).toBe("no_eligible_provider")
-    } else {
-      expectEnvelope(res, 422)
-    }
+    await expectNoEligibleProvider(http, auth, minimalSandbox({ provider: "blaxel", network: { internet_access: false } }))
   }, 30_000)
 })

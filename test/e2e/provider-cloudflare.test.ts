@@ -7,7 +7,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { api, expectEnvelope, type RunningServer, openGateway } from "../support/server.ts"
-import { createReadySandbox, idempotencyKey, type KeyAuth, minimalSandbox, runProcess, waitOperation, waitRuntimeOperation } from "../support/sandbox.ts"
+import { createReadySandbox, idempotencyKey, type KeyAuth, minimalSandbox, runProcess, waitRuntimeOperation, destroyAndExpectStopped, expectNoEligibleProvider } from "../support/sandbox.ts"
 
 let server: RunningServer
 let http: ReturnType<typeof api>
@@ -48,19 +48,10 @@ describe("cloudflare through the gateway", () => {
 
     expectEnvelope(await http.post(`/v1/sandboxes/${sandbox.id}/endpoints`, { ...auth, body: { port: 8000 }, headers: { "idempotency-key": idempotencyKey("e") } }), 409, "capability_unsupported")
 
-    const deleted = await http.delete(`/v1/sandboxes/${sandbox.id}`, { ...auth, headers: { "idempotency-key": idempotencyKey("d") } })
-    expect((await waitOperation(http, auth, deleted.body.operation.id)).state).toBe("succeeded")
-    expect((await http.get(`/v1/sandboxes/${sandbox.id}`, auth)).body.state).toBe("stopped")
+    await destroyAndExpectStopped(http, auth, sandbox.id)
   }, 90_000)
 
   it("a sandbox without internet is never placed on Cloudflare", async () => {
-    const res = await http.post("/v1/sandboxes", { ...auth, body: minimalSandbox({ provider: "cloudflare", network: { internet_access: false } }), headers: { "idempotency-key": idempotencyKey("n") } })
-    if (res.status === 202) {
-      const op = await waitOperation(http, auth, res.body.operation.id)
-      expect(op.state).toBe("failed")
-      expect(op.error.code).toBe("no_eligible_provider")
-    } else {
-      expectEnvelope(res, 422)
-    }
+    await expectNoEligibleProvider(http, auth, minimalSandbox({ provider: "cloudflare", network: { internet_access: false } }))
   }, 30_000)
 })

@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { api, expectEnvelope, type RunningServer, openGateway } from "../support/server.ts"
-import { createReadySandbox, idempotencyKey, type KeyAuth, minimalSandbox, runProcess, waitOperation, waitRuntimeOperation } from "../support/sandbox.ts"
+import { createReadySandbox, idempotencyKey, type KeyAuth, minimalSandbox, runProcess, waitOperation, waitRuntimeOperation, destroyAndExpectStopped } from "../support/sandbox.ts"
 
 let server: RunningServer
 let http: ReturnType<typeof api>
@@ -40,9 +40,7 @@ describe("modal through the gateway", () => {
 
     expectEnvelope(await http.post(`/v1/sandboxes/${sandbox.id}/endpoints`, { ...auth, body: { port: 8000 }, headers: { "idempotency-key": idempotencyKey("e") } }), 409, "capability_unsupported")
 
-    const deleted = await http.delete(`/v1/sandboxes/${sandbox.id}`, { ...auth, headers: { "idempotency-key": idempotencyKey("d") } })
-    expect((await waitOperation(http, auth, deleted.body.operation.id)).state).toBe("succeeded")
-    expect((await http.get(`/v1/sandboxes/${sandbox.id}`, auth)).body.state).toBe("stopped")
+    await destroyAndExpectStopped(http, auth, sandbox.id)
 
     const oci = await http.post("/v1/sandboxes", {
       ...auth,

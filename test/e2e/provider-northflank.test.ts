@@ -7,7 +7,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { api, expectEnvelope, type RunningServer, openGateway } from "../support/server.ts"
-import { createReadySandbox, idempotencyKey, type KeyAuth, minimalSandbox, poll, waitOperation } from "../support/sandbox.ts"
+import { createReadySandbox, idempotencyKey, type KeyAuth, minimalSandbox, poll, waitOperation, destroyAndExpectStopped } from "../support/sandbox.ts"
 
 let server: RunningServer
 let http: ReturnType<typeof api>
@@ -44,9 +44,7 @@ describe("northflank through the gateway", () => {
     const metered = await poll(async () => (await http.get(`/v1/sandboxes/${sandbox.id}`, auth)).body, (x) => x.cost_microusd !== null, 20_000, 200)
     expect(BigInt(metered.cost_microusd)).toBeGreaterThanOrEqual(0n)
 
-    const deleted = await http.delete(`/v1/sandboxes/${sandbox.id}`, { ...auth, headers: { "idempotency-key": idempotencyKey("d") } })
-    expect((await waitOperation(http, auth, deleted.body.operation.id)).state).toBe("succeeded")
-    expect((await http.get(`/v1/sandboxes/${sandbox.id}`, auth)).body.state).toBe("stopped")
+    await destroyAndExpectStopped(http, auth, sandbox.id)
   }, 120_000)
 
   it("a request that needs processes or files, or no internet, is never placed on Northflank, and says why", async () => {

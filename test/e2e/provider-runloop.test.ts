@@ -5,8 +5,8 @@
  * request Runloop cannot serve (no internet: it has no way to keep a devbox offline) is never placed there.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { api, expectEnvelope, type RunningServer, openGateway } from "../support/server.ts"
-import { createReadySandbox, idempotencyKey, type KeyAuth, minimalSandbox, poll, runProcess, waitOperation, waitProcess, waitRuntimeOperation } from "../support/sandbox.ts"
+import { api, type RunningServer, openGateway } from "../support/server.ts"
+import { createReadySandbox, idempotencyKey, type KeyAuth, minimalSandbox, poll, runProcess, waitOperation, waitProcess, waitRuntimeOperation, destroyAndExpectStopped, expectNoEligibleProvider } from "../support/sandbox.ts"
 
 let server: RunningServer
 let http: ReturnType<typeof api>
@@ -56,19 +56,10 @@ describe("runloop through the gateway", () => {
     const metered = await poll(async () => (await http.get(`/v1/sandboxes/${sandbox.id}`, auth)).body, (x) => x.cost_microusd !== null, 20_000, 200)
     expect(BigInt(metered.cost_microusd)).toBeGreaterThan(0n)
 
-    const deleted = await http.delete(`/v1/sandboxes/${sandbox.id}`, { ...auth, headers: { "idempotency-key": idempotencyKey("d") } })
-    expect((await waitOperation(http, auth, deleted.body.operation.id)).state).toBe("succeeded")
-    expect((await http.get(`/v1/sandboxes/${sandbox.id}`, auth)).body.state).toBe("stopped")
+    await destroyAndExpectStopped(http, auth, sandbox.id)
   }, 120_000)
 
   it("a sandbox without internet is never placed on Runloop", async () => {
-    const res = await http.post("/v1/sandboxes", { ...auth, body: minimalSandbox({ provider: "runloop", network: { internet_access: false } }), headers: { "idempotency-key": idempotencyKey("n") } })
-    if (res.status === 202) {
-      const op = await waitOperation(http, auth, res.body.operation.id)
-      expect(op.state).toBe("failed")
-      expect(op.error.code).toBe("no_eligible_provider")
-    } else {
-      expectEnvelope(res, 422)
-    }
+    await expectNoEligibleProvider(http, auth, minimalSandbox({ provider: "runloop", network: { internet_access: false } }))
   }, 30_000)
 })

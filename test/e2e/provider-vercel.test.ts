@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { api, expectEnvelope, type RunningServer, openGateway } from "../support/server.ts"
-import { createReadySandbox, idempotencyKey, type KeyAuth, minimalSandbox, poll, runProcess, waitOperation, waitProcess, waitRuntimeOperation } from "../support/sandbox.ts"
+import { createReadySandbox, idempotencyKey, type KeyAuth, minimalSandbox, poll, runProcess, waitOperation, waitProcess, waitRuntimeOperation, destroyAndExpectStopped } from "../support/sandbox.ts"
 
 let server: RunningServer
 let http: ReturnType<typeof api>
@@ -48,9 +48,7 @@ describe("vercel through the gateway", () => {
 
     expectEnvelope(await http.post(`/v1/sandboxes/${sandbox.id}/endpoints`, { ...auth, body: { port: 8000 }, headers: { "idempotency-key": idempotencyKey("e") } }), 409, "capability_unsupported")
 
-    const deleted = await http.delete(`/v1/sandboxes/${sandbox.id}`, { ...auth, headers: { "idempotency-key": idempotencyKey("d") } })
-    expect((await waitOperation(http, auth, deleted.body.operation.id)).state).toBe("succeeded")
-    expect((await http.get(`/v1/sandboxes/${sandbox.id}`, auth)).body.state).toBe("stopped")
+    await destroyAndExpectStopped(http, auth, sandbox.id)
   }, 90_000)
 
   it("a sandbox asking for public ports is never placed on Vercel", async () => {

@@ -95,3 +95,24 @@ export const parseSse = (text: string): Array<{ id: number; event: string; data:
       }
       return { id: Number(fields["id"]), event: fields["event"] ?? "", data: JSON.parse(fields["data"] ?? "null") }
     })
+
+/** Deletes a sandbox, waits for its operation to succeed, and checks it reads `stopped`. */
+export const destroyAndExpectStopped = async (http: Http, auth: KeyAuth, sandboxId: string) => {
+  const deleted = await http.delete(`/v1/sandboxes/${sandboxId}`, { ...auth, headers: { "idempotency-key": idempotencyKey("d") } })
+  const op = await waitOperation(http, auth, deleted.body.operation.id)
+  if (op.state !== "succeeded") throw new Error(`destroy ${op.state}: ${JSON.stringify(op.error)}`)
+  const state = (await http.get(`/v1/sandboxes/${sandboxId}`, auth)).body.state
+  if (state !== "stopped") throw new Error(`the destroyed sandbox reads ${state}, not stopped`)
+}
+
+/** A request no configured provider may take: its create fails with `no_eligible_provider` (or is refused at once); the error. */
+export const expectNoEligibleProvider = async (http: Http, auth: KeyAuth, body: Record<string, unknown>) => {
+  const res = await http.post("/v1/sandboxes", { ...auth, body, headers: { "idempotency-key": idempotencyKey("n") } })
+  if (res.status !== 202) {
+    if (res.status !== 422) throw new Error(`the create answered ${res.status}: ${res.text}`)
+    return res.body
+  }
+  const op = await waitOperation(http, auth, res.body.operation.id)
+  if (op.state !== "failed" || op.error?.code !== "no_eligible_provider") throw new Error(`expected no_eligible_provider, got ${op.state}: ${JSON.stringify(op.error)}`)
+  return op.error
+}
