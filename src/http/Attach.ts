@@ -11,6 +11,7 @@ import type { ProviderAccounts } from "../services/ProviderAccounts.ts"
 import type { ProcessesRepo } from "../db/repos/Processes.ts"
 import { SandboxesRepo } from "../db/repos/Sandboxes.ts"
 import { openAttach } from "../services/sandboxes/Terminals.ts"
+import { guardedRoute } from "./GuardedRoute.ts"
 import { acceptWebSocket } from "./WebSocketUpgrade.ts"
 
 export const ATTACH_PATH = "/v1/sandboxes/:sandbox_id/processes/:process_id/attach"
@@ -27,7 +28,7 @@ type Route = (request: Bun.BunRequest<typeof ATTACH_PATH>, server: Bun.Server<un
 export const attachRoute = (runtime: Runtime.Runtime<Services>): Route => {
   const run = Runtime.runPromise(runtime)
   const fork = Runtime.runFork(runtime)
-  return async (request, server) => {
+  return guardedRoute("terminal attach", async (request: Bun.BunRequest<typeof ATTACH_PATH>, server: Bun.Server<unknown>) => {
     if ((request.headers.get("upgrade") ?? "").toLowerCase() !== "websocket") return server.fetch(request)
     const headers = new Headers(request.headers)
     for (const name of ["upgrade", "connection", "sec-websocket-key", "sec-websocket-version", "sec-websocket-extensions", "sec-websocket-protocol"]) headers.delete(name)
@@ -50,5 +51,5 @@ export const attachRoute = (runtime: Runtime.Runtime<Services>): Route => {
       void closed.then(session.closed)
     })
     return undefined
-  }
+  })
 }

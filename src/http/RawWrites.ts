@@ -12,6 +12,7 @@ import { CurrentRequestId, isRetryableStatus } from "../domain/Errors.ts"
 import { RawWritten } from "../domain/Runtime.ts"
 import type { Caller } from "../services/sandboxes/Commands.ts"
 import { type RawWriteServices, writeRawStream } from "../services/sandboxes/RawFiles.ts"
+import { guardedRoute } from "./GuardedRoute.ts"
 
 export const RAW_CONTENT_PATH = "/v1/sandboxes/:sandbox_id/files/content"
 
@@ -36,7 +37,7 @@ type Route = (request: Bun.BunRequest<typeof RAW_CONTENT_PATH>, server: Bun.Serv
 /** `other` answers every method but PUT (a raw read). */
 export const rawWriteRoute = (runtime: Runtime.Runtime<RawWriteServices>, other: (request: Request, server: Bun.Server<unknown>) => Response | Promise<Response>): Route => {
   const run = Runtime.runPromise(runtime)
-  return async (request, server) => {
+  return guardedRoute("raw write", async (request: Bun.BunRequest<typeof RAW_CONTENT_PATH>, server: Bun.Server<unknown>): Promise<Response> => {
     // Not a raw body (a read, or the wrong media type): the API answers it as usual (415 for the latter).
     if (request.method !== "PUT" || !(request.headers.get("content-type") ?? "").toLowerCase().startsWith("application/octet-stream")) return await other(request, server)
     const headers = new Headers(request.headers)
@@ -72,5 +73,5 @@ export const rawWriteRoute = (runtime: Runtime.Runtime<RawWriteServices>, other:
       { code: error.code, message: error.message, request_id: requestId, retryable: isRetryableStatus(status), ...(error.details === undefined ? {} : { details: error.details }) },
       { status, headers: out }
     )
-  }
+  })
 }
