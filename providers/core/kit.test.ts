@@ -6,7 +6,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { describe, expect, it } from "vitest"
 import { rateCardCost } from "./cost.ts"
-import { makeRouter, route } from "./emulator/server.ts"
+import { decodeJsonBody, makeRouter, route } from "./emulator/server.ts"
 import { persistentRecords, persistentState } from "./emulator/state.ts"
 import { pollUntil } from "./poll.ts"
 import type { ProviderError } from "./Provider.ts"
@@ -170,5 +170,20 @@ describe("persistent books", () => {
     fs.writeFileSync(path.join(dir, "sessions", "broken.json"), "{\"key\": \"c\", \"value\": {\"n\": \"x\"}}")
     expect(persistentRecords(dir, "sessions", Schema.Struct({ n: Schema.Number })).entries()).toEqual([["a", { n: 1 }]])
     fs.rmSync(dir, { recursive: true })
+  })
+})
+
+describe("decodeJsonBody (the emulators' request bodies)", () => {
+  const Body = Schema.Struct({ name: Schema.String })
+  const req = (body: string) => new Request("http://emulator/x", { method: "POST", body })
+  it("decodes the schema's shape; refuses what is not JSON, another shape, an unknown key; empty is {} only when asked", async () => {
+    expect(await decodeJsonBody(req('{"name":"a"}'), Body)).toEqual({ ok: true, value: { name: "a" } })
+    expect(await decodeJsonBody(req("{"), Body)).toEqual({ ok: false, problem: "json", message: "the request body is not valid JSON" })
+    expect(await decodeJsonBody(req('{"name":1}'), Body)).toMatchObject({ ok: false, problem: "shape", message: expect.stringMatching(/^invalid request body: /) })
+    expect(await decodeJsonBody(req('{"name":"a","x":1}'), Body)).toMatchObject({ ok: false, problem: "shape" })
+    expect(await decodeJsonBody(req(""), Body)).toMatchObject({ ok: false, problem: "json" })
+    expect(await decodeJsonBody(req(""), Schema.Struct({}), { emptyIsObject: true })).toEqual({ ok: true, value: {} })
+    const long = await decodeJsonBody(req(JSON.stringify({ name: "a", [`k${"x".repeat(1000)}`]: 1 })), Body)
+    expect(!long.ok && long.message.length).toBeLessThanOrEqual("invalid request body: ".length + 300)
   })
 })

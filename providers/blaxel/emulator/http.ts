@@ -3,7 +3,8 @@
  * `{error}`, and request bodies read through Schemas (malformed JSON, unknown fields and wrong types are the
  * provider's 400).
  */
-import { Either, ParseResult, Schema } from "effect"
+import { decodeJsonBody } from "../../core/emulator/server.ts"
+import { Schema } from "effect"
 
 export const json = (body: unknown, status = 200, headers: Record<string, string> = {}) => Response.json(body, { status, headers })
 
@@ -33,15 +34,9 @@ export const runtimeError = (status: number, message: string) => json({ error: m
 
 /** A JSON body decoded by `schema`, strictly (unknown fields refused). */
 export const readBody = async <A, I>(request: Request, schema: Schema.Schema<A, I>): Promise<A> => {
-  let body: unknown
-  try {
-    body = await request.json()
-  } catch {
-    throw new HttpFailure(400, "the request body is not valid JSON")
-  }
-  const decoded = Schema.decodeUnknownEither(schema, { onExcessProperty: "error", errors: "first" })(body)
-  if (Either.isLeft(decoded)) throw new HttpFailure(400, `invalid request body: ${ParseResult.TreeFormatter.formatErrorSync(decoded.left).replace(/\s+/g, " ").slice(0, 300)}`)
-  return decoded.right
+  const body = await decodeJsonBody(request, schema)
+  if (!body.ok) throw new HttpFailure(400, body.message)
+  return body.value
 }
 
 export const StringMap = Schema.Record({ key: Schema.String, value: Schema.String })

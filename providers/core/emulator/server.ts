@@ -3,7 +3,7 @@
  * a small router from method and path pattern to handler, runtime calls that throw the runtime's typed error,
  * and the status for such an error.
  */
-import { Cause, Effect, Exit, Option } from "effect"
+import { Cause, Effect, Either, Exit, Option, ParseResult, Schema } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { imagePullMessage } from "../errors.ts"
@@ -105,4 +105,26 @@ export const makeRouter = <C>(routes: ReadonlyArray<Route<C>>) => {
       return { _tag: otherMethod ? "MethodNotAllowed" : "NotFound" }
     }
   }
+}
+
+/**
+ * A request's JSON body decoded by `schema`, refusing keys it does not name: the value, or why not — the body is
+ * not JSON (`json`), or not of the shape (`shape`, a one-line message of at most 300 characters). Each emulator
+ * answers these in its provider's own error format and status. `emptyIsObject`: an empty body reads as `{}`.
+ */
+export const decodeJsonBody = async <A, I>(
+  request: Request,
+  schema: Schema.Schema<A, I>,
+  options: { readonly emptyIsObject?: boolean } = {}
+): Promise<{ readonly ok: true; readonly value: A } | { readonly ok: false; readonly problem: "json" | "shape"; readonly message: string }> => {
+  let body: unknown
+  try {
+    const text = await request.text()
+    body = options.emptyIsObject === true && text.trim() === "" ? {} : JSON.parse(text)
+  } catch {
+    return { ok: false, problem: "json", message: "the request body is not valid JSON" }
+  }
+  const decoded = Schema.decodeUnknownEither(schema, { onExcessProperty: "error", errors: "first" })(body)
+  if (Either.isRight(decoded)) return { ok: true, value: decoded.right }
+  return { ok: false, problem: "shape", message: `invalid request body: ${ParseResult.TreeFormatter.formatErrorSync(decoded.left).replace(/\s+/g, " ").slice(0, 300)}` }
 }

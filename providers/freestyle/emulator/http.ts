@@ -3,7 +3,8 @@
  * with their status, and request bodies read through Schemas (malformed JSON, unknown fields and wrong types are
  * the provider's 400 `INVALID_PARAMETERS`).
  */
-import { Either, ParseResult, Schema } from "effect"
+import { decodeJsonBody } from "../../core/emulator/server.ts"
+import { Schema } from "effect"
 
 export const json = (body: unknown, status = 200) => Response.json(body, { status })
 
@@ -18,18 +19,9 @@ export const errorResponse = (status: number, code: string, message: string) => 
 
 /** A JSON body decoded by `schema`, strictly (unknown fields refused). An empty body reads as `{}`. */
 export const readBody = async <A, I>(request: Request, schema: Schema.Schema<A, I>): Promise<A> => {
-  let body: unknown
-  try {
-    const text = await request.text()
-    body = text.trim() === "" ? {} : JSON.parse(text)
-  } catch {
-    throw new HttpFailure(400, "INVALID_PARAMETERS", "the request body is not valid JSON")
-  }
-  const decoded = Schema.decodeUnknownEither(schema, { onExcessProperty: "error", errors: "first" })(body)
-  if (Either.isLeft(decoded)) {
-    throw new HttpFailure(400, "INVALID_PARAMETERS", `invalid request body: ${ParseResult.TreeFormatter.formatErrorSync(decoded.left).replace(/\s+/g, " ").slice(0, 300)}`)
-  }
-  return decoded.right
+  const body = await decodeJsonBody(request, schema, { emptyIsObject: true })
+  if (!body.ok) throw new HttpFailure(400, "INVALID_PARAMETERS", body.message)
+  return body.value
 }
 
 export const StringMap = Schema.Record({ key: Schema.String, value: Schema.String })

@@ -20,7 +20,7 @@ import { Effect, Option, Schema, type Scope } from "effect"
 import * as crypto from "node:crypto"
 import { AppConfig } from "../../../src/Config.ts"
 import { LocalRuntime, type LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
-import { emulatorMessage, makeRouter, route, runOrThrow as run, servePersistent, statusOfRuntimeError } from "../../core/emulator/server.ts"
+import { emulatorMessage, makeRouter, route, runOrThrow as run, servePersistent, statusOfRuntimeError, decodeJsonBody } from "../../core/emulator/server.ts"
 import { emulatorHome, emulatorKey, persistentState } from "../../core/emulator/state.ts"
 import { DEFAULT_IMAGE, IDLE_COMMAND, planCentsPerHour, planSize } from "../adapter/wire.ts"
 
@@ -72,16 +72,9 @@ const data = (body: unknown, status = 200) => Response.json({ data: body }, { st
 const failure = (status: number, message: string) => Response.json({ error: { status, message, id: crypto.randomUUID() } }, { status })
 
 const readBody = async <A, I>(request: Request, schema: Schema.Schema<A, I>): Promise<A> => {
-  let body: unknown
-  try {
-    const text = await request.text()
-    body = text.trim() === "" ? {} : JSON.parse(text)
-  } catch {
-    throw new Failure(400, "the request body is not valid JSON")
-  }
-  const decoded = Schema.decodeUnknownEither(schema, { onExcessProperty: "error", errors: "first" })(body)
-  if (decoded._tag === "Left") throw new Failure(400, `invalid request body: ${String(decoded.left.message).replace(/\s+/g, " ").slice(0, 300)}`)
-  return decoded.right
+  const body = await decodeJsonBody(request, schema, { emptyIsObject: true })
+  if (!body.ok) throw new Failure(400, body.message)
+  return body.value
 }
 
 export interface NorthflankEmulatorInfo {

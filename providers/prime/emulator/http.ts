@@ -2,7 +2,8 @@
  * What the Prime emulator answers with: JSON bodies, errors as FastAPI's `{detail}` with their status (422 for a
  * body of the wrong shape, as Prime's API does), and request bodies read through Schemas.
  */
-import { Either, ParseResult, Schema } from "effect"
+import { decodeJsonBody } from "../../core/emulator/server.ts"
+import { Schema } from "effect"
 
 export const json = (body: unknown, status = 200) => Response.json(body, { status })
 
@@ -17,13 +18,7 @@ export const errorResponse = (status: number, detail: string) => json({ detail }
 
 /** A JSON body decoded by `schema`, strictly (unknown fields refused). */
 export const readBody = async <A, I>(request: Request, schema: Schema.Schema<A, I>): Promise<A> => {
-  let body: unknown
-  try {
-    body = await request.json()
-  } catch {
-    throw new HttpFailure(400, "the request body is not valid JSON")
-  }
-  const decoded = Schema.decodeUnknownEither(schema, { onExcessProperty: "error", errors: "first" })(body)
-  if (Either.isLeft(decoded)) throw new HttpFailure(422, `invalid request body: ${ParseResult.TreeFormatter.formatErrorSync(decoded.left).replace(/\s+/g, " ").slice(0, 300)}`)
-  return decoded.right
+  const body = await decodeJsonBody(request, schema)
+  if (!body.ok) throw body.problem === "json" ? new HttpFailure(400, body.message) : new HttpFailure(422, body.message)
+  return body.value
 }
