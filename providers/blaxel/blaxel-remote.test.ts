@@ -141,3 +141,18 @@ describe("blaxel remote: the sandbox runtime", () => {
     expect(s.left()).toBe(0)
   })
 })
+
+describe("blaxel remote: files", () => {
+  it("a download is bounded while it is read: a chunked body (no length stated) past the range asked is refused", async () => {
+    const path = new URL(`${RUN}/filesystem/${encodeURIComponent("/workspace/big.bin")}`).pathname
+    const endless = () =>
+      new Response(new ReadableStream<Uint8Array>({ pull: (c) => c.enqueue(new Uint8Array(64 * 1024)) }), {
+        status: 206,
+        headers: { "content-type": "application/octet-stream", "content-disposition": "attachment", "content-range": "bytes 0-99/100" }
+      })
+    const s = scripted([step("GET", path, endless)])
+    const failure = await failureOf(provider(s.client).readFile(SANDBOX, { path: "/workspace/big.bin", offsetBytes: 0, maxBytes: 100 }))
+    expect(failure.kind).toBe("invalid_request")
+    expect(failure.message).toContain("larger than 100 bytes")
+  })
+})

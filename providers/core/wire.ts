@@ -107,15 +107,16 @@ export const makeWire = <O extends CallOptions = CallOptions>(options: WireOptio
 }
 
 /**
- * A response's whole body, failing as soon as it passes `cap` bytes (a chunked answer states no length up front,
- * so the cap is counted as it comes): `unreadable` when the stream breaks, `tooLarge` past the cap.
+ * A response's whole body, failing as soon as it passes `cap` bytes: before reading when its Content-Length says
+ * so, else counted as it comes (a chunked answer states no length up front). `unreadable` when the stream breaks,
+ * `tooLarge` past the cap.
  */
 export const readBodyAtMost = (
   response: HttpClientResponse.HttpClientResponse,
   cap: number,
   failures: { readonly unreadable: (message: string) => ProviderError; readonly tooLarge: () => ProviderError }
 ): Effect.Effect<Uint8Array, ProviderError> =>
-  Effect.map(
+  Number(response.headers["content-length"] ?? "0") > cap ? Effect.fail(failures.tooLarge()) : Effect.map(
     response.stream.pipe(
       Stream.mapError((e) => failures.unreadable(e.message)),
       Stream.runFoldEffect({ chunks: [] as Array<Uint8Array>, size: 0 }, (acc, chunk) => {

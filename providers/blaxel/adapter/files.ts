@@ -11,6 +11,7 @@
  * - list: `GET /filesystem/{path}` (JSON: files and subdirectories), walked for a recursive listing.
  * - delete: `DELETE /filesystem/{path}?recursive=`; 404 is "nothing to delete".
  */
+import { readBodyAtMost } from "../../core/wire.ts"
 import { HttpClientRequest } from "@effect/platform"
 import { Effect } from "effect"
 import type { ProviderError, ProviderFileEntry, ProviderSandbox, SandboxProvider } from "../../core/Provider.ts"
@@ -50,10 +51,13 @@ export const makeFiles = (ctx: BlaxelContext) => {
       if (response.headers["content-disposition"] === undefined && (response.headers["content-type"] ?? "").includes("application/json")) {
         return yield* fail("invalid_request", `${p} is a directory`)
       }
-      // Bounded before reading: a 206 is at most the range, a whole file (no Range on the way) at most the limit.
+      // Bounded, before reading where the length is stated and while reading: a 206 is at most the range, a whole
+      // file (no Range on the way) at most the limit.
       const cap = response.status === 206 ? Math.max(length, 1) : files!.maxReadBytes
-      if (Number(response.headers["content-length"] ?? "0") > cap) return yield* fail("invalid_request", `${p} is larger than ${cap} bytes`)
-      const body = new Uint8Array(yield* Effect.mapError(response.arrayBuffer, (e) => fail("unavailable", `blaxel download could not be read: ${e.message}`)))
+      const body = yield* readBodyAtMost(response, cap, {
+        unreadable: (message) => fail("unavailable", `blaxel download could not be read: ${message}`),
+        tooLarge: () => fail("invalid_request", `${p} is larger than ${cap} bytes`)
+      })
       if (response.status === 206) return { data: body.slice(0, length), size: range === null ? offset + body.length : Number(range[1]) }
       return { data: body.slice(offset, offset + length), size: body.length }
     })

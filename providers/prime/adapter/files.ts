@@ -44,9 +44,6 @@ export const makeFiles = (ctx: PrimeContext) => {
       const gw = yield* ctx.gateway(sandbox)
       const response = yield* download(sandbox, gw, input.path)
       if (response === null) return yield* fail("not_found", `${input.path} does not exist`)
-      if (Number(response.headers["content-length"] ?? "0") > WHOLE_FILE_BYTES) {
-        return yield* fail("invalid_request", `${input.path} is larger than the ${WHOLE_FILE_BYTES} bytes Prime's whole-file download is read for`)
-      }
       const body = yield* readAtMost(response, WHOLE_FILE_BYTES, input.path)
       const end = Math.min(body.length, input.offsetBytes + Math.min(input.maxBytes, files.maxReadBytes))
       const data = body.slice(Math.min(input.offsetBytes, body.length), end)

@@ -44,10 +44,6 @@ export const makeFiles = (ctx: RunloopContext) => {
       if (files === null || !files.read) return yield* unsupported(NAME, "reading files")
       const response = yield* download(sandbox, input.path)
       if (response === null) return yield* fail("not_found", `${input.path} does not exist`)
-      // Bounded before reading where the length is stated, and while reading: the whole file comes, whatever range is asked for.
-      if (Number(response.headers["content-length"] ?? "0") > WHOLE_FILE_BYTES) {
-        return yield* fail("invalid_request", `${input.path} is larger than the ${WHOLE_FILE_BYTES} bytes Runloop's whole-file download is read for`)
-      }
       const body = yield* readAtMost(response, WHOLE_FILE_BYTES, input.path)
       const end = Math.min(body.length, input.offsetBytes + Math.min(input.maxBytes, files.maxReadBytes))
       const data = body.slice(Math.min(input.offsetBytes, body.length), end)
