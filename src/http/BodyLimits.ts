@@ -8,6 +8,7 @@
  * - nesting: JSON nested deeper than MAX_JSON_DEPTH is refused (422) by a linear scan before `JSON.parse`, whose
  *   recursion would otherwise overflow the stack (a 500) on input like `[[[[…]]]]` 100,000 levels deep.
  */
+import { readAtMost } from "../domain/Bodies.ts"
 import { WELL_FORMED_REQUEST_ID } from "./RequestId.ts"
 
 /** Deepest nesting of arrays and objects accepted in a JSON body; the API's own bodies need fewer than 10. */
@@ -68,31 +69,6 @@ const tooLarge = (request: Request, maxBodyBytes: number) => {
     retryable: false,
     details: { max_bytes: maxBodyBytes }
   }, { status: 413, headers: { "x-request-id": requestId } })
-}
-
-/** The body read whole, or undefined as soon as it passes `max` bytes (the rest is never read). */
-const readAtMost = async (body: ReadableStream<Uint8Array>, max: number): Promise<Uint8Array<ArrayBuffer> | undefined> => {
-  const reader = body.getReader()
-  const chunks: Array<Uint8Array> = []
-  let total = 0
-  for (;;) {
-    const { done, value } = await reader.read()
-    if (done) {
-      const whole = new Uint8Array(total)
-      let at = 0
-      for (const chunk of chunks) {
-        whole.set(chunk, at)
-        at += chunk.length
-      }
-      return whole
-    }
-    total += value.length
-    if (total > max) {
-      reader.cancel().catch(() => {})
-      return undefined
-    }
-    chunks.push(value)
-  }
 }
 
 /**

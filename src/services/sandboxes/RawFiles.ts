@@ -8,6 +8,7 @@
  * one past the limit, writes nothing. Paths and symlinks resolve inside the sandbox, as for the filesystem routes
  * (the provider or the runtime's agent resolves them there).
  */
+import { readAtMost } from "../../domain/Bodies.ts"
 import { Effect, Runtime } from "effect"
 import type { ProviderError, ProviderFileEntry, ProviderSandbox, SandboxProvider } from "../../../providers/core/Provider.ts"
 import { type Conflict, conflict, NotFound, PayloadTooLarge, ServiceUnavailable, Unprocessable } from "../../domain/Errors.ts"
@@ -215,17 +216,6 @@ export const writeRawStream = (
 /** What a streamed raw write needs of the services (the HTTP route runs it with these). */
 export type RawWriteServices = Effect.Effect.Context<ReturnType<typeof writeRawStream>>
 
-/** Reads a body whole, or undefined once it passes `limit` bytes. */
-const readAtMost = async (body: ReadableStream<Uint8Array>, limit: number): Promise<Uint8Array | undefined> => {
-  const chunks: Array<Uint8Array> = []
-  let size = 0
-  for await (const chunk of body) {
-    size += chunk.length
-    if (size > limit) return undefined
-    chunks.push(chunk)
-  }
-  return new Uint8Array(Buffer.concat(chunks))
-}
 
 export const writeRaw = (caller: Caller, sandboxId: string, input: RawWriteInput) =>
   Effect.gen(function*() {
