@@ -50,5 +50,29 @@ describe("daytona wire", () => {
       await teardown()
     }
   }, 20_000)
-})
 
+  it("serves a download past a piece as a stream of the file's exact bytes, and a range of it whole", async () => {
+    const { emulator, provider, teardown } = await setup()
+    try {
+      const sandbox = await Effect.runPromise(provider.create(conformanceInput(`sbx_dl${Date.now()}`)))
+      const bytes = new Uint8Array(20 << 20).map((_, i) => (i * 31) % 253)
+      await Effect.runPromise(provider.writeFile(sandbox, { path: "/workspace/big.bin", data: bytes.subarray(0, 10 << 20), mode: "overwrite", createParents: false }))
+      await Effect.runPromise(provider.writeFile(sandbox, { path: "/workspace/big2.bin", data: bytes.subarray(10 << 20), mode: "overwrite", createParents: false }))
+      const exec = await Effect.runPromise(provider.exec(sandbox, { command: ["sh", "-c", "cat /workspace/big2.bin >> /workspace/big.bin"], timeoutSeconds: 30, maxOutputBytes: 1024, processId: `proc_cat${Date.now()}` }))
+      let events: ReadonlyArray<ProviderExecEvent> = []
+      while (events.at(-1)?.type !== "exit") events = [...events, ...(await Effect.runPromise(provider.execEvents(sandbox, exec.executionId, events.length)))]
+      const url = `${emulator.baseUrl}/toolbox/${sandbox.resourceId}/files/download?path=${encodeURIComponent("/workspace/big.bin")}`
+      const headers = { authorization: `Bearer ${emulator.apiKey}` }
+      const whole = await fetch(url, { headers })
+      expect(whole.status).toBe(200)
+      expect(Buffer.compare(Buffer.from(await whole.arrayBuffer()), Buffer.from(bytes))).toBe(0)
+      const range = await fetch(url, { headers: { ...headers, range: "bytes=5-9" } })
+      expect(range.status).toBe(206)
+      expect(range.headers.get("content-range")).toBe(`bytes 5-9/${20 << 20}`)
+      expect([...new Uint8Array(await range.arrayBuffer())]).toEqual([...bytes.subarray(5, 10)])
+      await Effect.runPromise(provider.destroy(sandbox))
+    } finally {
+      await teardown()
+    }
+  }, 30_000)
+})

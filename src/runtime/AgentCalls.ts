@@ -7,7 +7,7 @@
 import type { Effect } from "effect"
 import { Option } from "effect"
 import type * as net from "node:net"
-import { type AgentAnswer, callAgent, connectBridge } from "./AgentChannel.ts"
+import { type AgentAnswer, callAgent, connectBridge, streamAgent } from "./AgentChannel.ts"
 import * as Wire from "./AgentWire.ts"
 import { PIDS_LIMIT } from "./Cgroups.ts"
 import type { JailState } from "./Jail.ts"
@@ -49,7 +49,7 @@ export interface AgentCallsOptions {
 
 type Calls = Pick<
   LocalRuntimeShape,
-  "exec" | "getExec" | "execEvents" | "kill" | "sendInput" | "resize" | "readFile" | "writeFile" | "writeFileStream" | "statFile" | "listFiles" | "deleteFile" | "makeDir" | "connectPort"
+  "exec" | "getExec" | "execEvents" | "kill" | "sendInput" | "resize" | "readFile" | "readFileStream" | "writeFile" | "writeFileStream" | "statFile" | "listFiles" | "deleteFile" | "makeDir" | "connectPort"
 >
 
 export const makeAgentCalls = (options: AgentCallsOptions): Calls => {
@@ -115,6 +115,21 @@ export const makeAgentCalls = (options: AgentCallsOptions): Calls => {
         const q = `path=${encodeURIComponent(absolutePath(p))}&offset=${nonNegativeInt("offset", offset)}&limit=${nonNegativeInt("limit", limit)}`
         const answer = await agent(requireRunning(id), `/files?${q}`, { timeoutMs: TRANSFER_TIMEOUT_MS, maxBytes: limit + Wire.MAX_READ_SLACK })
         return { ...Wire.readResult(answer, limit), offset }
+      }),
+    readFileStream: (id, p, offset, limit) =>
+      run(async () => {
+        const q = `path=${encodeURIComponent(absolutePath(p))}&offset=${nonNegativeInt("offset", offset)}&limit=${nonNegativeInt("limit", limit)}`
+        const state = requireRunning(id)
+        if (options.isClosed()) throw err("unavailable", "the runtime is shut down")
+        let size = 0
+        // The file's size comes in the answer's head; the body must then be exactly what is left of it, up to the limit.
+        const lengthOf = (headers: Headers) => {
+          size = Wire.readSize(headers)
+          return Math.max(0, Math.min(limit, size - offset))
+        }
+        const answer = await streamAgent(state, `/files?${q}`, { timeoutMs: STREAM_TIMEOUT_MS, headTimeoutMs: callTimeoutMs, idleMs: callTimeoutMs, maxBytes: Wire.MAX_JSON_ANSWER, lengthOf }, aborter.signal)
+        if (answer._tag === "Refused") throw Wire.answerError(answer.answer)
+        return { size, length: lengthOf(answer.headers), stream: answer.body }
       }),
     writeFile: (id, p, data, options) =>
       run(async () =>

@@ -109,6 +109,8 @@ export interface AgentCall {
   readonly contentType?: string | undefined
   /** The whole call, adopting a restarted agent's socket included. */
   readonly timeoutMs: number
+  /** How long the answer's head may take, when less than the whole call. */
+  readonly headTimeoutMs?: number | undefined
   /** The answer's body beyond this many bytes fails the call. */
   readonly maxBytes: number
 }
@@ -155,12 +157,21 @@ const readCapped = async (response: Response, max: number, abort: () => void): P
   return Buffer.concat(chunks, total)
 }
 
+/** A request that reached the agent: its answer's head, its body unread, and how to end the exchange. */
+interface Exchange {
+  readonly response: Response
+  readonly controller: AbortController
+  readonly shutdown: AbortSignal
+  /** Releases the time limit and the shutdown hook (the connection stays until the body is read or cancelled). */
+  readonly done: () => void
+}
+
 /**
- * One HTTP request to the jail's agent over its adopted socket, bounded in time and size. A connection that
+ * Sends one HTTP request to the jail's agent over its adopted socket, within the time limit. A connection that
  * cannot be made (nothing adopted yet, or the adopted agent is gone) adopts the socket the agent bound anew and
  * tries again until the time limit; a request that reached the agent is never sent twice.
  */
-export const callAgent = async (state: JailState, route: string, call: AgentCall, shutdown: AbortSignal): Promise<AgentAnswer> => {
+const exchange = async (state: JailState, route: string, call: AgentCall, shutdown: AbortSignal): Promise<Exchange> => {
   const deadline = Date.now() + call.timeoutMs
   for (;;) {
     if (shutdown.aborted) throw unavailable("the runtime is shut down")
@@ -169,39 +180,121 @@ export const callAgent = async (state: JailState, route: string, call: AgentCall
     const onShutdown = () => controller.abort()
     shutdown.addEventListener("abort", onShutdown)
     const timer = setTimeout(() => controller.abort(), Math.max(1, deadline - Date.now()))
-    try {
-      let response: Response
-      try {
-        response = await fetch(`http://agent${route}`, {
-          method: call.method ?? "GET",
-          ...(call.body !== undefined ? { body: call.body, ...(call.body instanceof ReadableStream ? { duplex: "half" } : {}) } : {}),
-          ...(call.contentType !== undefined ? { headers: { "content-type": call.contentType } } : {}),
-          signal: controller.signal,
-          unix: ctlSocket(view, AGENT_SOCKET),
-          keepalive: false
-        } as RequestInit)
-      } catch (e) {
-        if (isConnectError(e) && Date.now() < deadline) {
-          // The agent restarted (or has not adopted yet): its new socket waits in the run directory.
-          if (!adoptSocket(view, AGENT_SOCKET, state.hostUid)) await Bun.sleep(20)
-          continue
-        }
-        if (controller.signal.aborted) throw unavailable(shutdown.aborted ? "the runtime is shut down" : TOO_SLOW)
-        throw unavailable(NOT_ANSWERING)
-      }
-      try {
-        const body = await readCapped(response, call.maxBytes, () => controller.abort())
-        return { status: response.status, headers: response.headers, body }
-      } catch (e) {
-        if (e instanceof RuntimeError) throw e
-        throw unavailable(controller.signal.aborted && !shutdown.aborted ? TOO_SLOW : NOT_ANSWERING)
-      }
-    } finally {
+    const done = () => {
       clearTimeout(timer)
       shutdown.removeEventListener("abort", onShutdown)
+    }
+    // The answer's head must come within `headTimeoutMs` (when given) even if the whole call may take longer.
+    const headTimer = call.headTimeoutMs === undefined ? undefined : setTimeout(() => controller.abort(), call.headTimeoutMs)
+    try {
+      const response = await fetch(`http://agent${route}`, {
+        method: call.method ?? "GET",
+        ...(call.body !== undefined ? { body: call.body, ...(call.body instanceof ReadableStream ? { duplex: "half" } : {}) } : {}),
+        ...(call.contentType !== undefined ? { headers: { "content-type": call.contentType } } : {}),
+        signal: controller.signal,
+        unix: ctlSocket(view, AGENT_SOCKET),
+        keepalive: false
+      } as RequestInit)
+      return { response, controller, shutdown, done }
+    } catch (e) {
+      done()
+      if (isConnectError(e) && Date.now() < deadline) {
+        // The agent restarted (or has not adopted yet): its new socket waits in the run directory.
+        if (!adoptSocket(view, AGENT_SOCKET, state.hostUid)) await Bun.sleep(20)
+        continue
+      }
+      if (controller.signal.aborted) throw unavailable(shutdown.aborted ? "the runtime is shut down" : TOO_SLOW)
+      throw unavailable(NOT_ANSWERING)
+    } finally {
+      clearTimeout(headTimer)
+      // The connection is made: the handle on the jail is not needed to read the answer.
       view.close()
     }
   }
+}
+
+/** The error for a body that could not be read to its end: too slow, shut down, or the agent went away. */
+const readError = (x: Exchange) => unavailable(x.shutdown.aborted ? "the runtime is shut down" : x.controller.signal.aborted ? TOO_SLOW : NOT_ANSWERING)
+
+/** One request to the jail's agent, its answer read whole: bounded in time and size. */
+export const callAgent = async (state: JailState, route: string, call: AgentCall, shutdown: AbortSignal): Promise<AgentAnswer> => {
+  const x = await exchange(state, route, call, shutdown)
+  try {
+    const body = await readCapped(x.response, call.maxBytes, () => x.controller.abort())
+    return { status: x.response.status, headers: x.response.headers, body }
+  } catch (e) {
+    if (e instanceof RuntimeError) throw e
+    throw readError(x)
+  } finally {
+    x.done()
+  }
+}
+
+/**
+ * One request whose 2xx answer's body is handed on as it comes (a file read of any size, memory flat): exactly the
+ * length `lengthOf` finds in the answer's head (it throws for a head it refuses), or the stream errors — more is
+ * never passed on; fewer means the file changed or the agent went away. The time limit covers the whole
+ * transfer, and a body that stops coming for `idleMs` ends it sooner. Any other answer is read whole, as
+ * `callAgent` reads it.
+ */
+export const streamAgent = async (
+  state: JailState,
+  route: string,
+  call: AgentCall & { readonly lengthOf: (headers: Headers) => number; readonly idleMs: number },
+  shutdown: AbortSignal
+): Promise<{ readonly _tag: "Stream"; readonly headers: Headers; readonly body: ReadableStream<Uint8Array> } | { readonly _tag: "Refused"; readonly answer: AgentAnswer }> => {
+  const x = await exchange(state, route, call, shutdown)
+  const { response } = x
+  if (response.status < 200 || response.status > 299) {
+    try {
+      return { _tag: "Refused", answer: { status: response.status, headers: response.headers, body: await readCapped(response, call.maxBytes, () => x.controller.abort()) } }
+    } catch (e) {
+      throw e instanceof RuntimeError ? e : readError(x)
+    } finally {
+      x.done()
+    }
+  }
+  let length: number
+  try {
+    length = call.lengthOf(response.headers)
+  } catch (e) {
+    x.controller.abort()
+    x.done()
+    throw e
+  }
+  const reader = (response.body ?? new ReadableStream<Uint8Array>({ start: (c) => c.close() })).getReader()
+  let received = 0
+  const body = new ReadableStream<Uint8Array>({
+    pull: async (controller) => {
+      let chunk: Awaited<ReturnType<typeof reader.read>>
+      // A body that stops coming (a drip, a stall) ends the transfer after `idleMs`, whatever time is left.
+      const idle = setTimeout(() => x.controller.abort(), call.idleMs)
+      try {
+        chunk = await reader.read()
+      } catch {
+        x.done()
+        return controller.error(readError(x))
+      } finally {
+        clearTimeout(idle)
+      }
+      if (chunk.done) {
+        x.done()
+        return received === length ? controller.close() : controller.error(unavailable(INVALID))
+      }
+      received += chunk.value.length
+      if (received > length) {
+        x.controller.abort()
+        x.done()
+        return controller.error(unavailable(TOO_LARGE))
+      }
+      controller.enqueue(chunk.value)
+    },
+    cancel: () => {
+      x.controller.abort()
+      x.done()
+    }
+  }, { highWaterMark: 0 })
+  return { _tag: "Stream", headers: response.headers, body }
 }
 
 /** Waits (until `deadline`) for the agent to bind its socket, adopts it, and asks for its health. */

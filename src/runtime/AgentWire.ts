@@ -136,6 +136,13 @@ export const acknowledged = (v: unknown) => {
   if (!isObject(v)) throw invalidAnswer()
 }
 
+/** The file's size a read's answer states in its head. */
+export const readSize = (headers: Headers) => {
+  const size = Number(headers.get("x-size") ?? NaN)
+  if (!isInt(size)) throw invalidAnswer()
+  return size
+}
+
 /** A file read's answer: the bytes (at most `limit`), the file's size and whether the read reached its end. */
 export const readResult = (answer: AgentAnswer, limit: number) => {
   if (answer.status < 200 || answer.status > 299) throw answerError(answer)

@@ -221,6 +221,16 @@ export interface LocalRuntimeShape {
 
   /** Paths are absolute inside the sandbox and resolved inside the jail: no `..` or symlink ever leaves it. */
   readonly readFile: (id: string, path: string, offset: number, limit: number) => Effect.Effect<FileRead, RuntimeError>
+  /**
+   * Up to `limit` bytes from `offset`, handed on as they come from the agent (memory flat whatever the size):
+   * `length` is what the stream carries, exactly, or it errors (the file changed meanwhile, or the agent lied).
+   */
+  readonly readFileStream: (
+    id: string,
+    path: string,
+    offset: number,
+    limit: number
+  ) => Effect.Effect<{ readonly size: number; readonly length: number; readonly stream: ReadableStream<Uint8Array> }, RuntimeError>
   readonly writeFile: (
     id: string,
     path: string,

@@ -20,7 +20,7 @@ import { appConfig } from "../../src/Config.ts"
 import { INVALID, NOT_ANSWERING, TOO_LARGE, TOO_SLOW } from "../../src/runtime/AgentChannel.ts"
 import { ruleset } from "../../src/runtime/Egress.ts"
 import { diskImage, jailDir } from "../../src/runtime/Jail.ts"
-import type { RuntimeError } from "../../src/runtime/LocalRuntime.ts"
+import { RuntimeError } from "../../src/runtime/LocalRuntime.ts"
 import { makeLocalRuntime } from "../../src/runtime/LocalRuntimeLive.ts"
 import { collect, failure, inJail, leasesOf, newRuntime, run, sh, stateOf, type TestRuntime, waitFor } from "../runtime/support.ts"
 
@@ -126,6 +126,29 @@ describe("a misbehaving agent fails only its own sandbox's calls, with a clear e
     await run(rt.writeFile("a3", "/workspace/mode", new TextEncoder().encode("endless"), { mode: "overwrite", createParents: false }))
     await takeOver("a3", ["fake"])
   }, 60_000)
+
+  /** A streamed read's failure: when it is opened, or while its bytes are read. */
+  const streamFails = async (message: string) => {
+    const opened = await Effect.runPromise(Effect.either(rt.readFileStream("a3", "/workspace/x", 0, 8 * 1024 * 1024)))
+    let e: unknown = opened._tag === "Left" ? opened.left : undefined
+    if (opened._tag === "Right") await new Response(opened.right.stream).arrayBuffer().catch((thrown) => (e = thrown))
+    expect(e, "the stream was read without an error").toBeInstanceOf(RuntimeError)
+    expect((e as RuntimeError).message).toBe(message)
+  }
+
+  it("a streamed read takes exactly the length the answer states: not a byte more, not fewer, never stalled forever", async () => {
+    mode("endless")
+    await streamFails(TOO_LARGE)
+    mode("short")
+    await streamFails(INVALID)
+    mode("stall")
+    const started = Date.now()
+    await streamFails(TOO_SLOW)
+    // The idle limit is the runtime's call time limit (2 s here), not the whole transfer's 30 minutes.
+    expect(Date.now() - started).toBeLessThan(10_000)
+    mode("shapes")
+    await streamFails(INVALID)
+  }, 30_000)
 
   it("an endless body: each call stops at its byte cap, the gateway's memory stays bounded, B keeps working", async () => {
     mode("endless")

@@ -82,6 +82,26 @@ describe("read and write", () => {
     expect((await sh(rt, "f", "stat -c %s /workspace/s/big.bin")).stdout).toBe(`${66 << 20}\n`)
   }, 60_000)
 
+  it("reads a range as a stream of exactly its bytes: the whole file, a middle, past the end; errors as readFile's", async () => {
+    const bytes = new Uint8Array(3 << 20).map((_, i) => (i * 13) % 251)
+    await write("/workspace/r/three.bin", bytes, "overwrite", true)
+    const collect = async (offset: number, limit: number) => {
+      const read = await run(rt.readFileStream("f", "/workspace/r/three.bin", offset, limit))
+      return { size: read.size, length: read.length, data: new Uint8Array(await new Response(read.stream).arrayBuffer()) }
+    }
+    const whole = await collect(0, 64 << 20)
+    expect(whole).toMatchObject({ size: 3 << 20, length: 3 << 20 })
+    expect(Buffer.compare(Buffer.from(whole.data), Buffer.from(bytes))).toBe(0)
+    const middle = await collect(1000, 5000)
+    expect(middle.length).toBe(5000)
+    expect(Buffer.compare(Buffer.from(middle.data), Buffer.from(bytes.subarray(1000, 6000)))).toBe(0)
+    expect(await collect(3 << 20, 10)).toMatchObject({ size: 3 << 20, length: 0, data: new Uint8Array() })
+    expect(await kind(rt.readFileStream("f", "/workspace/r/missing", 0, 10))).toBe("not_found")
+    expect(await kind(rt.readFileStream("f", "/workspace/r", 0, 10))).toBe("invalid")
+    expect(await kind(rt.readFileStream("f", "relative", 0, 10))).toBe("invalid")
+    expect(await kind(rt.readFileStream("f", "/workspace/r/three.bin", -1, 10))).toBe("invalid")
+  })
+
   it("refuses bad arguments", async () => {
     expect(await kind(rt.readFile("f", "relative/path", 0, 10))).toBe("invalid")
     expect(await kind(rt.readFile("f", "/workspace/m.txt", -1, 10))).toBe("invalid")

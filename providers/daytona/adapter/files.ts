@@ -43,7 +43,7 @@ export const makeFiles = (ctx: DaytonaContext) => {
         r.pipe(withPath(input.path), HttpClientRequest.setHeader("range", `bytes=${input.offsetBytes}-${end - 1}`)))
       const body = new Uint8Array(yield* Effect.mapError(response.arrayBuffer, (e) => fail("unavailable", `daytona download could not be read: ${e.message}`)))
       // 206 is the range; a 200 is the whole file (no Range support on the way).
-      const data = response.status === 206 ? body.slice(0, end - input.offsetBytes) : body.slice(input.offsetBytes, end)
+      const data = response.status === 206 ? body.subarray(0, end - input.offsetBytes) : body.subarray(input.offsetBytes, end)
       return { data, offsetBytes: input.offsetBytes, sizeBytes: size, eof: input.offsetBytes + data.length >= size }
     })
 

@@ -25,6 +25,8 @@ const STDOUT_MARK = Buffer.from([1, 1, 1])
 const STDERR_MARK = Buffer.from([2, 2, 2])
 const MAX_OUTPUT_BYTES = 100 * 1024 * 1024
 const MAX_DOWNLOAD_BYTES = 100 * 1024 * 1024
+/** A download up to this size is read whole; a larger one is streamed. */
+const WHOLE_READ_BYTES = 16 * 1024 * 1024
 /** The largest upload this emulator takes (real Daytona takes what the sandbox's disk holds). */
 const MAX_UPLOAD_BYTES = 16 * 1024 * 1024 * 1024
 
@@ -140,11 +142,16 @@ export const makeToolbox = (books: Books, runtime: LocalRuntimeShape) => {
     const range = /^bytes=(\d+)-(\d*)$/.exec(request.headers.get("range") ?? "")
     const offset = range ? Number(range[1]) : 0
     const end = range && range[2] !== "" ? Number(range[2]) + 1 : Number.MAX_SAFE_INTEGER
-    const read = await run(runtime.readFile(sandbox.id, p, offset, Math.min(end - offset, MAX_DOWNLOAD_BYTES)))
-    return new Response(read.data.slice(), {
-      status: range ? 206 : 200,
-      headers: { "content-type": "application/octet-stream", ...(range ? { "content-range": `bytes ${offset}-${offset + read.data.length - 1}/${read.size}` } : {}) }
-    })
+    const wanted = Math.min(end - offset, MAX_DOWNLOAD_BYTES)
+    const headers = (length: number, size: number) => ({ "content-type": "application/octet-stream", ...(range ? { "content-range": `bytes ${offset}-${offset + length - 1}/${size}` } : {}) })
+    // Up to a piece, read whole (one native copy each way is faster than a piped stream); beyond, streamed from
+    // the jail as it is read, so the emulator never holds a large file whole.
+    if (wanted <= WHOLE_READ_BYTES) {
+      const read = await run(runtime.readFile(sandbox.id, p, offset, wanted))
+      return new Response(new Uint8Array(read.data.buffer as ArrayBuffer, read.data.byteOffset, read.data.length), { status: range ? 206 : 200, headers: headers(read.data.length, read.size) })
+    }
+    const read = await run(runtime.readFileStream(sandbox.id, p, offset, wanted))
+    return new Response(read.stream, { status: range ? 206 : 200, headers: headers(read.length, read.size) })
   }
 
   /** The `file` part is written as it comes (the runtime puts it in place only once whole). */

@@ -15,6 +15,9 @@ import { Api } from "../Api.ts"
 import { runtimeOperationToWire } from "../wire/Sandboxes.ts"
 import { accepted, keyCaller, planeContext } from "./PlaneSupport.ts"
 
+/** Bytes as a response body, without a copy (a view on the same memory). */
+const asBody = (data: Uint8Array) => new Uint8Array(data.buffer as ArrayBuffer, data.byteOffset, data.length)
+
 export const FilesystemLive = HttpApiBuilder.group(Api, "filesystem", (handlers) =>
   Effect.gen(function*() {
     const { idempotency, runner, provide, tx } = yield* planeContext
@@ -68,7 +71,7 @@ export const FilesystemLive = HttpApiBuilder.group(Api, "filesystem", (handlers)
           }
           // One read's worth comes whole, with its Content-Length; more is streamed piece by piece (Bun sends a
           // body that is still being read chunked, without Content-Length).
-          const body: BodyInit = length === 0 ? new Uint8Array() : length <= read.piece ? Buffer.from(yield* read.readPiece(from, to)) : read.stream(from, to, runtime)
+          const body: BodyInit = length === 0 ? new Uint8Array() : length <= read.piece ? asBody(yield* read.readPiece(from, to)) : read.stream(from, to, runtime)
           return HttpServerResponse.raw(new Response(body, { status: read.range === undefined ? 200 : 206, headers: { "content-type": "application/octet-stream", ...headersOut } }))
         }).pipe(provide))
       .handle("writeContent", ({ path, payload, urlParams }) =>
