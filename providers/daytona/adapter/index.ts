@@ -57,6 +57,7 @@
  * 4.5 µUSD per GiB-second of memory, 0.03 µUSD per GiB-second of disk beyond the 5 free GiB) over the window,
  * provenance `estimated_rate_card`, confidence low (stopped time is counted as running).
  */
+import { Effect } from "effect"
 import type { SandboxProvider } from "../../core/Provider.ts"
 import { withWorkspace } from "../../core/workspace.ts"
 import { makeEndpoints } from "./endpoints.ts"
@@ -83,6 +84,8 @@ export {
 
 export const makeDaytonaProvider = (config: DaytonaProviderConfig): SandboxProvider => {
   const ctx = makeContext(config)
+  const sandboxes = makeSandboxes(ctx)
+  const { forgetTerminals, ...processes } = makeProcesses(ctx)
   return withWorkspace({
     name: NAME,
     capabilities: ctx.capabilities,
@@ -95,8 +98,10 @@ export const makeDaytonaProvider = (config: DaytonaProviderConfig): SandboxProvi
         organizationId: credentials["organization_id"],
         target: credentials["target"] ?? config.target
       }),
-    ...makeSandboxes(ctx),
-    ...makeProcesses(ctx),
+    ...sandboxes,
+    // A destroyed sandbox's terminals are forgotten with it.
+    destroy: (sandbox) => Effect.tap(sandboxes.destroy(sandbox), () => Effect.sync(() => forgetTerminals(sandbox.resourceId))),
+    ...processes,
     ...makeFiles(ctx),
     ...makeEndpoints(ctx)
   }, ctx.workspaceDir)
