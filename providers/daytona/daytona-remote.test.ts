@@ -253,7 +253,7 @@ const ptyDaemon = (script: (socket: Bun.ServerWebSocket<unknown>, received: Arra
   const received: Array<Uint8Array> = []
   const handlers = new Map<Bun.ServerWebSocket<unknown>, ReturnType<typeof script>>()
   const closed: Array<number> = []
-  const server = Bun.serve({
+  const server = Bun.serve<unknown>({
     hostname: "127.0.0.1",
     port: 0,
     fetch: (request, srv) => (srv.upgrade(request, { data: {} }) ? undefined : new Response("no", { status: 400 })),
