@@ -76,12 +76,12 @@ const closeOf = (exitCode: number): [number, string] => {
 export const makePty = (books: Books, runtime: LocalRuntimeShape) => {
   const { ptys } = books
   /** Live state of started sessions: their connected clients, and whether their output is being read. */
-  const live = new Map<string, { readonly clients: Set<Bun.ServerWebSocket<PtySocketData>>; pumping: boolean }>()
+  const live = new Map<string, { readonly clients: Set<Bun.ServerWebSocket<PtySocketData>>; pumping: boolean; positioned: Promise<void> }>()
   let stopped = false
   const keyOf = (sandboxId: string, id: string) => `${sandboxId}/${id}`
   const liveOf = (key: string) => {
     let l = live.get(key)
-    if (l === undefined) live.set(key, l = { clients: new Set(), pumping: false })
+    if (l === undefined) live.set(key, l = { clients: new Set(), pumping: false, positioned: Promise.resolve() })
     return l
   }
 
@@ -94,39 +94,51 @@ export const makePty = (books: Books, runtime: LocalRuntimeShape) => {
     live.delete(key)
   }
 
-  /** Reads the shell's output for as long as it runs, to every client connected (and nowhere when none is). */
-  const pump = async (key: string, session: PtySession) => {
+  /**
+   * Reads the shell's output for as long as it runs, to every client connected (and nowhere when none is), from
+   * `from` (a shell just started), else from now on: what was written before (while the emulator was down) is not
+   * replayed. Resolves once it knows where it starts, so a client told "connected" after it misses nothing.
+   */
+  const pump = (key: string, session: PtySession, from?: number): Promise<void> => {
     const l = liveOf(key)
-    if (l.pumping || session.execId === undefined) return
+    if (l.pumping || session.execId === undefined) return l.positioned
     l.pumping = true
-    const execId = session.execId
-    try {
-      // From now on: what was written before (while the emulator was down) is not replayed.
+    let positioned = () => {}
+    l.positioned = new Promise<void>((resolve) => (positioned = resolve))
+    // A failed first read stops it; the next use of the session starts it again.
+    void follow(key, session, session.execId, l, from, positioned).catch(() => {}).finally(() => {
+      l.pumping = false
+      positioned()
+    })
+    return l.positioned
+  }
+  const follow = async (key: string, session: PtySession, execId: string, l: ReturnType<typeof liveOf>, from: number | undefined, positioned: () => void) => {
+    let seq = from ?? 0
+    if (from === undefined) {
       const before = await run(runtime.execEvents(session.sandboxId, execId, 0))
-      let seq = (before.at(-1)?.seq ?? -1) + 1
+      seq = (before.at(-1)?.seq ?? -1) + 1
       const exited = before.find((e) => e.type === "exit")
       if (exited?.type === "exit") return end(key, exitCodeOf(exited))
-      while (!stopped && ptys.get(key) === session) {
-        const events = await Effect.runPromise(Effect.either(runtime.execEvents(session.sandboxId, execId, seq, WAIT_MS)))
-        if (events._tag === "Left") {
-          // Gone with its sandbox; else (a stopped sandbox's frozen agent) try again shortly.
-          if (books.state.sandboxes[session.sandboxId] === undefined || events.left.kind === "not_found") return end(key, 137)
-          await Bun.sleep(WAIT_MS)
-          continue
-        }
-        for (const event of events.right) {
-          seq = event.seq + 1
-          if (event.type === "exit") return end(key, exitCodeOf(event))
-          for (const client of l.clients) {
-            if (client.getBufferedAmount() > SLOW_CONSUMER_BYTES) {
-              l.clients.delete(client)
-              client.close(1008, "slow consumer")
-            } else client.send(event.data)
-          }
+    }
+    positioned()
+    while (!stopped && ptys.get(key) === session) {
+      const events = await Effect.runPromise(Effect.either(runtime.execEvents(session.sandboxId, execId, seq, WAIT_MS)))
+      if (events._tag === "Left") {
+        // Gone with its sandbox; else (a stopped sandbox's frozen agent) try again shortly.
+        if (books.state.sandboxes[session.sandboxId] === undefined || events.left.kind === "not_found") return end(key, 137)
+        await Bun.sleep(WAIT_MS)
+        continue
+      }
+      for (const event of events.right) {
+        seq = event.seq + 1
+        if (event.type === "exit") return end(key, exitCodeOf(event))
+        for (const client of l.clients) {
+          if (client.getBufferedAmount() > SLOW_CONSUMER_BYTES) {
+            l.clients.delete(client)
+            client.close(1008, "slow consumer")
+          } else client.send(event.data)
         }
       }
-    } finally {
-      l.pumping = false
     }
   }
 
@@ -150,7 +162,8 @@ export const makePty = (books: Books, runtime: LocalRuntimeShape) => {
     if (session === undefined) return undefined
     if (session.execId === undefined) return { session, active: false }
     const exec = await Effect.runPromise(Effect.either(runtime.getExec(sandboxId, session.execId)))
-    if (exec._tag === "Left" || exec.right.state === "exited") {
+    // Gone with its sandbox, or ended; any other failure (a stopped sandbox's frozen agent) leaves it be.
+    if (exec._tag === "Left" ? exec.left.kind === "not_found" : exec.right.state === "exited") {
       end(key, exec._tag === "Right" ? exec.right.exitCode ?? 1 : 137)
       return undefined
     }
@@ -186,6 +199,7 @@ export const makePty = (books: Books, runtime: LocalRuntimeShape) => {
     if (!lazyStart) {
       try {
         await start(session)
+        void pump(keyOf(sandbox.id, id), session, 0)
       } catch {
         ptys.delete(keyOf(sandbox.id, id))
         return error(500, "failed to start PTY session")
@@ -236,14 +250,17 @@ export const makePty = (books: Books, runtime: LocalRuntimeShape) => {
   const ready = async (sandboxId: string, id: string): Promise<string | null> => {
     const found = await find(sandboxId, id)
     if (found === undefined) return `PTY session ${id} not found`
-    if (found.active) return null
+    if (found.active) {
+      await pump(keyOf(sandboxId, id), found.session)
+      return null
+    }
     if (found.session.execId !== undefined || !found.session.lazyStart) return `PTY session '${id}' has terminated and is no longer available`
     try {
       await start(found.session)
     } catch (e) {
       return `failed to start PTY session: ${e instanceof Error ? e.message : String(e)}`
     }
-    void pump(keyOf(sandboxId, id), found.session)
+    await pump(keyOf(sandboxId, id), found.session, 0)
     return null
   }
 
