@@ -128,7 +128,10 @@ describe("daytona terminals (PTY sessions over the emulator's real pseudo-termin
       expect(await run(provider.cancelExec(sandbox, executionId))).toEqual({ cancelled: true })
       let events: ReadonlyArray<ProviderExecEvent> = []
       const deadline = Date.now() + 10_000
-      while (events.at(-1)?.type !== "exit" && Date.now() < deadline) events = await run(provider.execEvents(sandbox, executionId, 0))
+      while (events.at(-1)?.type !== "exit" && Date.now() < deadline) {
+        events = await run(provider.execEvents(sandbox, executionId, 0))
+        await Bun.sleep(10) // (the close that carries the exit arrives as an event of the loop)
+      }
       expect(events.at(-1)).toMatchObject({ type: "exit", exitCode: null, signal: "SIGKILL", cancelled: true })
       expect(await run(provider.cancelExec(sandbox, executionId))).toEqual({ cancelled: false })
       await run(provider.destroy(sandbox))
