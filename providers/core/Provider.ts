@@ -59,6 +59,11 @@ export interface ProviderCapabilities {
      * terminals; a request with `features.pty` is never placed there.
      */
     readonly terminal?: boolean | undefined
+    /**
+     * Standard input of plain processes (`ExecInput.stdin`). Absent: exactly when `sendInput` is present; false
+     * where `sendInput` serves terminals only (Daytona: its session commands take no input, its PTYs do).
+     */
+    readonly stdin?: boolean | undefined
   }
   readonly files: null | {
     readonly read: boolean

@@ -6,9 +6,10 @@
 import { Effect } from "effect"
 import { describe, expect, it } from "vitest"
 import { conformanceInput } from "../core/conformance.ts"
-import type { ProviderError, ProviderSandbox } from "../core/Provider.ts"
+import type { ProviderError, ProviderExecEvent, ProviderSandbox, SandboxProvider } from "../core/Provider.ts"
 import { bodyJson, type Call, json, scripted, type Step } from "../core/scripted-client.ts"
-import { decodeExecutionId, demuxLog, encodeExecutionId, eventsFromPieces, makeDaytonaProvider } from "./adapter/index.ts"
+import { decodeExecutionId, decodeTerminalId, demuxLog, encodeExecutionId, encodeTerminalId, eventsFromPieces, makeDaytonaProvider } from "./adapter/index.ts"
+import { MAX_PREAMBLE_BYTES, MAX_TYPED_LINE_BYTES } from "./adapter/terminals.ts"
 import type { HttpClient } from "@effect/platform"
 
 const BASE = "https://daytona.test/api"
@@ -240,5 +241,210 @@ describe("daytona log format", () => {
     expect(eventsFromPieces(pieces, { maxOutputBytes: 100, exit: null }).map((e) => e.type)).toEqual(["stdout", "stderr"])
     const cut = eventsFromPieces(pieces, { maxOutputBytes: 4, exit: { exitCode: 0 } })
     expect(cut.map((e) => (e.type === "exit" ? e.outputTruncated : e.data.length))).toEqual([3, 1, true])
+  })
+})
+
+/**
+ * The daemon's side of a PTY connect, scripted on a loopback WebSocket server: the adapter's `openSocket` is
+ * pointed there, and what it asked for (address, headers) is kept.
+ */
+const ptyDaemon = (script: (socket: Bun.ServerWebSocket<unknown>, received: Array<Uint8Array>) => { readonly open?: () => void; readonly message?: (data: Uint8Array) => void }) => {
+  const opened: Array<{ url: string; headers: Readonly<Record<string, string>> }> = []
+  const received: Array<Uint8Array> = []
+  const handlers = new Map<Bun.ServerWebSocket<unknown>, ReturnType<typeof script>>()
+  const closed: Array<number> = []
+  const server = Bun.serve<unknown>({
+    hostname: "127.0.0.1",
+    port: 0,
+    fetch: (request, srv) => (srv.upgrade(request, { data: {} }) ? undefined : new Response("no", { status: 400 })),
+    websocket: {
+      open: (ws) => {
+        const h = script(ws, received)
+        handlers.set(ws, h)
+        h.open?.()
+      },
+      message: (ws, message) => {
+        const data = typeof message === "string" ? new TextEncoder().encode(message) : new Uint8Array(message)
+        received.push(data)
+        handlers.get(ws)?.message?.(data)
+      },
+      close: (_ws, code) => void closed.push(code)
+    }
+  })
+  const openSocket = (url: string, headers: Readonly<Record<string, string>>) => {
+    opened.push({ url, headers })
+    return new WebSocket(`ws://127.0.0.1:${server.port}/`)
+  }
+  /** The daemon closes every connection (a session's end: its exit in the reason). */
+  const closeAll = (code: number, reason: string) => {
+    for (const ws of handlers.keys()) ws.close(code, reason)
+  }
+  return { openSocket, opened, received, closed, closeAll, stop: () => server.stop(true) }
+}
+const connected = JSON.stringify({ type: "control", status: "connected" })
+const TTY = { command: ["sh", "-i"], environment: { GREETING: "it's me" }, timeoutSeconds: 0, maxOutputBytes: 1000, processId: "proc_tty", pty: { cols: 80, rows: 24 } }
+const ttyProvider = (client: HttpClient.HttpClient, openSocket: ReturnType<typeof ptyDaemon>["openSocket"]) =>
+  makeDaytonaProvider({ baseUrl: BASE, apiKey: "dtn_key", mode: "remote", httpClient: client, pollIntervalMs: 1, logPollMs: 0, openSocket })
+/** Events from `from`, asked for until `done` says they are what the test waits for. */
+const eventsUntil = async (p: SandboxProvider, executionId: string, from: number, done: (events: ReadonlyArray<ProviderExecEvent>) => boolean) => {
+  const deadline = Date.now() + 5000
+  for (;;) {
+    const events = await run(p.execEvents(SANDBOX, executionId, from))
+    if (done(events)) return events
+    if (Date.now() > deadline) throw new Error(`timed out; events so far ${JSON.stringify(events.map(text))}`)
+    await Bun.sleep(5)
+  }
+}
+const untilTrue = async (what: string, done: () => boolean) => {
+  const deadline = Date.now() + 5000
+  while (!done()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
+    await Bun.sleep(5)
+  }
+}
+
+describe("daytona remote: terminals", () => {
+  it("a lazy PTY session, connected with the key; the typed line runs the command after a marker; output from after it; resize, input in frames, eof as ^D; the exit from the close", async () => {
+    let nonce = ""
+    const daemon = ptyDaemon((ws) => ({
+      open: () => {
+        ws.send("Welcome!\r\n$ ")
+        ws.send(connected)
+      },
+      message: (data) => {
+        const line = Buffer.from(data).toString()
+        if (nonce !== "") return
+        nonce = /metal-([0-9a-f]+) ready/.exec(line)?.[1] ?? "?"
+        // The terminal echoes the line, then the shell prints the marker — here split across frames — and the command runs.
+        ws.send(new TextEncoder().encode(line.replace("\n", "\r\n")))
+        ws.send(new TextEncoder().encode(`metal-${nonce}_re`))
+        ws.send(new TextEncoder().encode("ady\r"))
+        ws.send(new TextEncoder().encode("\n$ "))
+      }
+    }))
+    const s = scripted([
+      step("POST", "/toolbox/dsbx1/process/pty", (call) => {
+        expect(bodyJson(call)).toEqual({ id: "metal-proc_tty", cols: 80, rows: 24, lazyStart: true })
+        return json({ sessionId: "metal-proc_tty" }, 201)
+      }),
+      step("POST", "/toolbox/dsbx1/process/pty/metal-proc_tty/resize", (call) => {
+        expect(bodyJson(call)).toEqual({ cols: 120, rows: 40 })
+        return json({ id: "metal-proc_tty", active: true, cols: 120, rows: 40 })
+      }),
+      step("POST", "/toolbox/dsbx1/process/pty/metal-proc_tty/resize", () => json({ error: "PTY session 'metal-proc_tty' has terminated and cannot be resized" }, 410))
+    ])
+    try {
+      const p = ttyProvider(s.client, daemon.openSocket)
+      const { executionId } = await run(p.exec(SANDBOX, TTY))
+      expect(daemon.opened).toEqual([{ url: "wss://proxy.daytona.test/toolbox/dsbx1/process/pty/metal-proc_tty/connect", headers: { authorization: "Bearer dtn_key" } }])
+      expect(Buffer.from(daemon.received[0]!).toString()).toBe(
+        ` printf '%s_%s\\n' metal-${nonce} ready; mkdir -p -- workspace 2>/dev/null; cd -- workspace || exit 1; exec env -- 'GREETING=it'"'"'s me' sh -i || exit 127\n`
+      )
+      expect((await eventsUntil(p, executionId, 0, (e) => e.length > 0)).map(text)).toEqual(["stdout:$ "])
+      await run(p.resizeTerminal!(SANDBOX, executionId, { cols: 120, rows: 40 }))
+      // Input goes in frames the daemon reads (at most 32 KiB each); eof types ^D.
+      const input = new Uint8Array(70 * 1024).fill(0x61)
+      await run(p.sendInput!(SANDBOX, executionId, input, true))
+      await untilTrue("the input", () => daemon.received.slice(1).reduce((n, f) => n + f.length, 0) === input.length + 1)
+      const frames = daemon.received.slice(1)
+      expect(frames.map((f) => f.length)).toEqual([32 * 1024, 32 * 1024, 6 * 1024 + 1])
+      expect(frames.at(-1)!.at(-1)).toBe(4)
+      // The shell ends: the daemon closes with its exit.
+      daemon.closeAll(1011, JSON.stringify({ exitCode: 3, exitReason: "non-zero exit" }))
+      const rest = await eventsUntil(p, executionId, 1, (e) => e.at(-1)?.type === "exit")
+      expect(rest).toEqual([{ seq: 1, type: "exit", exitCode: 3, signal: null, cancelled: false, timedOut: false, outputTruncated: false }])
+      // Ended: a resize is refused (410), input is refused without a connection.
+      expect((await failureOf(p.resizeTerminal!(SANDBOX, executionId, { cols: 80, rows: 24 }))).kind).toBe("not_found")
+      expect((await failureOf(p.sendInput!(SANDBOX, executionId, new Uint8Array([1]), false))).kind).toBe("not_found")
+      expect(daemon.opened.length).toBe(1)
+      expect(s.left()).toBe(0)
+    } finally {
+      daemon.stop()
+    }
+  })
+
+  it("a shell that never prints the marker: the start fails once it wrote 1 MiB, its session is deleted, nothing more is kept", async () => {
+    const daemon = ptyDaemon((ws) => ({
+      open: () => ws.send(connected),
+      // A hostile sandbox: endless output, never the marker (its halves, but never joined).
+      message: () => {
+        const chunk = new TextEncoder().encode(`${"x".repeat(64 * 1024 - 12)}metal- ready`)
+        for (let i = 0; i < 40; i++) ws.send(chunk)
+      }
+    }))
+    const s = scripted([
+      step("POST", "/toolbox/dsbx1/process/pty", () => json({ sessionId: "metal-proc_tty" }, 201)),
+      step("DELETE", "/toolbox/dsbx1/process/pty/metal-proc_tty", () => json({ message: "PTY session deleted" }))
+    ])
+    try {
+      const failure = await failureOf(ttyProvider(s.client, daemon.openSocket).exec(SANDBOX, TTY))
+      expect(failure.kind).toBe("customer")
+      expect(failure.message).toContain(`more than ${MAX_PREAMBLE_BYTES} bytes`)
+      await untilTrue("the socket's close", () => daemon.closed.length === 1)
+      expect(s.left()).toBe(0)
+    } finally {
+      daemon.stop()
+    }
+  })
+
+  it("a command too long to type is refused before anything is created", async () => {
+    const s = scripted([])
+    const failure = await failureOf(ttyProvider(s.client, ptyDaemon(() => ({})).openSocket).exec(SANDBOX, { ...TTY, command: ["echo", "x".repeat(MAX_TYPED_LINE_BYTES)] }))
+    expect(failure.kind).toBe("invalid_request")
+    expect(s.calls).toEqual([])
+  })
+
+  it("a retried exec: a session started already is followed (nothing typed again); one never connected is started now", async () => {
+    const daemon = ptyDaemon((ws) => ({ open: () => ws.send(connected) }))
+    const s = scripted([
+      step("POST", "/toolbox/dsbx1/process/pty", () => json({ error: "PTY session with ID 'metal-proc_tty' already exists" }, 409)),
+      step("GET", "/toolbox/dsbx1/process/pty/metal-proc_tty", () => json({ id: "metal-proc_tty", cwd: "/home/daytona", envs: {}, cols: 80, rows: 24, createdAt: "2026-01-01T00:00:00Z", active: true, lazyStart: true }))
+    ])
+    try {
+      const { executionId } = await run(ttyProvider(s.client, daemon.openSocket).exec(SANDBOX, TTY))
+      expect(decodeTerminalId(executionId)).toEqual({ sessionId: "metal-proc_tty", maxOutputBytes: 1000 })
+      expect(daemon.opened.length).toBe(1)
+      await Bun.sleep(50)
+      expect(daemon.received).toEqual([])
+      expect(s.left()).toBe(0)
+    } finally {
+      daemon.stop()
+    }
+  })
+
+  it("after a restart: a session Daytona no longer knows is lost (not_found); a cancelled one ends as cancelled (SIGKILL)", async () => {
+    const daemon = ptyDaemon((ws) => ({
+      open: () => {
+        ws.send(JSON.stringify({ type: "control", status: "error", error: "Failed to connect to PTY session: PTY session metal-proc_tty not found" }))
+        ws.close()
+      }
+    }))
+    const s = scripted([
+      step("DELETE", "/toolbox/dsbx1/process/pty/metal-proc_tty", () => json({ error: "PTY session not found" }, 404)),
+      step("DELETE", "/toolbox/dsbx1/process/pty/metal-proc_gone", () => json({ message: "PTY session deleted" }))
+    ])
+    try {
+      const p = ttyProvider(s.client, daemon.openSocket)
+      const id = encodeTerminalId({ sessionId: "metal-proc_tty", maxOutputBytes: 1000 })
+      const lost = await failureOf(p.execEvents(SANDBOX, id, 5))
+      expect(lost.kind).toBe("not_found")
+      expect(lost.message).toContain("after event 5 are lost")
+      // Gone already: nothing to cancel.
+      expect(await run(p.cancelExec(SANDBOX, id))).toEqual({ cancelled: false })
+      const gone = encodeTerminalId({ sessionId: "metal-proc_gone", maxOutputBytes: 1000 })
+      expect(await run(p.cancelExec(SANDBOX, gone))).toEqual({ cancelled: true })
+      expect(await run(p.execEvents(SANDBOX, gone, 2))).toEqual([{ seq: 2, type: "exit", exitCode: null, signal: "SIGKILL", cancelled: true, timedOut: false, outputTruncated: false }])
+      // Not a terminal's id: refused without a call.
+      expect((await failureOf(p.resizeTerminal!(SANDBOX, "daytona-pty:!!", { cols: 1, rows: 1 }))).kind).toBe("invalid_request")
+      expect(s.left()).toBe(0)
+    } finally {
+      daemon.stop()
+    }
+  })
+
+  it("declares terminals, and no standard input for plain processes", () => {
+    const p = provider(scripted([]).client)
+    expect(p.capabilities.process).toMatchObject({ terminal: true, stdin: false })
+    expect(p.resizeTerminal).toBeDefined()
   })
 })

@@ -76,3 +76,122 @@ describe("daytona wire", () => {
     }
   }, 30_000)
 })
+
+describe("daytona terminals (PTY sessions over the emulator's real pseudo-terminal)", () => {
+  const run = <A, E>(effect: Effect.Effect<A, E>) => Effect.runPromise(effect)
+  const failureOf = async <A>(effect: Effect.Effect<A, { readonly kind: string; readonly message: string }>) => {
+    const result = await Effect.runPromise(Effect.either(effect))
+    if (result._tag === "Right") throw new Error("expected a failure")
+    return result.left
+  }
+  const text = (events: ReadonlyArray<ProviderExecEvent>) => events.map((e) => (e.type === "exit" ? "" : Buffer.from(e.data).toString())).join("")
+
+  it("runs the command on the session's terminal: only its own output, input typed, resized, its exit code; ended or unknown sessions refuse", async () => {
+    const { emulator, provider, teardown } = await setup()
+    try {
+      const sandbox = await run(provider.create(conformanceInput(`sbx_tty${Date.now()}`)))
+      const processId = `proc_tty${Date.now()}`
+      const { executionId } = await run(provider.exec(sandbox, {
+        command: ["sh", "-c", "printf 'size:'; stty size; echo \"g=$GREETING in $(pwd)\"; read x; echo got-$x; stty size; exit 3"],
+        environment: { GREETING: "it's me" },
+        timeoutSeconds: 0,
+        maxOutputBytes: 1 << 20,
+        processId,
+        pty: { cols: 80, rows: 24 }
+      }))
+      expect(executionId.startsWith("daytona-pty:")).toBe(true)
+      let events: Array<ProviderExecEvent> = []
+      const until = async (done: () => boolean) => {
+        const deadline = Date.now() + 15_000
+        while (!done()) {
+          if (Date.now() > deadline) throw new Error(`timed out; output so far ${JSON.stringify(text(events))}`)
+          events = [...events, ...(await run(provider.execEvents(sandbox, executionId, events.length)))]
+          await Bun.sleep(20)
+        }
+      }
+      await until(() => text(events).includes("24 80"))
+      // Nothing of the shell's greeting, prompt or the typed line: the output starts with the command's.
+      expect(text(events).startsWith("size:24 80")).toBe(true)
+      await run(provider.resizeTerminal!(sandbox, executionId, { cols: 100, rows: 30 }))
+      await run(provider.sendInput!(sandbox, executionId, new TextEncoder().encode("hi\n"), false))
+      await until(() => events.at(-1)?.type === "exit")
+      expect(text(events)).toContain("got-hi")
+      expect(text(events)).toContain("g=it's me in /workspace\r\n")
+      expect(text(events)).toContain("30 100")
+      expect(events.at(-1)).toMatchObject({ type: "exit", exitCode: 3, cancelled: false })
+      expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i))
+
+      // The session is gone at the daemon once ended: resize and input say the terminal ended.
+      expect((await failureOf(provider.resizeTerminal!(sandbox, executionId, { cols: 80, rows: 24 }))).kind).toBe("not_found")
+      expect((await failureOf(provider.sendInput!(sandbox, executionId, new TextEncoder().encode("x"), false))).kind).toBe("not_found")
+      const headers = { authorization: `Bearer ${emulator.apiKey}` }
+      const base = `${emulator.baseUrl}/toolbox/${sandbox.resourceId}/process/pty`
+      expect((await fetch(`${base}/metal-${processId}`, { headers })).status).toBe(404)
+
+      // An unknown session: a new gateway following it learns it is lost; its resize and input fail the same way.
+      const fresh = makeDaytonaProvider({ baseUrl: emulator.baseUrl, apiKey: emulator.apiKey, mode: "emulated" })
+      const unknown = executionId.replace(/^daytona-pty:.*/, `daytona-pty:${Buffer.from(JSON.stringify(["metal-proc_nope", 1000])).toString("base64url")}`)
+      expect((await failureOf(fresh.execEvents(sandbox, unknown, 0))).kind).toBe("not_found")
+      expect((await failureOf(fresh.resizeTerminal!(sandbox, unknown, { cols: 80, rows: 24 }))).kind).toBe("not_found")
+      expect((await failureOf(fresh.sendInput!(sandbox, unknown, new Uint8Array([1]), false))).kind).toBe("not_found")
+      // A plain process has no terminal, and takes no input at Daytona.
+      const plain = await run(provider.exec(sandbox, { command: ["true"], timeoutSeconds: 10, maxOutputBytes: 100, processId: `proc_plain${Date.now()}` }))
+      expect((await failureOf(provider.resizeTerminal!(sandbox, plain.executionId, { cols: 80, rows: 24 }))).kind).toBe("invalid_request")
+      expect((await failureOf(provider.sendInput!(sandbox, plain.executionId, new Uint8Array([1]), false))).kind).toBe("unsupported")
+      await run(provider.destroy(sandbox))
+    } finally {
+      await teardown()
+    }
+  }, 60_000)
+
+  it("cancel deletes the session: the exit says cancelled; a second cancel finds nothing to cancel", async () => {
+    const { provider, teardown } = await setup()
+    try {
+      const sandbox = await run(provider.create(conformanceInput(`sbx_ttyc${Date.now()}`)))
+      const { executionId } = await run(provider.exec(sandbox, { command: ["sleep", "60"], timeoutSeconds: 0, maxOutputBytes: 1000, processId: `proc_ttyc${Date.now()}`, pty: { cols: 80, rows: 24 } }))
+      expect(await run(provider.cancelExec(sandbox, executionId))).toEqual({ cancelled: true })
+      let events: ReadonlyArray<ProviderExecEvent> = []
+      const deadline = Date.now() + 10_000
+      while (events.at(-1)?.type !== "exit" && Date.now() < deadline) {
+        events = await run(provider.execEvents(sandbox, executionId, 0))
+        await Bun.sleep(10) // (the close that carries the exit arrives as an event of the loop)
+      }
+      expect(events.at(-1)).toMatchObject({ type: "exit", exitCode: null, signal: "SIGKILL", cancelled: true })
+      expect(await run(provider.cancelExec(sandbox, executionId))).toEqual({ cancelled: false })
+      await run(provider.destroy(sandbox))
+    } finally {
+      await teardown()
+    }
+  }, 60_000)
+
+  it("the emulator's PTY routes answer as the daemon: 201, 409 for a taken id, 400 for a bad size, 410 for resizing an unknown one, a control error for connecting to it", async () => {
+    const { emulator, provider, teardown } = await setup()
+    try {
+      const sandbox = await run(provider.create(conformanceInput(`sbx_ttyw${Date.now()}`)))
+      const headers = { authorization: `Bearer ${emulator.apiKey}`, "content-type": "application/json" }
+      const base = `${emulator.baseUrl}/toolbox/${sandbox.resourceId}/process/pty`
+      const post = (path: string, body: unknown) => fetch(`${base}${path}`, { method: "POST", headers, body: JSON.stringify(body) })
+      const created = await post("", { id: "s1", cols: 80, rows: 24, lazyStart: true })
+      expect([created.status, await created.json()]).toEqual([201, { sessionId: "s1" }])
+      expect((await post("", { id: "s1" })).status).toBe(409)
+      expect((await post("", { id: "s2", cols: 1001 })).status).toBe(400)
+      expect((await post("", { id: "" })).status).toBe(400)
+      expect((await post("", { id: "s3", command: "ls" })).status).toBe(400) // there is no command field
+      expect(await (await fetch(base, { headers })).json()).toMatchObject({ sessions: [{ id: "s1", active: false, lazyStart: true, cols: 80, rows: 24 }] })
+      expect((await post("/nope/resize", { cols: 80, rows: 24 })).status).toBe(410)
+      expect((await post("/s1/resize", { cols: 0, rows: 24 })).status).toBe(400)
+      expect((await fetch(`${base}/s1/connect`, { headers })).status).toBe(400) // not a WebSocket
+      const socket = new WebSocket(`${base.replace(/^http/, "ws")}/nope/connect`, { headers } as unknown as Array<string>)
+      const first = await new Promise<string>((resolve, reject) => {
+        socket.onmessage = (e) => resolve(String(e.data))
+        socket.onerror = () => reject(new Error("the socket failed"))
+      })
+      expect(JSON.parse(first)).toMatchObject({ type: "control", status: "error" })
+      expect((await fetch(`${base}/s1`, { method: "DELETE", headers })).status).toBe(200)
+      expect((await fetch(`${base}/s1`, { method: "DELETE", headers })).status).toBe(404)
+      await run(provider.destroy(sandbox))
+    } finally {
+      await teardown()
+    }
+  }, 60_000)
+})

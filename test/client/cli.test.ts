@@ -143,7 +143,7 @@ describe("the user CLI", () => {
     const created = piped(["sandbox", "create", "--pty", "--json"])
     expect(created.code, created.stderr).toBe(0)
     const sandbox = JSON.parse(created.stdout)
-    expect(sandbox.provider).toBe("e2b")
+    expect(sandbox.provider).toBe("daytona") // the first provider with terminals
 
     const shell = interactive(["sandbox", "shell", sandbox.id])
     await shell.waitOutput(/\$ $/) // the sandbox's prompt: the CLI is attached, the local terminal raw
@@ -177,9 +177,9 @@ describe("the user CLI", () => {
     expect(fed.code).toBe(5)
     expect(JSON.parse(fed.stdout)).toMatchObject({ state: "failed", exit_code: 5 })
     expect(fed.stderr).toContain("got-fed")
-    // Daytona has no terminals: said so, exit 1.
-    const daytona = JSON.parse(piped(["sandbox", "create", "--provider", "daytona", "--json"]).stdout)
-    const refused = piped(["sandbox", "shell", daytona.id])
+    // Modal has no terminals: said so, exit 1.
+    const modal = JSON.parse(piped(["sandbox", "create", "--provider", "modal", "--json"]).stdout)
+    const refused = piped(["sandbox", "shell", modal.id])
     expect(refused.code).toBe(1)
     expect(refused.stderr).toContain("error:")
   }, 120_000)

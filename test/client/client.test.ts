@@ -89,7 +89,7 @@ describe("the client", () => {
 
   it("a shell on a terminal: a typed line is answered, a resize changes stty size, exit ends it with its code", async () => {
     const sandbox = await gw.sandboxes.create({ ...request(), provider: "auto", features: { pty: true } })
-    expect(sandbox.record.provider).toBe("e2b")
+    expect(sandbox.record.provider).toBe("daytona") // the first provider with terminals
     let output = ""
     const exits: Array<unknown> = []
     const shell = await sandbox.shell({ cols: 80, rows: 24, onOutput: (text) => (output += text), onExit: (exit) => exits.push(exit) })
@@ -127,10 +127,10 @@ describe("the client", () => {
     const late = await sandbox.attach(quick.processId, { onOutput: (text) => (replay += text) })
     expect(await late.exit).toEqual({ state: "failed", exitCode: 4 })
     expect(replay).toContain("quick-6")
-    // No terminals on Daytona: a typed error.
-    const daytona = await gw.sandboxes.create(request())
-    expect(await daytona.shell().catch((e) => e)).toBeInstanceOf(GatewayError)
-    await Promise.all([sandbox.destroy(), daytona.destroy()])
+    // No terminals on Modal: a typed error.
+    const modal = await gw.sandboxes.create({ ...request(), provider: "modal" })
+    expect(await modal.shell().catch((e) => e)).toBeInstanceOf(GatewayError)
+    await Promise.all([sandbox.destroy(), modal.destroy()])
   }, 90_000)
 
   it("files of any size: upload in pieces (appended, or joined in the sandbox), download resumed after a break", async () => {

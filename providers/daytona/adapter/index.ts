@@ -38,6 +38,14 @@
  * - timeout: Daytona's sessions have none, and wrapping the command in `timeout` would move it out of the
  *   process group that a cancel signals (and make exit 124 ambiguous), so the caller's deadline applies: the
  *   gateway cancels a process at its timeout, also after a restart.
+ * - terminals (`pty` processes; terminals.ts): a PTY session each (`POST /process/pty {id: "metal-<process id>",
+ *   cols, rows, lazyStart: true}`), driven over `GET /process/pty/{id}/connect` (a WebSocket: raw bytes both ways,
+ *   a control message first, the exit in the close), `POST …/resize`, and `DELETE` as cancel. A PTY session runs
+ *   only the user's shell, so the adapter types into it a line that prints a marker (not contained in the typed
+ *   line: printf joins its halves) and then `exec`s the command — whose exit is then the session's — and drops the
+ *   output up to the marker's line, bounded in bytes and time. The execution id is `daytona-pty:` +
+ *   base64url(JSON [session, max output bytes]). Input (`sendInput`) is a terminal's only: session commands take
+ *   none, so `process.stdin` is false and a plain process asking for stdin is refused before it starts.
  * - files: `GET /files/info`, `GET /files/download` (with Range), multipart `POST /files/upload`,
  *   `POST /files/folder`, `GET /files`, `DELETE /files?recursive=`. Daytona's upload creates parents itself, so
  *   `createParents: false` checks the parent first. Append is not offered (read-modify-write would race).
@@ -47,7 +55,7 @@
  * does; `withWorkspace` rewrites paths and working directories both ways) and commands start there; the
  * emulator's sandboxes really have `/workspace`, so `emulated` maps nothing.
  *
- * Capabilities: the Daytona row of reference §3.1 plus pause/resume and the internet switch. Pause is off by
+ * Capabilities: the Daytona row of reference §3.1 plus pause/resume, the internet switch and terminals. Pause is off by
  * default upstream because stop/start is not a memory-preserving pause: stop ends every process (and session)
  * and keeps the filesystem, start boots it again. We declare both anyway — the filesystem survives, which is
  * what the API's pause/resume promises, and auto routing needs a provider that can pause — and the emulator
@@ -57,6 +65,7 @@
  * 4.5 µUSD per GiB-second of memory, 0.03 µUSD per GiB-second of disk beyond the 5 free GiB) over the window,
  * provenance `estimated_rate_card`, confidence low (stopped time is counted as running).
  */
+import { Effect } from "effect"
 import type { SandboxProvider } from "../../core/Provider.ts"
 import { withWorkspace } from "../../core/workspace.ts"
 import { makeEndpoints } from "./endpoints.ts"
@@ -70,8 +79,10 @@ export {
   DAYTONA_RATE_CARD,
   type DaytonaProviderConfig,
   decodeExecutionId,
+  decodeTerminalId,
   demuxLog,
   encodeExecutionId,
+  encodeTerminalId,
   eventsFromPieces,
   LABEL_SANDBOX_ID,
   sandboxName,
@@ -83,6 +94,8 @@ export {
 
 export const makeDaytonaProvider = (config: DaytonaProviderConfig): SandboxProvider => {
   const ctx = makeContext(config)
+  const sandboxes = makeSandboxes(ctx)
+  const { forgetTerminals, ...processes } = makeProcesses(ctx)
   return withWorkspace({
     name: NAME,
     capabilities: ctx.capabilities,
@@ -95,8 +108,10 @@ export const makeDaytonaProvider = (config: DaytonaProviderConfig): SandboxProvi
         organizationId: credentials["organization_id"],
         target: credentials["target"] ?? config.target
       }),
-    ...makeSandboxes(ctx),
-    ...makeProcesses(ctx),
+    ...sandboxes,
+    // A destroyed sandbox's terminals are forgotten with it.
+    destroy: (sandbox) => Effect.tap(sandboxes.destroy(sandbox), () => Effect.sync(() => forgetTerminals(sandbox.resourceId))),
+    ...processes,
     ...makeFiles(ctx),
     ...makeEndpoints(ctx)
   }, ctx.workspaceDir)

@@ -3,14 +3,17 @@
  * the pieces of the daemon's multiplexed log, in order (a pure function of the log, so every call and every
  * restart numbers them the same); cancel deletes the session (the daemon signals the whole group).
  * Daytona's sessions have no timeout: the gateway cancels a process at its deadline, also after a restart.
+ * A process started with `pty` is a terminal instead (terminals.ts), told apart by its execution id.
  */
 import { HttpClientRequest } from "@effect/platform"
 import { Effect } from "effect"
 import type { ProviderExecEvent, ProviderSandbox, SandboxProvider } from "../../core/Provider.ts"
 import { unsupported } from "../../core/Provider.ts"
+import { makeTerminals } from "./terminals.ts"
 import {
   type DaytonaContext,
   decodeExecutionId,
+  decodeTerminalId,
   demuxLog,
   encodeExecutionId,
   eventsFromPieces,
@@ -28,6 +31,8 @@ const commandPath = (ref: ExecutionRef) => `/process/session/${encodeURIComponen
 
 export const makeProcesses = (ctx: DaytonaContext) => {
   const { decode, fail, toolbox } = ctx
+  const terminals = makeTerminals(ctx)
+  const isTerminal = (executionId: string) => decodeTerminalId(executionId) !== undefined
   /** Last log read per running execution, to bound how often a busy poller downloads the log. */
   const logCache = new Map<string, { readonly at: number; readonly events: ReadonlyArray<ProviderExecEvent> }>()
 
@@ -61,7 +66,7 @@ export const makeProcesses = (ctx: DaytonaContext) => {
   }
 
   const execEvents: SandboxProvider["execEvents"] = (sandbox, executionId, fromSeq) =>
-    Effect.gen(function*() {
+    isTerminal(executionId) ? terminals.execEvents(sandbox, executionId, fromSeq) : Effect.gen(function*() {
       const ref = yield* refOf(executionId)
       const command = yield* commandOrNull(sandbox, ref)
       if (command === null) {
@@ -106,6 +111,10 @@ export const makeProcesses = (ctx: DaytonaContext) => {
   const exec: SandboxProvider["exec"] = (sandbox, input) =>
     Effect.gen(function*() {
       if (ctx.capabilities.process === null) return yield* unsupported(NAME, "processes")
+      if (input.pty !== undefined) {
+        if (ctx.capabilities.process.terminal !== true) return yield* unsupported(NAME, "terminals")
+        return yield* terminals.exec(sandbox, { ...input, pty: input.pty })
+      }
       const sessionId = sessionName(input.processId)
       const sessionPath = `/process/session/${encodeURIComponent(sessionId)}`
       const maxOutputBytes = Math.min(input.maxOutputBytes, ctx.capabilities.process.maxOutputBytes)
@@ -128,6 +137,7 @@ export const makeProcesses = (ctx: DaytonaContext) => {
   const cancelExec: SandboxProvider["cancelExec"] = (sandbox, executionId) =>
     Effect.gen(function*() {
       if (ctx.capabilities.process?.cancel !== true) return yield* unsupported(NAME, "cancelling processes")
+      if (isTerminal(executionId)) return yield* terminals.cancelExec(sandbox, executionId)
       const ref = yield* refOf(executionId)
       const command = yield* commandOrNull(sandbox, ref)
       // Already over (or already cancelled): keep its real exit.
@@ -138,5 +148,15 @@ export const makeProcesses = (ctx: DaytonaContext) => {
       )
     })
 
-  return { exec, execEvents, cancelExec }
+  /** Only a terminal takes input: Daytona's session commands read none. */
+  const sendInput: NonNullable<SandboxProvider["sendInput"]> = (sandbox, executionId, data, eof) =>
+    isTerminal(executionId) ? terminals.sendInput(sandbox, executionId, data, eof) : Effect.fail(unsupported(NAME, "standard input of a process without a terminal"))
+
+  return {
+    exec,
+    execEvents,
+    cancelExec,
+    ...(ctx.capabilities.process?.terminal === true ? { sendInput, resizeTerminal: terminals.resizeTerminal } : {}),
+    forgetTerminals: terminals.forget
+  }
 }

@@ -17,6 +17,8 @@ export const DAYTONA_CAPABILITIES: ProviderCapabilities = {
   ...DECLARED.daytona,
   pause: true,
   resume: true,
+  // Terminals through PTY sessions (terminals.ts); their input is a terminal's only: session commands take none.
+  process: { ...DECLARED.daytona.process!, terminal: true, stdin: false },
   // Daytona's network limits: `networkBlockAll`, and `domainAllowList` (names and `*.` wildcards, comma-separated;
   // docs: daytona.io/docs/en/network-limits). No deny list of names.
   network: { blockInternet: true, allowDomains: true, denyDomains: false }
@@ -58,6 +60,8 @@ export interface DaytonaProviderConfig {
   /** Least time between two log reads of a running command. Default 250 ms remote, 0 emulated. */
   readonly logPollMs?: number | undefined
   readonly requestTimeoutMs?: number | undefined
+  /** Opens a WebSocket (a PTY's connect); default Bun's client, which sends `headers` with the upgrade. */
+  readonly openSocket?: ((url: string, headers: Readonly<Record<string, string>>) => WebSocket) | undefined
 }
 
 // ---- shapes ----
@@ -95,6 +99,8 @@ export const WireFileInfo = Schema.Struct({
 export type WireFileInfo = typeof WireFileInfo.Type
 export const WirePreview = Schema.Struct({ token: Schema.String, url: Schema.String })
 export const WireProxyUrl = Schema.Struct({ url: Schema.String })
+/** A PTY session's info (the daemon's PtySessionInfo; only the fields used). */
+export const WirePtySession = Schema.Struct({ id: Schema.String, active: Schema.Boolean, lazyStart: Schema.optional(Schema.Boolean) })
 
 // ---- errors ----
 
@@ -208,6 +214,25 @@ export const eventsFromPieces = (
   return events
 }
 
+/** A terminal's execution id: `daytona-pty:` + base64url(JSON [PTY session, max output bytes]). */
+export interface TerminalRef {
+  readonly sessionId: string
+  readonly maxOutputBytes: number
+}
+export const encodeTerminalId = (ref: TerminalRef) =>
+  `daytona-pty:${Buffer.from(JSON.stringify([ref.sessionId, ref.maxOutputBytes])).toString("base64url")}`
+export const decodeTerminalId = (executionId: string): TerminalRef | undefined => {
+  if (!executionId.startsWith("daytona-pty:")) return undefined
+  try {
+    const parsed: unknown = JSON.parse(Buffer.from(executionId.slice("daytona-pty:".length), "base64url").toString("utf8"))
+    if (!Array.isArray(parsed) || typeof parsed[0] !== "string" || parsed[0] === "") return undefined
+    const max = typeof parsed[1] === "number" && Number.isSafeInteger(parsed[1]) && parsed[1] > 0 ? parsed[1] : 100 * 1024 * 1024
+    return { sessionId: parsed[0], maxOutputBytes: max }
+  } catch {
+    return undefined
+  }
+}
+
 export interface ExecutionRef {
   readonly sessionId: string
   readonly commandId: string
@@ -243,10 +268,11 @@ export const makeContext = (config: DaytonaProviderConfig) => {
     timeout: `${config.requestTimeoutMs ?? 60_000} millis`,
     classify
   })
-  const authorize = (request: HttpClientRequest.HttpClientRequest) => {
-    const withKey = HttpClientRequest.bearerToken(request, config.apiKey)
-    return config.organizationId === undefined ? withKey : HttpClientRequest.setHeader(withKey, "x-daytona-organization-id", config.organizationId)
+  const authHeaders: Readonly<Record<string, string>> = {
+    authorization: `Bearer ${config.apiKey}`,
+    ...(config.organizationId === undefined ? {} : { "x-daytona-organization-id": config.organizationId })
   }
+  const authorize = (request: HttpClientRequest.HttpClientRequest) => HttpClientRequest.setHeaders(request, authHeaders)
   const send: typeof wire.send = (request, what, options) => wire.send(authorize(request), what, options)
   const api = (method: "GET" | "POST" | "DELETE", path: string) =>
     HttpClientRequest.make(method)(`${baseUrl}${path}`).pipe(HttpClientRequest.acceptJson)
@@ -268,6 +294,11 @@ export const makeContext = (config: DaytonaProviderConfig) => {
     what: string,
     build: (r: HttpClientRequest.HttpClientRequest) => HttpClientRequest.HttpClientRequest = (r) => r
   ) => Effect.flatMap(toolboxBase(sandbox), (base) => send(build(HttpClientRequest.make(method)(`${base}${path}`)), what, { toolbox: true }))
+  const open = config.openSocket ?? ((url, headers) => new WebSocket(url, { headers } as unknown as Array<string>))
+  /** The `ws(s)://` address of a toolbox path. */
+  const toolboxSocketUrl = (sandbox: ProviderSandbox, path: string) => Effect.map(toolboxBase(sandbox), (base) => `${base.replace(/^http/, "ws")}${path}`)
+  /** Opens a WebSocket with the same credentials as every call (set its handlers at once, in the same tick). */
+  const openSocket = (url: string) => open(url, authHeaders)
 
   return {
     config,
@@ -281,7 +312,9 @@ export const makeContext = (config: DaytonaProviderConfig) => {
     decode: wire.decode,
     send,
     api,
-    toolbox
+    toolbox,
+    toolboxSocketUrl,
+    openSocket
   }
 }
 

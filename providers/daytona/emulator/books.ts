@@ -1,7 +1,8 @@
 /**
  * The Daytona emulator's books: sandboxes and signed previews (DATA_DIR/emulators/daytona/state.json), and one
- * small file per session under sessions/ (a session per process: saving one does not rewrite them all), read
- * back through Schemas; sessions of an earlier version's state file are moved to their records at start.
+ * small file per session under sessions/ (a session per process: saving one does not rewrite them all) and per
+ * PTY session under ptys/, read back through Schemas; sessions of an earlier version's state file are moved to
+ * their records at start.
  */
 import { Schema } from "effect"
 import { emulatorHome, emulatorKey, persistentRecords, persistentState } from "../../core/emulator/state.ts"
@@ -33,6 +34,20 @@ const Session = Schema.mutable(Schema.Struct({
 }))
 export type Session = typeof Session.Type
 
+/** A PTY session (the daemon's PtySessionInfo, plus the runtime exec of its shell once started). */
+const PtySession = Schema.mutable(Schema.Struct({
+  sandboxId: Schema.String,
+  id: Schema.String,
+  cwd: Schema.String,
+  envs: StringMap,
+  cols: Schema.Number,
+  rows: Schema.Number,
+  createdAt: Schema.String,
+  lazyStart: Schema.Boolean,
+  execId: Schema.optional(Schema.String)
+}))
+export type PtySession = typeof PtySession.Type
+
 const Preview = Schema.mutable(Schema.Struct({ sandboxId: Schema.String, port: Schema.Number, expiresAt: Schema.Number }))
 export type Preview = typeof Preview.Type
 
@@ -50,6 +65,8 @@ export const makeBooks = (dataDir: string) => {
   const apiKey = emulatorKey(dir)
   const { state, save } = persistentState(dir, State, (): typeof State.Type => ({ sandboxes: {}, previews: {} }))
   const sessions = persistentRecords(dir, "sessions", Session)
+  /** PTY sessions by `<sandbox id>/<session id>` (each sandbox's daemon has its own). */
+  const ptys = persistentRecords(dir, "ptys", PtySession)
   if (state.sessions !== undefined) {
     for (const [id, session] of Object.entries(state.sessions)) sessions.set(id, session)
     delete state.sessions
@@ -62,6 +79,7 @@ export const makeBooks = (dataDir: string) => {
     state,
     save,
     sessions,
+    ptys,
     findSandbox: (idOrName: string): EmulatedSandbox | undefined =>
       state.sandboxes[idOrName] ?? Object.values(state.sandboxes).find((s) => s.name === idOrName),
     /** Like the runtime's own retention, sessions older than a day are forgotten (looked for once a minute). */

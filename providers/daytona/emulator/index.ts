@@ -1,15 +1,18 @@
 /**
  * A loopback emulator of the Daytona API subset the adapter uses, backed by the local runtime: the control API
- * (`/sandbox…`, signed preview URLs: `control.ts`), the toolbox (`/toolbox/{id}/…`: `toolbox.ts`) and the preview
+ * (`/sandbox…`, signed preview URLs: `control.ts`), the toolbox (`/toolbox/{id}/…`: `toolbox.ts`, its PTY sessions
+ * `pty.ts`) and the preview
  * proxy (`/preview/{token}/…` through root-only unix-socket bridges: `preview.ts`). Its books (`books.ts`) survive a gateway restart the way a
  * provider's cloud would, and it keeps its port, which stored sandboxes carry in their toolbox URL.
  */
 import type { LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
 import { emulatorMessage, servePersistent, statusOfRuntimeError } from "../../core/emulator/server.ts"
+import { isWebSocketUpgrade } from "../../core/websocket.ts"
 import { makeBooks } from "./books.ts"
 import { makeControl } from "./control.ts"
 import { makePreviews } from "./preview.ts"
 import { type PreviewSocketData, previewSocketHandlers } from "../../core/emulator/previews.ts"
+import { makePty, type PtySocketData } from "./pty.ts"
 import { makeToolbox } from "./toolbox.ts"
 import { error, Refused } from "./wire.ts"
 
@@ -22,6 +25,8 @@ const decodeSegment = (segment: string) => {
   }
 }
 
+type SocketData = PreviewSocketData | PtySocketData
+
 export interface DaytonaEmulator {
   readonly baseUrl: string
   readonly apiKey: string
@@ -33,9 +38,10 @@ export const startDaytonaEmulator = (dataDir: string, runtime: LocalRuntimeShape
   let baseUrl = ""
   const previews = makePreviews(books, runtime)
   const control = makeControl(books, runtime, { baseUrl: () => baseUrl, previews })
-  const toolbox = makeToolbox(books, runtime)
+  const pty = makePty(books, runtime)
+  const toolbox = makeToolbox(books, runtime, pty)
 
-  const handle = async (request: Request, server: Bun.Server<PreviewSocketData>): Promise<Response | undefined> => {
+  const handle = async (request: Request, server: Bun.Server<SocketData>): Promise<Response | undefined> => {
     const url = new URL(request.url)
     const [first, second, ...rest] = url.pathname.split("/").filter(Boolean)
     if (first === "preview") return previews.proxy(request, second ?? "", rest.join("/"), url, server)
@@ -44,18 +50,29 @@ export const startDaytonaEmulator = (dataDir: string, runtime: LocalRuntimeShape
     if (first === "toolbox" && second !== undefined) {
       const sandbox = books.findSandbox(decodeSegment(second))
       if (sandbox === undefined) return error(404, "Sandbox not found")
+      const [process, kind, id, connect, ...extra] = rest
+      if (process === "process" && kind === "pty" && connect === "connect" && extra.length === 0 && isWebSocketUpgrade(request)) {
+        if (sandbox.state !== "started") return error(409, "Sandbox is not running")
+        return pty.connect(request, server, sandbox, decodeSegment(id ?? ""))
+      }
       return toolbox(request, url, sandbox, `/${rest.join("/")}`)
     }
     return error(404, "Not found")
   }
 
-  const serve = (port: number) => Bun.serve<PreviewSocketData>({
+  const serve = (port: number) => Bun.serve<SocketData>({
     hostname: "127.0.0.1",
     port,
     idleTimeout: 60,
     // Uploads stream through to the runtime, which bounds them (Bun's own default would cut them at 128 MiB).
     maxRequestBodySize: Number.MAX_SAFE_INTEGER,
-    websocket: previewSocketHandlers,
+    // Two kinds of WebSocket: a preview's (relayed to a sandbox port) and a PTY's.
+    websocket: {
+      open: (ws) => ("pty" in ws.data ? pty.socketHandlers.open(ws as Bun.ServerWebSocket<PtySocketData>) : previewSocketHandlers.open?.(ws as Bun.ServerWebSocket<PreviewSocketData>)),
+      message: (ws, message) =>
+        "pty" in ws.data ? pty.socketHandlers.message(ws as Bun.ServerWebSocket<PtySocketData>, message) : previewSocketHandlers.message?.(ws as Bun.ServerWebSocket<PreviewSocketData>, message),
+      close: (ws, code, reason) => ("pty" in ws.data ? pty.socketHandlers.close(ws as Bun.ServerWebSocket<PtySocketData>) : previewSocketHandlers.close?.(ws as Bun.ServerWebSocket<PreviewSocketData>, code, reason))
+    },
     fetch: async (request, server) => {
       try {
         return await handle(request, server)
@@ -71,6 +88,7 @@ export const startDaytonaEmulator = (dataDir: string, runtime: LocalRuntimeShape
     baseUrl,
     apiKey: books.apiKey,
     stop: () => {
+      pty.stop()
       previews.stop()
       server.stop(true)
     }

@@ -2,7 +2,7 @@
  * The Daytona emulator's toolbox (`/toolbox/{id}/…`): sessions with async commands, their status and logs (the
  * daemon's three answers: `{stdout, stderr}` to an SDK, the raw multiplexed log to a caller that asks for split
  * output without an SDK version, plain combined text otherwise), and files (info, Range download, multipart
- * upload, folders, list, delete) — all over the local runtime.
+ * upload, folders, list, delete), and PTY sessions (`pty.ts`) — all over the local runtime.
  */
 import * as crypto from "node:crypto"
 import * as path from "node:path"
@@ -11,6 +11,7 @@ import { boundaryOf, multipartFile } from "../../core/emulator/multipart.ts"
 import type { LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
 import { makeRouter, route, runOrThrow as run } from "../../core/emulator/server.ts"
 import type { Books, EmulatedSandbox, Session } from "./books.ts"
+import type { Pty } from "./pty.ts"
 import { error, goFileMode, json, Refused } from "./wire.ts"
 
 /**
@@ -38,7 +39,7 @@ interface Call {
   readonly path: string
 }
 
-export const makeToolbox = (books: Books, runtime: LocalRuntimeShape) => {
+export const makeToolbox = (books: Books, runtime: LocalRuntimeShape, pty: Pty) => {
   const { sessions } = books
 
   const sessionOf = (sandbox: EmulatedSandbox, sessionId: string): Session => {
@@ -176,6 +177,13 @@ export const makeToolbox = (books: Books, runtime: LocalRuntimeShape) => {
     route("POST", "/process/session/:session/exec", (call, { session }) => exec(call, session!)),
     route("GET", "/process/session/:session/command/:command", (call, { command, session }) => commandStatus(call, session!, command!)),
     route("GET", "/process/session/:session/command/:command/logs", (call, { command, session }) => commandLogs(call, session!, command!)),
+    route("POST", "/process/pty", ({ request, sandbox }) => pty.create(request, sandbox)),
+    route("GET", "/process/pty", ({ sandbox }) => pty.list(sandbox)),
+    route("GET", "/process/pty/:id", ({ sandbox }, { id }) => pty.get(sandbox, id!)),
+    route("DELETE", "/process/pty/:id", ({ sandbox }, { id }) => pty.kill(sandbox, id!)),
+    route("POST", "/process/pty/:id/resize", ({ request, sandbox }, { id }) => pty.resize(request, sandbox, id!)),
+    // A WebSocket upgrade of it is taken before the router (index.ts); a plain request is refused as Go's upgrader does.
+    route("GET", "/process/pty/:id/connect", () => error(400, "websocket: the client is not using the websocket protocol")),
     route("GET", "/files/info", info),
     route("GET", "/files/download", download),
     route("POST", "/files/upload", upload),

@@ -185,7 +185,7 @@ export const startProcess = (caller: Caller, sandboxId: string, input: StartProc
     yield* requireCapability(sandbox, ["process", "execute"], "processes")
     // Refused before anything starts: a provider that cannot take input never gets such a process.
     const provider = (yield* ProviderAccounts).target(sandbox)?.provider
-    if (input.stdin && provider?.sendInput === undefined) {
+    if (input.stdin && input.pty === undefined && (provider?.sendInput === undefined || provider.capabilities.process?.stdin === false)) {
       return yield* conflict("capability_unsupported", `${sandbox.provider} sandboxes cannot take standard input`, { provider: sandbox.provider })
     }
     if (input.pty !== undefined && (provider?.capabilities.process?.terminal !== true || provider.resizeTerminal === undefined || provider.sendInput === undefined)) {
