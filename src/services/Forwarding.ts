@@ -79,9 +79,15 @@ export const forward = async (config: AppConfigShape, request: Request, base: st
     out.delete("content-encoding") // fetch already decoded the body
     return new Response(upstream.body, { status: upstream.status, statusText: upstream.statusText, headers: out })
   } catch {
-    return Response.json(
-      { code: "node_unreachable", message: "The gateway node this sandbox lives on did not answer", request_id: `req_${crypto.randomUUID().replaceAll("-", "")}`, retryable: true },
-      { status: 503 }
-    )
+    return nodeUnreachable()
   }
 }
+
+export const NODE_UNREACHABLE_MESSAGE = "The gateway node this sandbox lives on did not answer"
+
+/** 503 `node_unreachable` (retryable): the owner node did not answer a forwarded request. */
+export const nodeUnreachable = (requestId = `req_${crypto.randomUUID().replaceAll("-", "")}`) =>
+  Response.json(
+    { code: "node_unreachable", message: NODE_UNREACHABLE_MESSAGE, request_id: requestId, retryable: true },
+    { status: 503, headers: { "x-request-id": requestId } }
+  )
