@@ -14,6 +14,9 @@
  * with the subprotocol the sandbox chose, and messages are relayed both ways (providers/core/websocket.ts) until
  * either side closes or the exchange is cut (then both are closed, 1001 or 1013 ...). Traffic through an
  * endpoint, plain or WebSocket, is activity for the sandbox's idle timeout.
+ *
+ * A sandbox on another live node (services/Forwarding.ts): its requests and upgrades, after the same checks, go to
+ * that node's endpoint listener, as they came (path, query, and in host mode the Host), with the forward mark.
  */
 import { HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Cause, Context, Effect, FiberRef, Layer } from "effect"
