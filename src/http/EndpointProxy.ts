@@ -240,6 +240,10 @@ export const proxy = (addressing: EndpointAddressing, config: AppConfigShape) =>
     return HttpServerResponse.raw(new Response(body, { status: upstream.status, statusText: upstream.statusText, headers: out }))
   })
 
+/** Whether the listener at `url`'s origin answers HTTP at all (a node's endpoint listener answers 404 at `/`). */
+const answers = (url: string) =>
+  fetch(new URL(url).origin, { method: "HEAD", redirect: "manual", signal: AbortSignal.timeout(5_000) }).then(() => true, () => false)
+
 /** Close codes for a cut WebSocket: the lease or the endpoint ended (1001, going away), the sandbox stopped (1013). */
 const CUT_CLOSE: Record<CutReason, number> = { revoked: 1001, expired: 1001, sandbox_unavailable: 1013 }
 /** Traffic through a WebSocket touches its sandbox at most this often. */
@@ -271,8 +275,8 @@ const upgradeRoute = (addressing: EndpointAddressing, config: AppConfigShape, ru
       upstream?.close()
       const reason = exchange.cutReason()
       if (reason !== undefined) return answer(...CUT_MESSAGES[reason])
-      // Forwarded: the owner did not take the upgrade (it answers refusals itself, so it is most likely gone).
-      if (resolved.forwardMark !== undefined) return answer(503, "node_unreachable", NODE_UNREACHABLE_MESSAGE)
+      // Forwarded: the owner refused the upgrade (its sandbox did not take it), or the owner is gone.
+      if (resolved.forwardMark !== undefined && !(await answers(resolved.url))) return answer(503, "node_unreachable", NODE_UNREACHABLE_MESSAGE)
       return answer(502, "endpoint_unreachable", "The sandbox did not accept a WebSocket on this port")
     }
     let touched = Date.now()

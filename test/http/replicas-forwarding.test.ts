@@ -8,7 +8,8 @@
  * - a terminal attach (a typed line answered, a resize, closing leaves the process running, an attach through A
  *   takes over, the exit frame and close), refused as A's API refuses (401, another tenant's 404, 409, 426);
  * - a forged forward mark (wrong HMAC) is not honoured: the attach is still relayed to A;
- * - a host-addressed endpoint's requests and WebSockets (text, binary, subprotocol, closes both ways);
+ * - a host-addressed endpoint's requests and WebSockets (text, binary, subprotocol, closes both ways; nothing
+ *   listening on the port is A's 502, not a node error);
  * - A killed: attach, endpoint request and endpoint WebSocket answer 503 `node_unreachable` at once, forged mark or not.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -183,6 +184,11 @@ describe.skipIf(!onPostgres())("forwarding between replicas: terminal attach, ho
     d.ws.close(4002, "done here")
     const closes = await poll(async () => (await (await viaEndpoint(b, echo, "/closes")).json()) as Array<{ code: number }>, (l) => l.some((x) => x.code === 4002))
     expect(closes).toContainEqual({ code: 4002, reason: "done here" })
+
+    // Nothing listens on the sandbox's port: A's answer (502), not a node-level error.
+    const quiet = await hostOf(8199)
+    expect(await refusedUpgrade(b.endpointUrl, "/", { host: quiet })).toMatchObject({ status: 502, body: { code: "endpoint_unreachable" } })
+    expect((await viaEndpoint(b, quiet, "/")).status).toBe(502)
   }, 90_000)
 
   it("with A dead, B answers 503 node_unreachable at once (forged mark or not), never hangs", async () => {
