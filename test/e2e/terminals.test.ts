@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { api, bootstrap, expectEnvelope, type RunningServer, startServer } from "../support/server.ts"
 import { refusedUpgrade as rawRefusedUpgrade } from "../support/raw-http.ts"
 import { attachTerminal, keyHeaders } from "../support/terminals.ts"
-import { createReadySandbox, idempotencyKey, type KeyAuth, minimalSandbox, readProcessOutput, waitOperation, waitProcess } from "../support/sandbox.ts"
+import { createReadySandbox, idempotencyKey, type KeyAuth, minimalSandbox, poll, readProcessOutput, waitOperation, waitProcess } from "../support/sandbox.ts"
 
 let server: RunningServer
 let http: ReturnType<typeof api>
@@ -139,8 +139,9 @@ describe("terminals", () => {
     t.ws.send(new Uint8Array(1024 * 1024 + 1))
     await t.waitClose()
     expect(t.state.closed?.code).toBe(1009)
-    // The process is untouched by either.
-    expect((await http.get(`/v1/sandboxes/${e2b.id}/processes/${started.body.id}`, auth)).body.state).toBe("running")
+    // The process is untouched by either (it may still be starting: an attach does not wait for that).
+    const state = await poll(async () => (await http.get(`/v1/sandboxes/${e2b.id}/processes/${started.body.id}`, auth)).body.state, (s) => s !== "queued")
+    expect(state).toBe("running")
     await http.post(`/v1/sandboxes/${e2b.id}/processes/${started.body.id}/actions/cancel`, auth)
   }, 60_000)
 
