@@ -4,6 +4,9 @@
  * their code and reason. Used by the emulators' preview proxies (to a sandbox port) and by the gateway's endpoint
  * proxy (to the provider's URL). A WebSocket client cannot be paused, so neither side may queue without bound:
  * when what one side has not taken yet passes `MAX_QUEUED_BYTES`, both are closed with 1009 ("too big").
+ *
+ * Also used by the gateway's terminal attach on a replica that is not the sandbox's node (the upstream is then
+ * the owner node's attach).
  */
 
 /** The accepted side, as a Bun ServerWebSocket offers it. */
@@ -34,6 +37,8 @@ export interface Relay {
  * way; `onEnd` once, when the relay is over for whatever reason.
  */
 export const relay = (client: AcceptedSocket, upstream: WebSocket, hooks: { readonly onTraffic?: () => void; readonly onEnd?: () => void } = {}): Relay => {
+  const early = arrivedEarly.get(upstream)
+  arrivedEarly.delete(upstream)
   let over = false
   const end = () => {
     if (over) return false
@@ -51,19 +56,24 @@ export const relay = (client: AcceptedSocket, upstream: WebSocket, hooks: { read
     } catch {}
   }
   upstream.binaryType = "arraybuffer"
-  upstream.onmessage = (event) => {
+  const onMessage = (event: MessageEvent) => {
     if (over) return
     if (client.getBufferedAmount() > MAX_QUEUED_BYTES) return cut(1009, "the client does not keep up")
     client.send(typeof event.data === "string" ? event.data : new Uint8Array(event.data as ArrayBuffer))
     hooks.onTraffic?.()
   }
-  upstream.onclose = (event) => {
+  const onClose = (event: CloseEvent) => {
     if (!end()) return
     try {
       client.close(sendable(event.code), fitting(event.reason))
     } catch {}
   }
+  upstream.onmessage = onMessage
+  upstream.onclose = onClose
   upstream.onerror = () => cut(1011, "the upstream connection failed")
+  // What came between the upstream's open and now, in order, then its close if it came too.
+  for (const event of early?.messages ?? []) onMessage(event)
+  if (early?.close !== undefined) onClose(early.close)
   return {
     fromClient: (message) => {
       if (over) return
@@ -91,27 +101,55 @@ export const HANDSHAKE_HEADERS = new Set([
 export const offeredProtocols = (headers: Headers): Array<string> =>
   (headers.get("sec-websocket-protocol") ?? "").split(",").map((p) => p.trim()).filter((p) => p !== "")
 
+/** An upstream waits this long for its handshake, then counts as not opened (a host that never answers). */
+export const OPEN_TIMEOUT_MS = 10_000
+
 /**
- * Opens the upstream WebSocket for an upgrade request: the request's headers (but the handshake's own) and its
- * subprotocols. Resolves once it is open; rejects when it cannot open (nothing listens, the handshake is refused).
+ * Messages (and a close) an opened upstream received before `relay` took it: the client's side is accepted only
+ * after the upstream opened, and the upstream may speak first (a greeting, a terminal's replayed output).
  */
-export const openUpstream = (url: string, request: Request, extraHeaders: Record<string, string> = {}): Promise<WebSocket> =>
+const arrivedEarly = new WeakMap<WebSocket, { readonly messages: Array<MessageEvent>; close: CloseEvent | undefined }>()
+
+/**
+ * Opens the upstream WebSocket for an upgrade request: the request's headers (but the handshake's own; `extra`
+ * ones set or override, a `host` included, or remove when `undefined`) and its subprotocols. Resolves once it is
+ * open; rejects when it cannot open (nothing listens, the handshake is refused, no answer within OPEN_TIMEOUT_MS).
+ */
+export const openUpstream = (url: string, request: Request, extraHeaders: Record<string, string | undefined> = {}): Promise<WebSocket> =>
   new Promise((resolve, reject) => {
     const headers: Record<string, string> = {}
     request.headers.forEach((value, name) => {
       if (!HANDSHAKE_HEADERS.has(name)) headers[name] = value
     })
-    Object.assign(headers, extraHeaders)
+    for (const [name, value] of Object.entries(extraHeaders)) {
+      if (value === undefined) delete headers[name]
+      else headers[name] = value
+    }
     const protocols = offeredProtocols(request.headers)
     // Bun's client takes headers (and protocols) in its options; the DOM typing knows only protocols.
     const socket = new WebSocket(url, { headers, protocols } as unknown as Array<string>)
+    socket.binaryType = "arraybuffer"
+    const timer = setTimeout(() => {
+      reject(new Error("the upstream WebSocket did not open in time"))
+      socket.close()
+    }, OPEN_TIMEOUT_MS)
     socket.onopen = () => {
+      clearTimeout(timer)
+      const early = { messages: [] as Array<MessageEvent>, close: undefined as CloseEvent | undefined }
+      arrivedEarly.set(socket, early)
       socket.onerror = null
-      socket.onclose = null
+      socket.onmessage = (event) => void early.messages.push(event)
+      socket.onclose = (event) => void (early.close = event)
       resolve(socket)
     }
-    socket.onerror = () => reject(new Error("the upstream WebSocket did not open"))
-    socket.onclose = () => reject(new Error("the upstream WebSocket closed before it opened"))
+    socket.onerror = () => {
+      clearTimeout(timer)
+      reject(new Error("the upstream WebSocket did not open"))
+    }
+    socket.onclose = () => {
+      clearTimeout(timer)
+      reject(new Error("the upstream WebSocket closed before it opened"))
+    }
   })
 
 /** Whether a request asks for a WebSocket. */

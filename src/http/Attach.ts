@@ -5,11 +5,19 @@
  * headers and marked as this gateway's check (a per-process secret), and only a 204 from it — credentials,
  * project, the process is the caller's, has a terminal and runs — lets the upgrade happen. Anything else (401,
  * 404, 409 …) is answered as the API answered it; a plain GET gets the API's 426.
+ *
+ * A sandbox on another node's local runtime (README "Scaling out") has its session there: after the same check
+ * here (the state it reads is the database's, shared by every node), the attach is relayed to the owner — a
+ * WebSocket opened to its attach with the client's headers and the forward mark (services/Forwarding.ts), then
+ * the client's accepted, and frames and closes passed both ways (providers/core/websocket.ts).
  */
 import { Runtime } from "effect"
+import { isWebSocketUpgrade, openUpstream, relay } from "../../providers/core/websocket.ts"
+import type { AppConfigShape } from "../Config.ts"
 import type { ProviderAccounts } from "../services/ProviderAccounts.ts"
 import type { ProcessesRepo } from "../db/repos/Processes.ts"
 import { SandboxesRepo } from "../db/repos/Sandboxes.ts"
+import { FORWARDED_HEADER, forward, forwardMark, nodeUnreachable, wasForwarded } from "../services/Forwarding.ts"
 import { openAttach } from "../services/sandboxes/Terminals.ts"
 import { guardedRoute } from "./GuardedRoute.ts"
 import { acceptWebSocket } from "./WebSocketUpgrade.ts"
@@ -24,21 +32,29 @@ export const isAttachCheck = (headers: Readonly<Record<string, string | undefine
 
 type Services = ProcessesRepo | SandboxesRepo | ProviderAccounts
 type Route = (request: Bun.BunRequest<typeof ATTACH_PATH>, server: Bun.Server<unknown>) => Promise<Response | undefined>
+/** The API base URL of the live node a sandbox lives on, when that is another node (services/Forwarding.ts). */
+export type OwnerOf = (sandboxId: string) => Promise<string | undefined>
 
-export const attachRoute = (runtime: Runtime.Runtime<Services>): Route => {
+const UPGRADE_HEADERS = ["upgrade", "connection", "sec-websocket-key", "sec-websocket-version", "sec-websocket-extensions", "sec-websocket-protocol"]
+
+export const attachRoute = (runtime: Runtime.Runtime<Services>, config: AppConfigShape, ownerOf: OwnerOf): Route => {
   const run = Runtime.runPromise(runtime)
   const fork = Runtime.runFork(runtime)
   return guardedRoute("terminal attach", async (request: Bun.BunRequest<typeof ATTACH_PATH>, server: Bun.Server<unknown>) => {
-    if ((request.headers.get("upgrade") ?? "").toLowerCase() !== "websocket") return server.fetch(request)
-    const headers = new Headers(request.headers)
-    for (const name of ["upgrade", "connection", "sec-websocket-key", "sec-websocket-version", "sec-websocket-extensions", "sec-websocket-protocol"]) headers.delete(name)
-    headers.set(CHECK_HEADER, CHECK_SECRET)
-    const check = await server.fetch(new Request(request.url, { method: "GET", headers }))
+    if (!isWebSocketUpgrade(request)) return server.fetch(request)
+    const plain = new Headers(request.headers)
+    for (const name of UPGRADE_HEADERS) plain.delete(name)
+    const checkHeaders = new Headers(plain)
+    checkHeaders.set(CHECK_HEADER, CHECK_SECRET)
+    const check = await server.fetch(new Request(request.url, { method: "GET", headers: checkHeaders }))
     if (check.status !== 204) return check
+    const requestId = check.headers.get("x-request-id") ?? ""
+    const owner = wasForwarded(config, request) ? undefined : await ownerOf(request.params.sandbox_id)
+    if (owner !== undefined) return relayToOwner(config, request, server, owner, new Request(request.url, { method: "GET", headers: plain }), requestId)
     const after = Number(new URL(request.url).searchParams.get("after") ?? "0")
     const sandbox = await run(SandboxesRepo.get(request.params.sandbox_id))
     if (sandbox === undefined) return server.fetch(request) // gone since the check: the API says so
-    const accepted = acceptWebSocket(server, request, { "x-request-id": check.headers.get("x-request-id") ?? "" })
+    const accepted = acceptWebSocket(server, request, { "x-request-id": requestId })
     if (accepted === undefined) return server.fetch(request)
     void accepted.then(({ ws, onMessage, closed }) => {
       const session = openAttach(sandbox, request.params.process_id, after, {
@@ -52,4 +68,30 @@ export const attachRoute = (runtime: Runtime.Runtime<Services>): Route => {
     })
     return undefined
   })
+}
+
+/**
+ * The attach, relayed to the owner node at `base`. When its WebSocket does not open, the owner's answer to the
+ * plain request (its API's refusal: the process ended meanwhile …) is the answer, or 503 `node_unreachable`.
+ */
+const relayToOwner = async (config: AppConfigShape, request: Request, server: Bun.Server<unknown>, base: string, plain: Request, requestId: string) => {
+  const url = new URL(request.url)
+  const target = base.replace(/^http/, "ws") + url.pathname + url.search
+  const upstream = await openUpstream(target, request, { [FORWARDED_HEADER]: forwardMark(config, "GET", url.pathname + url.search) }).catch(() => undefined)
+  if (upstream === undefined) {
+    const answer = await forward(config, plain, base)
+    // 426: the owner would have accepted the attach, yet its WebSocket did not open.
+    return answer.status === 426 ? nodeUnreachable(requestId) : answer
+  }
+  const accepted = acceptWebSocket(server, request, { "x-request-id": requestId })
+  if (accepted === undefined) {
+    upstream.close()
+    return server.fetch(request)
+  }
+  void accepted.then(({ ws, onMessage, closed }) => {
+    const relayed = relay(ws, upstream)
+    onMessage(relayed.fromClient)
+    void closed.then(({ code, reason }) => relayed.clientClosed(code, reason))
+  })
+  return undefined
 }

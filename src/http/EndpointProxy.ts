@@ -14,6 +14,9 @@
  * with the subprotocol the sandbox chose, and messages are relayed both ways (providers/core/websocket.ts) until
  * either side closes or the exchange is cut (then both are closed, 1001 or 1013 ...). Traffic through an
  * endpoint, plain or WebSocket, is activity for the sandbox's idle timeout.
+ *
+ * A sandbox on another live node (services/Forwarding.ts): its requests and upgrades, after the same checks, go to
+ * that node's endpoint listener, as they came (path, query, and in host mode the Host), with the forward mark.
  */
 import { HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Cause, Context, Effect, FiberRef, Layer } from "effect"
@@ -21,7 +24,7 @@ import { isWebSocketUpgrade, openUpstream, type Relay, relay as relayWebSocket }
 import { AppConfig, type AppConfigShape, nodeIdOf } from "../Config.ts"
 import { NodesRepo } from "../db/repos/Nodes.ts"
 import { nowIso } from "../domain/Time.ts"
-import { FORWARDED_HEADER, forwardMark, isForwardMark, ownerUrl } from "../services/Forwarding.ts"
+import { FORWARDED_HEADER, forwardMark, isForwardMark, NODE_UNREACHABLE_MESSAGE, ownerUrl } from "../services/Forwarding.ts"
 import { type Repositories, repositories } from "../db/Database.ts"
 import { EndpointsRepo } from "../db/repos/Endpoints.ts"
 import { type EndpointAddressing, parseEndpointLabel, parseEndpointPath } from "../domain/EndpointAddress.ts"
@@ -130,9 +133,17 @@ type Resolved =
     readonly prefix: string | undefined
     /** The mark of a request forwarded to the sandbox's node (services/Forwarding.ts), which serves it. */
     readonly forwardMark: string | undefined
+    /** The Host a forwarded request keeps (host addressing: it names the endpoint on the owner's listener). */
+    readonly host: string | undefined
   }
 
 const refused = (status: number, code: string, message: string): Resolved => ({ _tag: "refused", status, code, message })
+
+/** What a request forwarded to the owner node carries beside the client's headers: the mark, and its Host. */
+const forwardingHeaders = (target: Extract<Resolved, { _tag: "target" }>): Record<string, string> => ({
+  ...(target.forwardMark === undefined ? {} : { [FORWARDED_HEADER]: target.forwardMark }),
+  ...(target.host === undefined ? {} : { host: target.host })
+})
 
 /** The checks every request and upgrade passes: the endpoint, its token, its lease and state, its sandbox's. */
 const resolve = (
@@ -152,9 +163,9 @@ const resolve = (
     if (cut !== undefined) return refused(...CUT_MESSAGES[cut])
     // Without a trailing slash relative links in the served page would resolve above the endpoint root.
     if (located.rest === undefined) return { _tag: "redirect", location: `${url.pathname}/${url.search}` } as const
-    // A sandbox on another (live) node: its provider address is that node's; the request goes there, as is
-    // (path addressing: the endpoint's path names it on every node's listener).
-    if (addressing._tag === "path" && !isForwardMark(config, request.method, request.url, request.headers[FORWARDED_HEADER])) {
+    // A sandbox on another (live) node: its provider address is that node's; the request goes there, as is (the
+    // endpoint's path, or its Host, names it on every node's listener).
+    if (!isForwardMark(config, request.method, request.url, request.headers[FORWARDED_HEADER])) {
       const owner = yield* ownerUrl(config, row.sandbox_id, "endpoints")
       if (owner !== undefined) {
         return {
@@ -164,7 +175,8 @@ const resolve = (
           leaseExpiresAt: row.lease_expires_at,
           url: owner + url.pathname + url.search,
           prefix: undefined,
-          forwardMark: forwardMark(config, request.method, url.pathname + url.search)
+          forwardMark: forwardMark(config, request.method, url.pathname + url.search),
+          host: addressing._tag === "host" ? request.headers["host"] : undefined
         } as const
       }
     }
@@ -175,7 +187,8 @@ const resolve = (
       leaseExpiresAt: row.lease_expires_at,
       url: row.provider_url!.replace(/\/+$/, "") + located.rest + url.search,
       prefix: located.prefix,
-      forwardMark: undefined
+      forwardMark: undefined,
+      host: undefined
     } as const
   })
 
@@ -188,9 +201,9 @@ export const proxy = (addressing: EndpointAddressing, config: AppConfigShape) =>
     if (resolved._tag === "redirect") return HttpServerResponse.redirect(resolved.location, { status: 308 })
 
     const headers = new Headers()
-    for (const [name, value] of Object.entries(request.headers)) if (!HOP_BY_HOP.has(name)) headers.set(name, value)
+    for (const [name, value] of Object.entries(request.headers)) if (!HOP_BY_HOP.has(name) && name !== FORWARDED_HEADER) headers.set(name, value)
     if (resolved.prefix !== undefined) headers.set("x-forwarded-prefix", resolved.prefix)
-    if (resolved.forwardMark !== undefined) headers.set(FORWARDED_HEADER, resolved.forwardMark)
+    for (const [name, value] of Object.entries(forwardingHeaders(resolved))) headers.set(name, value)
     const source = request.source as Request
     const exchange = connections.open({ id: resolved.endpointId, leaseExpiresAt: resolved.leaseExpiresAt })
     const response = yield* Effect.tryPromise({
@@ -212,6 +225,7 @@ export const proxy = (addressing: EndpointAddressing, config: AppConfigShape) =>
       exchange.close()
       const reason = exchange.cutReason()
       if (reason !== undefined) return yield* envelope(...CUT_MESSAGES[reason])
+      if (resolved.forwardMark !== undefined) return yield* envelope(503, "node_unreachable", NODE_UNREACHABLE_MESSAGE)
       return yield* envelope(502, "endpoint_unreachable", "The sandbox did not answer on this port")
     }
     const upstream = response.right
@@ -225,6 +239,10 @@ export const proxy = (addressing: EndpointAddressing, config: AppConfigShape) =>
     } else body = relay(upstream.body, exchange.signal, exchange.close)
     return HttpServerResponse.raw(new Response(body, { status: upstream.status, statusText: upstream.statusText, headers: out }))
   })
+
+/** Whether the listener at `url`'s origin answers HTTP at all (a node's endpoint listener answers 404 at `/`). */
+const answers = (url: string) =>
+  fetch(new URL(url).origin, { method: "HEAD", redirect: "manual", signal: AbortSignal.timeout(5_000) }).then(() => true, () => false)
 
 /** Close codes for a cut WebSocket: the lease or the endpoint ended (1001, going away), the sandbox stopped (1013). */
 const CUT_CLOSE: Record<CutReason, number> = { revoked: 1001, expired: 1001, sandbox_unavailable: 1013 }
@@ -245,16 +263,21 @@ const upgradeRoute = (addressing: EndpointAddressing, config: AppConfigShape, ru
     if (resolved._tag === "redirect") return new Response(null, { status: 308, headers: { location: resolved.location, "x-request-id": requestId } })
     const connections = await run(EndpointConnections)
     const exchange = connections.open({ id: resolved.endpointId, leaseExpiresAt: resolved.leaseExpiresAt })
-    const extra: Record<string, string> = {
+    // A client's own forward mark goes nowhere: replaced when forwarded, dropped before the sandbox.
+    const extra: Record<string, string | undefined> = {
+      [FORWARDED_HEADER]: undefined,
       ...(resolved.prefix === undefined ? {} : { "x-forwarded-prefix": resolved.prefix }),
-      ...(resolved.forwardMark === undefined ? {} : { [FORWARDED_HEADER]: resolved.forwardMark })
+      ...forwardingHeaders(resolved)
     }
     const upstream = await openUpstream(resolved.url.replace(/^http/, "ws"), request, extra).catch(() => undefined)
     if (upstream === undefined || exchange.signal.aborted) {
       exchange.close()
       upstream?.close()
       const reason = exchange.cutReason()
-      return reason !== undefined ? answer(...CUT_MESSAGES[reason]) : answer(502, "endpoint_unreachable", "The sandbox did not accept a WebSocket on this port")
+      if (reason !== undefined) return answer(...CUT_MESSAGES[reason])
+      // Forwarded: the owner refused the upgrade (its sandbox did not take it), or the owner is gone.
+      if (resolved.forwardMark !== undefined && !(await answers(resolved.url))) return answer(503, "node_unreachable", NODE_UNREACHABLE_MESSAGE)
+      return answer(502, "endpoint_unreachable", "The sandbox did not accept a WebSocket on this port")
     }
     let touched = Date.now()
     const onOpen = (ws: Bun.ServerWebSocket<EndpointSocketData>) => {

@@ -106,16 +106,17 @@ const ServerLive = Layer.unwrapScoped(
     routes[MCP_PATH] = guardBodySize(config.maxBodyBytes, mcpRoute)
     // Raw writes stream their body (up to RAW_WRITE_MAX_BYTES): past the body-size guard, which they enforce themselves.
     routes[RAW_CONTENT_PATH] = rawWriteRoute(yield* Effect.runtime<RawWriteServices>(), guard) as (typeof routes)[string]
-    routes[ATTACH_PATH] = attachRoute(yield* Effect.runtime<ProcessesRepo | SandboxesRepo | ProviderAccounts>()) as (typeof routes)[string]
+    // Requests that call a local sandbox's provider at once go to the node it lives on (services/Forwarding.ts),
+    // whichever route would serve them here (the raw-write route included); a terminal attach is relayed there.
+    const runRepositories = Runtime.runPromise(yield* Effect.runtime<Repositories>())
+    const ownerOf = (sandboxId: string) => runRepositories(ownerUrl(config, sandboxId, "api")).catch(() => undefined)
+    routes[ATTACH_PATH] = attachRoute(yield* Effect.runtime<ProcessesRepo | SandboxesRepo | ProviderAccounts>(), config, ownerOf) as (typeof routes)[string]
     const scrape = yield* metricsRoute(yield* Effect.runtime<Telemetry | Repositories>())
     if (scrape !== undefined) routes["/metrics"] = scrape
-    // Requests that call a local sandbox's provider at once go to the node it lives on (services/Forwarding.ts),
-    // whichever route would serve them here (the raw-write route included).
-    const runRepositories = Runtime.runPromise(yield* Effect.runtime<Repositories>())
     const viaOwner = (route: (typeof routes)[string]): (typeof routes)[string] => async (request, server) => {
       const owned = OWNER_SERVED.exec(new URL(request.url).pathname)
       if (owned?.[1] !== undefined && !wasForwarded(config, request)) {
-        const base = await runRepositories(ownerUrl(config, owned[1], "api")).catch(() => undefined)
+        const base = await ownerOf(owned[1])
         if (base !== undefined) return forward(config, request, base)
       }
       return route(request, server)

@@ -1,10 +1,12 @@
 /**
  * Forwarding to the owner node (README "Scaling out"). A sandbox on the local runtime lives on one node; the few
- * requests about it that call its provider synchronously (raw files, standard input) and its endpoints' traffic
- * must be served there. A replica that receives one forwards it, unchanged, to the owner — the client's own
- * credentials (or the endpoint's token) go along and the owner checks them as for any request — and marks it with
- * `x-gateway-forwarded-by`, so it is never forwarded twice. With CLUSTER_SECRET set the mark carries an HMAC of
- * the method and path, and the owner serves a marked request only when it verifies.
+ * requests about it that call its provider synchronously (raw files, standard input), its terminal attaches
+ * (src/http/Attach.ts) and its endpoints' traffic, plain or WebSocket, in either addressing
+ * (src/http/EndpointProxy.ts) must be served there. A replica that receives one forwards (or relays) it,
+ * unchanged, to the owner — the client's own credentials (or the endpoint's token) go along and the owner checks
+ * them as for any request — and marks it with `x-gateway-forwarded-by`, so it is never forwarded twice. With
+ * CLUSTER_SECRET set the mark carries an HMAC of the method and path, and the owner serves a marked request only
+ * when it verifies. An owner that does not answer is 503 `node_unreachable`.
  *
  * Nothing is forwarded to a node that is lost or silent past the grace period (the request is then served here:
  * the sandbox is, or is about to be, `node_lost`), nor for a sandbox on no node.
@@ -79,9 +81,15 @@ export const forward = async (config: AppConfigShape, request: Request, base: st
     out.delete("content-encoding") // fetch already decoded the body
     return new Response(upstream.body, { status: upstream.status, statusText: upstream.statusText, headers: out })
   } catch {
-    return Response.json(
-      { code: "node_unreachable", message: "The gateway node this sandbox lives on did not answer", request_id: `req_${crypto.randomUUID().replaceAll("-", "")}`, retryable: true },
-      { status: 503 }
-    )
+    return nodeUnreachable()
   }
 }
+
+export const NODE_UNREACHABLE_MESSAGE = "The gateway node this sandbox lives on did not answer"
+
+/** 503 `node_unreachable` (retryable): the owner node did not answer a forwarded request. */
+export const nodeUnreachable = (requestId = `req_${crypto.randomUUID().replaceAll("-", "")}`) =>
+  Response.json(
+    { code: "node_unreachable", message: NODE_UNREACHABLE_MESSAGE, request_id: requestId, retryable: true },
+    { status: 503, headers: { "x-request-id": requestId } }
+  )

@@ -8,64 +8,24 @@
 import * as net from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { api, type RunningServer, openGateway } from "../support/server.ts"
+import { connectWebSocket, startEchoServer } from "../support/endpoints.ts"
 import { createReadySandbox, idempotencyKey, type KeyAuth, minimalSandbox, poll } from "../support/sandbox.ts"
 
 let server: RunningServer
 let http: ReturnType<typeof api>
 let auth: KeyAuth
 
-/** An echo server: echoes each message as it came, closes with 4001 on "bye", and keeps the closes it saw. */
-const ECHO_SERVER = `
-const closes = []
-Bun.serve({
-  port: Number(process.argv[2]),
-  hostname: "127.0.0.1",
-  fetch(req, server) {
-    if (new URL(req.url).pathname === "/closes") return Response.json(closes)
-    const protocols = (req.headers.get("sec-websocket-protocol") ?? "").split(",").map((p) => p.trim()).filter(Boolean)
-    if (server.upgrade(req, { headers: protocols.includes("chat") ? { "sec-websocket-protocol": "chat" } : {}, data: { path: new URL(req.url).pathname } })) return
-    return new Response("plain " + new URL(req.url).pathname)
-  },
-  websocket: {
-    open(ws) { ws.send("hello " + ws.data.path) },
-    message(ws, m) { if (m === "bye") ws.close(4001, "bye from the sandbox"); else ws.send(m) },
-    close(ws, code, reason) { closes.push({ code, reason }) }
-  }
-})
-`
-
-const start = async (sandboxId: string, command: Array<string>) =>
-  http.post(`/v1/sandboxes/${sandboxId}/processes`, { ...auth, body: { command }, headers: { "idempotency-key": idempotencyKey("p") } })
 const expose = async (sandboxId: string, port: number) => {
   const ep = await http.post(`/v1/sandboxes/${sandboxId}/endpoints`, { ...auth, body: { port, lease_seconds: 600 }, headers: { "idempotency-key": idempotencyKey("e") } })
   return poll(async () => (await http.get(`/v1/sandboxes/${sandboxId}/endpoints`, auth)).body.endpoints.find((e: any) => e.id === ep.body.id), (e) => e?.state === "active")
 }
 const serveEcho = async (sandboxId: string, port: number, detached = false) => {
-  await http.put(`/v1/sandboxes/${sandboxId}/files/content?path=/workspace/echo.js&mode=overwrite`, { ...auth, rawBody: ECHO_SERVER, headers: { "content-type": "application/octet-stream" } })
-  // Detached: out of the gateway's processes (setsid -f), so that no running process keeps the sandbox busy.
-  await start(sandboxId, detached ? ["setsid", "-f", "/opt/agent/bun", "/workspace/echo.js", String(port)] : ["/opt/agent/bun", "/workspace/echo.js", String(port)])
+  await startEchoServer(http, auth, sandboxId, port, detached)
   const endpoint = await expose(sandboxId, port)
   await poll(async () => (await fetch(endpoint.url).catch(() => undefined))?.status, (s) => s === 200, 20_000, 100)
   return endpoint
 }
-
-/** A WebSocket client keeping what it received. */
-const connect = (url: string, protocols: Array<string> = []) => {
-  const ws = new WebSocket(url.replace(/^http/, "ws"), protocols)
-  ws.binaryType = "arraybuffer"
-  const got: Array<string | Uint8Array> = []
-  const state = { closed: null as null | { code: number; reason: string } }
-  ws.onmessage = (e) => got.push(typeof e.data === "string" ? e.data : new Uint8Array(e.data as ArrayBuffer))
-  ws.onclose = (e) => (state.closed = { code: e.code, reason: e.reason })
-  const opened = new Promise<void>((resolve, reject) => {
-    ws.onopen = () => resolve()
-    ws.onerror = () => reject(new Error("the WebSocket did not open"))
-  })
-  const until = (what: string, done: () => boolean) => poll(async () => done(), (d) => d, 15_000, 10).catch(() => {
-    throw new Error(`timed out waiting for ${what}: got ${JSON.stringify(got.map(String))}, closed ${JSON.stringify(state.closed)}`)
-  })
-  return { ws, got, state, opened, until }
-}
+const connect = (url: string, protocols: Array<string> = []) => connectWebSocket(url, protocols)
 
 /**
  * What a raw HTTP connection receives: each request is written once the answers so far hold the `after` text of

@@ -5,10 +5,11 @@
  * answered, a resize changes `stty size`), closing an attach leaves the process running, a second attach takes
  * over, the end of the process ends the attach with its exit code; every wrong use answers the API's envelope.
  */
-import * as net from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { api, bootstrap, expectEnvelope, type RunningServer, startServer } from "../support/server.ts"
-import { createReadySandbox, idempotencyKey, type KeyAuth, minimalSandbox, readProcessOutput, waitOperation, waitProcess } from "../support/sandbox.ts"
+import { refusedUpgrade as rawRefusedUpgrade } from "../support/raw-http.ts"
+import { attachTerminal, keyHeaders } from "../support/terminals.ts"
+import { createReadySandbox, idempotencyKey, type KeyAuth, minimalSandbox, poll, readProcessOutput, waitOperation, waitProcess } from "../support/sandbox.ts"
 
 let server: RunningServer
 let http: ReturnType<typeof api>
@@ -22,66 +23,9 @@ const start = (sandboxId: string, body: Record<string, unknown>, query = "") =>
   http.post(`/v1/sandboxes/${sandboxId}/processes${query}`, { ...auth, body, headers: { "idempotency-key": idempotencyKey("t") } })
 const terminalOn = (sandboxId: string, command: Array<string>) => start(sandboxId, { command, pty: { cols: 80, rows: 24 } })
 const terminal = (command: Array<string>) => terminalOn(e2b.id, command)
-const attachUrl = (sandboxId: string, processId: string, query = "") => `${server.url.replace(/^http/, "ws")}/v1/sandboxes/${sandboxId}/processes/${processId}/attach${query}`
-
-/** A WebSocket client that keeps what it received: the output as text, the text frames, the close. */
-const attach = (sandboxId: string, processId: string, a: KeyAuth = auth, query = "") => {
-  const ws = new WebSocket(attachUrl(sandboxId, processId, query), { headers: { authorization: `Bearer ${a.token}`, "x-metal-project-id": a.project } } as any)
-  ws.binaryType = "arraybuffer"
-  const state = { output: "", frames: [] as Array<any>, closed: null as null | { code: number; reason: string } }
-  ws.onmessage = (e) => {
-    if (typeof e.data === "string") state.frames.push(JSON.parse(e.data))
-    else state.output += Buffer.from(e.data as ArrayBuffer).toString()
-  }
-  ws.onclose = (e) => (state.closed = { code: e.code, reason: e.reason })
-  const opened = new Promise<void>((resolve, reject) => {
-    ws.onopen = () => resolve()
-    ws.onerror = () => reject(new Error("the attach did not open"))
-  })
-  const until = async (what: string, done: () => boolean, timeoutMs = 15_000) => {
-    const deadline = Date.now() + timeoutMs
-    while (!done()) {
-      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; output so far: ${JSON.stringify(state.output.slice(-500))}, frames ${JSON.stringify(state.frames)}, closed ${JSON.stringify(state.closed)}`)
-      await Bun.sleep(10)
-    }
-  }
-  return {
-    ws,
-    state,
-    opened,
-    type: (text: string) => ws.send(new TextEncoder().encode(text)),
-    resize: (cols: number, rows: number) => ws.send(JSON.stringify({ type: "resize", cols, rows })),
-    waitOutput: (pattern: RegExp | string) => until(String(pattern), () => (typeof pattern === "string" ? state.output.includes(pattern) : pattern.test(state.output))),
-    waitClose: () => until("the close", () => state.closed !== null),
-    waitFrame: (type: string) => until(`a ${type} frame`, () => state.frames.some((f) => f.type === type))
-  }
-}
-
-/** The answer to an upgrade request the gateway refuses: status line and JSON body, read off a raw socket. */
+const attach = (sandboxId: string, processId: string, a: KeyAuth = auth, query = "") => attachTerminal(server.url, sandboxId, processId, a, { query })
 const refusedUpgrade = (sandboxId: string, processId: string, headers: Record<string, string>, query = "") =>
-  new Promise<{ status: number; body: any }>((resolve, reject) => {
-    const url = new URL(server.url)
-    const socket = net.connect(Number(url.port), url.hostname)
-    let answer = ""
-    socket.on("data", (d) => (answer += d.toString()))
-    socket.on("error", reject)
-    socket.on("end", () => {
-      const status = Number(/^HTTP\/1\.1 (\d+)/.exec(answer)?.[1])
-      const body = answer.slice(answer.indexOf("\r\n\r\n") + 4)
-      resolve({ status, body: body.startsWith("{") ? JSON.parse(body) : body })
-    })
-    const lines = [
-      `GET /v1/sandboxes/${sandboxId}/processes/${processId}/attach${query} HTTP/1.1`,
-      `host: ${url.host}`,
-      "upgrade: websocket",
-      "connection: Upgrade, close",
-      "sec-websocket-key: dGhlIHNhbXBsZSBub25jZQ==",
-      "sec-websocket-version: 13",
-      ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`)
-    ]
-    socket.write(`${lines.join("\r\n")}\r\n\r\n`)
-  })
-const keyHeaders = (a: KeyAuth) => ({ authorization: `Bearer ${a.token}`, "x-metal-project-id": a.project })
+  rawRefusedUpgrade(server.url, `/v1/sandboxes/${sandboxId}/processes/${processId}/attach${query}`, headers)
 
 beforeAll(async () => {
   server = await startServer()
@@ -204,8 +148,9 @@ describe("terminals", () => {
       t.ws.send(new Uint8Array(1024 * 1024 + 1))
       await t.waitClose()
       expect(t.state.closed?.code).toBe(1009)
-      // The process is untouched by either.
-      expect((await http.get(`/v1/sandboxes/${sb().id}/processes/${started.body.id}`, auth)).body.state).toBe("running")
+      // The process is untouched by either (it may still be starting: an attach does not wait for that).
+      const state = await poll(async () => (await http.get(`/v1/sandboxes/${sb().id}/processes/${started.body.id}`, auth)).body.state, (s) => s !== "queued")
+      expect(state).toBe("running")
       await http.post(`/v1/sandboxes/${sb().id}/processes/${started.body.id}/actions/cancel`, auth)
     }, 60_000)
   })

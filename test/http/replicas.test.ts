@@ -4,13 +4,15 @@
  *
  * - 20 parallel creates with one Idempotency-Key, spread across both → one sandbox, one provider resource;
  * - a process started through the sandbox's node is read, followed (live) and cancelled through the other;
- * - raw files (a synchronous provider call) and an endpoint reached through the other node are forwarded to the
- *   sandbox's node (signed with CLUSTER_SECRET);
+ * - raw files (a synchronous provider call) and an endpoint (a request, a WebSocket) reached through the other
+ *   node are forwarded to the sandbox's node (signed with CLUSTER_SECRET); terminal attach and host-addressed
+ *   endpoints: replicas-forwarding.test.ts;
  * - SIGKILL of the sandbox's node → after the grace period the other reports the sandbox `failed`, `node_lost`,
  *   and /ready shows the node lost.
  */
 import { afterAll, describe, expect, it } from "vitest"
 import { querySql } from "../support/accounts.ts"
+import { connectWebSocket, startEchoServer } from "../support/endpoints.ts"
 import { databaseUrlFor, onPostgres } from "../support/postgres.ts"
 import { idempotencyKey, minimalSandbox, parseSse, poll, waitOperation } from "../support/sandbox.ts"
 import { api, type Bootstrap, destroyJails, type RunningServer, runCli, startServer, tempDataDir } from "../support/server.ts"
@@ -120,6 +122,19 @@ describe.skipIf(!onPostgres())("two replicas on one PostgreSQL database", () => 
     expect(active.url.startsWith(awayServer.endpointUrl)).toBe(true)
     expect(await poll(async () => (await fetch(`${active.url}far.txt`)).status, (s) => s === 200, 20_000, 100)).toBe(200)
     expect(await (await fetch(`${active.url}far.txt`)).text()).toBe("from the other node")
+    // A WebSocket through that endpoint listener is relayed to the sandbox's node too.
+    await startEchoServer(home, auth, sandboxId, 9001)
+    const wsEp = await away.post(`/v1/sandboxes/${sandboxId}/endpoints`, { ...auth, body: { port: 9001, lease_seconds: 120 }, headers: { "idempotency-key": idempotencyKey() } })
+    const wsActive = await poll(async () => (await away.get(`/v1/sandboxes/${sandboxId}/endpoints`, auth)).body.endpoints.find((e: any) => e.id === wsEp.body.id), (e) => e?.state === "active")
+    await poll(async () => (await fetch(wsActive.url).catch(() => undefined))?.status, (s) => s === 200, 20_000, 100)
+    const socket = connectWebSocket(`${wsActive.url}chat`, ["chat"])
+    await socket.opened
+    socket.ws.send("ping")
+    await socket.until("the echo", () => socket.got.length >= 2)
+    expect(socket.got).toEqual(["hello /chat", "ping"])
+    socket.ws.send("bye")
+    await socket.until("the close", () => socket.state.closed !== null)
+    expect(socket.state.closed).toEqual({ code: 4001, reason: "bye from the sandbox" })
 
     // Both nodes beat; then the sandbox's node dies.
     const ready = (await away.get("/ready")).body

@@ -122,3 +122,50 @@ export const freePort = () =>
       server.close(() => resolve(port))
     })
   })
+
+/** A WebSocket echo server (Bun): greets with `hello <path>`, echoes each message, closes with 4001 on "bye", keeps the closes it saw (`/closes`). */
+export const ECHO_SERVER = `
+const closes = []
+Bun.serve({
+  port: Number(process.argv[2]),
+  hostname: "127.0.0.1",
+  fetch(req, server) {
+    if (new URL(req.url).pathname === "/closes") return Response.json(closes)
+    const protocols = (req.headers.get("sec-websocket-protocol") ?? "").split(",").map((p) => p.trim()).filter(Boolean)
+    if (server.upgrade(req, { headers: protocols.includes("chat") ? { "sec-websocket-protocol": "chat" } : {}, data: { path: new URL(req.url).pathname } })) return
+    return new Response("plain " + new URL(req.url).pathname)
+  },
+  websocket: {
+    open(ws) { ws.send("hello " + ws.data.path) },
+    message(ws, m) { if (m === "bye") ws.close(4001, "bye from the sandbox"); else ws.send(m) },
+    close(ws, code, reason) { closes.push({ code, reason }) }
+  }
+})
+`
+
+/** Writes the echo server into the sandbox and starts it on `port` (detached: out of the gateway's processes, `setsid -f`). */
+export const startEchoServer = async (http: Http, auth: KeyAuth, sandboxId: string, port: number, detached = false) => {
+  const written = await http.put(`/v1/sandboxes/${sandboxId}/files/content?path=/workspace/echo.js&mode=overwrite`, { ...auth, rawBody: ECHO_SERVER, headers: { "content-type": "application/octet-stream" } })
+  expect([200, 201]).toContain(written.status)
+  const bun = ["/opt/agent/bun", "/workspace/echo.js", String(port)]
+  const started = await http.post(`/v1/sandboxes/${sandboxId}/processes`, { ...auth, body: { command: detached ? ["setsid", "-f", ...bun] : bun }, headers: { "idempotency-key": idempotencyKey("echo") } })
+  expect(started.status).toBe(202)
+}
+
+/** A WebSocket client keeping what it received; `headers` go with the handshake (a Host, say). */
+export const connectWebSocket = (url: string, protocols: Array<string> = [], headers: Record<string, string> = {}) => {
+  const ws = new WebSocket(url.replace(/^http/, "ws"), { protocols, headers } as unknown as Array<string>)
+  ws.binaryType = "arraybuffer"
+  const got: Array<string | Uint8Array> = []
+  const state = { closed: null as null | { code: number; reason: string } }
+  ws.onmessage = (e) => got.push(typeof e.data === "string" ? e.data : new Uint8Array(e.data as ArrayBuffer))
+  ws.onclose = (e) => (state.closed = { code: e.code, reason: e.reason })
+  const opened = new Promise<void>((resolve, reject) => {
+    ws.onopen = () => resolve()
+    ws.onerror = () => reject(new Error("the WebSocket did not open"))
+  })
+  const until = (what: string, done: () => boolean) => poll(async () => done(), (d) => d, 15_000, 10).catch(() => {
+    throw new Error(`timed out waiting for ${what}: got ${JSON.stringify(got.map(String))}, closed ${JSON.stringify(state.closed)}`)
+  })
+  return { ws, got, state, opened, until }
+}

@@ -74,3 +74,22 @@ export const rawJson = (answer: RawAnswer): any => {
     return undefined
   }
 }
+
+/**
+ * An upgrade to a WebSocket the server is expected to refuse: its status and its body (JSON when it is), read off a
+ * raw socket since a WebSocket client shows neither. A `host` among `headers` replaces the URL's.
+ */
+export const refusedUpgrade = async (baseUrl: string, path: string, headers: Record<string, string> = {}) => {
+  const url = new URL(baseUrl)
+  const lines = [
+    `GET ${path} HTTP/1.1`,
+    `host: ${headers["host"] ?? url.host}`,
+    "upgrade: websocket",
+    "connection: Upgrade, close",
+    "sec-websocket-key: dGhlIHNhbXBsZSBub25jZQ==",
+    "sec-websocket-version: 13",
+    ...Object.entries(headers).filter(([k]) => k !== "host").map(([k, v]) => `${k}: ${v}`)
+  ]
+  const answer = await rawRequest(baseUrl, `${lines.join("\r\n")}\r\n\r\n`, { waitMs: 15_000 })
+  return { status: answer.status, body: rawJson(answer) ?? answer.body }
+}

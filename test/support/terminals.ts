@@ -1,0 +1,41 @@
+/** A terminal attach client for tests: `…/attach` as a WebSocket, keeping what it received. */
+import type { KeyAuth } from "./sandbox.ts"
+
+export const keyHeaders = (a: KeyAuth) => ({ authorization: `Bearer ${a.token}`, "x-metal-project-id": a.project })
+
+/**
+ * Attaches to a process through the gateway at `baseUrl`: the output as text, the text frames (JSON), the close;
+ * `headers` are sent beside the credentials.
+ */
+export const attachTerminal = (baseUrl: string, sandboxId: string, processId: string, auth: KeyAuth, options: { readonly query?: string; readonly headers?: Record<string, string> } = {}) => {
+  const url = `${baseUrl.replace(/^http/, "ws")}/v1/sandboxes/${sandboxId}/processes/${processId}/attach${options.query ?? ""}`
+  const ws = new WebSocket(url, { headers: { ...keyHeaders(auth), ...options.headers } } as any)
+  ws.binaryType = "arraybuffer"
+  const state = { output: "", frames: [] as Array<any>, closed: null as null | { code: number; reason: string } }
+  ws.onmessage = (e) => {
+    if (typeof e.data === "string") state.frames.push(JSON.parse(e.data))
+    else state.output += Buffer.from(e.data as ArrayBuffer).toString()
+  }
+  ws.onclose = (e) => (state.closed = { code: e.code, reason: e.reason })
+  const opened = new Promise<void>((resolve, reject) => {
+    ws.onopen = () => resolve()
+    ws.onerror = () => reject(new Error("the attach did not open"))
+  })
+  const until = async (what: string, done: () => boolean, timeoutMs = 15_000) => {
+    const deadline = Date.now() + timeoutMs
+    while (!done()) {
+      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; output so far: ${JSON.stringify(state.output.slice(-500))}, frames ${JSON.stringify(state.frames)}, closed ${JSON.stringify(state.closed)}`)
+      await Bun.sleep(10)
+    }
+  }
+  return {
+    ws,
+    state,
+    opened,
+    type: (text: string) => ws.send(new TextEncoder().encode(text)),
+    resize: (cols: number, rows: number) => ws.send(JSON.stringify({ type: "resize", cols, rows })),
+    waitOutput: (pattern: RegExp | string) => until(String(pattern), () => (typeof pattern === "string" ? state.output.includes(pattern) : pattern.test(state.output))),
+    waitClose: () => until("the close", () => state.closed !== null),
+    waitFrame: (type: string) => until(`a ${type} frame`, () => state.frames.some((f) => f.type === type))
+  }
+}
