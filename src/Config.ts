@@ -42,8 +42,9 @@ export interface AppConfigShape {
    */
   readonly databaseUrl?: string | undefined
   /**
-   * DATABASE_POOL_SIZE (PostgreSQL): connections per process, default 1 — transactions of one process then run
-   * one at a time, as on SQLite; the engine's own locks order those of different processes.
+   * DATABASE_POOL_SIZE (PostgreSQL): connections per process, default 1. Larger pools are safe: every write that
+   * must not interleave is ordered by the engine's own locks (the dialect's claims and reservations, per-parent
+   * counters for numbered events), the same as between replicas.
    */
   readonly databasePoolSize?: number | undefined
   /** NODE_ID: this replica's id (default the host name); see `nodeIdOf`. */
