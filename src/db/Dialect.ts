@@ -113,6 +113,11 @@ export interface DialectShape {
    * across processes (a sandbox's cost sync). SQLite: nothing, transactions run one at a time.
    */
   readonly lockKey: (key: string) => Effect.Effect<void, SqlError.SqlError>
+  /**
+   * Appended to a SELECT of rows the transaction reads, then writes from what it read (a counter): locks them until
+   * it ends (PostgreSQL: `FOR UPDATE`; SQLite: nothing, transactions run one at a time).
+   */
+  readonly forUpdate: Statement.Fragment
   /** A statement written with `?` placeholders, in the engine's own (PostgreSQL: `$1`, `$2`, …). */
   readonly positional: (statement: string) => string
 }

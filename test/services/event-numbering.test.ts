@@ -1,9 +1,10 @@
 /**
- * Numbers taken per parent — an operation's events (1, 2, …) and a webhook delivery's attempts — stay unique,
- * gap-free and ordered when many writers append at once: two complete db layers on one database (on PostgreSQL
- * pools of 4 and 2 connections, as two replicas with DATABASE_POOL_SIZE > 1 would have; on SQLite two
- * connections to one file, as the gateway and the CLI have), each appending concurrently, inside transactions and
- * outside. Runs on both engines. `MAX(n) + 1` numbering failed this on PostgreSQL (migration 0009).
+ * Numbers taken per parent — an operation's events, a process's events and a webhook delivery's attempts (1, 2,
+ * …) — stay unique, gap-free and ordered when many writers append at once: two complete db layers on one
+ * database (on PostgreSQL pools of 4 and 2 connections, as two replicas with DATABASE_POOL_SIZE > 1 would have; on
+ * SQLite two connections to one file, as the gateway and the CLI have), each appending concurrently, inside
+ * transactions and outside. Runs on both engines. `MAX(n) + 1` numbering (operations, attempts) and an unlocked
+ * read of a process's counter (its output batches) failed this on PostgreSQL.
  */
 import { SqlClient } from "@effect/sql"
 import { describe, expect, it } from "@effect/vitest"
@@ -13,7 +14,9 @@ import { DatabaseLive } from "../../src/db/Database.ts"
 import { inTransaction } from "../../src/db/Db.ts"
 import { OperationsRepo } from "../../src/db/repos/Operations.ts"
 import { WebhookDeliveriesRepo } from "../../src/db/repos/WebhookDeliveries.ts"
+import { ProcessesRepo } from "../../src/db/repos/Processes.ts"
 import { appendOperationEvent } from "../../src/services/sandboxes/Operations.ts"
+import { appendProcessEvent, storeProcessEvents } from "../../src/services/sandboxes/Processes.ts"
 import { databaseUrlFor } from "../support/postgres.ts"
 import { tempDataDir } from "../support/server.ts"
 
@@ -40,6 +43,10 @@ const fixtures = Effect.gen(function*() {
   yield* OperationsRepo.insert({ id: "op_1", projectId: "prj_1", organizationId: "org1", keyId: null, type: "sandbox_create", state: "queued", resourceId: "sbx_1", completed: false })
   yield* sql`INSERT INTO webhooks (id, organization_id, name, url, event_types, enabled, secret_ciphertext, secret_prefix, created_at, updated_at)
     VALUES ('wh1', 'org1', 'hook', 'https://hooks.example.com/x', '[]', 1, 'x', 'whsec_x', ${NOW}, ${NOW})`
+  yield* sql`INSERT INTO sandboxes (id, project_id, organization_id, state, requested, billing_mode, created_at, updated_at, metadata)
+    VALUES ('sbx_1', 'prj_1', 'org1', 'ready', '{}', 'managed', ${NOW}, ${NOW}, '{}')`
+  yield* sql`INSERT INTO processes (id, project_id, sandbox_id, state, command, environment, timeout_seconds, max_output_bytes, created_at)
+    VALUES ('proc_1', 'prj_1', 'sbx_1', 'running', '["sh"]', '{}', 60, 1000000, ${NOW})`
   expect(yield* WebhookDeliveriesRepo.insert({ id: "dlv1", endpointId: "wh1", organizationId: "org1", eventId: "evt1", eventType: "sandbox.ready", isTest: false, body: "{}", now: NOW }))
     .toBe(true)
 })
@@ -76,6 +83,24 @@ describe("numbering per parent under concurrent writers", () => {
       yield* sql`UPDATE operations SET last_event_seq = 0 WHERE id = 'op_1'`
       yield* Effect.provide(OperationsRepo.appendEvent("op_1", "completed", {}), a)
       expect((yield* Effect.provide(OperationsRepo.eventsAfter("op_1", N), a)).map((e) => [e.seq, e.type])).toEqual([[N + 1, "state_changed"], [N + 2, "completed"]])
+    })), 60_000)
+
+  it.live("a process's output batches and single events (a cancel request) written at once are numbered 1..n, each once", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const [a, b] = yield* twoWriters(tempDataDir("numbering-process"))
+      yield* Effect.provide(fixtures, a)
+      // Output as the process job stores it (the counter read, then a batch of numbered rows), and single events
+      // as the API appends them, from both writers at once. Every batch carries the same provider events: the
+      // first stores them, the others find them stored.
+      const output = Array.from({ length: 10 }, (_, seq) => ({ seq, type: "stdout" as const, data: new TextEncoder().encode(`line ${seq}\n`) }))
+      yield* Effect.all(Array.from({ length: 2 * N }, (_, i) =>
+        Effect.provide(
+          i % 2 === 0 ? inTransaction(appendProcessEvent("proc_1", "cancel_requested", { i })) : inTransaction(Effect.asVoid(storeProcessEvents("proc_1", output, false))),
+          i % 4 < 2 ? a : b
+        )), { concurrency: "unbounded" })
+      const events = yield* Effect.provide(ProcessesRepo.eventsAfter("proc_1", 0, 1000), a)
+      expect(events.map((e) => e.seq)).toEqual(Array.from({ length: N + 10 }, (_, i) => i + 1))
+      expect(events.filter((e) => e.type === "stdout")).toHaveLength(10)
     })), 60_000)
 
   it.live("an event for an operation that does not exist is refused, not numbered", () =>
