@@ -11,8 +11,6 @@ const reportFile = report === undefined ? undefined : onPg ? report.replace(/(\.
 export default defineConfig({
   test: {
     include: onPg ? ["test/db/**/*.test.ts", "test/services/**/*.test.ts", "test/http/**/*.test.ts"] : ["test/**/*.test.ts", "providers/**/*.test.ts"],
-    // FastReads answers from SQLite's synchronous read connection; on PostgreSQL every request takes the full stack.
-    ...(onPg ? { exclude: ["test/http/fast-reads.test.ts", "**/node_modules/**"] } : {}),
     ...(onPg ? { globalSetup: ["test/support/pg-global-setup.ts"] } : {}),
     testTimeout: 60_000,
     hookTimeout: 60_000,

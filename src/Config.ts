@@ -42,8 +42,9 @@ export interface AppConfigShape {
    */
   readonly databaseUrl?: string | undefined
   /**
-   * DATABASE_POOL_SIZE (PostgreSQL): connections per process, default 1 — transactions of one process then run
-   * one at a time, as on SQLite; the engine's own locks order those of different processes.
+   * DATABASE_POOL_SIZE (PostgreSQL): connections per process, default 1. Larger pools are safe: every write that
+   * must not interleave is ordered by the engine's own locks (the dialect's claims and reservations, per-parent
+   * counters for numbered events), the same as between replicas.
    */
   readonly databasePoolSize?: number | undefined
   /** NODE_ID: this replica's id (default the host name); see `nodeIdOf`. */
@@ -54,6 +55,11 @@ export interface AppConfigShape {
   readonly nodeGraceSeconds?: number | undefined
   /** CLUSTER_SECRET: signs the requests replicas forward to each other (services/Forwarding.ts). */
   readonly clusterSecret?: string | undefined
+  /**
+   * JOB_LEASE_SECONDS: how long a claimed job is leased (renewed every third of it while it runs); a crashed
+   * process's jobs are taken over by the others when it runs out. Default 15.
+   */
+  readonly jobLeaseSeconds?: number | undefined
 }
 
 /** This replica's node id: NODE_ID, else the host name. */
@@ -94,6 +100,10 @@ export const appConfig = Effect.gen(function*() {
   const clusterSecret = yield* Config.option(Config.string("CLUSTER_SECRET").pipe(
     Config.validate({ message: "CLUSTER_SECRET must be at least 16 characters", validation: (s) => s.length >= 16 })
   ))
+  const jobLeaseSeconds = yield* Config.integer("JOB_LEASE_SECONDS").pipe(
+    Config.withDefault(15),
+    Config.validate({ message: "JOB_LEASE_SECONDS must be between 3 and 3600", validation: (n) => n >= 3 && n <= 3600 })
+  )
   const databasePoolSize = yield* Config.integer("DATABASE_POOL_SIZE").pipe(
     Config.withDefault(1),
     Config.validate({ message: "DATABASE_POOL_SIZE must be between 1 and 100", validation: (n) => n >= 1 && n <= 100 })
@@ -105,7 +115,7 @@ export const appConfig = Effect.gen(function*() {
   secureDataDir(dataDir, databaseUrl === undefined ? "gateway.sqlite" : undefined)
   return { port, host, dataDir, publicUrl, publicUrlSet: explicitUrl._tag === "Some", logLevel, maxBodyBytes, rawWriteMaxBytes, endpoints, databaseUrl, databasePoolSize, nodeId,
     nodeUrl: nodeUrl._tag === "Some" ? nodeUrl.value : undefined, nodeGraceSeconds,
-    clusterSecret: clusterSecret._tag === "Some" ? clusterSecret.value : undefined } satisfies AppConfigShape
+    clusterSecret: clusterSecret._tag === "Some" ? clusterSecret.value : undefined, jobLeaseSeconds } satisfies AppConfigShape
 })
 
 const invalid = (name: string, message: string) => Effect.fail(ConfigError.InvalidData([name], message))

@@ -26,11 +26,11 @@
  *    claimed apart from sandbox work, so they never take its places).
  *    SQLite: one transaction, safe because transactions run one at a time; PostgreSQL: `FOR UPDATE SKIP LOCKED`
  *    plus an advisory lock (or a lock table) per lock key.
- * 7. `lockEventLog` / `eventAppended` / `lockKey` / `positional` (see below).
+ * 7. `lockEventLog` / `eventAppended` / `lockKey` / `forUpdate` / `positional` (see below).
  * 8. Connection set-up: the client and migrations (SQLite: src/db/Sql.ts), the session (SQLite: the pragmas,
  *    `sqliteSession`), WAL checkpoints if the engine needs them (SQLite: src/db/Checkpointer.ts, on a worker),
- *    and, optionally, a synchronous read connection for the polled GETs (SQLite: `openSqliteReadConnection`,
- *    used by src/db/FastReadQueries.ts); without one every request takes the full HTTP stack.
+ *    and a read connection for the polled GETs (src/db/FastReadQueries.ts: on SQLite a synchronous one,
+ *    `openSqliteReadConnection`; on PostgreSQL a small pool of its own).
  */
 import type { SqlError, Statement } from "@effect/sql"
 import { Context, type Effect } from "effect"
@@ -113,6 +113,11 @@ export interface DialectShape {
    * across processes (a sandbox's cost sync). SQLite: nothing, transactions run one at a time.
    */
   readonly lockKey: (key: string) => Effect.Effect<void, SqlError.SqlError>
+  /**
+   * Appended to a SELECT of rows the transaction reads, then writes from what it read (a counter): locks them until
+   * it ends (PostgreSQL: `FOR UPDATE`; SQLite: nothing, transactions run one at a time).
+   */
+  readonly forUpdate: Statement.Fragment
   /** A statement written with `?` placeholders, in the engine's own (PostgreSQL: `$1`, `$2`, …). */
   readonly positional: (statement: string) => string
 }

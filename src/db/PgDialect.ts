@@ -163,6 +163,7 @@ export const makePgDialect = (sql: SqlClient.SqlClient): DialectShape => {
     lockEventLog: Effect.asVoid(sql`SELECT pg_advisory_xact_lock(hashtextextended(${advisoryKey("events", "log")}, 0))`),
     eventAppended: (seq) => Effect.asVoid(sql`SELECT pg_notify(${EVENTS_CHANNEL}, ${String(seq)})`),
     lockKey: (key) => Effect.asVoid(sql`SELECT pg_advisory_xact_lock(hashtextextended(${advisoryKey("app", key)}, 0))`),
+    forUpdate: sql.literal("FOR UPDATE"),
     positional: (statement) => {
       let n = 0
       return statement.replace(/\?/g, () => `$${++n}`)

@@ -118,6 +118,7 @@ export const makeSqliteDialect = (sql: SqlClient.SqlClient): DialectShape => {
     lockEventLog: Effect.void,
     eventAppended: () => Effect.void,
     lockKey: () => Effect.void,
+    forUpdate: sql.literal(""),
     positional: (statement) => statement
   }
 }

@@ -8,6 +8,7 @@
  */
 import { Cause, Context, Duration, Effect, Either, Exit, Fiber, FiberSet, Layer, Option, ParseResult, Queue, Schema } from "effect"
 import * as os from "node:os"
+import { AppConfig } from "../Config.ts"
 import { type ClaimedJobRow, JobsRepo, type JobRow } from "../db/repos/Jobs.ts"
 import type { ErrorObject } from "../domain/Errors.ts"
 import { newUuid } from "../domain/Ids.ts"
@@ -15,8 +16,8 @@ import { isoAfter, nowIso } from "../domain/Time.ts"
 import type { Job, JobError, JobHandler, JobOutcome, JobType } from "./JobRegistry.ts"
 
 
+/** A claim's lease unless JOB_LEASE_SECONDS says otherwise; renewed every third of it while the job runs. */
 export const LEASE_SECONDS = 15
-const RENEW_EVERY = Duration.seconds(5)
 const MAX_POLL_MS = 1000
 const MAX_CONCURRENT = 64
 export const MAX_ATTEMPTS = 8
@@ -77,6 +78,9 @@ export const OperationRunnerLive = Layer.scoped(
   OperationRunner,
   Effect.gen(function*() {
     const jobs = yield* JobsRepo
+    // How long a dead or stalled process keeps its jobs from the others (README "Scaling out").
+    const leaseSeconds = (yield* AppConfig).jobLeaseSeconds ?? LEASE_SECONDS
+    const renewEvery = Duration.millis(leaseSeconds * 1000 / 3)
     const owner = `${os.hostname()}:${process.pid}:${newUuid().slice(0, 8)}`
     const handlers = new Map<string, (row: JobRow) => Prepared>()
     const recoveredListeners: Array<Effect.Effect<void>> = []
@@ -103,14 +107,14 @@ export const OperationRunnerLive = Layer.scoped(
     const renewLease = (row: JobRow, token: string, runFiber: Fiber.RuntimeFiber<unknown, unknown>) =>
       Effect.gen(function*() {
         const now = yield* nowIso
-        if (!(yield* jobs.renewLease(row.id, token, isoAfter(now, LEASE_SECONDS)))) {
+        if (!(yield* jobs.renewLease(row.id, token, isoAfter(now, leaseSeconds)))) {
           yield* Effect.logWarning("lost the lease of a job; stopping it", { job: row.id, type: row.type })
           yield* Fiber.interrupt(runFiber)
         }
       }).pipe(
         Effect.catchAllCause((cause) => Effect.logWarning("lease renewal failed", cause)),
         // The claim just set the lease: the first renewal is due one period later.
-        Effect.delay(RENEW_EVERY),
+        Effect.delay(renewEvery),
         Effect.forever
       )
 
@@ -167,7 +171,7 @@ export const OperationRunnerLive = Layer.scoped(
         Effect.ensuring(recovered ? Effect.forEach(recoveredListeners, Effect.ignore, { discard: true }) : Effect.void)
       )
 
-    const lease = Effect.map(nowIso, (now) => ({ owner, now, leaseExpiresAt: isoAfter(now, LEASE_SECONDS) }))
+    const lease = Effect.map(nowIso, (now) => ({ owner, now, leaseExpiresAt: isoAfter(now, leaseSeconds) }))
 
     /** Jobs leased by a dead process of this host are claimable at once. */
     const reclaimOrphans = Effect.gen(function*() {

@@ -1,14 +1,15 @@
 /**
- * FastReads (src/http/FastReads.ts) answers the polled GETs straight from SQLite. It must answer exactly what the
- * full stack answers, and only the plain success: every other request is handed to the full stack. Checked two
- * ways against a real server and its SQLite file: over HTTP (bodies equal those of the full stack, reached with a
+ * FastReads (src/http/FastReads.ts) answers the polled GETs straight from the database (SQLite, or PostgreSQL on
+ * the PostgreSQL run). It must answer exactly what the full stack answers, and only the plain success: every other
+ * request is handed to the full stack. Checked two ways against a real server and its database: over HTTP (bodies equal those of the full stack, reached with a
  * query string, which FastReads never answers; errors stay in the envelope), and by calling the routes in this
  * process with a server whose `fetch` records the hand-over.
  */
-import { Effect, Logger, LogLevel } from "effect"
+import { Effect, Exit, Logger, LogLevel, Scope } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { type FastReads, makeFastReads } from "../../src/http/FastReads.ts"
+import { type FastReads, FastReadsScoped } from "../../src/http/FastReads.ts"
 import { execSql, querySql } from "../support/accounts.ts"
+import { databaseUrlFor } from "../support/postgres.ts"
 import { api, bootstrap, type Bootstrap, expectEnvelope, type RunningServer, startServer } from "../support/server.ts"
 import { createReadySandbox, type KeyAuth, runProcess, waitRuntimeOperation } from "../support/sandbox.ts"
 
@@ -22,6 +23,10 @@ let processId: string
 let operationId: string
 let readId: string
 let fast: FastReads
+const scope = Effect.runSync(Scope.make())
+
+/** A bytes column as read by querySql: a Uint8Array from SQLite, `\x…` hex text from PostgreSQL (as JSON). */
+const bytesOf = (value: Uint8Array | string): Buffer => (typeof value === "string" ? Buffer.from(value.replace(/^\\x/, ""), "hex") : Buffer.from(value))
 
 const HANDED_OVER = 599
 
@@ -47,16 +52,19 @@ beforeAll(async () => {
   const read = await waitRuntimeOperation(http, auth, sandboxId, readId)
   expect(Buffer.from(read.result.data_base64, "base64").equals(bytes)).toBe(true)
   // Stored apart: the row's result without the data, the bytes raw in runtime_operation_data.
-  const stored = querySql<{ result: string; data: Uint8Array }>(server.dataDir,
+  const stored = querySql<{ result: string; data: Uint8Array | string }>(server.dataDir,
     "SELECT r.result, d.data FROM runtime_operations r JOIN runtime_operation_data d ON d.runtime_operation_id = r.id WHERE r.id = ?", readId)[0]!
   expect(JSON.parse(stored.result)).toEqual({ kind: "filesystem_read", path: "/workspace/f.bin", offset_bytes: 0, byte_length: 4096, size_bytes: 4096, eof: true })
-  expect(Buffer.from(stored.data).equals(bytes)).toBe(true)
-  const runtime = Effect.runSync(Effect.runtime<never>().pipe(Logger.withMinimumLogLevel(LogLevel.None)))
-  fast = makeFastReads({ dataDir: server.dataDir, runtime })
+  expect(bytesOf(stored.data).equals(bytes)).toBe(true)
+  // The same FastReads the server runs, in this process, on the server's database.
+  fast = await Effect.runPromise(FastReadsScoped({ dataDir: server.dataDir, databaseUrl: databaseUrlFor(server.dataDir) }).pipe(
+    Scope.extend(scope),
+    Logger.withMinimumLogLevel(LogLevel.None)
+  ))
 }, 60_000)
 
 afterAll(async () => {
-  fast?.close()
+  await Effect.runPromise(Scope.close(scope, Exit.void))
   await server?.stop()
 })
 

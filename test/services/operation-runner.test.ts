@@ -1,19 +1,19 @@
 import { SqlClient } from "@effect/sql"
 import { describe, expect, it } from "@effect/vitest"
-import { Deferred, Effect, Layer, Ref, Schema } from "effect"
+import { ConfigProvider, Deferred, Effect, Layer, Ref, Schema } from "effect"
 import * as os from "node:os"
-import { AppConfig } from "../../src/Config.ts"
+import { AppConfig, appConfig } from "../../src/Config.ts"
 import { DatabaseLive } from "../../src/db/Database.ts"
 import { defineJob, enqueueJob, JobError } from "../../src/services/JobRegistry.ts"
 import { OperationRunner, OperationRunnerLive } from "../../src/services/OperationRunner.ts"
 import { tempDataDir } from "../support/server.ts"
 import { databaseUrlFor } from "../support/postgres.ts"
 
-const config = (dataDir: string) =>
-  Layer.succeed(AppConfig, { port: 0, host: "127.0.0.1", dataDir, databaseUrl: databaseUrlFor(dataDir), publicUrl: "http://127.0.0.1", publicUrlSet: true, logLevel: "info", maxBodyBytes: 1 << 20, rawWriteMaxBytes: 1 << 30, endpoints: { port: 0, host: "127.0.0.1", publicOrigin: undefined, base: undefined } })
+const config = (dataDir: string, jobLeaseSeconds?: number) =>
+  Layer.succeed(AppConfig, { port: 0, host: "127.0.0.1", dataDir, databaseUrl: databaseUrlFor(dataDir), publicUrl: "http://127.0.0.1", publicUrlSet: true, logLevel: "info", maxBodyBytes: 1 << 20, rawWriteMaxBytes: 1 << 30, endpoints: { port: 0, host: "127.0.0.1", publicOrigin: undefined, base: undefined }, jobLeaseSeconds })
 
-const testLayer = (dataDir = tempDataDir("runner")) =>
-  OperationRunnerLive.pipe(Layer.provideMerge(DatabaseLive), Layer.provide(config(dataDir)))
+const testLayer = (dataDir = tempDataDir("runner"), jobLeaseSeconds?: number) =>
+  OperationRunnerLive.pipe(Layer.provideMerge(DatabaseLive), Layer.provide(config(dataDir, jobLeaseSeconds)))
 
 /** A job type for these tests: any payload. */
 const jobType = (type: string) => defineJob(type, Schema.Unknown)
@@ -208,4 +208,37 @@ describe("OperationRunner", () => {
       yield* waitFor(jobState("laned:79"), (r) => r?.state === "succeeded")
       expect(yield* Ref.get(maxActive)).toBe(2)
     }).pipe(Effect.provide(testLayer())))
+
+  it.live("JOB_LEASE_SECONDS sets the lease of a claim (and how soon a crashed process's jobs are taken over)", () =>
+    Effect.gen(function*() {
+      const runner = yield* OperationRunner
+      const release = yield* Deferred.make<void>()
+      yield* runner.register(jobType("test.lease"), { run: () => Deferred.await(release), giveUp: () => Effect.void })
+      yield* runner.start
+      yield* enqueueJob(jobType("test.lease"), { dedupeKey: "lease:1", payload: null })
+      yield* runner.runNow("lease:1")
+      const sql = yield* SqlClient.SqlClient
+      const [row] = yield* sql<{ updated_at: string; lease_expires_at: string }>`SELECT updated_at, lease_expires_at FROM jobs WHERE dedupe_key = 'lease:1'`
+      expect(Date.parse(row!.lease_expires_at) - Date.parse(row!.updated_at)).toBe(4000)
+      yield* Deferred.succeed(release, undefined)
+      yield* waitFor(jobState("lease:1"), (r) => r?.state === "succeeded")
+    }).pipe(Effect.provide(testLayer(tempDataDir("runner-lease"), 4))))
+
+  it.effect("JOB_LEASE_SECONDS defaults to 15 and refuses values outside 3..3600 with a message naming it", () =>
+    Effect.gen(function*() {
+      const load = (value?: string) =>
+        Effect.either(appConfig.pipe(Effect.withConfigProvider(ConfigProvider.fromMap(new Map([
+          ["DATA_DIR", tempDataDir("lease-config")],
+          ...(value === undefined ? [] : [["JOB_LEASE_SECONDS", value] as [string, string]])
+        ])))))
+      const fine = yield* load()
+      expect(fine._tag === "Right" && fine.right.jobLeaseSeconds).toBe(15)
+      const short = yield* load("5")
+      expect(short._tag === "Right" && short.right.jobLeaseSeconds).toBe(5)
+      for (const bad of ["2", "3601", "soon"]) {
+        const refused = yield* load(bad)
+        expect(refused._tag).toBe("Left")
+        if (refused._tag === "Left") expect(String(refused.left)).toContain("JOB_LEASE_SECONDS")
+      }
+    }))
 })

@@ -7,6 +7,7 @@ import webhookDeliveries from "./0005_webhook_deliveries.ts"
 import processStdin from "./0006_process_stdin.ts"
 import processPty from "./0007_process_pty.ts"
 import nodes from "./0008_nodes.ts"
+import eventCounters from "./0009_event_counters.ts"
 
 export const migrations = {
   "0001_accounts": accounts,
@@ -16,5 +17,6 @@ export const migrations = {
   "0005_webhook_deliveries": webhookDeliveries,
   "0006_process_stdin": processStdin,
   "0007_process_pty": processPty,
-  "0008_nodes": nodes
+  "0008_nodes": nodes,
+  "0009_event_counters": eventCounters
 }

@@ -1,6 +1,6 @@
 /**
  * Operations, `operations` and `operation_events`: the asynchronous record a client waits on (spec §2.5), and its
- * events numbered 1, 2, … per operation.
+ * events numbered 1, 2, … per operation (on PostgreSQL from `last_event_seq`, see `appendEvent`).
  */
 import { SqlClient } from "@effect/sql"
 import { Effect, Schema } from "effect"
@@ -68,12 +68,31 @@ export class OperationsRepo extends Effect.Service<OperationsRepo>()("app/db/Ope
           run(sql`INSERT INTO operations (id, project_id, organization_id, created_by_key_id, type, state, resource_type, resource_id, created_at, updated_at, completed_at)
             VALUES (${operation.id}, ${operation.projectId}, ${operation.organizationId}, ${operation.keyId}, ${operation.type}, ${operation.state},
                     'sandbox', ${operation.resourceId}, ${now}, ${now}, ${operation.completed ? now : null})`)),
-      /** Appends an event with the operation's next sequence number. */
+      /**
+       * Appends an event with the operation's next sequence number. SQLite runs one write at a time, so `MAX + 1` in
+       * the INSERT is exact there (one statement, the fast path). On PostgreSQL concurrent transactions would
+       * compute the same `MAX + 1`, so the number comes from the operation's counter (migration 0009), taken and
+       * used in one statement: the row lock orders concurrent appends (gap-free, unique, even outside a
+       * transaction), and `GREATEST` with the events already there covers a counter SQLite never kept (`db copy`).
+       */
       appendEvent: (operationId: string, type: string, data: Readonly<Record<string, unknown>>) =>
-        Effect.flatMap(nowIso, (now) =>
-          run(sql`INSERT INTO operation_events (operation_id, seq, type, occurred_at, data)
-            VALUES (${operationId}, (SELECT COALESCE(MAX(seq), 0) + 1 FROM operation_events WHERE operation_id = ${operationId}),
-                    ${type}, ${now}, ${JSON.stringify(data)})`)),
+        Effect.flatMap(nowIso, (now) => {
+          const body = JSON.stringify(data)
+          const appended = sql.onDialectOrElse({
+            pg: () =>
+              sql`WITH n AS (
+                  UPDATE operations SET last_event_seq = GREATEST(last_event_seq,
+                    (SELECT COALESCE(MAX(seq), 0) FROM operation_events WHERE operation_id = ${operationId})) + 1
+                  WHERE id = ${operationId} RETURNING last_event_seq)
+                INSERT INTO operation_events (operation_id, seq, type, occurred_at, data)
+                SELECT ${operationId}, last_event_seq, ${type}, ${now}, ${body} FROM n RETURNING seq`,
+            orElse: () =>
+              sql`INSERT INTO operation_events (operation_id, seq, type, occurred_at, data)
+                SELECT id, (SELECT COALESCE(MAX(seq), 0) + 1 FROM operation_events WHERE operation_id = ${operationId}), ${type}, ${now}, ${body}
+                FROM operations WHERE id = ${operationId} RETURNING seq`
+          })
+          return Effect.flatMap(Effect.orDie(appended), (rows) => rows.length > 0 ? Effect.void : Effect.dieMessage(`no operation ${operationId} to append an event to`))
+        }),
       /** Moves a non-terminal operation to another state; false when it was terminal or already there. */
       setState: (id: string, state: OperationStateValue, error: ErrorObject | null, completed: boolean) =>
         Effect.gen(function*() {

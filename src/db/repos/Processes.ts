@@ -115,6 +115,12 @@ export class ProcessesRepo extends Effect.Service<ProcessesRepo>()("app/db/Proce
 
     return {
       get: (id: string) => processes.first(sql`SELECT * FROM processes WHERE id = ${id}`),
+      /**
+       * The row, locked until the transaction ends: for a writer that numbers events from `next_event_seq` as read
+       * (a batch of output), so a concurrent `appendEvent` (a cancel request, on another connection or replica)
+       * waits for it and numbers after it, and it never reads a counter that is about to move.
+       */
+      getForUpdate: (id: string) => processes.first(sql`SELECT * FROM processes WHERE id = ${id} ${dialect.forUpdate}`),
       /** What a running process's job looks at between two reads of its output. */
       progressOf: (id: string) => progress.first(sql`SELECT state, cancel_requested_at, provider_seq FROM processes WHERE id = ${id}`),
       insert: (process: NewProcess) =>

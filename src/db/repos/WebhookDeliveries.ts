@@ -73,6 +73,7 @@ export class WebhookDeliveriesRepo extends Effect.Service<WebhookDeliveriesRepo>
     const attempts = rowsOf("webhook_delivery_attempts", AttemptRow)
     const ids = rowsOf("webhook_deliveries", Schema.Struct({ id: Schema.String }))
     const counts = rowsOf("webhook_deliveries", Schema.Struct({ attempt_count: Schema.Int }))
+    const numbers = rowsOf("webhook_deliveries", Schema.Struct({ last_attempt_number: Schema.Int }))
     const byStatus = rowsOf("webhook_deliveries", Schema.Struct({ status: Schema.String, n: Schema.Int }))
     return {
       /** How many deliveries are in each status (the operators' metrics; finished ones until retention removes them). */
@@ -114,17 +115,22 @@ export class WebhookDeliveriesRepo extends Effect.Service<WebhookDeliveriesRepo>
             WHERE id = ${id} AND status IN ('pending', 'retrying', 'delivering') RETURNING attempt_count`),
           (rows) => rows[0]?.attempt_count
         ),
-      /** Logs an attempt (numbered after the delivery's earlier ones) and moves the delivery to its outcome. */
+      /**
+       * Logs an attempt and moves the delivery to its outcome. The attempt's number is the delivery's counter taken
+       * by the same UPDATE (migration 0009): unique and gap-free even when two runs of one delivery record at once
+       * (the row lock orders them). Run in a transaction, so the number is given back if the insert fails.
+       */
       recordAttempt: (a: AttemptRecord) =>
-        Effect.all([
-          run(sql`INSERT INTO webhook_delivery_attempts (delivery_id, number, started_at, http_status, error, latency_ms, response_snippet)
-            SELECT ${a.deliveryId}, COALESCE(MAX(number), 0) + 1, ${a.startedAt}, ${a.httpStatus}, ${a.error}, ${a.latencyMs}, ${a.snippet}
-            FROM webhook_delivery_attempts WHERE delivery_id = ${a.deliveryId}`),
-          run(sql`UPDATE webhook_deliveries SET status = ${a.status}, next_attempt_at = ${a.nextAttemptAt}, last_http_status = ${a.httpStatus},
-              last_error = ${a.error}, last_latency_ms = ${a.latencyMs}, updated_at = ${a.now},
-              delivered_at = CASE WHEN ${a.status} = 'succeeded' THEN ${a.now} ELSE delivered_at END
-            WHERE id = ${a.deliveryId}`)
-        ], { discard: true }),
+        Effect.gen(function*() {
+          const [taken] = yield* numbers.all(sql`UPDATE webhook_deliveries SET status = ${a.status}, next_attempt_at = ${a.nextAttemptAt},
+              last_http_status = ${a.httpStatus}, last_error = ${a.error}, last_latency_ms = ${a.latencyMs}, updated_at = ${a.now},
+              delivered_at = CASE WHEN ${a.status} = 'succeeded' THEN ${a.now} ELSE delivered_at END,
+              last_attempt_number = last_attempt_number + 1
+            WHERE id = ${a.deliveryId} RETURNING last_attempt_number`)
+          if (taken === undefined) return
+          yield* run(sql`INSERT INTO webhook_delivery_attempts (delivery_id, number, started_at, http_status, error, latency_ms, response_snippet)
+            VALUES (${a.deliveryId}, ${taken.last_attempt_number}, ${a.startedAt}, ${a.httpStatus}, ${a.error}, ${a.latencyMs}, ${a.snippet})`)
+        }),
       /** Given up without an attempt (its endpoint was disabled or deleted meanwhile). */
       abandon: (id: string, error: string, now: string) =>
         run(sql`UPDATE webhook_deliveries SET status = 'failed', next_attempt_at = NULL, last_error = ${error}, updated_at = ${now}

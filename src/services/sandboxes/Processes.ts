@@ -109,15 +109,15 @@ const outcomeOf = (row: ProcessRow, exit: Extract<ProviderExecEvent, { type: "ex
 }
 
 /**
- * Stores a batch of provider events in three steps (read the counters, insert the events, update the row),
- * inside the caller's transaction; touches the sandbox; returns the exit event if one came. Output past
+ * Stores a batch of provider events in three steps (read the counters with the row locked, insert the events,
+ * update the row), inside the caller's transaction; touches the sandbox; returns the exit event if one came. Output past
  * `max_output_bytes` is dropped and marks the process truncated. Nothing is written to a process that is
  * already terminal.
  */
-const storeEvents = (processId: string, events: ReadonlyArray<ProviderExecEvent>, timedOutByUs: boolean) =>
+export const storeProcessEvents = (processId: string, events: ReadonlyArray<ProviderExecEvent>, timedOutByUs: boolean) =>
   Effect.gen(function*() {
     const now = yield* nowIso
-    const row = (yield* ProcessesRepo.get(processId))!
+    const row = (yield* ProcessesRepo.getForUpdate(processId))!
     if (TERMINAL_PROCESS_STATES.includes(row.state)) return undefined
     let exit: Extract<ProviderExecEvent, { type: "exit" }> | undefined
     let { provider_seq: providerSeq, next_event_seq: seq, output_bytes: output, stdout_bytes: stdout, stderr_bytes: stderr } = row
@@ -240,7 +240,7 @@ export const makeProcessHandler = Effect.gen(function*() {
           ? firstEvents
           : yield* ctx.value.provider.execEvents(ctx.value.resource, executionId, progress.provider_seq).pipe(Effect.catchAll(providerFailure(row)))
         if (events.length > 0) {
-          const exit = yield* storeEvents(processId, events, timedOutByUs).pipe(tx)
+          const exit = yield* storeProcessEvents(processId, events, timedOutByUs).pipe(tx)
           if (exit !== undefined) return
           idleMs = 1
           polls = 0

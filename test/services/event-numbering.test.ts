@@ -1,0 +1,114 @@
+/**
+ * Numbers taken per parent — an operation's events, a process's events and a webhook delivery's attempts (1, 2,
+ * …) — stay unique, gap-free and ordered when many writers append at once: two complete db layers on one
+ * database (on PostgreSQL pools of 4 and 2 connections, as two replicas with DATABASE_POOL_SIZE > 1 would have; on
+ * SQLite two connections to one file, as the gateway and the CLI have), each appending concurrently, inside
+ * transactions and outside. Runs on both engines. `MAX(n) + 1` numbering (operations, attempts) and an unlocked
+ * read of a process's counter (its output batches) failed this on PostgreSQL.
+ */
+import { SqlClient } from "@effect/sql"
+import { describe, expect, it } from "@effect/vitest"
+import { Context, Effect, Layer } from "effect"
+import { AppConfig } from "../../src/Config.ts"
+import { DatabaseLive } from "../../src/db/Database.ts"
+import { inTransaction } from "../../src/db/Db.ts"
+import { OperationsRepo } from "../../src/db/repos/Operations.ts"
+import { WebhookDeliveriesRepo } from "../../src/db/repos/WebhookDeliveries.ts"
+import { ProcessesRepo } from "../../src/db/repos/Processes.ts"
+import { appendOperationEvent } from "../../src/services/sandboxes/Operations.ts"
+import { appendProcessEvent, storeProcessEvents } from "../../src/services/sandboxes/Processes.ts"
+import { databaseUrlFor } from "../support/postgres.ts"
+import { tempDataDir } from "../support/server.ts"
+
+const NOW = "2030-01-01T00:00:00.000Z"
+
+const config = (dataDir: string, poolSize: number) =>
+  Layer.succeed(AppConfig, {
+    port: 0, host: "127.0.0.1", dataDir, databaseUrl: databaseUrlFor(dataDir), databasePoolSize: poolSize, publicUrl: "http://127.0.0.1",
+    publicUrlSet: true, logLevel: "info", maxBodyBytes: 1 << 20, rawWriteMaxBytes: 1 << 30, endpoints: { port: 0, host: "127.0.0.1", publicOrigin: undefined, base: undefined }
+  })
+
+/** Two writers on one database, each with its own connections (built one after the other: SQLite migrates once). */
+const twoWriters = (dataDir: string) =>
+  Effect.gen(function*() {
+    const a = yield* Layer.build(DatabaseLive.pipe(Layer.provide(config(dataDir, 4))))
+    const b = yield* Layer.build(DatabaseLive.pipe(Layer.provide(config(dataDir, 2))))
+    return [a, b] as const
+  })
+
+const fixtures = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`INSERT INTO organizations (id, name, slug, created_at, updated_at) VALUES ('org1', 'Org', 'org', ${NOW}, ${NOW})`
+  yield* sql`INSERT INTO projects (id, organization_id, name, slug, created_at, updated_at) VALUES ('prj_1', 'org1', 'P', 'p', ${NOW}, ${NOW})`
+  yield* OperationsRepo.insert({ id: "op_1", projectId: "prj_1", organizationId: "org1", keyId: null, type: "sandbox_create", state: "queued", resourceId: "sbx_1", completed: false })
+  yield* sql`INSERT INTO webhooks (id, organization_id, name, url, event_types, enabled, secret_ciphertext, secret_prefix, created_at, updated_at)
+    VALUES ('wh1', 'org1', 'hook', 'https://hooks.example.com/x', '[]', 1, 'x', 'whsec_x', ${NOW}, ${NOW})`
+  yield* sql`INSERT INTO sandboxes (id, project_id, organization_id, state, requested, billing_mode, created_at, updated_at, metadata)
+    VALUES ('sbx_1', 'prj_1', 'org1', 'ready', '{}', 'managed', ${NOW}, ${NOW}, '{}')`
+  yield* sql`INSERT INTO processes (id, project_id, sandbox_id, state, command, environment, timeout_seconds, max_output_bytes, created_at)
+    VALUES ('proc_1', 'prj_1', 'sbx_1', 'running', '["sh"]', '{}', 60, 1000000, ${NOW})`
+  expect(yield* WebhookDeliveriesRepo.insert({ id: "dlv1", endpointId: "wh1", organizationId: "org1", eventId: "evt1", eventType: "sandbox.ready", isTest: false, body: "{}", now: NOW }))
+    .toBe(true)
+})
+
+const N = 60
+
+describe("numbering per parent under concurrent writers", () => {
+  it.live("an operation's events and a delivery's attempts are 1..n, each once, in the order they were taken", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const [a, b] = yield* twoWriters(tempDataDir("numbering"))
+      yield* Effect.provide(fixtures, a)
+      const writerOf = (i: number) => (i % 2 === 0 ? a : b)
+      // Half of the appends in a transaction of their own (as the services do), half alone.
+      yield* Effect.all(Array.from({ length: N }, (_, i) => {
+        const append = appendOperationEvent("op_1", "state_changed", { i })
+        return Effect.provide(i % 4 < 2 ? inTransaction(append) : append, writerOf(i))
+      }), { concurrency: "unbounded" })
+      yield* Effect.all(Array.from({ length: N }, (_, i) =>
+        Effect.provide(inTransaction(WebhookDeliveriesRepo.recordAttempt({
+          deliveryId: "dlv1", startedAt: NOW, httpStatus: 500, error: `attempt ${i}`, latencyMs: i, snippet: null, status: "retrying", nextAttemptAt: NOW, now: NOW
+        })), writerOf(i))), { concurrency: "unbounded" })
+
+      const sql = Context.get(a, SqlClient.SqlClient)
+      const numbers = Array.from({ length: N }, (_, i) => i + 1)
+      const events = yield* Effect.provide(OperationsRepo.eventsAfter("op_1", 0), a)
+      expect(events.map((e) => e.seq)).toEqual(numbers)
+      expect(new Set(events.map((e) => e.data["i"])).size).toBe(N)
+      const attempts = yield* Effect.provide(WebhookDeliveriesRepo.attemptsOf(["dlv1"]), a)
+      expect(attempts.map((x) => x.number)).toEqual(numbers)
+      expect(new Set(attempts.map((x) => x.error)).size).toBe(N)
+      expect(yield* sql<{ n: number }>`SELECT last_attempt_number AS n FROM webhook_deliveries WHERE id = 'dlv1'`).toEqual([{ n: N }])
+      // The next number follows on, also from an operation counter SQLite never kept (a database `db copy` brought over).
+      yield* Effect.provide(OperationsRepo.appendEvent("op_1", "state_changed", {}), b)
+      yield* sql`UPDATE operations SET last_event_seq = 0 WHERE id = 'op_1'`
+      yield* Effect.provide(OperationsRepo.appendEvent("op_1", "completed", {}), a)
+      expect((yield* Effect.provide(OperationsRepo.eventsAfter("op_1", N), a)).map((e) => [e.seq, e.type])).toEqual([[N + 1, "state_changed"], [N + 2, "completed"]])
+    })), 60_000)
+
+  it.live("a process's output batches and single events (a cancel request) written at once are numbered 1..n, each once", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const [a, b] = yield* twoWriters(tempDataDir("numbering-process"))
+      yield* Effect.provide(fixtures, a)
+      // Output as the process job stores it (the counter read, then a batch of numbered rows), and single events
+      // as the API appends them, from both writers at once. Every batch carries the same provider events: the
+      // first stores them, the others find them stored.
+      const output = Array.from({ length: 10 }, (_, seq) => ({ seq, type: "stdout" as const, data: new TextEncoder().encode(`line ${seq}\n`) }))
+      yield* Effect.all(Array.from({ length: 2 * N }, (_, i) =>
+        Effect.provide(
+          i % 2 === 0 ? inTransaction(appendProcessEvent("proc_1", "cancel_requested", { i })) : inTransaction(Effect.asVoid(storeProcessEvents("proc_1", output, false))),
+          i % 4 < 2 ? a : b
+        )), { concurrency: "unbounded" })
+      const events = yield* Effect.provide(ProcessesRepo.eventsAfter("proc_1", 0, 1000), a)
+      expect(events.map((e) => e.seq)).toEqual(Array.from({ length: N + 10 }, (_, i) => i + 1))
+      expect(events.filter((e) => e.type === "stdout")).toHaveLength(10)
+    })), 60_000)
+
+  it.live("an event for an operation that does not exist is refused, not numbered", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const [a] = yield* twoWriters(tempDataDir("numbering-missing"))
+      const exit = yield* Effect.exit(Effect.provide(OperationsRepo.appendEvent("op_missing", "queued", {}), a))
+      expect(exit._tag).toBe("Failure")
+      const sql = Context.get(a, SqlClient.SqlClient)
+      expect(yield* sql<{ n: number }>`SELECT COUNT(*) AS n FROM operation_events`).toEqual([{ n: 0 }])
+    })), 60_000)
+})

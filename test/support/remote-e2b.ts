@@ -1,0 +1,100 @@
+/**
+ * "E2B in the cloud" for tests of gateways in `remote` mode: the E2B emulator over a local runtime, in a process of
+ * its own (so gateways that die leave it running, as a real provider would be), behind a front for the control API
+ * that is the test's window into the cloud:
+ *
+ * - `GET /_test/created`: the `metal.sandbox_id` of every sandbox the cloud created, in order (one per create
+ *   that succeeded: exactly-once is checked against it);
+ * - `POST /_test/hold?ms=n`: from now on an answer to `POST /sandboxes` is held back n ms after the sandbox was
+ *   created (a slow network at the worst moment: the resource exists, its creator does not know yet).
+ *
+ * Usage: `bun test/support/remote-e2b.ts <data dir>`; prints one JSON line `{apiUrl, sandboxUrl, apiKey}` (set them
+ * as E2B_API_URL, E2B_SANDBOX_URL and E2B_API_KEY) and runs until SIGTERM, then stops and removes its sandboxes.
+ * `startRemoteE2B` runs it from a test.
+ */
+import { Effect } from "effect"
+import * as path from "node:path"
+import { startE2BEmulator } from "../../providers/e2b/emulator/index.ts"
+import { makeLocalRuntime } from "../../src/runtime/LocalRuntimeLive.ts"
+
+export interface RemoteE2B {
+  readonly apiUrl: string
+  readonly sandboxUrl: string
+  readonly apiKey: string
+  /** The gateway's env for remote E2B through this cloud. */
+  readonly env: Record<string, string>
+  readonly created: () => Promise<Array<string>>
+  readonly hold: (ms: number) => Promise<void>
+  readonly stop: () => Promise<void>
+}
+
+/** Starts the script as a child process on its own DATA_DIR and waits for its URLs. */
+export const startRemoteE2B = async (dataDir: string): Promise<RemoteE2B> => {
+  const child = Bun.spawn(["bun", "run", import.meta.filename, dataDir], { stdout: "pipe", stderr: "pipe", env: { ...process.env, LOG_LEVEL: "warning" } })
+  const reader = child.stdout.getReader()
+  let text = ""
+  const deadline = Date.now() + 30_000
+  while (!text.includes("\n")) {
+    const chunk = await Promise.race([reader.read(), Bun.sleep(Math.max(0, deadline - Date.now())).then(() => undefined)])
+    if (chunk === undefined || chunk.done) {
+      child.kill("SIGKILL")
+      throw new Error(`the remote E2B emulator did not start: ${text}${await new Response(child.stderr).text()}`)
+    }
+    text += new TextDecoder().decode(chunk.value)
+  }
+  reader.releaseLock()
+  const info = JSON.parse(text.slice(0, text.indexOf("\n"))) as { apiUrl: string; sandboxUrl: string; apiKey: string }
+  return {
+    ...info,
+    env: { E2B_API_KEY: info.apiKey, E2B_API_URL: info.apiUrl, E2B_SANDBOX_URL: info.sandboxUrl },
+    created: async () => (await (await fetch(`${info.apiUrl}/_test/created`)).json()) as Array<string>,
+    hold: async (ms) => void (await fetch(`${info.apiUrl}/_test/hold?ms=${ms}`, { method: "POST" })),
+    stop: async () => {
+      if (child.exitCode === null) child.kill("SIGTERM")
+      await child.exited
+    }
+  }
+}
+
+const main = async (dataDir: string) => {
+  const runtime = makeLocalRuntime(path.resolve(dataDir))
+  const emulator = startE2BEmulator(path.resolve(dataDir), runtime)
+  const created: Array<string> = []
+  let holdMs = 0
+  const front = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    idleTimeout: 0,
+    fetch: async (request) => {
+      const url = new URL(request.url)
+      if (url.pathname === "/_test/created") return Response.json(created)
+      if (url.pathname === "/_test/hold" && request.method === "POST") {
+        holdMs = Number(url.searchParams.get("ms") ?? "0")
+        return new Response(null, { status: 204 })
+      }
+      const body = request.method === "GET" || request.method === "HEAD" ? undefined : await request.arrayBuffer()
+      const headers = new Headers(request.headers)
+      headers.delete("host")
+      const answer = await fetch(`${emulator.apiUrl}${url.pathname}${url.search}`, { method: request.method, headers, ...(body === undefined ? {} : { body }) })
+      const bytes = await answer.arrayBuffer()
+      if (request.method === "POST" && url.pathname === "/sandboxes" && answer.ok && body !== undefined) {
+        const sent = JSON.parse(new TextDecoder().decode(body)) as { metadata?: Record<string, string> }
+        created.push(sent.metadata?.["metal.sandbox_id"] ?? "")
+        if (holdMs > 0) await Bun.sleep(holdMs)
+      }
+      return new Response(bytes, { status: answer.status, headers: answer.headers })
+    }
+  })
+  const stop = async () => {
+    front.stop(true)
+    emulator.stop()
+    await Effect.runPromise(runtime.reap(new Set())).catch(() => undefined)
+    process.exit(0)
+  }
+  process.on("SIGTERM", () => void stop())
+  process.on("SIGINT", () => void stop())
+  // Envd (processes, files) is reached directly; only the control API passes the front.
+  process.stdout.write(`${JSON.stringify({ apiUrl: `http://127.0.0.1:${front.port}`, sandboxUrl: emulator.sandboxUrl, apiKey: emulator.apiKey })}\n`)
+}
+
+if (import.meta.main) await main(process.argv[2] ?? "")
