@@ -66,6 +66,17 @@ const server = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => Response
 console.log("http://127.0.0.1:" + server.port + "/")
 `
 
+/** The floor of a 10 MiB transfer over HTTP: a bare Bun.serve that sends a file (arg) and writes a PUT body beside it. */
+const BARE_FILE_SERVER = `
+const file = process.argv.at(-1)
+const server = Bun.serve({ port: 0, hostname: "127.0.0.1", maxRequestBodySize: 64 * 1024 * 1024, fetch: async (request) => {
+  if (request.method !== "PUT") return new Response(Bun.file(file))
+  await Bun.write(file + ".bare", await request.arrayBuffer())
+  return new Response("ok")
+} })
+console.log("http://127.0.0.1:" + server.port + "/")
+`
+
 const firstLine = async (stream: ReadableStream<Uint8Array>) => {
   const decoder = new TextDecoder()
   let text = ""
@@ -240,6 +251,20 @@ try {
     if (res.status !== 200) throw new Error(`the raw write answered ${res.status}`)
   }, 10, 1)
   report("10 MiB raw write (PUT content)", rawWrite, { name: "direct file write", s: directWrite }, "ratio ≤ 3×")
+  // The floor of any HTTP transfer of those bytes on this machine: a bare Bun.serve in its own process sending
+  // the file (sendfile) and taking a body whole, read by the same client call. Against the direct baselines the
+  // floor alone is several × (loopback TCP and the client's own copy), so the 3× targets are read against it too.
+  const bareFiles = Bun.spawn(["bun", "-e", BARE_FILE_SERVER, localFile], { stdout: "pipe", stderr: "inherit" })
+  const bareFilesUrl = await firstLine(bareFiles.stdout)
+  const bareRead = await time(async () => {
+    if ((await (await fetch(bareFilesUrl)).arrayBuffer()).byteLength !== tenMiB.length) throw new Error("the bare read was short")
+  }, 10, 1)
+  const bareWrite = await time(async () => void (await (await fetch(bareFilesUrl, { method: "PUT", body: tenMiB })).text()), 10, 1)
+  bareFiles.kill()
+  report("  (10 MiB read from a bare Bun.serve)", bareRead, { name: "direct file read", s: directRead })
+  report("  (raw read against that floor)", rawRead, { name: "bare Bun.serve read", s: bareRead })
+  report("  (10 MiB write to a bare Bun.serve)", bareWrite, { name: "direct file write", s: directWrite })
+  report("  (raw write against that floor)", rawWrite, { name: "bare Bun.serve write", s: bareWrite })
 
   // 3b. 1 GiB up and down through the raw route on E2B's emulator (its wire streams writes): the gateway's RSS
   // (emulators and all: one process) before and at its peak, and the throughput each way.
