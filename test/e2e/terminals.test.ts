@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { api, bootstrap, expectEnvelope, type RunningServer, startServer } from "../support/server.ts"
 import { refusedUpgrade as rawRefusedUpgrade } from "../support/raw-http.ts"
-import { attachTerminal, keyHeaders } from "../support/terminals.ts"
+import { attachTerminal, keyHeaders, shellRoundTrip } from "../support/terminals.ts"
 import { createReadySandbox, idempotencyKey, type KeyAuth, minimalSandbox, poll, readProcessOutput, waitOperation, waitProcess } from "../support/sandbox.ts"
 
 let server: RunningServer
@@ -59,14 +59,7 @@ describe("terminals", () => {
       expect(started.status).toBe(202)
       expect(started.body).toMatchObject({ pty: { cols: 80, rows: 24 }, stdin: true })
       const t = attach(sb().id, started.body.id)
-      await t.opened
-      await t.waitOutput("$ ")
-      t.type("stty size; echo sum=$((40+2))\n")
-      await t.waitOutput("24 80")
-      await t.waitOutput("sum=42")
-      t.resize(120, 40)
-      t.type("stty size\n")
-      await t.waitOutput("40 120")
+      await shellRoundTrip(t)
       expect((await http.get(`/v1/sandboxes/${sb().id}/processes/${started.body.id}`, auth)).body.pty).toEqual({ cols: 120, rows: 40 })
       t.type("exit 3\n")
       await t.waitFrame("exit")

@@ -12,7 +12,7 @@ import { querySql } from "../support/accounts.ts"
 import { databaseUrlFor, onPostgres } from "../support/postgres.ts"
 import { type RemoteE2B, startRemoteE2B } from "../support/remote-e2b.ts"
 import { idempotencyKey, minimalSandbox, poll, readProcessOutput, waitOperation, waitProcess } from "../support/sandbox.ts"
-import { api, type Bootstrap, type RunningServer, runCli, startServer, tempDataDir } from "../support/server.ts"
+import { api, bootstrap, type RunningServer, startServer, tempDataDir } from "../support/server.ts"
 
 const servers: Array<RunningServer> = []
 let cloud: RemoteE2B | undefined
@@ -36,9 +36,7 @@ describe.skipIf(!onPostgres())("a replica killed mid-work on a remote provider",
     })
     const [a, b] = await Promise.all([startServer({ dataDir: dataA, env: env("node-a") }), startServer({ dataDir: dataB, env: env("node-b") })])
     servers.push(a, b)
-    const booted = await runCli(dataA, ["bootstrap", "--email", "failover@example.com", "--json"], { DATABASE_URL: url })
-    expect(booted.code, booted.stderr).toBe(0)
-    const boot = JSON.parse(booted.stdout) as Bootstrap
+    const boot = await bootstrap(dataA, "failover@example.com")
     const auth = { token: boot.api_key, project: boot.project_id }
     const http = { a: api(a.url), b: api(b.url) }
     const create = (through: typeof http.a) =>

@@ -18,8 +18,8 @@ import { connectWebSocket, startEchoServer, startWebServer } from "../support/en
 import { databaseUrlFor, onPostgres } from "../support/postgres.ts"
 import { refusedUpgrade } from "../support/raw-http.ts"
 import { createReadySandbox, idempotencyKey, type KeyAuth, minimalSandbox, poll } from "../support/sandbox.ts"
-import { api, type Bootstrap, destroyJails, expectEnvelope, type RunningServer, runCli, startServer, tempDataDir } from "../support/server.ts"
-import { attachTerminal, keyHeaders } from "../support/terminals.ts"
+import { api, bootstrap, destroyJails, expectEnvelope, type RunningServer, startServer, tempDataDir } from "../support/server.ts"
+import { attachTerminal, keyHeaders, shellRoundTrip } from "../support/terminals.ts"
 
 const SECRET = "replicas-forwarding-cluster-secret"
 /** A client's own mark, in the right shape but not signed with the cluster's secret. */
@@ -44,10 +44,8 @@ describe.skipIf(!onPostgres())("forwarding between replicas: terminal attach, ho
     ENDPOINT_BASE_URL: "http://endpoints.test"
   })
   const boot = async (email: string): Promise<KeyAuth> => {
-    const booted = await runCli(dataA, ["bootstrap", "--email", email, "--json"], { DATABASE_URL: databaseUrlFor(dataA)! })
-    expect(booted.code, booted.stderr).toBe(0)
-    const parsed = JSON.parse(booted.stdout) as Bootstrap
-    return { token: parsed.api_key, project: parsed.project_id }
+    const booted = await bootstrap(dataA, email)
+    return { token: booted.api_key, project: booted.project_id }
   }
   const terminal = async (command: Array<string>) => {
     const started = await http.b.post(`/v1/sandboxes/${terminalSandbox}/processes`, { ...auth, body: { command, pty: { cols: 80, rows: 24 } }, headers: { "idempotency-key": idempotencyKey("t") } })
@@ -99,14 +97,7 @@ describe.skipIf(!onPostgres())("forwarding between replicas: terminal attach, ho
   it("a terminal attach through B is relayed to A: input, resize, close, take-over, exit", async () => {
     const processId = await terminal(["sh", "-i"])
     const first = attachTerminal(b.url, terminalSandbox, processId, auth)
-    await first.opened
-    await first.waitOutput("$ ")
-    first.type("stty size; echo sum=$((40+2))\n")
-    await first.waitOutput("24 80")
-    await first.waitOutput("sum=42")
-    first.resize(120, 40)
-    first.type("stty size\n")
-    await first.waitOutput("40 120")
+    await shellRoundTrip(first)
     expect((await http.b.get(`/v1/sandboxes/${terminalSandbox}/processes/${processId}`, auth)).body.pty).toEqual({ cols: 120, rows: 40 })
     // Closing the attach (through B) leaves the process running.
     first.ws.close()

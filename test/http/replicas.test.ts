@@ -15,7 +15,7 @@ import { querySql } from "../support/accounts.ts"
 import { connectWebSocket, startEchoServer } from "../support/endpoints.ts"
 import { databaseUrlFor, onPostgres } from "../support/postgres.ts"
 import { idempotencyKey, minimalSandbox, parseSse, poll, waitOperation } from "../support/sandbox.ts"
-import { api, type Bootstrap, destroyJails, type RunningServer, runCli, startServer, tempDataDir } from "../support/server.ts"
+import { api, bootstrap, destroyJails, type RunningServer, startServer, tempDataDir } from "../support/server.ts"
 
 const servers: Array<RunningServer> = []
 
@@ -54,9 +54,7 @@ describe.skipIf(!onPostgres())("two replicas on one PostgreSQL database", () => 
     const env = (node: string) => ({ DATABASE_URL: url, NODE_ID: node, NODE_GRACE_SECONDS: "5", CLUSTER_SECRET: "replicas-test-cluster-secret" })
     const [a, b] = await Promise.all([startServer({ dataDir: dataA, env: env("node-a") }), startServer({ dataDir: dataB, env: env("node-b") })])
     servers.push(a, b)
-    const booted = await runCli(dataA, ["bootstrap", "--email", "replicas@example.com", "--json"], { DATABASE_URL: url })
-    expect(booted.code, booted.stderr).toBe(0)
-    const boot = JSON.parse(booted.stdout) as Bootstrap
+    const boot = await bootstrap(dataA, "replicas@example.com")
     const auth = { token: boot.api_key, project: boot.project_id }
     const http = { a: api(a.url), b: api(b.url) }
 

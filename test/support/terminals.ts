@@ -39,3 +39,18 @@ export const attachTerminal = (baseUrl: string, sandboxId: string, processId: st
     waitFrame: (type: string) => until(`a ${type} frame`, () => state.frames.some((f) => f.type === type))
   }
 }
+
+/**
+ * The interactive round trip both the terminal and the replica tests walk on an `sh -i` attach opened at 80×24: a
+ * prompt, a typed line answered (`stty size` and arithmetic), then a resize to 120×40 that `stty size` sees.
+ */
+export const shellRoundTrip = async (t: ReturnType<typeof attachTerminal>) => {
+  await t.opened
+  await t.waitOutput("$ ")
+  t.type("stty size; echo sum=$((40+2))\n")
+  await t.waitOutput("24 80")
+  await t.waitOutput("sum=42")
+  t.resize(120, 40)
+  t.type("stty size\n")
+  await t.waitOutput("40 120")
+}

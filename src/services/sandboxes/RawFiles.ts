@@ -9,7 +9,7 @@
  * (the provider or the runtime's agent resolves them there).
  */
 import { readAtMost } from "../../domain/Bodies.ts"
-import { Effect, Runtime } from "effect"
+import { Effect, Either, Option, Runtime } from "effect"
 import type { ProviderError, ProviderFileEntry, ProviderSandbox, SandboxProvider } from "../../../providers/core/Provider.ts"
 import { type Conflict, conflict, NotFound, PayloadTooLarge, ServiceUnavailable, Unprocessable } from "../../domain/Errors.ts"
 import { AppConfig } from "../../Config.ts"
@@ -99,17 +99,33 @@ export const readRaw = (caller: Caller, sandboxId: string, path: string, headers
   Effect.gen(function*() {
     const { sandbox, provider, resource } = yield* targetOf(caller, sandboxId)
     yield* requireCapability(sandbox, ["filesystem", "read"], "reading files")
-    const entry = yield* statOf(provider, resource, path).pipe(Effect.catchAll(failed("read", path)))
+    const piece = Math.max(1, provider.capabilities.files?.maxReadBytes ?? 8 * 1024 * 1024)
+    // A plain read (no range, no validator) will want the file's first piece whatever the stat says: it is asked
+    // for at the same time as the stat, which saves a round trip through the provider. The stat decides; the
+    // piece is used only when it was read at the size the stat found (else the file changed: it is read again).
+    const early = headers.range === undefined && headers.ifNoneMatch === undefined
+    const [stat, firstRead] = yield* Effect.all([
+      statOf(provider, resource, path).pipe(Effect.either),
+      early ? Effect.option(provider.readFile(resource, { path, offsetBytes: 0, maxBytes: piece })) : Effect.succeedNone
+    ], { concurrency: 2 })
+    const entry = yield* Either.match(stat, { onLeft: failed("read", path), onRight: Effect.succeed })
     if (entry === undefined) return yield* new NotFound({ code: "file_not_found", message: `No such file or directory: ${path.slice(0, 200)}`, details: { reason: "not_found" } })
     if (entry.type === "directory") return yield* conflict("is_a_directory", `Is a directory: ${path.slice(0, 200)}`, { reason: "is_a_directory" })
     yield* touchSandbox(sandbox.id)
     const etag = etagOf(entry)
-    const piece = Math.max(1, provider.capabilities.files?.maxReadBytes ?? 8 * 1024 * 1024)
+    /** Bytes from offset 0 already read, when they belong to the file the stat found. */
+    const first = Option.isSome(firstRead) && firstRead.value.sizeBytes === entry.sizeBytes ? firstRead.value.data : undefined
     const stream = (from: number, to: number, runtime: Runtime.Runtime<never>) => {
       let offset = from
       return new ReadableStream<Uint8Array>({
         pull: async (controller) => {
           if (offset > to) return controller.close()
+          if (offset === 0 && first !== undefined && first.length > 0) {
+            const head = first.subarray(0, to + 1)
+            controller.enqueue(head)
+            offset += head.length
+            return
+          }
           const read = await Runtime.runPromise(runtime)(
             Effect.either(provider.readFile(resource, { path, offsetBytes: offset, maxBytes: Math.min(STREAM_PIECE, piece, to - offset + 1) }))
           )
@@ -121,7 +137,7 @@ export const readRaw = (caller: Caller, sandboxId: string, path: string, headers
       }, { highWaterMark: 0 })
     }
     const readPiece = (from: number, to: number) =>
-      provider.readFile(resource, { path, offsetBytes: from, maxBytes: to - from + 1 }).pipe(
+      from === 0 && first !== undefined && first.length >= Math.min(to + 1, entry.sizeBytes) ? Effect.succeed(first.subarray(0, to + 1)) : provider.readFile(resource, { path, offsetBytes: from, maxBytes: to - from + 1 }).pipe(
         Effect.map((r) => r.data),
         Effect.catchAll(failed("read", path))
       )
