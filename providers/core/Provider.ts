@@ -175,6 +175,17 @@ export type ProviderExecEvent =
     readonly outputTruncated: boolean
   }
 
+type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never
+/** An event before it is numbered (an adapter collecting a followed execution's output). */
+export type UnnumberedExecEvent = DistributiveOmit<ProviderExecEvent, "seq">
+
+/**
+ * Executions an adapter follows over a live connection (E2B's process stream, Daytona's PTY socket): a lost
+ * connection is re-attached at most this often, reported failing after this long, and a finished execution is
+ * forgotten this long after its exit was seen.
+ */
+export const FOLLOWED_EXECUTIONS = { reattachBackoffMs: 1_000, reattachGiveUpMs: 5 * 60_000, forgetAfterMs: 10 * 60_000 } as const
+
 export interface ProviderFileEntry {
   readonly path: string
   readonly type: "file" | "directory" | "symlink" | "other"

@@ -29,7 +29,7 @@
 import { HttpClientRequest } from "@effect/platform"
 import { Deferred, Effect, Either, Exit } from "effect"
 import * as crypto from "node:crypto"
-import type { ExecInput, ProviderError, ProviderExecEvent, ProviderSandbox, SandboxProvider } from "../../core/Provider.ts"
+import { type ExecInput, FOLLOWED_EXECUTIONS, type ProviderError, type ProviderExecEvent, type ProviderSandbox, type SandboxProvider, type UnnumberedExecEvent } from "../../core/Provider.ts"
 import { type DaytonaContext, decodeTerminalId, encodeTerminalId, sessionName, shellQuote, type TerminalRef, WirePtySession } from "./wire.ts"
 
 /** Output the shell may write before the marker (its greeting, prompt, the typed line's echo). */
@@ -45,12 +45,6 @@ const MAX_UNSENT_BYTES = 4 * 1024 * 1024
 const SEND_WAIT_MS = 30_000
 /** Text frames longer than this are not control messages (the daemon's are a few dozen bytes). */
 const MAX_CONTROL_BYTES = 4096
-const REATTACH_BACKOFF_MS = 1_000
-const REATTACH_GIVE_UP_MS = 5 * 60_000
-const FORGET_AFTER_MS = 10 * 60_000
-
-type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never
-type Event = DistributiveOmit<ProviderExecEvent, "seq">
 
 interface Terminal {
   readonly key: string
@@ -69,7 +63,7 @@ interface Terminal {
   readonly lock: Effect.Semaphore
   /** Events not acknowledged yet; the first has seq `base` (null until a caller asked: after a restart). */
   base: number | null
-  events: Array<Event>
+  events: Array<UnnumberedExecEvent>
   outputBytes: number
   truncated: boolean
   done: boolean
@@ -135,7 +129,7 @@ export const makeTerminals = (ctx: DaytonaContext) => {
     Deferred.unsafeDone(t.started, Exit.fail(fail("customer", `the sandbox's shell ended (exit ${exitCode ?? "unknown"}) before it ran the command`)))
     setTimeout(() => {
       if (terminals.get(t.key) === t) terminals.delete(t.key)
-    }, FORGET_AFTER_MS).unref()
+    }, FOLLOWED_EXECUTIONS.forgetAfterMs).unref()
   }
 
   /** Stops following `t` (its socket closes; the session itself is left alone). */
@@ -342,8 +336,8 @@ export const makeTerminals = (ctx: DaytonaContext) => {
         } else if (attached.left.kind === "unavailable") {
           // Stopped or briefly unreachable: no events yet; try again shortly, and give up after a while.
           t.failingSince ??= Date.now()
-          t.retryAt = Date.now() + REATTACH_BACKOFF_MS
-          if (Date.now() - t.failingSince > REATTACH_GIVE_UP_MS) return yield* attached.left
+          t.retryAt = Date.now() + FOLLOWED_EXECUTIONS.reattachBackoffMs
+          if (Date.now() - t.failingSince > FOLLOWED_EXECUTIONS.reattachGiveUpMs) return yield* attached.left
         } else {
           return yield* attached.left
         }

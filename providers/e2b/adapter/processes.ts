@@ -11,21 +11,13 @@
  */
 import { HttpClientRequest, type HttpClientResponse } from "@effect/platform"
 import { Cause, Deferred, Duration, Effect, Either, Exit, Stream } from "effect"
-import type { ProviderError, ProviderExecEvent, ProviderSandbox, SandboxProvider } from "../../core/Provider.ts"
+import { FOLLOWED_EXECUTIONS, type ProviderError, type ProviderExecEvent, type ProviderSandbox, type SandboxProvider, type UnnumberedExecEvent } from "../../core/Provider.ts"
 import { type ConnectErrorBody, encodeEnvelope, END_STREAM, type Envelope, EnvelopeDecoder, STREAM_CONTENT_TYPE, trailerError } from "../connect.ts"
 import type { E2BContext } from "./context.ts"
 import { connectKind, ENVD_STDIN_FLAG, envdAtLeast, Empty, ProcessList, REPLAY_HEADER, signalOfStatus } from "./wire.ts"
 
 const REQUEST_TIMEOUT = Duration.seconds(60)
 const KILL_GRACE = Duration.seconds(5)
-/** A detached execution is re-attached at most this often, and reported failing after this long. */
-const REATTACH_BACKOFF_MS = 1_000
-const REATTACH_GIVE_UP_MS = 5 * 60_000
-/** Finished executions are forgotten this long after their exit was seen. */
-const FORGET_AFTER_MS = 10 * 60_000
-
-type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never
-type EventWithoutSeq = DistributiveOmit<ProviderExecEvent, "seq">
 
 interface Execution {
   readonly key: string
@@ -79,12 +71,12 @@ export const makeProcesses = (ctx: E2BContext) => {
     timeoutMs: fields.timeoutMs ?? null
   })
 
-  const finish = (x: Execution, event: Extract<EventWithoutSeq, { type: "exit" }>, emit: (e: EventWithoutSeq) => void) => {
+  const finish = (x: Execution, event: Extract<UnnumberedExecEvent, { type: "exit" }>, emit: (e: UnnumberedExecEvent) => void) => {
     emit(event)
     x.done = true
     setTimeout(() => {
       if (executions.get(x.key) === x) executions.delete(x.key)
-    }, FORGET_AFTER_MS).unref()
+    }, FOLLOWED_EXECUTIONS.forgetAfterMs).unref()
   }
 
   /**
@@ -96,7 +88,7 @@ export const makeProcesses = (ctx: E2BContext) => {
     let seq = replay ? 0 : nextSeq(x)
     let bytes = replay ? 0 : x.outputBytes
     let truncated = replay ? false : x.truncated
-    const emit = (event: EventWithoutSeq) => {
+    const emit = (event: UnnumberedExecEvent) => {
       if (seq >= nextSeq(x)) {
         x.events.push({ ...event, seq } as ProviderExecEvent)
         x.outputBytes = bytes
@@ -268,8 +260,8 @@ export const makeProcesses = (ctx: E2BContext) => {
         } else if (attached.left.kind === "unavailable") {
           // Paused or briefly unreachable: no events yet; try again shortly, and give up after a while.
           x.failingSince ??= Date.now()
-          x.retryAt = Date.now() + REATTACH_BACKOFF_MS
-          if (Date.now() - x.failingSince > REATTACH_GIVE_UP_MS) return yield* attached.left
+          x.retryAt = Date.now() + FOLLOWED_EXECUTIONS.reattachBackoffMs
+          if (Date.now() - x.failingSince > FOLLOWED_EXECUTIONS.reattachGiveUpMs) return yield* attached.left
         } else {
           return yield* attached.left
         }
