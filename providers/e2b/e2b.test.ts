@@ -913,6 +913,15 @@ describe("e2b emulator over the local runtime", () => {
     expect(kinds.slice(-2)).toEqual(["end", "trailer"])
   })
 
+  it("a whole-file download past a piece streams every byte (none held back past a cap)", async () => {
+    const bytes = new Uint8Array(20 << 20).map((_, i) => (i * 29) % 251)
+    const up = await envdFetch(`/files?path=${encodeURIComponent("/workspace/w/big.bin")}`, { headers: { "content-type": "application/octet-stream" }, body: bytes })
+    expect(up.status).toBe(200)
+    const whole = await envdFetch(`/files?path=${encodeURIComponent("/workspace/w/big.bin")}`, { method: "GET" })
+    expect(whole.status).toBe(200)
+    expect(Buffer.compare(Buffer.from(await whole.arrayBuffer()), Buffer.from(bytes))).toBe(0)
+  }, 30_000)
+
   it("files on the wire: Range reads like ServeContent, both upload encodings, Remove of a missing path", async () => {
     const up = await envdFetch(`/files?path=${encodeURIComponent("/workspace/w/a.bin")}`, { headers: { "content-type": "application/octet-stream" }, body: new Uint8Array([0, 1, 2, 3, 4, 5]) })
     expect(up.status).toBe(200)

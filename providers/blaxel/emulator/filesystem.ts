@@ -7,6 +7,7 @@
  * (`%2F`) is absolute; any other is relative to the runtime's working directory (`/` here). Uploads in progress are
  * held in memory, bounded (16 MiB a part, 64 MiB an upload, 64 uploads, an hour each).
  */
+import { asBody } from "../../../src/domain/Bodies.ts"
 import { Schema } from "effect"
 import * as crypto from "node:crypto"
 import * as path from "node:path"
@@ -82,7 +83,7 @@ export const makeFilesystem = (runtime: LocalRuntimeShape) => {
     if (single === null || size === 0) {
       if (size > MAX_READ_BYTES) throw new HttpFailure(422, `${p} is larger than the emulator serves at once`)
       const read = await run(runtime.readFile(s.runtimeId, p, 0, size))
-      return new Response(read.data.slice(), { headers })
+      return new Response(asBody(read.data), { headers })
     }
     let start: number
     let end: number
@@ -91,7 +92,7 @@ export const makeFilesystem = (runtime: LocalRuntimeShape) => {
     else [start, end] = [Number(single[1]), single[2] === "" ? size - 1 : Math.min(Number(single[2]), size - 1)]
     if (start >= size || end < start) return new Response(null, { status: 416, headers: { "content-range": `bytes */${size}` } })
     const read = await run(runtime.readFile(s.runtimeId, p, start, Math.min(end - start + 1, MAX_READ_BYTES)))
-    return new Response(read.data.slice(), { status: 206, headers: { ...headers, "content-range": `bytes ${start}-${start + read.data.length - 1}/${size}` } })
+    return new Response(asBody(read.data), { status: 206, headers: { ...headers, "content-range": `bytes ${start}-${start + read.data.length - 1}/${size}` } })
   }
 
   const get = async (s: EmulatedSandbox, p: string, request: Request, url: URL) => {

@@ -3,6 +3,7 @@
  * with `Range: bytes=a-b` a 206 with `Content-Range`; 416 past the end; 404 `FILE_NOT_FOUND`; 400 for a directory)
  * and `PUT …/file/{path}` (the body replaces the file; its directory must exist; at most 10 MiB).
  */
+import { asBody } from "../../../src/domain/Bodies.ts"
 import * as path from "node:path"
 import type { LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
 import { runOrThrow as run } from "../../core/emulator/server.ts"
@@ -43,7 +44,7 @@ export const makeFiles = (runtime: LocalRuntimeShape) => {
         const chunk = await run(runtime.readFile(s.runtimeId, p, offset, Math.min(READ_CHUNK, end + 1 - offset))).catch(() => null)
         if (chunk === null || chunk.data.length === 0) return controller.error(new Error(`${p} changed while it was read`))
         offset += chunk.data.length
-        controller.enqueue(chunk.data.slice())
+        controller.enqueue(asBody(chunk.data))
       }
     })
     const headers: Record<string, string> = { "content-type": "application/octet-stream", "content-length": String(end + 1 - start) }

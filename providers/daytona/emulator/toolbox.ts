@@ -4,6 +4,7 @@
  * output without an SDK version, plain combined text otherwise), and files (info, Range download, multipart
  * upload, folders, list, delete), and PTY sessions (`pty.ts`) — all over the local runtime.
  */
+import { asBody } from "../../../src/domain/Bodies.ts"
 import * as crypto from "node:crypto"
 import * as path from "node:path"
 import { Cause, Effect, Option } from "effect"
@@ -149,7 +150,7 @@ export const makeToolbox = (books: Books, runtime: LocalRuntimeShape, pty: Pty) 
     // the jail as it is read, so the emulator never holds a large file whole.
     if (wanted <= WHOLE_READ_BYTES) {
       const read = await run(runtime.readFile(sandbox.id, p, offset, wanted))
-      return new Response(new Uint8Array(read.data.buffer as ArrayBuffer, read.data.byteOffset, read.data.length), { status: range ? 206 : 200, headers: headers(read.data.length, read.size) })
+      return new Response(asBody(read.data), { status: range ? 206 : 200, headers: headers(read.data.length, read.size) })
     }
     const read = await run(runtime.readFileStream(sandbox.id, p, offset, wanted))
     return new Response(read.stream, { status: range ? 206 : 200, headers: headers(read.length, read.size) })

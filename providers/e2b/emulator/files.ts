@@ -2,12 +2,15 @@
  * envd's `/files`: `GET` with Go's ServeContent semantics for Range (206, or 416 naming only the size), `POST`
  * with the raw body (path required) or multipart `file` parts; parents are created, files overwritten.
  */
+import { asBody } from "../../../src/domain/Bodies.ts"
 import * as path from "node:path"
 import { runOrThrow as run } from "../../core/emulator/server.ts"
 import type { Books, EmulatedSandbox } from "./books.ts"
 import { apiError, json, resolvePath } from "./http.ts"
 
 const MAX_READ_BYTES = 100 * 1024 * 1024
+/** A whole-file download up to this size is read whole; a larger one is streamed. */
+const WHOLE_READ_BYTES = 16 * 1024 * 1024
 /** The largest upload this emulator takes (real envd takes any size the sandbox disk holds). */
 const MAX_UPLOAD_BYTES = 16 * 1024 * 1024 * 1024
 
@@ -24,8 +27,10 @@ export const makeFiles = ({ runtime }: Books) => {
     const header = request.headers.get("range")
     const single = header === null ? null : /^bytes=(\d*)-(\d*)$/.exec(header.trim())
     if (header === null || (single === null && header.includes(","))) {
-      const read = await run(runtime.readFile(sandbox.sandboxID, p, 0, Math.min(size, MAX_READ_BYTES)))
-      return new Response(read.data.slice(), { headers: { "content-type": "application/octet-stream", "accept-ranges": "bytes" } })
+      const headers = { "content-type": "application/octet-stream", "accept-ranges": "bytes" }
+      // A whole file past a piece is streamed from the jail as it is read (envd streams too): never held whole here.
+      if (size > WHOLE_READ_BYTES) return new Response((await run(runtime.readFileStream(sandbox.sandboxID, p, 0, size))).stream, { headers })
+      return new Response(asBody((await run(runtime.readFile(sandbox.sandboxID, p, 0, size))).data), { headers })
     }
     let start: number
     let end: number
@@ -41,7 +46,7 @@ export const makeFiles = ({ runtime }: Books) => {
     }
     if (start >= size || end < start) return new Response(null, { status: 416, headers: { "content-range": `bytes */${size}` } })
     const read = await run(runtime.readFile(sandbox.sandboxID, p, start, Math.min(end - start + 1, MAX_READ_BYTES)))
-    return new Response(read.data.slice(), {
+    return new Response(asBody(read.data), {
       status: 206,
       headers: { "content-type": "application/octet-stream", "content-range": `bytes ${start}-${start + read.data.length - 1}/${size}` }
     })

@@ -9,6 +9,7 @@
  *   `GET …/fs/exists` → `{exists}`; `POST …/fs/remove {path, recursive?}` → `{removed}`.
  * The emulator holds a file in memory while it moves, so both directions are bounded (64 MiB).
  */
+import { asBody } from "../../../src/domain/Bodies.ts"
 import { Schema } from "effect"
 import { createHash } from "node:crypto"
 import * as path from "node:path"
@@ -54,7 +55,7 @@ export const makeFilesystem = (runtime: LocalRuntimeShape) => {
     if (header === null) {
       if (size > MAX_BYTES) throw new HttpFailure(400, "FILES_BAD_REQUEST", `${p} is larger than the emulator serves whole; ask for a range`)
       const whole = await run(runtime.readFile(vm.id, p, 0, size))
-      return new Response(whole.data.slice(), { headers: { "content-type": "application/octet-stream", "content-length": String(whole.data.length) } })
+      return new Response(asBody(whole.data), { headers: { "content-type": "application/octet-stream", "content-length": String(whole.data.length) } })
     }
     const range = RANGE.exec(header)
     if (range === null) throw new HttpFailure(400, "FILES_BAD_REQUEST", `unreadable Range ${header}`)
@@ -66,7 +67,7 @@ export const makeFilesystem = (runtime: LocalRuntimeShape) => {
     const length = Math.min(last - start + 1, MAX_BYTES)
     const chunk = await run(runtime.readFile(vm.id, p, start, length))
     const end = start + chunk.data.length - 1
-    return new Response(chunk.data.slice(), {
+    return new Response(asBody(chunk.data), {
       status: 206,
       headers: { "content-type": "application/octet-stream", "content-range": `bytes ${start}-${end}/${chunk.size}`, "content-length": String(chunk.data.length) }
     })

@@ -10,6 +10,7 @@
  * - multipart `POST …/upload?path=` (`file`) creates or replaces it; no parent directories are made.
  * A sandbox that ended answers 502 `{error: "sandbox_not_found"}`, as Prime's gateway does.
  */
+import { asBody } from "../../../src/domain/Bodies.ts"
 import * as crypto from "node:crypto"
 import * as path from "node:path"
 import type { ExecEvent, LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
@@ -167,7 +168,7 @@ export const makeGateway = (runtime: LocalRuntimeShape, sandboxOf: (id: string) 
     if (stat.value.type === "directory") throw new HttpFailure(400, `${raw} is a directory`)
     if (stat.value.sizeBytes > MAX_DOWNLOAD_BYTES) throw new HttpFailure(413, `${raw} is larger than the emulator serves`)
     const read = await run(runtime.readFile(s.id, p, 0, stat.value.sizeBytes))
-    return new Response(read.data.slice(), {
+    return new Response(asBody(read.data), {
       headers: { "content-type": "application/octet-stream", "content-disposition": `attachment; filename="${path.posix.basename(p)}"` }
     })
   }

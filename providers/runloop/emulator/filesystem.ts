@@ -5,6 +5,7 @@
  * The upload makes no parent directories (a missing one is a 404); the emulator holds a file in memory while it
  * moves, so both are bounded (100 MiB down, 64 MiB up).
  */
+import { asBody } from "../../../src/domain/Bodies.ts"
 import * as path from "node:path"
 import type { LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
 import { runOrThrow as run } from "../../core/emulator/server.ts"
@@ -39,7 +40,7 @@ export const makeFilesystem = (runtime: LocalRuntimeShape) => {
     if (stat.value.type === "directory") throw new HttpFailure(400, `${raw} is a directory`)
     if (stat.value.sizeBytes > MAX_DOWNLOAD_BYTES) throw new HttpFailure(400, `${raw} is larger than the emulator serves`)
     const read = await run(runtime.readFile(d.id, p, 0, stat.value.sizeBytes))
-    return new Response(read.data.slice(), {
+    return new Response(asBody(read.data), {
       headers: { "content-type": "application/octet-stream", "content-disposition": `attachment; filename="${path.posix.basename(p)}"` }
     })
   }

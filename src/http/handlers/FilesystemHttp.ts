@@ -4,6 +4,7 @@
  */
 import { HttpApiBuilder, HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Effect, Schema } from "effect"
+import { asBody } from "../../domain/Bodies.ts"
 import { RangeNotSatisfiable } from "../../domain/Errors.ts"
 import { RawWritten, RuntimeOperation } from "../../domain/Runtime.ts"
 import { checkRawWrite, readRaw, writeRaw } from "../../services/sandboxes/RawFiles.ts"
@@ -14,9 +15,6 @@ import { SandboxesRepo } from "../../db/repos/Sandboxes.ts"
 import { Api } from "../Api.ts"
 import { runtimeOperationToWire } from "../wire/Sandboxes.ts"
 import { accepted, keyCaller, planeContext } from "./PlaneSupport.ts"
-
-/** Bytes as a response body, without a copy (a view on the same memory). */
-const asBody = (data: Uint8Array) => new Uint8Array(data.buffer as ArrayBuffer, data.byteOffset, data.length)
 
 export const FilesystemLive = HttpApiBuilder.group(Api, "filesystem", (handlers) =>
   Effect.gen(function*() {
