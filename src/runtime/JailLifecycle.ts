@@ -30,6 +30,13 @@ const DESTROY_TIMEOUT_MS = 5_000
 const START_LOG_BYTES = 16 * 1024
 
 /** What the runtime's parts share: where jails live and how they are made. */
+/** Whether a /proc/net/route table has a default route (destination 0.0.0.0/0) through `iface`. */
+export const hasDefaultRoute = (table: string, iface: string): boolean =>
+  table.split("\n").some((line) => {
+    const [name, destination, , , , , , mask] = line.trim().split(/\s+/)
+    return name === iface && destination === "00000000" && mask === "00000000"
+  })
+
 export interface RuntimeContext {
   readonly dataDir: string
   /** Base of the sandbox uid ranges, and which sub-range (egress policy) this runtime leases from. */
@@ -228,11 +235,13 @@ export const makeJailLifecycle = (ctx: RuntimeContext) => {
     const next: JailState = { ...state, slirpPid: slirp.pid, slirpStart: procStart(slirp.pid) }
     writeState(dataDir, next)
     try {
-      // Ready once its tap device routes (read from the host through the jail's /proc/<pid>/net).
+      // Ready once the default route goes through its tap device (read from the host through the jail's
+      // /proc/<pid>/net): slirp4netns adds the subnet's route first and the default route after it, and a
+      // connection made in between fails with "network unreachable".
       const deadline = Date.now() + START_TIMEOUT_MS
       while (Date.now() < deadline) {
         try {
-          if (fs.readFileSync(`/proc/${state.childPid}/net/route`, "utf8").includes("tap0")) return next
+          if (hasDefaultRoute(fs.readFileSync(`/proc/${state.childPid}/net/route`, "utf8"), "tap0")) return next
         } catch {}
         if (slirp.exitCode !== null) break
         await Bun.sleep(1)

@@ -9,6 +9,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import type { RuntimeError } from "../../src/runtime/LocalRuntime.ts"
+import { hasDefaultRoute } from "../../src/runtime/JailLifecycle.ts"
 import { agentHostPid, failure, hostPids, inJail, newRuntime, run, sh, waitFor } from "./support.ts"
 
 const { dataDir, rt, cleanup } = newRuntime("isolation")
@@ -148,7 +149,8 @@ EOF`
   it("with internet: slirp4netns gives it a route out, and the host stays unreachable (loopback and its other addresses)", async () => {
     await run(rt.create({ id: "net", vcpu: 1, memoryMb: 256, internet: true }))
     try {
-      expect((await sh(rt, "net", "cat /proc/net/route")).stdout).toContain("tap0")
+      // Ready means routed out: the default route is there as soon as create returns (not only the subnet's).
+      expect(hasDefaultRoute((await sh(rt, "net", "cat /proc/net/route")).stdout, "tap0")).toBe(true)
       expect((await sh(rt, "net", "cat /etc/resolv.conf")).stdout).toBe("nameserver 10.0.2.3\n")
       await withHostServer(async (port) => {
         const targets: Array<[string, number]> = [["127.0.0.1", port], ["10.0.2.2", port]]
@@ -178,5 +180,16 @@ describe("a direct jail (the benchmark's baseline)", () => {
     expect(await jail.run(["sh", "-c", `cat ${dataDir}/secret.txt 2>&1 || true`])).not.toContain(secret)
     await jail.remove()
     expect(fs.existsSync(path.join(dataDir, "sandboxes", "direct"))).toBe(false)
+  })
+})
+
+describe("readiness of a sandbox's network", () => {
+  it("is the default route through tap0, not the subnet's route that slirp4netns adds first", () => {
+    const head = "Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT\n"
+    const subnet = "tap0\t0002000A\t00000000\t0001\t0\t0\t0\t00FFFFFF\t0\t0\t0\n"
+    const gateway = "tap0\t00000000\t0202000A\t0003\t0\t0\t0\t00000000\t0\t0\t0\n"
+    expect(hasDefaultRoute(head + subnet, "tap0")).toBe(false)
+    expect(hasDefaultRoute(head + subnet + gateway, "tap0")).toBe(true)
+    expect(hasDefaultRoute(head + gateway.replace("tap0", "eth0"), "tap0")).toBe(false)
   })
 })
