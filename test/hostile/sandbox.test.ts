@@ -299,7 +299,7 @@ for host, port in ${JSON.stringify(targets)}:
         body = answer.decode(errors="replace").split("\\r\\n\\r\\n")[-1]
         print(host, "CONNECTED", body)
     except Exception as e:
-        print(host, "refused", type(e).__name__)
+        print(host, "refused", type(e).__name__, getattr(e, "errno", ""))
 EOF`, { timeoutMs: 60_000 })
     return Object.fromEntries(r.stdout.trim().split("\n").map((line) => [line.split(" ")[0]!, line.split(" ").slice(1).join(" ")]))
   }
