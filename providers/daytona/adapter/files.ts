@@ -3,8 +3,8 @@
  * `files/folder`, `files` (list, delete). Daytona's upload creates parents itself, so `createParents: false`
  * checks the parent first; append is not offered (a read-modify-write would race).
  */
-import { HttpClientRequest } from "@effect/platform"
-import { Effect, Schema, Stream } from "effect"
+import { HttpBody, HttpClientRequest } from "@effect/platform"
+import { Effect, Schema } from "effect"
 import { type ProviderError, type ProviderFileEntry, type ProviderSandbox, type SandboxProvider, unsupported } from "../../core/Provider.ts"
 import { type DaytonaContext, NAME, WireFileInfo } from "./wire.ts"
 
@@ -111,9 +111,7 @@ export const makeFiles = (ctx: DaytonaContext) => {
       yield* toolbox(sandbox, "POST", "/files/upload", "upload", (r) =>
         r.pipe(
           withPath(input.path),
-          HttpClientRequest.bodyStream(Stream.fromReadableStream({ evaluate: () => framed, onError: () => fail("invalid_request", "the body broke off") }), {
-            contentType: `multipart/form-data; boundary=${boundary}`
-          })
+          HttpClientRequest.setBody(HttpBody.raw(framed, { contentType: `multipart/form-data; boundary=${boundary}` }))
         ))
       return { bytesWritten: bytes, created: !existed }
     })

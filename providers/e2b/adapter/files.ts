@@ -4,8 +4,8 @@
  * Remove. envd overwrites, creates parents and removes like `rm -rf` unconditionally, so `create`, "no parents"
  * and "not empty" are checked first; append is not offered.
  */
-import { HttpClientRequest } from "@effect/platform"
-import { Effect, Stream } from "effect"
+import { HttpBody, HttpClientRequest } from "@effect/platform"
+import { Effect } from "effect"
 import { type ProviderFileEntry, type ProviderSandbox, type SandboxProvider, unsupported } from "../../core/Provider.ts"
 import type { E2BContext, EnvdAccess } from "./context.ts"
 import { Empty, ENVD_OCTET_STREAM_UPLOAD, envdAtLeast, ListDirResponse, NAME } from "./wire.ts"
@@ -111,7 +111,7 @@ export const makeFiles = (ctx: E2BContext) => {
         return yield* writeFile(sandbox, { path: input.path, data: new Uint8Array(data), mode: input.mode, createParents: input.createParents })
       }
       yield* upload(sandbox, input.path, (request) =>
-        HttpClientRequest.bodyStream(request, Stream.fromReadableStream({ evaluate: () => counted, onError: () => fail("invalid_request", "the body broke off") }), { contentType: "application/octet-stream" }))
+        HttpClientRequest.setBody(request, HttpBody.raw(counted, { contentType: "application/octet-stream" })))
       return { bytesWritten: bytes, created: !existed }
     })
 
