@@ -9,6 +9,8 @@ import { Option, Schema } from "effect"
 import * as crypto from "node:crypto"
 import type { LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
 import { makeRouter, route, runOrThrow as run } from "../../core/emulator/server.ts"
+import { jailLabels } from "../../core/jailLabels.ts"
+import { LABEL_SANDBOX_ID } from "../adapter/wire.ts"
 import type { Books, EmulatedSandbox } from "./books.ts"
 import { controlError, Duration, durationSeconds, HttpFailure, json, readBody, StringMap } from "./http.ts"
 import type { Previews } from "./preview.ts"
@@ -95,7 +97,8 @@ export const makeControl = (books: Books, runtime: LocalRuntimeShape, options: C
         // Blaxel sandboxes reach the internet; there is no switch to keep one off it.
         internet: true,
         env: Object.fromEntries(sandbox.envs.map((e) => [e.name, e.value])),
-        labels: { provider: "blaxel", name },
+        // A sandbox's id at Blaxel is its name; ours is one of its labels.
+        labels: jailLabels("blaxel", name, sandbox.labels[LABEL_SANDBOX_ID]),
         // Blaxel's own base images are the local runtime's base system; any other image is pulled and run.
         ...(sandbox.image.startsWith("blaxel/") ? {} : { image: { reference: sandbox.image } })
       }))

@@ -8,6 +8,7 @@ import { Option } from "effect"
 import * as crypto from "node:crypto"
 import type { LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
 import { runOrThrow as run } from "../../core/emulator/server.ts"
+import { jailLabels } from "../../core/jailLabels.ts"
 import type { Books, EmulatedSandbox } from "./books.ts"
 import { HttpFailure, json } from "./http.ts"
 
@@ -34,7 +35,8 @@ export const makeControl = (books: Books, runtime: LocalRuntimeShape) => {
     }
     const sandbox: EmulatedSandbox = { id: `sb-${crypto.randomBytes(12).toString("hex")}`, runtimeId: crypto.randomUUID(), key, createdAt: Date.now() }
     const pending = (async () => {
-      await run(runtime.create({ id: sandbox.runtimeId, ...INSTANCE, internet: true, labels: { provider: "cloudflare", sandbox: sandbox.id } }))
+      // The adapter's idempotency key is our sandbox id.
+      await run(runtime.create({ id: sandbox.runtimeId, ...INSTANCE, internet: true, labels: jailLabels("cloudflare", sandbox.id, key) }))
       state.sandboxes[sandbox.id] = sandbox
       save()
       return sandbox

@@ -36,8 +36,11 @@ export const isTier = (s: unknown): s is Tier => typeof s === "string" && (TIERS
 export const TIER_CREDITS_PER_HOUR: Readonly<Record<Tier, number>> = { Pico: 5, Nano: 10, Micro: 20, Small: 40, Medium: 80, Large: 160, XLarge: 320 }
 export const tierSize = (tier: Tier) => CODESANDBOX_TIERS.find((t) => t.size === tier)!
 
+const SANDBOX_TAG = "metal-sandbox-"
 /** The tag our sandbox id puts on the fork: create and reconcile find the sandbox by it. */
-export const sandboxTag = (sandboxId: string) => `metal-sandbox-${sandboxId}`
+export const sandboxTag = (sandboxId: string) => `${SANDBOX_TAG}${sandboxId}`
+/** Our sandbox id from a fork's tags (the emulator labels the VM's jail with it); undefined when none is there. */
+export const sandboxIdOfTags = (tags: ReadonlyArray<string>) => tags.find((t) => t.startsWith(SANDBOX_TAG))?.slice(SANDBOX_TAG.length)
 
 /** The tier, kept as a second tag, so a reconcile knows what was started. */
 export const tierTag = (tier: Tier) => `metal-tier-${tier.toLowerCase()}`

@@ -23,7 +23,8 @@ import { LocalRuntime, type LocalRuntimeShape } from "../../../src/runtime/Local
 import { emulatorMessage, makeRouter, route, runOrThrow as run, servePersistent, statusOfRuntimeError, decodeJsonBody } from "../../core/emulator/server.ts"
 import { emulatorHome, emulatorKey, persistentState } from "../../core/emulator/state.ts"
 import { CODESANDBOX_TIERS } from "../../core/resources.ts"
-import { DEFAULT_TEMPLATE_ID } from "../adapter/wire.ts"
+import { jailLabels } from "../../core/jailLabels.ts"
+import { DEFAULT_TEMPLATE_ID, sandboxIdOfTags } from "../adapter/wire.ts"
 
 const TierName = Schema.Literal("Pico", "Nano", "Micro", "Small", "Medium", "Large", "XLarge")
 
@@ -168,7 +169,7 @@ export const startCodeSandboxEmulator = (dataDir: string, runtime: LocalRuntimeS
           // CodeSandbox VMs reach the internet; there is no switch to keep one off it.
           internet: true,
           env: {},
-          labels: { provider: "codesandbox", sandbox: id }
+          labels: jailLabels("codesandbox", id, sandboxIdOfTags(s.tags))
         }))
       } else if (s.vm === "hibernated") {
         await run(runtime.resume(jailOf(id)))

@@ -9,6 +9,8 @@ import { checkPolicy } from "../../../src/runtime/DomainPolicy.ts"
 import * as crypto from "node:crypto"
 import type { LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
 import { emulatorMessage, makeRouter, route, runOrThrow as run } from "../../core/emulator/server.ts"
+import { jailLabels } from "../../core/jailLabels.ts"
+import { LABEL_SANDBOX_ID } from "../adapter/wire.ts"
 import type { Books, EmulatedSandbox } from "./books.ts"
 import type { Previews } from "./preview.ts"
 import { error, json, Refused, toWire } from "./wire.ts"
@@ -84,7 +86,7 @@ export const makeControl = (books: Books, runtime: LocalRuntimeShape, options: C
         internet: body.networkBlockAll === false,
         ...(domains !== undefined && body.networkBlockAll === false ? { domains } : {}),
         env: sandbox.env,
-        labels: { provider: "daytona", ...sandbox.labels },
+        labels: jailLabels("daytona", id, sandbox.labels[LABEL_SANDBOX_ID]),
         ...(image !== undefined ? { image: { reference: image } } : {})
       }))
     } catch (e) {

@@ -9,7 +9,7 @@ import { Effect } from "effect"
 import { rateCardCost } from "../../core/cost.ts"
 import { type CreateInput, type InspectState, type ProviderMetrics, type ProviderSandbox, type ResolvedResources, type SandboxProvider, unsupported } from "../../core/Provider.ts"
 import type { E2BContext } from "./context.ts"
-import { E2B_RATE_CARD, NAME, WireListed, WireMetrics, WireSandbox, type WireSandboxDetail } from "./wire.ts"
+import { E2B_RATE_CARD, METADATA_SANDBOX_ID, NAME, WireListed, WireMetrics, WireSandbox, type WireSandboxDetail } from "./wire.ts"
 
 /** E2B's `ALL_TRAFFIC`: in `denyOut`, everything not in `allowOut` is denied. */
 const ALL_TRAFFIC = "0.0.0.0/0"
@@ -47,7 +47,7 @@ export const makeSandboxes = (ctx: E2BContext, forget: (sandboxId: string) => vo
   const reconcileCreate = (sandboxId: string) =>
     Effect.gen(function*() {
       const request = api("GET", "/v2/sandboxes").pipe(
-        HttpClientRequest.setUrlParam("metadata", `${encodeURIComponent("metal.sandbox_id")}=${encodeURIComponent(sandboxId)}`),
+        HttpClientRequest.setUrlParam("metadata", `${encodeURIComponent(METADATA_SANDBOX_ID)}=${encodeURIComponent(sandboxId)}`),
         HttpClientRequest.setUrlParam("state", "running,paused")
       )
       const listed = yield* send(request, "list sandboxes").pipe(Effect.flatMap(decode(WireListed, "list sandboxes")))
@@ -90,7 +90,7 @@ export const makeSandboxes = (ctx: E2BContext, forget: (sandboxId: string) => vo
           ...(input.internetAccess && input.domainPolicy?.mode === "allow"
             ? { network: { allowOut: [...input.domainPolicy.domains], denyOut: [ALL_TRAFFIC] } }
             : {}),
-          metadata: { ...input.metadata, "metal.sandbox_id": input.sandboxId, "metal.project_id": input.projectId, "metal.organization_id": input.organizationId },
+          metadata: { ...input.metadata, [METADATA_SANDBOX_ID]: input.sandboxId, "metal.project_id": input.projectId, "metal.organization_id": input.organizationId },
           envVars: input.environment
         }),
         "create sandbox",

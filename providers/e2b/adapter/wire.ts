@@ -13,6 +13,8 @@ import { type ConnectCode, isConnectCode } from "../connect.ts"
 export const NAME = "e2b" as const
 export const ENVD_PORT = 49983
 /** Sent by the built-in emulator on `Connect` responses that replay the output from the start. */
+/** The metadata key our sandbox id is kept under (reconcile looks it up; the emulator labels the jail with it). */
+export const METADATA_SANDBOX_ID = "metal.sandbox_id"
 export const REPLAY_HEADER = "x-e2b-emulator-replay"
 
 export const E2B_RATE_CARD = { version: "e2b-2026-08-21", vcpuSecondMicrousd: 14, gibSecondMicrousd: 4.5, confidence: "medium" } as const satisfies RateCard

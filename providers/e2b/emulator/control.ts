@@ -9,6 +9,8 @@ import * as crypto from "node:crypto"
 import { checkPolicy } from "../../../src/runtime/DomainPolicy.ts"
 import type { RuntimeDomainPolicy } from "../../../src/runtime/LocalRuntime.ts"
 import { makeRouter, route, runOrThrow } from "../../core/emulator/server.ts"
+import { jailLabels } from "../../core/jailLabels.ts"
+import { METADATA_SANDBOX_ID } from "../adapter/wire.ts"
 import type { Books, EmulatedSandbox } from "./books.ts"
 import { apiError, ENVD_VERSION, HttpFailure, isStringRecord, json, readJson, timeoutField } from "./http.ts"
 
@@ -119,7 +121,7 @@ export const makeControl = (books: Books) => {
       internet,
       ...(domains !== undefined ? { domains } : {}),
       env: (body["envVars"] as Record<string, string> | undefined) ?? {},
-      labels: { provider: "e2b", template: templateID }
+      labels: jailLabels("e2b", sandboxID, (body["metadata"] as Record<string, string> | undefined)?.[METADATA_SANDBOX_ID])
     }))
     const now = Date.now()
     const sandbox: EmulatedSandbox = {

@@ -13,7 +13,9 @@
 import { Option, Schema } from "effect"
 import type { LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
 import { runOrThrow as run } from "../../core/emulator/server.ts"
+import { jailLabels } from "../../core/jailLabels.ts"
 import { FREESTYLE_SIZING } from "../../core/resources.ts"
+import { METADATA_SANDBOX_ID } from "../adapter/wire.ts"
 import { type Books, newVmId, type Vm } from "./books.ts"
 import { HttpFailure, json, readBody, StringMap } from "./http.ts"
 
@@ -106,7 +108,7 @@ export const makeControl = (books: Books, runtime: LocalRuntimeShape, options: C
           diskMb: vm.rootfsSizeGb * GIB,
           internet: true,
           env: {},
-          labels: { provider: "freestyle", vm: vm.id }
+          labels: jailLabels("freestyle", vm.id, vm.metadata[METADATA_SANDBOX_ID])
         }))
         if (!vm.deleted) setState(vm, "running")
       } catch {

@@ -28,7 +28,9 @@ import { AppConfig } from "../../../src/Config.ts"
 import { LocalRuntime, type LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
 import { runOrThrow } from "../../core/emulator/server.ts"
 import { emulatorHome, emulatorKey, persistentState } from "../../core/emulator/state.ts"
+import { jailLabels } from "../../core/jailLabels.ts"
 import { type ModalApi, ModalApiError, type ModalFileInfo, type ModalProcess, type ModalResourceUsage } from "../adapter/api.ts"
+import { TAG_SANDBOX_ID } from "../adapter/index.ts"
 
 const Sandbox = Schema.Struct({
   sandboxId: Schema.String,
@@ -190,7 +192,7 @@ export const startModalEmulator = (dataDir: string, runtime: LocalRuntimeShape):
           memoryMb: spec.memoryMiB,
           internet: !spec.blockNetwork,
           env: spec.env,
-          labels: { "modal.sandbox_id": sandboxId, "modal.app": appName }
+          labels: jailLabels("modal", sandboxId, spec.tags[TAG_SANDBOX_ID])
         }))
         state.sandboxes[sandboxId] = {
           sandboxId,

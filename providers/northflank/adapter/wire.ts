@@ -56,8 +56,12 @@ export const planCentsPerHour = (plan: { readonly vcpu: number; readonly memoryM
 
 /** The service's name (and so its id): `metal-` + 20 hex of the sha256 of our sandbox id. */
 export const serviceName = (sandboxId: string) => `metal-${createHash("sha256").update(sandboxId).digest("hex").slice(0, 20)}`
+const DESCRIPTION = "metal sandbox "
 /** Our sandbox id, in the service's description (checked on reconcile). */
-export const describe = (sandboxId: string) => `metal sandbox ${sandboxId}`
+export const describe = (sandboxId: string) => `${DESCRIPTION}${sandboxId}`
+/** Our sandbox id from a service's description (the emulator labels the service's jail with it). */
+export const sandboxIdOfDescription = (description: string | null | undefined) =>
+  description?.startsWith(DESCRIPTION) === true ? description.slice(DESCRIPTION.length) : undefined
 
 // ---- shapes ----
 

@@ -22,7 +22,8 @@ import { AppConfig } from "../../../src/Config.ts"
 import { LocalRuntime, type LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
 import { emulatorMessage, makeRouter, route, runOrThrow as run, servePersistent, statusOfRuntimeError, decodeJsonBody } from "../../core/emulator/server.ts"
 import { emulatorHome, emulatorKey, persistentState } from "../../core/emulator/state.ts"
-import { DEFAULT_IMAGE, IDLE_COMMAND, planCentsPerHour, planSize } from "../adapter/wire.ts"
+import { jailLabels } from "../../core/jailLabels.ts"
+import { DEFAULT_IMAGE, IDLE_COMMAND, planCentsPerHour, planSize, sandboxIdOfDescription } from "../adapter/wire.ts"
 
 export const EMULATED_PROJECT = "metal-emulated"
 const HOUR_MS = 3_600_000
@@ -147,7 +148,7 @@ export const startNorthflankEmulator = (dataDir: string, runtime: LocalRuntimeSh
         // Northflank containers reach the internet; there is no switch to keep one off it.
         internet: true,
         env: { ...body.runtimeEnvironment },
-        labels: { provider: "northflank", service: id },
+        labels: jailLabels("northflank", id, sandboxIdOfDescription(body.description)),
         // The default image is the runtime's base system; any other is pulled and run.
         ...(body.deployment.external.imagePath === DEFAULT_IMAGE
           ? {}

@@ -37,6 +37,8 @@ export const sandboxLabel = (sandboxId: string) => `metal-${createHash("sha256")
 export const idempotencyKey = (sandboxId: string) => createHash("sha256").update(`metal-sandbox:${sandboxId}`).digest("hex")
 /** Prime names are 1–100 characters. */
 export const sandboxName = (sandboxId: string) => `metal-${sandboxId}`.slice(0, 100)
+/** Our sandbox id from a sandbox's name (the emulator labels the sandbox's jail with it). */
+export const sandboxIdOfName = (name: string) => (name.startsWith("metal-") ? name.slice("metal-".length) : undefined)
 
 /** Minutes added to the runtime timeout for Prime's own timer: a safety net behind the gateway's. */
 export const TIMEOUT_MARGIN_MINUTES = 5

@@ -13,6 +13,8 @@
 import { Schema } from "effect"
 import type { LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
 import { runOrThrow as run } from "../../core/emulator/server.ts"
+import { jailLabels } from "../../core/jailLabels.ts"
+import { sandboxIdOfName } from "../adapter/wire.ts"
 import { type Books, newId, type Sandbox } from "./books.ts"
 import { HttpFailure, json, readBody } from "./http.ts"
 
@@ -126,7 +128,7 @@ export const makeControl = (books: Books, runtime: LocalRuntimeShape, options: C
           // Prime sandboxes reach the internet (egress lists are not emulated).
           internet: true,
           env: s.environmentVars,
-          labels: { provider: "prime", sandbox: s.id }
+          labels: jailLabels("prime", s.id, sandboxIdOfName(s.name))
         }))
         setStatus(s, "RUNNING")
       } catch (e) {

@@ -15,7 +15,9 @@
 import { Option, Schema } from "effect"
 import type { LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
 import { runOrThrow as run } from "../../core/emulator/server.ts"
+import { jailLabels } from "../../core/jailLabels.ts"
 import { RUNLOOP_PRESETS } from "../../core/resources.ts"
+import { METADATA_SANDBOX_ID } from "../adapter/wire.ts"
 import { type Books, type Devbox, newId } from "./books.ts"
 import { HttpFailure, json, readBody, StringMap } from "./http.ts"
 
@@ -119,7 +121,7 @@ export const makeControl = (books: Books, runtime: LocalRuntimeShape, options: C
           // Runloop devboxes reach the internet unless a network policy says otherwise (none is emulated).
           internet: true,
           env: d.environment,
-          labels: { provider: "runloop", devbox: d.id }
+          labels: jailLabels("runloop", d.id, d.metadata[METADATA_SANDBOX_ID])
         }))
         setStatus(d, "running")
       } catch {

@@ -11,6 +11,8 @@ import { Option, Schema } from "effect"
 import * as crypto from "node:crypto"
 import type { LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
 import { runOrThrow as run } from "../../core/emulator/server.ts"
+import { jailLabels } from "../../core/jailLabels.ts"
+import { TAG_SANDBOX_ID } from "../adapter/wire.ts"
 import type { Books, EmulatedSandbox } from "./books.ts"
 import { HttpFailure, json, readBody, StringMap } from "./http.ts"
 
@@ -167,7 +169,8 @@ export const makeControl = (books: Books, runtime: LocalRuntimeShape, options: {
         internet: sandbox.internet,
         ...(sandbox.allowedDomains !== undefined ? { domains: { mode: "allow" as const, domains: sandbox.allowedDomains } } : {}),
         env: sandbox.env,
-        labels: { provider: "vercel", name },
+        // A sandbox's id at Vercel is its name; ours is one of its tags.
+        labels: jailLabels("vercel", name, sandbox.tags[TAG_SANDBOX_ID]),
         ...(body.image !== undefined ? { image: { reference: body.image } } : {})
       }))
       state.sandboxes[name] = sandbox
