@@ -277,7 +277,9 @@ export interface SandboxProvider {
   /**
    * Writes a body as it comes, whatever its size (the gateway's raw write limit, 1 GiB by default, is enforced by
    * the caller on the stream): the provider's wire streams it, and a body that breaks off leaves the file as it
-   * was. Absent: writes go whole through `writeFile`, at most `capabilities.files.maxWriteBytes`.
+   * was. The body is handed to the wire as it is, not read here (no byte passes through JavaScript on the way
+   * where the wire takes a stream as is), so what was written is what the caller sent: only `created` comes back.
+   * Absent: writes go whole through `writeFile`, at most `capabilities.files.maxWriteBytes`.
    */
   readonly writeFileStream?:
     | ((
@@ -288,7 +290,7 @@ export interface SandboxProvider {
         readonly mode: "create" | "overwrite" | "append"
         readonly createParents: boolean
       }
-    ) => PE<{ readonly bytesWritten: number; readonly created: boolean }>)
+    ) => PE<{ readonly created: boolean }>)
     | undefined
   readonly listFiles: (
     sandbox: ProviderSandbox,

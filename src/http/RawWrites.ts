@@ -44,7 +44,9 @@ export const rawWriteRoute = (runtime: Runtime.Runtime<RawWriteServices>, other:
     headers.delete("content-length")
     headers.delete("transfer-encoding")
     headers.set(CHECK_HEADER, CHECK_SECRET)
-    const declared = request.headers.get("content-length")
+    // A stated length is what HTTP framing ends the body at (Bun refuses a request that also says chunked; a
+    // transfer-encoding here is not taken as framed by the length, whatever the server did with it).
+    const declared = request.headers.has("transfer-encoding") ? null : request.headers.get("content-length")
     if (declared !== null) headers.set(LENGTH_HEADER, declared)
     const check = await server.fetch(new Request(request.url, { method: "PUT", headers, body: new Uint8Array() }))
     if (check.status !== 200) return check
@@ -59,7 +61,7 @@ export const rawWriteRoute = (runtime: Runtime.Runtime<RawWriteServices>, other:
         mode: (q.get("mode") ?? "overwrite") as "create" | "overwrite" | "append",
         createParents: q.get("create_parents") === "true",
         body: request.body,
-        declaredBytes: declared === null ? undefined : Number(declared)
+        declaredBytes: declared !== null && /^\d{1,15}$/.test(declared) ? Number(declared) : undefined
       })).pipe(Effect.locally(CurrentRequestId, requestId))
     )
     const out = { "x-request-id": requestId }

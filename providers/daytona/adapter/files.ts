@@ -87,7 +87,6 @@ export const makeFiles = (ctx: DaytonaContext) => {
       const existed = yield* beforeWrite(sandbox, input)
       const boundary = `----sgw${crypto.randomUUID().replaceAll("-", "")}`
       const name = fileName(input.path).replace(/["\r\n]/g, "_")
-      let bytes = 0
       const head = new TextEncoder().encode(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${name}"\r\nContent-Type: application/octet-stream\r\n\r\n`)
       const tail = new TextEncoder().encode(`\r\n--${boundary}--\r\n`)
       const reader = input.body.getReader()
@@ -103,7 +102,6 @@ export const makeFiles = (ctx: DaytonaContext) => {
             controller.enqueue(tail)
             return controller.close()
           }
-          bytes += value.length
           controller.enqueue(value)
         },
         cancel: (reason) => reader.cancel(reason)
@@ -113,7 +111,7 @@ export const makeFiles = (ctx: DaytonaContext) => {
           withPath(input.path),
           HttpClientRequest.setBody(HttpBody.raw(framed, { contentType: `multipart/form-data; boundary=${boundary}` }))
         ))
-      return { bytesWritten: bytes, created: !existed }
+      return { created: !existed }
     })
 
   const listFiles: SandboxProvider["listFiles"] = (sandbox, input) =>

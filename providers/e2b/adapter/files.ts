@@ -5,6 +5,7 @@
  * and "not empty" are checked first; append is not offered.
  */
 import { HttpBody, HttpClientRequest } from "@effect/platform"
+import { readAtMost } from "../../../src/domain/Bodies.ts"
 import { Effect } from "effect"
 import { type ProviderFileEntry, type ProviderSandbox, type SandboxProvider, unsupported } from "../../core/Provider.ts"
 import type { E2BContext, EnvdAccess } from "./context.ts"
@@ -96,23 +97,17 @@ export const makeFiles = (ctx: E2BContext) => {
   const writeFileStream: NonNullable<SandboxProvider["writeFileStream"]> = (sandbox, input) =>
     Effect.gen(function*() {
       const existed = yield* beforeWrite(sandbox, input)
-      let bytes = 0
-      const counted = input.body.pipeThrough(new TransformStream<Uint8Array, Uint8Array>({
-        transform: (chunk, controller) => {
-          bytes += chunk.length
-          controller.enqueue(chunk)
-        }
-      }))
       const a = yield* accessOf(sandbox)
       if (!envdAtLeast(a.envdVersion, ENVD_OCTET_STREAM_UPLOAD)) {
         const limit = ctx.capabilities.files?.maxWriteBytes ?? 0
-        const data = yield* Effect.tryPromise({ try: () => new Response(counted).arrayBuffer(), catch: () => fail("invalid_request", "the body broke off") })
-        if (data.byteLength > limit) return yield* fail("invalid_request", `this envd takes at most ${limit} bytes in one write`)
-        return yield* writeFile(sandbox, { path: input.path, data: new Uint8Array(data), mode: input.mode, createParents: input.createParents })
+        // Read no further than one write takes: a larger body is refused before it is held whole.
+        const data = yield* Effect.tryPromise({ try: () => readAtMost(input.body, limit), catch: () => fail("invalid_request", "the body broke off") })
+        if (data === undefined) return yield* fail("invalid_request", `this envd takes at most ${limit} bytes in one write`)
+        return yield* writeFile(sandbox, { path: input.path, data, mode: input.mode, createParents: input.createParents })
       }
       yield* upload(sandbox, input.path, (request) =>
-        HttpClientRequest.setBody(request, HttpBody.raw(counted, { contentType: "application/octet-stream" })))
-      return { bytesWritten: bytes, created: !existed }
+        HttpClientRequest.setBody(request, HttpBody.raw(input.body, { contentType: "application/octet-stream" })))
+      return { created: !existed }
     })
 
   const listFiles: SandboxProvider["listFiles"] = (sandbox, input) =>

@@ -208,9 +208,12 @@ export const writeRawStream = (
       if (data === undefined) return yield* tooLarge(limit, sandbox.provider)
       return yield* writeRaw(caller, sandboxId, { ...input, data })
     }
-    let received = 0
+    // A stated length bounds the body (HTTP framing ends it there, and it was checked against the limit): it
+    // goes to the provider's wire as it is, never through JavaScript, so memory stays flat. An unsized (chunked)
+    // body is counted as it passes, to cut it at the limit.
+    let received = input.declaredBytes ?? 0
     let over = false
-    const counted = body.pipeThrough(new TransformStream<Uint8Array, Uint8Array>({
+    const counted = input.declaredBytes !== undefined ? body : body.pipeThrough(new TransformStream<Uint8Array, Uint8Array>({
       transform: (chunk, controller) => {
         received += chunk.length
         if (received > limit) {
