@@ -261,6 +261,14 @@ export interface SandboxProvider {
     | ((sandbox: ProviderSandbox, executionId: string, size: { readonly cols: number; readonly rows: number }) => PE<void>)
     | undefined
 
+  /**
+   * Reads `length` bytes from `offsetBytes` as one streamed download (the provider's wire sends a range as it is
+   * read), held to exactly that length (`exactBody`): the gateway passes it on as it comes, instead of asking
+   * piece by piece. The range lies within a file the caller has just stat'ed. Absent: reads go through `readFile`.
+   */
+  readonly readFileStream?:
+    | ((sandbox: ProviderSandbox, input: { readonly path: string; readonly offsetBytes: number; readonly length: number }) => PE<ReadableStream<Uint8Array>>)
+    | undefined
   readonly readFile: (
     sandbox: ProviderSandbox,
     input: { readonly path: string; readonly offsetBytes: number; readonly maxBytes: number }

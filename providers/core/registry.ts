@@ -40,6 +40,8 @@ export const aroundCalls = (
     around((p) => p.sendInput?.(sandbox, executionId, data, eof) ?? Effect.fail(unsupported(p.name, "standard input"))),
   resizeTerminal: provider.resizeTerminal === undefined ? undefined : (sandbox, executionId, size) =>
     around((p) => p.resizeTerminal?.(sandbox, executionId, size) ?? Effect.fail(unsupported(p.name, "terminals"))),
+  readFileStream: provider.readFileStream === undefined ? undefined : (sandbox, input) =>
+    around((p) => p.readFileStream?.(sandbox, input) ?? Effect.fail(unsupported(p.name, "streamed reads"))),
   readFile: (sandbox, input) => around((p) => p.readFile(sandbox, input)),
   writeFile: (sandbox, input) => around((p) => p.writeFile(sandbox, input)),
   writeFileStream: provider.writeFileStream === undefined ? undefined : (sandbox, input) =>

@@ -127,3 +127,23 @@ export const readBodyAtMost = (
     ),
     ({ chunks }) => new Uint8Array(Buffer.concat(chunks))
   )
+
+/**
+ * A response's body as a web stream of exactly `length` bytes, passed on as it comes (one stage, no copy): more
+ * than `length` errors the stream before it is passed on, and so does an end short of it (the file changed, or the
+ * provider cut it). The stream's errors are Errors carrying the ProviderError's message.
+ */
+export const exactBody = (response: HttpClientResponse.HttpClientResponse, length: number, what: string): ReadableStream<Uint8Array> => {
+  let received = 0
+  const wrong = (message: string) => Stream.fail(new Error(`${what}: ${message}`))
+  return Stream.toReadableStream(
+    response.stream.pipe(
+      Stream.mapError((e) => new Error(`${what}: ${e.message}`)),
+      Stream.mapChunksEffect((chunk) => {
+        for (const bytes of chunk) received += bytes.length
+        return received > length ? Effect.fail(new Error(`${what}: more than the ${length} bytes asked for`)) : Effect.succeed(chunk)
+      }),
+      Stream.concat(Stream.suspend(() => (received === length ? Stream.empty : wrong(`${received} of ${length} bytes`))))
+    )
+  )
+}

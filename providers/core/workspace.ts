@@ -25,6 +25,9 @@ export const withWorkspace = (provider: SandboxProvider, providerDir: string): S
     exec: (sandbox, input) => provider.exec(sandbox, input.cwd === undefined ? input : { ...input, cwd: toProvider(input.cwd) }),
     readFile: (sandbox, input) => provider.readFile(sandbox, { ...input, path: toProvider(input.path) }),
     writeFile: (sandbox, input) => provider.writeFile(sandbox, { ...input, path: toProvider(input.path) }),
+    ...(provider.readFileStream === undefined
+      ? {}
+      : { readFileStream: (sandbox, input) => provider.readFileStream!(sandbox, { ...input, path: toProvider(input.path) }) } satisfies Pick<SandboxProvider, "readFileStream">),
     ...(provider.writeFileStream === undefined
       ? {}
       : { writeFileStream: (sandbox, input) => provider.writeFileStream!(sandbox, { ...input, path: toProvider(input.path) }) } satisfies Pick<SandboxProvider, "writeFileStream">),

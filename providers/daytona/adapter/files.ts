@@ -6,6 +6,7 @@
 import { HttpBody, HttpClientRequest } from "@effect/platform"
 import { Effect, Schema } from "effect"
 import { type ProviderError, type ProviderFileEntry, type ProviderSandbox, type SandboxProvider, unsupported } from "../../core/Provider.ts"
+import { exactBody } from "../../core/wire.ts"
 import { type DaytonaContext, NAME, WireFileInfo } from "./wire.ts"
 
 // Paths arrive already at the provider (withWorkspace rewrites /workspace on the way in and out).
@@ -45,6 +46,17 @@ export const makeFiles = (ctx: DaytonaContext) => {
       // 206 is the range; a 200 is the whole file (no Range support on the way).
       const data = response.status === 206 ? body.subarray(0, end - input.offsetBytes) : body.subarray(input.offsetBytes, end)
       return { data, offsetBytes: input.offsetBytes, sizeBytes: size, eof: input.offsetBytes + data.length >= size }
+    })
+
+  /** One ranged download, passed on as it comes (the gateway stat'ed the file: no `files/info` first). */
+  const readFileStream: NonNullable<SandboxProvider["readFileStream"]> = (sandbox, input) =>
+    Effect.gen(function*() {
+      if (files === null || !files.read) return yield* unsupported(NAME, "reading files")
+      const response = yield* toolbox(sandbox, "GET", "/files/download", "download", (r) =>
+        r.pipe(withPath(input.path), HttpClientRequest.setHeader("range", `bytes=${input.offsetBytes}-${input.offsetBytes + input.length - 1}`)))
+      // A 200 is the whole file: only the range from its start can be that.
+      if (response.status !== 206 && input.offsetBytes !== 0) return yield* fail("unavailable", "daytona download ignored the range")
+      return exactBody(response, input.length, "daytona download")
     })
 
   /** The checks of a write (Daytona's upload overwrites and makes parents itself); whether the file existed. */
@@ -148,5 +160,5 @@ export const makeFiles = (ctx: DaytonaContext) => {
         )
     })
 
-  return { readFile, writeFile, writeFileStream, listFiles, deleteFile }
+  return { readFile, readFileStream, writeFile, writeFileStream, listFiles, deleteFile }
 }

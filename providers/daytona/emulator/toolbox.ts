@@ -26,7 +26,6 @@ const OUTPUT_GRACE_MS = 2
 const STDOUT_MARK = Buffer.from([1, 1, 1])
 const STDERR_MARK = Buffer.from([2, 2, 2])
 const MAX_OUTPUT_BYTES = 100 * 1024 * 1024
-const MAX_DOWNLOAD_BYTES = 100 * 1024 * 1024
 /** A download up to this size is read whole; a larger one is streamed. */
 const WHOLE_READ_BYTES = 16 * 1024 * 1024
 /** The largest upload this emulator takes (real Daytona takes what the sandbox's disk holds). */
@@ -144,7 +143,7 @@ export const makeToolbox = (books: Books, runtime: LocalRuntimeShape, pty: Pty) 
     const range = /^bytes=(\d+)-(\d*)$/.exec(request.headers.get("range") ?? "")
     const offset = range ? Number(range[1]) : 0
     const end = range && range[2] !== "" ? Number(range[2]) + 1 : Number.MAX_SAFE_INTEGER
-    const wanted = Math.min(end - offset, MAX_DOWNLOAD_BYTES)
+    const wanted = end - offset
     const headers = (length: number, size: number) => ({ "content-type": "application/octet-stream", ...(range ? { "content-range": `bytes ${offset}-${offset + length - 1}/${size}` } : {}) })
     // Up to a piece, read whole (one native copy each way is faster than a piped stream); beyond, streamed from
     // the jail as it is read, so the emulator never holds a large file whole.

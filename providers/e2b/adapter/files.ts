@@ -8,6 +8,7 @@ import { HttpBody, HttpClientRequest } from "@effect/platform"
 import { readAtMost } from "../../../src/domain/Bodies.ts"
 import { Effect } from "effect"
 import { type ProviderFileEntry, type ProviderSandbox, type SandboxProvider, unsupported } from "../../core/Provider.ts"
+import { exactBody } from "../../core/wire.ts"
 import type { E2BContext, EnvdAccess } from "./context.ts"
 import { Empty, ENVD_OCTET_STREAM_UPLOAD, envdAtLeast, ListDirResponse, NAME } from "./wire.ts"
 
@@ -53,6 +54,24 @@ export const makeFiles = (ctx: E2BContext) => {
       // 200: the whole file (the Range was not honoured).
       const data = body.slice(input.offsetBytes, input.offsetBytes + input.maxBytes)
       return { data, offsetBytes: input.offsetBytes, sizeBytes: body.length, eof: input.offsetBytes + data.length >= body.length }
+    })
+
+  /** One ranged `GET /files`, passed on as it comes (the gateway stat'ed the file). */
+  const readFileStream: NonNullable<SandboxProvider["readFileStream"]> = (sandbox, input) =>
+    Effect.gen(function*() {
+      const response = yield* envd(
+        sandbox,
+        (a) =>
+          envdRequest(sandbox, a, "GET", "/files").pipe(
+            HttpClientRequest.setUrlParam("path", input.path),
+            userParam(a),
+            HttpClientRequest.setHeader("range", `bytes=${input.offsetBytes}-${input.offsetBytes + input.length - 1}`)
+          ),
+        "read file"
+      )
+      // A 200 is the whole file (the range not honoured): only the range from its start can be that.
+      if (response.status !== 206 && input.offsetBytes !== 0) return yield* fail("unavailable", "e2b read file ignored the range")
+      return exactBody(response, input.length, "e2b read file")
     })
 
   /** envd's checks a write needs first (it overwrites and creates parents unconditionally); whether it exists. */
@@ -137,5 +156,5 @@ export const makeFiles = (ctx: E2BContext) => {
       return { deleted: true }
     })
 
-  return { readFile, writeFile, writeFileStream, listFiles, deleteFile }
+  return { readFile, readFileStream, writeFile, writeFileStream, listFiles, deleteFile }
 }

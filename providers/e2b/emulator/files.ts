@@ -8,8 +8,7 @@ import { runOrThrow as run } from "../../core/emulator/server.ts"
 import type { Books, EmulatedSandbox } from "./books.ts"
 import { apiError, json, resolvePath } from "./http.ts"
 
-const MAX_READ_BYTES = 100 * 1024 * 1024
-/** A whole-file download up to this size is read whole; a larger one is streamed. */
+/** A download (whole or a range) up to this size is read whole; a larger one is streamed. */
 const WHOLE_READ_BYTES = 16 * 1024 * 1024
 /** The largest upload this emulator takes (real envd takes any size the sandbox disk holds). */
 const MAX_UPLOAD_BYTES = 16 * 1024 * 1024 * 1024
@@ -45,11 +44,12 @@ export const makeFiles = ({ runtime }: Books) => {
       end = single[2] === "" ? size - 1 : Math.min(Number(single[2]), size - 1)
     }
     if (start >= size || end < start) return new Response(null, { status: 416, headers: { "content-range": `bytes */${size}` } })
-    const read = await run(runtime.readFile(sandbox.sandboxID, p, start, Math.min(end - start + 1, MAX_READ_BYTES)))
-    return new Response(asBody(read.data), {
-      status: 206,
-      headers: { "content-type": "application/octet-stream", "content-range": `bytes ${start}-${start + read.data.length - 1}/${size}` }
-    })
+    const length = end - start + 1
+    const ranged = { "content-type": "application/octet-stream", "content-range": `bytes ${start}-${end}/${size}` }
+    // Up to a piece, read whole; beyond, streamed from the jail as it is read (exactly the range, or it errors).
+    if (length > WHOLE_READ_BYTES) return new Response((await run(runtime.readFileStream(sandbox.sandboxID, p, start, length))).stream, { status: 206, headers: ranged })
+    const read = await run(runtime.readFile(sandbox.sandboxID, p, start, length))
+    return new Response(asBody(read.data), { status: 206, headers: { ...ranged, "content-range": `bytes ${start}-${start + read.data.length - 1}/${size}` } })
   }
 
   /** POST /files: the raw body (path required) or multipart `file` parts; parents are created, files overwritten. */

@@ -1,7 +1,8 @@
 /**
  * Raw files (`GET|PUT /v1/sandboxes/{id}/files/content?path=`): bytes in and out in the request itself, without
- * base64 or a runtime operation to poll. A read is streamed in pieces of the provider's largest read (so the
- * gateway holds one piece at a time, whatever the file's size), with a single byte range and an ETag from the
+ * base64 or a runtime operation to poll. A read past one piece is streamed: in one download passed on as it
+ * comes where the provider's wire streams a range (`readFileStream`), else in pieces of the provider's largest
+ * read (the gateway holds one piece at a time, whatever the file's size); a single byte range, an ETag from the
  * file's size and modification time. A write streams the body through when the provider's wire does
  * (`writeFileStream`: up to RAW_WRITE_MAX_BYTES, 1 GiB by default, the gateway holding a piece at a time), else takes it
  * whole up to the provider's largest write (10 MiB) and hands it over in one call; either way a broken upload, or
@@ -20,6 +21,17 @@ import { touchSandbox } from "./SandboxRows.ts"
 
 /** A streamed read asks for this much at a time (less in flight between the hops than a whole provider read). */
 const STREAM_PIECE = 2 * 1024 * 1024
+
+/** The next chunk of a provider's stream into ours; its end ends ours, its error (a short or long file) errors ours. */
+const pipeFrom = async (reader: ReadableStreamDefaultReader<Uint8Array>, controller: ReadableStreamDefaultController<Uint8Array>) => {
+  try {
+    const { done, value } = await reader.read()
+    if (done) controller.close()
+    else controller.enqueue(value)
+  } catch {
+    controller.error(new Error("the file changed while it was read"))
+  }
+}
 
 /** A file's identity for caching: its size and modification time (weak: equal bytes may differ in time). */
 const etagOf = (entry: ProviderFileEntry) => {
@@ -117,7 +129,9 @@ export const readRaw = (caller: Caller, sandboxId: string, path: string, headers
     const first = Option.isSome(firstRead) && firstRead.value.sizeBytes === entry.sizeBytes ? firstRead.value.data : undefined
     const stream = (from: number, to: number, runtime: Runtime.Runtime<never>) => {
       let offset = from
+      let streamed: ReadableStreamDefaultReader<Uint8Array> | undefined
       return new ReadableStream<Uint8Array>({
+        cancel: (reason) => void streamed?.cancel(reason).catch(() => {}),
         pull: async (controller) => {
           if (offset > to) return controller.close()
           if (offset === 0 && first !== undefined && first.length > 0) {
@@ -125,6 +139,15 @@ export const readRaw = (caller: Caller, sandboxId: string, path: string, headers
             controller.enqueue(head)
             offset += head.length
             return
+          }
+          if (streamed !== undefined) return pipeFrom(streamed, controller)
+          const whole = provider.readFileStream
+          if (whole !== undefined) {
+            // One download of the rest, passed on as it comes (the provider's stream holds it to that length).
+            const opened = await Runtime.runPromise(runtime)(Effect.either(whole(resource, { path, offsetBytes: offset, length: to - offset + 1 })))
+            if (opened._tag === "Left") return controller.error(new Error("the file changed while it was read"))
+            streamed = opened.right.getReader()
+            return pipeFrom(streamed, controller)
           }
           const read = await Runtime.runPromise(runtime)(
             Effect.either(provider.readFile(resource, { path, offsetBytes: offset, maxBytes: Math.min(STREAM_PIECE, piece, to - offset + 1) }))
