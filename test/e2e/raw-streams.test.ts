@@ -75,11 +75,13 @@ describe("raw writes that stream", () => {
     clearInterval(sampler)
     expect(size).toBe(256 * MiB)
     expect(hash.digest("hex")).toBe(up.digest())
-    // Bounded, not proportional: the pieces in flight between the hops (gateway, adapter, emulator, agent, all in
-    // this one process) and what the collector has not taken back yet, well below the 256 MiB that went each way
-    // (a body held whole would cost it several times over). `bun run bench` measures 1 GiB each way.
+    // Bounded, not proportional: an unsized upload is counted through a JavaScript stage, and a download passes
+    // the adapter's stage (chunks in flight between the hops — gateway, adapter, emulator, agent, all in this one
+    // process — and what the collector has not taken back yet), well below the 256 MiB that went each way (a body
+    // held whole would cost it several times over; the download read piece by piece grew by 120-350 MiB per GiB).
+    // `bun run bench` measures 1 GiB each way.
     expect(uploadGrowth).toBeLessThan(192 * 1024)
-    expect(peak - beforeDown).toBeLessThan(192 * 1024)
+    expect(peak - beforeDown).toBeLessThan(128 * 1024)
   }, 120_000)
 
   it("a body of stated length goes to the provider's wire untouched: 256 MiB from a file, the gateway's memory flat", async () => {
