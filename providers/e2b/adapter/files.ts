@@ -8,7 +8,7 @@ import { HttpBody, HttpClientRequest } from "@effect/platform"
 import { readAtMost } from "../../../src/domain/Bodies.ts"
 import { Effect } from "effect"
 import { type ProviderFileEntry, type ProviderSandbox, type SandboxProvider, unsupported } from "../../core/Provider.ts"
-import { exactBody } from "../../core/wire.ts"
+import { type CallOptions, exactBody } from "../../core/wire.ts"
 import type { E2BContext, EnvdAccess } from "./context.ts"
 import { Empty, ENVD_OCTET_STREAM_UPLOAD, envdAtLeast, ListDirResponse, NAME } from "./wire.ts"
 
@@ -19,6 +19,20 @@ const parentOf = (path: string) => path.slice(0, path.lastIndexOf("/")) || "/"
 export const makeFiles = (ctx: E2BContext) => {
   const { accessOf, envd, envdRequest, fail, statOrNull, unary, userParam } = ctx
 
+  /** `GET /files` of `length` bytes from `offset` (envd serves Range as Go's ServeContent does). */
+  const ranged = (sandbox: ProviderSandbox, path: string, offset: number, length: number, options: CallOptions = {}) =>
+    envd(
+      sandbox,
+      (a) =>
+        envdRequest(sandbox, a, "GET", "/files").pipe(
+          HttpClientRequest.setUrlParam("path", path),
+          userParam(a),
+          HttpClientRequest.setHeader("range", `bytes=${offset}-${offset + length - 1}`)
+        ),
+      "read file",
+      options
+    )
+
   const readFile: SandboxProvider["readFile"] = (sandbox, input) =>
     Effect.gen(function*() {
       if (input.maxBytes <= 0) {
@@ -28,17 +42,7 @@ export const makeFiles = (ctx: E2BContext) => {
         const size = Number(entry.size ?? 0)
         return { data: new Uint8Array(), offsetBytes: input.offsetBytes, sizeBytes: size, eof: input.offsetBytes >= size }
       }
-      const response = yield* envd(
-        sandbox,
-        (a) =>
-          envdRequest(sandbox, a, "GET", "/files").pipe(
-            HttpClientRequest.setUrlParam("path", input.path),
-            userParam(a),
-            HttpClientRequest.setHeader("range", `bytes=${input.offsetBytes}-${input.offsetBytes + input.maxBytes - 1}`)
-          ),
-        "read file",
-        { accept: (status) => status === 416 }
-      )
+      const response = yield* ranged(sandbox, input.path, input.offsetBytes, input.maxBytes, { accept: (status) => status === 416 })
       const range = response.headers["content-range"] ?? ""
       if (response.status === 416) {
         // Nothing at or after the offset (Go's ServeContent answers `bytes */<size>`).
@@ -59,16 +63,7 @@ export const makeFiles = (ctx: E2BContext) => {
   /** One ranged `GET /files`, passed on as it comes (the gateway stat'ed the file). */
   const readFileStream: NonNullable<SandboxProvider["readFileStream"]> = (sandbox, input) =>
     Effect.gen(function*() {
-      const response = yield* envd(
-        sandbox,
-        (a) =>
-          envdRequest(sandbox, a, "GET", "/files").pipe(
-            HttpClientRequest.setUrlParam("path", input.path),
-            userParam(a),
-            HttpClientRequest.setHeader("range", `bytes=${input.offsetBytes}-${input.offsetBytes + input.length - 1}`)
-          ),
-        "read file"
-      )
+      const response = yield* ranged(sandbox, input.path, input.offsetBytes, input.length)
       // A 200 is the whole file (the range not honoured): only the range from its start can be that.
       if (response.status !== 206 && input.offsetBytes !== 0) return yield* fail("unavailable", "e2b read file ignored the range")
       return exactBody(response, input.length, "e2b read file")
