@@ -394,6 +394,21 @@ describe("daytona remote: terminals", () => {
     expect(s.calls).toEqual([])
   })
 
+  it("a command, cwd or environment with control characters (which the terminal would act on) is refused before anything is created", async () => {
+    for (const input of [
+      { ...TTY, command: ["printf", "a\rb"] },
+      { ...TTY, command: ["echo", "x\u0003"] },
+      { ...TTY, command: ["sh"], cwd: "/tmp/\u0015x" },
+      { ...TTY, command: ["sh"], environment: { A: "\u007f" } }
+    ]) {
+      const s = scripted([])
+      const failure = await failureOf(ttyProvider(s.client, ptyDaemon(() => ({})).openSocket).exec(SANDBOX, input))
+      expect(failure.kind).toBe("invalid_request")
+      expect(failure.message).toContain("control characters")
+      expect(s.calls).toEqual([])
+    }
+  })
+
   it("a retried exec: a session started already is followed (nothing typed again); one never connected is started now", async () => {
     const daemon = ptyDaemon((ws) => ({ open: () => ws.send(connected) }))
     const s = scripted([

@@ -37,6 +37,8 @@ export const MAX_PREAMBLE_BYTES = 1024 * 1024
 const READY_TIMEOUT_MS = 30_000
 /** The typed line's length: a shell reading in the terminal's canonical mode (sh) takes at most 4095 bytes a line. */
 export const MAX_TYPED_LINE_BYTES = 4000
+// eslint-disable-next-line no-control-regex
+const CONTROL_CHARACTER = /[\u0000-\u001f\u007f]/
 const CONNECT_TIMEOUT_MS = 30_000
 /** Half the daemon's read limit per message. */
 export const INPUT_FRAME_BYTES = 32 * 1024
@@ -275,6 +277,12 @@ export const makeTerminals = (ctx: DaytonaContext) => {
   const exec = (sandbox: ProviderSandbox, input: ExecInput & { readonly pty: { readonly cols: number; readonly rows: number } }) =>
     Effect.gen(function*() {
       if (input.command.length === 0 || input.command[0] === "") return yield* fail("invalid_request", "the command is empty")
+      // The line is typed into a terminal, whose line discipline acts on control characters (^C, ^U, a carriage
+      // return read as a newline …) before the shell sees them: such a command would not run as given.
+      const typed = [...input.command, input.cwd ?? "", ...Object.entries(input.environment ?? {}).flat()]
+      if (typed.some((part) => CONTROL_CHARACTER.test(part))) {
+        return yield* fail("invalid_request", "a terminal's command, working directory and environment cannot hold control characters at Daytona (they are typed into its shell)")
+      }
       const nonce = crypto.randomBytes(9).toString("hex")
       const line = new TextEncoder().encode(typedLine(input, nonce))
       if (line.length > MAX_TYPED_LINE_BYTES) {
