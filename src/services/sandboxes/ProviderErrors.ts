@@ -144,6 +144,9 @@ export const fileFailure = (operation: FileOperation, path: string, e: ProviderE
   return { customer: false, error: withReason({ code: "runtime_operation_failed", message: providerMessage(e, verb), retryable: e.retryable }, providerCode(e), e.provider) }
 }
 
+/** How the terminal adapters (providers/daytona/adapter/terminals.ts) begin the reasons they give the user. */
+const TERMINAL_NOT_STARTED = /^(a terminal's |the sandbox's shell )/
+
 /** A process that could not be started or followed at the provider. */
 export const processFailure = (e: ProviderError, request: { readonly command: ReadonlyArray<string>; readonly cwd: string | null }): ErrorObject => {
   const code = providerCode(e)
@@ -155,6 +158,11 @@ export const processFailure = (e: ProviderError, request: { readonly command: Re
     const program = quoted(request.command[0] ?? "")
     if (reason === "not_found" && e.kind !== "not_found") return withReason({ code, message: `The command was not found: ${program}`, retryable: false }, "command_not_found", e.provider)
     if (reason === "permission_denied") return withReason({ code, message: `The command may not be run: ${program}`, retryable: false }, "permission_denied", e.provider)
+    // A terminal adapter's own words (never the provider's) on why it did not start the command: what the
+    // request may not hold where the command is typed into a shell, or what the sandbox's shell did instead.
+    if (TERMINAL_NOT_STARTED.test(e.message)) {
+      return withReason({ code, message: `The terminal did not start the command: ${e.message.slice(0, 300)}`, retryable: false }, "terminal_not_started", e.provider)
+    }
   }
   return withReason({ code, message: providerMessage(e, "run the command"), retryable: e.retryable }, providerCode(e), e.provider)
 }
