@@ -50,6 +50,11 @@ const interactive = (args: ReadonlyArray<string>, size = { cols: 80, rows: 24 })
       for (let i = 0; i < 2000 && !pattern.test(plain()); i++) await Bun.sleep(10)
       expect(plain()).toMatch(pattern)
     },
+    /** Whether the output matches within `ms` (no failure: for a step retried until the sandbox has caught up). */
+    seen: async (pattern: RegExp, ms: number) => {
+      for (let waited = 0; waited < ms && !pattern.test(plain()); waited += 10) await Bun.sleep(10)
+      return pattern.test(plain())
+    },
     exited: async () => {
       const code = await child.exited
       child.terminal!.close()
@@ -150,12 +155,18 @@ describe("the user CLI", () => {
     shell.type("stty size\r")
     await shell.waitOutput(/\n24 80\n/)
     shell.resize(100, 30)
-    await Bun.sleep(200) // SIGWINCH reaches the CLI, which resizes the sandbox's terminal
-    shell.type("stty size\r")
-    await shell.waitOutput(/\n30 100\n/)
-    // Raw mode: each key goes to the sandbox as it is typed (echoed there, once), ^C included.
-    shell.type("sleep 30\r")
-    await Bun.sleep(300)
+    // SIGWINCH reaches the CLI, which resizes the sandbox's terminal: asked again until it has (a loaded host is slow).
+    let resized = false
+    for (let tries = 0; tries < 20 && !resized; tries++) {
+      shell.type("stty size\r")
+      resized = await shell.seen(/\n30 100\n/, 500)
+    }
+    expect(resized).toBe(true)
+    // Raw mode: each key goes to the sandbox as it is typed (echoed there, once), ^C included — sent once the
+    // sleep runs (it says so first).
+    shell.type("echo sleep-$((2+3)); sleep 30\r")
+    await shell.waitOutput(/\nsleep-5\n/)
+    await Bun.sleep(100)
     shell.type("\x03")
     await shell.waitOutput(/\^C\n[^\n]*\$ $/) // the sleep was interrupted: a new prompt
     shell.type("echo hi-$((1+1))\r")
