@@ -100,7 +100,7 @@ export interface RawRead {
   readonly etag: string | undefined
   readonly range: RangeRequest | undefined | "unsatisfiable"
   readonly notModified: boolean
-  /** The bytes from `from` to `to` (inclusive), read in pieces as the stream is pulled. */
+  /** The bytes from `from` to `to` (inclusive) as the stream is pulled: one download where the provider streams a range, else piece by piece. */
   readonly stream: (from: number, to: number, runtime: Runtime.Runtime<never>) => ReadableStream<Uint8Array>
   /** Bytes that fit in one read come whole (and get a Content-Length): at most this many. */
   readonly piece: number
