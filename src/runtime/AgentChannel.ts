@@ -179,7 +179,9 @@ const exchange = async (state: JailState, route: string, call: AgentCall, shutdo
     const controller = new AbortController()
     const onShutdown = () => controller.abort()
     shutdown.addEventListener("abort", onShutdown)
+    // Unref'd: a limit must not keep a process alive on its own (the request itself does while it runs).
     const timer = setTimeout(() => controller.abort(), Math.max(1, deadline - Date.now()))
+    timer.unref()
     const done = () => {
       clearTimeout(timer)
       shutdown.removeEventListener("abort", onShutdown)
@@ -264,8 +266,8 @@ export const streamAgent = async (
   }
   if (response.body !== null && response.headers.get("content-length") === String(length) && !response.headers.has("transfer-encoding")) {
     // HTTP framing holds the body to that length (fetch fails one that ends short): handed on as fetch gives it,
-    // no byte through JavaScript. A stalled body is ended by whoever reads it (the server's idle timeout).
-    x.done()
+    // no byte through JavaScript. The whole-transfer limit stays armed (nothing here sees the body end), so a
+    // body that stalls is cut at the latest then; its reader's own idle timeout (a server's) usually comes first.
     return { _tag: "Stream", headers: response.headers, body: response.body }
   }
   const reader = (response.body ?? new ReadableStream<Uint8Array>({ start: (c) => c.close() })).getReader()
