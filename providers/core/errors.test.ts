@@ -6,7 +6,7 @@ import { describe, expect, it } from "vitest"
 import { Capabilities } from "../../src/domain/Runtime.ts"
 import { capabilitiesToWire } from "./Capabilities.ts"
 import { DECLARED } from "./declared.ts"
-import { attemptCode, failedBeforeSending, kindOfStatus, kindOfTransportFailure, providerFailure } from "./errors.ts"
+import { attemptCode, checkWrite, failedBeforeSending, kindOfStatus, kindOfTransportFailure, providerFailure } from "./errors.ts"
 import { ProviderNames } from "./Provider.ts"
 
 const client = Effect.runSync(Effect.provide(HttpClient.HttpClient, FetchHttpClient.layer))
@@ -107,5 +107,26 @@ describe("capability manifest", () => {
     const blind = capabilitiesToWire("daytona", { ...caps, computer: { ...caps.computer, screenshot: null } })
     expect(blind.computer?.screenshot).toEqual({ formats: [], max_bytes: 0 })
     expect(Schema.encodeSync(Capabilities)(blind)).toEqual(blind)
+  })
+})
+
+describe("checkWrite: a write the declared file capabilities do not take is refused before any call", () => {
+  const outcome = (files: Parameters<typeof checkWrite>[1], input: Parameters<typeof checkWrite>[2]) =>
+    Effect.runSync(Effect.either(checkWrite("vercel", files, input)))
+  const files = { ...DECLARED.vercel.files!, writeModes: ["create", "overwrite"] as const, createParents: false, maxWriteBytes: 4 }
+
+  it("takes what is declared, and hands back the capabilities", () => {
+    expect(outcome(files, { mode: "overwrite", createParents: false, data: new Uint8Array(4) })).toMatchObject({ _tag: "Right", right: files })
+    // A stream states no size here: only its mode and parents are checked.
+    expect(outcome(files, { mode: "create", createParents: false })._tag).toBe("Right")
+  })
+
+  it("refuses no writes at all, a mode or parents not offered (unsupported), and a body past one write (invalid_request)", () => {
+    const kind = (e: ReturnType<typeof outcome>) => (e._tag === "Left" ? [e.left.kind, e.left.message] : ["none", ""])
+    expect(kind(outcome(null, { mode: "overwrite", createParents: false }))).toEqual(["unsupported", "vercel does not support writing files"])
+    expect(kind(outcome({ ...files, write: false }, { mode: "overwrite", createParents: false }))[0]).toBe("unsupported")
+    expect(kind(outcome(files, { mode: "append", createParents: false }))).toEqual(["unsupported", "vercel does not support the append write mode"])
+    expect(kind(outcome(files, { mode: "create", createParents: true }))).toEqual(["unsupported", "vercel does not support creating parent directories"])
+    expect(kind(outcome(files, { mode: "create", createParents: false, data: new Uint8Array(5) }))).toEqual(["invalid_request", "vercel takes at most 4 bytes per write"])
   })
 })

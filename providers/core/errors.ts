@@ -9,6 +9,7 @@
  *   failed → unavailable. A reset, a closed socket or a timeout after the request went out → the outcome is
  *   unknown for a mutating call (unknown_outcome), and merely unavailable for a read.
  */
+import { Effect } from "effect"
 import { type ProviderCapabilities, ProviderError, type ProviderErrorKind, type ProviderName, unsupported } from "./Provider.ts"
 
 export const kindOfStatus = (status: number, options: { readonly ambiguous?: boolean } = {}): ProviderErrorKind => {
@@ -129,4 +130,23 @@ export const endpointRequestProblem = (
     return fail("invalid_request", `leases last 1 to ${endpoints.maxLeaseSeconds} seconds`)
   }
   return undefined
+}
+
+/**
+ * A file write the provider's declared capabilities take, checked before any call: fails `unsupported` when it
+ * writes no files, or not in the mode asked, or cannot make parents that are asked for, and `invalid_request` past
+ * the bytes one write takes (a streamed write, without `data`, states no size here). Its file capabilities, when fine.
+ */
+export const checkWrite = (
+  provider: ProviderName,
+  files: ProviderCapabilities["files"],
+  input: { readonly mode: "create" | "overwrite" | "append"; readonly createParents: boolean; readonly data?: Uint8Array | undefined }
+): Effect.Effect<NonNullable<ProviderCapabilities["files"]>, ProviderError> => {
+  if (files === null || !files.write) return Effect.fail(unsupported(provider, "writing files"))
+  if (!files.writeModes.includes(input.mode)) return Effect.fail(unsupported(provider, `the ${input.mode} write mode`))
+  if (input.createParents && !files.createParents) return Effect.fail(unsupported(provider, "creating parent directories"))
+  if (input.data !== undefined && input.data.length > files.maxWriteBytes) {
+    return Effect.fail(providerFailure(provider)("invalid_request", `${provider} takes at most ${files.maxWriteBytes} bytes per write`))
+  }
+  return Effect.succeed(files)
 }

@@ -17,6 +17,7 @@ import { Effect } from "effect"
 import type { ProviderError, ProviderFileEntry, ProviderSandbox, SandboxProvider } from "../../core/Provider.ts"
 import { unsupported } from "../../core/Provider.ts"
 import { type BlaxelContext, NAME, PART_BYTES, runtimePath, WireDirectory, WireDirectoryOrFile, WirePart, WireUpload } from "./wire.ts"
+import { checkWrite } from "../../core/errors.ts"
 
 const parentOf = (p: string) => p.slice(0, p.lastIndexOf("/")) || "/"
 const baseName = (p: string) => p.slice(p.lastIndexOf("/") + 1)
@@ -98,9 +99,7 @@ export const makeFiles = (ctx: BlaxelContext) => {
 
   const writeFile: SandboxProvider["writeFile"] = (sandbox, input) =>
     Effect.gen(function*() {
-      if (files === null || !files.write) return yield* unsupported(NAME, "writing files")
-      if (!files.writeModes.includes(input.mode)) return yield* unsupported(NAME, `the ${input.mode} write mode`)
-      if (input.data.length > files.maxWriteBytes) return yield* fail("invalid_request", `blaxel takes at most ${files.maxWriteBytes} bytes per write`)
+      const writable = yield* checkWrite(NAME, files, input)
       const parent = parentOf(input.path)
       const dir = yield* listing(sandbox, parent)
       if (dir === null && !input.createParents) return yield* fail("not_found", `${parent} does not exist`)
@@ -110,7 +109,7 @@ export const makeFiles = (ctx: BlaxelContext) => {
       if (input.mode === "create" && existing !== undefined) return yield* fail("customer", `${input.path} already exists`)
       let bytes = input.data
       if (input.mode === "append" && existing !== undefined && existing.size > 0) {
-        if (existing.size + input.data.length > files.maxWriteBytes) return yield* fail("invalid_request", `appending would make ${input.path} larger than ${files.maxWriteBytes} bytes`)
+        if (existing.size + input.data.length > writable.maxWriteBytes) return yield* fail("invalid_request", `appending would make ${input.path} larger than ${writable.maxWriteBytes} bytes`)
         const before = yield* download(sandbox, input.path, 0, existing.size)
         bytes = new Uint8Array(before.data.length + input.data.length)
         bytes.set(before.data)

@@ -13,6 +13,7 @@ import { Effect } from "effect"
 import { readBodyAtMost } from "../../core/wire.ts"
 import { type ProviderSandbox, type SandboxProvider, unsupported } from "../../core/Provider.ts"
 import { bridgePath, type CloudflareContext, NAME } from "./wire.ts"
+import { checkWrite } from "../../core/errors.ts"
 
 const CONTENT_RANGE = /^bytes (?:\d+-\d+|\*)\/(\d+)$/
 
@@ -67,14 +68,11 @@ export const makeFiles = (ctx: CloudflareContext) => {
 
   const writeFile: SandboxProvider["writeFile"] = (sandbox, input) =>
     Effect.gen(function*() {
-      if (files === null || !files.write) return yield* unsupported(NAME, "writing files")
-      if (!files.writeModes.includes(input.mode)) return yield* unsupported(NAME, `the ${input.mode} write mode`)
-      if (input.createParents && !files.createParents) return yield* unsupported(NAME, "creating parent directories")
+      const writable = yield* checkWrite(NAME, files, input)
       const encoded = yield* pathOf(input.path)
-      if (input.data.length > files.maxWriteBytes) return yield* fail("invalid_request", `cloudflare takes at most ${files.maxWriteBytes} bytes per write`)
       let existing: Uint8Array | null = null
       if (input.mode === "append") {
-        const head = yield* ranged(sandbox, input.path, encoded, 0, files.maxWriteBytes)
+        const head = yield* ranged(sandbox, input.path, encoded, 0, writable.maxWriteBytes)
         if (head !== null && head.size > head.data.length) return yield* fail("invalid_request", `${input.path} is too large to append to through the bridge`)
         existing = head === null ? null : head.data
       } else {
@@ -83,7 +81,7 @@ export const makeFiles = (ctx: CloudflareContext) => {
         if (input.mode === "create" && head !== null) return yield* fail("customer", `${input.path} already exists`)
       }
       const body = existing === null || input.mode !== "append" ? input.data : new Uint8Array(Buffer.concat([existing, input.data]))
-      if (body.length > files.maxWriteBytes) return yield* fail("invalid_request", `${input.path} would be larger than the ${files.maxWriteBytes} bytes a write may hold`)
+      if (body.length > writable.maxWriteBytes) return yield* fail("invalid_request", `${input.path} would be larger than the ${writable.maxWriteBytes} bytes a write may hold`)
       yield* send(api("PUT", fileUrl(sandbox, encoded)).pipe(HttpClientRequest.bodyUint8Array(body, "application/octet-stream")), "write file")
       return { bytesWritten: input.data.length, created: existing === null }
     })

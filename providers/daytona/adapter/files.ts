@@ -6,6 +6,7 @@
 import { HttpBody, HttpClientRequest } from "@effect/platform"
 import { Effect, Schema } from "effect"
 import { type ProviderError, type ProviderFileEntry, type ProviderSandbox, type SandboxProvider, unsupported } from "../../core/Provider.ts"
+import { checkWrite } from "../../core/errors.ts"
 import { exactBody } from "../../core/wire.ts"
 import { type DaytonaContext, NAME, WireFileInfo } from "./wire.ts"
 
@@ -59,11 +60,16 @@ export const makeFiles = (ctx: DaytonaContext) => {
       return exactBody(response, input.length, "daytona download")
     })
 
-  /** The checks of a write (Daytona's upload overwrites and makes parents itself); whether the file existed. */
-  const beforeWrite = (sandbox: ProviderSandbox, input: { readonly path: string; readonly mode: "create" | "overwrite" | "append"; readonly createParents: boolean }) =>
+  /**
+   * The checks of a write (Daytona's upload overwrites and makes parents itself; `data` is sized, a stream is not);
+   * whether the file existed.
+   */
+  const beforeWrite = (
+    sandbox: ProviderSandbox,
+    input: { readonly path: string; readonly mode: "create" | "overwrite" | "append"; readonly createParents: boolean; readonly data?: Uint8Array }
+  ) =>
     Effect.gen(function*() {
-      if (files === null || !files.write) return yield* unsupported(NAME, "writing files")
-      if (!files.writeModes.includes(input.mode)) return yield* unsupported(NAME, `the ${input.mode} write mode`)
+      yield* checkWrite(NAME, files, input)
       const existing = yield* fileInfoOrNull(sandbox, input.path)
       if (existing?.isDir === true) return yield* fail("invalid_request", `${input.path} is a directory`)
       if (input.mode === "create" && existing !== null) return yield* fail("customer", `${input.path} already exists`)
@@ -82,7 +88,6 @@ export const makeFiles = (ctx: DaytonaContext) => {
 
   const writeFile: SandboxProvider["writeFile"] = (sandbox, input) =>
     Effect.gen(function*() {
-      if (files !== null && input.data.length > files.maxWriteBytes) return yield* fail("invalid_request", `daytona takes at most ${files.maxWriteBytes} bytes per write`)
       const existed = yield* beforeWrite(sandbox, input)
       const form = new FormData()
       form.append("file", new Blob([input.data.slice()]), fileName(input.path))

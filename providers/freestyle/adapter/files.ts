@@ -16,6 +16,7 @@ import { createHash } from "node:crypto"
 import { pollUntil } from "../../core/poll.ts"
 import { type ProviderSandbox, type SandboxProvider, unsupported } from "../../core/Provider.ts"
 import { type FreestyleContext, NAME, WireDir, WireExists, WireRemoved, WireStat } from "./wire.ts"
+import { checkWrite } from "../../core/errors.ts"
 
 const CONTENT_RANGE = /^bytes (?:(\d+)-(\d+)|\*)\/(\d+)$/
 
@@ -68,10 +69,7 @@ export const makeFiles = (ctx: FreestyleContext) => {
 
   const writeFile: SandboxProvider["writeFile"] = (sandbox, input) =>
     Effect.gen(function*() {
-      if (files === null || !files.write) return yield* unsupported(NAME, "writing files")
-      if (!files.writeModes.includes(input.mode)) return yield* unsupported(NAME, `the ${input.mode} write mode`)
-      if (input.createParents && !files.createParents) return yield* unsupported(NAME, "creating parent directories")
-      if (input.data.length > files.maxWriteBytes) return yield* fail("invalid_request", `freestyle takes at most ${files.maxWriteBytes} bytes per write`)
+      yield* checkWrite(NAME, files, input)
       const path = yield* absolute(input.path)
       if (path.endsWith("/")) return yield* fail("invalid_request", `${path} names no file`)
       const { exists } = yield* send(api("GET", fsPath(sandbox, "exists")).pipe(HttpClientRequest.setUrlParam("path", path)), "file exists").pipe(

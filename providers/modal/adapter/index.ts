@@ -43,6 +43,7 @@ import {
   unsupported
 } from "../../core/Provider.ts"
 import { type ModalApi, ModalApiError, type ModalApiErrorCode, type ModalProcess, type ModalResourceUsage } from "./api.ts"
+import { checkWrite } from "../../core/errors.ts"
 
 export { type ModalApi, ModalApiError } from "./api.ts"
 
@@ -381,8 +382,7 @@ export const makeModalProvider = (config: ModalProviderConfig): SandboxProvider 
 
   const writeFile: SandboxProvider["writeFile"] = (sandbox, input) =>
     Effect.gen(function*() {
-      if (!files.writeModes.includes(input.mode)) return yield* unsupported(NAME, `the ${input.mode} write mode`)
-      if (input.data.length > files.maxWriteBytes) return yield* fail("invalid_request", `modal takes at most ${files.maxWriteBytes} bytes per write`)
+      yield* checkWrite(NAME, files, input)
       const p = yield* absolute(input.path)
       if (p === "/" || input.path.endsWith("/")) return yield* fail("invalid_request", `${input.path} names no file`)
       const existing = yield* statOf(sandbox, p)

@@ -11,6 +11,7 @@ import { Effect, Stream } from "effect"
 import { readBodyAtMost } from "../../core/wire.ts"
 import { type ProviderSandbox, type SandboxProvider, unsupported } from "../../core/Provider.ts"
 import { NAME, type PrimeContext } from "./wire.ts"
+import { checkWrite } from "../../core/errors.ts"
 
 /** The largest file read (whole, as Prime sends it) to serve a range of it. */
 export const WHOLE_FILE_BYTES = 64 * 1024 * 1024
@@ -52,10 +53,7 @@ export const makeFiles = (ctx: PrimeContext) => {
 
   const writeFile: SandboxProvider["writeFile"] = (sandbox, input) =>
     Effect.gen(function*() {
-      if (files === null || !files.write) return yield* unsupported(NAME, "writing files")
-      if (!files.writeModes.includes(input.mode)) return yield* unsupported(NAME, `the ${input.mode} write mode`)
-      if (input.createParents && !files.createParents) return yield* unsupported(NAME, "creating parent directories")
-      if (input.data.length > files.maxWriteBytes) return yield* fail("invalid_request", `prime takes at most ${files.maxWriteBytes} bytes per write`)
+      yield* checkWrite(NAME, files, input)
       const gw = yield* ctx.gateway(sandbox)
       const probe = yield* download(sandbox, gw, input.path)
       if (probe !== null) yield* probe.stream.pipe(Stream.take(1), Stream.runDrain, Effect.ignore)

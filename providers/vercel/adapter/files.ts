@@ -15,6 +15,7 @@ import type { ProviderError, ProviderSandbox, SandboxProvider } from "../../core
 import { unsupported } from "../../core/Provider.ts"
 import { tarGzOneFile, tarNameFits } from "../tar.ts"
 import { NAME, type VercelContext, WireCommandResponse } from "./wire.ts"
+import { checkWrite } from "../../core/errors.ts"
 
 /**
  * Exit codes: 4 the path is a directory, 5 it is a file (or anything else), 0 it is absent with its parent there,
@@ -89,9 +90,7 @@ export const makeFiles = (ctx: VercelContext, sessionOf: (sandbox: ProviderSandb
 
   const writeFile: SandboxProvider["writeFile"] = (sandbox, input) =>
     Effect.gen(function*() {
-      if (files === null || !files.write) return yield* unsupported(NAME, "writing files")
-      if (!files.writeModes.includes(input.mode)) return yield* unsupported(NAME, `the ${input.mode} write mode`)
-      if (input.data.length > files.maxWriteBytes) return yield* fail("invalid_request", `vercel takes at most ${files.maxWriteBytes} bytes per write`)
+      yield* checkWrite(NAME, files, input)
       const path = yield* absolute(input.path)
       const name = path.replace(/^\/+/, "")
       if (name === "" || path.endsWith("/")) return yield* fail("invalid_request", `${path} names no file`)
