@@ -11,7 +11,7 @@ import { persistentRecords, persistentState } from "./emulator/state.ts"
 import { pollUntil } from "./poll.ts"
 import type { ProviderError } from "./Provider.ts"
 import { json, scripted } from "./scripted-client.ts"
-import { makeWire, messageOf } from "./wire.ts"
+import { makeWire, messageOf, rangeOfWhole } from "./wire.ts"
 
 const failureOf = async <A>(effect: Effect.Effect<A, ProviderError>) => {
   const result = await Effect.runPromise(Effect.either(effect))
@@ -185,5 +185,15 @@ describe("decodeJsonBody (the emulators' request bodies)", () => {
     expect(await decodeJsonBody(req(""), Schema.Struct({}), { emptyIsObject: true })).toEqual({ ok: true, value: {} })
     const long = await decodeJsonBody(req(JSON.stringify({ name: "a", [`k${"x".repeat(1000)}`]: 1 })), Body)
     expect(!long.ok && long.message.length).toBeLessThanOrEqual("invalid request body: ".length + 300)
+  })
+})
+
+describe("rangeOfWhole: a ranged read answered from a whole file's bytes", () => {
+  const body = new Uint8Array([0, 1, 2, 3, 4, 5])
+  it("cuts the range, says the size and whether it reached the end; past the end is empty", () => {
+    expect(rangeOfWhole(body, 1, 2)).toEqual({ data: new Uint8Array([1, 2]), offsetBytes: 1, sizeBytes: 6, eof: false })
+    expect(rangeOfWhole(body, 4, 100)).toEqual({ data: new Uint8Array([4, 5]), offsetBytes: 4, sizeBytes: 6, eof: true })
+    expect(rangeOfWhole(body, 9, 3)).toEqual({ data: new Uint8Array(), offsetBytes: 9, sizeBytes: 6, eof: true })
+    expect(rangeOfWhole(body, 0, 0)).toEqual({ data: new Uint8Array(), offsetBytes: 0, sizeBytes: 6, eof: false })
   })
 })

@@ -147,3 +147,9 @@ export const exactBody = (response: HttpClientResponse.HttpClientResponse, lengt
     )
   )
 }
+
+/** A read of `length` bytes from `offset` answered from a whole file's bytes (a wire without ranges, or one that left the range out). */
+export const rangeOfWhole = (body: Uint8Array, offset: number, length: number) => {
+  const data = body.subarray(Math.min(offset, body.length), Math.min(body.length, offset + length))
+  return { data, offsetBytes: offset, sizeBytes: body.length, eof: offset + data.length >= body.length }
+}

@@ -8,7 +8,7 @@ import { HttpBody, HttpClientRequest } from "@effect/platform"
 import { readAtMost } from "../../../src/domain/Bodies.ts"
 import { Effect } from "effect"
 import { type ProviderFileEntry, type ProviderSandbox, type SandboxProvider, unsupported } from "../../core/Provider.ts"
-import { type CallOptions, exactBody } from "../../core/wire.ts"
+import { type CallOptions, exactBody, rangeOfWhole } from "../../core/wire.ts"
 import type { E2BContext, EnvdAccess } from "./context.ts"
 import { Empty, ENVD_OCTET_STREAM_UPLOAD, envdAtLeast, ListDirResponse, NAME } from "./wire.ts"
 
@@ -56,8 +56,7 @@ export const makeFiles = (ctx: E2BContext) => {
         return { data: body, offsetBytes: input.offsetBytes, sizeBytes: size, eof: input.offsetBytes + body.length >= size }
       }
       // 200: the whole file (the Range was not honoured).
-      const data = body.slice(input.offsetBytes, input.offsetBytes + input.maxBytes)
-      return { data, offsetBytes: input.offsetBytes, sizeBytes: body.length, eof: input.offsetBytes + data.length >= body.length }
+      return rangeOfWhole(body, input.offsetBytes, input.maxBytes)
     })
 
   /** One ranged `GET /files`, passed on as it comes (the gateway stat'ed the file). */

@@ -17,6 +17,7 @@ import { pollUntil } from "../../core/poll.ts"
 import { type ProviderSandbox, type SandboxProvider, unsupported } from "../../core/Provider.ts"
 import { type FreestyleContext, NAME, WireDir, WireExists, WireRemoved, WireStat } from "./wire.ts"
 import { checkWrite } from "../../core/errors.ts"
+import { rangeOfWhole } from "../../core/wire.ts"
 
 const CONTENT_RANGE = /^bytes (?:(\d+)-(\d+)|\*)\/(\d+)$/
 
@@ -63,8 +64,7 @@ export const makeFiles = (ctx: FreestyleContext) => {
         return { data, offsetBytes: start, sizeBytes: size, eof: start + data.length >= size }
       }
       // The whole file (Freestyle left the range out): the range is cut here.
-      const data = body.slice(Math.min(input.offsetBytes, body.length), Math.min(body.length, input.offsetBytes + length))
-      return { data, offsetBytes: input.offsetBytes, sizeBytes: body.length, eof: input.offsetBytes + data.length >= body.length }
+      return rangeOfWhole(body, input.offsetBytes, length)
     })
 
   const writeFile: SandboxProvider["writeFile"] = (sandbox, input) =>

@@ -8,7 +8,7 @@
  */
 import { HttpClientRequest, type HttpClientResponse } from "@effect/platform"
 import { Effect, Stream } from "effect"
-import { readBodyAtMost } from "../../core/wire.ts"
+import { rangeOfWhole, readBodyAtMost } from "../../core/wire.ts"
 import { type ProviderSandbox, type SandboxProvider, unsupported } from "../../core/Provider.ts"
 import { NAME, type PrimeContext } from "./wire.ts"
 import { checkWrite } from "../../core/errors.ts"
@@ -46,9 +46,7 @@ export const makeFiles = (ctx: PrimeContext) => {
       const response = yield* download(sandbox, gw, input.path)
       if (response === null) return yield* fail("not_found", `${input.path} does not exist`)
       const body = yield* readAtMost(response, WHOLE_FILE_BYTES, input.path)
-      const end = Math.min(body.length, input.offsetBytes + Math.min(input.maxBytes, files.maxReadBytes))
-      const data = body.slice(Math.min(input.offsetBytes, body.length), end)
-      return { data, offsetBytes: input.offsetBytes, sizeBytes: body.length, eof: input.offsetBytes + data.length >= body.length }
+      return rangeOfWhole(body, input.offsetBytes, Math.min(input.maxBytes, files.maxReadBytes))
     })
 
   const writeFile: SandboxProvider["writeFile"] = (sandbox, input) =>
