@@ -12,6 +12,7 @@ import { pollUntil } from "./poll.ts"
 import type { ProviderError } from "./Provider.ts"
 import { json, scripted } from "./scripted-client.ts"
 import { makeWire, messageOf, rangeOfWhole } from "./wire.ts"
+import { atMostEvery } from "./emulator/state.ts"
 
 const failureOf = async <A>(effect: Effect.Effect<A, ProviderError>) => {
   const result = await Effect.runPromise(Effect.either(effect))
@@ -195,5 +196,19 @@ describe("rangeOfWhole: a ranged read answered from a whole file's bytes", () =>
     expect(rangeOfWhole(body, 4, 100)).toEqual({ data: new Uint8Array([4, 5]), offsetBytes: 4, sizeBytes: 6, eof: true })
     expect(rangeOfWhole(body, 9, 3)).toEqual({ data: new Uint8Array(), offsetBytes: 9, sizeBytes: 6, eof: true })
     expect(rangeOfWhole(body, 0, 0)).toEqual({ data: new Uint8Array(), offsetBytes: 0, sizeBytes: 6, eof: false })
+  })
+})
+
+describe("atMostEvery: an emulator's clean-up when its books are touched, not on each touch", () => {
+  it("runs at the first call, not again within its period, and again after it", async () => {
+    const runs: Array<number> = []
+    const prune = atMostEvery(30, (now) => runs.push(now))
+    prune()
+    prune()
+    expect(runs).toHaveLength(1)
+    await Bun.sleep(40)
+    prune()
+    expect(runs).toHaveLength(2)
+    expect(runs[1]! - runs[0]!).toBeGreaterThan(30)
   })
 })

@@ -7,7 +7,7 @@
  */
 import { Schema } from "effect"
 import * as crypto from "node:crypto"
-import { emulatorAccountValue, emulatorHome, emulatorKey, persistentRecords, persistentState } from "../../core/emulator/state.ts"
+import { atMostEvery, emulatorAccountValue, emulatorHome, emulatorKey, persistentRecords, persistentState } from "../../core/emulator/state.ts"
 
 const StringMap = Schema.mutable(Schema.Record({ key: Schema.String, value: Schema.String }))
 
@@ -67,7 +67,6 @@ export const makeBooks = (dataDir: string) => {
   const apiKey = emulatorKey(dir, () => `bl_${crypto.randomBytes(20).toString("hex")}`)
   const { state, save } = persistentState(dir, State, (): typeof State.Type => ({ sandboxes: {}, previews: {}, usage: {} }))
   const processes = persistentRecords(dir, "processes", ProcessRecord)
-  let lastPrune = 0
   return {
     dir,
     apiKey,
@@ -79,13 +78,10 @@ export const makeBooks = (dataDir: string) => {
     processKey: (runtimeId: string, name: string) => `${runtimeId}/${name}`,
     usageKey: (s: EmulatedSandbox) => `${s.name}@${s.createdAt}`,
     /** Old usage and processes are forgotten (looked for once a minute). */
-    prune: () => {
-      const now = Date.now()
-      if (now - lastPrune <= 60_000) return
-      lastPrune = now
+    prune: atMostEvery(60_000, (now) => {
       for (const [key, u] of Object.entries(state.usage)) if (u.endedAt !== null && now - Date.parse(u.endedAt) > USAGE_KEPT_MS) delete state.usage[key]
       for (const [key, p] of processes.entries()) if (now - Date.parse(p.startedAt) > PROCESS_KEPT_MS) processes.delete(key)
-    }
+    })
   }
 }
 

@@ -91,3 +91,17 @@ export const persistentRecords = <V, I>(dir: string, name: string, value: Schema
     }
   }
 }
+
+/**
+ * `f` run at most once per `ms` (called more often, it does nothing): an emulator's books forget old records when
+ * touched, not on a timer of their own. `f` gets the time it runs at.
+ */
+export const atMostEvery = (ms: number, f: (now: number) => void): (() => void) => {
+  let last = 0
+  return () => {
+    const now = Date.now()
+    if (now - last <= ms) return
+    last = now
+    f(now)
+  }
+}

@@ -5,7 +5,7 @@
  * their records at start.
  */
 import { Schema } from "effect"
-import { emulatorHome, emulatorKey, persistentRecords, persistentState } from "../../core/emulator/state.ts"
+import { atMostEvery, emulatorHome, emulatorKey, persistentRecords, persistentState } from "../../core/emulator/state.ts"
 
 const StringMap = Schema.mutable(Schema.Record({ key: Schema.String, value: Schema.String }))
 
@@ -72,7 +72,6 @@ export const makeBooks = (dataDir: string) => {
     delete state.sessions
     save()
   }
-  let lastPrune = 0
   return {
     dir,
     apiKey,
@@ -83,11 +82,9 @@ export const makeBooks = (dataDir: string) => {
     findSandbox: (idOrName: string): EmulatedSandbox | undefined =>
       state.sandboxes[idOrName] ?? Object.values(state.sandboxes).find((s) => s.name === idOrName),
     /** Like the runtime's own retention, sessions older than a day are forgotten (looked for once a minute). */
-    pruneSessions: () => {
-      if (Date.now() - lastPrune <= 60_000) return
-      lastPrune = Date.now()
-      for (const [id, session] of sessions.entries()) if (lastPrune - (session.createdAt ?? 0) > DAY_MS) sessions.delete(id)
-    }
+    pruneSessions: atMostEvery(60_000, (now) => {
+      for (const [id, session] of sessions.entries()) if (now - (session.createdAt ?? 0) > DAY_MS) sessions.delete(id)
+    })
   }
 }
 

@@ -5,7 +5,7 @@
  */
 import { Schema } from "effect"
 import * as crypto from "node:crypto"
-import { emulatorHome, emulatorKey, persistentState } from "../../core/emulator/state.ts"
+import { atMostEvery, emulatorHome, emulatorKey, persistentState } from "../../core/emulator/state.ts"
 
 const StringMap = Schema.mutable(Schema.Record({ key: Schema.String, value: Schema.String }))
 
@@ -38,19 +38,15 @@ export const makeBooks = (dataDir: string) => {
   const dir = emulatorHome(dataDir, "freestyle")
   const apiKey = emulatorKey(dir, () => `fs_${crypto.randomBytes(20).toString("hex")}`)
   const { state, save } = persistentState(dir, State, (): typeof State.Type => ({ vms: {} }))
-  let lastPrune = 0
   return {
     dir,
     apiKey,
     state,
     save,
     /** Deleted VMs are forgotten after a week (looked for once a minute). */
-    prune: () => {
-      const now = Date.now()
-      if (now - lastPrune <= 60_000) return
-      lastPrune = now
+    prune: atMostEvery(60_000, (now) => {
       for (const [id, vm] of Object.entries(state.vms)) if (vm.deletedAtMs !== null && now - vm.deletedAtMs > DELETED_KEPT_MS) delete state.vms[id]
-    }
+    })
   }
 }
 

@@ -6,7 +6,7 @@
  */
 import { Schema } from "effect"
 import * as crypto from "node:crypto"
-import { emulatorHome, emulatorKey, persistentState } from "../../core/emulator/state.ts"
+import { atMostEvery, emulatorHome, emulatorKey, persistentState } from "../../core/emulator/state.ts"
 
 const StringMap = Schema.mutable(Schema.Record({ key: Schema.String, value: Schema.String }))
 
@@ -45,21 +45,17 @@ export const makeBooks = (dataDir: string) => {
   const dir = emulatorHome(dataDir, "prime")
   const apiKey = emulatorKey(dir, () => `pit_${crypto.randomBytes(24).toString("hex")}`)
   const { state, save } = persistentState(dir, State, (): typeof State.Type => ({ sandboxes: {} }))
-  let lastPrune = 0
   return {
     dir,
     apiKey,
     state,
     save,
     /** Terminated sandboxes are forgotten after a week (looked for once a minute). */
-    prune: () => {
-      const now = Date.now()
-      if (now - lastPrune <= 60_000) return
-      lastPrune = now
+    prune: atMostEvery(60_000, (now) => {
       for (const [id, s] of Object.entries(state.sandboxes)) {
         if (s.terminatedAt !== null && now - Date.parse(s.terminatedAt) > ENDED_KEPT_MS) delete state.sandboxes[id]
       }
-    }
+    })
   }
 }
 

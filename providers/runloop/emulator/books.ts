@@ -5,7 +5,7 @@
  */
 import { Schema } from "effect"
 import * as crypto from "node:crypto"
-import { emulatorHome, emulatorKey, persistentRecords, persistentState } from "../../core/emulator/state.ts"
+import { atMostEvery, emulatorHome, emulatorKey, persistentRecords, persistentState } from "../../core/emulator/state.ts"
 
 const StringMap = Schema.mutable(Schema.Record({ key: Schema.String, value: Schema.String }))
 
@@ -63,7 +63,6 @@ export const makeBooks = (dataDir: string) => {
   const apiKey = emulatorKey(dir, () => `ak_${crypto.randomBytes(20).toString("hex")}`)
   const { state, save } = persistentState(dir, State, (): typeof State.Type => ({ devboxes: {} }))
   const executions = persistentRecords(dir, "executions", Execution)
-  let lastPrune = 0
   return {
     dir,
     apiKey,
@@ -71,13 +70,10 @@ export const makeBooks = (dataDir: string) => {
     save,
     executions,
     /** Shut-down devboxes and old executions are forgotten (looked for once a minute). */
-    prune: () => {
-      const now = Date.now()
-      if (now - lastPrune <= 60_000) return
-      lastPrune = now
+    prune: atMostEvery(60_000, (now) => {
       for (const [id, d] of Object.entries(state.devboxes)) if (d.endTimeMs !== null && now - d.endTimeMs > ENDED_KEPT_MS) delete state.devboxes[id]
       for (const [key, e] of executions.entries()) if (now - Date.parse(e.createdAt) > EXECUTION_KEPT_MS) executions.delete(key)
-    }
+    })
   }
 }
 

@@ -6,7 +6,7 @@
  */
 import { Schema } from "effect"
 import * as crypto from "node:crypto"
-import { emulatorAccountValue, emulatorHome, emulatorKey, persistentRecords, persistentState } from "../../core/emulator/state.ts"
+import { atMostEvery, emulatorAccountValue, emulatorHome, emulatorKey, persistentRecords, persistentState } from "../../core/emulator/state.ts"
 
 const StringMap = Schema.mutable(Schema.Record({ key: Schema.String, value: Schema.String }))
 
@@ -64,7 +64,6 @@ export const makeBooks = (dataDir: string) => {
   const token = emulatorKey(dir, () => `vercel_${crypto.randomBytes(20).toString("hex")}`)
   const { state, save } = persistentState(dir, State, (): typeof State.Type => ({ sandboxes: {} }))
   const commands = persistentRecords(dir, "commands", CommandRecord)
-  let lastPrune = 0
   return {
     dir,
     token,
@@ -76,12 +75,9 @@ export const makeBooks = (dataDir: string) => {
     commandKey: (sessionId: string, cmdId: string) => `${sessionId}/${cmdId}`,
     bySession: (sessionId: string) => Object.values(state.sandboxes).find((s) => s.sessionId === sessionId),
     /** Old commands are forgotten (looked for once a minute). */
-    prune: () => {
-      const now = Date.now()
-      if (now - lastPrune <= 60_000) return
-      lastPrune = now
+    prune: atMostEvery(60_000, (now) => {
       for (const [key, c] of commands.entries()) if (now - c.startedAt > COMMAND_KEPT_MS) commands.delete(key)
-    }
+    })
   }
 }
 
