@@ -12,7 +12,7 @@ import { pollUntil } from "./poll.ts"
 import type { ProviderError } from "./Provider.ts"
 import { json, scripted } from "./scripted-client.ts"
 import { makeWire, messageOf, rangeOfWhole } from "./wire.ts"
-import { atMostEvery } from "./emulator/state.ts"
+import { atMostEvery, sweepEvery } from "./emulator/state.ts"
 
 const failureOf = async <A>(effect: Effect.Effect<A, ProviderError>) => {
   const result = await Effect.runPromise(Effect.either(effect))
@@ -210,5 +210,29 @@ describe("atMostEvery: an emulator's clean-up when its books are touched, not on
     prune()
     expect(runs).toHaveLength(2)
     expect(runs[1]! - runs[0]!).toBeGreaterThan(30)
+  })
+})
+
+describe("sweepEvery: an emulator's timers", () => {
+  it("sweeps one at a time (a tick while one runs does nothing), at once when asked, survives a failing sweep, and stops", async () => {
+    let started = 0
+    let running = 0
+    let overlapped = false
+    const sweeper = sweepEvery(5, async () => {
+      started++
+      overlapped ||= running > 0
+      running++
+      await Bun.sleep(20)
+      running--
+      if (started === 1) throw new Error("a sweep that fails")
+    }, { atOnce: true })
+    expect(started).toBe(1) // at once, before the first tick
+    await Bun.sleep(120)
+    sweeper.stop()
+    const after = started
+    expect(after).toBeGreaterThan(1) // went on after the failure
+    expect(overlapped).toBe(false)
+    await Bun.sleep(60)
+    expect(started).toBe(after)
   })
 })

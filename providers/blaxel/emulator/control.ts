@@ -14,6 +14,7 @@ import { LABEL_SANDBOX_ID } from "../adapter/wire.ts"
 import type { Books, EmulatedSandbox } from "./books.ts"
 import { controlError, Duration, durationSeconds, HttpFailure, json, readBody, StringMap } from "./http.ts"
 import type { Previews } from "./preview.ts"
+import { sweepEvery } from "../../core/emulator/state.ts"
 
 /** The emulator's price of a deployed sandbox: per GB-second of memory (Blaxel bills memory time). */
 export const EMULATED_USD_PER_GB_SECOND = 0.0000115
@@ -125,14 +126,10 @@ export const makeControl = (books: Books, runtime: LocalRuntimeShape, options: C
   }
 
   /** Sandboxes past their ttl are deleted. */
-  let sweeping = false
-  const sweeper = setInterval(() => {
-    if (sweeping) return
-    sweeping = true
-    const due = Object.values(state.sandboxes).filter((s) => s.ttlSeconds !== null && Date.parse(s.createdAt) + s.ttlSeconds * 1000 <= Date.now())
-    void Promise.all(due.map((s) => remove(s).catch(() => undefined))).finally(() => (sweeping = false))
-  }, SWEEP_MS)
-  sweeper.unref()
+  const sweeper = sweepEvery(SWEEP_MS, (now) => {
+    const due = Object.values(state.sandboxes).filter((s) => s.ttlSeconds !== null && Date.parse(s.createdAt) + s.ttlSeconds * 1000 <= now)
+    return Promise.all(due.map((s) => remove(s).catch(() => undefined)))
+  })
 
   const previewWire = (token: string) => {
     const p = state.previews[token]!
@@ -222,5 +219,5 @@ export const makeControl = (books: Books, runtime: LocalRuntimeShape, options: C
     return found._tag === "Found" ? found.handle({ request, url }) : controlError(found._tag === "MethodNotAllowed" ? 405 : 404, "Not found")
   }
 
-  return { control, stop: () => clearInterval(sweeper), sandboxOf: (name: string) => state.sandboxes[name] }
+  return { control, stop: () => sweeper.stop(), sandboxOf: (name: string) => state.sandboxes[name] }
 }

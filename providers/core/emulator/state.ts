@@ -105,3 +105,22 @@ export const atMostEvery = (ms: number, f: (now: number) => void): (() => void) 
     f(now)
   }
 }
+
+/**
+ * An emulator's sweep (the provider's timers: a TTL, a keep-alive, a longest run) every `ms`, one at a time (a
+ * sweep still running when the next is due makes that one a no-op), never keeping the process alive; what it
+ * throws is dropped (each sweep is tried again at the next tick). `stop` ends it.
+ */
+export const sweepEvery = (ms: number, sweep: (now: number) => Promise<unknown>, options: { readonly atOnce?: boolean } = {}): { readonly stop: () => void } => {
+  let sweeping = false
+  const tick = () => {
+    if (sweeping) return
+    sweeping = true
+    void sweep(Date.now()).catch(() => undefined).finally(() => (sweeping = false))
+  }
+  const timer = setInterval(tick, ms)
+  timer.unref()
+  // `atOnce`: also now (an emulator started again finds what came due while it was down).
+  if (options.atOnce === true) tick()
+  return { stop: () => clearInterval(timer) }
+}

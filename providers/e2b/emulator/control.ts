@@ -13,6 +13,7 @@ import { jailLabels } from "../../core/jailLabels.ts"
 import { METADATA_SANDBOX_ID } from "../adapter/wire.ts"
 import type { Books, EmulatedSandbox } from "./books.ts"
 import { apiError, ENVD_VERSION, HttpFailure, isStringRecord, json, readJson, timeoutField } from "./http.ts"
+import { sweepEvery } from "../../core/emulator/state.ts"
 
 const SWEEP_MS = 1_000
 
@@ -50,22 +51,12 @@ export const makeControl = (books: Books) => {
   const { runtime, sandboxes, save } = books
 
   /** Running sandboxes past their end are killed (or paused with autoPause); paused ones wait. */
-  let sweeping = false
-  const sweep = async () => {
-    if (sweeping) return
-    sweeping = true
-    try {
-      for (const s of Object.values(sandboxes)) {
-        if (s.state !== "running" || Date.parse(s.endAt) > Date.now()) continue
-        await (s.autoPause ? books.pause(s) : books.kill(s)).catch(() => undefined)
-      }
-    } finally {
-      sweeping = false
+  const sweeper = sweepEvery(SWEEP_MS, async (now) => {
+    for (const s of Object.values(sandboxes)) {
+      if (s.state !== "running" || Date.parse(s.endAt) > now) continue
+      await (s.autoPause ? books.pause(s) : books.kill(s)).catch(() => undefined)
     }
-  }
-  const sweeper = setInterval(() => void sweep(), SWEEP_MS)
-  sweeper.unref()
-  void sweep()
+  }, { atOnce: true })
 
   const sandboxOr404 = (id: string) => {
     const s = sandboxes[id]
@@ -219,5 +210,5 @@ export const makeControl = (books: Books) => {
     return found._tag === "Found" ? found.handle({ request, url }) : apiError(404, "Not found")
   }
 
-  return { control, stop: () => clearInterval(sweeper) }
+  return { control, stop: () => sweeper.stop() }
 }

@@ -18,6 +18,7 @@ import { FREESTYLE_SIZING } from "../../core/resources.ts"
 import { METADATA_SANDBOX_ID } from "../adapter/wire.ts"
 import { type Books, newVmId, type Vm } from "./books.ts"
 import { HttpFailure, json, readBody, StringMap } from "./http.ts"
+import { sweepEvery } from "../../core/emulator/state.ts"
 
 const SWEEP_MS = 1000
 const GIB = 1024
@@ -228,20 +229,15 @@ export const makeControl = (books: Books, runtime: LocalRuntimeShape, options: C
   }
 
   /** VMs past their TTL are deleted; VMs past their longest run are paused. */
-  let sweeping = false
-  const sweeper = setInterval(() => {
-    if (sweeping) return
-    sweeping = true
-    const now = Date.now()
+  const sweeper = sweepEvery(SWEEP_MS, (now) => {
     const live = Object.values(state.vms).filter((vm) => !vm.deleted)
     const expired = live.filter((vm) => vm.ttlSeconds !== null && now - vm.createdAtMs >= vm.ttlSeconds * 1000)
     const tired = live.filter((vm) => vm.state === "running" && vm.maxRunSeconds !== null && runningMs(vm, now) >= vm.maxRunSeconds * 1000)
-    void Promise.all([
+    return Promise.all([
       ...expired.map((vm) => remove(vm.id).catch(() => undefined)),
       ...tired.filter((vm) => !expired.includes(vm)).map((vm) => pause(vm.id).catch(() => undefined))
-    ]).finally(() => (sweeping = false))
-  }, SWEEP_MS)
-  sweeper.unref()
+    ])
+  })
 
   return {
     create,
@@ -257,6 +253,6 @@ export const makeControl = (books: Books, runtime: LocalRuntimeShape, options: C
       if (vm.state !== "running") throw new HttpFailure(409, "VM_NOT_RUNNING", `VM ${id} is ${vm.state}, not running`)
       return vm
     },
-    stop: () => clearInterval(sweeper)
+    stop: () => sweeper.stop()
   }
 }

@@ -17,6 +17,7 @@ import { jailLabels } from "../../core/jailLabels.ts"
 import { sandboxIdOfName } from "../adapter/wire.ts"
 import { type Books, newId, type Sandbox } from "./books.ts"
 import { HttpFailure, json, readBody } from "./http.ts"
+import { sweepEvery } from "../../core/emulator/state.ts"
 
 const SWEEP_MS = 1000
 const ENDED: ReadonlySet<string> = new Set(["ERROR", "TERMINATED", "TIMEOUT"])
@@ -228,15 +229,10 @@ export const makeControl = (books: Books, runtime: LocalRuntimeShape, options: C
   for (const s of Object.values(state.sandboxes)) if (s.status === "PENDING" || s.status === "PROVISIONING") void start(s)
 
   /** Sandboxes past their timeout (counted from when they started running) end as TIMEOUT. */
-  let sweeping = false
-  const sweeper = setInterval(() => {
-    if (sweeping) return
-    sweeping = true
-    const now = Date.now()
+  const sweeper = sweepEvery(SWEEP_MS, (now) => {
     const due = Object.values(state.sandboxes).filter((s) => s.status === "RUNNING" && s.startedAt !== null && now - Date.parse(s.startedAt) >= s.timeoutMinutes * 60_000)
-    void Promise.all(due.map((s) => end(s, "TIMEOUT", "timeout").catch(() => undefined))).finally(() => (sweeping = false))
-  }, SWEEP_MS)
-  sweeper.unref()
+    return Promise.all(due.map((s) => end(s, "TIMEOUT", "timeout").catch(() => undefined)))
+  })
 
   return {
     create,
@@ -244,7 +240,7 @@ export const makeControl = (books: Books, runtime: LocalRuntimeShape, options: C
     get: (id: string) => json(view(sandboxOr404(id))),
     remove,
     sandboxOr404,
-    stop: () => clearInterval(sweeper)
+    stop: () => sweeper.stop()
   }
 }
 

@@ -20,6 +20,7 @@ import { RUNLOOP_PRESETS } from "../../core/resources.ts"
 import { METADATA_SANDBOX_ID } from "../adapter/wire.ts"
 import { type Books, type Devbox, newId } from "./books.ts"
 import { HttpFailure, json, readBody, StringMap } from "./http.ts"
+import { sweepEvery } from "../../core/emulator/state.ts"
 
 const SWEEP_MS = 1000
 const DEFAULT_KEEP_ALIVE_SECONDS = 3600
@@ -278,15 +279,10 @@ export const makeControl = (books: Books, runtime: LocalRuntimeShape, options: C
   }
 
   /** Devboxes past their keep-alive (running time) are shut down. */
-  let sweeping = false
-  const sweeper = setInterval(() => {
-    if (sweeping) return
-    sweeping = true
-    const now = Date.now()
+  const sweeper = sweepEvery(SWEEP_MS, (now) => {
     const due = Object.values(state.devboxes).filter((d) => d.status === "running" && activeMsOf(d, now) - d.keepAliveFromMs >= d.keepAliveSeconds * 1000)
-    void Promise.all(due.map((d) => shutdown(d, "keep_alive_timeout").catch(() => undefined))).finally(() => (sweeping = false))
-  }, SWEEP_MS)
-  sweeper.unref()
+    return Promise.all(due.map((d) => shutdown(d, "keep_alive_timeout").catch(() => undefined)))
+  })
 
   return {
     create,
@@ -300,7 +296,7 @@ export const makeControl = (books: Books, runtime: LocalRuntimeShape, options: C
     keepAlive,
     devboxOr404,
     stop: () => {
-      clearInterval(sweeper)
+      sweeper.stop()
       for (const set of waiters.values()) for (const wake of set) wake()
     }
   }

@@ -15,6 +15,7 @@ import { jailLabels } from "../../core/jailLabels.ts"
 import { TAG_SANDBOX_ID } from "../adapter/wire.ts"
 import type { Books, EmulatedSandbox } from "./books.ts"
 import { HttpFailure, json, readBody, StringMap } from "./http.ts"
+import { sweepEvery } from "../../core/emulator/state.ts"
 
 /** Vercel states no disk size; the emulator gives the runtime's common 3 GiB (the size its warm jails have). */
 const DISK_MB = 3072
@@ -202,14 +203,10 @@ export const makeControl = (books: Books, runtime: LocalRuntimeShape, options: {
   }
 
   /** Sessions past their timeout are stopped. */
-  let sweeping = false
-  const sweeper = setInterval(() => {
-    if (sweeping) return
-    sweeping = true
-    const due = Object.values(state.sandboxes).filter((s) => s.status === "running" && s.startedAt + s.timeout <= Date.now())
-    void Promise.all(due.map((s) => stop(s).catch(() => undefined))).finally(() => (sweeping = false))
-  }, SWEEP_MS)
-  sweeper.unref()
+  const sweeper = sweepEvery(SWEEP_MS, (now) => {
+    const due = Object.values(state.sandboxes).filter((s) => s.status === "running" && s.startedAt + s.timeout <= now)
+    return Promise.all(due.map((s) => stop(s).catch(() => undefined)))
+  })
 
   const extend = async (request: Request, s: EmulatedSandbox) => {
     const { duration } = await readBody(request, ExtendTimeout)
@@ -247,6 +244,6 @@ export const makeControl = (books: Books, runtime: LocalRuntimeShape, options: {
       if (s.status !== "running") throw new HttpFailure(410, "sandbox_stopped", `Session ${sessionId} is ${s.status}`)
       return s
     },
-    stop: () => clearInterval(sweeper)
+    stop: () => sweeper.stop()
   }
 }
