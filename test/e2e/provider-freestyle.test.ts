@@ -7,7 +7,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { api, expectEnvelope, type RunningServer, openGateway } from "../support/server.ts"
-import { createReadySandbox, idempotencyKey, type KeyAuth, minimalSandbox, poll, readProcessOutput, runProcess, waitOperation, waitProcess, waitRuntimeOperation, destroyAndExpectStopped, expectNoEligibleProvider } from "../support/sandbox.ts"
+import { createReadySandbox, destroyAndExpectStopped, expectBinaryRoundTrip, expectNoEligibleProvider, idempotencyKey, type KeyAuth, minimalSandbox, poll, readProcessOutput, runProcess, waitOperation, waitProcess, waitRuntimeOperation } from "../support/sandbox.ts"
 
 let server: RunningServer
 let http: ReturnType<typeof api>
@@ -27,16 +27,7 @@ describe("freestyle through the gateway", () => {
     expect(echo.stdout).toBe("hi\n")
     expect(echo.stderr).toBe("oops\n")
 
-    const bytes = Buffer.from([0, 1, 2, 253, 254, 255, 10, 13])
-    const write = await http.post(`/v1/sandboxes/${sandbox.id}/filesystem/write`, {
-      ...auth,
-      body: { path: "/workspace/data/bin.dat", data_base64: bytes.toString("base64"), create_parents: true },
-      headers: { "idempotency-key": idempotencyKey("w") }
-    })
-    expect((await waitRuntimeOperation(http, auth, sandbox.id, write.body.id)).state).toBe("succeeded")
-    const read = await http.post(`/v1/sandboxes/${sandbox.id}/filesystem/read`, { ...auth, body: { path: "/workspace/data/bin.dat" } })
-    const readOp = await waitRuntimeOperation(http, auth, sandbox.id, read.body.id)
-    expect(Buffer.from(readOp.result.data_base64, "base64").equals(bytes)).toBe(true)
+    await expectBinaryRoundTrip(http, auth, sandbox.id, "/workspace/data/bin.dat", { createParents: true })
 
     const fed = await http.post(`/v1/sandboxes/${sandbox.id}/processes`, { ...auth, body: { command: ["sh", "-c", "cat; echo done"], stdin: true }, headers: { "idempotency-key": idempotencyKey("s") } })
     expect(fed.status).toBe(202)

@@ -7,7 +7,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { api, expectEnvelope, type RunningServer, openGateway } from "../support/server.ts"
-import { createReadySandbox, idempotencyKey, type KeyAuth, minimalSandbox, poll, runProcess, waitOperation, waitRuntimeOperation, destroyAndExpectStopped } from "../support/sandbox.ts"
+import { BINARY_BYTES, createReadySandbox, destroyAndExpectStopped, expectBinaryRoundTrip, idempotencyKey, type KeyAuth, minimalSandbox, poll, runProcess, waitOperation, waitRuntimeOperation } from "../support/sandbox.ts"
 
 let server: RunningServer
 let http: ReturnType<typeof api>
@@ -26,16 +26,8 @@ describe("prime through the gateway", () => {
     expect(echo.process).toMatchObject({ state: "failed", exit_code: 3 })
     expect(echo.stdout).toBe("hi\n")
 
-    const bytes = Buffer.from([0, 1, 2, 253, 254, 255, 10, 13])
-    const write = await http.post(`/v1/sandboxes/${sandbox.id}/filesystem/write`, {
-      ...auth,
-      body: { path: "/workspace/bin.dat", data_base64: bytes.toString("base64") },
-      headers: { "idempotency-key": idempotencyKey("w") }
-    })
-    expect((await waitRuntimeOperation(http, auth, sandbox.id, write.body.id)).state).toBe("succeeded")
-    const read = await http.post(`/v1/sandboxes/${sandbox.id}/filesystem/read`, { ...auth, body: { path: "/workspace/bin.dat" } })
-    const readOp = await waitRuntimeOperation(http, auth, sandbox.id, read.body.id)
-    expect(Buffer.from(readOp.result.data_base64, "base64").equals(bytes)).toBe(true)
+    const bytes = BINARY_BYTES
+    await expectBinaryRoundTrip(http, auth, sandbox.id, "/workspace/bin.dat")
     const seen = await runProcess(http, auth, sandbox.id, ["od", "-An", "-tu1", "bin.dat"], { cwd: "/workspace" })
     expect(seen.stdout.trim().split(/\s+/).map(Number)).toEqual([...bytes])
 

@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { api, expectEnvelope, type RunningServer, openGateway } from "../support/server.ts"
-import { createReadySandbox, idempotencyKey, type KeyAuth, minimalSandbox, poll, runProcess, waitOperation, waitProcess, waitRuntimeOperation, destroyAndExpectStopped } from "../support/sandbox.ts"
+import { createReadySandbox, destroyAndExpectStopped, expectBinaryRoundTrip, idempotencyKey, type KeyAuth, minimalSandbox, poll, runProcess, waitOperation, waitProcess, waitRuntimeOperation } from "../support/sandbox.ts"
 
 let server: RunningServer
 let http: ReturnType<typeof api>
@@ -25,16 +25,7 @@ describe("vercel through the gateway", () => {
     expect(echo.process).toMatchObject({ state: "succeeded", exit_code: 0 })
     expect(echo.stdout).toBe("hi\n")
 
-    const bytes = Buffer.from([0, 1, 2, 253, 254, 255, 10, 13])
-    const write = await http.post(`/v1/sandboxes/${sandbox.id}/filesystem/write`, {
-      ...auth,
-      body: { path: "/workspace/data/bin.dat", data_base64: bytes.toString("base64"), create_parents: true },
-      headers: { "idempotency-key": idempotencyKey("w") }
-    })
-    expect((await waitRuntimeOperation(http, auth, sandbox.id, write.body.id)).state).toBe("succeeded")
-    const read = await http.post(`/v1/sandboxes/${sandbox.id}/filesystem/read`, { ...auth, body: { path: "/workspace/data/bin.dat" } })
-    const readOp = await waitRuntimeOperation(http, auth, sandbox.id, read.body.id)
-    expect(Buffer.from(readOp.result.data_base64, "base64").equals(bytes)).toBe(true)
+    await expectBinaryRoundTrip(http, auth, sandbox.id, "/workspace/data/bin.dat", { createParents: true })
 
     const long = await http.post(`/v1/sandboxes/${sandbox.id}/processes`, { ...auth, body: { command: ["sleep", "30"] }, headers: { "idempotency-key": idempotencyKey("p") } })
     expect(long.status).toBe(202)

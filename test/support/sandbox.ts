@@ -116,3 +116,25 @@ export const expectNoEligibleProvider = async (http: Http, auth: KeyAuth, body: 
   if (op.state !== "failed" || op.error?.code !== "no_eligible_provider") throw new Error(`expected no_eligible_provider, got ${op.state}: ${JSON.stringify(op.error)}`)
   return op.error
 }
+
+/** Bytes a text transfer would mangle (NUL, high bytes, CR, LF): what a file round trip sends. */
+export const BINARY_BYTES = Buffer.from([0, 1, 2, 253, 254, 255, 10, 13])
+
+/**
+ * Writes BINARY_BYTES to `path` through the filesystem API (`create_parents` when asked), reads them back, and
+ * checks each step succeeded with the exact bytes.
+ */
+export const expectBinaryRoundTrip = async (http: Http, auth: KeyAuth, sandboxId: string, path: string, options: { readonly createParents?: boolean } = {}) => {
+  const write = await http.post(`/v1/sandboxes/${sandboxId}/filesystem/write`, {
+    ...auth,
+    body: { path, data_base64: BINARY_BYTES.toString("base64"), ...(options.createParents === true ? { create_parents: true } : {}) },
+    headers: { "idempotency-key": idempotencyKey("w") }
+  })
+  // Checked by hand, not with vitest's expect: the benchmark imports this file too (as expectEnvelope does).
+  const written = await waitRuntimeOperation(http, auth, sandboxId, write.body.id)
+  if (written.state !== "succeeded") throw new Error(`the write of ${path} ended ${written.state}: ${JSON.stringify(written.error)}`)
+  const read = await http.post(`/v1/sandboxes/${sandboxId}/filesystem/read`, { ...auth, body: { path } })
+  const readOp = await waitRuntimeOperation(http, auth, sandboxId, read.body.id)
+  const back = Buffer.from(readOp.result?.data_base64 ?? "", "base64")
+  if (!back.equals(BINARY_BYTES)) throw new Error(`${path} read back as [${[...back].join(", ")}], not [${[...BINARY_BYTES].join(", ")}]`)
+}
