@@ -9,7 +9,7 @@ import { rateCardCost } from "./cost.ts"
 import { decodeJsonBody, makeRouter, route } from "./emulator/server.ts"
 import { persistentRecords, persistentState } from "./emulator/state.ts"
 import { pollUntil } from "./poll.ts"
-import type { ProviderError } from "./Provider.ts"
+import { bufferedEvents, type ProviderError } from "./Provider.ts"
 import { json, scripted } from "./scripted-client.ts"
 import { makeWire, messageOf, rangeOfWhole } from "./wire.ts"
 import { atMostEvery, sweepEvery } from "./emulator/state.ts"
@@ -234,5 +234,21 @@ describe("sweepEvery: an emulator's timers", () => {
     expect(overlapped).toBe(false)
     await Bun.sleep(60)
     expect(started).toBe(after)
+  })
+})
+
+describe("bufferedEvents: a finished execution's buffered output as events", () => {
+  const text = (e: { type: string; data?: Uint8Array }) => (e.data === undefined ? e.type : `${e.type}:${new TextDecoder().decode(e.data)}`)
+  it("stdout then stderr then the exit, numbered from 0; an empty stream has no event", () => {
+    const events = bufferedEvents({ stdout: "out", stderr: "" }, { exitCode: 0, signal: null }, 100)
+    expect(events.map(text)).toEqual(["stdout:out", "exit"])
+    expect(events.map((e) => e.seq)).toEqual([0, 1])
+    expect(events.at(-1)).toMatchObject({ exitCode: 0, signal: null, cancelled: false, timedOut: false, outputTruncated: false })
+  })
+  it("cuts at the output limit (stderr gets what stdout left) and says so; the provider's own cut is kept", () => {
+    const cut = bufferedEvents({ stdout: "abcd", stderr: "efgh" }, { exitCode: 1, signal: null, timedOut: true }, 6)
+    expect(cut.map(text)).toEqual(["stdout:abcd", "stderr:ef", "exit"])
+    expect(cut.at(-1)).toMatchObject({ timedOut: true, outputTruncated: true })
+    expect(bufferedEvents({ stdout: "a", stderr: "b" }, { exitCode: null, signal: "SIGTERM", cancelled: true }, 10, true).at(-1)).toMatchObject({ cancelled: true, outputTruncated: true })
   })
 })

@@ -36,7 +36,6 @@ import { makeProcesses } from "./processes.ts"
 import { makeSandboxes } from "./sandboxes.ts"
 import { type BlaxelProviderConfig, makeContext, NAME } from "./wire.ts"
 
-export { bufferedEvents } from "./processes.ts"
 export {
   API_VERSION,
   BLAXEL_CAPABILITIES,

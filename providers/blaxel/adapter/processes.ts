@@ -11,7 +11,7 @@
 import { HttpClientRequest } from "@effect/platform"
 import { Effect } from "effect"
 import type { ProviderExecEvent, SandboxProvider } from "../../core/Provider.ts"
-import { unsupported } from "../../core/Provider.ts"
+import { bufferedEvents, unsupported } from "../../core/Provider.ts"
 import {
   type BlaxelContext,
   decodeExecutionId,
@@ -24,25 +24,6 @@ import {
   WireProcess
 } from "./wire.ts"
 
-/** stdout then stderr, cut at the output limit, then the exit. */
-export const bufferedEvents = (
-  output: { readonly stdout: string; readonly stderr: string },
-  exit: { readonly exitCode: number | null; readonly signal: string | null; readonly cancelled: boolean },
-  maxOutputBytes: number
-): Array<ProviderExecEvent> => {
-  const events: Array<ProviderExecEvent> = []
-  let budget = maxOutputBytes
-  let truncated = false
-  for (const type of ["stdout", "stderr"] as const) {
-    const bytes = new TextEncoder().encode(output[type])
-    const data = bytes.subarray(0, Math.max(0, budget))
-    if (data.length < bytes.length) truncated = true
-    budget -= data.length
-    if (data.length > 0) events.push({ seq: events.length, type, data })
-  }
-  events.push({ seq: events.length, type: "exit", ...exit, timedOut: false, outputTruncated: truncated })
-  return events
-}
 
 export const makeProcesses = (ctx: BlaxelContext) => {
   const { decode, fail, runtime } = ctx

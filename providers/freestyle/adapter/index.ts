@@ -47,7 +47,7 @@ import { makeProcesses } from "./processes.ts"
 import { makeSandboxes } from "./sandboxes.ts"
 import { type FreestyleProviderConfig, makeContext, NAME } from "./wire.ts"
 
-export { bufferedEvents, commandLine } from "./processes.ts"
+export { commandLine } from "./processes.ts"
 export {
   decodeExecutionId,
   DEFAULT_API_URL,

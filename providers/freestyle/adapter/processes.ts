@@ -19,7 +19,7 @@
 import { HttpClientRequest } from "@effect/platform"
 import { Effect } from "effect"
 import type { ExecInput, ProviderError, ProviderExecEvent, ProviderSandbox, SandboxProvider } from "../../core/Provider.ts"
-import { unsupported } from "../../core/Provider.ts"
+import { bufferedEvents, unsupported } from "../../core/Provider.ts"
 import {
   decodeExecutionId,
   encodeExecutionId,
@@ -51,21 +51,6 @@ type ExitFields = Pick<Exit, "exitCode" | "signal" | "timedOut">
 
 const UNKNOWN: ExitFields = { exitCode: null, signal: "UNKNOWN", timedOut: false }
 
-/** stdout then stderr, cut at the output limit, then the exit. */
-export const bufferedEvents = (output: { readonly stdout: string; readonly stderr: string }, exit: ExitFields, maxOutputBytes: number): Array<ProviderExecEvent> => {
-  const events: Array<ProviderExecEvent> = []
-  let budget = maxOutputBytes
-  let truncated = false
-  for (const type of ["stdout", "stderr"] as const) {
-    const bytes = new TextEncoder().encode(output[type])
-    const data = bytes.subarray(0, Math.max(0, budget))
-    if (data.length < bytes.length) truncated = true
-    budget -= data.length
-    if (data.length > 0) events.push({ seq: events.length, type, data })
-  }
-  events.push({ seq: events.length, type: "exit", ...exit, cancelled: false, outputTruncated: truncated })
-  return events
-}
 
 interface Run {
   /** The request, sent once the standard input (if any) is complete. */

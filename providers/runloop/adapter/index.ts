@@ -55,7 +55,6 @@ import { HOME, makeContext, NAME, type OemRates, type RunloopProviderConfig } fr
 export { commandLine } from "./processes.ts"
 export { WHOLE_FILE_BYTES } from "./files.ts"
 export {
-  bufferedEvents,
   decodeExecutionId,
   DEFAULT_API_URL,
   devboxName,

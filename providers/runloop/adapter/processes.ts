@@ -11,8 +11,8 @@
  */
 import { HttpClientRequest } from "@effect/platform"
 import { Effect } from "effect"
-import { type ExecInput, type ProviderSandbox, type SandboxProvider, unsupported } from "../../core/Provider.ts"
-import { bufferedEvents, decodeExecutionId, encodeExecutionId, exitOf, NAME, type RunloopContext, shellDir, shellQuote, WireExecution } from "./wire.ts"
+import { bufferedEvents, type ExecInput, type ProviderSandbox, type SandboxProvider, unsupported } from "../../core/Provider.ts"
+import { decodeExecutionId, encodeExecutionId, exitOf, NAME, type RunloopContext, shellDir, shellQuote, WireExecution } from "./wire.ts"
 
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/
 

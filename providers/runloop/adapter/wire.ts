@@ -163,26 +163,6 @@ export const exitOf = (status: number | null | undefined, killed: boolean) => {
   return { exitCode: status, signal: null, cancelled: false }
 }
 
-/** stdout then stderr (Runloop keeps them apart, without their order), cut at the output limit, then the exit. */
-export const bufferedEvents = (
-  output: { readonly stdout: string; readonly stderr: string },
-  exit: { readonly exitCode: number | null; readonly signal: string | null; readonly cancelled: boolean },
-  maxOutputBytes: number,
-  truncatedAtProvider: boolean
-): Array<ProviderExecEvent> => {
-  const events: Array<ProviderExecEvent> = []
-  let budget = maxOutputBytes
-  let truncated = truncatedAtProvider
-  for (const type of ["stdout", "stderr"] as const) {
-    const bytes = new TextEncoder().encode(output[type])
-    const data = bytes.subarray(0, Math.max(0, budget))
-    if (data.length < bytes.length) truncated = true
-    budget -= data.length
-    if (data.length > 0) events.push({ seq: events.length, type, data })
-  }
-  events.push({ seq: events.length, type: "exit", ...exit, timedOut: false, outputTruncated: truncated })
-  return events
-}
 
 /** POSIX shell quoting. */
 export const shellQuote = (s: string) => (/^[A-Za-z0-9_@%+=:,./-]+$/.test(s) ? s : `'${s.replaceAll("'", `'"'"'`)}'`)
