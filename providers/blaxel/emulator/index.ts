@@ -8,7 +8,7 @@
 import { Effect, type Scope } from "effect"
 import { AppConfig } from "../../../src/Config.ts"
 import { LocalRuntime, type LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
-import { emulatorMessage, makeRouter, route, servePersistent, statusOfRuntimeError } from "../../core/emulator/server.ts"
+import { emulatorMessage, makeRouter, route, scopedEmulator, servePersistent, statusOfRuntimeError } from "../../core/emulator/server.ts"
 import { type Books, type EmulatedSandbox, makeBooks } from "./books.ts"
 import { makeControl } from "./control.ts"
 import { makeFilesystem, resolvePath } from "./filesystem.ts"
@@ -131,9 +131,4 @@ export const startBlaxelEmulator = (dataDir: string, runtime: LocalRuntimeShape)
 }
 
 /** The emulator for the running gateway: started in the caller's scope, stopped when it closes. */
-export const blaxelEmulator: Effect.Effect<BlaxelEmulatorInfo, never, AppConfig | LocalRuntime | Scope.Scope> = Effect.gen(function*() {
-  const { dataDir } = yield* AppConfig
-  const runtime = yield* LocalRuntime
-  const handle = yield* Effect.acquireRelease(Effect.sync(() => startBlaxelEmulator(dataDir, runtime)), (h) => Effect.sync(() => h.stop()))
-  return { apiUrl: handle.apiUrl, apiKey: handle.apiKey, workspace: handle.workspace, runtimeIdOf: handle.runtimeIdOf }
-})
+export const blaxelEmulator: Effect.Effect<BlaxelEmulatorInfo, never, AppConfig | LocalRuntime | Scope.Scope> = scopedEmulator(startBlaxelEmulator, (h) => ({ apiUrl: h.apiUrl, apiKey: h.apiKey, workspace: h.workspace, runtimeIdOf: h.runtimeIdOf }))

@@ -8,7 +8,7 @@
 import { Effect, type Scope } from "effect"
 import { AppConfig } from "../../../src/Config.ts"
 import { LocalRuntime, type LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
-import { emulatorMessage, makeRouter, route, servePersistent, statusOfRuntimeError } from "../../core/emulator/server.ts"
+import { emulatorMessage, makeRouter, route, scopedEmulator, servePersistent, statusOfRuntimeError } from "../../core/emulator/server.ts"
 import { makeBooks } from "./books.ts"
 import { makeControl } from "./control.ts"
 import { makeExec } from "./exec.ts"
@@ -73,9 +73,4 @@ export const startCloudflareEmulator = (dataDir: string, runtime: LocalRuntimeSh
 }
 
 /** The emulator for the running gateway: started in the caller's scope, stopped when it closes. */
-export const cloudflareEmulator: Effect.Effect<CloudflareEmulatorInfo, never, AppConfig | LocalRuntime | Scope.Scope> = Effect.gen(function*() {
-  const { dataDir } = yield* AppConfig
-  const runtime = yield* LocalRuntime
-  const handle = yield* Effect.acquireRelease(Effect.sync(() => startCloudflareEmulator(dataDir, runtime)), (h) => Effect.sync(() => h.stop()))
-  return { apiUrl: handle.apiUrl, apiKey: handle.apiKey, runtimeIdOf: handle.runtimeIdOf }
-})
+export const cloudflareEmulator: Effect.Effect<CloudflareEmulatorInfo, never, AppConfig | LocalRuntime | Scope.Scope> = scopedEmulator(startCloudflareEmulator, (h) => ({ apiUrl: h.apiUrl, apiKey: h.apiKey, runtimeIdOf: h.runtimeIdOf }))

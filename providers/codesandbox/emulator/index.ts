@@ -20,7 +20,7 @@ import { Effect, Option, Schema, type Scope } from "effect"
 import * as crypto from "node:crypto"
 import { AppConfig } from "../../../src/Config.ts"
 import { LocalRuntime, type LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
-import { emulatorMessage, makeRouter, route, runOrThrow as run, servePersistent, statusOfRuntimeError, decodeJsonBody } from "../../core/emulator/server.ts"
+import { decodeJsonBody, emulatorMessage, makeRouter, route, runOrThrow as run, scopedEmulator, servePersistent, statusOfRuntimeError } from "../../core/emulator/server.ts"
 import { emulatorHome, emulatorKey, persistentState } from "../../core/emulator/state.ts"
 import { CODESANDBOX_TIERS } from "../../core/resources.ts"
 import { jailLabels } from "../../core/jailLabels.ts"
@@ -280,9 +280,4 @@ export const startCodeSandboxEmulator = (dataDir: string, runtime: LocalRuntimeS
 }
 
 /** The emulator for the running gateway: started in the caller's scope, stopped when it closes. */
-export const codesandboxEmulator: Effect.Effect<CodeSandboxEmulatorInfo, never, AppConfig | LocalRuntime | Scope.Scope> = Effect.gen(function*() {
-  const { dataDir } = yield* AppConfig
-  const runtime = yield* LocalRuntime
-  const handle = yield* Effect.acquireRelease(Effect.sync(() => startCodeSandboxEmulator(dataDir, runtime)), (h) => Effect.sync(() => h.stop()))
-  return { apiUrl: handle.apiUrl, apiKey: handle.apiKey, runtimeIdOf: handle.runtimeIdOf }
-})
+export const codesandboxEmulator: Effect.Effect<CodeSandboxEmulatorInfo, never, AppConfig | LocalRuntime | Scope.Scope> = scopedEmulator(startCodeSandboxEmulator, (h) => ({ apiUrl: h.apiUrl, apiKey: h.apiKey, runtimeIdOf: h.runtimeIdOf }))

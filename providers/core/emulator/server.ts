@@ -3,9 +3,11 @@
  * a small router from method and path pattern to handler, runtime calls that throw the runtime's typed error,
  * and the status for such an error.
  */
-import { Cause, Effect, Either, Exit, Option, ParseResult, Schema } from "effect"
+import { Cause, Effect, Either, Exit, Option, ParseResult, Schema, type Scope } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
+import { AppConfig } from "../../../src/Config.ts"
+import { LocalRuntime, type LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
 import { imagePullMessage } from "../errors.ts"
 
 /** Runs an Effect; its typed failure (a RuntimeError with its `kind`) is what gets thrown. */
@@ -128,3 +130,17 @@ export const decodeJsonBody = async <A, I>(
   if (Either.isRight(decoded)) return { ok: true, value: decoded.right }
   return { ok: false, problem: "shape", message: `invalid request body: ${ParseResult.TreeFormatter.formatErrorSync(decoded.left).replace(/\s+/g, " ").slice(0, 300)}` }
 }
+
+/**
+ * An emulator for the running gateway, started on its DATA_DIR and local runtime in the caller's scope and
+ * stopped when that closes; `info` is what of it the adapter is pointed at.
+ */
+export const scopedEmulator = <H extends { readonly stop: () => void }, I>(
+  start: (dataDir: string, runtime: LocalRuntimeShape) => H,
+  info: (handle: H) => I
+): Effect.Effect<I, never, AppConfig | LocalRuntime | Scope.Scope> =>
+  Effect.gen(function*() {
+    const { dataDir } = yield* AppConfig
+    const runtime = yield* LocalRuntime
+    return info(yield* Effect.acquireRelease(Effect.sync(() => start(dataDir, runtime)), (h) => Effect.sync(() => h.stop())))
+  })

@@ -8,7 +8,7 @@
 import { Context, Effect, Layer, type Scope } from "effect"
 import { AppConfig } from "../../../src/Config.ts"
 import { LocalRuntime, type LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
-import { emulatorMessage, servePersistent } from "../../core/emulator/server.ts"
+import { emulatorMessage, scopedEmulator, servePersistent } from "../../core/emulator/server.ts"
 import { ENVD_PORT } from "../adapter/wire.ts"
 import { makeBooks } from "./books.ts"
 import { makeControl } from "./control.ts"
@@ -65,12 +65,7 @@ export const startE2BEmulator = (dataDir: string, runtime: LocalRuntimeShape): E
 }
 
 /** The emulator for the running gateway: started in the caller's scope, stopped when it closes. */
-export const e2bEmulator: Effect.Effect<E2BEmulatorInfo, never, AppConfig | LocalRuntime | Scope.Scope> = Effect.gen(function*() {
-  const { dataDir } = yield* AppConfig
-  const runtime = yield* LocalRuntime
-  const handle = yield* Effect.acquireRelease(Effect.sync(() => startE2BEmulator(dataDir, runtime)), (h) => Effect.sync(() => h.stop()))
-  return { apiUrl: handle.apiUrl, sandboxUrl: handle.sandboxUrl, apiKey: handle.apiKey }
-})
+export const e2bEmulator: Effect.Effect<E2BEmulatorInfo, never, AppConfig | LocalRuntime | Scope.Scope> = scopedEmulator(startE2BEmulator, (h) => ({ apiUrl: h.apiUrl, sandboxUrl: h.sandboxUrl, apiKey: h.apiKey }))
 
 export class E2BEmulator extends Context.Tag("providers/e2b/E2BEmulator")<E2BEmulator, E2BEmulatorInfo>() {}
 export const E2BEmulatorLive = Layer.scoped(E2BEmulator, e2bEmulator)

@@ -8,7 +8,7 @@
 import { Effect, type Scope } from "effect"
 import { AppConfig } from "../../../src/Config.ts"
 import { LocalRuntime, type LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
-import { emulatorMessage, makeRouter, route, servePersistent, statusOfRuntimeError } from "../../core/emulator/server.ts"
+import { emulatorMessage, makeRouter, route, scopedEmulator, servePersistent, statusOfRuntimeError } from "../../core/emulator/server.ts"
 import { makeBooks, type Vm } from "./books.ts"
 import { makeControl } from "./control.ts"
 import { makeFilesystem } from "./filesystem.ts"
@@ -99,9 +99,4 @@ export const startFreestyleEmulator = (dataDir: string, runtime: LocalRuntimeSha
 }
 
 /** The emulator for the running gateway: started in the caller's scope, stopped when it closes. */
-export const freestyleEmulator: Effect.Effect<FreestyleEmulatorInfo, never, AppConfig | LocalRuntime | Scope.Scope> = Effect.gen(function*() {
-  const { dataDir } = yield* AppConfig
-  const runtime = yield* LocalRuntime
-  const handle = yield* Effect.acquireRelease(Effect.sync(() => startFreestyleEmulator(dataDir, runtime)), (h) => Effect.sync(() => h.stop()))
-  return { apiUrl: handle.apiUrl, apiKey: handle.apiKey }
-})
+export const freestyleEmulator: Effect.Effect<FreestyleEmulatorInfo, never, AppConfig | LocalRuntime | Scope.Scope> = scopedEmulator(startFreestyleEmulator, (h) => ({ apiUrl: h.apiUrl, apiKey: h.apiKey }))

@@ -26,7 +26,7 @@ import { Effect, Option, type Scope, Schema } from "effect"
 import * as crypto from "node:crypto"
 import { AppConfig } from "../../../src/Config.ts"
 import { LocalRuntime, type LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
-import { runOrThrow } from "../../core/emulator/server.ts"
+import { runOrThrow, scopedEmulator } from "../../core/emulator/server.ts"
 import { emulatorHome, emulatorKey, persistentState } from "../../core/emulator/state.ts"
 import { jailLabels } from "../../core/jailLabels.ts"
 import { type ModalApi, ModalApiError, type ModalFileInfo, type ModalProcess, type ModalResourceUsage } from "../adapter/api.ts"
@@ -333,9 +333,4 @@ export const startModalEmulator = (dataDir: string, runtime: LocalRuntimeShape):
 }
 
 /** The emulator for the running gateway: started in the caller's scope, stopped when it closes. */
-export const modalEmulator: Effect.Effect<ModalEmulatorInfo, never, AppConfig | LocalRuntime | Scope.Scope> = Effect.gen(function*() {
-  const { dataDir } = yield* AppConfig
-  const runtime = yield* LocalRuntime
-  const handle = yield* Effect.acquireRelease(Effect.sync(() => startModalEmulator(dataDir, runtime)), (h) => Effect.sync(() => h.stop()))
-  return { tokenId: handle.tokenId, tokenSecret: handle.tokenSecret, api: handle.api, runtimeIdOf: handle.runtimeIdOf }
-})
+export const modalEmulator: Effect.Effect<ModalEmulatorInfo, never, AppConfig | LocalRuntime | Scope.Scope> = scopedEmulator(startModalEmulator, (h) => ({ tokenId: h.tokenId, tokenSecret: h.tokenSecret, api: h.api, runtimeIdOf: h.runtimeIdOf }))

@@ -20,7 +20,7 @@ import { Effect, Option, Schema, type Scope } from "effect"
 import * as crypto from "node:crypto"
 import { AppConfig } from "../../../src/Config.ts"
 import { LocalRuntime, type LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
-import { emulatorMessage, makeRouter, route, runOrThrow as run, servePersistent, statusOfRuntimeError, decodeJsonBody } from "../../core/emulator/server.ts"
+import { decodeJsonBody, emulatorMessage, makeRouter, route, runOrThrow as run, scopedEmulator, servePersistent, statusOfRuntimeError } from "../../core/emulator/server.ts"
 import { emulatorHome, emulatorKey, persistentState } from "../../core/emulator/state.ts"
 import { jailLabels } from "../../core/jailLabels.ts"
 import { DEFAULT_IMAGE, IDLE_COMMAND, planCentsPerHour, planSize, sandboxIdOfDescription } from "../adapter/wire.ts"
@@ -289,12 +289,7 @@ export const startNorthflankEmulator = (dataDir: string, runtime: LocalRuntimeSh
 }
 
 /** The emulator for the running gateway: started in the caller's scope, stopped when it closes. */
-export const northflankEmulator: Effect.Effect<NorthflankEmulatorInfo, never, AppConfig | LocalRuntime | Scope.Scope> = Effect.gen(function*() {
-  const { dataDir } = yield* AppConfig
-  const runtime = yield* LocalRuntime
-  const handle = yield* Effect.acquireRelease(Effect.sync(() => startNorthflankEmulator(dataDir, runtime)), (h) => Effect.sync(() => h.stop()))
-  return { apiUrl: handle.apiUrl, apiToken: handle.apiToken, projectId: handle.projectId, runtimeIdOf: handle.runtimeIdOf }
-})
+export const northflankEmulator: Effect.Effect<NorthflankEmulatorInfo, never, AppConfig | LocalRuntime | Scope.Scope> = scopedEmulator(startNorthflankEmulator, (h) => ({ apiUrl: h.apiUrl, apiToken: h.apiToken, projectId: h.projectId, runtimeIdOf: h.runtimeIdOf }))
 
 /** The architectures the emulator serves: the host's. */
 export const EMULATED_ARCHITECTURES: ReadonlyArray<"x86_64" | "arm64"> = [HOST_ARCH === "arm" ? "arm64" : "x86_64"]

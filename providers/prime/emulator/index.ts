@@ -8,7 +8,7 @@
 import { Effect, type Scope } from "effect"
 import { AppConfig } from "../../../src/Config.ts"
 import { LocalRuntime, type LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
-import { emulatorMessage, makeRouter, route, servePersistent, statusOfRuntimeError } from "../../core/emulator/server.ts"
+import { emulatorMessage, makeRouter, route, scopedEmulator, servePersistent, statusOfRuntimeError } from "../../core/emulator/server.ts"
 import { type Books, makeBooks } from "./books.ts"
 import { makeControl } from "./control.ts"
 import { GatewayGone, makeGateway } from "./gateway.ts"
@@ -81,9 +81,4 @@ export const startPrimeEmulator = (dataDir: string, runtime: LocalRuntimeShape):
 }
 
 /** The emulator for the running gateway: started in the caller's scope, stopped when it closes. */
-export const primeEmulator: Effect.Effect<PrimeEmulatorInfo, never, AppConfig | LocalRuntime | Scope.Scope> = Effect.gen(function*() {
-  const { dataDir } = yield* AppConfig
-  const runtime = yield* LocalRuntime
-  const handle = yield* Effect.acquireRelease(Effect.sync(() => startPrimeEmulator(dataDir, runtime)), (h) => Effect.sync(() => h.stop()))
-  return { apiUrl: handle.apiUrl, apiKey: handle.apiKey }
-})
+export const primeEmulator: Effect.Effect<PrimeEmulatorInfo, never, AppConfig | LocalRuntime | Scope.Scope> = scopedEmulator(startPrimeEmulator, (h) => ({ apiUrl: h.apiUrl, apiKey: h.apiKey }))

@@ -7,7 +7,7 @@
 import { Effect, type Scope } from "effect"
 import { AppConfig } from "../../../src/Config.ts"
 import { LocalRuntime, type LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
-import { emulatorMessage, makeRouter, route, servePersistent, statusOfRuntimeError } from "../../core/emulator/server.ts"
+import { emulatorMessage, makeRouter, route, scopedEmulator, servePersistent, statusOfRuntimeError } from "../../core/emulator/server.ts"
 import { type Books, type Devbox, makeBooks } from "./books.ts"
 import { makeControl } from "./control.ts"
 import { makeFilesystem } from "./filesystem.ts"
@@ -97,9 +97,4 @@ export const startRunloopEmulator = (dataDir: string, runtime: LocalRuntimeShape
 }
 
 /** The emulator for the running gateway: started in the caller's scope, stopped when it closes. */
-export const runloopEmulator: Effect.Effect<RunloopEmulatorInfo, never, AppConfig | LocalRuntime | Scope.Scope> = Effect.gen(function*() {
-  const { dataDir } = yield* AppConfig
-  const runtime = yield* LocalRuntime
-  const handle = yield* Effect.acquireRelease(Effect.sync(() => startRunloopEmulator(dataDir, runtime)), (h) => Effect.sync(() => h.stop()))
-  return { apiUrl: handle.apiUrl, apiKey: handle.apiKey }
-})
+export const runloopEmulator: Effect.Effect<RunloopEmulatorInfo, never, AppConfig | LocalRuntime | Scope.Scope> = scopedEmulator(startRunloopEmulator, (h) => ({ apiUrl: h.apiUrl, apiKey: h.apiKey }))

@@ -8,7 +8,7 @@
 import { Effect, type Scope } from "effect"
 import { AppConfig } from "../../../src/Config.ts"
 import { LocalRuntime, type LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
-import { emulatorMessage, makeRouter, route, servePersistent, statusOfRuntimeError } from "../../core/emulator/server.ts"
+import { emulatorMessage, makeRouter, route, scopedEmulator, servePersistent, statusOfRuntimeError } from "../../core/emulator/server.ts"
 import { makeBooks } from "./books.ts"
 import { makeControl } from "./control.ts"
 import { makeFilesystem } from "./filesystem.ts"
@@ -90,9 +90,4 @@ export const startVercelEmulator = (dataDir: string, runtime: LocalRuntimeShape)
 }
 
 /** The emulator for the running gateway: started in the caller's scope, stopped when it closes. */
-export const vercelEmulator: Effect.Effect<VercelEmulatorInfo, never, AppConfig | LocalRuntime | Scope.Scope> = Effect.gen(function*() {
-  const { dataDir } = yield* AppConfig
-  const runtime = yield* LocalRuntime
-  const handle = yield* Effect.acquireRelease(Effect.sync(() => startVercelEmulator(dataDir, runtime)), (h) => Effect.sync(() => h.stop()))
-  return { apiUrl: handle.apiUrl, token: handle.token, teamId: handle.teamId, projectId: handle.projectId, runtimeIdOf: handle.runtimeIdOf }
-})
+export const vercelEmulator: Effect.Effect<VercelEmulatorInfo, never, AppConfig | LocalRuntime | Scope.Scope> = scopedEmulator(startVercelEmulator, (h) => ({ apiUrl: h.apiUrl, token: h.token, teamId: h.teamId, projectId: h.projectId, runtimeIdOf: h.runtimeIdOf }))
