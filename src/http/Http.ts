@@ -50,7 +50,7 @@ import type { ProcessesRepo } from "../db/repos/Processes.ts"
 import type { SandboxesRepo } from "../db/repos/Sandboxes.ts"
 import { NodesRepo } from "../db/repos/Nodes.ts"
 import { nowIso } from "../domain/Time.ts"
-import { forward, ownerUrl, wasForwarded } from "../services/Forwarding.ts"
+import { forward, isClustered, ownerUrl, wasForwarded } from "../services/Forwarding.ts"
 import { Telemetry } from "../services/Telemetry.ts"
 import { provideRepositories, type Repositories } from "../db/Database.ts"
 import { FOLLOW_HEARTBEAT_MS } from "./Sse.ts"
@@ -109,7 +109,10 @@ const ServerLive = Layer.unwrapScoped(
     // Requests that call a local sandbox's provider at once go to the node it lives on (services/Forwarding.ts),
     // whichever route would serve them here (the raw-write route included); a terminal attach is relayed there.
     const runRepositories = Runtime.runPromise(yield* Effect.runtime<Repositories>())
-    const ownerOf = (sandboxId: string) => runRepositories(ownerUrl(config, sandboxId, "api")).catch(() => undefined)
+    // The only node (on SQLite) asks nothing of the database per request.
+    const ownerOf = !isClustered(config)
+      ? () => Promise.resolve(undefined)
+      : (sandboxId: string) => runRepositories(ownerUrl(config, sandboxId, "api")).catch(() => undefined)
     routes[ATTACH_PATH] = attachRoute(yield* Effect.runtime<ProcessesRepo | SandboxesRepo | ProviderAccounts>(), config, ownerOf) as (typeof routes)[string]
     const scrape = yield* metricsRoute(yield* Effect.runtime<Telemetry | Repositories>())
     if (scrape !== undefined) routes["/metrics"] = scrape

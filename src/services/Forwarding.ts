@@ -50,9 +50,13 @@ export const isForwardMark = (config: AppConfigShape, method: string, requestUrl
   return expected.length === actual.length && timingSafeEqual(expected, actual)
 }
 
+/** Whether other replicas may exist: they need PostgreSQL; on SQLite this gateway is the only node. */
+export const isClustered = (config: AppConfigShape): boolean => config.databaseUrl !== undefined
+
 /** The owner's base URL when `sandboxId` lives on another node that is alive; `pick` chooses which of its URLs. */
 export const ownerUrl = (config: AppConfigShape, sandboxId: string, pick: "api" | "endpoints") =>
   Effect.gen(function*() {
+    if (!isClustered(config)) return undefined
     const owner = yield* NodesRepo.ownerOf(sandboxId)
     if (owner === undefined || owner.id === nodeIdOf(config) || owner.lost_at !== null) return undefined
     const graceMs = (config.nodeGraceSeconds ?? 60) * 1000
