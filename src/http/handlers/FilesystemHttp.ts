@@ -59,7 +59,6 @@ export const FilesystemLive = HttpApiBuilder.group(Api, "filesystem", (handlers)
             yield* HttpApp.appendPreResponseHandler((_req, res) => Effect.succeed(HttpServerResponse.setHeader(res, "content-range", `bytes */${read.size}`)))
             return yield* new RangeNotSatisfiable({ code: "range_not_satisfiable", message: `The range is malformed or outside the file's ${read.size} bytes`, details: { size_bytes: read.size } })
           }
-          const runtime = yield* Effect.runtime<never>()
           const [from, to] = read.range === undefined ? [0, read.size - 1] : [read.range.start, read.range.end]
           const length = Math.max(0, to - from + 1)
           const headersOut = {
@@ -69,7 +68,7 @@ export const FilesystemLive = HttpApiBuilder.group(Api, "filesystem", (handlers)
           }
           // One read's worth comes whole, with its Content-Length; more is streamed piece by piece (Bun sends a
           // body that is still being read chunked, without Content-Length).
-          const body: BodyInit = length === 0 ? new Uint8Array() : length <= read.piece ? asBody(yield* read.readPiece(from, to)) : read.stream(from, to, runtime)
+          const body: BodyInit = length === 0 ? new Uint8Array() : length <= read.piece ? asBody(yield* read.readPiece(from, to)) : yield* read.open(from, to)
           return HttpServerResponse.raw(new Response(body, { status: read.range === undefined ? 200 : 206, headers: { "content-type": "application/octet-stream", ...headersOut } }))
         }).pipe(provide))
       .handle("writeContent", ({ path, payload, urlParams }) =>

@@ -22,17 +22,6 @@ import { touchSandbox } from "./SandboxRows.ts"
 /** A streamed read asks for this much at a time (less in flight between the hops than a whole provider read). */
 const STREAM_PIECE = 2 * 1024 * 1024
 
-/** The next chunk of a provider's stream into ours; its end ends ours, its error (a short or long file) errors ours. */
-const pipeFrom = async (reader: ReadableStreamDefaultReader<Uint8Array>, controller: ReadableStreamDefaultController<Uint8Array>) => {
-  try {
-    const { done, value } = await reader.read()
-    if (done) controller.close()
-    else controller.enqueue(value)
-  } catch {
-    controller.error(new Error("the file changed while it was read"))
-  }
-}
-
 /** A file's identity for caching: its size and modification time (weak: equal bytes may differ in time). */
 const etagOf = (entry: ProviderFileEntry) => {
   const mtime = Date.parse(entry.modifiedAt)
@@ -100,8 +89,8 @@ export interface RawRead {
   readonly etag: string | undefined
   readonly range: RangeRequest | undefined | "unsatisfiable"
   readonly notModified: boolean
-  /** The bytes from `from` to `to` (inclusive) as the stream is pulled: one download where the provider streams a range, else piece by piece. */
-  readonly stream: (from: number, to: number, runtime: Runtime.Runtime<never>) => ReadableStream<Uint8Array>
+  /** The bytes from `from` to `to` (inclusive) as a stream: one download where the provider streams a range, else read piece by piece as it is pulled. */
+  readonly open: (from: number, to: number) => Effect.Effect<ReadableStream<Uint8Array>, NotFound | Unprocessable | ServiceUnavailable | Conflict>
   /** Bytes that fit in one read come whole (and get a Content-Length): at most this many. */
   readonly piece: number
   readonly readPiece: (from: number, to: number) => Effect.Effect<Uint8Array, NotFound | Unprocessable | ServiceUnavailable | Conflict>
@@ -127,11 +116,11 @@ export const readRaw = (caller: Caller, sandboxId: string, path: string, headers
     const etag = etagOf(entry)
     /** Bytes from offset 0 already read, when they belong to the file the stat found. */
     const first = Option.isSome(firstRead) && firstRead.value.sizeBytes === entry.sizeBytes ? firstRead.value.data : undefined
-    const stream = (from: number, to: number, runtime: Runtime.Runtime<never>) => {
+    const whole = provider.readFileStream
+    /** Piece by piece, each read as the response is pulled (the first may already be here). */
+    const inPieces = (from: number, to: number, runtime: Runtime.Runtime<never>) => {
       let offset = from
-      let streamed: ReadableStreamDefaultReader<Uint8Array> | undefined
       return new ReadableStream<Uint8Array>({
-        cancel: (reason) => void streamed?.cancel(reason).catch(() => {}),
         pull: async (controller) => {
           if (offset > to) return controller.close()
           if (offset === 0 && first !== undefined && first.length > 0) {
@@ -139,15 +128,6 @@ export const readRaw = (caller: Caller, sandboxId: string, path: string, headers
             controller.enqueue(head)
             offset += head.length
             return
-          }
-          if (streamed !== undefined) return pipeFrom(streamed, controller)
-          const whole = provider.readFileStream
-          if (whole !== undefined) {
-            // One download of the rest, passed on as it comes (the provider's stream holds it to that length).
-            const opened = await Runtime.runPromise(runtime)(Effect.either(whole(resource, { path, offsetBytes: offset, length: to - offset + 1 })))
-            if (opened._tag === "Left") return controller.error(new Error("the file changed while it was read"))
-            streamed = opened.right.getReader()
-            return pipeFrom(streamed, controller)
           }
           const read = await Runtime.runPromise(runtime)(
             Effect.either(provider.readFile(resource, { path, offsetBytes: offset, maxBytes: Math.min(STREAM_PIECE, piece, to - offset + 1) }))
@@ -159,6 +139,12 @@ export const readRaw = (caller: Caller, sandboxId: string, path: string, headers
         }
       }, { highWaterMark: 0 })
     }
+    // One download where the provider streams a range: its body is the response's (held to the length by the
+    // adapter; framed by the provider's Content-Length, it passes without a JavaScript stage).
+    const open = (from: number, to: number) =>
+      whole !== undefined
+        ? whole(resource, { path, offsetBytes: from, length: to - from + 1 }).pipe(Effect.catchAll(failed("read", path)))
+        : Effect.map(Effect.runtime<never>(), (runtime) => inPieces(from, to, runtime))
     const readPiece = (from: number, to: number) =>
       from === 0 && first !== undefined && first.length >= Math.min(to + 1, entry.sizeBytes) ? Effect.succeed(first.subarray(0, to + 1)) : provider.readFile(resource, { path, offsetBytes: from, maxBytes: to - from + 1 }).pipe(
         Effect.map((r) => r.data),
@@ -171,7 +157,7 @@ export const readRaw = (caller: Caller, sandboxId: string, path: string, headers
       etag,
       range: parseRange(headers.range, entry.sizeBytes),
       notModified: etag !== undefined && headers.ifNoneMatch !== undefined && headers.ifNoneMatch.split(",").some((t) => t.trim() === etag || t.trim() === "*"),
-      stream
+      open
     } satisfies RawRead
   })
 
