@@ -80,6 +80,26 @@ describe("raw files", () => {
     expect(new Bun.CryptoHasher("sha256").update(await res.arrayBuffer()).digest("hex")).toBe(sum)
   }, 60_000)
 
+  it("a file cut short while it streams never passes as whole: the response errors", async () => {
+    await runProcess(http, auth, sandbox.id, ["sh", "-c", "mkdir -p /workspace/raw && head -c 67108864 /dev/urandom > /workspace/raw/shrinks.bin"])
+    const res = await get("/workspace/raw/shrinks.bin")
+    expect(res.status).toBe(200)
+    const reader = res.body!.getReader()
+    let received = (await reader.read()).value?.length ?? 0
+    // The client stops reading; the file loses most of its bytes in the sandbox meanwhile.
+    await runProcess(http, auth, sandbox.id, ["truncate", "-s", "1048576", "/workspace/raw/shrinks.bin"])
+    const rest = (async () => {
+      for (;;) {
+        const { done, value } = await reader.read()
+        if (done) return "ended"
+        received += value.length
+      }
+    })()
+    // Ending cleanly would pass a short file as the whole one.
+    await expect(rest).rejects.toThrow()
+    expect(received).toBeLessThan(67108864)
+  }, 60_000)
+
   it("serves a file of a directory too large to list whole (10,000 entries), and says a directory is one", async () => {
     await runProcess(http, auth, sandbox.id, ["sh", "-c", "mkdir -p /workspace/many/sub && cd /workspace/many && seq 10005 | xargs touch && printf found > target"])
     const res = await get("/workspace/many/target")

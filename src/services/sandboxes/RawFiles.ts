@@ -139,12 +139,39 @@ export const readRaw = (caller: Caller, sandboxId: string, path: string, headers
         }
       }, { highWaterMark: 0 })
     }
-    // One download where the provider streams a range: its body is the response's (held to the length by the
-    // adapter; framed by the provider's Content-Length, it passes without a JavaScript stage).
-    const open = (from: number, to: number) =>
-      whole !== undefined
-        ? whole(resource, { path, offsetBytes: from, length: to - from + 1 }).pipe(Effect.catchAll(failed("read", path)))
-        : Effect.map(Effect.runtime<never>(), (runtime) => inPieces(from, to, runtime))
+    /** The bytes already read, then the rest's stream as it comes. */
+    const after = (head: Uint8Array, rest: ReadableStream<Uint8Array>) => {
+      const reader = rest.getReader()
+      let sent = false
+      return new ReadableStream<Uint8Array>({
+        cancel: (reason) => reader.cancel(reason).catch(() => {}),
+        pull: async (controller) => {
+          if (!sent) {
+            sent = true
+            return controller.enqueue(head)
+          }
+          try {
+            const { done, value } = await reader.read()
+            if (done) controller.close()
+            else controller.enqueue(value)
+          } catch {
+            controller.error(new Error("the file changed while it was read"))
+          }
+        }
+      }, { highWaterMark: 0 })
+    }
+    // One download where the provider streams a range, opened before the response (a failure is an envelope, not
+    // a cut body): its body is the response's (held to the length by the adapter), after the first piece when
+    // that is already here. Else piece by piece.
+    const open = (from: number, to: number) => {
+      if (whole === undefined) return Effect.map(Effect.runtime<never>(), (runtime) => inPieces(from, to, runtime))
+      const head = from === 0 && first !== undefined && first.length > 0 && first.length <= to ? first : undefined
+      const start = head === undefined ? from : head.length
+      return whole(resource, { path, offsetBytes: start, length: to - start + 1 }).pipe(
+        Effect.map((rest) => (head === undefined ? rest : after(head, rest))),
+        Effect.catchAll(failed("read", path))
+      )
+    }
     const readPiece = (from: number, to: number) =>
       from === 0 && first !== undefined && first.length >= Math.min(to + 1, entry.sizeBytes) ? Effect.succeed(first.subarray(0, to + 1)) : provider.readFile(resource, { path, offsetBytes: from, maxBytes: to - from + 1 }).pipe(
         Effect.map((r) => r.data),
