@@ -77,6 +77,23 @@ const server = Bun.serve({ port: 0, hostname: "127.0.0.1", maxRequestBodySize: 6
 console.log("http://127.0.0.1:" + server.port + "/")
 `
 
+/** The floor of moving 10 MiB at all: a bare TCP socket in its own process that counts the bytes and answers one. */
+const BARE_SOCKET_SERVER = `
+const net = require("node:net")
+const size = Number(process.argv.at(-1))
+const server = net.createServer((socket) => {
+  let received = 0
+  socket.on("data", (d) => {
+    received += d.length
+    if (received >= size) {
+      received -= size
+      socket.write("k")
+    }
+  })
+})
+server.listen(0, "127.0.0.1", () => console.log(String(server.address().port)))
+`
+
 const firstLine = async (stream: ReadableStream<Uint8Array>) => {
   const decoder = new TextDecoder()
   let text = ""
@@ -264,6 +281,23 @@ try {
   report("  (10 MiB read from a bare Bun.serve)", bareRead, { name: "direct file read", s: directRead })
   report("  (raw read against that floor)", rawRead, { name: "bare Bun.serve read", s: bareRead })
   report("  (10 MiB write to a bare Bun.serve)", bareWrite, { name: "direct file write", s: directWrite })
+  // Below HTTP: the same bytes through a bare loopback TCP socket to another process (no HTTP, no file).
+  const bareSocket = Bun.spawn(["bun", "-e", BARE_SOCKET_SERVER, String(tenMiB.length)], { stdout: "pipe", stderr: "inherit" })
+  const socketPort = Number(await firstLine(bareSocket.stdout))
+  let answered: (() => void) | undefined
+  let drained: (() => void) | undefined
+  const socket = await Bun.connect({ hostname: "127.0.0.1", port: socketPort, socket: { data: () => answered?.(), drain: () => drained?.() } })
+  const socketWrite = await time(async () => {
+    const ack = new Promise<void>((resolve) => (answered = resolve))
+    for (let at = 0; at < tenMiB.length;) {
+      at += socket.write(tenMiB.subarray(at))
+      if (at < tenMiB.length) await new Promise<void>((resolve) => (drained = resolve))
+    }
+    await ack
+  }, 10, 1)
+  socket.end()
+  bareSocket.kill()
+  report("  (10 MiB through a bare TCP socket)", socketWrite, { name: "direct file write", s: directWrite })
   report("  (raw write against that floor)", rawWrite, { name: "bare Bun.serve write", s: bareWrite })
   // What the sandbox's own disk costs: a process inside writes the same 10 MiB to a new file (timed inside, so
   // without its start). A sandbox's disk is a loop-mounted image of its own (the per-sandbox disk limit), not the
