@@ -5,7 +5,7 @@
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import { AgentError, intParam, invalid, json, shortPath } from "./common.ts"
+import { AgentError, intParam, invalid, json, RUN_DIR, shortPath } from "./common.ts"
 import { byTag, EXECS_DIR, type Exec, execs, type ExitFields, finish, onOutput, procStart, readEvents, signalGroup, T_STDERR, T_STDOUT, track, waitForEvents } from "./events.ts"
 
 /** Cgroup files a command joins before it runs (the runtime binds them in when cgroups are in use). */
@@ -24,6 +24,114 @@ const SHELL: ReadonlyArray<string> = (() => {
 })()
 /** After the command itself exited, how long its pipes may stay open (held by a background child). */
 const PIPE_GRACE_MS = 200
+/** What every command's environment starts from (the request's env adds to it and may replace it). */
+const BASE_ENV: Readonly<Record<string, string>> = {
+  PATH: "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+  HOME: "/workspace",
+  USER: "user",
+  LANG: "C.UTF-8"
+}
+
+/** A word the shell reads back as exactly `s` (single quotes; a quote inside is closed, escaped and reopened). */
+const shellWord = (s: string) => `'${s.replaceAll("'", `'\\''`)}'`
+const SHELL_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/
+
+/**
+ * The next command's shell, started early. Joining a cgroup (writing its procs file) waits in the kernel for an
+ * RCU grace period — about 10 ms here, most of a short command's start — so when a command starts, the shell for
+ * the one after it is spawned and joins the command cgroups meanwhile, then waits for a line on its standard
+ * input. A command that claims it writes its script (stdin, cwd, environment, exec of the argv) and that line; the
+ * shell sources the script and execs the command: the same pid, session, pipes and cgroups as a shell spawned for
+ * it. Agents run commands in bursts; one not claimed within STANDBY_MS is killed, so an idle sandbox's command
+ * cgroups empty. The script sits in the sandbox's own filesystem: a sandbox that edits it (or kills or stops the
+ * shell) runs its own code in its own cgroups, or falls back to a shell spawned for the command.
+ */
+interface Standby {
+  readonly proc: Bun.Subprocess<"pipe", "pipe", "pipe">
+  readonly script: string
+  readonly expiry: ReturnType<typeof setTimeout>
+}
+const STANDBY_DIR = path.join(RUN_DIR, "standby")
+const STANDBY_MS = 2000
+let standby: Standby | undefined
+
+const spawnStandby = () => {
+  if (CGROUP_FILES.length === 0 || standby !== undefined) return
+  try {
+    fs.mkdirSync(STANDBY_DIR, { recursive: true })
+    const script = path.join(STANDBY_DIR, `${crypto.randomUUID()}.sh`)
+    const join = CGROUP_FILES.map((f) => `echo $$ > ${f} || exit 125`).join("; ")
+    const proc = Bun.spawn({
+      cmd: [...SHELL, "-c", `${join}; IFS= read -r go || exit 125; . "$1"`, "sh", script],
+      cwd: "/",
+      env: { ...BASE_ENV },
+      stdin: "pipe",
+      stdout: "pipe",
+      stderr: "pipe",
+      detached: true
+    })
+    void proc.exited.then(() => fs.rmSync(script, { force: true }))
+    const expiry = setTimeout(() => {
+      if (standby?.proc !== proc) return
+      standby = undefined
+      proc.kill("SIGKILL")
+    }, STANDBY_MS)
+    standby = { proc, script, expiry }
+  } catch {
+    // None: the next command gets a shell spawned for it.
+  }
+}
+
+/** Whether `pid` waits as a standby does: not gone, not a zombie, not stopped or traced (it would never read its line). */
+const isWaiting = (pid: number) => {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8")
+    return !"ZXxTt".includes(stat.charAt(stat.lastIndexOf(")") + 2))
+  } catch {
+    return false
+  }
+}
+
+/** The waiting shell, if it still waits; it is no longer the standby either way. */
+const claimStandby = (): Standby | undefined => {
+  const claimed = standby
+  standby = undefined
+  if (claimed === undefined) return undefined
+  clearTimeout(claimed.expiry)
+  if (claimed.proc.exitCode === null && claimed.proc.signalCode === null && isWaiting(claimed.proc.pid)) return claimed
+  claimed.proc.kill("SIGKILL")
+  return undefined
+}
+
+/** What a claimed standby sources: standard input, working directory, environment, then the command itself. */
+const standbyScript = (spec: ExecRequest, cwd: string, env: Readonly<Record<string, string>>) =>
+  [
+    ...(spec.stdin === false ? ["exec </dev/null"] : []),
+    `cd -- ${shellWord(cwd)} || exit 125`,
+    // The shell's own note of where it was (a shell spawned in `cwd` has none).
+    "unset OLDPWD",
+    ...Object.entries(env).map(([k, v]) => `export ${k}=${shellWord(v)}`),
+    `exec ${spec.command.map(shellWord).join(" ")}`,
+    ""
+  ].join("\n")
+
+/**
+ * Gives a claimed standby its command: the script (a new file: whatever the sandbox put at its name first makes
+ * this fail, and the command gets a shell of its own), then the line it waits for. Undefined when it cannot.
+ */
+const handOver = (claimed: Standby | undefined, spec: ExecRequest, cwd: string, env: Readonly<Record<string, string>>) => {
+  if (claimed === undefined) return undefined
+  try {
+    fs.writeFileSync(claimed.script, standbyScript(spec, cwd, env), { flag: "wx" })
+  } catch {
+    claimed.proc.kill("SIGKILL")
+    return undefined
+  }
+  claimed.proc.stdin.write("\n")
+  if (spec.stdin === false) void claimed.proc.stdin.end()
+  else void claimed.proc.stdin.flush()
+  return claimed
+}
 
 /** SIGTERM (or the given signal) to the whole process group, then SIGKILL after a grace period. */
 const killExec = (exec: Exec, signal: NodeJS.Signals) => {
@@ -108,13 +216,7 @@ const startExec = (spec: ExecRequest): Exec => {
     // dash calls the process limit -p, other shells -u.
     ...(spec.rlimits ? [`{ ulimit -p ${spec.rlimits.nproc} || ulimit -u ${spec.rlimits.nproc}; } 2>/dev/null || exit 125`, `ulimit -v ${spec.rlimits.asKb} || exit 125`] : [])
   ]
-  const env: Record<string, string> = {
-    PATH: "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-    HOME: "/workspace",
-    USER: "user",
-    LANG: "C.UTF-8",
-    ...spec.env
-  }
+  const env: Record<string, string> = { ...BASE_ENV, ...spec.env }
   const execId = newExecId()
   const dir = path.join(EXECS_DIR, execId)
   fs.mkdirSync(dir, { recursive: true })
@@ -150,7 +252,11 @@ const startExec = (spec: ExecRequest): Exec => {
       })
       exec.terminal = proc.terminal ?? null
     } else {
-      const spawned = Bun.spawn({
+      // Already in the command cgroups (cgroups in use, no rlimits to set, names the shell can export): the
+      // waiting shell runs it. Else a shell of its own, spawned for it. Either way the next one starts waiting.
+      const ready = spec.cgroup === true && spec.rlimits === undefined && Object.keys(env).every((k) => SHELL_NAME.test(k)) ? handOver(claimStandby(), spec, cwd, env) : undefined
+      if (spec.cgroup === true) setImmediate(spawnStandby)
+      const spawned = ready?.proc ?? Bun.spawn({
         cmd,
         cwd,
         env,
