@@ -52,6 +52,21 @@ beforeAll(async () => {
 }, 60_000)
 afterAll(() => server.stop())
 
+/**
+ * The size of `dir`/upload.bin and what is in `dir`, once it reads `expected` (or after 5 s). After a broken
+ * upload the client has given up at once; the hops behind it (gateway, emulator, agent) see the break in turn,
+ * and the agent then removes what it had received beside the file: looked at until it has (a loaded host is slow).
+ */
+const settledListing = async (sandboxId: string, dir: string, expected: string) => {
+  const listing = async () => (await runProcess(http, auth, sandboxId, ["sh", "-c", `stat -c %s ${dir}/upload.bin; ls -A ${dir}`])).stdout
+  let seen = await listing()
+  for (let tries = 0; tries < 50 && seen !== expected; tries++) {
+    await Bun.sleep(100)
+    seen = await listing()
+  }
+  return seen
+}
+
 describe("raw writes that stream", () => {
   it("256 MiB goes up and comes back byte for byte, the gateway's memory flat", async () => {
     const before = rssKb(server.pid)
@@ -118,15 +133,7 @@ describe("raw writes that stream", () => {
   it("a body that breaks off changes nothing: the file keeps its bytes and nothing is left beside it", async () => {
     const res = await fetch(url(e2b.id, "/workspace/big/upload.bin"), { method: "PUT", headers: headers(), body: body(5, { fail: true }).stream, duplex: "half" } as RequestInit).catch(() => undefined)
     expect(res === undefined || res.status >= 400).toBe(true)
-    // The client has given up at once; the hops behind it (gateway, emulator, agent) see the break in turn, and
-    // the agent then removes what it had received beside the file: looked at until it has (a loaded host is slow).
-    const listing = () => runProcess(http, auth, e2b.id, ["sh", "-c", "stat -c %s /workspace/big/upload.bin; ls -A /workspace/big"])
-    let after = await listing()
-    for (let tries = 0; tries < 50 && after.stdout !== `${256 * MiB}\nupload.bin\n`; tries++) {
-      await Bun.sleep(100)
-      after = await listing()
-    }
-    expect(after.stdout).toBe(`${256 * MiB}\nupload.bin\n`)
+    expect(await settledListing(e2b.id, "/workspace/big", `${256 * MiB}\nupload.bin\n`)).toBe(`${256 * MiB}\nupload.bin\n`)
   }, 60_000)
 
   it("a symlink the sandbox plants is followed inside the sandbox only: a streamed write through it never lands on the host", async () => {
@@ -151,7 +158,7 @@ describe("raw writes that stream", () => {
     expect(crypto.createHash("sha256").update(down).digest("hex")).toBe(up.digest())
     // Broken off: nothing changes.
     await fetch(url(daytona.id, "/workspace/d/upload.bin"), { method: "PUT", headers: headers(), body: body(3, { fail: true }).stream, duplex: "half" } as RequestInit).catch(() => undefined)
-    expect((await runProcess(http, auth, daytona.id, ["sh", "-c", "stat -c %s /workspace/d/upload.bin; ls -A /workspace/d"])).stdout).toBe(`${64 * MiB}\nupload.bin\n`)
+    expect(await settledListing(daytona.id, "/workspace/d", `${64 * MiB}\nupload.bin\n`)).toBe(`${64 * MiB}\nupload.bin\n`)
   }, 60_000)
 
   it("a provider whose wire does not stream keeps its single-write limit (Vercel: 10 MiB)", async () => {
