@@ -38,6 +38,28 @@ describe("exec", () => {
     expect(info).toMatchObject({ execId: r.execId, state: "exited", exitCode: 7, tag: null })
   })
 
+  it("a command handed to the shell that waited for it runs as one spawned for it: argv, environment, cwd, stdin", async () => {
+    await run(rt.create({ id: "w", vcpu: 1, memoryMb: 128, internet: false, env: { SHARED: "sandbox" } }))
+    const tricky = ["a b", "c'd", "e\nf", "$HOME", "`id`", "", "--", "-n"]
+    const once = async () => {
+      const argv = await collect(rt, "w", (await run(rt.exec("w", { command: ["printf", "[%s]", ...tricky], maxOutputBytes: 1000 }))).execId)
+      const env = await sh(rt, "w", "env -0 | sort -z | tr '\\0' '\\n'; pwd", { env: { ODD: "x'y\nz", SHARED: "exec", EMPTY: "" }, cwd: "/tmp" })
+      return { argv: argv.stdout, env: env.stdout, exit: env.exit.exitCode }
+    }
+    // The first command after a create has a shell spawned for it; the ones right after it get the waiting one.
+    const first = await once()
+    const later = await once()
+    expect(first.argv).toBe(tricky.map((a) => `[${a}]`).join(""))
+    expect(later).toEqual(first)
+    expect(first.env).toContain("ODD=x'y\nz\n")
+    expect(first.env).not.toContain("OLDPWD")
+    expect(first.env).toMatch(/\/tmp\n$/)
+    const fed = await run(rt.exec("w", { command: ["cat"], maxOutputBytes: 100, stdin: true }))
+    await run(rt.sendInput("w", fed.execId, new TextEncoder().encode("typed"), true))
+    expect((await collect(rt, "w", fed.execId)).stdout).toBe("typed")
+    await run(rt.destroy("w"))
+  })
+
   it("reports a termination signal, a missing command, and is idempotent on its tag", async () => {
     const signalled = await sh(rt, "p", "kill -KILL $$")
     expect(signalled.exit).toMatchObject({ exitCode: null, signal: "SIGKILL" })
