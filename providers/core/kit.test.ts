@@ -1,5 +1,5 @@
 /** The provider kit: the wire helper, rate-card cost, polling, the emulator router and persistent books. */
-import { HttpClientRequest } from "@effect/platform"
+import { FetchHttpClient, HttpClient, HttpClientRequest } from "@effect/platform"
 import { Effect, Either, Option, Schema } from "effect"
 import * as fs from "node:fs"
 import * as os from "node:os"
@@ -11,7 +11,7 @@ import { persistentRecords, persistentState } from "./emulator/state.ts"
 import { pollUntil } from "./poll.ts"
 import { bufferedEvents, type ProviderError } from "./Provider.ts"
 import { json, scripted } from "./scripted-client.ts"
-import { makeWire, messageOf, rangeOfWhole } from "./wire.ts"
+import { exactBody, makeWire, messageOf, rangeOfWhole } from "./wire.ts"
 import { atMostEvery, sweepEvery } from "./emulator/state.ts"
 
 const failureOf = async <A>(effect: Effect.Effect<A, ProviderError>) => {
@@ -250,5 +250,82 @@ describe("bufferedEvents: a finished execution's buffered output as events", () 
     expect(cut.map(text)).toEqual(["stdout:abcd", "stderr:ef", "exit"])
     expect(cut.at(-1)).toMatchObject({ timedOut: true, outputTruncated: true })
     expect(bufferedEvents({ stdout: "a", stderr: "b" }, { exitCode: null, signal: "SIGTERM", cancelled: true }, 10, true).at(-1)).toMatchObject({ cancelled: true, outputTruncated: true })
+  })
+})
+
+describe("exactBody: a download held to its length", () => {
+  const MiB = 1024 * 1024
+  /** A server answering `sent` bytes for a request of `asked`, framed by Content-Length (`stated`) or chunked. */
+  const serve = (sent: number, stated?: number) =>
+    Bun.serve({
+      port: 0,
+      hostname: "127.0.0.1",
+      fetch: () => {
+        const piece = new Uint8Array(MiB).fill(7)
+        let left = sent
+        const body = new ReadableStream<Uint8Array>({
+          pull: async (c) => {
+            if (left <= 0) return c.close()
+            await Bun.sleep(2)
+            const n = Math.min(left, piece.length)
+            left -= n
+            c.enqueue(piece.subarray(0, n))
+          }
+        })
+        // A stated length goes out as Content-Length only for a body of known size (Bun chunks streams).
+        return stated === undefined ? new Response(body) : new Response(new Uint8Array(sent).fill(7), { headers: { "content-length": String(stated) } })
+      }
+    })
+  const download = (url: string, length: number) =>
+    Effect.runPromise(Effect.map(Effect.flatMap(HttpClient.HttpClient, (c) => c.get(url)).pipe(Effect.provide(FetchHttpClient.layer)), (r) => exactBody(r, length, "test download")))
+  const drain = async (body: ReadableStream<Uint8Array>) => {
+    let total = 0
+    for await (const chunk of body) {
+      total += chunk.length
+      // The response object is gone from here on: the collector must not abort the request under the body.
+      Bun.gc(true)
+    }
+    return total
+  }
+
+  it("a body framed by its exact Content-Length passes as fetch gives it, and outlives a collection of its response", async () => {
+    const server = serve(48 * MiB, 48 * MiB)
+    try {
+      expect(await drain(await download(server.url.href, 48 * MiB))).toBe(48 * MiB)
+    } finally {
+      server.stop(true)
+    }
+  })
+
+  it("handed to a server's response (as the gateway does), it streams whole while the collector runs", async () => {
+    const upstream = serve(48 * MiB, 48 * MiB)
+    const gateway = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: async () => new Response(await download(upstream.url.href, 48 * MiB)) })
+    const collect = setInterval(() => Bun.gc(true), 5)
+    try {
+      const res = await fetch(gateway.url)
+      let total = 0
+      for await (const chunk of res.body!) {
+        total += chunk.length
+        await Bun.sleep(1)
+      }
+      expect(total).toBe(48 * MiB)
+    } finally {
+      clearInterval(collect)
+      gateway.stop(true)
+      upstream.stop(true)
+    }
+  })
+
+  it("a chunked body is counted: exactly the length passes; a short one or a long one errors instead of ending", async () => {
+    for (const [sent, asked, ok] of [[24 * MiB, 24 * MiB, true], [24 * MiB - 1, 24 * MiB, false], [24 * MiB + 1, 24 * MiB, false]] as const) {
+      const server = serve(sent)
+      try {
+        const read = drain(await download(server.url.href, asked))
+        if (ok) expect(await read).toBe(asked)
+        else await expect(read).rejects.toThrow(/test download/)
+      } finally {
+        server.stop(true)
+      }
+    }
   })
 })
