@@ -21,6 +21,8 @@ import { touchSandbox } from "./SandboxRows.ts"
 
 /** A streamed read asks for this much at a time (less in flight between the hops than a whole provider read). */
 const STREAM_PIECE = 2 * 1024 * 1024
+/** The first piece a plain read asks for beside the stat where the provider streams ranges. */
+const SMALL_FILE = 1024 * 1024
 
 /** A file's identity for caching: its size and modification time (weak: equal bytes may differ in time). */
 const etagOf = (entry: ProviderFileEntry) => {
@@ -101,13 +103,16 @@ export const readRaw = (caller: Caller, sandboxId: string, path: string, headers
     const { sandbox, provider, resource } = yield* targetOf(caller, sandboxId)
     yield* requireCapability(sandbox, ["filesystem", "read"], "reading files")
     const piece = Math.max(1, provider.capabilities.files?.maxReadBytes ?? 8 * 1024 * 1024)
+    const whole = provider.readFileStream
     // A plain read (no range, no validator) will want the file's first piece whatever the stat says: it is asked
     // for at the same time as the stat, which saves a round trip through the provider. The stat decides; the
     // piece is used only when it was read at the size the stat found (else the file changed: it is read again).
+    // Where the wire streams a range, a file past one piece comes in one download from its start, so only a
+    // small first piece is asked for (most files an agent reads fit in it).
     const early = headers.range === undefined && headers.ifNoneMatch === undefined
     const [stat, firstRead] = yield* Effect.all([
       statOf(provider, resource, path).pipe(Effect.either),
-      early ? Effect.option(provider.readFile(resource, { path, offsetBytes: 0, maxBytes: piece })) : Effect.succeedNone
+      early ? Effect.option(provider.readFile(resource, { path, offsetBytes: 0, maxBytes: whole === undefined ? piece : Math.min(piece, SMALL_FILE) })) : Effect.succeedNone
     ], { concurrency: 2 })
     const entry = yield* Either.match(stat, { onLeft: failed("read", path), onRight: Effect.succeed })
     if (entry === undefined) return yield* new NotFound({ code: "file_not_found", message: `No such file or directory: ${path.slice(0, 200)}`, details: { reason: "not_found" } })
@@ -116,7 +121,6 @@ export const readRaw = (caller: Caller, sandboxId: string, path: string, headers
     const etag = etagOf(entry)
     /** Bytes from offset 0 already read, when they belong to the file the stat found. */
     const first = Option.isSome(firstRead) && firstRead.value.sizeBytes === entry.sizeBytes ? firstRead.value.data : undefined
-    const whole = provider.readFileStream
     /** Piece by piece, each read as the response is pulled (the first may already be here). */
     const inPieces = (from: number, to: number, runtime: Runtime.Runtime<never>) => {
       let offset = from
@@ -139,39 +143,13 @@ export const readRaw = (caller: Caller, sandboxId: string, path: string, headers
         }
       }, { highWaterMark: 0 })
     }
-    /** The bytes already read, then the rest's stream as it comes. */
-    const after = (head: Uint8Array, rest: ReadableStream<Uint8Array>) => {
-      const reader = rest.getReader()
-      let sent = false
-      return new ReadableStream<Uint8Array>({
-        cancel: (reason) => reader.cancel(reason).catch(() => {}),
-        pull: async (controller) => {
-          if (!sent) {
-            sent = true
-            return controller.enqueue(head)
-          }
-          try {
-            const { done, value } = await reader.read()
-            if (done) controller.close()
-            else controller.enqueue(value)
-          } catch {
-            controller.error(new Error("the file changed while it was read"))
-          }
-        }
-      }, { highWaterMark: 0 })
-    }
     // One download where the provider streams a range, opened before the response (a failure is an envelope, not
-    // a cut body): its body is the response's (held to the length by the adapter), after the first piece when
-    // that is already here. Else piece by piece.
-    const open = (from: number, to: number) => {
-      if (whole === undefined) return Effect.map(Effect.runtime<never>(), (runtime) => inPieces(from, to, runtime))
-      const head = from === 0 && first !== undefined && first.length > 0 && first.length <= to ? first : undefined
-      const start = head === undefined ? from : head.length
-      return whole(resource, { path, offsetBytes: start, length: to - start + 1 }).pipe(
-        Effect.map((rest) => (head === undefined ? rest : after(head, rest))),
-        Effect.catchAll(failed("read", path))
-      )
-    }
+    // a cut body): its body is the response's (held to the length by the adapter; framed by the provider's
+    // Content-Length, it passes without a JavaScript stage). Else piece by piece.
+    const open = (from: number, to: number) =>
+      whole === undefined
+        ? Effect.map(Effect.runtime<never>(), (runtime) => inPieces(from, to, runtime))
+        : whole(resource, { path, offsetBytes: from, length: to - from + 1 }).pipe(Effect.catchAll(failed("read", path)))
     const readPiece = (from: number, to: number) =>
       from === 0 && first !== undefined && first.length >= Math.min(to + 1, entry.sizeBytes) ? Effect.succeed(first.subarray(0, to + 1)) : provider.readFile(resource, { path, offsetBytes: from, maxBytes: to - from + 1 }).pipe(
         Effect.map((r) => r.data),
