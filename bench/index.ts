@@ -17,6 +17,7 @@ import { api, bootstrap, startServer, tempDataDir } from "../test/support/server
 import { createReadySandbox, idempotencyKey, minimalSandbox, poll, runProcess, waitRuntimeOperation } from "../test/support/sandbox.ts"
 import { alpineLike, startRegistry } from "../test/support/registry.ts"
 import { pgBinDir } from "../test/support/postgres.ts"
+import { startRemoteE2B } from "../test/support/remote-e2b.ts"
 import { benchPostgres, type PgFigures } from "./postgres.ts"
 
 const ROUNDS = Number(process.env["BENCH_ROUNDS"] ?? 30)
@@ -316,11 +317,11 @@ try {
   {
     const e2b = await createReadySandbox(http, auth, minimalSandbox({ provider: "e2b" }))
     const bigUrl = `${server.url}/v1/sandboxes/${e2b.id}/files/content?path=${encodeURIComponent("/workspace/gib.bin")}`
-    const rssMiB = () => Number(/VmRSS:\s+(\d+)/.exec(fs.readFileSync(`/proc/${server.pid}/status`, "utf8"))?.[1] ?? 0) / 1024
-    const measure = async (what: string, transfer: () => Promise<void>) => {
-      const before = rssMiB()
+    const rssMiB = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(fs.readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? 0) / 1024
+    const measure = async (what: string, transfer: () => Promise<void>, pid = server.pid) => {
+      const before = rssMiB(pid)
       let peak = before
-      const sampler = setInterval(() => (peak = Math.max(peak, rssMiB())), 20)
+      const sampler = setInterval(() => (peak = Math.max(peak, rssMiB(pid))), 20)
       const t = performance.now()
       await transfer()
       const seconds = (performance.now() - t) / 1000
@@ -339,7 +340,6 @@ try {
       const res = await fetch(bigUrl, { method: "PUT", headers: { ...rawHeaders, "content-type": "application/octet-stream" }, body: Bun.file(gibFile) })
       if (res.status !== 201) throw new Error(`the 1 GiB write answered ${res.status}: ${await res.text()}`)
     })
-    fs.rmSync(gibFile)
     // An unsized (chunked) body is counted as it passes, to be cut at the limit.
     await measure("1 GiB raw write, chunked (PUT, E2B emulator)", async () => {
       let sent = 0
@@ -347,12 +347,35 @@ try {
       const res = await fetch(bigUrl, { method: "PUT", headers: { ...rawHeaders, "content-type": "application/octet-stream" }, body, duplex: "half" } as RequestInit)
       if (res.status !== 200) throw new Error(`the 1 GiB write answered ${res.status}: ${await res.text()}`)
     })
-    await measure("1 GiB raw read (GET, E2B emulator)", async () => {
-      const res = await fetch(bigUrl, { headers: rawHeaders })
+    const readGiB = (url: string, headers: Record<string, string>) => async () => {
+      const res = await fetch(url, { headers })
       let size = 0
       for await (const chunk of res.body!) size += chunk.length
       if (size !== 1024 * 1024 * 1024) throw new Error(`the 1 GiB read was ${size} bytes`)
-    })
+    }
+    await measure("1 GiB raw read (GET, E2B emulator)", readGiB(bigUrl, rawHeaders))
+
+    // 3c. The same through a gateway whose E2B is a cloud of its own (remote mode: the emulator in another process),
+    // its envd framing downloads by Content-Length as E2B's does: the gateway's own memory, without the emulator's
+    // and the sandbox channel's (which the chunked answers of Bun's server make count every chunk).
+    const cloud = await startRemoteE2B(tempDataDir("bench-e2b-cloud"), { framed: true })
+    const remote = await startServer({ env: cloud.env })
+    try {
+      const remoteBoot = await bootstrap(remote.dataDir, "bench-remote@example.com")
+      const remoteAuth = { token: remoteBoot.api_key, project: remoteBoot.project_id }
+      const remoteHeaders = { authorization: `Bearer ${remoteAuth.token}`, "x-metal-project-id": remoteAuth.project }
+      const far = await createReadySandbox(api(remote.url), remoteAuth, minimalSandbox({ provider: "e2b" }))
+      const farUrl = `${remote.url}/v1/sandboxes/${far.id}/files/content?path=${encodeURIComponent("/workspace/gib.bin")}`
+      await measure("1 GiB raw write of stated length (remote E2B in its own process)", async () => {
+        const res = await fetch(farUrl, { method: "PUT", headers: { ...remoteHeaders, "content-type": "application/octet-stream" }, body: Bun.file(gibFile) })
+        if (res.status !== 201) throw new Error(`the 1 GiB write answered ${res.status}: ${await res.text()}`)
+      }, remote.pid)
+      await measure("1 GiB raw read (remote E2B, downloads framed by Content-Length)", readGiB(farUrl, remoteHeaders), remote.pid)
+    } finally {
+      await remote.stop()
+      await cloud.stop()
+      fs.rmSync(gibFile)
+    }
   }
 
   // 4. GET /v1/sandboxes/{id} vs a bare Bun.serve that reads the same row from the same SQLite file. The bare

@@ -8,12 +8,20 @@
  * - `POST /_test/hold?ms=n`: from now on an answer to `POST /sandboxes` is held back n ms after the sandbox was
  *   created (a slow network at the worst moment: the resource exists, its creator does not know yet).
  *
- * Usage: `bun test/support/remote-e2b.ts <data dir>`; prints one JSON line `{apiUrl, sandboxUrl, apiKey}` (set them
- * as E2B_API_URL, E2B_SANDBOX_URL and E2B_API_KEY) and runs until SIGTERM, then stops and removes its sandboxes.
- * `startRemoteE2B` runs it from a test.
+ * With `--framed`, envd is reached through a front that frames every answer of known length by Content-Length, as
+ * E2B's envd (a Go server) does — a file download included, which Bun's server would send chunked — so a gateway
+ * gets downloads it can pass on without counting them (bench/index.ts measures its memory that way).
+ *
+ * Usage: `bun test/support/remote-e2b.ts <data dir> [--framed]`; prints one JSON line `{apiUrl, sandboxUrl, apiKey}`
+ * (set them as E2B_API_URL, E2B_SANDBOX_URL and E2B_API_KEY) and runs until SIGTERM, then stops and removes its
+ * sandboxes. `startRemoteE2B` runs it from a test.
  */
 import { Effect } from "effect"
+import { once } from "node:events"
+import * as http from "node:http"
+import type * as net from "node:net"
 import * as path from "node:path"
+import { Readable } from "node:stream"
 import { startE2BEmulator } from "../../providers/e2b/emulator/index.ts"
 import { makeLocalRuntime } from "../../src/runtime/LocalRuntimeLive.ts"
 
@@ -29,8 +37,8 @@ export interface RemoteE2B {
 }
 
 /** Starts the script as a child process on its own DATA_DIR and waits for its URLs. */
-export const startRemoteE2B = async (dataDir: string): Promise<RemoteE2B> => {
-  const child = Bun.spawn(["bun", "run", import.meta.filename, dataDir], { stdout: "pipe", stderr: "pipe", env: { ...process.env, LOG_LEVEL: "warning" } })
+export const startRemoteE2B = async (dataDir: string, options: { readonly framed?: boolean } = {}): Promise<RemoteE2B> => {
+  const child = Bun.spawn(["bun", "run", import.meta.filename, dataDir, ...(options.framed === true ? ["--framed"] : [])], { stdout: "pipe", stderr: "pipe", env: { ...process.env, LOG_LEVEL: "warning" } })
   const reader = child.stdout.getReader()
   let text = ""
   const deadline = Date.now() + 30_000
@@ -56,7 +64,45 @@ export const startRemoteE2B = async (dataDir: string): Promise<RemoteE2B> => {
   }
 }
 
-const main = async (dataDir: string) => {
+/** The length an answer's body will have: its Content-Length, else the span of its Content-Range (a ranged file read). */
+const lengthOf = (answer: Response) => {
+  const stated = answer.headers.get("content-length")
+  if (stated !== null) return stated
+  const range = /^bytes (\d+)-(\d+)\//.exec(answer.headers.get("content-range") ?? "")
+  return range === null ? undefined : String(Number(range[2]) - Number(range[1]) + 1)
+}
+
+/** A node:http server (it keeps a stated Content-Length on a streamed body; Bun's own server chunks it) in front of `target`. */
+const framedFront = (target: string) =>
+  new Promise<http.Server>((resolve) => {
+    const server = http.createServer(async (req, res) => {
+      try {
+        const headers = new Headers()
+        for (const [name, value] of Object.entries(req.headers)) if (typeof value === "string" && name !== "host") headers.set(name, value)
+        const withBody = req.method !== "GET" && req.method !== "HEAD"
+        const answer = await fetch(`${target}${req.url ?? "/"}`, {
+          method: req.method ?? "GET",
+          headers,
+          ...(withBody ? { body: Readable.toWeb(req) as unknown as ReadableStream<Uint8Array>, duplex: "half" } : {})
+        } as RequestInit)
+        const out: Record<string, string> = {}
+        answer.headers.forEach((value, name) => {
+          if (name !== "transfer-encoding" && name !== "content-length" && name !== "content-encoding") out[name] = value
+        })
+        const length = lengthOf(answer)
+        res.writeHead(answer.status, length === undefined ? out : { ...out, "content-length": length })
+        if (answer.body !== null) {
+          for await (const chunk of answer.body) if (!res.write(chunk)) await once(res, "drain")
+        }
+        res.end()
+      } catch {
+        res.destroy()
+      }
+    })
+    server.listen(0, "127.0.0.1", () => resolve(server))
+  })
+
+const main = async (dataDir: string, framed: boolean) => {
   const runtime = makeLocalRuntime(path.resolve(dataDir))
   const emulator = startE2BEmulator(path.resolve(dataDir), runtime)
   const created: Array<string> = []
@@ -85,7 +131,9 @@ const main = async (dataDir: string) => {
       return new Response(bytes, { status: answer.status, headers: answer.headers })
     }
   })
+  const envd = framed ? await framedFront(emulator.sandboxUrl) : undefined
   const stop = async () => {
+    envd?.close()
     front.stop(true)
     emulator.stop()
     await Effect.runPromise(runtime.reap(new Set())).catch(() => undefined)
@@ -93,8 +141,9 @@ const main = async (dataDir: string) => {
   }
   process.on("SIGTERM", () => void stop())
   process.on("SIGINT", () => void stop())
-  // Envd (processes, files) is reached directly; only the control API passes the front.
-  process.stdout.write(`${JSON.stringify({ apiUrl: `http://127.0.0.1:${front.port}`, sandboxUrl: emulator.sandboxUrl, apiKey: emulator.apiKey })}\n`)
+  // Envd (processes, files) is reached directly (or through the framing front); only the control API passes the front.
+  const sandboxUrl = envd === undefined ? emulator.sandboxUrl : `http://127.0.0.1:${(envd.address() as net.AddressInfo).port}`
+  process.stdout.write(`${JSON.stringify({ apiUrl: `http://127.0.0.1:${front.port}`, sandboxUrl, apiKey: emulator.apiKey })}\n`)
 }
 
-if (import.meta.main) await main(process.argv[2] ?? "")
+if (import.meta.main) await main(process.argv[2] ?? "", process.argv.includes("--framed"))
