@@ -323,9 +323,12 @@ try {
       let peak = before
       const sampler = setInterval(() => (peak = Math.max(peak, rssMiB(pid))), 20)
       const t = performance.now()
-      await transfer()
+      try {
+        await transfer()
+      } finally {
+        clearInterval(sampler)
+      }
       const seconds = (performance.now() - t) / 1000
-      clearInterval(sampler)
       notes.push(`${what}: ${(1024 / seconds).toFixed(0)} MiB/s; gateway RSS ${before.toFixed(0)} MiB before, +${(peak - before).toFixed(0)} MiB at its peak (target ± 20 MiB)`)
     }
     const piece = new Uint8Array(1024 * 1024).fill(9)
@@ -367,7 +370,8 @@ try {
       const far = await createReadySandbox(api(remote.url), remoteAuth, minimalSandbox({ provider: "e2b" }))
       const farUrl = `${remote.url}/v1/sandboxes/${far.id}/files/content?path=${encodeURIComponent("/workspace/gib.bin")}`
       await measure("1 GiB raw write of stated length (remote E2B in its own process)", async () => {
-        const res = await fetch(farUrl, { method: "PUT", headers: { ...remoteHeaders, "content-type": "application/octet-stream" }, body: Bun.file(gibFile) })
+        // (E2B's home is /home/user: /workspace is made on the first write.)
+        const res = await fetch(`${farUrl}&create_parents=true`, { method: "PUT", headers: { ...remoteHeaders, "content-type": "application/octet-stream" }, body: Bun.file(gibFile) })
         if (res.status !== 201) throw new Error(`the 1 GiB write answered ${res.status}: ${await res.text()}`)
       }, remote.pid)
       await measure("1 GiB raw read (remote E2B, downloads framed by Content-Length)", readGiB(farUrl, remoteHeaders), remote.pid)

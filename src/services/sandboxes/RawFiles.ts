@@ -21,8 +21,8 @@ import { touchSandbox } from "./SandboxRows.ts"
 
 /** A streamed read asks for this much at a time (less in flight between the hops than a whole provider read). */
 const STREAM_PIECE = 2 * 1024 * 1024
-/** The first piece a plain read asks for beside the stat where the provider streams ranges. */
-const SMALL_FILE = 1024 * 1024
+/** From this size on, a streamed read is one download from the file's start (see `open`). */
+const LARGE_READ = 256 * 1024 * 1024
 
 /** A file's identity for caching: its size and modification time (weak: equal bytes may differ in time). */
 const etagOf = (entry: ProviderFileEntry) => {
@@ -107,12 +107,10 @@ export const readRaw = (caller: Caller, sandboxId: string, path: string, headers
     // A plain read (no range, no validator) will want the file's first piece whatever the stat says: it is asked
     // for at the same time as the stat, which saves a round trip through the provider. The stat decides; the
     // piece is used only when it was read at the size the stat found (else the file changed: it is read again).
-    // Where the wire streams a range, a file past one piece comes in one download from its start, so only a
-    // small first piece is asked for (most files an agent reads fit in it).
     const early = headers.range === undefined && headers.ifNoneMatch === undefined
     const [stat, firstRead] = yield* Effect.all([
       statOf(provider, resource, path).pipe(Effect.either),
-      early ? Effect.option(provider.readFile(resource, { path, offsetBytes: 0, maxBytes: whole === undefined ? piece : Math.min(piece, SMALL_FILE) })) : Effect.succeedNone
+      early ? Effect.option(provider.readFile(resource, { path, offsetBytes: 0, maxBytes: piece })) : Effect.succeedNone
     ], { concurrency: 2 })
     const entry = yield* Either.match(stat, { onLeft: failed("read", path), onRight: Effect.succeed })
     if (entry === undefined) return yield* new NotFound({ code: "file_not_found", message: `No such file or directory: ${path.slice(0, 200)}`, details: { reason: "not_found" } })
@@ -143,13 +141,41 @@ export const readRaw = (caller: Caller, sandboxId: string, path: string, headers
         }
       }, { highWaterMark: 0 })
     }
+    /** The bytes already read, then the rest's stream as it comes. */
+    const after = (head: Uint8Array, rest: ReadableStream<Uint8Array>) => {
+      const reader = rest.getReader()
+      let sent = false
+      return new ReadableStream<Uint8Array>({
+        cancel: (reason) => reader.cancel(reason).catch(() => {}),
+        pull: async (controller) => {
+          if (!sent) {
+            sent = true
+            return controller.enqueue(head)
+          }
+          try {
+            const { done, value } = await reader.read()
+            if (done) controller.close()
+            else controller.enqueue(value)
+          } catch {
+            controller.error(new Error("the file changed while it was read"))
+          }
+        }
+      }, { highWaterMark: 0 })
+    }
     // One download where the provider streams a range, opened before the response (a failure is an envelope, not
-    // a cut body): its body is the response's (held to the length by the adapter; framed by the provider's
-    // Content-Length, it passes without a JavaScript stage). Else piece by piece.
-    const open = (from: number, to: number) =>
-      whole === undefined
-        ? Effect.map(Effect.runtime<never>(), (runtime) => inPieces(from, to, runtime))
-        : whole(resource, { path, offsetBytes: from, length: to - from + 1 }).pipe(Effect.catchAll(failed("read", path)))
+    // a cut body). Its body is the response's — held to the length by the adapter; framed by the provider's
+    // Content-Length, it passes without a JavaScript stage — after the first piece when that is here and the rest
+    // is small; a large file is downloaded from its start instead (the piece read beside the stat is at most a few
+    // per cent of it), so that nothing stands between the provider's body and the response. Else piece by piece.
+    const open = (from: number, to: number) => {
+      if (whole === undefined) return Effect.map(Effect.runtime<never>(), (runtime) => inPieces(from, to, runtime))
+      const head = from === 0 && first !== undefined && first.length > 0 && first.length <= to && to < LARGE_READ ? first : undefined
+      const start = head === undefined ? from : head.length
+      return whole(resource, { path, offsetBytes: start, length: to - start + 1 }).pipe(
+        Effect.map((rest) => (head === undefined ? rest : after(head, rest))),
+        Effect.catchAll(failed("read", path))
+      )
+    }
     const readPiece = (from: number, to: number) =>
       from === 0 && first !== undefined && first.length >= Math.min(to + 1, entry.sizeBytes) ? Effect.succeed(first.subarray(0, to + 1)) : provider.readFile(resource, { path, offsetBytes: from, maxBytes: to - from + 1 }).pipe(
         Effect.map((r) => r.data),
