@@ -169,7 +169,7 @@ export const readRaw = (caller: Caller, sandboxId: string, path: string, headers
     // per cent of it), so that nothing stands between the provider's body and the response. Else piece by piece.
     const open = (from: number, to: number) => {
       if (whole === undefined) return Effect.map(Effect.runtime<never>(), (runtime) => inPieces(from, to, runtime))
-      const head = from === 0 && first !== undefined && first.length > 0 && first.length <= to && to < LARGE_READ ? first : undefined
+      const head = from === 0 && first !== undefined && first.length > 0 && first.length <= to && to + 1 < LARGE_READ ? first : undefined
       const start = head === undefined ? from : head.length
       return whole(resource, { path, offsetBytes: start, length: to - start + 1 }).pipe(
         Effect.map((rest) => (head === undefined ? rest : after(head, rest))),
