@@ -66,8 +66,8 @@ export const FilesystemLive = HttpApiBuilder.group(Api, "filesystem", (handlers)
             "content-length": String(length),
             ...(read.range === undefined ? {} : { "content-range": `bytes ${from}-${to}/${read.size}` })
           }
-          // One read's worth comes whole, with its Content-Length; more is streamed piece by piece (Bun sends a
-          // body that is still being read chunked, without Content-Length).
+          // One read's worth comes whole, with its Content-Length; more is streamed (RawFiles.ts `open`: Bun sends a
+          // streamed body chunked, without Content-Length).
           const body: BodyInit = length === 0 ? new Uint8Array() : length <= read.piece ? asBody(yield* read.readPiece(from, to)) : yield* read.open(from, to)
           return HttpServerResponse.raw(new Response(body, { status: read.range === undefined ? 200 : 206, headers: { "content-type": "application/octet-stream", ...headersOut } }))
         }).pipe(provide))
