@@ -127,9 +127,12 @@ const handOver = (claimed: Standby | undefined, spec: ExecRequest, cwd: string, 
     claimed.proc.kill("SIGKILL")
     return undefined
   }
-  claimed.proc.stdin.write("\n")
-  if (spec.stdin === false) void claimed.proc.stdin.end()
-  else void claimed.proc.stdin.flush()
+  // A shell gone meanwhile (the sandbox killed it) fails these writes: its exit is then the command's.
+  const settle = (written: number | Promise<number>) => void Promise.resolve(written).catch(() => undefined)
+  try {
+    claimed.proc.stdin.write("\n")
+    settle(spec.stdin === false ? claimed.proc.stdin.end() : claimed.proc.stdin.flush())
+  } catch {}
   return claimed
 }
 
