@@ -36,16 +36,27 @@ export const makeFiles = (ctx: DaytonaContext) => {
   const readFile: SandboxProvider["readFile"] = (sandbox, input) =>
     Effect.gen(function*() {
       if (files === null || !files.read) return yield* unsupported(NAME, "reading files")
-      const info = yield* fileInfo(sandbox, input.path)
+      const want = Math.min(input.maxBytes, files.maxReadBytes)
+      const empty = (size: number) => ({ data: new Uint8Array(), offsetBytes: input.offsetBytes, sizeBytes: size, eof: input.offsetBytes >= size })
+      // The file's info and the ranged download at once: one round trip. The info says what the file is and its
+      // size; the download's range may reach past the end (the answer stops there, or is 416 when it starts past it).
+      const [info, response] = yield* Effect.all([
+        fileInfo(sandbox, input.path),
+        want <= 0 ? Effect.succeed(undefined) : toolbox(sandbox, "GET", "/files/download", "download", (r) =>
+          r.pipe(withPath(input.path), HttpClientRequest.setHeader("range", `bytes=${input.offsetBytes}-${input.offsetBytes + want - 1}`)), { accept: (status) => status === 416 }).pipe(
+          // What the info says (not found, a directory) comes first; else the download's own failure.
+          Effect.either
+        )
+      ], { concurrency: 2 })
       if (info.isDir) return yield* fail("invalid_request", `${input.path} is a directory`)
       const size = info.size
-      const end = Math.min(size, input.offsetBytes + Math.min(input.maxBytes, files.maxReadBytes))
-      if (end <= input.offsetBytes) return { data: new Uint8Array(), offsetBytes: input.offsetBytes, sizeBytes: size, eof: input.offsetBytes >= size }
-      const response = yield* toolbox(sandbox, "GET", "/files/download", "download", (r) =>
-        r.pipe(withPath(input.path), HttpClientRequest.setHeader("range", `bytes=${input.offsetBytes}-${end - 1}`)))
-      const body = new Uint8Array(yield* Effect.mapError(response.arrayBuffer, (e) => fail("unavailable", `daytona download could not be read: ${e.message}`)))
+      const end = Math.min(size, input.offsetBytes + want)
+      if (response === undefined || end <= input.offsetBytes) return empty(size)
+      if (response._tag === "Left") return yield* response.left
+      if (response.right.status === 416) return empty(size)
+      const body = new Uint8Array(yield* Effect.mapError(response.right.arrayBuffer, (e) => fail("unavailable", `daytona download could not be read: ${e.message}`)))
       // 206 is the range; a 200 is the whole file (no Range support on the way).
-      const data = response.status === 206 ? body.subarray(0, end - input.offsetBytes) : body.subarray(input.offsetBytes, end)
+      const data = response.right.status === 206 ? body.subarray(0, end - input.offsetBytes) : body.subarray(input.offsetBytes, end)
       return { data, offsetBytes: input.offsetBytes, sizeBytes: size, eof: input.offsetBytes + data.length >= size }
     })
 

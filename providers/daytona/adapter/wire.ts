@@ -292,8 +292,9 @@ export const makeContext = (config: DaytonaProviderConfig) => {
     method: "GET" | "POST" | "DELETE",
     path: string,
     what: string,
-    build: (r: HttpClientRequest.HttpClientRequest) => HttpClientRequest.HttpClientRequest = (r) => r
-  ) => Effect.flatMap(toolboxBase(sandbox), (base) => send(build(HttpClientRequest.make(method)(`${base}${path}`)), what, { toolbox: true }))
+    build: (r: HttpClientRequest.HttpClientRequest) => HttpClientRequest.HttpClientRequest = (r) => r,
+    call: Omit<DaytonaCall, "toolbox"> = {}
+  ) => Effect.flatMap(toolboxBase(sandbox), (base) => send(build(HttpClientRequest.make(method)(`${base}${path}`)), what, { ...call, toolbox: true }))
   const open = config.openSocket ?? ((url, headers) => new WebSocket(url, { headers } as unknown as Array<string>))
   /** The `ws(s)://` address of a toolbox path. */
   const toolboxSocketUrl = (sandbox: ProviderSandbox, path: string) => Effect.map(toolboxBase(sandbox), (base) => `${base.replace(/^http/, "ws")}${path}`)
