@@ -255,7 +255,7 @@ describe("bufferedEvents: a finished execution's buffered output as events", () 
 
 describe("exactBody: a download held to its length", () => {
   const MiB = 1024 * 1024
-  /** A server answering `sent` bytes for a request of `asked`, framed by Content-Length (`stated`) or chunked. */
+  /** A server answering `sent` bytes: framed by a Content-Length of `stated`, or chunked when none is stated. */
   const serve = (sent: number, stated?: number) =>
     Bun.serve({
       port: 0,

@@ -266,7 +266,6 @@ describe("the shell that waits for a sandbox's next command", () => {
       expect(next.stdout).toMatch(/^ran\n/)
       expect(next.stdout).toMatch(/pids:\/work/)
     }
-    await sh(rt, "standby", "pkill -KILL -f 'read -r go'; true")
     await run(rt.destroy("standby"))
   }, 60_000)
 })
