@@ -10,6 +10,8 @@ import { byTag, EXECS_DIR, type Exec, execs, type ExitFields, finish, onOutput, 
 
 /** Cgroup files a command joins before it runs (the runtime binds them in when cgroups are in use). */
 const CGROUP_FILES = ["/run/cgroup/pids.procs", "/run/cgroup/memory.procs"].filter((f) => fs.existsSync(f))
+/** The shell lines that move the shell itself into them (before it runs anything else). */
+const JOIN_CGROUPS = CGROUP_FILES.map((f) => `echo $$ > ${f} || exit 125`)
 const KILL_GRACE_MS = 2000
 /**
  * The shell that starts commands: the jail's /bin/sh, or (in a jail on an OCI image, which may have no shell or
@@ -60,9 +62,8 @@ const spawnStandby = () => {
   try {
     fs.mkdirSync(STANDBY_DIR, { recursive: true })
     const script = path.join(STANDBY_DIR, `${crypto.randomUUID()}.sh`)
-    const join = CGROUP_FILES.map((f) => `echo $$ > ${f} || exit 125`).join("; ")
     const proc = Bun.spawn({
-      cmd: [...SHELL, "-c", `${join}; IFS= read -r go || exit 125; . "$1"`, "sh", script],
+      cmd: [...SHELL, "-c", [...JOIN_CGROUPS, "IFS= read -r go || exit 125", '. "$1"'].join("; "), "sh", script],
       cwd: "/",
       env: { ...BASE_ENV },
       stdin: "pipe",
@@ -215,7 +216,7 @@ const startExec = (spec: ExecRequest): Exec => {
   // A small shell puts the command into the sandbox's command cgroups (or under rlimits) before it runs, so
   // everything it forks is accounted from the start; then it execs the command (same pid).
   const prelude = [
-    ...(spec.cgroup === true ? CGROUP_FILES : []).map((f) => `echo $$ > ${f} || exit 125`),
+    ...(spec.cgroup === true ? JOIN_CGROUPS : []),
     // dash calls the process limit -p, other shells -u.
     ...(spec.rlimits ? [`{ ulimit -p ${spec.rlimits.nproc} || ulimit -u ${spec.rlimits.nproc}; } 2>/dev/null || exit 125`, `ulimit -v ${spec.rlimits.asKb} || exit 125`] : [])
   ]
