@@ -211,6 +211,17 @@ export const bufferedEvents = (
  */
 export const FOLLOWED_EXECUTIONS = { reattachBackoffMs: 1_000, reattachGiveUpMs: 5 * 60_000, forgetAfterMs: 10 * 60_000 } as const
 
+/**
+ * A followed execution's re-attach failed as unavailable: the next try waits `reattachBackoffMs`; true once it has
+ * been failing for longer than `reattachGiveUpMs` (then the failure is the caller's answer).
+ */
+export const reattachFailed = (followed: { retryAt: number; failingSince: number | null }): boolean => {
+  const now = Date.now()
+  followed.failingSince ??= now
+  followed.retryAt = now + FOLLOWED_EXECUTIONS.reattachBackoffMs
+  return now - followed.failingSince > FOLLOWED_EXECUTIONS.reattachGiveUpMs
+}
+
 export interface ProviderFileEntry {
   readonly path: string
   readonly type: "file" | "directory" | "symlink" | "other"

@@ -9,7 +9,7 @@ import { rateCardCost } from "./cost.ts"
 import { decodeJsonBody, makeRouter, route } from "./emulator/server.ts"
 import { persistentRecords, persistentState } from "./emulator/state.ts"
 import { pollUntil } from "./poll.ts"
-import { bufferedEvents, type ProviderError } from "./Provider.ts"
+import { bufferedEvents, FOLLOWED_EXECUTIONS, type ProviderError, reattachFailed } from "./Provider.ts"
 import { json, scripted } from "./scripted-client.ts"
 import { exactBody, makeWire, messageOf, rangeOfWhole } from "./wire.ts"
 import { atMostEvery, sweepEvery } from "./emulator/state.ts"
@@ -327,5 +327,17 @@ describe("exactBody: a download held to its length", () => {
         server.stop(true)
       }
     }
+  })
+})
+
+describe("reattachFailed: a followed execution's re-attach that failed as unavailable", () => {
+  it("waits the back-off before the next try, and gives up only after failing for longer than the give-up time", () => {
+    const followed = { retryAt: 0, failingSince: null as number | null }
+    const before = Date.now()
+    expect(reattachFailed(followed)).toBe(false)
+    expect(followed.failingSince).toBeGreaterThanOrEqual(before)
+    expect(followed.retryAt - followed.failingSince!).toBe(FOLLOWED_EXECUTIONS.reattachBackoffMs)
+    followed.failingSince = Date.now() - FOLLOWED_EXECUTIONS.reattachGiveUpMs - 1
+    expect(reattachFailed(followed)).toBe(true)
   })
 })

@@ -29,7 +29,7 @@
 import { HttpClientRequest } from "@effect/platform"
 import { Deferred, Effect, Either, Exit } from "effect"
 import * as crypto from "node:crypto"
-import { type ExecInput, FOLLOWED_EXECUTIONS, type ProviderError, type ProviderExecEvent, type ProviderSandbox, type SandboxProvider, type UnnumberedExecEvent } from "../../core/Provider.ts"
+import { type ExecInput, FOLLOWED_EXECUTIONS, reattachFailed, type ProviderError, type ProviderExecEvent, type ProviderSandbox, type SandboxProvider, type UnnumberedExecEvent } from "../../core/Provider.ts"
 import { type DaytonaContext, decodeTerminalId, encodeTerminalId, sessionName, shellQuote, type TerminalRef, WirePtySession } from "./wire.ts"
 
 /** Output the shell may write before the marker (its greeting, prompt, the typed line's echo). */
@@ -343,9 +343,7 @@ export const makeTerminals = (ctx: DaytonaContext) => {
           finish(t, null) // we cancelled it and it is gone: that is the outcome
         } else if (attached.left.kind === "unavailable") {
           // Stopped or briefly unreachable: no events yet; try again shortly, and give up after a while.
-          t.failingSince ??= Date.now()
-          t.retryAt = Date.now() + FOLLOWED_EXECUTIONS.reattachBackoffMs
-          if (Date.now() - t.failingSince > FOLLOWED_EXECUTIONS.reattachGiveUpMs) return yield* attached.left
+          if (reattachFailed(t)) return yield* attached.left
         } else {
           return yield* attached.left
         }

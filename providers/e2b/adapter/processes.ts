@@ -11,7 +11,7 @@
  */
 import { HttpClientRequest, type HttpClientResponse } from "@effect/platform"
 import { Cause, Deferred, Duration, Effect, Either, Exit, Stream } from "effect"
-import { FOLLOWED_EXECUTIONS, type ProviderError, type ProviderExecEvent, type ProviderSandbox, type SandboxProvider, type UnnumberedExecEvent } from "../../core/Provider.ts"
+import { FOLLOWED_EXECUTIONS, reattachFailed, type ProviderError, type ProviderExecEvent, type ProviderSandbox, type SandboxProvider, type UnnumberedExecEvent } from "../../core/Provider.ts"
 import { type ConnectErrorBody, encodeEnvelope, END_STREAM, type Envelope, EnvelopeDecoder, STREAM_CONTENT_TYPE, trailerError } from "../connect.ts"
 import type { E2BContext } from "./context.ts"
 import { connectKind, ENVD_STDIN_FLAG, envdAtLeast, Empty, ProcessList, REPLAY_HEADER, signalOfStatus } from "./wire.ts"
@@ -259,9 +259,7 @@ export const makeProcesses = (ctx: E2BContext) => {
           })
         } else if (attached.left.kind === "unavailable") {
           // Paused or briefly unreachable: no events yet; try again shortly, and give up after a while.
-          x.failingSince ??= Date.now()
-          x.retryAt = Date.now() + FOLLOWED_EXECUTIONS.reattachBackoffMs
-          if (Date.now() - x.failingSince > FOLLOWED_EXECUTIONS.reattachGiveUpMs) return yield* attached.left
+          if (reattachFailed(x)) return yield* attached.left
         } else {
           return yield* attached.left
         }
