@@ -32,7 +32,7 @@
  *    and a read connection for the polled GETs (src/db/FastReadQueries.ts: on SQLite a synchronous one,
  *    `openSqliteReadConnection`; on PostgreSQL a small pool of its own).
  */
-import type { SqlError, Statement } from "@effect/sql"
+import type { SqlClient, SqlError, Statement } from "@effect/sql"
 import { Context, type Effect } from "effect"
 
 /** The stored answer to a request with an Idempotency-Key. */
@@ -72,6 +72,16 @@ export interface JobTypeFilter {
   readonly only?: ReadonlyArray<string> | undefined
   readonly except?: ReadonlyArray<string> | undefined
 }
+
+/**
+ * A job with a place in its sandbox's order (`lock_seq`, migration 0010) is claimable only when no earlier job of
+ * that order is unfinished; its lock key names the order (`order:<sandbox id>`). A job leaves the order when it
+ * finishes, or earlier by dropping its lock key (a process, once started: src/db/repos/Jobs.ts `leaveOrder`).
+ * Both engines: the claims also take the lock key, so two claimers never start two jobs of one order at once.
+ */
+export const orderFree = (sql: SqlClient.SqlClient) =>
+  sql`(lock_seq IS NULL OR NOT EXISTS (SELECT 1 FROM jobs earlier WHERE earlier.lock_key = jobs.lock_key
+    AND earlier.lock_seq < jobs.lock_seq AND earlier.state IN ('pending', 'leased')))`
 
 /** Columns a claim returns, as the jobs repository decodes them. */
 export const CLAIMED_JOB_COLUMNS = "id, type, dedupe_key, lock_key, payload, attempts, lease_owner"

@@ -14,7 +14,7 @@
  */
 import type { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
-import { CLAIMED_JOB_COLUMNS, type ClaimedJob, type DialectShape } from "./Dialect.ts"
+import { CLAIMED_JOB_COLUMNS, type ClaimedJob, orderFree, type DialectShape } from "./Dialect.ts"
 
 /** Walks an error and its causes (repositories turn SqlError into defects, so it may be wrapped). */
 const someCode = (u: unknown, test: (code: string) => boolean): boolean => {
@@ -123,7 +123,7 @@ export const makePgDialect = (sql: SqlClient.SqlClient): DialectShape => {
           ? sql`AND type NOT IN ${sql.in(except)}`
           : sql``
         const candidates = yield* sql<{ id: string; lock_key: string | null; state: string; lease_owner: string | null }>`
-          SELECT id, lock_key, state, lease_owner FROM jobs WHERE ${due(now)} AND ${lockFree(now)} AND ${ofNode(request.node)} ${ofTypes}
+          SELECT id, lock_key, state, lease_owner FROM jobs WHERE ${due(now)} AND ${lockFree(now)} AND ${orderFree(sql)} AND ${ofNode(request.node)} ${ofTypes}
           ORDER BY available_at, created_at LIMIT ${limit * 4} FOR UPDATE SKIP LOCKED`
         const locks = new Set<string>()
         const claimed: Array<ClaimedJob> = []
@@ -147,7 +147,7 @@ export const makePgDialect = (sql: SqlClient.SqlClient): DialectShape => {
       Effect.gen(function*() {
         const candidates = yield* sql<{ id: string; lock_key: string | null }>`
           SELECT id, lock_key FROM jobs
-          WHERE dedupe_key = ${request.dedupeKey} AND state = 'pending' AND available_at <= ${request.now} AND ${ofNode(request.node)}
+          WHERE dedupe_key = ${request.dedupeKey} AND state = 'pending' AND available_at <= ${request.now} AND ${ofNode(request.node)} AND ${orderFree(sql)}
           FOR UPDATE SKIP LOCKED`
         const candidate = candidates[0]
         if (candidate === undefined) return undefined

@@ -6,7 +6,7 @@
 import { SqlClient } from "@effect/sql"
 import { Database } from "bun:sqlite"
 import { Effect } from "effect"
-import { CLAIMED_JOB_COLUMNS, type ClaimedJob, type DialectShape } from "./Dialect.ts"
+import { CLAIMED_JOB_COLUMNS, type ClaimedJob, orderFree, type DialectShape } from "./Dialect.ts"
 
 /** Walks an error and its causes (repositories turn SqlError into defects, so it may be wrapped). */
 const someCause = (u: unknown, test: (code: unknown, message: unknown) => boolean): boolean => {
@@ -84,7 +84,7 @@ export const makeSqliteDialect = (sql: SqlClient.SqlClient): DialectShape => {
           ? sql`AND type NOT IN ${sql.in(except)}`
           : sql``
         const candidates = yield* sql<{ id: string; lock_key: string | null; state: string; lease_owner: string | null }>`
-          SELECT id, lock_key, state, lease_owner FROM jobs WHERE ${due(now)} AND ${lockFree(now)} AND ${ofNode(request.node)} ${ofTypes}
+          SELECT id, lock_key, state, lease_owner FROM jobs WHERE ${due(now)} AND ${lockFree(now)} AND ${orderFree(sql)} AND ${ofNode(request.node)} ${ofTypes}
           ORDER BY available_at, created_at LIMIT ${limit * 4}`
         const locks = new Set<string>()
         const claimed: Array<ClaimedJob> = []
@@ -109,7 +109,7 @@ export const makeSqliteDialect = (sql: SqlClient.SqlClient): DialectShape => {
         const token = request.newToken()
         const rows = yield* sql`UPDATE jobs SET state = 'leased', lease_owner = ${request.owner}, lease_token = ${token},
             lease_expires_at = ${request.leaseExpiresAt}, attempts = attempts + 1, updated_at = ${request.now}
-          WHERE dedupe_key = ${request.dedupeKey} AND state = 'pending' AND available_at <= ${request.now} AND ${ofNode(request.node)} AND ${lockFree(request.now)}
+          WHERE dedupe_key = ${request.dedupeKey} AND state = 'pending' AND available_at <= ${request.now} AND ${ofNode(request.node)} AND ${lockFree(request.now)} AND ${orderFree(sql)}
           RETURNING ${sql.literal(CLAIMED_JOB_COLUMNS)}`
         // Only pending jobs: nothing is taken over from another owner here.
         return rows[0] === undefined ? undefined : { row: rows[0], token, recovered: false }

@@ -29,6 +29,11 @@ export interface Job<P> {
   readonly payload: P
   /** 1 on the first run. */
   readonly attempt: number
+  /**
+   * An ordered job lets the next job of its sandbox's order start while it goes on (a process, once the provider
+   * has started it). Nothing for a job without an order.
+   */
+  readonly leaveOrder: Effect.Effect<void>
 }
 
 /** What a handler may ask for: nothing (done), or to run again at a later time (same job row). */
@@ -55,6 +60,11 @@ export interface NewJob<P> {
   readonly replace?: boolean | undefined
   /** The sandbox the job works on: pins the job to the node the sandbox lives on (README "Scaling out"). */
   readonly sandboxId?: string | undefined
+  /**
+   * Takes the next place in the sandbox's order (README "Sandboxes", one order per sandbox): the job starts only
+   * after every job accepted before it on that sandbox has finished, or left the order (`Job.leaveOrder`).
+   */
+  readonly ordered?: boolean | undefined
 }
 
 /** Writes a job row; call it inside the transaction that writes the resource. */
@@ -70,7 +80,8 @@ export const enqueueJob = <P, I>(type: JobType<P, I>, job: NewJob<P>) =>
       availableAt: job.availableAt ?? now,
       replace: job.replace === true,
       now,
-      sandboxId: job.sandboxId
+      sandboxId: job.sandboxId,
+      ordered: job.ordered === true
     })
   })
 

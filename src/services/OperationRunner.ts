@@ -82,7 +82,7 @@ export const OperationRunnerLive = Layer.scoped(
     const leaseSeconds = (yield* AppConfig).jobLeaseSeconds ?? LEASE_SECONDS
     const renewEvery = Duration.millis(leaseSeconds * 1000 / 3)
     const owner = `${os.hostname()}:${process.pid}:${newUuid().slice(0, 8)}`
-    const handlers = new Map<string, (row: JobRow) => Prepared>()
+    const handlers = new Map<string, (row: JobRow, token: string) => Prepared>()
     const recoveredListeners: Array<Effect.Effect<void>> = []
     const running = new Set<string>()
     /** Job types with a lane of their own, and the jobs running in each. */
@@ -126,7 +126,7 @@ export const OperationRunnerLive = Layer.scoped(
           yield* finish(row, token, "failed", `no handler for ${row.type}`)
           return
         }
-        const prepared = prepare(row)
+        const prepared = prepare(row, token)
         if (Either.isLeft(prepared)) {
           // Never retried: the same payload would not decode the next time either.
           yield* Effect.logError("job payload does not decode", { job: row.id, type: row.type, issue: prepared.left.message })
@@ -228,9 +228,11 @@ export const OperationRunnerLive = Layer.scoped(
         Effect.sync(() => {
           if (options?.concurrency !== undefined) lanes.set(type.type, { max: options.concurrency, running: new Set() })
           const decode = Schema.decodeEither(Schema.parseJson(type.payload))
-          handlers.set(type.type, (row): Prepared =>
+          handlers.set(type.type, (row, token): Prepared =>
             Either.map(decode(row.payload), (payload) => {
-              const job: Job<P> = { id: row.id, type: row.type, dedupeKey: row.dedupe_key, payload, attempt: row.attempts }
+              // The next job of the order may be claimable now: look again at once.
+              const leaveOrder = row.lock_key === null ? Effect.void : Effect.zipRight(jobs.leaveOrder(row.id, token), wake)
+              const job: Job<P> = { id: row.id, type: row.type, dedupeKey: row.dedupe_key, payload, attempt: row.attempts, leaveOrder }
               return { run: handler.run(job), giveUp: (error: ErrorObject) => handler.giveUp(job, error) }
             }))
         }),

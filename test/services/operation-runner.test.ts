@@ -136,6 +136,52 @@ describe("OperationRunner", () => {
       expect(againRow?.attempts).toBe(1) // a reschedule is not a failed attempt
     }).pipe(Effect.provide(testLayer())))
 
+  it.live("ordered jobs of one sandbox start in the order they were accepted (a retry keeps its place); leaving the order lets the next start", () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const now = new Date().toISOString()
+      yield* sql`INSERT INTO organizations (id, name, slug, created_at, updated_at) VALUES ('org1', 'Org', 'org', ${now}, ${now})`
+      yield* sql`INSERT INTO projects (id, organization_id, name, slug, created_at, updated_at) VALUES ('prj_1', 'org1', 'P', 'p', ${now}, ${now})`
+      for (const id of ["sbx_a", "sbx_b"]) {
+        yield* sql`INSERT INTO sandboxes (id, project_id, organization_id, state, requested, billing_mode, created_at, updated_at, metadata)
+          VALUES (${id}, 'prj_1', 'org1', 'ready', '{}', 'managed', ${now}, ${now}, '{}')`
+      }
+      const runner = yield* OperationRunner
+      const started = yield* Ref.make<Array<string>>([])
+      const holdLong = yield* Deferred.make<void>()
+      let failedOnce = false
+      yield* runner.register(jobType("test.ordered"), {
+        run: (job) =>
+          Effect.gen(function*() {
+            yield* Ref.update(started, (s) => [...s, job.dedupeKey])
+            if (job.dedupeKey === "a:2" && !failedOnce) {
+              failedOnce = true
+              return yield* new JobError({ error: { code: "transient", message: "again", retryable: true }, retryable: true })
+            }
+            if (job.dedupeKey === "a:long") {
+              yield* job.leaveOrder // started: what comes after it may start while it runs
+              yield* Deferred.await(holdLong)
+            }
+            yield* Effect.sleep("5 millis")
+          }),
+        giveUp: () => Effect.void
+      })
+      const keys = ["a:1", "a:2", "a:3", "a:long", "a:4", "a:5"]
+      // Accepted together, in one transaction, before the runner looks: their timestamps tie.
+      yield* Effect.forEach(keys, (k) => enqueueJob(jobType("test.ordered"), { dedupeKey: k, payload: null, sandboxId: "sbx_a", ordered: true }))
+        .pipe(sql.withTransaction)
+      yield* enqueueJob(jobType("test.ordered"), { dedupeKey: "b:1", payload: null, sandboxId: "sbx_b", ordered: true })
+      yield* runner.start
+      yield* waitFor(jobState("a:5"), (r) => r?.state === "succeeded")
+      const order = (yield* Ref.get(started)).filter((k) => k.startsWith("a:"))
+      // a:2 failed once and was retried before a:3 started; a:4 and a:5 ran while a:long was still running.
+      expect(order).toEqual(["a:1", "a:2", "a:2", "a:3", "a:long", "a:4", "a:5"])
+      expect((yield* jobState("a:long"))?.state).toBe("leased")
+      expect((yield* jobState("b:1"))?.state).toBe("succeeded") // another sandbox's order is its own
+      yield* Deferred.succeed(holdLong, undefined)
+      yield* waitFor(jobState("a:long"), (r) => r?.state === "succeeded")
+    }).pipe(Effect.provide(testLayer())))
+
   it.live("decodes a payload by its job type's Schema: the handler gets the decoded value; one that does not decode fails the job unrun", () =>
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient

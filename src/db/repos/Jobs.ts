@@ -7,7 +7,7 @@ import { SqlClient } from "@effect/sql"
 import { Effect, Schema } from "effect"
 import { AppConfig, nodeIdOf } from "../../Config.ts"
 import { newUuid } from "../../domain/Ids.ts"
-import { type ClaimedJob, Dialect, type JobTypeFilter } from "../Dialect.ts"
+import { type ClaimedJob, Dialect, type JobTypeFilter, orderFree } from "../Dialect.ts"
 import { rowsOf, run } from "../Rows.ts"
 
 /**
@@ -44,7 +44,15 @@ export interface NewJobRow {
   readonly now: string
   /** The sandbox the job works on: the job is pinned to that sandbox's node, if it has one. */
   readonly sandboxId?: string | undefined
+  /**
+   * Takes the next place in the sandbox's order (`sandboxId` required; the lock key is then the order's, see
+   * `orderKey`): the job starts only after every job that took an earlier place has finished or left the order.
+   */
+  readonly ordered?: boolean | undefined
 }
+
+/** The lock key of a sandbox's order (src/db/Dialect.ts `orderFree`). */
+export const orderKey = (sandboxId: string) => `order:${sandboxId}`
 
 export interface Lease {
   readonly owner: string
@@ -66,23 +74,44 @@ export class JobsRepo extends Effect.Service<JobsRepo>()("app/db/JobsRepo", {
     const due = rowsOf("jobs", Schema.Struct({ at: Schema.NullOr(Schema.String) }))
     const ids = rowsOf("jobs", Schema.Struct({ id: Schema.String }))
     const counts = rowsOf("jobs", Schema.Struct({ type: Schema.String, state: Schema.String, n: Schema.Int }))
+    const seqs = rowsOf("jobs", Schema.Struct({ seq: Schema.Int }))
+    const tails = rowsOf("jobs", Schema.Struct({ seq: Schema.NullOr(Schema.Int) }))
 
     return {
       /** How many jobs of each type are in each state (the operators' metrics). */
       countsByTypeAndState: counts.all(sql`SELECT type, state, COUNT(*) AS n FROM jobs GROUP BY type, state`),
-      enqueue: (job: NewJobRow) => {
-        const payload = JSON.stringify(job.payload ?? null)
-        const nodeOf = job.sandboxId === undefined ? sql`NULL` : sql`(SELECT node_id FROM sandboxes WHERE id = ${job.sandboxId})`
-        return run(job.replace
-          ? sql`INSERT INTO jobs (id, type, dedupe_key, lock_key, payload, state, available_at, created_at, updated_at, node_id)
-              VALUES (${newUuid()}, ${job.type}, ${job.dedupeKey}, ${job.lockKey}, ${payload}, 'pending', ${job.availableAt}, ${job.now}, ${job.now}, ${nodeOf})
-              ON CONFLICT (dedupe_key) DO UPDATE SET payload = excluded.payload, available_at = excluded.available_at,
-                state = 'pending', attempts = 0, last_error = NULL, updated_at = excluded.updated_at, node_id = excluded.node_id
-              WHERE jobs.state <> 'leased'`
-          : sql`INSERT INTO jobs (id, type, dedupe_key, lock_key, payload, state, available_at, created_at, updated_at, node_id)
-              VALUES (${newUuid()}, ${job.type}, ${job.dedupeKey}, ${job.lockKey}, ${payload}, 'pending', ${job.availableAt}, ${job.now}, ${job.now}, ${nodeOf})
-              ON CONFLICT (dedupe_key) DO NOTHING`)
-      },
+      enqueue: (job: NewJobRow) =>
+        Effect.gen(function*() {
+          const payload = JSON.stringify(job.payload ?? null)
+          const nodeOf = job.sandboxId === undefined ? sql`NULL` : sql`(SELECT node_id FROM sandboxes WHERE id = ${job.sandboxId})`
+          // Its place in the sandbox's order: taken in the accepting transaction (a rollback gives it back).
+          const place = job.ordered === true && job.sandboxId !== undefined
+            ? (yield* seqs.all(sql`UPDATE sandboxes SET order_seq = order_seq + 1 WHERE id = ${job.sandboxId} RETURNING order_seq AS seq`))[0]?.seq ?? null
+            : null
+          const lockKey = place !== null ? orderKey(job.sandboxId!) : job.lockKey
+          yield* run(job.replace
+            ? sql`INSERT INTO jobs (id, type, dedupe_key, lock_key, lock_seq, payload, state, available_at, created_at, updated_at, node_id)
+                VALUES (${newUuid()}, ${job.type}, ${job.dedupeKey}, ${lockKey}, ${place}, ${payload}, 'pending', ${job.availableAt}, ${job.now}, ${job.now}, ${nodeOf})
+                ON CONFLICT (dedupe_key) DO UPDATE SET payload = excluded.payload, available_at = excluded.available_at,
+                  state = 'pending', attempts = 0, last_error = NULL, updated_at = excluded.updated_at, node_id = excluded.node_id
+                WHERE jobs.state <> 'leased'`
+            : sql`INSERT INTO jobs (id, type, dedupe_key, lock_key, lock_seq, payload, state, available_at, created_at, updated_at, node_id)
+                VALUES (${newUuid()}, ${job.type}, ${job.dedupeKey}, ${lockKey}, ${place}, ${payload}, 'pending', ${job.availableAt}, ${job.now}, ${job.now}, ${nodeOf})
+                ON CONFLICT (dedupe_key) DO NOTHING`)
+        }),
+      /**
+       * A running job leaves its sandbox's order (a process once started: the next job of the order may start while
+       * it runs). Only while the token holds the lease.
+       */
+      leaveOrder: (id: string, token: string) => run(sql`UPDATE jobs SET lock_key = NULL WHERE id = ${id} AND lease_token = ${token}`),
+      /** The last place of a sandbox's order still unfinished (null when none is). */
+      orderTail: (sandboxId: string) =>
+        Effect.map(tails.all(sql`SELECT MAX(lock_seq) AS seq FROM jobs WHERE lock_key = ${orderKey(sandboxId)} AND state IN ('pending', 'leased')`),
+          (rows) => rows[0]?.seq ?? null),
+      /** Whether a job at or before place `upTo` of the sandbox's order is unfinished (and still in the order). */
+      orderBusy: (sandboxId: string, upTo: number) =>
+        Effect.map(ids.all(sql`SELECT id FROM jobs WHERE lock_key = ${orderKey(sandboxId)} AND state IN ('pending', 'leased')
+          AND lock_seq <= ${upTo} LIMIT 1`), (rows) => rows.length > 0),
       /** Fails the unfinished jobs pinned to a lost node; returns how many. */
       failOfNode: (nodeId: string, now: string) =>
         Effect.map(
@@ -115,8 +144,9 @@ export class JobsRepo extends Effect.Service<JobsRepo>()("app/db/JobsRepo", {
       expireLease: (id: string, now: string) => run(sql`UPDATE jobs SET lease_expires_at = ${now} WHERE id = ${id} AND state = 'leased'`),
       /**
        * When the next job of these types could be claimed (a pending one's due time or a lease's expiry); null when
-       * none waits. A pending job whose lock key a live lease holds is not counted: it can start only when that job
-       * ends (and the runner looks again then), so counting it would make the runner poll in a loop meanwhile.
+       * none waits. A pending job whose lock key a live lease holds, or with an earlier job of its order unfinished,
+       * is not counted: it can start only when that job ends (and the runner looks again then), so counting it would
+       * make the runner poll in a loop meanwhile.
        */
       nextDueAt: (now: string, types: JobTypeFilter = {}) => {
         const ofTypes = types.only !== undefined
@@ -125,7 +155,7 @@ export class JobsRepo extends Effect.Service<JobsRepo>()("app/db/JobsRepo", {
           ? sql`AND type NOT IN ${sql.in(types.except)}`
           : sql``
         return Effect.map(due.first(sql`SELECT MIN(CASE WHEN state = 'pending' THEN available_at ELSE lease_expires_at END) AS at
-          FROM jobs WHERE (state = 'leased' OR (state = 'pending' AND (lock_key IS NULL OR lock_key NOT IN (
+          FROM jobs WHERE (state = 'leased' OR (state = 'pending' AND ${orderFree(sql)} AND (lock_key IS NULL OR lock_key NOT IN (
             SELECT lock_key FROM jobs WHERE state = 'leased' AND lease_expires_at > ${now} AND lock_key IS NOT NULL)))) ${ofTypes}`),
           (row) => row?.at ?? null)
       },

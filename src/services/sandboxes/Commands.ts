@@ -211,7 +211,7 @@ export const startProcess = (caller: Caller, sandboxId: string, input: StartProc
     yield* SandboxesRepo.touch(sandboxId)
     yield* appendProcessEvent(id, "queued", {})
     yield* appendEvent({ type: "process.queued", organizationId: caller.organizationId, projectId: caller.projectId, data: { sandbox_id: sandboxId, process_id: id } })
-    yield* enqueueJob(ProcessExecuteJob, { dedupeKey: processJobKey(id), payload: { process_id: id }, sandboxId })
+    yield* enqueueJob(ProcessExecuteJob, { dedupeKey: processJobKey(id), payload: { process_id: id }, sandboxId, ordered: true })
     return (yield* getProcessRow(id))!
   })
 
@@ -261,7 +261,7 @@ export const startRuntimeOperation = (caller: Caller, sandboxId: string, request
     const id = newId("rop")
     yield* RuntimeOperationsRepo.insert({ id, projectId: caller.projectId, sandboxId, kind, request: request.request, now })
     yield* SandboxesRepo.touch(sandboxId)
-    yield* enqueueJob(FilesystemJob, { dedupeKey: runtimeOperationJobKey(kind, id), payload: { runtime_operation_id: id }, sandboxId })
+    yield* enqueueJob(FilesystemJob, { dedupeKey: runtimeOperationJobKey(kind, id), payload: { runtime_operation_id: id }, sandboxId, ordered: true })
     return (yield* getRuntimeOperationRow(id))!
   })
 

@@ -176,7 +176,8 @@ export const makeProcessHandler = Effect.gen(function*() {
       yield* finishProcess(row.id, "failed", { error })
     }).pipe(tx)
 
-  const run = (processId: string) =>
+  /** `leaveOrder`: once the process has started, the sandbox's next process or file operation may start. */
+  const run = (processId: string, leaveOrder: Effect.Effect<void>) =>
     Effect.gen(function*() {
       let row = yield* getProcessRow(processId)
       if (row === undefined || TERMINAL_PROCESS_STATES.includes(row.state)) return
@@ -216,6 +217,7 @@ export const makeProcessHandler = Effect.gen(function*() {
         row = recorded
         firstEvents = first
       }
+      yield* leaveOrder
 
       const executionId = row.execution_id!
       const deadline = Date.parse(row.started_at ?? row.created_at) + row.timeout_seconds * 1000 + DEADLINE_GRACE_MS
@@ -259,7 +261,7 @@ export const makeProcessHandler = Effect.gen(function*() {
 
   const provide = yield* provideRepositories
   return {
-    run: (job) => provide(run(job.payload.process_id)),
+    run: (job) => provide(run(job.payload.process_id, job.leaveOrder)),
     giveUp: (job, error) => provide(giveUp(job.payload.process_id, error))
   } satisfies JobHandler<{ readonly process_id: string }>
 })

@@ -14,6 +14,7 @@ import { Effect, Either, Option, Runtime } from "effect"
 import type { ProviderError, ProviderFileEntry, ProviderSandbox, SandboxProvider } from "../../../providers/core/Provider.ts"
 import { type Conflict, conflict, NotFound, PayloadTooLarge, ServiceUnavailable, Unprocessable } from "../../domain/Errors.ts"
 import { AppConfig } from "../../Config.ts"
+import { JobsRepo } from "../../db/repos/Jobs.ts"
 import { ProviderAccounts } from "../ProviderAccounts.ts"
 import { type Caller, readySandboxOf, requireCapability } from "./Commands.ts"
 import { fileFailure, type FileOperation, fileReasonOf, logProviderFailure } from "./ProviderErrors.ts"
@@ -43,9 +44,34 @@ const failure = (operation: FileOperation, path: string, e: ProviderError) => {
 }
 const failed = (operation: FileOperation, path: string) => (e: ProviderError) => Effect.zipRight(logProviderFailure(operation, e), Effect.fail(failure(operation, path, e)))
 
+/** How long a raw read or write waits for the sandbox's earlier work before it gives up (503, retryable). */
+const ORDER_WAIT_MS = 60_000
+
+/**
+ * One order per sandbox (README "Sandboxes"): a raw read or write waits until the processes and file operations
+ * accepted before it have started (a process) or finished (a file operation), so a read after a write sees it.
+ */
+const awaitEarlierWork = (sandboxId: string) =>
+  Effect.gen(function*() {
+    const jobs = yield* JobsRepo
+    const upTo = yield* jobs.orderTail(sandboxId)
+    if (upTo === null) return
+    const deadline = Date.now() + ORDER_WAIT_MS
+    for (let waitMs = 2; yield* jobs.orderBusy(sandboxId, upTo); waitMs = Math.min(waitMs * 2, 50)) {
+      if (Date.now() > deadline) {
+        return yield* new ServiceUnavailable({
+          code: "sandbox_busy",
+          message: "The sandbox's earlier processes and file operations did not start within 60 s; try again"
+        })
+      }
+      yield* Effect.sleep(waitMs)
+    }
+  })
+
 const targetOf = (caller: Caller, sandboxId: string) =>
   Effect.gen(function*() {
     const sandbox = yield* readySandboxOf(caller, sandboxId)
+    yield* awaitEarlierWork(sandbox.id)
     const target = (yield* ProviderAccounts).target(sandbox)
     if (target === undefined) return yield* conflict("invalid_sandbox_state", "The sandbox has no running provider resource")
     return { sandbox, provider: target.provider, resource: target.resource }
