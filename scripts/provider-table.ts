@@ -1,7 +1,7 @@
 /**
- * The README's provider table (`bun scripts/provider-table.ts`), built from what each plugin declares in remote
+ * The provider table of docs/providers.md (`bun scripts/provider-table.ts`), built from what each plugin declares in remote
  * mode (its real provider) and what its emulator keeps of that; test/architecture/provider-table.test.ts checks
- * the README's table is this one, so neither can drift from the code.
+ * docs/providers.md's table is this one, so neither can drift from the code.
  */
 import { ConfigProvider, Effect, Layer, type Scope } from "effect"
 import { AppConfig } from "../src/Config.ts"

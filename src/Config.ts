@@ -37,7 +37,7 @@ export interface AppConfigShape {
   readonly rawWriteMaxBytes: number
   readonly endpoints: EndpointListenerConfig
   /**
-   * DATABASE_URL: a `postgres://` (or `postgresql://`) URL selects PostgreSQL (README "Scaling out"); absent, the
+   * DATABASE_URL: a `postgres://` (or `postgresql://`) URL selects PostgreSQL (docs/operations/scaling-out.md); absent, the
    * embedded SQLite file under DATA_DIR.
    */
   readonly databaseUrl?: string | undefined
@@ -188,7 +188,7 @@ export const endpointListenerConfig = (apiPort: number, apiHost: string, apiPubl
 export const AppConfigLive = Layer.effect(AppConfig, appConfig)
 
 /**
- * Webhook delivery (README "Webhooks"). Defaults are the reference's: a 10 s timeout, 8 attempts, backoff
+ * Webhook delivery (docs/guide/webhooks.md). Defaults are the reference's: a 10 s timeout, 8 attempts, backoff
  * min(5 s × 2^(n−1), 15 min) with jitter, and an endpoint disabled after a day of nothing but failures.
  */
 export interface WebhookConfigShape {

@@ -203,7 +203,7 @@ const standalone: Record<string, StandaloneCommand> = {
   "db copy": {
     usage: "db copy --from <sqlite file> --to <postgres url> [--json]",
     summary: "Copy a stopped single-node gateway's SQLite database (DATA_DIR/gateway.sqlite) into an empty PostgreSQL database, "
-      + "then verify each table's row count and checksum (README \"Scaling out\").",
+      + "then verify each table's row count and checksum (docs/operations/scaling-out.md).",
     flags: ["from", "to", "json"],
     run: (flags) =>
       Effect.gen(function*() {

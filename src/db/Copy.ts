@@ -1,5 +1,5 @@
 /**
- * `bun run cli db copy --from <sqlite file> --to <postgres url>` (README "Scaling out"): moves a stopped
+ * `bun run cli db copy --from <sqlite file> --to <postgres url>` (docs/operations/scaling-out.md): moves a stopped
  * single-node gateway's data into an empty PostgreSQL database.
  *
  * The target is migrated (the same migrations, translated: src/db/migrations/Ddl.ts) and must hold no rows; the

@@ -39,7 +39,7 @@ export interface FastReadQueries {
   readonly runtimeOperation: (id: string) => MaybePromise<RuntimeOperationRow | undefined>
 }
 
-/** Connections of the PostgreSQL fast-read pool (README "Scaling out"). */
+/** Connections of the PostgreSQL fast-read pool (docs/operations/scaling-out.md). */
 export const FAST_READ_CONNECTIONS = 4
 
 /** The queries over `prepare(sql)`, whose reads return the first row (or undefined or null), now or later. */

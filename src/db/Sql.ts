@@ -1,6 +1,6 @@
 /**
  * The connection: SQLite (one file under DATA_DIR, WAL, foreign keys on) unless DATABASE_URL names a PostgreSQL
- * database, then a pool of `@effect/sql-pg` connections (README "Scaling out"). Migrations come from one record
+ * database, then a pool of `@effect/sql-pg` connections (docs/operations/scaling-out.md). Migrations come from one record
  * (so they survive `bun build --compile`), written once for both engines (src/db/migrations/Ddl.ts); on
  * PostgreSQL they run under an advisory lock, so replicas starting together migrate once. What is
  * engine-specific beyond this is the dialect seam's (src/db/Dialect.ts).

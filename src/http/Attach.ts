@@ -6,7 +6,7 @@
  * project, the process is the caller's, has a terminal and runs — lets the upgrade happen. Anything else (401,
  * 404, 409 …) is answered as the API answered it; a plain GET gets the API's 426.
  *
- * A sandbox on another node's local runtime (README "Scaling out") has its session there: after the same check
+ * A sandbox on another node's local runtime (docs/operations/scaling-out.md) has its session there: after the same check
  * here (the state it reads is the database's, shared by every node), the attach is relayed to the owner — a
  * WebSocket opened to its attach with the client's headers and the forward mark (services/Forwarding.ts), then
  * the client's accepted, and frames and closes passed both ways (providers/core/websocket.ts).

@@ -365,7 +365,7 @@ export const EndpointServerLive = Layer.scoped(
     const upgrade = upgradeRoute(addressing, config, run)
     handle = (request, bunServer) => (isWebSocketUpgrade(request) ? upgrade(request, bunServer) : web(request))
     // Where the other replicas forward this node's endpoint traffic: NODE_URL's host with this listener's port,
-    // else the address it listens on (README "Scaling out").
+    // else the address it listens on (docs/operations/scaling-out.md).
     const own = config.nodeUrl === undefined
       ? `http://${server.hostname}:${server.port}`
       : (() => {

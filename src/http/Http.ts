@@ -128,7 +128,7 @@ const ServerLive = Layer.unwrapScoped(
     // A followed stream (`?follow=true`) is quiet up to 15 s between heartbeats: Bun's default 10 s would cut it.
     const provide = yield* provideRepositories
     return BunHttpServer.layer({ port: config.port, hostname: config.host, maxRequestBodySize: SERVER_BODY_LIMIT, idleTimeout: FOLLOW_IDLE_SECONDS, routes: countRequests(routes, yield* Telemetry) }).pipe(
-      // Where the other replicas forward to (README "Scaling out"): NODE_URL, else the address it listens on.
+      // Where the other replicas forward to (docs/operations/scaling-out.md): NODE_URL, else the address it listens on.
       Layer.tap((context) =>
         Effect.gen(function*() {
           const address = Context.get(context, HttpServer.HttpServer).address

@@ -1,5 +1,5 @@
 /**
- * Forwarding to the owner node (README "Scaling out"). A sandbox on the local runtime lives on one node; the few
+ * Forwarding to the owner node (docs/operations/scaling-out.md). A sandbox on the local runtime lives on one node; the few
  * requests about it that call its provider synchronously (raw files, standard input), its terminal attaches
  * (src/http/Attach.ts) and its endpoints' traffic, plain or WebSocket, in either addressing
  * (src/http/EndpointProxy.ts) must be served there. A replica that receives one forwards (or relays) it,

@@ -58,10 +58,10 @@ export interface NewJob<P> {
    * `false` (default) leaves it alone.
    */
   readonly replace?: boolean | undefined
-  /** The sandbox the job works on: pins the job to the node the sandbox lives on (README "Scaling out"). */
+  /** The sandbox the job works on: pins the job to the node the sandbox lives on (docs/operations/scaling-out.md). */
   readonly sandboxId?: string | undefined
   /**
-   * Takes the next place in the sandbox's order (README "Sandboxes", one order per sandbox): the job starts only
+   * Takes the next place in the sandbox's order (docs/guide/sandboxes.md, one order per sandbox): the job starts only
    * after every job accepted before it on that sandbox has finished, or left the order (`Job.leaveOrder`).
    */
   readonly ordered?: boolean | undefined

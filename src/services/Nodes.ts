@@ -1,5 +1,5 @@
 /**
- * Replicas (README "Scaling out"): this process is a node (NODE_ID, default the host name) that beats in the
+ * Replicas (docs/operations/scaling-out.md): this process is a node (NODE_ID, default the host name) that beats in the
  * `nodes` table every few seconds. Every node also watches the others: one silent for longer than the grace
  * period (NODE_GRACE_SECONDS) is lost — exactly one replica wins `markLost` and then reports each sandbox that
  * lived on it (on its local runtime) `failed` with `state_reason: "node_lost"`, ends their unfinished operations

@@ -78,7 +78,7 @@ export const OperationRunnerLive = Layer.scoped(
   OperationRunner,
   Effect.gen(function*() {
     const jobs = yield* JobsRepo
-    // How long a dead or stalled process keeps its jobs from the others (README "Scaling out").
+    // How long a dead or stalled process keeps its jobs from the others (docs/operations/scaling-out.md).
     const leaseSeconds = (yield* AppConfig).jobLeaseSeconds ?? LEASE_SECONDS
     const renewEvery = Duration.millis(leaseSeconds * 1000 / 3)
     const owner = `${os.hostname()}:${process.pid}:${newUuid().slice(0, 8)}`

@@ -1,5 +1,5 @@
 /**
- * One order per sandbox (README "Sandboxes", ordering): processes and file operations on one sandbox start in the
+ * One order per sandbox (docs/guide/sandboxes.md): processes and file operations on one sandbox start in the
  * order they were accepted, so a read accepted after a write sees it — also a raw read after a queued write —
  * while a process, once started, does not hold back what comes after it.
  */

@@ -2,7 +2,7 @@
  * Input the HTTP layer must answer with the envelope (issue 7, item 11), over real HTTP to a real server:
  * JSON nested 100,000 levels deep on every JSON route (422, refused before parsing), bodies over MAX_BODY_BYTES
  * by Content-Length and chunked (our 413), and — pinned, because Bun answers them before any of our code runs
- * (README: "What Bun answers itself") — malformed Content-Length (400), oversized headers (431), a space in the
+ * (docs/operations/security.md: "What Bun answers itself") — malformed Content-Length (400), oversized headers (431), a space in the
  * request target (505) and an unknown method (connection closed). After each of those the server still serves.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"

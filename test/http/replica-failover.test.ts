@@ -1,5 +1,5 @@
 /**
- * A replica killed mid-work on a remote provider (issue 9, README "Scaling out"): two gateway processes on one
+ * A replica killed mid-work on a remote provider (issue 9, docs/operations/scaling-out.md): two gateway processes on one
  * PostgreSQL database (pools of 4 connections), both with E2B in `remote` mode against an E2B cloud that runs in a
  * process of its own (test/support/remote-e2b.ts), and a short job lease (JOB_LEASE_SECONDS=3). Replica A takes a
  * running process and three creates whose answers the cloud holds back (the sandboxes exist at E2B, A does not

@@ -1,5 +1,5 @@
 /**
- * What a replica relays to the node a local sandbox lives on (README "Scaling out"), with two gateway processes on
+ * What a replica relays to the node a local sandbox lives on (docs/operations/scaling-out.md), with two gateway processes on
  * one PostgreSQL database, endpoints in host addressing (ENDPOINT_BASE_URL, one host name per endpoint: reached
  * here with a Host header on loopback) and a CLUSTER_SECRET. PostgreSQL run only.
  *

@@ -1,5 +1,5 @@
 /**
- * Two gateway processes on one PostgreSQL database (issue 9, README "Scaling out"), each with its own DATA_DIR and
+ * Two gateway processes on one PostgreSQL database (issue 9, docs/operations/scaling-out.md), each with its own DATA_DIR and
  * NODE_ID, started together (the migrations run once, under their lock). PostgreSQL run only.
  *
  * - 20 parallel creates with one Idempotency-Key, spread across both → one sandbox, one provider resource;

@@ -20,7 +20,7 @@ describe("system routes and the error envelope", () => {
     const ready = await http.get("/ready")
     expect(ready.status).toBe(200)
     expect(ready.body).toMatchObject({ status: "ready", checks: { database: "ok", engine: onPostgres() ? "pg" : "sqlite" } })
-    // This node, heart-beating (README "Scaling out").
+    // This node, heart-beating (docs/operations/scaling-out.md).
     expect(ready.body.nodes).toEqual([{ id: ready.body.node_id, url: expect.any(String), heartbeat_age_seconds: expect.any(Number), lost: false }])
     expect(ready.body.nodes[0].heartbeat_age_seconds).toBeLessThan(10)
     expect(ready.headers.get("x-request-id")).toMatch(/^req_/)

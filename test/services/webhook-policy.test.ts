@@ -239,8 +239,8 @@ describe("retries and signatures", () => {
     expect(parseRetryAfter(null, now)).toBeUndefined()
   })
 
-  it("the README's verification snippet accepts a delivery's signature and refuses a tampered one", async () => {
-    const readme = fs.readFileSync(path.resolve(import.meta.dirname, "../../README.md"), "utf8")
+  it("the webhooks guide's verification snippet accepts a delivery's signature and refuses a tampered one", async () => {
+    const readme = fs.readFileSync(path.resolve(import.meta.dirname, "../../docs/guide/webhooks.md"), "utf8")
     const code = /<!-- verify-webhook -->\n```ts\n([\s\S]*?)\n```/.exec(readme)?.[1]
     expect(code).toBeDefined()
     const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "sgw-readme-")), "verify.ts")

@@ -49,7 +49,8 @@ export const startServer = async (
   }
   void pump(child.stdout)
   void pump(child.stderr)
-  const deadline = Date.now() + 20_000
+  // Generous: on a loaded machine (CI on 2 cores, other suites' jails) a start can take tens of seconds.
+  const deadline = Date.now() + 60_000
   let url: string | undefined
   let endpointUrl: string | undefined
   while (url === undefined || endpointUrl === undefined) {

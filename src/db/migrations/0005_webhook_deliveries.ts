@@ -1,5 +1,5 @@
 /**
- * Webhook delivery (README "Webhooks"): one delivery per (endpoint, event), written in the transaction of the
+ * Webhook delivery (docs/guide/webhooks.md): one delivery per (endpoint, event), written in the transaction of the
  * event, with the exact body every attempt sends; the log of its attempts; and on each endpoint, why it was
  * disabled and its current run of failed attempts (what auto-disable reads).
  */

@@ -1,5 +1,5 @@
 /**
- * Replicas (README "Scaling out"): each gateway process is a node with an id (NODE_ID) and a heartbeat. A
+ * Replicas (docs/operations/scaling-out.md): each gateway process is a node with an id (NODE_ID) and a heartbeat. A
  * sandbox on the local runtime (an emulated provider) lives on the node that provisioned it (`node_id`; null:
  * any node serves it), and its jobs carry that node (`jobs.node_id`), so only that node claims them.
  */

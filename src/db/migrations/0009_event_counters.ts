@@ -1,5 +1,5 @@
 /**
- * Numbering that holds under concurrency (README "Scaling out"): an operation's events and a webhook delivery's
+ * Numbering that holds under concurrency (docs/operations/scaling-out.md): an operation's events and a webhook delivery's
  * attempts were numbered `MAX(n) + 1`, which two concurrent transactions on PostgreSQL (two connections of one
  * pool, or two replicas) compute alike, so one of them failed on the primary key. Each parent gets a counter of
  * its last number, taken with `UPDATE … SET n = n + 1 RETURNING n` (the row lock orders the takers; a rollback

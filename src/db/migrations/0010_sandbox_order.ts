@@ -1,5 +1,5 @@
 /**
- * One order per sandbox (README "Sandboxes", ordering): processes and runtime operations on one sandbox start in
+ * One order per sandbox (docs/guide/sandboxes.md, one order per sandbox): processes and runtime operations on one sandbox start in
  * the order they were accepted. Each such job takes its place from a counter on its sandbox
  * (`sandboxes.order_seq`, `UPDATE … SET order_seq = order_seq + 1 RETURNING`, in the transaction that accepts it:
  * the row lock orders the takers on PostgreSQL, as the counters of 0009 do) and is claimable only when no earlier

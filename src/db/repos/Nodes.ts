@@ -1,5 +1,5 @@
 /**
- * Replicas, `nodes` (README "Scaling out"): each gateway process's node id, the URL the others reach it at, and
+ * Replicas, `nodes` (docs/operations/scaling-out.md): each gateway process's node id, the URL the others reach it at, and
  * its heartbeat. A node silent past the grace period is lost; `markLost` is a compare-and-set, so of the
  * replicas that notice at once exactly one handles the loss.
  */

@@ -1,5 +1,5 @@
 /**
- * Webhook deliveries, `webhook_deliveries` and `webhook_delivery_attempts` (README "Webhooks"): one row per
+ * Webhook deliveries, `webhook_deliveries` and `webhook_delivery_attempts` (docs/guide/webhooks.md): one row per
  * (endpoint, event), unique, created in the transaction of its event with the exact body every attempt sends;
  * and one row per attempt, numbered on across redeliveries.
  */

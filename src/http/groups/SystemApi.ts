@@ -15,7 +15,7 @@ export const Ready = Schema.Struct({
   checks: Schema.Struct({ database: Schema.Literal("ok"), engine: Schema.optional(Schema.Literal("sqlite", "pg")) }),
   node_id: Schema.optional(Schema.String),
   nodes: Schema.optional(Schema.Array(NodeStatus).annotations({
-    description: "Every gateway node on this database (README \"Scaling out\") and the age of its last heartbeat."
+    description: "Every gateway node on this database (docs/operations/scaling-out.md) and the age of its last heartbeat."
   }))
 }).annotations({ identifier: "Ready" })
 export const Meta = Schema.Struct({

@@ -48,7 +48,7 @@ const failed = (operation: FileOperation, path: string) => (e: ProviderError) =>
 const ORDER_WAIT_MS = 60_000
 
 /**
- * One order per sandbox (README "Sandboxes"): a raw read or write waits until the processes and file operations
+ * One order per sandbox (docs/guide/sandboxes.md): a raw read or write waits until the processes and file operations
  * accepted before it have started (a process) or finished (a file operation), so a read after a write sees it.
  */
 const awaitEarlierWork = (sandboxId: string) =>

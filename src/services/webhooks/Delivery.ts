@@ -1,5 +1,5 @@
 /**
- * The `webhook.deliver` job (README "Webhooks"): one attempt per run, never inside a transaction. Each attempt
+ * The `webhook.deliver` job (docs/guide/webhooks.md): one attempt per run, never inside a transaction. Each attempt
  * reads the endpoint as it is now (its current URL and secret: a rotation applies from the next attempt), checks
  * and resolves the URL (Targets.ts), signs and POSTs the delivery's fixed body to the checked address (Send.ts),
  * and records the attempt, the delivery's new status and the endpoint's last delivery in one transaction.

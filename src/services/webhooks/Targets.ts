@@ -1,5 +1,5 @@
 /**
- * Where a webhook may be delivered (README "Webhooks", URL policy). A URL is checked when an endpoint is created
+ * Where a webhook may be delivered (docs/guide/webhooks.md, URL policy). A URL is checked when an endpoint is created
  * or changed and again before every attempt: its host is resolved once, every address it resolves to must be
  * allowed, and the attempt then connects to exactly that address (Send.ts), so DNS cannot answer one address to
  * the check and another to the connection.

@@ -1,0 +1,107 @@
+/**
+ * Docs that run (README "The docs"): every shell block of the README and of docs/guide/ is executed, in order,
+ * one bash session per file, against a real gateway (its own DATA_DIR, emulated providers, a registry on
+ * loopback standing in for Docker Hub); a block must exit 0 and print a line matching each of its
+ * `<!-- expect: … -->` markers. Elsewhere in docs/ a block runs too unless it says why not (`<!-- no-run: … -->`).
+ * And every relative link in the project's Markdown resolves, anchors included.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import { alpineLike, startRegistry, type TestRegistry } from "../support/registry.ts"
+import { type RunningServer, startServer } from "../support/server.ts"
+import { brokenLink, linksOf, markdownFiles, ROOT, type ShellBlock, shellBlocks } from "./markdown.ts"
+
+const METRICS_TOKEN = "docs-metrics-token-0123456789"
+const files = markdownFiles()
+/** The guide runs whole; the README says why for its set-up commands (CI runs them itself). */
+const mustRun = (file: string) => file.startsWith("docs/guide/")
+
+describe("the docs' shell blocks are marked", () => {
+  it("every shell block says whether it runs; in docs/guide/ every one runs", () => {
+    const problems: Array<string> = []
+    for (const file of files) {
+      for (const block of shellBlocks(file)) {
+        if (block.marker === undefined) problems.push(`${file}:${block.line}: a shell block without <!-- run --> or <!-- no-run: why -->`)
+        else if (block.marker === "no-run" && mustRun(file)) problems.push(`${file}:${block.line}: must run (docs/guide/)`)
+        else if (block.marker === "no-run" && block.expect.length > 0) problems.push(`${file}:${block.line}: expectations on a block that does not run`)
+      }
+    }
+    expect(problems).toEqual([])
+  })
+
+  it("every relative link resolves, anchors included", () => {
+    const broken = files.flatMap((file) => linksOf(file).flatMap((link) => {
+      const why = brokenLink(link)
+      return why === undefined ? [] : [`${link.file}:${link.line}: ${link.target}: ${why}`]
+    }))
+    expect(broken).toEqual([])
+  })
+})
+
+let server: RunningServer
+let registry: TestRegistry
+let scratch: string
+
+beforeAll(async () => {
+  registry = startRegistry()
+  registry.push("library/python", "3.12-slim", { layers: [[...alpineLike("DocsPython")]] })
+  server = await startServer({ env: { METRICS_TOKEN, REGISTRY_ALLOW_PRIVATE: "true", RUNTIME_WARM_POOL: "1" } })
+  scratch = fs.mkdtempSync(path.join(os.tmpdir(), "sgw-docs-"))
+}, 60_000)
+afterAll(async () => {
+  await server?.stop()
+  registry?.stop()
+})
+
+/** One bash session: the blocks in order, each between markers, stopping at the first that fails. */
+const script = (blocks: ReadonlyArray<ShellBlock>) =>
+  [
+    "set -eo pipefail",
+    `cd ${JSON.stringify(ROOT)}`,
+    ...blocks.flatMap((b, i) => [`echo "@@block ${i}@@"`, b.code, `echo "@@end ${i}@@"`])
+  ].join("\n")
+
+const runFile = async (file: string, blocks: ReadonlyArray<ShellBlock>) => {
+  const home = fs.mkdtempSync(path.join(scratch, "home-"))
+  const child = Bun.spawn(["bash", "-c", script(blocks)], {
+    cwd: ROOT,
+    env: {
+      ...process.env,
+      HOME: home,
+      SGW_CONFIG_DIR: path.join(home, "config"),
+      GW: server.url,
+      DATA_DIR: server.dataDir,
+      METRICS_TOKEN,
+      IMAGE: `${registry.host}/library/python:3.12-slim`,
+      SGW_EMAIL: `docs-${path.basename(file, ".md")}@example.com`
+    },
+    stdout: "pipe",
+    stderr: "pipe"
+  })
+  const timer = setTimeout(() => child.kill("SIGKILL"), 240_000)
+  const [stdout, stderr] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text()])
+  const status = await child.exited
+  clearTimeout(timer)
+  const outputOf = (i: number) => stdout.split(`@@block ${i}@@\n`)[1]?.split(`@@end ${i}@@`)[0]
+  blocks.forEach((block, i) => {
+    const output = outputOf(i)
+    const where = `${file}:${block.line}`
+    if (output === undefined || !stdout.includes(`@@end ${i}@@`)) {
+      throw new Error(`${where}: the block failed (exit ${status})\n--- stdout\n${output ?? ""}\n--- stderr\n${stderr.slice(-4000)}`)
+    }
+    for (const pattern of block.expect) {
+      if (!pattern.test(output)) throw new Error(`${where}: no line of its output matches ${pattern}\n--- stdout\n${output}\n--- stderr\n${stderr.slice(-2000)}`)
+    }
+  })
+  expect(status).toBe(0)
+}
+
+describe("the docs' shell blocks run", () => {
+  for (const file of files) {
+    const blocks = shellBlocks(file).filter((b) => b.marker === "run")
+    if (blocks.length === 0) continue
+    it(file, () => runFile(file, blocks), 300_000)
+  }
+})
