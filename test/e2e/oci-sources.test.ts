@@ -23,7 +23,8 @@ beforeAll(async () => {
     workingDir: "/srv",
     layers: [[...alpineLike(), { name: "srv/", type: "dir" }]]
   })
-  server = await startServer()
+  // The test registry is on loopback, which registry requests may reach only when the operator allows it.
+  server = await startServer({ env: { REGISTRY_ALLOW_PRIVATE: "true" } })
   http = api(server.url)
   const owner = await bootstrap(server.dataDir, "oci@example.com")
   auth = { token: owner.api_key, project: owner.project_id }

@@ -10,22 +10,25 @@ import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import type { RuntimeError } from "../../src/runtime/LocalRuntime.ts"
 import { ImagePullError } from "../../src/runtime/oci/Errors.ts"
-import { unpackLayer } from "../../src/runtime/oci/Unpack.ts"
+import { DEFAULT_IMAGE_LIMITS } from "../../src/runtime/oci/ImageCache.ts"
+import { unpackLayer, type UnpackLimits } from "../../src/runtime/oci/Unpack.ts"
 import { failure, newRuntime } from "../runtime/support.ts"
 import { startRegistry, tar, type TarEntry, type TestRegistry } from "../support/registry.ts"
 
 const work = fs.mkdtempSync(path.join(os.tmpdir(), "oci-hostile-"))
 const outside = path.join(work, "outside")
 let n = 0
+/** The runtime's defaults, but 1 MiB of files. */
+const LIMITS: UnpackLimits = { maxBytes: 1 << 20, maxFiles: DEFAULT_IMAGE_LIMITS.maxLayerFiles, maxDepth: DEFAULT_IMAGE_LIMITS.maxPathDepth, maxPathBytes: DEFAULT_IMAGE_LIMITS.maxPathBytes }
 
 /** Unpacks `entries` (gzipped) into a fresh directory under `work/layers/`; returns that directory, or the error. */
-const unpack = async (entries: ReadonlyArray<TarEntry>): Promise<{ dir: string; error: ImagePullError | undefined }> => {
+const unpack = async (entries: Iterable<TarEntry>, limits: Partial<UnpackLimits> = {}): Promise<{ dir: string; error: ImagePullError | undefined }> => {
   const dir = path.join(work, "layers", `l${n++}`)
   fs.mkdirSync(dir, { recursive: true })
   const blob = `${dir}.blob`
   fs.writeFileSync(blob, Bun.gzipSync(tar(entries)))
   try {
-    await unpackLayer(blob, dir, { maxBytes: 1 << 20 })
+    await unpackLayer(blob, dir, { ...LIMITS, ...limits })
     return { dir, error: undefined }
   } catch (e) {
     if (!(e instanceof ImagePullError)) throw e
@@ -109,12 +112,12 @@ describe("what a layer may not create", () => {
     fs.mkdirSync(dir)
     const bytes = Buffer.from(Bun.gzipSync(tar([{ name: "f", data: "x".repeat(5000) }])))
     fs.writeFileSync(`${dir}.blob`, new Uint8Array(bytes.subarray(0, bytes.length - 30)))
-    await expect(unpackLayer(`${dir}.blob`, dir, { maxBytes: 1 << 20 })).rejects.toBeInstanceOf(ImagePullError)
+    await expect(unpackLayer(`${dir}.blob`, dir, LIMITS)).rejects.toBeInstanceOf(ImagePullError)
   })
 })
 
 describe("through the runtime", () => {
-  const { rt, cleanup } = newRuntime("oci-hostile")
+  const { rt, cleanup } = newRuntime("oci-hostile", { registryAllowPrivate: true })
   let registry: TestRegistry
   beforeAll(() => {
     registry = startRegistry()
