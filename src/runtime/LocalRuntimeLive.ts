@@ -404,7 +404,15 @@ export const LocalRuntimeLive = Layer.scoped(
       maxCacheFiles: yield* positive("IMAGE_CACHE_MAX_FILES", DEFAULT_IMAGE_LIMITS.maxCacheFiles)
     }
     const registryAllowPrivate = yield* Config.boolean("REGISTRY_ALLOW_PRIVATE").pipe(Config.withDefault(false), Effect.orDie)
-    const registryPrivateHosts = yield* Config.string("REGISTRY_PRIVATE_HOSTS").pipe(Config.withDefault(""), Effect.orDie)
+    const registryPrivateHosts = yield* Config.string("REGISTRY_PRIVATE_HOSTS").pipe(
+      Config.withDefault(""),
+      Config.map((text) => text.split(",").map((h) => h.trim()).filter((h) => h !== "")),
+      Config.validate({
+        message: "REGISTRY_PRIVATE_HOSTS must list registry hosts (`name`, `name:port`, `ip:port` or `[ipv6]:port`), comma-separated",
+        validation: (hosts) => hosts.every((h) => /^(?:\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+)(?::\d{1,5})?$/.test(h))
+      }),
+      Effect.orDie
+    )
     const registryDnsServers = yield* dnsServersConfig("REGISTRY_DNS_SERVERS").pipe(Effect.orDie)
     const dnsUpstream = yield* Config.string("RUNTIME_DNS_UPSTREAM").pipe(Config.option, Effect.orDie)
     const make = Effect.try({
@@ -418,7 +426,7 @@ export const LocalRuntimeLive = Layer.scoped(
           imageCacheMb,
           imageLimits,
           registryAllowPrivate,
-          registryPrivateHosts: registryPrivateHosts.split(",").map((h) => h.trim()).filter((h) => h !== ""),
+          registryPrivateHosts,
           registryDnsServers,
           dnsUpstreams: Option.getOrUndefined(Option.map(dnsUpstream, (text) => text.split(",").map((t) => t.trim()).filter((t) => t !== "")))
         }),

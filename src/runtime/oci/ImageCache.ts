@@ -350,13 +350,22 @@ export const makeImageCache = (options: ImageCacheOptions) => {
       const image: Usage = { bytes: 0, files: 0 }
       const total: Usage = { bytes: 0, files: 0 }
       const queue = [...manifest.layers]
-      await Promise.all(Array.from({ length: Math.min(PARALLEL_LAYERS, queue.length) }, async () => {
+      // A failed layer stops the others from starting; the pull fails once those under way are done (shared with
+      // other pulls, they are not cut short), so a failed pull leaves nothing in progress behind it.
+      const workers = await Promise.allSettled(Array.from({ length: Math.min(PARALLEL_LAYERS, queue.length) }, async () => {
         for (let d = queue.shift(); d !== undefined; d = queue.shift()) {
-          const size = await ensureLayer(client, ref.registry, d, image, onProgress)
-          total.bytes += size.bytes
-          total.files += size.files
+          try {
+            const size = await ensureLayer(client, ref.registry, d, image, onProgress)
+            total.bytes += size.bytes
+            total.files += size.files
+          } catch (e) {
+            queue.length = 0
+            throw e
+          }
         }
       }))
+      const failure = workers.find((w) => w.status === "rejected")
+      if (failure !== undefined) throw failure.reason
       if (total.bytes > limits.maxImageBytes) throw new ImagePullError("too_large", `${ref.display} unpacks to more than the ${mib(limits.maxImageBytes)} MiB allowed`)
       if (total.files > limits.maxImageFiles) throw new ImagePullError("too_large", `${ref.display} has more than ${limits.maxImageFiles} files and directories (IMAGE_MAX_FILES)`)
       sweep()
