@@ -10,7 +10,9 @@ import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import type { RuntimeError } from "../../src/runtime/LocalRuntime.ts"
 import { ImagePullError } from "../../src/runtime/oci/Errors.ts"
-import { DEFAULT_IMAGE_LIMITS, layerDir } from "../../src/runtime/oci/ImageCache.ts"
+import { makeResolver } from "../../src/net/Targets.ts"
+import { DEFAULT_IMAGE_LIMITS, layerDir, makeImageCache } from "../../src/runtime/oci/ImageCache.ts"
+import { hostPlatform } from "../../src/runtime/oci/Reference.ts"
 import { unpackLayer, type UnpackLimits } from "../../src/runtime/oci/Unpack.ts"
 import { failure, newRuntime, run, type TestRuntime } from "../runtime/support.ts"
 import { emptyFilesTar, startRegistry, tar, type TarEntry, type TestRegistry } from "../support/registry.ts"
@@ -150,6 +152,51 @@ describe("layers bounded in entries and paths (inodes, lookups, PATH_MAX)", () =
     expect((await unpack([...headers, { name: "f" }])).error?.message).toMatch(/too many tar metadata entries in a row/)
     expect((await unpack([...headers.slice(0, 3), { name: "f" }])).error).toBeUndefined()
   })
+})
+
+describe("the host's file system", () => {
+  // A small file system of the test's own (a tmpfs of 8 MiB and 500 inodes) as the cache's DATA_DIR.
+  const mount = fs.mkdtempSync(path.join(os.tmpdir(), "sgw-oci-full-"))
+  let registry: TestRegistry
+  beforeAll(() => {
+    const mounted = Bun.spawnSync(["mount", "-t", "tmpfs", "-o", "size=8m,nr_inodes=500,mode=0700", "tmpfs", mount], { stderr: "pipe" })
+    if (mounted.exitCode !== 0) throw new Error(`mount: ${mounted.stderr.toString()}`)
+    registry = startRegistry()
+  })
+  afterAll(() => {
+    registry.stop()
+    // Lazily: a read stream of the last unpack may still be closing.
+    const unmounted = Bun.spawnSync(["umount", "-l", mount], { stderr: "pipe" })
+    if (unmounted.exitCode !== 0) throw new Error(`umount: ${unmounted.stderr.toString()}`)
+    fs.rmdirSync(mount)
+  })
+
+  it("no layer is unpacked while it has less than 5% of its inodes or space free", async () => {
+    const cache = makeImageCache({
+      dataDir: mount,
+      policy: { allowPrivate: true, purpose: "image pulls", setting: "REGISTRY_ALLOW_PRIVATE", resolver: makeResolver([]) },
+      limits: DEFAULT_IMAGE_LIMITS,
+      inUse: () => new Set()
+    })
+    const pull = (image: string) => cache.pull(`${registry.host}/${image}`, hostPlatform()).then(() => undefined, (e: unknown) => e as ImagePullError)
+    const filler = path.join(mount, "filler")
+    fs.mkdirSync(filler)
+    // Leave 10 inodes: a 3-file layer would fit, but in the last 5%.
+    const free = () => fs.statfsSync(mount).ffree
+    for (let i = 0; free() > 10; i++) fs.writeFileSync(path.join(filler, `f${i}`), "")
+    registry.push("full/inodes", "1", { layers: [[{ name: "a" }, { name: "b" }, { name: "c" }]] })
+    const refused = await pull("full/inodes:1")
+    expect(refused?.reason).toBe("cache_full")
+    expect(refused?.message).toMatch(/the host's disk is too full to unpack the image/)
+    fs.rmSync(filler, { recursive: true })
+    expect(await pull("full/inodes:1")).toBeUndefined()
+    // Space: leave under 5% of the 8 MiB.
+    fs.writeFileSync(path.join(mount, "big"), new Uint8Array(Math.floor(fs.statfsSync(mount).bavail * 4096 - 200 * 1024)))
+    registry.push("full/space", "1", { layers: [[{ name: "s", data: "small" }]] })
+    expect((await pull("full/space:1"))?.message).toMatch(/too full/)
+    fs.rmSync(path.join(mount, "big"))
+    expect(await pull("full/space:1")).toBeUndefined()
+  }, 60_000)
 })
 
 describe("through the runtime", () => {
