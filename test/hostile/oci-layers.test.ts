@@ -147,6 +147,12 @@ describe("layers bounded in entries and paths (inodes, lookups, PATH_MAX)", () =
     expect((await unpack([{ name: "s", type: "symlink", link: `/${long(3000)}` }])).error?.message).toMatch(/target longer than 2048 bytes/)
   })
 
+  it("a layer that keeps replacing its own directories (each time the known directories are looked up again) is refused", async () => {
+    const flips = (n: number) => Array.from({ length: n }, (): Array<TarEntry> => [{ name: "a/b/c/", type: "dir" }, { name: "a/b/c", data: "now a file" }]).flat()
+    expect((await unpack(flips(1001))).error?.message).toMatch(/replaces more than 1000 of its own directories/)
+    expect((await unpack(flips(10))).error).toBeUndefined()
+  })
+
   it("a run of metadata headers (PAX, long names) with no entry to describe is refused", async () => {
     const headers = Array.from({ length: 17 }, (): TarEntry => ({ name: "PaxHeader", type: "pax", data: "19 comment=padding\n" }))
     expect((await unpack([...headers, { name: "f" }])).error?.message).toMatch(/too many tar metadata entries in a row/)
