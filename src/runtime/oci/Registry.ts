@@ -136,7 +136,8 @@ export const makeRegistryClient = (ref: ImageReference, options: RegistryClientO
     refuseUrl: (url) => (url.protocol === "http:" && !isLoopback(url.host) ? `plain HTTP is allowed only on loopback, not for ${url.host}` : undefined)
   })
 
-  const unreachable = (e: unknown) => {
+  /** A failed request in the pull's terms: refused by the address policy, or the registry unreachable. */
+  const pullError = (e: unknown) => {
     if (e instanceof ImagePullError) return e
     if (e instanceof OutboundRefused && e.kind === "refused") return new ImagePullError("forbidden_address", `a request of the pull was refused: ${e.message}`)
     if (e instanceof OutboundRefused) return new ImagePullError("unreachable", `the registry ${ref.registry} cannot be reached: ${e.message}`)
@@ -150,7 +151,7 @@ export const makeRegistryClient = (ref: ImageReference, options: RegistryClientO
       headers: { ...(accept !== undefined ? { accept } : {}), ...(authorization !== undefined ? { authorization } : {}), "user-agent": "sandbox-gateway" },
       signal
     }, checked(follow ? MAX_REDIRECTS : 0)).catch((e: unknown) => {
-      throw unreachable(e)
+      throw pullError(e)
     })
 
   /** Answers a 401's challenge: a bearer token from its realm, or basic credentials. False when nothing helps. */
@@ -176,7 +177,7 @@ export const makeRegistryClient = (ref: ImageReference, options: RegistryClientO
     if (params["service"] !== undefined) realm.searchParams.set("service", params["service"])
     realm.searchParams.set("scope", scope)
     const response = await fetchChecked(realm, { headers: basic !== undefined ? { authorization: basic } : {}, signal }, checked(MAX_REDIRECTS)).catch((e: unknown) => {
-      throw unreachable(e)
+      throw pullError(e)
     })
     if (!response.ok) {
       if (response.status === 401 || response.status === 403) {
@@ -197,7 +198,7 @@ export const makeRegistryClient = (ref: ImageReference, options: RegistryClientO
   }
 
   /** A request with authentication: a 401 is answered once (token or credentials), then retried. */
-  const get = async (path: string, accept: string | undefined, signal: AbortSignal, method: "GET" | "HEAD" = "GET", follow = true): Promise<Response> => {
+  const request = async (path: string, accept: string | undefined, signal: AbortSignal, method: "GET" | "HEAD" = "GET", follow = true): Promise<Response> => {
     const url = `${base}/v2/${ref.repository}/${path}`
     let response = await send(url, accept, signal, method, follow)
     if (response.status === 401) {
@@ -236,7 +237,7 @@ export const makeRegistryClient = (ref: ImageReference, options: RegistryClientO
 
   const fetchManifest = async (reference: string, expectedDigest: string | undefined) => {
     const signal = AbortSignal.timeout(MANIFEST_TIMEOUT_MS)
-    const response = await get(`manifests/${reference}`, ACCEPT, signal)
+    const response = await request(`manifests/${reference}`, ACCEPT, signal)
     if (!response.ok) return failed(response, "manifest")
     const bytes = await boundedBody(response, MAX_MANIFEST_BYTES, "manifest")
     const digest = sha256(bytes)
@@ -294,7 +295,7 @@ export const makeRegistryClient = (ref: ImageReference, options: RegistryClientO
   /** The image config, its digest verified. */
   const config = async (d: Descriptor): Promise<ImageConfig> => {
     if (d.size > MAX_CONFIG_BYTES) throw new ImagePullError("invalid_image", `${ref.display}: the image config is too large`)
-    const response = await get(`blobs/${d.digest}`, undefined, AbortSignal.timeout(MANIFEST_TIMEOUT_MS))
+    const response = await request(`blobs/${d.digest}`, undefined, AbortSignal.timeout(MANIFEST_TIMEOUT_MS))
     if (!response.ok) return failed(response, "blob")
     const bytes = await boundedBody(response, MAX_CONFIG_BYTES, "config")
     if (sha256(bytes) !== d.digest) throw new ImagePullError("digest_mismatch", `${ref.display}: the image config does not match its digest`)
@@ -311,7 +312,7 @@ export const makeRegistryClient = (ref: ImageReference, options: RegistryClientO
    * that does not answer HEAD (405, 501): `unsupported`, and the caller downloads the blob instead.
    */
   const confirm = async (d: Descriptor): Promise<"confirmed" | "unsupported"> => {
-    const response = await get(`blobs/${d.digest}`, undefined, AbortSignal.timeout(MANIFEST_TIMEOUT_MS), "HEAD", false)
+    const response = await request(`blobs/${d.digest}`, undefined, AbortSignal.timeout(MANIFEST_TIMEOUT_MS), "HEAD", false)
     await response.body?.cancel().catch(() => undefined)
     if (response.ok || (REDIRECT_STATUSES.has(response.status) && response.headers.get("location") !== null)) return "confirmed"
     if (response.status === 405 || response.status === 501) return "unsupported"
@@ -327,7 +328,7 @@ export const makeRegistryClient = (ref: ImageReference, options: RegistryClientO
     let idle = setTimeout(() => aborter.abort(), BLOB_IDLE_MS)
     const fd = fs.openSync(file, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL | fs.constants.O_NOFOLLOW, 0o600)
     try {
-      const response = await get(`blobs/${d.digest}`, undefined, aborter.signal)
+      const response = await request(`blobs/${d.digest}`, undefined, aborter.signal)
       if (!response.ok) return await failed(response, "blob")
       const hash = createHash("sha256")
       let size = 0
@@ -347,7 +348,7 @@ export const makeRegistryClient = (ref: ImageReference, options: RegistryClientO
       }
     } catch (e) {
       if (e instanceof ImagePullError) throw e
-      throw unreachable(e)
+      throw pullError(e)
     } finally {
       clearTimeout(idle)
       fs.closeSync(fd)
