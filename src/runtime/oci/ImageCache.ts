@@ -240,7 +240,7 @@ export const makeImageCache = (options: ImageCacheOptions) => {
         if (over(1)) {
           throw new ImagePullError(
             "cache_full",
-            `the image cache is full (IMAGE_CACHE_MB ${mib(limits.maxCacheBytes)} MiB, IMAGE_CACHE_MAX_FILES ${limits.maxCacheFiles}) with the images of existing sandboxes`
+            `the image cache is full (IMAGE_CACHE_MB ${mib(limits.maxCacheBytes)} MiB, IMAGE_CACHE_MAX_FILES ${limits.maxCacheFiles}) with the images of existing sandboxes and of pulls under way`
           )
         }
       }
