@@ -129,7 +129,7 @@ const report = (name: string, s: { p50: number; p90: number }, baseline?: { name
   rows.push({ name, p50: s.p50, p90: s.p90, ...(baseline ? { baseline: baseline.name, baseP50: baseline.s.p50 } : {}), ...(target ? { target } : {}) })
 
 // Webhooks go to a receiver on loopback, which the default URL policy refuses.
-const server = await startServer({ env: { WEBHOOK_ALLOW_PRIVATE_TARGETS: "true" } })
+const server = await startServer({ env: { WEBHOOK_ALLOW_PRIVATE_TARGETS: "true", REGISTRY_ALLOW_PRIVATE: "true" } })
 const http = api(server.url)
 const boot = await bootstrap(server.dataDir, "bench@example.com")
 const auth = { token: boot.api_key, project: boot.project_id }

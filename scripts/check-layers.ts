@@ -5,10 +5,11 @@
  *   config     src/Config.ts, DataDir.ts —
  *   domain     src/domain/             — (schemas, ids, errors, principals, token helpers: the lowest layer)
  *   db         src/db/                 domain, config
- *   runtime    src/runtime/            domain, config
- *   providers  providers/              domain, config, runtime
- *   services   src/services/           domain, config, db, runtime, providers
- *   http       src/http/               domain, config, db, runtime, providers, services
+ *   net        src/net/                domain (the outbound address policy: resolve, check, pin every hop)
+ *   runtime    src/runtime/            domain, config, net
+ *   providers  providers/              domain, config, net, runtime
+ *   services   src/services/           domain, config, db, net, runtime, providers
+ *   http       src/http/               domain, config, db, net, runtime, providers, services
  *   cli        src/cli.ts              domain, config, db, services, client (the user CLI's commands)
  *   client     client/                 domain, http (the contract, src/http/Api.ts: the client is derived from it)
  *   entry      src/main.ts, openapi.ts anything
@@ -19,19 +20,20 @@
 import * as fs from "node:fs"
 import * as path from "node:path"
 
-export type Layer = "config" | "domain" | "db" | "runtime" | "providers" | "services" | "http" | "cli" | "client" | "entry"
+export type Layer = "config" | "domain" | "db" | "net" | "runtime" | "providers" | "services" | "http" | "cli" | "client" | "entry"
 
 const BELOW: Record<Layer, ReadonlyArray<Layer>> = {
   config: [],
   domain: [],
   db: ["domain", "config"],
-  runtime: ["domain", "config"],
-  providers: ["domain", "config", "runtime"],
-  services: ["domain", "config", "db", "runtime", "providers"],
-  http: ["domain", "config", "db", "runtime", "providers", "services"],
+  net: ["domain"],
+  runtime: ["domain", "config", "net"],
+  providers: ["domain", "config", "net", "runtime"],
+  services: ["domain", "config", "db", "net", "runtime", "providers"],
+  http: ["domain", "config", "db", "net", "runtime", "providers", "services"],
   cli: ["domain", "config", "db", "services", "client"],
   client: ["domain", "http"],
-  entry: ["domain", "config", "db", "runtime", "providers", "services", "http", "cli", "client"]
+  entry: ["domain", "config", "db", "net", "runtime", "providers", "services", "http", "cli", "client"]
 }
 
 /** Packages only one layer may import. */
@@ -48,6 +50,7 @@ export const layerOf = (file: string): Layer | undefined => {
   switch (top) {
     case "src/domain": return "domain"
     case "src/db": return "db"
+    case "src/net": return "net"
     case "src/runtime": return "runtime"
     case "providers": return "providers"
     case "src/services": return "services"

@@ -217,12 +217,19 @@ const bounded = (name: string, fallback: number, min: number, max: number) =>
     Config.validate({ message: `${name} must be an integer from ${min} to ${max}`, validation: (n) => n >= min && n <= max })
   )
 
+/** DNS servers (`ip` or `ip:port`, comma-separated) from the variable `name`; none: the system resolver. */
+export const dnsServersConfig = (name: string) =>
+  Effect.gen(function*() {
+    const servers = yield* Config.string(name).pipe(Config.withDefault(""))
+    const list = servers.split(",").map((s) => s.trim()).filter((s) => s !== "")
+    const bad = list.find((s) => !DNS_SERVER.test(s))
+    if (bad !== undefined) return yield* invalid(name, `${name} must list IP addresses (with an optional :port), not ${JSON.stringify(bad)}`)
+    return list
+  })
+
 export const webhookConfig = Effect.gen(function*() {
   const allowPrivateTargets = yield* Config.boolean("WEBHOOK_ALLOW_PRIVATE_TARGETS").pipe(Config.withDefault(false))
-  const servers = yield* Config.string("WEBHOOK_DNS_SERVERS").pipe(Config.withDefault(""))
-  const dnsServers = servers.split(",").map((s) => s.trim()).filter((s) => s !== "")
-  const bad = dnsServers.find((s) => !DNS_SERVER.test(s))
-  if (bad !== undefined) return yield* invalid("WEBHOOK_DNS_SERVERS", `WEBHOOK_DNS_SERVERS must list IP addresses (with an optional :port), not ${JSON.stringify(bad)}`)
+  const dnsServers = yield* dnsServersConfig("WEBHOOK_DNS_SERVERS")
   const timeoutMs = yield* bounded("WEBHOOK_TIMEOUT_MS", 10_000, 50, 120_000)
   const maxAttempts = yield* bounded("WEBHOOK_MAX_ATTEMPTS", 8, 1, 50)
   const retryBaseMs = yield* bounded("WEBHOOK_RETRY_BASE_MS", 5_000, 1, 3_600_000)

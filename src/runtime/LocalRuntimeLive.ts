@@ -8,7 +8,8 @@
 import { Config, Effect, Layer, Option } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { AppConfig } from "../Config.ts"
+import { AppConfig, dnsServersConfig } from "../Config.ts"
+import { makeResolver } from "../net/Targets.ts"
 import { CALL_TIMEOUT_MS, makeAgentCalls } from "./AgentCalls.ts"
 import { agentModules } from "./agent/source.ts"
 import { cgroupPath, cgroupScope, cgroupsExist, freezerState, setFrozen } from "./Cgroups.ts"
@@ -24,7 +25,7 @@ import { makeSweep, ORPHAN_GRACE_MS, type SweepReport } from "./Sweep.ts"
 import { type EgressPolicy, MAX_BASE } from "./UidLeases.ts"
 import { isPooled, makeWarmPool, POOL_DISK_MB, POOL_PREFIX } from "./WarmPool.ts"
 import { ImagePullError } from "./oci/Errors.ts"
-import { makeImageCache } from "./oci/ImageCache.ts"
+import { DEFAULT_IMAGE_LIMITS, type ImageLimits, makeImageCache } from "./oci/ImageCache.ts"
 import { hostPlatform, parsePlatform, platformMatches, platformString } from "./oci/Reference.ts"
 
 export type { SweepReport } from "./Sweep.ts"
@@ -50,6 +51,14 @@ export interface LocalRuntimeOptions {
   readonly imageMaxMb?: number | undefined
   /** Size of the layer cache the LRU sweep keeps, in MiB (IMAGE_CACHE_MB, default 20480). */
   readonly imageCacheMb?: number | undefined
+  /** Entry and path limits of images and of the cache (IMAGE_MAX_FILES …; oci/ImageCache.ts DEFAULT_IMAGE_LIMITS). */
+  readonly imageLimits?: Partial<Omit<ImageLimits, "maxImageBytes" | "maxCacheBytes">> | undefined
+  /** Registries may be on loopback, private and link-local addresses (REGISTRY_ALLOW_PRIVATE; default false). */
+  readonly registryAllowPrivate?: boolean | undefined
+  /** Registries (`host` or `host:port`) that may be on such addresses without it (REGISTRY_PRIVATE_HOSTS). */
+  readonly registryPrivateHosts?: ReadonlyArray<string> | undefined
+  /** DNS servers for registry host names (REGISTRY_DNS_SERVERS; default the system resolver). */
+  readonly registryDnsServers?: ReadonlyArray<string> | undefined
   /**
    * Resolvers the DNS forwarders of sandboxes with a domain policy ask (`ip`, `ip:port`, `[v6]:port`); default
    * the nameservers of the host's /etc/resolv.conf (RUNTIME_DNS_UPSTREAM).
@@ -163,8 +172,19 @@ export const makeLocalRuntime = (dataDir: string, options: LocalRuntimeOptions =
   const images = makeImageCache({
     dataDir,
     authFile: options.registryAuthFile,
-    maxImageBytes: (options.imageMaxMb ?? 4096) * 1024 * 1024,
-    maxCacheBytes: (options.imageCacheMb ?? 20_480) * 1024 * 1024,
+    policy: {
+      allowPrivate: options.registryAllowPrivate ?? false,
+      privateHosts: options.registryPrivateHosts,
+      purpose: "image pulls",
+      setting: "REGISTRY_ALLOW_PRIVATE",
+      resolver: makeResolver(options.registryDnsServers ?? [])
+    },
+    limits: {
+      ...DEFAULT_IMAGE_LIMITS,
+      ...options.imageLimits,
+      ...(options.imageMaxMb !== undefined ? { maxImageBytes: options.imageMaxMb * 1024 * 1024 } : {}),
+      ...(options.imageCacheMb !== undefined ? { maxCacheBytes: options.imageCacheMb * 1024 * 1024 } : {})
+    },
     // Every jail that still exists (running or not) keeps its layers: they are its root.
     inUse: () => new Set(fs.readdirSync(sandboxesDir(dataDir)).flatMap((id) => readState(dataDir, id)?.spec.image?.layers ?? []))
   })
@@ -353,8 +373,11 @@ export const makeLocalRuntime = (dataDir: string, options: LocalRuntimeOptions =
 }
 
 /**
- * REGISTRY_AUTH_FILE names a Docker-style auth file with credentials for private registries; IMAGE_MAX_MB (default
- * 4096) caps an image, IMAGE_CACHE_MB (default 20480) the layer cache.
+ * REGISTRY_AUTH_FILE names a Docker-style auth file with credentials for private registries; REGISTRY_ALLOW_PRIVATE
+ * (default false) lets registry requests reach loopback, private and link-local addresses, REGISTRY_PRIVATE_HOSTS
+ * only the registries it names; REGISTRY_DNS_SERVERS resolves registry names. IMAGE_MAX_MB (default 4096) and
+ * IMAGE_MAX_FILES cap an image, IMAGE_LAYER_MAX_FILES a layer, IMAGE_MAX_PATH_DEPTH and IMAGE_MAX_PATH_BYTES its
+ * paths, IMAGE_CACHE_MB (default 20480) and IMAGE_CACHE_MAX_FILES the layer cache.
  * RUNTIME_WARM_POOL (default 2) warm jails are kept ready for fast creates; 0 turns it off. RUNTIME_HOST_UID
  * (default 1000000) is the base of the sandboxes' host uid ranges. RUNTIME_ALLOW_PRIVATE_EGRESS=true lets
  * sandboxes with internet reach private ranges. The finalizer does not touch sandboxes (they outlive the
@@ -371,6 +394,26 @@ export const LocalRuntimeLive = Layer.scoped(
     const registryAuthFile = yield* Config.string("REGISTRY_AUTH_FILE").pipe(Config.option, Effect.orDie)
     const imageMaxMb = yield* Config.integer("IMAGE_MAX_MB").pipe(Config.withDefault(4096), Effect.orDie)
     const imageCacheMb = yield* Config.integer("IMAGE_CACHE_MB").pipe(Config.withDefault(20_480), Effect.orDie)
+    const positive = (name: string, fallback: number) =>
+      Config.integer(name).pipe(Config.withDefault(fallback), Config.validate({ message: `${name} must be a positive integer`, validation: (n) => n > 0 }), Effect.orDie)
+    const imageLimits = {
+      maxImageFiles: yield* positive("IMAGE_MAX_FILES", DEFAULT_IMAGE_LIMITS.maxImageFiles),
+      maxLayerFiles: yield* positive("IMAGE_LAYER_MAX_FILES", DEFAULT_IMAGE_LIMITS.maxLayerFiles),
+      maxPathDepth: yield* positive("IMAGE_MAX_PATH_DEPTH", DEFAULT_IMAGE_LIMITS.maxPathDepth),
+      maxPathBytes: yield* positive("IMAGE_MAX_PATH_BYTES", DEFAULT_IMAGE_LIMITS.maxPathBytes),
+      maxCacheFiles: yield* positive("IMAGE_CACHE_MAX_FILES", DEFAULT_IMAGE_LIMITS.maxCacheFiles)
+    }
+    const registryAllowPrivate = yield* Config.boolean("REGISTRY_ALLOW_PRIVATE").pipe(Config.withDefault(false), Effect.orDie)
+    const registryPrivateHosts = yield* Config.string("REGISTRY_PRIVATE_HOSTS").pipe(
+      Config.withDefault(""),
+      Config.map((text) => text.split(",").map((h) => h.trim()).filter((h) => h !== "")),
+      Config.validate({
+        message: "REGISTRY_PRIVATE_HOSTS must list registry hosts (`name`, `name:port`, `ip:port` or `[ipv6]:port`), comma-separated",
+        validation: (hosts) => hosts.every((h) => /^(?:\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+)(?::\d{1,5})?$/.test(h))
+      }),
+      Effect.orDie
+    )
+    const registryDnsServers = yield* dnsServersConfig("REGISTRY_DNS_SERVERS").pipe(Effect.orDie)
     const dnsUpstream = yield* Config.string("RUNTIME_DNS_UPSTREAM").pipe(Config.option, Effect.orDie)
     const make = Effect.try({
       try: () =>
@@ -381,6 +424,10 @@ export const LocalRuntimeLive = Layer.scoped(
           registryAuthFile: Option.getOrUndefined(registryAuthFile),
           imageMaxMb,
           imageCacheMb,
+          imageLimits,
+          registryAllowPrivate,
+          registryPrivateHosts,
+          registryDnsServers,
           dnsUpstreams: Option.getOrUndefined(Option.map(dnsUpstream, (text) => text.split(",").map((t) => t.trim()).filter((t) => t !== "")))
         }),
       catch: (e) => new Error(e instanceof HostError ? e.message : `the local runtime could not start: ${(e as Error).message}`)

@@ -4,6 +4,7 @@
  * on loopback, made by the test from a static busybox) and runs the sandbox on it (Northflank's too, though it
  * offers no processes to look inside with). A pull that fails fails the
  * create operation with `image_pull_failed` saying which image and why — never a ready sandbox on another image.
+ * The registry is on loopback, so this gateway runs with REGISTRY_ALLOW_PRIVATE=true; one without it refuses it.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { alpineLike, startRegistry, type TestRegistry } from "../support/registry.ts"
@@ -23,7 +24,8 @@ beforeAll(async () => {
     workingDir: "/srv",
     layers: [[...alpineLike(), { name: "srv/", type: "dir" }]]
   })
-  server = await startServer()
+  // The test registry is on loopback, which registry requests may reach only when the operator allows it.
+  server = await startServer({ env: { REGISTRY_ALLOW_PRIVATE: "true" } })
   http = api(server.url)
   const owner = await bootstrap(server.dataDir, "oci@example.com")
   auth = { token: owner.api_key, project: owner.project_id }
@@ -102,4 +104,24 @@ describe("oci_image sources on emulated providers", () => {
       }, 60_000)
     }
   }
+})
+
+describe("a gateway with the default registry policy", () => {
+  it("refuses a registry on loopback (a tenant's image reference cannot reach the host's ports)", async () => {
+    const strict = await startServer()
+    try {
+      const strictHttp = api(strict.url)
+      const owner = await bootstrap(strict.dataDir, "oci-strict@example.com")
+      const strictAuth = { token: owner.api_key, project: owner.project_id }
+      const body = minimalSandbox({ source: { kind: "oci_image", image: `${registry.host}/test/alpine:3.20` }, provider: "daytona" })
+      const created = await strictHttp.post("/v1/sandboxes", { ...strictAuth, body, headers: { "idempotency-key": idempotencyKey("oci") } })
+      expect(created.status).toBe(202)
+      const op = await waitOperation(strictHttp, strictAuth, created.body.operation.id, 60_000)
+      expect(op.state).toBe("failed")
+      expect(op.error.code).toBe("image_pull_failed")
+      expect(op.error.message).toMatch(/loopback address .*REGISTRY_ALLOW_PRIVATE=true/)
+    } finally {
+      await strict.stop()
+    }
+  }, 60_000)
 })

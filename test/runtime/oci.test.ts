@@ -1,6 +1,6 @@
 /**
  * Sandboxes on OCI images, pulled from a registry on loopback (test/support/registry.ts, with Docker Hub's
- * bearer-token flow): the image's files and nothing of the host's system, Env and WorkingDir applied, writes
+ * bearer-token flow; the runtimes here allow it with REGISTRY_ALLOW_PRIVATE): the image's files and nothing of the host's system, Env and WorkingDir applied, writes
  * private to each sandbox, layers pulled once (also by concurrent creates), an image without glibc (static
  * busybox, like Alpine) and one without a shell (like distroless), and every way a pull fails.
  */
@@ -9,11 +9,11 @@ import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import type { RuntimeError } from "../../src/runtime/LocalRuntime.ts"
 import { layerDir } from "../../src/runtime/oci/ImageCache.ts"
-import { alpineLike, distrolessLike, startRegistry, type TestRegistry } from "../support/registry.ts"
+import { alpineLike, busybox, distrolessLike, startRegistry, type TestRegistry } from "../support/registry.ts"
 import { collect, failure, newRuntime, run, sh } from "./support.ts"
 import { tempDataDir } from "../support/server.ts"
 
-const { dataDir, rt, cleanup } = newRuntime("oci", { imageMaxMb: 64 })
+const { dataDir, rt, cleanup } = newRuntime("oci", { imageMaxMb: 64, registryAllowPrivate: true })
 let registry: TestRegistry
 let alpine: { digest: string; manifest: string; layers: ReadonlyArray<string> }
 const spec = (id: string, reference: string, extra: { command?: Array<string>; platform?: string } = {}) => ({
@@ -155,7 +155,8 @@ describe("pulls", () => {
 
 describe("the layer cache", () => {
   it("is swept down to IMAGE_CACHE_MB, least recently used first, never a layer an existing sandbox runs on", async () => {
-    const small = newRuntime("oci-lru", { imageCacheMb: 3 })
+    // Room for two busybox layers (a and b), not three.
+    const small = newRuntime("oci-lru", { imageCacheMb: Math.round((2.5 * busybox().length) / 1048576), registryAllowPrivate: true })
     try {
       const a = registry.push("lru/a", "1", { layers: [alpineLike("A")] })
       const b = registry.push("lru/b", "1", { layers: [alpineLike("B"), [{ name: "b", data: "b" }]] })
@@ -164,7 +165,7 @@ describe("the layer cache", () => {
       await create("lru-a", "lru/a:1")
       await create("lru-b", "lru/b:1")
       await run(small.rt.destroy("lru-b"))
-      // a (in use) and b (~1.2 MB each unpacked) fit; c pushes the cache over 3 MiB: b, unused, goes first.
+      // a (in use) and b fit; c would push the cache over its size: b, unused, goes first.
       await create("lru-c", "lru/c:1")
       const cached = (digest: string) => fs.existsSync(layerDir(small.dataDir, digest))
       expect(cached(a.layers[0]!)).toBe(true)
@@ -183,7 +184,7 @@ describe("private registries", () => {
     const authDir = tempDataDir("oci-auth")
     const authFile = path.join(authDir, "auth.json")
     fs.writeFileSync(authFile, JSON.stringify({ auths: { [privateRegistry.host]: { auth: btoa("robot:s3cret") } } }))
-    const withAuth = newRuntime("oci-auth", { registryAuthFile: authFile })
+    const withAuth = newRuntime("oci-auth", { registryAuthFile: authFile, registryAllowPrivate: true })
     try {
       privateRegistry.push("team/app", "1", { layers: [alpineLike("Private")] })
       const reference = `${privateRegistry.host}/team/app:1`

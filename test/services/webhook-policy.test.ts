@@ -13,7 +13,9 @@ import { WebhookConfig } from "../../src/Config.ts"
 import { signatureHeader, verifySignature } from "../../src/domain/WebhookSignature.ts"
 import { parseRetryAfter, retryDelayMs } from "../../src/services/webhooks/Delivery.ts"
 import { send } from "../../src/services/webhooks/Send.ts"
-import { checkTarget, classifyAddress, parseIpv6, type ResolvedAddress, ResolveError, type TargetCheck, WebhookResolver } from "../../src/services/webhooks/Targets.ts"
+import { classifyAddress, parseIpv6 } from "../../src/domain/Addresses.ts"
+import { type ResolvedAddress, ResolveError, type TargetCheck } from "../../src/net/Targets.ts"
+import { checkTarget, WebhookResolver } from "../../src/services/webhooks/Targets.ts"
 
 const CONFIG: WebhookConfigShape = {
   allowPrivateTargets: false,

@@ -1,15 +1,20 @@
 /**
- * A small OCI registry for tests, on 127.0.0.1 (plain HTTP, as the runtime allows on loopback): the distribution
- * API's GET routes (manifests by tag or digest, blobs), Docker Hub's anonymous bearer-token flow (every request
- * first gets a 401 naming the token realm), and counters of what was fetched. Images are built here from
- * busybox-static: an Alpine-like one (static busybox, no glibc) and a distroless-like one (no shell).
+ * A small OCI registry for tests, on 127.0.0.1 (plain HTTP, as the runtime allows on loopback; the runtime reaches
+ * it only with REGISTRY_ALLOW_PRIVATE or REGISTRY_PRIVATE_HOSTS): the distribution API's GET and HEAD routes
+ * (manifests by tag or digest, blobs — each blob served only in the repositories it was pushed to, as a real
+ * registry links them), Docker Hub's anonymous bearer-token flow (every request first gets a 401 naming the token
+ * realm), and counters of what was fetched. Hostile behaviours a test can switch on: manifests naming blobs the
+ * registry does not have (`borrow`), HEAD claiming every blob, another token realm, blob redirects (to any URL, or
+ * a chain of them through `/redirect/<n>/<digest>`). Images are built here from busybox-static: an Alpine-like
+ * one (static busybox, no glibc) and a distroless-like one (no shell).
  */
 import { createHash } from "node:crypto"
 import * as fs from "node:fs"
 
 export interface TarEntry {
   readonly name: string
-  readonly type?: "file" | "dir" | "symlink" | "hardlink" | "chr"
+  /** `pax`: a PAX extended header (its data the records) describing the next entry. */
+  readonly type?: "file" | "dir" | "symlink" | "hardlink" | "chr" | "pax"
   readonly mode?: number
   readonly data?: Uint8Array | string
   readonly link?: string
@@ -18,41 +23,63 @@ export interface TarEntry {
 const field = (header: Buffer, offset: number, length: number, value: string) => header.write(value, offset, length, "utf8")
 const octal = (n: number, length: number) => n.toString(8).padStart(length - 1, "0")
 
-/** A ustar archive of `entries` (names up to 100 bytes). */
-export const tar = (entries: ReadonlyArray<TarEntry>): Uint8Array<ArrayBuffer> => {
+/** Writes a ustar header into `h` (512 zero bytes). */
+const header = (name: string, type: number, size: number, mode: number, link: string | undefined, h = Buffer.alloc(512)): Buffer => {
+  field(h, 0, 100, name)
+  field(h, 100, 8, octal(mode, 8))
+  field(h, 108, 8, octal(0, 8))
+  field(h, 116, 8, octal(0, 8))
+  field(h, 124, 12, octal(size, 12))
+  field(h, 136, 12, octal(0, 12))
+  h[156] = type
+  if (link !== undefined) field(h, 157, 100, link)
+  field(h, 257, 6, "ustar\0")
+  field(h, 263, 2, "00")
+  h.fill(0x20, 148, 156)
+  let sum = 0
+  for (let i = 0; i < 512; i++) sum += h[i]!
+  field(h, 148, 8, `${octal(sum, 7)}\0`)
+  return h
+}
+
+const padded = (data: Buffer): Array<Buffer> => (data.length % 512 === 0 ? [data] : [data, Buffer.alloc(512 - (data.length % 512))])
+
+/** A ustar archive of `entries`; a name or link longer than 100 bytes goes in a GNU long-name entry before it. */
+export const tar = (entries: Iterable<TarEntry>): Uint8Array<ArrayBuffer> => {
   const blocks: Array<Buffer> = []
   for (const e of entries) {
     const data = e.data === undefined ? Buffer.alloc(0) : Buffer.from(e.data)
-    const header = Buffer.alloc(512)
-    field(header, 0, 100, e.name)
     const type = e.type ?? "file"
-    field(header, 100, 8, octal(e.mode ?? (type === "dir" ? 0o755 : 0o644), 8))
-    field(header, 108, 8, octal(0, 8))
-    field(header, 116, 8, octal(0, 8))
-    field(header, 124, 12, octal(type === "file" ? data.length : 0, 12))
-    field(header, 136, 12, octal(0, 12))
-    header[156] = { file: 0x30, hardlink: 0x31, symlink: 0x32, chr: 0x33, dir: 0x35 }[type]
-    if (e.link !== undefined) field(header, 157, 100, e.link)
-    field(header, 257, 6, "ustar\0")
-    field(header, 263, 2, "00")
-    header.fill(0x20, 148, 156)
-    let sum = 0
-    for (const b of header) sum += b
-    field(header, 148, 8, `${octal(sum, 7)}\0`)
-    blocks.push(header)
-    if (type === "file") {
-      blocks.push(data)
-      if (data.length % 512 !== 0) blocks.push(Buffer.alloc(512 - (data.length % 512)))
+    for (const [value, kind] of [[e.name, 0x4c], [e.link, 0x4b]] as const) {
+      if (value === undefined || Buffer.byteLength(value) <= 100) continue
+      const long = Buffer.from(`${value}\0`)
+      blocks.push(header("././@LongLink", kind, long.length, 0o644, undefined), ...padded(long))
     }
+    const withData = type === "file" || type === "pax"
+    blocks.push(header(e.name, { file: 0x30, hardlink: 0x31, symlink: 0x32, chr: 0x33, dir: 0x35, pax: 0x78 }[type], withData ? data.length : 0, e.mode ?? (type === "dir" ? 0o755 : 0o644), e.link))
+    if (withData) blocks.push(...padded(data))
   }
   blocks.push(Buffer.alloc(1024))
   return new Uint8Array(Buffer.concat(blocks))
 }
 
+/** A tar of `n` empty files named `<prefix><i>`, written into one buffer (fast for the hundreds of thousands a test may want). */
+export const emptyFilesTar = (n: number, prefix = "f"): Uint8Array<ArrayBuffer> => {
+  const out = Buffer.alloc(512 * (n + 2))
+  for (let i = 0; i < n; i++) header(`${prefix}${i}`, 0x30, 0, 0o644, undefined, out.subarray(512 * i, 512 * (i + 1)))
+  return new Uint8Array(out.buffer, out.byteOffset, out.length)
+}
+
 export const digestOf = (bytes: Uint8Array) => `sha256:${createHash("sha256").update(bytes).digest("hex")}`
 
+/** A layer named only by its digest: the manifest lists it, the registry neither has nor serves it. */
+export interface BorrowedLayer {
+  readonly borrow: string
+  readonly size: number
+}
+
 export interface ImageSpec {
-  readonly layers: ReadonlyArray<ReadonlyArray<TarEntry> | Uint8Array<ArrayBuffer>>
+  readonly layers: ReadonlyArray<ReadonlyArray<TarEntry> | Uint8Array<ArrayBuffer> | BorrowedLayer>
   readonly env?: ReadonlyArray<string>
   readonly workingDir?: string
   readonly entrypoint?: ReadonlyArray<string>
@@ -69,29 +96,60 @@ interface Stored {
   readonly type: string
 }
 
+/** Hostile behaviours, switched on and off by a test. */
+export interface RegistryBehaviour {
+  /** The token realm announced in every 401 (default this registry's own `/token`). */
+  realm?: string | undefined
+  /** Answer a blob request (GET or HEAD, once authorized) with a 307 to this URL. */
+  blobRedirect?: ((digest: string) => string | undefined) | undefined
+  /** HEAD of any blob answers 200, whether the registry has it or not. */
+  claimEveryBlob?: boolean | undefined
+}
+
 export interface TestRegistry {
   /** host:port, e.g. 127.0.0.1:41234 */
   readonly host: string
   /** `digest`: what the tag names (the index, when there is one); `manifest`: the image manifest's digest. */
   readonly push: (repository: string, tag: string, image: ImageSpec) => { readonly digest: string; readonly manifest: string; readonly layers: ReadonlyArray<string> }
-  /** GETs of each blob digest so far. */
+  /** GETs and HEADs of each blob digest so far. */
   readonly blobGets: Map<string, number>
+  readonly blobHeads: Map<string, number>
   readonly tokens: { issued: number }
+  /** The bearer token the registry accepts (for a token server of the test's own). */
+  readonly token: string
+  /** A blob's bytes, pushed to any repository. */
+  readonly blob: (digest: string) => Uint8Array<ArrayBuffer> | undefined
+  readonly behaviour: RegistryBehaviour
   readonly stop: () => void
 }
+
+const count = (map: Map<string, number>, key: string) => map.set(key, (map.get(key) ?? 0) + 1)
 
 /** `credentials`: the token realm then wants them (basic auth), as a private repository's would. */
 export const startRegistry = (options: { readonly credentials?: { readonly username: string; readonly password: string } } = {}): TestRegistry => {
   const manifests = new Map<string, Stored>()
   const blobs = new Map<string, Buffer>()
+  /** `repository@digest` of every blob pushed to that repository. */
+  const links = new Set<string>()
   const blobGets = new Map<string, number>()
+  const blobHeads = new Map<string, number>()
   const tokens = { issued: 0 }
   const token = `tok-${crypto.randomUUID()}`
+  const behaviour: RegistryBehaviour = {}
   const server = Bun.serve({
     hostname: "127.0.0.1",
     port: 0,
     fetch: (request) => {
       const url = new URL(request.url)
+      const head = request.method === "HEAD"
+      // Where a redirect chain ends: the blob, without authorization (as a pre-signed URL serves it).
+      const hop = /^\/redirect\/(\d+)\/(sha256:[a-f0-9]{64})$/.exec(url.pathname)
+      if (hop !== null) {
+        const left = Number(hop[1])
+        if (left > 0) return new Response(null, { status: 307, headers: { location: `/redirect/${left - 1}/${hop[2]}` } })
+        const blob = blobs.get(hop[2]!)
+        return blob === undefined ? new Response("no such blob", { status: 404 }) : new Response(head ? null : new Uint8Array(blob))
+      }
       if (url.pathname === "/token") {
         const { credentials } = options
         if (credentials !== undefined && request.headers.get("authorization") !== `Basic ${btoa(`${credentials.username}:${credentials.password}`)}`) {
@@ -103,7 +161,7 @@ export const startRegistry = (options: { readonly credentials?: { readonly usern
       if (request.headers.get("authorization") !== `Bearer ${token}`) {
         return new Response(JSON.stringify({ errors: [{ code: "UNAUTHORIZED" }] }), {
           status: 401,
-          headers: { "www-authenticate": `Bearer realm="http://${url.host}/token",service="test-registry"` }
+          headers: { "www-authenticate": `Bearer realm="${behaviour.realm ?? `http://${url.host}/token`}",service="test-registry"` }
         })
       }
       if (url.pathname === "/v2/") return Response.json({})
@@ -116,12 +174,15 @@ export const startRegistry = (options: { readonly credentials?: { readonly usern
           const known = [...manifests.keys()].some((k) => k.startsWith(`${name}:`))
           return Response.json({ errors: [{ code: known ? "MANIFEST_UNKNOWN" : "NAME_UNKNOWN" }] }, { status: 404 })
         }
-        return new Response(new Uint8Array(stored.body), { headers: { "content-type": stored.type, "docker-content-digest": digestOf(stored.body) } })
+        return new Response(head ? null : new Uint8Array(stored.body), { headers: { "content-type": stored.type, "docker-content-digest": digestOf(stored.body) } })
       }
-      blobGets.set(ref, (blobGets.get(ref) ?? 0) + 1)
-      const blob = blobs.get(ref)
-      if (blob === undefined) return Response.json({ errors: [{ code: "BLOB_UNKNOWN" }] }, { status: 404 })
-      return new Response(new Uint8Array(blob), { headers: { "content-type": "application/octet-stream" } })
+      count(head ? blobHeads : blobGets, ref)
+      const redirect = behaviour.blobRedirect?.(ref)
+      if (redirect !== undefined) return new Response(null, { status: 307, headers: { location: redirect } })
+      if (head && behaviour.claimEveryBlob === true) return new Response(null, { headers: { "content-length": "1" } })
+      const blob = links.has(`${name}@${ref}`) ? blobs.get(ref) : undefined
+      if (blob === undefined) return head ? new Response(null, { status: 404 }) : Response.json({ errors: [{ code: "BLOB_UNKNOWN" }] }, { status: 404 })
+      return new Response(head ? null : new Uint8Array(blob), { headers: { "content-type": "application/octet-stream", "content-length": String(blob.length) } })
     }
   })
 
@@ -133,11 +194,14 @@ export const startRegistry = (options: { readonly credentials?: { readonly usern
   }
 
   const push = (repository: string, tag: string, image: ImageSpec) => {
-    const layers = image.layers.map((l) => Buffer.from(Bun.gzipSync(l instanceof Uint8Array ? l : tar(l))))
-    const layerDescs = layers.map((bytes, i) => {
+    const layerDescs = image.layers.map((l, i) => {
+      const mediaType = "application/vnd.oci.image.layer.v1.tar+gzip"
+      if ("borrow" in l) return { mediaType, digest: l.borrow, size: l.size }
+      const bytes = Buffer.from(Bun.gzipSync(l instanceof Uint8Array ? l : tar(l)))
       const digest = digestOf(bytes)
-      blobs.set(digest, image.corruptLayer === true && i === layers.length - 1 ? Buffer.from(Bun.gzipSync(tar([{ name: "evil", data: "swapped" }]))) : bytes)
-      return { mediaType: "application/vnd.oci.image.layer.v1.tar+gzip", digest, size: bytes.length }
+      blobs.set(digest, image.corruptLayer === true && i === image.layers.length - 1 ? Buffer.from(Bun.gzipSync(tar([{ name: "evil", data: "swapped" }]))) : bytes)
+      links.add(`${repository}@${digest}`)
+      return { mediaType, digest, size: bytes.length }
     })
     const config = Buffer.from(JSON.stringify({
       architecture: image.architecture ?? "amd64",
@@ -147,6 +211,7 @@ export const startRegistry = (options: { readonly credentials?: { readonly usern
     }))
     const configDigest = digestOf(config)
     blobs.set(configDigest, config)
+    links.add(`${repository}@${configDigest}`)
     const manifest = Buffer.from(JSON.stringify({
       schemaVersion: 2,
       mediaType: "application/vnd.oci.image.manifest.v1+json",
@@ -169,7 +234,11 @@ export const startRegistry = (options: { readonly credentials?: { readonly usern
     return { digest: putManifest(repository, tag, index, "application/vnd.oci.image.index.v1+json"), manifest: manifestDigest, layers: layerDescs.map((l) => l.digest) }
   }
 
-  return { host: `127.0.0.1:${server.port}`, push, blobGets, tokens, stop: () => void server.stop(true) }
+  const blob = (digest: string) => {
+    const bytes = blobs.get(digest)
+    return bytes === undefined ? undefined : new Uint8Array(bytes)
+  }
+  return { host: `127.0.0.1:${server.port}`, push, blobGets, blobHeads, tokens, token, blob, behaviour, stop: () => void server.stop(true) }
 }
 
 const BUSYBOX = "/bin/busybox"

@@ -33,13 +33,13 @@ export const startServer = async (
   options: { readonly dataDir?: string; readonly env?: Record<string, string>; readonly command?: ReadonlyArray<string> } = {}
 ): Promise<RunningServer> => {
   const dataDir = options.dataDir ?? tempDataDir()
-  // Webhook host names are resolved by the test's own DNS server, never by a real resolver.
+  // Webhook and registry host names are resolved by the test's own DNS server, never by a real resolver.
   const dns = await testDns()
   let output = ""
   const child = Bun.spawn(options.command ? [...options.command] : ["bun", "run", path.join(ROOT, "src/main.ts")], {
     // A given command (the compiled binary) runs outside the checkout, so it cannot lean on it.
     cwd: options.command ? dataDir : ROOT,
-    env: { ...process.env, PORT: "0", HOST: "127.0.0.1", DATA_DIR: dataDir, LOG_LEVEL: "warning", WEBHOOK_DNS_SERVERS: dns.server, ...databaseEnv(dataDir), ...options.env },
+    env: { ...process.env, PORT: "0", HOST: "127.0.0.1", DATA_DIR: dataDir, LOG_LEVEL: "warning", WEBHOOK_DNS_SERVERS: dns.server, REGISTRY_DNS_SERVERS: dns.server, ...databaseEnv(dataDir), ...options.env },
     stdout: "pipe",
     stderr: "pipe"
   })

@@ -7,6 +7,8 @@ export type ImagePullReason =
   | "unreachable"
   | "wrong_platform"
   | "too_large"
+  | "cache_full"
+  | "forbidden_address"
   | "digest_mismatch"
   | "unsupported"
   | "unsafe_layer"

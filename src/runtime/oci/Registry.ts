@@ -3,11 +3,19 @@
  * and Docker manifest lists resolved to this host's platform; OCI and Docker schema 2 image manifests), blobs
  * streamed with their digest verified. Authentication as Docker does it: anonymous or basic credentials traded for
  * a bearer token at the realm a 401 names (Docker Hub's flow), or basic credentials where a registry asks for them.
- * Credentials come from a Docker-style auth file (`REGISTRY_AUTH_FILE`: `{"auths": {"host": {"auth": base64(user:pass)}}}`).
- * Plain HTTP only for registries on loopback.
+ * Credentials come from a Docker-style auth file (`REGISTRY_AUTH_FILE`: `{"auths": {"host": {"auth": base64(user:pass)}}}`):
+ * the operator's, used by every pull that names that registry.
+ *
+ * Every request is a tenant's (the reference is theirs), so every one passes the gateway's outbound address policy
+ * (src/net/): the manifest and blob requests, each redirect (at most 5, each checked again; credentials dropped
+ * when one leaves the registry's origin) and the token realm, which must be https or on the registry's own host.
+ * Loopback, private and link-local addresses only with REGISTRY_ALLOW_PRIVATE (or for the registries of
+ * REGISTRY_PRIVATE_HOSTS); plain HTTP only for registries on loopback.
  */
 import { createHash } from "node:crypto"
 import * as fs from "node:fs"
+import { type CheckedFetchOptions, fetchChecked, OutboundRefused } from "../../net/Fetch.ts"
+import type { AddressPolicy } from "../../net/Targets.ts"
 import { ImagePullError } from "./Errors.ts"
 import { type ImageReference, isLoopback, type Platform, platformMatches, platformString, registryBaseUrl } from "./Reference.ts"
 
@@ -24,6 +32,8 @@ const MAX_CONFIG_BYTES = 4 * 1024 * 1024
 const MANIFEST_TIMEOUT_MS = 30_000
 /** A blob download may stall this long between two chunks. */
 const BLOB_IDLE_MS = 60_000
+/** Redirects one request may follow (blob stores, mirrors); each is checked as a request of its own. */
+export const MAX_REDIRECTS = 5
 const DIGEST = /^sha256:[a-f0-9]{64}$/
 
 export interface Descriptor {
@@ -108,25 +118,40 @@ const boundedBody = async (response: Response, max: number, what: string): Promi
 
 export interface RegistryClientOptions {
   readonly authFile?: string | undefined
+  /** The address policy every request passes (REGISTRY_ALLOW_PRIVATE, REGISTRY_PRIVATE_HOSTS, REGISTRY_DNS_SERVERS). */
+  readonly policy: AddressPolicy
 }
 
-export const makeRegistryClient = (ref: ImageReference, options: RegistryClientOptions = {}) => {
+const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308])
+
+export const makeRegistryClient = (ref: ImageReference, options: RegistryClientOptions) => {
   const base = registryBaseUrl(ref.registry)
   if (base.startsWith("http://") && !isLoopback(ref.registry)) throw new ImagePullError("unsupported", "plain HTTP registries are allowed only on loopback")
   const credentials = credentialsFor(options.authFile, ref.registry)
   let authorization: string | undefined
   const scope = `repository:${ref.repository}:pull`
+  const checked = (maxRedirects: number): CheckedFetchOptions => ({
+    policy: options.policy,
+    maxRedirects,
+    refuseUrl: (url) => (url.protocol === "http:" && !isLoopback(url.host) ? `plain HTTP is allowed only on loopback, not for ${url.host}` : undefined)
+  })
 
-  const unreachable = (e: unknown) =>
-    new ImagePullError("unreachable", `the registry ${ref.registry} cannot be reached`, e instanceof Error ? e.message : String(e))
+  /** A failed request in the pull's terms: refused by the address policy, or the registry unreachable. */
+  const pullError = (e: unknown) => {
+    if (e instanceof ImagePullError) return e
+    if (e instanceof OutboundRefused && e.kind === "refused") return new ImagePullError("forbidden_address", `a request of the pull was refused: ${e.message}`)
+    if (e instanceof OutboundRefused) return new ImagePullError("unreachable", `the registry ${ref.registry} cannot be reached: ${e.message}`)
+    return new ImagePullError("unreachable", `the registry ${ref.registry} cannot be reached`, e instanceof Error ? e.message : String(e))
+  }
 
-  const send = (url: string, accept: string | undefined, signal: AbortSignal) =>
-    fetch(url, {
+  /** One request through the policy; a redirect is followed (up to MAX_REDIRECTS) unless `follow` is false. */
+  const send = (url: string, accept: string | undefined, signal: AbortSignal, method: "GET" | "HEAD", follow: boolean) =>
+    fetchChecked(url, {
+      method,
       headers: { ...(accept !== undefined ? { accept } : {}), ...(authorization !== undefined ? { authorization } : {}), "user-agent": "sandbox-gateway" },
-      redirect: "follow",
       signal
-    }).catch((e: unknown) => {
-      throw unreachable(e)
+    }, checked(follow ? MAX_REDIRECTS : 0)).catch((e: unknown) => {
+      throw pullError(e)
     })
 
   /** Answers a 401's challenge: a bearer token from its realm, or basic credentials. False when nothing helps. */
@@ -145,11 +170,14 @@ export const makeRegistryClient = (ref: ImageReference, options: RegistryClientO
     } catch {
       return false
     }
-    if (realm.protocol !== "https:" && !(realm.protocol === "http:" && isLoopback(realm.host))) return false
+    // The realm is a request the registry makes us send, credentials included: https, or the registry's own host.
+    if (realm.protocol !== "https:" && !(realm.protocol === "http:" && base.startsWith("http:") && realm.hostname === new URL(base).hostname)) {
+      throw new ImagePullError("forbidden_address", `the registry ${ref.registry} names a token realm that is neither https nor on its own host`)
+    }
     if (params["service"] !== undefined) realm.searchParams.set("service", params["service"])
     realm.searchParams.set("scope", scope)
-    const response = await fetch(realm, { headers: basic !== undefined ? { authorization: basic } : {}, signal }).catch((e: unknown) => {
-      throw unreachable(e)
+    const response = await fetchChecked(realm, { headers: basic !== undefined ? { authorization: basic } : {}, signal }, checked(MAX_REDIRECTS)).catch((e: unknown) => {
+      throw pullError(e)
     })
     if (!response.ok) {
       if (response.status === 401 || response.status === 403) {
@@ -169,14 +197,14 @@ export const makeRegistryClient = (ref: ImageReference, options: RegistryClientO
     return true
   }
 
-  /** GET with authentication: a 401 is answered once (token or credentials), then retried. */
-  const get = async (path: string, accept: string | undefined, signal: AbortSignal): Promise<Response> => {
+  /** A request with authentication: a 401 is answered once (token or credentials), then retried. */
+  const request = async (path: string, accept: string | undefined, signal: AbortSignal, method: "GET" | "HEAD" = "GET", follow = true): Promise<Response> => {
     const url = `${base}/v2/${ref.repository}/${path}`
-    let response = await send(url, accept, signal)
+    let response = await send(url, accept, signal, method, follow)
     if (response.status === 401) {
       const challenge = response.headers.get("www-authenticate")
       await response.body?.cancel()
-      if (challenge !== null && (await authenticate(challenge, signal))) response = await send(url, accept, signal)
+      if (challenge !== null && (await authenticate(challenge, signal))) response = await send(url, accept, signal, method, follow)
     }
     return response
   }
@@ -209,7 +237,7 @@ export const makeRegistryClient = (ref: ImageReference, options: RegistryClientO
 
   const fetchManifest = async (reference: string, expectedDigest: string | undefined) => {
     const signal = AbortSignal.timeout(MANIFEST_TIMEOUT_MS)
-    const response = await get(`manifests/${reference}`, ACCEPT, signal)
+    const response = await request(`manifests/${reference}`, ACCEPT, signal)
     if (!response.ok) return failed(response, "manifest")
     const bytes = await boundedBody(response, MAX_MANIFEST_BYTES, "manifest")
     const digest = sha256(bytes)
@@ -267,7 +295,7 @@ export const makeRegistryClient = (ref: ImageReference, options: RegistryClientO
   /** The image config, its digest verified. */
   const config = async (d: Descriptor): Promise<ImageConfig> => {
     if (d.size > MAX_CONFIG_BYTES) throw new ImagePullError("invalid_image", `${ref.display}: the image config is too large`)
-    const response = await get(`blobs/${d.digest}`, undefined, AbortSignal.timeout(MANIFEST_TIMEOUT_MS))
+    const response = await request(`blobs/${d.digest}`, undefined, AbortSignal.timeout(MANIFEST_TIMEOUT_MS))
     if (!response.ok) return failed(response, "blob")
     const bytes = await boundedBody(response, MAX_CONFIG_BYTES, "config")
     if (sha256(bytes) !== d.digest) throw new ImagePullError("digest_mismatch", `${ref.display}: the image config does not match its digest`)
@@ -279,6 +307,19 @@ export const makeRegistryClient = (ref: ImageReference, options: RegistryClientO
   }
 
   /**
+   * This pull's registry, with this pull's credentials, confirms it serves the blob (a HEAD; a redirect to where it
+   * keeps blobs counts, and is not followed): before a layer cached from another pull serves this one. A registry
+   * that does not answer HEAD (405, 501): `unsupported`, and the caller downloads the blob instead.
+   */
+  const confirm = async (d: Descriptor): Promise<"confirmed" | "unsupported"> => {
+    const response = await request(`blobs/${d.digest}`, undefined, AbortSignal.timeout(MANIFEST_TIMEOUT_MS), "HEAD", false)
+    await response.body?.cancel().catch(() => undefined)
+    if (response.ok || (REDIRECT_STATUSES.has(response.status) && response.headers.get("location") !== null)) return "confirmed"
+    if (response.status === 405 || response.status === 501) return "unsupported"
+    return failed(response, "blob")
+  }
+
+  /**
    * Streams a blob into `file` (created 0600, must not exist), hashing as it goes; fails when it is longer than
    * its descriptor says or its digest differs. `onBytes` hears the progress.
    */
@@ -287,7 +328,7 @@ export const makeRegistryClient = (ref: ImageReference, options: RegistryClientO
     let idle = setTimeout(() => aborter.abort(), BLOB_IDLE_MS)
     const fd = fs.openSync(file, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL | fs.constants.O_NOFOLLOW, 0o600)
     try {
-      const response = await get(`blobs/${d.digest}`, undefined, aborter.signal)
+      const response = await request(`blobs/${d.digest}`, undefined, aborter.signal)
       if (!response.ok) return await failed(response, "blob")
       const hash = createHash("sha256")
       let size = 0
@@ -307,12 +348,12 @@ export const makeRegistryClient = (ref: ImageReference, options: RegistryClientO
       }
     } catch (e) {
       if (e instanceof ImagePullError) throw e
-      throw unreachable(e)
+      throw pullError(e)
     } finally {
       clearTimeout(idle)
       fs.closeSync(fd)
     }
   }
 
-  return { manifest, config, download }
+  return { manifest, config, confirm, download }
 }

@@ -1,12 +1,11 @@
 /**
- * One delivery attempt on the wire: a POST to exactly the address the URL policy checked (Targets.ts). The URL
- * given to fetch carries that IP address, so nothing resolves the name a second time; the `Host` header and the
- * TLS server name stay the URL's host, so virtual hosting and certificate checks work as for the name. Redirects
- * are not followed; the whole exchange has one deadline; at most 1 MiB of the answer is read and its first
- * 4,096 bytes kept.
+ * One delivery attempt on the wire: a POST to exactly the address the URL policy checked (Targets.ts), pinned by
+ * src/net/Fetch.ts (the `Host` header and the TLS server name stay the URL's host). Redirects are not followed;
+ * the whole exchange has one deadline; at most 1 MiB of the answer is read and its first 4,096 bytes kept.
  */
 import { Effect } from "effect"
-import type { Target } from "./Targets.ts"
+import { pinnedFetch } from "../../net/Fetch.ts"
+import type { Target } from "../../net/Targets.ts"
 
 export const SNIPPET_BYTES = 4096
 const READ_LIMIT = 1024 * 1024
@@ -14,13 +13,6 @@ const READ_LIMIT = 1024 * 1024
 export type SendResult =
   | { readonly _tag: "Response"; readonly status: number; readonly retryAfter: string | null; readonly snippet: string | null }
   | { readonly _tag: "NoResponse"; readonly error: string }
-
-/** The URL fetch is given: the checked address in place of the host name. */
-export const pinnedUrl = (target: Target): string => {
-  const url = new URL(target.url.href)
-  url.hostname = target.address.family === 6 ? `[${target.address.address}]` : target.address.address
-  return url.href
-}
 
 const readSnippet = async (response: Response): Promise<string | null> => {
   if (response.body === null) return null
@@ -62,16 +54,12 @@ export const send = (request: {
   readonly timeoutMs: number
 }): Effect.Effect<SendResult> =>
   Effect.promise(async (): Promise<SendResult> => {
-    const { target } = request
-    const isName = !target.hostname.startsWith("[") && !/^[\d.]+$/.test(target.hostname)
     try {
-      const response = await fetch(pinnedUrl(target), {
+      const response = await pinnedFetch(request.target, {
         method: "POST",
-        headers: { ...request.headers, host: target.url.host },
+        headers: request.headers,
         body: request.body,
-        redirect: "manual",
-        signal: AbortSignal.timeout(request.timeoutMs),
-        ...(target.url.protocol === "https:" && isName ? { tls: { serverName: target.hostname } } : {})
+        signal: AbortSignal.timeout(request.timeoutMs)
       })
       const snippet = await readSnippet(response)
       return { _tag: "Response", status: response.status, retryAfter: response.headers.get("retry-after"), snippet }
