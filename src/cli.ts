@@ -5,7 +5,7 @@
 import { BunRuntime } from "@effect/platform-bun"
 import { Console, Effect, Logger, LogLevel, Schedule } from "effect"
 import { EXPIRES_IN_SECONDS } from "./domain/Accounts.ts"
-import { AppConfigLive } from "./Config.ts"
+import { AppConfig, AppConfigLive } from "./Config.ts"
 import { DatabaseLive, type Repositories } from "./db/Database.ts"
 import { copySqliteToPostgres } from "./db/Copy.ts"
 import { inTransaction } from "./db/Db.ts"
@@ -18,6 +18,7 @@ import { isoAfter, nowIso } from "./domain/Time.ts"
 import { appendEvent } from "./services/Events.ts"
 import { grantWelcomeCredit, postLedgerEntry } from "./services/Ledger.ts"
 import { createOrganization } from "./services/Organizations.ts"
+import { issueLoginLink, LOGIN_LINK_SECONDS } from "./services/Sessions.ts"
 import { newUuid } from "./domain/Ids.ts"
 import { USER_CLI_WORDS, userCliMain } from "../client/src/cli.ts"
 
@@ -32,7 +33,7 @@ interface Command {
   readonly usage: string
   readonly summary: string
   readonly flags: ReadonlyArray<string>
-  readonly run: (flags: Flags) => Effect.Effect<void, CliError, Repositories>
+  readonly run: (flags: Flags) => Effect.Effect<void, CliError, Repositories | AppConfig>
 }
 
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/
@@ -154,6 +155,22 @@ const commands: Record<string, Command> = {
         if (!revoked) return yield* Effect.fail(new CliError("no live token matches"))
         yield* print(flags, { revoked: true }, "revoked")
       }))
+  },
+  "login-link": {
+    usage: "login-link --email <email> [--json]",
+    summary: `Print a one-time link that signs an existing user in to the dashboard (PUBLIC_URL/login#code=…): valid ${LOGIN_LINK_SECONDS / 60} minutes, once.`,
+    flags: ["email", "json"],
+    run: (flags) =>
+      Effect.flatMap(AppConfig, ({ publicUrl }) =>
+        tx(Effect.gen(function*() {
+          const email = emailFlag(flags)
+          const user = yield* UsersRepo.findByEmail(email)
+          if (user === undefined) return yield* Effect.fail(new CliError(`no user with email ${email}; run: users create --email ${email}`))
+          const { code, expiresAt } = yield* issueLoginLink(user.id)
+          // The code travels in the fragment: browsers never send it to a server, so no log or proxy sees it.
+          const url = `${publicUrl}/login#code=${code}`
+          yield* print(flags, { url, user_id: user.id, expires_at: expiresAt }, url)
+        })))
   },
   "credits grant": {
     usage: "credits grant --org <organization id> --amount-usd <d.dd> [--kind deposit|adjustment] [--description <text>] [--json]",

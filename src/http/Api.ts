@@ -26,6 +26,7 @@ import { ProcessesApi } from "./groups/ProcessesApi.ts"
 import { ProjectOperationsApi } from "./groups/ProjectOperationsApi.ts"
 import { ProjectSandboxesApi } from "./groups/ProjectSandboxesApi.ts"
 import { SandboxesApi } from "./groups/SandboxesApi.ts"
+import { SessionsApi } from "./groups/SessionsApi.ts"
 import { SystemApi } from "./groups/SystemApi.ts"
 import { WebhookDeliveriesApi } from "./groups/WebhookDeliveriesApi.ts"
 import { WebhooksApi } from "./groups/WebhooksApi.ts"
@@ -33,6 +34,7 @@ import { dropHttpApiDecodeError } from "./OpenApiTransform.ts"
 
 export class Api extends HttpApi.make("sandbox-gateway")
   .add(SystemApi)
+  .add(SessionsApi)
   .add(OrganizationsApi)
   .add(MembersApi)
   .add(ProjectsApi)
