@@ -25,6 +25,9 @@ import { OperationsApi } from "./groups/OperationsApi.ts"
 import { ProcessesApi } from "./groups/ProcessesApi.ts"
 import { ProjectOperationsApi } from "./groups/ProjectOperationsApi.ts"
 import { ProjectSandboxesApi } from "./groups/ProjectSandboxesApi.ts"
+import { ProjectProcessesApi } from "./groups/ProjectProcessesApi.ts"
+import { ProjectFilesystemApi } from "./groups/ProjectFilesystemApi.ts"
+import { ProjectEndpointsApi } from "./groups/ProjectEndpointsApi.ts"
 import { SandboxesApi } from "./groups/SandboxesApi.ts"
 import { SessionsApi } from "./groups/SessionsApi.ts"
 import { SystemApi } from "./groups/SystemApi.ts"
@@ -51,6 +54,9 @@ export class Api extends HttpApi.make("sandbox-gateway")
   .add(ProcessesApi)
   .add(FilesystemApi)
   .add(EndpointsApi)
+  .add(ProjectProcessesApi)
+  .add(ProjectFilesystemApi)
+  .add(ProjectEndpointsApi)
   .addError(BadRequestWire)
   .addError(NotFoundWire)
   .addError(PayloadTooLargeWire)

@@ -23,6 +23,8 @@ import { guardedRoute } from "./GuardedRoute.ts"
 import { acceptWebSocket } from "./WebSocketUpgrade.ts"
 
 export const ATTACH_PATH = "/v1/sandboxes/:sandbox_id/processes/:process_id/attach"
+/** The same route on the project path (a member's: the dashboard's terminal). */
+export const PROJECT_ATTACH_PATH = "/v1/projects/:project_id/sandboxes/:sandbox_id/processes/:process_id/attach"
 
 const CHECK_HEADER = "x-gateway-attach-check"
 /** Known only to this process: a client cannot pass its request off as the gateway's check. */
@@ -31,7 +33,8 @@ const CHECK_SECRET = crypto.randomUUID()
 export const isAttachCheck = (headers: Readonly<Record<string, string | undefined>>) => headers[CHECK_HEADER] === CHECK_SECRET
 
 type Services = ProcessesRepo | SandboxesRepo | ProviderAccounts
-type Route = (request: Bun.BunRequest<typeof ATTACH_PATH>, server: Bun.Server<unknown>) => Promise<Response | undefined>
+type Path = typeof ATTACH_PATH | typeof PROJECT_ATTACH_PATH
+type Route = (request: Bun.BunRequest<Path>, server: Bun.Server<unknown>) => Promise<Response | undefined>
 /** The API base URL of the live node a sandbox lives on, when that is another node (services/Forwarding.ts). */
 export type OwnerOf = (sandboxId: string) => Promise<string | undefined>
 
@@ -40,7 +43,7 @@ const UPGRADE_HEADERS = ["upgrade", "connection", "sec-websocket-key", "sec-webs
 export const attachRoute = (runtime: Runtime.Runtime<Services>, config: AppConfigShape, ownerOf: OwnerOf): Route => {
   const run = Runtime.runPromise(runtime)
   const fork = Runtime.runFork(runtime)
-  return guardedRoute("terminal attach", async (request: Bun.BunRequest<typeof ATTACH_PATH>, server: Bun.Server<unknown>) => {
+  return guardedRoute("terminal attach", async (request: Bun.BunRequest<Path>, server: Bun.Server<unknown>) => {
     if (!isWebSocketUpgrade(request)) return server.fetch(request)
     const plain = new Headers(request.headers)
     for (const name of UPGRADE_HEADERS) plain.delete(name)

@@ -27,6 +27,9 @@ import { FilesystemLive } from "./handlers/FilesystemHttp.ts"
 import { OperationsLive } from "./handlers/OperationsHttp.ts"
 import { ProcessesLive } from "./handlers/ProcessesHttp.ts"
 import { ProjectSandboxesLive } from "./handlers/ProjectSandboxesHttp.ts"
+import { ProjectProcessesLive } from "./handlers/ProjectProcessesHttp.ts"
+import { ProjectFilesystemLive } from "./handlers/ProjectFilesystemHttp.ts"
+import { ProjectEndpointsLive } from "./handlers/ProjectEndpointsHttp.ts"
 import { ProjectOperationsLive } from "./handlers/ProjectOperationsHttp.ts"
 import { SandboxesLive } from "./handlers/SandboxesHttp.ts"
 import { SystemLive } from "./handlers/SystemHttp.ts"
@@ -44,8 +47,9 @@ import { LocalRuntimeLive } from "../runtime/LocalRuntimeLive.ts"
 import { withRequestId } from "./RequestId.ts"
 import { countRequests, metricsRoute } from "./Telemetry.ts"
 import { MCP_PATH, mcpRoute } from "./Mcp.ts"
-import { ATTACH_PATH, attachRoute } from "./Attach.ts"
-import { RAW_CONTENT_PATH, rawWriteRoute } from "./RawWrites.ts"
+import { DASHBOARD_ASSETS, DASHBOARD_PAGES, dashboardAsset, dashboardPage } from "./Dashboard.ts"
+import { ATTACH_PATH, attachRoute, PROJECT_ATTACH_PATH } from "./Attach.ts"
+import { PROJECT_RAW_CONTENT_PATH, RAW_CONTENT_PATH, rawWriteRoute } from "./RawWrites.ts"
 import type { RawWriteServices } from "../services/sandboxes/RawFiles.ts"
 import type { ProcessesRepo } from "../db/repos/Processes.ts"
 import type { SandboxesRepo } from "../db/repos/Sandboxes.ts"
@@ -63,7 +67,8 @@ import { ProjectKeyAuthLive, UserAuthLive } from "./Security.ts"
 export const ApiLive = HttpApiBuilder.api(Api).pipe(
   Layer.provide([
     SystemLive, SessionsLive, OrganizationsLive, MembersLive, ProjectsLive, ApiKeysLive, EventsLive, BillingLive, WebhooksLive, WebhookDeliveriesLive, ProviderCredentialsLive,
-    SandboxesLive, ProjectSandboxesLive, ProjectOperationsLive, OperationsLive, ProcessesLive, FilesystemLive, EndpointsLive
+    SandboxesLive, ProjectSandboxesLive, ProjectOperationsLive, OperationsLive, ProcessesLive, FilesystemLive, EndpointsLive,
+    ProjectProcessesLive, ProjectFilesystemLive, ProjectEndpointsLive
   ]),
   Layer.provide([UserAuthLive, ProjectKeyAuthLive, ErrorEnvelopeLive])
 )
@@ -92,7 +97,7 @@ export const ServicesLive = Layer.mergeAll(CredentialsLive, IdempotencyStoreLive
 )
 
 /** The routes that call a sandbox's provider synchronously (not through a job): served by the sandbox's node. */
-const OWNER_SERVED = /^\/v1\/sandboxes\/([^/]+)\/(?:files\/content|processes\/[^/]+\/stdin)$/
+const OWNER_SERVED = /^\/v1\/(?:projects\/[^/]+\/)?sandboxes\/([^/]+)\/(?:files\/content|processes\/[^/]+\/stdin)$/
 
 /** Bun's server; its router answers the polled reads first (FastReads) and hands everything else to the API. */
 const ServerLive = Layer.unwrapScoped(
@@ -105,8 +110,12 @@ const ServerLive = Layer.unwrapScoped(
     const routes: Record<string, (request: Bun.BunRequest, server: Bun.Server<unknown>) => Response | undefined | Promise<Response | undefined>> = { "/*": guard }
     for (const [route, read] of Object.entries(fast.routes)) routes[route] = (request, server) => (request.method === "GET" ? read(request, server) : guard(request, server))
     routes[MCP_PATH] = guardBodySize(config.maxBodyBytes, mcpRoute)
+    // The dashboard: its page at its own paths, its assets (Dashboard.ts); the API's own routes are untouched.
+    for (const page of DASHBOARD_PAGES) routes[page] = dashboardPage(guard)
+    routes[DASHBOARD_ASSETS] = dashboardAsset
     // Raw writes stream their body (up to RAW_WRITE_MAX_BYTES): past the body-size guard, which they enforce themselves.
     routes[RAW_CONTENT_PATH] = rawWriteRoute(yield* Effect.runtime<RawWriteServices>(), guard) as (typeof routes)[string]
+    routes[PROJECT_RAW_CONTENT_PATH] = routes[RAW_CONTENT_PATH]
     // Requests that call a local sandbox's provider at once go to the node it lives on (services/Forwarding.ts),
     // whichever route would serve them here (the raw-write route included); a terminal attach is relayed there.
     const runRepositories = Runtime.runPromise(yield* Effect.runtime<Repositories>())
@@ -115,6 +124,7 @@ const ServerLive = Layer.unwrapScoped(
       ? () => Promise.resolve(undefined)
       : (sandboxId: string) => runRepositories(ownerUrl(config, sandboxId, "api")).catch(() => undefined)
     routes[ATTACH_PATH] = attachRoute(yield* Effect.runtime<ProcessesRepo | SandboxesRepo | ProviderAccounts>(), config, ownerOf) as (typeof routes)[string]
+    routes[PROJECT_ATTACH_PATH] = routes[ATTACH_PATH]
     const scrape = yield* metricsRoute(yield* Effect.runtime<Telemetry | Repositories>())
     if (scrape !== undefined) routes["/metrics"] = scrape
     const viaOwner = (route: (typeof routes)[string]): (typeof routes)[string] => async (request, server) => {
@@ -125,7 +135,7 @@ const ServerLive = Layer.unwrapScoped(
       }
       return route(request, server)
     }
-    for (const path of ["/*", RAW_CONTENT_PATH]) routes[path] = viaOwner(routes[path]!)
+    for (const path of ["/*", RAW_CONTENT_PATH, PROJECT_RAW_CONTENT_PATH]) routes[path] = viaOwner(routes[path]!)
     // A followed stream (`?follow=true`) is quiet up to 15 s between heartbeats: Bun's default 10 s would cut it.
     const provide = yield* provideRepositories
     return BunHttpServer.layer({ port: config.port, hostname: config.host, maxRequestBodySize: SERVER_BODY_LIMIT, idleTimeout: FOLLOW_IDLE_SECONDS, routes: countRequests(routes, yield* Telemetry) }).pipe(
