@@ -67,7 +67,7 @@ export const TerminalTab = ({ base, sandbox }: { readonly base: string; readonly
     <div>
       <p class="muted" role="status">{status}</p>
       <ErrorBox error={error} />
-      <div ref={host} class="terminal" aria-label="Terminal" />
+      <div ref={host} class="term-host" aria-label="Terminal" />
     </div>
   )
 }
