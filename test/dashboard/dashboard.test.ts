@@ -126,9 +126,16 @@ describe.sequential("the dashboard in a browser", () => {
     await page.getByRole("tab", { name: "Files" }).click()
     await see("Directory")
     const bytes = crypto.randomBytes(3 * 1024 * 1024 + 17)
+    // Every progress line the page shows is noted (the upload may be over before a look at the page).
+    await page.evaluate(() => {
+      const seen: Array<string> = ((window as unknown as { progress: Array<string> }).progress = [])
+      new MutationObserver(() => document.querySelectorAll(".upload").forEach((e) => seen.push(e.textContent ?? ""))).observe(document.body, { subtree: true, childList: true, characterData: true })
+    })
     await page.getByLabel("Upload a file").setInputFiles({ name: "blob.bin", mimeType: "application/octet-stream", buffer: bytes })
     const row = page.locator("tr[data-path='/workspace/blob.bin']")
     await row.waitFor({ timeout: 60_000 })
+    const progress = await page.evaluate(() => (window as unknown as { progress: Array<string> }).progress)
+    expect(progress.some((line) => /Uploading blob\.bin: .* of 3\.0 MB/.test(line)), progress.join("\n")).toBe(true)
     await shot(page, "files")
     const [download] = await Promise.all([page.waitForEvent("download"), row.getByRole("link", { name: "Download" }).click()])
     const saved = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "sgw-download-")), "blob.bin")
@@ -166,6 +173,8 @@ describe.sequential("the dashboard in a browser", () => {
     await page.getByRole("tab", { name: "Metrics" }).click()
     await page.locator(".chart canvas").first().waitFor()
     await see(/Source: this host's runtime/)
+    // A few readings, so the charts draw lines.
+    await page.waitForFunction(() => Number(document.querySelector("[data-samples]")?.getAttribute("data-samples")) >= 4, undefined, { timeout: 30_000 })
     await shot(page, "metrics")
   }, STEP_MS)
 

@@ -25,7 +25,8 @@ const describe = ({ type, data }: Step): string => {
   if (type === "attempt_started") return `Placed on ${String(data["provider"])}`
   if (type === "attempt_failed") {
     const unmet = data["unmet_requirements"]
-    return `${String(data["provider"])} did not take it: ${String(data["code"] ?? "")}${Array.isArray(unmet) && unmet.length > 0 ? ` (lacks ${unmet.join(", ")})` : ""}`
+    const lacks = Array.isArray(unmet) ? unmet.map((u: { requirement?: unknown }) => String(u.requirement)).join(", ") : ""
+    return `${String(data["provider"])} did not take it: ${String(data["code"] ?? "")}${lacks === "" ? "" : ` (lacks ${lacks})`}`
   }
   return `Operation ${String(data["state"] ?? type)}`
 }
