@@ -1,16 +1,17 @@
 /** The dashboard's sign-in (docs/guide/dashboard.md): what `POST /v1/sessions` takes and what the session routes answer. */
 import { Schema } from "effect"
+import { strict } from "./Accounts.ts"
 import { Uuid } from "./Ids.ts"
 
 const Secret = Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200))
 
 export const SignInWithToken = Schema.Struct({
   user_token: Secret.annotations({ description: "A user access token (`metal_ut_…`); the session ends with it, if sooner" })
-}).annotations({ identifier: "SignInWithToken" })
+}).annotations({ identifier: "SignInWithToken", ...strict })
 
 export const SignInWithLink = Schema.Struct({
   login_code: Secret.annotations({ description: "The code of a one-time sign-in link (`login-link` in the operator CLI): valid 10 minutes, once" })
-}).annotations({ identifier: "SignInWithLink" })
+}).annotations({ identifier: "SignInWithLink", ...strict })
 
 export const SignIn = Schema.Union(SignInWithToken, SignInWithLink).annotations({ identifier: "SignIn" })
 

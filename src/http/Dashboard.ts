@@ -10,7 +10,7 @@
 import * as zlib from "node:zlib"
 import { bundle } from "../../web/dist/bundle.ts"
 import { asBody } from "../domain/Bodies.ts"
-import { newRequestId } from "./RequestId.ts"
+import { newRequestId, WELL_FORMED_REQUEST_ID } from "./RequestId.ts"
 
 export const CONTENT_SECURITY_POLICY = [
   "default-src 'none'",
@@ -47,15 +47,21 @@ const served = new Map<string, Served>(bundle.map((asset) => {
   return [asset.path, { type: asset.type, gzip, plain: asBody(zlib.gunzipSync(gzip)) }]
 }))
 
+/** Every response carries `x-request-id`, as the API's do: a well-formed incoming one echoed, else a new one. */
+const requestIdOf = (request: Request) => {
+  const incoming = request.headers.get("x-request-id")
+  return incoming !== null && WELL_FORMED_REQUEST_ID.test(incoming) ? incoming : newRequestId()
+}
+
 const answer = (request: Request, asset: Served, cacheControl: string) => {
   const gzip = /\bgzip\b/.test(request.headers.get("accept-encoding") ?? "")
-  const headers: Record<string, string> = { ...SECURITY_HEADERS, "content-type": asset.type, "cache-control": cacheControl, vary: "accept-encoding" }
+  const headers: Record<string, string> = { ...SECURITY_HEADERS, "content-type": asset.type, "cache-control": cacheControl, vary: "accept-encoding", "x-request-id": requestIdOf(request) }
   if (gzip) headers["content-encoding"] = "gzip"
   return new Response(request.method === "HEAD" ? null : gzip ? asset.gzip : asset.plain, { headers })
 }
 
-const notFound = () => {
-  const requestId = newRequestId()
+const notFound = (request: Request) => {
+  const requestId = requestIdOf(request)
   return Response.json(
     { code: "not_found", message: "No such dashboard asset", request_id: requestId, retryable: false },
     { status: 404, headers: { ...SECURITY_HEADERS, "x-request-id": requestId } }
@@ -67,11 +73,11 @@ export const dashboardPage = (other: (request: Request, server: Bun.Server<unkno
   (request: Request, server: Bun.Server<unknown>): Response | Promise<Response> => {
     if (request.method !== "GET" && request.method !== "HEAD") return other(request, server)
     const page = served.get("/index.html")
-    return page === undefined ? notFound() : answer(request, page, "no-store")
+    return page === undefined ? notFound(request) : answer(request, page, "no-store")
   }
 
 /** A hashed asset: cached for good (its name changes with its content). */
 export const dashboardAsset = (request: Request): Response => {
   const asset = request.method === "GET" || request.method === "HEAD" ? served.get(new URL(request.url).pathname) : undefined
-  return asset === undefined ? notFound() : answer(request, asset, "public, max-age=31536000, immutable")
+  return asset === undefined ? notFound(request) : answer(request, asset, "public, max-age=31536000, immutable")
 }
