@@ -5,7 +5,7 @@ import { get, newKey, post } from "../api.ts"
 import { useWorkspace } from "../workspace.tsx"
 import type { OrganizationW, ProjectW } from "../types.ts"
 import { ErrorBox, Field, Form, Loading } from "../ui.tsx"
-import { slugOf } from "./Organization.tsx"
+import { organizationSlugOf } from "./Organization.tsx"
 
 export const Home = () => {
   const { route } = useLocation()
@@ -28,7 +28,7 @@ export const Home = () => {
       <h1>Welcome</h1>
       <p>You belong to no organization yet. Make one (its first project follows on the next page).</p>
       <Form submit="Create organization" label="Create organization" onSubmit={async () => {
-        const org = await post<OrganizationW>("/v1/organizations", { name, slug: slugOf(name) }, { idempotencyKey: newKey() })
+        const org = await post<OrganizationW>("/v1/organizations", { name, slug: organizationSlugOf(name) }, { idempotencyKey: newKey() })
         refresh()
         route(`/o/${org.id}`)
       }}>

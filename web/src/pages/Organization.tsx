@@ -7,7 +7,9 @@ import type { OrganizationW, ProjectW } from "../types.ts"
 import { Check, Confirm, Field, Form, Show, useLoad, When } from "../ui.tsx"
 
 /** A slug from a name: lowercase letters, digits and single hyphens (what the API's slug pattern takes). */
-export const slugOf = (name: string) => name.toLowerCase().replace(/[^a-z0-9]+/g, "-").replace(/^-+|-+$/g, "").slice(0, 63) || "project"
+export const slugOf = (name: string) => name.toLowerCase().replace(/[^a-z0-9]+/g, "-").replace(/^-+|-+$/g, "").slice(0, 56) || "project"
+/** An organization's slug is unique across the gateway: the name's, with a short random suffix. */
+export const organizationSlugOf = (name: string) => `${slugOf(name)}-${crypto.randomUUID().slice(0, 6)}`
 
 export const OrganizationPage = ({ org }: { readonly org: string }) => {
   const { route } = useLocation()
@@ -50,7 +52,28 @@ export const OrganizationPage = ({ org }: { readonly org: string }) => {
         refresh()
         route("/")
       }} />}</Show>
+      <NewOrganization onCreated={(id) => {
+        refresh()
+        route(`/o/${id}`)
+      }} />
     </section>
+  )
+}
+
+/** Another organization (the first one each user makes gets the welcome credit). */
+const NewOrganization = ({ onCreated }: { readonly onCreated: (id: string) => void }) => {
+  const [name, setName] = useState("")
+  return (
+    <>
+      <h2>New organization</h2>
+      <Form submit="Create organization" label="Create organization" class="form inline" onSubmit={async () => {
+        const org = await post<OrganizationW>("/v1/organizations", { name, slug: organizationSlugOf(name) }, { idempotencyKey: newKey() })
+        setName("")
+        onCreated(org.id)
+      }}>
+        <Field label="Organization name" value={name} onInput={setName} required />
+      </Form>
+    </>
   )
 }
 
