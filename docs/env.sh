@@ -12,7 +12,8 @@
 
 GW=${GW:-http://127.0.0.1:8080}
 
-pick() { node -e 'let v=JSON.parse(require("fs").readFileSync(0,"utf8"));for(const k of process.argv.at(-1).split("."))v=v?.[k];console.log(typeof v==="object"?JSON.stringify(v):v)' "$1"; }
+# The field travels in the environment: Bun's `node` (under `bun --bun`, as the tests run) drops `-e`'s arguments.
+pick() { PICK_FIELD="$1" node -e 'let v=JSON.parse(require("fs").readFileSync(0,"utf8"));for(const k of process.env.PICK_FIELD.split("."))v=v?.[k];console.log(typeof v==="object"?JSON.stringify(v):v)'; }
 
 if [ -z "${KEY:-}" ]; then
   BOOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && bun run --silent cli bootstrap --email "${SGW_EMAIL:-you@example.com}" --json)

@@ -16,8 +16,8 @@ export const Chart = (props: {
   readonly format?: (value: number) => string
   readonly bars?: boolean
   readonly height?: number
-  /** Show the last this many seconds (a live chart), rather than the data's own span. */
-  readonly window?: number
+  /** A live chart: its x axis spans at least this many seconds, ending at the latest reading. */
+  readonly minSpan?: number
 }) => {
   const host = useRef<HTMLDivElement>(null)
   const plot = useRef<uPlot | null>(null)
@@ -29,7 +29,7 @@ export const Chart = (props: {
       width: host.current.clientWidth || 300,
       height: props.height ?? 180,
       legend: { show: true },
-      scales: { x: props.window === undefined ? { time: true } : { time: true, range: (_u, _min, max) => [max - props.window!, max] } },
+      scales: { x: props.minSpan === undefined ? { time: true } : { time: true, range: (_u, min, max) => [Math.min(min, max - props.minSpan!), max] } },
       axes: [{ stroke: "currentColor" }, { stroke: "currentColor", size: 70, values: (_u, values) => values.map((v) => format(v)) }],
       series: [
         {},

@@ -11,7 +11,8 @@ import { bytes, ErrorBox } from "../ui.tsx"
 
 const SAMPLE_MS = 2000
 const MAX_POINTS = 150
-const WINDOW_SECONDS = (SAMPLE_MS * MAX_POINTS) / 1000
+/** The charts span at least a minute (the first readings are not squeezed against one edge). */
+const MIN_SPAN_SECONDS = 60
 
 export const Metrics = ({ base, sandbox }: { readonly base: string; readonly sandbox: SandboxW }) => {
   const [samples, setSamples] = useState<ReadonlyArray<MetricsW>>([])
@@ -54,10 +55,10 @@ export const Metrics = ({ base, sandbox }: { readonly base: string; readonly san
         <p class="muted">Source: {last.source === "local_runtime" ? "this host's runtime" : "the provider's metrics"} · {last.process_count ?? "—"} processes · memory limit {bytes(last.memory_limit_bytes)} · disk {bytes(last.disk_limit_bytes)}</p>
       )}
       <div class="charts" data-samples={samples.length}>
-        <Chart window={WINDOW_SECONDS} title="CPU (% of one CPU)" x={x} series={[{ label: "CPU", values: cpu, color: "#3b82f6" }]} format={(v) => `${v.toFixed(0)}%`} />
-        <Chart window={WINDOW_SECONDS} title="Memory" x={x} series={[{ label: "used", values: samples.map((m) => m.memory_bytes), color: "#8b5cf6" }]} format={bytes} />
-        <Chart window={WINDOW_SECONDS} title="Disk" x={x} series={[{ label: "used", values: samples.map((m) => m.disk_bytes), color: "#f59e0b" }]} format={bytes} />
-        <Chart window={WINDOW_SECONDS} title="Network (per second)" x={x} series={[
+        <Chart minSpan={MIN_SPAN_SECONDS} title="CPU (% of one CPU)" x={x} series={[{ label: "CPU", values: cpu, color: "#3b82f6" }]} format={(v) => `${v.toFixed(0)}%`} />
+        <Chart minSpan={MIN_SPAN_SECONDS} title="Memory" x={x} series={[{ label: "used", values: samples.map((m) => m.memory_bytes), color: "#8b5cf6" }]} format={bytes} />
+        <Chart minSpan={MIN_SPAN_SECONDS} title="Disk" x={x} series={[{ label: "used", values: samples.map((m) => m.disk_bytes), color: "#f59e0b" }]} format={bytes} />
+        <Chart minSpan={MIN_SPAN_SECONDS} title="Network (per second)" x={x} series={[
           { label: "received", values: rate((m) => m.network_rx_bytes), color: "#10b981" },
           { label: "sent", values: rate((m) => m.network_tx_bytes), color: "#ef4444" }
         ]} format={(v) => `${bytes(v)}/s`} />
