@@ -47,7 +47,14 @@ export const OperationProgress = ({ project, operation, onDone }: { readonly pro
         get<OperationW>(path).then(setRecord, () => undefined)
         onDone()
       }
-    }, OPERATION_EVENTS)
+    }, OPERATION_EVENTS, () => {
+      // The stream ended without its last event: an operation that has ended is read, not followed again.
+      get<OperationW>(path).then((op) => {
+        if (op.state === "queued" || op.state === "running" || op.state === "reconciling") return
+        stop()
+        setRecord(op)
+      }, () => undefined)
+    })
     return stop
   }, [path])
   const failed = record?.error

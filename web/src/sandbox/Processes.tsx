@@ -65,7 +65,14 @@ const Output = ({ base, processId, onEnd }: { readonly base: string; readonly pr
         setState(type === "exited" ? `exited ${String(data["exit_code"] ?? "")}` : type)
         onEnd()
       }
-    }, OUTPUT_EVENTS)
+    }, OUTPUT_EVENTS, () => {
+      // The stream ended without its last event (kept output expires): a process that has ended is not followed again.
+      get<ProcessW>(path).then((p) => {
+        if (RUNNING.includes(p.state)) return
+        stop()
+        setState(p.state)
+      }, () => undefined)
+    })
     return stop
   }, [path])
   useEffect(() => {
