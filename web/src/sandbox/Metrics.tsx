@@ -55,7 +55,7 @@ export const Metrics = ({ base, sandbox }: { readonly base: string; readonly san
         <p class="muted">Source: {last.source === "local_runtime" ? "this host's runtime" : "the provider's metrics"} · {last.process_count ?? "—"} processes · memory limit {bytes(last.memory_limit_bytes)} · disk {bytes(last.disk_limit_bytes)}</p>
       )}
       <div class="charts" data-samples={samples.length}>
-        <Chart minSpan={MIN_SPAN_SECONDS} title="CPU (% of one CPU)" x={x} series={[{ label: "CPU", values: cpu, color: "#3b82f6" }]} format={(v) => `${v.toFixed(0)}%`} />
+        <Chart minSpan={MIN_SPAN_SECONDS} title="CPU (% of one CPU)" x={x} series={[{ label: "CPU", values: cpu, color: "#3b82f6" }]} format={(v) => `${v < 10 ? v.toFixed(1) : v.toFixed(0)}%`} />
         <Chart minSpan={MIN_SPAN_SECONDS} title="Memory" x={x} series={[{ label: "used", values: samples.map((m) => m.memory_bytes), color: "#8b5cf6" }]} format={bytes} />
         <Chart minSpan={MIN_SPAN_SECONDS} title="Disk" x={x} series={[{ label: "used", values: samples.map((m) => m.disk_bytes), color: "#f59e0b" }]} format={bytes} />
         <Chart minSpan={MIN_SPAN_SECONDS} title="Network (per second)" x={x} series={[
