@@ -92,6 +92,8 @@ describe.sequential("the dashboard in a browser", () => {
     await page.getByRole("link", { name: "Sandboxes" }).click()
     await page.getByRole("link", { name: "New sandbox" }).click()
     await page.getByLabel("Metadata (optional)").fill("suite=browser")
+    // The port the sandbox will serve: placed where endpoints can be exposed.
+    await page.getByLabel("Ports to expose (optional)").fill("8000")
     await shot(page, "new-sandbox")
     // Marks this document: a reload would lose it.
     await page.evaluate(() => ((window as unknown as { marker: number }).marker = 1))

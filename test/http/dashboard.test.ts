@@ -29,7 +29,7 @@ describe("the dashboard's edge", () => {
     http = api(server.url)
     owner = await bootstrap(server.dataDir, "edge-owner@example.com")
     stranger = await bootstrap(server.dataDir, "edge-stranger@example.com")
-  })
+  }, 120_000)
   afterAll(() => server?.stop())
 
   it("serves the page and its assets with a Content-Security-Policy without inline scripts", async () => {

@@ -41,6 +41,7 @@ export const NewSandbox = ({ project }: { readonly project: string }) => {
   const [deny, setDeny] = useState("")
   const [provider, setProvider] = useState("auto")
   const [pty, setPty] = useState(true)
+  const [ports, setPorts] = useState("")
   const [metadata, setMetadata] = useState("")
   // One key per request the person makes: resubmitting after a failed attempt with the same form replays safely.
   const [key] = useState(newKey)
@@ -58,6 +59,8 @@ export const NewSandbox = ({ project }: { readonly project: string }) => {
         ...(allow === "" ? {} : { allow_domains: lines(allow) }),
         ...(deny === "" ? {} : { deny_domains: lines(deny) })
       }
+    const publicPorts = lines(ports).map(Number)
+    const features = { ...(pty ? { pty: true } : {}), ...(publicPorts.length === 0 ? {} : { public_ports: publicPorts }) }
     const meta = Object.fromEntries(lines(metadata).map((pair) => {
       const at = pair.indexOf("=")
       return at < 0 ? [pair, ""] : [pair.slice(0, at), pair.slice(at + 1)]
@@ -72,7 +75,7 @@ export const NewSandbox = ({ project }: { readonly project: string }) => {
         ...(idle === "" ? {} : { idle_timeout_seconds: Number(idle) })
       },
       ...(provider === "auto" ? {} : { provider: provider as ProviderName }),
-      ...(pty ? { features: { pty: true } } : {}),
+      ...(Object.keys(features).length === 0 ? {} : { features }),
       ...(network === undefined ? {} : { network }),
       ...(Object.keys(meta).length === 0 ? {} : { metadata: meta })
     }
@@ -131,6 +134,8 @@ export const NewSandbox = ({ project }: { readonly project: string }) => {
           <legend>Placement</legend>
           <Select label="Provider" value={provider} onChange={setProvider} options={[["auto", "auto: the first that fits"], ...PROVIDERS.map((p) => [p, p] as const)]} />
           <Check label="A terminal (pty) for this sandbox" checked={pty} onChange={setPty} />
+          <Field label="Ports to expose (optional)" value={ports} onInput={setPorts} placeholder="8000, 3000"
+            hint="Placed where these ports can be served as endpoints." />
           <Field label="Metadata (optional)" value={metadata} onInput={setMetadata} placeholder="team=ml, run=42" />
         </fieldset>
       </Form>
