@@ -61,7 +61,10 @@ export const startServer = async (
       endpointUrl = endpoints[1].replace(/\/$/, "")
     }
     else if (child.exitCode !== null) throw new Error(`server exited early (${child.exitCode}):\n${output}`)
-    else if (Date.now() > deadline) throw new Error(`server did not start:\n${output}`)
+    else if (Date.now() > deadline) {
+      child.kill("SIGKILL") // a server that starts after the test gave up would run on, orphaned
+      throw new Error(`server did not start:\n${output}`)
+    }
     else await Bun.sleep(20)
   }
   return {
