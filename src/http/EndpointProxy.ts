@@ -33,6 +33,7 @@ import { sha256Hex, timingSafeEqualHex } from "../domain/Tokens.ts"
 import { type CutReason, EndpointConnections, refusal } from "../services/sandboxes/EndpointConnections.ts"
 import { touchSandbox } from "../services/sandboxes/SandboxRows.ts"
 import { newRequestId, withRequestId } from "./RequestId.ts"
+import { atTheEdge, EDGE_SERVE_OPTIONS } from "./Edge.ts"
 
 /** Headers that describe one hop, not the message (RFC 9110 §7.6.1), plus what fetch sets itself. */
 const HOP_BY_HOP = new Set(["connection", "keep-alive", "proxy-connection", "transfer-encoding", "te", "trailer", "upgrade", "host", "content-length"])
@@ -338,11 +339,13 @@ export const EndpointServerLive = Layer.scoped(
     const server = yield* Effect.acquireRelease(
       Effect.sync(() =>
         Bun.serve<EndpointSocketData>({
+          ...EDGE_SERVE_OPTIONS,
           port: config.endpoints.port,
           hostname: config.endpoints.host,
           idleTimeout: ENDPOINT_IDLE_TIMEOUT_SECONDS,
           maxRequestBodySize: ENDPOINT_MAX_BODY_BYTES,
-          fetch: (request, bunServer) => handle(request, bunServer),
+          // The edge first (a usable Host; a crash of the upgrade path answers the envelope), as on the API's listener.
+          fetch: atTheEdge("endpoint proxy", (request: Request, bunServer: Bun.Server<EndpointSocketData>) => handle(request, bunServer)),
           websocket: {
             open: (ws) => {
               ws.data.relay = ws.data.onOpen(ws)
