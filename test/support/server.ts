@@ -60,8 +60,13 @@ export const startServer = async (
       endpointUrl = endpoints[1].replace(/\/$/, "")
     }
     else if (child.exitCode !== null) throw new Error(`server exited early (${child.exitCode}):\n${output}`)
-    else if (Date.now() > deadline) throw new Error(`server did not start:\n${output}`)
-    else await Bun.sleep(20)
+    else if (Date.now() > deadline) {
+      // Not left running: a server still starting on a loaded machine would load it further for the next tests.
+      child.kill("SIGKILL")
+      await child.exited
+      await destroyJails(dataDir)
+      throw new Error(`server did not start:\n${output}`)
+    } else await Bun.sleep(20)
   }
   return {
     url,
