@@ -6,6 +6,12 @@ import * as crypto from "node:crypto"
 
 export const USER_TOKEN_PREFIX = "metal_ut_"
 export const API_KEY_PREFIX = "metal_sk_"
+/**
+ * Every cookie the gateway sets (the dashboard's session, …) is named with this prefix, after an optional
+ * `__Host-` or `__Secure-`: cookies are not scoped by port, so the API origin's cookies also reach the endpoint
+ * listener on the same host, and the endpoint proxy strips cookies by this name (src/http/EndpointHeaders.ts).
+ */
+export const GATEWAY_COOKIE_PREFIX = "metal_gw_"
 /** What a bearer secret may look like at all (checked before any lookup). */
 export const TOKEN_SHAPE = /^[A-Za-z0-9_-]{20,200}$/
 

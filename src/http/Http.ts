@@ -41,6 +41,7 @@ import { SandboxJobsLive } from "../services/sandboxes/Jobs.ts"
 import { ReaperLive } from "../services/sandboxes/Reaper.ts"
 import { LocalRuntimeLive } from "../runtime/LocalRuntimeLive.ts"
 import { withRequestId } from "./RequestId.ts"
+import { EDGE_SERVE_OPTIONS, edgeRoutes } from "./Edge.ts"
 import { countRequests, metricsRoute } from "./Telemetry.ts"
 import { MCP_PATH, mcpRoute } from "./Mcp.ts"
 import { ATTACH_PATH, attachRoute } from "./Attach.ts"
@@ -127,7 +128,15 @@ const ServerLive = Layer.unwrapScoped(
     for (const path of ["/*", RAW_CONTENT_PATH]) routes[path] = viaOwner(routes[path]!)
     // A followed stream (`?follow=true`) is quiet up to 15 s between heartbeats: Bun's default 10 s would cut it.
     const provide = yield* provideRepositories
-    return BunHttpServer.layer({ port: config.port, hostname: config.host, maxRequestBodySize: SERVER_BODY_LIMIT, idleTimeout: FOLLOW_IDLE_SECONDS, routes: countRequests(routes, yield* Telemetry) }).pipe(
+    return BunHttpServer.layer({
+      ...EDGE_SERVE_OPTIONS,
+      port: config.port,
+      hostname: config.host,
+      maxRequestBodySize: SERVER_BODY_LIMIT,
+      idleTimeout: FOLLOW_IDLE_SECONDS,
+      // Outermost, the edge: a request without a usable Host never reaches a route, nor a crash Bun's error page.
+      routes: edgeRoutes(countRequests(routes, yield* Telemetry))
+    }).pipe(
       // Where the other replicas forward to (docs/operations/scaling-out.md): NODE_URL, else the address it listens on.
       Layer.tap((context) =>
         Effect.gen(function*() {

@@ -498,15 +498,22 @@ describe("terminals", () => {
 })
 
 describe("root only", () => {
-  it("the runtime refuses to start without root, with a clear message", () => {
+  it("the runtime refuses to start without root, with a clear message", async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "sgw-nonroot-"))
     const home = fs.mkdtempSync(path.join(os.tmpdir(), "sgw-nonroot-home-"))
     cleanups.push(() => fs.rmSync(dir, { recursive: true, force: true }))
     cleanups.push(() => fs.rmSync(home, { recursive: true, force: true }))
     fs.chmodSync(dir, 0o777)
     fs.chmodSync(home, 0o777)
+    // The runtime as one file the unprivileged user can read: the checkout itself may sit where only root can
+    // (a clone under /root, whose parent is 0700).
     const entry = path.join(import.meta.dirname, "..", "..", "src", "runtime", "LocalRuntimeLive.ts")
-    const r = Bun.spawnSync(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", process.execPath, "-e", `const { makeLocalRuntime } = await import(${JSON.stringify(entry)}); makeLocalRuntime(${JSON.stringify(dir)})`], {
+    const built = await Bun.build({ entrypoints: [entry], target: "bun", outdir: home, naming: "runtime.js" })
+    expect(built.success, built.logs.join("\n")).toBe(true)
+    const bundle = path.join(home, "runtime.js")
+    fs.chmodSync(bundle, 0o644)
+    const r = Bun.spawnSync(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", process.execPath, "-e", `const { makeLocalRuntime } = await import(${JSON.stringify(bundle)}); makeLocalRuntime(${JSON.stringify(dir)})`], {
+      cwd: home,
       stdout: "pipe",
       stderr: "pipe",
       env: { PATH: process.env["PATH"] ?? "/usr/bin:/bin", HOME: home }

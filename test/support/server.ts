@@ -62,10 +62,12 @@ export const startServer = async (
     }
     else if (child.exitCode !== null) throw new Error(`server exited early (${child.exitCode}):\n${output}`)
     else if (Date.now() > deadline) {
-      child.kill("SIGKILL") // a server that starts after the test gave up would run on, orphaned
+      // Not left running: a server still starting on a loaded machine would load it further for the next tests.
+      child.kill("SIGKILL")
+      await child.exited
+      await destroyJails(dataDir)
       throw new Error(`server did not start:\n${output}`)
-    }
-    else await Bun.sleep(20)
+    } else await Bun.sleep(20)
   }
   return {
     url,

@@ -20,7 +20,7 @@ import { Effect, Option, Schema, type Scope } from "effect"
 import * as crypto from "node:crypto"
 import { AppConfig } from "../../../src/Config.ts"
 import { LocalRuntime, type LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
-import { decodeJsonBody, emulatorMessage, makeRouter, route, runOrThrow as run, scopedEmulator, servePersistent, statusOfRuntimeError } from "../../core/emulator/server.ts"
+import { decodeJsonBody, emulatorMessage, emulatorServeOptions, makeRouter, route, runOrThrow as run, scopedEmulator, servePersistent, statusOfRuntimeError } from "../../core/emulator/server.ts"
 import { emulatorHome, emulatorKey, persistentState } from "../../core/emulator/state.ts"
 import { CODESANDBOX_TIERS } from "../../core/resources.ts"
 import { jailLabels } from "../../core/jailLabels.ts"
@@ -267,7 +267,7 @@ export const startCodeSandboxEmulator = (dataDir: string, runtime: LocalRuntimeS
   }, SWEEP_MS)
   sweeper.unref()
 
-  const server = servePersistent(dir, (port) => Bun.serve({ hostname: "127.0.0.1", port, idleTimeout: 120, fetch: handle }))
+  const server = servePersistent(dir, (port) => Bun.serve({ ...emulatorServeOptions("codesandbox"), hostname: "127.0.0.1", port, idleTimeout: 120, fetch: handle }))
   return {
     apiUrl: `http://127.0.0.1:${server.port}`,
     apiKey,

@@ -32,6 +32,16 @@ export const emulatorMessage = (e: unknown, emulator: string): string => {
   return "internal error"
 }
 
+/**
+ * Options every emulator's Bun server is started with: production mode always (Bun's development mode answers an
+ * exception with an error page naming host paths and quoting the source), and for anything a handler still throws
+ * a 500 without internals (the error goes to stderr).
+ */
+export const emulatorServeOptions = (emulator: string) => ({
+  development: false,
+  error: (error: unknown) => Response.json({ message: emulatorMessage(error, emulator) }, { status: 500 })
+}) as const
+
 /** The HTTP status for a runtime failure thrown inside an emulator handler. */
 export const statusOfRuntimeError = (e: unknown): number => {
   const kind = (e as { kind?: string }).kind
