@@ -239,13 +239,18 @@ describe("the disk limit", () => {
     expect(fs.existsSync(image)).toBe(false)
   }, 60_000)
 
-  it("an exec whose output cannot be kept on a full disk still ends, with its exit", async () => {
+  it("an exec whose output cannot be kept on a full disk still ends, with its exit and its output (held in memory)", async () => {
     await run(rt.create({ id: "d2", vcpu: 1, memoryMb: 128, diskMb: 48, internet: false }))
-    // Every block taken (the last ones in 512-byte writes): not even the exit can be written to the events file.
+    // Every block taken (the last ones in 512-byte writes): nothing more can be written to the events file.
     const exec = await run(rt.exec("d2", { command: ["sh", "-c", "cat /dev/zero > /workspace/fill 2>/dev/null; dd if=/dev/zero of=/workspace/f2 bs=512 2>/dev/null; seq 1 1000; exit 3"], maxOutputBytes: 1 << 20 }))
     const done = await collect(rt, "d2", exec.execId)
-    expect(done.exit).toMatchObject({ exitCode: 3, outputTruncated: true })
+    expect(done.exit).toMatchObject({ exitCode: 3, outputTruncated: false })
+    expect(done.stdout).toBe(Array.from({ length: 1000 }, (_, i) => `${i + 1}\n`).join(""))
     expect(fs.statSync(inJail(dataDir, "d2", "run", "execs", exec.execId, "events")).size).toBe(0)
+    // On the full disk a new command gets no directory of its own at all: it runs, its events in memory.
+    const next = await sh(rt, "d2", "echo still runs; exit 4")
+    expect(next.stdout).toBe("still runs\n")
+    expect(next.exit).toMatchObject({ exitCode: 4 })
     await run(rt.destroy("d2"))
   }, 60_000)
 })
