@@ -13,6 +13,7 @@ import { pollUntil } from "./poll.ts"
 import { bufferedEvents, FOLLOWED_EXECUTIONS, type ProviderError, reattachFailed } from "./Provider.ts"
 import { json, scripted } from "./scripted-client.ts"
 import { exactBody, makeWire, messageOf, plainHttpClient, rangeOfWhole } from "./wire.ts"
+import { openUpstream } from "./websocket.ts"
 import { atMostEvery, sweepEvery } from "./emulator/state.ts"
 
 const failureOf = async <A>(effect: Effect.Effect<A, ProviderError>) => {
@@ -126,6 +127,29 @@ describe("compressed answers (a provider's answers carry its sandboxes' bytes)",
       const body = await Effect.runPromise(Effect.map(inflating.get(server.url.href), (r) => exactBody(r, bomb.length, "test download")))
       const read = await new Response(body).arrayBuffer().then((b) => `${b.byteLength} bytes read`, (e: Error) => e.message)
       expect(read).toBe(`test download: more than the ${bomb.length} bytes asked for`)
+    } finally {
+      server.stop(true)
+    }
+  })
+})
+
+describe("compressed WebSocket messages", () => {
+  it("an upstream WebSocket is opened without permessage-deflate: a server that would compress cannot", async () => {
+    let offered: string | null = "not asked"
+    const server = Bun.serve({
+      port: 0,
+      hostname: "127.0.0.1",
+      fetch: (request, s) => {
+        offered = request.headers.get("sec-websocket-extensions")
+        return s.upgrade(request) ? undefined : new Response("no", { status: 400 })
+      },
+      websocket: { perMessageDeflate: true, message: () => {} }
+    })
+    try {
+      const socket = await openUpstream(`ws://127.0.0.1:${server.port}/`, new Request("http://client/", { headers: { "sec-websocket-extensions": "permessage-deflate" } }))
+      expect(offered).toBeNull()
+      expect(socket.extensions).toBe("")
+      socket.close()
     } finally {
       server.stop(true)
     }

@@ -167,6 +167,50 @@ describe("an agent that answers gzip bombs", () => {
   }, 180_000)
 })
 
+/** A web server for an endpoint: `/bomb` answers 900 MiB of zeros gzipped (~0.9 MB, with its Content-Length); anything else `hello`. */
+const BOMB_SERVER_PY = `
+import http.server, zlib
+z = zlib.compressobj(9, zlib.DEFLATED, 31)
+zeros = bytes(1 << 20)
+bomb = b"".join([z.compress(zeros) for _ in range(900)]) + z.flush()
+class H(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def log_message(self, *a): pass
+    def do_GET(self):
+        body = bomb if self.path.endswith("/bomb") else b"hello"
+        self.send_response(200)
+        if body is bomb:
+            self.send_header("content-encoding", "gzip")
+            self.send_header("x-bomb-bytes", str(len(bomb)))
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+http.server.ThreadingHTTPServer(("127.0.0.1", 8000), H).serve_forever()
+`
+
+describe("an endpoint that answers a gzip bomb", () => {
+  it("passes through compressed, with its Content-Encoding, never inflated in the gateway", async () => {
+    const sandbox = await createReadySandbox(http, auth, minimalSandbox({ provider: "daytona" }))
+    await writeFile(sandbox.id, "/workspace/bomb.py", BOMB_SERVER_PY)
+    expect((await startProcess(sandbox.id, ["python3", "/workspace/bomb.py"])).status).toBe(202)
+    const endpoint = await activeEndpoint(http, auth, sandbox.id, 8000)
+    const { growth, value } = await growthDuring(async () => {
+      // As a browser asks; the bytes are counted as they come, not inflated here either.
+      const response = await fetch(`${endpoint.url}bomb`, { headers: { "accept-encoding": "gzip" }, decompress: false } as RequestInit)
+      let bytes = 0
+      for await (const chunk of response.body!) bytes += chunk.length
+      return { status: response.status, encoding: response.headers.get("content-encoding"), sent: Number(response.headers.get("x-bomb-bytes")), bytes }
+    })
+    console.log(`gateway RSS growth through the endpoint: ${Math.round(growth / 1e6)} MB`)
+    expect(value.status).toBe(200)
+    expect(value.encoding).toBe("gzip")
+    expect(value.sent).toBeGreaterThan(0)
+    expect(value.sent).toBeLessThan(2 * 1024 * 1024)
+    expect(value.bytes).toBe(value.sent)
+    expect(growth).toBeLessThan(MAX_GROWTH)
+  }, 120_000)
+})
+
 describe("an agent that is dead", () => {
   let sandbox: { id: string }
 

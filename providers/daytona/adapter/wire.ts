@@ -294,7 +294,8 @@ export const makeContext = (config: DaytonaProviderConfig) => {
     build: (r: HttpClientRequest.HttpClientRequest) => HttpClientRequest.HttpClientRequest = (r) => r,
     call: Omit<DaytonaCall, "toolbox"> = {}
   ) => Effect.flatMap(toolboxBase(sandbox), (base) => send(build(HttpClientRequest.make(method)(`${base}${path}`)), what, { ...call, toolbox: true }))
-  const open = config.openSocket ?? ((url, headers) => new WebSocket(url, { headers } as unknown as Array<string>))
+  // No permessage-deflate: a terminal's output is bounded by the bytes that came, never inflated (as plainHttpClient).
+  const open = config.openSocket ?? ((url, headers) => new WebSocket(url, { headers, perMessageDeflate: false } as unknown as Array<string>))
   /** The `ws(s)://` address of a toolbox path. */
   const toolboxSocketUrl = (sandbox: ProviderSandbox, path: string) => Effect.map(toolboxBase(sandbox), (base) => `${base.replace(/^http/, "ws")}${path}`)
   /** Opens a WebSocket with the same credentials as every call (set its handlers at once, in the same tick). */
