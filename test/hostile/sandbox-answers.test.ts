@@ -113,6 +113,9 @@ const envelopeOf = async (response: Response) => {
   return { status: response.status, body, headers: response.headers }
 }
 
+/** What a call that could not reach the sandbox's agent fails with: worth retrying, and why. */
+const UNAVAILABLE = { retryable: true, details: { reason: "provider_unavailable" } }
+
 /** A runtime operation (filesystem read, write, list) started and waited for: its final state. */
 const runtimeOperation = async (sandboxId: string, kind: "read" | "write" | "list", body: Record<string, unknown>) => {
   const started = await http.post(`/v1/sandboxes/${sandboxId}/filesystem/${kind}`, { ...auth, body, headers: { "idempotency-key": idempotencyKey(kind) } })
@@ -156,12 +159,11 @@ describe("an agent that answers gzip bombs", () => {
     })
     console.log(`gateway RSS growth under the bombs: ${Math.round(growth / 1e6)} MB`)
     expect(growth).toBeLessThan(MAX_GROWTH)
-    expectEnvelope(value.get, 503, "runtime_operation_failed")
-    expectEnvelope(value.put, 503, "runtime_operation_failed")
+    for (const answer of [value.get, value.put]) expect(expectEnvelope(answer, 503, "runtime_operation_failed")).toMatchObject(UNAVAILABLE)
     for (const operation of [value.read, value.list]) {
-      expect(operation).toMatchObject({ state: "failed", error: { code: "runtime_operation_failed", retryable: true, details: { reason: "provider_unavailable" } } })
+      expect(operation).toMatchObject({ state: "failed", error: { code: "runtime_operation_failed", ...UNAVAILABLE } })
     }
-    expect(value.process).toMatchObject({ state: "failed", error: { code: "provider_unavailable", retryable: true } })
+    expect(value.process).toMatchObject({ state: "failed", error: { code: "provider_unavailable", ...UNAVAILABLE } })
     expect(value.followed.state).toBe("failed")
     expect(value.metrics.status).toBe(200)
   }, 180_000)
@@ -220,17 +222,17 @@ describe("an agent that is dead", () => {
   }, 120_000)
 
   it("every call answers with an envelope (503, retryable), never a hang or a closed connection", async () => {
-    expectEnvelope(await envelopeOf(await raw(sandbox.id, "/workspace/x")), 503, "runtime_operation_failed")
-    expectEnvelope(await envelopeOf(await raw(sandbox.id, "/workspace/x", OCTETS)), 503, "runtime_operation_failed")
+    expect(expectEnvelope(await envelopeOf(await raw(sandbox.id, "/workspace/x")), 503, "runtime_operation_failed")).toMatchObject(UNAVAILABLE)
+    expect(expectEnvelope(await envelopeOf(await raw(sandbox.id, "/workspace/x", OCTETS)), 503, "runtime_operation_failed")).toMatchObject(UNAVAILABLE)
     const [read, list, process] = await Promise.all([
       runtimeOperation(sandbox.id, "read", { path: "/workspace/x" }),
       runtimeOperation(sandbox.id, "list", { path: "/workspace" }),
       processOutcome(sandbox.id, ["echo", "hi"])
     ])
     for (const operation of [read, list]) {
-      expect(operation).toMatchObject({ state: "failed", error: { code: "runtime_operation_failed", retryable: true, details: { reason: "provider_unavailable" } } })
+      expect(operation).toMatchObject({ state: "failed", error: { code: "runtime_operation_failed", ...UNAVAILABLE } })
     }
-    expect(process).toMatchObject({ state: "failed", error: { code: "provider_unavailable", retryable: true } })
+    expect(process).toMatchObject({ state: "failed", error: { code: "provider_unavailable", ...UNAVAILABLE } })
   }, 180_000)
 })
 
