@@ -3,7 +3,8 @@
  * each test fails if the defence it stands for is removed. Sandbox "b" stands for organization B (the victim);
  * the attackers are organization A's sandboxes. The gateway side is this process (the runtime in it).
  *   - the agent channel: sockets replaced by symlinks to B's sockets or to a root-only socket of the host;
- *   - a fake agent: an endless body, bytes that are not HTTP, a slow drip, JSON that is not JSON, wrong shapes;
+ *   - a fake agent: an endless body, bytes that are not HTTP, a slow drip, JSON that is not JSON, wrong shapes, gzip
+ *     bombs;
  *   - the disk limit (and /dev/shm), with the freed blocks given back to the host;
  *   - egress with internet: the host's own addresses, link-local and private test hosts in a network
  *     namespace made here (veth pair), and a "public" test host that must stay reachable;
@@ -197,6 +198,25 @@ describe("a misbehaving agent fails only its own sandbox's calls, with a clear e
     mode("junkjson")
     await expectFails(rt.execEvents("a3", "exec_1", 0, 0), INVALID)
   }, 30_000)
+
+  it("a gzip bomb on every route (0.9 MB declared with its length, 900 MiB inflated): refused unread, memory flat", async () => {
+    mode("gzip")
+    Bun.gc(true)
+    const before = process.memoryUsage().rss
+    let peak = before
+    const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage().rss)), 5)
+    try {
+      await expectFails(rt.readFile("a3", "/workspace/x", 0, 8 * 1024 * 1024), INVALID)
+      await streamFails(INVALID)
+      await expectFails(rt.execEvents("a3", "exec_1", 0, 0), INVALID)
+      await expectFails(rt.listFiles("a3", "/workspace", { recursive: true, maxEntries: 10_000 }), INVALID)
+      await expectFails(rt.exec("a3", { command: ["true"], maxOutputBytes: 10 }), INVALID)
+    } finally {
+      clearInterval(sampler)
+    }
+    console.log(`gateway RSS during the gzip bombs: ${Math.round(before / 1e6)} MB -> peak ${Math.round(peak / 1e6)} MB`)
+    expect(peak - before).toBeLessThan(50 * 1024 * 1024)
+  }, 60_000)
 
   it("answers of the wrong shape: every call fails as an invalid answer, never with a JavaScript fragment", async () => {
     mode("shapes")
