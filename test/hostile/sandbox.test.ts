@@ -23,6 +23,7 @@ import { ruleset } from "../../src/runtime/Egress.ts"
 import { diskImage, jailDir } from "../../src/runtime/Jail.ts"
 import { RuntimeError } from "../../src/runtime/LocalRuntime.ts"
 import { makeLocalRuntime } from "../../src/runtime/LocalRuntimeLive.ts"
+import { gzipBomb } from "../support/bombs.ts"
 import { collect, failure, inJail, leasesOf, newRuntime, run, sh, stateOf, type TestRuntime, waitFor } from "../runtime/support.ts"
 
 const main = newRuntime("hostile", { agentTimeoutMs: 2000 })
@@ -125,6 +126,7 @@ describe("a misbehaving agent fails only its own sandbox's calls, with a clear e
   beforeAll(async () => {
     await run(rt.create({ id: "a3", vcpu: 1, memoryMb: 256, diskMb: 128, internet: false }))
     await run(rt.writeFile("a3", "/workspace/mode", new TextEncoder().encode("endless"), { mode: "overwrite", createParents: false }))
+    await run(rt.writeFile("a3", "/workspace/bomb.gz", await gzipBomb(), { mode: "overwrite", createParents: false }))
     await takeOver("a3", ["fake"])
   }, 60_000)
 
