@@ -225,8 +225,11 @@ export const proxy = (addressing: EndpointAddressing, config: AppConfigShape) =>
           headers,
           redirect: "manual",
           signal,
-          ...(request.method === "GET" || request.method === "HEAD" ? {} : { body: source.body, duplex: "half" } as RequestInit)
-        })
+          // A sandbox's compressed answer passes as it came, with its Content-Encoding, for the visitor (who asked
+          // for it) to inflate: a gzip bomb is never inflated in the gateway.
+          decompress: false,
+          ...(request.method === "GET" || request.method === "HEAD" ? {} : { body: source.body, duplex: "half" })
+        } as RequestInit)
       },
       catch: (e) => e
     }).pipe(Effect.either, Effect.onInterrupt(() => Effect.sync(exchange.close)))
@@ -241,7 +244,6 @@ export const proxy = (addressing: EndpointAddressing, config: AppConfigShape) =>
     const upstream = response.right
     const out = new Headers(upstream.headers)
     for (const name of HOP_BY_HOP) out.delete(name)
-    out.delete("content-encoding") // fetch already decoded the body
     let body: ReadableStream<Uint8Array> | null = null
     if (upstream.body === null || request.method === "HEAD") {
       exchange.close()
