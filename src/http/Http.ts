@@ -5,7 +5,7 @@ import { Context, Effect, Layer, Runtime } from "effect"
 import { AppConfig, AppConfigLive, nodeIdOf, WebhookConfigLive } from "../Config.ts"
 import { CheckpointerLive } from "../db/Checkpointer.ts"
 import { DatabaseLive } from "../db/Database.ts"
-import { CredentialsLive } from "../services/Credentials.ts"
+import { Credentials, CredentialsLive } from "../services/Credentials.ts"
 import { SecretBoxLive } from "../services/Crypto.ts"
 import { IdempotencyStoreLive } from "../services/IdempotencyStore.ts"
 import { Api } from "./Api.ts"
@@ -42,7 +42,7 @@ import { ReaperLive } from "../services/sandboxes/Reaper.ts"
 import { LocalRuntimeLive } from "../runtime/LocalRuntimeLive.ts"
 import { withRequestId } from "./RequestId.ts"
 import { countRequests, metricsRoute } from "./Telemetry.ts"
-import { MCP_PATH, mcpRoute } from "./Mcp.ts"
+import { MCP_PATH, mcpRoute, PROJECT_MCP_PATH } from "./Mcp.ts"
 import { ATTACH_PATH, attachRoute } from "./Attach.ts"
 import { RAW_CONTENT_PATH, rawWriteRoute } from "./RawWrites.ts"
 import type { RawWriteServices } from "../services/sandboxes/RawFiles.ts"
@@ -103,7 +103,13 @@ const ServerLive = Layer.unwrapScoped(
     // A route answers nothing (undefined) when it upgraded the connection to a WebSocket.
     const routes: Record<string, (request: Bun.BunRequest, server: Bun.Server<unknown>) => Response | undefined | Promise<Response | undefined>> = { "/*": guard }
     for (const [route, read] of Object.entries(fast.routes)) routes[route] = (request, server) => (request.method === "GET" ? read(request, server) : guard(request, server))
-    routes[MCP_PATH] = guardBodySize(config.maxBodyBytes, mcpRoute)
+    // MCP: a project API key alone is enough (its project is implied), or the project in the path.
+    const credentials = yield* Credentials
+    const runCredentials = Runtime.runPromise(yield* Effect.runtime<never>())
+    const mcp = guardBodySize(config.maxBodyBytes, mcpRoute((token) =>
+      runCredentials(credentials.resolveApiKey(token)).then((key) => (key._tag === "Some" ? key.value.projectId : undefined), () => undefined)))
+    routes[MCP_PATH] = mcp
+    routes[PROJECT_MCP_PATH] = mcp
     // Raw writes stream their body (up to RAW_WRITE_MAX_BYTES): past the body-size guard, which they enforce themselves.
     routes[RAW_CONTENT_PATH] = rawWriteRoute(yield* Effect.runtime<RawWriteServices>(), guard) as (typeof routes)[string]
     // Requests that call a local sandbox's provider at once go to the node it lives on (services/Forwarding.ts),
