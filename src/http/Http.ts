@@ -1,7 +1,7 @@
 /** Wiring only: the API with its handlers, the services they need, and the Bun HTTP server. */
 import { HttpApiBuilder, HttpApiSwagger, HttpMiddleware, HttpServer } from "@effect/platform"
-import { BunHttpServer } from "@effect/platform-bun"
-import { Context, Effect, Layer, Runtime } from "effect"
+import { BunHttpServer, BunRuntime } from "@effect/platform-bun"
+import { Config, Context, Effect, Layer, Logger, LogLevel, Runtime } from "effect"
 import { AppConfig, AppConfigLive, nodeIdOf, WebhookConfigLive } from "../Config.ts"
 import { CheckpointerLive } from "../db/Checkpointer.ts"
 import { DatabaseLive } from "../db/Database.ts"
@@ -43,6 +43,7 @@ import { LocalRuntimeLive } from "../runtime/LocalRuntimeLive.ts"
 import { withRequestId } from "./RequestId.ts"
 import { countRequests, metricsRoute } from "./Telemetry.ts"
 import { MCP_PATH, mcpRoute, PROJECT_MCP_PATH } from "./Mcp.ts"
+import { announce, FRONT_DOOR_PATH, frontDoorRoute } from "./Welcome.ts"
 import { ATTACH_PATH, attachRoute } from "./Attach.ts"
 import { RAW_CONTENT_PATH, rawWriteRoute } from "./RawWrites.ts"
 import type { RawWriteServices } from "../services/sandboxes/RawFiles.ts"
@@ -119,6 +120,8 @@ const ServerLive = Layer.unwrapScoped(
     const ownerOf = !isClustered(config)
       ? () => Promise.resolve(undefined)
       : (sandboxId: string) => runRepositories(ownerUrl(config, sandboxId, "api")).catch(() => undefined)
+    // The front door: GET / sends a person to the docs (Welcome.ts).
+    routes["/"] = frontDoorRoute(guard)
     routes[ATTACH_PATH] = attachRoute(yield* Effect.runtime<ProcessesRepo | SandboxesRepo | ProviderAccounts>(), config, ownerOf) as (typeof routes)[string]
     const scrape = yield* metricsRoute(yield* Effect.runtime<Telemetry | Repositories>())
     if (scrape !== undefined) routes["/metrics"] = scrape
@@ -145,18 +148,27 @@ const ServerLive = Layer.unwrapScoped(
   })
 )
 
-export const HttpLive = HttpApiBuilder.serve((app) => withRequestId(HttpMiddleware.logger(app))).pipe(
+const ApiServerLive = HttpApiBuilder.serve((app) => withRequestId(HttpMiddleware.logger(app))).pipe(
   // No spans per request: nothing exports them, and the span reads the client address from Bun's server, which
   // a request FastReads hands over (through `server.fetch`) does not carry.
   HttpMiddleware.withTracerDisabledWhen(() => true),
-  Layer.provide(HttpApiSwagger.layer({ path: "/docs" })),
+  Layer.provide(HttpApiSwagger.layer({ path: FRONT_DOOR_PATH })),
   Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/v1/openapi.json" })),
   Layer.provide(ApiLive),
-  Layer.provideMerge(ServerLive),
-  // Always printed (whatever LOG_LEVEL says): operators and the test harness read the address from it.
-  Layer.tap((context) => Effect.sync(() => {
-    const address = Context.get(context, HttpServer.HttpServer).address
-    console.log(`Listening on ${address._tag === "TcpAddress" ? `http://${address.hostname}:${address.port}` : address.path}`)
-  })),
-  Layer.provide(ServicesLive)
+  Layer.provideMerge(ServerLive)
 )
+
+/** The whole server; once it listens it says where everything is (`operatorCommand`: how to run the CLI here). */
+export const httpLive = (operatorCommand: string) =>
+  Layer.effectDiscard(announce(operatorCommand)).pipe(Layer.provideMerge(ApiServerLive), Layer.provide(ServicesLive))
+
+/** LOG_LEVEL (default info) decides what is logged, the per-request access log included. */
+const LoggingLive = Layer.unwrapEffect(
+  Effect.map(
+    Config.literal("trace", "debug", "info", "warning", "error", "none")("LOG_LEVEL").pipe(Config.withDefault("info" as const)),
+    (level) => Logger.minimumLogLevel(level === "none" ? LogLevel.None : LogLevel.fromLiteral(level === "warning" ? "Warning" : (level.charAt(0).toUpperCase() + level.slice(1)) as LogLevel.Literal))
+  )
+)
+
+/** Runs the server until it is stopped (SIGINT/SIGTERM). */
+export const runServer = (operatorCommand: string) => Layer.launch(httpLive(operatorCommand).pipe(Layer.provide(LoggingLive))).pipe(BunRuntime.runMain)

@@ -8,6 +8,7 @@
  * server with the caller's key and project (src/http/McpTools.ts). JSON-RPC problems answer JSON-RPC errors;
  * HTTP problems (method, media type, credentials, size) the error envelope.
  */
+import { GATEWAY_VERSION } from "../domain/Version.ts"
 import { newRequestId } from "./RequestId.ts"
 import { type ApiCall, type ApiAnswer, toolError, TOOLS } from "./McpTools.ts"
 
@@ -20,7 +21,7 @@ const PROJECT_IN_PATH = /^\/v1\/projects\/([^/]+)\/mcp$/
 export type KeyProject = (token: string) => Promise<string | undefined>
 /** Newest first: an initialize asking for another version gets the newest. */
 const PROTOCOL_VERSIONS = ["2025-06-18", "2025-03-26", "2024-11-05"]
-const SERVER_INFO = { name: "sandbox-gateway", title: "Sandbox Gateway", version: "0.1.0" }
+const SERVER_INFO = { name: "sandbox-gateway", title: "Sandbox Gateway", version: GATEWAY_VERSION }
 const INSTRUCTIONS =
   "Sandboxes are isolated machines: create_sandbox gives you one (keep its id), run_command runs argv in it and waits, returning its exit code, stdout and stderr; read_file / write_file / list_directory work on its files, expose_port serves an HTTP port at a URL; list_sandboxes and get_sandbox find them again, pause_sandbox / resume_sandbox keep one for later without running it, destroy_sandbox ends it."
 
