@@ -67,14 +67,14 @@ export const announce = (operatorCommand: string) =>
   Effect.gen(function*() {
     const address = (yield* HttpServer.HttpServer).address
     const listening = address._tag === "TcpAddress" ? `http://${address.hostname}:${address.port}` : address.path
-    console.log(`Listening on ${listening}`)
     const config = yield* AppConfig
     const hasUsers = yield* UsersRepo.any
-    console.log(welcomeText({
+    // One write: whoever reads "Listening on" has the rest too.
+    console.log(`Listening on ${listening}\n${welcomeText({
       apiOrigin: config.publicUrlSet ? config.publicUrl : listening,
       endpoints: (yield* EndpointOrigin).addressing,
       config,
       hasUsers,
       operatorCommand
-    }))
+    })}`)
   })

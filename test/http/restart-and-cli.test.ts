@@ -18,6 +18,8 @@ describe("restart", () => {
     const dataDir = tempDataDir("restart")
     let server = await startServer({ dataDir })
     let http = api(server.url)
+    // A fresh gateway says how to bootstrap it, from this checkout: the command the next line runs.
+    expect(server.logs()).toMatch(new RegExp(`\n {2}DATA_DIR=${dataDir} (DATABASE_URL=\\S+ )?bun run cli bootstrap --email you@example\\.com --json\n`))
     const boot = await bootstrap(dataDir, "restart@example.com")
     const project = (await http.post(`/v1/organizations/${boot.organization_id}/projects`, { token: boot.user_token, body: { name: "Kept", slug: "kept" } })).body
     const key = (await http.post(`/v1/projects/${project.id}/api-keys`, { token: boot.user_token, body: { name: "kept-key" } })).body
@@ -28,6 +30,7 @@ describe("restart", () => {
     server = await startServer({ dataDir })
     http = api(server.url)
     try {
+      expect(server.logs()).not.toContain("No user yet")
       expect((await http.get(`/v1/projects/${project.id}`, { token: boot.user_token })).body).toEqual(project)
       const keys = (await http.get(`/v1/projects/${project.id}/api-keys`, { token: boot.user_token })).body.api_keys
       expect(keys.map((k: any) => k.id)).toEqual([key.api_key.id])
