@@ -43,7 +43,7 @@ import { LocalRuntimeLive } from "../runtime/LocalRuntimeLive.ts"
 import { withRequestId } from "./RequestId.ts"
 import { countRequests, metricsRoute } from "./Telemetry.ts"
 import { MCP_PATH, mcpRoute, PROJECT_MCP_PATH } from "./Mcp.ts"
-import { announce, FRONT_DOOR_PATH, frontDoorRoute } from "./Welcome.ts"
+import { announce, frontDoorRoute } from "./Welcome.ts"
 import { ATTACH_PATH, attachRoute } from "./Attach.ts"
 import { RAW_CONTENT_PATH, rawWriteRoute } from "./RawWrites.ts"
 import type { RawWriteServices } from "../services/sandboxes/RawFiles.ts"
@@ -152,7 +152,7 @@ const ApiServerLive = HttpApiBuilder.serve((app) => withRequestId(HttpMiddleware
   // No spans per request: nothing exports them, and the span reads the client address from Bun's server, which
   // a request FastReads hands over (through `server.fetch`) does not carry.
   HttpMiddleware.withTracerDisabledWhen(() => true),
-  Layer.provide(HttpApiSwagger.layer({ path: FRONT_DOOR_PATH })),
+  Layer.provide(HttpApiSwagger.layer({ path: "/docs" })),
   Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/v1/openapi.json" })),
   Layer.provide(ApiLive),
   Layer.provideMerge(ServerLive)

@@ -46,7 +46,7 @@ export const welcomeText = (input: {
   const lines = [
     `Sandbox Gateway ${GATEWAY_VERSION} is up.`,
     `  API        ${apiOrigin}/v1   (OpenAPI: ${apiOrigin}/v1/openapi.json)`,
-    `  Docs       ${apiOrigin}${FRONT_DOOR_PATH}`,
+    `  Docs       ${apiOrigin}/docs`,
     `  Endpoints  ${endpointsAt(input.endpoints)}`,
     `  Data       ${config.dataDir}${config.databaseUrl === undefined ? " (SQLite)" : `, database ${displayDatabaseUrl(config.databaseUrl)}`}`
   ]
