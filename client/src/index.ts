@@ -95,6 +95,8 @@ const TERMINAL_PROCESS = new Set(["succeeded", "failed", "cancelled", "timed_out
 const POLL_MS = 100
 
 const MAX_OUTPUT_BYTES = 10 * 1024 * 1024
+/** The longest run-and-wait the API takes (`?wait_seconds`). */
+const MAX_WAIT_SECONDS = 300
 /** The API takes at most 1 MiB of input a call. */
 const STDIN_PIECE = 1024 * 1024
 /** A terminal keeps at most this much output (its replay buffer), or the provider's ceiling if lower. */
@@ -257,20 +259,28 @@ export const createClient = (options: ClientOptions) => {
      * exit code and output once it ends.
      */
     const exec = async (command: ReadonlyArray<string>, o: ExecOptions = {}): Promise<ExecResult> => {
+      const timeoutSeconds = o.timeoutSeconds ?? 300
+      // Nothing to show live and nothing to feed: run and wait, and a process that ends within the wait comes back
+      // with its output in the same answer (one call); otherwise (202, or output past the answer's cap) it is read
+      // from the events as below.
+      const wait = o.onOutput === undefined && o.stdin === undefined ? Math.min(timeoutSeconds, MAX_WAIT_SECONDS) : undefined
       const started = await call((c) =>
         c.processes.start({
           path: { sandbox_id: id },
-          urlParams: {},
+          urlParams: wait === undefined ? {} : { wait_seconds: wait },
           headers: { "idempotency-key": idempotencyKey() },
           payload: {
             command: [...command],
             ...(o.cwd !== undefined ? { cwd: o.cwd } : {}),
             ...(o.env !== undefined ? { environment: { ...o.env } } : {}),
-            timeout_seconds: o.timeoutSeconds ?? 300,
+            timeout_seconds: timeoutSeconds,
             max_output_bytes: MAX_OUTPUT_BYTES,
             stdin: o.stdin !== undefined
           }
         }))
+      if ("stdout" in started && !started.output_capped) {
+        return { processId: started.id, state: started.state, exitCode: started.exit_code, stdout: started.stdout, stderr: started.stderr }
+      }
       const feeding = o.stdin === undefined ? Promise.resolve() : feed(started.id, o.stdin)
       const out = { stdout: [] as Array<Uint8Array>, stderr: [] as Array<Uint8Array> }
       const decoders = { stdout: new TextDecoder(), stderr: new TextDecoder() }

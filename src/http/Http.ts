@@ -1,11 +1,11 @@
 /** Wiring only: the API with its handlers, the services they need, and the Bun HTTP server. */
 import { HttpApiBuilder, HttpApiSwagger, HttpMiddleware, HttpServer } from "@effect/platform"
-import { BunHttpServer } from "@effect/platform-bun"
-import { Context, Effect, Layer, Runtime } from "effect"
+import { BunHttpServer, BunRuntime } from "@effect/platform-bun"
+import { Config, Context, Effect, Layer, Logger, LogLevel, Runtime } from "effect"
 import { AppConfig, AppConfigLive, nodeIdOf, WebhookConfigLive } from "../Config.ts"
 import { CheckpointerLive } from "../db/Checkpointer.ts"
 import { DatabaseLive } from "../db/Database.ts"
-import { CredentialsLive } from "../services/Credentials.ts"
+import { Credentials, CredentialsLive } from "../services/Credentials.ts"
 import { SecretBoxLive } from "../services/Crypto.ts"
 import { IdempotencyStoreLive } from "../services/IdempotencyStore.ts"
 import { Api } from "./Api.ts"
@@ -43,7 +43,8 @@ import { LocalRuntimeLive } from "../runtime/LocalRuntimeLive.ts"
 import { withRequestId } from "./RequestId.ts"
 import { EDGE_SERVE_OPTIONS, edgeRoutes } from "./Edge.ts"
 import { countRequests, metricsRoute } from "./Telemetry.ts"
-import { MCP_PATH, mcpRoute } from "./Mcp.ts"
+import { MCP_PATH, mcpRoute, PROJECT_MCP_PATH } from "./Mcp.ts"
+import { announce, frontDoorRoute } from "./Welcome.ts"
 import { ATTACH_PATH, attachRoute } from "./Attach.ts"
 import { RAW_CONTENT_PATH, rawWriteRoute } from "./RawWrites.ts"
 import type { RawWriteServices } from "../services/sandboxes/RawFiles.ts"
@@ -104,7 +105,13 @@ const ServerLive = Layer.unwrapScoped(
     // A route answers nothing (undefined) when it upgraded the connection to a WebSocket.
     const routes: Record<string, (request: Bun.BunRequest, server: Bun.Server<unknown>) => Response | undefined | Promise<Response | undefined>> = { "/*": guard }
     for (const [route, read] of Object.entries(fast.routes)) routes[route] = (request, server) => (request.method === "GET" ? read(request, server) : guard(request, server))
-    routes[MCP_PATH] = guardBodySize(config.maxBodyBytes, mcpRoute)
+    // MCP: a project API key alone is enough (its project is implied), or the project in the path.
+    const credentials = yield* Credentials
+    const runCredentials = Runtime.runPromise(yield* Effect.runtime<never>())
+    const mcp = guardBodySize(config.maxBodyBytes, mcpRoute((token) =>
+      runCredentials(credentials.resolveApiKey(token)).then((key) => (key._tag === "Some" ? key.value.projectId : undefined), () => undefined)))
+    routes[MCP_PATH] = mcp
+    routes[PROJECT_MCP_PATH] = mcp
     // Raw writes stream their body (up to RAW_WRITE_MAX_BYTES): past the body-size guard, which they enforce themselves.
     routes[RAW_CONTENT_PATH] = rawWriteRoute(yield* Effect.runtime<RawWriteServices>(), guard) as (typeof routes)[string]
     // Requests that call a local sandbox's provider at once go to the node it lives on (services/Forwarding.ts),
@@ -114,6 +121,8 @@ const ServerLive = Layer.unwrapScoped(
     const ownerOf = !isClustered(config)
       ? () => Promise.resolve(undefined)
       : (sandboxId: string) => runRepositories(ownerUrl(config, sandboxId, "api")).catch(() => undefined)
+    // The front door: GET / sends a person to the docs (Welcome.ts).
+    routes["/"] = frontDoorRoute(guard)
     routes[ATTACH_PATH] = attachRoute(yield* Effect.runtime<ProcessesRepo | SandboxesRepo | ProviderAccounts>(), config, ownerOf) as (typeof routes)[string]
     const scrape = yield* metricsRoute(yield* Effect.runtime<Telemetry | Repositories>())
     if (scrape !== undefined) routes["/metrics"] = scrape
@@ -148,18 +157,27 @@ const ServerLive = Layer.unwrapScoped(
   })
 )
 
-export const HttpLive = HttpApiBuilder.serve((app) => withRequestId(HttpMiddleware.logger(app))).pipe(
+const ApiServerLive = HttpApiBuilder.serve((app) => withRequestId(HttpMiddleware.logger(app))).pipe(
   // No spans per request: nothing exports them, and the span reads the client address from Bun's server, which
   // a request FastReads hands over (through `server.fetch`) does not carry.
   HttpMiddleware.withTracerDisabledWhen(() => true),
   Layer.provide(HttpApiSwagger.layer({ path: "/docs" })),
   Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/v1/openapi.json" })),
   Layer.provide(ApiLive),
-  Layer.provideMerge(ServerLive),
-  // Always printed (whatever LOG_LEVEL says): operators and the test harness read the address from it.
-  Layer.tap((context) => Effect.sync(() => {
-    const address = Context.get(context, HttpServer.HttpServer).address
-    console.log(`Listening on ${address._tag === "TcpAddress" ? `http://${address.hostname}:${address.port}` : address.path}`)
-  })),
-  Layer.provide(ServicesLive)
+  Layer.provideMerge(ServerLive)
 )
+
+/** The whole server; once it listens it says where everything is (`operatorCommand`: how to run the CLI here). */
+export const httpLive = (operatorCommand: string) =>
+  Layer.effectDiscard(announce(operatorCommand)).pipe(Layer.provideMerge(ApiServerLive), Layer.provide(ServicesLive))
+
+/** LOG_LEVEL (default info) decides what is logged, the per-request access log included. */
+const LoggingLive = Layer.unwrapEffect(
+  Effect.map(
+    Config.literal("trace", "debug", "info", "warning", "error", "none")("LOG_LEVEL").pipe(Config.withDefault("info" as const)),
+    (level) => Logger.minimumLogLevel(level === "none" ? LogLevel.None : LogLevel.fromLiteral(level === "warning" ? "Warning" : (level.charAt(0).toUpperCase() + level.slice(1)) as LogLevel.Literal))
+  )
+)
+
+/** Runs the server until it is stopped (SIGINT/SIGTERM). */
+export const runServer = (operatorCommand: string) => Layer.launch(httpLive(operatorCommand).pipe(Layer.provide(LoggingLive))).pipe(BunRuntime.runMain)

@@ -74,6 +74,26 @@ describe("the client", () => {
     expect((await sandbox.refresh()).state).toBe("stopped")
   }, 120_000)
 
+  it("exec with nothing to show live or feed is one call (the run-and-wait answer's output); past its cap, the events", async () => {
+    const sandbox = await gw.sandboxes.create(request())
+    const calls: Array<string> = []
+    const counted = createClient({ baseUrl: server.url, ...credentials, fetch: ((input: RequestInfo | URL, init?: RequestInit) => {
+      const url = new URL(input instanceof Request ? input.url : String(input))
+      calls.push(`${input instanceof Request ? input.method : init?.method ?? "GET"} ${url.pathname}${url.search}`)
+      return fetch(input, init)
+    }) as typeof fetch })
+    const handle = await counted.sandboxes.get(sandbox.id)
+    calls.length = 0
+    expect(await handle.exec(["sh", "-c", "echo out; echo err >&2; exit 4"])).toMatchObject({ state: "failed", exitCode: 4, stdout: "out\n", stderr: "err\n" })
+    expect(calls).toEqual([`POST /v1/sandboxes/${sandbox.id}/processes?wait_seconds=300`])
+    // 1.5 MiB is past the answer's 1 MiB: read whole from the events.
+    calls.length = 0
+    const big = await handle.exec(["sh", "-c", "head -c 1572864 /dev/zero | tr '\\0' x"])
+    expect(big.stdout).toBe("x".repeat(1572864))
+    expect(calls.some((c) => c.includes("/events"))).toBe(true)
+    await sandbox.destroy()
+  }, 60_000)
+
   it("exec feeds stdin (a string, bytes or a stream) to a provider that takes input, then closes it", async () => {
     const sandbox = await gw.sandboxes.create({ ...request(), provider: "e2b" })
     expect((await sandbox.exec(["wc", "-c"], { stdin: "hello" })).stdout.trim()).toBe("5")

@@ -96,6 +96,10 @@ export interface CliResult {
   readonly stderr: string
 }
 
+/**
+ * The program's command line (`bun run cli …`) on `dataDir`. The operator's commands refuse a DATA_DIR that holds
+ * no gateway database unless given `--init`: run them once a server has started there (as `bootstrap` below is).
+ */
 export const runCli = async (dataDir: string, args: ReadonlyArray<string>, env: Record<string, string> = {}): Promise<CliResult> => {
   const child = Bun.spawn(["bun", "run", path.join(ROOT, "src/cli.ts"), ...args], {
     cwd: ROOT,

@@ -35,6 +35,8 @@ export class UsersRepo extends Effect.Service<UsersRepo>()("app/db/UsersRepo", {
 
     return {
       findByEmail,
+      /** Whether any user exists (none yet: a fresh gateway, waiting for its bootstrap). */
+      any: Effect.map(users.first(sql`SELECT * FROM users LIMIT 1`), (row) => row !== undefined),
       /** The user with this email, created if missing. */
       ensure: (email: string) =>
         Effect.gen(function*() {

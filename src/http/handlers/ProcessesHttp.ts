@@ -6,7 +6,7 @@ import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/p
 import { Effect } from "effect"
 import { ProcessesRepo } from "../../db/repos/Processes.ts"
 import { UpgradeRequired, validationError } from "../../domain/Errors.ts"
-import { Process, StdinWritten } from "../../domain/Runtime.ts"
+import { OUTPUT_IN_ANSWER_BYTES, Process, ProcessWithOutput, StdinWritten } from "../../domain/Runtime.ts"
 import { cancelProcess, processOf, startProcess } from "../../services/sandboxes/Commands.ts"
 import { processJobKey, type ProcessRow, TERMINAL_PROCESS_STATES } from "../../services/sandboxes/Processes.ts"
 import { nextSignal, processTopic } from "../../services/Signals.ts"
@@ -16,7 +16,8 @@ import { isAttachCheck } from "../Attach.ts"
 import { SandboxesRepo } from "../../db/repos/Sandboxes.ts"
 import { Api } from "../Api.ts"
 import { followResponse, followStream, PROCESS_BATCH_BYTES, PROCESS_BATCH_EVENTS, processEventFrame, sseBody, sseResponse } from "../Sse.ts"
-import { processToWire } from "../wire/Sandboxes.ts"
+import { processToWire, processWithOutputToWire } from "../wire/Sandboxes.ts"
+import { keptOutput } from "../../services/sandboxes/ProcessOutput.ts"
 import { accepted, keyCaller, planeContext } from "./PlaneSupport.ts"
 
 export const ProcessesLive = HttpApiBuilder.group(Api, "processes", (handlers) =>
@@ -55,7 +56,11 @@ export const ProcessesLive = HttpApiBuilder.group(Api, "processes", (handlers) =
           yield* runner.runNow(processJobKey(process.id))
           const location = `/v1/sandboxes/${path.sandbox_id}/processes/${process.id}`
           const ended = urlParams.wait_seconds === undefined ? undefined : yield* endedWithin(process.id, urlParams.wait_seconds * 1000)
-          if (ended !== undefined) return yield* HttpServerResponse.schemaJson(Process)(ended, { status: 201, headers: { location } }).pipe(Effect.orDie)
+          if (ended !== undefined) {
+            // Finished in time: its output comes with it (one call for `echo hi`).
+            const answer = processWithOutputToWire(ended, yield* keptOutput(ended.id, OUTPUT_IN_ANSWER_BYTES))
+            return yield* HttpServerResponse.schemaJson(ProcessWithOutput)(answer, { status: 201, headers: { location } }).pipe(Effect.orDie)
+          }
           return yield* accepted(Process, process, location)
         }).pipe(provide))
       .handle("get", ({ path }) => Effect.flatMap(keyCaller, (c) => Effect.flatMap(processOf(c, path.sandbox_id, path.process_id), wire)).pipe(provide))

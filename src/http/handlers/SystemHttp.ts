@@ -6,8 +6,7 @@ import { Dialect } from "../../db/Dialect.ts"
 import { NodesRepo } from "../../db/repos/Nodes.ts"
 import { ServiceUnavailable } from "../../domain/Errors.ts"
 import { Api } from "../Api.ts"
-
-export const VERSION = "0.1.0"
+import { GATEWAY_VERSION } from "../../domain/Version.ts"
 
 export const SystemLive = HttpApiBuilder.group(Api, "system", (handlers) =>
   Effect.gen(function*() {
@@ -38,5 +37,5 @@ export const SystemLive = HttpApiBuilder.group(Api, "system", (handlers) =>
             new ServiceUnavailable({ code: "not_ready", message: "The database is not reachable", details: { checks: { database: "error" } } })
           )
         ))
-      .handle("meta", () => Effect.succeed({ name: "sandbox-gateway", version: VERSION, api_version: "v1" as const }))
+      .handle("meta", () => Effect.succeed({ name: "sandbox-gateway", version: GATEWAY_VERSION, api_version: "v1" as const }))
   }))
