@@ -2,7 +2,9 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect } from "effect"
 import { notFound } from "../../domain/Errors.ts"
+import { CurrentUser } from "../../domain/Principals.ts"
 import { requireProjectRole } from "../../services/Access.ts"
+import { LiveStreams, userHolder } from "../../services/LiveStreams.ts"
 import { visibleOperation } from "../../services/sandboxes/Operations.ts"
 import { Api } from "../Api.ts"
 import { operationToWire } from "../wire/Sandboxes.ts"
@@ -12,6 +14,7 @@ import { planeContext } from "./PlaneSupport.ts"
 export const ProjectOperationsLive = HttpApiBuilder.group(Api, "projectOperations", (handlers) =>
   Effect.gen(function*() {
     const { provide } = yield* planeContext
+    const streams = yield* LiveStreams
     const operationOf = (projectId: string, operationId: string) =>
       Effect.gen(function*() {
         yield* requireProjectRole(projectId)
@@ -21,5 +24,9 @@ export const ProjectOperationsLive = HttpApiBuilder.group(Api, "projectOperation
     return handlers
       .handle("get", ({ path }) => Effect.map(operationOf(path.project_id, path.operation_id), operationToWire).pipe(provide))
       .handle("events", ({ headers, path, urlParams }) =>
-        Effect.zipRight(operationOf(path.project_id, path.operation_id), operationEvents(path.operation_id, headers["last-event-id"], urlParams.follow, provide)).pipe(provide))
+        Effect.gen(function*() {
+          yield* operationOf(path.project_id, path.operation_id)
+          const holder = userHolder(yield* CurrentUser, path.project_id)
+          return yield* operationEvents(path.operation_id, headers["last-event-id"], urlParams.follow, provide, { streams, holder })
+        }).pipe(provide))
   }))
