@@ -8,7 +8,7 @@
  * - an API key whose expires_at passes while its stream is open;
  * - a user token revoked (the CLI: another process): its `/v1/events/stream`;
  * - a member removed from the organization: their `/v1/events/stream`;
- * - a project deleted: the `/v1/events/stream` on it.
+ * - a project deleted, an organization deleted: the `/v1/events/stream` on its project.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { execSql, joinAs } from "../support/accounts.ts"
@@ -143,6 +143,20 @@ describe("revocation ends the streams a credential opened", () => {
     await http.patch(`/v1/projects/${created.body.id}`, { token: owner.user_token, body: { name: "short-lived", slug: "short-lived-2" } })
     await stream.waitEvent("project.updated")
     expect((await http.delete(`/v1/projects/${created.body.id}`, { token: owner.user_token })).status).toBe(200)
+    await stream.waitEnd(CUT_WITHIN_MS)
+    expectEndFrame(stream.frames, "forbidden", "access_removed")
+  })
+
+  it("an organization deleted: the /v1/events/stream on its project ends", async () => {
+    // A second organization of the owner's: no credit (the welcome credit went to the first), so it can go.
+    const org = await http.post("/v1/organizations", { token: owner.user_token, body: { name: "Doomed", slug: "doomed-streams" } })
+    expect(org.status).toBe(201)
+    const project = await http.post(`/v1/organizations/${org.body.id}/projects`, { token: owner.user_token, body: { name: "doomed", slug: "doomed" } })
+    expect(project.status).toBe(201)
+    const stream = await eventStream(owner.user_token, project.body.id)
+    await http.patch(`/v1/projects/${project.body.id}`, { token: owner.user_token, body: { name: "doomed", slug: "doomed-2" } })
+    await stream.waitEvent("project.updated")
+    expect((await http.delete(`/v1/organizations/${org.body.id}`, { token: owner.user_token, body: { confirm_name: "Doomed" } })).status).toBe(200)
     await stream.waitEnd(CUT_WITHIN_MS)
     expectEndFrame(stream.frames, "forbidden", "access_removed")
   })
