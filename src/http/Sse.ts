@@ -125,12 +125,14 @@ const aborted = (signal: AbortSignal) =>
     return Effect.sync(() => signal.removeEventListener("abort", onAbort))
   })
 
+/** A held-open stream, ended early once its credential may no longer read it. */
+export type AllowedFor = <E, R>(stream: Stream.Stream<Uint8Array, E, R>) => Stream.Stream<Uint8Array, E, R>
+
 /**
  * `stream`, held open for `holder` (registered with services/LiveStreams.ts while it runs): ended, with an
  * `endFrame`, as soon as the credential that opened it may no longer read it.
  */
-export const whileAllowed = (streams: LiveStreamsShape, holder: StreamHolder, requestId: string) =>
-<E, R>(stream: Stream.Stream<Uint8Array, E, R>): Stream.Stream<Uint8Array, E, R> =>
+export const whileAllowed = (streams: LiveStreamsShape, holder: StreamHolder, requestId: string): AllowedFor => (stream) =>
   Stream.unwrapScoped(Effect.map(
     Effect.acquireRelease(Effect.sync(() => streams.open(holder)), (held) => Effect.sync(held.close)),
     (held) =>

@@ -6,13 +6,13 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect } from "effect"
 import { CurrentProjectKey } from "../../domain/Principals.ts"
-import { keyHolder, LiveStreams, type LiveStreamsShape, type StreamHolder } from "../../services/LiveStreams.ts"
+import { keyHolder, LiveStreams } from "../../services/LiveStreams.ts"
 import { OperationsRepo } from "../../db/repos/Operations.ts"
 import { notFound } from "../../domain/Errors.ts"
 import { TERMINAL_OPERATION_STATES, visibleOperation } from "../../services/sandboxes/Operations.ts"
 import { nextSignal, operationTopic } from "../../services/Signals.ts"
 import { Api } from "../Api.ts"
-import { allowedFor, followResponse, followStream, operationEventFrame, sseBody, sseResponse } from "../Sse.ts"
+import { allowedFor, type AllowedFor, followResponse, followStream, operationEventFrame, sseBody, sseResponse } from "../Sse.ts"
 import { operationToWire } from "../wire/Sandboxes.ts"
 import { keyCaller, planeContext } from "./PlaneSupport.ts"
 
@@ -20,15 +20,14 @@ type Provide = Effect.Effect.Success<typeof planeContext>["provide"]
 
 /**
  * An operation's events after `Last-Event-ID`: a finite batch, or held open with `follow=true` (for as long as
- * `holder`, the caller's credential, may read it).
+ * the caller's credential may read it: `allowed`).
  */
-export const operationEvents = (operationId: string, lastEventId: string | undefined, follow: boolean | undefined, provide: Provide, held: { readonly streams: LiveStreamsShape; readonly holder: StreamHolder }) =>
+export const operationEvents = (operationId: string, lastEventId: string | undefined, follow: boolean | undefined, provide: Provide, allowed: AllowedFor) =>
   Effect.gen(function*() {
     const after = Number(lastEventId ?? "0")
     const read = (from: number) => Effect.map(OperationsRepo.eventsAfter(operationId, from), (rows) => rows.map(operationEventFrame(operationId)))
     if (follow === true) {
       const finished = Effect.map(OperationsRepo.get(operationId), (row) => row === undefined || TERMINAL_OPERATION_STATES.has(row.state))
-      const allowed = yield* allowedFor(held.streams, held.holder)
       return followResponse(allowed(followStream({ after, read: (from) => provide(read(from)), finished: provide(finished), signal: (ms) => nextSignal(operationTopic(operationId), ms) })))
     }
     return sseResponse(sseBody(yield* provide(read(after))))
@@ -49,7 +48,7 @@ export const OperationsLive = HttpApiBuilder.group(Api, "operations", (handlers)
       .handle("events", ({ headers, path, urlParams }) =>
         Effect.gen(function*() {
           yield* operationOf(path.operation_id)
-          const holder = keyHolder(yield* CurrentProjectKey)
-          return yield* operationEvents(path.operation_id, headers["last-event-id"], urlParams.follow, provide, { streams, holder })
+          const allowed = yield* allowedFor(streams, keyHolder(yield* CurrentProjectKey))
+          return yield* operationEvents(path.operation_id, headers["last-event-id"], urlParams.follow, provide, allowed)
         }).pipe(provide))
   }))

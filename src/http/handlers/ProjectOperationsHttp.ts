@@ -7,6 +7,7 @@ import { requireProjectRole } from "../../services/Access.ts"
 import { LiveStreams, userHolder } from "../../services/LiveStreams.ts"
 import { visibleOperation } from "../../services/sandboxes/Operations.ts"
 import { Api } from "../Api.ts"
+import { allowedFor } from "../Sse.ts"
 import { operationToWire } from "../wire/Sandboxes.ts"
 import { operationEvents } from "./OperationsHttp.ts"
 import { planeContext } from "./PlaneSupport.ts"
@@ -26,7 +27,7 @@ export const ProjectOperationsLive = HttpApiBuilder.group(Api, "projectOperation
       .handle("events", ({ headers, path, urlParams }) =>
         Effect.gen(function*() {
           yield* operationOf(path.project_id, path.operation_id)
-          const holder = userHolder(yield* CurrentUser, path.project_id)
-          return yield* operationEvents(path.operation_id, headers["last-event-id"], urlParams.follow, provide, { streams, holder })
+          const allowed = yield* allowedFor(streams, userHolder(yield* CurrentUser, path.project_id))
+          return yield* operationEvents(path.operation_id, headers["last-event-id"], urlParams.follow, provide, allowed)
         }).pipe(provide))
   }))
