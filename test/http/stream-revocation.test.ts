@@ -11,7 +11,7 @@
  * - a project deleted, an organization deleted: the `/v1/events/stream` on its project.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { execSql, joinAs } from "../support/accounts.ts"
+import { execSql, joinAs, userToken } from "../support/accounts.ts"
 import { createReadySandbox, idempotencyKey, type KeyAuth, minimalSandbox } from "../support/sandbox.ts"
 import { api, type Bootstrap, bootstrap, expectEnvelope, runCli, type RunningServer, startServer } from "../support/server.ts"
 import { openSse } from "../support/sse.ts"
@@ -24,6 +24,10 @@ let server: RunningServer
 let http: ReturnType<typeof api>
 let owner: Bootstrap
 let sandboxId: string
+/** A second user token of the owner's (the CLI's `tokens create`), revoked by the CLI in its test. */
+let extraToken: { token: string; token_id: string }
+/** A user who is not yet a member of the owner's organization. */
+let joinerToken: string
 
 /** A fresh API key of the owner's project (each test revokes or expires its own). */
 const newKey = async (name: string): Promise<{ id: string; auth: KeyAuth }> => {
@@ -59,9 +63,16 @@ beforeAll(async () => {
   server = await startServer()
   http = api(server.url)
   owner = await bootstrap(server.dataDir, "revocation@example.com")
-  // A sandbox with terminals: its processes are followed and attached to.
-  const sandbox = await createReadySandbox(http, { token: owner.api_key, project: owner.project_id }, minimalSandbox({ provider: "e2b", features: { pty: true } }))
+  // A sandbox with terminals (its processes are followed and attached to), and the CLI's work, side by side.
+  const [sandbox, issued, joiner] = await Promise.all([
+    createReadySandbox(http, { token: owner.api_key, project: owner.project_id }, minimalSandbox({ provider: "e2b", features: { pty: true } })),
+    runCli(server.dataDir, ["tokens", "create", "--email", "revocation@example.com", "--json"]),
+    userToken(server.dataDir, "removed-member@example.com")
+  ])
   sandboxId = sandbox.id
+  expect(issued.code).toBe(0)
+  extraToken = JSON.parse(issued.stdout)
+  joinerToken = joiner
 })
 afterAll(() => server.stop())
 
@@ -106,9 +117,7 @@ describe("revocation ends the streams a credential opened", () => {
   })
 
   it("a user token revoked by the CLI: its /v1/events/stream ends", async () => {
-    const issued = await runCli(server.dataDir, ["tokens", "create", "--email", "revocation@example.com", "--json"])
-    expect(issued.code).toBe(0)
-    const { token, token_id } = JSON.parse(issued.stdout) as { token: string; token_id: string }
+    const { token, token_id } = extraToken
     const stream = await eventStream(token, owner.project_id)
     // Live: an event of the project arrives.
     await http.post(`/v1/projects/${owner.project_id}/api-keys`, { token: owner.user_token, body: { name: "an event" } })
@@ -120,7 +129,7 @@ describe("revocation ends the streams a credential opened", () => {
   })
 
   it("a member removed from the organization: their /v1/events/stream ends", async () => {
-    const memberToken = await joinAs(http, server.dataDir, owner.user_token, owner.organization_id, "removed-member@example.com", "member")
+    const memberToken = await joinAs(http, server.dataDir, owner.user_token, owner.organization_id, "removed-member@example.com", "member", joinerToken)
     const memberId = (await http.get(`/v1/organizations/${owner.organization_id}/members`, { token: memberToken })).body.viewer.user_id as string
     const stream = await eventStream(memberToken, owner.project_id)
     const mine = await eventStream(owner.user_token, owner.project_id)
