@@ -61,11 +61,8 @@ export interface HeldStream {
 }
 
 export interface LiveStreamsShape {
+  /** Registers a stream `holder` opened, until its `close`. */
   readonly open: (holder: StreamHolder) => HeldStream
-  /** Re-reads the credentials of every open stream now and ends those that may no longer be served. */
-  readonly recheck: Effect.Effect<void>
-  /** Open streams. */
-  readonly count: () => number
 }
 
 export class LiveStreams extends Context.Tag("app/LiveStreams")<LiveStreams, LiveStreamsShape>() {}
@@ -85,7 +82,16 @@ interface Entry {
   reason: EndReason | undefined
 }
 
-const expired = (expiresAt: string | null, now: number) => expiresAt !== null && Date.parse(expiresAt) <= now
+/** Why a stream of this credential (undefined: it no longer exists) must end, or undefined when it may go on. */
+const refusal = <C extends { readonly revoked_at: string | null; readonly expires_at: string | null }>(
+  credential: C | undefined,
+  now: number,
+  hasAccess: (credential: C) => boolean
+): EndReason | undefined => {
+  if (credential === undefined || credential.revoked_at !== null) return "credential_revoked"
+  if (credential.expires_at !== null && Date.parse(credential.expires_at) <= now) return "credential_expired"
+  return hasAccess(credential) ? undefined : "access_removed"
+}
 
 export const makeLiveStreams = Effect.gen(function*() {
   const projects = yield* ProjectsRepo
@@ -100,6 +106,7 @@ export const makeLiveStreams = Effect.gen(function*() {
     entry.controller.abort(reason)
   }
 
+  /** Re-reads the credentials of every open stream and ends those that may no longer be served. */
   const recheck = Effect.suspend(() => {
     if (open.size === 0) return Effect.void
     const entries = [...open]
@@ -122,14 +129,9 @@ export const makeLiveStreams = Effect.gen(function*() {
       const now = Date.now()
       for (const entry of entries) {
         const { holder } = entry
-        let reason: EndReason | undefined
-        if (holder.kind === "api_key") {
-          const key = keys.get(holder.keyId)
-          reason = key === undefined || key.revoked_at !== null ? "credential_revoked" : expired(key.expires_at, now) ? "credential_expired" : key.gone_at !== null ? "access_removed" : undefined
-        } else {
-          const token = tokens.get(holder.tokenId)
-          reason = token === undefined || token.revoked_at !== null ? "credential_revoked" : expired(token.expires_at, now) ? "credential_expired" : members.has(`${holder.projectId} ${holder.userId}`) ? undefined : "access_removed"
-        }
+        const reason = holder.kind === "api_key"
+          ? refusal(keys.get(holder.keyId), now, (key) => key.gone_at === null)
+          : refusal(tokens.get(holder.tokenId), now, () => members.has(`${holder.projectId} ${holder.userId}`))
         if (reason !== undefined) end(entry, reason)
       }
     })
@@ -140,9 +142,7 @@ export const makeLiveStreams = Effect.gen(function*() {
       const entry: Entry = { holder, controller: new AbortController(), reason: undefined }
       open.add(entry)
       return { signal: entry.controller.signal, endReason: () => entry.reason, close: () => void open.delete(entry) }
-    },
-    recheck,
-    count: () => open.size
+    }
   }
 
   // Checked, then asleep until an access change is announced or WATCH_MS has passed.

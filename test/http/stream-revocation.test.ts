@@ -73,7 +73,7 @@ beforeAll(async () => {
   expect(issued.code).toBe(0)
   extraToken = JSON.parse(issued.stdout)
   joinerToken = joiner
-})
+}, 120_000)
 afterAll(() => server.stop())
 
 describe("revocation ends the streams a credential opened", () => {
