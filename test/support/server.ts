@@ -60,11 +60,7 @@ export const startServer = async (
       endpointUrl = endpoints[1].replace(/\/$/, "")
     }
     else if (child.exitCode !== null) throw new Error(`server exited early (${child.exitCode}):\n${output}`)
-    else if (Date.now() > deadline) {
-      // Not left running (and serving nothing to anyone) once the test has given up on it.
-      child.kill("SIGKILL")
-      throw new Error(`server did not start:\n${output}`)
-    }
+    else if (Date.now() > deadline) throw new Error(`server did not start:\n${output}`)
     else await Bun.sleep(20)
   }
   return {
