@@ -9,7 +9,7 @@
  * - a member removed through A: their `/v1/events/stream` on B ends.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { joinAs, querySql } from "../support/accounts.ts"
+import { joinAs, querySql, userToken } from "../support/accounts.ts"
 import { databaseUrlFor, onPostgres } from "../support/postgres.ts"
 import { createReadySandbox, idempotencyKey, type KeyAuth, minimalSandbox } from "../support/sandbox.ts"
 import { api, type Bootstrap, bootstrap, destroyJails, type RunningServer, startServer, tempDataDir } from "../support/server.ts"
@@ -26,6 +26,8 @@ describe.skipIf(!onPostgres())("revocation on one replica ends the streams anoth
   let http: { a: ReturnType<typeof api>; b: ReturnType<typeof api> }
   let owner: Bootstrap
   let sandboxId: string
+  /** A user who is not yet a member of the owner's organization. */
+  let joinerToken: string
 
   const env = (node: string) => ({ DATABASE_URL: databaseUrlFor(dataA)!, NODE_ID: node, NODE_GRACE_SECONDS: "60", CLUSTER_SECRET: "replicas-revocation-secret" })
 
@@ -33,8 +35,13 @@ describe.skipIf(!onPostgres())("revocation on one replica ends the streams anoth
     a = await startServer({ dataDir: dataA, env: env("node-a") })
     owner = await bootstrap(dataA, "replica-revocation@example.com")
     const httpA = api(a.url)
-    // A alone: the sandbox lives on A, so B relays attaches to it.
-    sandboxId = (await createReadySandbox(httpA, { token: owner.api_key, project: owner.project_id }, minimalSandbox({ provider: "e2b", features: { pty: true } }))).id
+    // A alone: the sandbox lives on A, so B relays attaches to it. The CLI's user beside it.
+    const [sandbox, joiner] = await Promise.all([
+      createReadySandbox(httpA, { token: owner.api_key, project: owner.project_id }, minimalSandbox({ provider: "e2b", features: { pty: true } })),
+      userToken(dataA, "replica-member@example.com")
+    ])
+    sandboxId = sandbox.id
+    joinerToken = joiner
     b = await startServer({ dataDir: dataB, env: env("node-b") })
     http = { a: httpA, b: api(b.url) }
     expect(querySql<{ node_id: string }>(dataA, "SELECT node_id FROM sandboxes")).toEqual([{ node_id: "node-a" }])
@@ -73,7 +80,7 @@ describe.skipIf(!onPostgres())("revocation on one replica ends the streams anoth
   })
 
   it("a member removed through A: their event stream on B ends", async () => {
-    const memberToken = await joinAs(http.a, dataA, owner.user_token, owner.organization_id, "replica-member@example.com", "member")
+    const memberToken = await joinAs(http.a, dataA, owner.user_token, owner.organization_id, "replica-member@example.com", "member", joinerToken)
     const memberId = (await http.a.get(`/v1/organizations/${owner.organization_id}/members`, { token: memberToken })).body.viewer.user_id as string
     const stream = await openSse(`${b.url}/v1/events/stream?project_id=${owner.project_id}`, { authorization: `Bearer ${memberToken}` })
     await http.a.patch(`/v1/projects/${owner.project_id}`, { token: owner.user_token, body: { name: "replicated", slug: "replicated" } })
