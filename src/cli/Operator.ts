@@ -21,6 +21,7 @@ import { UsersRepo } from "../db/repos/Users.ts"
 import { isDatabaseBusy } from "../db/Sql.ts"
 import { isoAfter, nowIso } from "../domain/Time.ts"
 import { appendEvent } from "../services/Events.ts"
+import { accessChanged } from "../services/LiveStreams.ts"
 import { grantWelcomeCredit, postLedgerEntry } from "../services/Ledger.ts"
 import { createOrganization } from "../services/Organizations.ts"
 import { newUuid } from "../domain/Ids.ts"
@@ -157,7 +158,7 @@ const commands: Record<string, Command> = {
         const revoked = yield* UsersRepo.revokeToken({ id, token })
         if (!revoked) return yield* Effect.fail(new CliError("no live token matches"))
         yield* print(flags, { revoked: true }, "revoked")
-      }))
+      })).pipe(Effect.zipLeft(accessChanged)) // a replica on PostgreSQL ends the token's streams at once (else within a second)
   },
   "credits grant": {
     usage: "credits grant --org <organization id> --amount-usd <d.dd> [--kind deposit|adjustment] [--description <text>] [--json]",

@@ -32,6 +32,7 @@ import { SandboxesLive } from "./handlers/SandboxesHttp.ts"
 import { SystemLive } from "./handlers/SystemHttp.ts"
 import { EndpointServerLive } from "./EndpointProxy.ts"
 import { EndpointConnectionsLive } from "../services/sandboxes/EndpointConnections.ts"
+import { type LiveStreams, LiveStreamsLive } from "../services/LiveStreams.ts"
 import { guardBodySize, SERVER_BODY_LIMIT } from "./BodyLimits.ts"
 import { FastReadsScoped } from "./FastReads.ts"
 import { OperationRunnerLive } from "../services/OperationRunner.ts"
@@ -83,7 +84,7 @@ const SandboxPlaneLive = Layer.mergeAll(SandboxJobsLive, ReaperLive, EventFeedLi
 /** The endpoint listener (its own origin) and the registry of exchanges open through it. */
 const EndpointsServingLive = EndpointServerLive.pipe(Layer.provideMerge(EndpointConnectionsLive))
 
-export const ServicesLive = Layer.mergeAll(CredentialsLive, IdempotencyStoreLive, SandboxPlaneLive, CheckpointerLive, EndpointsServingLive).pipe(
+export const ServicesLive = Layer.mergeAll(CredentialsLive, IdempotencyStoreLive, SandboxPlaneLive, CheckpointerLive, EndpointsServingLive, LiveStreamsLive).pipe(
   Layer.provideMerge(WebhookResolverLive),
   Layer.provideMerge(Telemetry.Default),
   Layer.provideMerge(SecretBoxLive),
@@ -123,7 +124,7 @@ const ServerLive = Layer.unwrapScoped(
       : (sandboxId: string) => runRepositories(ownerUrl(config, sandboxId, "api")).catch(() => undefined)
     // The front door: GET / sends a person to the docs (Welcome.ts).
     routes["/"] = frontDoorRoute(guard)
-    routes[ATTACH_PATH] = attachRoute(yield* Effect.runtime<ProcessesRepo | SandboxesRepo | ProviderAccounts>(), config, ownerOf) as (typeof routes)[string]
+    routes[ATTACH_PATH] = attachRoute(yield* Effect.runtime<ProcessesRepo | SandboxesRepo | ProviderAccounts | LiveStreams>(), config, ownerOf) as (typeof routes)[string]
     const scrape = yield* metricsRoute(yield* Effect.runtime<Telemetry | Repositories>())
     if (scrape !== undefined) routes["/metrics"] = scrape
     const viaOwner = (route: (typeof routes)[string]): (typeof routes)[string] => async (request, server) => {

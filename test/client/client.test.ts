@@ -1,7 +1,8 @@
 /**
  * The typed client (client/, issue 15 item 1) against a real gateway: create-and-wait → exec with live output →
- * a file round trip larger than one call → an endpoint → destroy; typed errors; and a create whose answer is lost
- * on the way back is retried with the same Idempotency-Key and makes one sandbox.
+ * a file round trip larger than one call → an endpoint → destroy; typed errors; a key revoked mid-stream ends its
+ * follow and its terminal with the gateway's error; and a create whose answer is lost on the way back is retried
+ * with the same Idempotency-Key and makes one sandbox.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { createClient, GatewayError, type GatewayClient } from "../../client/src/index.ts"
@@ -10,6 +11,7 @@ import { bootstrap, type RunningServer, startServer } from "../support/server.ts
 let server: RunningServer
 let gw: GatewayClient
 let credentials: { apiKey: string; projectId: string }
+let userToken: string
 
 const request = (metadata: Record<string, string> = {}) => ({
   source: { kind: "environment" as const, environment: "metal/base" },
@@ -23,6 +25,7 @@ beforeAll(async () => {
   server = await startServer()
   const owner = await bootstrap(server.dataDir, "client@example.com")
   credentials = { apiKey: owner.api_key, projectId: owner.project_id }
+  userToken = owner.user_token
   gw = createClient({ baseUrl: server.url, ...credentials })
 })
 afterAll(() => server.stop())
@@ -151,6 +154,27 @@ describe("the client", () => {
     const modal = await gw.sandboxes.create({ ...request(), provider: "modal" })
     expect(await modal.shell().catch((e) => e)).toBeInstanceOf(GatewayError)
     await Promise.all([sandbox.destroy(), modal.destroy()])
+  }, 90_000)
+
+  it("a key revoked while it follows a command and holds a terminal: both end with the gateway's unauthenticated", async () => {
+    const issued = await fetch(`${server.url}/v1/projects/${credentials.projectId}/api-keys`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${userToken}`, "content-type": "application/json" },
+      body: JSON.stringify({ name: "revoked-in-use" })
+    }).then((r) => r.json() as Promise<{ api_key: { id: string }; key: string }>)
+    const doomed = createClient({ baseUrl: server.url, apiKey: issued.key, projectId: credentials.projectId })
+    const sandbox = await doomed.sandboxes.create({ ...request(), provider: "auto", features: { pty: true } })
+    let followed = ""
+    const running = sandbox.exec(["sh", "-c", "echo up; sleep 300"], { onOutput: (_stream, text) => (followed += text) }).catch((e: unknown) => e)
+    let typed = ""
+    const shell = await sandbox.shell({ onOutput: (text) => (typed += text) })
+    shell.write("echo in=$((6*7))\n")
+    for (let i = 0; i < 1500 && !(followed.includes("up") && typed.includes("in=42")); i++) await Bun.sleep(10)
+    expect([followed, typed.includes("in=42")]).toEqual(["up\n", true])
+    const revoked = await fetch(`${server.url}/v1/projects/${credentials.projectId}/api-keys/${issued.api_key.id}/revoke`, { method: "POST", headers: { authorization: `Bearer ${userToken}` } })
+    expect(revoked.status).toBe(200)
+    expect(await shell.exit.catch((e: unknown) => e)).toMatchObject({ name: "GatewayError", code: "unauthenticated", retryable: false, details: { close_code: 4001 } })
+    expect(await running).toMatchObject({ name: "GatewayError", code: "unauthenticated", retryable: false, details: { reason: "credential_revoked" } })
   }, 90_000)
 
   it("files of any size: upload in pieces (appended, or joined in the sandbox), download resumed after a break", async () => {

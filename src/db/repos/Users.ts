@@ -18,6 +18,10 @@ const TokenRow = Schema.Struct({
   last_used_at: Schema.NullOr(Schema.String)
 })
 
+/** A token as a held-open stream's credential is re-checked (services/LiveStreams.ts). */
+export const UserTokenStateRow = Schema.Struct({ id: Schema.String, expires_at: Schema.NullOr(Schema.String), revoked_at: Schema.NullOr(Schema.String) })
+export type UserTokenStateRow = typeof UserTokenStateRow.Type
+
 export interface IssuedToken {
   readonly id: string
   readonly token: string
@@ -30,6 +34,7 @@ export class UsersRepo extends Effect.Service<UsersRepo>()("app/db/UsersRepo", {
     const sql = yield* SqlClient.SqlClient
     const users = rowsOf("users", UserRow)
     const tokens = rowsOf("user_tokens", TokenRow)
+    const tokenStates = rowsOf("user_tokens", UserTokenStateRow)
 
     const findByEmail = (email: string) => users.first(sql`SELECT * FROM users WHERE email = ${email.toLowerCase()}`)
 
@@ -76,7 +81,12 @@ export class UsersRepo extends Effect.Service<UsersRepo>()("app/db/UsersRepo", {
       liveTokenByHash: (tokenHash: string) =>
         tokens.first(sql`SELECT t.id, t.user_id, u.email, t.expires_at, t.last_used_at
           FROM user_tokens t JOIN users u ON u.id = t.user_id WHERE t.token_hash = ${tokenHash} AND t.revoked_at IS NULL`),
-      touchToken: (id: string, now: string) => run(sql`UPDATE user_tokens SET last_used_at = ${now} WHERE id = ${id}`)
+      touchToken: (id: string, now: string) => run(sql`UPDATE user_tokens SET last_used_at = ${now} WHERE id = ${id}`),
+      /** The state of these tokens, in one read (a token missing from the answer no longer exists). */
+      tokenStates: (ids: ReadonlyArray<string>) =>
+        ids.length === 0
+          ? Effect.succeed<ReadonlyArray<UserTokenStateRow>>([])
+          : tokenStates.all(sql`SELECT id, expires_at, revoked_at FROM user_tokens WHERE id IN ${sql.in(ids)}`)
     }
   })
 }) {}

@@ -4,6 +4,8 @@
  */
 import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Effect } from "effect"
+import { CurrentProjectKey } from "../../domain/Principals.ts"
+import { keyHolder, LiveStreams } from "../../services/LiveStreams.ts"
 import { ProcessesRepo } from "../../db/repos/Processes.ts"
 import { UpgradeRequired, validationError } from "../../domain/Errors.ts"
 import { OUTPUT_IN_ANSWER_BYTES, Process, ProcessWithOutput, StdinWritten } from "../../domain/Runtime.ts"
@@ -12,10 +14,10 @@ import { processJobKey, type ProcessRow, TERMINAL_PROCESS_STATES } from "../../s
 import { nextSignal, processTopic } from "../../services/Signals.ts"
 import { writeStdin } from "../../services/sandboxes/Stdin.ts"
 import { attachable } from "../../services/sandboxes/Terminals.ts"
-import { isAttachCheck } from "../Attach.ts"
+import { attachCheckPassed, isAttachCheck } from "../Attach.ts"
 import { SandboxesRepo } from "../../db/repos/Sandboxes.ts"
 import { Api } from "../Api.ts"
-import { followResponse, followStream, PROCESS_BATCH_BYTES, PROCESS_BATCH_EVENTS, processEventFrame, sseBody, sseResponse } from "../Sse.ts"
+import { allowedFor, followResponse, followStream, PROCESS_BATCH_BYTES, PROCESS_BATCH_EVENTS, processEventFrame, sseBody, sseResponse } from "../Sse.ts"
 import { processToWire, processWithOutputToWire } from "../wire/Sandboxes.ts"
 import { keptOutput } from "../../services/sandboxes/ProcessOutput.ts"
 import { accepted, keyCaller, planeContext } from "./PlaneSupport.ts"
@@ -23,6 +25,7 @@ import { accepted, keyCaller, planeContext } from "./PlaneSupport.ts"
 export const ProcessesLive = HttpApiBuilder.group(Api, "processes", (handlers) =>
   Effect.gen(function*() {
     const { idempotency, runner, provide } = yield* planeContext
+    const streams = yield* LiveStreams
     const wire = (row: ProcessRow) => Effect.map(SandboxesRepo.capabilities(row.sandbox_id), (caps) => processToWire(row, caps))
     /** The process in its terminal state once it ends, if that is within `ms`; woken as its events are stored. */
     const endedWithin = (processId: string, ms: number) =>
@@ -71,7 +74,8 @@ export const ProcessesLive = HttpApiBuilder.group(Api, "processes", (handlers) =
           const read = (from: number) => Effect.map(ProcessesRepo.eventsAfter(path.process_id, from, PROCESS_BATCH_EVENTS), (rows) => rows.map(processEventFrame(path.process_id)))
           if (urlParams.follow === true) {
             const finished = Effect.map(ProcessesRepo.get(path.process_id), (row) => row === undefined || TERMINAL_PROCESS_STATES.includes(row.state))
-            return followResponse(followStream({ after, read: (from) => provide(read(from)), finished: provide(finished), signal: (ms) => nextSignal(processTopic(path.process_id), ms) }))
+            const allowed = yield* allowedFor(streams, keyHolder(yield* CurrentProjectKey))
+            return followResponse(allowed(followStream({ after, read: (from) => provide(read(from)), finished: provide(finished), signal: (ms) => nextSignal(processTopic(path.process_id), ms) })))
           }
           return sseResponse(sseBody(yield* read(after), PROCESS_BATCH_BYTES))
         }).pipe(provide))
@@ -100,7 +104,7 @@ export const ProcessesLive = HttpApiBuilder.group(Api, "processes", (handlers) =
         Effect.gen(function*() {
           yield* attachable(yield* keyCaller, path.sandbox_id, path.process_id)
           // The gateway's own check before it upgrades (Attach.ts): everything the API checks has passed.
-          if (isAttachCheck((yield* HttpServerRequest.HttpServerRequest).headers)) return HttpServerResponse.empty({ status: 204 })
+          if (isAttachCheck((yield* HttpServerRequest.HttpServerRequest).headers)) return attachCheckPassed(keyHolder(yield* CurrentProjectKey))
           return yield* new UpgradeRequired({ code: "upgrade_required", message: "This route is a WebSocket: connect with Upgrade: websocket" })
         }).pipe(provide))
   }))
