@@ -5,7 +5,7 @@
  *
  * - `GET /_test/created`: the `metal.sandbox_id` of every sandbox the cloud created, in order (one per create
  *   that succeeded: exactly-once is checked against it);
- * - `POST /_test/hold?ms=n`: from now on an answer to `POST /sandboxes` is held back n ms after the sandbox was
+ * - `POST /_test/hold?ms=n`: from now on an answer to `POST /v2/sandboxes` is held back n ms after the sandbox was
  *   created (a slow network at the worst moment: the resource exists, its creator does not know yet).
  *
  * With `--framed`, envd is reached through a front that frames every answer of known length by Content-Length, as
@@ -123,7 +123,7 @@ const main = async (dataDir: string, framed: boolean) => {
       headers.delete("host")
       const answer = await fetch(`${emulator.apiUrl}${url.pathname}${url.search}`, { method: request.method, headers, ...(body === undefined ? {} : { body }) })
       const bytes = await answer.arrayBuffer()
-      if (request.method === "POST" && url.pathname === "/sandboxes" && answer.ok && body !== undefined) {
+      if (request.method === "POST" && url.pathname === "/v2/sandboxes" && answer.ok && body !== undefined) {
         const sent = JSON.parse(new TextDecoder().decode(body)) as { metadata?: Record<string, string> }
         created.push(sent.metadata?.["metal.sandbox_id"] ?? "")
         if (holdMs > 0) await Bun.sleep(holdMs)
