@@ -283,6 +283,50 @@ const envNumber = (name: string, fallback: number) => {
   return raw === undefined || raw.trim() === "" ? fallback : Number(raw)
 }
 
+/** Emulators being served over a local runtime of their own, and how to stop them and every sandbox they made. */
+export interface Emulation {
+  readonly dataDir: string
+  readonly emulators: ReadonlyArray<ServedEmulator>
+  readonly stop: () => Promise<void>
+}
+
+/**
+ * Serves the emulators of `names` (checked by `emulateProblem`) over a local runtime on `dataDir`, the first on
+ * `basePort` and so on when given. Throws with a sentence when it cannot (a gateway's DATA_DIR, a port taken).
+ */
+export const startEmulation = (dataDir: string, names: ReadonlyArray<string>, basePort?: number): Emulation => {
+  const problem = emulateProblem(names)
+  if (problem !== undefined) throw new Error(problem)
+  // A gateway's DATA_DIR has its database: its reaper would take these jails, and stopping ends all of D's.
+  if (fs.existsSync(path.join(dataDir, "gateway.sqlite"))) throw new Error(`${dataDir} is a gateway's DATA_DIR: give emulate a directory of its own`)
+  secureDataDir(dataDir, undefined)
+  const runtime = makeLocalRuntime(dataDir, {
+    hostUid: envNumber("RUNTIME_HOST_UID", 1_000_000),
+    allowPrivateEgress: process.env["RUNTIME_ALLOW_PRIVATE_EGRESS"] === "true",
+    warmPool: envNumber("RUNTIME_WARM_POOL", 0)
+  })
+  const shutdown = () => (runtime.shutdown === undefined ? Promise.resolve() : Effect.runPromise(runtime.shutdown).catch(() => undefined))
+  let emulators: Array<ServedEmulator>
+  try {
+    emulators = serveEmulators(dataDir, runtime, names as ReadonlyArray<ProviderName>, basePort)
+  } catch (e) {
+    void shutdown()
+    throw e
+  }
+  let stopping: Promise<void> | undefined
+  return {
+    dataDir,
+    emulators,
+    stop: () =>
+      (stopping ??= (async () => {
+        for (const e of emulators) e.stop()
+        // Every jail of the data dir was made by these emulators: none outlives them.
+        if (runtime.reap !== undefined) await Effect.runPromise(runtime.reap(new Set())).catch(() => undefined)
+        await shutdown()
+      })())
+  }
+}
+
 /** The command: parses, serves, prints, waits for a signal, then stops the emulators and their sandboxes. */
 export const emulateMain = async (argv: ReadonlyArray<string>): Promise<void> => {
   const { names, flags } = parseArgs(argv)
@@ -304,33 +348,16 @@ export const emulateMain = async (argv: ReadonlyArray<string>): Promise<void> =>
     return fail("--port must be a port number (1-65535), with room for one port per provider")
   }
   const dataDir = path.resolve(typeof flags["data-dir"] === "string" ? flags["data-dir"] : "emulate-data")
-  // A gateway's DATA_DIR has its database: its reaper would take these jails, and this command ends with all of D's.
-  if (fs.existsSync(path.join(dataDir, "gateway.sqlite"))) return fail(`${dataDir} is a gateway's DATA_DIR: give emulate a directory of its own`)
-  secureDataDir(dataDir, undefined)
-  const runtime = makeLocalRuntime(dataDir, {
-    hostUid: envNumber("RUNTIME_HOST_UID", 1_000_000),
-    allowPrivateEgress: process.env["RUNTIME_ALLOW_PRIVATE_EGRESS"] === "true",
-    warmPool: envNumber("RUNTIME_WARM_POOL", 0)
-  })
-  let served: Array<ServedEmulator>
+  let emulation: Emulation
   try {
-    served = serveEmulators(dataDir, runtime, names as Array<ProviderName>, basePort)
+    emulation = startEmulation(dataDir, names, basePort)
   } catch (e) {
-    if (runtime.shutdown !== undefined) await Effect.runPromise(runtime.shutdown)
     return fail((e as Error).message)
   }
-  let stopping = false
-  const stop = async () => {
-    if (stopping) return
-    stopping = true
-    for (const e of served) e.stop()
-    // Every jail of D was made by these emulators: none outlives the command.
-    if (runtime.reap !== undefined) await Effect.runPromise(runtime.reap(new Set())).catch(() => undefined)
-    if (runtime.shutdown !== undefined) await Effect.runPromise(runtime.shutdown).catch(() => undefined)
-    process.exit(0)
-  }
-  process.on("SIGINT", () => void stop())
-  process.on("SIGTERM", () => void stop())
+  const stop = () => void emulation.stop().then(() => process.exit(0))
+  process.on("SIGINT", stop)
+  process.on("SIGTERM", stop)
+  const served = emulation.emulators
   if (typeof flags["env-file"] === "string") {
     const lines = served.flatMap((e) => Object.entries(e.sdkEnv).map(([k, v]) => `export ${k}=${v}`))
     // Whole or not at all: a script waiting for the file never reads half of it.
