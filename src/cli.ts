@@ -7,5 +7,6 @@ import { operatorInvocation, runCommandLine } from "./cli/CommandLine.ts"
 await runCommandLine(process.argv.slice(2), {
   prog: "bun run cli",
   whenEmpty: "usage",
-  serve: async () => (await import("./http/Http.ts")).runServer(operatorInvocation())
+  serve: async () => (await import("./http/Http.ts")).runServer(operatorInvocation()),
+  emulate: async (argv) => (await import("../providers/emulate.ts")).emulateMain(argv)
 })

@@ -7,5 +7,6 @@ import { isCompiled, operatorInvocation, runCommandLine } from "./cli/CommandLin
 await runCommandLine(process.argv.slice(2), {
   prog: isCompiled() ? "sandbox-gateway" : "bun src/main.ts",
   whenEmpty: "serve",
-  serve: async () => (await import("./http/Http.ts")).runServer(operatorInvocation())
+  serve: async () => (await import("./http/Http.ts")).runServer(operatorInvocation()),
+  emulate: async (argv) => (await import("../providers/emulate.ts")).emulateMain(argv)
 })

@@ -1,8 +1,8 @@
 /**
  * The one program's command line (ARCHITECTURE.md §2): the compiled binary (`sandbox-gateway <word> …`),
- * `bun src/main.ts <word> …` and `bun run cli <word> …` take the same words — `serve`, the operator's commands
- * (src/cli/Operator.ts, on the server's database) and the users' (client/src/cli.ts, over HTTP) — and `--help`,
- * `--version`. An unknown word is a usage error (exit 2), never a server.
+ * `bun src/main.ts <word> …` and `bun run cli <word> …` take the same words — `serve`, `emulate` (the providers'
+ * emulators on their own), the operator's commands (src/cli/Operator.ts, on the server's database) and the users'
+ * (client/src/cli.ts, over HTTP) — and `--help`, `--version`. An unknown word is a usage error (exit 2), never a server.
  */
 import * as path from "node:path"
 import { shellWord } from "../domain/Shell.ts"
@@ -24,6 +24,8 @@ export interface Entry {
   readonly whenEmpty: "serve" | "usage"
   /** Starts the server; it runs until it is stopped. */
   readonly serve: () => Promise<void>
+  /** Serves providers' emulators on their own (providers/emulate.ts: the entries may import providers, this layer not). */
+  readonly emulate: (argv: ReadonlyArray<string>) => Promise<void>
 }
 
 /** Whether this is the compiled binary (Bun runs its bundled entry from an in-memory file system). */
@@ -42,6 +44,8 @@ export const operatorInvocation = (): string => {
 }
 
 const SERVE_SUMMARY = "Start the gateway (API, docs, endpoint listener); configured by environment variables (docs/operations/configuration.md)."
+const EMULATE_USAGE = "emulate <provider…> [--port N] [--data-dir D] [--json] [--env-file F]"
+const EMULATE_SUMMARY = "Serve providers' emulators on their own, for their official SDKs, offline (docs/guide/offline.md)."
 
 const help = async (entry: Entry) => {
   const [{ OPERATOR_COMMANDS }, { USER_COMMANDS_USAGE }] = await Promise.all([operator(), user()])
@@ -52,6 +56,8 @@ const help = async (entry: Entry) => {
     "",
     `  serve${entry.whenEmpty === "serve" ? "   (also with no command)" : ""}`,
     `      ${SERVE_SUMMARY}`,
+    `  ${EMULATE_USAGE}`,
+    `      ${EMULATE_SUMMARY}`,
     "",
     "Operator commands, on the server's database (DATA_DIR, default ./data, or DATABASE_URL); add --init to create one where there is none:",
     ...OPERATOR_COMMANDS.map((c) => `  ${c.usage}\n      ${c.summary}`),
@@ -64,7 +70,7 @@ const help = async (entry: Entry) => {
 }
 
 const shortUsage = (prog: string) =>
-  `Usage: ${prog} [serve | ${OPERATOR_WORDS.join(" | ")} | ${USER_WORDS.join(" | ")}] …   (${prog} --help lists them; --version)`
+  `Usage: ${prog} [serve | emulate | ${OPERATOR_WORDS.join(" | ")} | ${USER_WORDS.join(" | ")}] …   (${prog} --help lists them; --version)`
 
 /** Runs the program's command line; the process's exit code is set (or the server runs). */
 export const runCommandLine = async (argv: ReadonlyArray<string>, entry: Entry): Promise<void> => {
@@ -87,6 +93,7 @@ export const runCommandLine = async (argv: ReadonlyArray<string>, entry: Entry):
     if (argv.length > 1) return usageError(`serve takes no arguments (it is configured by environment variables): ${argv.slice(1).join(" ")}`)
     return entry.serve()
   }
+  if (word === "emulate") return entry.emulate(argv.slice(1))
   if (word === "--help" || word === "-h" || word === "help") {
     process.stdout.write(`${await help(entry)}\n`)
     return
