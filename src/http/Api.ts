@@ -29,7 +29,7 @@ import { SandboxesApi } from "./groups/SandboxesApi.ts"
 import { SystemApi } from "./groups/SystemApi.ts"
 import { WebhookDeliveriesApi } from "./groups/WebhookDeliveriesApi.ts"
 import { WebhooksApi } from "./groups/WebhooksApi.ts"
-import { dropHttpApiDecodeError } from "./OpenApiTransform.ts"
+import { documentTransform } from "./OpenApiTransform.ts"
 
 export class Api extends HttpApi.make("sandbox-gateway")
   .add(SystemApi)
@@ -62,7 +62,7 @@ export class Api extends HttpApi.make("sandbox-gateway")
       version: "1.0.0",
       description:
         "One REST API that creates and drives compute sandboxes on eleven providers, plus organizations, members, projects, API keys, billing, usage and webhooks. Every error body is `{code, message, request_id, retryable, details?}`.",
-      transform: dropHttpApiDecodeError
+      transform: documentTransform
     })
   )
 {}
