@@ -56,10 +56,7 @@ import { nowIso } from "../domain/Time.ts"
 import { forward, isClustered, ownerUrl, wasForwarded } from "../services/Forwarding.ts"
 import { Telemetry } from "../services/Telemetry.ts"
 import { provideRepositories, type Repositories } from "../db/Database.ts"
-import { FOLLOW_HEARTBEAT_MS } from "./Sse.ts"
-
-/** Idle connections are closed after this long: twice a followed stream's heartbeat. */
-const FOLLOW_IDLE_SECONDS = (2 * FOLLOW_HEARTBEAT_MS) / 1000
+import { IDLE_SECONDS } from "./Sse.ts"
 import { ProjectKeyAuthLive, UserAuthLive } from "./Security.ts"
 
 export const ApiLive = HttpApiBuilder.api(Api).pipe(
@@ -143,7 +140,7 @@ const ServerLive = Layer.unwrapScoped(
       port: config.port,
       hostname: config.host,
       maxRequestBodySize: SERVER_BODY_LIMIT,
-      idleTimeout: FOLLOW_IDLE_SECONDS,
+      idleTimeout: IDLE_SECONDS,
       // Outermost, the edge: a request without a usable Host never reaches a route, nor a crash Bun's error page.
       routes: edgeRoutes(countRequests(routes, yield* Telemetry))
     }).pipe(

@@ -44,8 +44,11 @@ const failure = (operation: FileOperation, path: string, e: ProviderError) => {
 }
 const failed = (operation: FileOperation, path: string) => (e: ProviderError) => Effect.zipRight(logProviderFailure(operation, e), Effect.fail(failure(operation, path, e)))
 
-/** How long a raw read or write waits for the sandbox's earlier work before it gives up (503, retryable). */
-const ORDER_WAIT_MS = 60_000
+/**
+ * How long a raw read or write waits for the sandbox's earlier work before it gives up (503 `sandbox_busy`,
+ * retryable): within the 25 s a raw request has to answer its head (http/Sse.ts `SANDBOX_HEAD_MS`).
+ */
+const ORDER_WAIT_MS = 20_000
 
 /**
  * One order per sandbox (docs/guide/sandboxes.md): a raw read or write waits until the processes and file operations
@@ -61,7 +64,7 @@ const awaitEarlierWork = (sandboxId: string) =>
       if (Date.now() > deadline) {
         return yield* new ServiceUnavailable({
           code: "sandbox_busy",
-          message: "The sandbox's earlier processes and file operations did not start within 60 s; try again"
+          message: "The sandbox's earlier processes and file operations did not start within 20 s; try again"
         })
       }
       yield* Effect.sleep(waitMs)
