@@ -17,6 +17,7 @@ import { checkPolicy, parseUpstream } from "./DomainPolicy.ts"
 import { hostResolvers } from "./Egress.ts"
 import { collectTools, ensureTools, HostError, prepareHost, requireRoot, type Tools, TOOLS_REFRESH_MS } from "./Host.ts"
 import { alive, DEFAULT_HOST_UID, descendants, jailDir, type JailSpec, type JailState, readState, sandboxesDir, signalAll, writeState } from "./Jail.ts"
+import { aboveLimits, hostLimits } from "./HostLimits.ts"
 import { makeJailLifecycle, type RuntimeContext } from "./JailLifecycle.ts"
 import { jailMetrics } from "./Metrics.ts"
 import { type ImagePullProgress, LocalRuntime, type LocalRuntimeShape, RuntimeError, runtimeError as err, type RuntimeSandbox, type RuntimeSandboxSpec } from "./LocalRuntime.ts"
@@ -55,6 +56,8 @@ export interface LocalRuntimeOptions {
    * the nameservers of the host's /etc/resolv.conf (RUNTIME_DNS_UPSTREAM).
    */
   readonly dnsUpstreams?: ReadonlyArray<string> | undefined
+  /** Internet for a sandbox whose creator leaves it unsaid (RUNTIME_DEFAULT_INTERNET; default true). */
+  readonly defaultInternet?: boolean | undefined
 }
 
 /** The tag of the execution that runs an image sandbox's command (RuntimeImageSpec.command). */
@@ -224,6 +227,9 @@ export const makeLocalRuntime = (dataDir: string, options: LocalRuntimeOptions =
     if (pending !== undefined) return pending
     const existing = readState(dataDir, spec.id)
     if (existing !== undefined && jails.running(existing)) return jails.toSandbox(existing)
+    // Never less than asked: a sandbox above what this host has is refused, not clamped.
+    const above = aboveLimits(spec, hostLimits(dataDir))
+    if (above !== null) throw err("invalid", above)
     const promise = (async () => {
       if (spec.internet) await jails.requireEgressFilter()
       const pulled = spec.image === undefined ? undefined : await pullImage(spec.image)
@@ -284,6 +290,8 @@ export const makeLocalRuntime = (dataDir: string, options: LocalRuntimeOptions =
   }
 
   const runtime: LocalRuntimeHandle = {
+    defaultInternet: options.defaultInternet ?? true,
+    limits: () => hostLimits(dataDir),
     create: (spec) => run(() => create(spec)),
     get: (id) =>
       run(async () => {
@@ -360,6 +368,8 @@ export const makeLocalRuntime = (dataDir: string, options: LocalRuntimeOptions =
  * sandboxes with internet reach private ranges. The finalizer does not touch sandboxes (they outlive the
  * gateway); it stops the pool and ends pending agent calls. RUNTIME_DNS_UPSTREAM (comma-separated `ip[:port]`)
  * names the resolvers that sandboxes with a domain policy reach through their forwarder (default: the host's).
+ * RUNTIME_DEFAULT_INTERNET (default true, as every provider's own default) is whether a sandbox reaches the
+ * internet when its request leaves it unsaid.
  */
 export const LocalRuntimeLive = Layer.scoped(
   LocalRuntime,
@@ -372,6 +382,7 @@ export const LocalRuntimeLive = Layer.scoped(
     const imageMaxMb = yield* Config.integer("IMAGE_MAX_MB").pipe(Config.withDefault(4096), Effect.orDie)
     const imageCacheMb = yield* Config.integer("IMAGE_CACHE_MB").pipe(Config.withDefault(20_480), Effect.orDie)
     const dnsUpstream = yield* Config.string("RUNTIME_DNS_UPSTREAM").pipe(Config.option, Effect.orDie)
+    const defaultInternet = yield* Config.boolean("RUNTIME_DEFAULT_INTERNET").pipe(Config.withDefault(true), Effect.orDie)
     const make = Effect.try({
       try: () =>
         makeLocalRuntime(config.dataDir, {
@@ -381,6 +392,7 @@ export const LocalRuntimeLive = Layer.scoped(
           registryAuthFile: Option.getOrUndefined(registryAuthFile),
           imageMaxMb,
           imageCacheMb,
+          defaultInternet,
           dnsUpstreams: Option.getOrUndefined(Option.map(dnsUpstream, (text) => text.split(",").map((t) => t.trim()).filter((t) => t !== "")))
         }),
       catch: (e) => new Error(e instanceof HostError ? e.message : `the local runtime could not start: ${(e as Error).message}`)

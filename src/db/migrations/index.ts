@@ -8,6 +8,7 @@ import processStdin from "./0006_process_stdin.ts"
 import processPty from "./0007_process_pty.ts"
 import nodes from "./0008_nodes.ts"
 import eventCounters from "./0009_event_counters.ts"
+import sandboxNetwork from "./0010_sandbox_network.ts"
 
 export const migrations = {
   "0001_accounts": accounts,
@@ -18,5 +19,6 @@ export const migrations = {
   "0006_process_stdin": processStdin,
   "0007_process_pty": processPty,
   "0008_nodes": nodes,
-  "0009_event_counters": eventCounters
+  "0009_event_counters": eventCounters,
+  "0010_sandbox_network": sandboxNetwork
 }
