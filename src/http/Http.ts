@@ -75,7 +75,8 @@ const SandboxPlaneLive = Layer.mergeAll(SandboxJobsLive, ReaperLive, EventFeedLi
   Layer.provideMerge(ProviderAccounts.Default),
   Layer.provideMerge(ProviderRegistryLive),
   Layer.provideMerge(OperationRunnerLive),
-  Layer.provide(LocalRuntimeLive)
+  // Merged: /ready states the runtime's limits.
+  Layer.provideMerge(LocalRuntimeLive)
 )
 
 /** The endpoint listener (its own origin) and the registry of exchanges open through it. */
