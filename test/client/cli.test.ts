@@ -234,5 +234,9 @@ describe("the user CLI", () => {
     expect(piped(["sandbox", "exec", "sbx_abc"]).code).toBe(2)
     expect(piped(["sandbox", "cp", "a", "b"]).stderr).toContain("one side is <id>:/path")
     expect(piped(["sandbox", "frobnicate"]).code).toBe(2)
+    // The envelope's message and code, never a schema dump.
+    const unknownProvider = piped(["sandbox", "create", "--provider", "nope"])
+    expect(unknownProvider.code).toBe(1)
+    expect(unknownProvider.stderr).toBe("error: provider must be one of: blaxel, cloudflare, codesandbox, daytona, e2b, freestyle, modal, northflank, prime, runloop, vercel, auto (validation_error)\n")
   })
 })

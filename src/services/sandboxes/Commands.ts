@@ -10,6 +10,7 @@ import { RuntimeOperationsRepo } from "../../db/repos/RuntimeOperations.ts"
 import { SandboxesRepo, type StoredRequest } from "../../db/repos/Sandboxes.ts"
 import { conflict, type Conflict, notFound, PaymentRequired } from "../../domain/Errors.ts"
 import type { DeleteFile, ListFiles, ReadFile, WriteFile } from "../../domain/Runtime.ts"
+import { unknownEnvironment } from "../../domain/Environments.ts"
 import { newId } from "../../domain/Ids.ts"
 import { isoAfter, nowIso } from "../../domain/Time.ts"
 import { ProviderAccounts } from "../ProviderAccounts.ts"
@@ -66,6 +67,8 @@ export interface CreateSandboxInput {
 
 export const createSandbox = (caller: Caller, input: CreateSandboxInput) =>
   Effect.gen(function*() {
+    const environment = unknownEnvironment(input.requested.source)
+    if (environment !== undefined) return yield* environment
     yield* requireCredit(caller.organizationId)
     const id = newId("sbx")
     const provider = input.requested.provider !== undefined && input.requested.provider !== "auto" ? input.requested.provider : null
