@@ -43,9 +43,14 @@ const literalsOf = (messages: ReadonlyArray<string>): Array<string> | undefined 
 
 const TYPE_WORDS: Record<string, string> = { string: "a string", number: "a number", boolean: "true or false" }
 
-const readable = (path: string, messages: ReadonlyArray<string>): Issue => {
+/** An optional field's other alternative: said once for every refused value, it adds nothing. */
+const UNDEFINED_ALTERNATIVE = /^Expected undefined, actual /
+
+const readable = (path: string, all: ReadonlyArray<string>): Issue => {
   const name = path === "" ? "the body" : path
-  const allowed = literalsOf(messages)
+  const allowed = literalsOf(all)
+  const others = all.filter((m) => !UNDEFINED_ALTERNATIVE.test(m))
+  const messages = others.length > 0 ? others : all
   if (allowed !== undefined) return { path, message: bounded(`${name} must be one of: ${allowed.join(", ")}`), allowed }
   const match = messages.length === 1 ? EXPECTED.exec(messages[0]!) : null
   if (match !== null) {

@@ -99,7 +99,7 @@ describe("placement that anticipates", () => {
     const vercel = await createReadySandbox(http, auth, minimalSandbox({ provider: "vercel" }))
     const terminal = await http.post(`/v1/sandboxes/${vercel.id}/processes`, { ...auth, body: { command: ["sh"], pty: { cols: 80, rows: 24 } }, headers: { "idempotency-key": idempotencyKey("p") } })
     expectEnvelope(terminal, 409, "capability_unsupported")
-    expect(terminal.body.message).toBe("vercel sandboxes cannot run commands on a terminal; create the sandbox with features.pty: true to be placed on a provider that can")
+    expect(terminal.body.message).toBe("vercel sandboxes cannot open terminals; create the sandbox with features.pty: true to be placed on a provider that can")
     expect(terminal.body.details).toMatchObject({ provider: "vercel", feature: "features.pty: true", providers: ["daytona", "e2b"] })
     const stdin = await http.post(`/v1/sandboxes/${vercel.id}/processes`, { ...auth, body: { command: ["cat"], stdin: true }, headers: { "idempotency-key": idempotencyKey("p") } })
     expectEnvelope(stdin, 409, "capability_unsupported")
@@ -167,4 +167,59 @@ describe("RUNTIME_DEFAULT_INTERNET=false", () => {
       await offline.stop()
     }
   }, 120_000)
+})
+
+describe("environments are a catalogue", () => {
+  it("GET /v1/environments lists the names, versions and the providers that create each", async () => {
+    const listed = await http.get("/v1/environments", auth)
+    expect(listed.status).toBe(200)
+    expect(listed.body.environments.map((e: any) => e.name)).toEqual(["metal/base", "metal/node", "metal/python"])
+    for (const e of listed.body.environments) {
+      expect(e).toMatchObject({ versions: ["latest"], default_version: "latest" })
+      // Every provider takes environment sources.
+      expect(e.providers).toEqual([...PROVIDERS])
+    }
+    expectEnvelope(await http.get("/v1/environments", { token: "metal_sk_wrong", project: auth.project }), 401, "unauthenticated")
+  })
+
+  it("an unknown environment or version is a 422 at the field with the known ones in details, and makes nothing", async () => {
+    const before = (await http.get("/v1/sandboxes", auth)).body.sandboxes.length
+    const unknown = await create(minimalSandbox({ source: { kind: "environment", environment: "ubuntu-22.04" } }))
+    expectEnvelope(unknown, 422, "validation_error")
+    expect(unknown.body.message).toBe("source.environment must be one of: metal/base, metal/node, metal/python")
+    expect(unknown.body.details).toMatchObject({
+      issues: [{ path: "source.environment", allowed: ["metal/base", "metal/node", "metal/python"] }],
+      environments: ["metal/base", "metal/node", "metal/python"]
+    })
+    const version = await create(minimalSandbox({ source: { kind: "environment", environment: "metal/python", version: "2.7" } }))
+    expectEnvelope(version, 422, "validation_error")
+    expect(version.body.message).toBe("source.version of metal/python must be one of: latest")
+    expect(version.body.details.issues[0].path).toBe("source.version")
+    expect((await http.get("/v1/sandboxes", auth)).body.sandboxes.length).toBe(before)
+  })
+})
+
+describe("errors a person can act on", () => {
+  it("a refused provider name is one issue with the allowed values", async () => {
+    const refused = await create(minimalSandbox({ provider: "nope" }))
+    expectEnvelope(refused, 422, "validation_error")
+    const message = "provider must be one of: blaxel, cloudflare, codesandbox, daytona, e2b, freestyle, modal, northflank, prime, runloop, vercel, auto"
+    expect(refused.body.message).toBe(message)
+    expect(refused.body.details.issues).toEqual([{ path: "provider", message, allowed: [...PROVIDERS, "auto"] }])
+    const arch = await create(minimalSandbox({ resources: { vcpu: 1, memory_mb: 512, architecture: "sparc" } }))
+    expect(arch.body.message).toBe("resources.architecture must be one of: x86_64, arm64, any")
+    const kind = await create(minimalSandbox({ source: { kind: "vm" } }))
+    expect(kind.body.message).toBe("source.kind must be one of: environment, oci_image, provider_template")
+  })
+
+  it("a command given as a string is told to be an argv array; several problems are counted", async () => {
+    const sandbox = await createReadySandbox(http, auth, minimalSandbox({ provider: "e2b" }))
+    const started = await http.post(`/v1/sandboxes/${sandbox.id}/processes`, { ...auth, body: { command: "ls -la" }, headers: { "idempotency-key": idempotencyKey("p") } })
+    expectEnvelope(started, 422, "validation_error")
+    expect(started.body.message).toBe("command is an argv array: send the program and its arguments as a list of strings, e.g. [\"sh\", \"-c\", \"ls -la\"]")
+    const two = await http.post(`/v1/sandboxes/${sandbox.id}/processes`, { ...auth, body: { command: "ls", timeout_seconds: "x" }, headers: { "idempotency-key": idempotencyKey("p") } })
+    expect(two.body.message).toMatch(/^command is an argv array: .* \(and 1 more in details\.issues\)$/)
+    expect(two.body.details.issues.map((i: any) => i.path)).toEqual(["command", "timeout_seconds"])
+    await destroy(sandbox.id)
+  }, 60_000)
 })

@@ -34,7 +34,7 @@ const ruleOf = (need: Need): Rule => {
     case "stdin":
       return { what: "take standard input", feature: undefined, can: takesStdin }
     case "terminal":
-      return { what: "run commands on a terminal", feature: "features.pty: true", can: hasTerminals }
+      return { what: "open terminals", feature: "features.pty: true", can: hasTerminals }
     case "cancel":
       return { what: "cancel processes", feature: "features.process.cancel: true", can: (p) => p.capabilities.process?.cancel === true }
     case "pause":
