@@ -89,7 +89,7 @@ describe("the client", () => {
 
   it("a shell on a terminal: a typed line is answered, a resize changes stty size, exit ends it with its code", async () => {
     const sandbox = await gw.sandboxes.create({ ...request(), provider: "auto", features: { pty: true } })
-    expect(sandbox.record.provider).toBe("daytona") // the first provider with terminals
+    expect(["daytona", "e2b"]).toContain(sandbox.record.provider) // a provider with terminals
     let output = ""
     const exits: Array<unknown> = []
     const shell = await sandbox.shell({ cols: 80, rows: 24, onOutput: (text) => (output += text), onExit: (exit) => exits.push(exit) })
