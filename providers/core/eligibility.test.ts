@@ -74,6 +74,12 @@ describe("unmetRequirements", () => {
       expect(unmet(name, request({ network: {} })).filter((r) => r === "network"), name).toEqual([])
       expect(unmet(name, request({ network: { internet_access: true } })).filter((r) => r === "network"), name).toEqual([])
     }
+    // Without an off switch the default is what a sandbox gets: an emulated provider whose runtime keeps sandboxes
+    // offline can keep one offline, and cannot give the internet.
+    const offlineByDefault = { internetByDefault: false }
+    expect(unmet("blaxel", request({ network: { internet_access: false } }), { caps: offlineByDefault }).filter((r) => r === "network")).toEqual([])
+    expect(unmet("blaxel", request({ network: { internet_access: true } }), { caps: offlineByDefault }).filter((r) => r === "network")).toEqual(["network"])
+    expect(unmet("blaxel", request({ network: undefined }), { caps: offlineByDefault }).filter((r) => r === "network")).toEqual([])
     // A domain list without internet_access still needs a provider that enforces it.
     expect(unmet("daytona", request({ network: { allow_domains: ["x.com"] } }))).toEqual(["network"])
     expect(unmet("daytona", request({ network: { internet_access: false } }), { caps: { network: offline } })).toEqual([])

@@ -8,8 +8,9 @@
  * read/write are required even when not asked for; 9. computer use and recording.
  *
  * Network: absent means unconstrained (network.ts) — a request that says nothing of the internet is placed on any
- * provider and gets its default. An explicit `internet_access: false` needs a provider that can enforce it
- * (`network.blockInternet`); domain lists need `allowDomains` / `denyDomains`. No provider states its regions, so
+ * provider and gets its default. An explicit `internet_access` needs a provider with an off switch
+ * (`network.blockInternet`) or whose default is what was asked (`internetByDefault`: an emulated provider's is the
+ * local runtime's); domain lists need `allowDomains` / `denyDomains`. No provider states its regions, so
  * any region requirement excludes all.
  */
 import type { SandboxRequest } from "../../src/domain/Sandbox.ts"
@@ -66,7 +67,11 @@ export const unmetRequirements = (
   }
   // 5. network and regions
   const network = req.network
-  if (network?.internet_access === false) need(caps.network?.blockInternet === true, "network", "cannot keep a sandbox off the internet")
+  // Without an off switch a provider gives every sandbox its default (internetByDefault), whatever was asked.
+  const switchable = caps.network?.blockInternet === true
+  const byDefault = caps.internetByDefault ?? true
+  if (network?.internet_access === false) need(switchable || !byDefault, "network", "cannot keep a sandbox off the internet")
+  if (network?.internet_access === true) need(switchable || byDefault, "network", "cannot give a sandbox the internet")
   if (network?.allow_domains !== undefined) need(caps.network?.allowDomains === true, "network", "cannot enforce a domain allow list")
   if (network?.deny_domains !== undefined) need(caps.network?.denyDomains === true, "network", "cannot enforce a domain deny list")
   if (req.regions !== undefined && req.regions.length > 0) need(false, "regions", "states no regions")

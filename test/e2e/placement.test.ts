@@ -151,24 +151,6 @@ describe("never less than asked", () => {
   })
 })
 
-describe("RUNTIME_DEFAULT_INTERNET=false", () => {
-  it("emulated sandboxes whose request says nothing are offline, and say so", async () => {
-    const offline = await startServer({ env: { RUNTIME_DEFAULT_INTERNET: "false" } })
-    try {
-      const h = api(offline.url)
-      const owner = await bootstrap(offline.dataDir, "offline@example.com")
-      const a = { token: owner.api_key, project: owner.project_id }
-      const sandbox = await createReadySandbox(h, a, minimalSandbox({ provider: "blaxel" }))
-      expect(sandbox.resolved_network).toEqual({ internet_access: false, source: "provider_default", allow_domains: null, deny_domains: null })
-      const dev = (await runProcess(h, a, sandbox.id, ["cat", "/proc/net/dev"])).stdout
-      expect(dev).not.toContain("tap0")
-      expect((await h.get("/ready")).body.local_runtime.default_internet).toBe(false)
-    } finally {
-      await offline.stop()
-    }
-  }, 120_000)
-})
-
 describe("environments are a catalogue", () => {
   it("GET /v1/environments lists the names, versions and the providers that create each", async () => {
     const listed = await http.get("/v1/environments", auth)
