@@ -8,7 +8,7 @@ import processStdin from "./0006_process_stdin.ts"
 import processPty from "./0007_process_pty.ts"
 import nodes from "./0008_nodes.ts"
 import eventCounters from "./0009_event_counters.ts"
-import sandboxNetwork from "./0010_sandbox_network.ts"
+import sandboxNetwork from "./0011_sandbox_network.ts"
 
 export const migrations = {
   "0001_accounts": accounts,
@@ -20,5 +20,5 @@ export const migrations = {
   "0007_process_pty": processPty,
   "0008_nodes": nodes,
   "0009_event_counters": eventCounters,
-  "0010_sandbox_network": sandboxNetwork
+  "0011_sandbox_network": sandboxNetwork
 }

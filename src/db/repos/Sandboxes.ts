@@ -35,7 +35,7 @@ export const SandboxRow = Schema.Struct({
   provider: Schema.NullOr(Provider),
   billing_mode: Schema.Literal("managed", "byok", "emulated"),
   resolved_resources: Schema.NullOr(Json(StoredResolvedResources)),
-  /** What the sandbox got of the network (migration 0010; null before ready and for rows older than it). */
+  /** What the sandbox got of the network (migration 0011; null before ready and for rows older than it). */
   resolved_network: Schema.optionalWith(Schema.NullOr(Json(ResolvedNetwork)), { default: () => null }),
   provider_resource: Schema.NullOr(Json(ProviderResource)),
   capabilities: CapabilitiesColumn,
