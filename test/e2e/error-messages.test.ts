@@ -82,7 +82,7 @@ describe.each(["daytona", "e2b"])("%s: file and process failures", (provider) =>
 })
 
 describe("the same situation, the same code, on every provider that runs commands", () => {
-  it.each(["blaxel", "cloudflare", "daytona", "e2b", "freestyle", "modal", "prime", "runloop", "vercel"])("%s: cwd_not_found, file_not_found, process_exit_nonzero", async (provider) => {
+  it.each(["blaxel", "cloudflare", "daytona", "e2b", "freestyle", "modal", "prime", "runloop", "vercel"])("%s: cwd_not_found, file_not_found, process_exit_nonzero, a full disk", async (provider) => {
     const sandbox = await createReadySandbox(http, auth, minimalSandbox({ provider }))
     const run = async (body: Record<string, unknown>) => {
       const started = await http.post(`/v1/sandboxes/${sandbox.id}/processes`, { ...auth, body, headers: { "idempotency-key": idempotencyKey("p") } })
@@ -101,6 +101,18 @@ describe("the same situation, the same code, on every provider that runs command
       code: "file_not_found",
       message: "No such file or directory: /workspace/absent.txt",
       details: { reason: "not_found", provider }
+    })
+    // A full disk (allocated at once, without writing: the sandbox's own disk), then a write through the API.
+    await run({ command: ["sh", "-c", "fallocate -l $(df --output=avail -B1 /workspace | tail -1) /workspace/fill"] })
+    const write = await http.post(`/v1/sandboxes/${sandbox.id}/filesystem/write`, {
+      ...auth,
+      body: { path: "/workspace/after-full.bin", data_base64: Buffer.alloc(1024 * 1024, 7).toString("base64"), mode: "overwrite" },
+      headers: { "idempotency-key": idempotencyKey("w") }
+    })
+    expect((await waitRuntimeOperation(http, auth, sandbox.id, write.body.id)).error).toMatchObject({
+      code: "runtime_operation_failed",
+      message: "The sandbox's disk is full",
+      details: { reason: "no_space", provider }
     })
     const deleted = await http.delete(`/v1/sandboxes/${sandbox.id}`, auth)
     expect(deleted.status).toBe(202)

@@ -90,9 +90,9 @@ const noEligibleProvider = (request: SandboxRequest, attempts: ReadonlyArray<Att
   if (bySize.length === 0 || bySize.length < attempts.filter((a) => a.outcome === "ineligible").length) {
     return { code: "no_eligible_provider", message: "No configured provider can serve this request", retryable: false, details: base }
   }
-  const largest = bySize.flatMap((a) => {
+  const largest = bySize.map((a) => {
     const max = providers.find((p) => p.name === a.provider)?.capabilities.maxResources
-    return [{ provider: a.provider, vcpu: max?.vcpu ?? null, memory_mb: max?.memoryMb ?? null, disk_mb: max?.diskMb ?? null }]
+    return { provider: a.provider, vcpu: max?.vcpu ?? null, memory_mb: max?.memoryMb ?? null, disk_mb: max?.diskMb ?? null }
   })
   const stated = (pick: (l: (typeof largest)[number]) => number | null) => {
     const values = largest.map(pick)
