@@ -60,7 +60,11 @@ export const startServer = async (
       endpointUrl = endpoints[1].replace(/\/$/, "")
     }
     else if (child.exitCode !== null) throw new Error(`server exited early (${child.exitCode}):\n${output}`)
-    else if (Date.now() > deadline) throw new Error(`server did not start:\n${output}`)
+    else if (Date.now() > deadline) {
+      // Not left running: a gateway that never listened would hold its port, its emulators and the machine.
+      child.kill("SIGKILL")
+      throw new Error(`server did not start:\n${output}`)
+    }
     else await Bun.sleep(20)
   }
   return {
