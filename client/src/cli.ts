@@ -187,7 +187,9 @@ const run = async (argv: ReadonlyArray<string>, io: CliIo): Promise<number> => {
         source: typeof image === "string"
           ? { kind: "oci_image", image }
           : { kind: "environment", environment: typeof flags["environment"] === "string" ? flags["environment"] : "metal/base" },
-        resources: { vcpu: integer(flags, "vcpu") ?? 1, memory_mb: integer(flags, "memory-mb") ?? 1024 },
+        // The smallest common size (1 vCPU, 512 MB): every provider's smallest sandbox covers it (E2B's base template
+        // has 512 MB, and a provider never gives less than asked).
+        resources: { vcpu: integer(flags, "vcpu") ?? 1, memory_mb: integer(flags, "memory-mb") ?? 512 },
         lifecycle: { runtime_timeout_seconds: integer(flags, "timeout-seconds") ?? 3600 },
         ...(typeof flags["provider"] === "string" ? { provider: flags["provider"] as never } : {}),
         // On a provider with terminals (for `shell`).
