@@ -20,6 +20,7 @@ import { OrganizationsApi } from "./groups/OrganizationsApi.ts"
 import { ProjectsApi } from "./groups/ProjectsApi.ts"
 import { ProviderCredentialsApi } from "./groups/ProviderCredentialsApi.ts"
 import { EndpointsApi } from "./groups/EndpointsApi.ts"
+import { EnvironmentsApi } from "./groups/EnvironmentsApi.ts"
 import { FilesystemApi } from "./groups/FilesystemApi.ts"
 import { OperationsApi } from "./groups/OperationsApi.ts"
 import { ProcessesApi } from "./groups/ProcessesApi.ts"
@@ -43,6 +44,7 @@ export class Api extends HttpApi.make("sandbox-gateway")
   .add(WebhookDeliveriesApi)
   .add(ProviderCredentialsApi)
   .add(SandboxesApi)
+  .add(EnvironmentsApi)
   .add(ProjectSandboxesApi)
   .add(OperationsApi)
   .add(ProjectOperationsApi)

@@ -29,6 +29,7 @@ import { ProcessesLive } from "./handlers/ProcessesHttp.ts"
 import { ProjectSandboxesLive } from "./handlers/ProjectSandboxesHttp.ts"
 import { ProjectOperationsLive } from "./handlers/ProjectOperationsHttp.ts"
 import { SandboxesLive } from "./handlers/SandboxesHttp.ts"
+import { EnvironmentsLive } from "./handlers/EnvironmentsHttp.ts"
 import { SystemLive } from "./handlers/SystemHttp.ts"
 import { EndpointServerLive } from "./EndpointProxy.ts"
 import { EndpointConnectionsLive } from "../services/sandboxes/EndpointConnections.ts"
@@ -62,7 +63,7 @@ import { ProjectKeyAuthLive, UserAuthLive } from "./Security.ts"
 export const ApiLive = HttpApiBuilder.api(Api).pipe(
   Layer.provide([
     SystemLive, OrganizationsLive, MembersLive, ProjectsLive, ApiKeysLive, EventsLive, BillingLive, WebhooksLive, WebhookDeliveriesLive, ProviderCredentialsLive,
-    SandboxesLive, ProjectSandboxesLive, ProjectOperationsLive, OperationsLive, ProcessesLive, FilesystemLive, EndpointsLive
+    SandboxesLive, EnvironmentsLive, ProjectSandboxesLive, ProjectOperationsLive, OperationsLive, ProcessesLive, FilesystemLive, EndpointsLive
   ]),
   Layer.provide([UserAuthLive, ProjectKeyAuthLive, ErrorEnvelopeLive])
 )
@@ -75,7 +76,8 @@ const SandboxPlaneLive = Layer.mergeAll(SandboxJobsLive, ReaperLive, EventFeedLi
   Layer.provideMerge(ProviderAccounts.Default),
   Layer.provideMerge(ProviderRegistryLive),
   Layer.provideMerge(OperationRunnerLive),
-  Layer.provide(LocalRuntimeLive)
+  // Merged: /ready states the runtime's limits.
+  Layer.provideMerge(LocalRuntimeLive)
 )
 
 /** The endpoint listener (its own origin) and the registry of exchanges open through it. */
