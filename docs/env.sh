@@ -5,22 +5,23 @@
 #             Unless KEY is already set, `bun run cli bootstrap` makes (or reuses) the user SGW_EMAIL
 #             (default you@example.com) with an organization, a project and a key, on the server's DATA_DIR
 #             (default ./data, as `npm start` uses).
-#   H, A      curl arguments for sandbox routes (key + project header) and account routes (user token).
+#   H, K, A   curl arguments: H for sandbox routes (key, project header, JSON), K the same without the JSON
+#             content type (for the raw file routes), A for account routes (user token, JSON).
 #   pick F    prints field F (dotted: sandbox.id, organizations.0.id) of the JSON on stdin.
 #   wait_op OP | wait_proc SBX P | wait_rop SBX ROP
 #             wait until an operation, process or runtime operation has ended and print it (JSON).
 
 GW=${GW:-http://127.0.0.1:8080}
 
-# The field travels in the environment: Bun's `node` (under `bun --bun`, as the tests run) drops `-e`'s arguments.
-pick() { PICK_FIELD="$1" node -e 'let v=JSON.parse(require("fs").readFileSync(0,"utf8"));for(const k of process.env.PICK_FIELD.split("."))v=v?.[k];console.log(typeof v==="object"?JSON.stringify(v):v)'; }
+pick() { PICK="$1" node -e 'let v=JSON.parse(require("fs").readFileSync(0,"utf8"));for(const k of process.env.PICK.split("."))v=v?.[k];console.log(typeof v==="object"?JSON.stringify(v):v)'; }
 
 if [ -z "${KEY:-}" ]; then
   BOOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && bun run --silent cli bootstrap --email "${SGW_EMAIL:-you@example.com}" --json)
   KEY=$(echo "$BOOT" | pick api_key); PRJ=$(echo "$BOOT" | pick project_id)
   UT=$(echo "$BOOT" | pick user_token); ORG=$(echo "$BOOT" | pick organization_id)
 fi
-H=(-H "Authorization: Bearer $KEY" -H "X-Metal-Project-ID: $PRJ" -H "Content-Type: application/json")
+K=(-H "Authorization: Bearer $KEY" -H "X-Metal-Project-ID: $PRJ")
+H=("${K[@]}" -H "Content-Type: application/json")
 A=(-H "Authorization: Bearer ${UT:-}" -H "Content-Type: application/json")
 
 # Polls $1 (a route) every 0.2 s until its "state" is one of the terminal states in $2, then prints it.

@@ -10,9 +10,9 @@
  *   providers  providers/              domain, config, net, runtime
  *   services   src/services/           domain, config, db, net, runtime, providers
  *   http       src/http/               domain, config, db, net, runtime, providers, services, assets
- *   cli        src/cli.ts              domain, config, db, services, client (the user CLI's commands)
+ *   cli        src/cli/                domain, config, db, services, client (the user CLI's commands)
  *   client     client/                 domain, http (the contract, src/http/Api.ts: the client is derived from it)
- *   entry      src/main.ts, openapi.ts anything
+ *   entry      src/main.ts, cli.ts, openapi.ts   anything
  *   web        web/src/                domain, providers (the dashboard: types of the contract only, never code of the server)
  *   assets     web/dist/               — (the dashboard as built: only http serves it)
  *
@@ -48,8 +48,7 @@ const PACKAGE_OWNERS: ReadonlyArray<{ readonly test: (specifier: string) => bool
 
 export const layerOf = (file: string): Layer | undefined => {
   if (file === "src/Config.ts" || file === "src/DataDir.ts") return "config"
-  if (file === "src/cli.ts") return "cli"
-  if (file === "src/main.ts" || file === "src/openapi.ts") return "entry"
+  if (file === "src/main.ts" || file === "src/cli.ts" || file === "src/openapi.ts") return "entry"
   if (file.startsWith("client/")) return "client"
   if (file.startsWith("web/dist/")) return "assets"
   if (file.startsWith("web/")) return "web"
@@ -62,6 +61,7 @@ export const layerOf = (file: string): Layer | undefined => {
     case "providers": return "providers"
     case "src/services": return "services"
     case "src/http": return "http"
+    case "src/cli": return "cli"
     default: return undefined
   }
 }

@@ -67,17 +67,23 @@ export const nodeIdOf = (config: Pick<AppConfigShape, "nodeId">): string => conf
 
 export class AppConfig extends Context.Tag("app/AppConfig")<AppConfig, AppConfigShape>() {}
 
+/** DATA_DIR as an absolute path (default ./data), read only: nothing is created (appConfig does that). */
+export const dataDirConfig = Effect.map(
+  // An empty DATA_DIR would be the working directory itself, made root's alone with everything in it: refused.
+  Config.string("DATA_DIR").pipe(
+    Config.withDefault("./data"),
+    Config.validate({ message: "DATA_DIR must not be empty", validation: (dir) => dir.trim() !== "" })
+  ),
+  (dir) => path.resolve(dir)
+)
+
 export const appConfig = Effect.gen(function*() {
   const port = yield* Config.integer("PORT").pipe(
     Config.withDefault(8080),
     Config.validate({ message: "PORT must be between 0 and 65535", validation: (p) => p >= 0 && p <= 65535 })
   )
   const host = yield* Config.string("HOST").pipe(Config.withDefault("127.0.0.1"))
-  // An empty DATA_DIR would be the working directory itself, made root's alone with everything in it: refused.
-  const dataDir = path.resolve(yield* Config.string("DATA_DIR").pipe(
-    Config.withDefault("./data"),
-    Config.validate({ message: "DATA_DIR must not be empty", validation: (dir) => dir.trim() !== "" })
-  ))
+  const dataDir = yield* dataDirConfig
   const explicitUrl = yield* Config.option(Config.string("PUBLIC_URL"))
   const publicUrl = (explicitUrl._tag === "Some" ? explicitUrl.value : `http://${host}:${port}`).replace(/\/+$/, "")
   const logLevel = yield* Config.literal("trace", "debug", "info", "warning", "error", "none")("LOG_LEVEL").pipe(Config.withDefault("info"))
@@ -119,6 +125,18 @@ export const appConfig = Effect.gen(function*() {
 })
 
 const invalid = (name: string, message: string) => Effect.fail(ConfigError.InvalidData([name], message))
+
+/** A DATABASE_URL for people to read (logs, messages): its password, if it has one, shown as `***`. */
+export const displayDatabaseUrl = (url: string): string => {
+  try {
+    const parsed = new URL(url)
+    if (parsed.password !== "") parsed.password = "***"
+    if (parsed.searchParams.has("password")) parsed.searchParams.set("password", "***")
+    return parsed.toString()
+  } catch {
+    return "(DATABASE_URL)"
+  }
+}
 
 /** DATABASE_URL: absent or empty → SQLite; otherwise it must be a PostgreSQL URL. */
 export const databaseUrlConfig = Effect.gen(function*() {

@@ -28,6 +28,8 @@ export interface CliIo {
   readonly outBytes?: (bytes: Uint8Array) => void
   /** This process's own terminal, for `shell` (without it: 80×24, no input). */
   readonly terminal?: CliTerminal | undefined
+  /** Asks for a secret on the terminal without echoing it (`login`); absent when stdin is not a terminal. */
+  readonly readSecret?: ((prompt: string) => Promise<string>) | undefined
 }
 
 /** What `shell` needs of the terminal it runs in. */
@@ -92,12 +94,13 @@ const parse = (argv: ReadonlyArray<string>, switches: ReadonlySet<string>) => {
   return { words, flags, rest }
 }
 
-const SWITCHES = new Set(["json", "no-wait", "help", "recursive", "pty"])
+const SWITCHES = new Set(["json", "no-wait", "help", "recursive", "pty", "key-stdin"])
 
-const USAGE = `Usage:
-  login --url <gateway url> --key <metal_sk_…> --project <prj_…> [--profile <name>]
-  sandbox create [--provider <name>] [--image <oci image>] [--vcpu <n>] [--memory-mb <n>] [--timeout-seconds <n>] [--pty] [--no-wait]
+/** The user commands, one a line (also in the program's --help). */
+export const USER_COMMANDS_USAGE = `  login --url <gateway url> --project <prj_…> [--key-stdin] [--profile <name>]   (asks for the key without showing it, or reads it from stdin)
+  sandbox create [--provider <name>] [--environment <name> | --image <oci image>] [--vcpu <n>] [--memory-mb <n>] [--timeout-seconds <n>] [--pty] [--no-wait]
   sandbox list
+  sandbox environments   (what --environment can name: versions and providers of each)
   sandbox get <id>
   sandbox exec <id> [--cwd <dir>] -- <command> [args…]   (exits with the command's exit code; piped stdin is forwarded)
   sandbox shell <id> [--cwd <dir>] [-- <command> [args…]]   (an interactive terminal; exits with its exit code)
@@ -105,6 +108,8 @@ const USAGE = `Usage:
   sandbox expose <id> <port> [--lease-seconds <n>]
   sandbox pause|resume|rm <id>
 Every command takes --profile <name> and --json.`
+
+const USAGE = `Usage:\n${USER_COMMANDS_USAGE}`
 
 const integer = (flags: Flags, name: string): number | undefined => {
   const value = flags[name]
@@ -145,7 +150,26 @@ const progressBar = (io: CliIo, label: string) => {
   }
 }
 
+/** A key on the command line would stay in the shell's history and show in the process list. */
+const KEY_IN_ARGV = "--key would leave the key in your shell's history and the process list: pipe it in with --key-stdin, or leave it out to be asked for it"
+/** More than any key: what `--key-stdin` reads at most. */
+const MAX_KEY_BYTES = 4096
+
+/** The key piped to `login --key-stdin`: the first line of stdin. */
+const keyFromStdin = async (io: CliIo) => {
+  if (io.stdin === undefined) throw new UsageError("--key-stdin reads the key from standard input: pipe it in (for example: printenv METAL_KEY | … login --key-stdin …)")
+  const chunks: Array<Uint8Array> = []
+  let size = 0
+  for await (const chunk of io.stdin) {
+    chunks.push(chunk)
+    size += chunk.length
+    if (size > MAX_KEY_BYTES) throw new UsageError("--key-stdin: standard input is longer than a key")
+  }
+  return Buffer.concat(chunks).toString("utf8").split(/\r?\n/)[0]!.trim()
+}
+
 const run = async (argv: ReadonlyArray<string>, io: CliIo): Promise<number> => {
+  if (argv[0] === "login" && argv.some((arg) => arg === "--key" || arg.startsWith("--key="))) throw new UsageError(KEY_IN_ARGV)
   const { words, flags, rest } = parse(argv, SWITCHES)
   const json = flags["json"] === true
   const print = (value: unknown, text: string) => io.out(`${json ? JSON.stringify(value) : text}\n`)
@@ -157,9 +181,14 @@ const run = async (argv: ReadonlyArray<string>, io: CliIo): Promise<number> => {
 
   if (words[0] === "login") {
     const url = flags["url"]
-    const key = flags["key"]
     const project = flags["project"]
-    if (typeof url !== "string" || typeof key !== "string" || typeof project !== "string") throw new UsageError("login needs --url, --key and --project")
+    if (typeof url !== "string" || typeof project !== "string") throw new UsageError("login needs --url and --project")
+    // The key is read, never given in argv, and never printed.
+    let key: string
+    if (flags["key-stdin"] === true) key = await keyFromStdin(io)
+    else if (io.readSecret !== undefined) key = (await io.readSecret("Project API key (metal_sk_…, not shown): ")).trim()
+    else throw new UsageError("no terminal to ask for the key on: pipe it in with --key-stdin")
+    if (key === "") throw new UsageError("no key given")
     const profile: Profile = { url: url.replace(/\/+$/, ""), api_key: key, project_id: project }
     // Checked before it is kept: a wrong URL or key fails here, not at the next command.
     await createClient({ baseUrl: profile.url, apiKey: key, projectId: project, attempts: 1 }).sandboxes.list({ limit: 1 })
@@ -183,14 +212,23 @@ const run = async (argv: ReadonlyArray<string>, io: CliIo): Promise<number> => {
     case "create": {
       const image = flags["image"]
       const sandbox = await gw.sandboxes.create({
-        source: typeof image === "string" ? { kind: "oci_image", image } : { kind: "environment", environment: "metal/base" },
-        resources: { vcpu: integer(flags, "vcpu") ?? 1, memory_mb: integer(flags, "memory-mb") ?? 1024 },
+        source: typeof image === "string"
+          ? { kind: "oci_image", image }
+          : { kind: "environment", environment: typeof flags["environment"] === "string" ? flags["environment"] : "metal/base" },
+        // The smallest common size (1 vCPU, 512 MB): every provider's smallest sandbox covers it (E2B's base template
+        // has 512 MB, and a provider never gives less than asked).
+        resources: { vcpu: integer(flags, "vcpu") ?? 1, memory_mb: integer(flags, "memory-mb") ?? 512 },
         lifecycle: { runtime_timeout_seconds: integer(flags, "timeout-seconds") ?? 3600 },
         ...(typeof flags["provider"] === "string" ? { provider: flags["provider"] as never } : {}),
         // On a provider with terminals (for `shell`).
         ...(flags["pty"] === true ? { features: { pty: true } } : {})
       }, { wait: flags["no-wait"] !== true })
       print(sandbox.record, `${sandbox.id} ${sandbox.record.state}${sandbox.record.provider === null ? "" : ` on ${sandbox.record.provider}`}`)
+      return 0
+    }
+    case "environments": {
+      const environments = await gw.environments.list()
+      print({ environments }, environments.map((e) => `${e.name.padEnd(14)} ${e.versions.join(", ").padEnd(8)} ${e.providers.join(", ")}`).join("\n"))
       return 0
     }
     case "list": {
@@ -350,7 +388,7 @@ export const runUserCli = async (argv: ReadonlyArray<string>, io: CliIo): Promis
   }
 }
 
-/** The words that belong to the user CLI (the rest are the operator CLI's, or start the server). */
+/** The first words of the user CLI's commands. */
 export const USER_CLI_WORDS: ReadonlySet<string> = new Set(["login", "sandbox"])
 
 /** Whether this process's stdin carries data to forward: a pipe or a file, not a terminal or a device like /dev/null. */
@@ -363,10 +401,38 @@ const stdinIsData = () => {
   }
 }
 
+/** Reads a line from this process's terminal in raw mode, echoing nothing (a key typed or pasted). */
+const readSecret = (prompt: string) =>
+  new Promise<string>((resolve, reject) => {
+    const stdin = process.stdin
+    process.stderr.write(prompt)
+    let value = ""
+    const finish = (error?: Error) => {
+      stdin.off("data", onData)
+      stdin.setRawMode(false)
+      stdin.pause()
+      process.stderr.write("\n")
+      if (error === undefined) resolve(value)
+      else reject(error)
+    }
+    const onData = (chunk: Buffer) => {
+      for (const ch of chunk.toString("utf8")) {
+        if (ch === "\r" || ch === "\n" || ch === "\x04") return finish()
+        if (ch === "\x03") return finish(new Error("cancelled"))
+        if (ch === "\x7f" || ch === "\b") value = value.slice(0, -1)
+        else if (ch >= " ") value += ch
+      }
+    }
+    stdin.setRawMode(true)
+    stdin.on("data", onData)
+    stdin.resume()
+  })
+
 /** For an entry point: runs the user CLI on this process's arguments; the process ends with its code. */
 export const userCliMain = async (argv: ReadonlyArray<string>) => {
   const shell = argv[0] === "sandbox" && argv[1] === "shell"
   process.exitCode = await runUserCli(argv, {
+    readSecret: process.stdin.isTTY === true ? readSecret : undefined,
     out: (text) => process.stdout.write(text),
     outBytes: (bytes) => process.stdout.write(bytes),
     err: (text) => process.stderr.write(text),

@@ -16,6 +16,7 @@ import { Effect, Layer, ParseResult, Schema } from "effect"
 import { Api } from "../../src/http/Api.ts"
 import type { Capabilities, Endpoint, Process, RuntimeOperation } from "../../src/domain/Runtime.ts"
 import { type Sandbox as SandboxWire, SandboxRequest } from "../../src/domain/Sandbox.ts"
+import { issuesSummary, readableIssues } from "../../src/domain/Issues.ts"
 import { fromEnvelope, GatewayError } from "./errors.ts"
 import { followEvents } from "./sse.ts"
 import { type AttachHandlers, openTerminal, type Terminal, type TerminalExit, type WebSocketConstructor } from "./terminal.ts"
@@ -95,6 +96,8 @@ const TERMINAL_PROCESS = new Set(["succeeded", "failed", "cancelled", "timed_out
 const POLL_MS = 100
 
 const MAX_OUTPUT_BYTES = 10 * 1024 * 1024
+/** The longest run-and-wait the API takes (`?wait_seconds`). */
+const MAX_WAIT_SECONDS = 300
 /** The API takes at most 1 MiB of input a call. */
 const STDIN_PIECE = 1024 * 1024
 /** A terminal keeps at most this much output (its replay buffer), or the provider's ceiling if lower. */
@@ -104,10 +107,16 @@ const DEFAULT_SHELL = ["/bin/sh", "-c", "if command -v bash >/dev/null 2>&1; the
 /** Times a broken download is resumed from where it stopped (a Range read). */
 const DOWNLOAD_RESUMES = 5
 
+/** A request the client refuses before sending it, said as the gateway would say it (domain/Issues.ts): never a schema dump. */
+const invalid = (error: ParseResult.ParseError) => {
+  const issues = readableIssues(ParseResult.ArrayFormatter.formatErrorSync(error))
+  return new GatewayError("validation_error", issuesSummary(issues), 422, false, { issues })
+}
+
 /** A create request checked (and its defaults filled) before it is sent: a mistake is a validation_error here. */
 const decodeRequest = (request: CreateSandbox) => {
-  const decoded = Schema.decodeUnknownEither(SandboxRequest)(request)
-  if (decoded._tag === "Left") throw new GatewayError("validation_error", ParseResult.TreeFormatter.formatErrorSync(decoded.left), 422, false)
+  const decoded = Schema.decodeUnknownEither(SandboxRequest, { errors: "all" })(request)
+  if (decoded._tag === "Left") throw invalid(decoded.left)
   return decoded.right
 }
 
@@ -141,6 +150,8 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 /** Any failure of a raw call, as a GatewayError. */
 const toGatewayError = (e: unknown): GatewayError => {
   if (e instanceof GatewayError) return e
+  // A request the contract refuses before it is sent (the typed client encodes it first).
+  if (ParseResult.isParseError(e)) return invalid(e)
   const tagged = e as { _tag?: string; code?: unknown; message?: unknown; details?: unknown; reason?: string; response?: { status: number } }
   const status = (e as { constructor?: { status?: unknown } })?.constructor?.status
   if (typeof tagged?.code === "string" && typeof status === "number") {
@@ -257,20 +268,28 @@ export const createClient = (options: ClientOptions) => {
      * exit code and output once it ends.
      */
     const exec = async (command: ReadonlyArray<string>, o: ExecOptions = {}): Promise<ExecResult> => {
+      const timeoutSeconds = o.timeoutSeconds ?? 300
+      // Nothing to show live and nothing to feed: run and wait, and a process that ends within the wait comes back
+      // with its output in the same answer (one call); otherwise (202, or output past the answer's cap) it is read
+      // from the events as below.
+      const wait = o.onOutput === undefined && o.stdin === undefined ? Math.min(timeoutSeconds, MAX_WAIT_SECONDS) : undefined
       const started = await call((c) =>
         c.processes.start({
           path: { sandbox_id: id },
-          urlParams: {},
+          urlParams: wait === undefined ? {} : { wait_seconds: wait },
           headers: { "idempotency-key": idempotencyKey() },
           payload: {
             command: [...command],
             ...(o.cwd !== undefined ? { cwd: o.cwd } : {}),
             ...(o.env !== undefined ? { environment: { ...o.env } } : {}),
-            timeout_seconds: o.timeoutSeconds ?? 300,
+            timeout_seconds: timeoutSeconds,
             max_output_bytes: MAX_OUTPUT_BYTES,
             stdin: o.stdin !== undefined
           }
         }))
+      if ("stdout" in started && !started.output_capped) {
+        return { processId: started.id, state: started.state, exitCode: started.exit_code, stdout: started.stdout, stderr: started.stderr }
+      }
       const feeding = o.stdin === undefined ? Promise.resolve() : feed(started.id, o.stdin)
       const out = { stdout: [] as Array<Uint8Array>, stderr: [] as Array<Uint8Array> }
       const decoders = { stdout: new TextDecoder(), stderr: new TextDecoder() }
@@ -565,6 +584,10 @@ export const createClient = (options: ClientOptions) => {
   return {
     /** The contract's client (Effect): every route of the API, typed. */
     raw: rawClient,
+    environments: {
+      /** What `source.environment` can name: the names, their versions and the providers that create each. */
+      list: async () => (await call((c) => c.environments.list())).environments
+    },
     sandboxes: {
       /**
        * Creates a sandbox and (unless `wait: false`) resolves once it is ready. Retried after a lost answer with

@@ -1,7 +1,8 @@
 /**
  * Follows a gateway event stream (`…/events?follow=true`): each frame's `data` is handed over as it arrives; the
  * promise resolves when the gateway ends the stream (after the terminal event). A dropped stream is resumed
- * from the last frame seen (Last-Event-ID), so no event is lost or repeated.
+ * from the last frame seen (Last-Event-ID), so no event is lost or repeated. A stream the gateway ends with an
+ * `event: error` frame (its credential was revoked or expired) rejects with that envelope's GatewayError.
  */
 import { fromEnvelope } from "./errors.ts"
 
@@ -37,6 +38,7 @@ export const followEvents = async (
           if (data === "") continue // a heartbeat comment
           if (id !== undefined) lastId = id
           const parsed = JSON.parse(data) as { data?: unknown }
+          if (event === "error" && id === undefined) throw fromEnvelope(0, parsed)
           onEvent(event, parsed.data)
         }
       }

@@ -32,7 +32,8 @@ export interface Terminal {
   readonly close: () => void
   /**
    * The process's end. Rejects with a GatewayError when the session ends first: `attach_closed` (close()),
-   * `attach_taken_over` (another attach took the process), `attach_lost` (the connection dropped; retryable).
+   * `attach_taken_over` (another attach took the process), `attach_lost` (the connection dropped; retryable), or
+   * the gateway's `unauthenticated` / `forbidden` when the key was revoked or expired or its project deleted.
    */
   readonly exit: Promise<TerminalExit>
 }
@@ -40,8 +41,9 @@ export interface Terminal {
 /** The WebSocket constructor to use: Bun's and Node's (undici) global one both take `{ headers }`. */
 export type WebSocketConstructor = new (url: string, init: { readonly headers: Record<string, string> }) => WebSocket
 
-/** The gateway's own close codes (Terminals.ts). */
+/** The gateway's own close codes (Terminals.ts, Attach.ts). */
 const TAKEN_OVER = 4000
+const ACCESS_ENDED = 4001
 const MAX_INPUT_FRAME = 1024 * 1024
 
 type ServerFrame =
@@ -75,6 +77,7 @@ export const openTerminal = (
     let opened = false
     let closedByUs = false
     let exited: TerminalExit | undefined
+    let lastError: { readonly code: string; readonly message: string } | undefined
     let settleExit!: { resolve: (exit: TerminalExit) => void; reject: (error: GatewayError) => void }
     const exit = new Promise<TerminalExit>((resolve, reject) => (settleExit = { resolve, reject }))
     // A caller that never awaits `exit` (it closed the session, say) must not get an unhandled rejection.
@@ -111,6 +114,7 @@ export const openTerminal = (
           exited = { state: frame.state, exitCode: frame.exit_code }
           handlers.onExit?.(exited)
         } else if (frame?.type === "error") {
+          lastError = frame
           handlers.onError?.(new GatewayError(frame.code, frame.message, 0, false))
         }
         return
@@ -129,6 +133,8 @@ export const openTerminal = (
       if (exited !== undefined) settleExit.resolve(exited)
       else if (closedByUs) settleExit.reject(new GatewayError("attach_closed", "The terminal session was closed; the process goes on", 0, false))
       else if (event.code === TAKEN_OVER) settleExit.reject(new GatewayError("attach_taken_over", "Another attach took the terminal over", 0, false))
+      // The credential may no longer attach: its error frame says why (the process goes on).
+      else if (event.code === ACCESS_ENDED) settleExit.reject(new GatewayError(lastError?.code ?? "unauthenticated", lastError?.message ?? `The terminal was closed (${event.reason})`, 0, false, { close_code: event.code, reason: event.reason }))
       else settleExit.reject(new GatewayError("attach_lost", `The terminal connection dropped (${event.code}${event.reason === "" ? "" : ` ${event.reason}`})`, 0, true, { close_code: event.code }))
     }
   })

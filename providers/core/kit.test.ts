@@ -4,6 +4,7 @@ import { Effect, Either, Option, Schema } from "effect"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
+import * as zlib from "node:zlib"
 import { describe, expect, it } from "vitest"
 import { rateCardCost } from "./cost.ts"
 import { decodeJsonBody, makeRouter, route } from "./emulator/server.ts"
@@ -11,7 +12,8 @@ import { persistentRecords, persistentState } from "./emulator/state.ts"
 import { pollUntil } from "./poll.ts"
 import { bufferedEvents, FOLLOWED_EXECUTIONS, type ProviderError, reattachFailed } from "./Provider.ts"
 import { json, scripted } from "./scripted-client.ts"
-import { exactBody, makeWire, messageOf, rangeOfWhole } from "./wire.ts"
+import { exactBody, makeWire, messageOf, plainHttpClient, rangeOfWhole } from "./wire.ts"
+import { openUpstream } from "./websocket.ts"
 import { atMostEvery, sweepEvery } from "./emulator/state.ts"
 
 const failureOf = async <A>(effect: Effect.Effect<A, ProviderError>) => {
@@ -89,6 +91,68 @@ describe("wire", () => {
     expect((await Effect.runPromise(wire.send(get, "read", { accept: (status) => status === 416 }))).status).toBe(416)
     const e = await failureOf(wire.send(get, "read"))
     expect([e.kind, e.message]).toEqual(["unavailable", "e2b read timed out"])
+  })
+})
+
+describe("compressed answers (a provider's answers carry its sandboxes' bytes)", () => {
+  /** 64 MiB of zeros gzipped (~64 KB), declared with its Content-Length and Content-Encoding; says what Accept-Encoding it was asked with. */
+  const bomb = zlib.gzipSync(Buffer.alloc(64 * 1024 * 1024))
+  const serveBomb = () =>
+    Bun.serve({
+      port: 0,
+      hostname: "127.0.0.1",
+      fetch: (request) =>
+        new Response(bomb, { headers: { "content-encoding": "gzip", "content-length": String(bomb.length), "x-asked": request.headers.get("accept-encoding") ?? "nothing" } })
+    })
+  const inflating = Effect.runSync(Effect.provide(HttpClient.HttpClient, FetchHttpClient.layer))
+
+  it("the adapters' client never asks for compression nor inflates; `send` refuses an answer that declares an encoding, whatever the client", async () => {
+    const server = serveBomb()
+    try {
+      const raw = await Effect.runPromise(Effect.scoped(Effect.flatMap(plainHttpClient().get(server.url.href), (r) => Effect.map(r.arrayBuffer, (b) => [r.headers["x-asked"], b.byteLength]))))
+      expect(raw).toEqual(["nothing", bomb.length])
+      for (const client of [plainHttpClient(), inflating]) {
+        const e = await failureOf(makeWire({ provider: "e2b", client, timeout: "5 seconds" }).send(HttpClientRequest.get(server.url.href), "read file"))
+        expect(e.kind).toBe("unavailable")
+        expect(e.message).toBe("e2b read file answered with Content-Encoding gzip, which was not asked for")
+      }
+    } finally {
+      server.stop(true)
+    }
+  })
+
+  it("exactBody: a Content-Length of the encoded bytes never lets the decoded ones through uncounted", async () => {
+    const server = serveBomb()
+    try {
+      const body = await Effect.runPromise(Effect.map(inflating.get(server.url.href), (r) => exactBody(r, bomb.length, "test download")))
+      const read = await new Response(body).arrayBuffer().then((b) => `${b.byteLength} bytes read`, (e: Error) => e.message)
+      expect(read).toBe(`test download: more than the ${bomb.length} bytes asked for`)
+    } finally {
+      server.stop(true)
+    }
+  })
+})
+
+describe("compressed WebSocket messages", () => {
+  it("an upstream WebSocket is opened without permessage-deflate: a server that would compress cannot", async () => {
+    let offered: string | null = "not asked"
+    const server = Bun.serve({
+      port: 0,
+      hostname: "127.0.0.1",
+      fetch: (request, s) => {
+        offered = request.headers.get("sec-websocket-extensions")
+        return s.upgrade(request) ? undefined : new Response("no", { status: 400 })
+      },
+      websocket: { perMessageDeflate: true, message: () => {} }
+    })
+    try {
+      const socket = await openUpstream(`ws://127.0.0.1:${server.port}/`, new Request("http://client/", { headers: { "sec-websocket-extensions": "permessage-deflate" } }))
+      expect(offered).toBeNull()
+      expect(socket.extensions).toBe("")
+      socket.close()
+    } finally {
+      server.stop(true)
+    }
   })
 })
 
@@ -177,15 +241,26 @@ describe("persistent books", () => {
 describe("decodeJsonBody (the emulators' request bodies)", () => {
   const Body = Schema.Struct({ name: Schema.String })
   const req = (body: string) => new Request("http://emulator/x", { method: "POST", body })
-  it("decodes the schema's shape; refuses what is not JSON, another shape, an unknown key; empty is {} only when asked", async () => {
+  it("decodes the schema's shape, ignoring unknown keys; refuses what is not JSON, another shape; empty is {} only when asked", async () => {
     expect(await decodeJsonBody(req('{"name":"a"}'), Body)).toEqual({ ok: true, value: { name: "a" } })
     expect(await decodeJsonBody(req("{"), Body)).toEqual({ ok: false, problem: "json", message: "the request body is not valid JSON" })
     expect(await decodeJsonBody(req('{"name":1}'), Body)).toMatchObject({ ok: false, problem: "shape", message: expect.stringMatching(/^invalid request body: /) })
-    expect(await decodeJsonBody(req('{"name":"a","x":1}'), Body)).toMatchObject({ ok: false, problem: "shape" })
+    // The providers' APIs accept fields they do not know (SDKs send newer ones): so does an emulator.
+    expect(await decodeJsonBody(req('{"name":"a","x":1}'), Body)).toEqual({ ok: true, value: { name: "a" } })
     expect(await decodeJsonBody(req(""), Body)).toMatchObject({ ok: false, problem: "json" })
     expect(await decodeJsonBody(req(""), Schema.Struct({}), { emptyIsObject: true })).toEqual({ ok: true, value: {} })
-    const long = await decodeJsonBody(req(JSON.stringify({ name: "a", [`k${"x".repeat(1000)}`]: 1 })), Body)
+    const long = await decodeJsonBody(req(JSON.stringify({ name: ["x".repeat(1000)] })), Body)
     expect(!long.ok && long.message.length).toBeLessThanOrEqual("invalid request body: ".length + 300)
+  })
+  it("refuses a field of the provider's API that the emulator cannot honour, when it is set", async () => {
+    const unhonoured = { volumes: "volumes are not served by this emulator" }
+    expect(await decodeJsonBody(req('{"name":"a","volumes":[{"id":"v"}]}'), Body, { unhonoured })).toEqual({
+      ok: false,
+      problem: "unhonoured",
+      message: "volumes: volumes are not served by this emulator"
+    })
+    expect(await decodeJsonBody(req('{"name":"a","volumes":null}'), Body, { unhonoured })).toEqual({ ok: true, value: { name: "a" } })
+    expect(await decodeJsonBody(req('{"name":"a"}'), Body, { unhonoured })).toEqual({ ok: true, value: { name: "a" } })
   })
 })
 

@@ -126,8 +126,9 @@ export const openUpstream = (url: string, request: Request, extraHeaders: Record
       else headers[name] = value
     }
     const protocols = offeredProtocols(request.headers)
-    // Bun's client takes headers (and protocols) in its options; the DOM typing knows only protocols.
-    const socket = new WebSocket(url, { headers, protocols } as unknown as Array<string>)
+    // Bun's client takes headers (and protocols) in its options; the DOM typing knows only protocols. No
+    // permessage-deflate: a message is bounded by the bytes that came, never inflated from a small frame.
+    const socket = new WebSocket(url, { headers, protocols, perMessageDeflate: false } as unknown as Array<string>)
     socket.binaryType = "arraybuffer"
     const timer = setTimeout(() => {
       reject(new Error("the upstream WebSocket did not open in time"))

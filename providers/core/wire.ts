@@ -7,8 +7,8 @@
  *   const wire = makeWire({ provider: "acme", client, timeout: "60 seconds", classify: acmeErrors })
  *   wire.call(HttpClientRequest.get(`${base}/vms/1`), AcmeVm, "get vm")   // Effect<AcmeVm, ProviderError>
  */
-import type { HttpClient, HttpClientRequest, HttpClientResponse } from "@effect/platform"
-import { Duration, Effect, Schema, Stream } from "effect"
+import { FetchHttpClient, HttpClient, type HttpClientRequest, type HttpClientResponse } from "@effect/platform"
+import { Duration, Effect, Layer, Schema, Stream } from "effect"
 import { kindOfStatus, kindOfTransportFailure, providerFailure } from "./errors.ts"
 import type { ProviderError, ProviderErrorKind, ProviderName } from "./Provider.ts"
 
@@ -42,6 +42,22 @@ export interface WireOptions<O extends CallOptions> {
   readonly client: HttpClient.HttpClient
   readonly timeout: Duration.DurationInput
   readonly classify?: ((answer: ErrorAnswer, call: O & { readonly what: string }) => Classified) | undefined
+}
+
+/**
+ * The HTTP client adapters speak through unless given one: @effect/platform's fetch client with decompression off.
+ * What a provider answers carries what its sandboxes hold (files, output), and a body is bounded by the bytes that
+ * came, not by what they inflate to: fetch would otherwise ask for compression (Accept-Encoding) and inflate any
+ * answer that declares it, behind a Content-Length or a cap that saw only the compressed bytes. `send` refuses an
+ * answer that declares a Content-Encoding all the same (nobody asked for one).
+ */
+export const plainHttpClient = (): HttpClient.HttpClient =>
+  Effect.runSync(Effect.provide(HttpClient.HttpClient, FetchHttpClient.layer.pipe(Layer.provide(Layer.succeed(FetchHttpClient.RequestInit, { decompress: false } as RequestInit)))))
+
+/** The answer's Content-Encoding when it declares one (`identity` is none). */
+const encodingOf = (headers: Readonly<Record<string, string | undefined>>) => {
+  const encoding = headers["content-encoding"]?.trim()
+  return encoding === undefined || encoding === "" || encoding.toLowerCase() === "identity" ? undefined : encoding
 }
 
 /** The first 300 characters of a body: enough to say what went wrong, never a whole page. */
@@ -89,11 +105,14 @@ export const makeWire = <O extends CallOptions = CallOptions>(options: WireOptio
     return options.client.execute(request).pipe(
       Effect.mapError((e) => fail(kindOfTransportFailure(e, { mutating }), `${name} ${what} failed: ${e.message}`)),
       Effect.timeoutFail({ duration: timeout, onTimeout: () => fail(kindOfTransportFailure("timeout", { mutating }), `${name} ${what} timed out`) }),
-      Effect.flatMap((response) =>
-        (response.status >= 200 && response.status < 300) || call.accept?.(response.status) === true
+      Effect.flatMap((response) => {
+        // Never asked for (plainHttpClient): its body is not read, so it is never inflated (see there).
+        const encoding = encodingOf(response.headers)
+        if (encoding !== undefined) return Effect.fail(fail("unavailable", `${name} ${what} answered with Content-Encoding ${encoding.slice(0, 40)}, which was not asked for`, response.status))
+        return (response.status >= 200 && response.status < 300) || call.accept?.(response.status) === true
           ? Effect.succeed(response)
           : Effect.flatMap(errorOf(response, what, call), Effect.fail)
-      )
+      })
     )
   }
 
@@ -137,8 +156,12 @@ export const exactBody = (response: HttpClientResponse.HttpClientResponse, lengt
   const web = fetchResponseOf(response)
   if (web === undefined || web.body === null) return exactStream(response, length, what)
   // Framed by a Content-Length of exactly `length`, fetch itself holds the body to it (an early end errors it,
-  // nothing past it is read): passed on as it is, without a JavaScript stage (flat memory, native speed).
-  if (web.headers.get("content-length") === String(length) && !web.headers.has("transfer-encoding")) return keeping(web.body, response)
+  // nothing past it is read): passed on as it is, without a JavaScript stage (flat memory, native speed). Not when
+  // the answer is encoded (`send` refuses that; a client of another's making may have inflated it): the length
+  // then holds the encoded bytes only, and the body is counted as it comes, after decoding.
+  if (web.headers.get("content-length") === String(length) && !web.headers.has("transfer-encoding") && encodingOf(response.headers) === undefined) {
+    return keeping(web.body, response)
+  }
   let received = 0
   const wrong = (message: string) => new Error(`${what}: ${message}`)
   return web.body.pipeThrough(new TransformStream<Uint8Array, Uint8Array>({

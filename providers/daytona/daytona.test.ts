@@ -164,19 +164,20 @@ describe("daytona terminals (PTY sessions over the emulator's real pseudo-termin
     }
   }, 60_000)
 
-  it("the emulator's PTY routes answer as the daemon: 201, 409 for a taken id, 400 for a bad size, 410 for resizing an unknown one, a control error for connecting to it", async () => {
+  it("the emulator's PTY routes answer as the daemon: 201 (unknown fields ignored), 409 for a taken id, 400 for a bad size, 410 for resizing an unknown one, a control error for connecting to it", async () => {
     const { emulator, provider, teardown } = await setup()
     try {
       const sandbox = await run(provider.create(conformanceInput(`sbx_ttyw${Date.now()}`)))
       const headers = { authorization: `Bearer ${emulator.apiKey}`, "content-type": "application/json" }
       const base = `${emulator.baseUrl}/toolbox/${sandbox.resourceId}/process/pty`
       const post = (path: string, body: unknown) => fetch(`${base}${path}`, { method: "POST", headers, body: JSON.stringify(body) })
-      const created = await post("", { id: "s1", cols: 80, rows: 24, lazyStart: true })
+      // A field the daemon does not know is ignored, as its JSON decoding ignores it.
+      const created = await post("", { id: "s1", cols: 80, rows: 24, lazyStart: true, command: "ls" })
       expect([created.status, await created.json()]).toEqual([201, { sessionId: "s1" }])
       expect((await post("", { id: "s1" })).status).toBe(409)
       expect((await post("", { id: "s2", cols: 1001 })).status).toBe(400)
       expect((await post("", { id: "" })).status).toBe(400)
-      expect((await post("", { id: "s3", command: "ls" })).status).toBe(400) // there is no command field
+      expect((await post("", { id: "s3", cols: "wide" })).status).toBe(400)
       expect(await (await fetch(base, { headers })).json()).toMatchObject({ sessions: [{ id: "s1", active: false, lazyStart: true, cols: 80, rows: 24 }] })
       expect((await post("/nope/resize", { cols: 80, rows: 24 })).status).toBe(410)
       expect((await post("/s1/resize", { cols: 0, rows: 24 })).status).toBe(400)

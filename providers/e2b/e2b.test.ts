@@ -156,14 +156,13 @@ describe("e2b adapter: control API requests", () => {
       },
       {
         method: "POST",
-        path: "/sandboxes",
+        path: "/v2/sandboxes",
         reply: (call) => {
           expect(call.headers["content-type"]).toBe("application/json")
           expect(bodyJson(call)).toEqual({
             templateID: "my-template",
             timeout: 900,
             autoPause: false,
-            secure: true,
             allow_internet_access: true,
             metadata: { team: "a", "metal.sandbox_id": "sbx_one", "metal.project_id": "prj_e2btest", "metal.organization_id": "00000000-0000-4000-8000-000000000000" },
             envVars: { A: "1" }
@@ -217,7 +216,7 @@ describe("e2b adapter: control API requests", () => {
       [json({ code: 400, message: "bad template" }, 400), "invalid_request"]
     ]
     for (const [reply, kind] of cases) {
-      const s = scripted([{ method: "GET", path: "/v2/sandboxes", reply: () => json([]) }, { method: "POST", path: "/sandboxes", reply: () => reply }])
+      const s = scripted([{ method: "GET", path: "/v2/sandboxes", reply: () => json([]) }, { method: "POST", path: "/v2/sandboxes", reply: () => reply }])
       expect(await kindOf(provider(s.client).create(input("sbx_k")))).toBe(kind)
     }
   })
@@ -238,7 +237,7 @@ describe("e2b adapter: control API requests", () => {
       getDetail({ state: "paused" }),
       {
         method: "POST",
-        path: "/sandboxes/isbx1/connect",
+        path: "/v2/sandboxes/isbx1/connect",
         reply: (call) => {
           expect(bodyJson(call)).toEqual({ timeout: 900 })
           return json({ sandboxID: "isbx1", templateID: "base", clientID: "c", envdVersion: "0.5.7", envdAccessToken: "tok-2" }, 201)
@@ -843,14 +842,26 @@ describe("e2b emulator over the local runtime", () => {
   })
 
   it("validates control-plane bodies and filters lists by metadata, with pages", async () => {
-    expect((await api("/sandboxes", { method: "POST", body: "{" })).status).toBe(400)
-    expect((await api("/sandboxes", { method: "POST", body: JSON.stringify({ timeout: 5 }) })).status).toBe(400)
-    expect((await api("/sandboxes", { method: "POST", body: JSON.stringify({ templateID: "base", timeout: 100_000 }) })).status).toBe(400)
-    expect((await api("/sandboxes", { method: "POST", body: JSON.stringify({ templateID: "base", metadata: { n: 1 } }) })).status).toBe(400)
-    expect((await api(`/sandboxes/${sandbox.resourceId}/connect`, { method: "POST", body: "{}" })).status).toBe(400)
+    const create = (body: unknown) => api("/v2/sandboxes", { method: "POST", body: typeof body === "string" ? body : JSON.stringify(body) })
+    expect((await create("{")).status).toBe(400)
+    expect((await create({ timeout: 5 })).status).toBe(400)
+    expect((await create({ templateID: "base", timeout: 100_000 })).status).toBe(400)
+    expect((await create({ templateID: "base", metadata: { n: 1 } })).status).toBe(400)
+    expect((await api(`/v2/sandboxes/${sandbox.resourceId}/connect`, { method: "POST", body: JSON.stringify({ timeout: -1 }) })).status).toBe(400)
     expect((await api("/v2/sandboxes?state=sleeping")).status).toBe(400)
+    expect((await api("/v2/sandboxes?order=up")).status).toBe(400)
     expect((await api("/sandboxes/inope")).status).toBe(404)
-    const other = await api("/sandboxes", { method: "POST", body: JSON.stringify({ templateID: "base", timeout: 60, metadata: { "metal.sandbox_id": "sbx_other" } }) })
+    expect(await (await api("/sandboxes/inope")).json()).toEqual({ code: 404, message: `sandbox "inope" doesn't exist or you don't have access to it` })
+    // Fields the API has but this emulator cannot honour are refused, in E2B's error shape, and create nothing.
+    for (const [field, value] of [["mcp", { github: {} }], ["volumeMounts", [{ name: "v", path: "/data" }]], ["autoResume", { enabled: true }], ["autoPauseMemory", false]] as const) {
+      const refused = await create({ templateID: "base", [field]: value })
+      expect(refused.status).toBe(400)
+      expect(await refused.json()).toEqual({ code: 400, message: expect.stringContaining(field) })
+    }
+    const proxied = await create({ templateID: "base", network: { egressProxy: { address: "proxy.example:1080" } } })
+    expect(await proxied.json()).toEqual({ code: 400, message: expect.stringContaining("network.egressProxy") })
+    // Unknown fields are ignored, as E2B ignores them (its SDK sends fields newer than any emulator).
+    const other = await create({ templateID: "base", timeout: 60, metadata: { "metal.sandbox_id": "sbx_other" }, someFutureField: { x: 1 }, autoPauseMemory: true, mcp: null })
     expect(other.status).toBe(201)
     const otherId = ((await other.json()) as { sandboxID: string }).sandboxID
     const mine = (await (await api(`/v2/sandboxes?metadata=${encodeURIComponent("metal.sandbox_id=sbx_e2bwire")}`)).json()) as Array<{ sandboxID: string }>
@@ -858,7 +869,51 @@ describe("e2b emulator over the local runtime", () => {
     const page = await api("/v2/sandboxes?limit=1")
     expect(((await page.json()) as Array<unknown>).length).toBe(1)
     expect(page.headers.get("x-next-token")).toBe("1")
+    const oldestFirst = (await (await api("/v2/sandboxes?order=asc&state=running&state=paused")).json()) as Array<{ sandboxID: string }>
+    expect(oldestFirst.map((s) => s.sandboxID)).toEqual([sandbox.resourceId, otherId])
+    // A sandbox already running: connect answers 200 and only ever extends its lifetime (an empty body is 300 s).
+    const connected = await api(`/v2/sandboxes/${otherId}/connect`, { method: "POST" })
+    expect(connected.status).toBe(200)
+    const detail = (await (await api(`/sandboxes/${otherId}`)).json()) as { endAt: string; lifecycle: unknown }
+    expect(Date.parse(detail.endAt) - Date.now()).toBeGreaterThan(200_000)
+    expect(detail.lifecycle).toEqual({ autoResume: false, onTimeout: "kill" })
+    // E2B's deprecated v1 routes are not served; routes it has that this emulator does not serve say so.
+    expect((await api("/sandboxes", { method: "POST", body: JSON.stringify({ templateID: "base" }) })).status).toBe(404)
+    expect((await api(`/sandboxes/${otherId}/connect`, { method: "POST", body: JSON.stringify({ timeout: 60 }) })).status).toBe(404)
+    const fork = await api(`/sandboxes/${otherId}/fork`, { method: "POST", body: "{}" })
+    expect(fork.status).toBe(501)
+    expect(await fork.json()).toEqual({ code: 501, message: `POST /sandboxes/${otherId}/fork is not served by this emulator` })
     expect((await api(`/sandboxes/${otherId}`, { method: "DELETE" })).status).toBe(204)
+  })
+
+  it("runs each envd call as the user it names: the default user `user`; root is refused, an unknown name is envd's invalid username", async () => {
+    const basic = (user: string) => `Basic ${Buffer.from(`${user}:`).toString("base64")}`
+    const stat = (headers: Record<string, string>) =>
+      envdFetch("/filesystem.Filesystem/Stat", { headers: { "content-type": "application/json", ...headers }, body: JSON.stringify({ path: "/workspace" }) })
+    expect((await stat({})).status).toBe(200)
+    expect((await stat({ authorization: basic("user") })).status).toBe(200)
+    const asRoot = await stat({ authorization: basic("root") })
+    expect(asRoot.status).toBe(403)
+    expect(await asRoot.json()).toMatchObject({ code: "permission_denied", message: expect.stringContaining("no root") })
+    const asBob = await stat({ authorization: basic("bob") })
+    expect(asBob.status).toBe(401)
+    expect(await asBob.json()).toEqual({ code: "unauthenticated", message: "invalid username: 'bob'" })
+    const rootStart = await envdFetch("/process.Process/Start", {
+      headers: { "content-type": "application/connect+json", authorization: basic("root") },
+      body: encodeEnvelope({ process: { cmd: "id", args: ["-u"] } })
+    })
+    const trailer = new EnvelopeDecoder().push(new Uint8Array(await rootStart.arrayBuffer()))
+    expect(trailer).toEqual([{ flags: END_STREAM, message: { error: { code: "permission_denied", message: expect.stringContaining("no root") } } }])
+    // The SDK's `gzip` upload: envd decodes the body before writing it.
+    const gzipped = await envdFetch("/files?path=/workspace/u.txt", {
+      headers: { "content-type": "application/octet-stream", "content-encoding": "gzip" },
+      body: Bun.gzipSync(new TextEncoder().encode("hello as user"))
+    })
+    expect(gzipped.status).toBe(200)
+    const download = (username: string) => envdFetch(`/files?path=/workspace/u.txt&username=${username}`, { method: "GET" })
+    expect(await (await download("user")).text()).toBe("hello as user")
+    expect((await download("root")).status).toBe(403)
+    expect((await download("bob")).status).toBe(401)
   })
 
   it("a timed-out command is killed by envd's deadline and reported timed out", async () => {

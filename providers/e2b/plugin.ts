@@ -4,13 +4,18 @@
  * host for every sandbox (default `https://sandbox.<domain>`, routed by the `E2b-Sandbox-Id` header as the SDK
  * does) or a host pattern such as `https://{port}-{sandboxId}.e2b.app`. E2B_TEMPLATE_ID (default `base`) is the
  * template for `environment` sources. Otherwise `emulated`, against the built-in emulator over the local runtime.
+ *
+ * Both sides are on E2B's current API, the routes its SDK (`e2b` 2.x) calls: `/v2/sandboxes` to create and list,
+ * `/v2/sandboxes/{id}/connect` to resume, and `/sandboxes/{id}` (get, kill), `/sandboxes/{id}/pause` and
+ * `/sandboxes/{id}/timeout`, which E2B has not replaced. No deprecated v1 route is kept: neither the adapter nor the
+ * SDK calls one (test/sdk/e2b.test.ts drives the SDK against the emulator).
  */
 import { Config, Effect, Option, type Scope } from "effect"
 import type { ConfigError } from "effect/ConfigError"
 import type { AppConfig } from "../../src/Config.ts"
 import { LocalRuntime } from "../../src/runtime/LocalRuntime.ts"
 import type { SandboxProvider } from "../core/Provider.ts"
-import { withLocalMetrics } from "../core/localMetrics.ts"
+import { onLocalRuntime } from "../core/localRuntime.ts"
 import { makeE2BProvider } from "./adapter/index.ts"
 import { e2bEmulator } from "./emulator/index.ts"
 
@@ -26,5 +31,5 @@ export const E2BPlugin: Effect.Effect<SandboxProvider, ConfigError, AppConfig | 
   }
   const emulator = yield* e2bEmulator
   // Emulated sandboxes are local-runtime jails: their metrics come from the runtime, in more detail than E2B's.
-  return withLocalMetrics(makeE2BProvider({ ...emulator, mode: "emulated", defaultTemplate }), yield* LocalRuntime)
+  return onLocalRuntime(makeE2BProvider({ ...emulator, mode: "emulated", defaultTemplate }), yield* LocalRuntime)
 })

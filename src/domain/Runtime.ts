@@ -104,6 +104,24 @@ export const Process = Schema.Struct({
   provider_capabilities: Schema.NullOr(Capabilities)
 }).annotations({ identifier: "Process" })
 
+/** The most of each stream a run-and-wait answer carries (its events keep all the output kept). */
+export const OUTPUT_IN_ANSWER_BYTES = 1024 * 1024
+
+/**
+ * A run-and-wait's answer (`?wait_seconds`, 201): the finished process with its output, so `echo hi` takes one
+ * call. Text when the bytes are UTF-8; otherwise the text with U+FFFD for what is not, plus the exact bytes.
+ */
+export const ProcessWithOutput = Schema.Struct({
+  ...Process.fields,
+  stdout: Schema.String.annotations({ description: "Standard output as UTF-8 text (at most 1 MiB; see output_capped)" }),
+  stderr: Schema.String.annotations({ description: "Standard error as UTF-8 text (at most 1 MiB; see output_capped)" }),
+  stdout_base64: Schema.optional(Schema.String).annotations({ description: "The exact bytes of stdout, only when they are not valid UTF-8" }),
+  stderr_base64: Schema.optional(Schema.String).annotations({ description: "The exact bytes of stderr, only when they are not valid UTF-8" }),
+  output_capped: Schema.Boolean.annotations({
+    description: "True when this answer's 1 MiB per stream cut the output; the process's events hold all of it that was kept (output_truncated: max_output_bytes cut that)"
+  })
+}).annotations({ identifier: "ProcessWithOutput" })
+
 /** Process output is chunked (at most 256 KiB a frame); offsets count bytes per stream from 0. */
 const OutputChunk = Schema.Struct({
   data_base64: Schema.String,

@@ -10,14 +10,20 @@
  * here (the state it reads is the database's, shared by every node), the attach is relayed to the owner — a
  * WebSocket opened to its attach with the client's headers and the forward mark (services/Forwarding.ts), then
  * the client's accepted, and frames and closes passed both ways (providers/core/websocket.ts).
+ *
+ * The attach is held for the API key that opened it (services/LiveStreams.ts): once that key is revoked or
+ * expires, or its project is deleted, the client gets a text frame `{"type":"error","code","message"}` and the
+ * close ACCESS_ENDED with a short reason — on the node that holds the client's socket and on the owner alike.
  */
-import { Runtime } from "effect"
+import { HttpServerResponse } from "@effect/platform"
+import { Context, Runtime, Schema } from "effect"
 import { isWebSocketUpgrade, openUpstream, relay } from "../../providers/core/websocket.ts"
 import type { AppConfigShape } from "../Config.ts"
 import type { ProviderAccounts } from "../services/ProviderAccounts.ts"
 import type { ProcessesRepo } from "../db/repos/Processes.ts"
 import { SandboxesRepo } from "../db/repos/Sandboxes.ts"
 import { FORWARDED_HEADER, forward, forwardMark, nodeUnreachable, wasForwarded } from "../services/Forwarding.ts"
+import { END_REASONS, type LiveStreamsShape, LiveStreams, StreamHolder } from "../services/LiveStreams.ts"
 import { openAttach } from "../services/sandboxes/Terminals.ts"
 import { guardedRoute } from "./GuardedRoute.ts"
 import { acceptWebSocket } from "./WebSocketUpgrade.ts"
@@ -32,7 +38,31 @@ const CHECK_SECRET = crypto.randomUUID()
 
 export const isAttachCheck = (headers: Readonly<Record<string, string | undefined>>) => headers[CHECK_HEADER] === CHECK_SECRET
 
-type Services = ProcessesRepo | SandboxesRepo | ProviderAccounts
+/** The check's answer when everything passed: 204, naming the credential the attach is then held for. */
+const HOLDER_HEADER = "x-gateway-attach-holder"
+export const attachCheckPassed = (holder: StreamHolder) =>
+  HttpServerResponse.empty({ status: 204, headers: { [HOLDER_HEADER]: JSON.stringify(holder) } })
+const decodeHolder = Schema.decodeUnknownSync(Schema.parseJson(StreamHolder))
+
+/** The close of an attach whose credential was revoked or expired or lost its access (RFC 6455 §7.4.2: ours). */
+export const ACCESS_ENDED = 4001
+
+/**
+ * Holds an accepted attach for `holder`: when the credential may no longer attach, `end` gets the error frame
+ * and the close's code and reason. Returns what to call once the socket closed.
+ */
+const holdFor = (streams: LiveStreamsShape, holder: StreamHolder, end: (frame: string, code: number, reason: string) => void) => {
+  const held = streams.open(holder)
+  held.signal.addEventListener("abort", () => {
+    const reason = held.endReason()
+    if (reason === undefined) return
+    const { code, message, short } = END_REASONS[reason]
+    end(JSON.stringify({ type: "error", code, message }), ACCESS_ENDED, short)
+  }, { once: true })
+  return held.close
+}
+
+type Services = ProcessesRepo | SandboxesRepo | ProviderAccounts | LiveStreams
 type Path = typeof ATTACH_PATH | typeof PROJECT_ATTACH_PATH
 type Route = (request: Bun.BunRequest<Path>, server: Bun.Server<unknown>) => Promise<Response | undefined>
 /** The API base URL of the live node a sandbox lives on, when that is another node (services/Forwarding.ts). */
@@ -43,6 +73,7 @@ const UPGRADE_HEADERS = ["upgrade", "connection", "sec-websocket-key", "sec-webs
 export const attachRoute = (runtime: Runtime.Runtime<Services>, config: AppConfigShape, ownerOf: OwnerOf): Route => {
   const run = Runtime.runPromise(runtime)
   const fork = Runtime.runFork(runtime)
+  const streams = Context.get(runtime.context, LiveStreams)
   return guardedRoute("terminal attach", async (request: Bun.BunRequest<Path>, server: Bun.Server<unknown>) => {
     if (!isWebSocketUpgrade(request)) return server.fetch(request)
     const plain = new Headers(request.headers)
@@ -52,14 +83,19 @@ export const attachRoute = (runtime: Runtime.Runtime<Services>, config: AppConfi
     const check = await server.fetch(new Request(request.url, { method: "GET", headers: checkHeaders }))
     if (check.status !== 204) return check
     const requestId = check.headers.get("x-request-id") ?? ""
+    const holder = decodeHolder(check.headers.get(HOLDER_HEADER))
     const owner = wasForwarded(config, request) ? undefined : await ownerOf(request.params.sandbox_id)
-    if (owner !== undefined) return relayToOwner(config, request, server, owner, new Request(request.url, { method: "GET", headers: plain }), requestId)
+    if (owner !== undefined) return relayToOwner(config, request, server, owner, new Request(request.url, { method: "GET", headers: plain }), requestId, (end) => holdFor(streams, holder, end))
     const after = Number(new URL(request.url).searchParams.get("after") ?? "0")
     const sandbox = await run(SandboxesRepo.get(request.params.sandbox_id))
     if (sandbox === undefined) return server.fetch(request) // gone since the check: the API says so
     const accepted = acceptWebSocket(server, request, { "x-request-id": requestId })
     if (accepted === undefined) return server.fetch(request)
     void accepted.then(({ ws, onMessage, closed }) => {
+      const release = holdFor(streams, holder, (frame, code, reason) => {
+        ws.sendText(frame)
+        ws.close(code, reason)
+      })
       const session = openAttach(sandbox, request.params.process_id, after, {
         send: (chunk) => void (typeof chunk === "string" ? ws.sendText(chunk) : ws.sendBinary(chunk)),
         close: (code, reason) => ws.close(code, reason),
@@ -67,7 +103,10 @@ export const attachRoute = (runtime: Runtime.Runtime<Services>, config: AppConfi
         ping: () => void ws.ping()
       }, run, fork)
       onMessage(session.receive)
-      void closed.then(session.closed)
+      void closed.then(() => {
+        release()
+        session.closed()
+      })
     })
     return undefined
   })
@@ -77,7 +116,15 @@ export const attachRoute = (runtime: Runtime.Runtime<Services>, config: AppConfi
  * The attach, relayed to the owner node at `base`. When its WebSocket does not open, the owner's answer to the
  * plain request (its API's refusal: the process ended meanwhile …) is the answer, or 503 `node_unreachable`.
  */
-const relayToOwner = async (config: AppConfigShape, request: Request, server: Bun.Server<unknown>, base: string, plain: Request, requestId: string) => {
+const relayToOwner = async (
+  config: AppConfigShape,
+  request: Request,
+  server: Bun.Server<unknown>,
+  base: string,
+  plain: Request,
+  requestId: string,
+  hold: (end: (frame: string, code: number, reason: string) => void) => () => void
+) => {
   const url = new URL(request.url)
   const target = base.replace(/^http/, "ws") + url.pathname + url.search
   const upstream = await openUpstream(target, request, { [FORWARDED_HEADER]: forwardMark(config, "GET", url.pathname + url.search) }).catch(() => undefined)
@@ -93,8 +140,16 @@ const relayToOwner = async (config: AppConfigShape, request: Request, server: Bu
   }
   void accepted.then(({ ws, onMessage, closed }) => {
     const relayed = relay(ws, upstream)
+    // The owner ends the attach as well; this node does not wait for it.
+    const release = hold((frame, code, reason) => {
+      ws.sendText(frame)
+      relayed.cut(code, reason)
+    })
     onMessage(relayed.fromClient)
-    void closed.then(({ code, reason }) => relayed.clientClosed(code, reason))
+    void closed.then(({ code, reason }) => {
+      release()
+      relayed.clientClosed(code, reason)
+    })
   })
   return undefined
 }

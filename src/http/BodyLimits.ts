@@ -9,7 +9,8 @@
  *   recursion would otherwise overflow the stack (a 500) on input like `[[[[…]]]]` 100,000 levels deep.
  */
 import { readAtMost } from "../domain/Bodies.ts"
-import { WELL_FORMED_REQUEST_ID } from "./RequestId.ts"
+import { envelopeResponse } from "./Edge.ts"
+import { requestIdOf } from "./RequestId.ts"
 
 /** Deepest nesting of arrays and objects accepted in a JSON body; the API's own bodies need fewer than 10. */
 export const MAX_JSON_DEPTH = 64
@@ -59,17 +60,11 @@ const BODY_METHODS = new Set(["POST", "PUT", "PATCH", "DELETE"])
 
 type Route = (request: Request, server: Bun.Server<unknown>) => Response | Promise<Response>
 
-const tooLarge = (request: Request, maxBodyBytes: number) => {
-  const incoming = request.headers.get("x-request-id")
-  const requestId = incoming !== null && WELL_FORMED_REQUEST_ID.test(incoming) ? incoming : `req_${crypto.randomUUID().replaceAll("-", "")}`
-  return Response.json({
-    code: "payload_too_large",
-    message: `The request body is larger than ${maxBodyBytes} bytes`,
-    request_id: requestId,
-    retryable: false,
+const tooLarge = (request: Request, maxBodyBytes: number) =>
+  envelopeResponse(413, "payload_too_large", `The request body is larger than ${maxBodyBytes} bytes`, {
+    requestId: requestIdOf(request),
     details: { max_bytes: maxBodyBytes }
-  }, { status: 413, headers: { "x-request-id": requestId } })
-}
+  })
 
 /**
  * The guard in front of the server's handler (`next`): requests without a body pass untouched; a body over the

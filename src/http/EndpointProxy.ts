@@ -15,6 +15,9 @@
  * either side closes or the exchange is cut (then both are closed, 1001 or 1013 ...). Traffic through an
  * endpoint, plain or WebSocket, is activity for the sandbox's idle timeout.
  *
+ * A visitor's gateway credentials (a key or user token in Authorization, X-Metal-Project-ID, the gateway's own
+ * cookies) are taken out of every request and upgrade before it leaves (src/http/EndpointHeaders.ts).
+ *
  * A sandbox on another live node (services/Forwarding.ts): its requests and upgrades, after the same checks, go to
  * that node's endpoint listener, as they came (path, query, and in host mode the Host), with the forward mark.
  */
@@ -33,6 +36,8 @@ import { sha256Hex, timingSafeEqualHex } from "../domain/Tokens.ts"
 import { type CutReason, EndpointConnections, refusal } from "../services/sandboxes/EndpointConnections.ts"
 import { touchSandbox } from "../services/sandboxes/SandboxRows.ts"
 import { newRequestId, withRequestId } from "./RequestId.ts"
+import { atTheEdge, EDGE_SERVE_OPTIONS } from "./Edge.ts"
+import { withoutGatewayCredentials } from "./EndpointHeaders.ts"
 
 /** Headers that describe one hop, not the message (RFC 9110 §7.6.1), plus what fetch sets itself. */
 const HOP_BY_HOP = new Set(["connection", "keep-alive", "proxy-connection", "transfer-encoding", "te", "trailer", "upgrade", "host", "content-length"])
@@ -202,6 +207,11 @@ export const proxy = (addressing: EndpointAddressing, config: AppConfigShape) =>
 
     const headers = new Headers()
     for (const [name, value] of Object.entries(request.headers)) if (!HOP_BY_HOP.has(name) && name !== FORWARDED_HEADER) headers.set(name, value)
+    // The gateway's credentials never reach the sandbox (src/http/EndpointHeaders.ts).
+    for (const [name, value] of Object.entries(withoutGatewayCredentials(headers))) {
+      if (value === undefined) headers.delete(name)
+      else headers.set(name, value)
+    }
     if (resolved.prefix !== undefined) headers.set("x-forwarded-prefix", resolved.prefix)
     for (const [name, value] of Object.entries(forwardingHeaders(resolved))) headers.set(name, value)
     const source = request.source as Request
@@ -215,8 +225,11 @@ export const proxy = (addressing: EndpointAddressing, config: AppConfigShape) =>
           headers,
           redirect: "manual",
           signal,
-          ...(request.method === "GET" || request.method === "HEAD" ? {} : { body: source.body, duplex: "half" } as RequestInit)
-        })
+          // A sandbox's compressed answer passes as it came, with its Content-Encoding, for the visitor (who asked
+          // for it) to inflate: a gzip bomb is never inflated in the gateway.
+          decompress: false,
+          ...(request.method === "GET" || request.method === "HEAD" ? {} : { body: source.body, duplex: "half" })
+        } as RequestInit)
       },
       catch: (e) => e
     }).pipe(Effect.either, Effect.onInterrupt(() => Effect.sync(exchange.close)))
@@ -231,7 +244,6 @@ export const proxy = (addressing: EndpointAddressing, config: AppConfigShape) =>
     const upstream = response.right
     const out = new Headers(upstream.headers)
     for (const name of HOP_BY_HOP) out.delete(name)
-    out.delete("content-encoding") // fetch already decoded the body
     let body: ReadableStream<Uint8Array> | null = null
     if (upstream.body === null || request.method === "HEAD") {
       exchange.close()
@@ -263,9 +275,11 @@ const upgradeRoute = (addressing: EndpointAddressing, config: AppConfigShape, ru
     if (resolved._tag === "redirect") return new Response(null, { status: 308, headers: { location: resolved.location, "x-request-id": requestId } })
     const connections = await run(EndpointConnections)
     const exchange = connections.open({ id: resolved.endpointId, leaseExpiresAt: resolved.leaseExpiresAt })
-    // A client's own forward mark goes nowhere: replaced when forwarded, dropped before the sandbox.
+    // A client's own forward mark goes nowhere: replaced when forwarded, dropped before the sandbox; nor do the
+    // gateway's credentials.
     const extra: Record<string, string | undefined> = {
       [FORWARDED_HEADER]: undefined,
+      ...withoutGatewayCredentials(request.headers),
       ...(resolved.prefix === undefined ? {} : { "x-forwarded-prefix": resolved.prefix }),
       ...forwardingHeaders(resolved)
     }
@@ -338,11 +352,13 @@ export const EndpointServerLive = Layer.scoped(
     const server = yield* Effect.acquireRelease(
       Effect.sync(() =>
         Bun.serve<EndpointSocketData>({
+          ...EDGE_SERVE_OPTIONS,
           port: config.endpoints.port,
           hostname: config.endpoints.host,
           idleTimeout: ENDPOINT_IDLE_TIMEOUT_SECONDS,
           maxRequestBodySize: ENDPOINT_MAX_BODY_BYTES,
-          fetch: (request, bunServer) => handle(request, bunServer),
+          // The edge first (a usable Host; a crash of the upgrade path answers the envelope), as on the API's listener.
+          fetch: atTheEdge("endpoint proxy", (request: Request, bunServer: Bun.Server<EndpointSocketData>) => handle(request, bunServer)),
           websocket: {
             open: (ws) => {
               ws.data.relay = ws.data.onOpen(ws)

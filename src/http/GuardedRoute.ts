@@ -1,5 +1,6 @@
 /** Bun routes ahead of the API (attach, raw writes): their unexpected failures still answer the envelope. */
-import { newRequestId } from "./RequestId.ts"
+import { internalErrorResponse } from "./Edge.ts"
+import { requestIdOf } from "./RequestId.ts"
 
 /**
  * A Bun route that never answers a bare 500: whatever it throws is logged and answered with the error envelope
@@ -10,8 +11,6 @@ export const guardedRoute = <Req extends Request, S, R extends Response | undefi
     try {
       return await route(request, server)
     } catch (e) {
-      const requestId = newRequestId()
-      console.error(`${name} failed`, { request_id: requestId, error: e instanceof Error ? e.message : String(e) })
-      return Response.json({ code: "internal_error", message: "Internal server error", request_id: requestId, retryable: true }, { status: 500, headers: { "x-request-id": requestId } })
+      return internalErrorResponse(name, e, requestIdOf(request))
     }
   }

@@ -1,11 +1,11 @@
 /** Wiring only: the API with its handlers, the services they need, and the Bun HTTP server. */
 import { HttpApiBuilder, HttpApiSwagger, HttpMiddleware, HttpServer } from "@effect/platform"
-import { BunHttpServer } from "@effect/platform-bun"
-import { Context, Effect, Layer, Runtime } from "effect"
+import { BunHttpServer, BunRuntime } from "@effect/platform-bun"
+import { Config, Context, Effect, Layer, Logger, LogLevel, Runtime } from "effect"
 import { AppConfig, AppConfigLive, nodeIdOf, WebhookConfigLive } from "../Config.ts"
 import { CheckpointerLive } from "../db/Checkpointer.ts"
 import { DatabaseLive } from "../db/Database.ts"
-import { CredentialsLive } from "../services/Credentials.ts"
+import { Credentials, CredentialsLive } from "../services/Credentials.ts"
 import { SecretBoxLive } from "../services/Crypto.ts"
 import { IdempotencyStoreLive } from "../services/IdempotencyStore.ts"
 import { Api } from "./Api.ts"
@@ -32,10 +32,12 @@ import { ProjectFilesystemLive } from "./handlers/ProjectFilesystemHttp.ts"
 import { ProjectEndpointsLive } from "./handlers/ProjectEndpointsHttp.ts"
 import { ProjectOperationsLive } from "./handlers/ProjectOperationsHttp.ts"
 import { SandboxesLive } from "./handlers/SandboxesHttp.ts"
+import { EnvironmentsLive } from "./handlers/EnvironmentsHttp.ts"
 import { SystemLive } from "./handlers/SystemHttp.ts"
 import { SessionsLive } from "./handlers/SessionsHttp.ts"
 import { EndpointServerLive } from "./EndpointProxy.ts"
 import { EndpointConnectionsLive } from "../services/sandboxes/EndpointConnections.ts"
+import { type LiveStreams, LiveStreamsLive } from "../services/LiveStreams.ts"
 import { guardBodySize, SERVER_BODY_LIMIT } from "./BodyLimits.ts"
 import { FastReadsScoped } from "./FastReads.ts"
 import { OperationRunnerLive } from "../services/OperationRunner.ts"
@@ -45,8 +47,10 @@ import { SandboxJobsLive } from "../services/sandboxes/Jobs.ts"
 import { ReaperLive } from "../services/sandboxes/Reaper.ts"
 import { LocalRuntimeLive } from "../runtime/LocalRuntimeLive.ts"
 import { withRequestId } from "./RequestId.ts"
+import { EDGE_SERVE_OPTIONS, edgeRoutes } from "./Edge.ts"
 import { countRequests, metricsRoute } from "./Telemetry.ts"
-import { MCP_PATH, mcpRoute } from "./Mcp.ts"
+import { MCP_PATH, mcpRoute, PROJECT_MCP_PATH } from "./Mcp.ts"
+import { announce } from "./Welcome.ts"
 import { DASHBOARD_ASSETS, DASHBOARD_PAGES, dashboardAsset, dashboardPage } from "./Dashboard.ts"
 import { ATTACH_PATH, attachRoute, PROJECT_ATTACH_PATH } from "./Attach.ts"
 import { PROJECT_RAW_CONTENT_PATH, RAW_CONTENT_PATH, rawWriteRoute } from "./RawWrites.ts"
@@ -58,16 +62,13 @@ import { nowIso } from "../domain/Time.ts"
 import { forward, isClustered, ownerUrl, wasForwarded } from "../services/Forwarding.ts"
 import { Telemetry } from "../services/Telemetry.ts"
 import { provideRepositories, type Repositories } from "../db/Database.ts"
-import { FOLLOW_HEARTBEAT_MS } from "./Sse.ts"
-
-/** Idle connections are closed after this long: twice a followed stream's heartbeat. */
-const FOLLOW_IDLE_SECONDS = (2 * FOLLOW_HEARTBEAT_MS) / 1000
+import { IDLE_SECONDS } from "./Sse.ts"
 import { ProjectKeyAuthLive, UserAuthLive } from "./Security.ts"
 
 export const ApiLive = HttpApiBuilder.api(Api).pipe(
   Layer.provide([
     SystemLive, SessionsLive, OrganizationsLive, MembersLive, ProjectsLive, ApiKeysLive, EventsLive, BillingLive, WebhooksLive, WebhookDeliveriesLive, ProviderCredentialsLive,
-    SandboxesLive, ProjectSandboxesLive, ProjectOperationsLive, OperationsLive, ProcessesLive, FilesystemLive, EndpointsLive,
+    SandboxesLive, EnvironmentsLive, ProjectSandboxesLive, ProjectOperationsLive, OperationsLive, ProcessesLive, FilesystemLive, EndpointsLive,
     ProjectProcessesLive, ProjectFilesystemLive, ProjectEndpointsLive
   ]),
   Layer.provide([UserAuthLive, ProjectKeyAuthLive, ErrorEnvelopeLive])
@@ -81,13 +82,14 @@ const SandboxPlaneLive = Layer.mergeAll(SandboxJobsLive, ReaperLive, EventFeedLi
   Layer.provideMerge(ProviderAccounts.Default),
   Layer.provideMerge(ProviderRegistryLive),
   Layer.provideMerge(OperationRunnerLive),
-  Layer.provide(LocalRuntimeLive)
+  // Merged: /ready states the runtime's limits.
+  Layer.provideMerge(LocalRuntimeLive)
 )
 
 /** The endpoint listener (its own origin) and the registry of exchanges open through it. */
 const EndpointsServingLive = EndpointServerLive.pipe(Layer.provideMerge(EndpointConnectionsLive))
 
-export const ServicesLive = Layer.mergeAll(CredentialsLive, IdempotencyStoreLive, SandboxPlaneLive, CheckpointerLive, EndpointsServingLive).pipe(
+export const ServicesLive = Layer.mergeAll(CredentialsLive, IdempotencyStoreLive, SandboxPlaneLive, CheckpointerLive, EndpointsServingLive, LiveStreamsLive).pipe(
   Layer.provideMerge(WebhookResolverLive),
   Layer.provideMerge(Telemetry.Default),
   Layer.provideMerge(SecretBoxLive),
@@ -109,8 +111,14 @@ const ServerLive = Layer.unwrapScoped(
     // A route answers nothing (undefined) when it upgraded the connection to a WebSocket.
     const routes: Record<string, (request: Bun.BunRequest, server: Bun.Server<unknown>) => Response | undefined | Promise<Response | undefined>> = { "/*": guard }
     for (const [route, read] of Object.entries(fast.routes)) routes[route] = (request, server) => (request.method === "GET" ? read(request, server) : guard(request, server))
-    routes[MCP_PATH] = guardBodySize(config.maxBodyBytes, mcpRoute)
-    // The dashboard: its page at its own paths, its assets (Dashboard.ts); the API's own routes are untouched.
+    // MCP: a project API key alone is enough (its project is implied), or the project in the path.
+    const credentials = yield* Credentials
+    const runCredentials = Runtime.runPromise(yield* Effect.runtime<never>())
+    const mcp = guardBodySize(config.maxBodyBytes, mcpRoute((token) =>
+      runCredentials(credentials.resolveApiKey(token)).then((key) => (key._tag === "Some" ? key.value.projectId : undefined), () => undefined)))
+    routes[MCP_PATH] = mcp
+    routes[PROJECT_MCP_PATH] = mcp
+    // The dashboard, the front door: its page at `/` and its own paths, its assets (Dashboard.ts); the API's own routes are untouched.
     for (const page of DASHBOARD_PAGES) routes[page] = dashboardPage(guard)
     routes[DASHBOARD_ASSETS] = dashboardAsset
     // Raw writes stream their body (up to RAW_WRITE_MAX_BYTES): past the body-size guard, which they enforce themselves.
@@ -123,7 +131,7 @@ const ServerLive = Layer.unwrapScoped(
     const ownerOf = !isClustered(config)
       ? () => Promise.resolve(undefined)
       : (sandboxId: string) => runRepositories(ownerUrl(config, sandboxId, "api")).catch(() => undefined)
-    routes[ATTACH_PATH] = attachRoute(yield* Effect.runtime<ProcessesRepo | SandboxesRepo | ProviderAccounts>(), config, ownerOf) as (typeof routes)[string]
+    routes[ATTACH_PATH] = attachRoute(yield* Effect.runtime<ProcessesRepo | SandboxesRepo | ProviderAccounts | LiveStreams>(), config, ownerOf) as (typeof routes)[string]
     routes[PROJECT_ATTACH_PATH] = routes[ATTACH_PATH]
     const scrape = yield* metricsRoute(yield* Effect.runtime<Telemetry | Repositories>())
     if (scrape !== undefined) routes["/metrics"] = scrape
@@ -138,7 +146,15 @@ const ServerLive = Layer.unwrapScoped(
     for (const path of ["/*", RAW_CONTENT_PATH, PROJECT_RAW_CONTENT_PATH]) routes[path] = viaOwner(routes[path]!)
     // A followed stream (`?follow=true`) is quiet up to 15 s between heartbeats: Bun's default 10 s would cut it.
     const provide = yield* provideRepositories
-    return BunHttpServer.layer({ port: config.port, hostname: config.host, maxRequestBodySize: SERVER_BODY_LIMIT, idleTimeout: FOLLOW_IDLE_SECONDS, routes: countRequests(routes, yield* Telemetry) }).pipe(
+    return BunHttpServer.layer({
+      ...EDGE_SERVE_OPTIONS,
+      port: config.port,
+      hostname: config.host,
+      maxRequestBodySize: SERVER_BODY_LIMIT,
+      idleTimeout: IDLE_SECONDS,
+      // Outermost, the edge: a request without a usable Host never reaches a route, nor a crash Bun's error page.
+      routes: edgeRoutes(countRequests(routes, yield* Telemetry))
+    }).pipe(
       // Where the other replicas forward to (docs/operations/scaling-out.md): NODE_URL, else the address it listens on.
       Layer.tap((context) =>
         Effect.gen(function*() {
@@ -150,18 +166,27 @@ const ServerLive = Layer.unwrapScoped(
   })
 )
 
-export const HttpLive = HttpApiBuilder.serve((app) => withRequestId(HttpMiddleware.logger(app))).pipe(
+const ApiServerLive = HttpApiBuilder.serve((app) => withRequestId(HttpMiddleware.logger(app))).pipe(
   // No spans per request: nothing exports them, and the span reads the client address from Bun's server, which
   // a request FastReads hands over (through `server.fetch`) does not carry.
   HttpMiddleware.withTracerDisabledWhen(() => true),
   Layer.provide(HttpApiSwagger.layer({ path: "/docs" })),
   Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/v1/openapi.json" })),
   Layer.provide(ApiLive),
-  Layer.provideMerge(ServerLive),
-  // Always printed (whatever LOG_LEVEL says): operators and the test harness read the address from it.
-  Layer.tap((context) => Effect.sync(() => {
-    const address = Context.get(context, HttpServer.HttpServer).address
-    console.log(`Listening on ${address._tag === "TcpAddress" ? `http://${address.hostname}:${address.port}` : address.path}`)
-  })),
-  Layer.provide(ServicesLive)
+  Layer.provideMerge(ServerLive)
 )
+
+/** The whole server; once it listens it says where everything is (`operatorCommand`: how to run the CLI here). */
+export const httpLive = (operatorCommand: string) =>
+  Layer.effectDiscard(announce(operatorCommand)).pipe(Layer.provideMerge(ApiServerLive), Layer.provide(ServicesLive))
+
+/** LOG_LEVEL (default info) decides what is logged, the per-request access log included. */
+const LoggingLive = Layer.unwrapEffect(
+  Effect.map(
+    Config.literal("trace", "debug", "info", "warning", "error", "none")("LOG_LEVEL").pipe(Config.withDefault("info" as const)),
+    (level) => Logger.minimumLogLevel(level === "none" ? LogLevel.None : LogLevel.fromLiteral(level === "warning" ? "Warning" : (level.charAt(0).toUpperCase() + level.slice(1)) as LogLevel.Literal))
+  )
+)
+
+/** Runs the server until it is stopped (SIGINT/SIGTERM). */
+export const runServer = (operatorCommand: string) => Layer.launch(httpLive(operatorCommand).pipe(Layer.provide(LoggingLive))).pipe(BunRuntime.runMain)

@@ -7,7 +7,7 @@
 import { JSONSchema, Schema } from "effect"
 import { SandboxId } from "../domain/Ids.ts"
 import { CreateEndpoint, ListFiles, ReadFile, StartProcess, WriteFile } from "../domain/Runtime.ts"
-import { SandboxRequest } from "../domain/Sandbox.ts"
+import { Provider, SandboxRequest, SandboxState } from "../domain/Sandbox.ts"
 
 /** One API call made for a tool: status and body (decoded JSON; text for other types; undefined when none). */
 export interface ApiAnswer {
@@ -129,12 +129,67 @@ const processOutput = async (api: ApiCall, sandboxId: string, processId: string)
   return { stdout: render("stdout"), stderr: render("stderr") }
 }
 
+/** Text of at most MAX_TEXT_BYTES (UTF-8), saying how much more there was. */
+const capText = (value: string) => {
+  const bytes = Buffer.from(value, "utf8")
+  return bytes.length <= MAX_TEXT_BYTES ? value : `${bytes.subarray(0, MAX_TEXT_BYTES).toString("utf8")}\n[… ${bytes.length - MAX_TEXT_BYTES} more bytes]`
+}
+
+/** list_sandboxes' filters: the list route's query (GET /v1/sandboxes), as JSON. */
+const ListSandboxesArgs = Schema.Struct({
+  state: Schema.optional(Schema.Array(SandboxState).pipe(Schema.minItems(1), Schema.maxItems(14))).annotations({ description: "Any of these states" }),
+  provider: Schema.optional(Provider),
+  metadata: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.String })).annotations({ description: "Metadata entries that must all match (up to 16)" }),
+  limit: Schema.optional(Schema.Int.pipe(Schema.between(1, 100))).annotations({ description: "Page size (default 50)" }),
+  cursor: Schema.optional(Schema.String).annotations({ description: "next_cursor of the previous page" })
+})
+
+/** The list route's query string from list_sandboxes' arguments (the API checks every value). */
+const listQuery = (args: Record<string, unknown>) => {
+  const query = new URLSearchParams()
+  const { state, provider, metadata, limit, cursor, ...unknown } = args
+  const extra = Object.keys(unknown)
+  if (extra.length > 0) throw new ToolFailure("validation_error", `unknown argument${extra.length > 1 ? "s" : ""}: ${extra.join(", ").slice(0, 200)}`)
+  if (state !== undefined) {
+    if (!Array.isArray(state) || !state.every((s) => typeof s === "string")) throw new ToolFailure("validation_error", "state must be a list of sandbox states")
+    for (const s of state) query.append("state", s)
+  }
+  if (provider !== undefined) query.set("provider", String(provider))
+  if (metadata !== undefined) {
+    if (typeof metadata !== "object" || metadata === null || Array.isArray(metadata)) throw new ToolFailure("validation_error", "metadata must be an object of strings")
+    for (const [key, value] of Object.entries(metadata)) {
+      if (typeof value !== "string") throw new ToolFailure("validation_error", `metadata.${key.slice(0, 100)} must be a string`)
+      query.set(`metadata.${key}`, value)
+    }
+  }
+  if (limit !== undefined) query.set("limit", String(limit))
+  if (cursor !== undefined) query.set("cursor", String(cursor))
+  return query.toString()
+}
+
+/** A sandbox action (pause, resume, destroy): its operation once it has ended, or as it is after `waitSeconds`. */
+const sandboxAction = async (api: ApiCall, method: "POST" | "DELETE", path: string, waitSeconds: number) => {
+  const mutation = ok(await api(method, path), 202)
+  return waitFor(async () => ok(await api("GET", `/v1/operations/${mutation.operation.id}`), 200), (o) => ["succeeded", "failed", "cancelled"].includes(o.state), waitSeconds)
+}
+
+/** Pause or resume, then the sandbox as it is; a failed operation is the tool's error. */
+const pauseOrResume = async (api: ApiCall, args: Record<string, unknown>, action: "pause" | "resume") => {
+  const { id, rest } = split(args)
+  const operation = await sandboxAction(api, "POST", `/v1/sandboxes/${id}/actions/${action}`, seconds(rest["wait_seconds"], 120, 300))
+  if (operation.state === "failed") throw new ToolFailure(operation.error?.code ?? "operation_failed", operation.error?.message ?? `The ${action} failed`, operation.error?.details)
+  return text(ok(await api("GET", `/v1/sandboxes/${id}`), 200))
+}
+
+/** A `wait_seconds` argument (1-300). */
+const waitProperty = (what: string, fallback: number) => ({ type: "integer", minimum: 1, maximum: 300, description: `How long to wait for ${what} (default ${fallback})` })
+
 export const TOOLS: ReadonlyArray<Tool> = [
   {
     name: "create_sandbox",
     title: "Create a sandbox",
     description: "Creates a sandbox (the body of POST /v1/sandboxes) and waits until it is ready (at most wait_seconds, default 120). Returns the sandbox.",
-    inputSchema: inputSchema(SandboxRequest, { wait_seconds: { type: "integer", minimum: 1, maximum: 300, description: "How long to wait for ready (default 120)" } }),
+    inputSchema: inputSchema(SandboxRequest, { wait_seconds: waitProperty("ready", 120) }),
     run: async (args, api) => {
       const { wait_seconds, ...request } = args
       const wait = seconds(wait_seconds, 120, 300)
@@ -146,13 +201,47 @@ export const TOOLS: ReadonlyArray<Tool> = [
     }
   },
   {
+    name: "list_sandboxes",
+    title: "List sandboxes",
+    description: "Lists the project's sandboxes, newest first, filtered by state (any of them), provider and metadata (all must match); next_cursor pages on.",
+    inputSchema: inputSchema(ListSandboxesArgs),
+    run: async (args, api) => {
+      const query = listQuery(args)
+      return text(ok(await api("GET", `/v1/sandboxes${query === "" ? "" : `?${query}`}`), 200))
+    }
+  },
+  {
+    name: "get_sandbox",
+    title: "Get a sandbox",
+    description: "Returns one sandbox: its state, provider, resources, network and when it expires.",
+    inputSchema: inputSchema(undefined, { sandbox_id: SANDBOX_ID }, ["sandbox_id"]),
+    run: async (args, api) => {
+      const { id } = split(args)
+      return text(ok(await api("GET", `/v1/sandboxes/${id}`), 200))
+    }
+  },
+  {
+    name: "pause_sandbox",
+    title: "Pause a sandbox",
+    description: "Pauses a ready sandbox (its processes are frozen, it stops costing compute) and waits until it is paused (at most wait_seconds, default 120). Returns the sandbox.",
+    inputSchema: inputSchema(undefined, { sandbox_id: SANDBOX_ID, wait_seconds: waitProperty("the pause", 120) }, ["sandbox_id"]),
+    run: (args, api) => pauseOrResume(api, args, "pause")
+  },
+  {
+    name: "resume_sandbox",
+    title: "Resume a sandbox",
+    description: "Resumes a paused sandbox and waits until it is ready again (at most wait_seconds, default 120). Returns the sandbox.",
+    inputSchema: inputSchema(undefined, { sandbox_id: SANDBOX_ID, wait_seconds: waitProperty("ready", 120) }, ["sandbox_id"]),
+    run: (args, api) => pauseOrResume(api, args, "resume")
+  },
+  {
     name: "run_command",
     title: "Run a command",
     description: "Runs a command in a sandbox (argv, not a shell line: use [\"sh\", \"-c\", \"…\"] for one) and waits for it (at most wait_seconds, default 60). `input` is written to its standard input, which is then closed (providers that take input only). Returns its state, exit code, stdout and stderr (each capped at 256 KiB here).",
     inputSchema: (() => {
       const schema = inputSchema(StartProcess, {
         sandbox_id: SANDBOX_ID,
-        wait_seconds: { type: "integer", minimum: 1, maximum: 300, description: "How long to wait for the end (default 60)" },
+        wait_seconds: waitProperty("the end", 60),
         input: { type: "string", description: "Text for the command's standard input (then closed)" }
       }, ["sandbox_id"])
       // Input is given whole here (`input`), not kept open.
@@ -167,6 +256,10 @@ export const TOOLS: ReadonlyArray<Tool> = [
       let process
       if (input === undefined) {
         process = ok(await api("POST", `/v1/sandboxes/${id}/processes?wait_seconds=${wait}`, request), 201, 202)
+        // Finished in time: the answer carries the output (unless it was past the answer's cap).
+        if (typeof process.stdout === "string" && process.output_capped === false) {
+          return text({ process_id: process.id, state: process.state, exit_code: process.exit_code, stdout: capText(process.stdout), stderr: capText(process.stderr), finished: true })
+        }
       } else {
         const started = ok(await api("POST", `/v1/sandboxes/${id}/processes`, { ...request, stdin: true }), 202)
         const bytes = Buffer.from(input, "utf8")
@@ -254,9 +347,7 @@ export const TOOLS: ReadonlyArray<Tool> = [
     inputSchema: inputSchema(undefined, { sandbox_id: SANDBOX_ID }, ["sandbox_id"]),
     run: async (args, api) => {
       const { id } = split(args)
-      const mutation = ok(await api("DELETE", `/v1/sandboxes/${id}`), 202)
-      const operation = await waitFor(async () => ok(await api("GET", `/v1/operations/${mutation.operation.id}`), 200), (o) => ["succeeded", "failed", "cancelled"].includes(o.state), 60)
-      return text({ sandbox_id: id, operation })
+      return text({ sandbox_id: id, operation: await sandboxAction(api, "DELETE", `/v1/sandboxes/${id}`, 60) })
     }
   }
 ]

@@ -10,6 +10,12 @@ export const WELL_FORMED_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
 
 export const newRequestId = () => `req_${crypto.randomUUID().replaceAll("-", "")}`
 
+/** A request's id for an answer made outside the Effect app: its own when well-formed, else a new one. */
+export const requestIdOf = (request: Request): string => {
+  const incoming = request.headers.get("x-request-id")
+  return incoming !== null && WELL_FORMED_REQUEST_ID.test(incoming) ? incoming : newRequestId()
+}
+
 export const withRequestId = HttpMiddleware.make((app) =>
   Effect.gen(function*() {
     const incoming = (yield* HttpServerRequest.HttpServerRequest).headers["x-request-id"]

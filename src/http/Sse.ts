@@ -1,12 +1,15 @@
 /**
  * Server-sent events. Finite batches (reference §8): the client reconnects with `Last-Event-ID`; operations return
- * every event after N, processes at most 100 events and 1 MiB of frames per batch. And one held-open stream, the
- * project event stream (`liveSseResponse`), with a comment line as heartbeat.
+ * every event after N, processes at most 100 events and 1 MiB of frames per batch. And held-open streams (a
+ * resource's `?follow=true`, the project event stream `liveSseBody`), with a comment line as heartbeat, each
+ * ended by `whileAllowed` once the credential that opened it may no longer read it.
  */
 import { HttpServerResponse } from "@effect/platform"
-import { Effect, Option, Schedule, Stream } from "effect"
+import { Effect, FiberRef, Option, Schedule, Stream } from "effect"
 import type { OperationEventRow } from "../db/repos/Operations.ts"
 import type { ProcessEventRow } from "../db/repos/Processes.ts"
+import { CurrentRequestId, ServiceUnavailable } from "../domain/Errors.ts"
+import { END_REASONS, type EndReason, type LiveStreamsShape, type StreamHolder } from "../services/LiveStreams.ts"
 
 export const PROCESS_BATCH_EVENTS = 100
 export const PROCESS_BATCH_BYTES = 1024 * 1024
@@ -53,6 +56,22 @@ const FOLLOW_POLL_MS = 1_000
 /** A comment line this often keeps proxies and clients from closing a quiet stream. */
 export const FOLLOW_HEARTBEAT_MS = 15_000
 
+/** The API listener closes a connection silent this long (Http.ts): twice a followed stream's heartbeat. */
+export const IDLE_SECONDS = (2 * FOLLOW_HEARTBEAT_MS) / 1000
+
+/**
+ * A request that waits on a sandbox (the raw file routes, standard input) answers its head within this, or 503
+ * `sandbox_unresponsive` (retryable): a sandbox that stops its agent (SIGSTOP) would otherwise hold the request
+ * until the listener's idle close cut it with no answer at all.
+ */
+export const SANDBOX_HEAD_MS = (IDLE_SECONDS - 5) * 1000
+
+export const answerWithin = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  Effect.timeoutFail(effect, {
+    duration: SANDBOX_HEAD_MS,
+    onTimeout: () => new ServiceUnavailable({ code: "sandbox_unresponsive", message: `The sandbox did not answer within ${SANDBOX_HEAD_MS / 1000} s; try again` })
+  })
+
 /**
  * A held-open stream (`?follow=true`): every event after `after` as it is stored, woken by `signal` (Signals.ts)
  * or a poll, a `: heartbeat` comment when quiet, ending once the resource has finished and its last event was
@@ -96,11 +115,52 @@ export const followResponse = <E>(stream: Stream.Stream<Uint8Array, E>) =>
  * A held-open event stream: a first comment line at once (so the client knows it is connected), then the given
  * frames, with a `: keepalive` comment every 15 s between them. Ends when the frames end.
  */
-export const liveSseResponse = <E>(frames: Stream.Stream<string, E>) =>
-  HttpServerResponse.stream(
-    Stream.concat(
-      Stream.make(": connected\n\n"),
-      Stream.merge(frames, Stream.fromSchedule(Schedule.spaced(FOLLOW_HEARTBEAT_MS)).pipe(Stream.as(": keepalive\n\n")), { haltStrategy: "left" })
-    ).pipe(Stream.encodeText),
-    { contentType: "text/event-stream", headers: { "cache-control": "no-store", "x-accel-buffering": "no" } }
-  )
+export const liveSseBody = <E>(frames: Stream.Stream<string, E>): Stream.Stream<Uint8Array, E> =>
+  Stream.concat(
+    Stream.make(": connected\n\n"),
+    Stream.merge(frames, Stream.fromSchedule(Schedule.spaced(FOLLOW_HEARTBEAT_MS)).pipe(Stream.as(": keepalive\n\n")), { haltStrategy: "left" })
+  ).pipe(Stream.encodeText)
+
+export const liveSseResponse = <E>(frames: Stream.Stream<string, E>) => followResponse(liveSseBody(frames))
+
+/**
+ * The last frame of a stream whose credential was revoked or expired or lost its access: `event: error` with the
+ * error envelope (no `id:`, so a client's Last-Event-ID stays at the last event it got).
+ */
+export const endFrame = (reason: EndReason, requestId: string) => {
+  const { code, message } = END_REASONS[reason]
+  return `event: error\ndata: ${JSON.stringify({ code, message, request_id: requestId, retryable: false, details: { reason } })}\n\n`
+}
+
+/** Resolves once `signal` is aborted. */
+const aborted = (signal: AbortSignal) =>
+  Effect.async<void>((resume) => {
+    if (signal.aborted) return resume(Effect.void)
+    const onAbort = () => resume(Effect.void)
+    signal.addEventListener("abort", onAbort, { once: true })
+    return Effect.sync(() => signal.removeEventListener("abort", onAbort))
+  })
+
+/** A held-open stream, ended early once its credential may no longer read it. */
+export type AllowedFor = <E, R>(stream: Stream.Stream<Uint8Array, E, R>) => Stream.Stream<Uint8Array, E, R>
+
+/**
+ * `stream`, held open for `holder` (registered with services/LiveStreams.ts while it runs): ended, with an
+ * `endFrame`, as soon as the credential that opened it may no longer read it.
+ */
+export const whileAllowed = (streams: LiveStreamsShape, holder: StreamHolder, requestId: string): AllowedFor => (stream) =>
+  Stream.unwrapScoped(Effect.map(
+    Effect.acquireRelease(Effect.sync(() => streams.open(holder)), (held) => Effect.sync(held.close)),
+    (held) =>
+      Stream.concat(
+        Stream.interruptWhen(stream, aborted(held.signal)),
+        Stream.suspend(() => {
+          const reason = held.endReason()
+          return reason === undefined ? Stream.empty : Stream.make(new TextEncoder().encode(endFrame(reason, requestId)))
+        })
+      )
+  ))
+
+/** `whileAllowed` for the request being served (its id goes in the end frame). */
+export const allowedFor = (streams: LiveStreamsShape, holder: StreamHolder) =>
+  Effect.map(FiberRef.get(CurrentRequestId), (requestId) => whileAllowed(streams, holder, requestId))

@@ -11,7 +11,7 @@ import { Api } from "./Api.ts"
 import { MCP_PATH } from "./Mcp.ts"
 import { scrapeMetrics, type Telemetry } from "../services/Telemetry.ts"
 import type { Repositories } from "../db/Database.ts"
-import { newRequestId } from "./RequestId.ts"
+import { envelopeResponse } from "./Edge.ts"
 
 /** A Bun route; no response (undefined) when it upgraded the connection to a WebSocket. */
 type Route = (request: Bun.BunRequest, server: Bun.Server<unknown>) => Response | undefined | Promise<Response | undefined>
@@ -71,13 +71,8 @@ const METRICS_TOKEN = Config.option(Config.redacted("METRICS_TOKEN")).pipe(
   })
 )
 
-const envelope = (status: number, code: string, message: string, headers: Record<string, string> = {}) => {
-  const requestId = newRequestId()
-  return Response.json({ code, message, request_id: requestId, retryable: status >= 500, details: {} }, {
-    status,
-    headers: { "x-request-id": requestId, "cache-control": "no-store", ...headers }
-  })
-}
+const envelope = (status: number, code: string, message: string, headers: Record<string, string> = {}) =>
+  envelopeResponse(status, code, message, { headers: { "cache-control": "no-store", ...headers } })
 
 /** The `/metrics` route when METRICS_TOKEN is set; none otherwise (the path is then an unknown route). */
 export const metricsRoute = (runtime: Runtime.Runtime<Telemetry | Repositories>) =>

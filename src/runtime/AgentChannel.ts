@@ -17,7 +17,12 @@
  * none outlives its handle.
  *
  * What is read: every call has a time limit and a byte cap on the answer, read incrementally; the caller
- * validates its shape (AgentWire.ts). Failures are RuntimeErrors in the user's terms.
+ * validates its shape (AgentWire.ts). Failures are RuntimeErrors in the user's terms. The caps count the bytes as
+ * they came over the socket, and those are the bytes used: fetch never decompresses here (`decompress: false`, which
+ * also leaves out the Accept-Encoding it would send), and an answer that declares any Content-Encoding is refused
+ * before its body is read — our agent never compresses, so only a replaced one would, to make a ~1 MB body inflate
+ * to gigabytes inside the gateway behind a cap that saw only the 1 MB. Refusing (rather than inflating under a cap)
+ * is the simplest rule that keeps every path bounded, the native pass-through of a stated length included.
  */
 import * as fs from "node:fs"
 import * as net from "node:net"
@@ -29,7 +34,12 @@ import { RuntimeError } from "./LocalRuntime.ts"
 
 export const AGENT_SOCKET = "agent.sock"
 export const BRIDGE_SOCKET = "bridge.sock"
-/** How long a call waits for an agent that is restarting (its shell loop sleeps 0.2 s between runs). */
+/**
+ * How long a call waits for an agent that is restarting (its shell loop sleeps 0.2 s between runs). Past it, nothing
+ * answering is an answer: the agent is dead (a sandbox may kill it and stop its loop), and the call fails now rather
+ * than at its time limit — a streamed read's is half an hour, and an API request would be cut without a word long
+ * before that.
+ */
 const RESTART_GRACE_MS = 3000
 
 const unavailable = (message: string, detail?: string) => new RuntimeError({ kind: "unavailable", message, ...(detail !== undefined ? { detail } : {}) })
@@ -169,10 +179,11 @@ interface Exchange {
 /**
  * Sends one HTTP request to the jail's agent over its adopted socket, within the time limit. A connection that
  * cannot be made (nothing adopted yet, or the adopted agent is gone) adopts the socket the agent bound anew and
- * tries again until the time limit; a request that reached the agent is never sent twice.
+ * tries again for RESTART_GRACE_MS at most; a request that reached the agent is never sent twice.
  */
 const exchange = async (state: JailState, route: string, call: AgentCall, shutdown: AbortSignal): Promise<Exchange> => {
   const deadline = Date.now() + call.timeoutMs
+  const connectBy = Date.now() + Math.min(call.timeoutMs, RESTART_GRACE_MS)
   for (;;) {
     if (shutdown.aborted) throw unavailable("the runtime is shut down")
     const view = openView(state)
@@ -188,19 +199,21 @@ const exchange = async (state: JailState, route: string, call: AgentCall, shutdo
     }
     // The answer's head must come within `headTimeoutMs` (when given) even if the whole call may take longer.
     const headTimer = call.headTimeoutMs === undefined ? undefined : setTimeout(() => controller.abort(), call.headTimeoutMs)
+    let response: Response
     try {
-      const response = await fetch(`http://agent${route}`, {
+      response = await fetch(`http://agent${route}`, {
         method: call.method ?? "GET",
         ...(call.body !== undefined ? { body: call.body, ...(call.body instanceof ReadableStream ? { duplex: "half" } : {}) } : {}),
         ...(call.contentType !== undefined ? { headers: { "content-type": call.contentType } } : {}),
         signal: controller.signal,
         unix: ctlSocket(view, AGENT_SOCKET),
-        keepalive: false
+        keepalive: false,
+        // The body as it came: never inflated (see the top of this file).
+        decompress: false
       } as RequestInit)
-      return { response, controller, shutdown, done }
     } catch (e) {
       done()
-      if (isConnectError(e) && Date.now() < deadline) {
+      if (isConnectError(e) && Date.now() < connectBy) {
         // The agent restarted (or has not adopted yet): its new socket waits in the run directory.
         if (!adoptSocket(view, AGENT_SOCKET, state.hostUid)) await Bun.sleep(20)
         continue
@@ -212,6 +225,13 @@ const exchange = async (state: JailState, route: string, call: AgentCall, shutdo
       // The connection is made: the handle on the jail is not needed to read the answer.
       view.close()
     }
+    const encoding = response.headers.get("content-encoding")
+    if (encoding !== null && encoding.trim().toLowerCase() !== "identity") {
+      controller.abort()
+      done()
+      throw unavailable(INVALID, `the answer declares Content-Encoding ${encoding.slice(0, 40)}`)
+    }
+    return { response, controller, shutdown, done }
   }
 }
 

@@ -4,8 +4,10 @@
  *   - a DNS forwarder of its own (agent/dns.ts), a host process listening at 10.0.2.3:53 inside the jail's
  *     network namespace, where the runtime puts 10.0.2.3 on the loopback: the sandbox's resolver (10.0.2.3, as
  *     with slirp4netns) reaches the forwarder and never slirp4netns. Names outside the policy get NXDOMAIN; the rest
- *     are forwarded to the host's resolvers (or RUNTIME_DNS_UPSTREAM) and every address of an answer goes into
- *     the sandbox's nftables sets for the record's TTL before the answer is sent;
+ *     are forwarded to the host's resolvers (or RUNTIME_DNS_UPSTREAM), the answer is cut to what a resolver
+ *     takes from it (the CNAME chain from the asked name and that chain's addresses; a deny list refuses a chain
+ *     through a denied name), and exactly the addresses sent go into the sandbox's nftables sets for the
+ *     record's TTL before the answer is sent;
  *   - an nftables table of its own (`sandbox_gateway_<base>_u<uid>`), hooked on output before the egress filter,
  *     that refuses every new connection of the sandbox's uid (slirp4netns) except to the addresses in its sets
  *     (so also any resolver asked directly). Both tables must accept a packet: an allowed name resolving to a private or host

@@ -76,16 +76,43 @@ beforeAll(async () => {
 afterAll(() => server.stop())
 
 describe("the user CLI", () => {
-  it("logs in to a profile file only its owner reads, after checking the key", () => {
-    const wrong = piped(["login", "--url", server.url, "--key", "metal_sk_wrong", "--project", owner.project_id])
+  it("logs in to a profile file only its owner reads, after checking the key; the key never in argv or output", async () => {
+    // A key in argv is refused before anything is sent (it would stay in the shell's history and the process list).
+    const inArgv = piped(["login", "--url", server.url, "--key", owner.api_key, "--project", owner.project_id])
+    expect(inArgv.code).toBe(2)
+    expect(inArgv.stderr).toContain("--key-stdin")
+    expect(inArgv.stdout + inArgv.stderr).not.toContain(owner.api_key)
+    expect(piped(["login", "--url", server.url, `--key=${owner.api_key}`, "--project", owner.project_id]).code).toBe(2)
+    // No terminal to ask on, and no --key-stdin: said so.
+    const noTerminal = piped(["login", "--url", server.url, "--project", owner.project_id])
+    expect(noTerminal.code).toBe(2)
+    expect(noTerminal.stderr).toContain("--key-stdin")
+
+    const wrongKey = "metal_sk_wrongwrongwrongwrongwrongwrongwrongwrong123"
+    const wrong = piped(["login", "--url", server.url, "--key-stdin", "--project", owner.project_id], `${wrongKey}\n`)
     expect(wrong.code).toBe(1)
     expect(wrong.stderr).toContain("error:")
+    expect(wrong.stdout + wrong.stderr).not.toContain(wrongKey)
     expect(fs.existsSync(path.join(configDir, "profiles.json"))).toBe(false)
-    const ok = piped(["login", "--url", server.url, "--key", owner.api_key, "--project", owner.project_id, "--json"])
-    expect(ok.code).toBe(0)
-    expect(JSON.parse(ok.stdout)).toMatchObject({ profile: "default", project_id: owner.project_id })
+    const ok = piped(["login", "--url", server.url, "--key-stdin", "--project", owner.project_id, "--json"], `${owner.api_key}\n`)
+    expect(ok.code, ok.stderr).toBe(0)
+    expect(JSON.parse(ok.stdout)).toEqual({ profile: "default", url: server.url, project_id: owner.project_id })
+    expect(ok.stdout + ok.stderr).not.toContain(owner.api_key)
+    // The key is kept only in the profile file, which only its owner reads, in a directory only its owner opens.
     expect(fs.statSync(path.join(configDir, "profiles.json")).mode & 0o777).toBe(0o600)
     expect(fs.statSync(configDir).mode & 0o777).toBe(0o700)
+    expect(fs.readdirSync(configDir)).toEqual(["profiles.json"])
+    expect(fs.readFileSync(path.join(configDir, "profiles.json"), "utf8")).toContain(owner.api_key)
+
+    // On a terminal it asks, and what is typed is not echoed.
+    const prompt = interactive(["login", "--url", server.url, "--project", owner.project_id, "--profile", "typed"])
+    await prompt.waitOutput(/API key \(metal_sk_…, not shown\): $/)
+    prompt.type(`${owner.api_key}\r`)
+    expect(await prompt.exited()).toBe(0)
+    expect(prompt.output()).toContain("logged in to")
+    expect(prompt.output()).not.toContain(owner.api_key)
+    expect(prompt.output()).not.toContain(owner.api_key.slice(9, 20))
+    expect(JSON.parse(piped(["sandbox", "list", "--profile", "typed", "--json"]).stdout)).toHaveProperty("sandboxes")
     const other = piped(["sandbox", "list", "--profile", "nobody"])
     expect(other.code).toBe(2)
     expect(other.stderr).toContain('no profile "nobody"')
@@ -148,7 +175,7 @@ describe("the user CLI", () => {
     const created = piped(["sandbox", "create", "--pty", "--json"])
     expect(created.code, created.stderr).toBe(0)
     const sandbox = JSON.parse(created.stdout)
-    expect(sandbox.provider).toBe("daytona") // the first provider with terminals
+    expect(["daytona", "e2b"]).toContain(sandbox.provider) // a provider with terminals
 
     const shell = interactive(["sandbox", "shell", sandbox.id])
     await shell.waitOutput(/\$ $/) // the sandbox's prompt: the CLI is attached, the local terminal raw
@@ -234,5 +261,9 @@ describe("the user CLI", () => {
     expect(piped(["sandbox", "exec", "sbx_abc"]).code).toBe(2)
     expect(piped(["sandbox", "cp", "a", "b"]).stderr).toContain("one side is <id>:/path")
     expect(piped(["sandbox", "frobnicate"]).code).toBe(2)
+    // The envelope's message and code, never a schema dump.
+    const unknownProvider = piped(["sandbox", "create", "--provider", "nope"])
+    expect(unknownProvider.code).toBe(1)
+    expect(unknownProvider.stderr).toBe("error: provider must be one of: blaxel, cloudflare, codesandbox, daytona, e2b, freestyle, modal, northflank, prime, runloop, vercel, auto (validation_error)\n")
   })
 })

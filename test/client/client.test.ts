@@ -1,7 +1,8 @@
 /**
  * The typed client (client/, issue 15 item 1) against a real gateway: create-and-wait → exec with live output →
- * a file round trip larger than one call → an endpoint → destroy; typed errors; and a create whose answer is lost
- * on the way back is retried with the same Idempotency-Key and makes one sandbox.
+ * a file round trip larger than one call → an endpoint → destroy; typed errors; a key revoked mid-stream ends its
+ * follow and its terminal with the gateway's error; and a create whose answer is lost on the way back is retried
+ * with the same Idempotency-Key and makes one sandbox.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { createClient, GatewayError, type GatewayClient } from "../../client/src/index.ts"
@@ -10,6 +11,7 @@ import { bootstrap, type RunningServer, startServer } from "../support/server.ts
 let server: RunningServer
 let gw: GatewayClient
 let credentials: { apiKey: string; projectId: string }
+let userToken: string
 
 const request = (metadata: Record<string, string> = {}) => ({
   source: { kind: "environment" as const, environment: "metal/base" },
@@ -23,6 +25,7 @@ beforeAll(async () => {
   server = await startServer()
   const owner = await bootstrap(server.dataDir, "client@example.com")
   credentials = { apiKey: owner.api_key, projectId: owner.project_id }
+  userToken = owner.user_token
   gw = createClient({ baseUrl: server.url, ...credentials })
 })
 afterAll(() => server.stop())
@@ -74,6 +77,26 @@ describe("the client", () => {
     expect((await sandbox.refresh()).state).toBe("stopped")
   }, 120_000)
 
+  it("exec with nothing to show live or feed is one call (the run-and-wait answer's output); past its cap, the events", async () => {
+    const sandbox = await gw.sandboxes.create(request())
+    const calls: Array<string> = []
+    const counted = createClient({ baseUrl: server.url, ...credentials, fetch: ((input: RequestInfo | URL, init?: RequestInit) => {
+      const url = new URL(input instanceof Request ? input.url : String(input))
+      calls.push(`${input instanceof Request ? input.method : init?.method ?? "GET"} ${url.pathname}${url.search}`)
+      return fetch(input, init)
+    }) as typeof fetch })
+    const handle = await counted.sandboxes.get(sandbox.id)
+    calls.length = 0
+    expect(await handle.exec(["sh", "-c", "echo out; echo err >&2; exit 4"])).toMatchObject({ state: "failed", exitCode: 4, stdout: "out\n", stderr: "err\n" })
+    expect(calls).toEqual([`POST /v1/sandboxes/${sandbox.id}/processes?wait_seconds=300`])
+    // 1.5 MiB is past the answer's 1 MiB: read whole from the events.
+    calls.length = 0
+    const big = await handle.exec(["sh", "-c", "head -c 1572864 /dev/zero | tr '\\0' x"])
+    expect(big.stdout).toBe("x".repeat(1572864))
+    expect(calls.some((c) => c.includes("/events"))).toBe(true)
+    await sandbox.destroy()
+  }, 60_000)
+
   it("exec feeds stdin (a string, bytes or a stream) to a provider that takes input, then closes it", async () => {
     const sandbox = await gw.sandboxes.create({ ...request(), provider: "e2b" })
     expect((await sandbox.exec(["wc", "-c"], { stdin: "hello" })).stdout.trim()).toBe("5")
@@ -89,7 +112,7 @@ describe("the client", () => {
 
   it("a shell on a terminal: a typed line is answered, a resize changes stty size, exit ends it with its code", async () => {
     const sandbox = await gw.sandboxes.create({ ...request(), provider: "auto", features: { pty: true } })
-    expect(sandbox.record.provider).toBe("daytona") // the first provider with terminals
+    expect(["daytona", "e2b"]).toContain(sandbox.record.provider) // a provider with terminals
     let output = ""
     const exits: Array<unknown> = []
     const shell = await sandbox.shell({ cols: 80, rows: 24, onOutput: (text) => (output += text), onExit: (exit) => exits.push(exit) })
@@ -131,6 +154,27 @@ describe("the client", () => {
     const modal = await gw.sandboxes.create({ ...request(), provider: "modal" })
     expect(await modal.shell().catch((e) => e)).toBeInstanceOf(GatewayError)
     await Promise.all([sandbox.destroy(), modal.destroy()])
+  }, 90_000)
+
+  it("a key revoked while it follows a command and holds a terminal: both end with the gateway's unauthenticated", async () => {
+    const issued = await fetch(`${server.url}/v1/projects/${credentials.projectId}/api-keys`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${userToken}`, "content-type": "application/json" },
+      body: JSON.stringify({ name: "revoked-in-use" })
+    }).then((r) => r.json() as Promise<{ api_key: { id: string }; key: string }>)
+    const doomed = createClient({ baseUrl: server.url, apiKey: issued.key, projectId: credentials.projectId })
+    const sandbox = await doomed.sandboxes.create({ ...request(), provider: "auto", features: { pty: true } })
+    let followed = ""
+    const running = sandbox.exec(["sh", "-c", "echo up; sleep 300"], { onOutput: (_stream, text) => (followed += text) }).catch((e: unknown) => e)
+    let typed = ""
+    const shell = await sandbox.shell({ onOutput: (text) => (typed += text) })
+    shell.write("echo in=$((6*7))\n")
+    for (let i = 0; i < 1500 && !(followed.includes("up") && typed.includes("in=42")); i++) await Bun.sleep(10)
+    expect([followed, typed.includes("in=42")]).toEqual(["up\n", true])
+    const revoked = await fetch(`${server.url}/v1/projects/${credentials.projectId}/api-keys/${issued.api_key.id}/revoke`, { method: "POST", headers: { authorization: `Bearer ${userToken}` } })
+    expect(revoked.status).toBe(200)
+    expect(await shell.exit.catch((e: unknown) => e)).toMatchObject({ name: "GatewayError", code: "unauthenticated", retryable: false, details: { close_code: 4001 } })
+    expect(await running).toMatchObject({ name: "GatewayError", code: "unauthenticated", retryable: false, details: { reason: "credential_revoked" } })
   }, 90_000)
 
   it("files of any size: upload in pieces (appended, or joined in the sandbox), download resumed after a break", async () => {
@@ -220,6 +264,10 @@ describe("the client", () => {
     expect(missing).toMatchObject({ code: "not_found", status: 404, retryable: false })
     const invalid = await gw.sandboxes.create({ ...request(), resources: { vcpu: 0, memory_mb: 512 } }).catch((e) => e)
     expect(invalid).toMatchObject({ code: "validation_error", status: 422 })
+    // Said as the gateway says it: one line naming the field and what it takes, never a schema dump.
+    const unknownProvider = await gw.sandboxes.create({ ...request(), provider: "nope" as never }).catch((e) => e)
+    expect(unknownProvider).toMatchObject({ code: "validation_error", status: 422 })
+    expect(unknownProvider.message).toBe("provider must be one of: blaxel, cloudflare, codesandbox, daytona, e2b, freestyle, modal, northflank, prime, runloop, vercel, auto")
     const wrongKey = createClient({ baseUrl: server.url, apiKey: "metal_sk_wrong", projectId: credentials.projectId })
     expect(await wrongKey.sandboxes.list().catch((e) => e)).toMatchObject({ code: "unauthenticated", status: 401 })
     const nobody = createClient({ baseUrl: "http://127.0.0.1:9", ...credentials, attempts: 2 })

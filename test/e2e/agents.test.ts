@@ -131,8 +131,8 @@ describe("live output (follow=true)", () => {
 
 describe("finding sandboxes", () => {
   it("filters by state (any of several), provider and metadata (all entries), with cursors bound to the filters", async () => {
-    const blue = await createReadySandbox(http, auth, { ...minimalSandbox(), metadata: { team: "blue", tier: "gold" } })
-    const red = await createReadySandbox(http, auth, { ...minimalSandbox(), metadata: { team: "red", "odd key": "x\"y" } })
+    const blue = await createReadySandbox(http, auth, { ...minimalSandbox({ provider: "daytona" }), metadata: { team: "blue", tier: "gold" } })
+    const red = await createReadySandbox(http, auth, { ...minimalSandbox({ provider: "daytona" }), metadata: { team: "red", "odd key": "x\"y" } })
     const paused = await http.post(`/v1/sandboxes/${red.id}/actions/pause`, { ...auth, headers: { "idempotency-key": idempotencyKey() } })
     await waitOperation(http, auth, paused.body.operation.id)
     const ids = async (query: string) => {
@@ -147,7 +147,7 @@ describe("finding sandboxes", () => {
     expect(await ids("state=paused")).toEqual([red.id])
     expect(await ids("state=ready&state=paused&metadata.team=red")).toEqual([red.id])
     expect((await ids("state=ready&state=paused")).length).toBeGreaterThanOrEqual(3)
-    expect(await ids("provider=e2b")).toEqual([])
+    expect(await ids("provider=e2b&metadata.team=blue")).toEqual([])
     expect(await ids("provider=daytona&metadata.team=blue")).toEqual([blue.id])
     // Paging keeps the filters; a cursor of another list (other filters) is refused.
     const first = (await http.get("/v1/sandboxes?state=ready&state=paused&limit=1", auth)).body
@@ -168,13 +168,65 @@ describe("run and wait", () => {
       http.post(`/v1/sandboxes/${sandbox.id}/processes?wait_seconds=${wait}`, { ...auth, body: { command }, headers: { "idempotency-key": idempotencyKey() } })
     const quick = await post(["sh", "-c", "echo hi"], "30")
     expect(quick.status).toBe(201)
-    expect(quick.body).toMatchObject({ state: "succeeded", exit_code: 0 })
+    // The output comes with it: one call for `echo hi`.
+    expect(quick.body).toMatchObject({ state: "succeeded", exit_code: 0, stdout: "hi\n", stderr: "", output_capped: false })
+    expect(quick.body).not.toHaveProperty("stdout_base64")
+    const failed = await post(["sh", "-c", "echo out; echo err >&2; exit 3"], "30")
+    expect(failed.body).toMatchObject({ state: "failed", exit_code: 3, stdout: "out\n", stderr: "err\n" })
     expect(quick.headers.get("location")).toBe(`/v1/sandboxes/${sandbox.id}/processes/${quick.body.id}`)
     const slow = await post(["sleep", "30"], "1")
     expect(slow.status).toBe(202)
     expect(["queued", "running"]).toContain(slow.body.state)
     await http.post(`/v1/sandboxes/${sandbox.id}/processes/${slow.body.id}/actions/cancel`, auth)
     expectEnvelope(await post(["true"], "301"), 422, "validation_error")
+  })
+})
+
+describe("run and wait: the output in the answer", () => {
+  const post = (script: string, body: Record<string, unknown> = {}) =>
+    http.post(`/v1/sandboxes/${sandbox.id}/processes?wait_seconds=60`, { ...auth, body: { command: ["sh", "-c", script], ...body }, headers: { "idempotency-key": idempotencyKey() } })
+  const eventBytes = async (processId: string, stream: string) => {
+    const chunks: Array<Buffer> = []
+    let last = 0
+    for (;;) {
+      const frames = parseSse((await http.get(`/v1/sandboxes/${sandbox.id}/processes/${processId}/events`, { ...auth, headers: { "last-event-id": String(last) } })).text)
+      if (frames.length === 0) return Buffer.concat(chunks)
+      for (const f of frames) {
+        last = f.id
+        if (f.event === stream) chunks.push(Buffer.from(f.data.data.data_base64, "base64"))
+      }
+    }
+  }
+
+  it("bytes that are not UTF-8 come as text with U+FFFD and, exactly, as base64", async () => {
+    const answer = await post("printf 'ok\\377\\376'; printf 'fine' >&2")
+    expect(answer.status).toBe(201)
+    expect(answer.body).toMatchObject({ stdout: "ok\uFFFD\uFFFD", stdout_base64: Buffer.from([0x6f, 0x6b, 0xff, 0xfe]).toString("base64"), stderr: "fine" })
+    expect(answer.body).not.toHaveProperty("stderr_base64")
+  })
+
+  it("carries at most 1 MiB of each stream, says output_capped, and the events keep all of it", async () => {
+    // 1 MiB less one byte of "a", then "é" (2 bytes) across the cap: cut before the character, still plain text.
+    const answer = await post("head -c 1048575 /dev/zero | tr '\\0' a; printf '\\303\\251tail'; echo small >&2")
+    expect(answer.status).toBe(201)
+    expect(answer.body).toMatchObject({ state: "succeeded", output_capped: true, output_truncated: false, stderr: "small\n" })
+    expect(answer.body.stdout).toBe("a".repeat(1048575))
+    expect(answer.body).not.toHaveProperty("stdout_base64")
+    const kept = await eventBytes(answer.body.id, "stdout")
+    expect(kept.length).toBe(1048575 + 6)
+    expect(kept.subarray(1048575).toString("utf8")).toBe("étail")
+    // max_output_bytes cuts what is kept; the answer says both.
+    const small = await post("head -c 5000 /dev/zero | tr '\\0' b", { max_output_bytes: 100 })
+    expect(small.body).toMatchObject({ output_truncated: true, output_capped: false, stdout: "b".repeat(100) })
+  })
+
+  it("a replay with the same key answers the same output", async () => {
+    const key = idempotencyKey()
+    const once = () => http.post(`/v1/sandboxes/${sandbox.id}/processes?wait_seconds=30`, { ...auth, body: { command: ["sh", "-c", "echo $$"] }, headers: { "idempotency-key": key } })
+    const first = await once()
+    const again = await once()
+    expect(again.status).toBe(201)
+    expect(again.body).toEqual(first.body)
   })
 })
 

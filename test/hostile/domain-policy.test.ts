@@ -6,7 +6,10 @@
  *     its address unreachable; a literal IP that no allowed name resolved to is refused; `*.x` allows subdomains
  *     only; an allowed name resolving to a private address (DNS rebinding) is still refused;
  *   - deny list: the denied name is NXDOMAIN, other names resolve, literal IPs are still refused;
- *   - asking another resolver directly gets nothing; the addresses carry the answer's TTL; destroy leaves nothing.
+ *   - asking another resolver directly gets nothing; the addresses carry the answer's TTL; destroy leaves nothing;
+ *   - CNAME chains (issue 22): only the addresses a resolver takes from an answer (the chain's, from the asked
+ *     name) are sent and opened, never a record off the chain; an allowed name's chain is followed (a CDN); in a
+ *     deny list a chain through a denied name is NXDOMAIN and opens nothing.
  */
 import * as fs from "node:fs"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -27,7 +30,14 @@ beforeAll(async () => {
     "wild.test": "public2",
     "api.wild.test": "public1",
     "deep.api.wild.test": "public1",
-    "rebind.test": "private"
+    "rebind.test": "private",
+    // An alias whose address record is off its chain (owned by the alias, not by the CNAME's target): a resolver
+    // takes no address from it.
+    "stray.test": [{ cname: "elsewhere.test" }, { a: "public2" }],
+    // An alias of a CDN's name, as most hosted names are.
+    "cdn-alias.test": [{ cname: "cdn.test" }, { owner: "cdn.test", a: "public1" }],
+    // An alias of a denied name, with that name's address.
+    "cloak.test": [{ cname: "denied.test" }, { owner: "denied.test", a: "public2" }]
   })
   main = newRuntime("policy", { dnsUpstreams: [net.dns] })
 }, 60_000)
@@ -148,6 +158,38 @@ describe("deny_domains", () => {
     expect(seen["other.test"]).toBe(`CONNECTED test host ${net.public2}`)
     expect(seen["allowed.test"]).toBe(`CONNECTED test host ${net.public1}`)
     expect(seen["rebind.test"]).toMatch(/^refused/)
+  }, 60_000)
+})
+
+/** The addresses in a sandbox's allow4 set. */
+const opened = (id: string) => {
+  const state = stateOf(main.dataDir, id)
+  return Bun.spawnSync(["nft", "list", "set", "inet", policyTableName(DEFAULT_HOST_UID, state.hostUid), "allow4"], { stdout: "pipe" }).stdout.toString()
+}
+
+describe("CNAME chains: the filter opens exactly the addresses the sandbox is given", () => {
+  it("an address record off the alias's chain is neither given nor opened; an allowed name's chain is followed", async () => {
+    await run(main.rt.create({ id: "chain", vcpu: 1, memoryMb: 256, diskMb: 128, internet: true, domains: { mode: "allow", domains: ["stray.test", "cdn-alias.test"] } }))
+    const seen = await probe("chain", ["stray.test", "cdn-alias.test", net.public2], net.port)
+    // stray.test's answer: CNAME elsewhere.test plus an address owned by stray.test itself, which no resolver takes.
+    expect(seen["stray.test"]).not.toMatch(/CONNECTED/)
+    expect(seen[net.public2]).toMatch(/^refused/)
+    expect(opened("chain")).not.toContain(net.public2)
+    // The CDN's name is not in the allow list, but it is where the allowed name points: followed.
+    expect(seen["cdn-alias.test"]).toBe(`CONNECTED test host ${net.public1}`)
+    expect(opened("chain")).toContain(net.public1)
+    await run(main.rt.destroy("chain"))
+  }, 60_000)
+
+  it("in a deny list, an alias of a denied name is NXDOMAIN and its address stays refused; other chains resolve", async () => {
+    await run(main.rt.create({ id: "deny-chain", vcpu: 1, memoryMb: 256, diskMb: 128, internet: true, domains: { mode: "deny", domains: ["denied.test"] } }))
+    const seen = await probe("deny-chain", ["cloak.test", net.public2, "cdn-alias.test"], net.port)
+    expect(seen["cloak.test"]).toBe("nxdomain")
+    expect(await rcode("deny-chain", "cloak.test")).toBe("3 0")
+    expect(seen[net.public2]).toMatch(/^refused/)
+    expect(opened("deny-chain")).not.toContain(net.public2)
+    expect(seen["cdn-alias.test"]).toBe(`CONNECTED test host ${net.public1}`)
+    await run(main.rt.destroy("deny-chain"))
   }, 60_000)
 })
 

@@ -2,6 +2,8 @@
  * Endpoints over real HTTP, served by a real web server inside a real sandbox:
  * - their own origin: the endpoint listener (path mode) or one host name per endpoint (ENDPOINT_BASE_URL), never
  *   the API's; neither listener serves the other's routes;
+ * - a visitor's gateway credentials (a key or user token in Authorization, X-Metal-Project-ID, the gateway's
+ *   cookies) never reach the sandbox's app, plain or WebSocket, while the app's own Authorization and cookies do;
  * - a lease that ends cuts what is in flight: revoke, expiry, pausing and deleting the sandbox each cut a slow
  *   download through the endpoint at once (the sandbox's server would go on for 80 s) — through the emulator, and
  *   by the gateway alone (to an upstream that never stops by itself).
@@ -9,8 +11,8 @@
 import { Database } from "bun:sqlite"
 import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { activeEndpoint, expectCut, freePort, startSlowDownload, startWebServer } from "../support/endpoints.ts"
-import { createReadySandbox, idempotencyKey, type KeyAuth, poll, waitOperation } from "../support/sandbox.ts"
+import { activeEndpoint, connectWebSocket, expectCut, freePort, HEADERS_SERVER, startBunServer, startSlowDownload, startWebServer } from "../support/endpoints.ts"
+import { createReadySandbox, idempotencyKey, type KeyAuth, minimalSandbox, poll, waitOperation } from "../support/sandbox.ts"
 import { api, type Bootstrap, bootstrap, expectEnvelope, type RunningServer, startServer } from "../support/server.ts"
 
 /** A cut must come this soon after the lease ends (it takes well under a second; the margin is for a loaded host). */
@@ -39,7 +41,7 @@ describe("path mode (the default): endpoints on their own listener", () => {
     http = api(server.url)
     boot = await bootstrap(server.dataDir, "endpoints@example.com")
     auth = { token: boot.api_key, project: boot.project_id }
-    sandbox = await createReadySandbox(http, auth)
+    sandbox = await createReadySandbox(http, auth, minimalSandbox({ features: { public_ports: [8000] } }))
     await startWebServer(http, auth, sandbox.id, [8000, 8001, 8002, 8003, 8004])
   })
   afterAll(() => server.stop())
@@ -67,6 +69,49 @@ describe("path mode (the default): endpoints on their own listener", () => {
     }
     // A wrong token is no endpoint at all.
     expectEnvelope(await envelopeOf(await fetch(endpoint.url.replace(/\/[a-z2-7]{26}\/$/, `/${"a".repeat(26)}/`))), 404, "not_found")
+  })
+
+  it("the sandbox's app never sees the visitor's gateway credentials; its own cookies and Authorization pass", async () => {
+    await startBunServer(http, auth, sandbox.id, "headers.js", HEADERS_SERVER, 8005)
+    const endpoint = await activeEndpoint(http, auth, sandbox.id, 8005)
+    const seenBy = async (headers: Record<string, string>) => (await (await fetch(`${endpoint.url}look`, { headers })).json()) as Record<string, string>
+    const basic = (user: string, password: string) => `Basic ${Buffer.from(`${user}:${password}`).toString("base64")}`
+
+    // The gateway's key and user token, in any scheme, and its project header: none reaches the sandbox.
+    for (const authorization of [`Bearer ${boot.api_key}`, `Bearer ${boot.user_token}`, basic("me", boot.api_key), basic(boot.user_token, ""), `Token ${boot.api_key}`]) {
+      const seen = await seenBy({ authorization, "x-metal-project-id": boot.project_id })
+      expect(seen["authorization"], authorization).toBeUndefined()
+      expect(seen["x-metal-project-id"]).toBeUndefined()
+    }
+    // The gateway's own cookies (by name, also __Host-/__Secure- ones) and a cookie holding a key are taken out of
+    // Cookie; the app's own cookies pass as they came.
+    const mixed = await seenBy({ cookie: `metal_gw_session=s3cret; app_session=keep-me; __Host-metal_gw_csrf=x; stash=${boot.api_key}; theme=dark` })
+    expect(mixed["cookie"]).toBe("app_session=keep-me; theme=dark")
+    expect((await seenBy({ cookie: "metal_gw_session=s3cret" }))["cookie"]).toBeUndefined()
+    // What belongs to the app passes untouched: its own basic auth, its own bearer token, its own cookies.
+    const own = await seenBy({ authorization: basic("admin", "hunter2"), cookie: "app_session=keep-me; theme=dark" })
+    expect(own["authorization"]).toBe(basic("admin", "hunter2"))
+    expect(own["cookie"]).toBe("app_session=keep-me; theme=dark")
+    expect((await seenBy({ authorization: "Bearer app-token-123" }))["authorization"]).toBe("Bearer app-token-123")
+
+    // A WebSocket upgrade is relayed with the same headers taken out.
+    const socket = connectWebSocket(endpoint.url + "socket", [], {
+      authorization: `Bearer ${boot.api_key}`,
+      "x-metal-project-id": boot.project_id,
+      cookie: `metal_gw_session=s3cret; app_session=keep-me`
+    })
+    await socket.opened
+    await socket.until("the greeting", () => socket.got.length > 0)
+    socket.ws.close()
+    const record = (await (await fetch(`${endpoint.url}seen`)).json()) as Array<{ path: string; websocket: boolean; headers: Record<string, string> }>
+    const upgrade = record.find((r) => r.websocket)
+    expect(upgrade?.path).toBe("/socket")
+    expect(upgrade?.headers["authorization"]).toBeUndefined()
+    expect(upgrade?.headers["x-metal-project-id"]).toBeUndefined()
+    expect(upgrade?.headers["cookie"]).toBe("app_session=keep-me")
+    // Over everything the app was sent, no gateway credential at all.
+    const everything = JSON.stringify(record)
+    for (const secret of [boot.api_key, boot.user_token, boot.project_id, "s3cret"]) expect(everything).not.toContain(secret)
   })
 
   it("revoking an endpoint cuts a download in flight at once, and it serves no more", async () => {
@@ -162,7 +207,7 @@ describe("the gateway cuts exchanges by itself, whatever the provider does", () 
 
   /** An active endpoint of a new sandbox, forwarding to the test server (its lease ending `leaseMs` from now). */
   const endpointToUpstream = async (leaseMs?: number) => {
-    const sandbox = await createReadySandbox(http, auth)
+    const sandbox = await createReadySandbox(http, auth, minimalSandbox({ features: { public_ports: [8000] } }))
     const created = await http.post(`/v1/sandboxes/${sandbox.id}/endpoints`, { ...auth, body: { port: 9999 }, headers: { "idempotency-key": idempotencyKey("ep") } })
     const active = await poll(async () => (await http.get(`/v1/sandboxes/${sandbox.id}/endpoints`, auth)).body.endpoints[0], (e) => e?.state === "active")
     const db = new Database(path.join(server.dataDir, "gateway.sqlite"))
@@ -227,7 +272,7 @@ describe("host mode (ENDPOINT_BASE_URL): one origin per endpoint", () => {
     http = api(server.url)
     const boot = await bootstrap(server.dataDir, "hosts@example.com")
     auth = { token: boot.api_key, project: boot.project_id }
-    sandbox = await createReadySandbox(http, auth)
+    sandbox = await createReadySandbox(http, auth, minimalSandbox({ features: { public_ports: [8000] } }))
     await startWebServer(http, auth, sandbox.id, [8000, 8001])
   })
   afterAll(() => server.stop())

@@ -4,19 +4,27 @@
  * by Content-Length and chunked (our 413), and — pinned, because Bun answers them before any of our code runs
  * (docs/operations/security.md: "What Bun answers itself") — malformed Content-Length (400), oversized headers (431), a space in the
  * request target (505) and an unknown method (connection closed). After each of those the server still serves.
+ *
+ * The edge (issue 22, finding 6; src/http/Edge.ts): a request without a usable Host (HTTP/1.0 without one, a
+ * garbage one, two) is a 400 envelope on both listeners and every route, never Bun's development error page (which
+ * quoted the source and the checkout's path); no listener of the gateway process, the emulators' included, ever
+ * answers that page; and whatever a handler throws outside the Effect app is a 500 envelope with nothing internal.
  */
+import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { jsonNestingExceeds, MAX_JSON_DEPTH } from "../../src/http/BodyLimits.ts"
-import { rawJson, rawRequest } from "../support/raw-http.ts"
+import { atTheEdge, EDGE_SERVE_OPTIONS, edgeRoutes } from "../../src/http/Edge.ts"
+import { listeningPorts, rawJson, rawRequest } from "../support/raw-http.ts"
 import { api, type Bootstrap, bootstrap, expectEnvelope, type RunningServer, startServer } from "../support/server.ts"
 
 const MAX_BODY = 256 * 1024
+const METRICS_TOKEN = "metrics-token-for-the-edge-test"
 let server: RunningServer
 let http: ReturnType<typeof api>
 let boot: Bootstrap
 
 beforeAll(async () => {
-  server = await startServer({ env: { MAX_BODY_BYTES: String(MAX_BODY) } })
+  server = await startServer({ env: { MAX_BODY_BYTES: String(MAX_BODY), METRICS_TOKEN } })
   http = api(server.url)
   boot = await bootstrap(server.dataDir, "malformed@example.com")
 })
@@ -152,5 +160,152 @@ describe("what Bun answers before our code runs (pinned)", () => {
     const answer = await get("PROPFIND /v1/organizations HTTP/1.1", "Connection: close\r\nX-Request-Id: propfind-1\r\n")
     expect(answer.status).toBe(404)
     expect(rawJson(answer)).toMatchObject({ code: "not_found", request_id: "propfind-1" })
+  })
+})
+
+const CHECKOUT = path.resolve(import.meta.dirname, "../..")
+
+/** Nothing of the gateway's insides: no development error page, no source path or line, no stack. */
+const expectNothingInternal = (text: string) => {
+  expect(text).not.toContain("__bunfallback")
+  expect(text).not.toContain("<html")
+  expect(text).not.toContain(CHECKOUT)
+  expect(text).not.toMatch(/\.ts:\d+/)
+  expect(text).not.toMatch(/\bat \S+ \(/)
+}
+
+/** A raw answer is the envelope with this status and code (and this request id, when one was sent). */
+const expectRawEnvelope = (answer: Awaited<ReturnType<typeof rawRequest>>, status: number, code: string, requestId?: string) => {
+  expectNothingInternal(answer.text)
+  expect(answer.status, answer.text.slice(0, 300)).toBe(status)
+  const body = rawJson(answer)
+  expect(body).toMatchObject({ code, retryable: status >= 500 })
+  expect(typeof body.message).toBe("string")
+  expect(body.request_id).toBe(answer.headers["x-request-id"])
+  if (requestId !== undefined) expect(body.request_id).toBe(requestId)
+  return body
+}
+
+describe("a request without a usable Host", () => {
+  // One path per route of the API listener's table (src/http/Http.ts): the API, FastReads, MCP, raw writes,
+  // attach, metrics.
+  const apiPaths = () => [
+    "/ready",
+    "/v1/organizations",
+    `/v1/sandboxes/sbx_${"a".repeat(32)}`,
+    "/v1/mcp",
+    `/v1/sandboxes/sbx_${"a".repeat(32)}/files/content?path=/x`,
+    `/v1/sandboxes/sbx_${"a".repeat(32)}/processes/proc_${"a".repeat(32)}/attach`,
+    "/metrics"
+  ]
+
+  it("HTTP/1.0 without Host is a 400 envelope on every route of the API listener, and on the endpoint listener", async () => {
+    for (const target of apiPaths()) {
+      for (const method of ["GET", "POST", "PUT"]) {
+        const answer = await rawRequest(server.url, `${method} ${target} HTTP/1.0\r\nAuthorization: Bearer ${boot.api_key}\r\nX-Metal-Project-ID: ${boot.project_id}\r\nX-Request-Id: nohost-1\r\nContent-Length: 0\r\n\r\n`)
+        expect(expectRawEnvelope(answer, 400, "invalid_host", "nohost-1").details).toEqual({})
+      }
+    }
+    for (const target of ["/", `/e/ep_${"a".repeat(32)}/${"a".repeat(26)}/`]) {
+      expectRawEnvelope(await rawRequest(server.endpointUrl, `GET ${target} HTTP/1.0\r\n\r\n`), 400, "invalid_host")
+    }
+    await stillServing()
+  })
+
+  it("a Host that is garbage, empty or given twice is a 400 envelope on both listeners", async () => {
+    const hosts = ["a b<>", "", "[::1", "a/b?c", "exa%mple", "gw:80:80", "@gw", "gw\u00e9"]
+    for (const base of [server.url, server.endpointUrl]) {
+      for (const host of hosts) {
+        const answer = await rawRequest(base, `GET /ready HTTP/1.1\r\nHost: ${host}\r\nX-Request-Id: garbage-1\r\nConnection: close\r\n\r\n`)
+        expectRawEnvelope(answer, 400, "invalid_host", "garbage-1")
+      }
+      const twice = await rawRequest(base, "GET /ready HTTP/1.1\r\nHost: a\r\nHost: b\r\nConnection: close\r\n\r\n")
+      expectRawEnvelope(twice, 400, "invalid_host")
+    }
+    await stillServing()
+  })
+
+  it("an absolute-form request target is served by its path (the Host header names the server); without a Host it is refused", async () => {
+    const absolute = await rawRequest(server.url, "GET http://evil.example:99/ready HTTP/1.1\r\nHost: gw\r\nConnection: close\r\n\r\n")
+    expect(absolute.status).toBe(200)
+    expect(rawJson(absolute)).toMatchObject({ status: "ready" })
+    const unknown = await rawRequest(server.url, "GET http://evil.example/v1/nothing-here HTTP/1.1\r\nHost: gw\r\nConnection: close\r\n\r\n")
+    expectRawEnvelope(unknown, 404, "not_found")
+    for (const base of [server.url, server.endpointUrl]) {
+      expectRawEnvelope(await rawRequest(base, "GET http://evil.example/ready HTTP/1.0\r\n\r\n"), 400, "invalid_host")
+    }
+  })
+
+  it("a well-formed Host of any shape (name, IPv4, IPv6, with a port) is served", async () => {
+    for (const host of ["gw", "gw.example.com:8080", "127.0.0.1", "[::1]:1", "GW.Example."]) {
+      const answer = await rawRequest(server.url, `GET /ready HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`)
+      expect(answer.status, host).toBe(200)
+    }
+  })
+
+  it("no listener of the gateway process answers with Bun's development error page (API, endpoints, every emulator)", async () => {
+    const ports = listeningPorts(server.pid)
+    // The API, the endpoint listener and the emulators of the providers that serve HTTP.
+    expect(ports.length).toBeGreaterThanOrEqual(10)
+    expect(ports).toContain(Number(new URL(server.url).port))
+    expect(ports).toContain(Number(new URL(server.endpointUrl).port))
+    for (const port of ports) {
+      for (const request of ["GET / HTTP/1.0\r\n\r\n", "GET /v1/x HTTP/1.1\r\nHost: a b\r\nConnection: close\r\n\r\n"]) {
+        const answer = await rawRequest(`http://127.0.0.1:${port}`, request)
+        expect(answer.status, `port ${port}`).toBeDefined()
+        expectNothingInternal(answer.text)
+      }
+    }
+  })
+})
+
+describe("an exception at the edge (src/http/Edge.ts)", () => {
+  /** A Bun server as the gateway's are started: its routes behind the edge, its fetch handler not. */
+  const serveThrowing = () =>
+    Bun.serve({
+      ...EDGE_SERVE_OPTIONS,
+      port: 0,
+      hostname: "127.0.0.1",
+      routes: edgeRoutes({
+        "/throws": (): Response => {
+          throw new Error(`thrown at ${CHECKOUT}/src/secret.ts:12`)
+        },
+        "/rejects": async (): Promise<Response> => {
+          await Bun.sleep(1)
+          throw new TypeError("Invalid URL")
+        }
+      }),
+      // Not wrapped: what escapes every handler meets the server's own error answer.
+      fetch: (): Response => {
+        throw new Error(`escaped at ${CHECKOUT}/src/other.ts:34`)
+      }
+    })
+
+  it("what a route throws or rejects with is a 500 envelope with its request id and nothing internal", async () => {
+    const bun = serveThrowing()
+    try {
+      expect(bun.development).toBe(false)
+      const base = `http://127.0.0.1:${bun.port}`
+      for (const target of ["/throws", "/rejects"]) {
+        const answer = await rawRequest(base, `GET ${target} HTTP/1.1\r\nHost: gw\r\nX-Request-Id: crash-1\r\nConnection: close\r\n\r\n`)
+        expectRawEnvelope(answer, 500, "internal_error", "crash-1")
+        expect(rawJson(answer).message).toBe("Internal server error")
+      }
+      // Without a usable Host the route never runs.
+      expectRawEnvelope(await rawRequest(base, "GET /throws HTTP/1.0\r\n\r\n"), 400, "invalid_host")
+      // Past every wrapper, the server's own error answer is the envelope too (never Bun's page).
+      const escaped = await rawRequest(base, "GET /elsewhere HTTP/1.1\r\nHost: gw\r\nConnection: close\r\n\r\n")
+      expectRawEnvelope(escaped, 500, "internal_error")
+    } finally {
+      bun.stop(true)
+    }
+  })
+
+  it("a handler that answers normally is untouched (its status, headers and body)", async () => {
+    const handler = atTheEdge("ok", async (request: Request) => new Response(`hello ${new URL(request.url).pathname}`, { status: 201, headers: { "x-mine": "1" } }))
+    const response = await handler(new Request("http://gw/path", { headers: { host: "gw" } }), undefined)
+    expect(response.status).toBe(201)
+    expect(response.headers.get("x-mine")).toBe("1")
+    expect(await response.text()).toBe("hello /path")
   })
 })

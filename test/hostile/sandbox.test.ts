@@ -3,7 +3,8 @@
  * each test fails if the defence it stands for is removed. Sandbox "b" stands for organization B (the victim);
  * the attackers are organization A's sandboxes. The gateway side is this process (the runtime in it).
  *   - the agent channel: sockets replaced by symlinks to B's sockets or to a root-only socket of the host;
- *   - a fake agent: an endless body, bytes that are not HTTP, a slow drip, JSON that is not JSON, wrong shapes;
+ *   - a fake agent: an endless body, bytes that are not HTTP, a slow drip, JSON that is not JSON, wrong shapes, gzip
+ *     bombs;
  *   - the disk limit (and /dev/shm), with the freed blocks given back to the host;
  *   - egress with internet: the host's own addresses, link-local and private test hosts in a network
  *     namespace made here (veth pair), and a "public" test host that must stay reachable;
@@ -22,6 +23,7 @@ import { ruleset } from "../../src/runtime/Egress.ts"
 import { diskImage, jailDir } from "../../src/runtime/Jail.ts"
 import { RuntimeError } from "../../src/runtime/LocalRuntime.ts"
 import { makeLocalRuntime } from "../../src/runtime/LocalRuntimeLive.ts"
+import { gzipBomb } from "../support/bombs.ts"
 import { collect, failure, inJail, leasesOf, newRuntime, run, sh, stateOf, type TestRuntime, waitFor } from "../runtime/support.ts"
 
 const main = newRuntime("hostile", { agentTimeoutMs: 2000 })
@@ -124,6 +126,7 @@ describe("a misbehaving agent fails only its own sandbox's calls, with a clear e
   beforeAll(async () => {
     await run(rt.create({ id: "a3", vcpu: 1, memoryMb: 256, diskMb: 128, internet: false }))
     await run(rt.writeFile("a3", "/workspace/mode", new TextEncoder().encode("endless"), { mode: "overwrite", createParents: false }))
+    await run(rt.writeFile("a3", "/workspace/bomb.gz", await gzipBomb(), { mode: "overwrite", createParents: false }))
     await takeOver("a3", ["fake"])
   }, 60_000)
 
@@ -198,6 +201,25 @@ describe("a misbehaving agent fails only its own sandbox's calls, with a clear e
     await expectFails(rt.execEvents("a3", "exec_1", 0, 0), INVALID)
   }, 30_000)
 
+  it("a gzip bomb on every route (0.9 MB declared with its length, 900 MiB inflated): refused unread, memory flat", async () => {
+    mode("gzip")
+    Bun.gc(true)
+    const before = process.memoryUsage().rss
+    let peak = before
+    const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage().rss)), 5)
+    try {
+      await expectFails(rt.readFile("a3", "/workspace/x", 0, 8 * 1024 * 1024), INVALID)
+      await streamFails(INVALID)
+      await expectFails(rt.execEvents("a3", "exec_1", 0, 0), INVALID)
+      await expectFails(rt.listFiles("a3", "/workspace", { recursive: true, maxEntries: 10_000 }), INVALID)
+      await expectFails(rt.exec("a3", { command: ["true"], maxOutputBytes: 10 }), INVALID)
+    } finally {
+      clearInterval(sampler)
+    }
+    console.log(`gateway RSS during the gzip bombs: ${Math.round(before / 1e6)} MB -> peak ${Math.round(peak / 1e6)} MB`)
+    expect(peak - before).toBeLessThan(50 * 1024 * 1024)
+  }, 60_000)
+
   it("answers of the wrong shape: every call fails as an invalid answer, never with a JavaScript fragment", async () => {
     mode("shapes")
     await expectFails(rt.exec("a3", { command: ["true"], maxOutputBytes: 10 }), INVALID)
@@ -239,13 +261,18 @@ describe("the disk limit", () => {
     expect(fs.existsSync(image)).toBe(false)
   }, 60_000)
 
-  it("an exec whose output cannot be kept on a full disk still ends, with its exit", async () => {
+  it("an exec whose output cannot be kept on a full disk still ends, with its exit and its output (held in memory)", async () => {
     await run(rt.create({ id: "d2", vcpu: 1, memoryMb: 128, diskMb: 48, internet: false }))
-    // Every block taken (the last ones in 512-byte writes): not even the exit can be written to the events file.
+    // Every block taken (the last ones in 512-byte writes): nothing more can be written to the events file.
     const exec = await run(rt.exec("d2", { command: ["sh", "-c", "cat /dev/zero > /workspace/fill 2>/dev/null; dd if=/dev/zero of=/workspace/f2 bs=512 2>/dev/null; seq 1 1000; exit 3"], maxOutputBytes: 1 << 20 }))
     const done = await collect(rt, "d2", exec.execId)
-    expect(done.exit).toMatchObject({ exitCode: 3, outputTruncated: true })
+    expect(done.exit).toMatchObject({ exitCode: 3, outputTruncated: false })
+    expect(done.stdout).toBe(Array.from({ length: 1000 }, (_, i) => `${i + 1}\n`).join(""))
     expect(fs.statSync(inJail(dataDir, "d2", "run", "execs", exec.execId, "events")).size).toBe(0)
+    // On the full disk a new command gets no directory of its own at all: it runs, its events in memory.
+    const next = await sh(rt, "d2", "echo still runs; exit 4")
+    expect(next.stdout).toBe("still runs\n")
+    expect(next.exit).toMatchObject({ exitCode: 4 })
     await run(rt.destroy("d2"))
   }, 60_000)
 })
@@ -498,15 +525,22 @@ describe("terminals", () => {
 })
 
 describe("root only", () => {
-  it("the runtime refuses to start without root, with a clear message", () => {
+  it("the runtime refuses to start without root, with a clear message", async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "sgw-nonroot-"))
     const home = fs.mkdtempSync(path.join(os.tmpdir(), "sgw-nonroot-home-"))
     cleanups.push(() => fs.rmSync(dir, { recursive: true, force: true }))
     cleanups.push(() => fs.rmSync(home, { recursive: true, force: true }))
     fs.chmodSync(dir, 0o777)
     fs.chmodSync(home, 0o777)
+    // The runtime as one file the unprivileged user can read: the checkout itself may sit where only root can
+    // (a clone under /root, whose parent is 0700).
     const entry = path.join(import.meta.dirname, "..", "..", "src", "runtime", "LocalRuntimeLive.ts")
-    const r = Bun.spawnSync(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", process.execPath, "-e", `const { makeLocalRuntime } = await import(${JSON.stringify(entry)}); makeLocalRuntime(${JSON.stringify(dir)})`], {
+    const built = await Bun.build({ entrypoints: [entry], target: "bun", outdir: home, naming: "runtime.js" })
+    expect(built.success, built.logs.join("\n")).toBe(true)
+    const bundle = path.join(home, "runtime.js")
+    fs.chmodSync(bundle, 0o644)
+    const r = Bun.spawnSync(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", process.execPath, "-e", `const { makeLocalRuntime } = await import(${JSON.stringify(bundle)}); makeLocalRuntime(${JSON.stringify(dir)})`], {
+      cwd: home,
       stdout: "pipe",
       stderr: "pipe",
       env: { PATH: process.env["PATH"] ?? "/usr/bin:/bin", HOME: home }

@@ -1,12 +1,25 @@
-/** Data survives a restart on the same DATA_DIR; the operator CLI's contract (JSON keys, help, bad input). */
+/**
+ * Data survives a restart on the same DATA_DIR; the operator CLI's contract (JSON keys, help, bad input, no
+ * gateway database made by accident).
+ */
+import * as fs from "node:fs"
+import * as path from "node:path"
 import { describe, expect, it } from "vitest"
+import { USER_CLI_WORDS } from "../../client/src/cli.ts"
+import { OPERATOR_WORDS, USER_WORDS } from "../../src/cli/CommandLine.ts"
+import { OPERATOR_WORDS as OPERATOR_TABLE_WORDS } from "../../src/cli/Operator.ts"
+import { onPostgres } from "../support/postgres.ts"
 import { api, bootstrap, runCli, startServer, tempDataDir } from "../support/server.ts"
+
+const ROOT = path.resolve(import.meta.dirname, "../..")
 
 describe("restart", () => {
   it("keeps organizations, projects, keys, webhooks and balances across a restart", async () => {
     const dataDir = tempDataDir("restart")
     let server = await startServer({ dataDir })
     let http = api(server.url)
+    // A fresh gateway says how to bootstrap it, from this checkout: the command the next line runs.
+    expect(server.logs()).toMatch(new RegExp(`\n {2}DATA_DIR=${dataDir} (DATABASE_URL=\\S+ )?bun run cli bootstrap --email you@example\\.com --json\n`))
     const boot = await bootstrap(dataDir, "restart@example.com")
     const project = (await http.post(`/v1/organizations/${boot.organization_id}/projects`, { token: boot.user_token, body: { name: "Kept", slug: "kept" } })).body
     const key = (await http.post(`/v1/projects/${project.id}/api-keys`, { token: boot.user_token, body: { name: "kept-key" } })).body
@@ -17,6 +30,7 @@ describe("restart", () => {
     server = await startServer({ dataDir })
     http = api(server.url)
     try {
+      expect(server.logs()).not.toContain("No user yet")
       expect((await http.get(`/v1/projects/${project.id}`, { token: boot.user_token })).body).toEqual(project)
       const keys = (await http.get(`/v1/projects/${project.id}/api-keys`, { token: boot.user_token })).body.api_keys
       expect(keys.map((k: any) => k.id)).toEqual([key.api_key.id])
@@ -32,9 +46,37 @@ describe("restart", () => {
 })
 
 describe("CLI", () => {
+  it("the command line knows every command's first word (it loads a kind's modules only for its words)", () => {
+    expect([...OPERATOR_WORDS].sort()).toEqual([...OPERATOR_TABLE_WORDS].sort())
+    expect([...USER_WORDS].sort()).toEqual([...USER_CLI_WORDS].sort())
+  })
+
+  it("refuses a DATA_DIR that holds no gateway database unless told --init, saying which and why", async () => {
+    const dataDir = path.join(tempDataDir("cli-none"), "data")
+    const refused = await runCli(dataDir, ["bootstrap", "--email", "cli@example.com", "--json"])
+    expect(refused.code).toBe(1)
+    expect(refused.stdout).toBe("")
+    // On the PostgreSQL run the database is DATABASE_URL's (one per DATA_DIR, empty until migrated).
+    expect(refused.stderr).toContain(onPostgres() ? "DATABASE_URL postgres" : `DATA_DIR ${dataDir}`)
+    expect(refused.stderr).toContain("holds no gateway database")
+    expect(refused.stderr).toContain("--init")
+    // Nothing was created: not the directory, not an empty database.
+    expect(fs.existsSync(dataDir)).toBe(false)
+    // Without DATA_DIR at all: the default ./data of the working directory, said so.
+    const unset = Bun.spawnSync(["bun", "run", path.join(ROOT, "src/cli.ts"), "users", "create", "--email", "u@example.com"], {
+      cwd: tempDataDir("cli-cwd"),
+      env: Object.fromEntries(Object.entries(process.env).filter(([name]) => name !== "DATA_DIR" && name !== "DATABASE_URL"))
+    })
+    expect(unset.exitCode).toBe(1)
+    expect(unset.stderr.toString()).toContain("DATA_DIR is not set, so ./data of this directory was used")
+    expect((await runCli(dataDir, ["users", "create", "--email", "u@example.com", "--init"])).code).toBe(0)
+    if (!onPostgres()) expect(fs.statSync(path.join(dataDir, "gateway.sqlite")).size).toBeGreaterThan(0)
+    expect((await runCli(dataDir, ["users", "create", "--email", "v@example.com"])).code).toBe(0)
+  })
+
   it("bootstrap --json prints exactly the documented keys and reuses the user, organization and project", async () => {
     const dataDir = tempDataDir("cli")
-    const first = await runCli(dataDir, ["bootstrap", "--email", "cli@example.com", "--json"])
+    const first = await runCli(dataDir, ["bootstrap", "--email", "cli@example.com", "--json", "--init"])
     expect(first.code).toBe(0)
     const a = JSON.parse(first.stdout)
     expect(Object.keys(a).sort()).toEqual(["api_key", "organization_id", "project_id", "user_id", "user_token"])
@@ -47,13 +89,16 @@ describe("CLI", () => {
 
   it("has --help for the CLI and each command, and fails clearly on bad input", async () => {
     const dataDir = tempDataDir("cli-help")
-    expect((await runCli(dataDir, ["users", "create", "--email", "t@example.com"])).code).toBe(0)
+    expect((await runCli(dataDir, ["users", "create", "--email", "t@example.com", "--init"])).code).toBe(0)
     // Independent invocations run side by side: each is its own process on the same DATA_DIR.
     const cases: Array<{ args: Array<string>; code: number; out: "stdout" | "stderr"; text: string }> = [
       { args: ["--help"], code: 0, out: "stdout", text: "Usage: bun run cli <command>" },
       ...[["bootstrap"], ["users", "create"], ["tokens", "create"], ["tokens", "revoke"], ["credits", "grant"]].map((command) => ({ args: [...command, "--help"], code: 0, out: "stdout" as const, text: `Usage: bun run cli ${command.join(" ")}` })),
       { args: [], code: 2, out: "stdout", text: "Usage: bun run cli <command>" },
       { args: ["frobnicate"], code: 2, out: "stderr", text: "unknown command" },
+      { args: ["users", "frobnicate"], code: 2, out: "stderr", text: "Usage: bun run cli users create" },
+      { args: ["--version"], code: 0, out: "stdout", text: "sandbox-gateway " },
+      { args: ["serve", "now"], code: 2, out: "stderr", text: "serve takes no arguments" },
       { args: ["bootstrap", "--json"], code: 1, out: "stderr", text: "--email is required" },
       { args: ["bootstrap", "--email", "not-an-email"], code: 1, out: "stderr", text: "must be an email address" },
       { args: ["bootstrap", "--email", "a@b.co", "--bogus"], code: 2, out: "stderr", text: "unknown option: --bogus" },

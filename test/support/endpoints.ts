@@ -143,14 +143,39 @@ Bun.serve({
 })
 `
 
-/** Writes the echo server into the sandbox and starts it on `port` (detached: out of the gateway's processes, `setsid -f`). */
-export const startEchoServer = async (http: Http, auth: KeyAuth, sandboxId: string, port: number, detached = false) => {
-  const written = await http.put(`/v1/sandboxes/${sandboxId}/files/content?path=/workspace/echo.js&mode=overwrite`, { ...auth, rawBody: ECHO_SERVER, headers: { "content-type": "application/octet-stream" } })
+/**
+ * A server that keeps the headers of every request it gets (`GET …/seen` lists them, with the path and whether it
+ * was a WebSocket upgrade, which it accepts) and answers each with its headers.
+ */
+export const HEADERS_SERVER = `
+const seen = []
+Bun.serve({
+  port: Number(process.argv[2]),
+  hostname: "127.0.0.1",
+  fetch(req, server) {
+    const path = new URL(req.url).pathname
+    if (path.endsWith("/seen")) return Response.json(seen)
+    const headers = Object.fromEntries(req.headers)
+    seen.push({ path, websocket: (req.headers.get("upgrade") ?? "").toLowerCase() === "websocket", headers })
+    if (server.upgrade(req, { data: {} })) return
+    return Response.json(headers)
+  },
+  websocket: { open(ws) { ws.send("hello") }, message() {} }
+})
+`
+
+/** Writes a Bun server `script` into the sandbox as `name` and starts it on `port` (detached: out of the gateway's processes, `setsid -f`). */
+export const startBunServer = async (http: Http, auth: KeyAuth, sandboxId: string, name: string, script: string, port: number, detached = false) => {
+  const written = await http.put(`/v1/sandboxes/${sandboxId}/files/content?path=/workspace/${name}&mode=overwrite`, { ...auth, rawBody: script, headers: { "content-type": "application/octet-stream" } })
   expect([200, 201]).toContain(written.status)
-  const bun = ["/opt/agent/bun", "/workspace/echo.js", String(port)]
-  const started = await http.post(`/v1/sandboxes/${sandboxId}/processes`, { ...auth, body: { command: detached ? ["setsid", "-f", ...bun] : bun }, headers: { "idempotency-key": idempotencyKey("echo") } })
+  const bun = ["/opt/agent/bun", `/workspace/${name}`, String(port)]
+  const started = await http.post(`/v1/sandboxes/${sandboxId}/processes`, { ...auth, body: { command: detached ? ["setsid", "-f", ...bun] : bun }, headers: { "idempotency-key": idempotencyKey(name) } })
   expect(started.status).toBe(202)
 }
+
+/** Writes the echo server into the sandbox and starts it on `port` (detached: out of the gateway's processes, `setsid -f`). */
+export const startEchoServer = (http: Http, auth: KeyAuth, sandboxId: string, port: number, detached = false) =>
+  startBunServer(http, auth, sandboxId, "echo.js", ECHO_SERVER, port, detached)
 
 /** A WebSocket client keeping what it received; `headers` go with the handshake (a Host, say). */
 export const connectWebSocket = (url: string, protocols: Array<string> = [], headers: Record<string, string> = {}) => {

@@ -1,4 +1,5 @@
-/** Raw HTTP/1.1 over a TCP socket, for input no HTTP client would send. */
+/** Raw HTTP/1.1 over a TCP socket, for input no HTTP client would send; the ports a process listens on. */
+import * as fs from "node:fs"
 import * as net from "node:net"
 
 export interface RawAnswer {
@@ -92,4 +93,31 @@ export const refusedUpgrade = async (baseUrl: string, path: string, headers: Rec
   ]
   const answer = await rawRequest(baseUrl, `${lines.join("\r\n")}\r\n\r\n`, { waitMs: 15_000 })
   return { status: answer.status, body: rawJson(answer) ?? answer.body }
+}
+
+/**
+ * The TCP ports a process listens on (IPv4 and IPv6), from its open sockets in /proc: every listener it started,
+ * whatever started it (the API, the endpoint listener, each provider emulator).
+ */
+export const listeningPorts = (pid: number): Array<number> => {
+  const inodes = new Set<string>()
+  for (const fd of fs.readdirSync(`/proc/${pid}/fd`)) {
+    try {
+      const target = fs.readlinkSync(`/proc/${pid}/fd/${fd}`)
+      const inode = /^socket:\[(\d+)\]$/.exec(target)?.[1]
+      if (inode !== undefined) inodes.add(inode)
+    } catch {
+      // closed meanwhile
+    }
+  }
+  const ports = new Set<number>()
+  for (const table of [`/proc/${pid}/net/tcp`, `/proc/${pid}/net/tcp6`]) {
+    if (!fs.existsSync(table)) continue
+    for (const line of fs.readFileSync(table, "utf8").split("\n").slice(1)) {
+      const fields = line.trim().split(/\s+/)
+      // local address, state 0A (LISTEN), inode
+      if (fields[3] === "0A" && inodes.has(fields[9] ?? "")) ports.add(parseInt(fields[1]!.split(":")[1]!, 16))
+    }
+  }
+  return [...ports].sort((a, b) => a - b)
 }

@@ -5,7 +5,7 @@
  *
  * - `GET /_test/created`: the `metal.sandbox_id` of every sandbox the cloud created, in order (one per create
  *   that succeeded: exactly-once is checked against it);
- * - `POST /_test/hold?ms=n`: from now on an answer to `POST /sandboxes` is held back n ms after the sandbox was
+ * - `POST /_test/hold?ms=n`: from now on an answer to `POST /v2/sandboxes` is held back n ms after the sandbox was
  *   created (a slow network at the worst moment: the resource exists, its creator does not know yet).
  *
  * With `--framed`, envd is reached through a front that frames every answer of known length by Content-Length, as
@@ -16,14 +16,12 @@
  * (set them as E2B_API_URL, E2B_SANDBOX_URL and E2B_API_KEY) and runs until SIGTERM, then stops and removes its
  * sandboxes. `startRemoteE2B` runs it from a test.
  */
-import { Effect } from "effect"
 import { once } from "node:events"
 import * as http from "node:http"
 import type * as net from "node:net"
 import * as path from "node:path"
 import { Readable } from "node:stream"
-import { startE2BEmulator } from "../../providers/e2b/emulator/index.ts"
-import { makeLocalRuntime } from "../../src/runtime/LocalRuntimeLive.ts"
+import { startEmulation } from "../../providers/emulate.ts"
 
 export interface RemoteE2B {
   readonly apiUrl: string
@@ -103,8 +101,10 @@ const framedFront = (target: string) =>
   })
 
 const main = async (dataDir: string, framed: boolean) => {
-  const runtime = makeLocalRuntime(path.resolve(dataDir))
-  const emulator = startE2BEmulator(path.resolve(dataDir), runtime)
+  // The emulator and its runtime as `sandbox-gateway emulate e2b` serves them; the front below is this test's window.
+  const emulation = startEmulation(path.resolve(dataDir), ["e2b"])
+  const emulator = emulation.emulators[0]!
+  const apiUrl = emulator.urls["api"]!
   const created: Array<string> = []
   let holdMs = 0
   const front = Bun.serve({
@@ -121,9 +121,9 @@ const main = async (dataDir: string, framed: boolean) => {
       const body = request.method === "GET" || request.method === "HEAD" ? undefined : await request.arrayBuffer()
       const headers = new Headers(request.headers)
       headers.delete("host")
-      const answer = await fetch(`${emulator.apiUrl}${url.pathname}${url.search}`, { method: request.method, headers, ...(body === undefined ? {} : { body }) })
+      const answer = await fetch(`${apiUrl}${url.pathname}${url.search}`, { method: request.method, headers, ...(body === undefined ? {} : { body }) })
       const bytes = await answer.arrayBuffer()
-      if (request.method === "POST" && url.pathname === "/sandboxes" && answer.ok && body !== undefined) {
+      if (request.method === "POST" && url.pathname === "/v2/sandboxes" && answer.ok && body !== undefined) {
         const sent = JSON.parse(new TextDecoder().decode(body)) as { metadata?: Record<string, string> }
         created.push(sent.metadata?.["metal.sandbox_id"] ?? "")
         if (holdMs > 0) await Bun.sleep(holdMs)
@@ -131,18 +131,17 @@ const main = async (dataDir: string, framed: boolean) => {
       return new Response(bytes, { status: answer.status, headers: answer.headers })
     }
   })
-  const envd = framed ? await framedFront(emulator.sandboxUrl) : undefined
+  const envd = framed ? await framedFront(emulator.urls["sandbox"]!) : undefined
   const stop = async () => {
     envd?.close()
     front.stop(true)
-    emulator.stop()
-    await Effect.runPromise(runtime.reap(new Set())).catch(() => undefined)
+    await emulation.stop()
     process.exit(0)
   }
   process.on("SIGTERM", () => void stop())
   process.on("SIGINT", () => void stop())
   // Envd (processes, files) is reached directly (or through the framing front); only the control API passes the front.
-  const sandboxUrl = envd === undefined ? emulator.sandboxUrl : `http://127.0.0.1:${(envd.address() as net.AddressInfo).port}`
+  const sandboxUrl = envd === undefined ? emulator.urls["sandbox"]! : `http://127.0.0.1:${(envd.address() as net.AddressInfo).port}`
   process.stdout.write(`${JSON.stringify({ apiUrl: `http://127.0.0.1:${front.port}`, sandboxUrl, apiKey: emulator.apiKey })}\n`)
 }
 

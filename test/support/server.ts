@@ -61,8 +61,13 @@ export const startServer = async (
       endpointUrl = endpoints[1].replace(/\/$/, "")
     }
     else if (child.exitCode !== null) throw new Error(`server exited early (${child.exitCode}):\n${output}`)
-    else if (Date.now() > deadline) throw new Error(`server did not start:\n${output}`)
-    else await Bun.sleep(20)
+    else if (Date.now() > deadline) {
+      // Not left running: a server still starting on a loaded machine would load it further for the next tests.
+      child.kill("SIGKILL")
+      await child.exited
+      await destroyJails(dataDir)
+      throw new Error(`server did not start:\n${output}`)
+    } else await Bun.sleep(20)
   }
   return {
     url,
@@ -91,6 +96,10 @@ export interface CliResult {
   readonly stderr: string
 }
 
+/**
+ * The program's command line (`bun run cli …`) on `dataDir`. The operator's commands refuse a DATA_DIR that holds
+ * no gateway database unless given `--init`: run them once a server has started there (as `bootstrap` below is).
+ */
 export const runCli = async (dataDir: string, args: ReadonlyArray<string>, env: Record<string, string> = {}): Promise<CliResult> => {
   const child = Bun.spawn(["bun", "run", path.join(ROOT, "src/cli.ts"), ...args], {
     cwd: ROOT,

@@ -1,8 +1,9 @@
 /**
  * A test network for egress tests (never an outside address): a network namespace made here, joined to the host by
  * a veth pair, with "public" test hosts (TEST-NET-3, 203.0.113.0/24) and a private one (10.214.0.0/16), an HTTP
- * server on each answering `test host <address>`, and a test DNS server (UDP) that answers fixed A records with a
- * TTL of 300 and NXDOMAIN for every other name, logging each name it is asked.
+ * server on each answering `test host <address>`, and a test DNS server (UDP) that answers fixed records (A, or
+ * CNAMEs and A records of any owner) with a TTL of 300 and NXDOMAIN for every other name, logging each name it is
+ * asked.
  */
 import * as fs from "node:fs"
 import * as os from "node:os"
@@ -28,6 +29,7 @@ const ip = (...args: Array<string>) => {
 const DNS_SERVER = String.raw`
 import socket, struct, sys, json
 addr, records, log = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3]
+def enc(n): return b"".join(bytes([len(l)]) + l.encode() for l in n.split(".")) + b"\0"
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind((addr, 53))
 while True:
     q, a = s.recvfrom(4096)
@@ -38,14 +40,19 @@ while True:
         qtype = struct.unpack(">H", q[i + 1:i + 3])[0]; qend = i + 5
         name = ".".join(labels).lower()
         with open(log, "a") as f: f.write(name + "\n")
-        ip = records.get(name)
-        if ip is None:
+        rec = records.get(name)
+        if rec is None:
             s.sendto(struct.pack(">HHHHHH", qid, 0x8183, 1, 0, 0, 0) + q[12:qend], a)
-        elif qtype == 1:
-            answer = b"\xc0\x0c" + struct.pack(">HHIH", 1, 1, 300, 4) + socket.inet_aton(ip)
-            s.sendto(struct.pack(">HHHHHH", qid, 0x8180, 1, 1, 0, 0) + q[12:qend] + answer, a)
-        else:
-            s.sendto(struct.pack(">HHHHHH", qid, 0x8180, 1, 0, 0, 0) + q[12:qend], a)
+            continue
+        out = []
+        # [owner or None for the question's name, "A" or "CNAME", address or target]; CNAMEs for any type.
+        for owner, kind, value in (rec if isinstance(rec, list) else [[None, "A", rec]]):
+            o = b"\xc0\x0c" if owner is None else enc(owner)
+            if kind == "CNAME":
+                out.append(o + struct.pack(">HHIH", 5, 1, 300, len(enc(value))) + enc(value))
+            elif qtype == 1:
+                out.append(o + struct.pack(">HHIH", 1, 1, 300, 4) + socket.inet_aton(value))
+        s.sendto(struct.pack(">HHHHHH", qid, 0x8180, 1, len(out), 0, 0) + q[12:qend] + b"".join(out), a)
     except Exception:
         pass
 `
@@ -58,8 +65,12 @@ class H(h.BaseHTTPRequestHandler):
     def log_message(self, *a): pass
 h.ThreadingHTTPServer(("0.0.0.0", ${port}), H).serve_forever()`
 
-/** `records`: name → which test host it resolves to. */
-export const makeTestNet = async (records: Record<string, "public1" | "public2" | "private">): Promise<TestNet> => {
+type TestHost = "public1" | "public2" | "private"
+/** One record of an answer: owned by the name asked unless `owner` says otherwise. */
+export type TestRecord = { readonly owner?: string; readonly cname: string } | { readonly owner?: string; readonly a: TestHost }
+
+/** `records`: name → which test host it resolves to, or the records of its answer. */
+export const makeTestNet = async (records: Record<string, TestHost | ReadonlyArray<TestRecord>>): Promise<TestNet> => {
   const tag = crypto.randomUUID().slice(0, 6)
   const ns = `sgwd-${tag}`
   const hostIf = `sgdh${tag}`
@@ -95,7 +106,12 @@ export const makeTestNet = async (records: Record<string, "public1" | "public2" 
     ip("netns", "exec", ns, "ip", "addr", "add", `${net.private}/24`, "dev", peerIf)
     ip("netns", "exec", ns, "ip", "link", "set", peerIf, "up")
     ip("netns", "exec", ns, "ip", "link", "set", "lo", "up")
-    const resolved = Object.fromEntries(Object.entries(records).map(([name, which]) => [name, net[which]]))
+    const resolved = Object.fromEntries(Object.entries(records).map(([name, answer]) => [
+      name,
+      typeof answer === "string"
+        ? net[answer]
+        : answer.map((r) => ("cname" in r ? [r.owner ?? null, "CNAME", r.cname] : [r.owner ?? null, "A", net[r.a]]))
+    ]))
     const procs = [
       Bun.spawn(["ip", "netns", "exec", ns, "python3", "-c", DNS_SERVER, dns, JSON.stringify(resolved), log], { stdout: "ignore", stderr: "ignore" }),
       Bun.spawn(["ip", "netns", "exec", ns, "python3", "-c", HTTP_SERVER(port)], { stdout: "ignore", stderr: "ignore" })

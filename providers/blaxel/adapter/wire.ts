@@ -3,13 +3,13 @@
  * sandbox statuses, names and execution ids, and the context every part of the adapter shares (config, the HTTP
  * client, control-API and sandbox-runtime requests).
  */
-import { FetchHttpClient, HttpClient, HttpClientRequest } from "@effect/platform"
+import { HttpClient, HttpClientRequest } from "@effect/platform"
 import { Effect, Schema } from "effect"
 import { emulatedCapabilities } from "../../core/Capabilities.ts"
 import { createHash } from "node:crypto"
 import { DECLARED } from "../../core/declared.ts"
 import type { InspectState, ProviderCapabilities, ProviderErrorKind, ProviderSandbox } from "../../core/Provider.ts"
-import { type CallOptions, type Classified, type ErrorAnswer, makeWire, snippet } from "../../core/wire.ts"
+import { type CallOptions, type Classified, type ErrorAnswer, makeWire, plainHttpClient, snippet } from "../../core/wire.ts"
 
 export const NAME = "blaxel" as const
 /** The API version this adapter speaks (`Blaxel-Version`): lists are paged from it on. */
@@ -169,12 +169,11 @@ export const runtimePath = (p: string) => encodeURIComponent(p)
 
 // ---- the context the adapter's parts share ----
 
-const defaultClient = () => Effect.runSync(Effect.provide(HttpClient.HttpClient, FetchHttpClient.layer))
 
 export const makeContext = (config: BlaxelProviderConfig) => {
   const emulated = config.mode === "emulated"
   const apiUrl = config.apiUrl.replace(/\/+$/, "")
-  const wire = makeWire({ provider: NAME, client: config.httpClient ?? defaultClient(), timeout: `${config.requestTimeoutMs ?? 65_000} millis`, classify })
+  const wire = makeWire({ provider: NAME, client: config.httpClient ?? plainHttpClient(), timeout: `${config.requestTimeoutMs ?? 65_000} millis`, classify })
   const authorize = (request: HttpClientRequest.HttpClientRequest) =>
     request.pipe(HttpClientRequest.bearerToken(config.apiKey), HttpClientRequest.setHeader("x-blaxel-workspace", config.workspace))
   const send: typeof wire.send = (request, what, options) => wire.send(authorize(request), what, options)

@@ -1,7 +1,7 @@
 /**
  * What the Blaxel emulator answers with: the control API's errors `{code, error, message}`, the sandbox runtime's
- * `{error}`, and request bodies read through Schemas (malformed JSON, unknown fields and wrong types are the
- * provider's 400).
+ * `{error}`, and request bodies read through Schemas (malformed JSON and wrong types are the
+ * provider's 400; unknown fields are ignored).
  */
 import { decodeJsonBody } from "../../core/emulator/server.ts"
 import { Schema } from "effect"
@@ -32,7 +32,7 @@ export const controlError = (status: number, message: string, code?: string) =>
 /** The sandbox runtime: `{error}`. */
 export const runtimeError = (status: number, message: string) => json({ error: message }, status)
 
-/** A JSON body decoded by `schema`, strictly (unknown fields refused). */
+/** A JSON body decoded by `schema` (unknown fields accepted and ignored, as the provider does). */
 export const readBody = async <A, I>(request: Request, schema: Schema.Schema<A, I>): Promise<A> => {
   const body = await decodeJsonBody(request, schema)
   if (!body.ok) throw new HttpFailure(400, body.message)

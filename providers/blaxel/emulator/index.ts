@@ -8,7 +8,7 @@
 import { Effect, type Scope } from "effect"
 import { AppConfig } from "../../../src/Config.ts"
 import { LocalRuntime, type LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
-import { emulatorMessage, makeRouter, route, scopedEmulator, servePersistent, statusOfRuntimeError } from "../../core/emulator/server.ts"
+import { emulatorMessage, emulatorServeOptions, makeRouter, route, scopedEmulator, servePersistent, statusOfRuntimeError } from "../../core/emulator/server.ts"
 import { type Books, type EmulatedSandbox, makeBooks } from "./books.ts"
 import { makeControl } from "./control.ts"
 import { makeFilesystem, resolvePath } from "./filesystem.ts"
@@ -109,6 +109,7 @@ export const startBlaxelEmulator = (dataDir: string, runtime: LocalRuntimeShape)
 
   const serve = (port: number) =>
     Bun.serve<PreviewSocketData>({
+      ...emulatorServeOptions("blaxel"),
       hostname: "127.0.0.1",
       port,
       idleTimeout: 60,

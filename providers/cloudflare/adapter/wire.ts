@@ -19,12 +19,12 @@
  * sandbox id>`, an addition a bridge may ignore (the reference bridge does, ours and the emulator honour it: a
  * retried create after a lost answer gets the same sandbox).
  */
-import { FetchHttpClient, HttpClient, HttpClientRequest } from "@effect/platform"
-import { Effect, Schema } from "effect"
+import { HttpClient, HttpClientRequest } from "@effect/platform"
+import { Schema } from "effect"
 import { emulatedCapabilities } from "../../core/Capabilities.ts"
 import { DECLARED } from "../../core/declared.ts"
 import type { ProviderCapabilities, ProviderErrorKind } from "../../core/Provider.ts"
-import { type CallOptions, type Classified, type ErrorAnswer, makeWire, snippet } from "../../core/wire.ts"
+import { type CallOptions, type Classified, type ErrorAnswer, makeWire, plainHttpClient, snippet } from "../../core/wire.ts"
 
 export const NAME = "cloudflare" as const
 /** Cloudflare's GraphQL analytics API (container usage, for cost). */
@@ -197,13 +197,12 @@ export const costLabel = (resourceId: string) => `metal_sbx=${resourceId}`
 
 // ---- the context the adapter's parts share ----
 
-const defaultClient = () => Effect.runSync(Effect.provide(HttpClient.HttpClient, FetchHttpClient.layer))
 
 export const makeContext = (config: CloudflareProviderConfig) => {
   const emulated = config.mode === "emulated"
   const apiUrl = config.apiUrl.replace(/\/+$/, "")
   const requestTimeoutMs = config.requestTimeoutMs ?? BRIDGE_REQUEST_TIMEOUT_MS
-  const client = config.httpClient ?? defaultClient()
+  const client = config.httpClient ?? plainHttpClient()
   const wire = makeWire({ provider: NAME, client, timeout: `${requestTimeoutMs + 5_000} millis`, classify })
   const send: typeof wire.send = (request, what, options) => wire.send(request.pipe(HttpClientRequest.bearerToken(config.apiKey)), what, options)
   const api = (method: "GET" | "POST" | "PUT" | "DELETE", path: string) => HttpClientRequest.make(method)(`${apiUrl}${path}`)

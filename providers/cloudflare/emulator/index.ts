@@ -8,7 +8,7 @@
 import { Effect, type Scope } from "effect"
 import { AppConfig } from "../../../src/Config.ts"
 import { LocalRuntime, type LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
-import { emulatorMessage, makeRouter, route, scopedEmulator, servePersistent, statusOfRuntimeError } from "../../core/emulator/server.ts"
+import { emulatorMessage, emulatorServeOptions, makeRouter, route, scopedEmulator, servePersistent, statusOfRuntimeError } from "../../core/emulator/server.ts"
 import { makeBooks } from "./books.ts"
 import { makeControl } from "./control.ts"
 import { makeExec } from "./exec.ts"
@@ -62,7 +62,7 @@ export const startCloudflareEmulator = (dataDir: string, runtime: LocalRuntimeSh
   }
 
   // An exec's stream stays open while its command runs (at most the 30 s request timeout).
-  const serve = (port: number) => Bun.serve({ hostname: "127.0.0.1", port, idleTimeout: 120, fetch: (request) => handle(request, new URL(request.url)) })
+  const serve = (port: number) => Bun.serve({ ...emulatorServeOptions("cloudflare"), hostname: "127.0.0.1", port, idleTimeout: 120, fetch: (request) => handle(request, new URL(request.url)) })
   const server = servePersistent(books.dir, serve)
   return {
     apiUrl: `http://127.0.0.1:${server.port}`,

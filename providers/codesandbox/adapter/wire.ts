@@ -3,12 +3,12 @@
  * read (only the fields used), the tag that names our sandbox, the tiers and their credits, the error bodies, and
  * the context the adapter's parts share.
  */
-import { FetchHttpClient, HttpClient, HttpClientRequest } from "@effect/platform"
-import { Effect, Schema } from "effect"
+import { HttpClient, HttpClientRequest } from "@effect/platform"
+import { Schema } from "effect"
 import { DECLARED } from "../../core/declared.ts"
 import type { ProviderCapabilities, ProviderCost } from "../../core/Provider.ts"
 import { CODESANDBOX_TIERS } from "../../core/resources.ts"
-import { type Classified, type ErrorAnswer, makeWire, snippet } from "../../core/wire.ts"
+import { type Classified, type ErrorAnswer, makeWire, plainHttpClient, snippet } from "../../core/wire.ts"
 
 export const NAME = "codesandbox" as const
 export const DEFAULT_API_URL = "https://api.codesandbox.io"
@@ -116,11 +116,10 @@ export interface CodeSandboxProviderConfig {
   readonly requestTimeoutMs?: number | undefined
 }
 
-const defaultClient = () => Effect.runSync(Effect.provide(HttpClient.HttpClient, FetchHttpClient.layer))
 
 export const makeContext = (config: CodeSandboxProviderConfig) => {
   const apiUrl = config.apiUrl.replace(/\/+$/, "")
-  const wire = makeWire({ provider: NAME, client: config.httpClient ?? defaultClient(), timeout: `${config.requestTimeoutMs ?? 120_000} millis`, classify })
+  const wire = makeWire({ provider: NAME, client: config.httpClient ?? plainHttpClient(), timeout: `${config.requestTimeoutMs ?? 120_000} millis`, classify })
   const api = (method: "GET" | "POST" | "DELETE", path: string) =>
     HttpClientRequest.make(method)(`${apiUrl}${path}`).pipe(HttpClientRequest.acceptJson, HttpClientRequest.bearerToken(config.apiKey))
   return {

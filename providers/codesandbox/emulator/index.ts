@@ -19,8 +19,8 @@
 import { Effect, Option, Schema, type Scope } from "effect"
 import * as crypto from "node:crypto"
 import { AppConfig } from "../../../src/Config.ts"
-import { LocalRuntime, type LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
-import { decodeJsonBody, emulatorMessage, makeRouter, route, runOrThrow as run, scopedEmulator, servePersistent, statusOfRuntimeError } from "../../core/emulator/server.ts"
+import { defaultInternetOf, LocalRuntime, type LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
+import { decodeJsonBody, emulatorMessage, emulatorServeOptions, makeRouter, route, runOrThrow as run, scopedEmulator, servePersistent, statusOfRuntimeError } from "../../core/emulator/server.ts"
 import { emulatorHome, emulatorKey, persistentState } from "../../core/emulator/state.ts"
 import { CODESANDBOX_TIERS } from "../../core/resources.ts"
 import { jailLabels } from "../../core/jailLabels.ts"
@@ -167,7 +167,7 @@ export const startCodeSandboxEmulator = (dataDir: string, runtime: LocalRuntimeS
           vcpu: size.vcpu,
           memoryMb: size.memoryMb,
           // CodeSandbox VMs reach the internet; there is no switch to keep one off it.
-          internet: true,
+          internet: defaultInternetOf(runtime),
           env: {},
           labels: jailLabels("codesandbox", id, sandboxIdOfTags(s.tags))
         }))
@@ -267,7 +267,7 @@ export const startCodeSandboxEmulator = (dataDir: string, runtime: LocalRuntimeS
   }, SWEEP_MS)
   sweeper.unref()
 
-  const server = servePersistent(dir, (port) => Bun.serve({ hostname: "127.0.0.1", port, idleTimeout: 120, fetch: handle }))
+  const server = servePersistent(dir, (port) => Bun.serve({ ...emulatorServeOptions("codesandbox"), hostname: "127.0.0.1", port, idleTimeout: 120, fetch: handle }))
   return {
     apiUrl: `http://127.0.0.1:${server.port}`,
     apiKey,

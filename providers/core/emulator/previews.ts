@@ -78,6 +78,8 @@ export const makePreviewLeases = (books: {
         redirect: "manual",
         // The caller going away ends the exchange with the sandbox too.
         signal: request.signal,
+        // The sandbox's bytes as it sent them (a compressed answer keeps its Content-Encoding): never inflated here.
+        decompress: false,
         ...(request.method === "GET" || request.method === "HEAD" ? {} : { body: request.body, duplex: "half" })
       } as RequestInit)
       return new Response(upstream.body, { status: upstream.status, headers: upstream.headers })

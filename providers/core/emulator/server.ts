@@ -32,6 +32,16 @@ export const emulatorMessage = (e: unknown, emulator: string): string => {
   return "internal error"
 }
 
+/**
+ * Options every emulator's Bun server is started with: production mode always (Bun's development mode answers an
+ * exception with an error page naming host paths and quoting the source), and for anything a handler still throws
+ * a 500 without internals (the error goes to stderr).
+ */
+export const emulatorServeOptions = (emulator: string) => ({
+  development: false,
+  error: (error: unknown) => Response.json({ message: emulatorMessage(error, emulator) }, { status: 500 })
+}) as const
+
 /** The HTTP status for a runtime failure thrown inside an emulator handler. */
 export const statusOfRuntimeError = (e: unknown): number => {
   const kind = (e as { kind?: string }).kind
@@ -110,15 +120,19 @@ export const makeRouter = <C>(routes: ReadonlyArray<Route<C>>) => {
 }
 
 /**
- * A request's JSON body decoded by `schema`, refusing keys it does not name: the value, or why not — the body is
- * not JSON (`json`), or not of the shape (`shape`, a one-line message of at most 300 characters). Each emulator
- * answers these in its provider's own error format and status. `emptyIsObject`: an empty body reads as `{}`.
+ * A request's JSON body decoded by `schema`: the value, or why not — the body is not JSON (`json`), not of the
+ * shape (`shape`, a one-line message of at most 300 characters), or it sets a field the emulator cannot honour
+ * (`unhonoured`). Keys the schema does not name are accepted and ignored, as the providers' APIs accept them (their
+ * SDKs send fields newer than any emulator); a field of the provider's API that would change what the emulator
+ * does, but that it cannot do, goes in `unhonoured` (field → what to say), so it is refused rather than ignored.
+ * Such a field is refused when present and not null. Each emulator answers these in its provider's own error
+ * format and status. `emptyIsObject`: an empty body reads as `{}`.
  */
 export const decodeJsonBody = async <A, I>(
   request: Request,
   schema: Schema.Schema<A, I>,
-  options: { readonly emptyIsObject?: boolean } = {}
-): Promise<{ readonly ok: true; readonly value: A } | { readonly ok: false; readonly problem: "json" | "shape"; readonly message: string }> => {
+  options: { readonly emptyIsObject?: boolean; readonly unhonoured?: Readonly<Record<string, string>> } = {}
+): Promise<{ readonly ok: true; readonly value: A } | { readonly ok: false; readonly problem: "json" | "shape" | "unhonoured"; readonly message: string }> => {
   let body: unknown
   try {
     const text = await request.text()
@@ -126,9 +140,18 @@ export const decodeJsonBody = async <A, I>(
   } catch {
     return { ok: false, problem: "json", message: "the request body is not valid JSON" }
   }
-  const decoded = Schema.decodeUnknownEither(schema, { onExcessProperty: "error", errors: "first" })(body)
+  const refused = unhonouredField(body, options.unhonoured ?? {})
+  if (refused !== undefined) return { ok: false, problem: "unhonoured", message: refused }
+  const decoded = Schema.decodeUnknownEither(schema, { onExcessProperty: "ignore", errors: "first" })(body)
   if (Either.isRight(decoded)) return { ok: true, value: decoded.right }
   return { ok: false, problem: "shape", message: `invalid request body: ${ParseResult.TreeFormatter.formatErrorSync(decoded.left).replace(/\s+/g, " ").slice(0, 300)}` }
+}
+
+/** The message for the first field of `fields` (field → why it cannot be honoured) that `body` sets, if any. */
+export const unhonouredField = (body: unknown, fields: Readonly<Record<string, string>>): string | undefined => {
+  if (typeof body !== "object" || body === null || Array.isArray(body)) return undefined
+  const set = Object.keys(fields).find((field) => Object.hasOwn(body, field) && (body as Record<string, unknown>)[field] !== null && (body as Record<string, unknown>)[field] !== undefined)
+  return set === undefined ? undefined : `${set}: ${fields[set]}`
 }
 
 /**

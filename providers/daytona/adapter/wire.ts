@@ -3,13 +3,13 @@
  * that say more than a status, the sandbox states, the daemon's multiplexed log, our execution ids, and the
  * context every part of the adapter shares (config, the HTTP client, the control API and toolbox requests).
  */
-import { FetchHttpClient, HttpClient, HttpClientRequest } from "@effect/platform"
+import { HttpClient, HttpClientRequest } from "@effect/platform"
 import { Effect, Schema } from "effect"
 import { emulatedCapabilities } from "../../core/Capabilities.ts"
 import type { RateCard } from "../../core/cost.ts"
 import { DECLARED } from "../../core/declared.ts"
 import type { InspectState, ProviderCapabilities, ProviderErrorKind, ProviderExecEvent, ProviderSandbox } from "../../core/Provider.ts"
-import { type CallOptions, type Classified, type ErrorAnswer, makeWire, messageOf } from "../../core/wire.ts"
+import { type CallOptions, type Classified, type ErrorAnswer, makeWire, plainHttpClient, messageOf } from "../../core/wire.ts"
 
 export const NAME = "daytona" as const
 
@@ -257,14 +257,13 @@ export const decodeExecutionId = (executionId: string): ExecutionRef | undefined
 
 // ---- the context the adapter's parts share ----
 
-const defaultClient = () => Effect.runSync(Effect.provide(HttpClient.HttpClient, FetchHttpClient.layer))
 
 export const makeContext = (config: DaytonaProviderConfig) => {
   const emulated = config.mode === "emulated"
   const baseUrl = config.baseUrl.replace(/\/+$/, "")
   const wire = makeWire<DaytonaCall>({
     provider: NAME,
-    client: config.httpClient ?? defaultClient(),
+    client: config.httpClient ?? plainHttpClient(),
     timeout: `${config.requestTimeoutMs ?? 60_000} millis`,
     classify
   })
@@ -295,7 +294,8 @@ export const makeContext = (config: DaytonaProviderConfig) => {
     build: (r: HttpClientRequest.HttpClientRequest) => HttpClientRequest.HttpClientRequest = (r) => r,
     call: Omit<DaytonaCall, "toolbox"> = {}
   ) => Effect.flatMap(toolboxBase(sandbox), (base) => send(build(HttpClientRequest.make(method)(`${base}${path}`)), what, { ...call, toolbox: true }))
-  const open = config.openSocket ?? ((url, headers) => new WebSocket(url, { headers } as unknown as Array<string>))
+  // No permessage-deflate: a terminal's output is bounded by the bytes that came, never inflated (as plainHttpClient).
+  const open = config.openSocket ?? ((url, headers) => new WebSocket(url, { headers, perMessageDeflate: false } as unknown as Array<string>))
   /** The `ws(s)://` address of a toolbox path. */
   const toolboxSocketUrl = (sandbox: ProviderSandbox, path: string) => Effect.map(toolboxBase(sandbox), (base) => `${base.replace(/^http/, "ws")}${path}`)
   /** Opens a WebSocket with the same credentials as every call (set its handlers at once, in the same tick). */

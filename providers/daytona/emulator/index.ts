@@ -6,7 +6,7 @@
  * provider's cloud would, and it keeps its port, which stored sandboxes carry in their toolbox URL.
  */
 import type { LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
-import { emulatorMessage, servePersistent, statusOfRuntimeError } from "../../core/emulator/server.ts"
+import { emulatorMessage, emulatorServeOptions, servePersistent, statusOfRuntimeError } from "../../core/emulator/server.ts"
 import { isWebSocketUpgrade } from "../../core/websocket.ts"
 import { makeBooks } from "./books.ts"
 import { makeControl } from "./control.ts"
@@ -61,6 +61,7 @@ export const startDaytonaEmulator = (dataDir: string, runtime: LocalRuntimeShape
   }
 
   const serve = (port: number) => Bun.serve<SocketData>({
+    ...emulatorServeOptions("daytona"),
     hostname: "127.0.0.1",
     port,
     idleTimeout: 60,

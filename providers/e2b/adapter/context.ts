@@ -4,10 +4,10 @@
  * one, as E2B may rotate it on resume), and envd requests (`E2b-Sandbox-Id`, `E2b-Sandbox-Port`,
  * `X-Access-Token`, and the user envd wants before 0.4.0).
  */
-import { FetchHttpClient, HttpClient, HttpClientRequest } from "@effect/platform"
+import { HttpClient, HttpClientRequest } from "@effect/platform"
 import { Effect, type Schema } from "effect"
 import type { ProviderCapabilities, ProviderSandbox } from "../../core/Provider.ts"
-import { type CallOptions, makeWire } from "../../core/wire.ts"
+import { type CallOptions, makeWire, plainHttpClient } from "../../core/wire.ts"
 import {
   classify,
   DEFAULT_USER,
@@ -45,10 +45,9 @@ export interface EnvdAccess {
   readonly envdVersion: string
 }
 
-const defaultClient = () => Effect.runSync(Effect.provide(HttpClient.HttpClient, FetchHttpClient.layer))
 
 export const makeContext = (config: E2BProviderConfig) => {
-  const wire = makeWire<CallOptions>({ provider: NAME, client: config.httpClient ?? defaultClient(), timeout: "60 seconds", classify })
+  const wire = makeWire<CallOptions>({ provider: NAME, client: config.httpClient ?? plainHttpClient(), timeout: "60 seconds", classify })
   const { decode, fail, send } = wire
   const apiUrl = config.apiUrl.replace(/\/+$/, "")
   const access = new Map<string, EnvdAccess>()

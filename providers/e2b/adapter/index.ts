@@ -1,9 +1,10 @@
 /**
  * E2B adapter (reference/providers.md §3.2 "e2b"), speaking E2B's wire API through `HttpClient`:
  *
- * - Control API (`X-API-Key`): `POST /sandboxes`, `GET /sandboxes/{id}`, `GET /v2/sandboxes?metadata=…` (reconcile
- *   by our `metal.sandbox_id`), `DELETE`, `POST …/pause`, `POST …/connect` (resumes a paused sandbox and returns
- *   a fresh envd access token).
+ * - Control API (`X-API-Key`), the routes E2B's SDK uses: `POST /v2/sandboxes`, `GET /sandboxes/{id}`,
+ *   `GET /v2/sandboxes?metadata=…` (reconcile by our `metal.sandbox_id`), `DELETE /sandboxes/{id}`,
+ *   `POST /sandboxes/{id}/pause`, `POST /v2/sandboxes/{id}/connect` (resumes a paused sandbox and returns a fresh
+ *   envd access token), `POST /sandboxes/{id}/timeout`.
  * - envd (port 49983; `E2b-Sandbox-Id`, `E2b-Sandbox-Port`, `X-Access-Token`): Connect protocol with the JSON
  *   codec. `process.Process/Start` and `/Connect` are server streams; `List`, `SendSignal` and the
  *   `filesystem.Filesystem` calls are unary; `GET/POST /files` move bytes (Range reads, octet-stream or multipart

@@ -1,8 +1,10 @@
 /**
- * E2B sandboxes through the control API (`X-API-Key`): `POST /sandboxes` (with our ids in its metadata),
- * `GET /sandboxes/{id}`, `GET /v2/sandboxes?metadata=…` to reconcile after an unknown outcome, `DELETE`,
- * `POST …/pause`, `POST …/connect` (resumes a paused sandbox and returns a fresh envd token). E2B's own timeout is
- * a safety net behind the gateway's timers. Cost: E2B's rate card.
+ * E2B sandboxes through the control API (`X-API-Key`), on the routes E2B's SDK uses (the v1 create, list, resume
+ * and connect are deprecated): `POST /v2/sandboxes` (with our ids in its metadata), `GET /sandboxes/{id}`,
+ * `GET /v2/sandboxes?metadata=…` to reconcile after an unknown outcome, `DELETE /sandboxes/{id}`,
+ * `POST /sandboxes/{id}/pause`, `POST /v2/sandboxes/{id}/connect` (resumes a paused sandbox and returns a fresh
+ * envd token), `POST /sandboxes/{id}/timeout`. E2B's own timeout is a safety net behind the gateway's timers.
+ * Cost: E2B's rate card.
  */
 import { HttpClientRequest } from "@effect/platform"
 import { Effect } from "effect"
@@ -39,7 +41,7 @@ export const makeSandboxes = (ctx: E2BContext, forget: (sandboxId: string) => vo
     s.startedAt !== undefined && s.endAt !== undefined ? Math.max(60, Math.round((Date.parse(s.endAt) - Date.parse(s.startedAt)) / 1000)) : 3600
 
   const connectSandbox = (sandboxId: string, timeoutSeconds: number) =>
-    send(api("POST", `/sandboxes/${encodeURIComponent(sandboxId)}/connect`, { timeout: timeoutSeconds }), "connect sandbox", { mutating: true }).pipe(
+    send(api("POST", `/v2/sandboxes/${encodeURIComponent(sandboxId)}/connect`, { timeout: timeoutSeconds }), "connect sandbox", { mutating: true }).pipe(
       Effect.flatMap(decode(WireSandbox, "connect sandbox")),
       Effect.tap(remember)
     )
@@ -80,12 +82,13 @@ export const makeSandboxes = (ctx: E2BContext, forget: (sandboxId: string) => vo
       }
       const timeoutSeconds = Math.min(input.lifecycle.runtimeTimeoutSeconds + TIMEOUT_MARGIN_SECONDS, MAX_SANDBOX_TIMEOUT_SECONDS)
       const created = yield* send(
-        api("POST", "/sandboxes", {
+        // v2 sandboxes are always secured (envd wants the access token the answer carries).
+        api("POST", "/v2/sandboxes", {
           templateID: templateOf(input),
           timeout: timeoutSeconds,
           autoPause: false,
-          secure: true,
-          allow_internet_access: input.internetAccess,
+          // Unsaid: left out, E2B's default (internet on).
+          ...(input.internetAccess === undefined ? {} : { allow_internet_access: input.internetAccess }),
           // Only these names, all other traffic denied (E2B's documented allow list: network.allowOut + denyOut all).
           ...(input.internetAccess && input.domainPolicy?.mode === "allow"
             ? { network: { allowOut: [...input.domainPolicy.domains], denyOut: [ALL_TRAFFIC] } }
@@ -133,7 +136,7 @@ export const makeSandboxes = (ctx: E2BContext, forget: (sandboxId: string) => vo
 
   const resume: SandboxProvider["resume"] = (sandbox) => {
     const timeout = Number(sandbox.metadata["timeoutSeconds"] ?? 3600)
-    // `/connect` resumes a paused sandbox (the legacy `/resume` is deprecated) and only ever extends its TTL.
+    // `/v2/…/connect` resumes a paused sandbox (the legacy `/resume` is deprecated) and only ever extends its TTL.
     return connectSandbox(sandbox.resourceId, Number.isFinite(timeout) && timeout > 0 ? timeout : 3600).pipe(Effect.asVoid)
   }
 

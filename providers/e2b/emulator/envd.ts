@@ -2,7 +2,8 @@
  * The E2B emulator's envd, for requests carrying `E2b-Sandbox-Id` (or a `49983-<id>.` host), guarded by the
  * sandbox's access token: Connect JSON streams `process.Process/Start` and `/Connect` (keepalives when asked),
  * unary `List`, `SendSignal`, `SendInput`, `CloseStdin`, `filesystem.Filesystem/Stat|ListDir|Remove|MakeDir`, and
- * `/files`. A paused or unknown sandbox answers 502, as E2B's proxy does.
+ * `/files`. A paused or unknown sandbox answers 502, as E2B's proxy does. Each call runs as the user it names, as
+ * envd's do: the default user `user` is honoured, `root` refused (http.ts `userProblem`).
  *
  * Deviations, on purpose: `Connect` replays a process's output from the start (the runtime keeps it), even after
  * the process ended, and says so with the replay header; real envd streams only what comes next and forgets
@@ -28,7 +29,9 @@ import {
   json,
   readJson,
   resolvePath,
-  statusOf
+  rpcUser,
+  statusOf,
+  userProblem
 } from "./http.ts"
 
 const MAX_OUTPUT_BYTES = 100 * 1024 * 1024
@@ -294,6 +297,11 @@ export const makeEnvd = (books: Books) => {
     const route = url.pathname.replace(/^\/+/, "")
     if (route === "health" && request.method === "GET") return new Response(null, { status: 204 })
     if (request.headers.get("x-access-token") !== sandbox.accessToken) return apiError(401, "unauthorized access, please provide a valid access token")
+    const refused = userProblem(route === "files" ? url.searchParams.get("username") || null : rpcUser(request))
+    if (refused !== null) {
+      if (route === "files") return apiError(refused.status, refused.message)
+      return route === "process.Process/Start" || route === "process.Process/Connect" ? streamError(refused.code, refused.message) : connectError(refused.code, refused.message)
+    }
     try {
       if (route === "files") {
         if (request.method === "GET") return await download(sandbox, url, request)

@@ -1,6 +1,7 @@
 /**
  * envd's `/files`: `GET` with Go's ServeContent semantics for Range (206, or 416 naming only the size), `POST`
- * with the raw body (path required) or multipart `file` parts; parents are created, files overwritten.
+ * with the raw body (path required; gzip-encoded when the SDK's `gzip` option asks) or multipart `file` parts;
+ * parents are created, files overwritten.
  */
 import { asBody } from "../../../src/domain/Bodies.ts"
 import * as path from "node:path"
@@ -61,7 +62,11 @@ export const makeFiles = ({ runtime }: Books) => {
       if (target === null || target === "") return apiError(400, "path is required for an application/octet-stream upload")
       // As envd: the body is written as it comes (the runtime puts it in place only once whole).
       const file = resolvePath(target)
-      const body = request.body ?? new ReadableStream<Uint8Array>({ start: (controller) => controller.close() })
+      // The SDK's `gzip` option sends the body gzipped (envd decodes it); the bound below counts decoded bytes.
+      const encoding = (request.headers.get("content-encoding") ?? "identity").trim().toLowerCase()
+      if (encoding !== "identity" && encoding !== "gzip") return apiError(415, `unsupported Content-Encoding: ${encoding}`)
+      const raw = request.body ?? new ReadableStream<Uint8Array>({ start: (controller) => controller.close() })
+      const body = encoding === "gzip" ? raw.pipeThrough(new DecompressionStream("gzip") as unknown as TransformStream<Uint8Array, Uint8Array>) : raw
       await run(runtime.writeFileStream(sandbox.sandboxID, file, body, { mode: "overwrite", createParents: true, maxBytes: MAX_UPLOAD_BYTES }))
       return json([{ name: path.posix.basename(file), type: "file", path: file }])
     } else if (contentType.startsWith("multipart/form-data")) {

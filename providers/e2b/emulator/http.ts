@@ -4,7 +4,7 @@
  */
 import * as path from "node:path"
 import type { ExecEvent, FileEntry, RuntimeError } from "../../../src/runtime/LocalRuntime.ts"
-import { GO_SIGNAL_NAMES } from "../adapter/wire.ts"
+import { DEFAULT_USER, GO_SIGNAL_NAMES } from "../adapter/wire.ts"
 import { CONNECT_STATUS, type ConnectCode } from "../connect.ts"
 
 export const ENVD_VERSION = "0.5.7"
@@ -53,6 +53,31 @@ export const entryInfo = (e: FileEntry) => ({
   modifiedTime: e.modifiedAt
 })
 
+/**
+ * The user an envd call names — `Authorization: Basic <user>:` on RPCs, `?username=` on `/files` — checked: null
+ * when the call may run, else why not. Without a name envd uses its default user, `user`. Every process of this
+ * emulator's sandboxes runs as the jail's one user, uid 1000, named `user` in its /etc/passwd: that name is
+ * honoured; `root` cannot be (a local sandbox has no root), so it is refused rather than run as `user`; any other
+ * name is envd's own "invalid username".
+ */
+export const userProblem = (name: string | null): { readonly code: ConnectCode; readonly status: number; readonly message: string } | null => {
+  if (name === null || name === DEFAULT_USER) return null
+  if (name === "root") {
+    return { code: "permission_denied", status: 403, message: `this emulator runs every command and file call as the default user "${DEFAULT_USER}" (uid 1000): a local sandbox has no root` }
+  }
+  return { code: "unauthenticated", status: 401, message: `invalid username: '${name}'` }
+}
+
+/** The user a Connect call names in its Basic authorization (the password is empty), or null. */
+export const rpcUser = (request: Request): string | null => {
+  const header = request.headers.get("authorization")
+  const basic = header === null ? null : /^Basic\s+([A-Za-z0-9+/=]+)$/i.exec(header.trim())
+  // A header that is not Basic names no user (envd then uses its default, as for none).
+  if (basic === null || basic === undefined) return null
+  const decoded = Buffer.from(basic[1]!, "base64").toString("utf8")
+  return decoded.includes(":") ? decoded.slice(0, decoded.indexOf(":")) : decoded
+}
+
 /** envd resolves relative paths against the user's home. */
 export const resolvePath = (p: string) => (p.startsWith("/") ? path.posix.normalize(p) : path.posix.join(HOME, p))
 
@@ -76,6 +101,12 @@ export const readJson = async (request: Request): Promise<Record<string, unknown
   }
   if (typeof body !== "object" || body === null || Array.isArray(body)) throw new HttpFailure(400, "the request body must be a JSON object")
   return body as Record<string, unknown>
+}
+
+/** A JSON object body that E2B makes optional: an empty body reads as `{}`. */
+export const readOptionalJson = async (request: Request): Promise<Record<string, unknown>> => {
+  const text = await request.text()
+  return text.trim() === "" ? {} : readJson(new Request("http://body/", { method: "POST", body: text }))
 }
 
 /** A body's `timeout` in seconds (E2B caps it at a day). */

@@ -8,7 +8,7 @@
 import { Context, Effect, Layer, type Scope } from "effect"
 import { AppConfig } from "../../../src/Config.ts"
 import { LocalRuntime, type LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
-import { emulatorMessage, scopedEmulator, servePersistent } from "../../core/emulator/server.ts"
+import { emulatorMessage, emulatorServeOptions, scopedEmulator, servePersistent } from "../../core/emulator/server.ts"
 import { ENVD_PORT } from "../adapter/wire.ts"
 import { makeBooks } from "./books.ts"
 import { makeControl } from "./control.ts"
@@ -33,6 +33,7 @@ export const startE2BEmulator = (dataDir: string, runtime: LocalRuntimeShape): E
   const { envd } = makeEnvd(books)
   const serve = (port: number) =>
     Bun.serve({
+      ...emulatorServeOptions("e2b"),
       hostname: "127.0.0.1",
       port,
       idleTimeout: 0,

@@ -3,14 +3,14 @@
  * deterministic VM name, the rate card, the error bodies (`{error: "SCREAMING_CODE", message}`), our execution ids,
  * and the context every part of the adapter shares (config, the HTTP client, the authorised `/v5` requests).
  */
-import { FetchHttpClient, HttpClient, HttpClientRequest } from "@effect/platform"
-import { Effect, Schema } from "effect"
+import { HttpClient, HttpClientRequest } from "@effect/platform"
+import { Schema } from "effect"
 import { createHash } from "node:crypto"
 import { emulatedCapabilities } from "../../core/Capabilities.ts"
 import type { RateCard } from "../../core/cost.ts"
 import { DECLARED } from "../../core/declared.ts"
 import type { InspectState, ProviderCapabilities, ProviderErrorKind } from "../../core/Provider.ts"
-import { type CallOptions, type Classified, type ErrorAnswer, makeWire, snippet } from "../../core/wire.ts"
+import { type CallOptions, type Classified, type ErrorAnswer, makeWire, plainHttpClient, snippet } from "../../core/wire.ts"
 
 export const NAME = "freestyle" as const
 export const DEFAULT_API_URL = "https://api.freestyle.sh"
@@ -193,12 +193,11 @@ export interface FreestyleProviderConfig {
   readonly requestTimeoutMs?: number | undefined
 }
 
-const defaultClient = () => Effect.runSync(Effect.provide(HttpClient.HttpClient, FetchHttpClient.layer))
 
 export const makeContext = (config: FreestyleProviderConfig) => {
   const emulated = config.mode === "emulated"
   const apiUrl = config.apiUrl.replace(/\/+$/, "")
-  const client = config.httpClient ?? defaultClient()
+  const client = config.httpClient ?? plainHttpClient()
   const wire = makeWire({ provider: NAME, client, timeout: `${config.requestTimeoutMs ?? 65_000} millis`, classify })
   /** `exec-await` is held until its command ends: its own deadline is the command's cap plus a margin. */
   const execWire = makeWire({ provider: NAME, client, timeout: `${MAX_EXEC_SECONDS + 30} seconds`, classify })

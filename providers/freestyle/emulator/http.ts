@@ -1,7 +1,7 @@
 /**
  * What the Freestyle emulator answers with: JSON bodies, errors as Freestyle's `{error: "SCREAMING_CODE", message}`
- * with their status, and request bodies read through Schemas (malformed JSON, unknown fields and wrong types are
- * the provider's 400 `INVALID_PARAMETERS`).
+ * with their status, and request bodies read through Schemas (malformed JSON and wrong types are
+ * the provider's 400 `INVALID_PARAMETERS`; unknown fields are ignored).
  */
 import { decodeJsonBody } from "../../core/emulator/server.ts"
 import { Schema } from "effect"
@@ -17,7 +17,7 @@ export class HttpFailure extends Error {
 
 export const errorResponse = (status: number, code: string, message: string) => json({ error: code, message }, status)
 
-/** A JSON body decoded by `schema`, strictly (unknown fields refused). An empty body reads as `{}`. */
+/** A JSON body decoded by `schema` (unknown fields accepted and ignored, as the provider does). An empty body reads as `{}`. */
 export const readBody = async <A, I>(request: Request, schema: Schema.Schema<A, I>): Promise<A> => {
   const body = await decodeJsonBody(request, schema, { emptyIsObject: true })
   if (!body.ok) throw new HttpFailure(400, "INVALID_PARAMETERS", body.message)

@@ -8,7 +8,7 @@
 import { Effect, type Scope } from "effect"
 import { AppConfig } from "../../../src/Config.ts"
 import { LocalRuntime, type LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
-import { emulatorMessage, makeRouter, route, scopedEmulator, servePersistent, statusOfRuntimeError } from "../../core/emulator/server.ts"
+import { emulatorMessage, emulatorServeOptions, makeRouter, route, scopedEmulator, servePersistent, statusOfRuntimeError } from "../../core/emulator/server.ts"
 import { makeBooks, type Vm } from "./books.ts"
 import { makeControl } from "./control.ts"
 import { makeFilesystem } from "./filesystem.ts"
@@ -78,6 +78,7 @@ export const startFreestyleEmulator = (dataDir: string, runtime: LocalRuntimeSha
 
   const serve = (port: number) =>
     Bun.serve({
+      ...emulatorServeOptions("freestyle"),
       hostname: "127.0.0.1",
       port,
       idleTimeout: 60,

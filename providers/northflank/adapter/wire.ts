@@ -3,12 +3,12 @@
  * message}}`, the service shapes read (only the fields used), the service name derived from our sandbox id, the
  * deployment plans it knows, hourly billing, and the context the adapter shares.
  */
-import { FetchHttpClient, HttpClient, HttpClientRequest } from "@effect/platform"
-import { Effect, Schema } from "effect"
+import { HttpClient, HttpClientRequest } from "@effect/platform"
+import { Schema } from "effect"
 import { createHash } from "node:crypto"
 import { DECLARED } from "../../core/declared.ts"
 import type { ProviderCapabilities } from "../../core/Provider.ts"
-import { type Classified, type ErrorAnswer, makeWire, snippet } from "../../core/wire.ts"
+import { type Classified, type ErrorAnswer, makeWire, plainHttpClient, snippet } from "../../core/wire.ts"
 
 export const NAME = "northflank" as const
 export const DEFAULT_API_URL = "https://api.northflank.com/v1"
@@ -115,12 +115,11 @@ export interface NorthflankProviderConfig {
   readonly lifecycleTimeoutMs?: number | undefined
 }
 
-const defaultClient = () => Effect.runSync(Effect.provide(HttpClient.HttpClient, FetchHttpClient.layer))
 
 export const makeContext = (config: NorthflankProviderConfig) => {
   const emulated = config.mode === "emulated"
   const apiUrl = config.apiUrl.replace(/\/+$/, "")
-  const wire = makeWire({ provider: NAME, client: config.httpClient ?? defaultClient(), timeout: "60 seconds", classify })
+  const wire = makeWire({ provider: NAME, client: config.httpClient ?? plainHttpClient(), timeout: "60 seconds", classify })
   const project = `${config.teamId === undefined ? "" : `/teams/${encodeURIComponent(config.teamId)}`}/projects/${encodeURIComponent(config.projectId)}`
   const api = (method: "GET" | "POST" | "DELETE", path: string) =>
     HttpClientRequest.make(method)(`${apiUrl}${path}`).pipe(HttpClientRequest.acceptJson, HttpClientRequest.bearerToken(config.apiToken))

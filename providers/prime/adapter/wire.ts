@@ -4,14 +4,14 @@
  * part of the adapter shares (config, the HTTP client, API requests, and the per-call `/auth` that opens the
  * sandbox's gateway).
  */
-import { FetchHttpClient, HttpClient, HttpClientRequest } from "@effect/platform"
+import { HttpClient, HttpClientRequest } from "@effect/platform"
 import { Effect, Schema } from "effect"
 import { createHash } from "node:crypto"
 import { emulatedCapabilities } from "../../core/Capabilities.ts"
 import type { RateCard } from "../../core/cost.ts"
 import { DECLARED } from "../../core/declared.ts"
 import type { InspectState, ProviderCapabilities, ProviderErrorKind, ProviderSandbox } from "../../core/Provider.ts"
-import { type CallOptions, type Classified, type ErrorAnswer, makeWire, snippet } from "../../core/wire.ts"
+import { type CallOptions, type Classified, type ErrorAnswer, makeWire, plainHttpClient, snippet } from "../../core/wire.ts"
 
 export const NAME = "prime" as const
 export const DEFAULT_API_URL = "https://api.primeintellect.ai"
@@ -147,12 +147,11 @@ export const classify = (answer: ErrorAnswer, _call: CallOptions): Classified =>
 
 // ---- the context the adapter's parts share ----
 
-const defaultClient = () => Effect.runSync(Effect.provide(HttpClient.HttpClient, FetchHttpClient.layer))
 
 export const makeContext = (config: PrimeProviderConfig) => {
   const emulated = config.mode === "emulated"
   const apiUrl = config.apiUrl.replace(/\/+$/, "")
-  const wire = makeWire({ provider: NAME, client: config.httpClient ?? defaultClient(), timeout: `${config.requestTimeoutMs ?? 60_000} millis`, classify })
+  const wire = makeWire({ provider: NAME, client: config.httpClient ?? plainHttpClient(), timeout: `${config.requestTimeoutMs ?? 60_000} millis`, classify })
   const send: typeof wire.send = (request, what, options) => wire.send(HttpClientRequest.bearerToken(request, config.apiKey), what, options)
   const api = (method: "GET" | "POST" | "DELETE", path: string) => HttpClientRequest.make(method)(`${apiUrl}/api/v1${path}`).pipe(HttpClientRequest.acceptJson)
   const sandboxPath = (id: string, rest = "") => `/sandbox/${encodeURIComponent(id)}${rest}`

@@ -16,7 +16,7 @@ export class HttpFailure extends Error {
 
 export const errorResponse = (status: number, detail: string) => json({ detail }, status)
 
-/** A JSON body decoded by `schema`, strictly (unknown fields refused). */
+/** A JSON body decoded by `schema` (unknown fields accepted and ignored, as the provider does). */
 export const readBody = async <A, I>(request: Request, schema: Schema.Schema<A, I>): Promise<A> => {
   const body = await decodeJsonBody(request, schema)
   if (!body.ok) throw body.problem === "json" ? new HttpFailure(400, body.message) : new HttpFailure(422, body.message)

@@ -8,7 +8,7 @@
 import { Effect, type Scope } from "effect"
 import { AppConfig } from "../../../src/Config.ts"
 import { LocalRuntime, type LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
-import { emulatorMessage, makeRouter, route, scopedEmulator, servePersistent, statusOfRuntimeError } from "../../core/emulator/server.ts"
+import { emulatorMessage, emulatorServeOptions, makeRouter, route, scopedEmulator, servePersistent, statusOfRuntimeError } from "../../core/emulator/server.ts"
 import { type Books, makeBooks } from "./books.ts"
 import { makeControl } from "./control.ts"
 import { GatewayGone, makeGateway } from "./gateway.ts"
@@ -68,7 +68,7 @@ export const startPrimeEmulator = (dataDir: string, runtime: LocalRuntimeShape):
   const api = makeApi(books, runtime)
   const serve = (port: number) =>
     // Command streams are quiet while a command is: no idle timeout cuts them (Bun's longest is 255 s).
-    Bun.serve({ hostname: "127.0.0.1", port, idleTimeout: 0, fetch: (request) => api.handle(request, new URL(request.url)) })
+    Bun.serve({ ...emulatorServeOptions("prime"), hostname: "127.0.0.1", port, idleTimeout: 0, fetch: (request) => api.handle(request, new URL(request.url)) })
   const server = servePersistent(books.dir, serve)
   return {
     apiUrl: `http://127.0.0.1:${server.port}`,

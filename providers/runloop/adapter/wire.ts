@@ -3,7 +3,7 @@
  * resource presets and their prices, our execution ids, and the context every part of the adapter shares (config,
  * the HTTP client, API requests, the `wait_for_status` long-poll).
  */
-import { FetchHttpClient, HttpClient, HttpClientRequest } from "@effect/platform"
+import { HttpClient, HttpClientRequest } from "@effect/platform"
 import { Duration, Effect, Option, Schema } from "effect"
 import * as os from "node:os"
 import { emulatedCapabilities } from "../../core/Capabilities.ts"
@@ -11,7 +11,7 @@ import { DECLARED } from "../../core/declared.ts"
 import { pollUntil } from "../../core/poll.ts"
 import type { InspectState, ProviderCapabilities, ProviderExecEvent } from "../../core/Provider.ts"
 import { RUNLOOP_PRESETS } from "../../core/resources.ts"
-import { makeWire } from "../../core/wire.ts"
+import { makeWire, plainHttpClient } from "../../core/wire.ts"
 
 export const NAME = "runloop" as const
 export const DEFAULT_API_URL = "https://api.runloop.ai"
@@ -178,12 +178,11 @@ export const shellDir = (p: string) => (p === HOME ? `"$HOME"` : p.startsWith(`$
 
 // ---- the context the adapter's parts share ----
 
-const defaultClient = () => Effect.runSync(Effect.provide(HttpClient.HttpClient, FetchHttpClient.layer))
 
 export const makeContext = (config: RunloopProviderConfig) => {
   const emulated = config.mode === "emulated"
   const apiUrl = config.apiUrl.replace(/\/+$/, "")
-  const wire = makeWire({ provider: NAME, client: config.httpClient ?? defaultClient(), timeout: `${config.requestTimeoutMs ?? 65_000} millis` })
+  const wire = makeWire({ provider: NAME, client: config.httpClient ?? plainHttpClient(), timeout: `${config.requestTimeoutMs ?? 65_000} millis` })
   const send: typeof wire.send = (request, what, options) => wire.send(HttpClientRequest.bearerToken(request, config.apiKey), what, options)
   const api = (method: "GET" | "POST", path: string) => HttpClientRequest.make(method)(`${apiUrl}${path}`).pipe(HttpClientRequest.acceptJson)
   const devboxPath = (id: string, rest = "") => `/v1/devboxes/${encodeURIComponent(id)}${rest}`

@@ -1,6 +1,6 @@
 /**
  * What the Runloop emulator answers with: JSON bodies, errors as `{message}` with their status, and request
- * bodies read through Schemas (malformed JSON, unknown fields and wrong types are the provider's 400).
+ * bodies read through Schemas (malformed JSON and wrong types are the provider's 400; unknown fields are ignored).
  */
 import { decodeJsonBody } from "../../core/emulator/server.ts"
 import { Schema } from "effect"
@@ -16,7 +16,7 @@ export class HttpFailure extends Error {
 
 export const errorResponse = (status: number, message: string) => json({ message }, status)
 
-/** A JSON body decoded by `schema`, strictly (unknown fields refused). An empty body reads as `{}`. */
+/** A JSON body decoded by `schema` (unknown fields accepted and ignored, as the provider does). An empty body reads as `{}`. */
 export const readBody = async <A, I>(request: Request, schema: Schema.Schema<A, I>): Promise<A> => {
   const body = await decodeJsonBody(request, schema, { emptyIsObject: true })
   if (!body.ok) throw new HttpFailure(400, body.message)

@@ -7,7 +7,7 @@
 import { Effect, type Scope } from "effect"
 import { AppConfig } from "../../../src/Config.ts"
 import { LocalRuntime, type LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
-import { emulatorMessage, makeRouter, route, scopedEmulator, servePersistent, statusOfRuntimeError } from "../../core/emulator/server.ts"
+import { emulatorMessage, emulatorServeOptions, makeRouter, route, scopedEmulator, servePersistent, statusOfRuntimeError } from "../../core/emulator/server.ts"
 import { type Books, type Devbox, makeBooks } from "./books.ts"
 import { makeControl } from "./control.ts"
 import { makeFilesystem } from "./filesystem.ts"
@@ -84,7 +84,7 @@ export const startRunloopEmulator = (dataDir: string, runtime: LocalRuntimeShape
   const api = makeApi(books, runtime, options)
   const serve = (port: number) =>
     // Long-polls are held up to 30 s: the idle timeout is above that.
-    Bun.serve({ hostname: "127.0.0.1", port, idleTimeout: 60, fetch: (request) => api.handle(request, new URL(request.url)) })
+    Bun.serve({ ...emulatorServeOptions("runloop"), hostname: "127.0.0.1", port, idleTimeout: 60, fetch: (request) => api.handle(request, new URL(request.url)) })
   const server = servePersistent(books.dir, serve)
   return {
     apiUrl: `http://127.0.0.1:${server.port}`,

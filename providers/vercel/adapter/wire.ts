@@ -3,14 +3,14 @@
  * the sandbox and session statuses, names and execution ids, the rate card, and the context every part of the
  * adapter shares (config, the HTTP client, the authorised requests with `?teamId=`).
  */
-import { FetchHttpClient, HttpClient, HttpClientRequest } from "@effect/platform"
-import { Effect, Schema } from "effect"
+import { HttpClient, HttpClientRequest } from "@effect/platform"
+import { Schema } from "effect"
 import { createHash } from "node:crypto"
 import { emulatedCapabilities } from "../../core/Capabilities.ts"
 import { DECLARED } from "../../core/declared.ts"
 import { VERCEL_SIZING } from "../../core/resources.ts"
 import type { InspectState, ProviderCapabilities, ProviderErrorKind } from "../../core/Provider.ts"
-import { type CallOptions, type Classified, type ErrorAnswer, makeWire, snippet } from "../../core/wire.ts"
+import { type CallOptions, type Classified, type ErrorAnswer, makeWire, plainHttpClient, snippet } from "../../core/wire.ts"
 
 export const NAME = "vercel" as const
 export const DEFAULT_API_URL = "https://api.vercel.com"
@@ -213,12 +213,11 @@ export const usageCostMicrousd = (usage: { readonly activeCpuMs: number; readonl
 
 // ---- the context the adapter's parts share ----
 
-const defaultClient = () => Effect.runSync(Effect.provide(HttpClient.HttpClient, FetchHttpClient.layer))
 
 export const makeContext = (config: VercelProviderConfig) => {
   const emulated = config.mode === "emulated"
   const apiUrl = config.apiUrl.replace(/\/+$/, "")
-  const wire = makeWire({ provider: NAME, client: config.httpClient ?? defaultClient(), timeout: `${config.requestTimeoutMs ?? 65_000} millis`, classify })
+  const wire = makeWire({ provider: NAME, client: config.httpClient ?? plainHttpClient(), timeout: `${config.requestTimeoutMs ?? 65_000} millis`, classify })
   const send: typeof wire.send = (request, what, options) => wire.send(request.pipe(HttpClientRequest.bearerToken(config.token)), what, options)
   /** A request to the API: `?teamId=` when a team is configured. */
   const api = (method: "GET" | "POST" | "DELETE", path: string) => {

@@ -8,7 +8,7 @@
 import { Effect, type Scope } from "effect"
 import { AppConfig } from "../../../src/Config.ts"
 import { LocalRuntime, type LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
-import { emulatorMessage, makeRouter, route, scopedEmulator, servePersistent, statusOfRuntimeError } from "../../core/emulator/server.ts"
+import { emulatorMessage, emulatorServeOptions, makeRouter, route, scopedEmulator, servePersistent, statusOfRuntimeError } from "../../core/emulator/server.ts"
 import { makeBooks } from "./books.ts"
 import { makeControl } from "./control.ts"
 import { makeFilesystem } from "./filesystem.ts"
@@ -74,7 +74,7 @@ export const startVercelEmulator = (dataDir: string, runtime: LocalRuntimeShape)
   }
 
   // Long waits (`?wait=true`) and log streams stay open while a command runs.
-  const serve = (port: number) => Bun.serve({ hostname: "127.0.0.1", port, idleTimeout: 255, fetch: (request) => handle(request, new URL(request.url)) })
+  const serve = (port: number) => Bun.serve({ ...emulatorServeOptions("vercel"), hostname: "127.0.0.1", port, idleTimeout: 255, fetch: (request) => handle(request, new URL(request.url)) })
   const server = servePersistent(books.dir, serve)
   return {
     apiUrl: `http://127.0.0.1:${server.port}`,

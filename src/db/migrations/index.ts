@@ -9,7 +9,8 @@ import processPty from "./0007_process_pty.ts"
 import nodes from "./0008_nodes.ts"
 import eventCounters from "./0009_event_counters.ts"
 import sandboxOrder from "./0010_sandbox_order.ts"
-import dashboardSessions from "./0011_dashboard_sessions.ts"
+import sandboxNetwork from "./0011_sandbox_network.ts"
+import dashboardSessions from "./0012_dashboard_sessions.ts"
 
 export const migrations = {
   "0001_accounts": accounts,
@@ -22,5 +23,6 @@ export const migrations = {
   "0008_nodes": nodes,
   "0009_event_counters": eventCounters,
   "0010_sandbox_order": sandboxOrder,
-  "0011_dashboard_sessions": dashboardSessions
+  "0011_sandbox_network": sandboxNetwork,
+  "0012_dashboard_sessions": dashboardSessions
 }

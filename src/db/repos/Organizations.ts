@@ -41,6 +41,10 @@ export type InvitationRow = typeof InvitationRow.Type
 /** A project's organization and the user's role there (null: not a member). */
 const ProjectAccessRow = Schema.Struct({ organization_id: Schema.String, role: Schema.NullOr(RoleSchema) })
 
+/** A member of a live project's organization. */
+const ProjectMemberRow = Schema.Struct({ project_id: Schema.String, user_id: Schema.String })
+export type ProjectMemberRow = typeof ProjectMemberRow.Type
+
 export class OrganizationsRepo extends Effect.Service<OrganizationsRepo>()("app/db/OrganizationsRepo", {
   accessors: true,
   effect: Effect.gen(function*() {
@@ -51,6 +55,7 @@ export class OrganizationsRepo extends Effect.Service<OrganizationsRepo>()("app/
     const invitations = rowsOf("invitations", InvitationRow)
     const roles = rowsOf("memberships", Schema.Struct({ role: RoleSchema }))
     const projectAccess = rowsOf("projects", ProjectAccessRow)
+    const projectMembers = rowsOf("memberships", ProjectMemberRow)
     const ids = rowsOf("organizations", Schema.Struct({ id: Schema.String }))
 
     const slugTaken = (slug: string) => (e: unknown) =>
@@ -95,6 +100,18 @@ export class OrganizationsRepo extends Effect.Service<OrganizationsRepo>()("app/
           JOIN organizations o ON o.id = p.organization_id AND o.deleted_at IS NULL
           LEFT JOIN memberships m ON m.organization_id = p.organization_id AND m.user_id = ${userId}
           WHERE p.id = ${projectId} AND p.deleted_at IS NULL`),
+
+      /**
+       * Which of these users are members of which of these projects' organizations, in one read (as
+       * `projectAccess` sees them: a deleted project or organization has no members).
+       */
+      projectMembers: (projectIds: ReadonlyArray<string>, userIds: ReadonlyArray<string>) =>
+        projectIds.length === 0 || userIds.length === 0
+          ? Effect.succeed<ReadonlyArray<ProjectMemberRow>>([])
+          : projectMembers.all(sql`SELECT p.id AS project_id, m.user_id FROM projects p
+            JOIN organizations o ON o.id = p.organization_id AND o.deleted_at IS NULL
+            JOIN memberships m ON m.organization_id = p.organization_id
+            WHERE p.id IN ${sql.in(projectIds)} AND m.user_id IN ${sql.in(userIds)} AND p.deleted_at IS NULL`),
 
       members: (organizationId: string) =>
         members.all(sql`SELECT m.user_id, u.email, m.role, m.created_at FROM memberships m JOIN users u ON u.id = m.user_id

@@ -193,6 +193,10 @@ export class ProcessesRepo extends Effect.Service<ProcessesRepo>()("app/db/Proce
       eventsAfter: (processId: string, afterSeq: number, limit: number) =>
         events.all(sql`SELECT seq, type, occurred_at, data FROM process_events WHERE process_id = ${processId} AND seq > ${afterSeq}
           ORDER BY seq LIMIT ${limit}`),
+      /** One stream's output events (`stdout` or `stderr`) after `afterSeq`, in order. */
+      outputAfter: (processId: string, stream: "stdout" | "stderr", afterSeq: number, limit: number) =>
+        events.all(sql`SELECT seq, type, occurred_at, data FROM process_events WHERE process_id = ${processId} AND type = ${stream} AND seq > ${afterSeq}
+          ORDER BY seq LIMIT ${limit}`),
       /** Removes up to `limit` events of processes that ended before `before`; returns how many went. */
       deleteEventsEndedBefore: (before: string, limit: number) =>
         Effect.map(

@@ -50,6 +50,17 @@ export const API_KEY_BY_HASH = `SELECT k.id, k.project_id, p.organization_id, k.
   FROM api_keys k JOIN projects p ON p.id = k.project_id JOIN organizations o ON o.id = p.organization_id
   WHERE k.key_hash = ? AND k.revoked_at IS NULL AND k.deleted_at IS NULL AND p.deleted_at IS NULL AND o.deleted_at IS NULL`
 
+/** A key as a held-open stream's credential is re-checked (services/LiveStreams.ts): revoked, expired, or its project gone. */
+export const ApiKeyStateRow = Schema.Struct({
+  id: Schema.String,
+  expires_at: Schema.NullOr(Schema.String),
+  /** When it was revoked (or deleted). */
+  revoked_at: Schema.NullOr(Schema.String),
+  /** When its project (or the project's organization) was deleted. */
+  gone_at: Schema.NullOr(Schema.String)
+})
+export type ApiKeyStateRow = typeof ApiKeyStateRow.Type
+
 const KEY_COLUMNS = "id, project_id, name, prefix, created_at, last_used_at, expires_at, revoked_at, deleted_at"
 
 export class ProjectsRepo extends Effect.Service<ProjectsRepo>()("app/db/ProjectsRepo", {
@@ -60,6 +71,7 @@ export class ProjectsRepo extends Effect.Service<ProjectsRepo>()("app/db/Project
     const projects = rowsOf("projects", ProjectRow)
     const keys = rowsOf("api_keys", ApiKeyRow)
     const credentials = rowsOf("api_keys", ApiKeyCredentialRow)
+    const keyStates = rowsOf("api_keys", ApiKeyStateRow)
 
     const slugTaken = (slug: string) => (e: unknown) =>
       dialect.isUniqueViolation(e)
@@ -115,7 +127,13 @@ export class ProjectsRepo extends Effect.Service<ProjectsRepo>()("app/db/Project
       revokeApiKey: (id: string, now: string) => run(sql`UPDATE api_keys SET revoked_at = ${now} WHERE id = ${id}`),
       deleteApiKey: (id: string, now: string) => run(sql`UPDATE api_keys SET deleted_at = ${now} WHERE id = ${id}`),
       liveApiKeyByHash: (keyHash: string) => credentials.first(sql.unsafe(dialect.positional(API_KEY_BY_HASH), [keyHash])),
-      touchApiKey: (id: string, now: string) => run(sql`UPDATE api_keys SET last_used_at = ${now} WHERE id = ${id}`)
+      touchApiKey: (id: string, now: string) => run(sql`UPDATE api_keys SET last_used_at = ${now} WHERE id = ${id}`),
+      /** The state of these keys as credentials, in one read (a key missing from the answer no longer exists). */
+      apiKeyStates: (ids: ReadonlyArray<string>) =>
+        ids.length === 0
+          ? Effect.succeed<ReadonlyArray<ApiKeyStateRow>>([])
+          : keyStates.all(sql`SELECT k.id, k.expires_at, COALESCE(k.revoked_at, k.deleted_at) AS revoked_at, COALESCE(p.deleted_at, o.deleted_at) AS gone_at
+            FROM api_keys k JOIN projects p ON p.id = k.project_id JOIN organizations o ON o.id = p.organization_id WHERE k.id IN ${sql.in(ids)}`)
     }
   })
 }) {}

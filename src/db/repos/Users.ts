@@ -27,6 +27,10 @@ export type UserCredentialKind = "token" | "session"
 
 const PREFIX_OF: Record<UserCredentialKind, string> = { token: USER_TOKEN_PREFIX, session: SESSION_TOKEN_PREFIX }
 
+/** A token as a held-open stream's credential is re-checked (services/LiveStreams.ts). */
+export const UserTokenStateRow = Schema.Struct({ id: Schema.String, expires_at: Schema.NullOr(Schema.String), revoked_at: Schema.NullOr(Schema.String) })
+export type UserTokenStateRow = typeof UserTokenStateRow.Type
+
 export interface IssuedToken {
   readonly id: string
   readonly token: string
@@ -39,11 +43,14 @@ export class UsersRepo extends Effect.Service<UsersRepo>()("app/db/UsersRepo", {
     const sql = yield* SqlClient.SqlClient
     const users = rowsOf("users", UserRow)
     const tokens = rowsOf("user_tokens", TokenRow)
+    const tokenStates = rowsOf("user_tokens", UserTokenStateRow)
 
     const findByEmail = (email: string) => users.first(sql`SELECT * FROM users WHERE email = ${email.toLowerCase()}`)
 
     return {
       findByEmail,
+      /** Whether any user exists (none yet: a fresh gateway, waiting for its bootstrap). */
+      any: Effect.map(users.first(sql`SELECT * FROM users LIMIT 1`), (row) => row !== undefined),
       /** The user with this email, created if missing. */
       ensure: (email: string) =>
         Effect.gen(function*() {
@@ -115,7 +122,12 @@ export class UsersRepo extends Effect.Service<UsersRepo>()("app/db/UsersRepo", {
           sql`DELETE FROM login_links WHERE id IN (SELECT id FROM login_links WHERE expires_at < ${before} LIMIT ${limit}) RETURNING id`.pipe(Effect.orDie),
           (rows) => rows.length
         ),
-      touchToken: (id: string, now: string) => run(sql`UPDATE user_tokens SET last_used_at = ${now} WHERE id = ${id}`)
+      touchToken: (id: string, now: string) => run(sql`UPDATE user_tokens SET last_used_at = ${now} WHERE id = ${id}`),
+      /** The state of these credentials (tokens and sessions), in one read (one missing from the answer no longer exists). */
+      tokenStates: (ids: ReadonlyArray<string>) =>
+        ids.length === 0
+          ? Effect.succeed<ReadonlyArray<UserTokenStateRow>>([])
+          : tokenStates.all(sql`SELECT id, expires_at, revoked_at FROM user_tokens WHERE id IN ${sql.in(ids)}`)
     }
   })
 }) {}

@@ -5,7 +5,7 @@
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { ConflictWire, NotFoundWire, ServiceUnavailableWire, UpgradeRequiredWire } from "../../domain/Errors.ts"
-import { Process, StartProcess, StdinWritten, WriteStdin } from "../../domain/Runtime.ts"
+import { Process, ProcessWithOutput, StartProcess, StdinWritten, WriteStdin } from "../../domain/Runtime.ts"
 import { ProjectKeyAuth } from "../Security.ts"
 import { IdempotencyHeaders } from "./Common.ts"
 import { EventStream, FollowParams, LastEventIdHeaders, processIdParam, sandboxIdParam } from "./SandboxPlane.ts"
@@ -13,7 +13,7 @@ import { EventStream, FollowParams, LastEventIdHeaders, processIdParam, sandboxI
 /** `?wait_seconds=N`: run and wait (1–300 s). */
 export const StartProcessParams = Schema.Struct({
   wait_seconds: Schema.optional(Schema.NumberFromString.pipe(Schema.int(), Schema.between(1, 300)).annotations({
-    description: "Wait up to this many seconds for the process to end: 201 with its terminal state if it does, else 202"
+    description: "Wait up to this many seconds for the process to end: 201 with its terminal state and its output if it does, else 202"
   }))
 })
 
@@ -31,12 +31,12 @@ export class ProcessesApi extends HttpApiGroup.make("processes")
       .setHeaders(IdempotencyHeaders)
       .setUrlParams(StartProcessParams)
       .addSuccess(Process, { status: 202 })
-      .addSuccess(Process.annotations({ description: "With `wait_seconds`: the process ended in time (its terminal state)" }), { status: 201 })
+      .addSuccess(ProcessWithOutput.annotations({ description: "With `wait_seconds`: the process ended in time (its terminal state), with its output" }), { status: 201 })
       .addError(NotFoundWire)
       .addError(ConflictWire)
       .annotate(
         OpenApi.Description,
-        "`Idempotency-Key` required (400 `idempotency_key_required`). `?wait_seconds=N` (1–300): answers 201 with the process in its terminal state when it ends within N seconds, else 202 as without it (a replay with the same key waits the same way); not with `stdin: true` (422). `stdin: true` keeps its input open for `…/stdin` (409 `capability_unsupported` on a provider that cannot take input). 409 `invalid_sandbox_state` unless the sandbox is ready, `capability_unsupported` when its provider cannot run processes, `idempotency_mismatch` on a reused key."
+        "`Idempotency-Key` required (400 `idempotency_key_required`). `?wait_seconds=N` (1–300): answers 201 with the process in its terminal state when it ends within N seconds, with its output (`stdout`, `stderr` as UTF-8 text; `stdout_base64`/`stderr_base64` too when the bytes are not UTF-8; at most 1 MiB of each, `output_capped` when that cut it — the events hold all the output kept), else 202 as without it (a replay with the same key waits the same way); not with `stdin: true` (422). `stdin: true` keeps its input open for `…/stdin` (409 `capability_unsupported` on a provider that cannot take input). 409 `invalid_sandbox_state` unless the sandbox is ready, `capability_unsupported` when its provider cannot run processes, `idempotency_mismatch` on a reused key."
       )
   )
   .add(HttpApiEndpoint.get("get")`/v1/sandboxes/${sandboxIdParam}/processes/${processIdParam}`.addSuccess(Process).addError(NotFoundWire))

@@ -7,7 +7,7 @@
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { ConflictWire, ForbiddenWire, NotFoundWire, ServiceUnavailableWire, UpgradeRequiredWire } from "../../domain/Errors.ts"
-import { Process, StartProcess, StdinWritten, WriteStdin } from "../../domain/Runtime.ts"
+import { Process, ProcessWithOutput, StartProcess, StdinWritten, WriteStdin } from "../../domain/Runtime.ts"
 import { UserAuth } from "../Security.ts"
 import { IdempotencyHeaders, projectIdParam } from "./Common.ts"
 import { AttachParams, StartProcessParams } from "./ProcessesApi.ts"
@@ -24,7 +24,7 @@ export class ProjectProcessesApi extends HttpApiGroup.make("projectProcesses")
       .setHeaders(IdempotencyHeaders)
       .setUrlParams(StartProcessParams)
       .addSuccess(Process, { status: 202 })
-      .addSuccess(Process.annotations({ description: "With `wait_seconds`: the process ended in time (its terminal state)" }), { status: 201 })
+      .addSuccess(ProcessWithOutput.annotations({ description: "With `wait_seconds`: the process ended in time (its terminal state), with its output" }), { status: 201 })
       .addError(ConflictWire)
       .annotate(OpenApi.Description, same("POST /v1/sandboxes/{sandbox_id}/processes"))
   )

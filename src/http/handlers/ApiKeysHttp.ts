@@ -8,6 +8,7 @@ import { conflict, notFound } from "../../domain/Errors.ts"
 import { CurrentUser, MANAGERS } from "../../domain/Principals.ts"
 import { nowIso } from "../../domain/Time.ts"
 import { requireProjectRole } from "../../services/Access.ts"
+import { accessChanged } from "../../services/LiveStreams.ts"
 import { Api } from "../Api.ts"
 import { apiKeyToWire } from "../wire/Accounts.ts"
 
@@ -46,7 +47,7 @@ export const ApiKeysLive = HttpApiBuilder.group(Api, "apiKeys", (handlers) =>
           const now = yield* nowIso
           yield* projects.revokeApiKey(row.id, now)
           return apiKeyToWire({ ...row, revoked_at: now })
-        })))
+        })).pipe(Effect.tap(() => provide(accessChanged)))) // its streams end too, on every replica
       .handle("delete", ({ path }) =>
         inTransaction(Effect.gen(function*() {
           yield* requireProjectRole(path.project_id, MANAGERS)

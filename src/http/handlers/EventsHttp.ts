@@ -3,11 +3,13 @@ import { Chunk, Effect, Queue, Schema, Stream } from "effect"
 import { provideRepositories } from "../../db/Database.ts"
 import { EventsRepo } from "../../db/repos/Events.ts"
 import { eventCursor } from "../../domain/Cursor.ts"
+import { CurrentUser } from "../../domain/Principals.ts"
 import { requireProjectRole } from "../../services/Access.ts"
 import { EventFeed } from "../../services/EventFeed.ts"
+import { LiveStreams, userHolder } from "../../services/LiveStreams.ts"
 import { Api } from "../Api.ts"
 import { decodeCursor, page } from "../Pagination.ts"
-import { liveSseResponse, sseFrame } from "../Sse.ts"
+import { allowedFor, followResponse, liveSseBody, sseFrame } from "../Sse.ts"
 import { eventToWire } from "../wire/Accounts.ts"
 
 /** An event cursor holds the event's sequence number in the log. */
@@ -18,6 +20,7 @@ export const EventsLive = HttpApiBuilder.group(Api, "events", (handlers) =>
   Effect.gen(function*() {
     const events = yield* EventsRepo
     const feed = yield* EventFeed
+    const streams = yield* LiveStreams
     const provide = yield* provideRepositories
 
     /**
@@ -69,6 +72,8 @@ export const EventsLive = HttpApiBuilder.group(Api, "events", (handlers) =>
             : urlParams.after !== undefined
             ? (yield* decodeCursor(scope, urlParams.after, EventPosition, "after"))[0]
             : yield* feed.lastSeq
-          return liveSseResponse(frames(urlParams.project_id, afterSeq))
+          // Held open while the user's token is live and they are a member (services/LiveStreams.ts).
+          const allowed = yield* allowedFor(streams, userHolder(yield* CurrentUser, urlParams.project_id))
+          return followResponse(allowed(liveSseBody(frames(urlParams.project_id, afterSeq))))
         }).pipe(provide))
   }))

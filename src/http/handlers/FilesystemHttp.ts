@@ -23,6 +23,7 @@ import { runtimeOperationOf, type RuntimeOperationInput, startRuntimeOperation }
 import { runtimeOperationJobKey, type RuntimeOperationRow } from "../../services/sandboxes/RuntimeOperations.ts"
 import { SandboxesRepo } from "../../db/repos/Sandboxes.ts"
 import { Api } from "../Api.ts"
+import { answerWithin } from "../Sse.ts"
 import { runtimeOperationToWire } from "../wire/Sandboxes.ts"
 import type { IdempotencyHeaders } from "../groups/Common.ts"
 import { accepted, keyCaller, type PlaneCaller, planeContext } from "./PlaneSupport.ts"
@@ -85,7 +86,7 @@ export const filesystemHandlers = Effect.gen(function*() {
         // streamed body chunked, without Content-Length).
         const body: BodyInit = length === 0 ? new Uint8Array() : length <= read.piece ? asBody(yield* read.readPiece(from, to)) : yield* read.open(from, to)
         return HttpServerResponse.raw(new Response(body, { status: read.range === undefined ? 200 : 206, headers: { "content-type": "application/octet-stream", ...headersOut } }))
-      }).pipe(provide),
+      }).pipe(answerWithin, provide),
     writeContent: (caller: PlaneCaller, { path, payload, urlParams }: { readonly path: Path; readonly payload: Uint8Array; readonly urlParams: typeof RawWriteParams.Type }) =>
       Effect.gen(function*() {
         const input = { path: urlParams.path, mode: urlParams.mode, createParents: urlParams.create_parents }
@@ -97,7 +98,7 @@ export const filesystemHandlers = Effect.gen(function*() {
         }
         const written = yield* writeRaw(caller, path.sandbox_id, { ...input, data: payload })
         return yield* HttpServerResponse.schemaJson(RawWritten)({ path: written.path, size_bytes: written.size_bytes }, { status: written.created ? 201 : 200 }).pipe(Effect.orDie)
-      }).pipe(provide)
+      }).pipe(answerWithin, provide)
   }
 })
 

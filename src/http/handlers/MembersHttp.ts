@@ -9,6 +9,7 @@ import { newUuid } from "../../domain/Ids.ts"
 import { CurrentUser, MANAGERS } from "../../domain/Principals.ts"
 import { isoAfter, nowIso } from "../../domain/Time.ts"
 import { requireOrgRole } from "../../services/Access.ts"
+import { accessChanged } from "../../services/LiveStreams.ts"
 import { Api } from "../Api.ts"
 import { invitationToWire } from "../wire/Accounts.ts"
 
@@ -60,7 +61,7 @@ export const MembersLive = HttpApiBuilder.group(Api, "members", (handlers) =>
           }
           yield* orgs.removeMember(path.organization_id, path.user_id)
           return { user_id: path.user_id, deleted: true as const }
-        })))
+        })).pipe(Effect.tap(() => provide(accessChanged)))) // the streams they opened end too
       .handle("invite", ({ path, payload }) =>
         inTransaction(Effect.gen(function*() {
           const access = yield* requireOrgRole(path.organization_id, MANAGERS)

@@ -5,25 +5,30 @@
  */
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect } from "effect"
+import { CurrentProjectKey } from "../../domain/Principals.ts"
+import { keyHolder, LiveStreams } from "../../services/LiveStreams.ts"
 import { OperationsRepo } from "../../db/repos/Operations.ts"
 import { notFound } from "../../domain/Errors.ts"
 import { TERMINAL_OPERATION_STATES, visibleOperation } from "../../services/sandboxes/Operations.ts"
 import { nextSignal, operationTopic } from "../../services/Signals.ts"
 import { Api } from "../Api.ts"
-import { followResponse, followStream, operationEventFrame, sseBody, sseResponse } from "../Sse.ts"
+import { allowedFor, type AllowedFor, followResponse, followStream, operationEventFrame, sseBody, sseResponse } from "../Sse.ts"
 import { operationToWire } from "../wire/Sandboxes.ts"
 import { keyCaller, planeContext } from "./PlaneSupport.ts"
 
 type Provide = Effect.Effect.Success<typeof planeContext>["provide"]
 
-/** An operation's events after `Last-Event-ID`: a finite batch, or held open with `follow=true`. */
-export const operationEvents = (operationId: string, lastEventId: string | undefined, follow: boolean | undefined, provide: Provide) =>
+/**
+ * An operation's events after `Last-Event-ID`: a finite batch, or held open with `follow=true` (for as long as
+ * the caller's credential may read it: `allowed`).
+ */
+export const operationEvents = (operationId: string, lastEventId: string | undefined, follow: boolean | undefined, provide: Provide, allowed: AllowedFor) =>
   Effect.gen(function*() {
     const after = Number(lastEventId ?? "0")
     const read = (from: number) => Effect.map(OperationsRepo.eventsAfter(operationId, from), (rows) => rows.map(operationEventFrame(operationId)))
     if (follow === true) {
       const finished = Effect.map(OperationsRepo.get(operationId), (row) => row === undefined || TERMINAL_OPERATION_STATES.has(row.state))
-      return followResponse(followStream({ after, read: (from) => provide(read(from)), finished: provide(finished), signal: (ms) => nextSignal(operationTopic(operationId), ms) }))
+      return followResponse(allowed(followStream({ after, read: (from) => provide(read(from)), finished: provide(finished), signal: (ms) => nextSignal(operationTopic(operationId), ms) })))
     }
     return sseResponse(sseBody(yield* provide(read(after))))
   })
@@ -31,6 +36,7 @@ export const operationEvents = (operationId: string, lastEventId: string | undef
 export const OperationsLive = HttpApiBuilder.group(Api, "operations", (handlers) =>
   Effect.gen(function*() {
     const { provide } = yield* planeContext
+    const streams = yield* LiveStreams
     const operationOf = (id: string) =>
       Effect.gen(function*() {
         const caller = yield* keyCaller
@@ -40,5 +46,9 @@ export const OperationsLive = HttpApiBuilder.group(Api, "operations", (handlers)
     return handlers
       .handle("get", ({ path }) => Effect.map(operationOf(path.operation_id), operationToWire).pipe(provide))
       .handle("events", ({ headers, path, urlParams }) =>
-        Effect.zipRight(operationOf(path.operation_id), operationEvents(path.operation_id, headers["last-event-id"], urlParams.follow, provide)).pipe(provide))
+        Effect.gen(function*() {
+          yield* operationOf(path.operation_id)
+          const allowed = yield* allowedFor(streams, keyHolder(yield* CurrentProjectKey))
+          return yield* operationEvents(path.operation_id, headers["last-event-id"], urlParams.follow, provide, allowed)
+        }).pipe(provide))
   }))

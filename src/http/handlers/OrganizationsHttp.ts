@@ -8,6 +8,7 @@ import { CurrentUser, MANAGERS } from "../../domain/Principals.ts"
 import { requireOrgRole } from "../../services/Access.ts"
 import { appendEvent } from "../../services/Events.ts"
 import { IdempotencyStore } from "../../services/IdempotencyStore.ts"
+import { accessChanged } from "../../services/LiveStreams.ts"
 import { grantWelcomeCredit } from "../../services/Ledger.ts"
 import { createOrganization, deleteOrganization } from "../../services/Organizations.ts"
 import { Api } from "../Api.ts"
@@ -64,5 +65,5 @@ export const OrganizationsLive = HttpApiBuilder.group(Api, "organizations", (han
         Effect.gen(function*() {
           yield* requireOrgRole(path.organization_id, ["owner"])
           return yield* deleteOrganization(path.organization_id, payload)
-        }).pipe(provide))
+        }).pipe(Effect.tap(() => accessChanged), provide)) // its projects' streams end too
   }))

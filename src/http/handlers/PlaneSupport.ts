@@ -12,9 +12,10 @@ import { HttpServerResponse } from "@effect/platform"
 import { Effect, Schema } from "effect"
 import { repositories } from "../../db/Database.ts"
 import { Db } from "../../db/Db.ts"
-import { CurrentProjectKey } from "../../domain/Principals.ts"
+import { CurrentProjectKey, CurrentUser } from "../../domain/Principals.ts"
 import { requireProjectRole } from "../../services/Access.ts"
 import { IdempotencyStore } from "../../services/IdempotencyStore.ts"
+import { keyHolder, type StreamHolder, userHolder } from "../../services/LiveStreams.ts"
 import { OperationRunner } from "../../services/OperationRunner.ts"
 import type { Caller } from "../../services/sandboxes/Commands.ts"
 
@@ -23,25 +24,38 @@ export const ListPosition = Schema.Tuple(Schema.String, Schema.String)
 
 /**
  * Who calls a sandbox-plane route: the project and key (null for a member) the services check, the principal an
- * Idempotency-Key is scoped to, and where the caller's routes are (the Location of what they create).
+ * Idempotency-Key is scoped to, where the caller's routes are (the Location of what they create), and the
+ * credential a stream it opens is held for (ended when it is revoked or loses access: services/LiveStreams.ts).
  */
 export interface PlaneCaller extends Caller {
   readonly principalId: string
   /** `/v1` on the key routes, `/v1/projects/{project_id}` on the project path. */
   readonly base: string
+  readonly holder: StreamHolder
 }
 
 /** The caller of a key-authenticated route. */
-export const keyCaller = Effect.map(CurrentProjectKey, (k): PlaneCaller => ({ projectId: k.projectId, organizationId: k.organizationId, keyId: k.keyId, principalId: k.keyId, base: "/v1" }))
+export const keyCaller = Effect.map(CurrentProjectKey, (k): PlaneCaller => ({
+  projectId: k.projectId,
+  organizationId: k.organizationId,
+  keyId: k.keyId,
+  principalId: k.keyId,
+  base: "/v1",
+  holder: keyHolder(k)
+}))
 
-/** The caller of a project-path route: a member of the project's organization (else 404, as for no project). */
+/**
+ * The caller of a project-path route: a member of the project's organization (else 404, as for no project), its
+ * streams held for the user credential that signed the request (a session or a user access token).
+ */
 export const memberCaller = (projectId: string) =>
-  Effect.map(requireProjectRole(projectId), (access): PlaneCaller => ({
+  Effect.zipWith(requireProjectRole(projectId), CurrentUser, (access, user): PlaneCaller => ({
     projectId,
     organizationId: access.organizationId,
     keyId: null,
     principalId: `user:${access.userId}`,
-    base: `/v1/projects/${projectId}`
+    base: `/v1/projects/${projectId}`,
+    holder: userHolder(user, projectId)
   }))
 
 export const accepted = <A, I>(schema: Schema.Schema<A, I>, body: A, location: string) =>

@@ -4,19 +4,21 @@
  */
 import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Effect } from "effect"
+import { LiveStreams } from "../../services/LiveStreams.ts"
 import { ProcessesRepo } from "../../db/repos/Processes.ts"
 import { UpgradeRequired, validationError } from "../../domain/Errors.ts"
-import { Process, type StartProcess, StdinWritten, type WriteStdin } from "../../domain/Runtime.ts"
+import { OUTPUT_IN_ANSWER_BYTES, Process, ProcessWithOutput, type StartProcess, StdinWritten, type WriteStdin } from "../../domain/Runtime.ts"
 import { cancelProcess, processOf, startProcess } from "../../services/sandboxes/Commands.ts"
 import { processJobKey, type ProcessRow, TERMINAL_PROCESS_STATES } from "../../services/sandboxes/Processes.ts"
 import { nextSignal, processTopic } from "../../services/Signals.ts"
 import { writeStdin } from "../../services/sandboxes/Stdin.ts"
 import { attachable } from "../../services/sandboxes/Terminals.ts"
-import { isAttachCheck } from "../Attach.ts"
+import { attachCheckPassed, isAttachCheck } from "../Attach.ts"
 import { SandboxesRepo } from "../../db/repos/Sandboxes.ts"
 import { Api } from "../Api.ts"
-import { followResponse, followStream, PROCESS_BATCH_BYTES, PROCESS_BATCH_EVENTS, processEventFrame, sseBody, sseResponse } from "../Sse.ts"
-import { processToWire } from "../wire/Sandboxes.ts"
+import { allowedFor, answerWithin, followResponse, followStream, PROCESS_BATCH_BYTES, PROCESS_BATCH_EVENTS, processEventFrame, sseBody, sseResponse } from "../Sse.ts"
+import { processToWire, processWithOutputToWire } from "../wire/Sandboxes.ts"
+import { keptOutput } from "../../services/sandboxes/ProcessOutput.ts"
 import type { IdempotencyHeaders } from "../groups/Common.ts"
 import type { StartProcessParams } from "../groups/ProcessesApi.ts"
 import type { FollowParams, LastEventIdHeaders } from "../groups/SandboxPlane.ts"
@@ -27,6 +29,7 @@ type Path = { readonly sandbox_id: string; readonly process_id: string }
 /** The process routes' handlers for a caller: a project key's, or a member's on the project path (ProjectRuntimeHttp.ts). */
 export const processHandlers = Effect.gen(function*() {
   const { idempotency, runner, provide } = yield* planeContext
+  const streams = yield* LiveStreams
   const wire = (row: ProcessRow) => Effect.map(SandboxesRepo.capabilities(row.sandbox_id), (caps) => processToWire(row, caps))
   /** The process in its terminal state once it ends, if that is within `ms`; woken as its events are stored. */
   const endedWithin = (processId: string, ms: number) =>
@@ -64,7 +67,11 @@ export const processHandlers = Effect.gen(function*() {
         yield* runner.runNow(processJobKey(process.id))
         const location = `${caller.base}/sandboxes/${path.sandbox_id}/processes/${process.id}`
         const ended = urlParams.wait_seconds === undefined ? undefined : yield* endedWithin(process.id, urlParams.wait_seconds * 1000)
-        if (ended !== undefined) return yield* HttpServerResponse.schemaJson(Process)(ended, { status: 201, headers: { location } }).pipe(Effect.orDie)
+        if (ended !== undefined) {
+          // Finished in time: its output comes with it (one call for `echo hi`).
+          const answer = processWithOutputToWire(ended, yield* keptOutput(ended.id, OUTPUT_IN_ANSWER_BYTES))
+          return yield* HttpServerResponse.schemaJson(ProcessWithOutput)(answer, { status: 201, headers: { location } }).pipe(Effect.orDie)
+        }
         return yield* accepted(Process, process, location)
       }).pipe(provide),
     get: (caller: PlaneCaller, { path }: { readonly path: Path }) => Effect.flatMap(processOf(caller, path.sandbox_id, path.process_id), wire).pipe(provide),
@@ -75,7 +82,8 @@ export const processHandlers = Effect.gen(function*() {
         const read = (from: number) => Effect.map(ProcessesRepo.eventsAfter(path.process_id, from, PROCESS_BATCH_EVENTS), (rows) => rows.map(processEventFrame(path.process_id)))
         if (urlParams.follow === true) {
           const finished = Effect.map(ProcessesRepo.get(path.process_id), (row) => row === undefined || TERMINAL_PROCESS_STATES.includes(row.state))
-          return followResponse(followStream({ after, read: (from) => provide(read(from)), finished: provide(finished), signal: (ms) => nextSignal(processTopic(path.process_id), ms) }))
+          const allowed = yield* allowedFor(streams, caller.holder)
+          return followResponse(allowed(followStream({ after, read: (from) => provide(read(from)), finished: provide(finished), signal: (ms) => nextSignal(processTopic(path.process_id), ms) })))
         }
         return sseResponse(sseBody(yield* read(after), PROCESS_BATCH_BYTES))
       }).pipe(provide),
@@ -96,13 +104,14 @@ export const processHandlers = Effect.gen(function*() {
     stdin: (caller: PlaneCaller, { path, payload }: { readonly path: Path; readonly payload: typeof WriteStdin.Type }) =>
       writeStdin(caller, path.sandbox_id, path.process_id, Buffer.from(payload.data_base64, "base64"), payload.eof).pipe(
         Effect.flatMap((written) => HttpServerResponse.schemaJson(StdinWritten)(written, { status: 202 }).pipe(Effect.orDie)),
+        answerWithin,
         provide
       ),
     attach: (caller: PlaneCaller, { path }: { readonly path: Path }) =>
       Effect.gen(function*() {
         yield* attachable(caller, path.sandbox_id, path.process_id)
         // The gateway's own check before it upgrades (Attach.ts): everything the API checks has passed.
-        if (isAttachCheck((yield* HttpServerRequest.HttpServerRequest).headers)) return HttpServerResponse.empty({ status: 204 })
+        if (isAttachCheck((yield* HttpServerRequest.HttpServerRequest).headers)) return attachCheckPassed(caller.holder)
         return yield* new UpgradeRequired({ code: "upgrade_required", message: "This route is a WebSocket: connect with Upgrade: websocket" })
       }).pipe(provide)
   }

@@ -11,6 +11,7 @@ import { nowIso } from "../../domain/Time.ts"
 import { requireOrgRole, requireProjectRole } from "../../services/Access.ts"
 import { appendEvent } from "../../services/Events.ts"
 import { IdempotencyStore } from "../../services/IdempotencyStore.ts"
+import { accessChanged } from "../../services/LiveStreams.ts"
 import { Api } from "../Api.ts"
 import { projectToWire } from "../wire/Accounts.ts"
 
@@ -68,5 +69,5 @@ export const ProjectsLive = HttpApiBuilder.group(Api, "projects", (handlers) =>
           yield* projects.softDelete(path.project_id, yield* nowIso)
           yield* appendEvent({ type: "project.deleted", organizationId: access.organizationId, projectId: path.project_id, data: { project_id: path.project_id } })
           return { id: path.project_id, deleted: true as const }
-        })))
+        })).pipe(Effect.tap(() => provide(accessChanged)))) // the project's streams end too
   }))

@@ -9,7 +9,8 @@ import type { RuntimeOperationRow } from "../../db/repos/RuntimeOperations.ts"
 import type { SandboxRow } from "../../db/repos/Sandboxes.ts"
 import { MalformedRow } from "../../db/Rows.ts"
 import type { Operation } from "../../domain/Operation.ts"
-import type { Capabilities, Endpoint, Process, RuntimeOperation } from "../../domain/Runtime.ts"
+import type { Capabilities, Endpoint, Process, ProcessWithOutput, RuntimeOperation } from "../../domain/Runtime.ts"
+import type { KeptOutput } from "../../services/sandboxes/ProcessOutput.ts"
 import type { Sandbox } from "../../domain/Sandbox.ts"
 
 type CapabilitiesWire = typeof Capabilities.Type
@@ -37,6 +38,7 @@ export const sandboxToWire = (row: SandboxRow): typeof Sandbox.Type => {
         architecture: resolved.architecture,
         provider_size: resolved.providerSize
       },
+    resolved_network: row.resolved_network,
     cost_microusd: row.cost_microusd === null ? null : String(row.cost_microusd),
     cost_updated_at: row.cost_updated_at,
     created_at: row.created_at,
@@ -92,6 +94,42 @@ export const processToWire = (row: ProcessRow, providerCapabilities: Capabilitie
   pty: row.pty_cols === null || row.pty_rows === null ? null : { cols: row.pty_cols, rows: row.pty_rows },
   provider_capabilities: providerCapabilities
 })
+
+const utf8 = new TextDecoder("utf-8", { fatal: true })
+const lossy = new TextDecoder("utf-8")
+
+/** Where a cut through the middle of a UTF-8 character leaves the text: before that character's first byte. */
+const wholeCharacters = (bytes: Uint8Array): Uint8Array => {
+  let start = bytes.length
+  while (start > 0 && bytes.length - start < 4 && (bytes[start - 1]! & 0xc0) === 0x80) start--
+  if (start === 0) return bytes
+  const lead = bytes[start - 1]!
+  const length = lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : lead >= 0xc0 ? 2 : 1
+  return length > bytes.length - (start - 1) ? bytes.subarray(0, start - 1) : bytes
+}
+
+/** One stream as text, with its exact bytes beside it when they are not UTF-8 (a cut character at the cap is not). */
+const streamText = (bytes: Uint8Array, capped: boolean): { readonly text: string; readonly base64?: string } => {
+  try {
+    return { text: utf8.decode(capped ? wholeCharacters(bytes) : bytes) }
+  } catch {
+    return { text: lossy.decode(bytes), base64: Buffer.from(bytes).toString("base64") }
+  }
+}
+
+/** A finished process with its output (a run-and-wait's answer). */
+export const processWithOutputToWire = (process: typeof Process.Type, output: KeptOutput): typeof ProcessWithOutput.Type => {
+  const stdout = streamText(output.stdout, output.capped)
+  const stderr = streamText(output.stderr, output.capped)
+  return {
+    ...process,
+    stdout: stdout.text,
+    stderr: stderr.text,
+    ...(stdout.base64 !== undefined ? { stdout_base64: stdout.base64 } : {}),
+    ...(stderr.base64 !== undefined ? { stderr_base64: stderr.base64 } : {}),
+    output_capped: output.capped
+  }
+}
 
 /** The stored result, with a read's bytes (kept in runtime_operation_data) back in it as `data_base64`. */
 const resultOf = (row: RuntimeOperationRow): typeof RuntimeOperation.Type["result"] => {

@@ -4,6 +4,11 @@
  *
  * Events file format (events): frames of [type u8][length u32 BE][payload]; type 1 stdout, 2 stderr, 3 exit
  * (payload: JSON). A frame's index is its `seq`; the exit frame is always last.
+ *
+ * A full disk (the sandbox filled it, or it is out of inodes) must not stop commands: from the first frame the disk
+ * refuses — or from the start, when not even the execution's directory can be made — an execution's frames are
+ * held in memory instead, within MEMORY_BUDGET bytes of output over all executions (past it output is dropped and
+ * counts as truncated; an exit is always kept). Only an agent restart loses them.
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
@@ -20,6 +25,9 @@ const MAX_BYTES_PER_ANSWER = 8 * 1024 * 1024
 /** Consecutive output of one stream is written as one event up to this size. */
 const MAX_EVENT_BYTES = 1024 * 1024
 const HEADER = 5
+/** Output held in memory over all executions, for frames a full disk refused. */
+const MEMORY_BUDGET = 16 * 1024 * 1024
+let heldInMemory = 0
 export const T_STDOUT = 1
 export const T_STDERR = 2
 const T_EXIT = 3
@@ -41,6 +49,11 @@ export interface Meta {
   maxOutputBytes: number
 }
 
+interface Frame {
+  readonly type: number
+  readonly payload: Buffer
+}
+
 export interface Exec {
   meta: Meta
   dir: string
@@ -48,18 +61,19 @@ export interface Exec {
   offsets: Array<number>
   size: number
   fd: number | null
+  /** Frames after the file's (seq offsets.length on), once the disk refused one: they never go back to the file. */
+  memory: Array<Frame> | null
+  memoryBytes: number
   outputBytes: number
   truncated: boolean
   cancelled: boolean
   timedOut: boolean
   exit: ExitFields | null
-  /** The exit frame could not be written (a full disk): readEvents answers it from memory. */
-  exitLost: boolean
   finishedAt: number | null
   proc: ReturnType<typeof Bun.spawn> | null
   /** The pseudo-terminal of a command started with `pty` (its input and size go there). */
   terminal: Bun.Terminal | null
-  pending: { type: number; chunks: Array<Uint8Array>; bytes: number } | null
+  pending: { type: number; chunks: Array<Buffer>; bytes: number } | null
   flushScheduled: boolean
   waiters: Set<() => void>
   timers: Array<ReturnType<typeof setTimeout>>
@@ -76,7 +90,8 @@ export const track = (fields: Pick<Exec, "meta" | "dir" | "offsets" | "size" | "
     cancelled: false,
     timedOut: false,
     exit: null,
-    exitLost: false,
+    memory: null,
+    memoryBytes: 0,
     finishedAt: null,
     proc: null,
     terminal: null,
@@ -111,29 +126,38 @@ const notify = (exec: Exec) => {
   exec.waiters.clear()
 }
 
+/** How many events the execution has: in its file, then in memory. */
+export const eventCount = (exec: Exec) => exec.offsets.length + (exec.memory?.length ?? 0)
+
 /**
- * Appends one frame; false when the sandbox's disk is full (or the file is otherwise unwritable): the frame is
- * dropped (output counts as truncated), and an exit that could not be written is kept in memory (`exitLost`) and
- * still answered, so a full disk never leaves a caller waiting for an exit.
+ * Appends one frame to the events file; once the disk refuses one (full, or the file could not be made), to memory
+ * within the budget (an exit always: a full disk never leaves a caller waiting for one).
  */
-const appendFrame = (exec: Exec, type: number, payload: Uint8Array): boolean => {
-  if (exec.fd === null) return false
-  const header = Buffer.alloc(HEADER)
-  header[0] = type
-  header.writeUInt32BE(payload.length, 1)
-  // At an explicit position: a file reopened after a restart ("r+") would otherwise be written from its start.
-  const frame = Buffer.concat([header, payload])
-  try {
-    let written = 0
-    while (written < frame.length) written += fs.writeSync(exec.fd, frame, written, frame.length - written, exec.size + written)
-  } catch {
-    if (type === T_EXIT) exec.exitLost = true
-    else exec.truncated = true
-    return false
+const appendFrame = (exec: Exec, type: number, payload: Buffer) => {
+  if (exec.memory === null && exec.fd !== null) {
+    const header = Buffer.alloc(HEADER)
+    header[0] = type
+    header.writeUInt32BE(payload.length, 1)
+    // At an explicit position: a file reopened after a restart ("r+") would otherwise be written from its start.
+    const frame = Buffer.concat([header, payload])
+    try {
+      let written = 0
+      while (written < frame.length) written += fs.writeSync(exec.fd, frame, written, frame.length - written, exec.size + written)
+      exec.offsets.push(exec.size)
+      exec.size += HEADER + payload.length
+      return
+    } catch {
+      // A part of the frame may be there: past `size`, never read (and cut off by a restarted agent).
+    }
   }
-  exec.offsets.push(exec.size)
-  exec.size += HEADER + payload.length
-  return true
+  exec.memory ??= []
+  if (type !== T_EXIT && heldInMemory + payload.length > MEMORY_BUDGET) {
+    exec.truncated = true
+    return
+  }
+  exec.memory.push({ type, payload })
+  exec.memoryBytes += payload.length
+  heldInMemory += payload.length
 }
 
 const flush = (exec: Exec) => {
@@ -191,7 +215,7 @@ export const finish = (exec: Exec, fields: Omit<ExitFields, "cancelled" | "timed
 
 export const waitForEvents = (exec: Exec, from: number, waitMs: number) =>
   new Promise<void>((resolve) => {
-    if (exec.offsets.length > from || exec.exit !== null || waitMs <= 0) return resolve()
+    if (eventCount(exec) > from || exec.exit !== null || waitMs <= 0) return resolve()
     const timer = setTimeout(() => {
       exec.waiters.delete(done)
       resolve()
@@ -205,37 +229,52 @@ export const waitForEvents = (exec: Exec, from: number, waitMs: number) =>
 
 type WireEvent = { seq: number; type: "stdout" | "stderr"; data: string } | ({ seq: number; type: "exit" } & ExitFields)
 
-/** Reads events [from, ...) from the events file, within the per-answer budgets. */
+const wireEvent = (seq: number, type: number, payload: Buffer): WireEvent =>
+  type === T_EXIT
+    ? { seq, type: "exit", ...(JSON.parse(payload.toString()) as ExitFields) }
+    : { seq, type: type === T_STDOUT ? "stdout" : "stderr", data: payload.toString("base64") }
+
+/** Reads events [from, ...) from the events file, then from memory, within the per-answer budgets. */
 export const readEvents = (exec: Exec, from: number): Array<WireEvent> => {
   const count = exec.offsets.length
-  // An exit that a full disk kept out of the file comes last, from memory.
-  const lostExit: Array<WireEvent> = exec.exitLost && exec.exit !== null ? [{ seq: count, type: "exit", ...exec.exit }] : []
-  if (from >= count) return from === count ? lostExit : []
-  let last = Math.min(count, from + MAX_EVENTS_PER_ANSWER)
-  const endOf = (i: number) => (i < count ? exec.offsets[i]! : exec.size)
-  while (last > from + 1 && endOf(last) - exec.offsets[from]! > MAX_BYTES_PER_ANSWER) last--
-  const start = exec.offsets[from]!
-  const buffer = Buffer.alloc(endOf(last) - start)
-  const fd = fs.openSync(path.join(exec.dir, "events"), "r")
-  try {
-    fs.readSync(fd, buffer, 0, buffer.length, start)
-  } finally {
-    fs.closeSync(fd)
-  }
   const events: Array<WireEvent> = []
-  let at = 0
-  for (let seq = from; seq < last; seq++) {
-    const type = buffer[at]!
-    const length = buffer.readUInt32BE(at + 1)
-    const payload = buffer.subarray(at + HEADER, at + HEADER + length)
-    at += HEADER + length
-    if (type === T_EXIT) events.push({ seq, type: "exit", ...(JSON.parse(payload.toString()) as ExitFields) })
-    else events.push({ seq, type: type === T_STDOUT ? "stdout" : "stderr", data: payload.toString("base64") })
+  let bytes = 0
+  if (from < count) {
+    let last = Math.min(count, from + MAX_EVENTS_PER_ANSWER)
+    const endOf = (i: number) => (i < count ? exec.offsets[i]! : exec.size)
+    while (last > from + 1 && endOf(last) - exec.offsets[from]! > MAX_BYTES_PER_ANSWER) last--
+    const start = exec.offsets[from]!
+    const buffer = Buffer.alloc(endOf(last) - start)
+    const fd = fs.openSync(path.join(exec.dir, "events"), "r")
+    try {
+      fs.readSync(fd, buffer, 0, buffer.length, start)
+    } finally {
+      fs.closeSync(fd)
+    }
+    let at = 0
+    for (let seq = from; seq < last; seq++) {
+      const length = buffer.readUInt32BE(at + 1)
+      events.push(wireEvent(seq, buffer[at]!, buffer.subarray(at + HEADER, at + HEADER + length)))
+      at += HEADER + length
+    }
+    if (last < count) return events
+    bytes = buffer.length
   }
-  return last === count ? [...events, ...lostExit] : events
+  // Frames a full disk kept in memory come after the file's.
+  const memory = exec.memory ?? []
+  for (let i = Math.max(0, from - count); i < memory.length && events.length < MAX_EVENTS_PER_ANSWER; i++) {
+    const frame = memory[i]!
+    if (events.length > 0 && bytes + HEADER + frame.payload.length > MAX_BYTES_PER_ANSWER) break
+    events.push(wireEvent(count + i, frame.type, frame.payload))
+    bytes += HEADER + frame.payload.length
+  }
+  return events
 }
 
 const removeExec = (exec: Exec) => {
+  heldInMemory -= exec.memoryBytes
+  exec.memory = null
+  exec.memoryBytes = 0
   execs.delete(exec.meta.execId)
   if (exec.meta.tag !== null && byTag.get(exec.meta.tag) === exec.meta.execId) byTag.delete(exec.meta.tag)
   fs.rmSync(exec.dir, { recursive: true, force: true })
@@ -247,7 +286,7 @@ export const evictFinished = () => {
   const finished = [...execs.values()].filter((e) => e.finishedAt !== null).sort((a, b) => b.finishedAt! - a.finishedAt!)
   let bytes = 0
   finished.forEach((exec, index) => {
-    bytes += exec.size
+    bytes += exec.size + exec.memoryBytes
     if (now - exec.finishedAt! > KEEP_FINISHED_MS || bytes > KEEP_FINISHED_BYTES || index >= KEEP_FINISHED_COUNT) removeExec(exec)
   })
 }

@@ -46,7 +46,8 @@ const main = () => {
   startBridge(path.join(RUN_DIR, "bridge.sock"))
   // The agent socket comes last: once it answers, everything is ready.
   // Writes stream to disk and are bounded by their `limit` (Bun's own default would cut them at 128 MiB).
-  Bun.serve({ unix: path.join(RUN_DIR, "agent.sock"), fetch: handle, maxRequestBodySize: Number.MAX_SAFE_INTEGER })
+  // Production mode: never Bun's development error page (it quotes the source) as an answer.
+  Bun.serve({ unix: path.join(RUN_DIR, "agent.sock"), development: false, fetch: handle, maxRequestBodySize: Number.MAX_SAFE_INTEGER })
   setInterval(evictFinished, 10 * 60 * 1000).unref()
 }
 

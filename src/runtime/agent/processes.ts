@@ -223,8 +223,13 @@ const startExec = (spec: ExecRequest): Exec => {
   const env: Record<string, string> = { ...BASE_ENV, ...spec.env }
   const execId = newExecId()
   const dir = path.join(EXECS_DIR, execId)
-  fs.mkdirSync(dir, { recursive: true })
-  const fd = fs.openSync(path.join(dir, "events"), "w")
+  let fd: number | null = null
+  try {
+    fs.mkdirSync(dir, { recursive: true })
+    fd = fs.openSync(path.join(dir, "events"), "w")
+  } catch {
+    // A full disk: the command runs all the same, its events held in memory (events.ts).
+  }
   const exec = track({
     meta: { execId, tag: spec.tag ?? null, pid: -1, procStart: null, startedAt: new Date().toISOString(), maxOutputBytes: spec.maxOutputBytes },
     dir,
@@ -279,7 +284,9 @@ const startExec = (spec: ExecRequest): Exec => {
     }
   } catch (e) {
     exec.meta.pid = 0
-    fs.writeFileSync(path.join(dir, "meta.json"), JSON.stringify(exec.meta))
+    try {
+      fs.writeFileSync(path.join(dir, "meta.json"), JSON.stringify(exec.meta))
+    } catch {}
     onOutput(exec, T_STDERR, Buffer.from(`${(e as Error).message}\n`))
     finish(exec, { exitCode: 127, signal: null })
     return exec
