@@ -9,6 +9,7 @@ import { Forbidden, notFound } from "../../domain/Errors.ts"
 import { CurrentUser } from "../../domain/Principals.ts"
 import { Session, SignedOut } from "../../domain/Sessions.ts"
 import { sha256Hex } from "../../domain/Tokens.ts"
+import { accessChanged } from "../../services/LiveStreams.ts"
 import { endSession, startSession } from "../../services/Sessions.ts"
 import { Api } from "../Api.ts"
 import { clearedSessionCookie, csrfRefusal, sessionCookie, sessionFromCookies } from "../SessionCookie.ts"
@@ -45,7 +46,8 @@ export const SessionsLive = HttpApiBuilder.group(Api, "sessions", (handlers) =>
         Effect.gen(function*() {
           const user = yield* CurrentUser
           if (viaBearer(yield* HttpServerRequest.HttpServerRequest)) return yield* notFound("Dashboard session (this request carries a bearer token)")
-          yield* endSession(user.tokenId)
+          yield* db.transaction(endSession(user.tokenId))
+          yield* accessChanged // the session's live streams and terminals end at once, on every replica
           return yield* HttpServerResponse.schemaJson(SignedOut)({ signed_out: true }, { headers: { "set-cookie": clearedSessionCookie(secure) } }).pipe(Effect.orDie)
         }).pipe(provide))
   }))
