@@ -24,7 +24,8 @@ export const whenSignedOut = (callback: () => void) => {
   onSignedOut = callback
 }
 
-const envelopeOf = (status: number, text: string, requestId: string | null): ApiError => {
+/** A failed answer as the API's envelope (its code, message, request id and details), or a plain description. */
+export const envelopeOf = (status: number, text: string, requestId: string | null): ApiError => {
   try {
     const body = JSON.parse(text) as { code?: unknown; message?: unknown; request_id?: unknown; details?: unknown }
     if (typeof body.code === "string" && typeof body.message === "string") {

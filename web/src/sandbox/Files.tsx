@@ -4,7 +4,7 @@
  * with the bytes sent shown as they go), delete.
  */
 import { useState } from "preact/hooks"
-import { ApiError, newKey, post, settle, upload } from "../api.ts"
+import { ApiError, envelopeOf, newKey, post, settle, upload } from "../api.ts"
 import type { RuntimeOperationW, SandboxW } from "../types.ts"
 import { Action, bytes, ErrorBox, Field, Form, Show, useLoad, When } from "../ui.tsx"
 
@@ -91,7 +91,7 @@ export const Files = ({ base, sandbox }: { readonly base: string; readonly sandb
                   : <button type="button" class="link" onClick={() => {
                     setUploadError(undefined)
                     fetch(raw(entry.path), { headers: { range: `bytes=0-${OPEN_LIMIT - 1}` } })
-                      .then(async (r) => (r.ok ? setOpened({ path: entry.path, text: await r.text() }) : setUploadError(new ApiError(r.status, `http_${r.status}`, `Could not open ${entry.path} (${r.status})`, r.headers.get("x-request-id") ?? undefined, undefined))))
+                      .then(async (r) => (r.ok ? setOpened({ path: entry.path, text: await r.text() }) : setUploadError(envelopeOf(r.status, await r.text(), r.headers.get("x-request-id")))))
                       .catch(setUploadError)
                   }}>{nameOf(entry.path)}</button>}
                 </td>
