@@ -8,13 +8,15 @@
  *   bun scripts/build-web.ts              build
  *   bun scripts/build-web.ts --if-stale   build only when a source is newer than the bundle (ensure-deps)
  *
- * The provider catalogue the dashboard shows (capabilities, the fields of each provider's credentials) comes from
- * the server's own tables at build time, as the module `catalog` (web/src/catalog.d.ts types it).
+ * The catalogue the dashboard shows (each provider's capabilities as its adapter serves them, the fields of its credentials, the environments a
+ * sandbox can be created from) comes from the server's own tables at build time, as the module `virtual:catalog`
+ * (web/src/catalog.ts types it); a change to those tables makes the bundle stale too.
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
 import * as zlib from "node:zlib"
-import { DECLARED } from "../providers/core/declared.ts"
+import { ADAPTER_CAPABILITIES } from "../providers/capabilities.ts"
+import { ENVIRONMENTS } from "../src/domain/Environments.ts"
 import { CREDENTIAL_FIELDS } from "../src/domain/ProviderCredentials.ts"
 
 const ROOT = path.resolve(import.meta.dirname, "..")
@@ -22,6 +24,8 @@ const WEB = path.join(ROOT, "web")
 const DIST = path.join(WEB, "dist")
 const BUNDLE = path.join(DIST, "bundle.ts")
 const FIRST_PAGE_TARGET_BYTES = 350 * 1024
+/** The server's tables the catalogue is made of. */
+const CATALOG_SOURCES = ["src/domain/ProviderCredentials.ts", "src/domain/Environments.ts"]
 
 const newest = (dir: string): number =>
   fs.readdirSync(dir, { withFileTypes: true }).reduce((latest, entry) => {
@@ -33,13 +37,13 @@ const newest = (dir: string): number =>
 const stale = () => {
   if (!fs.existsSync(BUNDLE)) return true
   const built = fs.statSync(BUNDLE).mtimeMs
-  const inputs = [newest(WEB), fs.statSync(path.join(ROOT, "bun.lock")).mtimeMs, fs.statSync(import.meta.filename).mtimeMs]
+  const inputs = [newest(WEB), newest(path.join(ROOT, "providers")), ...["bun.lock", ...CATALOG_SOURCES].map((file) => fs.statSync(path.join(ROOT, file)).mtimeMs), fs.statSync(import.meta.filename).mtimeMs]
   return inputs.some((t) => t > built)
 }
 
 if (process.argv.includes("--if-stale") && !stale()) process.exit(0)
 
-const catalog = { providers: DECLARED, credentialFields: CREDENTIAL_FIELDS }
+const catalog = { providers: ADAPTER_CAPABILITIES, credentialFields: CREDENTIAL_FIELDS, environments: ENVIRONMENTS }
 
 const result = await Bun.build({
   entrypoints: [path.join(WEB, "src/main.tsx")],

@@ -8,7 +8,7 @@ import { useState } from "preact/hooks"
 import { newKey, post } from "../api.ts"
 import type { MutationW, SandboxRequestW, SandboxW } from "../types.ts"
 import { Check, Field, Form, Select } from "../ui.tsx"
-import { PROVIDERS, type ProviderName } from "../catalog.ts"
+import { catalog, ENVIRONMENT_NAMES, PROVIDERS, type ProviderName, versionsOf } from "../catalog.ts"
 
 export const sourceOf = (s: SandboxW) => {
   const source = s.requested.source
@@ -93,8 +93,11 @@ export const NewSandbox = ({ project }: { readonly project: string }) => {
           <Select label="Kind" value={kind} onChange={(v) => setKind(v as SourceKind)} options={[["environment", "Environment"], ["oci_image", "OCI image"], ["provider_template", "Provider template"]]} />
           {kind === "environment" && (
             <>
-              <Select label="Environment" value={environment} onChange={setEnvironment} options={[["metal/base", "metal/base"], ["metal/node", "metal/node"], ["metal/python", "metal/python"]]} />
-              <Field label="Version" value={version} onInput={setVersion} required />
+              <Select label="Environment" value={environment} onChange={(name) => {
+                setEnvironment(name)
+                setVersion(versionsOf(name)[0] ?? "latest")
+              }} options={ENVIRONMENT_NAMES.map((name) => [name, `${name}: ${catalog.environments.find((e) => e.name === name)?.description ?? ""}`] as const)} />
+              <Select label="Version" value={version} onChange={setVersion} options={versionsOf(environment).map((v) => [v, v] as const)} />
             </>
           )}
           {kind === "oci_image" && (
@@ -132,7 +135,7 @@ export const NewSandbox = ({ project }: { readonly project: string }) => {
         </fieldset>
         <fieldset>
           <legend>Placement</legend>
-          <Select label="Provider" value={provider} onChange={setProvider} options={[["auto", "auto: the first that fits"], ...PROVIDERS.map((p) => [p, p] as const)]} />
+          <Select label="Provider" value={provider} onChange={setProvider} options={[["auto", "auto: where the most of the API works"], ...PROVIDERS.map((p) => [p, p] as const)]} />
           <Check label="A terminal (pty) for this sandbox" checked={pty} onChange={setPty} />
           <Field label="Ports to expose (optional)" value={ports} onInput={setPorts} placeholder="8000, 3000"
             hint="Placed where these ports can be served as endpoints." />
