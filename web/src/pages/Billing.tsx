@@ -17,7 +17,7 @@ export const Billing = ({ org }: { readonly org: string }) => {
           <p class="balance">Balance <strong>${b.balance_usd}</strong>{b.payment_method !== null && <span class="muted"> · {b.payment_method.brand} •••• {b.payment_method.last4}</span>}</p>
           <Chart title="Weekly activity (spent per day)" bars x={b.weekly_activity.map((d) => Date.parse(`${d.date}T00:00:00Z`) / 1000)}
             series={[{ label: "spent", values: b.weekly_activity.map((d) => Number(d.amount_microusd) / 1e6), color: "#3b82f6" }]} format={(v) => `$${v.toFixed(2)}`} />
-          <AutoTopup billing={b} onSaved={(saved) => billing.update(() => saved)} />
+          <AutoTopup key={b.organization_id} billing={b} onSaved={(saved) => billing.update(() => saved)} />
           <h2>Ledger</h2>
           {b.ledger.length === 0 ? <p class="muted">No entries.</p> : (
             <table class="table compact" aria-label="Ledger">

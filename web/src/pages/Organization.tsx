@@ -45,7 +45,8 @@ export const OrganizationPage = ({ org }: { readonly org: string }) => {
         <Field label="Name" value={name} onInput={setName} required />
         <Field label="Slug" value={slug} onInput={setSlug} placeholder={slugOf(name || "my-project")} pattern="[a-z0-9]+(-[a-z0-9]+)*" />
       </Form>
-      <Show load={organization} what="the organization">{(o) => <OrganizationSettings organization={o} onChange={() => {
+      {/* Keyed by the organization: its form starts from this organization's name and slug, not the last one's. */}
+      <Show load={organization} what="the organization">{(o) => <OrganizationSettings key={o.id} organization={o} onChange={() => {
         organization.reload()
         refresh()
       }} onDeleted={() => {
