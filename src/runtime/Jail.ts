@@ -117,6 +117,22 @@ const AGENT_LOOP = [
   "/opt/agent/bun"
 ]
 
+/**
+ * A warm jail's loop (WarmPool.ts): the same loop, with a leash. The launcher's stdin is a pipe the gateway holds;
+ * a background reader waits on it: "claimed" (a create took the jail) lets it go, and anything else — the
+ * end of the pipe when the gateway dies, even by SIGKILL — ends every process of the jail (kill -1 spares only the
+ * jail's init, which then exits). A warm jail holds nothing of anyone's, so it never outlives its gateway.
+ * Asynchronous lists get /dev/null as stdin, so the pipe goes to the reader as fd 4; nothing else keeps it.
+ */
+const LEASHED_AGENT_LOOP = [
+  "/bin/sh",
+  "-c",
+  'exec 3>&2 >/dev/null 2>/dev/null 4<&0 </dev/null; { read -r word <&4; [ "$word" = claimed ] || kill -KILL -1; } 3>&- & exec 4<&-; (exec "$0" /opt/agent/lib/main.js 2>&3 3>&-); exec 3>&-; while :; do sleep 0.2; "$0" /opt/agent/lib/main.js; done',
+  "/opt/agent/bun"
+]
+/** What the gateway writes on a warm jail's leash when a create takes it. */
+export const LEASH_CLAIMED = "claimed\n"
+
 /** Where the launcher builds an image jail's root on the disk: the overlay, its upper and work dirs, the idmapped layers. */
 export const IMAGE_DIR = "image"
 const RT = "/opt/agent/rt"
@@ -147,6 +163,8 @@ export const bwrapArgs = (options: {
   readonly command?: ReadonlyArray<string> | undefined
   /** The root is an OCI image (the overlay the launcher mounts): nothing of the host's system is bound. */
   readonly image?: boolean | undefined
+  /** A warm jail: the agent loop ends the jail when the launcher's stdin closes unclaimed (LEASHED_AGENT_LOOP). */
+  readonly leashed?: boolean | undefined
 }) => {
   const args: Array<string> = []
   if (options.image === true) args.push("--bind", path.join(STAGE, IMAGE_DIR, "merged"), "/")
@@ -190,7 +208,7 @@ export const bwrapArgs = (options: {
   )
   if (options.image === true) args.push("--setenv", "AGENT_SHELL", JSON.stringify(RT_SHELL))
   for (const [k, v] of Object.entries(options.env)) args.push("--setenv", k, v)
-  args.push("--", ...(options.command ?? (options.image === true ? RT_AGENT_LOOP : AGENT_LOOP)))
+  args.push("--", ...(options.command ?? (options.image === true ? RT_AGENT_LOOP : options.leashed === true ? LEASHED_AGENT_LOOP : AGENT_LOOP)))
   return args
 }
 

@@ -17,7 +17,7 @@ import { createDisk, diskImage, identityFiles } from "./Disk.ts"
 import { FORWARDER_ADDRESS, installPolicyTable, policyTableName, policyTablePresent, removePolicyTable } from "./DomainPolicy.ts"
 import { egressFilterPresent, installEgressFilter } from "./Egress.ts"
 import { type Tools, TUN_NODE } from "./Host.ts"
-import { alive, bwrapArgs, descendants, jailDir, type JailSpec, type JailState, launchCommand, procStart, readState, sandboxesDir, signalAll, writeState } from "./Jail.ts"
+import { alive, bwrapArgs, descendants, jailDir, type JailSpec, type JailState, launchCommand, LEASH_CLAIMED, procStart, readState, sandboxesDir, signalAll, writeState } from "./Jail.ts"
 import { RuntimeError, runtimeError as err, type RuntimeSandbox } from "./LocalRuntime.ts"
 import { owningUserns } from "./Ns.ts"
 import { layerDir } from "./oci/ImageCache.ts"
@@ -91,6 +91,8 @@ const egressInstalled = new Map<number, string | null>()
 
 export const makeJailLifecycle = (ctx: RuntimeContext) => {
   const { aborter, agentEnv, base, blanksDir, currentTools, dataDir, dnsUpstreams, policy, scope, useCgroups } = ctx
+  /** The write ends of warm jails' leashes, by jail id (held only by this process: Bun's pipes are close-on-exec). */
+  const leashes = new Map<string, Bun.FileSink>()
   if (!egressInstalled.has(base)) egressInstalled.set(base, installEgressFilter(base))
 
   const running = (state: JailState) => alive(state.childPid, state.childStart) && alive(state.bwrapPid, state.bwrapStart)
@@ -257,7 +259,7 @@ export const makeJailLifecycle = (ctx: RuntimeContext) => {
    * (default: the agent). The state is written as soon as the uid is leased, so a crash from then on leaves a
    * jail the reaper finds by its labels; only a crash in the instant before leaves a bare directory (swept).
    */
-  const prepareJail = async (id: string, spec: JailSpec, command?: ReadonlyArray<string>) => {
+  const prepareJail = async (id: string, spec: JailSpec, command?: ReadonlyArray<string>, leashed = false) => {
     const dir = jailDir(dataDir, id)
     fs.mkdirSync(dir, { recursive: true, mode: 0o700 })
     fs.chmodSync(dir, 0o700)
@@ -290,7 +292,7 @@ export const makeJailLifecycle = (ctx: RuntimeContext) => {
     } catch (e) {
       throw err("internal", "the sandbox's disk could not be created", (e as Error).message)
     }
-    const args = bwrapArgs({ tools: currentTools(), hostname: id, cgroup, memoryMb: spec.memoryMb, env: agentEnv, command, image: spec.image !== undefined })
+    const args = bwrapArgs({ tools: currentTools(), hostname: id, cgroup, memoryMb: spec.memoryMb, env: agentEnv, command, image: spec.image !== undefined, leashed })
     const launch = launchCommand({
       image: diskImage(dir),
       cgroup,
@@ -305,13 +307,22 @@ export const makeJailLifecycle = (ctx: RuntimeContext) => {
     return { dir, state, launch }
   }
 
-  const startJail = async (id: string, spec: JailSpec): Promise<JailState> => {
-    const prepared = await prepareJail(id, spec)
+  /**
+   * `leashed`: a warm jail, ended by its own loop unless `claim` reaches it while this process holds the write end
+   * of its launcher's stdin (Jail.ts LEASHED_AGENT_LOOP).
+   */
+  const startJail = async (id: string, spec: JailSpec, options: { readonly leashed?: boolean } = {}): Promise<JailState> => {
+    const leashed = options.leashed === true && spec.image === undefined
+    const prepared = await prepareJail(id, spec, undefined, leashed)
     const { dir, launch } = prepared
     let state = prepared.state
     const hostUid = state.hostUid
-    const child = Bun.spawn(launch, { cwd: "/", stdio: ["ignore", "pipe", "pipe"], detached: true })
+    const child = Bun.spawn(launch, { cwd: "/", stdio: [leashed ? "pipe" : "ignore", "pipe", "pipe"], detached: true })
     child.unref()
+    if (leashed && child.stdin !== undefined) {
+      child.stdin.unref()
+      leashes.set(id, child.stdin)
+    }
     const errors = drainBounded(child.stderr, START_LOG_BYTES)
     const deadline = Date.now() + START_TIMEOUT_MS
     try {
@@ -348,6 +359,7 @@ export const makeJailLifecycle = (ctx: RuntimeContext) => {
    * launcher's namespace: it goes with the last process.
    */
   const destroyJail = async (id: string) => {
+    letGo(id)
     const dir = jailDir(dataDir, id)
     const state = readState(dataDir, id)
     const legacy = state === undefined ? readLegacyState(dataDir, id) : undefined
@@ -383,7 +395,29 @@ export const makeJailLifecycle = (ctx: RuntimeContext) => {
     fs.rmSync(dir, { recursive: true, force: true })
   }
 
-  return { running, toSandbox, requireEgressFilter, recheckEgressFilter, ensurePolicy, startSlirp, prepareJail, startJail, destroyJail }
+  /** Lets a warm jail's leash go: it keeps running once this process is gone. False when this process holds none. */
+  const claim = async (id: string): Promise<boolean> => {
+    const leash = leashes.get(id)
+    if (leash === undefined) return false
+    leashes.delete(id)
+    try {
+      leash.write(LEASH_CLAIMED)
+      await leash.end()
+      return true
+    } catch {
+      return false
+    }
+  }
+  /** Closes a leash unclaimed (the jail ends itself; destroy kills it anyway). */
+  const letGo = (id: string) => {
+    const leash = leashes.get(id)
+    leashes.delete(id)
+    try {
+      void Promise.resolve(leash?.end()).catch(() => undefined)
+    } catch {}
+  }
+
+  return { running, toSandbox, requireEgressFilter, recheckEgressFilter, ensurePolicy, startSlirp, prepareJail, startJail, destroyJail, claim }
 }
 
 export type JailLifecycle = ReturnType<typeof makeJailLifecycle>
