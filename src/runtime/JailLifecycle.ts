@@ -106,7 +106,17 @@ export const makeJailLifecycle = (ctx: RuntimeContext) => {
         ? { vcpu: state.spec.vcpu, memoryMb: state.spec.memoryMb, diskMb: state.spec.diskMb, mechanism: "cgroup" }
         // Without a cpu cgroup nothing holds the sandbox to its share: it can use every core of the host.
         : { vcpu: os.cpus().length, memoryMb: state.spec.memoryMb, diskMb: state.spec.diskMb, mechanism: "rlimit" },
-      ...(state.spec.image !== undefined ? { image: { reference: state.spec.image.reference, digest: state.spec.image.digest, platform: state.spec.image.platform } } : {})
+      ...(state.spec.image !== undefined
+        ? {
+          image: {
+            reference: state.spec.image.reference,
+            digest: state.spec.image.digest,
+            platform: state.spec.image.platform,
+            // A jail made before WorkingDir defaulted to / has the agent's default.
+            workingDir: state.spec.image.workingDir ?? "/workspace"
+          }
+        }
+        : {})
     }
   }
 
@@ -290,7 +300,7 @@ export const makeJailLifecycle = (ctx: RuntimeContext) => {
     } catch (e) {
       throw err("internal", "the sandbox's disk could not be created", (e as Error).message)
     }
-    const args = bwrapArgs({ tools: currentTools(), hostname: id, cgroup, memoryMb: spec.memoryMb, env: agentEnv, command, image: spec.image !== undefined })
+    const args = bwrapArgs({ tools: currentTools(), hostname: id, cgroup, memoryMb: spec.memoryMb, env: agentEnv, command, image: spec.image !== undefined, uid: spec.image?.uid, gid: spec.image?.gid })
     const launch = launchCommand({
       image: diskImage(dir),
       cgroup,
