@@ -86,6 +86,17 @@ const drainBounded = (stream: ReadableStream<Uint8Array>, max: number) => {
   }
 }
 
+/**
+ * Any user of the jail may listen on ports below 1024, as in a Docker container (it sets the same): an image's
+ * server (nginx on 80) runs as built, without the capability it would otherwise need. The setting is the jail's
+ * own network namespace's; nothing outside it changes.
+ */
+const allowLowPorts = (childPid: number) => {
+  // /proc/sys/net is the writer's network namespace's: the jail's, entered here.
+  const r = Bun.spawnSync(["nsenter", `--net=/proc/${childPid}/ns/net`, "/bin/sh", "-c", "echo 0 > /proc/sys/net/ipv4/ip_unprivileged_port_start"], { stdio: ["ignore", "ignore", "pipe"] })
+  if (r.exitCode !== 0) throw err("internal", "the sandbox could not be started", `ip_unprivileged_port_start: ${r.stderr.toString().slice(0, 300)}`)
+}
+
 /** The egress filter per uid base, installed once per process (re-checked before each internet sandbox). */
 const egressInstalled = new Map<number, string | null>()
 
@@ -341,6 +352,7 @@ export const makeJailLifecycle = (ctx: RuntimeContext) => {
       }
       state = { ...state, childPid, childStart: procStart(childPid) }
       writeState(dataDir, state)
+      if (spec.image !== undefined) allowLowPorts(childPid)
       if (spec.internet) state = await startSlirp(state)
       await waitForAgent(state, deadline, aborter.signal, () => running(state))
       return state

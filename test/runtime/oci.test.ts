@@ -132,8 +132,8 @@ describe("the image config, applied as a container runtime applies it", () => {
   const imageCommand = async (id: string) => collect(rt, id, (await run(rt.exec(id, { command: ["unused"], maxOutputBytes: 1000, tag: "image-command" }))).execId)
 
   beforeAll(() => {
-    // No User (root), no WorkingDir (/): its Cmd notes where and as whom it runs, then serves a port.
-    users("root", { cmd: ["sh", "-c", "pwd > /srv/cwd; id -u > /srv/uid; exec /bin/busybox httpd -f -p 8080 -h /srv"] })
+    // No User (root), no WorkingDir (/): its Cmd notes where and as whom it runs, then serves port 80 (as nginx would).
+    users("root", { cmd: ["sh", "-c", "pwd > /srv/cwd; id -u > /srv/uid; exec /bin/busybox httpd -f -p 80 -h /srv"] })
     users("app", { user: "app", workingDir: "/srv", entrypoint: ["/bin/sh", "-c"], cmd: ['echo "$HOME $(id -u):$(id -g) $(pwd)" > /srv/ran'] })
     users("numeric", { user: "4321:staff", env: ["PATH=/bin", "HOME=/custom"] })
     users("ghost", { user: "ghost" })
@@ -144,9 +144,9 @@ describe("the image config, applied as a container runtime applies it", () => {
     const r = await sh(rt, "u-root", 'id -u; id -g; echo "$HOME $USER"; pwd; grep CapEff /proc/self/status')
     expect(r.stdout).toBe("0\n0\n/root root\n/\nCapEff:\t0000000000000000\n")
     // The server the Cmd started answers (once it listens): in the sandbox, and through the runtime's port bridge.
-    const served = await sh(rt, "u-root", "until wget -qO- http://127.0.0.1:8080/index.html 2>/dev/null; do sleep 0.1; done; cat /srv/cwd /srv/uid")
+    const served = await sh(rt, "u-root", "until wget -qO- http://127.0.0.1/index.html 2>/dev/null; do sleep 0.1; done; cat /srv/cwd /srv/uid")
     expect(served.stdout).toBe("served by the image's Cmd\n/\n0\n")
-    const socket = await run(rt.connectPort("u-root", 8080))
+    const socket = await run(rt.connectPort("u-root", 80))
     const page = await new Promise<string>((resolve, reject) => {
       let text = ""
       socket.on("data", (d: Buffer) => (text += d.toString()))
@@ -164,6 +164,8 @@ describe("the image config, applied as a container runtime applies it", () => {
     await create("u-app", "app")
     const r = await sh(rt, "u-app", 'id -u; id -g; echo "$HOME $USER"; pwd')
     expect(r.stdout).toBe("1234\n2345\n/home/app app\n/srv\n")
+    // Any user may listen below 1024, as in a container.
+    expect((await sh(rt, "u-app", "/bin/busybox httpd -p 81 -h /srv && echo bound")).stdout).toBe("bound\n")
     const ran = await imageCommand("u-app")
     expect(ran.exit.exitCode).toBe(0)
     expect((await sh(rt, "u-app", "cat /srv/ran")).stdout).toBe("/home/app 1234:2345 /srv\n")
