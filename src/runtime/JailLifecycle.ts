@@ -91,10 +91,11 @@ const drainBounded = (stream: ReadableStream<Uint8Array>, max: number) => {
  * server (nginx on 80) runs as built, without the capability it would otherwise need. The setting is the jail's
  * own network namespace's; nothing outside it changes.
  */
-const allowLowPorts = (childPid: number) => {
+const allowLowPorts = async (childPid: number) => {
   // /proc/sys/net is the writer's network namespace's: the jail's, entered here.
-  const r = Bun.spawnSync(["nsenter", `--net=/proc/${childPid}/ns/net`, "/bin/sh", "-c", "echo 0 > /proc/sys/net/ipv4/ip_unprivileged_port_start"], { stdio: ["ignore", "ignore", "pipe"] })
-  if (r.exitCode !== 0) throw err("internal", "the sandbox could not be started", `ip_unprivileged_port_start: ${r.stderr.toString().slice(0, 300)}`)
+  const child = Bun.spawn(["nsenter", `--net=/proc/${childPid}/ns/net`, "/bin/sh", "-c", "echo 0 > /proc/sys/net/ipv4/ip_unprivileged_port_start"], { cwd: "/", stdio: ["ignore", "ignore", "pipe"] })
+  const [code, stderr] = await Promise.all([child.exited, new Response(child.stderr).text()])
+  if (code !== 0) throw err("internal", "the sandbox could not be started", `ip_unprivileged_port_start: ${stderr.slice(0, 300)}`)
 }
 
 /** The egress filter per uid base, installed once per process (re-checked before each internet sandbox). */
@@ -352,7 +353,7 @@ export const makeJailLifecycle = (ctx: RuntimeContext) => {
       }
       state = { ...state, childPid, childStart: procStart(childPid) }
       writeState(dataDir, state)
-      if (spec.image !== undefined) allowLowPorts(childPid)
+      if (spec.image !== undefined) await allowLowPorts(childPid)
       if (spec.internet) state = await startSlirp(state)
       await waitForAgent(state, deadline, aborter.signal, () => running(state))
       return state
