@@ -13,8 +13,10 @@
  * the sandbox's own uid; its upper layer is on the sandbox's disk. The agent then runs through the host's loader
  * copied to the tools tmpfs (/opt/agent/rt), needing nothing of the image. Never the host's home, /root, the project or DATA_DIR, and no mount of
  * the jail names a host path. bwrap runs as the sandbox's own host uid (UidLeases.ts); inside, processes are uid
- * 1000 in new user, pid, ipc, uts, cgroup, mount and network namespaces, with no capabilities and no further
- * user namespaces. Limits use cgroup v1 (Cgroups.ts); without cgroups, the launcher's RLIMIT_NPROC bounds the
+ * 1000 (on an image: its User, root when it names none) in new user, pid, ipc, uts, cgroup, mount and network
+ * namespaces, with no capabilities and no further user namespaces. The user namespace maps that one uid (and one
+ * gid) to the sandbox's host uid: uid 0 inside is the same unprivileged host uid, with no capability in any
+ * namespace (bwrap's --cap-drop ALL empties even the bounding set), so it gains nothing over uid 1000. Limits use cgroup v1 (Cgroups.ts); without cgroups, the launcher's RLIMIT_NPROC bounds the
  * whole sandbox (its uid is its own, so the count is its own).
  */
 import * as fs from "node:fs"
@@ -38,6 +40,9 @@ export interface JailImage {
   readonly layers: ReadonlyArray<string>
   /** The image's WorkingDir: the default cwd of commands. */
   readonly workingDir: string | undefined
+  /** The uid and gid its processes run as inside the jail: its config's User (oci/ImageUser.ts). */
+  readonly uid: number
+  readonly gid: number
 }
 
 export interface JailSpec {
@@ -165,6 +170,9 @@ export const bwrapArgs = (options: {
   readonly image?: boolean | undefined
   /** A warm jail: the agent loop ends the jail when the launcher's stdin closes unclaimed (LEASHED_AGENT_LOOP). */
   readonly leashed?: boolean | undefined
+  /** Who the jail's processes are inside (default SANDBOX_UID): an image's User. Either way the sandbox's one host uid. */
+  readonly uid?: number | undefined
+  readonly gid?: number | undefined
 }) => {
   const args: Array<string> = []
   if (options.image === true) args.push("--bind", path.join(STAGE, IMAGE_DIR, "merged"), "/")
@@ -196,8 +204,8 @@ export const bwrapArgs = (options: {
     "--unshare-user",
     "--disable-userns",
     "--hostname", options.hostname.slice(0, 63),
-    "--uid", String(SANDBOX_UID),
-    "--gid", String(SANDBOX_UID),
+    "--uid", String(options.uid ?? SANDBOX_UID),
+    "--gid", String(options.gid ?? SANDBOX_UID),
     "--new-session",
     "--cap-drop", "ALL",
     "--chdir", "/workspace",
@@ -259,7 +267,7 @@ export const launchCommand = (options: {
  * before 2.39). For each `src dst` pair: a detached clone of `src` (open_tree), made read-only, nosuid, nodev and
  * idmapped through a user namespace mapping 0 to the sandbox's host uid (mount_setattr), attached at `dst`
  * (move_mount) — in the launcher's own mount namespace only. The cache's files belong to root; through the
- * mount they belong to the sandbox's uid, which is uid 1000 inside the jail.
+ * mount they belong to the sandbox's host uid, which is whatever uid the jail runs as inside (its image's User).
  */
 const IDMAP_HELPER = String.raw`
 import ctypes, os, struct, sys

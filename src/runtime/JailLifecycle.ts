@@ -86,6 +86,18 @@ const drainBounded = (stream: ReadableStream<Uint8Array>, max: number) => {
   }
 }
 
+/**
+ * Any user of the jail may listen on ports below 1024, as in a Docker container (it sets the same): an image's
+ * server (nginx on 80) runs as built, without the capability it would otherwise need. The setting is the jail's
+ * own network namespace's; nothing outside it changes.
+ */
+const allowLowPorts = async (childPid: number) => {
+  // /proc/sys/net is the writer's network namespace's: the jail's, entered here.
+  const child = Bun.spawn(["nsenter", `--net=/proc/${childPid}/ns/net`, "/bin/sh", "-c", "echo 0 > /proc/sys/net/ipv4/ip_unprivileged_port_start"], { cwd: "/", stdio: ["ignore", "ignore", "pipe"] })
+  const [code, stderr] = await Promise.all([child.exited, new Response(child.stderr).text()])
+  if (code !== 0) throw err("internal", "the sandbox could not be started", `ip_unprivileged_port_start: ${stderr.slice(0, 300)}`)
+}
+
 /** The egress filter per uid base, installed once per process (re-checked before each internet sandbox). */
 const egressInstalled = new Map<number, string | null>()
 
@@ -108,7 +120,17 @@ export const makeJailLifecycle = (ctx: RuntimeContext) => {
         ? { vcpu: state.spec.vcpu, memoryMb: state.spec.memoryMb, diskMb: state.spec.diskMb, mechanism: "cgroup" }
         // Without a cpu cgroup nothing holds the sandbox to its share: it can use every core of the host.
         : { vcpu: os.cpus().length, memoryMb: state.spec.memoryMb, diskMb: state.spec.diskMb, mechanism: "rlimit" },
-      ...(state.spec.image !== undefined ? { image: { reference: state.spec.image.reference, digest: state.spec.image.digest, platform: state.spec.image.platform } } : {})
+      ...(state.spec.image !== undefined
+        ? {
+          image: {
+            reference: state.spec.image.reference,
+            digest: state.spec.image.digest,
+            platform: state.spec.image.platform,
+            // A jail made before WorkingDir defaulted to / has the agent's default.
+            workingDir: state.spec.image.workingDir ?? "/workspace"
+          }
+        }
+        : {})
     }
   }
 
@@ -292,7 +314,7 @@ export const makeJailLifecycle = (ctx: RuntimeContext) => {
     } catch (e) {
       throw err("internal", "the sandbox's disk could not be created", (e as Error).message)
     }
-    const args = bwrapArgs({ tools: currentTools(), hostname: id, cgroup, memoryMb: spec.memoryMb, env: agentEnv, command, image: spec.image !== undefined, leashed })
+    const args = bwrapArgs({ tools: currentTools(), hostname: id, cgroup, memoryMb: spec.memoryMb, env: agentEnv, command, image: spec.image !== undefined, uid: spec.image?.uid, gid: spec.image?.gid, leashed })
     const launch = launchCommand({
       image: diskImage(dir),
       cgroup,
@@ -342,6 +364,7 @@ export const makeJailLifecycle = (ctx: RuntimeContext) => {
       }
       state = { ...state, childPid, childStart: procStart(childPid) }
       writeState(dataDir, state)
+      if (spec.image !== undefined) await allowLowPorts(childPid)
       if (spec.internet) state = await startSlirp(state)
       await waitForAgent(state, deadline, aborter.signal, () => running(state))
       return state
