@@ -106,8 +106,13 @@ const EMULATORS: Readonly<Record<ProviderName, Start | { readonly unservable: st
       urls: { api: e.apiUrl },
       apiKey: e.apiKey,
       sdk: "@runloop/api-client",
-      sdkEnv: {},
-      sdkNotes: [`new Runloop({ baseURL: "${e.apiUrl}", bearerToken: "<API key>" })`],
+      // RunloopSDK and Runloop read both; the SDK keeps the base URL's http.
+      sdkEnv: { RUNLOOP_BASE_URL: e.apiUrl, RUNLOOP_API_KEY: e.apiKey },
+      sdkNotes: [
+        "or as options: new RunloopSDK({ baseURL, bearerToken })",
+        "on Node, also http2: false: the SDK speaks HTTP/2 there by default, and the emulator serves HTTP/1.1 (Bun's fetch is unaffected)",
+        "stdin (attach_stdin), persistent shells (shell_name), tunnels, logs and snapshots are refused or not served"
+      ],
       gatewayEnv: { RUNLOOP_API_URL: e.apiUrl, RUNLOOP_API_KEY: e.apiKey },
       stop: e.stop
     }
