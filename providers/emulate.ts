@@ -124,8 +124,13 @@ const EMULATORS: Readonly<Record<ProviderName, Start | { readonly unservable: st
       urls: { api: e.apiUrl },
       apiKey: e.token,
       sdk: "@vercel/sandbox",
-      sdkEnv: {},
-      sdkNotes: [`team ${e.teamId}, project ${e.projectId}`, UNCHECKED],
+      // The names Vercel's docs read an access token's credentials from; the SDK takes them as options.
+      sdkEnv: { VERCEL_TOKEN: e.token, VERCEL_TEAM_ID: e.teamId, VERCEL_PROJECT_ID: e.projectId },
+      sdkNotes: [
+        "Sandbox.create({ token: VERCEL_TOKEN, teamId: VERCEL_TEAM_ID, projectId: VERCEL_PROJECT_ID, fetch }) (and the same for get and list)",
+        `the SDK has no base-URL option or variable: give it a fetch that sends https://vercel.com/api/… to ${e.apiUrl}/…`,
+        "persistent sandboxes (and so resume), ports, sources, drives and interactive sessions are refused or not served"
+      ],
       gatewayEnv: { VERCEL_API_URL: e.apiUrl, VERCEL_TOKEN: e.token, VERCEL_PROJECT_ID: e.projectId, VERCEL_TEAM_ID: e.teamId },
       stop: e.stop
     }
