@@ -142,8 +142,12 @@ const EMULATORS: Readonly<Record<ProviderName, Start | { readonly unservable: st
       urls: { api: e.apiUrl },
       apiKey: e.apiKey,
       sdk: "@blaxel/core",
-      sdkEnv: {},
-      sdkNotes: [`workspace ${e.workspace}`, UNCHECKED],
+      // BL_DISABLE_H2: the emulator serves HTTP/1.1 (the SDK would otherwise open HTTP/2 sessions to Blaxel's edge).
+      sdkEnv: { BL_API_URL: e.apiUrl, BL_API_KEY: e.apiKey, BL_WORKSPACE: e.workspace, BL_DISABLE_H2: "true" },
+      sdkNotes: [
+        "each sandbox's runtime is at the metadata.url the emulator answers with (BL_RUN_URL is not used)",
+        "no pause (Blaxel has none); volumes, lifecycle policies, network settings, sessions, snapshots, drives and schedules are refused or not served"
+      ],
       gatewayEnv: { BLAXEL_API_URL: e.apiUrl, BL_API_KEY: e.apiKey, BL_WORKSPACE: e.workspace },
       stop: e.stop
     }
