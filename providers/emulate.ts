@@ -158,9 +158,14 @@ const EMULATORS: Readonly<Record<ProviderName, Start | { readonly unservable: st
       provider: "freestyle",
       urls: { api: e.apiUrl },
       apiKey: e.apiKey,
-      sdk: "freestyle-sandboxes",
-      sdkEnv: {},
-      sdkNotes: [UNCHECKED],
+      sdk: "freestyle",
+      // The SDK reads its key from the environment; the API's address only as an option.
+      sdkEnv: { FREESTYLE_API_KEY: e.apiKey },
+      sdkNotes: [
+        `new Freestyle({ baseUrl: "${e.apiUrl}" }) (the SDK reads no variable for it)`,
+        "a VM's network is its firewall: { rules: [] } (none) or all outbound traffic to { public: true }; other rules, TLS rules, networks and placement are refused",
+        "commands run as the VM's one user, `user`; snapshots, domains, identities and the PTY are not served"
+      ],
       gatewayEnv: { FREESTYLE_API_URL: e.apiUrl, FREESTYLE_API_KEY: e.apiKey },
       stop: e.stop
     }

@@ -4,9 +4,9 @@
  * from, default `freestyle/ubuntu-sm`) are optional. Otherwise `emulated`, against the built-in emulator over the
  * local runtime (whose metrics are the VM's own, read by the runtime). BYOK: `api_key`.
  *
- * Where the reference, the brief and Freestyle's public docs differ, see adapter/index.ts: the reference's `/v5`
- * paths, `pause`/`start` and `fs/*` routes are followed (the public OpenAPI still documents `/v1`, `suspend` and
- * `files/{path}`); env and cwd travel in the `exec-await` shell line; no firewall or internet switch is claimed.
+ * The routes and shapes are those of Freestyle's SDK (`freestyle` 0.2.17, see adapter/index.ts): `/v5`, VMs by slug,
+ * the firewall as the internet switch, resizes in MiB, `DELETE fs/remove`; no older route is kept. Env and cwd
+ * travel in the `exec-await` shell line.
  */
 import { Config, type ConfigError, Effect, Option, type Scope } from "effect"
 import type { AppConfig } from "../../src/Config.ts"
