@@ -177,8 +177,11 @@ const EMULATORS: Readonly<Record<ProviderName, Start | { readonly unservable: st
       urls: { api: e.apiUrl },
       apiKey: e.apiKey,
       sdk: "@codesandbox/sdk",
-      sdkEnv: {},
-      sdkNotes: ["lifecycle only: a VM's commands and files go through the SDK's websocket, which is not emulated", UNCHECKED],
+      sdkEnv: { CSB_BASE_URL: e.apiUrl, CSB_API_KEY: e.apiKey },
+      sdkNotes: [
+        "or as options: new CodeSandbox(apiKey, { baseUrl })",
+        "lifecycle only (create, get, list, hibernate, shutdown, resume, delete): a VM's commands and files go through the SDK's pitcher websocket, which is not emulated"
+      ],
       gatewayEnv: { CODESANDBOX_API_URL: e.apiUrl, CODESANDBOX_API_KEY: e.apiKey },
       stop: e.stop
     }
