@@ -51,7 +51,7 @@ export interface ServedEmulator {
   readonly apiKey: string
   /** The provider's official npm SDK, or null where there is none to point (Prime has none on npm). */
   readonly sdk: string | null
-  /** Environment that points the official SDK at this emulator; empty where it has not been checked against the SDK. */
+  /** Environment that points the official SDK at this emulator; empty where the SDK reads none (the notes say how). */
   readonly sdkEnv: Readonly<Record<string, string>>
   /** What else the SDK needs to know (options to pass, what it cannot do here). */
   readonly sdkNotes: ReadonlyArray<string>
@@ -61,8 +61,6 @@ export interface ServedEmulator {
 }
 
 type Start = (dataDir: string, runtime: LocalRuntimeShape) => ServedEmulator
-
-const UNCHECKED = "its official SDK has not been pointed at this emulator yet: use the base URL and key above with the SDK's base-URL option"
 
 /** How each provider's emulator is served and described; Modal's is the reason it cannot be. */
 const EMULATORS: Readonly<Record<ProviderName, Start | { readonly unservable: string }>> = {
@@ -193,8 +191,12 @@ const EMULATORS: Readonly<Record<ProviderName, Start | { readonly unservable: st
       urls: { api: e.apiUrl },
       apiKey: e.apiToken,
       sdk: "@northflank/js-client",
+      // The client reads no environment: its context is given the token and host.
       sdkEnv: {},
-      sdkNotes: [`project ${e.projectId}`, "lifecycle only: a container's shell goes through the exec websocket, which is not emulated", UNCHECKED],
+      sdkNotes: [
+        `contextProvider.addContext({ name, token: "<API key>", host: "${e.apiUrl.replace(/\/v1$/, "")}" }); project ${e.projectId}`,
+        "lifecycle only (create, get, list, pause, resume, scale, delete): a container's shell goes through the exec websocket, which is not emulated"
+      ],
       gatewayEnv: { NORTHFLANK_API_URL: e.apiUrl, NORTHFLANK_API_TOKEN: e.apiToken, NORTHFLANK_PROJECT_ID: e.projectId },
       stop: e.stop
     }
