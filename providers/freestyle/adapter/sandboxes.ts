@@ -176,7 +176,8 @@ export const makeSandboxes = (ctx: FreestyleContext) => {
       slug,
       snapshotId,
       // Nothing comes in (the gateway has no Freestyle endpoints); out, the public internet or nothing at all.
-      firewall: input.internetAccess ? OPEN_FIREWALL : CLOSED_FIREWALL,
+      // Unsaid, the default the adapter declares (Freestyle has none: the firewall is required).
+      firewall: (input.internetAccess ?? ctx.capabilities.internetByDefault) ? OPEN_FIREWALL : CLOSED_FIREWALL,
       // Freestyle's own timers back the gateway's up: deletion after the runtime timeout (plus a margin), or a
       // pause at it, and a pause when idle, as the request's actions say.
       ...(lifecycle.onRuntimeTimeout === "pause"

@@ -174,6 +174,11 @@ export interface FreestyleProviderConfig {
   readonly mode: "remote" | "emulated"
   /** The snapshot environment sources start from; `provider_options.freestyle.snapshot_id` wins. */
   readonly snapshotId?: string | undefined
+  /**
+   * What a sandbox whose request leaves the internet unsaid gets. Freestyle has no default (a create's firewall is
+   * required), so the gateway picks: the public internet (default), or, emulated, the local runtime's default.
+   */
+  readonly internetByDefault?: boolean | undefined
   readonly httpClient?: HttpClient.HttpClient | undefined
   /** State polls while a VM starts, pauses, resumes or a 202 is resolved. Default 200 ms remote, 20 ms emulated. */
   readonly pollIntervalMs?: number | undefined
@@ -200,7 +205,10 @@ export const makeContext = (config: FreestyleProviderConfig) => {
 
   return {
     config,
-    capabilities: emulated ? emulatedCapabilities(FREESTYLE_CAPABILITIES, { runsImages: false }) : FREESTYLE_CAPABILITIES,
+    capabilities: {
+      ...(emulated ? emulatedCapabilities(FREESTYLE_CAPABILITIES, { runsImages: false }) : FREESTYLE_CAPABILITIES),
+      internetByDefault: config.internetByDefault ?? true
+    },
     emulated,
     pollMs: config.pollIntervalMs ?? (emulated ? 20 : 200),
     lifecycleTimeoutMs: config.lifecycleTimeoutMs ?? (emulated ? 60_000 : 300_000),

@@ -10,7 +10,7 @@
  */
 import { Option, Schema } from "effect"
 import * as crypto from "node:crypto"
-import type { LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
+import { defaultInternetOf, type LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
 import { runOrThrow as run } from "../../core/emulator/server.ts"
 import { jailLabels } from "../../core/jailLabels.ts"
 import { TAG_SANDBOX_ID } from "../adapter/wire.ts"
@@ -195,7 +195,8 @@ export const makeControl = (books: Books, runtime: LocalRuntimeShape, options: {
         vcpus,
         memory: vcpus * MB_PER_VCPU,
         timeout: body.timeout ?? DEFAULT_TIMEOUT_MS,
-        internet: !(body.networkPolicy !== undefined && "mode" in body.networkPolicy && body.networkPolicy.mode === "deny-all"),
+        // No policy: Vercel's default (allow-all), as the local runtime gives it.
+        internet: body.networkPolicy === undefined ? defaultInternetOf(runtime) : !("mode" in body.networkPolicy && body.networkPolicy.mode === "deny-all"),
         ...(allowedDomains !== undefined ? { allowedDomains: [...allowedDomains] } : {}),
         env: { ...body.env },
         tags: { ...body.tags },
