@@ -142,6 +142,23 @@ describe("freestyle remote: VMs", () => {
     expect(s.left()).toBe(0)
   })
 
+  it("a request that leaves the internet unsaid gets the declared default (Freestyle has none: its firewall is required): open, or closed when the default is off", async () => {
+    const OPEN = { rules: [{ action: "allow", source: {}, destination: { public: true } }] }
+    for (const [internetByDefault, firewall] of [[undefined, OPEN], [true, OPEN], [false, { rules: [] }]] as const) {
+      const s = scripted([
+        step("GET", `/v5/vms/${SLUG}`, () => notFound()),
+        step("POST", "/v5/vms", (call) => {
+          expect((bodyJson(call) as Record<string, unknown>)["firewall"]).toEqual(firewall)
+          return json(vm("running"))
+        })
+      ])
+      const p = makeFreestyleProvider({ apiUrl: API, apiKey: "fs_key", mode: "remote", httpClient: s.client, pollIntervalMs: 1, lifecycleTimeoutMs: 2000, internetByDefault })
+      expect(p.capabilities.internetByDefault).toBe(internetByDefault ?? true)
+      await run(p.create({ ...conformanceInput("sbx_1"), internetAccess: undefined }))
+      expect(s.left()).toBe(0)
+    }
+  })
+
   it("provider_options.freestyle.snapshot_id picks the snapshot; a failed resize deletes the VM; nothing is sent for OCI, arm64, too much or a domain list", async () => {
     const s = scripted([
       step("GET", `/v5/vms/${SLUG}`, () => notFound()),
