@@ -67,7 +67,8 @@ export const filesystemHandlers = Effect.gen(function*() {
       Effect.flatMap(runtimeOperationOf(caller, path.sandbox_id, path.runtime_operation_id), wire).pipe(provide),
     readContent: (caller: PlaneCaller, { headers, path, urlParams }: { readonly headers: typeof RawReadHeaders.Type; readonly path: Path; readonly urlParams: typeof RawFileParams.Type }) =>
       Effect.gen(function*() {
-        const read = yield* readRaw(caller, path.sandbox_id, urlParams.path, { range: headers.range, ifNoneMatch: headers["if-none-match"] })
+        // Each call into the sandbox answers in time (not the whole handler: the 416's header is set on this fiber).
+        const read = yield* answerWithin(readRaw(caller, path.sandbox_id, urlParams.path, { range: headers.range, ifNoneMatch: headers["if-none-match"] }))
         const common = { ...(read.etag === undefined ? {} : { etag: read.etag }), "accept-ranges": "bytes", "cache-control": "no-store" }
         if (read.notModified) return HttpServerResponse.empty({ status: 304, headers: common })
         if (read.range === "unsatisfiable") {
@@ -84,9 +85,9 @@ export const filesystemHandlers = Effect.gen(function*() {
         }
         // One read's worth comes whole, with its Content-Length; more is streamed (RawFiles.ts `open`: Bun sends a
         // streamed body chunked, without Content-Length).
-        const body: BodyInit = length === 0 ? new Uint8Array() : length <= read.piece ? asBody(yield* read.readPiece(from, to)) : yield* read.open(from, to)
+        const body: BodyInit = length === 0 ? new Uint8Array() : length <= read.piece ? asBody(yield* answerWithin(read.readPiece(from, to))) : yield* answerWithin(read.open(from, to))
         return HttpServerResponse.raw(new Response(body, { status: read.range === undefined ? 200 : 206, headers: { "content-type": "application/octet-stream", ...headersOut } }))
-      }).pipe(answerWithin, provide),
+      }).pipe(provide),
     writeContent: (caller: PlaneCaller, { path, payload, urlParams }: { readonly path: Path; readonly payload: Uint8Array; readonly urlParams: typeof RawWriteParams.Type }) =>
       Effect.gen(function*() {
         const input = { path: urlParams.path, mode: urlParams.mode, createParents: urlParams.create_parents }
