@@ -12,20 +12,13 @@ import { UsersRepo } from "../../src/db/repos/Users.ts"
 import { Credentials, CredentialsLive } from "../../src/services/Credentials.ts"
 import { endSession, issueLoginLink, LOGIN_LINK_SECONDS, startSession } from "../../src/services/Sessions.ts"
 import { databaseUrlFor } from "../support/postgres.ts"
-import { type Bootstrap, runCli, tempDataDir } from "../support/server.ts"
+import { bootstrap, tempDataDir } from "../support/server.ts"
 
 const layerFor = (dataDir: string) =>
   CredentialsLive.pipe(
     Layer.provideMerge(DatabaseLive),
     Layer.provide(Layer.succeed(AppConfig, { port: 0, host: "127.0.0.1", dataDir, databaseUrl: databaseUrlFor(dataDir), publicUrl: "http://x", publicUrlSet: true, logLevel: "info", maxBodyBytes: 1, rawWriteMaxBytes: 1 << 30, endpoints: { port: 0, host: "127.0.0.1", publicOrigin: undefined, base: undefined } }))
   )
-
-/** A user with an organization, a project and a token, in a fresh DATA_DIR (no server ran there: `--init`). */
-const bootstrap = async (dataDir: string, email: string): Promise<Bootstrap> => {
-  const result = await runCli(dataDir, ["bootstrap", "--email", email, "--json", "--init"])
-  if (result.code !== 0) throw new Error(`bootstrap failed (${result.code}): ${result.stderr}`)
-  return JSON.parse(result.stdout) as Bootstrap
-}
 
 /** Runs `effect` with the clock standing at `ms` (so "10 minutes later" needs no waiting). */
 const at = (ms: number) => <A, E, R>(effect: Effect.Effect<A, E, R>) =>
@@ -43,7 +36,7 @@ describe("dashboard sessions", () => {
   it.live("a sign-in link signs in once, and only within its 10 minutes", () =>
     Effect.gen(function*() {
       const dataDir = tempDataDir("sessions")
-      const owner = yield* Effect.promise(() => bootstrap(dataDir, "links@example.com"))
+      const owner = yield* Effect.promise(() => bootstrap(dataDir, "links@example.com", { init: true }))
       yield* Effect.gen(function*() {
         const t0 = Date.parse("2030-01-01T00:00:00.000Z")
         const last = t0 + LOGIN_LINK_SECONDS * 1000 - 1
@@ -71,7 +64,7 @@ describe("dashboard sessions", () => {
   it.live("a session is its own credential and ends with the token it was signed in with", () =>
     Effect.gen(function*() {
       const dataDir = tempDataDir("sessions")
-      const owner = yield* Effect.promise(() => bootstrap(dataDir, "kinds@example.com"))
+      const owner = yield* Effect.promise(() => bootstrap(dataDir, "kinds@example.com", { init: true }))
       yield* Effect.gen(function*() {
         const credentials = yield* Credentials
         const session = yield* startSession({ user_token: owner.user_token })
