@@ -41,11 +41,12 @@ export const newPage = async (context: BrowserContext): Promise<{ page: Page; er
   return { page, errors }
 }
 
-export const shot = async (page: Page, name: string) => {
+/** Saves the page as the test's artifact; `docs: false` for a step the docs do not show. */
+export const shot = async (page: Page, name: string, options: { readonly docs?: boolean } = {}) => {
   fs.mkdirSync(ARTIFACTS, { recursive: true })
   const file = path.join(ARTIFACTS, `${name}.png`)
   await page.screenshot({ path: file, fullPage: false })
-  if (process.env["UPDATE_DOCS_SCREENSHOTS"] === "1") {
+  if (process.env["UPDATE_DOCS_SCREENSHOTS"] === "1" && options.docs !== false) {
     fs.mkdirSync(DOCS_IMAGES, { recursive: true })
     fs.copyFileSync(file, path.join(DOCS_IMAGES, `${name}.png`))
   }
