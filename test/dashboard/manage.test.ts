@@ -3,7 +3,8 @@
  * for the file, the steps in order): sign in by pasting a token (kept nowhere by the page), then everything a
  * person steers besides the first walk-through (dashboard.test.ts) — projects and organizations renamed and
  * deleted behind the spec's confirmations, invitations and their roles, the auto top-up form, a provider's own
- * credentials (BYOK), a request no provider can serve explained provider by provider, a sandbox's file opened and
+ * credentials (BYOK), a request no provider can serve explained provider by provider, an OCI image's pull shown
+ * layer by layer (a registry on loopback), Pause offered only where the provider can pause, a sandbox's file opened and
  * deleted, a process cancelled, the sandbox paused, resumed, extended and destroyed while the list's filters
  * follow, and an API key revoked then deleted. Each refusal shows
  * the API's message and code. Each step saves a screenshot (test/support/browser.ts).
@@ -11,11 +12,13 @@
 import type { BrowserContext, Locator, Page } from "playwright-core"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { newPage, openBrowser, type OpenBrowser, shot } from "../support/browser.ts"
+import { alpineLike, startRegistry, type TestRegistry } from "../support/registry.ts"
 import { api, type Bootstrap, bootstrap, type RunningServer, startServer } from "../support/server.ts"
 
 const STEP_MS = 120_000
 
 let server: RunningServer
+let registry: TestRegistry
 let owner: Bootstrap
 let http: ReturnType<typeof api>
 let chromium: OpenBrowser
@@ -37,7 +40,10 @@ const eventually = async <T,>(read: () => Promise<T>, check: (value: T) => boole
 
 describe.sequential("the dashboard's management pages in a browser", () => {
   beforeAll(async () => {
-    server = await startServer()
+    registry = startRegistry()
+    registry.push("test/alpine", "3.20", { layers: [alpineLike()] })
+    // The test registry is on loopback, which registry requests may reach only when the operator allows it.
+    server = await startServer({ env: { REGISTRY_ALLOW_PRIVATE: "true" } })
     http = api(server.url)
     owner = await bootstrap(server.dataDir, "morgan@example.com")
     chromium = await openBrowser()
@@ -48,6 +54,7 @@ describe.sequential("the dashboard's management pages in a browser", () => {
   afterAll(async () => {
     await chromium?.close()
     await server?.stop()
+    registry?.stop()
   }, STEP_MS)
 
   it("signs in with a pasted token, which the page keeps nowhere; a wrong one shows the API's message and code", async () => {
@@ -195,6 +202,35 @@ describe.sequential("the dashboard's management pages in a browser", () => {
     await shot(page, "no-provider-fits")
   }, STEP_MS)
 
+  it("pulls an OCI image into a sandbox, the pull's progress shown as it goes", async () => {
+    await page.goto(`${server.url}/p/${owner.project_id}/new`)
+    await page.getByRole("combobox", { name: /^Kind\b/ }).selectOption("oci_image")
+    await page.getByRole("textbox", { name: /^Image\b/ }).fill(`${registry.host}/test/alpine:3.20`)
+    await page.getByRole("combobox", { name: /^Provider\b/ }).selectOption("daytona")
+    await page.getByRole("button", { name: "Create sandbox" }).click()
+    await page.waitForURL(/\/sandboxes\/sbx_[a-z0-9]+/)
+    const steps = page.locator(".steps")
+    await steps.getByText(`Pulling ${registry.host}/test/alpine:3.20: 1 layers`).waitFor({ timeout: 90_000 })
+    await steps.getByText(/^.*Layer [0-9a-f]{12} fetched/).waitFor()
+    await steps.getByText(`Image ${registry.host}/test/alpine:3.20 pulled`).waitFor()
+    await page.locator("h1 .badge").filter({ hasText: /^ready$/ }).waitFor({ timeout: 90_000 })
+    expect(registry.blobGets.size).toBeGreaterThan(0)
+    await shot(page, "image-pull", { docs: false })
+  }, STEP_MS)
+
+  it("offers Pause only where the sandbox's provider can pause, and says so", async () => {
+    await page.goto(`${server.url}/p/${owner.project_id}/new`)
+    await page.getByRole("combobox", { name: /^Provider\b/ }).selectOption("cloudflare")
+    await page.getByLabel("A terminal (pty) for this sandbox").uncheck()
+    await page.getByRole("button", { name: "Create sandbox" }).click()
+    await page.waitForURL(/\/sandboxes\/sbx_[a-z0-9]+/)
+    await page.locator("h1 .badge").filter({ hasText: /^ready$/ }).waitFor({ timeout: 90_000 })
+    // The manifest read (GET …/capabilities): Cloudflare cannot pause, so there is no Pause button to press.
+    await see("not offered by cloudflare")
+    expect(await page.getByRole("button", { name: "Pause" }).count()).toBe(0)
+    await page.getByRole("button", { name: "Destroy" }).waitFor()
+  }, STEP_MS)
+
   it("opens and deletes a file, cancels a process, pauses, resumes, extends and destroys a sandbox; the list's filters follow its state", async () => {
     await page.goto(`${server.url}/p/${owner.project_id}/new`)
     await page.getByRole("combobox", { name: /^Provider\b/ }).selectOption("e2b")
@@ -246,6 +282,7 @@ describe.sequential("the dashboard's management pages in a browser", () => {
     await row.waitFor()
     await page.getByRole("combobox", { name: /^State\b/ }).selectOption("ready")
     await row.waitFor({ state: "detached" })
+    await page.getByRole("combobox", { name: /^State\b/ }).selectOption("paused")
     await see("No sandbox matches these filters.")
     await page.getByRole("combobox", { name: /^State\b/ }).selectOption("stopped")
     await row.waitFor()

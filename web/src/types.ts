@@ -8,7 +8,7 @@ import type { OrganizationBilling, OrganizationUsage } from "../../src/domain/Bi
 import type { SandboxMetrics } from "../../src/domain/Metrics.ts"
 import type { Operation } from "../../src/domain/Operation.ts"
 import type { ProviderCredential } from "../../src/domain/ProviderCredentials.ts"
-import type { Endpoint, Process, RuntimeOperation } from "../../src/domain/Runtime.ts"
+import type { Capabilities, Endpoint, Process, RuntimeOperation } from "../../src/domain/Runtime.ts"
 import type { Sandbox, SandboxMutation, SandboxRequest } from "../../src/domain/Sandbox.ts"
 import type { Session } from "../../src/domain/Sessions.ts"
 import type { WebhookDelivery, WebhookEndpoint, WebhookWithSecret } from "../../src/domain/Webhooks.ts"
@@ -30,6 +30,7 @@ export type SandboxW = Wire<typeof Sandbox>
 export type SandboxRequestW = Wire<typeof SandboxRequest>
 export type MutationW = Wire<typeof SandboxMutation>
 export type OperationW = Wire<typeof Operation>
+export type CapabilitiesW = Wire<typeof Capabilities>
 export type ProcessW = Wire<typeof Process>
 export type RuntimeOperationW = Wire<typeof RuntimeOperation>
 export type EndpointW = Wire<typeof Endpoint>

@@ -14,7 +14,7 @@ import { OperationProgress } from "../sandbox/OperationProgress.tsx"
 import { Processes } from "../sandbox/Processes.tsx"
 import { TerminalTab } from "../sandbox/Terminal.tsx"
 import { Timeline } from "../sandbox/Timeline.tsx"
-import type { EventW, MutationW, SandboxW } from "../types.ts"
+import type { CapabilitiesW, EventW, MutationW, SandboxW } from "../types.ts"
 import { Action, Badge, Confirm, Field, Show, Tabs, useLoad, When } from "../ui.tsx"
 import { sourceOf } from "./NewSandbox.tsx"
 
@@ -25,6 +25,11 @@ export const SandboxPage = ({ project, sandbox: id }: { readonly project: string
   const { query } = useLocation()
   const base = `/v1/projects/${project}/sandboxes/${id}`
   const sandbox = useLoad(() => get<SandboxW>(base), [base])
+  // What its provider offers (read once it is ready): Pause is offered only where the provider can pause.
+  const ready = sandbox.data?.state === "ready"
+  const capabilities = useLoad(() => (ready ? get<CapabilitiesW>(`${base}/capabilities`) : Promise.resolve(undefined)), [base, ready])
+  // Unknown (the manifest could not be read): offered, and the API says whether it can.
+  const canPause = capabilities.data === undefined ? capabilities.error !== undefined : capabilities.data.lifecycle.pause
   const [operation, setOperation] = useState<string | undefined>(query["operation"])
   const [events, setEvents] = useState<ReadonlyArray<EventW>>([])
   const [tab, setTab] = useState<Tab>("timeline")
@@ -46,7 +51,7 @@ export const SandboxPage = ({ project, sandbox: id }: { readonly project: string
           <div class="row spread">
             <h1><code>{s.id}</code> <Badge state={s.state} /></h1>
             <div class="row actions">
-              {s.state === "ready" && <Action run={async () => mutated(await post<MutationW>(`${base}/pause`))}>Pause</Action>}
+              {s.state === "ready" && canPause && <Action run={async () => mutated(await post<MutationW>(`${base}/pause`))}>Pause</Action>}
               {s.state === "paused" && <Action run={async () => mutated(await post<MutationW>(`${base}/resume`))}>Resume</Action>}
               {!["stopped", "stopping", "failed"].includes(s.state) && (
                 <Confirm title="Destroy this sandbox" button="Destroy" confirmText={s.id} run={async () => mutated(await del<MutationW>(base))}>
@@ -63,6 +68,9 @@ export const SandboxPage = ({ project, sandbox: id }: { readonly project: string
             <div><dt>Created</dt><dd><When at={s.created_at} /></dd></div>
             <div><dt>Ready</dt><dd><When at={s.ready_at} /></dd></div>
             <div><dt>Runs until</dt><dd><When at={s.expires_at} /></dd></div>
+            {s.state === "ready" && capabilities.data !== undefined && (
+              <div><dt>Pause</dt><dd>{capabilities.data.lifecycle.pause ? "offered" : `not offered by ${capabilities.data.provider}`}</dd></div>
+            )}
             <div><dt>Cost</dt><dd>{s.cost_microusd === null ? "—" : `$${(Number(s.cost_microusd) / 1e6).toFixed(4)}`}</dd></div>
             {Object.keys(s.metadata).length > 0 && <div><dt>Metadata</dt><dd>{Object.entries(s.metadata).map(([k, v]) => `${k}=${v}`).join(" · ")}</dd></div>}
           </dl>
