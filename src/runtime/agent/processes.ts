@@ -83,6 +83,22 @@ const spawnStandby = () => {
   }
 }
 
+/**
+ * A program of the sandbox's own that the agent keeps (the desktop's display server, window manager, recorder):
+ * started like a command — the cgroup join first, in a session of its own — so it counts against the sandbox's
+ * limits as its commands do. Its output goes nowhere (stderr is kept for a short failure message).
+ */
+export const spawnInSandbox = (command: ReadonlyArray<string>, env: Readonly<Record<string, string>>, stdin: "ignore" | "pipe") =>
+  Bun.spawn({
+    cmd: [...SHELL, "-c", [...JOIN_CGROUPS, 'exec "$@"'].join("; "), "sh", ...command],
+    cwd: "/workspace",
+    env: { ...env },
+    stdin,
+    stdout: stdin === "pipe" ? "pipe" : "ignore",
+    stderr: stdin === "pipe" ? "pipe" : "ignore",
+    detached: true
+  })
+
 /** Whether `pid` waits as a standby does: not gone, not a zombie, not stopped or traced (it would never read its line). */
 const isWaiting = (pid: number) => {
   try {
