@@ -10,7 +10,8 @@
  * provider. `cost`: Cloudflare reports cost only with an account id and an analytics token, so its base row
  * says false (its adapter turns it on when those are configured).
  */
-import type { ProviderCapabilities, ProviderName } from "./Provider.ts"
+import { SCREENSHOT_MAX_BYTES } from "../../src/domain/Computer.ts"
+import type { ComputerCapabilities, ProviderCapabilities, ProviderName } from "./Provider.ts"
 
 export const MiB = 1024 * 1024
 
@@ -42,6 +43,17 @@ const proc = (streams: boolean, cancel: boolean, maxOutputBytes: number, maxTime
 })
 
 const base = { version: "1", cost: true, network: null, computer: null } as const
+/**
+ * Computer use, declared where the adapter drives the provider's own desktop API: Daytona (its toolbox's
+ * computer-use API, "native computer use" in reference §3.1) and E2B (Desktop sandboxes, driven through envd
+ * commands). The others have no desktop API, so `features.computer_use` never places a sandbox there.
+ */
+const desktop: ComputerCapabilities = {
+  implementation: "native",
+  actions: ["mouse_move", "mouse_click", "mouse_drag", "mouse_scroll", "keyboard_type", "keyboard_key", "keyboard_hotkey"],
+  screenshot: { formats: ["png", "jpeg"], maxBytes: SCREENSHOT_MAX_BYTES },
+  recording: { formats: ["mp4"] }
+}
 const lease = { expose: true, revoke: true, maxLeaseSeconds: 86_400 } as const
 const ALL_MODES = ["create", "overwrite", "append"] as const
 
@@ -95,7 +107,8 @@ export const DECLARED: Readonly<Record<ProviderName, ProviderCapabilities>> = {
     isolation: null,
     process: proc(false, true, 100 * MiB),
     files: files(["create", "overwrite"], { parents: true, list: true, del: true }),
-    httpEndpoints: lease
+    httpEndpoints: lease,
+    computer: desktop
   },
   e2b: {
     ...base,

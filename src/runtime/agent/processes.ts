@@ -236,7 +236,8 @@ const startExec = (spec: ExecRequest): Exec => {
     // dash calls the process limit -p, other shells -u.
     ...(spec.rlimits ? [`{ ulimit -p ${spec.rlimits.nproc} || ulimit -u ${spec.rlimits.nproc}; } 2>/dev/null || exit 125`, `ulimit -v ${spec.rlimits.asKb} || exit 125`] : [])
   ]
-  const env: Record<string, string> = { ...BASE_ENV, ...spec.env }
+  // Where the sandbox has a desktop (desktop.ts), its programs open their windows there unless told otherwise.
+  const env: Record<string, string> = { ...BASE_ENV, ...(fs.existsSync("/tmp/.X11-unix/X1") ? { DISPLAY: ":1" } : {}), ...spec.env }
   const execId = newExecId()
   const dir = path.join(EXECS_DIR, execId)
   let fd: number | null = null

@@ -47,6 +47,7 @@ const createInput = (sandbox: SandboxRow, request: SandboxRequest, provider: Pro
     onIdleTimeout: request.lifecycle.on_idle_timeout
   },
   internetAccess: request.network?.internet_access === true,
+  computerUse: request.features?.computer_use === true,
   ...(request.network?.internet_access === true && request.network.allow_domains !== undefined
     ? { domainPolicy: { mode: "allow" as const, domains: request.network.allow_domains } }
     : request.network?.internet_access === true && request.network.deny_domains !== undefined
