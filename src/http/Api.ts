@@ -20,6 +20,7 @@ import { OrganizationsApi } from "./groups/OrganizationsApi.ts"
 import { ProjectsApi } from "./groups/ProjectsApi.ts"
 import { ProviderCredentialsApi } from "./groups/ProviderCredentialsApi.ts"
 import { EndpointsApi } from "./groups/EndpointsApi.ts"
+import { ComputerApi } from "./groups/ComputerApi.ts"
 import { FilesystemApi } from "./groups/FilesystemApi.ts"
 import { OperationsApi } from "./groups/OperationsApi.ts"
 import { ProcessesApi } from "./groups/ProcessesApi.ts"
@@ -49,6 +50,7 @@ export class Api extends HttpApi.make("sandbox-gateway")
   .add(ProcessesApi)
   .add(FilesystemApi)
   .add(EndpointsApi)
+  .add(ComputerApi)
   .addError(BadRequestWire)
   .addError(NotFoundWire)
   .addError(PayloadTooLargeWire)

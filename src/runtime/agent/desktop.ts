@@ -129,7 +129,11 @@ const intIn = (v: unknown, min: number, max: number, name: string) => {
   return v as number
 }
 
-/** The xdotool arguments of an action, and its text for standard input (typing). */
+/**
+ * The xdotool arguments of an action, and its text for standard input (typing). No `mousemove --sync`: it waits
+ * for the pointer to move and so hangs when it is already there; xdotool's requests are processed in order anyway,
+ * and all of them before it exits (it syncs as it closes the display).
+ */
 const xdotoolArgs = (a: Record<string, unknown>, d: Desktop): { readonly args: Array<string>; readonly text?: string; readonly timeoutMs: number } => {
   const xy = (x: unknown, y: unknown) => [coordinate(x, d.width - 1), coordinate(y, d.height - 1)]
   const button = (b: unknown) => {
@@ -139,17 +143,17 @@ const xdotoolArgs = (a: Record<string, unknown>, d: Desktop): { readonly args: A
   }
   switch (a["type"]) {
     case "mouse_move":
-      return { args: ["mousemove", "--sync", ...xy(a["x"], a["y"])], timeoutMs: 5000 }
+      return { args: ["mousemove", ...xy(a["x"], a["y"])], timeoutMs: 5000 }
     case "mouse_click":
-      return { args: ["mousemove", "--sync", ...xy(a["x"], a["y"]), "click", ...(a["double"] === true ? ["--repeat", "2"] : []), button(a["button"])], timeoutMs: 5000 }
+      return { args: ["mousemove", ...xy(a["x"], a["y"]), "click", ...(a["double"] === true ? ["--repeat", "2"] : []), button(a["button"])], timeoutMs: 5000 }
     case "mouse_drag": {
       const b = button(a["button"])
-      return { args: ["mousemove", "--sync", ...xy(a["start_x"], a["start_y"]), "mousedown", b, "mousemove", "--sync", ...xy(a["end_x"], a["end_y"]), "mouseup", b], timeoutMs: 5000 }
+      return { args: ["mousemove", ...xy(a["start_x"], a["start_y"]), "mousedown", b, "mousemove", ...xy(a["end_x"], a["end_y"]), "mouseup", b], timeoutMs: 5000 }
     }
     case "mouse_scroll": {
       if (a["direction"] !== "up" && a["direction"] !== "down") throw invalid("direction is up or down")
       const amount = intIn(a["amount"] ?? 1, 1, 100, "amount")
-      const at = a["x"] !== undefined || a["y"] !== undefined ? ["mousemove", "--sync", ...xy(a["x"], a["y"])] : []
+      const at = a["x"] !== undefined || a["y"] !== undefined ? ["mousemove", ...xy(a["x"], a["y"])] : []
       return { args: [...at, "click", "--repeat", String(amount), "--delay", "10", a["direction"] === "up" ? "4" : "5"], timeoutMs: 5000 + amount * 20 }
     }
     case "keyboard_type": {

@@ -10,6 +10,7 @@ import { Db } from "../../db/Db.ts"
 import { EndpointsRepo } from "../../db/repos/Endpoints.ts"
 import { ProcessesRepo } from "../../db/repos/Processes.ts"
 import { RuntimeOperationsRepo } from "../../db/repos/RuntimeOperations.ts"
+import { RecordingsRepo } from "../../db/repos/Recordings.ts"
 import { requestOf, SandboxesRepo } from "../../db/repos/Sandboxes.ts"
 import type { ErrorObject } from "../../domain/Errors.ts"
 import { isoAfter, nowIso } from "../../domain/Time.ts"
@@ -69,7 +70,7 @@ export const makeLifecycleHandlers = Effect.gen(function*() {
   const event = (sandbox: SandboxRow, type: string, data: Record<string, unknown> = {}) =>
     appendEvent({ type, organizationId: sandbox.organization_id, projectId: sandbox.project_id, data: { sandbox_id: sandbox.id, provider: sandbox.provider, ...data } })
 
-  /** Everything that stops with the sandbox: running processes, live endpoints, timers. */
+  /** Everything that stops with the sandbox: running processes, live endpoints, open recordings, timers. */
   const settleChildren = (sandboxId: string) =>
     Effect.gen(function*() {
       const now = yield* nowIso
@@ -80,6 +81,7 @@ export const makeLifecycleHandlers = Effect.gen(function*() {
       }
       yield* EndpointsRepo.revokeLiveOf(sandboxId, now)
       yield* RuntimeOperationsRepo.failLiveOf(sandboxId, now)
+      yield* RecordingsRepo.failLiveOf(sandboxId, now)
       yield* disarmTimers(sandboxId)
     })
 
