@@ -35,8 +35,8 @@ command -v initdb >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/initdb >/dev/n
 # view; Xvfb where it is not), a window manager, a terminal, input (xdotool), recordings and JPEG screenshots
 # (ffmpeg, with ffprobe for the tests), noVNC with websockify (the live view), fonts. Jails see them through the
 # host's read-only /usr.
-for tool in Xvnc Xvfb xdotool ffmpeg openbox xterm websockify; do
-  command -v $tool >/dev/null 2>&1 || { missing="$missing tigervnc-standalone-server xvfb xdotool ffmpeg openbox xterm x11-utils novnc python3-websockify fonts-dejavu-core"; break; }
+for tool in Xvnc Xvfb xdotool ffmpeg ffprobe openbox xterm websockify; do
+  command -v $tool >/dev/null 2>&1 || { missing="$missing tigervnc-standalone-server xvfb xdotool ffmpeg openbox xterm x11-utils novnc python3-websockify fonts-dejavu-core xfonts-base"; break; }
 done
 if [ -n "$missing" ]; then
   echo "ensure-deps: installing$missing from Debian" >&2

@@ -61,8 +61,11 @@ export const makeComputerHandlers = Effect.gen(function*() {
   /** The sandbox's provider with its desktop driver, or why there is none to use. */
   const targetOf = (sandbox: SandboxRow | undefined): { readonly provider: SandboxProvider; readonly resource: ProviderSandbox } | ErrorObject => {
     const target = accounts.target(sandbox)
-    if (sandbox === undefined || sandbox.state !== "ready" || target === undefined) {
-      return { code: "invalid_sandbox_state", message: `The sandbox is ${sandbox?.state ?? "gone"}, not ready`, retryable: false }
+    if (sandbox === undefined || sandbox.state === "stopping" || sandbox.state === "stopped") {
+      return { code: "sandbox_stopped", message: "The sandbox stopped", retryable: false }
+    }
+    if (sandbox.state !== "ready" || target === undefined) {
+      return { code: "invalid_sandbox_state", message: `The sandbox is ${sandbox.state}, not ready`, retryable: false }
     }
     if (target.provider.computer === undefined) return { code: "capability_unsupported", message: `${sandbox.provider} sandboxes have no desktop`, retryable: false }
     return target
