@@ -10,6 +10,7 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { connectWebSocket } from "../support/endpoints.ts"
 import { changedPixels, decodePng } from "../support/png.ts"
 import { api, bootstrap, expectEnvelope, type RunningServer, startServer } from "../support/server.ts"
 import { createReadySandbox, idempotencyKey, type KeyAuth, minimalSandbox, poll, runProcess, waitRuntimeOperation } from "../support/sandbox.ts"
@@ -102,6 +103,19 @@ describe("computer use", () => {
     const jpeg = await screenshot({ format: "jpeg", quality: 60, scale: 0.5, region: { x: 100, y: 100, width: 400, height: 200 } })
     expect([...jpeg.bytes.subarray(0, 3)]).toEqual([0xff, 0xd8, 0xff])
   }, 180_000)
+
+  it("the live view: noVNC on the desktop's port 6080, through an ordinary endpoint, its WebSocket speaking VNC", async () => {
+    const created = await http.post(`${base()}/endpoints`, { ...auth, body: { port: 6080, lease_seconds: 600 }, headers: { "idempotency-key": idempotencyKey("ep") } })
+    expect(created.status).toBe(202)
+    const endpoint = await poll(() => http.get(`${base()}/endpoints`, auth).then((r) => r.body.endpoints.find((e: any) => e.id === created.body.id)), (e) => e?.state === "active")
+    const page = await poll(() => fetch(`${endpoint.url}vnc.html`).then(async (r) => ({ status: r.status, text: await r.text() })), (r) => r.status === 200, 30_000, 100)
+    expect(page.text).toContain("noVNC")
+    // noVNC's own WebSocket (websockify): the VNC server's greeting comes first.
+    const socket = connectWebSocket(`${endpoint.url}websockify`, ["binary"])
+    await socket.opened
+    await socket.until("the RFB greeting", () => socket.got.some((m) => Buffer.from(m as Uint8Array).toString("latin1").startsWith("RFB 003.")))
+    socket.ws.close()
+  }, 120_000)
 
   it("refuses bad actions and screenshots with a clear error", async () => {
     const bad = async (route: string, body: unknown, headers: Record<string, string> = { "idempotency-key": idempotencyKey("bad") }) =>
