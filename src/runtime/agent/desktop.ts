@@ -1,6 +1,7 @@
 /**
  * The sandbox's desktop (computer use): a virtual display of its own, with a small window manager, and what drives
- * it — input through xdotool, screenshots straight from the X server (x11.ts), recordings with ffmpeg (x11grab to
+ * it — the mouse through XTEST from the agent itself, the keyboard through xdotool (it maps any character to a
+ * key), screenshots straight from the X server (x11.ts), recordings with ffmpeg (x11grab to
  * H.264 in an mp4) — and the `/desktop` routes of the agent's HTTP API.
  *
  * Everything lives in the jail: the X server listens only on a unix socket in the jail's own /tmp/.X11-unix (no
@@ -129,33 +130,9 @@ const intIn = (v: unknown, min: number, max: number, name: string) => {
   return v as number
 }
 
-/**
- * The xdotool arguments of an action, and its text for standard input (typing). No `mousemove --sync`: it waits
- * for the pointer to move and so hangs when it is already there; xdotool's requests are processed in order anyway,
- * and all of them before it exits (it syncs as it closes the display).
- */
-const xdotoolArgs = (a: Record<string, unknown>, d: Desktop): { readonly args: Array<string>; readonly text?: string; readonly timeoutMs: number } => {
-  const xy = (x: unknown, y: unknown) => [coordinate(x, d.width - 1), coordinate(y, d.height - 1)]
-  const button = (b: unknown) => {
-    const n = BUTTONS[typeof b === "string" ? b : "left"]
-    if (n === undefined || (b !== undefined && typeof b !== "string")) throw invalid("button is left, right or middle")
-    return n
-  }
+/** The xdotool arguments of a keyboard action, and its text for standard input (typing). */
+const xdotoolArgs = (a: Record<string, unknown>): { readonly args: Array<string>; readonly text?: string; readonly timeoutMs: number } => {
   switch (a["type"]) {
-    case "mouse_move":
-      return { args: ["mousemove", ...xy(a["x"], a["y"])], timeoutMs: 5000 }
-    case "mouse_click":
-      return { args: ["mousemove", ...xy(a["x"], a["y"]), "click", ...(a["double"] === true ? ["--repeat", "2"] : []), button(a["button"])], timeoutMs: 5000 }
-    case "mouse_drag": {
-      const b = button(a["button"])
-      return { args: ["mousemove", ...xy(a["start_x"], a["start_y"]), "mousedown", b, "mousemove", ...xy(a["end_x"], a["end_y"]), "mouseup", b], timeoutMs: 5000 }
-    }
-    case "mouse_scroll": {
-      if (a["direction"] !== "up" && a["direction"] !== "down") throw invalid("direction is up or down")
-      const amount = intIn(a["amount"] ?? 1, 1, 100, "amount")
-      const at = a["x"] !== undefined || a["y"] !== undefined ? ["mousemove", ...xy(a["x"], a["y"])] : []
-      return { args: [...at, "click", "--repeat", String(amount), "--delay", "10", a["direction"] === "up" ? "4" : "5"], timeoutMs: 5000 + amount * 20 }
-    }
     case "keyboard_type": {
       const text = a["text"]
       if (typeof text !== "string" || text.length === 0 || text.length > MAX_TEXT) throw invalid(`text is 1-${MAX_TEXT} characters`)
@@ -185,9 +162,50 @@ const xdotoolArgs = (a: Record<string, unknown>, d: Desktop): { readonly args: A
 /** One action at a time: each waits for the one before (the gateway already sends them in order). */
 let actions: Promise<unknown> = Promise.resolve()
 
+type PointerEvent = Parameters<X11["pointerInput"]>[0][number]
+
+/** A mouse action as XTEST events, sent by the agent itself (no program started); undefined for keyboard actions. */
+const pointerEvents = (a: Record<string, unknown>, d: Desktop): Array<PointerEvent> | undefined => {
+  const at = (x: unknown, y: unknown): PointerEvent => ({ type: "motion", x: Number(coordinate(x, d.width - 1)), y: Number(coordinate(y, d.height - 1)) })
+  const button = (b: unknown) => {
+    const n = BUTTONS[typeof b === "string" ? b : "left"]
+    if (n === undefined || (b !== undefined && typeof b !== "string")) throw invalid("button is left, right or middle")
+    return Number(n)
+  }
+  const click = (n: number): Array<PointerEvent> => [{ type: "press", button: n }, { type: "release", button: n }]
+  switch (a["type"]) {
+    case "mouse_move":
+      return [at(a["x"], a["y"])]
+    case "mouse_click": {
+      const n = button(a["button"])
+      return [at(a["x"], a["y"]), ...click(n), ...(a["double"] === true ? click(n) : [])]
+    }
+    case "mouse_drag": {
+      const n = button(a["button"])
+      return [at(a["start_x"], a["start_y"]), { type: "press", button: n }, at(a["end_x"], a["end_y"]), { type: "release", button: n }]
+    }
+    case "mouse_scroll": {
+      if (a["direction"] !== "up" && a["direction"] !== "down") throw invalid("direction is up or down")
+      const amount = intIn(a["amount"] ?? 1, 1, 100, "amount")
+      const wheel = a["direction"] === "up" ? 4 : 5
+      return [...(a["x"] !== undefined || a["y"] !== undefined ? [at(a["x"], a["y"])] : []), ...Array.from({ length: amount }, () => click(wheel)).flat()]
+    }
+    default:
+      return undefined
+  }
+}
+
 const act = async (action: Record<string, unknown>) => {
   const d = await requireDesktop()
-  const { args, text, timeoutMs } = xdotoolArgs(action, d)
+  const pointer = pointerEvents(action, d)
+  if (pointer !== undefined) {
+    const x = await connect()
+    const run = () => x.pointerInput(pointer)
+    const done = actions.then(run, run)
+    actions = done.catch(() => undefined)
+    return { ok: true, cursor: await done }
+  }
+  const { args, text, timeoutMs } = xdotoolArgs(action)
   const xdotool = which(["xdotool"])
   if (xdotool === undefined) throw unsupported("this sandbox's system has no xdotool, so its desktop takes no input")
   const run = async () => {

@@ -42,6 +42,7 @@ export class X11 {
   private failure: Error | undefined
   private sequence = 0
   private xfixes: number | undefined | null
+  private xtest: number | undefined | null
   screen: Screen = { root: 0, width: 0, height: 0 }
   private littleEndianImage = true
   private bitsPerPixel32 = false
@@ -211,6 +212,46 @@ export class X11 {
     return { x: reply.readInt16LE(8), y: reply.readInt16LE(10), width, height, xhot: reply.readUInt16LE(16), yhot: reply.readUInt16LE(18), argb }
   }
 
+  /**
+   * Pointer input through XTEST (what xdotool itself sends), without a program: `motion` to (x, y), `press` and
+   * `release` of a button. The events go in one write; the pointer query that follows is answered only once the
+   * server has processed them, and says where the pointer is.
+   */
+  async pointerInput(events: ReadonlyArray<{ readonly type: "motion"; readonly x: number; readonly y: number } | { readonly type: "press" | "release"; readonly button: number }>) {
+    if (this.xtest === undefined) this.xtest = await this.queryExtension("XTEST")
+    if (this.xtest === null) throw new Error("the display has no XTEST extension")
+    const body = Buffer.alloc(36 * events.length)
+    events.forEach((e, i) => {
+      const r = body.subarray(i * 36, (i + 1) * 36)
+      r[0] = this.xtest!
+      r[1] = 2 // FakeInput
+      r.writeUInt16LE(9, 2)
+      // The rest is a core event: type, detail, (sequence), time 0 (now), root, …, root x and y.
+      r[4] = e.type === "motion" ? 6 : e.type === "press" ? 4 : 5
+      r[5] = e.type === "motion" ? 0 : e.button
+      r.writeUInt32LE(e.type === "motion" ? this.screen.root : 0, 12)
+      if (e.type === "motion") {
+        r.writeInt16LE(e.x, 24)
+        r.writeInt16LE(e.y, 26)
+      }
+    })
+    // FakeInput has no reply: only the sequence numbers move on.
+    this.sequence = (this.sequence + events.length) & 0xffff
+    this.socket.write(body)
+    return this.pointer()
+  }
+
+  private async queryExtension(extension: string): Promise<number | null> {
+    const name = Buffer.from(extension, "latin1")
+    const q = Buffer.alloc(8 + name.length + pad4(name.length))
+    q[0] = 98
+    q.writeUInt16LE(q.length / 4, 2)
+    q.writeUInt16LE(name.length, 4)
+    name.copy(q, 8)
+    const reply = await this.request(q)
+    return reply[8] === 1 ? reply[9]! : null
+  }
+
   private async queryXfixes(): Promise<number | null> {
     const name = Buffer.from("XFIXES", "latin1")
     const q = Buffer.alloc(8 + name.length + pad4(name.length))
@@ -314,13 +355,16 @@ const chunk = (type: string, data: Uint8Array) => {
 /** An 8-bit RGB PNG (each row with the Sub filter: desktops are mostly flat, which it turns into runs of zeros). */
 export const encodePng = (image: Rgb): Buffer => {
   const stride = image.width * 3
-  const raw = Buffer.alloc((stride + 1) * image.height)
+  const raw = Buffer.allocUnsafe((stride + 1) * image.height)
+  const src = image.data
   for (let y = 0; y < image.height; y++) {
     const row = y * (stride + 1)
-    const src = y * stride
+    const from = y * stride
     raw[row] = 1
-    for (let i = 0; i < 3 && i < stride; i++) raw[row + 1 + i] = image.data[src + i]!
-    for (let i = 3; i < stride; i++) raw[row + 1 + i] = (image.data[src + i]! - image.data[src + i - 3]!) & 0xff
+    raw[row + 1] = src[from]!
+    raw[row + 2] = src[from + 1]!
+    raw[row + 3] = src[from + 2]!
+    for (let i = 3; i < stride; i++) raw[row + 1 + i] = (src[from + i]! - src[from + i - 3]!) & 0xff
   }
   const ihdr = Buffer.alloc(13)
   ihdr.writeUInt32BE(image.width, 0)
@@ -330,7 +374,8 @@ export const encodePng = (image: Rgb): Buffer => {
   return Buffer.concat([
     Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
     ...chunk("IHDR", ihdr),
-    ...chunk("IDAT", zlib.deflateSync(raw, { level: 3 })),
+    // Level 1: screenshots are mostly runs that any level finds; the higher ones only cost time.
+    ...chunk("IDAT", zlib.deflateSync(raw, { level: 1 })),
     ...chunk("IEND", new Uint8Array())
   ])
 }
