@@ -45,8 +45,9 @@ const proc = (streams: boolean, cancel: boolean, maxOutputBytes: number, maxTime
 const base = { version: "1", cost: true, network: null, computer: null } as const
 /**
  * Computer use, declared where the adapter drives the provider's own desktop API: Daytona (its toolbox's
- * computer-use API, "native computer use" in reference §3.1) and E2B (Desktop sandboxes, driven through envd
- * commands). The others have no desktop API, so `features.computer_use` never places a sandbox there.
+ * computer-use API, "native computer use" in reference §3.1). E2B's Desktop sandboxes (driven through envd
+ * commands) have no adapter yet, and the others no desktop API, so `features.computer_use` never places a
+ * sandbox there.
  */
 const desktop: ComputerCapabilities = {
   implementation: "native",

@@ -20,11 +20,14 @@ export interface ComputerCall {
   readonly sandbox: EmulatedSandbox
 }
 
-/** The daemon answers a failed computer-use call with 400 and `{error}`. */
+/**
+ * The daemon answers a failed computer-use call with 400 and `{error}` (a failed start with 503). What cannot
+ * succeed however often it is tried (no X server in the sandbox's system, a point outside the screen) is 400.
+ */
 const failed = (e: unknown, status = 400) => {
   const kind = (e as { kind?: unknown } | null)?.kind
   if (typeof kind !== "string") throw e
-  return json({ error: String((e as { message?: unknown }).message) }, kind === "not_found" ? 404 : status)
+  return json({ error: String((e as { message?: unknown }).message) }, kind === "not_found" ? 404 : kind === "conflict" || kind === "invalid" ? 400 : status)
 }
 
 const attempt = async (f: () => Promise<Response>, status = 400) => {
