@@ -88,6 +88,26 @@ describe("computer use", () => {
     expect((await http.get(`/v1/sandboxes/${res.body.sandbox.id}`, auth)).body.state).toBe("failed")
   }, 180_000)
 
+  it("a sandbox without a desktop refuses computer calls, saying what the create needed", async () => {
+    const [onVercel, plain] = await Promise.all([
+      createReadySandbox(http, auth, minimalSandbox({ provider: "vercel" })),
+      createReadySandbox(http, auth, minimalSandbox({ provider: "daytona" }))
+    ])
+    const calls = (id: string) => [
+      http.post(`/v1/sandboxes/${id}/computer/actions`, { ...auth, body: { type: "mouse_move", x: 1, y: 1 }, headers: { "idempotency-key": idempotencyKey("a") } }),
+      http.post(`/v1/sandboxes/${id}/computer/screenshots`, { ...auth, body: {} }),
+      http.post(`/v1/sandboxes/${id}/recordings`, { ...auth, body: {}, headers: { "idempotency-key": idempotencyKey("r") } })
+    ]
+    for (const res of await Promise.all(calls(onVercel.id))) {
+      const body = expectEnvelope(res, 409, "capability_unsupported")
+      expect(body.message).toBe("vercel sandboxes cannot drive a desktop (computer use); create the sandbox with features.computer_use: true to be placed on a provider that can")
+      expect(body.details).toMatchObject({ provider: "vercel", feature: "features.computer_use: true", providers: ["daytona"] })
+    }
+    for (const res of await Promise.all(calls(plain.id))) {
+      expect(expectEnvelope(res, 409, "capability_unsupported").message).toBe("This sandbox has no desktop: create it with features.computer_use: true")
+    }
+  }, 120_000)
+
   describe("on a desktop", () => {
     // Created after the tests above, so the image sandbox's start does not compete with a running desktop.
     beforeAll(async () => {

@@ -21,6 +21,7 @@ import { parseRange } from "./RawFiles.ts"
 import { ComputerActionJob, ComputerScreenshotJob, RecordingStartJob, RecordingStopJob } from "./JobTypes.ts"
 import { getRuntimeOperationRow } from "./RuntimeOperations.ts"
 import type { SandboxRow } from "./SandboxRows.ts"
+import { unsupportedCall } from "./Unsupported.ts"
 
 export const MAX_QUEUED_COMPUTER_OPERATIONS = 32
 
@@ -30,16 +31,16 @@ export const recordingJobKey = (what: "start" | "stop", id: string) => `recordin
 type Computer = NonNullable<NonNullable<SandboxRow["capabilities"]>["computer"]>
 
 /** The sandbox's desktop: it asked for one at create, and its provider has computer use. */
-const computerOf = (sandbox: SandboxRow): Effect.Effect<Computer, ReturnType<typeof conflict>> => {
-  const computer = sandbox.capabilities?.computer ?? null
-  if (computer === null) {
-    return Effect.fail(conflict("capability_unsupported", `${sandbox.provider} sandboxes have no desktop (computer use)`, { provider: sandbox.provider }))
-  }
-  if (sandbox.requested.features?.computer_use !== true) {
-    return Effect.fail(conflict("capability_unsupported", "This sandbox has no desktop: create it with features.computer_use: true", { provider: sandbox.provider }))
-  }
-  return Effect.succeed(computer)
-}
+const computerOf = (sandbox: SandboxRow) =>
+  Effect.gen(function*() {
+    const computer: Computer | null = sandbox.capabilities?.computer ?? null
+    // The provider has none: the message names the feature that places a sandbox where there is one.
+    if (computer === null) return yield* unsupportedCall(sandbox, { kind: "desktop" })
+    if (sandbox.requested.features?.computer_use !== true) {
+      return yield* conflict("capability_unsupported", "This sandbox has no desktop: create it with features.computer_use: true", { provider: sandbox.provider })
+    }
+    return computer
+  })
 
 export type ComputerOperationInput =
   | { readonly kind: "computer_action"; readonly request: ComputerAction }
