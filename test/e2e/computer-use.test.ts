@@ -20,6 +20,7 @@ let server: RunningServer
 let registry: TestRegistry
 let http: ReturnType<typeof api>
 let auth: KeyAuth
+let userToken: string
 let sandbox: any
 
 const base = () => `/v1/sandboxes/${sandbox.id}`
@@ -54,6 +55,7 @@ beforeAll(async () => {
   http = api(server.url)
   const owner = await bootstrap(server.dataDir, "computer@example.com")
   auth = { token: owner.api_key, project: owner.project_id }
+  userToken = owner.user_token
 }, 120_000)
 afterAll(async () => {
   await server.stop()
@@ -207,6 +209,7 @@ describe("computer use", () => {
       expectEnvelope(await http.post(`/v1/sandboxes/${sandbox.id}/actions/pause`, auth), 409, "recording_active")
       // Something to see while it records.
       await done(await act({ type: "keyboard_type", text: "recording", delay_ms: 20 }))
+      await screenshot()
       await Bun.sleep(5000)
       const stopping = await http.post(`${base()}/recordings/${first.body.id}/actions/stop`, auth)
       expect(stopping.status).toBe(202)
@@ -251,6 +254,19 @@ describe("computer use", () => {
       const failed = await poll(() => recording(second.body.id), (r) => r.state === "failed", 60_000, 100)
       expect(failed.error.code).toBe("sandbox_stopped")
       expect((await fetch(`${server.url}${stopped.content_url}`, { headers })).status).toBe(200)
+
+      // The events: each action and screenshot as it ended, each recording's start and stop (or failure).
+      const events: Array<any> = []
+      for (let after: string | null = null, firstPage = true; firstPage || after !== null; firstPage = false) {
+        const page: any = (await http.get(`/v1/events?project_id=${auth.project}&limit=100${after === null ? "" : `&after=${after}`}`, { token: userToken })).body
+        events.push(...page.events)
+        after = page.next_cursor
+      }
+      const ofSandbox = events.filter((e) => e.data.sandbox_id === sandbox.id)
+      expect(ofSandbox.find((e) => e.type === "computer.action" && e.data.action === "keyboard_type")?.data).toMatchObject({ state: "succeeded" })
+      expect(ofSandbox.find((e) => e.type === "computer.screenshot")?.data).toMatchObject({ state: "succeeded", format: "png" })
+      expect(ofSandbox.filter((e) => e.type === "recording.start").map((e) => e.data.recording_id)).toEqual([first.body.id, second.body.id])
+      expect(ofSandbox.filter((e) => e.type === "recording.stop").map((e) => [e.data.recording_id, e.data.state])).toEqual([[first.body.id, "stopped"], [second.body.id, "failed"]])
     }, 300_000)
   })
 })

@@ -80,10 +80,13 @@ export class RecordingsRepo extends Effect.Service<RecordingsRepo>()("app/db/Rec
       /** Failed, from any live state (false once it had ended). */
       markFailed: (id: string, error: ErrorObject, now: string) =>
         move(id, LIVE_RECORDING_STATES, "failed", now, sql`error = ${JSON.stringify(error)}, stopped_at = ${now}`),
-      /** The sandbox stopped: its open recordings fail with `sandbox_stopped`. */
+      /** The sandbox stopped: its open recordings fail with `sandbox_stopped`; answers their ids and that error. */
       failLiveOf: (sandboxId: string, now: string) =>
-        run(sql`UPDATE recordings SET state = 'failed', error = ${SANDBOX_STOPPED}, stopped_at = ${now}, updated_at = ${now}
-          WHERE sandbox_id = ${sandboxId} AND state IN ${sql.in(LIVE_RECORDING_STATES)}`),
+        Effect.map(
+          ids.all(sql`UPDATE recordings SET state = 'failed', error = ${SANDBOX_STOPPED}, stopped_at = ${now}, updated_at = ${now}
+            WHERE sandbox_id = ${sandboxId} AND state IN ${sql.in(LIVE_RECORDING_STATES)} RETURNING id`),
+          (rows) => ({ ids: rows.map((r) => r.id), error: JSON.parse(SANDBOX_STOPPED) as ErrorObject })
+        ),
       /** The pieces of the mp4 that hold bytes `from`…`to` (inclusive), in order. */
       chunksOf: (id: string, from: number, to: number) =>
         chunks.all(sql`SELECT seq, data FROM recording_chunks WHERE recording_id = ${id}

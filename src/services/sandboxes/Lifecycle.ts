@@ -71,8 +71,9 @@ export const makeLifecycleHandlers = Effect.gen(function*() {
     appendEvent({ type, organizationId: sandbox.organization_id, projectId: sandbox.project_id, data: { sandbox_id: sandbox.id, provider: sandbox.provider, ...data } })
 
   /** Everything that stops with the sandbox: running processes, live endpoints, open recordings, timers. */
-  const settleChildren = (sandboxId: string) =>
+  const settleChildren = (sandbox: SandboxRow) =>
     Effect.gen(function*() {
+      const sandboxId = sandbox.id
       const now = yield* nowIso
       const error: ErrorObject = { code: "sandbox_stopped", message: "The sandbox stopped", retryable: false }
       for (const processId of yield* ProcessesRepo.liveOf(sandboxId)) {
@@ -81,7 +82,10 @@ export const makeLifecycleHandlers = Effect.gen(function*() {
       }
       yield* EndpointsRepo.revokeLiveOf(sandboxId, now)
       yield* RuntimeOperationsRepo.failLiveOf(sandboxId, now)
-      yield* RecordingsRepo.failLiveOf(sandboxId, now)
+      const recordings = yield* RecordingsRepo.failLiveOf(sandboxId, now)
+      for (const id of recordings.ids) {
+        yield* appendEvent({ type: "recording.stop", organizationId: sandbox.organization_id, projectId: sandbox.project_id, data: { sandbox_id: sandboxId, recording_id: id, state: "failed", error: recordings.error } })
+      }
       yield* disarmTimers(sandboxId)
     })
 
@@ -234,7 +238,7 @@ export const makeLifecycleHandlers = Effect.gen(function*() {
         }
         yield* Effect.gen(function*() {
           yield* setSandboxState(sandboxId, "stopped")
-          yield* settleChildren(sandboxId)
+          yield* settleChildren(sandbox)
           yield* armCostSync(sandboxId, COST_SYNC_FINAL_SECONDS)
           yield* event(sandbox, "sandbox.deleted", sandbox.state_reason === null ? {} : { reason: sandbox.state_reason })
           yield* setOperationState(operationId, "succeeded")
