@@ -8,7 +8,7 @@ import { Effect } from "effect"
 import { describe, expect, it } from "vitest"
 import { conformanceInput } from "../core/conformance.ts"
 import type { ProviderError, ProviderSandbox } from "../core/Provider.ts"
-import { bodyJson, type Call, json, scripted, type Step } from "../core/scripted-client.ts"
+import { bodyBytes, bodyJson, type Call, json, scripted, type Step } from "../core/scripted-client.ts"
 import { API_VERSION, decodeExecutionId, makeBlaxelProvider } from "./adapter/index.ts"
 
 const API = "https://api.blaxel.test/v0"
@@ -138,6 +138,54 @@ describe("blaxel remote: the sandbox runtime", () => {
     const events = await run(p.execEvents(SANDBOX, executionId, 0))
     expect(events.map((e) => e.type)).toEqual(["stdout", "exit"])
     expect(events[1]).toMatchObject({ exitCode: 0, cancelled: false })
+    expect(s.left()).toBe(0)
+  })
+
+  it("on an image of the user's own (kept from create), a process without a directory starts where the image says (its WorkingDir)", async () => {
+    const s = scripted([
+      step("POST", "/v0/sandboxes", () => json({ ...wire("DEPLOYED"), spec: { runtime: { image: "registry.example.com/team/app:1", memory: 2048 } } })),
+      step("GET", "/sbx-1/process/metal-proc_2", () => json({ error: "process not found" }, 404)),
+      step("POST", "/sbx-1/process", (call) => {
+        expect(bodyJson(call)).toEqual({ name: "metal-proc_2", command: "exec pwd", waitForCompletion: false })
+        return json({ pid: "2", name: "metal-proc_2", status: "running" })
+      })
+    ])
+    const p = provider(s.client)
+    const created = await run(p.create({ ...conformanceInput("sbx_1"), source: { kind: "oci_image", image: "registry.example.com/team/app:1" } }))
+    expect(created.metadata).toMatchObject({ image: "registry.example.com/team/app:1" })
+    await run(p.exec(created, { command: ["pwd"], timeoutSeconds: 60, maxOutputBytes: 1024, processId: "proc_2" }))
+    expect(s.left()).toBe(0)
+  })
+})
+
+describe("blaxel remote: standard input", () => {
+  it("a process asking for stdin starts with stdin: true; input is posted raw, in order, in pieces of at most 1 MiB; end-of-file deletes it", async () => {
+    const big = new Uint8Array(1024 * 1024 + 5).fill(7)
+    const s = scripted([
+      step("GET", "/sbx-1/process/metal-proc_2", () => json({ error: "process not found" }, 404)),
+      step("POST", "/sbx-1/process", (call) => {
+        expect(bodyJson(call)).toMatchObject({ name: "metal-proc_2", stdin: true, waitForCompletion: false })
+        return json({ pid: "2", name: "metal-proc_2", status: "running" })
+      }),
+      step("POST", "/sbx-1/process/metal-proc_2/stdin", (call) => {
+        authorized(call)
+        expect(new TextDecoder().decode(bodyBytes(call))).toBe("line\n")
+        return json({ message: "ok" })
+      }),
+      step("POST", "/sbx-1/process/metal-proc_2/stdin", (call) => {
+        expect(bodyBytes(call).length).toBe(1024 * 1024)
+        return json({ message: "ok" })
+      }),
+      step("POST", "/sbx-1/process/metal-proc_2/stdin", (call) => {
+        expect(bodyBytes(call)).toEqual(new Uint8Array(5).fill(7))
+        return json({ message: "ok" })
+      }),
+      step("DELETE", "/sbx-1/process/metal-proc_2/stdin", () => json({ message: "closed" }))
+    ])
+    const p = provider(s.client)
+    const { executionId } = await run(p.exec(SANDBOX, { command: ["cat"], stdin: true, timeoutSeconds: 60, maxOutputBytes: 1024, processId: "proc_2" }))
+    await run(p.sendInput!(SANDBOX, executionId, new TextEncoder().encode("line\n"), false))
+    await run(p.sendInput!(SANDBOX, executionId, big, true))
     expect(s.left()).toBe(0)
   })
 })

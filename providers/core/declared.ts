@@ -72,7 +72,8 @@ export const DECLARED: Readonly<Record<ProviderName, ProviderCapabilities>> = {
     resume: false,
     architectures: ["x86_64"],
     isolation: "microvm",
-    process: proc(false, true, 10 * MiB),
+    // Standard input: the runtime's `stdin: true` and `POST /process/{id}/stdin`, as Blaxel's SDK writes it.
+    process: { ...proc(false, true, 10 * MiB), stdin: true },
     files: files(ALL_MODES, { parents: true, list: true, del: true }),
     httpEndpoints: lease
   },

@@ -53,6 +53,46 @@ describe("northflank (emulated): beyond conformance", () => {
     expect(await Effect.runPromise(provider.inspect(sandbox))).toBe("absent")
   }, 60_000)
 
+  it("services listed newest first by cursor, scaled to 0 and 1 instances; a bad page size, cursor or instance count is a 400", async () => {
+    const project = `/projects/${target.emulator.projectId}`
+    const names = [`nf-list-a${Date.now()}`, `nf-list-b${Date.now()}`]
+    for (const name of names) {
+      const created = await call("POST", `${project}/services/deployment`, { name, billing: { deploymentPlan: "nf-compute-20" }, deployment: { instances: 1, external: { imagePath: "ubuntu:22.04" } } })
+      expect(created.status).toBe(200)
+    }
+    const seen: Array<string> = []
+    let cursor: string | undefined
+    do {
+      const page = (await (await call("GET", `${project}/services?per_page=1${cursor === undefined ? "" : `&cursor=${cursor}`}`)).json()) as {
+        data: { services: Array<{ id: string }> }
+        pagination: { hasNextPage: boolean; cursor?: string; count: number }
+      }
+      expect(page.pagination.count).toBe(page.data.services.length)
+      seen.push(...page.data.services.map((s) => s.id))
+      cursor = page.pagination.hasNextPage ? page.pagination.cursor : undefined
+    } while (cursor !== undefined)
+    expect(new Set(seen).size).toBe(seen.length)
+    expect(seen.filter((id) => names.includes(id))).toEqual([names[1], names[0]])
+
+    for (const bad of ["per_page=0", "per_page=101", "per_page=x", "cursor=not-a-cursor", "page=0"]) {
+      const refused = await call("GET", `${project}/services?${bad}`)
+      expect(refused.status, bad).toBe(400)
+      expect(await refused.json()).toMatchObject({ error: { status: 400, message: expect.any(String) } })
+    }
+
+    const service = `${project}/services/${names[0]}`
+    expect((await call("POST", `${service}/scale`, { instances: 0 })).status).toBe(200)
+    expect(await (await call("GET", service)).json()).toMatchObject({ data: { servicePaused: true, deployment: { instances: 0 } } })
+    expect((await call("POST", `${service}/scale`, { instances: 1 })).status).toBe(200)
+    expect(await (await call("GET", service)).json()).toMatchObject({ data: { servicePaused: false, deployment: { instances: 1 }, status: { deployment: { status: "COMPLETED" } } } })
+    const tooMany = await call("POST", `${service}/scale`, { instances: 2 })
+    expect(tooMany.status).toBe(400)
+    expect((await call("POST", `${project}/services/nf-missing/scale`, { instances: 0 })).status).toBe(404)
+
+    for (const name of names) expect((await call("DELETE", `${project}/services/${name}`)).status).toBe(200)
+    expect((await call("GET", service)).status).toBe(404)
+  }, 60_000)
+
   it("a request larger than the default plan gets the first plan covering it; arm64 is refused on an x86 host", async () => {
     // Within this host (the emulator's deployments are its jails): 1 vCPU with 6000 MB needs more memory than the default.
     const sandbox = await Effect.runPromise(target.provider.create({ ...conformanceInput(`sbx_big${Date.now()}`), resources: { vcpu: 1, memoryMb: 6000, architecture: "any" } }))

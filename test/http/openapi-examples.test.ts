@@ -146,7 +146,8 @@ const startStdinProcess = async (key: { key: string; project: string }) => {
     // E2B's base template has 512 MiB: the example's 1 GiB would place it nowhere.
     body: JSON.stringify({ ...(REQUEST_EXAMPLES["sandboxes.create"] as object), resources: { vcpu: 1, memory_mb: 512 }, provider: "e2b" })
   })).json()
-  expect((await waitOperation(http, { token: key.key, project: key.project }, created.operation.id, 60_000)).state).toBe("succeeded")
+  const op = await waitOperation(http, { token: key.key, project: key.project }, created.operation.id, 60_000)
+  expect(op.state, JSON.stringify(op.error)).toBe("succeeded")
   const started = await (await fetch(`${server.url}/v1/sandboxes/${created.sandbox.id}/processes`, {
     method: "POST",
     headers: { ...headers, "idempotency-key": idempotencyKey("stdin-proc") },

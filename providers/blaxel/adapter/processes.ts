@@ -5,6 +5,10 @@
  * the exit), as Blaxel keeps the two streams apart without their order. The process name makes exec idempotent
  * and the execution id carries it, so `execEvents` works after a gateway restart.
  *
+ * Standard input (`stdin: true`, as Blaxel's SDK starts a process whose input it writes): the process starts with
+ * `stdin: true`; `sendInput` posts the raw bytes to `POST /process/{name}/stdin` (in pieces of at most 1 MiB, in
+ * order) and end-of-file is `DELETE /process/{name}/stdin`.
+ *
  * Timeouts: Blaxel applies a process `timeout` only to keep-alive processes (which also keep the sandbox from
  * standby and cost more), so none is sent; the gateway cancels a process at its deadline.
  */
@@ -17,6 +21,7 @@ import {
   decodeExecutionId,
   encodeExecutionId,
   type ExecutionRef,
+  isUserImage,
   NAME,
   processName,
   shellQuote,
@@ -24,6 +29,9 @@ import {
   WireProcess
 } from "./wire.ts"
 
+
+/** The most one stdin write carries (the runtime takes a write's body whole). */
+const STDIN_PIECE_BYTES = 1024 * 1024
 
 export const makeProcesses = (ctx: BlaxelContext) => {
   const { decode, fail, runtime } = ctx
@@ -37,10 +45,13 @@ export const makeProcesses = (ctx: BlaxelContext) => {
     return ref === undefined ? Effect.fail(fail("invalid_request", `${executionId} is not a Blaxel execution id`)) : Effect.succeed(ref)
   }
 
-  /** The shell line: into /workspace (made first) unless a directory is given, then the argv. */
-  const commandLine = (input: Parameters<SandboxProvider["exec"]>[1]) => {
+  /**
+   * The shell line: the argv, without a directory into /workspace (made first) — but on an image of the user's
+   * own, where it starts: the image's WorkingDir.
+   */
+  const commandLine = (sandbox: Parameters<SandboxProvider["exec"]>[0], input: Parameters<SandboxProvider["exec"]>[1]) => {
     const argv = input.command.map(shellQuote).join(" ")
-    return input.cwd === undefined ? `mkdir -p /workspace && cd /workspace && exec ${argv}` : `exec ${argv}`
+    return input.cwd === undefined && !isUserImage(sandbox) ? `mkdir -p /workspace && cd /workspace && exec ${argv}` : `exec ${argv}`
   }
 
   const exec: SandboxProvider["exec"] = (sandbox, input) =>
@@ -55,9 +66,10 @@ export const makeProcesses = (ctx: BlaxelContext) => {
       if (existing !== null) return { executionId }
       const body = {
         name,
-        command: commandLine(input),
+        command: commandLine(sandbox, input),
         ...(input.cwd === undefined ? {} : { workingDir: input.cwd }),
         ...(input.environment === undefined || Object.keys(input.environment).length === 0 ? {} : { env: input.environment }),
+        ...(input.stdin === true ? { stdin: true } : {}),
         waitForCompletion: false
       }
       yield* runtime(sandbox, "POST", "/process", "start process", HttpClientRequest.bodyUnsafeJson(body)).pipe(
@@ -94,5 +106,15 @@ export const makeProcesses = (ctx: BlaxelContext) => {
       )
     })
 
-  return { exec, execEvents, cancelExec }
+  const sendInput: NonNullable<SandboxProvider["sendInput"]> = (sandbox, executionId, data, eof) =>
+    Effect.gen(function*() {
+      const ref = yield* refOf(executionId)
+      for (let at = 0; at < data.length; at += STDIN_PIECE_BYTES) {
+        const piece = data.subarray(at, Math.min(data.length, at + STDIN_PIECE_BYTES))
+        yield* runtime(sandbox, "POST", `${processPath(ref)}/stdin`, "write stdin", HttpClientRequest.bodyUint8Array(piece, "application/octet-stream"))
+      }
+      if (eof) yield* runtime(sandbox, "DELETE", `${processPath(ref)}/stdin`, "close stdin")
+    })
+
+  return { exec, execEvents, cancelExec, sendInput }
 }

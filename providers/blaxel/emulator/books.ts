@@ -17,6 +17,8 @@ const EmulatedSandbox = Schema.mutable(Schema.Struct({
   runtimeId: Schema.String,
   labels: StringMap,
   image: Schema.String,
+  /** Where a process without `workingDir` runs: the image's WorkingDir (an image the runtime pulled), else `/`. */
+  workingDir: Schema.optional(Schema.String),
   memory: Schema.Number,
   region: Schema.String,
   envs: Schema.mutable(Schema.Array(Schema.Struct({ name: Schema.String, value: Schema.String }))),
@@ -55,7 +57,11 @@ const ProcessRecord = Schema.mutable(Schema.Struct({
   command: Schema.String,
   workingDir: Schema.String,
   startedAt: Schema.String,
-  killed: Schema.Boolean
+  killed: Schema.Boolean,
+  /** Ended by `DELETE /process/{id}` (SIGTERM): its status is `stopped`. */
+  stopped: Schema.optionalWith(Schema.Boolean, { default: () => false }),
+  /** Started with `stdin: true`: its input is open until closed. */
+  stdin: Schema.optionalWith(Schema.Boolean, { default: () => false })
 }))
 export type ProcessRecord = typeof ProcessRecord.Type
 
