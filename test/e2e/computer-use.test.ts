@@ -76,19 +76,25 @@ describe("computer use", () => {
   }, 120_000)
 
   it("a sandbox on an image without an X server gets no desktop: the create fails, saying the provider cannot", async () => {
-    const res = await http.post("/v1/sandboxes", {
-      ...auth,
-      body: minimalSandbox({ provider: "daytona", source: { kind: "oci_image", image: `${registry.host}/test/plain:1` }, features: { computer_use: true } }),
-      headers: { "idempotency-key": idempotencyKey("create") }
-    })
-    expect(res.status).toBe(202)
-    const op = await poll(() => http.get(`/v1/operations/${res.body.operation.id}`, auth).then((r) => r.body), (o) => o.state === "failed", 120_000)
+    const attempt = async () => {
+      const res = await http.post("/v1/sandboxes", {
+        ...auth,
+        body: minimalSandbox({ provider: "daytona", source: { kind: "oci_image", image: `${registry.host}/test/plain:1` }, features: { computer_use: true } }),
+        headers: { "idempotency-key": idempotencyKey("create") }
+      })
+      expect(res.status).toBe(202)
+      return { res, op: await poll(() => http.get(`/v1/operations/${res.body.operation.id}`, auth).then((r) => r.body), (o) => o.state === "failed", 120_000) }
+    }
+    // An image jail that did not even start within the runtime's 10 s (a machine loaded far past its cores) says
+    // nothing about the desktop: such an attempt is made again, at most twice.
+    let { res, op } = await attempt()
+    for (let again = 0; again < 2 && op.error.details?.attempts?.[0]?.outcome === "absent"; again++) ({ res, op } = await attempt())
     // Daytona's attempt failed as unsupported, with the desktop's reason; nothing else could place it.
     expect(op.error.code, JSON.stringify(op.error)).toBe("no_eligible_provider")
     expect(op.error.details.attempts).toMatchObject([{ provider: "daytona", outcome: "failed", code: "capability_unsupported" }])
     expect(op.error.details.attempts[0].message).toContain("no X server")
     expect((await http.get(`/v1/sandboxes/${res.body.sandbox.id}`, auth)).body.state).toBe("failed")
-  }, 180_000)
+  }, 400_000)
 
   it("a sandbox without a desktop refuses computer calls, saying what the create needed", async () => {
     const [onVercel, plain] = await Promise.all([
