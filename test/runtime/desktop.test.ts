@@ -6,9 +6,10 @@
 import * as fs from "node:fs"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import type { RuntimeError } from "../../src/runtime/LocalRuntime.ts"
-import { failure, newRuntime, run, sh } from "./support.ts"
+import * as path from "node:path"
+import { cgroupDir, failure, newRuntime, run, sh } from "./support.ts"
 
-const { rt, cleanup } = newRuntime("desktop")
+const { rt, dataDir, cleanup } = newRuntime("desktop")
 const kind = async (effect: Parameters<typeof failure>[0]) => ((await failure(effect)) as RuntimeError).kind
 
 beforeAll(async () => {
@@ -26,6 +27,20 @@ describe("desktop", () => {
     // No TCP listener for X (6000+n), in the jail's own network namespace either.
     expect((await sh(rt, "d", "cat /proc/net/tcp /proc/net/tcp6 | awk '{print $2}' | grep -ci ':1771' || true")).stdout.trim()).toBe("0")
     expect(fs.existsSync("/tmp/.X11-unix/X1") && fs.statSync("/tmp/.X11-unix/X1").uid !== 0).toBe(false)
+    // The display server and the window manager count against the sandbox as its commands do: in the commands'
+    // memory and process cgroups (not the agent's), and the jail's CPU cgroup.
+    for (const [controller, file] of [["pids", "work/cgroup.procs"], ["memory", "work/cgroup.procs"], ["cpu", "cgroup.procs"]] as const) {
+      const procs = fs.readFileSync(path.join(cgroupDir(controller, dataDir, "d"), file), "utf8").split("\n").filter(Boolean)
+      const names = procs.map((pid) => {
+        try {
+          return fs.readFileSync(`/proc/${pid}/comm`, "utf8").trim()
+        } catch {
+          return ""
+        }
+      })
+      expect(names.some((n) => n === "Xvnc" || n === "Xvfb"), `${controller}: ${names.join(", ")}`).toBe(true)
+      expect(names, controller).toContain("openbox")
+    }
   })
 
   it("takes screenshots as asked: png of the screen, a jpeg region scaled; refuses what lies outside the screen", async () => {
