@@ -40,5 +40,9 @@ export const REQUEST_EXAMPLES: Readonly<Record<string, Json>> = {
   "filesystem.list": { path: "/workspace", recursive: false },
   "filesystem.delete": { path: "/workspace/hello.txt" },
   "filesystem.writeContent": "hello\n",
-  "endpoints.create": { port: 8000, lease_seconds: 600 }
+  "endpoints.create": { port: 8000, lease_seconds: 600 },
+  // On a sandbox created with features.computer_use: true.
+  "computer.action": { type: "mouse_click", x: 640, y: 400, button: "left", double: false },
+  "computer.screenshot": { format: "png", show_cursor: true },
+  "computer.startRecording": { format: "mp4", label: "checkout flow" }
 }

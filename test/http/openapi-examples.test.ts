@@ -113,6 +113,11 @@ describe("the OpenAPI document as a tool reads it", () => {
     await send("filesystem.delete", { sandbox_id: sandbox }, key)
     await send("filesystem.writeContent", { sandbox_id: sandbox }, key, "?path=/workspace/raw.txt")
     await send("endpoints.create", { sandbox_id: sandbox }, key)
+    // Computer use needs a sandbox with a desktop.
+    const desktop = await createDesktopSandbox(key)
+    await send("computer.action", { sandbox_id: desktop }, key)
+    await send("computer.screenshot", { sandbox_id: desktop }, key)
+    await send("computer.startRecording", { sandbox_id: desktop }, key)
 
     // Last: what changes the organization's footing (its credentials; the other organization goes).
     await send("providerCredentials.put", { organization_id: org, provider: "e2b" }, user)
@@ -121,6 +126,16 @@ describe("the OpenAPI document as a tool reads it", () => {
     expect([...sent].sort()).toEqual(Object.keys(REQUEST_EXAMPLES).sort())
   }, 300_000)
 })
+
+/** A ready sandbox with a desktop (the create example, asking for computer use). */
+const createDesktopSandbox = async (key: { key: string; project: string }) => {
+  const headers = { authorization: `Bearer ${key.key}`, "x-metal-project-id": key.project, "content-type": "application/json", "idempotency-key": idempotencyKey("desktop") }
+  const body = { ...(REQUEST_EXAMPLES["sandboxes.create"] as object), features: { computer_use: true } }
+  const created = await (await fetch(`${server.url}/v1/sandboxes`, { method: "POST", headers, body: JSON.stringify(body) })).json()
+  const op = await waitOperation(http, { token: key.key, project: key.project }, created.operation.id, 90_000)
+  expect(op.state, JSON.stringify(op.error)).toBe("succeeded")
+  return created.sandbox.id as string
+}
 
 /** A running process with standard input open, on E2B (a provider that takes input). */
 const startStdinProcess = async (key: { key: string; project: string }) => {
