@@ -1,7 +1,7 @@
 /** The Blaxel adapter against its emulator over the real local runtime: the shared conformance suite, and stdin (wire checks: blaxel-remote.test.ts). */
 import { Effect } from "effect"
 import { describe, expect, it } from "vitest"
-import { conformance, conformanceInput, emulatedTarget } from "../core/conformance.ts"
+import { conformance, conformanceInput, emulatedTarget } from "../testing/conformance.ts"
 import type { ProviderExecEvent } from "../core/Provider.ts"
 import { makeBlaxelProvider } from "./adapter/index.ts"
 import { startBlaxelEmulator } from "./emulator/index.ts"

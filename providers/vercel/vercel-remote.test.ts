@@ -6,9 +6,9 @@
 import type { HttpClient } from "@effect/platform"
 import { Effect } from "effect"
 import { describe, expect, it } from "vitest"
-import { conformanceInput } from "../core/conformance.ts"
+import { conformanceInput } from "../testing/conformance.ts"
 import type { ProviderError, ProviderSandbox } from "../core/Provider.ts"
-import { bodyBytes, bodyJson, type Call, json, scripted, type Step } from "../core/scripted-client.ts"
+import { bodyBytes, bodyJson, type Call, json, scripted, type Step } from "../testing/scripted-client.ts"
 import { decodeExecutionId, encodeExecutionId, makeVercelProvider, PROBE_SCRIPT, usageCostMicrousd } from "./adapter/index.ts"
 import { untarGz } from "./tar.ts"
 

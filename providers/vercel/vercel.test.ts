@@ -1,7 +1,7 @@
 /** The Vercel adapter against its emulator over the real local runtime: the shared conformance suite (wire checks: vercel-remote.test.ts). */
 import { Effect } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { conformance, conformanceInput, emulatedTarget } from "../core/conformance.ts"
+import { conformance, conformanceInput, emulatedTarget } from "../testing/conformance.ts"
 import { makeVercelProvider, RATE_CARD } from "./adapter/index.ts"
 import { startVercelEmulator } from "./emulator/index.ts"
 

@@ -134,6 +134,11 @@ describe("the OpenAPI document as a tool reads it", () => {
     await send("filesystem.delete", { sandbox_id: sandbox }, key)
     await send("filesystem.writeContent", { sandbox_id: sandbox }, key, "?path=/workspace/raw.txt")
     await send("endpoints.create", { sandbox_id: sandbox }, key)
+    // Computer use needs a sandbox with a desktop.
+    const desktop = await createDesktopSandbox(key)
+    await send("computer.action", { sandbox_id: desktop }, key)
+    await send("computer.screenshot", { sandbox_id: desktop }, key)
+    await send("computer.startRecording", { sandbox_id: desktop }, key)
 
     // The project path (the dashboard's) with the user's token: the same bodies, in a sandbox of its own.
     const inProject = { project_id: owner.project_id }
@@ -159,14 +164,24 @@ describe("the OpenAPI document as a tool reads it", () => {
   }, 300_000)
 })
 
+/** A ready sandbox with a desktop (the create example, asking for computer use). */
+const createDesktopSandbox = async (key: { key: string; project: string }) => {
+  const headers = { authorization: `Bearer ${key.key}`, "x-metal-project-id": key.project, "content-type": "application/json", "idempotency-key": idempotencyKey("desktop") }
+  const body = { ...(REQUEST_EXAMPLES["sandboxes.create"] as object), features: { computer_use: true } }
+  const created = await (await fetch(`${server.url}/v1/sandboxes`, { method: "POST", headers, body: JSON.stringify(body) })).json()
+  const op = await waitOperation(http, { token: key.key, project: key.project }, created.operation.id, 90_000)
+  expect(op.state, JSON.stringify(op.error)).toBe("succeeded")
+  return created.sandbox.id as string
+}
+
 /** A running process with standard input open, on E2B (a provider that takes input). */
 const startStdinProcess = async (key: { key: string; project: string }) => {
   const headers = { authorization: `Bearer ${key.key}`, "x-metal-project-id": key.project, "content-type": "application/json" }
   const created = await (await fetch(`${server.url}/v1/sandboxes`, {
     method: "POST",
     headers: { ...headers, "idempotency-key": idempotencyKey("stdin-sbx") },
-    // Within E2B's base template (2 vCPU, 512 MiB): a sandbox is never placed where it would get less than asked.
-    body: JSON.stringify({ ...(REQUEST_EXAMPLES["sandboxes.create"] as object), resources: { vcpu: 1, memory_mb: 512 }, provider: "e2b" })
+    // E2B's environments are its base template (512 MiB): never less than asked, so this asks for what it gives.
+    body: JSON.stringify({ ...(REQUEST_EXAMPLES["sandboxes.create"] as object), provider: "e2b", resources: { vcpu: 1, memory_mb: 512 }, features: {} })
   })).json()
   const done = await waitOperation(http, { token: key.key, project: key.project }, created.operation.id, 60_000)
   expect(done.state, JSON.stringify(done.error)).toBe("succeeded")
