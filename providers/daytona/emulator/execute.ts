@@ -1,7 +1,7 @@
 /**
  * The Daytona emulator's one-shot commands and what it asks a sandbox once:
  * - `POST /process/execute {command, cwd?, envs?, timeout?}` (the SDK's `process.executeCommand`), as the daemon runs
- *   it: the command piped to the user's shell on its stdin, stdout and stderr together in the order written, the
+ *   it: the command piped to the user's shell on its stdin, stdout and stderr through one pipe (in the order written), the
  *   answer `{exitCode, result}` once it ends; a `timeout` (seconds, 0 none) it passes is a 408
  *   PROCESS_EXECUTION_TIMEOUT; a working directory that is not there is exit code -1 with the reason as its result.
  *   Its output is kept up to BUFFERED_OUTPUT_BYTES (the daemon holds it all).
@@ -88,6 +88,8 @@ export const makeExecute = (books: Books, runtime: LocalRuntimeShape) => {
       const dir = await run(runtime.statFile(sandbox.id, cwd))
       if (dir._tag === "None" || dir.value.type !== "directory") return json({ exitCode: -1, result: `chdir ${cwd}: no such file or directory` })
     }
+    // stderr into stdout's pipe first: one pipe for both, as the daemon's (Go gives a command one pipe when its
+    // Stdout and Stderr are the same writer), so the result is in the order written.
     const { output, exit } = await runToExit(runtime, sandbox.id, {
       command: userShell(),
       cwd,
@@ -95,7 +97,7 @@ export const makeExecute = (books: Books, runtime: LocalRuntimeShape) => {
       stdin: true,
       maxOutputBytes: BUFFERED_OUTPUT_BYTES,
       ...(body.timeout !== undefined && body.timeout !== null && body.timeout > 0 ? { timeoutMs: body.timeout * 1000 } : {})
-    }, new TextEncoder().encode(body.command))
+    }, new TextEncoder().encode(`exec 2>&1\n${body.command}`))
     if (exit.timedOut) throw new Refused(408, "command execution timeout", "PROCESS_EXECUTION_TIMEOUT")
     // Go's ExitCode() is -1 for a process ended by a signal.
     return json({ exitCode: exit.exitCode ?? -1, result: text(output) })
