@@ -3,7 +3,8 @@
  * takes images (Daytona, Blaxel, Vercel) passes it to the local runtime, which pulls it from the registry (here one
  * on loopback, made by the test from a static busybox) and runs the sandbox on it (Northflank's too, though it
  * offers no processes to look inside with). A pull that fails fails the
- * create operation with `image_pull_failed` saying which image and why — never a ready sandbox on another image.
+ * create operation with `image_pull_failed` saying which image and why — never a ready sandbox on another image. A
+ * process started without a cwd starts where the image says (its WorkingDir), as it would at the provider.
  * The registry is on loopback, so this gateway runs with REGISTRY_ALLOW_PRIVATE=true; one without it refuses it.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -76,6 +77,18 @@ describe("oci_image sources on emulated providers", () => {
       expect((await http.delete(`/v1/sandboxes/${id}`, { ...auth, headers: { "idempotency-key": idempotencyKey("del") } })).status).toBeLessThan(300)
     }, 90_000)
   }
+
+  it("daytona: a process without a cwd starts in the image's WorkingDir (a plain one and a terminal), one with a cwd there", async () => {
+    const { created, op } = await create(`${registry.host}/test/alpine:3.20`, "daytona")
+    expect(op.state, JSON.stringify(op.error)).toBe("succeeded")
+    const id = created.body.sandbox.id
+    expect((await runProcess(http, auth, id, ["pwd"])).stdout).toBe("/srv\n")
+    expect((await runProcess(http, auth, id, ["pwd"], { cwd: "/workspace" })).stdout).toBe("/workspace\n")
+    const terminal = await runProcess(http, auth, id, ["pwd"], { pty: { cols: 80, rows: 24 } })
+    expect(terminal.process.exit_code).toBe(0)
+    expect(terminal.stdout).toBe("/srv\r\n")
+    expect((await http.delete(`/v1/sandboxes/${id}`, { ...auth, headers: { "idempotency-key": idempotencyKey("del") } })).status).toBeLessThan(300)
+  }, 90_000)
 
   it("northflank: a service on the image becomes ready (lifecycle only: nothing runs in it but the image)", async () => {
     const { created, op } = await create(`${registry.host}/test/alpine:3.20`, "northflank")
