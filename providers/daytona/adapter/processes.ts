@@ -123,6 +123,9 @@ export const makeProcesses = (ctx: DaytonaContext) => {
         logCache.delete(executionId)
         events = yield* readLog(sandbox, ref, { exitCode })
       }
+      // A log shorter than what was handed out already (gone with its sandbox's disk, or cut): the exit still comes.
+      const last = events.at(-1)
+      if (last?.type === "exit" && events.length <= fromSeq) return [{ ...last, seq: fromSeq }]
       return events.slice(fromSeq)
     })
 

@@ -31,17 +31,17 @@ const EmulatedSandbox = Schema.mutable(Schema.Struct({
 }))
 export type EmulatedSandbox = typeof EmulatedSandbox.Type
 
-/** A command of a session, in the order written to its shell (sessionLog.ts: its markers carry `nonce`). */
+/** A command of a session, in the order written to its shell (sessionLog.ts: its markers and directory carry `nonce`). */
 const SessionCommand = Schema.mutable(Schema.Struct({
   id: Schema.String,
   command: Schema.String,
   nonce: Schema.String,
   async: Schema.Boolean,
   suppressInputEcho: Schema.Boolean,
-  /** The shell's output event from which its markers are looked for (known once the command before it ended). */
-  fromSeq: Schema.optional(Schema.Number),
-  /** Once it ended: the event its end completed in, and its exit status. */
+  /** Once its output was read to its end: the event that end came in, and where the next command's output starts. */
   toSeq: Schema.optional(Schema.Number),
+  nextFromSeq: Schema.optional(Schema.Number),
+  /** Once it ended. */
   exitCode: Schema.optional(Schema.Number)
 }))
 export type SessionCommand = typeof SessionCommand.Type
@@ -52,8 +52,6 @@ const Session = Schema.mutable(Schema.Struct({
   id: Schema.String,
   createdAt: Schema.Number,
   shellExecId: Schema.String,
-  /** Where the next command's markers are looked for, once every command so far ended. */
-  nextFromSeq: Schema.Number,
   commands: Schema.mutable(Schema.Array(SessionCommand))
 }))
 export type Session = typeof Session.Type

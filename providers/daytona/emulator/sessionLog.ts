@@ -10,9 +10,12 @@
  * The wrapper, written as one compound command (the command itself is one single-quoted word for `eval`, so nothing
  * in it is read as the wrapper's syntax):
  *
- *   exec 8>&1 9>&2; printf '\036<nonce>:S\036'; printf … >&2; { eval '<command>'
- *   } </dev/null 1>&8 2>&9 8>&- 9>&-; __dtn_ec=$?; printf '\036<nonce>:E:%d\036' "$__dtn_ec"; printf … >&2
+ *   exec 8>&1 9>&2; __dtn_d=<its directory>; …; printf '\036<nonce>:S\036'; printf … >&2; { eval '<command>'
+ *   } </dev/null 1>&8 2>&9 8>&- 9>&-; __dtn_ec=$?; printf '\036<nonce>:E:%d\036' "$__dtn_ec"; printf … >&2;
+ *   printf '%d' "$__dtn_ec" > "$__dtn_d/exit"
  *
+ * The exit status also goes to a file, after the markers (as the daemon writes its exit code file once its output is
+ * flushed): whether a command ended is one small read, whatever it wrote.
  * The command's own redirections are undone after it (`1>&8` saves and restores the shell's stdout, as the daemon's
  * `> "$sp"` does). A synchronous command reads end-of-file; an asynchronous one reads a FIFO the emulator's input
  * route writes to (opened read-write, so it never sees end-of-file, as the daemon's keeps its FIFO open), and what is
@@ -26,24 +29,27 @@ const encoder = new TextEncoder()
 /** A command's nonce: 16 hex characters from a CSPRNG (a command cannot know a later one's). */
 export const newNonce = () => Buffer.from(crypto.getRandomValues(new Uint8Array(8))).toString("hex")
 
-/** The FIFOs of an asynchronous command: its input, and the echo of what is sent to it. */
-export const fifoDir = (nonce: string) => `/tmp/.daytona-session-${nonce}`
+/**
+ * A command's directory in the sandbox: its exit status (`exit`, written once its output is all written), and for an
+ * asynchronous command, while it runs, its FIFOs (`in`, its input; `echo`, what is sent to it, to its stdout).
+ */
+export const commandDir = (nonce: string) => `/tmp/.daytona-session-${nonce}`
 
 const startMarker = (nonce: string) => `\\036${nonce}:S\\036`
 
 /** The line written to the session's shell for one command. */
 export const wrapperLine = (nonce: string, command: string, async: boolean): string => {
   const start = `printf '${startMarker(nonce)}'; printf '${startMarker(nonce)}' >&2;`
-  const end = `printf '\\036${nonce}:E:%d\\036' "$__dtn_ec"; printf '\\036${nonce}:E:%d\\036' "$__dtn_ec" >&2`
+  const end = `printf '\\036${nonce}:E:%d\\036' "$__dtn_ec"; printf '\\036${nonce}:E:%d\\036' "$__dtn_ec" >&2; printf '%d' "$__dtn_ec" > "$__dtn_d/exit"`
   const body = `{ eval ${shellQuote(command)}\n}`
   const redirect = "1>&8 2>&9 8>&- 9>&-"
-  if (!async) return `exec 8>&1 9>&2; ${start} ${body} </dev/null ${redirect}; __dtn_ec=$?; ${end}\n`
-  const dir = fifoDir(nonce)
+  const setup = `exec 8>&1 9>&2; __dtn_d=${commandDir(nonce)}; rm -rf "$__dtn_d"; mkdir -p "$__dtn_d"`
+  if (!async) return `${setup}; ${start} ${body} </dev/null ${redirect}; __dtn_ec=$?; ${end}\n`
   return [
-    `exec 8>&1 9>&2; __dtn_d=${dir}; rm -rf "$__dtn_d"; mkdir -p "$__dtn_d" && mkfifo "$__dtn_d/in" "$__dtn_d/echo";`,
+    `${setup} && mkfifo "$__dtn_d/in" "$__dtn_d/echo";`,
     `${start} cat 0<>"$__dtn_d/echo" & __dtn_e=$!;`,
     `${body} 0<>"$__dtn_d/in" ${redirect}; __dtn_ec=$?;`,
-    `kill "$__dtn_e" 2>/dev/null; wait "$__dtn_e" 2>/dev/null; rm -rf "$__dtn_d"; ${end}\n`
+    `kill "$__dtn_e" 2>/dev/null; wait "$__dtn_e" 2>/dev/null; rm -f "$__dtn_d/in" "$__dtn_d/echo"; ${end}\n`
   ].join(" ")
 }
 

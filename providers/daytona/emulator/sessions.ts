@@ -2,38 +2,44 @@
  * The Daytona emulator's sessions (`/toolbox/{id}/process/session…`), as the daemon serves them
  * (apps/daemon/pkg/session): a session is one shell, started at its creation, that runs its commands one after
  * another (sessionLog.ts: each written to it as a wrapper, so `export` and `cd` carry over; its output told apart by
- * markers); the shell is a runtime execution of the sandbox, so sessions outlive the emulator.
+ * markers, its exit status left in a file of its own); the shell is a runtime execution of the sandbox, so sessions
+ * outlive the emulator.
  * - `POST /process/session {sessionId}` 201 (409 taken, 400 for `entrypoint`, reserved), `GET` (a list), `GET
  *   /{id}`, `DELETE /{id}` 204 (its shell and everything it started killed);
  * - `POST /{id}/exec {command, runAsync?, suppressInputEcho?}`: with `runAsync` 202 `{cmdId}` at once; without, once
  *   the command ended, 200 `{cmdId, output, exitCode, stdout, stderr}` (a synchronous command reads end-of-file);
  *   400 once the shell has exited (`exit` in a command ends it, as at Daytona);
- * - `GET /{id}/command/{cmd}` `{id, command, exitCode?}`; `POST …/input {data}` 204 — only an asynchronous command
- *   reads input (a newline is added when missing; echoed to its stdout unless `suppressInputEcho`), 410 once it
- *   ended;
+ * - `GET /{id}/command/{cmd}` `{id, command, exitCode?}` (one small read of its exit file, whatever it wrote);
+ *   `POST …/input {data}` 204 — only an asynchronous command reads input (a newline is added when missing; echoed to
+ *   its stdout unless `suppressInputEcho`), 410 once it ended;
  * - `GET …/logs`: JSON `{output, stdout, stderr}` to an SDK of 0.167 or later, the raw multiplexed log (each piece
  *   of output after its stream's label) to a caller asking for split output without an SDK version, plain text
  *   otherwise (the daemon's three answers); as a WebSocket (`?follow=true`: until the command ends), binary frames
- *   of the raw log, read only as fast as the client takes them.
+ *   of the raw log, read from the runtime only as fast as the client takes them.
  * Answers that hold output whole carry at most BUFFERED_OUTPUT_BYTES of it; the raw log answer and the WebSocket
- * stream it all.
+ * stream it all, read as they are sent. A session keeps at most SESSION_OUTPUT_BYTES of output in all (the daemon's
+ * log files have no such bound): a command's output past it is not kept, nor is any later command's.
  */
-import { Effect, Schema } from "effect"
+import { Effect, Option, Schema } from "effect"
 import * as crypto from "node:crypto"
 import type { ExecEvent, LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
 import { runOrThrow as run } from "../../core/emulator/server.ts"
 import type { Books, EmulatedSandbox, Session, SessionCommand } from "./books.ts"
 import { BUFFERED_OUTPUT_BYTES, runToExit } from "./execute.ts"
-import { CommandExtract, fifoDir, INPUT_SCRIPT, labelled, newNonce, wrapperLine } from "./sessionLog.ts"
+import { CommandExtract, commandDir, INPUT_SCRIPT, labelled, newNonce, wrapperLine } from "./sessionLog.ts"
 import { decodeBody, json, Refused, userShell } from "./wire.ts"
 
-/** What a session's shell may write in all (its sandbox's disk bounds it first: the runtime keeps it there). */
-const SESSION_OUTPUT_BYTES = 64 * 1024 * 1024 * 1024
-/** A status read waits this long for the command to end or write, so a poller learns of either at once. */
-const STATUS_WAIT_MS = 50
+/**
+ * What a session's shell may write in all; past it, its output is dropped (its commands still end: their exit files).
+ * Below what the runtime's agent keeps of a finished execution's output (256 MiB, newest first), so that a session's
+ * log stays readable after its shell ended (an `exit` in it), as the daemon keeps its log files.
+ */
+const SESSION_OUTPUT_BYTES = 224 * 1024 * 1024
 /** The logs WebSocket reads on only while the client has less than this not yet taken. */
 const SOCKET_HIGH_WATER_BYTES = 1024 * 1024
 const FOLLOW_WAIT_MS = 1000
+/** A command that ended has its end markers in flight to the runtime: a read waits this long for them. */
+const END_WAIT_MS = 5000
 /** Input to a command its shell has not started yet waits this long for it. */
 const INPUT_WAIT_MS = 30_000
 const RESERVED_SESSION = "entrypoint"
@@ -44,7 +50,6 @@ type Piece = { readonly type: "stdout" | "stderr"; readonly data: Uint8Array }
 /** What a logs WebSocket carries. */
 export interface LogsSocketData {
   readonly logs: {
-    readonly sandboxId: string
     readonly key: string
     readonly commandId: string
     readonly follow: boolean
@@ -82,25 +87,13 @@ const ExecBody = Schema.Struct({
 })
 const InputBody = Schema.Struct({ data: Schema.String })
 
-const exitCodeOfShell = (event: Extract<ExecEvent, { type: "exit" }>) => event.exitCode ?? 128 + (event.signal === "SIGKILL" ? 9 : 15)
+const exitCodeOfShell = (info: { readonly exitCode: number | null }) => info.exitCode ?? 137
 
 export const makeSessions = (books: Books, runtime: LocalRuntimeShape) => {
   const { sessions } = books
   const keyOf = (sandboxId: string, id: string) => `${sandboxId}/${id}`
-
-  /** Per session in memory: where the scan of its shell's output is, and one scan at a time. */
-  const live = new Map<string, { scan: { readonly commandId: string; seq: number; readonly extract: CommandExtract } | null; lock: Promise<unknown> }>()
-  const liveOf = (key: string) => {
-    let l = live.get(key)
-    if (l === undefined) live.set(key, l = { scan: null, lock: Promise.resolve() })
-    return l
-  }
-  const serially = <A>(key: string, f: () => Promise<A>): Promise<A> => {
-    const l = liveOf(key)
-    const next = l.lock.then(f, f)
-    l.lock = next.catch(() => undefined)
-    return next
-  }
+  /** Commands are written to a session's shell one at a time, in the order taken. */
+  const writing = new Map<string, Promise<unknown>>()
 
   const sessionOf = (sandbox: EmulatedSandbox, id: string): Session => {
     const session = sessions.get(keyOf(sandbox.id, id))
@@ -112,93 +105,100 @@ export const makeSessions = (books: Books, runtime: LocalRuntimeShape) => {
     if (command === undefined) throw new Refused(404, "command not found")
     return command
   }
+  const live = (session: Session) => sessions.get(keyOf(session.sandboxId, session.id)) === session
   const save = (session: Session) => {
-    if (sessions.get(keyOf(session.sandboxId, session.id)) === session) sessions.set(keyOf(session.sandboxId, session.id), session)
+    if (live(session)) sessions.set(keyOf(session.sandboxId, session.id), session)
   }
 
   /**
-   * Reads the shell's output on from where the scan is (waiting up to `waitMs` for some), finding where commands
-   * end: each ended one gets its exit status, and the next one where its markers are to be looked for.
+   * Whether the command ended, and its exit status: its exit file, once there; else, if the shell is gone, it ended
+   * with the shell (the one the shell was running gets its status, those after it -1: they never ran).
    */
-  const advance = (session: Session, waitMs: number) =>
-    serially(keyOf(session.sandboxId, session.id), async () => {
-      const l = liveOf(keyOf(session.sandboxId, session.id))
-      let wait = waitMs
-      for (;;) {
-        const command = session.commands.find((c) => c.exitCode === undefined)
-        if (command === undefined || command.fromSeq === undefined) return
-        if (l.scan === null || l.scan.commandId !== command.id) l.scan = { commandId: command.id, seq: command.fromSeq, extract: new CommandExtract(command.nonce) }
-        const scan = l.scan
-        const read = await Effect.runPromise(Effect.either(runtime.execEvents(session.sandboxId, session.shellExecId, scan.seq, wait)))
-        wait = 0
-        if (read._tag === "Left") {
-          // The shell is gone with its sandbox's jail: so are its commands.
-          if (read.left.kind === "not_found") endFrom(session, command, -1)
-          return
-        }
-        if (read.right.length === 0) return
-        for (const event of read.right) {
-          if (event.type === "exit") {
-            // The shell ended (an `exit` in the command): so did the command, with its status; those after never run.
-            endFrom(session, command, exitCodeOfShell(event))
-            l.scan = null
-            return
-          }
-          scan.extract.feed(event)
-          scan.seq = event.seq + 1
-          if (scan.extract.ended) {
-            command.exitCode = scan.extract.exitCode ?? -1
-            command.toSeq = event.seq
-            // The next command's markers come after this one's end on each stream.
-            const next = Math.min(scan.extract.stdoutEndSeq ?? event.seq, scan.extract.stderrEndSeq ?? event.seq)
-            session.nextFromSeq = next
-            const following = session.commands[session.commands.indexOf(command) + 1]
-            if (following !== undefined) following.fromSeq = next
-            save(session)
-            l.scan = null
-            break
-          }
-        }
-      }
-    })
-
-  /** `command` and every one after it are over with `exitCode` (their shell is gone). */
-  const endFrom = (session: Session, command: SessionCommand, exitCode: number) => {
-    for (const c of session.commands.slice(session.commands.indexOf(command))) {
+  const settle = async (session: Session, command: SessionCommand): Promise<number | undefined> => {
+    if (command.exitCode !== undefined) return command.exitCode
+    const file = await Effect.runPromise(Effect.either(runtime.readFile(session.sandboxId, `${commandDir(command.nonce)}/exit`, 0, 32)))
+    const status = file._tag === "Right" ? /^-?\d{1,10}$/.exec(Buffer.from(file.right.data).toString("latin1"))?.[0] : undefined
+    if (status !== undefined) {
+      command.exitCode = Number(status)
+      save(session)
+      return command.exitCode
+    }
+    const shell = await Effect.runPromise(Effect.either(runtime.getExec(session.sandboxId, session.shellExecId)))
+    if (shell._tag === "Right" && shell.right.state === "running") return undefined
+    if (shell._tag === "Left" && shell.left.kind !== "not_found") return undefined
+    // The shell ended (or went with its sandbox's jail). A command before this one may have ended just before it.
+    let running = true
+    for (const c of session.commands) {
       if (c.exitCode !== undefined) continue
-      c.exitCode = c === command ? exitCode : -1
-      c.fromSeq ??= session.nextFromSeq
+      const own = await Effect.runPromise(Effect.either(runtime.readFile(session.sandboxId, `${commandDir(c.nonce)}/exit`, 0, 32)))
+      const code = own._tag === "Right" ? /^-?\d{1,10}$/.exec(Buffer.from(own.right.data).toString("latin1"))?.[0] : undefined
+      if (code !== undefined) c.exitCode = Number(code)
+      else {
+        c.exitCode = running && shell._tag === "Right" ? exitCodeOfShell(shell.right) : -1
+        running = false
+      }
     }
     save(session)
+    return command.exitCode
   }
 
   /**
-   * The command's output pieces, in order, read from its shell's output (`follow`: waiting for more until it ends,
-   * `stop` says when to give up).
+   * The command's output pieces, in order, read from its shell's output. `follow`: waiting for more until it ends
+   * (`stop` says when to give up); else up to what is there (and, for a command that ended, its end, which may be
+   * in flight). Reading a command to its end records where the next one's output starts.
    */
   async function* piecesOf(session: Session, command: SessionCommand, options: { readonly follow: boolean; readonly stop?: () => boolean }): AsyncGenerator<Piece> {
-    if (command.fromSeq === undefined) {
-      if (!options.follow) return
-      // Queued behind another command: its output starts once that one ends.
-      while (command.fromSeq === undefined && command.exitCode === undefined) {
-        if (options.stop?.() === true || sessions.get(keyOf(session.sandboxId, session.id)) !== session) return
-        await advance(session, FOLLOW_WAIT_MS)
-      }
-    }
+    const from = await startOf(session, command, options)
+    if (from === undefined) return
     const extract = new CommandExtract(command.nonce)
-    let seq = command.fromSeq ?? 0
+    let seq = from
+    let endWait: number | undefined
     for (;;) {
       if (options.stop?.() === true) return
-      const events = await Effect.runPromise(Effect.either(runtime.execEvents(session.sandboxId, session.shellExecId, seq, options.follow ? FOLLOW_WAIT_MS : 0)))
+      const ended = command.exitCode !== undefined || (!options.follow && (await settle(session, command)) !== undefined)
+      const wait = options.follow ? FOLLOW_WAIT_MS : ended ? Math.min(FOLLOW_WAIT_MS, Math.max(0, (endWait ??= Date.now() + END_WAIT_MS) - Date.now())) : 0
+      const events = await Effect.runPromise(Effect.either(runtime.execEvents(session.sandboxId, session.shellExecId, seq, wait)))
       if (events._tag === "Left") return
       for (const event of events.right) {
         if (event.type === "exit" || (command.toSeq !== undefined && event.seq > command.toSeq)) return
         yield* extract.feed(event as Output)
         seq = event.seq + 1
-        if (extract.ended) return
+        if (extract.ended) {
+          if (command.toSeq === undefined) {
+            command.toSeq = event.seq
+            // The next command's markers come after this one's end on each stream.
+            command.nextFromSeq = Math.min(extract.stdoutEndSeq ?? event.seq, extract.stderrEndSeq ?? event.seq)
+            save(session)
+          }
+          return
+        }
       }
-      if (events.right.length === 0 && !options.follow) return
+      if (events.right.length > 0) continue
+      // Nothing more yet: a read that does not follow ends here, unless the command ended and its end is in flight;
+      // one that follows ends once the command ended and its end never came (its shell ended in it).
+      if (!options.follow && (!ended || Date.now() >= endWait!)) return
+      if (options.follow && (await settle(session, command)) !== undefined && Date.now() >= (endWait ??= Date.now() + END_WAIT_MS)) return
     }
+  }
+
+  /**
+   * Where the command's output starts in its shell's: at the start for the first; after the one before it, once that
+   * one was read to its end (read once, when it ended, then remembered). Undefined while the one before runs (with
+   * `follow`: waited for), and when it ended without an end in its output (its shell ended in it: none after it ran).
+   */
+  const startOf = async (session: Session, command: SessionCommand, options: { readonly follow: boolean; readonly stop?: () => boolean }): Promise<number | undefined> => {
+    const index = session.commands.indexOf(command)
+    if (index === 0) return 0
+    const before = session.commands[index - 1]!
+    while (before.nextFromSeq === undefined) {
+      if ((await settle(session, before)) !== undefined) {
+        for await (const _ of piecesOf(session, before, { follow: false, ...(options.stop === undefined ? {} : { stop: options.stop }) })) void _
+        return before.nextFromSeq
+      }
+      if (!options.follow || options.stop?.() === true || !live(session)) return undefined
+      await Bun.sleep(100)
+    }
+    return before.nextFromSeq
   }
 
   /** The command's output held whole (at most BUFFERED_OUTPUT_BYTES of it). */
@@ -206,7 +206,7 @@ export const makeSessions = (books: Books, runtime: LocalRuntimeShape) => {
     const pieces: Array<Piece> = []
     let size = 0
     for await (const piece of piecesOf(session, command, { follow: false })) {
-      if (size >= BUFFERED_OUTPUT_BYTES) break
+      if (size >= BUFFERED_OUTPUT_BYTES) continue
       const data = piece.data.length > BUFFERED_OUTPUT_BYTES - size ? piece.data.subarray(0, BUFFERED_OUTPUT_BYTES - size) : piece.data
       pieces.push({ type: piece.type, data: data.slice() })
       size += data.length
@@ -237,40 +237,33 @@ export const makeSessions = (books: Books, runtime: LocalRuntimeShape) => {
       await run(Effect.ignore(runtime.kill(sandbox.id, shell.execId, "SIGKILL")))
       throw new Refused(409, "session already exists")
     }
-    sessions.set(key, { sandboxId: sandbox.id, id: sessionId, createdAt: Date.now(), shellExecId: shell.execId, nextFromSeq: 0, commands: [] })
+    sessions.set(key, { sandboxId: sandbox.id, id: sessionId, createdAt: Date.now(), shellExecId: shell.execId, commands: [] })
     return new Response(null, { status: 201 })
   }
 
-  const dto = (session: Session) => ({
-    sessionId: session.id,
-    commands: session.commands.map((c) => ({ id: c.id, command: c.command, ...(c.exitCode === undefined ? {} : { exitCode: c.exitCode }) }))
-  })
+  const dto = async (session: Session) => {
+    for (const c of session.commands) await settle(session, c)
+    return {
+      sessionId: session.id,
+      commands: session.commands.map((c) => ({ id: c.id, command: c.command, ...(c.exitCode === undefined ? {} : { exitCode: c.exitCode }) }))
+    }
+  }
 
   const list = async (sandbox: EmulatedSandbox) => {
     const own = sessions.entries().filter(([, s]) => s.sandboxId === sandbox.id).map(([, s]) => s)
-    for (const session of own) await advance(session, 0)
-    return json(own.map(dto))
+    return json(await Promise.all(own.map(dto)))
   }
 
-  const get = async (sandbox: EmulatedSandbox, id: string) => {
-    const session = sessionOf(sandbox, id)
-    await advance(session, 0)
-    return json(dto(session))
-  }
+  const get = async (sandbox: EmulatedSandbox, id: string) => json(await dto(sessionOf(sandbox, id)))
 
   const remove = async (sandbox: EmulatedSandbox, id: string) => {
     if (id === RESERVED_SESSION) throw new Refused(400, "can't delete entrypoint session")
     const session = sessionOf(sandbox, id)
     sessions.delete(keyOf(sandbox.id, id))
-    live.delete(keyOf(sandbox.id, id))
-    // Its shell's process group: the shell and everything its commands started.
+    // Its shell's process group: the shell and everything its commands started; then what it left in the sandbox.
     await run(Effect.ignore(runtime.kill(sandbox.id, session.shellExecId, "SIGTERM")))
+    for (const c of session.commands) await run(Effect.ignore(runtime.deleteFile(sandbox.id, commandDir(c.nonce), { recursive: true })))
     return new Response(null, { status: 204 })
-  }
-
-  const shellRunning = async (session: Session) => {
-    const info = await Effect.runPromise(Effect.either(runtime.getExec(session.sandboxId, session.shellExecId)))
-    return info._tag === "Right" && info.right.state === "running"
   }
 
   const exec = async (request: Request, sandbox: EmulatedSandbox, id: string) => {
@@ -279,25 +272,22 @@ export const makeSessions = (books: Books, runtime: LocalRuntimeShape) => {
     const body = await decodeBody(request, ExecBody)
     if (body.command.trim() === "") throw new Refused(400, "command cannot be empty")
     const async = body.runAsync === true || body.async === true
-    const command: SessionCommand = {
-      id: crypto.randomUUID(),
-      command: body.command,
-      nonce: newNonce(),
-      async,
-      suppressInputEcho: body.suppressInputEcho === true
-    }
+    const command: SessionCommand = { id: crypto.randomUUID(), command: body.command, nonce: newNonce(), async, suppressInputEcho: body.suppressInputEcho === true }
     // Written in the order the commands are taken: the shell runs them one after another.
-    await serially(keyOf(sandbox.id, id), async () => {
-      if (!(await shellRunning(session))) throw new Refused(400, "failed to execute command: the session's shell has exited")
-      if (session.commands.every((c) => c.exitCode !== undefined)) command.fromSeq = session.nextFromSeq
+    const key = keyOf(sandbox.id, id)
+    const write = (writing.get(key) ?? Promise.resolve()).then(async () => {
+      const shell = await Effect.runPromise(Effect.either(runtime.getExec(sandbox.id, session.shellExecId)))
+      if (shell._tag === "Left" || shell.right.state !== "running") throw new Refused(400, "failed to execute command: the session's shell has exited")
       session.commands.push(command)
       save(session)
       await run(runtime.sendInput(sandbox.id, session.shellExecId, new TextEncoder().encode(wrapperLine(command.nonce, command.command, async))))
     })
+    writing.set(key, write.catch(() => undefined))
+    await write
     if (async) return json({ cmdId: command.id }, 202)
-    while (command.exitCode === undefined) {
-      if (sessions.get(keyOf(sandbox.id, id)) !== session) throw new Refused(400, "session cancelled")
-      await advance(session, FOLLOW_WAIT_MS)
+    for (let pause = 10; (await settle(session, command)) === undefined; pause = Math.min(pause * 2, 200)) {
+      if (!live(session)) throw new Refused(400, "session cancelled")
+      await Bun.sleep(pause)
     }
     const kind = answerKind(request)
     const output = await bufferedOf(session, command)
@@ -310,18 +300,16 @@ export const makeSessions = (books: Books, runtime: LocalRuntimeShape) => {
     })
   }
 
-  /** A running command is watched briefly (see STATUS_WAIT_MS); the wire answer is the daemon's. */
   const commandStatus = async (sandbox: EmulatedSandbox, id: string, commandId: string) => {
     const session = sessionOf(sandbox, id)
     const command = commandOf(session, commandId)
-    await advance(session, command.exitCode === undefined ? STATUS_WAIT_MS : 0)
+    await settle(session, command)
     return json({ id: command.id, command: command.command, ...(command.exitCode === undefined ? {} : { exitCode: command.exitCode }) })
   }
 
   const commandLogs = async (request: Request, sandbox: EmulatedSandbox, id: string, commandId: string) => {
     const session = sessionOf(sandbox, id)
     const command = commandOf(session, commandId)
-    await advance(session, 0)
     const kind = answerKind(request)
     if (!kind.skipServerDemux && !kind.combined) {
       const output = await bufferedOf(session, command)
@@ -344,26 +332,32 @@ export const makeSessions = (books: Books, runtime: LocalRuntimeShape) => {
     if (id === RESERVED_SESSION) throw new Refused(400, "can't send input to entrypoint session")
     const session = sessionOf(sandbox, id)
     const { data } = await decodeBody(request, InputBody)
-    if (!(await shellRunning(session))) throw new Refused(410, "session process has exited", "SESSION_ENDED")
     const command = commandOf(session, commandId)
-    await advance(session, 0)
-    if (command.exitCode !== undefined) throw new Refused(410, `command has already completed with exit code ${command.exitCode}`, "COMMAND_ALREADY_COMPLETED")
+    const ended = () => new Refused(410, `command has already completed with exit code ${command.exitCode}`, "COMMAND_ALREADY_COMPLETED")
+    if ((await settle(session, command)) !== undefined) {
+      const shell = await Effect.runPromise(Effect.either(runtime.getExec(sandbox.id, session.shellExecId)))
+      if (shell._tag === "Left" || shell.right.state !== "running") throw new Refused(410, "session process has exited", "SESSION_ENDED")
+      throw ended()
+    }
     // A synchronous command reads end-of-file: what is sent to it goes nowhere, as at the daemon.
     if (!command.async) return new Response(null, { status: 204 })
-    // Its FIFOs are there once the shell started it (a command queued behind another is waited for, a while).
-    const deadline = Date.now() + INPUT_WAIT_MS
-    const started = () => command.exitCode !== undefined || (live.get(keyOf(sandbox.id, id))?.scan?.commandId === command.id && live.get(keyOf(sandbox.id, id))!.scan!.extract.stdout.started)
-    while (!started() && Date.now() < deadline && sessions.get(keyOf(sandbox.id, id)) === session) await advance(session, FOLLOW_WAIT_MS)
-    if (command.exitCode !== undefined) throw new Refused(410, `command has already completed with exit code ${command.exitCode}`, "COMMAND_ALREADY_COMPLETED")
-    if (!started()) throw new Refused(500, "failed to open input pipe: the command has not started")
+    // Its FIFO is there once its shell started it (a command queued behind another is waited for, a while).
+    const fifo = `${commandDir(command.nonce)}/in`
+    for (let waited = 0, pause = 10; ; waited += pause, pause = Math.min(pause * 2, 200)) {
+      const found = await Effect.runPromise(Effect.either(runtime.statFile(sandbox.id, fifo)))
+      if (found._tag === "Right" && Option.isSome(found.right)) break
+      if ((await settle(session, command)) !== undefined) throw ended()
+      if (waited > INPUT_WAIT_MS || !live(session)) throw new Refused(500, "failed to open input pipe: the command has not started")
+      await Bun.sleep(pause)
+    }
     const input = new TextEncoder().encode(data.endsWith("\n") ? data : `${data}\n`)
     const { exit } = await runToExit(runtime, sandbox.id, {
-      command: ["sh", "-c", INPUT_SCRIPT, "sh", fifoDir(command.nonce), command.suppressInputEcho ? "1" : "0"],
+      command: ["sh", "-c", INPUT_SCRIPT, "sh", commandDir(command.nonce), command.suppressInputEcho ? "1" : "0"],
       stdin: true,
       maxOutputBytes: 4096,
       timeoutMs: 60_000
     }, input)
-    if (exit.exitCode === 3) throw new Refused(410, "command has already completed", "COMMAND_ALREADY_COMPLETED")
+    if (exit.exitCode === 3) throw ended()
     if (exit.exitCode !== 0) throw new Refused(500, "failed to write to input pipe")
     return new Response(null, { status: 204 })
   }
@@ -372,7 +366,7 @@ export const makeSessions = (books: Books, runtime: LocalRuntimeShape) => {
   const connectLogs = (request: Request, url: URL, server: Bun.Server<LogsSocketData>, sandbox: EmulatedSandbox, id: string, commandId: string): Response | undefined => {
     commandOf(sessionOf(sandbox, id), commandId)
     const data: LogsSocketData = {
-      logs: { sandboxId: sandbox.id, key: keyOf(sandbox.id, id), commandId, follow: url.searchParams.get("follow") === "true", combined: answerKind(request).combined, closed: false, drained: null }
+      logs: { key: keyOf(sandbox.id, id), commandId, follow: url.searchParams.get("follow") === "true", combined: answerKind(request).combined, closed: false, drained: null }
     }
     return server.upgrade(request, { data }) ? undefined : new Response(null, { status: 400 })
   }
@@ -383,7 +377,7 @@ export const makeSessions = (books: Books, runtime: LocalRuntimeShape) => {
     const session = sessions.get(c.key)
     const command = session?.commands.find((x) => x.id === c.commandId)
     if (session === undefined || command === undefined) return ws.close(1000)
-    for await (const piece of piecesOf(session, command, { follow: c.follow, stop: () => c.closed || sessions.get(c.key) !== session })) {
+    for await (const piece of piecesOf(session, command, { follow: c.follow, stop: () => c.closed || !live(session) })) {
       if (c.closed) return
       ws.send(c.combined ? piece.data : labelled(piece))
       while (!c.closed && ws.getBufferedAmount() > SOCKET_HIGH_WATER_BYTES) await new Promise<void>((resolve) => (c.drained = resolve))
@@ -415,7 +409,7 @@ export const makeSessions = (books: Books, runtime: LocalRuntimeShape) => {
     for (const [key, session] of sessions.entries()) {
       if (session.sandboxId !== sandboxId) continue
       sessions.delete(key)
-      live.delete(key)
+      writing.delete(key)
     }
   }
 
