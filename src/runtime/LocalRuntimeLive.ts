@@ -18,6 +18,7 @@ import { checkPolicy, parseUpstream } from "./DomainPolicy.ts"
 import { hostResolvers } from "./Egress.ts"
 import { collectTools, ensureTools, HostError, prepareHost, requireRoot, type Tools, TOOLS_REFRESH_MS } from "./Host.ts"
 import { alive, DEFAULT_HOST_UID, descendants, jailDir, type JailSpec, type JailState, readState, sandboxesDir, signalAll, writeState } from "./Jail.ts"
+import { aboveLimits, hostLimits } from "./HostLimits.ts"
 import { makeJailLifecycle, type RuntimeContext } from "./JailLifecycle.ts"
 import { jailMetrics } from "./Metrics.ts"
 import { type ImagePullProgress, LocalRuntime, type LocalRuntimeShape, RuntimeError, runtimeError as err, type RuntimeSandbox, type RuntimeSandboxSpec } from "./LocalRuntime.ts"
@@ -26,6 +27,7 @@ import { type EgressPolicy, MAX_BASE } from "./UidLeases.ts"
 import { isPooled, makeWarmPool, POOL_DISK_MB, POOL_PREFIX } from "./WarmPool.ts"
 import { ImagePullError } from "./oci/Errors.ts"
 import { DEFAULT_IMAGE_LIMITS, type ImageLimits, makeImageCache } from "./oci/ImageCache.ts"
+import type { ImageUser } from "./oci/ImageUser.ts"
 import { hostPlatform, parsePlatform, platformMatches, platformString } from "./oci/Reference.ts"
 
 export type { SweepReport } from "./Sweep.ts"
@@ -64,10 +66,16 @@ export interface LocalRuntimeOptions {
    * the nameservers of the host's /etc/resolv.conf (RUNTIME_DNS_UPSTREAM).
    */
   readonly dnsUpstreams?: ReadonlyArray<string> | undefined
+  /** Internet for a sandbox whose creator leaves it unsaid (RUNTIME_DEFAULT_INTERNET; default true). */
+  readonly defaultInternet?: boolean | undefined
 }
 
 /** The tag of the execution that runs an image sandbox's command (RuntimeImageSpec.command). */
 export const IMAGE_COMMAND_TAG = "image-command"
+
+/** What an image's User sets in every process's environment: HOME and USER from its /etc/passwd entry, when it has one. */
+const userEnv = (user: ImageUser | undefined): Record<string, string> =>
+  user?.name === undefined ? {} : { ...(user.home === undefined ? {} : { HOME: user.home }), USER: user.name }
 
 export interface LocalRuntimeHandle extends LocalRuntimeShape {
   readonly reap: (keepIds: ReadonlySet<string>) => Effect.Effect<ReadonlyArray<string>, RuntimeError>
@@ -102,6 +110,7 @@ const validateSpec = (spec: RuntimeSandboxSpec) => {
     if (command !== undefined && (!Array.isArray(command) || !command.every((a) => typeof a === "string" && !a.includes("\0")))) {
       throw err("invalid", "image.command must be a list of strings")
     }
+    if (spec.image.idle !== undefined && typeof spec.image.idle !== "boolean") throw err("invalid", "image.idle must be a boolean")
   }
 }
 
@@ -244,6 +253,9 @@ export const makeLocalRuntime = (dataDir: string, options: LocalRuntimeOptions =
     if (pending !== undefined) return pending
     const existing = readState(dataDir, spec.id)
     if (existing !== undefined && jails.running(existing)) return jails.toSandbox(existing)
+    // Never less than asked: a sandbox above what this host has is refused, not clamped.
+    const above = aboveLimits(spec, hostLimits(dataDir))
+    if (above !== null) throw err("invalid", above)
     const promise = (async () => {
       if (spec.internet) await jails.requireEgressFilter()
       const pulled = spec.image === undefined ? undefined : await pullImage(spec.image)
@@ -254,11 +266,22 @@ export const makeLocalRuntime = (dataDir: string, options: LocalRuntimeOptions =
         internet: spec.internet,
         // Without internet there is no network to filter.
         ...(spec.internet && spec.domains !== undefined ? { domains: { mode: spec.domains.mode, domains: [...spec.domains.domains] } } : {}),
-        // The image's Env first: the request's own variables win.
-        env: { ...pulled?.env, ...spec.env },
+        // The User's home and name first (as Docker sets HOME), then the image's Env: the request's own variables win.
+        env: { ...userEnv(pulled?.user), ...pulled?.env, ...spec.env },
         labels: { ...spec.labels },
         ...(pulled !== undefined
-          ? { image: { reference: pulled.reference, digest: pulled.digest, platform: pulled.platform, layers: pulled.layers, workingDir: pulled.workingDir } }
+          ? {
+            image: {
+              reference: pulled.reference,
+              digest: pulled.digest,
+              platform: pulled.platform,
+              layers: pulled.layers,
+              // As Docker: an image without a WorkingDir works in /.
+              workingDir: pulled.workingDir ?? "/",
+              uid: pulled.user.uid,
+              gid: pulled.user.gid
+            }
+          }
           : {})
       }
       // A dead leftover under this id (its host rebooted, or its jail was killed): start afresh.
@@ -273,9 +296,11 @@ export const makeLocalRuntime = (dataDir: string, options: LocalRuntimeOptions =
         await jails.destroyJail(spec.id)
         throw e
       }
-      if (pulled !== undefined && spec.image?.command !== undefined) {
-        // As the image's command would run: its Entrypoint with these arguments, in its WorkingDir, with its Env.
-        const command = [...pulled.entrypoint, ...spec.image.command]
+      if (pulled !== undefined && spec.image?.idle !== true) {
+        // As `docker run` starts the image: its Entrypoint with these arguments or else its Cmd, in its WorkingDir,
+        // as its User, with its Env. Once: the sandbox outlives it.
+        const args = spec.image?.command !== undefined && spec.image.command.length > 0 ? spec.image.command : pulled.cmd
+        const command = [...pulled.entrypoint, ...args]
         if (command.length > 0) {
           await Effect.runPromise(calls.exec(spec.id, { command, maxOutputBytes: 1024 * 1024, tag: IMAGE_COMMAND_TAG, stdin: false })).catch(async (e: unknown) => {
             await jails.destroyJail(spec.id)
@@ -304,6 +329,8 @@ export const makeLocalRuntime = (dataDir: string, options: LocalRuntimeOptions =
   }
 
   const runtime: LocalRuntimeHandle = {
+    defaultInternet: options.defaultInternet ?? true,
+    limits: () => hostLimits(dataDir),
     create: (spec) => run(() => create(spec)),
     get: (id) =>
       run(async () => {
@@ -383,6 +410,8 @@ export const makeLocalRuntime = (dataDir: string, options: LocalRuntimeOptions =
  * sandboxes with internet reach private ranges. The finalizer does not touch sandboxes (they outlive the
  * gateway); it stops the pool and ends pending agent calls. RUNTIME_DNS_UPSTREAM (comma-separated `ip[:port]`)
  * names the resolvers that sandboxes with a domain policy reach through their forwarder (default: the host's).
+ * RUNTIME_DEFAULT_INTERNET (default true, as every provider's own default) is whether a sandbox reaches the
+ * internet when its request leaves it unsaid.
  */
 export const LocalRuntimeLive = Layer.scoped(
   LocalRuntime,
@@ -415,6 +444,7 @@ export const LocalRuntimeLive = Layer.scoped(
     )
     const registryDnsServers = yield* dnsServersConfig("REGISTRY_DNS_SERVERS").pipe(Effect.orDie)
     const dnsUpstream = yield* Config.string("RUNTIME_DNS_UPSTREAM").pipe(Config.option, Effect.orDie)
+    const defaultInternet = yield* Config.boolean("RUNTIME_DEFAULT_INTERNET").pipe(Config.withDefault(true), Effect.orDie)
     const make = Effect.try({
       try: () =>
         makeLocalRuntime(config.dataDir, {
@@ -428,6 +458,7 @@ export const LocalRuntimeLive = Layer.scoped(
           registryAllowPrivate,
           registryPrivateHosts,
           registryDnsServers,
+          defaultInternet,
           dnsUpstreams: Option.getOrUndefined(Option.map(dnsUpstream, (text) => text.split(",").map((t) => t.trim()).filter((t) => t !== "")))
         }),
       catch: (e) => new Error(e instanceof HostError ? e.message : `the local runtime could not start: ${(e as Error).message}`)

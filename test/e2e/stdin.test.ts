@@ -90,7 +90,10 @@ describe("stdin", () => {
   it("a provider that cannot take input refuses such a process before starting anything", async () => {
     const refused = await start(vercel.id, { command: ["cat"], stdin: true })
     expectEnvelope(refused, 409, "capability_unsupported")
-    expect(refused.body.details).toEqual({ provider: "vercel" })
+    // It names the providers that take input (a create could have named one of them).
+    expect(refused.body.details).toMatchObject({ provider: "vercel" })
+    expect(refused.body.details.providers).toEqual(expect.arrayContaining(["e2b", "daytona"]))
+    expect(refused.body.message).toMatch(/^vercel sandboxes cannot take standard input; create the sandbox with provider set to one that can \(.*e2b.*\)$/)
   }, 60_000)
 
   it("without stdin, a command reads end-of-file at once and ends (Daytona: its session command reads /dev/null)", async () => {

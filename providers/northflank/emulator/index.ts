@@ -7,7 +7,8 @@
  * - `POST …/services/deployment`: a name in use is 409 "already exists". The external image runs for real: the
  *   default image (`ubuntu:22.04`) is the runtime's own base system, any other is pulled (a failed pull is a 400
  *   saying `image pull failed: …`), on the host's architecture only. The service is answered once its instance
- *   runs (status `COMPLETED`). `customCommand` other than `sleep infinity` is started as `sh -c <command>`.
+ *   runs (status `COMPLETED`). A `customCommand` is started as `sh -c <command>` after the image's Entrypoint, but
+ *   `sleep infinity` (the adapter's idle command) starts nothing; without one the image's Entrypoint and Cmd run.
  * - `GET …/services/{id}`; `POST …/pause`; `POST …/resume {instances}`; `DELETE …/services/{id}` (with or without
  *   `delete_child_objects`: there are no volumes here).
  * - `GET /v1/billing/usage?serviceId&startTime&endTime&interval=hour`: per started hour, the plan's price (cents)
@@ -19,7 +20,7 @@
 import { Effect, Option, Schema, type Scope } from "effect"
 import * as crypto from "node:crypto"
 import { AppConfig } from "../../../src/Config.ts"
-import { LocalRuntime, type LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
+import { defaultInternetOf, LocalRuntime, type LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
 import { decodeJsonBody, emulatorMessage, emulatorServeOptions, makeRouter, route, runOrThrow as run, scopedEmulator, servePersistent, statusOfRuntimeError } from "../../core/emulator/server.ts"
 import { emulatorHome, emulatorKey, persistentState } from "../../core/emulator/state.ts"
 import { jailLabels } from "../../core/jailLabels.ts"
@@ -146,13 +147,14 @@ export const startNorthflankEmulator = (dataDir: string, runtime: LocalRuntimeSh
         memoryMb: size.memoryMb,
         diskMb: Math.max(32, body.deployment.storage?.ephemeralStorage?.storageSize ?? 1024),
         // Northflank containers reach the internet; there is no switch to keep one off it.
-        internet: true,
+        internet: defaultInternetOf(runtime),
         env: { ...body.runtimeEnvironment },
         labels: jailLabels("northflank", id, sandboxIdOfDescription(body.description)),
         // The default image is the runtime's base system; any other is pulled and run.
         ...(body.deployment.external.imagePath === DEFAULT_IMAGE
           ? {}
-          : { image: { reference: body.deployment.external.imagePath, ...(command === undefined || command === IDLE_COMMAND ? {} : { command: ["sh", "-c", command] }) } })
+          // The adapter's idle command keeps the container up instead of the image's Cmd: here, nothing is started.
+          : { image: { reference: body.deployment.external.imagePath, ...(command === undefined ? {} : command === IDLE_COMMAND ? { idle: true } : { command: ["sh", "-c", command] }) } })
       }))
       if (body.deployment.instances === 0) await run(runtime.pause(jailOf(id)))
       const now = Date.now()
