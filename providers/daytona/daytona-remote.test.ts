@@ -194,6 +194,11 @@ describe("daytona remote: processes", () => {
         return json({ cmdId: "cmd1" }, 202)
       }),
       step("POST", "/toolbox/dsbx1/process/session/metal-proc_1/exec", () => json({ cmdId: "cmd2" }, 202)),
+      // A cwd is looked up first (a missing one is cwd_not_found before anything runs).
+      step("GET", "/toolbox/dsbx1/files/info", (call) => {
+        expect(call.url.searchParams.get("path")).toBe("/srv")
+        return json({ name: "srv", size: 0, isDir: true, mode: "drwxr-xr-x", modTime: "2026-11-22T10:00:00Z" })
+      }),
       step("POST", "/toolbox/dsbx1/process/session", () => json({}, 201)),
       step("POST", "/toolbox/dsbx1/process/session/metal-proc_2/exec", (call) => {
         expect(bodyJson(call)).toMatchObject({ command: "(cd -- /srv || exit 1; exec pwd) < /dev/null" })
