@@ -1,8 +1,8 @@
 #!/bin/sh
 # Installs what the gateway needs when it is missing, then returns: bun (from npm); bubblewrap, slirp4netns,
 # nftables (the sandboxes' egress filter), postgresql (the tests' second engine), e2fsprogs (each sandbox's disk image), util-linux and mount (setpriv,
-# unshare, nsenter, flock, losetup) and iproute2 (from Debian); and the project's packages. Safe to run every time; quiet
-# when all is there.
+# unshare, nsenter, flock, losetup), iproute2 and chromium (the dashboard's browser tests) from Debian; the project's
+# packages; and the dashboard's built assets. Safe to run every time; quiet when all is there.
 set -e
 cd "$(dirname "$0")/.."
 
@@ -29,8 +29,17 @@ command -v python3 >/dev/null 2>&1 || [ -x /usr/bin/python3 ] || missing="$missi
 # The OCI tests build their images from a static busybox (an image without glibc); ldd finds what the agent
 # needs from the host in images (libc-bin, always there on Debian).
 [ -x /bin/busybox ] && ! ldd /bin/busybox >/dev/null 2>&1 || missing="$missing busybox-static"
+# Chromium for the dashboard's browser tests (test/dashboard/, driven by playwright-core; no browser download).
+command -v chromium >/dev/null 2>&1 || [ -x /usr/bin/chromium ] || missing="$missing chromium"
 # PostgreSQL for the second run of the suites (DATABASE_URL engine): initdb, pg_ctl, postgres, psql.
 command -v initdb >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing="$missing postgresql"
+# The sandboxes' desktops (computer use; ARCHITECTURE.md §5): a display server (Xvnc serves VNC too, for the live
+# view; Xvfb where it is not), a window manager, a terminal and a browser, input (xdotool), recordings and JPEG
+# screenshots (ffmpeg, with ffprobe for the tests), noVNC with websockify (the live view), fonts. Jails see them
+# through the host's read-only /usr.
+for tool in Xvnc Xvfb xdotool ffmpeg ffprobe openbox xterm chromium websockify; do
+  command -v $tool >/dev/null 2>&1 || { missing="$missing tigervnc-standalone-server xvfb xdotool ffmpeg openbox xterm chromium x11-utils novnc python3-websockify fonts-dejavu-core xfonts-base"; break; }
+done
 if [ -n "$missing" ]; then
   echo "ensure-deps: installing$missing from Debian" >&2
   $SUDO apt-get update -qq >&2
@@ -42,3 +51,6 @@ if [ ! -d node_modules ] || [ bun.lock -nt node_modules/.ensure-stamp ]; then
   bun install --frozen-lockfile >&2
   touch node_modules/.ensure-stamp
 fi
+
+# The dashboard's assets (web/ → web/dist/bundle.ts, which the server imports), rebuilt when a source changed.
+bun scripts/build-web.ts --if-stale >&2

@@ -15,6 +15,7 @@ export const EVENT_TYPES = [
   "sandbox.cost_updated", "sandbox.failed", "sandbox.deleted",
   "process.queued", "process.started", "process.cancel_requested", "process.completed", "process.cancelled", "process.failed",
   "runtime_operation.completed", "runtime_operation.failed",
+  "computer.action", "computer.screenshot", "recording.start", "recording.stop",
   "endpoint.created", "endpoint.revoked", "endpoint.expired", "endpoint.failed",
   "billing.credits_purchased", "billing.credits_granted", "billing.usage_charged", "billing.auto_topup_failed", "billing.spend_limit_reached",
   "webhook.test", "webhook.endpoint_disabled"
@@ -116,6 +117,7 @@ export const WebhookDelivery = Schema.Struct({
   created_at: Timestamp,
   updated_at: Timestamp,
   delivered_at: Schema.NullOr(Timestamp),
+  payload: Schema.String.annotations({ description: "The exact request body every attempt sends (and signs): the event's JSON" }),
   attempts: Schema.Array(WebhookDeliveryAttempt).annotations({ description: "Every attempt, oldest first" })
 }).annotations({ identifier: "WebhookDelivery" })
 

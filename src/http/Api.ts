@@ -21,12 +21,17 @@ import { ProjectsApi } from "./groups/ProjectsApi.ts"
 import { ProviderCredentialsApi } from "./groups/ProviderCredentialsApi.ts"
 import { EndpointsApi } from "./groups/EndpointsApi.ts"
 import { EnvironmentsApi } from "./groups/EnvironmentsApi.ts"
+import { ComputerApi } from "./groups/ComputerApi.ts"
 import { FilesystemApi } from "./groups/FilesystemApi.ts"
 import { OperationsApi } from "./groups/OperationsApi.ts"
 import { ProcessesApi } from "./groups/ProcessesApi.ts"
 import { ProjectOperationsApi } from "./groups/ProjectOperationsApi.ts"
 import { ProjectSandboxesApi } from "./groups/ProjectSandboxesApi.ts"
+import { ProjectProcessesApi } from "./groups/ProjectProcessesApi.ts"
+import { ProjectFilesystemApi } from "./groups/ProjectFilesystemApi.ts"
+import { ProjectEndpointsApi } from "./groups/ProjectEndpointsApi.ts"
 import { SandboxesApi } from "./groups/SandboxesApi.ts"
+import { SessionsApi } from "./groups/SessionsApi.ts"
 import { SystemApi } from "./groups/SystemApi.ts"
 import { WebhookDeliveriesApi } from "./groups/WebhookDeliveriesApi.ts"
 import { WebhooksApi } from "./groups/WebhooksApi.ts"
@@ -34,6 +39,7 @@ import { documentTransform } from "./OpenApiTransform.ts"
 
 export class Api extends HttpApi.make("sandbox-gateway")
   .add(SystemApi)
+  .add(SessionsApi)
   .add(OrganizationsApi)
   .add(MembersApi)
   .add(ProjectsApi)
@@ -51,6 +57,10 @@ export class Api extends HttpApi.make("sandbox-gateway")
   .add(ProcessesApi)
   .add(FilesystemApi)
   .add(EndpointsApi)
+  .add(ProjectProcessesApi)
+  .add(ProjectFilesystemApi)
+  .add(ProjectEndpointsApi)
+  .add(ComputerApi)
   .addError(BadRequestWire)
   .addError(NotFoundWire)
   .addError(PayloadTooLargeWire)

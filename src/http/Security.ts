@@ -1,13 +1,16 @@
 /**
  * Two credential kinds that are never interchangeable (ARCHITECTURE.md §6):
- * - user access tokens `metal_ut_…` on account routes (`UserAuth`, provides `CurrentUser`);
+ * - user access tokens `metal_ut_…` on account routes (`UserAuth`, provides `CurrentUser`) — or the dashboard's
+ *   session cookie in their place (SessionCookie.ts: same rules, plus the origin and CSRF checks);
  * - project API keys `metal_sk_…` plus `X-Metal-Project-ID` on sandbox routes (`ProjectKeyAuth`, provides
  *   `CurrentProjectKey`): a missing header is 400, a malformed one 422, another project's id 403.
  */
 import { HttpApiMiddleware, HttpApiSecurity, HttpServerRequest, OpenApi } from "@effect/platform"
 import { Effect, Layer, Option, Redacted, Schema } from "effect"
+import { AppConfig } from "../Config.ts"
 import {
   BadRequestWire,
+  Forbidden,
   ForbiddenWire,
   UnauthenticatedWire,
   UnprocessableWire,
@@ -17,17 +20,25 @@ import {
   validationError
 } from "../domain/Errors.ts"
 import { CurrentProjectKey, CurrentUser } from "../domain/Principals.ts"
-import { API_KEY_PREFIX, TOKEN_SHAPE, USER_TOKEN_PREFIX } from "../domain/Tokens.ts"
+import { API_KEY_PREFIX, SESSION_TOKEN_PREFIX, TOKEN_SHAPE, USER_TOKEN_PREFIX } from "../domain/Tokens.ts"
 import { Credentials } from "../services/Credentials.ts"
+import { csrfRefusal, SESSION_COOKIE } from "./SessionCookie.ts"
 
 const PROJECT_ID = /^prj_[A-Za-z0-9]+$/
 
+/** The security entries are tried in order: the bearer token, then the dashboard's session cookie. */
 export class UserAuth extends HttpApiMiddleware.Tag<UserAuth>()("app/UserAuth", {
-  failure: UnauthenticatedWire,
+  failure: Schema.Union(UnauthenticatedWire, ForbiddenWire),
   provides: CurrentUser,
   security: {
     userToken: HttpApiSecurity.bearer.pipe(
       HttpApiSecurity.annotate(OpenApi.Description, "User access token (`metal_ut_…`), issued by `bun run cli tokens create`")
+    ),
+    session: HttpApiSecurity.apiKey({ in: "cookie", key: SESSION_COOKIE }).pipe(
+      HttpApiSecurity.annotate(
+        OpenApi.Description,
+        "The dashboard's session (`POST /v1/sessions`). Requests from another origin are refused (403 `csrf_failed`); changes also need `Origin` and the `X-Metal-CSRF` header."
+      )
     )
   }
 }) {}
@@ -52,18 +63,34 @@ export const UserAuthLive = Layer.effect(
   UserAuth,
   Effect.gen(function*() {
     const credentials = yield* Credentials
+    const { publicUrl } = yield* AppConfig
+    const userToken = (request: HttpServerRequest.HttpServerRequest, token: string) =>
+      Effect.gen(function*() {
+        const raw = token.trim()
+        if (!isBearer(request) || raw === "") return yield* unauthenticated("Missing bearer token")
+        if (!raw.startsWith(USER_TOKEN_PREFIX) || !TOKEN_SHAPE.test(raw)) {
+          return yield* unauthenticated("This route takes a user access token (metal_ut_…)")
+        }
+        const principal = yield* credentials.resolveUserToken(raw)
+        return yield* Option.match(principal, {
+          onNone: () => unauthenticated("Unknown, revoked or expired user access token"),
+          onSome: Effect.succeed
+        })
+      })
     return UserAuth.of({
-      userToken: (token) =>
+      userToken: (token) => Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => userToken(request, Redacted.value(token))),
+      session: (cookie) =>
         Effect.gen(function*() {
           const request = yield* HttpServerRequest.HttpServerRequest
-          const raw = Redacted.value(token).trim()
-          if (!isBearer(request) || raw === "") return yield* unauthenticated("Missing bearer token")
-          if (!raw.startsWith(USER_TOKEN_PREFIX) || !TOKEN_SHAPE.test(raw)) {
-            return yield* unauthenticated("This route takes a user access token (metal_ut_…)")
-          }
-          const principal = yield* credentials.resolveUserToken(raw)
+          // A bearer was tried first and refused: its answer stands, whatever cookie came with it.
+          if (isBearer(request)) return yield* userToken(request, (request.headers["authorization"] ?? "").slice("bearer ".length))
+          const raw = Redacted.value(cookie)
+          if (raw === "") return yield* unauthenticated("Missing bearer token")
+          const refusal = csrfRefusal(request, publicUrl)
+          if (refusal !== undefined) return yield* new Forbidden({ code: "csrf_failed", message: refusal })
+          const principal = raw.startsWith(SESSION_TOKEN_PREFIX) && TOKEN_SHAPE.test(raw) ? yield* credentials.resolveSession(raw) : Option.none()
           return yield* Option.match(principal, {
-            onNone: () => unauthenticated("Unknown, revoked or expired user access token"),
+            onNone: () => unauthenticated("The session ended (signed out, expired or revoked): sign in again"),
             onSome: Effect.succeed
           })
         })

@@ -1,12 +1,14 @@
 /**
  * The Daytona emulator's toolbox (`/toolbox/{id}/…`), the daemon's routes as the SDK (`@daytonaio/sdk`) calls them:
  * one-shot commands and the sandbox's directories (`execute.ts`), sessions (`sessions.ts`), PTY sessions
- * (`pty.ts`) and files (`files.ts`), all over the local runtime. Its errors are the daemon's (`{statusCode,
- * message, code, source: "DAYTONA_DAEMON", …}`, wire.ts); routes of the daemon it does not serve are 404.
+ * (`pty.ts`), files (`files.ts`) and computer use (`computer.ts`), all over the local runtime. Its errors are the
+ * daemon's (`{statusCode, message, code, source: "DAYTONA_DAEMON", …}`, wire.ts); routes of the daemon it does not
+ * serve are 404.
  */
 import type { LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
 import { makeRouter, route } from "../../core/emulator/server.ts"
 import type { EmulatedSandbox } from "./books.ts"
+import { makeComputerUse } from "./computer.ts"
 import type { Execute } from "./execute.ts"
 import { makeFiles } from "./files.ts"
 import type { Pty } from "./pty.ts"
@@ -51,7 +53,8 @@ export const makeToolbox = (runtime: LocalRuntimeShape, execute: Execute, sessio
     route("POST", "/files/upload-v2", ({ request, sandbox, url }) => files.uploadV2(request, sandbox, url)),
     route("POST", "/files/bulk-upload", ({ request, sandbox }) => files.bulkUpload(request, sandbox)),
     route("POST", "/files/folder", ({ sandbox, url }) => files.folder(sandbox, url)),
-    route("DELETE", "/files", ({ sandbox, url }) => files.remove(sandbox, url))
+    route("DELETE", "/files", ({ sandbox, url }) => files.remove(sandbox, url)),
+    ...makeComputerUse(runtime)
   ])
 
   /** `rest`: the path after `/toolbox/{id}`. */
