@@ -117,8 +117,8 @@ describe("unmetRequirements", () => {
   })
 
   it("9. computer use and recording need a declared computer", () => {
-    expect(unmet("daytona", request({ features: { computer_use: true } }))).toEqual(["computer_use"])
-    expect(unmet("daytona", request({ features: { recording: {} } }))).toEqual(["recording"])
+    expect(unmet("blaxel", request({ features: { computer_use: true } }))).toEqual(["computer_use"])
+    expect(unmet("blaxel", request({ features: { recording: {} } }))).toEqual(["recording"])
     const computer = { implementation: "native", actions: ["mouse_move"], screenshot: { formats: ["png"], maxBytes: 1 }, recording: { formats: ["mp4"] } }
     expect(unmet("daytona", request({ features: { computer_use: true, recording: { format: "mp4" } } }), { caps: { computer } })).toEqual([])
     expect(unmet("daytona", request({ features: { computer_use: true } }), { caps: { computer: { ...computer, actions: [] } } })).toEqual(["computer_use"])
