@@ -60,7 +60,7 @@ import { FOLLOW_HEARTBEAT_MS } from "./Sse.ts"
 
 /** Idle connections are closed after this long: twice a followed stream's heartbeat. */
 const FOLLOW_IDLE_SECONDS = (2 * FOLLOW_HEARTBEAT_MS) / 1000
-import { ProjectKeyAuthLive, UserAuthLive } from "./Security.ts"
+import { ProjectKeyAuthLive, UserAuthLive } from "./Authentication.ts"
 
 export const ApiLive = HttpApiBuilder.api(Api).pipe(
   Layer.provide([
