@@ -4,9 +4,9 @@ typed exactly as the server sends them (the TypeScript client gets the same from
 
     python3 scripts/generate_types.py openapi.json          # rewrite sandbox_gateway/types.py
     python3 scripts/generate_types.py openapi.json --check  # exit 1 when it differs (the tests run this)
+    bun run --silent openapi | python3 clients/python/scripts/generate_types.py -   # from the repository's root
 
-`bun run openapi > openapi.json` in a checkout prints the document; a running gateway serves it at
-/v1/openapi.json. Standard library only.
+A running gateway serves the document at /v1/openapi.json; `bun run openapi` prints it. Standard library only.
 """
 from __future__ import annotations
 
@@ -152,11 +152,11 @@ def main(argv: list[str]) -> int:
     if len(argv) < 2:
         print(__doc__, file=sys.stderr)
         return 2
-    document = json.loads(Path(argv[1]).read_text())
+    document = json.loads(sys.stdin.read() if argv[1] == "-" else Path(argv[1]).read_text())
     text = Generator(document).render()
     if "--check" in argv:
         if TARGET.read_text() != text:
-            print(f"{TARGET} is not what {argv[1]} makes: run scripts/generate_types.py", file=sys.stderr)
+            print(f"{TARGET} is not what the gateway's OpenAPI document makes: run scripts/generate_types.py", file=sys.stderr)
             return 1
         return 0
     TARGET.write_text(text)
