@@ -27,8 +27,8 @@ done
 command -v losetup >/dev/null 2>&1 || [ -x /usr/sbin/losetup ] || [ -x /sbin/losetup ] || missing="$missing mount"
 command -v python3 >/dev/null 2>&1 || [ -x /usr/bin/python3 ] || missing="$missing python3"
 # The Python client (clients/python) and its tests, on Debian's python3 only (no PyPI): httpx, pytest, venv and
-# pip to install it into a virtual environment, setuptools and wheel to build it.
-for module in httpx:python3-httpx pytest:python3-pytest ensurepip:python3-venv pip:python3-pip setuptools:python3-setuptools wheel:python3-wheel; do
+# pip to install it into a virtual environment, setuptools and wheel to build it, mypy to check its types.
+for module in httpx:python3-httpx pytest:python3-pytest mypy:python3-mypy ensurepip:python3-venv pip:python3-pip setuptools:python3-setuptools wheel:python3-wheel; do
   /usr/bin/python3 -c "import ${module%%:*}" >/dev/null 2>&1 || missing="$missing ${module#*:}"
 done
 # The OCI tests build their images from a static busybox (an image without glibc); ldd finds what the agent

@@ -5,7 +5,7 @@ import codecs
 import json
 import uuid
 from dataclasses import dataclass, field
-from typing import Generic, List, Literal, Optional, Sequence, TypeVar, Union
+from typing import Any, Dict, Generic, List, Literal, Optional, Sequence, TypeVar, Union
 
 from . import types
 
@@ -46,7 +46,7 @@ def idempotency_key() -> str:
 
 def backoff(attempt: int) -> float:
     """Seconds to wait before attempt ``attempt + 1`` (100 ms, doubling)."""
-    return 0.1 * 2 ** (attempt - 1)
+    return 0.1 * 2.0 ** (attempt - 1)
 
 
 @dataclass(frozen=True)
@@ -66,7 +66,7 @@ class ExecResult:
 class TerminalExit:
     """How a terminal's process ended."""
 
-    state: Literal["succeeded", "failed", "cancelled", "timed_out"]
+    state: types.ProcessState
     exit_code: Optional[int]
 
 
@@ -114,6 +114,6 @@ class SseParser:
         return frames
 
 
-def event_payload(frame: Frame) -> dict:
+def event_payload(frame: Frame) -> Dict[str, Any]:
     parsed = json.loads(frame.data)
     return parsed if isinstance(parsed, dict) else {}

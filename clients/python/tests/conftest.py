@@ -4,7 +4,7 @@ package's source, for the checks that the generated files are current)."""
 from __future__ import annotations
 
 import os
-from typing import Iterator
+from typing import Any, Dict, Iterator
 
 import pytest
 
@@ -19,11 +19,11 @@ def setting(name: str) -> str:
 
 
 @pytest.fixture(scope="session")
-def gateway() -> dict:
+def gateway() -> Dict[str, Any]:
     return {"base_url": setting("SGW_URL"), "api_key": setting("SGW_API_KEY"), "project_id": setting("SGW_PROJECT")}
 
 
 @pytest.fixture(scope="session")
-def gw(gateway: dict) -> Iterator[Client]:
+def gw(gateway: Dict[str, Any]) -> Iterator[Client]:
     with Client(**gateway) as client:
         yield client

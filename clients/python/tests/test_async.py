@@ -5,18 +5,18 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import os
-from typing import AsyncIterator, List, Tuple
+from typing import Any, AsyncIterator, Coroutine, Dict, List, Tuple
 
 import pytest
 
 from sandbox_gateway import AsyncClient, AsyncSandbox, AsyncTerminal, GatewayError, TerminalExit
 
 
-def run(coroutine):
-    return asyncio.run(asyncio.wait_for(coroutine, 300))
+def run(coroutine: Coroutine[Any, Any, None]) -> None:
+    asyncio.run(asyncio.wait_for(coroutine, 300))
 
 
-def test_async_create_run_live_output_files_destroy(gateway: dict) -> None:
+def test_async_create_run_live_output_files_destroy(gateway: Dict[str, Any]) -> None:
     async def main() -> None:
         async with AsyncClient(**gateway) as gw:
             # Two sandboxes made and used at the same time.
@@ -26,7 +26,7 @@ def test_async_create_run_live_output_files_destroy(gateway: dict) -> None:
             assert (a.exit_code, a.stdout, b.stdout) == (0, "42\n", "sh\n")
 
             seen: List[Tuple[str, str]] = []
-            released: List[asyncio.Task] = []
+            released: List["asyncio.Future[int]"] = []
 
             def on_output(stream: str, text: str) -> None:
                 seen.append((stream, text))
@@ -55,12 +55,12 @@ def test_async_create_run_live_output_files_destroy(gateway: dict) -> None:
             assert (missing.value.code, missing.value.status) == ("not_found", 404)
 
             await asyncio.gather(first.destroy(), second.destroy())
-            assert first.state == second.state == "stopped"
+            assert [s.record["state"] for s in (first, second)] == ["stopped", "stopped"]
 
     run(main())
 
 
-def test_async_terminal_and_stdin(gateway: dict) -> None:
+def test_async_terminal_and_stdin(gateway: Dict[str, Any]) -> None:
     async def main() -> None:
         async with AsyncClient(**gateway) as gw:
             sandbox = await gw.sandboxes.create("metal/base", features={"pty": True})

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from typing import Callable, List
+from typing import Any, Callable, Dict, List
 
 import httpx
 import pytest
@@ -14,7 +14,7 @@ import pytest
 from sandbox_gateway import AsyncClient, Client, GatewayError
 
 
-def test_the_envelope_as_an_exception(gateway: dict, gw: Client) -> None:
+def test_the_envelope_as_an_exception(gateway: Dict[str, Any], gw: Client) -> None:
     with Client(gateway["base_url"], "metal_sk_" + "x" * 43, gateway["project_id"], attempts=1) as stranger:
         with pytest.raises(GatewayError) as unknown:
             stranger.sandboxes.list()
@@ -64,7 +64,7 @@ def creates(request: httpx.Request) -> bool:
     return request.method == "POST" and request.url.path == "/v1/sandboxes"
 
 
-def test_a_create_whose_answer_is_lost_is_sent_again_with_its_key_and_makes_one_sandbox(gateway: dict, gw: Client) -> None:
+def test_a_create_whose_answer_is_lost_is_sent_again_with_its_key_and_makes_one_sandbox(gateway: Dict[str, Any], gw: Client) -> None:
     tag = f"lost-{time.time_ns()}"
     faults = Faults(lose=creates)
     with Client(**gateway, transport=faults) as client:
@@ -86,7 +86,7 @@ def test_a_create_whose_answer_is_lost_is_sent_again_with_its_key_and_makes_one_
         sandbox.destroy()
 
 
-def test_retryable_failures_are_retried_and_others_are_not(gateway: dict) -> None:
+def test_retryable_failures_are_retried_and_others_are_not(gateway: Dict[str, Any]) -> None:
     reads = lambda r: r.method == "GET" and r.url.path == "/v1/sandboxes"  # noqa: E731
     faults = Faults(fail=reads, failures=2)
     with Client(**gateway, transport=faults) as client:
@@ -121,7 +121,7 @@ class AsyncLoseFirstCreate(httpx.AsyncHTTPTransport):
         return response
 
 
-def test_the_async_client_retries_a_lost_create_with_its_key(gateway: dict, gw: Client) -> None:
+def test_the_async_client_retries_a_lost_create_with_its_key(gateway: Dict[str, Any], gw: Client) -> None:
     tag = f"lost-async-{time.time_ns()}"
     transport = AsyncLoseFirstCreate()
 

@@ -8,13 +8,14 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any, Dict
 
 import httpx
 
 import sandbox_gateway
 
 
-def test_installed_typed_and_versioned_with_the_api(gateway: dict) -> None:
+def test_installed_typed_and_versioned_with_the_api(gateway: Dict[str, Any]) -> None:
     installed = Path(sandbox_gateway.__file__).resolve().parent
     assert Path(sys.prefix).resolve() in installed.parents, f"imported from {installed}, not the environment {sys.prefix}"
     assert (installed / "py.typed").exists()
@@ -32,8 +33,16 @@ def test_the_sync_client_is_the_async_one_generated() -> None:
     subprocess.run([sys.executable, str(source() / "scripts" / "unasync.py"), "--check"], check=True)
 
 
-def test_the_records_are_typed_as_the_gateway_sends_them(gateway: dict) -> None:
+def test_the_records_are_typed_as_the_gateway_sends_them(gateway: Dict[str, Any]) -> None:
     with tempfile.NamedTemporaryFile("wb", suffix=".json") as document:
         document.write(httpx.get(gateway["base_url"] + "/v1/openapi.json").content)
         document.flush()
         subprocess.run([sys.executable, str(source() / "scripts" / "generate_types.py"), document.name, "--check"], check=True)
+
+
+def test_typed_for_mypy(tmp_path: Path) -> None:
+    """The package type-checks strictly, and so does this suite against the package as installed (its py.typed:
+    mypy reads its types from the environment)."""
+    cache = ["--cache-dir", str(tmp_path / "mypy")]
+    subprocess.run([sys.executable, "-m", "mypy", "--strict", *cache, str(source() / "sandbox_gateway")], check=True, cwd=tmp_path)
+    subprocess.run([sys.executable, "-m", "mypy", "--strict", *cache, str(Path(__file__).parent)], check=True, cwd=tmp_path)

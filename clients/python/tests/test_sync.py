@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import os
 import time
-from typing import Iterator, List, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Tuple
 
 import httpx
 import pytest
@@ -13,12 +13,17 @@ import pytest
 from sandbox_gateway import Client, EndedTerminal, GatewayError, Sandbox, Terminal, TerminalExit
 
 
-def wait_for(predicate, what: str) -> None:
+def wait_for(predicate: Callable[[], bool], what: str) -> None:
     for _ in range(1500):
         if predicate():
             return
         time.sleep(0.01)
     raise AssertionError(f"never happened: {what}")
+
+
+def state_of(sandbox: Sandbox) -> str:
+    """The state the handle holds now (a function: the type checker keeps no narrowing across the calls that change it)."""
+    return sandbox.state
 
 
 def test_create_run_files_endpoint_lifecycle(gw: Client) -> None:
@@ -87,14 +92,14 @@ def test_create_run_files_endpoint_lifecycle(gw: Client) -> None:
     assert sandbox.extend(1200)["expires_at"] is not None
     assert sandbox.metrics()["source"] == "local_runtime"
     sandbox.pause()
-    assert sandbox.state == "paused"
+    assert state_of(sandbox) == "paused"
     with pytest.raises(GatewayError) as paused:
         sandbox.run("true")
     assert (paused.value.code, paused.value.status) == ("invalid_sandbox_state", 409)
     sandbox.resume()
-    assert sandbox.state == "ready" and sandbox.run("echo back").stdout == "back\n"
+    assert state_of(sandbox) == "ready" and sandbox.run("echo back").stdout == "back\n"
     sandbox.destroy()
-    assert sandbox.state == "stopped" and gw.sandboxes.get(sandbox.id).state == "stopped"
+    assert state_of(sandbox) == "stopped" and gw.sandboxes.get(sandbox.id).state == "stopped"
 
 
 def test_stdin_and_files_of_any_size(gw: Client) -> None:

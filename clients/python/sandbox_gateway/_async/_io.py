@@ -7,7 +7,7 @@ import inspect
 import ssl
 from typing import Any, AsyncIterator, Awaitable, Callable, Dict, Optional
 
-from .. import _websocket
+from .. import _websocket, types
 from .._common import TerminalExit
 from .terminal import AsyncEndedTerminal, AsyncTerminal, TerminalHandlers
 
@@ -63,7 +63,7 @@ async def open_terminal(
     headers: Dict[str, str],
     process_id: str,
     handlers: TerminalHandlers,
-    get_process: Callable[[], Awaitable[Dict[str, Any]]],
+    get_process: Callable[[], Awaitable[types.Process]],
     ssl_context: Optional[ssl.SSLContext],
 ) -> AsyncTerminal:
     ws = await _websocket.connect(url, headers, ssl_context)

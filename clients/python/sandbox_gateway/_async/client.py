@@ -6,7 +6,7 @@ import base64
 import codecs
 import ssl
 import time
-from typing import Any, AsyncIterator, Callable, Dict, List, Mapping, Optional, Sequence, Union
+from typing import Any, AsyncIterator, Callable, Dict, List, Literal, Mapping, Optional, Sequence, Union
 
 import httpx
 
@@ -79,6 +79,7 @@ class AsyncClient:
         """One call, retried while its failure is retryable. With ``resend=False`` it is sent again only when it
         surely was not received (no connection, or 429): for a call that is not safe to apply twice."""
         for attempt in range(1, self._attempts + 1):
+            error: GatewayError
             request = self._http.build_request(
                 method,
                 path,
@@ -153,7 +154,7 @@ class AsyncClient:
 
 
 def _operation_error(operation: types.Operation, what: str) -> GatewayError:
-    error = operation.get("error") or {}
+    error: Dict[str, Any] = dict(operation.get("error") or {})
     return GatewayError(
         error.get("code") or "operation_failed",
         error.get("message") or f"The {what} ended {operation['state']}",
@@ -177,7 +178,7 @@ class AsyncSandboxes:
         source: Optional[types.Source] = None,
         resources: Optional[types.Resources] = None,
         lifecycle: Optional[types.Lifecycle] = None,
-        provider: Optional[str] = None,
+        provider: Union[types.Provider, Literal["auto"], None] = None,
         features: Optional[types.Features] = None,
         network: Optional[types.Network] = None,
         fallback: Optional[types.Fallback] = None,
@@ -197,9 +198,12 @@ class AsyncSandboxes:
         Idempotency-Key: one call makes at most one sandbox.
         """
         if request is None:
+            if source is None and image is not None:
+                source = {"kind": "oci_image", "image": image}
+            elif source is None:
+                source = {"kind": "environment", "environment": environment}
             chosen: Dict[str, Any] = {
-                "source": source
-                or ({"kind": "oci_image", "image": image} if image is not None else {"kind": "environment", "environment": environment}),
+                "source": source,
                 "resources": resources or {"vcpu": 1, "memory_mb": 512},
                 "lifecycle": lifecycle or {"runtime_timeout_seconds": 3600},
             }
@@ -311,7 +315,7 @@ class AsyncSandbox:
         if options.get("pty") is not None:
             body["pty"] = options["pty"]
         params = {"wait_seconds": str(wait_seconds)} if wait_seconds is not None else None
-        return await self._client._json(
+        started: Dict[str, Any] = await self._client._json(
             "POST",
             self._path("/processes"),
             json_body=body,
@@ -319,6 +323,7 @@ class AsyncSandbox:
             headers={"idempotency-key": _common.idempotency_key()},
             timeout=(wait_seconds + 60.0) if wait_seconds is not None else None,
         )
+        return started
 
     async def exec(
         self,
@@ -458,7 +463,7 @@ class AsyncSandbox:
             listing = await self._client._json("GET", self._path("/endpoints"), params={"limit": "100"})
             endpoint = next((e for e in listing["endpoints"] if e["id"] == endpoint["id"]), endpoint)
         if endpoint["state"] != "active":
-            error = endpoint.get("error") or {}
+            error: Dict[str, Any] = dict(endpoint.get("error") or {})
             raise GatewayError(error.get("code") or "endpoint_failed", error.get("message") or f"The endpoint is {endpoint['state']}", 0, False, error.get("details"))
         return endpoint
 
@@ -497,7 +502,8 @@ class AsyncSandbox:
 
     async def metrics(self) -> types.SandboxMetrics:
         """What the sandbox consumes now: CPU, memory, disk, network, processes."""
-        return await self._client._json("GET", self._path("/metrics"))
+        metrics: types.SandboxMetrics = await self._client._json("GET", self._path("/metrics"))
+        return metrics
 
 
 class AsyncProcess:
@@ -756,7 +762,8 @@ class AsyncFiles:
         if operation["state"] != "succeeded":
             error = operation.get("error") or {}
             raise GatewayError(error.get("code") or "runtime_operation_failed", error.get("message") or f"The file operation ended {operation['state']}", 0, bool(error.get("retryable")), error.get("details"))
-        return operation["result"]
+        result: Dict[str, Any] = operation["result"]
+        return result
 
 
 async def _pieces(stream: AsyncIterator[bytes], size: int) -> AsyncIterator[bytes]:

@@ -10,7 +10,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Dict, Optional, Union
 
-from .. import _websocket
+from .. import _websocket, types
 from .._common import PROCESS_ENDED, TerminalExit
 from ..errors import GatewayError
 
@@ -49,7 +49,7 @@ class AsyncTerminal:
         ws: _websocket.WebSocket,
         process_id: str,
         handlers: TerminalHandlers,
-        get_process: Optional[Callable[[], Awaitable[Dict[str, Any]]]],
+        get_process: Optional[Callable[[], Awaitable[types.Process]]],
     ) -> None:
         self.process_id = process_id
         self._ws = ws

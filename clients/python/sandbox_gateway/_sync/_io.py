@@ -5,9 +5,9 @@ from __future__ import annotations
 import ssl
 import threading
 import time
-from typing import Any, Callable, Dict, Iterator, Optional
+from typing import Any, Callable, Dict, Iterator, Optional, Tuple
 
-from .. import _websocket
+from .. import _websocket, types
 from .._async.terminal import AsyncTerminal, TerminalHandlers
 from .._common import TerminalExit
 from .terminal import EndedTerminal, LoopThread, Terminal
@@ -25,13 +25,13 @@ def sleep(seconds: float) -> None:
 class Handle:
     """Work running beside the caller (a thread); ``join`` waits for it and raises what it raised."""
 
-    def __init__(self, function: Callable[..., Any], args: tuple) -> None:
+    def __init__(self, function: Callable[..., Any], args: Tuple[Any, ...]) -> None:
         self._result: Any = None
         self._error: Optional[BaseException] = None
         self._thread = threading.Thread(target=self._run, args=(function, args), daemon=True)
         self._thread.start()
 
-    def _run(self, function: Callable[..., Any], args: tuple) -> None:
+    def _run(self, function: Callable[..., Any], args: Tuple[Any, ...]) -> None:
         try:
             self._result = function(*args)
         except BaseException as e:  # handed to join()
@@ -71,7 +71,7 @@ def open_terminal(
     headers: Dict[str, str],
     process_id: str,
     handlers: TerminalHandlers,
-    get_process: Callable[[], Dict[str, Any]],
+    get_process: Callable[[], types.Process],
     ssl_context: Optional[ssl.SSLContext],
 ) -> Terminal:
     loop = LoopThread()

@@ -7,8 +7,9 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import threading
-from typing import Any, Callable, Coroutine, Dict, Optional, TypeVar, Union
+from typing import Any, Callable, Coroutine, List, Optional, TypeVar, Union
 
+from .. import types
 from .._common import PROCESS_ENDED, TerminalExit
 from .._async.terminal import AsyncTerminal, TerminalHandlers, closed_error
 from ..errors import GatewayError
@@ -52,7 +53,7 @@ class Terminal:
     ``unauthenticated`` / ``forbidden`` once the key was revoked or expired or its project deleted.
     """
 
-    def __init__(self, inner: AsyncTerminal, loop: LoopThread, get_process: Callable[[], Dict[str, Any]]) -> None:
+    def __init__(self, inner: AsyncTerminal, loop: LoopThread, get_process: Callable[[], types.Process]) -> None:
         self.process_id = inner.process_id
         self._inner = inner
         self._loop = loop
@@ -75,7 +76,8 @@ class Terminal:
             coroutine.close()
             raise closed_error()
         # The session may end meanwhile, and its loop with it: then the frame is not waited for.
-        concurrent.futures.wait([sent, self._outcome], return_when=concurrent.futures.FIRST_COMPLETED)
+        either: List["concurrent.futures.Future[Any]"] = [sent, self._outcome]
+        concurrent.futures.wait(either, return_when=concurrent.futures.FIRST_COMPLETED)
         if not sent.done():
             raise closed_error()
         sent.result()
