@@ -1,9 +1,10 @@
 /**
  * The TypeScript client as a package (issue 24 item 7): `npm pack` in client/ builds it (ESM and declarations) into
  * a tarball; a fresh project outside the checkout installs that tarball and its peers offline (their tarballs are
- * made from the checkout's node_modules: no registry), then a script creates a sandbox, runs a command, writes and
- * reads a file, meets a typed error and destroys the sandbox, under Node and under Bun; and a TypeScript file that
- * uses the package type-checks there, so the contract's types came with it and nothing of the checkout is needed.
+ * made from the checkout's node_modules: no registry), then the first script of docs/clients/typescript.md creates
+ * a sandbox, runs commands, writes and reads a file, meets a typed error and destroys the sandbox, under Node and
+ * under Bun; and a TypeScript file that uses the package type-checks there, so the contract's types came with it
+ * and nothing of the checkout is needed.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import * as fs from "node:fs"
@@ -65,27 +66,13 @@ const packPeers = async (into: string) => {
   return tarballs
 }
 
-const SCRIPT = `
-import { createClient, GatewayError } from "@sandbox-gateway/client"
-const runtime = typeof Bun === "undefined" ? "node " + process.version : "bun " + Bun.version
-const gw = createClient({ baseUrl: process.env.GW, apiKey: process.env.KEY, projectId: process.env.PRJ })
-const sandbox = await gw.sandboxes.create({
-  source: { kind: "environment", environment: "metal/base" },
-  resources: { vcpu: 1, memory_mb: 512 },
-  lifecycle: { runtime_timeout_seconds: 600 }
-})
-const ran = await sandbox.exec(["sh", "-c", "echo $((6 * 7)); echo oops >&2; exit 3"])
-await sandbox.files.write("/workspace/hello.txt", "hello from " + runtime)
-const text = new TextDecoder().decode(await sandbox.files.read("/workspace/hello.txt"))
-const missing = await sandbox.files.read("/workspace/missing.txt").catch((e) => e)
-await sandbox.destroy()
-console.log(JSON.stringify({
-  runtime,
-  exitCode: ran.exitCode, stdout: ran.stdout, stderr: ran.stderr, text,
-  error: missing instanceof GatewayError ? { code: missing.code, status: missing.status, retryable: missing.retryable } : String(missing),
-  state: (await sandbox.refresh()).state
-}))
-`
+/** The first script of docs/clients/typescript.md, as it is there: the docs' example is what runs here. */
+const SCRIPT = (() => {
+  const doc = fs.readFileSync(path.join(ROOT, "docs/clients/typescript.md"), "utf8")
+  const block = /<!-- tested: test\/client\/package\.test\.ts -->\n```js\n([\s\S]*?)\n```/.exec(doc)
+  if (block === null) throw new Error("docs/clients/typescript.md has no example marked <!-- tested: test/client/package.test.ts -->")
+  return block[1]!
+})()
 
 /** Uses the package's types: a mistake in a create request (a wrong source kind) must be a type error. */
 const TYPED = `
@@ -124,7 +111,7 @@ beforeAll(async () => {
   server = started
   const owner = await bootstrap(server.dataDir, "client-package@example.com")
   credentials = { apiKey: owner.api_key, projectId: owner.project_id }
-  fs.writeFileSync(path.join(app, "main.mjs"), SCRIPT)
+  fs.writeFileSync(path.join(app, "agent.mjs"), SCRIPT)
 }, 300_000)
 afterAll(async () => {
   await server?.stop()
@@ -146,18 +133,9 @@ describe("the TypeScript client as a package", () => {
   })
 
   for (const runtime of ["node", "bun"] as const) {
-    it(`creates a sandbox, runs a command, writes and reads a file, meets a typed error and destroys it (${runtime})`, async () => {
-      const output = await run([runtime, "main.mjs"], app, { GW: server.url, KEY: credentials.apiKey, PRJ: credentials.projectId })
-      const result = JSON.parse(output.trim().split("\n").pop()!)
-      expect(result.runtime.split(" ")[0]).toBe(runtime)
-      expect(result).toMatchObject({
-        exitCode: 3,
-        stdout: "42\n",
-        stderr: "oops\n",
-        text: `hello from ${result.runtime}`,
-        error: { code: "file_not_found", status: 404, retryable: false },
-        state: "stopped"
-      })
+    it(`runs the docs' first script: a sandbox, commands with live output, a file, a typed error, destroyed (${runtime})`, async () => {
+      const output = await run([runtime, "agent.mjs"], app, { GW: server.url, KEY: credentials.apiKey, PRJ: credentials.projectId })
+      expect(output.split("\n")).toEqual(["0 42", "tick 1", "tick 2", "tick 3", `hello from ${runtime}`, "file_not_found 404 false", "stopped", ""])
     }, 120_000)
   }
 
