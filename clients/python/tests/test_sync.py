@@ -37,6 +37,8 @@ def test_create_run_files_endpoint_lifecycle(gw: Client) -> None:
     assert (result.state, result.exit_code, result.stdout) == ("failed", 3, "out\n")
     assert result.stderr_bytes == b"caf\xe9" and result.stderr == "caf\ufffd"
     assert sandbox.run("echo $((6 * 7))").stdout == "42\n"  # a string is a shell line
+    # 1.5 MiB is past the one-call answer's 1 MiB: the rest is read from the events, whole.
+    assert sandbox.run("head -c 1572864 /dev/zero | tr '\\0' x").stdout == "x" * 1572864
 
     # Live output: the command waits for a file written only once its first line was seen here; without live
     # output exec would hand nothing over before the end, and the command would run into its timeout.
