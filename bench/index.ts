@@ -52,6 +52,12 @@ if (process.argv.includes("--pg")) {
   process.exit(0)
 }
 
+// `bun run bench --load [--clients N] [--seconds S]`: the load benchmark instead (bench/load.ts).
+if (process.argv.includes("--load")) {
+  await import("./load.ts")
+  process.exit(0)
+}
+
 // `bun run bench --density [N]`: the density benchmark instead (bench/density.ts).
 if (process.argv.includes("--density")) {
   await import("./density.ts")

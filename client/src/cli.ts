@@ -98,8 +98,9 @@ const SWITCHES = new Set(["json", "no-wait", "help", "recursive", "pty", "key-st
 
 /** The user commands, one a line (also in the program's --help). */
 export const USER_COMMANDS_USAGE = `  login --url <gateway url> --project <prj_…> [--key-stdin] [--profile <name>]   (asks for the key without showing it, or reads it from stdin)
-  sandbox create [--provider <name>] [--image <oci image>] [--vcpu <n>] [--memory-mb <n>] [--timeout-seconds <n>] [--pty] [--no-wait]
+  sandbox create [--provider <name>] [--environment <name> | --image <oci image>] [--vcpu <n>] [--memory-mb <n>] [--timeout-seconds <n>] [--pty] [--no-wait]
   sandbox list
+  sandbox environments   (what --environment can name: versions and providers of each)
   sandbox get <id>
   sandbox exec <id> [--cwd <dir>] -- <command> [args…]   (exits with the command's exit code; piped stdin is forwarded)
   sandbox shell <id> [--cwd <dir>] [-- <command> [args…]]   (an interactive terminal; exits with its exit code)
@@ -211,14 +212,23 @@ const run = async (argv: ReadonlyArray<string>, io: CliIo): Promise<number> => {
     case "create": {
       const image = flags["image"]
       const sandbox = await gw.sandboxes.create({
-        source: typeof image === "string" ? { kind: "oci_image", image } : { kind: "environment", environment: "metal/base" },
-        resources: { vcpu: integer(flags, "vcpu") ?? 1, memory_mb: integer(flags, "memory-mb") ?? 1024 },
+        source: typeof image === "string"
+          ? { kind: "oci_image", image }
+          : { kind: "environment", environment: typeof flags["environment"] === "string" ? flags["environment"] : "metal/base" },
+        // The smallest common size (1 vCPU, 512 MB): every provider's smallest sandbox covers it (E2B's base template
+        // has 512 MB, and a provider never gives less than asked).
+        resources: { vcpu: integer(flags, "vcpu") ?? 1, memory_mb: integer(flags, "memory-mb") ?? 512 },
         lifecycle: { runtime_timeout_seconds: integer(flags, "timeout-seconds") ?? 3600 },
         ...(typeof flags["provider"] === "string" ? { provider: flags["provider"] as never } : {}),
         // On a provider with terminals (for `shell`).
         ...(flags["pty"] === true ? { features: { pty: true } } : {})
       }, { wait: flags["no-wait"] !== true })
       print(sandbox.record, `${sandbox.id} ${sandbox.record.state}${sandbox.record.provider === null ? "" : ` on ${sandbox.record.provider}`}`)
+      return 0
+    }
+    case "environments": {
+      const environments = await gw.environments.list()
+      print({ environments }, environments.map((e) => `${e.name.padEnd(14)} ${e.versions.join(", ").padEnd(8)} ${e.providers.join(", ")}`).join("\n"))
       return 0
     }
     case "list": {

@@ -16,6 +16,7 @@ import { Effect, Layer, ParseResult, Schema } from "effect"
 import { Api } from "../../src/http/Api.ts"
 import type { Capabilities, Endpoint, Process, RuntimeOperation } from "../../src/domain/Runtime.ts"
 import { type Sandbox as SandboxWire, SandboxRequest } from "../../src/domain/Sandbox.ts"
+import { issuesSummary, readableIssues } from "../../src/domain/Issues.ts"
 import { fromEnvelope, GatewayError } from "./errors.ts"
 import { followEvents } from "./sse.ts"
 import { type AttachHandlers, openTerminal, type Terminal, type TerminalExit, type WebSocketConstructor } from "./terminal.ts"
@@ -109,10 +110,16 @@ const DEFAULT_SHELL = ["/bin/sh", "-c", "if command -v bash >/dev/null 2>&1; the
 /** Times a broken download is resumed from where it stopped (a Range read). */
 const DOWNLOAD_RESUMES = 5
 
+/** A request the client refuses before sending it, said as the gateway would say it (domain/Issues.ts): never a schema dump. */
+const invalid = (error: ParseResult.ParseError) => {
+  const issues = readableIssues(ParseResult.ArrayFormatter.formatErrorSync(error))
+  return new GatewayError("validation_error", issuesSummary(issues), 422, false, { issues })
+}
+
 /** A create request checked (and its defaults filled) before it is sent: a mistake is a validation_error here. */
 const decodeRequest = (request: CreateSandbox) => {
-  const decoded = Schema.decodeUnknownEither(SandboxRequest)(request)
-  if (decoded._tag === "Left") throw new GatewayError("validation_error", ParseResult.TreeFormatter.formatErrorSync(decoded.left), 422, false)
+  const decoded = Schema.decodeUnknownEither(SandboxRequest, { errors: "all" })(request)
+  if (decoded._tag === "Left") throw invalid(decoded.left)
   return decoded.right
 }
 
@@ -146,6 +153,8 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 /** Any failure of a raw call, as a GatewayError. */
 const toGatewayError = (e: unknown): GatewayError => {
   if (e instanceof GatewayError) return e
+  // A request the contract refuses before it is sent (the typed client encodes it first).
+  if (ParseResult.isParseError(e)) return invalid(e)
   const tagged = e as { _tag?: string; code?: unknown; message?: unknown; details?: unknown; reason?: string; response?: { status: number } }
   const status = (e as { constructor?: { status?: unknown } })?.constructor?.status
   if (typeof tagged?.code === "string" && typeof status === "number") {
@@ -582,6 +591,10 @@ export const createClient = (options: ClientOptions) => {
   return {
     /** The contract's client (Effect): every route of the API, typed. */
     raw: rawClient,
+    environments: {
+      /** What `source.environment` can name: the names, their versions and the providers that create each. */
+      list: async () => (await call((c) => c.environments.list())).environments
+    },
     sandboxes: {
       /**
        * Creates a sandbox and (unless `wait: false`) resolves once it is ready. Retried after a lost answer with

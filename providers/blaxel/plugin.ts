@@ -8,7 +8,7 @@
 import { Config, ConfigError, Effect, Option, type Scope } from "effect"
 import type { AppConfig } from "../../src/Config.ts"
 import { LocalRuntime } from "../../src/runtime/LocalRuntime.ts"
-import { withLocalMetrics } from "../core/localMetrics.ts"
+import { onLocalRuntime } from "../core/localRuntime.ts"
 import type { SandboxProvider } from "../core/Provider.ts"
 import { DEFAULT_IMAGE, makeBlaxelProvider } from "./adapter/index.ts"
 import { blaxelEmulator } from "./emulator/index.ts"
@@ -36,5 +36,5 @@ export const BlaxelPlugin: Effect.Effect<SandboxProvider, ConfigError.ConfigErro
   }
   const emulator = yield* blaxelEmulator
   const provider = makeBlaxelProvider({ apiUrl: emulator.apiUrl, apiKey: emulator.apiKey, workspace: emulator.workspace, mode: "emulated" })
-  return withLocalMetrics(provider, yield* LocalRuntime, emulator.runtimeIdOf)
+  return onLocalRuntime(provider, yield* LocalRuntime, emulator.runtimeIdOf)
 })

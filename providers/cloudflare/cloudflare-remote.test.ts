@@ -66,7 +66,8 @@ describe("cloudflare remote: capabilities and sandboxes", () => {
     const created = await run(p.create(conformanceInput("sbx_1")))
     expect(created).toEqual({
       resourceId: "sb-1",
-      resolvedResources: { vcpu: 1, memoryMb: 512, diskMb: null, architecture: "x86_64", providerSize: null },
+      // The bridge's one instance type (standard-2), whatever was asked.
+      resolvedResources: { vcpu: 1, memoryMb: 6144, diskMb: 12_288, architecture: "x86_64", providerSize: null },
       metadata: { sandboxId: "sbx_1", bridge: "bridge.example.workers.dev", instanceId: "i-1", environment: { CONFORMANCE_SANDBOX: "yes" } }
     })
     expect((await run(p.create(conformanceInput("sbx_1")))).resourceId).toBe("sb-1")

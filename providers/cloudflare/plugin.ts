@@ -9,7 +9,7 @@
 import { Config, ConfigError, Effect, Option, type Scope } from "effect"
 import type { AppConfig } from "../../src/Config.ts"
 import { LocalRuntime } from "../../src/runtime/LocalRuntime.ts"
-import { withLocalMetrics } from "../core/localMetrics.ts"
+import { onLocalRuntime } from "../core/localRuntime.ts"
 import type { SandboxProvider } from "../core/Provider.ts"
 import { DEFAULT_ANALYTICS_URL, makeCloudflareProvider } from "./adapter/index.ts"
 import { cloudflareEmulator } from "./emulator/index.ts"
@@ -45,5 +45,5 @@ export const CloudflarePlugin: Effect.Effect<SandboxProvider, ConfigError.Config
   }
   const emulator = yield* cloudflareEmulator
   const provider = makeCloudflareProvider({ apiUrl: emulator.apiUrl, apiKey: emulator.apiKey, mode: "emulated" })
-  return withLocalMetrics(provider, yield* LocalRuntime, emulator.runtimeIdOf)
+  return onLocalRuntime(provider, yield* LocalRuntime, emulator.runtimeIdOf)
 })

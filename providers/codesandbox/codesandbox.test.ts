@@ -42,11 +42,12 @@ describe("codesandbox (emulated): beyond conformance", () => {
     expect((await Effect.runPromise(Effect.flip(wrong.create(conformanceInput("sbx_wrongkey"))))).kind).toBe("auth")
   }, 60_000)
 
-  it("a request for Small starts a Small VM and reports its size and a cost at its credits", async () => {
-    const sandbox = await Effect.runPromise(target.provider.create({ ...conformanceInput(`sbx_small${Date.now()}`), resources: { vcpu: 6, memoryMb: 12_000, architecture: "any" } }))
-    expect(sandbox.resolvedResources).toEqual({ vcpu: 8, memoryMb: 16_384, diskMb: null, architecture: "x86_64", providerSize: "Small" })
+  // The emulator's VMs are this host's jails, never larger than it (a 2-core machine runs Nano, not Small).
+  it("a request above Pico's memory starts a Nano VM and reports its size and a cost at its credits", async () => {
+    const sandbox = await Effect.runPromise(target.provider.create({ ...conformanceInput(`sbx_nano${Date.now()}`), resources: { vcpu: 2, memoryMb: 3000, architecture: "any" } }))
+    expect(sandbox.resolvedResources).toEqual({ vcpu: 2, memoryMb: 4096, diskMb: null, architecture: "x86_64", providerSize: "Nano" })
     const cost = await Effect.runPromise(target.provider.getCost(sandbox, { from: "2026-01-01T00:00:00.000Z", to: "2026-01-01T01:00:00.000Z" }))
-    expect(cost).toMatchObject({ amountMicrousd: 594_400n, provenance: "estimated_rate_card" })
+    expect(cost).toMatchObject({ amountMicrousd: 148_600n, provenance: "estimated_rate_card" })
     await Effect.runPromise(target.provider.destroy(sandbox))
   }, 60_000)
 })

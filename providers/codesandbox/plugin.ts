@@ -12,7 +12,7 @@
 import { Config, ConfigError, Effect, Option, type Scope } from "effect"
 import type { AppConfig } from "../../src/Config.ts"
 import { LocalRuntime } from "../../src/runtime/LocalRuntime.ts"
-import { withLocalMetrics } from "../core/localMetrics.ts"
+import { onLocalRuntime } from "../core/localRuntime.ts"
 import type { SandboxProvider } from "../core/Provider.ts"
 import { DEFAULT_API_URL, isTier, makeCodeSandboxProvider } from "./adapter/index.ts"
 import { codesandboxEmulator } from "./emulator/index.ts"
@@ -43,5 +43,5 @@ export const CodeSandboxPlugin: Effect.Effect<SandboxProvider, ConfigError.Confi
     })
   }
   const emulator = yield* codesandboxEmulator
-  return withLocalMetrics(makeCodeSandboxProvider({ apiUrl: emulator.apiUrl, apiKey: emulator.apiKey, mode: "emulated" }), yield* LocalRuntime, emulator.runtimeIdOf)
+  return onLocalRuntime(makeCodeSandboxProvider({ apiUrl: emulator.apiUrl, apiKey: emulator.apiKey, mode: "emulated" }), yield* LocalRuntime, emulator.runtimeIdOf)
 })

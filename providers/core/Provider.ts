@@ -77,13 +77,30 @@ export interface ProviderCapabilities {
     readonly maxListEntries: number
   }
   readonly httpEndpoints: null | { readonly expose: boolean; readonly revoke: boolean; readonly maxLeaseSeconds: number }
-  /** Whether the provider can enforce an internet on/off switch (the local runtime can). */
+  /** What the provider can enforce: an internet off switch, domain allow or deny lists (the local runtime can). */
   readonly network: null | { readonly blockInternet: boolean; readonly allowDomains: boolean; readonly denyDomains: boolean }
+  /**
+   * Whether a sandbox reaches the internet when the request leaves `network.internet_access` unsaid (the provider's
+   * default). Absent: true, as every provider of the reference gives internet by default; an emulated provider
+   * says what the local runtime gives (`RUNTIME_DEFAULT_INTERNET`).
+   */
+  readonly internetByDefault?: boolean | undefined
+  /**
+   * The largest sandbox the provider gives, per dimension (absent: it states no ceiling there, and the request
+   * passes as asked). An emulated provider is also held to what this host can give (the local runtime's limits).
+   */
+  readonly maxResources?: SizeLimits | undefined
   /**
    * Computer use (spec §2.8 `computer`). Absent or null: none. No adapter drives a desktop yet, so every
    * declared value is null; eligibility already checks it for `features.computer_use` and `recording`.
    */
   readonly computer?: ComputerCapabilities | null | undefined
+}
+
+export interface SizeLimits {
+  readonly vcpu?: number | undefined
+  readonly memoryMb?: number | undefined
+  readonly diskMb?: number | undefined
 }
 
 export interface ComputerCapabilities {
@@ -116,7 +133,11 @@ export interface CreateInput {
     readonly onRuntimeTimeout: "destroy" | "pause"
     readonly onIdleTimeout: "destroy" | "pause"
   }
-  readonly internetAccess: boolean
+  /**
+   * `network.internet_access` as asked; undefined when the request leaves it unsaid: the adapter then sends nothing
+   * about it, and the sandbox gets the provider's default (`capabilities.internetByDefault`).
+   */
+  readonly internetAccess?: boolean | undefined
   /**
    * `network.allow_domains` (mode allow) or `deny_domains` (mode deny), only with internet access; absent: none.
    * Eligibility sends it only to providers declaring `network.allowDomains` / `denyDomains`.

@@ -9,6 +9,9 @@
  *   reads as not_found;
  * - exec: seq contiguous from 0 with the exit last, stdout/stderr kept apart, cwd and environment applied, a
  *   non-zero exit code, the same events when a position is read again;
+ * - the same situation, the same failure on every provider: a missing working directory (`isCwdMissing`, the
+ *   gateway's `cwd_not_found`), a missing file (`fileReasonOf` is `not_found`, the gateway's `file_not_found`), a
+ *   non-zero exit (an exit event, the gateway's `process_exit_nonzero`);
  * - cancel (a cancelled exit), pause/resume (exec works again after), endpoints (the URL reaches a server in the
  *   sandbox; revoke stops it and is idempotent) — each where declared;
  * - cost is null or a non-negative cumulative amount; destroy twice succeeds, then inspect says absent and
@@ -23,6 +26,8 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type LocalRuntimeHandle, makeLocalRuntime } from "../../src/runtime/LocalRuntimeLive.ts"
+import { isCwdMissing } from "./cwd.ts"
+import { fileReasonOf } from "./errors.ts"
 import type { CreateInput, ProviderError, ProviderExecEvent, ProviderSandbox, SandboxProvider } from "./Provider.ts"
 
 export type ConformanceTarget =
@@ -239,6 +244,33 @@ export const conformance = (name: string, make: ConformanceTarget) =>
 
       const env = await execToExit(provider, sandbox, ["sh", "-c", "pwd; echo \"$GREETING\" \"$CONFORMANCE_SANDBOX\""], { cwd: "/tmp", environment: { GREETING: "hi there" } })
       expect(text(env.events, "stdout")).toBe("/tmp\nhi there yes\n")
+    }, TEST_TIMEOUT_MS)
+
+    it("the same situation fails the same way on every provider: a missing working directory, a missing file, a non-zero exit", async () => {
+      const proc = provider.capabilities.process
+      if (proc !== null) {
+        // However the provider says it (refusing the start, or a shell's `cd` failing): the gateway's cwd_not_found.
+        const cwd = `/nonexistent-${randomSuffix().slice(0, 8)}`
+        const started = await run(Effect.either(provider.exec(sandbox, { command: ["true"], cwd, timeoutSeconds: 60, maxOutputBytes: 1024, processId: `proc_cwd${randomSuffix()}` })))
+        const failure = started._tag === "Left"
+          ? started.left
+          : await failureOf(Effect.gen(function*() {
+            for (let seq = 0; ;) {
+              const events = yield* provider.execEvents(sandbox, started.right.executionId, seq)
+              seq += events.length
+              const exit = events.find((e) => e.type === "exit")
+              if (exit !== undefined) return exit
+              if (events.length === 0) yield* Effect.sleep("20 millis")
+            }
+          }))
+        expect(isCwdMissing(failure), `${failure.kind}: ${failure.message}`).toBe(true)
+        // A non-zero exit is the command's own: an exit event with its code, never a failure of the call.
+        expect((await execToExit(provider, sandbox, ["sh", "-c", "exit 7"])).events.at(-1)).toMatchObject({ type: "exit", exitCode: 7 })
+      }
+      if (provider.capabilities.files?.read === true) {
+        const missing = await failureOf(provider.readFile(sandbox, { path: `/workspace/missing-${randomSuffix().slice(0, 8)}`, offsetBytes: 0, maxBytes: 16 }))
+        expect(fileReasonOf(missing), `${missing.kind}: ${missing.message}`).toBe("not_found")
+      }
     }, TEST_TIMEOUT_MS)
 
     it("cancel where declared (a cancelled exit), unsupported otherwise", async () => {

@@ -9,6 +9,11 @@
  * (`exec-await` ≤ 300 s) and Vercel (5 h). `network` is null everywhere here: the reference declares it for no
  * provider. `cost`: Cloudflare reports cost only with an account id and an analytics token, so its base row
  * says false (its adapter turns it on when those are configured).
+ *
+ * `maxResources`, the largest sandbox (resources.ts holds each provider's sizes): Runloop's XX_LARGE, CodeSandbox's
+ * XLarge, Vercel's 8 vCPU, Prime's and Freestyle's public ceilings, Northflank's largest plan, Daytona's and E2B's
+ * per-sandbox limits, Cloudflare's one size (the `standard-2` instance type of the bridge's wrangler.toml); Blaxel
+ * and Modal state none.
  */
 import type { ProviderCapabilities, ProviderName } from "./Provider.ts"
 
@@ -60,6 +65,7 @@ export const DECLARED: Readonly<Record<ProviderName, ProviderCapabilities>> = {
   },
   cloudflare: {
     ...base,
+    maxResources: { vcpu: 1, memoryMb: 6144, diskMb: 12_288 },
     cost: false,
     sources: ["environment"],
     sizing: "fixed",
@@ -73,6 +79,7 @@ export const DECLARED: Readonly<Record<ProviderName, ProviderCapabilities>> = {
   },
   codesandbox: {
     ...base,
+    maxResources: { vcpu: 64, memoryMb: 131_072 },
     sources: ["environment", "provider_template"],
     sizing: "tier",
     pause: true,
@@ -87,6 +94,7 @@ export const DECLARED: Readonly<Record<ProviderName, ProviderCapabilities>> = {
   // says so. The Daytona adapter declares both (stop/start); see providers/daytona/adapter/sandboxes.ts.
   daytona: {
     ...base,
+    maxResources: { vcpu: 4, memoryMb: 8192, diskMb: 10_240 },
     sources: ["environment", "oci_image"],
     sizing: "template",
     pause: false,
@@ -99,6 +107,7 @@ export const DECLARED: Readonly<Record<ProviderName, ProviderCapabilities>> = {
   },
   e2b: {
     ...base,
+    maxResources: { vcpu: 8, memoryMb: 8192 },
     sources: ["environment", "provider_template"],
     sizing: "template",
     pause: true,
@@ -111,6 +120,7 @@ export const DECLARED: Readonly<Record<ProviderName, ProviderCapabilities>> = {
   },
   freestyle: {
     ...base,
+    maxResources: { vcpu: 32, memoryMb: 65_536, diskMb: 65_536 },
     sources: ["environment", "provider_template"],
     sizing: "template",
     pause: true,
@@ -135,6 +145,7 @@ export const DECLARED: Readonly<Record<ProviderName, ProviderCapabilities>> = {
   },
   northflank: {
     ...base,
+    maxResources: { vcpu: 16, memoryMb: 65_536 },
     sources: ["environment", "oci_image"],
     sizing: "tier",
     pause: true,
@@ -147,6 +158,7 @@ export const DECLARED: Readonly<Record<ProviderName, ProviderCapabilities>> = {
   },
   prime: {
     ...base,
+    maxResources: { vcpu: 16, memoryMb: 65_536, diskMb: 131_072 },
     sources: ["environment", "oci_image", "provider_template"],
     sizing: "direct",
     pause: false,
@@ -159,6 +171,7 @@ export const DECLARED: Readonly<Record<ProviderName, ProviderCapabilities>> = {
   },
   runloop: {
     ...base,
+    maxResources: { vcpu: 8, memoryMb: 32_768, diskMb: 16_384 },
     sources: ["environment", "provider_template"],
     sizing: "tier",
     pause: true,
@@ -171,6 +184,7 @@ export const DECLARED: Readonly<Record<ProviderName, ProviderCapabilities>> = {
   },
   vercel: {
     ...base,
+    maxResources: { vcpu: 8, memoryMb: 16_384 },
     sources: ["environment", "oci_image"],
     sizing: "fixed",
     pause: false,

@@ -66,9 +66,22 @@ describe("unmetRequirements", () => {
     expect(unmet("daytona", request({ features: { isolation: ["container", "vm", "microvm"] } }))).toEqual(["isolation"])
   })
 
-  it("5. network: off the internet needs an enforcing provider; domain lists and regions exclude everyone here", () => {
+  it("5. network: absent is unconstrained; off the internet and domain lists need an enforcing provider; regions exclude everyone here", () => {
     expect(unmet("daytona", request({ network: { internet_access: false } }))).toEqual(["network"])
-    expect(unmet("daytona", request({ network: undefined }))).toEqual(["network"])
+    // Absent means unconstrained: every provider takes a request that says nothing of the network.
+    for (const name of ["blaxel", "cloudflare", "codesandbox", "daytona", "freestyle", "northflank", "prime", "runloop"] as const) {
+      expect(unmet(name, request({ network: undefined })).filter((r) => r === "network"), name).toEqual([])
+      expect(unmet(name, request({ network: {} })).filter((r) => r === "network"), name).toEqual([])
+      expect(unmet(name, request({ network: { internet_access: true } })).filter((r) => r === "network"), name).toEqual([])
+    }
+    // Without an off switch the default is what a sandbox gets: an emulated provider whose runtime keeps sandboxes
+    // offline can keep one offline, and cannot give the internet.
+    const offlineByDefault = { internetByDefault: false }
+    expect(unmet("blaxel", request({ network: { internet_access: false } }), { caps: offlineByDefault }).filter((r) => r === "network")).toEqual([])
+    expect(unmet("blaxel", request({ network: { internet_access: true } }), { caps: offlineByDefault }).filter((r) => r === "network")).toEqual(["network"])
+    expect(unmet("blaxel", request({ network: undefined }), { caps: offlineByDefault }).filter((r) => r === "network")).toEqual([])
+    // A domain list without internet_access still needs a provider that enforces it.
+    expect(unmet("daytona", request({ network: { allow_domains: ["x.com"] } }))).toEqual(["network"])
     expect(unmet("daytona", request({ network: { internet_access: false } }), { caps: { network: offline } })).toEqual([])
     expect(unmet("daytona", request({ network: { internet_access: true, allow_domains: [] } }), { caps: { network: offline } })).toEqual(["network"])
     expect(unmet("daytona", request({ network: { internet_access: true, deny_domains: ["x.com"] } }), { caps: { network: offline } })).toEqual(["network"])

@@ -7,9 +7,11 @@
  * 7. pause_resume, public_ports; 8. process and filesystem features — under `auto` routing exec and file
  * read/write are required even when not asked for; 9. computer use and recording.
  *
- * Network, where we do better than the reference: a sandbox is kept off the internet unless the request says
- * `internet_access: true`, so a provider must be able to enforce that (`network.blockInternet`); domain lists
- * need `allowDomains` / `denyDomains`. No provider states its regions, so any region requirement excludes all.
+ * Network: absent means unconstrained (network.ts) — a request that says nothing of the internet is placed on any
+ * provider and gets its default. An explicit `internet_access` needs a provider with an off switch
+ * (`network.blockInternet`) or whose default is what was asked (`internetByDefault`: an emulated provider's is the
+ * local runtime's); domain lists need `allowDomains` / `denyDomains`. No provider states its regions, so
+ * any region requirement excludes all.
  */
 import type { SandboxRequest } from "../../src/domain/Sandbox.ts"
 import type { ProviderCapabilities, ProviderName } from "./Provider.ts"
@@ -49,7 +51,14 @@ export const unmetRequirements = (
   const arch = req.resources.architecture
   if (arch !== "any") need(caps.architectures.includes(arch), "resources", `has no ${arch} machines`)
   if (arch === "any" || caps.architectures.includes(arch)) {
-    need(resolveProviderResources(provider.name, req) !== undefined, "resources", "has no size that covers the requested resources")
+    const max = caps.maxResources
+    const ceiling = [max?.vcpu === undefined ? "" : `${max.vcpu} vCPU`, max?.memoryMb === undefined ? "" : `${max.memoryMb} MB of memory`, max?.diskMb === undefined ? "" : `${max.diskMb} MB of disk`]
+      .filter(Boolean).join(", ")
+    need(
+      resolveProviderResources(provider.name, req, caps) !== undefined,
+      "resources",
+      `has no size that covers the requested resources${ceiling === "" ? "" : ` (at most ${ceiling})`}`
+    )
   }
   // 4. isolation
   const isolation = req.features?.isolation
@@ -58,7 +67,11 @@ export const unmetRequirements = (
   }
   // 5. network and regions
   const network = req.network
-  if (network?.internet_access !== true) need(caps.network?.blockInternet === true, "network", "cannot keep a sandbox off the internet")
+  // Without an off switch a provider gives every sandbox its default (internetByDefault), whatever was asked.
+  const switchable = caps.network?.blockInternet === true
+  const byDefault = caps.internetByDefault ?? true
+  if (network?.internet_access === false) need(switchable || !byDefault, "network", "cannot keep a sandbox off the internet")
+  if (network?.internet_access === true) need(switchable || byDefault, "network", "cannot give a sandbox the internet")
   if (network?.allow_domains !== undefined) need(caps.network?.allowDomains === true, "network", "cannot enforce a domain allow list")
   if (network?.deny_domains !== undefined) need(caps.network?.denyDomains === true, "network", "cannot enforce a domain deny list")
   if (req.regions !== undefined && req.regions.length > 0) need(false, "regions", "states no regions")

@@ -150,3 +150,49 @@ export const checkWrite = (
   }
   return Effect.succeed(files)
 }
+
+/**
+ * Why a file operation failed, read from the failure's kind and the errno wording providers use (`ENOENT` / "no
+ * such file or directory", …): the same words come from a real provider's daemon and from the local runtime's
+ * agent, so the same situation has the same reason on every provider (the conformance suite checks it).
+ */
+export type FileReason =
+  | "not_found"
+  | "name_too_long"
+  | "permission_denied"
+  | "is_a_directory"
+  | "not_a_directory"
+  | "already_exists"
+  | "not_empty"
+  | "too_many_links"
+  | "no_space"
+  | "file_too_large"
+  | "io_error"
+  | "invalid_path"
+
+/** Errno wording, most specific first (a "not a directory" message may also say "not found"). */
+const FILE_REASONS: ReadonlyArray<readonly [FileReason, RegExp]> = [
+  ["name_too_long", /ENAMETOOLONG|name too long/i],
+  ["too_many_links", /ELOOP|too many (levels of )?symbolic links/i],
+  ["not_a_directory", /ENOTDIR|not a directory/i],
+  ["is_a_directory", /EISDIR|is a directory/i],
+  ["not_empty", /ENOTEMPTY|directory not empty|is not empty/i],
+  ["already_exists", /EEXIST|already exists/i],
+  ["no_space", /ENOSPC|EDQUOT|no space left|quota exceeded/i],
+  ["file_too_large", /EFBIG|file too large/i],
+  ["permission_denied", /EACCES|EPERM|EROFS|permission denied|operation not permitted|read-only file system/i],
+  ["not_found", /ENOENT|no such file|does not exist|not found/i],
+  ["io_error", /\bEIO\b|i\/o error/i],
+  ["invalid_path", /cannot be deleted|escapes|outside the sandbox|invalid path|must be absolute/i]
+]
+
+const SERVER_SIDE: ReadonlySet<FileReason> = new Set(["no_space", "io_error", "file_too_large"])
+
+/** The reason a file operation failed, or undefined when the failure is not about the file. */
+export const fileReasonOf = (e: ProviderError): FileReason | undefined => {
+  // A provider that failed (5xx) may still say why, when the file system itself refused: a full disk, an I/O error.
+  if (e.kind === "unavailable") return FILE_REASONS.find(([reason, pattern]) => SERVER_SIDE.has(reason) && pattern.test(e.message))?.[0]
+  if (e.kind !== "not_found" && e.kind !== "invalid_request" && e.kind !== "customer") return undefined
+  for (const [reason, pattern] of FILE_REASONS) if (pattern.test(e.message)) return reason
+  return e.kind === "not_found" ? "not_found" : "invalid_path"
+}

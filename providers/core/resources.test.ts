@@ -25,8 +25,25 @@ describe("resolveProviderResources", () => {
     expect(resolveProviderResources("runloop", req({ disk_mb: 20_000 }))).toBeUndefined()
   })
 
-  it("runloop's resource_size option names the size without being checked against the request", () => {
-    expect(resolveProviderResources("runloop", req({ vcpu: 1 }, { runloop: { resource_size: "XX_LARGE" } }))).toMatchObject({ vcpu: 1, providerSize: "XX_LARGE" })
+  it("runloop's resource_size option names the size, which must cover the request (never less than asked)", () => {
+    expect(resolveProviderResources("runloop", req({ vcpu: 1 }, { runloop: { resource_size: "XX_LARGE" } }))).toMatchObject({ vcpu: 8, memoryMb: 32768, providerSize: "XX_LARGE" })
+    expect(resolveProviderResources("runloop", req({ vcpu: 4 }, { runloop: { resource_size: "SMALL" } }))).toBeUndefined()
+    expect(resolveProviderResources("codesandbox", req({ vcpu: 4 }, { codesandbox: { vm_tier: "Pico" } }))).toBeUndefined()
+  })
+
+  it("never less than asked: template sizes (Daytona's snapshot, E2B's base) and fixed sizes are checked against the request", () => {
+    const env = { kind: "environment" as const, environment: "metal/base", version: "latest" }
+    expect(resolveProviderResources("daytona", { ...req({ vcpu: 1, memory_mb: 512, disk_mb: 256 }), source: env })).toMatchObject({ vcpu: 1, memoryMb: 1024, diskMb: 3072 })
+    expect(resolveProviderResources("daytona", { ...req({ vcpu: 64, memory_mb: 1_048_576 }), source: env })).toBeUndefined()
+    expect(resolveProviderResources("daytona", { ...req({ vcpu: 1, memory_mb: 512, disk_mb: 4096 }), source: env })).toBeUndefined()
+    expect(resolveProviderResources("e2b", { ...req({ vcpu: 1, memory_mb: 512 }), source: env })).toMatchObject({ vcpu: 2, memoryMb: 512 })
+    expect(resolveProviderResources("e2b", { ...req({ vcpu: 1, memory_mb: 1024 }), source: env })).toBeUndefined()
+    const fixed = { sizing: "fixed" as const, maxResources: { vcpu: 1, memoryMb: 6144, diskMb: 12_288 } }
+    expect(resolveProviderResources("cloudflare", req({ vcpu: 0.5, memory_mb: 512 }), fixed)).toMatchObject({ vcpu: 1, memoryMb: 6144, diskMb: 12_288 })
+    expect(resolveProviderResources("cloudflare", req({ vcpu: 2 }), fixed)).toBeUndefined()
+    // A ceiling (an emulated provider's: this host's) bounds what passes through.
+    expect(resolveProviderResources("modal", req({ vcpu: 64, memory_mb: 512 }), { sizing: "direct", maxResources: { vcpu: 2 } })).toBeUndefined()
+    expect(resolveProviderResources("modal", req({ vcpu: 2, memory_mb: 512 }), { sizing: "direct", maxResources: { vcpu: 2 } })).toMatchObject({ vcpu: 2 })
   })
 
   it("codesandbox takes the first tier covering vCPU and memory, always x86_64", () => {
@@ -71,7 +88,10 @@ describe("resolveProviderResources", () => {
       if (name === "modal" || name === "northflank") expect(arm?.architecture, name).toBe("arm64")
       else expect(arm, name).toBeUndefined()
     }
-    expect(resolveProviderResources("daytona", req({ vcpu: 3.5, memory_mb: 3000, disk_mb: 9000 }))).toEqual({ vcpu: 3.5, memoryMb: 3000, diskMb: 9000, architecture: "x86_64", providerSize: null })
+    expect(resolveProviderResources("blaxel", req({ vcpu: 3.5, memory_mb: 3000, disk_mb: 9000 }))).toEqual({ vcpu: 3.5, memoryMb: 3000, diskMb: 9000, architecture: "x86_64", providerSize: null })
+    // Daytona builds images in whole vCPUs and GiB.
+    expect(resolveProviderResources("daytona", { ...req({ vcpu: 3.5, memory_mb: 3000, disk_mb: 9000 }), source: { kind: "oci_image", image: "x" } }))
+      .toEqual({ vcpu: 4, memoryMb: 3072, diskMb: 9216, architecture: "x86_64", providerSize: null })
     expect(resolveProviderResources("e2b", req({ architecture: "x86_64" }))?.architecture).toBe("x86_64")
     expect(resolveProviderResources("modal", req({}, { modal: { size: "gpu-small" } }))?.providerSize).toBe("gpu-small")
     // A non-string size option is ignored rather than reported.

@@ -1,11 +1,11 @@
 /**
  * Resource mapping (reference/providers.md §2.3): what a provider would really give for the requested
- * resources, or `undefined` when nothing it offers fits (eligibility turns that into a `resources` exclusion).
+ * resources, or `undefined` when that is less than asked, beyond its ceiling, or nothing it offers fits
+ * (eligibility turns that into a `resources` exclusion). Never less than asked: more is fine (a tier, a preset,
+ * whole units), less is not — where the reference passes a provider's named size unchecked, it is checked here.
  *
- * - runloop: the first preset (vCPU / MiB / disk MiB) covering the request; `provider_size` is the
- *   `resource_size` option when given (not checked against the request, as upstream), else the preset.
- * - codesandbox: the first tier (vCPU / MiB) covering the request, always x86_64; `provider_size` is the
- *   `vm_tier` option when given, else the tier.
+ * - runloop: the first preset (vCPU / MiB / disk MiB) covering the request, or the `resource_size` option's.
+ * - codesandbox: the first tier (vCPU / MiB) covering the request, always x86_64, or the `vm_tier` option's.
  * - vercel: whole vCPUs, 1 to 8, each with 2048 MB: enough of them for the requested vCPUs and memory;
  *   `provider_size` is `"<n> vCPU"`.
  * - prime: whole vCPUs, 1 to 16 (the request rounded up); memory rounded up to a 128 MiB step, at most 64 GiB;
@@ -14,14 +14,17 @@
  *   16 GiB root filesystem: Freestyle only resizes upward) and at most its public ceiling (32 vCPU, 64 GiB of
  *   memory, 64 GiB of disk); `provider_size` is the snapshot (`provider_options.freestyle.snapshot_id`, else null
  *   here: the adapter reports the one it used).
+ * - daytona: an environment is its default snapshot (1 vCPU, 1 GiB, 3 GiB); an image build whole vCPUs and GiB.
+ * - e2b: an environment is the `base` template (2 vCPU, 512 MiB); a template is sized by itself.
+ * - a `fixed` provider (Cloudflare) gives its one size, its declared `maxResources`.
  * - everyone else: arm64 only on modal and northflank; the request passes through unchanged and
  *   `provider_size` is `provider_options.<provider>.size` or null.
  *
- * Adapters may override after create with what they really sent (daytona reports whole GiB, e2b the
- * template's size, ...).
+ * Adapters report after create what they really got (daytona whole GiB, e2b the template's size, ...); routing
+ * refuses a sandbox reported below the request (routing.ts).
  */
 import type { SandboxRequest } from "../../src/domain/Sandbox.ts"
-import type { ProviderName, ResolvedResources } from "./Provider.ts"
+import type { ProviderCapabilities, ProviderName, ResolvedResources, SizeLimits } from "./Provider.ts"
 
 export type MappedResources = ResolvedResources
 
@@ -85,10 +88,19 @@ export const freestyleSize = (resources: { readonly vcpu: number; readonly memor
   return { vcpu, memoryMb, diskMb }
 }
 
+/**
+ * Sandboxes from an `environment` source where nothing is sized at create: Daytona's default snapshot (resources
+ * are sent only with an image build) and E2B's `base` template (a template carries its size; its disk is not
+ * stated). A configured snapshot or template of another size is found out after the create (routing.ts checks
+ * what the provider reports against the request).
+ */
+export const DAYTONA_DEFAULT_SIZE = { vcpu: 1, memoryMb: 1024, diskMb: 3072 } as const
+export const E2B_BASE_SIZE = { vcpu: 2, memoryMb: 512, diskMb: null } as const
+
 /** Providers with arm64 machines. */
 export const ARM64_PROVIDERS: ReadonlySet<ProviderName> = new Set(["modal", "northflank"])
 
-type ResourceRequest = Pick<SandboxRequest, "resources" | "provider_options">
+type ResourceRequest = Pick<SandboxRequest, "resources" | "provider_options"> & { readonly source?: SandboxRequest["source"] | undefined }
 
 const optionOf = (req: ResourceRequest, provider: ProviderName, key: string): string | undefined => {
   const options = (req.provider_options as Readonly<Record<string, Readonly<Record<string, unknown>> | undefined>> | undefined)?.[provider]
@@ -96,19 +108,34 @@ const optionOf = (req: ResourceRequest, provider: ProviderName, key: string): st
   return typeof value === "string" && value !== "" ? value : undefined
 }
 
-export const resolveProviderResources = (provider: ProviderName, req: ResourceRequest): ResolvedResources | undefined => {
+/** Whether `given` is at least what was asked on every dimension (a disk the provider does not state passes). */
+export const coversRequest = (given: Pick<ResolvedResources, "vcpu" | "memoryMb" | "diskMb">, asked: SandboxRequest["resources"]): boolean =>
+  given.vcpu + 1e-9 >= asked.vcpu && given.memoryMb >= asked.memory_mb && (asked.disk_mb === undefined || given.diskMb === null || given.diskMb >= asked.disk_mb)
+
+/** Whether `size` is within the provider's ceiling (`maxResources`) on every dimension it states. */
+export const withinCeiling = (size: Pick<ResolvedResources, "vcpu" | "memoryMb" | "diskMb">, max: SizeLimits | undefined): boolean =>
+  (max?.vcpu === undefined || size.vcpu <= max.vcpu + 1e-9) &&
+  (max?.memoryMb === undefined || size.memoryMb <= max.memoryMb) &&
+  (max?.diskMb === undefined || size.diskMb === null || size.diskMb <= max.diskMb)
+
+/** What the provider's own sizing gives for the request (before the never-less and ceiling checks). */
+const mapped = (provider: ProviderName, req: ResourceRequest, capabilities: Pick<ProviderCapabilities, "sizing" | "maxResources"> | undefined): ResolvedResources | undefined => {
   const r = req.resources
-  if (r.architecture === "arm64" && !ARM64_PROVIDERS.has(provider)) return undefined
   const architecture = r.architecture === "any" ? "x86_64" : r.architecture
+  const environment = req.source === undefined || req.source.kind === "environment"
   if (provider === "runloop") {
-    const preset = RUNLOOP_PRESETS.find((p) => p.vcpu >= r.vcpu && p.memoryMb >= r.memory_mb && p.diskMb >= (r.disk_mb ?? 0))
+    const named = optionOf(req, provider, "resource_size")
+    const preset = named !== undefined
+      ? RUNLOOP_PRESETS.find((p) => p.size === named)
+      : RUNLOOP_PRESETS.find((p) => p.vcpu >= r.vcpu && p.memoryMb >= r.memory_mb && p.diskMb >= (r.disk_mb ?? 0))
     if (preset === undefined) return undefined
-    return { vcpu: preset.vcpu, memoryMb: preset.memoryMb, diskMb: preset.diskMb, architecture, providerSize: optionOf(req, provider, "resource_size") ?? preset.size }
+    return { vcpu: preset.vcpu, memoryMb: preset.memoryMb, diskMb: preset.diskMb, architecture, providerSize: preset.size }
   }
   if (provider === "codesandbox") {
-    const tier = CODESANDBOX_TIERS.find((t) => t.vcpu >= r.vcpu && t.memoryMb >= r.memory_mb)
+    const named = optionOf(req, provider, "vm_tier")
+    const tier = named !== undefined ? CODESANDBOX_TIERS.find((t) => t.size === named) : CODESANDBOX_TIERS.find((t) => t.vcpu >= r.vcpu && t.memoryMb >= r.memory_mb)
     if (tier === undefined) return undefined
-    return { vcpu: tier.vcpu, memoryMb: tier.memoryMb, diskMb: r.disk_mb ?? null, architecture: "x86_64", providerSize: optionOf(req, provider, "vm_tier") ?? tier.size }
+    return { vcpu: tier.vcpu, memoryMb: tier.memoryMb, diskMb: r.disk_mb ?? null, architecture: "x86_64", providerSize: tier.size }
   }
   if (provider === "vercel") {
     const vcpus = vercelVcpus({ vcpu: r.vcpu, memoryMb: r.memory_mb })
@@ -125,5 +152,38 @@ export const resolveProviderResources = (provider: ProviderName, req: ResourceRe
     if (size === undefined) return undefined
     return { ...size, architecture, providerSize: optionOf(req, provider, "snapshot_id") ?? null }
   }
+  if (provider === "daytona") {
+    if (environment) return { ...DAYTONA_DEFAULT_SIZE, architecture, providerSize: null }
+    // An image build: whole vCPUs and GiB.
+    return {
+      vcpu: Math.max(1, Math.ceil(r.vcpu - 1e-9)),
+      memoryMb: Math.max(1, Math.ceil(r.memory_mb / 1024 - 1e-9)) * 1024,
+      diskMb: r.disk_mb === undefined ? null : Math.max(1, Math.ceil(r.disk_mb / 1024 - 1e-9)) * 1024,
+      architecture,
+      providerSize: null
+    }
+  }
+  if (provider === "e2b" && environment && optionOf(req, provider, "template_id") === undefined) return { ...E2B_BASE_SIZE, architecture, providerSize: null }
+  // One size for every sandbox (Cloudflare: the bridge's instance type): its ceiling is its size.
+  const max = capabilities?.maxResources
+  if (capabilities?.sizing === "fixed" && max?.vcpu !== undefined && max.memoryMb !== undefined) {
+    return { vcpu: max.vcpu, memoryMb: max.memoryMb, diskMb: max.diskMb ?? null, architecture, providerSize: optionOf(req, provider, "size") ?? null }
+  }
   return { vcpu: r.vcpu, memoryMb: r.memory_mb, diskMb: r.disk_mb ?? null, architecture, providerSize: optionOf(req, provider, "size") ?? null }
+}
+
+/**
+ * What the provider gives for the request, or undefined when that would be less than asked on any dimension,
+ * more than its ceiling (`capabilities.maxResources`: for an emulated provider, also this host's), or nothing it
+ * offers fits at all. Never less than asked: a size below the request is no size.
+ */
+export const resolveProviderResources = (
+  provider: ProviderName,
+  req: ResourceRequest,
+  capabilities?: Pick<ProviderCapabilities, "sizing" | "maxResources">
+): ResolvedResources | undefined => {
+  if (req.resources.architecture === "arm64" && !ARM64_PROVIDERS.has(provider)) return undefined
+  const size = mapped(provider, req, capabilities)
+  if (size === undefined || !coversRequest(size, req.resources) || !withinCeiling(size, capabilities?.maxResources)) return undefined
+  return size
 }

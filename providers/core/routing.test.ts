@@ -15,6 +15,7 @@ import {
   type SandboxProvider,
   unsupported
 } from "./Provider.ts"
+import { apiBreadth, autoOrder } from "./placement.ts"
 import { type Attempt, candidateOrder, provisionWithFallback } from "./routing.ts"
 
 const request = (patch: Record<string, unknown> = {}) =>
@@ -34,16 +35,18 @@ interface FakeOptions {
   readonly reconcileFails?: boolean
   readonly mode?: "remote" | "emulated"
   readonly cost?: boolean
+  /** What create reports it gave (default 1 vCPU, 512 MB). */
+  readonly gives?: { readonly vcpu: number; readonly memoryMb: number }
 }
 
 /** A fake provider: an in-memory resource table keyed by our sandbox id. */
 const fake = (name: ProviderName, options: FakeOptions = {}) => {
   const resources = new Map<string, ProviderSandbox>()
-  const calls = { create: 0, reconcile: 0 }
+  const calls = { create: 0, reconcile: 0, destroy: 0 }
   const failures = [...(options.failures ?? [])]
   const resourceOf = (id: string): ProviderSandbox => ({
     resourceId: `${name}-${id}-${resources.size}`,
-    resolvedResources: { vcpu: 1, memoryMb: 512, diskMb: null, architecture: "x86_64", providerSize: null },
+    resolvedResources: { vcpu: options.gives?.vcpu ?? 1, memoryMb: options.gives?.memoryMb ?? 512, diskMb: null, architecture: "x86_64", providerSize: null },
     metadata: {}
   })
   const no = () => Effect.fail(unsupported(name, "this in the fake"))
@@ -73,7 +76,10 @@ const fake = (name: ProviderName, options: FakeOptions = {}) => {
           : Effect.succeed(resources.get(id) ?? null)
       }),
     inspect: (s) => Effect.succeed([...resources.values()].some((r) => r.resourceId === s.resourceId) ? "running" : "absent"),
-    destroy: () => Effect.void,
+    destroy: (s) => Effect.sync(() => {
+      calls.destroy++
+      for (const [id, r] of resources) if (r.resourceId === s.resourceId) resources.delete(id)
+    }),
     pause: no,
     resume: no,
     getCost: () => Effect.succeed(null),
@@ -90,10 +96,11 @@ const fake = (name: ProviderName, options: FakeOptions = {}) => {
   return { provider, calls, resources }
 }
 
-const walk = (providers: ReadonlyArray<SandboxProvider>, req = request(), seen: Array<Attempt> = []) =>
+const walk = (providers: ReadonlyArray<SandboxProvider>, req = request(), seen: Array<Attempt> = [], ownAccount?: (p: SandboxProvider) => boolean) =>
   Effect.runPromise(provisionWithFallback({
     request: req,
     providers,
+    ownAccount,
     input: () => ({
       sandboxId: "sbx_1",
       organizationId: "o",
@@ -168,7 +175,7 @@ describe("provisionWithFallback", () => {
     expect(outcome._tag === "Provisioned" && outcome.provider.name).toBe("daytona")
     expect(outcome._tag === "Provisioned" && outcome.sandbox).toEqual(daytona.resources.get("sbx_1"))
     expect(outcomes(outcome.attempts)).toEqual([["daytona", "found", null]])
-    expect(daytona.calls).toEqual({ create: 1, reconcile: 1 })
+    expect(daytona.calls).toEqual({ create: 1, reconcile: 1, destroy: 0 })
     expect(daytona.resources.size).toBe(1)
     expect(e2b.calls.create).toBe(0)
   })
@@ -178,7 +185,7 @@ describe("provisionWithFallback", () => {
     const e2b = fake("e2b")
     const outcome = await walk([daytona.provider, e2b.provider])
     expect(outcomes(outcome.attempts)).toEqual([["daytona", "absent", "provider_unknown_outcome"], ["e2b", "created", null]])
-    expect(daytona.calls).toEqual({ create: 1, reconcile: 1 })
+    expect(daytona.calls).toEqual({ create: 1, reconcile: 1, destroy: 0 })
   })
 
   it("an unknown outcome that cannot be reconciled stops the walk as ProvisionUnknown", async () => {
@@ -227,6 +234,36 @@ describe("provisionWithFallback", () => {
     // Emulated (not billed from the provider's cost): eligible.
     const emulated = await walk([fake("cloudflare").provider], request({ fallback: { providers: ["cloudflare"] } }))
     expect(emulated._tag).toBe("Provisioned")
+  })
+
+  it("auto places where the most of the API works (ties in the canonical order); the organization's own providers first", async () => {
+    // Modal (no cancel, no endpoints, no append) comes before Blaxel in the canonical order, yet Blaxel's API is broader.
+    const modal = fake("modal")
+    const blaxel = fake("blaxel")
+    const outcome = await walk([modal.provider, blaxel.provider])
+    expect(outcome._tag === "Provisioned" && outcome.provider.name).toBe("blaxel")
+    expect(apiBreadth(blaxel.provider)).toBeGreaterThan(apiBreadth(modal.provider))
+    // A provider that takes standard input and runs terminals outranks one that does not.
+    const withInput = { ...fake("e2b").provider, sendInput: () => Effect.void, resizeTerminal: () => Effect.void, capabilities: { ...DECLARED.e2b, process: { ...DECLARED.e2b.process!, terminal: true, cancel: true } } }
+    expect(autoOrder([fake("daytona").provider, withInput]).map((p) => p.name)).toEqual(["e2b", "daytona"])
+    // Equal breadth: the canonical order.
+    expect(autoOrder([fake("vercel").provider, fake("vercel").provider, fake("daytona").provider]).map((p) => p.name)[0]).toBe("daytona")
+    // BYOK first, whatever its breadth; an explicit provider is never reordered.
+    const own = await walk([modal.provider, blaxel.provider], request(), [], (p) => p.name === "modal")
+    expect(own._tag === "Provisioned" && own.provider.name).toBe("modal")
+    const explicit = await walk([modal.provider, blaxel.provider], request({ provider: "modal", fallback: { providers: ["blaxel"] } }))
+    expect(outcomes(explicit.attempts)[0]).toEqual(["modal", "created", null])
+  })
+
+  it("a provider that gives less than asked is refused: its sandbox destroyed, the attempt ineligible (resources), the next tried", async () => {
+    const small = fake("daytona", { gives: { vcpu: 1, memoryMb: 512 } })
+    const large = fake("modal", { gives: { vcpu: 2, memoryMb: 2048 } })
+    const outcome = await walk([small.provider, large.provider], request({ provider: "daytona", fallback: { providers: ["modal"] }, resources: { vcpu: 1, memory_mb: 1024, disk_mb: 0 } }))
+    expect(outcome._tag === "Provisioned" && outcome.provider.name).toBe("modal")
+    expect(outcomes(outcome.attempts)).toEqual([["daytona", "ineligible", "capability_unsupported"], ["modal", "created", null]])
+    expect(outcome.attempts[0]?.unmet_requirements).toEqual([{ requirement: "resources", message: "daytona gave 1 vCPU, 512 MB of memory, less than the requested 1 vCPU, 1024 MB of memory, 0 MB of disk" }])
+    expect(small.calls.destroy).toBe(1)
+    expect(small.resources.size).toBe(0)
   })
 
   it("create is idempotent per sandbox id at the fake (the walk relies on it after a restart)", async () => {

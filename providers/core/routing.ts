@@ -2,12 +2,14 @@
  * Routing and fallback (reference/providers.md §2.5): the candidate list, and the provisioning walk over it.
  *
  * Candidates: an explicit provider → `[primary, ...fallback.providers]`; `auto` → `fallback.providers`, then every
- * other configured provider in the order given (the caller puts BYOK providers first, then the registry order).
- * Duplicates are dropped. `max_attempts` (default 9) counts real `create` calls only: unconfigured and
+ * other configured provider, those on the organization's own account (BYOK) first, each group broadest API first
+ * (placement.ts; ties in the canonical order). Duplicates are dropped. `max_attempts` (default 9) counts real `create` calls only: unconfigured and
  * ineligible candidates are free.
  *
  * Per candidate: not configured → a failed attempt (`provider_auth_error`), next; unmet requirements →
- * `ineligible`, next; otherwise `create`. Success → `created`. A fallback-safe failure (capacity, unavailable,
+ * `ineligible`, next; otherwise `create`. Success → `created` — unless the provider reports less than the request
+ * on any dimension (never less than asked): the resource is destroyed, the attempt is `ineligible` (resources),
+ * next. A fallback-safe failure (capacity, unavailable,
  * timeout_absent, unsupported: nothing was created) → `failed`, next. `unknown_outcome` → `reconcileCreate`
  * by our sandbox id: found → `found` (success); null → `absent`, next; an error → `unknown` and the walk stops
  * with `ProvisionUnknown` (the caller retries the reconciliation later — never a blind re-create). Any other
@@ -17,6 +19,8 @@ import { Effect } from "effect"
 import type { SandboxRequest } from "../../src/domain/Sandbox.ts"
 import { type Unmet, unmetRequirements } from "./eligibility.ts"
 import { attemptCode } from "./errors.ts"
+import { autoOrder } from "./placement.ts"
+import { coversRequest } from "./resources.ts"
 import {
   type CreateInput,
   FALLBACK_SAFE,
@@ -29,6 +33,10 @@ import {
 export type { Unmet } from "./eligibility.ts"
 
 export const DEFAULT_MAX_ATTEMPTS = 9
+
+/** A size in words: "1 vCPU, 1024 MB of memory, 3072 MB of disk". */
+export const sizeText = (size: { readonly vcpu: number; readonly memoryMb: number; readonly diskMb: number | null }) =>
+  [`${size.vcpu} vCPU`, `${size.memoryMb} MB of memory`, ...(size.diskMb === null ? [] : [`${size.diskMb} MB of disk`])].join(", ")
 
 type RoutingRequest = Pick<SandboxRequest, "provider" | "fallback">
 
@@ -72,13 +80,15 @@ export interface ProvisionOptions {
   readonly beforeCreate?: ((provider: SandboxProvider, input: CreateInput) => Effect.Effect<void>) | undefined
   /** Whether this sandbox would be billed from the provider's cost. Default: `remote` providers are. */
   readonly managedBilling?: ((provider: SandboxProvider) => boolean) | undefined
+  /** Providers on the organization's own account (BYOK): tried first under `auto`. */
+  readonly ownAccount?: ((provider: SandboxProvider) => boolean) | undefined
 }
 
 export const provisionWithFallback = (options: ProvisionOptions): Effect.Effect<ProvisionOutcome> =>
   Effect.gen(function*() {
     const byName = new Map(options.providers.map((p) => [p.name, p]))
     const auto = isAutoRouting(options.request)
-    const order = candidateOrder(options.request, options.providers.map((p) => p.name))
+    const order = candidateOrder(options.request, (auto ? autoOrder(options.providers, options.ownAccount) : options.providers).map((p) => p.name))
     const maxCalls = options.request.fallback?.max_attempts ?? DEFAULT_MAX_ATTEMPTS
     const managed = options.managedBilling ?? ((p: SandboxProvider) => p.mode === "remote")
     const attempts: Array<Attempt> = []
@@ -116,6 +126,21 @@ export const provisionWithFallback = (options: ProvisionOptions): Effect.Effect<
       if (options.beforeCreate !== undefined) yield* options.beforeCreate(provider, input)
       const created = yield* Effect.either(provider.create(input))
       if (created._tag === "Right") {
+        const given = created.right.resolvedResources
+        if (!coversRequest(given, options.request.resources)) {
+          // Never less than asked: what the provider made is removed, and the next candidate is tried.
+          const removed = yield* Effect.either(provider.destroy(created.right))
+          const unmet: Unmet = {
+            requirement: "resources",
+            message: `${name} gave ${sizeText(given)}, less than the requested ${sizeText({ vcpu: options.request.resources.vcpu, memoryMb: options.request.resources.memory_mb, diskMb: options.request.resources.disk_mb ?? null })}`
+          }
+          if (removed._tag === "Left") {
+            yield* failed(name, removed.left)
+            return { _tag: "Failed", error: removed.left, attempts }
+          }
+          yield* record({ provider: name, outcome: "ineligible", code: "capability_unsupported", message: unmet.message, unmet_requirements: [unmet] })
+          continue
+        }
         yield* record({ provider: name, outcome: "created", code: null, message: null, unmet_requirements: [] })
         return { _tag: "Provisioned", provider, sandbox: created.right, attempts }
       }

@@ -6,7 +6,7 @@
 import { Config, Effect, Option } from "effect"
 import { AppConfig } from "../../src/Config.ts"
 import { LocalRuntime } from "../../src/runtime/LocalRuntime.ts"
-import { withLocalMetrics } from "../core/localMetrics.ts"
+import { onLocalRuntime } from "../core/localRuntime.ts"
 import { makeDaytonaProvider } from "./adapter/index.ts"
 import { startDaytonaEmulator } from "./emulator/index.ts"
 
@@ -21,5 +21,5 @@ export const DaytonaPlugin = Effect.gen(function*() {
   const { dataDir } = yield* AppConfig
   const runtime = yield* LocalRuntime
   const emulator = yield* Effect.acquireRelease(Effect.sync(() => startDaytonaEmulator(dataDir, runtime)), (e) => Effect.sync(() => e.stop()))
-  return withLocalMetrics(makeDaytonaProvider({ baseUrl: emulator.baseUrl, apiKey: emulator.apiKey, mode: "emulated" }), runtime)
+  return onLocalRuntime(makeDaytonaProvider({ baseUrl: emulator.baseUrl, apiKey: emulator.apiKey, mode: "emulated" }), runtime)
 })

@@ -15,7 +15,7 @@ import type { ConfigError } from "effect/ConfigError"
 import type { AppConfig } from "../../src/Config.ts"
 import { LocalRuntime } from "../../src/runtime/LocalRuntime.ts"
 import type { SandboxProvider } from "../core/Provider.ts"
-import { withLocalMetrics } from "../core/localMetrics.ts"
+import { onLocalRuntime } from "../core/localRuntime.ts"
 import { makeE2BProvider } from "./adapter/index.ts"
 import { e2bEmulator } from "./emulator/index.ts"
 
@@ -31,5 +31,5 @@ export const E2BPlugin: Effect.Effect<SandboxProvider, ConfigError, AppConfig | 
   }
   const emulator = yield* e2bEmulator
   // Emulated sandboxes are local-runtime jails: their metrics come from the runtime, in more detail than E2B's.
-  return withLocalMetrics(makeE2BProvider({ ...emulator, mode: "emulated", defaultTemplate }), yield* LocalRuntime)
+  return onLocalRuntime(makeE2BProvider({ ...emulator, mode: "emulated", defaultTemplate }), yield* LocalRuntime)
 })

@@ -7,6 +7,7 @@
  */
 import type { HttpClient } from "@effect/platform"
 import { Effect } from "effect"
+import { CWD_MISSING_MARK } from "../core/cwd.ts"
 import { createHash } from "node:crypto"
 import { describe, expect, it } from "vitest"
 import { conformanceInput } from "../core/conformance.ts"
@@ -251,7 +252,7 @@ describe("freestyle remote: exec-await", () => {
       step("POST", "/v5/vms/vm_1/exec-await", (call) => {
         authorized(call)
         expect(bodyJson(call)).toEqual({
-          command: "cd /tmp && export CONFORMANCE_SANDBOX=yes GREETING='hi there' && exec sh -c 'echo \"$GREETING\"; exit 3'",
+          command: `{ cd -- /tmp 2>/dev/null || { echo '${CWD_MISSING_MARK}' >&2; exit 97; }; } && export CONFORMANCE_SANDBOX=yes GREETING='hi there' && exec sh -c 'echo "$GREETING"; exit 3'`,
           timeoutMs: 300_000
         })
         return json({ stdout: "hi there\n", stderr: "warn\n", statusCode: 3 })

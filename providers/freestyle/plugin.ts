@@ -11,7 +11,7 @@
 import { Config, type ConfigError, Effect, Option, type Scope } from "effect"
 import type { AppConfig } from "../../src/Config.ts"
 import { LocalRuntime } from "../../src/runtime/LocalRuntime.ts"
-import { withLocalMetrics } from "../core/localMetrics.ts"
+import { onLocalRuntime } from "../core/localRuntime.ts"
 import type { SandboxProvider } from "../core/Provider.ts"
 import { DEFAULT_API_URL, makeFreestyleProvider } from "./adapter/index.ts"
 import { freestyleEmulator } from "./emulator/index.ts"
@@ -30,5 +30,5 @@ export const FreestylePlugin: Effect.Effect<SandboxProvider, ConfigError.ConfigE
     })
   }
   const emulator = yield* freestyleEmulator
-  return withLocalMetrics(makeFreestyleProvider({ apiUrl: emulator.apiUrl, apiKey: emulator.apiKey, mode: "emulated" }), yield* LocalRuntime)
+  return onLocalRuntime(makeFreestyleProvider({ apiUrl: emulator.apiUrl, apiKey: emulator.apiKey, mode: "emulated" }), yield* LocalRuntime)
 })

@@ -16,7 +16,7 @@
 import { Config, ConfigError, Effect, Option, type Scope } from "effect"
 import type { AppConfig } from "../../src/Config.ts"
 import { LocalRuntime } from "../../src/runtime/LocalRuntime.ts"
-import { withLocalMetrics } from "../core/localMetrics.ts"
+import { onLocalRuntime } from "../core/localRuntime.ts"
 import type { SandboxProvider } from "../core/Provider.ts"
 import { DEFAULT_APP_NAME, makeModalProvider } from "./adapter/index.ts"
 import { modalSdkApi } from "./adapter/sdk.ts"
@@ -50,5 +50,5 @@ export const ModalPlugin: Effect.Effect<SandboxProvider, ConfigError.ConfigError
     appName,
     mode: "emulated"
   })
-  return withLocalMetrics(provider, yield* LocalRuntime, emulator.runtimeIdOf)
+  return onLocalRuntime(provider, yield* LocalRuntime, emulator.runtimeIdOf)
 })

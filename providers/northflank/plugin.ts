@@ -13,7 +13,7 @@ import { Config, ConfigError, Effect, Option, type Scope } from "effect"
 import type { AppConfig } from "../../src/Config.ts"
 import { emulatedCapabilities } from "../core/Capabilities.ts"
 import { LocalRuntime } from "../../src/runtime/LocalRuntime.ts"
-import { withLocalMetrics } from "../core/localMetrics.ts"
+import { onLocalRuntime } from "../core/localRuntime.ts"
 import type { SandboxProvider } from "../core/Provider.ts"
 import { DEFAULT_API_URL, DEFAULT_IMAGE, DEFAULT_PLAN, makeNorthflankProvider, NORTHFLANK_CAPABILITIES } from "./adapter/index.ts"
 import { EMULATED_ARCHITECTURES, northflankEmulator } from "./emulator/index.ts"
@@ -50,5 +50,5 @@ export const NorthflankPlugin: Effect.Effect<SandboxProvider, ConfigError.Config
     architectures: capabilities.architectures.filter((a) => EMULATED_ARCHITECTURES.includes(a)),
     mode: "emulated"
   })
-  return withLocalMetrics(provider, yield* LocalRuntime, emulator.runtimeIdOf)
+  return onLocalRuntime(provider, yield* LocalRuntime, emulator.runtimeIdOf)
 })

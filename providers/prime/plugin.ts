@@ -13,7 +13,7 @@
 import { Config, type ConfigError, Effect, Option, type Scope } from "effect"
 import type { AppConfig } from "../../src/Config.ts"
 import { LocalRuntime } from "../../src/runtime/LocalRuntime.ts"
-import { withLocalMetrics } from "../core/localMetrics.ts"
+import { onLocalRuntime } from "../core/localRuntime.ts"
 import type { SandboxProvider } from "../core/Provider.ts"
 import { DEFAULT_API_URL, makePrimeProvider } from "./adapter/index.ts"
 import { primeEmulator } from "./emulator/index.ts"
@@ -32,5 +32,5 @@ export const PrimePlugin: Effect.Effect<SandboxProvider, ConfigError.ConfigError
     })
   }
   const emulator = yield* primeEmulator
-  return withLocalMetrics(makePrimeProvider({ apiUrl: emulator.apiUrl, apiKey: emulator.apiKey, mode: "emulated" }), yield* LocalRuntime)
+  return onLocalRuntime(makePrimeProvider({ apiUrl: emulator.apiUrl, apiKey: emulator.apiKey, mode: "emulated" }), yield* LocalRuntime)
 })

@@ -9,7 +9,7 @@
 import { Config, ConfigError, Effect, Option, type Scope } from "effect"
 import type { AppConfig } from "../../src/Config.ts"
 import { LocalRuntime } from "../../src/runtime/LocalRuntime.ts"
-import { withLocalMetrics } from "../core/localMetrics.ts"
+import { onLocalRuntime } from "../core/localRuntime.ts"
 import type { SandboxProvider } from "../core/Provider.ts"
 import { RUNLOOP_PRESETS } from "../core/resources.ts"
 import { DEFAULT_API_URL, makeRunloopProvider, oemRatesOf } from "./adapter/index.ts"
@@ -42,5 +42,5 @@ export const RunloopPlugin: Effect.Effect<SandboxProvider, ConfigError.ConfigErr
     })
   }
   const emulator = yield* runloopEmulator
-  return withLocalMetrics(makeRunloopProvider({ apiUrl: emulator.apiUrl, apiKey: emulator.apiKey, mode: "emulated" }), yield* LocalRuntime)
+  return onLocalRuntime(makeRunloopProvider({ apiUrl: emulator.apiUrl, apiKey: emulator.apiKey, mode: "emulated" }), yield* LocalRuntime)
 })

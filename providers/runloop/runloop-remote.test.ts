@@ -7,6 +7,7 @@
  */
 import type { HttpClient } from "@effect/platform"
 import { Effect } from "effect"
+import { CWD_MISSING_MARK } from "../core/cwd.ts"
 import { describe, expect, it } from "vitest"
 import { conformanceInput } from "../core/conformance.ts"
 import type { CreateInput, ProviderError, ProviderSandbox } from "../core/Provider.ts"
@@ -262,7 +263,7 @@ describe("runloop remote: executions and files", () => {
     const s = scripted([
       step("POST", "/v1/devboxes/dbx_1/execute_async", (call) => {
         authorized(call)
-        expect(bodyJson(call)).toEqual({ command: `cd "$HOME"/'sub dir' && export K='v w' && exec echo 'a b'` })
+        expect(bodyJson(call)).toEqual({ command: `{ cd -- "$HOME"/'sub dir' 2>/dev/null || { echo '${CWD_MISSING_MARK}' >&2; exit 97; }; } && export K='v w' && exec echo 'a b'` })
         return json(execution("queued"))
       }),
       step("GET", "/v1/devboxes/dbx_1/executions/exe_1", () => json(execution("running"))),
@@ -276,7 +277,7 @@ describe("runloop remote: executions and files", () => {
     expect(events.map((e) => e.type)).toEqual(["stdout", "stderr", "exit"])
     expect(events[2]).toEqual({ seq: 2, type: "exit", exitCode: 3, signal: null, cancelled: false, timedOut: false, outputTruncated: false })
     expect(s.left()).toBe(0)
-    expect(commandLine({ command: ["pwd"], cwd: "/tmp" })).toBe("cd /tmp && exec pwd")
+    expect(commandLine({ command: ["pwd"], cwd: "/tmp" })).toBe(`{ cd -- /tmp 2>/dev/null || { echo '${CWD_MISSING_MARK}' >&2; exit 97; }; } && exec pwd`)
     expect(commandLine({ command: ["ls"] })).toBe("exec ls")
   })
 

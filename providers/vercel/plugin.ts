@@ -13,7 +13,7 @@
 import { Config, ConfigError, Effect, Option, type Scope } from "effect"
 import type { AppConfig } from "../../src/Config.ts"
 import { LocalRuntime } from "../../src/runtime/LocalRuntime.ts"
-import { withLocalMetrics } from "../core/localMetrics.ts"
+import { onLocalRuntime } from "../core/localRuntime.ts"
 import type { SandboxProvider } from "../core/Provider.ts"
 import { DEFAULT_API_URL, makeVercelProvider } from "./adapter/index.ts"
 import { vercelEmulator } from "./emulator/index.ts"
@@ -38,5 +38,5 @@ export const VercelPlugin: Effect.Effect<SandboxProvider, ConfigError.ConfigErro
   }
   const emulator = yield* vercelEmulator
   const provider = makeVercelProvider({ apiUrl: emulator.apiUrl, token: emulator.token, projectId: emulator.projectId, teamId: emulator.teamId, mode: "emulated" })
-  return withLocalMetrics(provider, yield* LocalRuntime, emulator.runtimeIdOf)
+  return onLocalRuntime(provider, yield* LocalRuntime, emulator.runtimeIdOf)
 })

@@ -87,7 +87,8 @@ describe("vercel remote: sandboxes", () => {
         const body = bodyJson(call) as Record<string, unknown>
         expect(body).toMatchObject({ image: "python:3.14", resources: { vcpus: 3 }, timeout: 18_000_000 })
         expect(body["runtime"]).toBeUndefined()
-        expect(body["networkPolicy"]).toBeUndefined()
+        // Asked for: said (Vercel's default is the same, but the request's word is sent).
+        expect(body["networkPolicy"]).toEqual({ mode: "allow-all" })
         return json(found("running"))
       })
     ])

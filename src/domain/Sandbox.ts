@@ -197,6 +197,15 @@ export const ResolvedResources = Schema.Struct({
   provider_size: Schema.NullOr(Schema.String)
 }).annotations({ identifier: "ResolvedResources" })
 
+export const ResolvedNetwork = Schema.Struct({
+  internet_access: Schema.Boolean.annotations({ description: "Whether the sandbox reaches the internet" }),
+  source: Schema.Literal("requested", "provider_default").annotations({
+    description: "`requested`: as the request's `network` said; `provider_default`: the request left it unsaid and the provider's default applies"
+  }),
+  allow_domains: Schema.NullOr(Schema.Array(Schema.String)).annotations({ description: "The only names the sandbox may reach, enforced by its provider; null: no allow list applies" }),
+  deny_domains: Schema.NullOr(Schema.Array(Schema.String)).annotations({ description: "Names the sandbox may not reach, enforced by its provider; null: no deny list applies" })
+}).annotations({ identifier: "ResolvedNetwork", description: "What the sandbox got of the network; null until it is placed" })
+
 export const Sandbox = Schema.Struct({
   id: SandboxId,
   type: Schema.Literal("sandbox"),
@@ -207,6 +216,7 @@ export const Sandbox = Schema.Struct({
   provider: Schema.NullOr(Provider),
   billing_mode: Schema.Literal("managed", "byok", "emulated"),
   resolved_resources: Schema.NullOr(ResolvedResources),
+  resolved_network: Schema.NullOr(ResolvedNetwork),
   cost_microusd: Schema.NullOr(Schema.String),
   cost_updated_at: Schema.NullOr(Timestamp),
   created_at: Timestamp,

@@ -20,6 +20,7 @@ import { OrganizationsApi } from "./groups/OrganizationsApi.ts"
 import { ProjectsApi } from "./groups/ProjectsApi.ts"
 import { ProviderCredentialsApi } from "./groups/ProviderCredentialsApi.ts"
 import { EndpointsApi } from "./groups/EndpointsApi.ts"
+import { EnvironmentsApi } from "./groups/EnvironmentsApi.ts"
 import { FilesystemApi } from "./groups/FilesystemApi.ts"
 import { OperationsApi } from "./groups/OperationsApi.ts"
 import { ProcessesApi } from "./groups/ProcessesApi.ts"
@@ -29,7 +30,7 @@ import { SandboxesApi } from "./groups/SandboxesApi.ts"
 import { SystemApi } from "./groups/SystemApi.ts"
 import { WebhookDeliveriesApi } from "./groups/WebhookDeliveriesApi.ts"
 import { WebhooksApi } from "./groups/WebhooksApi.ts"
-import { dropHttpApiDecodeError } from "./OpenApiTransform.ts"
+import { documentTransform } from "./OpenApiTransform.ts"
 
 export class Api extends HttpApi.make("sandbox-gateway")
   .add(SystemApi)
@@ -43,6 +44,7 @@ export class Api extends HttpApi.make("sandbox-gateway")
   .add(WebhookDeliveriesApi)
   .add(ProviderCredentialsApi)
   .add(SandboxesApi)
+  .add(EnvironmentsApi)
   .add(ProjectSandboxesApi)
   .add(OperationsApi)
   .add(ProjectOperationsApi)
@@ -62,7 +64,7 @@ export class Api extends HttpApi.make("sandbox-gateway")
       version: "1.0.0",
       description:
         "One REST API that creates and drives compute sandboxes on eleven providers, plus organizations, members, projects, API keys, billing, usage and webhooks. Every error body is `{code, message, request_id, retryable, details?}`.",
-      transform: dropHttpApiDecodeError
+      transform: documentTransform
     })
   )
 {}

@@ -4,7 +4,7 @@
  * type (415) and crashes (500 without internals). Runs api-first, before HttpApi encodes failures.
  */
 import { HttpApiBuilder, HttpApiError, HttpServerError, HttpServerRequest } from "@effect/platform"
-import { Cause, Effect, Option, ParseResult } from "effect"
+import { Cause, Effect, Option } from "effect"
 import {
   BadRequest,
   InternalError,
@@ -15,25 +15,17 @@ import {
   UnsupportedMediaType
 } from "../domain/Errors.ts"
 import { isDatabaseBusy } from "../db/Sql.ts"
+import { issuesSummary, readableIssues } from "../domain/Issues.ts"
 import { Api } from "./Api.ts"
 import { jsonNestingExceeds, MAX_JSON_DEPTH } from "./BodyLimits.ts"
 
 const BODY_METHODS = new Set(["POST", "PUT", "PATCH", "DELETE"])
 
-type Issue = { readonly path: string; readonly message: string }
-
-/** An issue's message quotes the value it refused: a huge value is not sent back whole. */
-const MAX_ISSUE_MESSAGE = 500
-const bounded = (message: string) => (message.length <= MAX_ISSUE_MESSAGE ? message : `${message.slice(0, MAX_ISSUE_MESSAGE)}…`)
-
-const issuesOf = (error: HttpApiError.HttpApiDecodeError): Array<Issue> =>
-  error.issues.map((issue) => ({ path: issue.path.map(String).join("."), message: bounded(issue.message) }))
-
-export const issuesOfParseError = (error: ParseResult.ParseError): Array<Issue> =>
-  ParseResult.ArrayFormatter.formatErrorSync(error).map((issue) => ({
-    path: issue.path.map(String).join("."),
-    message: bounded(issue.message)
-  }))
+/** A schema violation as a 422: readable issues (domain/Issues.ts), the first one as the message. */
+const validationFailed = (error: HttpApiError.HttpApiDecodeError) => {
+  const issues = readableIssues(error.issues)
+  return new Unprocessable({ code: "validation_error", message: issuesSummary(issues), details: { issues } })
+}
 
 /**
  * Refuses bodies that are not JSON, or nested too deeply to parse safely, before any route reads them. (Their size
@@ -78,7 +70,7 @@ export const ErrorEnvelopeLive = HttpApiBuilder.middleware(
         if (Option.isSome(failure)) {
           const error: unknown = failure.value
           if (error instanceof HttpApiError.HttpApiDecodeError) {
-            return Effect.fail(new Unprocessable({ code: "validation_error", message: "Request validation failed", details: { issues: issuesOf(error) } }))
+            return Effect.fail(validationFailed(error))
           }
           if (HttpServerError.isServerError(error) && error._tag === "RouteNotFound") {
             return Effect.fail(new NotFound({ code: "not_found", message: "Route not found" }))

@@ -29,6 +29,7 @@ import { ProcessesLive } from "./handlers/ProcessesHttp.ts"
 import { ProjectSandboxesLive } from "./handlers/ProjectSandboxesHttp.ts"
 import { ProjectOperationsLive } from "./handlers/ProjectOperationsHttp.ts"
 import { SandboxesLive } from "./handlers/SandboxesHttp.ts"
+import { EnvironmentsLive } from "./handlers/EnvironmentsHttp.ts"
 import { SystemLive } from "./handlers/SystemHttp.ts"
 import { EndpointServerLive } from "./EndpointProxy.ts"
 import { EndpointConnectionsLive } from "../services/sandboxes/EndpointConnections.ts"
@@ -56,16 +57,13 @@ import { nowIso } from "../domain/Time.ts"
 import { forward, isClustered, ownerUrl, wasForwarded } from "../services/Forwarding.ts"
 import { Telemetry } from "../services/Telemetry.ts"
 import { provideRepositories, type Repositories } from "../db/Database.ts"
-import { FOLLOW_HEARTBEAT_MS } from "./Sse.ts"
-
-/** Idle connections are closed after this long: twice a followed stream's heartbeat. */
-const FOLLOW_IDLE_SECONDS = (2 * FOLLOW_HEARTBEAT_MS) / 1000
+import { IDLE_SECONDS } from "./Sse.ts"
 import { ProjectKeyAuthLive, UserAuthLive } from "./Authentication.ts"
 
 export const ApiLive = HttpApiBuilder.api(Api).pipe(
   Layer.provide([
     SystemLive, OrganizationsLive, MembersLive, ProjectsLive, ApiKeysLive, EventsLive, BillingLive, WebhooksLive, WebhookDeliveriesLive, ProviderCredentialsLive,
-    SandboxesLive, ProjectSandboxesLive, ProjectOperationsLive, OperationsLive, ProcessesLive, FilesystemLive, EndpointsLive
+    SandboxesLive, EnvironmentsLive, ProjectSandboxesLive, ProjectOperationsLive, OperationsLive, ProcessesLive, FilesystemLive, EndpointsLive
   ]),
   Layer.provide([UserAuthLive, ProjectKeyAuthLive, ErrorEnvelopeLive])
 )
@@ -78,7 +76,8 @@ const SandboxPlaneLive = Layer.mergeAll(SandboxJobsLive, ReaperLive, EventFeedLi
   Layer.provideMerge(ProviderAccounts.Default),
   Layer.provideMerge(ProviderRegistryLive),
   Layer.provideMerge(OperationRunnerLive),
-  Layer.provide(LocalRuntimeLive)
+  // Merged: /ready states the runtime's limits.
+  Layer.provideMerge(LocalRuntimeLive)
 )
 
 /** The endpoint listener (its own origin) and the registry of exchanges open through it. */
@@ -143,7 +142,7 @@ const ServerLive = Layer.unwrapScoped(
       port: config.port,
       hostname: config.host,
       maxRequestBodySize: SERVER_BODY_LIMIT,
-      idleTimeout: FOLLOW_IDLE_SECONDS,
+      idleTimeout: IDLE_SECONDS,
       // Outermost, the edge: a request without a usable Host never reaches a route, nor a crash Bun's error page.
       routes: edgeRoutes(countRequests(routes, yield* Telemetry))
     }).pipe(

@@ -1,7 +1,14 @@
 /**
- * HttpApi always declares its own `HttpApiDecodeError` (400); our envelope middleware turns decode failures
- * into 422 `validation_error`, so the built-in one is removed from the document.
+ * What the generated OpenAPI document needs beyond HttpApi's output, so that a tool can use it as it is (`/docs`'s
+ * "Try it out", client generators):
+ * - HttpApi always declares its own `HttpApiDecodeError` (400); our envelope middleware turns decode failures
+ *   into 422 `validation_error`, so the built-in one is removed from the document;
+ * - sandbox routes take the project API key *and* the `X-Metal-Project-ID` header: the header is a security scheme
+ *   of its own (an `apiKey` in header), required together with the key on every route that takes the key;
+ * - every request body carries its example (Examples.ts), one that succeeds as it is.
  */
+import { REQUEST_EXAMPLES } from "./Examples.ts"
+
 type Json = Record<string, unknown>
 
 const mentionsDecodeError = (value: unknown): boolean => JSON.stringify(value ?? null).includes("HttpApiDecodeError")
@@ -15,6 +22,43 @@ const dropSchemaIds = (node: unknown): void => {
     for (const value of Object.values(record)) dropSchemaIds(value)
   }
 }
+
+/** The project header, as the security scheme sent with the project API key. */
+export const PROJECT_HEADER_SCHEME = "projectHeader"
+
+const withProjectHeader = (spec: Json): Json => {
+  const components = (spec["components"] ??= {}) as Json
+  const schemes = (components["securitySchemes"] ??= {}) as Record<string, unknown>
+  if (schemes["projectKey"] === undefined) return spec
+  schemes[PROJECT_HEADER_SCHEME] = {
+    type: "apiKey",
+    in: "header",
+    name: "X-Metal-Project-ID",
+    description: "The project the API key belongs to (`prj_…`); sent with the project API key on every sandbox route"
+  }
+  for (const operation of operationsOf(spec)) {
+    const security = operation["security"] as Array<Record<string, Array<string>>> | undefined
+    if (security === undefined) continue
+    operation["security"] = security.map((requirement) => requirement["projectKey"] === undefined ? requirement : { ...requirement, [PROJECT_HEADER_SCHEME]: [] })
+  }
+  return spec
+}
+
+const withExamples = (spec: Json): Json => {
+  for (const operation of operationsOf(spec)) {
+    const example = REQUEST_EXAMPLES[operation["operationId"] as string]
+    const content = (operation["requestBody"] as Json | undefined)?.["content"] as Record<string, Json> | undefined
+    if (example === undefined || content === undefined) continue
+    for (const media of Object.values(content)) media["example"] = example
+  }
+  return spec
+}
+
+const operationsOf = (spec: Json): Array<Json> =>
+  Object.values((spec["paths"] ?? {}) as Record<string, Record<string, Json>>).flatMap((item) => Object.values(item))
+
+/** The whole transform (Api.ts): the three above. */
+export const documentTransform = (spec: Json): Json => withExamples(withProjectHeader(dropHttpApiDecodeError(spec)))
 
 export const dropHttpApiDecodeError = (spec: Json): Json => {
   dropSchemaIds(spec)

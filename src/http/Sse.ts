@@ -8,7 +8,7 @@ import { HttpServerResponse } from "@effect/platform"
 import { Effect, FiberRef, Option, Schedule, Stream } from "effect"
 import type { OperationEventRow } from "../db/repos/Operations.ts"
 import type { ProcessEventRow } from "../db/repos/Processes.ts"
-import { CurrentRequestId } from "../domain/Errors.ts"
+import { CurrentRequestId, ServiceUnavailable } from "../domain/Errors.ts"
 import { END_REASONS, type EndReason, type LiveStreamsShape, type StreamHolder } from "../services/LiveStreams.ts"
 
 export const PROCESS_BATCH_EVENTS = 100
@@ -55,6 +55,22 @@ export const sseResponse = (body: string) =>
 const FOLLOW_POLL_MS = 1_000
 /** A comment line this often keeps proxies and clients from closing a quiet stream. */
 export const FOLLOW_HEARTBEAT_MS = 15_000
+
+/** The API listener closes a connection silent this long (Http.ts): twice a followed stream's heartbeat. */
+export const IDLE_SECONDS = (2 * FOLLOW_HEARTBEAT_MS) / 1000
+
+/**
+ * A request that waits on a sandbox (the raw file routes, standard input) answers its head within this, or 503
+ * `sandbox_unresponsive` (retryable): a sandbox that stops its agent (SIGSTOP) would otherwise hold the request
+ * until the listener's idle close cut it with no answer at all.
+ */
+export const SANDBOX_HEAD_MS = (IDLE_SECONDS - 5) * 1000
+
+export const answerWithin = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  Effect.timeoutFail(effect, {
+    duration: SANDBOX_HEAD_MS,
+    onTimeout: () => new ServiceUnavailable({ code: "sandbox_unresponsive", message: `The sandbox did not answer within ${SANDBOX_HEAD_MS / 1000} s; try again` })
+  })
 
 /**
  * A held-open stream (`?follow=true`): every event after `after` as it is stored, woken by `signal` (Signals.ts)

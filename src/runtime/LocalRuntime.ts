@@ -185,6 +185,13 @@ export type ImagePullProgress =
   | { readonly phase: "resolved"; readonly digest: string; readonly layers: number; readonly bytes: number }
   | { readonly phase: "layer"; readonly digest: string; readonly cached: boolean; readonly bytes: number }
 
+/** The largest sandbox this host can give. */
+export interface RuntimeLimits {
+  readonly vcpu: number
+  readonly memoryMb: number
+  readonly diskMb: number
+}
+
 export interface LocalRuntimeShape {
   /** Idempotent on spec.id: a second call returns the existing sandbox. */
   readonly create: (spec: RuntimeSandboxSpec) => Effect.Effect<RuntimeSandbox, RuntimeError>
@@ -278,11 +285,25 @@ export interface LocalRuntimeShape {
   readonly sweep?:
     | Effect.Effect<{ readonly jails: ReadonlyArray<string>; readonly leases: ReadonlyArray<number>; readonly loops: ReadonlyArray<string> }, RuntimeError>
     | undefined
+  /** See `defaultInternetOf` (absent: true). Optional so that test doubles need not say. */
+  readonly defaultInternet?: boolean | undefined
+  /**
+   * What this host can give one sandbox now (its cores, its memory, the free space of DATA_DIR's file system): a
+   * create asking for more is refused. Optional so that test doubles need not implement it.
+   */
+  readonly limits?: (() => RuntimeLimits) | undefined
   /**
    * Stops the runtime without touching sandboxes (they outlive the gateway): no more warm jails (the idle ones
    * are destroyed), pending agent calls end. Idempotent. The Layer runs it as its finalizer.
    */
   readonly shutdown?: Effect.Effect<void> | undefined
 }
+
+/**
+ * Whether a sandbox reaches the internet when its creator leaves it unsaid: the operator's choice
+ * (`RUNTIME_DEFAULT_INTERNET`, on unless set to false). The emulators give it where their provider's API leaves the
+ * network at the provider's default.
+ */
+export const defaultInternetOf = (runtime: Pick<LocalRuntimeShape, "defaultInternet">): boolean => runtime.defaultInternet ?? true
 
 export class LocalRuntime extends Context.Tag("app/LocalRuntime")<LocalRuntime, LocalRuntimeShape>() {}

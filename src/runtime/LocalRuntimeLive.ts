@@ -18,6 +18,7 @@ import { checkPolicy, parseUpstream } from "./DomainPolicy.ts"
 import { hostResolvers } from "./Egress.ts"
 import { collectTools, ensureTools, HostError, prepareHost, requireRoot, type Tools, TOOLS_REFRESH_MS } from "./Host.ts"
 import { alive, DEFAULT_HOST_UID, descendants, jailDir, type JailSpec, type JailState, readState, sandboxesDir, signalAll, writeState } from "./Jail.ts"
+import { aboveLimits, hostLimits } from "./HostLimits.ts"
 import { makeJailLifecycle, type RuntimeContext } from "./JailLifecycle.ts"
 import { jailMetrics } from "./Metrics.ts"
 import { type ImagePullProgress, LocalRuntime, type LocalRuntimeShape, RuntimeError, runtimeError as err, type RuntimeSandbox, type RuntimeSandboxSpec } from "./LocalRuntime.ts"
@@ -64,6 +65,8 @@ export interface LocalRuntimeOptions {
    * the nameservers of the host's /etc/resolv.conf (RUNTIME_DNS_UPSTREAM).
    */
   readonly dnsUpstreams?: ReadonlyArray<string> | undefined
+  /** Internet for a sandbox whose creator leaves it unsaid (RUNTIME_DEFAULT_INTERNET; default true). */
+  readonly defaultInternet?: boolean | undefined
 }
 
 /** The tag of the execution that runs an image sandbox's command (RuntimeImageSpec.command). */
@@ -244,6 +247,9 @@ export const makeLocalRuntime = (dataDir: string, options: LocalRuntimeOptions =
     if (pending !== undefined) return pending
     const existing = readState(dataDir, spec.id)
     if (existing !== undefined && jails.running(existing)) return jails.toSandbox(existing)
+    // Never less than asked: a sandbox above what this host has is refused, not clamped.
+    const above = aboveLimits(spec, hostLimits(dataDir))
+    if (above !== null) throw err("invalid", above)
     const promise = (async () => {
       if (spec.internet) await jails.requireEgressFilter()
       const pulled = spec.image === undefined ? undefined : await pullImage(spec.image)
@@ -304,6 +310,8 @@ export const makeLocalRuntime = (dataDir: string, options: LocalRuntimeOptions =
   }
 
   const runtime: LocalRuntimeHandle = {
+    defaultInternet: options.defaultInternet ?? true,
+    limits: () => hostLimits(dataDir),
     create: (spec) => run(() => create(spec)),
     get: (id) =>
       run(async () => {
@@ -383,6 +391,8 @@ export const makeLocalRuntime = (dataDir: string, options: LocalRuntimeOptions =
  * sandboxes with internet reach private ranges. The finalizer does not touch sandboxes (they outlive the
  * gateway); it stops the pool and ends pending agent calls. RUNTIME_DNS_UPSTREAM (comma-separated `ip[:port]`)
  * names the resolvers that sandboxes with a domain policy reach through their forwarder (default: the host's).
+ * RUNTIME_DEFAULT_INTERNET (default true, as every provider's own default) is whether a sandbox reaches the
+ * internet when its request leaves it unsaid.
  */
 export const LocalRuntimeLive = Layer.scoped(
   LocalRuntime,
@@ -415,6 +425,7 @@ export const LocalRuntimeLive = Layer.scoped(
     )
     const registryDnsServers = yield* dnsServersConfig("REGISTRY_DNS_SERVERS").pipe(Effect.orDie)
     const dnsUpstream = yield* Config.string("RUNTIME_DNS_UPSTREAM").pipe(Config.option, Effect.orDie)
+    const defaultInternet = yield* Config.boolean("RUNTIME_DEFAULT_INTERNET").pipe(Config.withDefault(true), Effect.orDie)
     const make = Effect.try({
       try: () =>
         makeLocalRuntime(config.dataDir, {
@@ -428,6 +439,7 @@ export const LocalRuntimeLive = Layer.scoped(
           registryAllowPrivate,
           registryPrivateHosts,
           registryDnsServers,
+          defaultInternet,
           dnsUpstreams: Option.getOrUndefined(Option.map(dnsUpstream, (text) => text.split(",").map((t) => t.trim()).filter((t) => t !== "")))
         }),
       catch: (e) => new Error(e instanceof HostError ? e.message : `the local runtime could not start: ${(e as Error).message}`)

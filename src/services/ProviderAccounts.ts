@@ -43,6 +43,8 @@ export class ProviderAccounts extends Effect.Service<ProviderAccounts>()("app/Pr
     }
 
     return {
+      /** Every configured provider (the gateway's own), in the canonical order. */
+      configured: registry.all,
       /**
        * The providers a new sandbox of the organization may be created on: those it has its own account for
        * first (BYOK, in the registry's order), then the gateway's. `byok` names the first kind.

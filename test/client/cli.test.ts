@@ -175,7 +175,7 @@ describe("the user CLI", () => {
     const created = piped(["sandbox", "create", "--pty", "--json"])
     expect(created.code, created.stderr).toBe(0)
     const sandbox = JSON.parse(created.stdout)
-    expect(sandbox.provider).toBe("daytona") // the first provider with terminals
+    expect(["daytona", "e2b"]).toContain(sandbox.provider) // a provider with terminals
 
     const shell = interactive(["sandbox", "shell", sandbox.id])
     await shell.waitOutput(/\$ $/) // the sandbox's prompt: the CLI is attached, the local terminal raw
@@ -261,5 +261,9 @@ describe("the user CLI", () => {
     expect(piped(["sandbox", "exec", "sbx_abc"]).code).toBe(2)
     expect(piped(["sandbox", "cp", "a", "b"]).stderr).toContain("one side is <id>:/path")
     expect(piped(["sandbox", "frobnicate"]).code).toBe(2)
+    // The envelope's message and code, never a schema dump.
+    const unknownProvider = piped(["sandbox", "create", "--provider", "nope"])
+    expect(unknownProvider.code).toBe(1)
+    expect(unknownProvider.stderr).toBe("error: provider must be one of: blaxel, cloudflare, codesandbox, daytona, e2b, freestyle, modal, northflank, prime, runloop, vercel, auto (validation_error)\n")
   })
 })

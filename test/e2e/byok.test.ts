@@ -97,6 +97,8 @@ describe("bring your own key", () => {
     expect(op.error.message).toContain("e2b refused the organization's stored credentials")
     const events = parseSse((await http.get(`/v1/operations/${created.body.operation.id}/events`, auth)).text)
     expect(events.find((e) => e.event === "attempt_failed")?.data.data).toMatchObject({ provider: "e2b", code: "provider_credentials_rejected" })
+    // Placed with the organization's stored credentials: byok, whether the provider accepted them or not.
+    expect((await http.get(`/v1/sandboxes/${created.body.sandbox.id}`, auth)).body).toMatchObject({ state: "failed", provider: "e2b", billing_mode: "byok" })
     expect((await http.delete(credentialsPath("e2b"), { token: org.user_token })).status).toBe(200)
   }, 60_000)
 })

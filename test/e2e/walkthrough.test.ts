@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { api, type Bootstrap, bootstrap, type RunningServer, startServer } from "../support/server.ts"
-import { createReadySandbox, idempotencyKey, type KeyAuth, poll, runProcess, waitOperation, waitRuntimeOperation } from "../support/sandbox.ts"
+import { createReadySandbox, idempotencyKey, type KeyAuth, minimalSandbox, poll, runProcess, waitOperation, waitRuntimeOperation } from "../support/sandbox.ts"
 
 let server: RunningServer
 let http: ReturnType<typeof api>
@@ -22,7 +22,8 @@ afterAll(() => server.stop())
 
 describe("walkthrough", () => {
   it("runs a sandbox end to end", async () => {
-    const sandbox = await createReadySandbox(http, auth)
+    // As step 2: no provider, the port it will serve named as a feature.
+    const sandbox = await createReadySandbox(http, auth, minimalSandbox({ features: { public_ports: [8000] } }))
     expect(sandbox.state).toBe("ready")
     expect(typeof sandbox.provider).toBe("string") // routed: no provider was given
     expect(sandbox.billing_mode).toBe("emulated")

@@ -12,7 +12,7 @@ import { Database } from "bun:sqlite"
 import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { activeEndpoint, connectWebSocket, expectCut, freePort, HEADERS_SERVER, startBunServer, startSlowDownload, startWebServer } from "../support/endpoints.ts"
-import { createReadySandbox, idempotencyKey, type KeyAuth, poll, waitOperation } from "../support/sandbox.ts"
+import { createReadySandbox, idempotencyKey, type KeyAuth, minimalSandbox, poll, waitOperation } from "../support/sandbox.ts"
 import { api, type Bootstrap, bootstrap, expectEnvelope, type RunningServer, startServer } from "../support/server.ts"
 
 /** A cut must come this soon after the lease ends (it takes well under a second; the margin is for a loaded host). */
@@ -41,7 +41,7 @@ describe("path mode (the default): endpoints on their own listener", () => {
     http = api(server.url)
     boot = await bootstrap(server.dataDir, "endpoints@example.com")
     auth = { token: boot.api_key, project: boot.project_id }
-    sandbox = await createReadySandbox(http, auth)
+    sandbox = await createReadySandbox(http, auth, minimalSandbox({ features: { public_ports: [8000] } }))
     await startWebServer(http, auth, sandbox.id, [8000, 8001, 8002, 8003, 8004])
   })
   afterAll(() => server.stop())
@@ -207,7 +207,7 @@ describe("the gateway cuts exchanges by itself, whatever the provider does", () 
 
   /** An active endpoint of a new sandbox, forwarding to the test server (its lease ending `leaseMs` from now). */
   const endpointToUpstream = async (leaseMs?: number) => {
-    const sandbox = await createReadySandbox(http, auth)
+    const sandbox = await createReadySandbox(http, auth, minimalSandbox({ features: { public_ports: [8000] } }))
     const created = await http.post(`/v1/sandboxes/${sandbox.id}/endpoints`, { ...auth, body: { port: 9999 }, headers: { "idempotency-key": idempotencyKey("ep") } })
     const active = await poll(async () => (await http.get(`/v1/sandboxes/${sandbox.id}/endpoints`, auth)).body.endpoints[0], (e) => e?.state === "active")
     const db = new Database(path.join(server.dataDir, "gateway.sqlite"))
@@ -272,7 +272,7 @@ describe("host mode (ENDPOINT_BASE_URL): one origin per endpoint", () => {
     http = api(server.url)
     const boot = await bootstrap(server.dataDir, "hosts@example.com")
     auth = { token: boot.api_key, project: boot.project_id }
-    sandbox = await createReadySandbox(http, auth)
+    sandbox = await createReadySandbox(http, auth, minimalSandbox({ features: { public_ports: [8000] } }))
     await startWebServer(http, auth, sandbox.id, [8000, 8001])
   })
   afterAll(() => server.stop())

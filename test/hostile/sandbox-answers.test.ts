@@ -244,6 +244,27 @@ describe("an agent that is dead", () => {
   }, 180_000)
 })
 
+describe("an agent that is frozen (SIGSTOP)", () => {
+  it("a raw read or write answers a 503 envelope (retryable) before the listener's idle close, never a closed connection", async () => {
+    const sandbox = await createReadySandbox(http, auth, minimalSandbox({ provider: "daytona" }))
+    // From inside: the sandbox stops its own agent once this command has been answered.
+    await writeFile(sandbox.id, "/workspace/freeze.sh", [
+      "sleep 0.5",
+      "for p in /proc/[0-9]*; do",
+      "  case \"$(tr '\\0' ' ' < $p/cmdline 2>/dev/null)\" in *agent/lib/main.js*) kill -STOP \"${p#/proc/}\";; esac",
+      "done",
+      "touch /workspace/frozen"
+    ].join("\n"))
+    const started = await startProcess(sandbox.id, ["sh", "-c", "setsid -f sh /workspace/freeze.sh </dev/null >/dev/null 2>&1"])
+    expect(started.status).toBe(202)
+    await poll(() => Promise.resolve(fs.existsSync(inSandbox(sandbox.id, "workspace", "frozen"))), (frozen) => frozen, 30_000, 50)
+    const [read, write] = await Promise.all([raw(sandbox.id, "/workspace/x"), raw(sandbox.id, "/workspace/y", OCTETS)])
+    // The read waits on the stopped agent until the route's head budget; the write's provider call gives up first.
+    expect(expectEnvelope(await envelopeOf(read), 503, "sandbox_unresponsive")).toMatchObject({ retryable: true })
+    expect(expectEnvelope(await envelopeOf(write), 503)).toMatchObject({ retryable: true })
+  }, 120_000)
+})
+
 describe("a full disk", () => {
   it("a command still runs and ends with its exit status and its output", async () => {
     const sandbox = await createReadySandbox(http, auth, minimalSandbox({ provider: "daytona" }))

@@ -65,6 +65,25 @@ describe("create", () => {
     expect(await kind(rt.create({ id: "c", vcpu: 1, memoryMb: 64, diskMb: -1, internet: false }))).toBe("invalid")
     expect(fs.existsSync(path.join(dataDir, "sandboxes", "c"))).toBe(false)
   })
+
+  it("states what this host can give one sandbox, and refuses more instead of giving less", async () => {
+    const limits = rt.limits!()
+    expect(limits.vcpu).toBeGreaterThanOrEqual(1)
+    expect(limits.memoryMb).toBeGreaterThan(128)
+    expect(limits.diskMb).toBeGreaterThan(0)
+    expect(rt.defaultInternet).toBe(true)
+    const above = [
+      { vcpu: limits.vcpu + 1, memoryMb: 64, message: `this host can give a sandbox at most ${limits.vcpu} vCPUs (${limits.vcpu + 1} asked)` },
+      { vcpu: 1, memoryMb: limits.memoryMb + 1, message: `this host can give a sandbox at most ${limits.memoryMb} MB of memory (${limits.memoryMb + 1} asked)` }
+    ]
+    for (const spec of above) {
+      const refused = (await failure(rt.create({ id: "big", vcpu: spec.vcpu, memoryMb: spec.memoryMb, internet: false }))) as RuntimeError
+      expect(refused).toMatchObject({ kind: "invalid", message: spec.message })
+    }
+    const disk = (await failure(rt.create({ id: "big", vcpu: 1, memoryMb: 64, diskMb: Math.min(limits.diskMb + 1, 1024 * 1024), internet: false }))) as RuntimeError
+    expect(disk.kind).toBe("invalid")
+    expect(fs.existsSync(path.join(dataDir, "sandboxes", "big"))).toBe(false)
+  })
 })
 
 describe("pause and resume", () => {

@@ -7,7 +7,7 @@
  */
 import { Option, Schema } from "effect"
 import * as crypto from "node:crypto"
-import type { LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
+import { defaultInternetOf, type LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
 import { makeRouter, route, runOrThrow as run } from "../../core/emulator/server.ts"
 import { jailLabels } from "../../core/jailLabels.ts"
 import { LABEL_SANDBOX_ID } from "../adapter/wire.ts"
@@ -96,7 +96,7 @@ export const makeControl = (books: Books, runtime: LocalRuntimeShape, options: C
         memoryMb: sandbox.memory,
         diskMb: DISK_MB,
         // Blaxel sandboxes reach the internet; there is no switch to keep one off it.
-        internet: true,
+        internet: defaultInternetOf(runtime),
         env: Object.fromEntries(sandbox.envs.map((e) => [e.name, e.value])),
         // A sandbox's id at Blaxel is its name; ours is one of its labels.
         labels: jailLabels("blaxel", name, sandbox.labels[LABEL_SANDBOX_ID]),

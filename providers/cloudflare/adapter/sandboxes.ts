@@ -7,8 +7,8 @@
  * honours the idempotency key answers a repeated create with the same sandbox. No pause or resume: a Cloudflare
  * sandbox only sleeps on its own when idle.
  *
- * Sizing is fixed by the bridge's container instance type (set in its wrangler.toml): the request's resources
- * pass through as reported (reference §2.3), and nothing about them is sent. The sandbox's environment is kept
+ * Sizing is fixed by the bridge's container instance type (set in its wrangler.toml): its size is reported
+ * (`maxResources` of the declared row), and nothing about the request's resources is sent. The sandbox's environment is kept
  * in the sandbox's metadata and given to every command (`processes.ts`), as the bridge takes none.
  */
 import { HttpClientRequest } from "@effect/platform"
@@ -86,10 +86,11 @@ export const makeSandboxes = (ctx: CloudflareContext) => {
 
   const toProviderSandbox = (input: CreateInput, id: string, instanceId: string | undefined): ProviderSandbox => ({
     resourceId: id,
+    // The bridge's one instance type, whatever was asked (eligibility placed only requests it covers).
     resolvedResources: {
-      vcpu: input.resources.vcpu,
-      memoryMb: input.resources.memoryMb,
-      diskMb: input.resources.diskMb ?? null,
+      vcpu: ctx.capabilities.maxResources?.vcpu ?? input.resources.vcpu,
+      memoryMb: ctx.capabilities.maxResources?.memoryMb ?? input.resources.memoryMb,
+      diskMb: ctx.capabilities.maxResources?.diskMb ?? input.resources.diskMb ?? null,
       architecture: "x86_64",
       providerSize: typeof input.providerOptions["size"] === "string" && input.providerOptions["size"] !== "" ? input.providerOptions["size"] : null
     },

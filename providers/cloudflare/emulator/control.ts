@@ -6,14 +6,14 @@
  */
 import { Option } from "effect"
 import * as crypto from "node:crypto"
-import type { LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
+import { defaultInternetOf, type LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
 import { runOrThrow as run } from "../../core/emulator/server.ts"
 import { jailLabels } from "../../core/jailLabels.ts"
 import type { Books, EmulatedSandbox } from "./books.ts"
 import { HttpFailure, json } from "./http.ts"
 
-/** The emulated bridge's instance type (its jails' size): 1 vCPU, 2 GiB, the runtime's common 3 GiB disk. */
-export const INSTANCE = { vcpu: 1, memoryMb: 2048, diskMb: 3072 } as const
+/** The emulated bridge's instance type (its jails' size): `standard-2`, as the shipped wrangler.toml (1 vCPU, 6 GiB, 12 GB). */
+export const INSTANCE = { vcpu: 1, memoryMb: 6144, diskMb: 12_288 } as const
 const MAX_KEY_LENGTH = 256
 
 export const makeControl = (books: Books, runtime: LocalRuntimeShape) => {
@@ -36,7 +36,7 @@ export const makeControl = (books: Books, runtime: LocalRuntimeShape) => {
     const sandbox: EmulatedSandbox = { id: `sb-${crypto.randomBytes(12).toString("hex")}`, runtimeId: crypto.randomUUID(), key, createdAt: Date.now() }
     const pending = (async () => {
       // The adapter's idempotency key is our sandbox id.
-      await run(runtime.create({ id: sandbox.runtimeId, ...INSTANCE, internet: true, labels: jailLabels("cloudflare", sandbox.id, key) }))
+      await run(runtime.create({ id: sandbox.runtimeId, ...INSTANCE, internet: defaultInternetOf(runtime), labels: jailLabels("cloudflare", sandbox.id, key) }))
       state.sandboxes[sandbox.id] = sandbox
       save()
       return sandbox

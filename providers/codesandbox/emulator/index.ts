@@ -19,7 +19,7 @@
 import { Effect, Option, Schema, type Scope } from "effect"
 import * as crypto from "node:crypto"
 import { AppConfig } from "../../../src/Config.ts"
-import { LocalRuntime, type LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
+import { defaultInternetOf, LocalRuntime, type LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
 import { decodeJsonBody, emulatorMessage, emulatorServeOptions, makeRouter, route, runOrThrow as run, scopedEmulator, servePersistent, statusOfRuntimeError } from "../../core/emulator/server.ts"
 import { emulatorHome, emulatorKey, persistentState } from "../../core/emulator/state.ts"
 import { CODESANDBOX_TIERS } from "../../core/resources.ts"
@@ -167,7 +167,7 @@ export const startCodeSandboxEmulator = (dataDir: string, runtime: LocalRuntimeS
           vcpu: size.vcpu,
           memoryMb: size.memoryMb,
           // CodeSandbox VMs reach the internet; there is no switch to keep one off it.
-          internet: true,
+          internet: defaultInternetOf(runtime),
           env: {},
           labels: jailLabels("codesandbox", id, sandboxIdOfTags(s.tags))
         }))

@@ -9,6 +9,7 @@ import { HttpClientRequest } from "@effect/platform"
 import { Effect } from "effect"
 import type { ProviderExecEvent, ProviderSandbox, SandboxProvider } from "../../core/Provider.ts"
 import { unsupported } from "../../core/Provider.ts"
+import { cwdMissing } from "../../core/cwd.ts"
 import { makeTerminals } from "./terminals.ts"
 import {
   type DaytonaContext,
@@ -23,6 +24,7 @@ import {
   shellQuote,
   WireCommand,
   WireExec,
+  WireFileInfo,
   WireLogs,
   WireSession
 } from "./wire.ts"
@@ -114,6 +116,15 @@ export const makeProcesses = (ctx: DaytonaContext) => {
       if (input.pty !== undefined) {
         if (ctx.capabilities.process.terminal !== true) return yield* unsupported(NAME, "terminals")
         return yield* terminals.exec(sandbox, { ...input, pty: input.pty })
+      }
+      // A working directory that is not there fails the start (core/cwd.ts): the session's `cd` would look like the
+      // command's own failure, its output already streamed.
+      if (input.cwd !== undefined && input.cwd !== ctx.workspaceDir) {
+        const dir = yield* toolbox(sandbox, "GET", "/files/info", "file info", HttpClientRequest.setUrlParam("path", input.cwd)).pipe(
+          Effect.flatMap(decode(WireFileInfo, "file info")),
+          Effect.catchIf((e) => e.kind === "not_found", () => Effect.succeed(null))
+        )
+        if (dir === null || !dir.isDir) return yield* cwdMissing(NAME, input.cwd)
       }
       const sessionId = sessionName(input.processId)
       const sessionPath = `/process/session/${encodeURIComponent(sessionId)}`

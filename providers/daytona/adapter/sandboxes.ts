@@ -106,7 +106,8 @@ export const makeSandboxes = (ctx: DaytonaContext) => {
       },
       env: input.environment,
       public: false,
-      networkBlockAll: !input.internetAccess,
+      // Unsaid: left out, Daytona's default (not blocked).
+      ...(input.internetAccess === undefined ? {} : { networkBlockAll: !input.internetAccess }),
       ...(input.internetAccess && input.domainPolicy?.mode === "allow" ? { domainAllowList: input.domainPolicy.domains.join(",") } : {}),
       autoStopInterval: 0,
       autoDeleteInterval: -1,

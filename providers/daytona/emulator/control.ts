@@ -7,7 +7,7 @@
 import { Option } from "effect"
 import { checkPolicy } from "../../../src/runtime/DomainPolicy.ts"
 import * as crypto from "node:crypto"
-import type { LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
+import { defaultInternetOf, type LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
 import { emulatorMessage, makeRouter, route, runOrThrow as run } from "../../core/emulator/server.ts"
 import { jailLabels } from "../../core/jailLabels.ts"
 import { LABEL_SANDBOX_ID } from "../adapter/wire.ts"
@@ -64,6 +64,8 @@ export const makeControl = (books: Books, runtime: LocalRuntimeShape, options: C
       const problem = checkPolicy(domains)
       if (problem !== null) return error(400, `domainAllowList: ${problem}`)
     }
+    // networkBlockAll left out: Daytona's default (not blocked), as the local runtime gives it.
+    const internet = body.networkBlockAll === undefined ? defaultInternetOf(runtime) : !body.networkBlockAll
     const id = crypto.randomUUID()
     const sandbox: EmulatedSandbox = {
       id,
@@ -83,8 +85,8 @@ export const makeControl = (books: Books, runtime: LocalRuntimeShape, options: C
         vcpu: sandbox.cpu,
         memoryMb: Math.round(sandbox.memory * 1024),
         diskMb: sandbox.disk * 1024,
-        internet: body.networkBlockAll === false,
-        ...(domains !== undefined && body.networkBlockAll === false ? { domains } : {}),
+        internet,
+        ...(domains !== undefined && internet ? { domains } : {}),
         env: sandbox.env,
         labels: jailLabels("daytona", id, sandbox.labels[LABEL_SANDBOX_ID]),
         ...(image !== undefined ? { image: { reference: image } } : {})

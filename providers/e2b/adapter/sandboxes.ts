@@ -87,7 +87,8 @@ export const makeSandboxes = (ctx: E2BContext, forget: (sandboxId: string) => vo
           templateID: templateOf(input),
           timeout: timeoutSeconds,
           autoPause: false,
-          allow_internet_access: input.internetAccess,
+          // Unsaid: left out, E2B's default (internet on).
+          ...(input.internetAccess === undefined ? {} : { allow_internet_access: input.internetAccess }),
           // Only these names, all other traffic denied (E2B's documented allow list: network.allowOut + denyOut all).
           ...(input.internetAccess && input.domainPolicy?.mode === "allow"
             ? { network: { allowOut: [...input.domainPolicy.domains], denyOut: [ALL_TRAFFIC] } }

@@ -14,7 +14,7 @@
 import { Option } from "effect"
 import * as crypto from "node:crypto"
 import { checkPolicy } from "../../../src/runtime/DomainPolicy.ts"
-import type { RuntimeDomainPolicy } from "../../../src/runtime/LocalRuntime.ts"
+import { defaultInternetOf, type RuntimeDomainPolicy } from "../../../src/runtime/LocalRuntime.ts"
 import { makeRouter, route, runOrThrow, unhonouredField } from "../../core/emulator/server.ts"
 import { jailLabels } from "../../core/jailLabels.ts"
 import { METADATA_SANDBOX_ID } from "../adapter/wire.ts"
@@ -99,7 +99,9 @@ export const makeControl = (books: Books) => {
    */
   const networkOf = (body: Record<string, unknown>): { internet: boolean; domains?: RuntimeDomainPolicy } => {
     const network = body["network"]
-    if (network === undefined) return { internet: body["allow_internet_access"] !== false }
+    // Left out: E2B's default (internet on), as the local runtime gives it.
+    const allowed = body["allow_internet_access"] === undefined ? defaultInternetOf(runtime) : body["allow_internet_access"] !== false
+    if (network === undefined) return { internet: allowed }
     if (typeof network !== "object" || network === null || Array.isArray(network)) throw new HttpFailure(400, "network must be an object")
     const { allowOut, denyOut } = network as { allowOut?: unknown; denyOut?: unknown }
     const refused = unhonouredField(network, {
@@ -114,7 +116,7 @@ export const makeControl = (books: Books) => {
     }
     const allow = list(allowOut, "allowOut")
     const deny = list(denyOut, "denyOut")
-    if (deny.length === 0 && allow.length === 0) return { internet: body["allow_internet_access"] !== false }
+    if (deny.length === 0 && allow.length === 0) return { internet: allowed }
     if (deny.length !== 1 || deny[0] !== "0.0.0.0/0") throw new HttpFailure(400, "this emulator enforces network.denyOut only as [\"0.0.0.0/0\"] (with allowOut domain names)")
     if (allow.length === 0) return { internet: false }
     const domains: RuntimeDomainPolicy = { mode: "allow", domains: allow }

@@ -19,6 +19,7 @@
 import { HttpClientRequest } from "@effect/platform"
 import { Effect } from "effect"
 import type { ExecInput, ProviderError, ProviderExecEvent, ProviderSandbox, SandboxProvider } from "../../core/Provider.ts"
+import { cdOrMark, cwdMissing, endedAtCd } from "../../core/cwd.ts"
 import { bufferedEvents, unsupported } from "../../core/Provider.ts"
 import {
   decodeExecutionId,
@@ -39,7 +40,7 @@ const MAX_KEPT = 512
 /** The shell line: `cd` into the working directory, exports, then the argv. */
 export const commandLine = (input: Pick<ExecInput, "command" | "cwd">, environment: Readonly<Record<string, string>>) => {
   const parts: Array<string> = []
-  if (input.cwd !== undefined) parts.push(`cd ${shellQuote(input.cwd)}`)
+  if (input.cwd !== undefined) parts.push(cdOrMark(shellQuote(input.cwd)))
   const env = Object.entries(environment)
   if (env.length > 0) parts.push(`export ${env.map(([k, v]) => `${k}=${shellQuote(v)}`).join(" ")}`)
   parts.push(`exec ${input.command.map(shellQuote).join(" ")}`)
@@ -93,12 +94,15 @@ export const makeProcesses = (ctx: FreestyleContext) => {
       Effect.flatMap((response) => {
         if (response.status === 408) return Effect.succeed(bufferedEvents({ stdout: "", stderr: "" }, { exitCode: null, signal: null, timedOut: true }, run.maxOutputBytes))
         if (response.status === 202) return Effect.succeed(bufferedEvents({ stdout: "", stderr: "" }, UNKNOWN, run.maxOutputBytes))
-        return Effect.map(decode(WireExecResult, "exec-await")(response), (result) =>
-          bufferedEvents(
+        return Effect.flatMap(decode(WireExecResult, "exec-await")(response), (result) =>
+          // Stopped at the `cd`: the working directory is missing (core/cwd.ts), not the command's failure.
+          endedAtCd({ stdout: result.stdout ?? "", stderr: result.stderr ?? "" }, result.statusCode)
+            ? Effect.fail(cwdMissing(NAME))
+            : Effect.succeed(bufferedEvents(
             { stdout: result.stdout ?? "", stderr: result.stderr ?? "" },
             result.statusCode == null ? UNKNOWN : { exitCode: result.statusCode, signal: null, timedOut: false },
             run.maxOutputBytes
-          ))
+          )))
       }),
       // A lost answer: the command may have run; its exit is not known (it is not sent again).
       Effect.catchIf((e) => e.kind === "unknown_outcome", () => Effect.succeed(bufferedEvents({ stdout: "", stderr: "" }, UNKNOWN, run.maxOutputBytes))),

@@ -11,7 +11,7 @@
  * change a running jail's). Public ports and domains are refused: none are served.
  */
 import { Option, Schema } from "effect"
-import type { LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
+import { defaultInternetOf, type LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
 import { runOrThrow as run } from "../../core/emulator/server.ts"
 import { jailLabels } from "../../core/jailLabels.ts"
 import { FREESTYLE_SIZING } from "../../core/resources.ts"
@@ -107,7 +107,7 @@ export const makeControl = (books: Books, runtime: LocalRuntimeShape, options: C
           vcpu: vm.vcpuCount,
           memoryMb: vm.memSizeGb * GIB,
           diskMb: vm.rootfsSizeGb * GIB,
-          internet: true,
+          internet: defaultInternetOf(runtime),
           env: {},
           labels: jailLabels("freestyle", vm.id, vm.metadata[METADATA_SANDBOX_ID])
         }))

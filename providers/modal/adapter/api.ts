@@ -56,7 +56,8 @@ export interface ModalSandboxSpec {
   readonly timeoutMs: number
   readonly env: Readonly<Record<string, string>>
   readonly tags: Readonly<Record<string, string>>
-  readonly blockNetwork: boolean
+  /** Absent: Modal's default (the network on). */
+  readonly blockNetwork?: boolean | undefined
   /** The image's command (an `oci_image` source's `command`); none: Modal keeps the sandbox up on its own. */
   readonly command?: ReadonlyArray<string> | undefined
 }

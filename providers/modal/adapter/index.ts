@@ -217,7 +217,8 @@ export const makeModalProvider = (config: ModalProviderConfig): SandboxProvider 
         timeoutMs: (input.lifecycle.runtimeTimeoutSeconds + 300) * 1000,
         env: { ...input.environment },
         tags: { [TAG_SANDBOX_ID]: input.sandboxId, "metal.organization_id": input.organizationId, "metal.project_id": input.projectId },
-        blockNetwork: !input.internetAccess,
+        // Unsaid: left out, Modal's default (network on).
+        ...(input.internetAccess === undefined ? {} : { blockNetwork: !input.internetAccess }),
         ...(input.source.kind === "oci_image" && input.source.command !== undefined ? { command: input.source.command } : {})
       }
       const created = yield* call("sandbox create", () => api.createSandbox(appName, imageFor(input.source), spec), { mutating: true }).pipe(

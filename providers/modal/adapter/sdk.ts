@@ -56,7 +56,7 @@ export interface SdkClient {
       timeoutMs: number
       env: Record<string, string>
       tags: Record<string, string>
-      blockNetwork: boolean
+      blockNetwork?: boolean
       command?: Array<string>
     }): Promise<SdkSandbox>
     fromName(appName: string, name: string, params?: { environment?: string }): Promise<SdkSandbox>
@@ -175,7 +175,7 @@ export const sdkApi = (client: () => Promise<SdkClient>, environment: string | u
           timeoutMs: spec.timeoutMs,
           env: { ...spec.env },
           tags: { ...spec.tags },
-          blockNetwork: spec.blockNetwork,
+          ...(spec.blockNetwork === undefined ? {} : { blockNetwork: spec.blockNetwork }),
           ...(spec.command === undefined ? {} : { command: [...spec.command] })
         })
         handles.set(created.sandboxId, Promise.resolve(created))

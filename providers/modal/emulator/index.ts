@@ -25,7 +25,7 @@
 import { Effect, Option, type Scope, Schema } from "effect"
 import * as crypto from "node:crypto"
 import { AppConfig } from "../../../src/Config.ts"
-import { LocalRuntime, type LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
+import { defaultInternetOf, LocalRuntime, type LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
 import { runOrThrow, scopedEmulator } from "../../core/emulator/server.ts"
 import { emulatorHome, emulatorKey, persistentState } from "../../core/emulator/state.ts"
 import { jailLabels } from "../../core/jailLabels.ts"
@@ -190,7 +190,8 @@ export const startModalEmulator = (dataDir: string, runtime: LocalRuntimeShape):
           id: runtimeId,
           vcpu: spec.cpu * 2,
           memoryMb: spec.memoryMiB,
-          internet: !spec.blockNetwork,
+          // Not said: Modal's default (network on), as the local runtime gives it.
+          internet: spec.blockNetwork === undefined ? defaultInternetOf(runtime) : !spec.blockNetwork,
           env: spec.env,
           labels: jailLabels("modal", sandboxId, spec.tags[TAG_SANDBOX_ID])
         }))

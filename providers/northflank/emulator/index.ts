@@ -19,7 +19,7 @@
 import { Effect, Option, Schema, type Scope } from "effect"
 import * as crypto from "node:crypto"
 import { AppConfig } from "../../../src/Config.ts"
-import { LocalRuntime, type LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
+import { defaultInternetOf, LocalRuntime, type LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
 import { decodeJsonBody, emulatorMessage, emulatorServeOptions, makeRouter, route, runOrThrow as run, scopedEmulator, servePersistent, statusOfRuntimeError } from "../../core/emulator/server.ts"
 import { emulatorHome, emulatorKey, persistentState } from "../../core/emulator/state.ts"
 import { jailLabels } from "../../core/jailLabels.ts"
@@ -146,7 +146,7 @@ export const startNorthflankEmulator = (dataDir: string, runtime: LocalRuntimeSh
         memoryMb: size.memoryMb,
         diskMb: Math.max(32, body.deployment.storage?.ephemeralStorage?.storageSize ?? 1024),
         // Northflank containers reach the internet; there is no switch to keep one off it.
-        internet: true,
+        internet: defaultInternetOf(runtime),
         env: { ...body.runtimeEnvironment },
         labels: jailLabels("northflank", id, sandboxIdOfDescription(body.description)),
         // The default image is the runtime's base system; any other is pulled and run.

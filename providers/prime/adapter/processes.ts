@@ -95,8 +95,13 @@ export const makeProcesses = (ctx: PrimeContext) => {
         const error = trailerError(e.data)
         // Prime's deadline (Connect-Timeout-Ms) ended the call as it killed the command.
         if (error?.code === "deadline_exceeded") finish(x, exitOf({ exitCode: null, signal: "SIGKILL", timedOut: true }))
-        else if (error !== null) x.failure = fail(error.code === "not_found" ? "not_found" : "unavailable", `prime command stream ended: ${error.code} ${error.message}`)
+        else if (error !== null) {
+          const kind = error.code === "not_found" ? "not_found" : error.code === "invalid_argument" || error.code === "failed_precondition" ? "invalid_request" : "unavailable"
+          x.failure = fail(kind, `prime command stream ended: ${error.code} ${error.message}`)
+        }
         else x.failure = fail("unavailable", "prime command stream ended without the command's end")
+        // Ended before it started (the command could not be started): that is the start's answer.
+        if (x.failure !== null) Deferred.unsafeDone(started, Exit.fail(x.failure))
         return
       }
       const event = decodeStartResponse(e.data)

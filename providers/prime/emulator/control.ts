@@ -11,7 +11,7 @@
  * GPUs, egress lists, secrets, regions and arm64 are refused as not emulated.
  */
 import { Schema } from "effect"
-import type { LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
+import { defaultInternetOf, type LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
 import { runOrThrow as run } from "../../core/emulator/server.ts"
 import { jailLabels } from "../../core/jailLabels.ts"
 import { sandboxIdOfName } from "../adapter/wire.ts"
@@ -127,7 +127,7 @@ export const makeControl = (books: Books, runtime: LocalRuntimeShape, options: C
           memoryMb: Math.round(s.memoryGB * 1024),
           diskMb: Math.round(s.diskSizeGB * 1024),
           // Prime sandboxes reach the internet (egress lists are not emulated).
-          internet: true,
+          internet: defaultInternetOf(runtime),
           env: s.environmentVars,
           labels: jailLabels("prime", s.id, sandboxIdOfName(s.name))
         }))

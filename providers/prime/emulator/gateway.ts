@@ -107,7 +107,9 @@ export const makeGateway = (runtime: LocalRuntimeShape, sandboxOf: (id: string) 
       execId = started.execId
       pid = started.pid
     } catch (e) {
-      return streamError("internal", emulatorMessage(e, "prime"))
+      // A request the sandbox cannot run (a missing working directory, …) is the caller's, as Connect says it.
+      const kind = (e as { kind?: unknown }).kind
+      return streamError(kind === "invalid" ? "invalid_argument" : kind === "not_found" ? "not_found" : "internal", emulatorMessage(e, "prime"))
     }
     let closed = false
     let unregister = () => {}

@@ -11,6 +11,7 @@
  */
 import { HttpClientRequest } from "@effect/platform"
 import { Effect } from "effect"
+import { cdOrMark, cwdMissing, endedAtCd } from "../../core/cwd.ts"
 import { bufferedEvents, type ExecInput, type ProviderSandbox, type SandboxProvider, unsupported } from "../../core/Provider.ts"
 import { decodeExecutionId, encodeExecutionId, exitOf, NAME, type RunloopContext, shellDir, shellQuote, WireExecution } from "./wire.ts"
 
@@ -19,7 +20,7 @@ const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/
 /** The shell line: `cd` into the working directory (the home when none is given), exports, then the argv. */
 export const commandLine = (input: Pick<ExecInput, "command" | "cwd" | "environment">) => {
   const parts: Array<string> = []
-  if (input.cwd !== undefined) parts.push(`cd ${shellDir(input.cwd)}`)
+  if (input.cwd !== undefined) parts.push(cdOrMark(shellDir(input.cwd)))
   const env = Object.entries(input.environment ?? {})
   if (env.length > 0) parts.push(`export ${env.map(([k, v]) => `${k}=${shellQuote(v)}`).join(" ")}`)
   parts.push(`exec ${input.command.map(shellQuote).join(" ")}`)
@@ -61,6 +62,8 @@ export const makeProcesses = (ctx: RunloopContext) => {
       const ref = yield* refOf(executionId)
       const execution = yield* getExecution(sandbox, ref.executionId)
       if (execution.status !== "completed") return []
+      // Stopped at the `cd`: the working directory is missing (core/cwd.ts), not the command's failure.
+      if (endedAtCd({ stdout: execution.stdout ?? "", stderr: execution.stderr ?? "" }, execution.exit_status)) return yield* cwdMissing(NAME)
       const events = bufferedEvents(
         { stdout: execution.stdout ?? "", stderr: execution.stderr ?? "" },
         exitOf(execution.exit_status, killed.has(ref.executionId)),

@@ -94,10 +94,13 @@ export const makeSandboxes = (ctx: VercelContext) => {
     ...sourceOf(input),
     resources: { vcpus },
     timeout: Math.min(MAX_TIMEOUT_MS, input.lifecycle.runtimeTimeoutSeconds * 1000 + TIMEOUT_MARGIN_MS),
-    ...(!input.internetAccess
+    // Unsaid: no policy, Vercel's default (allow-all).
+    ...(input.internetAccess === false
       ? { networkPolicy: { mode: "deny-all" } }
       : input.domainPolicy?.mode === "allow"
       ? { networkPolicy: { mode: "custom", allowedDomains: [...input.domainPolicy.domains] } }
+      : input.internetAccess === true
+      ? { networkPolicy: { mode: "allow-all" } }
       : {}),
     ...(Object.keys(input.environment).length === 0 ? {} : { env: input.environment }),
     tags: {

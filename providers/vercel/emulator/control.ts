@@ -9,7 +9,7 @@
  */
 import { Option, Schema } from "effect"
 import * as crypto from "node:crypto"
-import type { LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
+import { defaultInternetOf, type LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
 import { runOrThrow as run } from "../../core/emulator/server.ts"
 import { jailLabels } from "../../core/jailLabels.ts"
 import { TAG_SANDBOX_ID } from "../adapter/wire.ts"
@@ -151,7 +151,8 @@ export const makeControl = (books: Books, runtime: LocalRuntimeShape, options: {
         vcpus,
         memory: vcpus * MB_PER_VCPU,
         timeout: body.timeout ?? DEFAULT_TIMEOUT_MS,
-        internet: body.networkPolicy?.mode !== "deny-all",
+        // No policy: Vercel's default (allow-all), as the local runtime gives it.
+        internet: body.networkPolicy === undefined ? defaultInternetOf(runtime) : body.networkPolicy.mode !== "deny-all",
         ...(body.networkPolicy?.mode === "custom" ? { allowedDomains: [...body.networkPolicy.allowedDomains] } : {}),
         env: { ...body.env },
         tags: { ...body.tags },

@@ -9,6 +9,7 @@ import processPty from "./0007_process_pty.ts"
 import nodes from "./0008_nodes.ts"
 import eventCounters from "./0009_event_counters.ts"
 import sandboxOrder from "./0010_sandbox_order.ts"
+import sandboxNetwork from "./0011_sandbox_network.ts"
 
 export const migrations = {
   "0001_accounts": accounts,
@@ -20,5 +21,6 @@ export const migrations = {
   "0007_process_pty": processPty,
   "0008_nodes": nodes,
   "0009_event_counters": eventCounters,
-  "0010_sandbox_order": sandboxOrder
+  "0010_sandbox_order": sandboxOrder,
+  "0011_sandbox_network": sandboxNetwork
 }

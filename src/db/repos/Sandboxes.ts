@@ -9,7 +9,7 @@ import { AppConfig, nodeIdOf } from "../../Config.ts"
 import { Effect, Schema } from "effect"
 import { ProviderResource, StoredResolvedResources } from "../../domain/ProviderResource.ts"
 import { Capabilities } from "../../domain/Runtime.ts"
-import { Provider, SandboxRequest, SandboxState } from "../../domain/Sandbox.ts"
+import { Provider, ResolvedNetwork, SandboxRequest, SandboxState } from "../../domain/Sandbox.ts"
 import { newUuid } from "../../domain/Ids.ts"
 import { nowIso } from "../../domain/Time.ts"
 import { Dialect } from "../Dialect.ts"
@@ -35,6 +35,8 @@ export const SandboxRow = Schema.Struct({
   provider: Schema.NullOr(Provider),
   billing_mode: Schema.Literal("managed", "byok", "emulated"),
   resolved_resources: Schema.NullOr(Json(StoredResolvedResources)),
+  /** What the sandbox got of the network (migration 0011; null before ready and for rows older than it). */
+  resolved_network: Schema.optionalWith(Schema.NullOr(Json(ResolvedNetwork)), { default: () => null }),
   provider_resource: Schema.NullOr(Json(ProviderResource)),
   capabilities: CapabilitiesColumn,
   cost_microusd: Schema.NullOr(MicroUsd),
@@ -180,12 +182,13 @@ export class SandboxesRepo extends Effect.Service<SandboxesRepo>()("app/db/Sandb
         readonly billingMode: BillingMode
         readonly resource: ProviderResource
         readonly capabilities: typeof Capabilities.Type
+        readonly network: typeof ResolvedNetwork.Type
       }) =>
         Effect.gen(function*() {
           const now = yield* nowIso
           const updated = yield* ids.all(sql`UPDATE sandboxes SET state = 'ready', provider = ${ready.provider}, billing_mode = ${ready.billingMode},
               provider_resource = ${JSON.stringify(ready.resource)}, resolved_resources = ${JSON.stringify(ready.resource.resolvedResources)},
-              capabilities = ${JSON.stringify(ready.capabilities)}, ready_at = ${now}, last_activity_at = ${now}, updated_at = ${now},
+              capabilities = ${JSON.stringify(ready.capabilities)}, resolved_network = ${JSON.stringify(ready.network)}, ready_at = ${now}, last_activity_at = ${now}, updated_at = ${now},
               state_reason = NULL, node_id = ${ready.billingMode === "emulated" ? sql`node_id` : null}
             WHERE id = ${id} AND state IN ('routing', 'provisioning', 'provision_unknown') RETURNING id`)
           return updated.length > 0
@@ -208,6 +211,12 @@ export class SandboxesRepo extends Effect.Service<SandboxesRepo>()("app/db/Sandb
           (rows) => rows.length > 0
         ),
       /** Keeps a resource created for a sandbox destroyed meanwhile, so the destroy reaches it. */
+      /**
+       * A create that failed on a provider: the record names where it was placed and on whose account (the
+       * organization's stored credentials make it `byok`, whether the provider accepted them or not).
+       */
+      setPlacement: (id: string, provider: string, billingMode: BillingMode) =>
+        run(sql`UPDATE sandboxes SET provider = ${provider}, billing_mode = ${billingMode} WHERE id = ${id}`),
       setProviderResource: (id: string, provider: string, resource: ProviderResource) =>
         run(sql`UPDATE sandboxes SET provider = ${provider}, provider_resource = ${JSON.stringify(resource)} WHERE id = ${id}`),
       /** The runtime deadline (`expires_at`), or null while none runs. */

@@ -13,6 +13,7 @@ import { runtimeOperationOf, type RuntimeOperationInput, startRuntimeOperation }
 import { runtimeOperationJobKey, type RuntimeOperationRow } from "../../services/sandboxes/RuntimeOperations.ts"
 import { SandboxesRepo } from "../../db/repos/Sandboxes.ts"
 import { Api } from "../Api.ts"
+import { answerWithin } from "../Sse.ts"
 import { runtimeOperationToWire } from "../wire/Sandboxes.ts"
 import { accepted, keyCaller, planeContext } from "./PlaneSupport.ts"
 
@@ -70,7 +71,7 @@ export const FilesystemLive = HttpApiBuilder.group(Api, "filesystem", (handlers)
           // streamed body chunked, without Content-Length).
           const body: BodyInit = length === 0 ? new Uint8Array() : length <= read.piece ? asBody(yield* read.readPiece(from, to)) : yield* read.open(from, to)
           return HttpServerResponse.raw(new Response(body, { status: read.range === undefined ? 200 : 206, headers: { "content-type": "application/octet-stream", ...headersOut } }))
-        }).pipe(provide))
+        }).pipe(answerWithin, provide))
       .handle("writeContent", ({ path, payload, urlParams }) =>
         Effect.gen(function*() {
           const caller = yield* keyCaller
@@ -83,5 +84,5 @@ export const FilesystemLive = HttpApiBuilder.group(Api, "filesystem", (handlers)
           }
           const written = yield* writeRaw(caller, path.sandbox_id, { ...input, data: payload })
           return yield* HttpServerResponse.schemaJson(RawWritten)({ path: written.path, size_bytes: written.size_bytes }, { status: written.created ? 201 : 200 }).pipe(Effect.orDie)
-        }).pipe(provide))
+        }).pipe(answerWithin, provide))
   }))

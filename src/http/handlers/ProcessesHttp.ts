@@ -17,7 +17,7 @@ import { attachable } from "../../services/sandboxes/Terminals.ts"
 import { attachCheckPassed, isAttachCheck } from "../Attach.ts"
 import { SandboxesRepo } from "../../db/repos/Sandboxes.ts"
 import { Api } from "../Api.ts"
-import { allowedFor, followResponse, followStream, PROCESS_BATCH_BYTES, PROCESS_BATCH_EVENTS, processEventFrame, sseBody, sseResponse } from "../Sse.ts"
+import { allowedFor, answerWithin, followResponse, followStream, PROCESS_BATCH_BYTES, PROCESS_BATCH_EVENTS, processEventFrame, sseBody, sseResponse } from "../Sse.ts"
 import { processToWire, processWithOutputToWire } from "../wire/Sandboxes.ts"
 import { keptOutput } from "../../services/sandboxes/ProcessOutput.ts"
 import { accepted, keyCaller, planeContext } from "./PlaneSupport.ts"
@@ -98,6 +98,7 @@ export const ProcessesLive = HttpApiBuilder.group(Api, "processes", (handlers) =
         Effect.flatMap(keyCaller, (caller) =>
           writeStdin(caller, path.sandbox_id, path.process_id, Buffer.from(payload.data_base64, "base64"), payload.eof)).pipe(
             Effect.flatMap((written) => HttpServerResponse.schemaJson(StdinWritten)(written, { status: 202 }).pipe(Effect.orDie)),
+            answerWithin,
             provide
           ))
       .handle("attach", ({ path }) =>

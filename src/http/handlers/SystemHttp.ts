@@ -1,10 +1,11 @@
 import { HttpApiBuilder } from "@effect/platform"
-import { Effect } from "effect"
+import { Effect, Option } from "effect"
 import { AppConfig, nodeIdOf } from "../../Config.ts"
 import { Db } from "../../db/Db.ts"
 import { Dialect } from "../../db/Dialect.ts"
 import { NodesRepo } from "../../db/repos/Nodes.ts"
 import { ServiceUnavailable } from "../../domain/Errors.ts"
+import { defaultInternetOf, LocalRuntime } from "../../runtime/LocalRuntime.ts"
 import { Api } from "../Api.ts"
 import { GATEWAY_VERSION } from "../../domain/Version.ts"
 
@@ -14,6 +15,13 @@ export const SystemLive = HttpApiBuilder.group(Api, "system", (handlers) =>
     const nodes = yield* NodesRepo
     const dialect = yield* Dialect
     const nodeId = nodeIdOf(yield* AppConfig)
+    const runtime = Option.getOrUndefined(yield* Effect.serviceOption(LocalRuntime))
+    const localRuntime = () => {
+      const limits = runtime?.limits?.()
+      return limits === undefined || runtime === undefined
+        ? {}
+        : { local_runtime: { max_vcpu: limits.vcpu, max_memory_mb: limits.memoryMb, max_disk_mb: limits.diskMb, default_internet: defaultInternetOf(runtime) } }
+    }
     return handlers
       .handle("health", () => Effect.succeed({ status: "ok" as const }))
       .handle("ready", () =>
@@ -30,7 +38,8 @@ export const SystemLive = HttpApiBuilder.group(Api, "system", (handlers) =>
                 url: n.url,
                 heartbeat_age_seconds: Math.max(0, Math.round((now - Date.parse(n.heartbeat_at)) / 100) / 10),
                 lost: n.lost_at !== null
-              }))
+              })),
+              ...localRuntime()
             }
           }),
           Effect.catchAllCause(() =>

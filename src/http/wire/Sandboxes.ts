@@ -38,6 +38,7 @@ export const sandboxToWire = (row: SandboxRow): typeof Sandbox.Type => {
         architecture: resolved.architecture,
         provider_size: resolved.providerSize
       },
+    resolved_network: row.resolved_network,
     cost_microusd: row.cost_microusd === null ? null : String(row.cost_microusd),
     cost_updated_at: row.cost_updated_at,
     created_at: row.created_at,

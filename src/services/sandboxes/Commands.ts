@@ -10,6 +10,7 @@ import { RuntimeOperationsRepo } from "../../db/repos/RuntimeOperations.ts"
 import { SandboxesRepo, type StoredRequest } from "../../db/repos/Sandboxes.ts"
 import { conflict, type Conflict, notFound, PaymentRequired } from "../../domain/Errors.ts"
 import type { DeleteFile, ListFiles, ReadFile, WriteFile } from "../../domain/Runtime.ts"
+import { unknownEnvironment } from "../../domain/Environments.ts"
 import { newId } from "../../domain/Ids.ts"
 import { isoAfter, nowIso } from "../../domain/Time.ts"
 import { ProviderAccounts } from "../ProviderAccounts.ts"
@@ -24,6 +25,8 @@ import { getOperation, insertOperation } from "./Operations.ts"
 import { appendProcessEvent, getProcessRow, processJobKey, TERMINAL_PROCESS_STATES } from "./Processes.ts"
 import { getRuntimeOperationRow, runtimeOperationJobKey } from "./RuntimeOperations.ts"
 import { getSandboxRow, type SandboxRow, setSandboxState } from "./SandboxRows.ts"
+import type { FileOperation } from "./ProviderErrors.ts"
+import { type Need, unsupportedCall } from "./Unsupported.ts"
 
 export interface Caller {
   readonly projectId: string
@@ -64,6 +67,8 @@ export interface CreateSandboxInput {
 
 export const createSandbox = (caller: Caller, input: CreateSandboxInput) =>
   Effect.gen(function*() {
+    const environment = unknownEnvironment(input.requested.source)
+    if (environment !== undefined) return yield* environment
     yield* requireCredit(caller.organizationId)
     const id = newId("sbx")
     const provider = input.requested.provider !== undefined && input.requested.provider !== "auto" ? input.requested.provider : null
@@ -86,9 +91,7 @@ export const pauseSandbox = (caller: Caller, sandboxId: string) =>
     if (!PAUSABLE.has(sandbox.state)) {
       return yield* conflict("invalid_sandbox_state", `A ${sandbox.state} sandbox cannot be paused`, { state: sandbox.state })
     }
-    if (sandbox.capabilities !== null && !capabilityOf(sandbox, ["lifecycle", "pause"])) {
-      return yield* conflict("unsupported_operation", `${sandbox.provider} sandboxes cannot be paused`, { provider: sandbox.provider })
-    }
+    if (sandbox.capabilities !== null && !capabilityOf(sandbox, ["lifecycle", "pause"])) return yield* unsupportedCall(sandbox, { kind: "pause" })
     yield* setSandboxState(sandboxId, "pausing")
     const operationId = yield* insertOperation({ ...caller, type: "sandbox_pause", resourceId: sandboxId })
     yield* lifecycleJob("sandbox.pause", { sandbox_id: sandboxId, operation_id: operationId })
@@ -105,9 +108,7 @@ export const resumeSandbox = (caller: Caller, sandboxId: string) =>
     if (sandbox.state !== "paused" && sandbox.state !== "resuming") {
       return yield* conflict("invalid_sandbox_state", `A ${sandbox.state} sandbox cannot be resumed; it must be paused`, { state: sandbox.state })
     }
-    if (sandbox.capabilities !== null && !capabilityOf(sandbox, ["lifecycle", "resume"])) {
-      return yield* conflict("capability_unsupported", `${sandbox.provider} sandboxes cannot be resumed`, { provider: sandbox.provider })
-    }
+    if (sandbox.capabilities !== null && !capabilityOf(sandbox, ["lifecycle", "resume"])) return yield* unsupportedCall(sandbox, { kind: "resume" })
     yield* setSandboxState(sandboxId, "resuming")
     const operationId = yield* insertOperation({ ...caller, type: "sandbox_resume", resourceId: sandboxId })
     yield* lifecycleJob("sandbox.resume", { sandbox_id: sandboxId, operation_id: operationId })
@@ -164,10 +165,9 @@ const capabilityOf = <K extends string>(sandbox: SandboxRow, path: ReadonlyArray
   return node === true
 }
 
-export const requireCapability = (sandbox: SandboxRow, path: ReadonlyArray<string>, what: string): Effect.Effect<void, Conflict> =>
-  capabilityOf(sandbox, path)
-    ? Effect.void
-    : Effect.fail(conflict("capability_unsupported", `${sandbox.provider} sandboxes do not support ${what}`, { provider: sandbox.provider }))
+/** The capability at `path` of the sandbox's snapshot, or 409 naming what the create could have asked for (Unsupported.ts). */
+export const requireCapability = (sandbox: SandboxRow, path: ReadonlyArray<string>, need: Need): Effect.Effect<void, Conflict, ProviderAccounts> =>
+  capabilityOf(sandbox, path) ? Effect.void : unsupportedCall(sandbox, need)
 
 export interface StartProcessInput {
   readonly command: ReadonlyArray<string>
@@ -182,14 +182,14 @@ export interface StartProcessInput {
 export const startProcess = (caller: Caller, sandboxId: string, input: StartProcessInput) =>
   Effect.gen(function*() {
     const sandbox = yield* readySandboxOf(caller, sandboxId)
-    yield* requireCapability(sandbox, ["process", "execute"], "processes")
+    yield* requireCapability(sandbox, ["process", "execute"], { kind: "execute" })
     // Refused before anything starts: a provider that cannot take input never gets such a process.
     const provider = (yield* ProviderAccounts).target(sandbox)?.provider
     if (input.stdin && input.pty === undefined && (provider?.sendInput === undefined || provider.capabilities.process?.stdin === false)) {
-      return yield* conflict("capability_unsupported", `${sandbox.provider} sandboxes cannot take standard input`, { provider: sandbox.provider })
+      return yield* unsupportedCall(sandbox, { kind: "stdin" })
     }
     if (input.pty !== undefined && (provider?.capabilities.process?.terminal !== true || provider.resizeTerminal === undefined || provider.sendInput === undefined)) {
-      return yield* conflict("capability_unsupported", `${sandbox.provider} sandboxes have no terminals`, { provider: sandbox.provider })
+      return yield* unsupportedCall(sandbox, { kind: "terminal" })
     }
     const now = yield* nowIso
     const id = newId("proc")
@@ -227,7 +227,7 @@ export const cancelProcess = (caller: Caller, sandboxId: string, processId: stri
     if (TERMINAL_PROCESS_STATES.includes(row.state)) {
       return yield* conflict("process_terminal", `The process already ${row.state === "succeeded" ? "succeeded" : `is ${row.state}`}`, { state: row.state })
     }
-    if (row.state !== "queued") yield* requireCapability(sandbox, ["process", "cancel"], "cancelling processes")
+    if (row.state !== "queued") yield* requireCapability(sandbox, ["process", "cancel"], { kind: "cancel" })
     if (row.cancel_requested_at === null) {
       yield* ProcessesRepo.requestCancel(processId, yield* nowIso)
       yield* appendProcessEvent(processId, "cancel_requested", {})
@@ -247,15 +247,15 @@ export const startRuntimeOperation = (caller: Caller, sandboxId: string, request
   Effect.gen(function*() {
     const kind = request.kind
     const sandbox = yield* readySandboxOf(caller, sandboxId)
-    const capability = kind.replace("filesystem_", "")
-    yield* requireCapability(sandbox, ["filesystem", capability], `filesystem ${capability}`)
+    const operation = kind.replace("filesystem_", "") as FileOperation
+    yield* requireCapability(sandbox, ["filesystem", operation], { kind: "files", operation })
     if (request.kind === "filesystem_write") {
       const mode = request.request.mode
       const modes = sandbox.capabilities?.filesystem.write_modes ?? []
       if (!modes.includes(mode)) {
-        return yield* conflict("capability_unsupported", `${sandbox.provider} sandboxes do not support write mode ${mode}`, { provider: sandbox.provider, supported: modes })
+        return yield* unsupportedCall(sandbox, { kind: "write_mode", mode }, { supported: modes })
       }
-      if (request.request.create_parents) yield* requireCapability(sandbox, ["filesystem", "create_parents"], "create_parents")
+      if (request.request.create_parents) yield* requireCapability(sandbox, ["filesystem", "create_parents"], { kind: "create_parents" })
     }
     const now = yield* nowIso
     const id = newId("rop")
@@ -272,7 +272,7 @@ export const runtimeOperationOf = (caller: Caller, sandboxId: string, id: string
 export const createEndpoint = (caller: Caller, sandboxId: string, input: { readonly port: number; readonly protocol: string; readonly lease_seconds: number }, addressing: EndpointAddressing) =>
   Effect.gen(function*() {
     const sandbox = yield* readySandboxOf(caller, sandboxId)
-    yield* requireCapability(sandbox, ["http_endpoints", "create"], "HTTP endpoints")
+    yield* requireCapability(sandbox, ["http_endpoints", "create"], { kind: "endpoints", port: input.port })
     const existing = yield* EndpointsRepo.liveOnPort(sandboxId, input.port)
     if (existing !== undefined) {
       return yield* conflict("endpoint_conflict", `Port ${input.port} already has a live endpoint`, { endpoint_id: existing })

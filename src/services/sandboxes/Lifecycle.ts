@@ -104,6 +104,7 @@ export const makeLifecycleHandlers = Effect.gen(function*() {
               const ready = yield* SandboxesRepo.markReady(sandboxId, {
                 provider: outcome.provider,
                 billingMode: outcome.billingMode,
+                network: outcome.network,
                 resource: outcome.sandbox,
                 capabilities: outcome.capabilities
               })
@@ -125,6 +126,7 @@ export const makeLifecycleHandlers = Effect.gen(function*() {
           case "Failed": {
             const error = outcome.error
             yield* Effect.gen(function*() {
+              if (outcome._tag === "Failed") yield* SandboxesRepo.setPlacement(sandboxId, outcome.placement.provider, outcome.placement.billingMode)
               yield* setSandboxState(sandboxId, "failed", { reason: error.code, unless: ["stopping", "stopped"] })
               yield* setOperationState(operationId, "failed", error)
               yield* event(sandbox, "sandbox.failed", { code: error.code })

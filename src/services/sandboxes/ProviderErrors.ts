@@ -10,41 +10,12 @@
  */
 import { Effect } from "effect"
 import type { ErrorObject } from "../../domain/Errors.ts"
-import { imagePullReason } from "../../../providers/core/errors.ts"
+import { type FileReason, fileReasonOf, imagePullReason } from "../../../providers/core/errors.ts"
+import { isCwdMissing } from "../../../providers/core/cwd.ts"
+
+export { type FileReason, fileReasonOf } from "../../../providers/core/errors.ts"
 import type { ProviderError } from "../../../providers/core/Provider.ts"
 import type { Attempt } from "../../../providers/core/routing.ts"
-
-export type FileReason =
-  | "not_found"
-  | "name_too_long"
-  | "permission_denied"
-  | "is_a_directory"
-  | "not_a_directory"
-  | "already_exists"
-  | "not_empty"
-  | "too_many_links"
-  | "no_space"
-  | "file_too_large"
-  | "io_error"
-  | "invalid_path"
-
-/** Errno wording, most specific first (a "not a directory" message may also say "not found"). */
-const FILE_REASONS: ReadonlyArray<readonly [FileReason, RegExp]> = [
-  ["name_too_long", /ENAMETOOLONG|name too long/i],
-  ["too_many_links", /ELOOP|too many (levels of )?symbolic links/i],
-  ["not_a_directory", /ENOTDIR|not a directory/i],
-  ["is_a_directory", /EISDIR|is a directory/i],
-  ["not_empty", /ENOTEMPTY|directory not empty|is not empty/i],
-  ["already_exists", /EEXIST|already exists/i],
-  ["no_space", /ENOSPC|EDQUOT|no space left|quota exceeded/i],
-  ["file_too_large", /EFBIG|file too large/i],
-  ["permission_denied", /EACCES|EPERM|EROFS|permission denied|operation not permitted|read-only file system/i],
-  ["not_found", /ENOENT|no such file|does not exist|not found/i],
-  ["io_error", /\bEIO\b|i\/o error/i],
-  ["invalid_path", /cannot be deleted|escapes|outside the sandbox|invalid path|must be absolute/i]
-]
-
-const SERVER_SIDE: ReadonlySet<FileReason> = new Set(["no_space", "io_error", "file_too_large"])
 
 /** A path as quoted back: bounded, so a 4,000-character path does not fill the message. */
 const quoted = (text: string, max = 200) => (text.length <= max ? text : `${text.slice(0, max)}…`)
@@ -77,15 +48,6 @@ const fileMessage = (reason: FileReason, path: string): string => {
     case "invalid_path":
       return `The path cannot be used for this operation: ${p}`
   }
-}
-
-/** The reason a file operation failed, or undefined when the failure is not about the file. */
-export const fileReasonOf = (e: ProviderError): FileReason | undefined => {
-  // A provider that failed (5xx) may still say why, when the file system itself refused: a full disk, an I/O error.
-  if (e.kind === "unavailable") return FILE_REASONS.find(([reason, pattern]) => SERVER_SIDE.has(reason) && pattern.test(e.message))?.[0]
-  if (e.kind !== "not_found" && e.kind !== "invalid_request" && e.kind !== "customer") return undefined
-  for (const [reason, pattern] of FILE_REASONS) if (pattern.test(e.message)) return reason
-  return e.kind === "not_found" ? "not_found" : "invalid_path"
 }
 
 /** An `auth` failure on an organization's own provider account (BYOK): its stored credentials are the problem. */
@@ -152,8 +114,9 @@ export const processFailure = (e: ProviderError, request: { readonly command: Re
   const code = providerCode(e)
   if (e.kind === "invalid_request" || e.kind === "customer" || e.kind === "not_found") {
     const reason = fileReasonOf(e)
-    if (request.cwd !== null && /\bcwd\b|working dir/i.test(e.message) && reason === "not_found") {
-      return withReason({ code, message: `The working directory does not exist: ${quoted(request.cwd)}`, retryable: false }, "cwd_not_found", e.provider)
+    if (request.cwd !== null && isCwdMissing(e)) {
+      // The same code on every provider, however it said so (core/cwd.ts).
+      return withReason({ code: "cwd_not_found", message: `The working directory does not exist: ${quoted(request.cwd)}`, retryable: false }, "cwd_not_found", e.provider)
     }
     const program = quoted(request.command[0] ?? "")
     if (reason === "not_found" && e.kind !== "not_found") return withReason({ code, message: `The command was not found: ${program}`, retryable: false }, "command_not_found", e.provider)

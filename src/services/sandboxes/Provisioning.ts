@@ -9,13 +9,16 @@ import { requestOf, SandboxesRepo } from "../../db/repos/Sandboxes.ts"
 import type { ErrorObject } from "../../domain/Errors.ts"
 import type { SandboxRequest } from "../../domain/Sandbox.ts"
 import { capabilitiesToWire, type CapabilityManifest } from "../../../providers/core/Capabilities.ts"
-import type { CreateInput, ProviderName, ProviderSandbox } from "../../../providers/core/Provider.ts"
+import type { CreateInput, ProviderName, ProviderSandbox, SandboxProvider } from "../../../providers/core/Provider.ts"
 import { imagePullReason } from "../../../providers/core/errors.ts"
-import { type Attempt, provisionWithFallback } from "../../../providers/core/routing.ts"
+import { networkInput, type ResolvedNetwork, resolvedNetwork } from "../../../providers/core/network.ts"
+import { type Attempt, provisionWithFallback, sizeText } from "../../../providers/core/routing.ts"
 import { ProviderAccounts } from "../ProviderAccounts.ts"
 import { appendOperationEvent } from "./Operations.ts"
 import { actionFailure, logProviderFailure, providerCode, publicAttempt } from "./ProviderErrors.ts"
 import type { SandboxRow } from "./SandboxRows.ts"
+
+type BillingMode = "managed" | "byok" | "emulated"
 
 export type Provisioned =
   | {
@@ -24,9 +27,12 @@ export type Provisioned =
     readonly sandbox: ProviderSandbox
     readonly capabilities: CapabilityManifest
     readonly billingMode: "managed" | "byok" | "emulated"
+    /** What the sandbox got of the network (the request's, or the provider's default where it said nothing). */
+    readonly network: ResolvedNetwork
   }
   | { readonly _tag: "NoEligibleProvider"; readonly error: ErrorObject }
-  | { readonly _tag: "Failed"; readonly error: ErrorObject }
+  /** `placement`: the provider whose create failed and on whose account it was tried (the record says so). */
+  | { readonly _tag: "Failed"; readonly error: ErrorObject; readonly placement: { readonly provider: ProviderName; readonly billingMode: BillingMode } }
   | { readonly _tag: "ProvisionUnknown" }
 
 const createInput = (sandbox: SandboxRow, request: SandboxRequest, provider: ProviderName): CreateInput => ({
@@ -46,12 +52,7 @@ const createInput = (sandbox: SandboxRow, request: SandboxRequest, provider: Pro
     onRuntimeTimeout: request.lifecycle.on_runtime_timeout,
     onIdleTimeout: request.lifecycle.on_idle_timeout
   },
-  internetAccess: request.network?.internet_access === true,
-  ...(request.network?.internet_access === true && request.network.allow_domains !== undefined
-    ? { domainPolicy: { mode: "allow" as const, domains: request.network.allow_domains } }
-    : request.network?.internet_access === true && request.network.deny_domains !== undefined
-    ? { domainPolicy: { mode: "deny" as const, domains: request.network.deny_domains } }
-    : {}),
+  ...networkInput(request),
   providerOptions: ((request.provider_options ?? {}) as Record<string, Record<string, unknown> | undefined>)[provider] ?? {},
   environment: request.environment ?? {},
   metadata: request.metadata ?? {}
@@ -78,6 +79,37 @@ const pullWithProgress = (runtime: LocalRuntimeShape, operationId: string, refer
     yield* Fiber.interrupt(reporter)
     if (pulled._tag === "Right") yield* appendOperationEvent(operationId, "image_pull", { image: reference, phase: "done", digest: pulled.right.digest })
   })
+
+/**
+ * No provider could take the request. When sizes were what kept them all out, the message says `resources` and
+ * the largest each provider gives (`details.largest_resources`; a dimension it states no ceiling for is null).
+ */
+const noEligibleProvider = (request: SandboxRequest, attempts: ReadonlyArray<Attempt>, providers: ReadonlyArray<SandboxProvider>): ErrorObject => {
+  const base = { attempts: attempts.map((a) => ({ ...a })) }
+  const bySize = attempts.filter((a) => a.unmet_requirements.some((u) => u.requirement === "resources"))
+  if (bySize.length === 0 || bySize.length < attempts.filter((a) => a.outcome === "ineligible").length) {
+    return { code: "no_eligible_provider", message: "No configured provider can serve this request", retryable: false, details: base }
+  }
+  const largest = bySize.map((a) => {
+    const max = providers.find((p) => p.name === a.provider)?.capabilities.maxResources
+    return { provider: a.provider, vcpu: max?.vcpu ?? null, memory_mb: max?.memoryMb ?? null, disk_mb: max?.diskMb ?? null }
+  })
+  const stated = (pick: (l: (typeof largest)[number]) => number | null) => {
+    const values = largest.map(pick)
+    return values.some((v) => v === null) ? null : Math.max(...(values as Array<number>))
+  }
+  const r = request.resources
+  const asked = sizeText({ vcpu: r.vcpu, memoryMb: r.memory_mb, diskMb: r.disk_mb ?? null })
+  const most = [stated((l) => l.vcpu), stated((l) => l.memory_mb), stated((l) => l.disk_mb)]
+  const mostText = [most[0] === null ? null : `${most[0]} vCPU`, most[1] === null ? null : `${most[1]} MB of memory`, most[2] === null ? null : `${most[2]} MB of disk`]
+    .filter((t) => t !== null).join(", ")
+  return {
+    code: "no_eligible_provider",
+    message: `No configured provider can serve this request: resources (${asked}) are more than any of them gives${mostText === "" ? "" : ` (the largest: ${mostText})`}`,
+    retryable: false,
+    details: { ...base, requirement: "resources", requested_resources: r, largest_resources: largest }
+  }
+}
 
 export const provisionSandbox = (sandbox: SandboxRow, operationId: string, runtime?: LocalRuntimeShape) =>
   Effect.gen(function*() {
@@ -111,6 +143,7 @@ export const provisionSandbox = (sandbox: SandboxRow, operationId: string, runti
       providers,
       // On the organization's own account nothing is charged to its balance.
       managedBilling: (provider) => provider.mode === "remote" && !byok.has(provider.name),
+      ownAccount: (provider) => byok.has(provider.name),
       input: (provider) => createInput(sandbox, request, provider.name),
       onAttempt: record,
       beforeCreate: (provider, input) =>
@@ -119,6 +152,9 @@ export const provisionSandbox = (sandbox: SandboxRow, operationId: string, runti
           : Effect.void
     })
     const details = (attempts: ReadonlyArray<Attempt>) => ({ attempts: attempts.map((a) => ({ ...a })) })
+    // The billing mode follows the credential: the organization's stored one makes it byok, accepted or not.
+    const billingModeOf = (name: ProviderName): BillingMode =>
+      byok.has(name) ? "byok" : providers.find((p) => p.name === name)?.mode === "emulated" ? "emulated" : "managed"
     switch (outcome._tag) {
       case "Provisioned":
         return {
@@ -126,13 +162,11 @@ export const provisionSandbox = (sandbox: SandboxRow, operationId: string, runti
           provider: outcome.provider.name,
           sandbox: outcome.sandbox,
           capabilities: capabilitiesToWire(outcome.provider.name, outcome.provider.capabilities),
-          billingMode: byok.has(outcome.provider.name) ? "byok" : outcome.provider.mode === "emulated" ? "emulated" : "managed"
+          billingMode: billingModeOf(outcome.provider.name),
+          network: resolvedNetwork(outcome.provider.capabilities, request)
         } satisfies Provisioned
       case "NoEligibleProvider":
-        return {
-          _tag: "NoEligibleProvider",
-          error: { code: "no_eligible_provider", message: "No configured provider can serve this request", retryable: false, details: details(outcome.attempts) }
-        } satisfies Provisioned
+        return { _tag: "NoEligibleProvider", error: noEligibleProvider(request, outcome.attempts, providers) } satisfies Provisioned
       case "Failed": {
         const pull = imagePullReason(outcome.error)
         // The image could not be pulled (unknown image or tag, unreachable registry, wrong platform, too large …):
@@ -143,7 +177,8 @@ export const provisionSandbox = (sandbox: SandboxRow, operationId: string, runti
         yield* logProviderFailure("create", outcome.error)
         return {
           _tag: "Failed",
-          error: { ...error, details: { ...error.details, ...details(outcome.attempts.map(publicAttempt)) } }
+          error: { ...error, details: { ...error.details, ...details(outcome.attempts.map(publicAttempt)) } },
+          placement: { provider: outcome.error.provider, billingMode: billingModeOf(outcome.error.provider) }
         } satisfies Provisioned
       }
       case "ProvisionUnknown":

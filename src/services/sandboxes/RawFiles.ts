@@ -19,6 +19,7 @@ import { ProviderAccounts } from "../ProviderAccounts.ts"
 import { type Caller, readySandboxOf, requireCapability } from "./Commands.ts"
 import { fileFailure, type FileOperation, fileReasonOf, logProviderFailure } from "./ProviderErrors.ts"
 import { touchSandbox } from "./SandboxRows.ts"
+import { unsupportedCall } from "./Unsupported.ts"
 
 /** A streamed read asks for this much at a time (less in flight between the hops than a whole provider read). */
 const STREAM_PIECE = 2 * 1024 * 1024
@@ -44,8 +45,11 @@ const failure = (operation: FileOperation, path: string, e: ProviderError) => {
 }
 const failed = (operation: FileOperation, path: string) => (e: ProviderError) => Effect.zipRight(logProviderFailure(operation, e), Effect.fail(failure(operation, path, e)))
 
-/** How long a raw read or write waits for the sandbox's earlier work before it gives up (503, retryable). */
-const ORDER_WAIT_MS = 60_000
+/**
+ * How long a raw read or write waits for the sandbox's earlier work before it gives up (503 `sandbox_busy`,
+ * retryable): within the 25 s a raw request has to answer its head (http/Sse.ts `SANDBOX_HEAD_MS`).
+ */
+const ORDER_WAIT_MS = 20_000
 
 /**
  * One order per sandbox (docs/guide/sandboxes.md): a raw read or write waits until the processes and file operations
@@ -61,7 +65,7 @@ const awaitEarlierWork = (sandboxId: string) =>
       if (Date.now() > deadline) {
         return yield* new ServiceUnavailable({
           code: "sandbox_busy",
-          message: "The sandbox's earlier processes and file operations did not start within 60 s; try again"
+          message: "The sandbox's earlier processes and file operations did not start within 20 s; try again"
         })
       }
       yield* Effect.sleep(waitMs)
@@ -127,7 +131,7 @@ export interface RawRead {
 export const readRaw = (caller: Caller, sandboxId: string, path: string, headers: { readonly range?: string | undefined; readonly ifNoneMatch?: string | undefined }) =>
   Effect.gen(function*() {
     const { sandbox, provider, resource } = yield* targetOf(caller, sandboxId)
-    yield* requireCapability(sandbox, ["filesystem", "read"], "reading files")
+    yield* requireCapability(sandbox, ["filesystem", "read"], { kind: "files", operation: "read" })
     const piece = Math.max(1, provider.capabilities.files?.maxReadBytes ?? 8 * 1024 * 1024)
     const whole = provider.readFileStream
     // A plain read (no range, no validator) will want the file's first piece whatever the stat says: it is asked
@@ -236,14 +240,10 @@ const tooLarge = (limit: number, provider: string | null) =>
 export const checkRawWrite = (caller: Caller, sandboxId: string, input: Omit<RawWriteInput, "data"> & { readonly declaredBytes?: number | undefined }) =>
   Effect.gen(function*() {
     const { sandbox, provider, resource } = yield* targetOf(caller, sandboxId)
-    yield* requireCapability(sandbox, ["filesystem", "write"], "writing files")
+    yield* requireCapability(sandbox, ["filesystem", "write"], { kind: "files", operation: "write" })
     const files = provider.capabilities.files
-    if (files === null || !files.writeModes.includes(input.mode)) {
-      return yield* conflict("capability_unsupported", `${sandbox.provider} sandboxes cannot write files in mode ${input.mode}`, { provider: sandbox.provider })
-    }
-    if (input.createParents && !files.createParents) {
-      return yield* conflict("capability_unsupported", `${sandbox.provider} sandboxes cannot create parent directories`, { provider: sandbox.provider })
-    }
+    if (files === null || !files.writeModes.includes(input.mode)) return yield* unsupportedCall(sandbox, { kind: "write_mode", mode: input.mode })
+    if (input.createParents && !files.createParents) return yield* unsupportedCall(sandbox, { kind: "create_parents" })
     const limit = writeLimitOf(provider, (yield* AppConfig).rawWriteMaxBytes)
     if (input.declaredBytes !== undefined && input.declaredBytes > limit) return yield* tooLarge(limit, sandbox.provider)
     return { sandbox, provider, resource, limit }

@@ -1,0 +1,171 @@
+/**
+ * `bun run bench --load [--clients 50] [--seconds 60]` (issue 28): N clients, each looping create → wait for the
+ * create operation → `echo hi` with `?wait_seconds` → delete, for the given time, against a gateway this starts
+ * (its own DATA_DIR, emulated providers, the default warm pool). Prints cycles/s, cycle p50/p90/p99, create → ready
+ * and run-and-wait percentiles under load, errors by code, the gateway's RSS before / at its peak / after, CPU
+ * seconds per cycle split by where they went, and what is left once every sandbox is gone.
+ *
+ * Where the CPU goes: the gateway runs in a cpuacct cgroup of its own (its helpers — mkfs, losetup, mount,
+ * slirp4netns, nft, bwrap's launcher until it joins the sandbox's cgroups — are its children and count there);
+ * each sandbox's cgroups count its agent and commands. So: the gateway process itself (/proc/<pid>/stat), its
+ * helpers (its cgroup's total minus itself), the sandboxes (their cgroups, sampled as they come and go: a sandbox
+ * destroyed between two samples loses at most one sample's worth), and the machine's total (/proc/stat).
+ */
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import { cgroupPath, cgroupScope, scopeCgroupIds } from "../src/runtime/Cgroups.ts"
+import { api, bootstrap, startServer } from "../test/support/server.ts"
+import { idempotencyKey, minimalSandbox, poll } from "../test/support/sandbox.ts"
+
+const arg = (name: string, fallback: number) => {
+  const i = process.argv.indexOf(`--${name}`)
+  const value = i === -1 ? undefined : Number(process.argv[i + 1])
+  return value !== undefined && Number.isFinite(value) && value > 0 ? value : fallback
+}
+const CLIENTS = arg("clients", 50)
+const SECONDS = arg("seconds", 60)
+const TICKS = 100 // USER_HZ on Linux
+
+const readOr = (file: string) => {
+  try {
+    return fs.readFileSync(file, "utf8")
+  } catch {
+    return ""
+  }
+}
+const rssKb = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readOr(`/proc/${pid}/status`))?.[1] ?? 0)
+/** utime + stime of a process, in seconds. */
+const ownCpu = (pid: number) => {
+  const fields = readOr(`/proc/${pid}/stat`).split(") ")[1]?.split(" ") ?? []
+  return (Number(fields[11] ?? 0) + Number(fields[12] ?? 0)) / TICKS
+}
+/** All CPU time the machine spent, in seconds (every core). */
+const machineCpu = () => {
+  const [, ...fields] = readOr("/proc/stat").split("\n")[0]!.trim().split(/\s+/)
+  const [user, nice, system, , , irq, softirq, steal] = fields.map(Number)
+  return ((user ?? 0) + (nice ?? 0) + (system ?? 0) + (irq ?? 0) + (softirq ?? 0) + (steal ?? 0)) / TICKS
+}
+const CPUACCT = fs.existsSync("/sys/fs/cgroup/cpuacct/cpuacct.usage") ? "/sys/fs/cgroup/cpuacct" : "/sys/fs/cgroup/cpu"
+const cgroupCpu = (rel: string) => Number(readOr(path.join(CPUACCT, rel, "cpuacct.usage")).trim() || 0) / 1e9
+
+const percentile = (values: ReadonlyArray<number>, p: number) => {
+  if (values.length === 0) return NaN
+  const sorted = [...values].sort((a, b) => a - b)
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!
+}
+const ms = (v: number) => (Number.isFinite(v) ? `${v.toFixed(1)} ms` : "–")
+
+const server = await startServer({ env: { LOG_LEVEL: "error" } })
+// The gateway and everything it starts, until a jail moves into its sandbox's cgroups: a cgroup of its own.
+const benchGroup = `sgw-bench-load-${process.pid}`
+fs.mkdirSync(path.join(CPUACCT, benchGroup), { recursive: true })
+fs.writeFileSync(path.join(CPUACCT, benchGroup, "cgroup.procs"), String(server.pid))
+const http = api(server.url)
+const owner = await bootstrap(server.dataDir, "load@example.com")
+const auth = { token: owner.api_key, project: owner.project_id }
+const scope = cgroupScope(server.dataDir)
+
+const cycles: Array<number> = []
+const readies: Array<number> = []
+const runs: Array<number> = []
+const errors = new Map<string, number>()
+const fail = (code: string) => errors.set(code, (errors.get(code) ?? 0) + 1)
+
+/** One cycle; false when it failed (its error is counted). */
+const cycle = async (): Promise<boolean> => {
+  const start = performance.now()
+  const created = await http.post("/v1/sandboxes", { ...auth, body: minimalSandbox(), headers: { "idempotency-key": idempotencyKey("load") } })
+  if (created.status !== 202) return (fail(created.body?.code ?? `http_${created.status}`), false)
+  const id = created.body.sandbox.id as string
+  try {
+    // The create operation, followed: the answer ends when it does.
+    const followed = await fetch(`${server.url}/v1/operations/${created.body.operation.id}/events?follow=true`, {
+      headers: { authorization: `Bearer ${auth.token}`, "x-metal-project-id": auth.project }
+    })
+    await followed.text()
+    const op = (await http.get(`/v1/operations/${created.body.operation.id}`, auth)).body
+    if (op?.state !== "succeeded") return (fail(op?.error?.code ?? "create_not_succeeded"), false)
+    readies.push(performance.now() - start)
+    const runStart = performance.now()
+    const ran = await http.post(`/v1/sandboxes/${id}/processes?wait_seconds=60`, { ...auth, body: { command: ["echo", "hi"] }, headers: { "idempotency-key": idempotencyKey("hi") } })
+    if (ran.status !== 201 || ran.body?.stdout !== "hi\n") return (fail(ran.body?.code ?? `run_${ran.status}`), false)
+    runs.push(performance.now() - runStart)
+    return true
+  } finally {
+    const deleted = await http.delete(`/v1/sandboxes/${id}`, auth)
+    if (deleted.status >= 300) fail(deleted.body?.code ?? `delete_${deleted.status}`)
+    else cycles.push(performance.now() - start)
+  }
+}
+
+// Sandbox CPU: each sandbox cgroup's last reading, kept after the cgroup goes.
+const sandboxCpu = new Map<string, number>()
+const sampleSandboxes = () => {
+  for (const id of scopeCgroupIds(scope)) {
+    const v = cgroupCpu(cgroupPath(scope, id))
+    if (v > 0) sandboxCpu.set(id, v)
+  }
+}
+let peakRss = 0
+const sampler = setInterval(() => {
+  peakRss = Math.max(peakRss, rssKb(server.pid))
+  sampleSandboxes()
+}, 100)
+
+await Bun.sleep(2000) // the warm pool fills
+const rssBefore = rssKb(server.pid)
+sampleSandboxes()
+const sandboxBase = [...sandboxCpu.values()].reduce((a, b) => a + b, 0)
+const at0 = { gateway: ownCpu(server.pid), group: cgroupCpu(benchGroup), machine: machineCpu() }
+const started = performance.now()
+const deadline = Date.now() + SECONDS * 1000
+let done = 0
+await Promise.all(Array.from({ length: CLIENTS }, async () => {
+  while (Date.now() < deadline) {
+    try {
+      if (await cycle()) done++
+    } catch (e) {
+      fail(`client_${(e as Error).name}`)
+    }
+  }
+}))
+const elapsed = (performance.now() - started) / 1000
+sampleSandboxes()
+const at1 = { gateway: ownCpu(server.pid), group: cgroupCpu(benchGroup), machine: machineCpu() }
+const sandboxSeconds = [...sandboxCpu.values()].reduce((a, b) => a + b, 0) - sandboxBase
+clearInterval(sampler)
+
+// What is left once every sandbox is gone (the warm pool's jails are the gateway's own).
+await poll(async () => (await http.get("/v1/sandboxes?state=stopping&state=cleanup_pending&limit=1", auth)).body.sandboxes.length, (n) => n === 0, 120_000, 200)
+await Bun.sleep(3000)
+const rssAfter = rssKb(server.pid)
+const jails = fs.readdirSync(path.join(server.dataDir, "sandboxes")).filter((d) => !d.startsWith("pool-"))
+const cgroups = scopeCgroupIds(scope).filter((id) => !id.startsWith("pool-"))
+const loops = Bun.spawnSync(["losetup", "-a"]).stdout.toString().split("\n").filter((l) => l.includes(server.dataDir) && !l.includes("/pool-"))
+
+const gatewaySeconds = at1.gateway - at0.gateway
+const helperSeconds = at1.group - at0.group - gatewaySeconds
+const machineSeconds = at1.machine - at0.machine
+const perCycle = (s: number) => (done === 0 ? "–" : `${((s / done) * 1000).toFixed(0)} ms`)
+const rows: Array<[string, string]> = [
+  ["clients, seconds", `${CLIENTS}, ${elapsed.toFixed(1)} s (${os.cpus().length} cores)`],
+  ["cycles", `${done} (${(done / elapsed).toFixed(1)}/s)`],
+  ["cycle p50 / p90 / p99", `${ms(percentile(cycles, 50))} / ${ms(percentile(cycles, 90))} / ${ms(percentile(cycles, 99))}`],
+  ["create → ready p50 / p90 / p99", `${ms(percentile(readies, 50))} / ${ms(percentile(readies, 90))} / ${ms(percentile(readies, 99))}`],
+  ["run-and-wait p50 / p90 / p99", `${ms(percentile(runs, 50))} / ${ms(percentile(runs, 90))} / ${ms(percentile(runs, 99))}`],
+  ["errors", errors.size === 0 ? "0" : [...errors].map(([code, n]) => `${code} ×${n}`).join(", ")],
+  ["gateway RSS before / peak / after", `${(rssBefore / 1024).toFixed(0)} / ${(peakRss / 1024).toFixed(0)} / ${(rssAfter / 1024).toFixed(0)} MiB`],
+  ["CPU per cycle: gateway", perCycle(gatewaySeconds)],
+  ["CPU per cycle: its helpers", perCycle(helperSeconds)],
+  ["CPU per cycle: sandboxes", perCycle(sandboxSeconds)],
+  ["CPU per cycle: whole machine", perCycle(machineSeconds)],
+  ["left after", `${jails.length} jail dirs, ${cgroups.length} cgroups, ${loops.length} loop devices`]
+]
+console.log(`\nLoad: ${CLIENTS} clients looping create → ready → echo hi (run and wait) → delete`)
+console.log(rows.map(([k, v]) => `${k.padEnd(34)} ${v}`).join("\n"))
+await server.stop()
+try {
+  fs.rmdirSync(path.join(CPUACCT, benchGroup))
+} catch {}
+process.exit(0)
