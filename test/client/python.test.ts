@@ -48,7 +48,9 @@ beforeAll(async () => {
   ])
   server = started
   const owner = await bootstrap(server.dataDir, "python-client@example.com")
-  env = { SGW_URL: server.url, SGW_API_KEY: owner.api_key, SGW_PROJECT: owner.project_id, SGW_SOURCE: SOURCE }
+  // The type check's cache in the checkout's .tmp/ (git-ignored), kept from one run to the next.
+  const mypyCache = path.join(ROOT, ".tmp/mypy-cache")
+  env = { SGW_URL: server.url, SGW_API_KEY: owner.api_key, SGW_PROJECT: owner.project_id, SGW_SOURCE: SOURCE, SGW_MYPY_CACHE: mypyCache }
 }, 300_000)
 afterAll(async () => {
   await server?.stop()
@@ -62,8 +64,9 @@ describe("the Python client", () => {
     expect(files).toEqual(["test_async.py", "test_errors.py", "test_package.py", "test_sync.py"])
   })
 
+  // The files at once: the type check (CPU) overlaps the suites that mostly wait on sandboxes.
   for (const file of files) {
-    it(`tests/${file}`, async () => {
+    it.concurrent(`tests/${file}`, async () => {
       // Run from the scratch directory, so `import sandbox_gateway` finds the installed package, not the source.
       const result = await run([venvPython, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rfE", path.join(SOURCE, "tests", file)], scratch, env)
       if (result.code !== 0) throw new Error(`pytest ${file} exited ${result.code}\n${result.stdout.slice(-8000)}\n${result.stderr.slice(-2000)}`)

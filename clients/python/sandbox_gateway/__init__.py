@@ -12,16 +12,17 @@ Failures raise ``GatewayError`` with the gateway's ``code``, ``status``, ``retry
 ``request_id``; the records it hands over are typed (``sandbox_gateway.types``).
 """
 from . import types
-from ._async.client import AsyncClient, AsyncFiles, AsyncProcess, AsyncSandbox, AsyncSandboxes
+from ._async.client import AsyncClient, AsyncEnvironments, AsyncFiles, AsyncProcess, AsyncSandbox, AsyncSandboxes
 from ._async.terminal import AsyncEndedTerminal, AsyncTerminal
 from ._common import ExecResult, Page, TerminalExit
-from ._sync.client import Client, Files, Process, Sandbox, Sandboxes
+from ._sync.client import Client, Environments, Files, Process, Sandbox, Sandboxes
 from ._sync.terminal import EndedTerminal, Terminal
 from ._version import __version__
 from .errors import GatewayError
 
 __all__ = [
     "AsyncClient",
+    "AsyncEnvironments",
     "AsyncEndedTerminal",
     "AsyncFiles",
     "AsyncProcess",
@@ -30,6 +31,7 @@ __all__ = [
     "AsyncTerminal",
     "Client",
     "EndedTerminal",
+    "Environments",
     "ExecResult",
     "Files",
     "GatewayError",

@@ -155,6 +155,7 @@ class Sandbox(TypedDict):
     provider: Optional[Provider]
     billing_mode: Literal["managed", "byok", "emulated"]
     resolved_resources: Optional[ResolvedResources]
+    resolved_network: Optional[ResolvedNetwork]
     cost_microusd: Optional[str]
     cost_updated_at: Optional[str]
     created_at: str
@@ -301,6 +302,13 @@ class ResolvedResources(TypedDict):
     disk_mb: Optional[int]
     architecture: str
     provider_size: Optional[str]
+
+
+class ResolvedNetwork(TypedDict):
+    internet_access: bool
+    source: Literal["requested", "provider_default"]
+    allow_domains: Optional[List[str]]
+    deny_domains: Optional[List[str]]
 
 
 class SandboxList(TypedDict):
@@ -500,6 +508,18 @@ class RuntimeOperationResultFilesystemDelete(TypedDict):
     kind: Literal["filesystem_delete"]
     path: str
     deleted: bool
+
+
+class EnvironmentList(TypedDict):
+    environments: List[Environment]
+
+
+class Environment(TypedDict):
+    name: str
+    versions: List[str]
+    default_version: str
+    description: str
+    providers: List[Provider]
 
 Source = Union[EnvironmentSource, OciImageSource, ProviderTemplateSource]
 RuntimeOperationResult = Union[RuntimeOperationResultFilesystemRead, RuntimeOperationResultFilesystemWrite, RuntimeOperationResultFilesystemList, RuntimeOperationResultFilesystemDelete]

@@ -29,6 +29,7 @@ ROOTS = [
     "SandboxMetrics",
     "Capabilities",
     "RuntimeOperation",
+    "EnvironmentList",
     "ErrorObject",
 ]
 

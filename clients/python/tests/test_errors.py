@@ -27,6 +27,14 @@ def test_the_envelope_as_an_exception(gateway: Dict[str, Any], gw: Client) -> No
     assert (invalid.value.code, invalid.value.status) == ("validation_error", 422)
     assert any("memory_mb" in issue["path"] for issue in invalid.value.details["issues"])
 
+    # An environment the gateway does not have: the message names the known ones (gw.environments.list()).
+    known = [e["name"] for e in gw.environments.list()]
+    with pytest.raises(GatewayError) as unknown_environment:
+        gw.sandboxes.create("ubuntu-22.04")
+    assert (unknown_environment.value.code, unknown_environment.value.status) == ("validation_error", 422)
+    assert unknown_environment.value.message == "source.environment must be one of: " + ", ".join(known)
+    assert unknown_environment.value.details["issues"][0]["path"] == "source.environment"
+
     with pytest.raises(GatewayError) as missing:
         gw.sandboxes.get("sbx_doesnotexist")
     assert (missing.value.code, missing.value.status, missing.value.retryable) == ("not_found", 404, False)

@@ -41,8 +41,8 @@ def test_the_records_are_typed_as_the_gateway_sends_them(gateway: Dict[str, Any]
 
 
 def test_typed_for_mypy(tmp_path: Path) -> None:
-    """The package type-checks strictly, and so does this suite against the package as installed (its py.typed:
-    mypy reads its types from the environment)."""
-    cache = ["--cache-dir", str(tmp_path / "mypy")]
-    subprocess.run([sys.executable, "-m", "mypy", "--strict", *cache, str(source() / "sandbox_gateway")], check=True, cwd=tmp_path)
-    subprocess.run([sys.executable, "-m", "mypy", "--strict", *cache, str(Path(__file__).parent)], check=True, cwd=tmp_path)
+    """The package type-checks strictly, and so does this suite, which uses it as a caller would (the installed
+    copy is the same source, and carries py.typed: see the first test)."""
+    # A cache kept between runs (SGW_MYPY_CACHE) spares the standard library's and httpx's analysis each time.
+    cache = ["--cache-dir", os.environ.get("SGW_MYPY_CACHE") or str(tmp_path / "mypy")]
+    subprocess.run([sys.executable, "-m", "mypy", "--strict", *cache, str(source() / "sandbox_gateway"), str(Path(__file__).parent)], check=True, cwd=tmp_path)

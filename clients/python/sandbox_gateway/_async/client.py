@@ -53,6 +53,7 @@ class AsyncClient:
             **extra,
         )
         self.sandboxes = AsyncSandboxes(self)
+        self.environments = AsyncEnvironments(self)
 
     async def aclose(self) -> None:
         await self._http.aclose()
@@ -162,6 +163,19 @@ def _operation_error(operation: types.Operation, what: str) -> GatewayError:
         operation.get("retryable", False),
         error.get("details"),
     )
+
+
+class AsyncEnvironments:
+    """The catalogue of what ``create`` can name as its environment."""
+
+    def __init__(self, client: AsyncClient) -> None:
+        self._client = client
+
+    async def list(self) -> List[types.Environment]:
+        """The environments (``name``, ``versions``, ``default_version``, ``description``) and the configured
+        providers that create each."""
+        catalogue: types.EnvironmentList = await self._client._json("GET", "/v1/environments")
+        return catalogue["environments"]
 
 
 class AsyncSandboxes:

@@ -53,6 +53,7 @@ class Client:
             **extra,
         )
         self.sandboxes = Sandboxes(self)
+        self.environments = Environments(self)
 
     def close(self) -> None:
         self._http.close()
@@ -162,6 +163,19 @@ def _operation_error(operation: types.Operation, what: str) -> GatewayError:
         operation.get("retryable", False),
         error.get("details"),
     )
+
+
+class Environments:
+    """The catalogue of what ``create`` can name as its environment."""
+
+    def __init__(self, client: Client) -> None:
+        self._client = client
+
+    def list(self) -> List[types.Environment]:
+        """The environments (``name``, ``versions``, ``default_version``, ``description``) and the configured
+        providers that create each."""
+        catalogue: types.EnvironmentList = self._client._json("GET", "/v1/environments")
+        return catalogue["environments"]
 
 
 class Sandboxes:
