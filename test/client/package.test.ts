@@ -19,6 +19,8 @@ let server: RunningServer
 let credentials: { apiKey: string; projectId: string }
 let scratch: string
 let app: string
+/** A second project that installed the package from its directory (`npm install --install-links <dir>`). */
+let fromPath: string
 
 /**
  * PATH without Bun's stand-in for node (`bun --bun` puts one first), so `node` and npm run on the real Node.
@@ -105,7 +107,13 @@ beforeAll(async () => {
       fs.mkdirSync(app)
       fs.writeFileSync(path.join(app, "package.json"), JSON.stringify({ name: "app", private: true, type: "module" }))
       // Offline, with a cache of its own: everything comes from the tarballs.
-      await run(["npm", "install", "--offline", "--ignore-scripts", "--no-audit", "--no-fund", "--cache", path.join(scratch, "npm-cache"), path.join(scratch, packed), ...peers], app)
+      const install = ["npm", "install", "--offline", "--ignore-scripts", "--no-audit", "--no-fund", "--cache", path.join(scratch, "npm-cache")]
+      await run([...install, path.join(scratch, packed), ...peers], app)
+      // From the directory, built by the pack above: --install-links copies it as a tarball would.
+      fromPath = path.join(scratch, "from-path")
+      fs.mkdirSync(fromPath)
+      fs.writeFileSync(path.join(fromPath, "package.json"), JSON.stringify({ name: "from-path", private: true, type: "module" }))
+      await run([...install, "--install-links", path.join(ROOT, "client"), ...peers], fromPath)
     })()
   ])
   server = started
@@ -131,6 +139,14 @@ describe("the TypeScript client as a package", () => {
     const imports = new Set([...bundle.matchAll(/^import .* from "([^"]+)";?$/gm)].map((m) => m[1]!.split("/").slice(0, m[1]!.startsWith("@") ? 2 : 1).join("/")))
     expect([...imports].sort()).toEqual(["@effect/platform", "effect"])
   })
+
+  it("installs from its directory too (--install-links): a copy, not a link into the checkout", async () => {
+    const installed = path.join(fromPath, "node_modules/@sandbox-gateway/client")
+    expect(fs.lstatSync(installed).isSymbolicLink()).toBe(false)
+    expect(fs.existsSync(path.join(installed, "src"))).toBe(false)
+    const output = await run(["node", "--input-type=module", "-e", `import { createClient, GatewayError } from "@sandbox-gateway/client"; console.log(typeof createClient, typeof GatewayError)`], fromPath)
+    expect(output).toBe("function function\n")
+  }, 120_000)
 
   for (const runtime of ["node", "bun"] as const) {
     it(`runs the docs' first script: a sandbox, commands with live output, a file, a typed error, destroyed (${runtime})`, async () => {
