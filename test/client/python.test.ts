@@ -1,7 +1,7 @@
 /**
  * The Python client (clients/python, issue 24 item 7) against a real gateway: a virtual environment on Debian's
  * python3 (its python3-httpx and python3-pytest visible through --system-site-packages), the package installed
- * into it by pip from a copy of its source, offline (--no-index: no PyPI), then its pytest suite
+ * into it by Debian's pip from a copy of its source, offline (--no-index: no PyPI), then its pytest suite
  * (clients/python/tests), one file per test here, importing the installed package.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -41,9 +41,10 @@ beforeAll(async () => {
       // A copy: pip builds in the source tree, and the checkout stays as it is.
       const copy = path.join(scratch, "src")
       fs.cpSync(SOURCE, copy, { recursive: true, filter: (p) => !/(__pycache__|\.egg-info|\/build)$/.test(p) })
-      await must([PYTHON, "-m", "venv", "--system-site-packages", path.join(scratch, "venv")], scratch)
+      // Without a pip of its own (seeding one costs more than the install): Debian's pip installs into it.
+      await must([PYTHON, "-m", "venv", "--system-site-packages", "--without-pip", path.join(scratch, "venv")], scratch)
       venvPython = path.join(scratch, "venv/bin/python")
-      await must([venvPython, "-m", "pip", "install", "--quiet", "--no-index", "--no-build-isolation", "--disable-pip-version-check", copy], scratch)
+      await must([PYTHON, "-m", "pip", "--python", venvPython, "install", "--quiet", "--no-index", "--no-build-isolation", "--disable-pip-version-check", copy], scratch)
     })()
   ])
   server = started

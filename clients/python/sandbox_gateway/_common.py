@@ -31,6 +31,8 @@ PROCESS_ENDED = frozenset(["succeeded", "failed", "cancelled", "timed_out"])
 
 Stream = Literal["stdout", "stderr"]
 Command = Union[str, Sequence[str]]
+#: How a raw write meets an existing file (the API's `mode`).
+WriteMode = Literal["create", "overwrite", "append"]
 
 
 def argv(command: Command) -> List[str]:

@@ -64,6 +64,10 @@ def test_create_run_files_endpoint_lifecycle(gw: Client) -> None:
     with pytest.raises(GatewayError) as exists:
         sandbox.files.write("/workspace/data/blob.bin", "x", mode="create")
     assert (exists.value.code, exists.value.status, exists.value.retryable) == ("file_exists", 409, False)
+    with pytest.raises(GatewayError) as sideways:
+        sandbox.files.write("/workspace/data/blob.bin", "x", mode="sideways")  # type: ignore[arg-type]
+    assert (sideways.value.code, sideways.value.status) == ("validation_error", 422) and "mode" in sideways.value.message
+    assert sandbox.files.read("/workspace/data/blob.bin") == blob  # neither refusal touched it
     assert [e["path"] for e in sandbox.files.list("/workspace/data")] == ["/workspace/data/blob.bin"]
     assert sandbox.files.remove("/workspace/data/blob.bin") is True
     with pytest.raises(GatewayError) as missing:

@@ -11,7 +11,7 @@ from typing import Any, AsyncIterator, Callable, Dict, List, Literal, Mapping, O
 import httpx
 
 from .. import _common, types
-from .._common import Command, ExecResult, Page, Stream, TerminalExit
+from .._common import Command, ExecResult, Page, Stream, TerminalExit, WriteMode
 from .._version import __version__
 from ..errors import GatewayError, from_envelope, network_error
 from . import _io
@@ -625,7 +625,7 @@ class AsyncFiles:
     async def read_text(self, path: str, encoding: str = "utf-8") -> str:
         return (await self.read(path)).decode(encoding)
 
-    async def write(self, path: str, data: Union[str, bytes], *, mode: str = "overwrite") -> int:
+    async def write(self, path: str, data: Union[str, bytes], *, mode: WriteMode = "overwrite") -> int:
         """Writes the file, making its parents: ``mode`` ``create`` (``file_exists`` if it exists), ``overwrite``
         or ``append``. At most the provider's largest write (10 MiB today): ``upload`` takes any size. Returns the
         file's size."""
