@@ -140,6 +140,22 @@ describe("blaxel remote: the sandbox runtime", () => {
     expect(events[1]).toMatchObject({ exitCode: 0, cancelled: false })
     expect(s.left()).toBe(0)
   })
+
+  it("on an image of the user's own (kept from create), a process without a directory starts where the image says (its WorkingDir)", async () => {
+    const s = scripted([
+      step("POST", "/v0/sandboxes", () => json({ ...wire("DEPLOYED"), spec: { runtime: { image: "registry.example.com/team/app:1", memory: 2048 } } })),
+      step("GET", "/sbx-1/process/metal-proc_2", () => json({ error: "process not found" }, 404)),
+      step("POST", "/sbx-1/process", (call) => {
+        expect(bodyJson(call)).toEqual({ name: "metal-proc_2", command: "exec pwd", waitForCompletion: false })
+        return json({ pid: "2", name: "metal-proc_2", status: "running" })
+      })
+    ])
+    const p = provider(s.client)
+    const created = await run(p.create({ ...conformanceInput("sbx_1"), source: { kind: "oci_image", image: "registry.example.com/team/app:1" } }))
+    expect(created.metadata).toMatchObject({ image: "registry.example.com/team/app:1" })
+    await run(p.exec(created, { command: ["pwd"], timeoutSeconds: 60, maxOutputBytes: 1024, processId: "proc_2" }))
+    expect(s.left()).toBe(0)
+  })
 })
 
 describe("blaxel remote: files", () => {

@@ -13,8 +13,10 @@
  * the sandbox's own uid; its upper layer is on the sandbox's disk. The agent then runs through the host's loader
  * copied to the tools tmpfs (/opt/agent/rt), needing nothing of the image. Never the host's home, /root, the project or DATA_DIR, and no mount of
  * the jail names a host path. bwrap runs as the sandbox's own host uid (UidLeases.ts); inside, processes are uid
- * 1000 in new user, pid, ipc, uts, cgroup, mount and network namespaces, with no capabilities and no further
- * user namespaces. Limits use cgroup v1 (Cgroups.ts); without cgroups, the launcher's RLIMIT_NPROC bounds the
+ * 1000 (on an image: its User, root when it names none) in new user, pid, ipc, uts, cgroup, mount and network
+ * namespaces, with no capabilities and no further user namespaces. The user namespace maps that one uid (and one
+ * gid) to the sandbox's host uid: uid 0 inside is the same unprivileged host uid, with no capability in any
+ * namespace (bwrap's --cap-drop ALL empties even the bounding set), so it gains nothing over uid 1000. Limits use cgroup v1 (Cgroups.ts); without cgroups, the launcher's RLIMIT_NPROC bounds the
  * whole sandbox (its uid is its own, so the count is its own).
  */
 import * as fs from "node:fs"
@@ -38,6 +40,9 @@ export interface JailImage {
   readonly layers: ReadonlyArray<string>
   /** The image's WorkingDir: the default cwd of commands. */
   readonly workingDir: string | undefined
+  /** The uid and gid its processes run as inside the jail: its config's User (oci/ImageUser.ts). */
+  readonly uid: number
+  readonly gid: number
 }
 
 export interface JailSpec {
@@ -117,6 +122,22 @@ const AGENT_LOOP = [
   "/opt/agent/bun"
 ]
 
+/**
+ * A warm jail's loop (WarmPool.ts): the same loop, with a leash. The launcher's stdin is a pipe the gateway holds;
+ * a background reader waits on it: "claimed" (a create took the jail) lets it go, and anything else — the
+ * end of the pipe when the gateway dies, even by SIGKILL — ends every process of the jail (kill -1 spares only the
+ * jail's init, which then exits). A warm jail holds nothing of anyone's, so it never outlives its gateway.
+ * Asynchronous lists get /dev/null as stdin, so the pipe goes to the reader as fd 4; nothing else keeps it.
+ */
+const LEASHED_AGENT_LOOP = [
+  "/bin/sh",
+  "-c",
+  'exec 3>&2 >/dev/null 2>/dev/null 4<&0 </dev/null; { read -r word <&4; [ "$word" = claimed ] || kill -KILL -1; } 3>&- & exec 4<&-; (exec "$0" /opt/agent/lib/main.js 2>&3 3>&-); exec 3>&-; while :; do sleep 0.2; "$0" /opt/agent/lib/main.js; done',
+  "/opt/agent/bun"
+]
+/** What the gateway writes on a warm jail's leash when a create takes it. */
+export const LEASH_CLAIMED = "claimed\n"
+
 /** Where the launcher builds an image jail's root on the disk: the overlay, its upper and work dirs, the idmapped layers. */
 export const IMAGE_DIR = "image"
 const RT = "/opt/agent/rt"
@@ -147,6 +168,11 @@ export const bwrapArgs = (options: {
   readonly command?: ReadonlyArray<string> | undefined
   /** The root is an OCI image (the overlay the launcher mounts): nothing of the host's system is bound. */
   readonly image?: boolean | undefined
+  /** A warm jail: the agent loop ends the jail when the launcher's stdin closes unclaimed (LEASHED_AGENT_LOOP). */
+  readonly leashed?: boolean | undefined
+  /** Who the jail's processes are inside (default SANDBOX_UID): an image's User. Either way the sandbox's one host uid. */
+  readonly uid?: number | undefined
+  readonly gid?: number | undefined
 }) => {
   const args: Array<string> = []
   if (options.image === true) args.push("--bind", path.join(STAGE, IMAGE_DIR, "merged"), "/")
@@ -178,8 +204,8 @@ export const bwrapArgs = (options: {
     "--unshare-user",
     "--disable-userns",
     "--hostname", options.hostname.slice(0, 63),
-    "--uid", String(SANDBOX_UID),
-    "--gid", String(SANDBOX_UID),
+    "--uid", String(options.uid ?? SANDBOX_UID),
+    "--gid", String(options.gid ?? SANDBOX_UID),
     "--new-session",
     "--cap-drop", "ALL",
     "--chdir", "/workspace",
@@ -190,7 +216,7 @@ export const bwrapArgs = (options: {
   )
   if (options.image === true) args.push("--setenv", "AGENT_SHELL", JSON.stringify(RT_SHELL))
   for (const [k, v] of Object.entries(options.env)) args.push("--setenv", k, v)
-  args.push("--", ...(options.command ?? (options.image === true ? RT_AGENT_LOOP : AGENT_LOOP)))
+  args.push("--", ...(options.command ?? (options.image === true ? RT_AGENT_LOOP : options.leashed === true ? LEASHED_AGENT_LOOP : AGENT_LOOP)))
   return args
 }
 
@@ -241,7 +267,7 @@ export const launchCommand = (options: {
  * before 2.39). For each `src dst` pair: a detached clone of `src` (open_tree), made read-only, nosuid, nodev and
  * idmapped through a user namespace mapping 0 to the sandbox's host uid (mount_setattr), attached at `dst`
  * (move_mount) — in the launcher's own mount namespace only. The cache's files belong to root; through the
- * mount they belong to the sandbox's uid, which is uid 1000 inside the jail.
+ * mount they belong to the sandbox's host uid, which is whatever uid the jail runs as inside (its image's User).
  */
 const IDMAP_HELPER = String.raw`
 import ctypes, os, struct, sys

@@ -17,7 +17,7 @@ import { createDisk, diskImage, identityFiles } from "./Disk.ts"
 import { FORWARDER_ADDRESS, installPolicyTable, policyTableName, policyTablePresent, removePolicyTable } from "./DomainPolicy.ts"
 import { egressFilterPresent, installEgressFilter } from "./Egress.ts"
 import { type Tools, TUN_NODE } from "./Host.ts"
-import { alive, bwrapArgs, descendants, jailDir, type JailSpec, type JailState, launchCommand, procStart, readState, sandboxesDir, signalAll, writeState } from "./Jail.ts"
+import { alive, bwrapArgs, descendants, jailDir, type JailSpec, type JailState, launchCommand, LEASH_CLAIMED, procStart, readState, sandboxesDir, signalAll, writeState } from "./Jail.ts"
 import { RuntimeError, runtimeError as err, type RuntimeSandbox } from "./LocalRuntime.ts"
 import { owningUserns } from "./Ns.ts"
 import { layerDir } from "./oci/ImageCache.ts"
@@ -86,11 +86,25 @@ const drainBounded = (stream: ReadableStream<Uint8Array>, max: number) => {
   }
 }
 
+/**
+ * Any user of the jail may listen on ports below 1024, as in a Docker container (it sets the same): an image's
+ * server (nginx on 80) runs as built, without the capability it would otherwise need. The setting is the jail's
+ * own network namespace's; nothing outside it changes.
+ */
+const allowLowPorts = async (childPid: number) => {
+  // /proc/sys/net is the writer's network namespace's: the jail's, entered here.
+  const child = Bun.spawn(["nsenter", `--net=/proc/${childPid}/ns/net`, "/bin/sh", "-c", "echo 0 > /proc/sys/net/ipv4/ip_unprivileged_port_start"], { cwd: "/", stdio: ["ignore", "ignore", "pipe"] })
+  const [code, stderr] = await Promise.all([child.exited, new Response(child.stderr).text()])
+  if (code !== 0) throw err("internal", "the sandbox could not be started", `ip_unprivileged_port_start: ${stderr.slice(0, 300)}`)
+}
+
 /** The egress filter per uid base, installed once per process (re-checked before each internet sandbox). */
 const egressInstalled = new Map<number, string | null>()
 
 export const makeJailLifecycle = (ctx: RuntimeContext) => {
   const { aborter, agentEnv, base, blanksDir, currentTools, dataDir, dnsUpstreams, policy, scope, useCgroups } = ctx
+  /** The write ends of warm jails' leashes, by jail id (held only by this process: Bun's pipes are close-on-exec). */
+  const leashes = new Map<string, Bun.FileSink>()
   if (!egressInstalled.has(base)) egressInstalled.set(base, installEgressFilter(base))
 
   const running = (state: JailState) => alive(state.childPid, state.childStart) && alive(state.bwrapPid, state.bwrapStart)
@@ -106,7 +120,17 @@ export const makeJailLifecycle = (ctx: RuntimeContext) => {
         ? { vcpu: state.spec.vcpu, memoryMb: state.spec.memoryMb, diskMb: state.spec.diskMb, mechanism: "cgroup" }
         // Without a cpu cgroup nothing holds the sandbox to its share: it can use every core of the host.
         : { vcpu: os.cpus().length, memoryMb: state.spec.memoryMb, diskMb: state.spec.diskMb, mechanism: "rlimit" },
-      ...(state.spec.image !== undefined ? { image: { reference: state.spec.image.reference, digest: state.spec.image.digest, platform: state.spec.image.platform } } : {})
+      ...(state.spec.image !== undefined
+        ? {
+          image: {
+            reference: state.spec.image.reference,
+            digest: state.spec.image.digest,
+            platform: state.spec.image.platform,
+            // A jail made before WorkingDir defaulted to / has the agent's default.
+            workingDir: state.spec.image.workingDir ?? "/workspace"
+          }
+        }
+        : {})
     }
   }
 
@@ -257,7 +281,7 @@ export const makeJailLifecycle = (ctx: RuntimeContext) => {
    * (default: the agent). The state is written as soon as the uid is leased, so a crash from then on leaves a
    * jail the reaper finds by its labels; only a crash in the instant before leaves a bare directory (swept).
    */
-  const prepareJail = async (id: string, spec: JailSpec, command?: ReadonlyArray<string>) => {
+  const prepareJail = async (id: string, spec: JailSpec, command?: ReadonlyArray<string>, leashed = false) => {
     const dir = jailDir(dataDir, id)
     fs.mkdirSync(dir, { recursive: true, mode: 0o700 })
     fs.chmodSync(dir, 0o700)
@@ -290,7 +314,7 @@ export const makeJailLifecycle = (ctx: RuntimeContext) => {
     } catch (e) {
       throw err("internal", "the sandbox's disk could not be created", (e as Error).message)
     }
-    const args = bwrapArgs({ tools: currentTools(), hostname: id, cgroup, memoryMb: spec.memoryMb, env: agentEnv, command, image: spec.image !== undefined })
+    const args = bwrapArgs({ tools: currentTools(), hostname: id, cgroup, memoryMb: spec.memoryMb, env: agentEnv, command, image: spec.image !== undefined, uid: spec.image?.uid, gid: spec.image?.gid, leashed })
     const launch = launchCommand({
       image: diskImage(dir),
       cgroup,
@@ -305,13 +329,22 @@ export const makeJailLifecycle = (ctx: RuntimeContext) => {
     return { dir, state, launch }
   }
 
-  const startJail = async (id: string, spec: JailSpec): Promise<JailState> => {
-    const prepared = await prepareJail(id, spec)
+  /**
+   * `leashed`: a warm jail, ended by its own loop unless `claim` reaches it while this process holds the write end
+   * of its launcher's stdin (Jail.ts LEASHED_AGENT_LOOP).
+   */
+  const startJail = async (id: string, spec: JailSpec, options: { readonly leashed?: boolean } = {}): Promise<JailState> => {
+    const leashed = options.leashed === true && spec.image === undefined
+    const prepared = await prepareJail(id, spec, undefined, leashed)
     const { dir, launch } = prepared
     let state = prepared.state
     const hostUid = state.hostUid
-    const child = Bun.spawn(launch, { cwd: "/", stdio: ["ignore", "pipe", "pipe"], detached: true })
+    const child = Bun.spawn(launch, { cwd: "/", stdio: [leashed ? "pipe" : "ignore", "pipe", "pipe"], detached: true })
     child.unref()
+    if (leashed && child.stdin !== undefined) {
+      child.stdin.unref()
+      leashes.set(id, child.stdin)
+    }
     const errors = drainBounded(child.stderr, START_LOG_BYTES)
     const deadline = Date.now() + START_TIMEOUT_MS
     try {
@@ -331,6 +364,7 @@ export const makeJailLifecycle = (ctx: RuntimeContext) => {
       }
       state = { ...state, childPid, childStart: procStart(childPid) }
       writeState(dataDir, state)
+      if (spec.image !== undefined) await allowLowPorts(childPid)
       if (spec.internet) state = await startSlirp(state)
       await waitForAgent(state, deadline, aborter.signal, () => running(state))
       return state
@@ -348,6 +382,7 @@ export const makeJailLifecycle = (ctx: RuntimeContext) => {
    * launcher's namespace: it goes with the last process.
    */
   const destroyJail = async (id: string) => {
+    letGo(id)
     const dir = jailDir(dataDir, id)
     const state = readState(dataDir, id)
     const legacy = state === undefined ? readLegacyState(dataDir, id) : undefined
@@ -383,7 +418,29 @@ export const makeJailLifecycle = (ctx: RuntimeContext) => {
     fs.rmSync(dir, { recursive: true, force: true })
   }
 
-  return { running, toSandbox, requireEgressFilter, recheckEgressFilter, ensurePolicy, startSlirp, prepareJail, startJail, destroyJail }
+  /** Lets a warm jail's leash go: it keeps running once this process is gone. False when this process holds none. */
+  const claim = async (id: string): Promise<boolean> => {
+    const leash = leashes.get(id)
+    if (leash === undefined) return false
+    leashes.delete(id)
+    try {
+      leash.write(LEASH_CLAIMED)
+      await leash.end()
+      return true
+    } catch {
+      return false
+    }
+  }
+  /** Closes a leash unclaimed (the jail ends itself; destroy kills it anyway). */
+  const letGo = (id: string) => {
+    const leash = leashes.get(id)
+    leashes.delete(id)
+    try {
+      void Promise.resolve(leash?.end()).catch(() => undefined)
+    } catch {}
+  }
+
+  return { running, toSandbox, requireEgressFilter, recheckEgressFilter, ensurePolicy, startSlirp, prepareJail, startJail, destroyJail, claim }
 }
 
 export type JailLifecycle = ReturnType<typeof makeJailLifecycle>

@@ -59,8 +59,11 @@ export interface RuntimeSandboxSpec {
   /**
    * Run the sandbox on this OCI image instead of the host's minimal system: its layers (pulled through the
    * registry's API, cached under DATA_DIR, read-only) under a writable layer of the sandbox's own on its disk.
-   * The image config's Env (under `env`) and WorkingDir (the default cwd) apply to every process. A pull that
-   * fails fails the create with kind `image_pull_failed`; the sandbox never runs on anything else.
+   * The image config applies as a container runtime applies it: Env (under `env`; HOME from the User's
+   * /etc/passwd entry under both), WorkingDir (the default cwd; / when it names none), User (every process runs
+   * as it inside; root when it names none) and Entrypoint/Cmd (RuntimeImageSpec.command). A pull that fails, or a
+   * User the image does not have, fails the create with kind `image_pull_failed`; the sandbox never runs on
+   * anything else.
    */
   readonly image?: RuntimeImageSpec | undefined
 }
@@ -77,11 +80,14 @@ export interface RuntimeImageSpec {
   /** `os/arch[/variant]`; default this host's. Another architecture than the host's fails (it could not run). */
   readonly platform?: string | undefined
   /**
-   * Started once the sandbox runs, as the image's own command would be: the image's Entrypoint followed by
-   * these arguments (instead of its Cmd), in its WorkingDir with its Env. Its output is kept as the execution
-   * tagged `image-command`. None: nothing is started (the sandbox idles, as a provider's sandbox does).
+   * What is started once the sandbox runs, as `docker run` starts a container: the image's Entrypoint followed by
+   * these arguments, or (none given, or an empty list) by its Cmd — in its WorkingDir, as its User, with its Env.
+   * Nothing is started when both are empty. It runs once: its exit does not stop the sandbox. Its output is kept
+   * as the execution tagged `image-command`.
    */
   readonly command?: ReadonlyArray<string> | undefined
+  /** true: nothing is started, whatever the image's Entrypoint and Cmd (an emulated provider that idles instead). */
+  readonly idle?: boolean | undefined
 }
 
 export interface RuntimeSandbox {
@@ -91,13 +97,16 @@ export interface RuntimeSandbox {
   readonly labels: Readonly<Record<string, string>>
   /** What was really applied: cgroup limits, or rlimits where cgroups are not available. */
   readonly applied: { readonly vcpu: number; readonly memoryMb: number; readonly diskMb: number; readonly mechanism: "cgroup" | "rlimit" }
-  /** The image the sandbox runs on (its manifest digest pins what was pulled), when it was created from one. */
-  readonly image?: { readonly reference: string; readonly digest: string; readonly platform: string } | undefined
+  /**
+   * The image the sandbox runs on (its manifest digest pins what was pulled), when it was created from one, and
+   * the default cwd of its processes (its WorkingDir, or /).
+   */
+  readonly image?: { readonly reference: string; readonly digest: string; readonly platform: string; readonly workingDir: string } | undefined
 }
 
 export interface ExecSpec {
   readonly command: ReadonlyArray<string>
-  /** Absolute path inside the sandbox; default the image's WorkingDir (sandboxes from an image), else /workspace. */
+  /** Absolute path inside the sandbox; default the image's WorkingDir, or / (sandboxes from an image), else /workspace. */
   readonly cwd?: string | undefined
   readonly env?: Readonly<Record<string, string>> | undefined
   /** Killed (SIGTERM, then SIGKILL after a grace period) when exceeded. */

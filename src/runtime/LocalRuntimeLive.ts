@@ -27,6 +27,7 @@ import { type EgressPolicy, MAX_BASE } from "./UidLeases.ts"
 import { isPooled, makeWarmPool, POOL_DISK_MB, POOL_PREFIX } from "./WarmPool.ts"
 import { ImagePullError } from "./oci/Errors.ts"
 import { DEFAULT_IMAGE_LIMITS, type ImageLimits, makeImageCache } from "./oci/ImageCache.ts"
+import type { ImageUser } from "./oci/ImageUser.ts"
 import { hostPlatform, parsePlatform, platformMatches, platformString } from "./oci/Reference.ts"
 
 export type { SweepReport } from "./Sweep.ts"
@@ -72,6 +73,10 @@ export interface LocalRuntimeOptions {
 /** The tag of the execution that runs an image sandbox's command (RuntimeImageSpec.command). */
 export const IMAGE_COMMAND_TAG = "image-command"
 
+/** What an image's User sets in every process's environment: HOME and USER from its /etc/passwd entry, when it has one. */
+const userEnv = (user: ImageUser | undefined): Record<string, string> =>
+  user?.name === undefined ? {} : { ...(user.home === undefined ? {} : { HOME: user.home }), USER: user.name }
+
 export interface LocalRuntimeHandle extends LocalRuntimeShape {
   readonly reap: (keepIds: ReadonlySet<string>) => Effect.Effect<ReadonlyArray<string>, RuntimeError>
   readonly sweep: Effect.Effect<SweepReport, RuntimeError>
@@ -105,6 +110,7 @@ const validateSpec = (spec: RuntimeSandboxSpec) => {
     if (command !== undefined && (!Array.isArray(command) || !command.every((a) => typeof a === "string" && !a.includes("\0")))) {
       throw err("invalid", "image.command must be a list of strings")
     }
+    if (spec.image.idle !== undefined && typeof spec.image.idle !== "boolean") throw err("invalid", "image.idle must be a boolean")
   }
 }
 
@@ -260,11 +266,22 @@ export const makeLocalRuntime = (dataDir: string, options: LocalRuntimeOptions =
         internet: spec.internet,
         // Without internet there is no network to filter.
         ...(spec.internet && spec.domains !== undefined ? { domains: { mode: spec.domains.mode, domains: [...spec.domains.domains] } } : {}),
-        // The image's Env first: the request's own variables win.
-        env: { ...pulled?.env, ...spec.env },
+        // The User's home and name first (as Docker sets HOME), then the image's Env: the request's own variables win.
+        env: { ...userEnv(pulled?.user), ...pulled?.env, ...spec.env },
         labels: { ...spec.labels },
         ...(pulled !== undefined
-          ? { image: { reference: pulled.reference, digest: pulled.digest, platform: pulled.platform, layers: pulled.layers, workingDir: pulled.workingDir } }
+          ? {
+            image: {
+              reference: pulled.reference,
+              digest: pulled.digest,
+              platform: pulled.platform,
+              layers: pulled.layers,
+              // As Docker: an image without a WorkingDir works in /.
+              workingDir: pulled.workingDir ?? "/",
+              uid: pulled.user.uid,
+              gid: pulled.user.gid
+            }
+          }
           : {})
       }
       // A dead leftover under this id (its host rebooted, or its jail was killed): start afresh.
@@ -279,9 +296,11 @@ export const makeLocalRuntime = (dataDir: string, options: LocalRuntimeOptions =
         await jails.destroyJail(spec.id)
         throw e
       }
-      if (pulled !== undefined && spec.image?.command !== undefined) {
-        // As the image's command would run: its Entrypoint with these arguments, in its WorkingDir, with its Env.
-        const command = [...pulled.entrypoint, ...spec.image.command]
+      if (pulled !== undefined && spec.image?.idle !== true) {
+        // As `docker run` starts the image: its Entrypoint with these arguments or else its Cmd, in its WorkingDir,
+        // as its User, with its Env. Once: the sandbox outlives it.
+        const args = spec.image?.command !== undefined && spec.image.command.length > 0 ? spec.image.command : pulled.cmd
+        const command = [...pulled.entrypoint, ...args]
         if (command.length > 0) {
           await Effect.runPromise(calls.exec(spec.id, { command, maxOutputBytes: 1024 * 1024, tag: IMAGE_COMMAND_TAG, stdin: false })).catch(async (e: unknown) => {
             await jails.destroyJail(spec.id)

@@ -26,7 +26,7 @@ const POOL_SPEC: JailSpec = { vcpu: 1, memoryMb: 512, diskMb: POOL_DISK_MB, inte
 
 export const makeWarmPool = (ctx: RuntimeContext, jails: JailLifecycle, size: number, isClosed: () => boolean) => {
   const { dataDir, scope } = ctx
-  const { destroyJail, running, startJail, startSlirp, toSandbox } = jails
+  const { claim, destroyJail, running, startJail, startSlirp, toSandbox } = jails
   const poolSize = Math.max(0, size)
   const pool: Array<string> = []
   const filling = new Set<Promise<void>>()
@@ -46,7 +46,7 @@ export const makeWarmPool = (ctx: RuntimeContext, jails: JailLifecycle, size: nu
     while (!isClosed() && pool.length + filling.size < poolSize) {
       const id = `${POOL_PREFIX}${crypto.randomUUID().replaceAll("-", "").slice(0, 20)}`
       startingPool.add(id)
-      const p: Promise<void> = startJail(id, POOL_SPEC)
+      const p: Promise<void> = startJail(id, POOL_SPEC, { leashed: true })
         .then(() => (isClosed() ? destroyJail(id) : void pool.push(id)))
         .catch(() => destroyJail(id))
         .finally(() => {
@@ -79,6 +79,8 @@ export const makeWarmPool = (ctx: RuntimeContext, jails: JailLifecycle, size: nu
         writeIdentityFiles(state, identityFiles(spec.id, jailSpec.internet))
         const hostname = Bun.spawn(["nsenter", `--uts=/proc/${warm.childPid}/ns/uts`, "hostname", spec.id.slice(0, 63)], { stdio: ["ignore", "ignore", "ignore"] })
         if ((await hostname.exited) !== 0) throw new Error("the warm jail's hostname could not be set")
+        // From here the jail is the sandbox's: it must outlive this process (until then it dies with it).
+        if (!(await claim(from))) throw new Error("the warm jail's leash is not this process's")
         writeState(dataDir, state)
         if (jailSpec.internet) state = await startSlirp(state)
       } catch (e) {
@@ -100,10 +102,12 @@ export const makeWarmPool = (ctx: RuntimeContext, jails: JailLifecycle, size: nu
     handOut,
     /** A jail of the pool, or one being started for it. */
     holds: (id: string) => pool.includes(id) || startingPool.has(id),
-    /** A warm jail a previous gateway process left: kept while the pool has room and it runs, else destroyed. */
+    /**
+     * A warm jail a previous gateway process left: destroyed (its leash went with that process, so it has ended
+     * itself or is ending). A bare directory may be a jail being prepared: removed only once older than the grace.
+     */
     reattach: (id: string, state: JailState | undefined, orphanGraceMs: number) => {
-      if (state !== undefined && running(state) && pool.length < poolSize) pool.push(id)
-      else if (state !== undefined || Date.now() - fs.statSync(jailDir(dataDir, id)).mtimeMs > orphanGraceMs) void destroyJail(id)
+      if (state !== undefined || Date.now() - fs.statSync(jailDir(dataDir, id)).mtimeMs > orphanGraceMs) void destroyJail(id)
     },
     /** Warm jails hold nothing of anyone's: they go with the gateway (a crash leaves them for the next start). */
     drain: async () => {

@@ -78,5 +78,5 @@ describe("crash recovery", () => {
     // Warm jails (pool-*) are the runtime's own spares, not sandboxes.
     const jails = fs.existsSync(path.join(dataDir, "sandboxes")) ? fs.readdirSync(path.join(dataDir, "sandboxes")).filter((j) => !j.startsWith("pool-")) : []
     expect(jails.length).toBeLessThanOrEqual(live.length)
-  })
+  }, 240_000)
 })

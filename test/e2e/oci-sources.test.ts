@@ -2,7 +2,8 @@
  * `oci_image` sources on emulated providers run the image for real (issue 14, item 1): each emulator whose provider
  * takes images (Daytona, Blaxel, Vercel) passes it to the local runtime, which pulls it from the registry (here one
  * on loopback, made by the test from a static busybox) and runs the sandbox on it (Northflank's too, though it
- * offers no processes to look inside with). A pull that fails fails the
+ * offers no processes to look inside with), as built: its Cmd started at create, every process as its User, in
+ * its WorkingDir unless the request names a cwd (Blaxel, Vercel; Daytona's adapter is its own). A pull that fails fails the
  * create operation with `image_pull_failed` saying which image and why — never a ready sandbox on another image.
  * The registry is on loopback, so this gateway runs with REGISTRY_ALLOW_PRIVATE=true; one without it refuses it.
  */
@@ -23,6 +24,18 @@ beforeAll(async () => {
     env: ["PATH=/usr/local/bin:/usr/bin:/bin", "IMAGE_GREETING=from-the-image"],
     workingDir: "/srv",
     layers: [[...alpineLike(), { name: "srv/", type: "dir" }]]
+  })
+  // An image as a Dockerfile builds one: a user of its own, a WORKDIR, a CMD that runs at start.
+  registry.push("test/asbuilt", "1", {
+    user: "app",
+    workingDir: "/srv",
+    cmd: ["sh", "-c", 'echo "$(id -u):$(id -g) $HOME $(pwd)" > /srv/ran'],
+    layers: [[
+      ...alpineLike("AsBuilt"),
+      { name: "etc/passwd", data: "root:x:0:0:root:/root:/bin/sh\napp:x:1001:1002:App:/home/app:/bin/sh\n" },
+      { name: "home/app/", type: "dir" },
+      { name: "srv/", type: "dir" }
+    ]]
   })
   // The test registry is on loopback, which registry requests may reach only when the operator allows it.
   server = await startServer({ env: { REGISTRY_ALLOW_PRIVATE: "true" } })
@@ -73,6 +86,21 @@ describe("oci_image sources on emulated providers", () => {
       expect(r.stdout).toContain('NAME="TestAlpine"')
       expect(r.stdout).toContain("from-the-image")
       expect(r.stdout).toMatch(/No such file/)
+      expect((await http.delete(`/v1/sandboxes/${id}`, { ...auth, headers: { "idempotency-key": idempotencyKey("del") } })).status).toBeLessThan(300)
+    }, 90_000)
+  }
+
+  for (const provider of ["blaxel", "vercel"]) {
+    it(`${provider}: the image runs as built: its Cmd at start, every process as its User with its home, in its WorkingDir unless told otherwise`, async () => {
+      const { created, op } = await create(`${registry.host}/test/asbuilt:1`, provider)
+      expect(op.state, JSON.stringify(op.error)).toBe("succeeded")
+      const id = created.body.sandbox.id
+      // The Cmd was started at create; it may still be running.
+      const ran = await runProcess(http, auth, id, ["sh", "-c", "until test -s /srv/ran; do sleep 0.1; done; cat /srv/ran"])
+      expect(ran.stdout).toBe("1001:1002 /home/app /srv\n")
+      const r = await runProcess(http, auth, id, ["sh", "-c", 'pwd; id -u; echo "$HOME"'])
+      expect(r.stdout).toBe("/srv\n1001\n/home/app\n")
+      expect((await runProcess(http, auth, id, ["pwd"], { cwd: "/tmp" })).stdout).toBe("/tmp\n")
       expect((await http.delete(`/v1/sandboxes/${id}`, { ...auth, headers: { "idempotency-key": idempotencyKey("del") } })).status).toBeLessThan(300)
     }, 90_000)
   }

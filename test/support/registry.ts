@@ -84,6 +84,8 @@ export interface ImageSpec {
   readonly workingDir?: string
   readonly entrypoint?: ReadonlyArray<string>
   readonly cmd?: ReadonlyArray<string>
+  /** The config's User (`uid`, `name`, `uid:gid`, `name:group` …); default none (root). */
+  readonly user?: string
   readonly architecture?: string
   /** Serve the image through an OCI index (with an arm64 sibling that does not exist) instead of a bare manifest. */
   readonly index?: boolean
@@ -206,7 +208,7 @@ export const startRegistry = (options: { readonly credentials?: { readonly usern
     const config = Buffer.from(JSON.stringify({
       architecture: image.architecture ?? "amd64",
       os: "linux",
-      config: { Env: image.env ?? ["PATH=/usr/local/bin:/usr/bin:/bin"], WorkingDir: image.workingDir ?? "", Entrypoint: image.entrypoint ?? null, Cmd: image.cmd ?? null },
+      config: { Env: image.env ?? ["PATH=/usr/local/bin:/usr/bin:/bin"], WorkingDir: image.workingDir ?? "", Entrypoint: image.entrypoint ?? null, Cmd: image.cmd ?? null, User: image.user ?? "" },
       rootfs: { type: "layers", diff_ids: [] }
     }))
     const configDigest = digestOf(config)
@@ -242,7 +244,7 @@ export const startRegistry = (options: { readonly credentials?: { readonly usern
 }
 
 const BUSYBOX = "/bin/busybox"
-const APPLETS = ["sh", "cat", "ls", "echo", "pwd", "env", "id", "touch", "rm", "mkdir", "sleep", "test", "stat", "wc", "head", "readlink", "ln"]
+const APPLETS = ["sh", "cat", "ls", "echo", "pwd", "env", "id", "touch", "rm", "mkdir", "sleep", "test", "stat", "wc", "head", "readlink", "ln", "grep", "wget"]
 
 /** The static busybox (Debian's busybox-static); scripts/ensure-deps.sh installs it. */
 export const busybox = (): Buffer => {

@@ -119,8 +119,9 @@ export interface Bootstrap {
   readonly api_key: string
 }
 
-export const bootstrap = async (dataDir: string, email: string): Promise<Bootstrap> => {
-  const result = await runCli(dataDir, ["bootstrap", "--email", email, "--json"])
+/** `init`: create the gateway database when no server has made it yet (a test that runs no server). */
+export const bootstrap = async (dataDir: string, email: string, options: { readonly init?: boolean } = {}): Promise<Bootstrap> => {
+  const result = await runCli(dataDir, ["bootstrap", "--email", email, "--json", ...(options.init ? ["--init"] : [])])
   if (result.code !== 0) throw new Error(`bootstrap failed (${result.code}): ${result.stderr}${result.stdout}`)
   return JSON.parse(result.stdout) as Bootstrap
 }

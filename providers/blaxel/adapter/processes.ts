@@ -17,6 +17,7 @@ import {
   decodeExecutionId,
   encodeExecutionId,
   type ExecutionRef,
+  isUserImage,
   NAME,
   processName,
   shellQuote,
@@ -37,10 +38,13 @@ export const makeProcesses = (ctx: BlaxelContext) => {
     return ref === undefined ? Effect.fail(fail("invalid_request", `${executionId} is not a Blaxel execution id`)) : Effect.succeed(ref)
   }
 
-  /** The shell line: into /workspace (made first) unless a directory is given, then the argv. */
-  const commandLine = (input: Parameters<SandboxProvider["exec"]>[1]) => {
+  /**
+   * The shell line: the argv, without a directory into /workspace (made first) — but on an image of the user's
+   * own, where it starts: the image's WorkingDir.
+   */
+  const commandLine = (sandbox: Parameters<SandboxProvider["exec"]>[0], input: Parameters<SandboxProvider["exec"]>[1]) => {
     const argv = input.command.map(shellQuote).join(" ")
-    return input.cwd === undefined ? `mkdir -p /workspace && cd /workspace && exec ${argv}` : `exec ${argv}`
+    return input.cwd === undefined && !isUserImage(sandbox) ? `mkdir -p /workspace && cd /workspace && exec ${argv}` : `exec ${argv}`
   }
 
   const exec: SandboxProvider["exec"] = (sandbox, input) =>
@@ -55,7 +59,7 @@ export const makeProcesses = (ctx: BlaxelContext) => {
       if (existing !== null) return { executionId }
       const body = {
         name,
-        command: commandLine(input),
+        command: commandLine(sandbox, input),
         ...(input.cwd === undefined ? {} : { workingDir: input.cwd }),
         ...(input.environment === undefined || Object.keys(input.environment).length === 0 ? {} : { env: input.environment }),
         waitForCompletion: false

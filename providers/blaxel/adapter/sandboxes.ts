@@ -36,7 +36,12 @@ export const makeSandboxes = (ctx: BlaxelContext) => {
     return {
       resourceId: s.metadata.name,
       resolvedResources: { vcpu: memory / MB_PER_VCPU, memoryMb: memory, diskMb: null, architecture: "x86_64", providerSize: null },
-      metadata: { name: s.metadata.name, ...(s.metadata.url === undefined ? {} : { url: s.metadata.url }), createdAt: s.metadata.createdAt ?? new Date().toISOString() }
+      metadata: {
+        name: s.metadata.name,
+        ...(s.metadata.url === undefined ? {} : { url: s.metadata.url }),
+        createdAt: s.metadata.createdAt ?? new Date().toISOString(),
+        ...(s.spec?.runtime?.image === undefined ? {} : { image: s.spec.runtime.image })
+      }
     }
   }
 

@@ -162,6 +162,16 @@ export const decodeExecutionId = (executionId: string): ExecutionRef | undefined
 }
 
 /** POSIX shell quoting. */
+/**
+ * Whether a sandbox runs an image of the user's own (kept in its metadata at create), not one of Blaxel's
+ * (`blaxel/…`): a process without a directory is then left where the sandbox starts it — the image's WorkingDir,
+ * as a container runtime applies it — rather than taken to /workspace.
+ */
+export const isUserImage = (sandbox: { readonly metadata: Readonly<Record<string, unknown>> }) => {
+  const image = sandbox.metadata["image"]
+  return typeof image === "string" && !image.startsWith("blaxel/")
+}
+
 export const shellQuote = (s: string) => (/^[A-Za-z0-9_@%+=:,./-]+$/.test(s) ? s : `'${s.replaceAll("'", `'"'"'`)}'`)
 
 /** An absolute path as Blaxel's runtime takes it: one escaped segment (its `%2F` marks it absolute). */

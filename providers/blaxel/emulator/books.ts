@@ -17,6 +17,8 @@ const EmulatedSandbox = Schema.mutable(Schema.Struct({
   runtimeId: Schema.String,
   labels: StringMap,
   image: Schema.String,
+  /** Where a process without `workingDir` runs: the image's WorkingDir (an image the runtime pulled), else `/`. */
+  workingDir: Schema.optional(Schema.String),
   memory: Schema.Number,
   region: Schema.String,
   envs: Schema.mutable(Schema.Array(Schema.Struct({ name: Schema.String, value: Schema.String }))),

@@ -2,8 +2,9 @@
  * The Blaxel emulator's control API (`/v0`): `POST /sandboxes[?createIfNotExist=true]`, `GET|DELETE
  * /sandboxes/{name}`, previews (`POST /sandboxes/{name}/previews`, `GET|DELETE …/previews/{preview}`),
  * `GET /workspaces/{workspace}` and `GET /accounts/{account}/metrics` (cost per sandbox, from the emulator's rate
- * card). A sandbox past its `ttl` is deleted; one whose jail died reads as `FAILED`. Every image runs on the
- * runtime's one base system.
+ * card). A sandbox past its `ttl` is deleted; one whose jail died reads as `FAILED`. Blaxel's own images
+ * (`blaxel/…`) are the runtime's base system; any other image is pulled and run as built (a process without a
+ * `workingDir` starts in its WorkingDir).
  */
 import { Option, Schema } from "effect"
 import * as crypto from "node:crypto"
@@ -90,7 +91,7 @@ export const makeControl = (books: Books, runtime: LocalRuntimeShape, options: C
         createdAt: new Date().toISOString(),
         ttlSeconds: spec?.ttl === undefined ? null : durationSeconds(spec.ttl)
       }
-      await run(runtime.create({
+      const created = await run(runtime.create({
         id: sandbox.runtimeId,
         vcpu: Math.max(0.25, sandbox.memory / 2048),
         memoryMb: sandbox.memory,
@@ -103,6 +104,7 @@ export const makeControl = (books: Books, runtime: LocalRuntimeShape, options: C
         // Blaxel's own base images are the local runtime's base system; any other image is pulled and run.
         ...(sandbox.image.startsWith("blaxel/") ? {} : { image: { reference: sandbox.image } })
       }))
+      if (created.image !== undefined) sandbox.workingDir = created.image.workingDir
       state.sandboxes[name] = sandbox
       state.usage[books.usageKey(sandbox)] = { memory: sandbox.memory, createdAt: sandbox.createdAt, endedAt: null }
       save()

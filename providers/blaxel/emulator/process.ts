@@ -91,7 +91,7 @@ export const makeProcesses = (books: Books, runtime: LocalRuntimeShape) => {
         throw new HttpFailure(400, `process with name '${body.name}' already exists and is running`)
       }
     }
-    const workingDir = body.workingDir ?? "/"
+    const workingDir = body.workingDir ?? s.workingDir ?? "/"
     const started = await run(runtime.exec(s.runtimeId, {
       command: ["sh", "-c", body.command],
       cwd: workingDir,

@@ -7,7 +7,8 @@
  * - `POST …/services/deployment`: a name in use is 409 "already exists". The external image runs for real: the
  *   default image (`ubuntu:22.04`) is the runtime's own base system, any other is pulled (a failed pull is a 400
  *   saying `image pull failed: …`), on the host's architecture only. The service is answered once its instance
- *   runs (status `COMPLETED`). `customCommand` other than `sleep infinity` is started as `sh -c <command>`.
+ *   runs (status `COMPLETED`). A `customCommand` is started as `sh -c <command>` after the image's Entrypoint, but
+ *   `sleep infinity` (the adapter's idle command) starts nothing; without one the image's Entrypoint and Cmd run.
  * - `GET …/services/{id}`; `POST …/pause`; `POST …/resume {instances}`; `DELETE …/services/{id}` (with or without
  *   `delete_child_objects`: there are no volumes here).
  * - `GET /v1/billing/usage?serviceId&startTime&endTime&interval=hour`: per started hour, the plan's price (cents)
@@ -152,7 +153,8 @@ export const startNorthflankEmulator = (dataDir: string, runtime: LocalRuntimeSh
         // The default image is the runtime's base system; any other is pulled and run.
         ...(body.deployment.external.imagePath === DEFAULT_IMAGE
           ? {}
-          : { image: { reference: body.deployment.external.imagePath, ...(command === undefined || command === IDLE_COMMAND ? {} : { command: ["sh", "-c", command] }) } })
+          // The adapter's idle command keeps the container up instead of the image's Cmd: here, nothing is started.
+          : { image: { reference: body.deployment.external.imagePath, ...(command === undefined ? {} : command === IDLE_COMMAND ? { idle: true } : { command: ["sh", "-c", command] }) } })
       }))
       if (body.deployment.instances === 0) await run(runtime.pause(jailOf(id)))
       const now = Date.now()

@@ -23,6 +23,8 @@ const EmulatedSandbox = Schema.mutable(Schema.Struct({
   /** ms; extended by extend-timeout. */
   timeout: Schema.Number,
   internet: Schema.Boolean,
+  /** The session's working directory when it is not SESSION_CWD: an image's WorkingDir (control.ts sessionCwd). */
+  cwd: Schema.optional(Schema.String),
   /** networkPolicy `custom`: only these names (enforced by the runtime's domain policy). */
   allowedDomains: Schema.optional(Schema.Array(Schema.String)),
   env: StringMap,

@@ -4,8 +4,8 @@
  * …/extend-timeout`. A session ends at its timeout (its jail goes; the record stays until deleted); one whose
  * jail died reads as `failed`. Usage (active CPU from the jail's cgroup, egress from its network namespace) is
  * reported on the session and the sandbox, as Vercel meters it. Every runtime runs on the local runtime's one base
- * system; an `image` is pulled and run by the local runtime (a pull that fails is a 400 saying so); `ports` are
- * refused (no routes are served).
+ * system; an `image` is pulled and run by the local runtime as built (a pull that fails is a 400 saying so; the
+ * session's cwd is its WorkingDir); `ports` are refused (no routes are served).
  */
 import { Option, Schema } from "effect"
 import * as crypto from "node:crypto"
@@ -25,6 +25,8 @@ const MAX_TIMEOUT_MS = 5 * 3600 * 1000
 const SWEEP_MS = 1000
 /** Where a session's commands start (Vercel's is /vercel/sandbox; the local runtime's home is /workspace). */
 export const SESSION_CWD = "/workspace"
+/** A session's working directory: on an image, its WorkingDir (or /), as the runtime runs it. */
+export const sessionCwd = (s: EmulatedSandbox) => s.cwd ?? SESSION_CWD
 
 const Name = Schema.String.pipe(Schema.pattern(/^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/))
 const CreateSandbox = Schema.Struct({
@@ -81,7 +83,7 @@ export const makeControl = (books: Books, runtime: LocalRuntimeShape, options: {
     ...(s.stoppedAt === null ? {} : { stoppedAt: s.stoppedAt }),
     duration: (s.stoppedAt ?? Date.now()) - s.startedAt,
     createdAt: s.createdAt,
-    cwd: SESSION_CWD,
+    cwd: sessionCwd(s),
     updatedAt: Date.now(),
     networkPolicy: networkPolicyOf(s),
     activeCpuDurationMs: s.activeCpuMs,
@@ -108,7 +110,7 @@ export const makeControl = (books: Books, runtime: LocalRuntimeShape, options: {
     updatedAt: Date.now(),
     currentSessionId: s.sessionId,
     status: s.status,
-    cwd: SESSION_CWD,
+    cwd: sessionCwd(s),
     tags: s.tags
   })
   const full = async (s: EmulatedSandbox) => {
@@ -163,7 +165,7 @@ export const makeControl = (books: Books, runtime: LocalRuntimeShape, options: {
         egressBytes: 0,
         ingressBytes: 0
       }
-      await run(runtime.create({
+      const created = await run(runtime.create({
         id: sandbox.runtimeId,
         vcpu: vcpus,
         memoryMb: sandbox.memory,
@@ -175,6 +177,7 @@ export const makeControl = (books: Books, runtime: LocalRuntimeShape, options: {
         labels: jailLabels("vercel", name, sandbox.tags[TAG_SANDBOX_ID]),
         ...(body.image !== undefined ? { image: { reference: body.image } } : {})
       }))
+      if (created.image !== undefined) sandbox.cwd = created.image.workingDir
       state.sandboxes[name] = sandbox
       save()
       return sandbox

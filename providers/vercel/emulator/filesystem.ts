@@ -10,7 +10,7 @@ import type { LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
 import { runOrThrow as run } from "../../core/emulator/server.ts"
 import { untarGz } from "../tar.ts"
 import type { EmulatedSandbox } from "./books.ts"
-import { SESSION_CWD } from "./control.ts"
+import { sessionCwd } from "./control.ts"
 import { HttpFailure, json, readBody } from "./http.ts"
 
 const PathBody = Schema.Struct({ path: Schema.String.pipe(Schema.minLength(1)), cwd: Schema.optional(Schema.String) })
@@ -18,12 +18,12 @@ const READ_CHUNK = 4 * 1024 * 1024
 const MAX_ARCHIVE_BYTES = 64 * 1024 * 1024
 const MAX_EXTRACTED_BYTES = 256 * 1024 * 1024
 
-const resolve = (p: string, cwd: string | undefined) => path.posix.resolve(SESSION_CWD, cwd ?? SESSION_CWD, p)
+const resolve = (s: EmulatedSandbox, p: string, cwd: string | undefined) => path.posix.resolve(sessionCwd(s), cwd ?? ".", p)
 
 export const makeFilesystem = (runtime: LocalRuntimeShape) => {
   const read = async (s: EmulatedSandbox, request: Request) => {
     const body = await readBody(request, PathBody)
-    const p = resolve(body.path, body.cwd)
+    const p = resolve(s, body.path, body.cwd)
     const stat = await run(runtime.statFile(s.runtimeId, p))
     if (stat._tag === "None") throw new HttpFailure(404, "file_not_found", `${p}: no such file or directory`)
     if (stat.value.type === "directory") throw new HttpFailure(400, "bad_request", `${p} is a directory`)
@@ -64,7 +64,7 @@ export const makeFilesystem = (runtime: LocalRuntimeShape) => {
 
   const mkdir = async (s: EmulatedSandbox, request: Request) => {
     const body = await readBody(request, PathBody)
-    const p = resolve(body.path, body.cwd)
+    const p = resolve(s, body.path, body.cwd)
     if ((await run(runtime.statFile(s.runtimeId, p)))._tag === "Some") throw new HttpFailure(409, "file_exists", `${p} already exists`)
     const parent = await run(runtime.statFile(s.runtimeId, path.posix.dirname(p)))
     if (parent._tag === "None" || parent.value.type !== "directory") throw new HttpFailure(404, "file_not_found", `${path.posix.dirname(p)} is not a directory`)

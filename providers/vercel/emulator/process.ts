@@ -12,7 +12,7 @@ import * as path from "node:path"
 import type { ExecEvent, LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
 import { runOrThrow as run } from "../../core/emulator/server.ts"
 import type { Books, CommandRecord, EmulatedSandbox } from "./books.ts"
-import { SESSION_CWD } from "./control.ts"
+import { sessionCwd } from "./control.ts"
 import { HttpFailure, json, readBody, signalName, signalNumber, StringMap } from "./http.ts"
 
 /** What one command may keep of its output (Vercel keeps a command's logs whole; the emulator bounds them). */
@@ -75,7 +75,7 @@ export const makeCommands = (books: Books, runtime: LocalRuntimeShape) => {
     const body = await readBody(request, RunCommand)
     if (body.wait === true) throw new HttpFailure(400, "bad_request", "waiting commands are not emulated; run detached and wait on the command")
     if (body.sudo === true) throw new HttpFailure(400, "bad_request", "sudo is not emulated (the sandbox has no root)")
-    const cwd = body.cwd === undefined ? SESSION_CWD : path.posix.resolve(SESSION_CWD, body.cwd)
+    const cwd = path.posix.resolve(sessionCwd(s), body.cwd ?? ".")
     const cmdId = `cmd_${crypto.randomBytes(12).toString("hex")}`
     const started = await run(runtime.exec(s.runtimeId, {
       command: [body.command, ...(body.args ?? [])],

@@ -13,6 +13,8 @@ export type ImagePullReason =
   | "unsupported"
   | "unsafe_layer"
   | "invalid_image"
+  /** Its config's User names a user or group its /etc/passwd or /etc/group does not have. */
+  | "unknown_user"
 
 export class ImagePullError extends Error {
   constructor(

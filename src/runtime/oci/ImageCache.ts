@@ -31,6 +31,7 @@ import type { AddressPolicy } from "../../net/Targets.ts"
 import { ImagePullError } from "./Errors.ts"
 import { type ImageReference, parseReference, platformMatches, platformString, type Platform } from "./Reference.ts"
 import { type Descriptor, makeRegistryClient } from "./Registry.ts"
+import { type ImageUser, resolveImageUser } from "./ImageUser.ts"
 import { unpackLayer, type Unpacked } from "./Unpack.ts"
 
 export interface PulledImage {
@@ -46,6 +47,8 @@ export interface PulledImage {
   readonly workingDir: string | undefined
   readonly entrypoint: ReadonlyArray<string>
   readonly cmd: ReadonlyArray<string>
+  /** Its User, resolved in the image's own /etc/passwd and /etc/group (ImageUser.ts). */
+  readonly user: ImageUser
 }
 
 export type PullProgress =
@@ -345,6 +348,7 @@ export const makeImageCache = (options: ImageCacheOptions) => {
     }
     const digests = manifest.layers.map((l) => l.digest)
     for (const d of digests) pulling.set(d, (pulling.get(d) ?? 0) + 1)
+    let user: ImageUser
     try {
       // What this pull unpacks itself, charged as it goes; below, the whole image, cached layers included.
       const image: Usage = { bytes: 0, files: 0 }
@@ -369,6 +373,9 @@ export const makeImageCache = (options: ImageCacheOptions) => {
       if (total.bytes > limits.maxImageBytes) throw new ImagePullError("too_large", `${ref.display} unpacks to more than the ${mib(limits.maxImageBytes)} MiB allowed`)
       if (total.files > limits.maxImageFiles) throw new ImagePullError("too_large", `${ref.display} has more than ${limits.maxImageFiles} files and directories (IMAGE_MAX_FILES)`)
       sweep()
+      // While the layers are pinned by this pull: its User, from the image's own files (topmost layer first).
+      const c = config.config ?? {}
+      user = resolveImageUser(typeof c.User === "string" ? c.User : "", [...digests].reverse().map((d) => layerDir(options.dataDir, d)))
     } finally {
       for (const d of digests) {
         const n = (pulling.get(d) ?? 1) - 1
@@ -384,7 +391,7 @@ export const makeImageCache = (options: ImageCacheOptions) => {
     }
     const strings = (v: ReadonlyArray<string> | null | undefined) => (Array.isArray(v) ? v.filter((s): s is string => typeof s === "string") : [])
     const workingDir = typeof c.WorkingDir === "string" && c.WorkingDir.startsWith("/") ? c.WorkingDir : undefined
-    return { reference: ref.display, digest: manifest.digest, platform: platformString(platform), layers: digests, env, workingDir, entrypoint: strings(c.Entrypoint), cmd: strings(c.Cmd) }
+    return { reference: ref.display, digest: manifest.digest, platform: platformString(platform), layers: digests, env, workingDir, entrypoint: strings(c.Entrypoint), cmd: strings(c.Cmd), user }
   }
 
   return { pull, sweep, layerDir: (digest: string) => layerDir(options.dataDir, digest), touch }

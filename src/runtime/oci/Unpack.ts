@@ -26,7 +26,8 @@ const libc = (() => {
   try {
     return dlopen("libc.so.6", {
       mknod: { args: [FFIType.ptr, FFIType.u32, FFIType.u64], returns: FFIType.i32 },
-      lsetxattr: { args: [FFIType.ptr, FFIType.ptr, FFIType.ptr, FFIType.u64, FFIType.i32], returns: FFIType.i32 }
+      lsetxattr: { args: [FFIType.ptr, FFIType.ptr, FFIType.ptr, FFIType.u64, FFIType.i32], returns: FFIType.i32 },
+      lgetxattr: { args: [FFIType.ptr, FFIType.ptr, FFIType.ptr, FFIType.u64], returns: FFIType.i64 }
     }).symbols
   } catch {
     return undefined
@@ -40,6 +41,15 @@ const whiteout = (file: string) => {
 }
 const markOpaque = (dir: string) => {
   if (libc === undefined || libc.lsetxattr(cstr(dir), cstr("trusted.overlay.opaque"), Buffer.from("y"), 1n, 0) !== 0) throw new Error("setting an opaque directory failed")
+}
+
+/** Whether an unpacked entry is a whiteout (what `whiteout` made): the path is deleted in the layers below. */
+export const isWhiteout = (stat: fs.Stats) => stat.isCharacterDevice() && stat.rdev === 0
+/** Whether an unpacked directory is opaque (what `markOpaque` made): the layers below do not show through it. */
+export const isOpaque = (dir: string) => {
+  if (libc === undefined) throw new Error("reading an opaque mark needs libc")
+  const value = Buffer.alloc(1)
+  return Number(libc.lgetxattr(cstr(dir), cstr("trusted.overlay.opaque"), value, 1n)) === 1 && value[0] === 0x79
 }
 
 const unsafe = (message: string) => new ImagePullError("unsafe_layer", `a layer of the image is unsafe: ${message}`)
