@@ -1,4 +1,5 @@
 import { defineConfig } from "vitest/config"
+import { BaseSequencer, type TestSpecification } from "vitest/node"
 
 /**
  * Two runs (scripts/test.sh): SQLite, every suite; then PostgreSQL (TEST_ENGINE=pg), the db, service and HTTP
@@ -7,6 +8,31 @@ import { defineConfig } from "vitest/config"
 const onPg = process.env["TEST_ENGINE"] === "pg"
 const report = process.env["VITEST_JSON_REPORT"]
 const reportFile = report === undefined ? undefined : onPg ? report.replace(/(\.json)?$/, ".pg.json") : report
+
+/**
+ * The files that take longest start first, so the last minutes of a run are not one long file alone on one fork
+ * (on a clean checkout vitest has no timings of its own to sort by). Longest first, from the CI's timings.
+ */
+const LONG_FIRST = [
+  "test/docs/docs.test.ts",
+  "test/hostile/sandbox-answers.test.ts",
+  "test/http/restart-and-cli.test.ts",
+  "test/hostile/sandbox.test.ts",
+  "test/client/cli.test.ts",
+  "test/hostile/endpoints.test.ts",
+  "test/e2e/sandbox-api.test.ts",
+  "providers/core/kit.test.ts"
+]
+class LongFirst extends BaseSequencer {
+  override async sort(files: Array<TestSpecification>) {
+    const sorted = await super.sort(files)
+    const rank = (f: TestSpecification) => {
+      const i = LONG_FIRST.findIndex((name) => f.moduleId.endsWith(name))
+      return i < 0 ? LONG_FIRST.length : i
+    }
+    return [...sorted].sort((a, b) => rank(a) - rank(b))
+  }
+}
 
 export default defineConfig({
   test: {
@@ -17,6 +43,7 @@ export default defineConfig({
     // Each file starts its own server on loopback with its own DATA_DIR; two at a time fits 2 cores.
     pool: "forks",
     poolOptions: { forks: { maxForks: 2, minForks: 1 } },
+    sequence: { sequencer: LongFirst },
     // .ci/run asks for a JSON report to print its "N passed, M failed" line (one per engine).
     reporters: reportFile !== undefined ? ["default", "json"] : ["default"],
     ...(reportFile !== undefined ? { outputFile: { json: reportFile } } : {})

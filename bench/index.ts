@@ -7,7 +7,8 @@
  * loopback, and commit → frame on the live event stream. Issue 11: create → ready p50 on each plugin through its
  * emulator (BENCH_PLUGIN_ROUNDS creates each, 5 by default). Issue 14: create → ready from a cached OCI image.
  * Issue 13: 1 GiB streamed up and down with the gateway's RSS. Issue 9: the same GET and create → ready on
- * PostgreSQL, and two replicas' create throughput (bench/postgres.ts). Prints a table; exits 0.
+ * PostgreSQL, and two replicas' create throughput (bench/postgres.ts). Issue 29: a screenshot's and an action's round
+ * trip on a desktop (bench/computer.ts; `--computer` runs only those). Prints a table; exits 0.
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
@@ -18,6 +19,7 @@ import { createReadySandbox, idempotencyKey, minimalSandbox, poll, runProcess, w
 import { alpineLike, startRegistry } from "../test/support/registry.ts"
 import { pgBinDir } from "../test/support/postgres.ts"
 import { startRemoteE2B } from "../test/support/remote-e2b.ts"
+import { benchComputer } from "./computer.ts"
 import { benchPostgres, type PgFigures } from "./postgres.ts"
 
 const ROUNDS = Number(process.env["BENCH_ROUNDS"] ?? 30)
@@ -133,6 +135,21 @@ const rows: Array<{ name: string; p50: number; p90: number; baseline?: string; b
 const notes: Array<string> = []
 const report = (name: string, s: { p50: number; p90: number }, baseline?: { name: string; s: { p50: number } }, target?: string) =>
   rows.push({ name, p50: s.p50, p90: s.p90, ...(baseline ? { baseline: baseline.name, baseP50: baseline.s.p50 } : {}), ...(target ? { target } : {}) })
+
+// `bun run bench --computer`: only the computer-use figures (bench/computer.ts).
+if (process.argv.includes("--computer")) {
+  const alone = await startServer()
+  try {
+    const owner = await bootstrap(alone.dataDir, "bench-computer@example.com")
+    const c = await benchComputer(api(alone.url), { token: owner.api_key, project: owner.project_id }, alone.dataDir, (fn) => time(fn))
+    console.log("computer use                         p50         p90         the runtime's own p50   target")
+    console.log(`${"screenshot 1280×800 png (API)".padEnd(36)} ${fmt(c.screenshotApi.p50).padEnd(11)} ${fmt(c.screenshotApi.p90).padEnd(11)} ${fmt(c.screenshotRuntime.p50).padEnd(23)} p50 ≤ 150 ms`)
+    console.log(`${"computer action, mouse move (API)".padEnd(36)} ${fmt(c.actionApi.p50).padEnd(11)} ${fmt(c.actionApi.p90).padEnd(11)} ${fmt(c.actionRuntime.p50).padEnd(23)} p50 ≤ 30 ms`)
+  } finally {
+    await alone.stop()
+  }
+  process.exit(0)
+}
 
 // Webhooks go to a receiver on loopback, which the default URL policy refuses.
 const server = await startServer({ env: { WEBHOOK_ALLOW_PRIVATE_TARGETS: "true", REGISTRY_ALLOW_PRIVATE: "true" } })
@@ -454,6 +471,11 @@ try {
   receiver.stop(true)
   report("event commit → webhook received", stats(hookLatency), undefined, "loopback")
   report("event commit → event stream frame", stats(streamLatency), undefined, "≤ 100 ms")
+
+  // Computer use (bench/computer.ts).
+  const computer = await benchComputer(http, auth, server.dataDir, (fn) => time(fn))
+  report("screenshot 1280×800 png (API)", computer.screenshotApi, { name: "the runtime's own screenshot", s: computer.screenshotRuntime }, "p50 ≤ 150 ms")
+  report("computer action, mouse move (API)", computer.actionApi, { name: "the runtime's own action", s: computer.actionRuntime }, "p50 ≤ 30 ms")
 } finally {
   await server.stop()
 }

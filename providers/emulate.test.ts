@@ -97,7 +97,11 @@ describe("emulate serves", () => {
     expect(e2b!.sdkEnv).toEqual({ E2B_API_URL: e2b!.urls["api"], E2B_SANDBOX_URL: e2b!.urls["sandbox"], E2B_API_KEY: e2b!.apiKey })
     expect(runloop!.urls).toEqual({ api: `http://127.0.0.1:${port + 1}` })
     expect(runloop!.gatewayEnv).toEqual({ RUNLOOP_API_URL: `http://127.0.0.1:${port + 1}`, RUNLOOP_API_KEY: runloop!.apiKey })
-    expect(fs.readFileSync(envFile, "utf8")).toBe(`export E2B_API_URL=${e2b!.urls["api"]}\nexport E2B_SANDBOX_URL=${e2b!.urls["sandbox"]}\nexport E2B_API_KEY=${e2b!.apiKey}\n`)
+    expect(runloop!.sdkEnv).toEqual({ RUNLOOP_BASE_URL: runloop!.urls["api"], RUNLOOP_API_KEY: runloop!.apiKey })
+    expect(fs.readFileSync(envFile, "utf8")).toBe(
+      `export E2B_API_URL=${e2b!.urls["api"]}\nexport E2B_SANDBOX_URL=${e2b!.urls["sandbox"]}\nexport E2B_API_KEY=${e2b!.apiKey}\n` +
+        `export RUNLOOP_BASE_URL=${runloop!.urls["api"]}\nexport RUNLOOP_API_KEY=${runloop!.apiKey}\n`
+    )
 
     // A sandbox made through the emulator is a jail of the data dir, and goes when emulate stops.
     const created = await fetch(`${e2b!.urls["api"]}/v2/sandboxes`, {

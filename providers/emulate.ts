@@ -51,7 +51,7 @@ export interface ServedEmulator {
   readonly apiKey: string
   /** The provider's official npm SDK, or null where there is none to point (Prime has none on npm). */
   readonly sdk: string | null
-  /** Environment that points the official SDK at this emulator; empty where it has not been checked against the SDK. */
+  /** Environment that points the official SDK at this emulator; empty where the SDK reads none (the notes say how). */
   readonly sdkEnv: Readonly<Record<string, string>>
   /** What else the SDK needs to know (options to pass, what it cannot do here). */
   readonly sdkNotes: ReadonlyArray<string>
@@ -61,8 +61,6 @@ export interface ServedEmulator {
 }
 
 type Start = (dataDir: string, runtime: LocalRuntimeShape) => ServedEmulator
-
-const UNCHECKED = "its official SDK has not been pointed at this emulator yet: use the base URL and key above with the SDK's base-URL option"
 
 /** How each provider's emulator is served and described; Modal's is the reason it cannot be. */
 const EMULATORS: Readonly<Record<ProviderName, Start | { readonly unservable: string }>> = {
@@ -106,8 +104,13 @@ const EMULATORS: Readonly<Record<ProviderName, Start | { readonly unservable: st
       urls: { api: e.apiUrl },
       apiKey: e.apiKey,
       sdk: "@runloop/api-client",
-      sdkEnv: {},
-      sdkNotes: [`new Runloop({ baseURL: "${e.apiUrl}", bearerToken: "<API key>" })`],
+      // RunloopSDK and Runloop read both; the SDK keeps the base URL's http.
+      sdkEnv: { RUNLOOP_BASE_URL: e.apiUrl, RUNLOOP_API_KEY: e.apiKey },
+      sdkNotes: [
+        "or as options: new RunloopSDK({ baseURL, bearerToken })",
+        "on Node, also http2: false: the SDK speaks HTTP/2 there by default, and the emulator serves HTTP/1.1 (Bun's fetch is unaffected)",
+        "stdin (attach_stdin), persistent shells (shell_name), tunnels, logs and snapshots are refused or not served"
+      ],
       gatewayEnv: { RUNLOOP_API_URL: e.apiUrl, RUNLOOP_API_KEY: e.apiKey },
       stop: e.stop
     }
@@ -119,8 +122,13 @@ const EMULATORS: Readonly<Record<ProviderName, Start | { readonly unservable: st
       urls: { api: e.apiUrl },
       apiKey: e.token,
       sdk: "@vercel/sandbox",
-      sdkEnv: {},
-      sdkNotes: [`team ${e.teamId}, project ${e.projectId}`, UNCHECKED],
+      // The names Vercel's docs read an access token's credentials from; the SDK takes them as options.
+      sdkEnv: { VERCEL_TOKEN: e.token, VERCEL_TEAM_ID: e.teamId, VERCEL_PROJECT_ID: e.projectId },
+      sdkNotes: [
+        "Sandbox.create({ token: VERCEL_TOKEN, teamId: VERCEL_TEAM_ID, projectId: VERCEL_PROJECT_ID, fetch }) (and the same for get and list)",
+        `the SDK has no base-URL option or variable: give it a fetch that sends https://vercel.com/api/… to ${e.apiUrl}/…`,
+        "persistent sandboxes (and so resume), ports, sources, drives and interactive sessions are refused or not served"
+      ],
       gatewayEnv: { VERCEL_API_URL: e.apiUrl, VERCEL_TOKEN: e.token, VERCEL_PROJECT_ID: e.projectId, VERCEL_TEAM_ID: e.teamId },
       stop: e.stop
     }
@@ -132,8 +140,12 @@ const EMULATORS: Readonly<Record<ProviderName, Start | { readonly unservable: st
       urls: { api: e.apiUrl },
       apiKey: e.apiKey,
       sdk: "@blaxel/core",
-      sdkEnv: {},
-      sdkNotes: [`workspace ${e.workspace}`, UNCHECKED],
+      // BL_DISABLE_H2: the emulator serves HTTP/1.1 (the SDK would otherwise open HTTP/2 sessions to Blaxel's edge).
+      sdkEnv: { BL_API_URL: e.apiUrl, BL_API_KEY: e.apiKey, BL_WORKSPACE: e.workspace, BL_DISABLE_H2: "true" },
+      sdkNotes: [
+        "each sandbox's runtime is at the metadata.url the emulator answers with (BL_RUN_URL is not used)",
+        "no pause (Blaxel has none); volumes, lifecycle policies, network settings, sessions, snapshots, drives and schedules are refused or not served"
+      ],
       gatewayEnv: { BLAXEL_API_URL: e.apiUrl, BL_API_KEY: e.apiKey, BL_WORKSPACE: e.workspace },
       stop: e.stop
     }
@@ -144,9 +156,14 @@ const EMULATORS: Readonly<Record<ProviderName, Start | { readonly unservable: st
       provider: "freestyle",
       urls: { api: e.apiUrl },
       apiKey: e.apiKey,
-      sdk: "freestyle-sandboxes",
-      sdkEnv: {},
-      sdkNotes: [UNCHECKED],
+      sdk: "freestyle",
+      // The SDK reads its key from the environment; the API's address only as an option.
+      sdkEnv: { FREESTYLE_API_KEY: e.apiKey },
+      sdkNotes: [
+        `new Freestyle({ baseUrl: "${e.apiUrl}" }) (the SDK reads no variable for it)`,
+        "a VM's network is its firewall: { rules: [] } (none) or all outbound traffic to { public: true }; other rules, TLS rules, networks and placement are refused",
+        "commands run as the VM's one user, `user`; snapshots, domains, identities and the PTY are not served"
+      ],
       gatewayEnv: { FREESTYLE_API_URL: e.apiUrl, FREESTYLE_API_KEY: e.apiKey },
       stop: e.stop
     }
@@ -158,8 +175,11 @@ const EMULATORS: Readonly<Record<ProviderName, Start | { readonly unservable: st
       urls: { api: e.apiUrl },
       apiKey: e.apiKey,
       sdk: "@codesandbox/sdk",
-      sdkEnv: {},
-      sdkNotes: ["lifecycle only: a VM's commands and files go through the SDK's websocket, which is not emulated", UNCHECKED],
+      sdkEnv: { CSB_BASE_URL: e.apiUrl, CSB_API_KEY: e.apiKey },
+      sdkNotes: [
+        "or as options: new CodeSandbox(apiKey, { baseUrl })",
+        "lifecycle only (create, get, list, hibernate, shutdown, resume, delete): a VM's commands and files go through the SDK's pitcher websocket, which is not emulated"
+      ],
       gatewayEnv: { CODESANDBOX_API_URL: e.apiUrl, CODESANDBOX_API_KEY: e.apiKey },
       stop: e.stop
     }
@@ -171,8 +191,12 @@ const EMULATORS: Readonly<Record<ProviderName, Start | { readonly unservable: st
       urls: { api: e.apiUrl },
       apiKey: e.apiToken,
       sdk: "@northflank/js-client",
+      // The client reads no environment: its context is given the token and host.
       sdkEnv: {},
-      sdkNotes: [`project ${e.projectId}`, "lifecycle only: a container's shell goes through the exec websocket, which is not emulated", UNCHECKED],
+      sdkNotes: [
+        `contextProvider.addContext({ name, token: "<API key>", host: "${e.apiUrl.replace(/\/v1$/, "")}" }); project ${e.projectId}`,
+        "lifecycle only (create, get, list, pause, resume, scale, delete): a container's shell goes through the exec websocket, which is not emulated"
+      ],
       gatewayEnv: { NORTHFLANK_API_URL: e.apiUrl, NORTHFLANK_API_TOKEN: e.apiToken, NORTHFLANK_PROJECT_ID: e.projectId },
       stop: e.stop
     }

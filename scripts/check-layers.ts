@@ -15,7 +15,8 @@
  *   entry      src/main.ts, cli.ts, openapi.ts   anything
  *
  * The SQL packages (`@effect/sql…`, `bun:sqlite`) are imported only in `src/db/`. No source file imports test
- * code, and no import cycle exists among the files checked (every file under src/, providers/ and client/src/ but tests).
+ * code (test files, test/, the provider test kits in providers/testing/) or a test runner, and no import cycle
+ * exists among the files checked (every file under src/, providers/ and client/src/ but tests).
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
@@ -70,7 +71,11 @@ export const importsOf = (text: string): Array<string> => {
   return [...code.matchAll(IMPORT)].map((m) => (m[1] ?? m[2])!)
 }
 
-const isTestFile = (file: string) => file.endsWith(".test.ts") || file.startsWith("test/")
+/** Test code: test files, the test suite, and the provider test kits (conformance suite, scripted HTTP client). */
+const isTestFile = (file: string) => file.endsWith(".test.ts") || file.startsWith("test/") || file.startsWith("providers/testing/")
+
+/** Test runners: never imported by the program. */
+const TEST_PACKAGES: ReadonlySet<string> = new Set(["vitest", "@effect/vitest"])
 
 /**
  * Folders of code that is not part of the gateway: deployed elsewhere, not built or type-checked with it (the
@@ -120,6 +125,10 @@ export const analyze = (graph: ImportGraph): Array<Violation> => {
       const owner = PACKAGE_OWNERS.find((o) => o.test(specifier))
       if (owner !== undefined && layer !== owner.layer) {
         violations.push({ file, message: `imports ${specifier}: ${owner.what} belongs to the ${owner.layer} layer` })
+      }
+      if (TEST_PACKAGES.has(specifier) || specifier.startsWith("vitest/")) {
+        violations.push({ file, message: `imports the test runner ${specifier}` })
+        continue
       }
       if (!specifier.startsWith(".")) continue
       const target = resolve(file, specifier, known)

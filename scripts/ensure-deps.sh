@@ -36,6 +36,13 @@ done
 [ -x /bin/busybox ] && ! ldd /bin/busybox >/dev/null 2>&1 || missing="$missing busybox-static"
 # PostgreSQL for the second run of the suites (DATABASE_URL engine): initdb, pg_ctl, postgres, psql.
 command -v initdb >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing="$missing postgresql"
+# The sandboxes' desktops (computer use; ARCHITECTURE.md §5): a display server (Xvnc serves VNC too, for the live
+# view; Xvfb where it is not), a window manager, a terminal and a browser, input (xdotool), recordings and JPEG
+# screenshots (ffmpeg, with ffprobe for the tests), noVNC with websockify (the live view), fonts. Jails see them
+# through the host's read-only /usr.
+for tool in Xvnc Xvfb xdotool ffmpeg ffprobe openbox xterm chromium websockify; do
+  command -v $tool >/dev/null 2>&1 || { missing="$missing tigervnc-standalone-server xvfb xdotool ffmpeg openbox xterm chromium x11-utils novnc python3-websockify fonts-dejavu-core xfonts-base"; break; }
+done
 if [ -n "$missing" ]; then
   echo "ensure-deps: installing$missing from Debian" >&2
   $SUDO apt-get update -qq >&2

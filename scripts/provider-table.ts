@@ -39,13 +39,13 @@ export const providerRows = async (): Promise<ReadonlyArray<string>> => {
     const writes = files === null || !files.write ? "–" : `${files.writeModes.join(", ")}${p.writeFileStream !== undefined ? "; streamed" : ""}`
     const network = c.network === null ? "–" : [c.network.blockInternet ? "off switch" : "", c.network.allowDomains ? "allow list" : "", c.network.denyDomains ? "deny list" : ""].filter(Boolean).join(", ") || "–"
     const byok = CREDENTIAL_FIELDS[p.name].required.join(", ") + (CREDENTIAL_FIELDS[p.name].optional.length > 0 ? ` (+ ${CREDENTIAL_FIELDS[p.name].optional.join(", ")})` : "")
-    return [`| ${p.name} | ${c.sources.join(", ")} | ${c.sizing} | ${yes(c.process?.execute)} | ${yes(p.sendInput !== undefined && c.process?.stdin !== false)} | ${yes(c.process?.terminal)} | ${yes(c.process?.cancel)} | ${files?.read === true ? "✓" : "–"} | ${writes} | ${yes(c.httpEndpoints?.expose)} | ${yes(c.pause && c.resume)} | ${network} | ${byok} |`]
+    return [`| ${p.name} | ${c.sources.join(", ")} | ${c.sizing} | ${yes(c.process?.execute)} | ${yes(p.sendInput !== undefined && c.process?.stdin !== false)} | ${yes(c.process?.terminal)} | ${yes(c.process?.cancel)} | ${files?.read === true ? "✓" : "–"} | ${writes} | ${yes(c.httpEndpoints?.expose)} | ${yes(c.computer != null && p.computer !== undefined)} | ${yes(c.pause && c.resume)} | ${network} | ${byok} |`]
   })
 }
 
 export const TABLE_HEADER = [
-  "| provider | sources | sizing | exec | stdin | terminal | cancel | read | write | endpoints | pause | network | BYOK fields |",
-  "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+  "| provider | sources | sizing | exec | stdin | terminal | cancel | read | write | endpoints | desktop | pause | network | BYOK fields |",
+  "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 ]
 
 if (import.meta.main) console.log([...TABLE_HEADER, ...(await providerRows())].join("\n"))

@@ -60,6 +60,8 @@ export interface AppConfigShape {
    * process's jobs are taken over by the others when it runs out. Default 15.
    */
   readonly jobLeaseSeconds?: number | undefined
+  /** JOB_MAX_ATTEMPTS: how many times a job whose failure is retryable runs before it fails for good. Default 8. */
+  readonly jobMaxAttempts?: number | undefined
 }
 
 /** This replica's node id: NODE_ID, else the host name. */
@@ -110,6 +112,10 @@ export const appConfig = Effect.gen(function*() {
     Config.withDefault(15),
     Config.validate({ message: "JOB_LEASE_SECONDS must be between 3 and 3600", validation: (n) => n >= 3 && n <= 3600 })
   )
+  const jobMaxAttempts = yield* Config.integer("JOB_MAX_ATTEMPTS").pipe(
+    Config.withDefault(8),
+    Config.validate({ message: "JOB_MAX_ATTEMPTS must be between 1 and 50", validation: (n) => n >= 1 && n <= 50 })
+  )
   const databasePoolSize = yield* Config.integer("DATABASE_POOL_SIZE").pipe(
     Config.withDefault(1),
     Config.validate({ message: "DATABASE_POOL_SIZE must be between 1 and 100", validation: (n) => n >= 1 && n <= 100 })
@@ -121,7 +127,7 @@ export const appConfig = Effect.gen(function*() {
   secureDataDir(dataDir, databaseUrl === undefined ? "gateway.sqlite" : undefined)
   return { port, host, dataDir, publicUrl, publicUrlSet: explicitUrl._tag === "Some", logLevel, maxBodyBytes, rawWriteMaxBytes, endpoints, databaseUrl, databasePoolSize, nodeId,
     nodeUrl: nodeUrl._tag === "Some" ? nodeUrl.value : undefined, nodeGraceSeconds,
-    clusterSecret: clusterSecret._tag === "Some" ? clusterSecret.value : undefined, jobLeaseSeconds } satisfies AppConfigShape
+    clusterSecret: clusterSecret._tag === "Some" ? clusterSecret.value : undefined, jobLeaseSeconds, jobMaxAttempts } satisfies AppConfigShape
 })
 
 const invalid = (name: string, message: string) => Effect.fail(ConfigError.InvalidData([name], message))

@@ -94,11 +94,11 @@ const parse = (argv: ReadonlyArray<string>, switches: ReadonlySet<string>) => {
   return { words, flags, rest }
 }
 
-const SWITCHES = new Set(["json", "no-wait", "help", "recursive", "pty", "key-stdin"])
+const SWITCHES = new Set(["json", "no-wait", "help", "recursive", "pty", "key-stdin", "computer-use", "double"])
 
 /** The user commands, one a line (also in the program's --help). */
 export const USER_COMMANDS_USAGE = `  login --url <gateway url> --project <prj_…> [--key-stdin] [--profile <name>]   (asks for the key without showing it, or reads it from stdin)
-  sandbox create [--provider <name>] [--environment <name> | --image <oci image>] [--vcpu <n>] [--memory-mb <n>] [--timeout-seconds <n>] [--pty] [--no-wait]
+  sandbox create [--provider <name>] [--environment <name> | --image <oci image>] [--vcpu <n>] [--memory-mb <n>] [--timeout-seconds <n>] [--pty] [--computer-use] [--no-wait]
   sandbox list
   sandbox environments   (what --environment can name: versions and providers of each)
   sandbox get <id>
@@ -106,6 +106,11 @@ export const USER_COMMANDS_USAGE = `  login --url <gateway url> --project <prj_�
   sandbox shell <id> [--cwd <dir>] [-- <command> [args…]]   (an interactive terminal; exits with its exit code)
   sandbox cp <src> <dst>   (one side local, the other <id>:/path; any size)
   sandbox expose <id> <port> [--lease-seconds <n>]
+  sandbox screenshot <id> [--out <file>] [--format png|jpeg]   (the desktop of a sandbox created with --computer-use)
+  sandbox click <id> <x> <y> [--button left|right|middle] [--double]
+  sandbox type <id> <text>
+  sandbox key <id> <keys>   (ctrl+c, Return, alt+F4)
+  sandbox live-view <id>   (a URL to watch and drive the desktop in a browser)
   sandbox pause|resume|rm <id>
 Every command takes --profile <name> and --json.`
 
@@ -220,8 +225,10 @@ const run = async (argv: ReadonlyArray<string>, io: CliIo): Promise<number> => {
         resources: { vcpu: integer(flags, "vcpu") ?? 1, memory_mb: integer(flags, "memory-mb") ?? 512 },
         lifecycle: { runtime_timeout_seconds: integer(flags, "timeout-seconds") ?? 3600 },
         ...(typeof flags["provider"] === "string" ? { provider: flags["provider"] as never } : {}),
-        // On a provider with terminals (for `shell`).
-        ...(flags["pty"] === true ? { features: { pty: true } } : {})
+        // On a provider with terminals (for `shell`), with a desktop (computer use).
+        ...(flags["pty"] === true || flags["computer-use"] === true
+          ? { features: { ...(flags["pty"] === true ? { pty: true } : {}), ...(flags["computer-use"] === true ? { computer_use: true } : {}) } }
+          : {})
       }, { wait: flags["no-wait"] !== true })
       print(sandbox.record, `${sandbox.id} ${sandbox.record.state}${sandbox.record.provider === null ? "" : ` on ${sandbox.record.provider}`}`)
       return 0
@@ -355,6 +362,41 @@ const run = async (argv: ReadonlyArray<string>, io: CliIo): Promise<number> => {
       const lease = integer(flags, "lease-seconds")
       const endpoint = await (await gw.sandboxes.get(id)).expose(port, lease === undefined ? {} : { leaseSeconds: lease })
       print(endpoint, endpoint.url)
+      return 0
+    }
+    case "screenshot": {
+      const format = flags["format"] ?? "png"
+      if (format !== "png" && format !== "jpeg") throw new UsageError("--format is png or jpeg")
+      const shot = await (await gw.sandboxes.get(needId())).computer.screenshot({ format })
+      const out = typeof flags["out"] === "string" ? flags["out"] : `screenshot.${format === "png" ? "png" : "jpg"}`
+      fs.writeFileSync(out, shot.data)
+      print({ path: out, format: shot.format, size_bytes: shot.data.length, cursor_position: shot.cursor }, `${out} (${shot.data.length} bytes)`)
+      return 0
+    }
+    case "click": {
+      const id = needId()
+      const [x, y] = [Number(args[1]), Number(args[2])]
+      if (!Number.isSafeInteger(x) || !Number.isSafeInteger(y) || x < 0 || y < 0) throw new UsageError("click needs the x and y of a point on the screen")
+      const button = flags["button"] ?? "left"
+      if (button !== "left" && button !== "right" && button !== "middle") throw new UsageError("--button is left, right or middle")
+      const done = await (await gw.sandboxes.get(id)).computer.click(x, y, { button, double: flags["double"] === true })
+      print(done, `clicked ${button} at ${x},${y}`)
+      return 0
+    }
+    case "type":
+    case "key": {
+      const id = needId()
+      const text = args[1]
+      if (text === undefined || args.length > 2) throw new UsageError(verb === "type" ? "type needs the text, as one argument" : "key needs the keys (ctrl+c, Return), as one argument")
+      const computer = (await gw.sandboxes.get(id)).computer
+      const done = verb === "type" ? await computer.type(text) : await computer.hotkey(text)
+      print(done, verb === "type" ? `typed ${text.length} characters` : `pressed ${text}`)
+      return 0
+    }
+    case "live-view": {
+      const lease = integer(flags, "lease-seconds")
+      const view = await (await gw.sandboxes.get(needId())).computer.liveView(lease === undefined ? {} : { leaseSeconds: lease })
+      print({ url: view.url, endpoint: view.endpoint }, view.url)
       return 0
     }
     case "pause":

@@ -16,12 +16,14 @@ import { Effect, Layer, ParseResult, Schema } from "effect"
 import { Api } from "../../src/http/Api.ts"
 import type { Capabilities, Endpoint, Process, RuntimeOperation } from "../../src/domain/Runtime.ts"
 import { type Sandbox as SandboxWire, SandboxRequest } from "../../src/domain/Sandbox.ts"
+import { makeComputer } from "./computer.ts"
 import { issuesSummary, readableIssues } from "../../src/domain/Issues.ts"
 import { fromEnvelope, GatewayError } from "./errors.ts"
 import { followEvents } from "./sse.ts"
 import { type AttachHandlers, openTerminal, type Terminal, type TerminalExit, type WebSocketConstructor } from "./terminal.ts"
 
 export { GatewayError } from "./errors.ts"
+export type { ComputerActionInput, RecordingRecord, Screenshot, ScreenshotOptions } from "./computer.ts"
 export type { AttachHandlers, Terminal, TerminalExit, WebSocketConstructor } from "./terminal.ts"
 
 export interface ClientOptions {
@@ -216,7 +218,7 @@ export const createClient = (options: ClientOptions) => {
       op = await call((c) => c.filesystem.getRuntimeOperation({ path: { sandbox_id: sandboxId, runtime_operation_id: op.id } }))
     }
     if (op.state !== "succeeded") {
-      throw new GatewayError(op.error?.code ?? "runtime_operation_failed", op.error?.message ?? `The file operation ended ${op.state}`, 0, op.error?.retryable ?? false, op.error?.details)
+      throw new GatewayError(op.error?.code ?? "runtime_operation_failed", op.error?.message ?? `The operation ended ${op.state}`, 0, op.error?.retryable ?? false, op.error?.details)
     }
     return op.result!
   }
@@ -528,6 +530,18 @@ export const createClient = (options: ClientOptions) => {
       }
     }
 
+    const expose = async (port: number, o: { readonly leaseSeconds?: number } = {}): Promise<EndpointRecord> => {
+      let endpoint = await call((c) =>
+        c.endpoints.create({ path: { sandbox_id: id }, headers: { "idempotency-key": idempotencyKey() }, payload: { port, protocol: "http", lease_seconds: o.leaseSeconds ?? 3600 } }))
+      while (endpoint.state === "provisioning") {
+        await sleep(POLL_MS)
+        const list = await call((c) => c.endpoints.list({ path: { sandbox_id: id }, urlParams: { limit: 100 } }))
+        endpoint = list.endpoints.find((e) => e.id === endpoint.id) ?? endpoint
+      }
+      if (endpoint.state !== "active") throw new GatewayError(endpoint.error?.code ?? "endpoint_failed", endpoint.error?.message ?? `The endpoint is ${endpoint.state}`, 0, false)
+      return endpoint
+    }
+
     return {
       id,
       record,
@@ -569,17 +583,31 @@ export const createClient = (options: ClientOptions) => {
         }
       },
       /** Serves `port` of the sandbox at a URL; resolves once the endpoint is active. */
-      expose: async (port: number, o: { readonly leaseSeconds?: number } = {}): Promise<EndpointRecord> => {
-        let endpoint = await call((c) =>
-          c.endpoints.create({ path: { sandbox_id: id }, headers: { "idempotency-key": idempotencyKey() }, payload: { port, protocol: "http", lease_seconds: o.leaseSeconds ?? 3600 } }))
-        while (endpoint.state === "provisioning") {
-          await sleep(POLL_MS)
-          const list = await call((c) => c.endpoints.list({ path: { sandbox_id: id }, urlParams: { limit: 100 } }))
-          endpoint = list.endpoints.find((e) => e.id === endpoint.id) ?? endpoint
-        }
-        if (endpoint.state !== "active") throw new GatewayError(endpoint.error?.code ?? "endpoint_failed", endpoint.error?.message ?? `The endpoint is ${endpoint.state}`, 0, false)
-        return endpoint
-      },
+      expose,
+      /** The desktop of a sandbox created with `features: { computer_use: true }` (computer.ts). */
+      computer: makeComputer({
+        act: async (action) => {
+          const key = idempotencyKey()
+          // The contract's client takes one member of the actions' union at a time; any member encodes the same way.
+          const payload = action as Extract<typeof action, { readonly type: "mouse_move" }>
+          return waitRuntimeOperation(id, await call((c) => c.computer.action({ path: { sandbox_id: id }, headers: { "idempotency-key": key }, payload })))
+        },
+        screenshot: async (payload) => waitRuntimeOperation(id, await call((c) => c.computer.screenshot({ path: { sandbox_id: id }, payload }))),
+        startRecording: (label) => {
+          const key = idempotencyKey()
+          return call((c) => c.computer.startRecording({ path: { sandbox_id: id }, headers: { "idempotency-key": key }, payload: { format: "mp4", ...(label === undefined ? {} : { label }) } }))
+        },
+        getRecording: (recording) => call((c) => c.computer.getRecording({ path: { sandbox_id: id, recording_id: recording } })),
+        stopRecording: (recording) => call((c) => c.computer.stopRecording({ path: { sandbox_id: id, recording_id: recording }, headers: {} })),
+        listRecordings: async () => (await call((c) => c.computer.listRecordings({ path: { sandbox_id: id }, urlParams: { limit: 100 } }))).recordings,
+        recordingContent: async (recording) => {
+          const response = await fetchImpl(`${options.baseUrl}/v1/sandboxes/${id}/recordings/${recording}/content`, { headers: authHeaders })
+          if (response.status !== 200) throw fromEnvelope(response.status, await response.json().catch(() => undefined), response.headers.get("x-request-id") ?? undefined)
+          return new Uint8Array(await response.arrayBuffer())
+        },
+        expose: (port, o) => expose(port, o),
+        sleep: (ms) => sleep(ms).then(() => undefined)
+      }),
       extend: (seconds: number) => call((c) => c.sandboxes.extend({ path: { sandbox_id: id }, payload: { runtime_timeout_seconds: seconds } })),
       metrics: () => call((c) => c.sandboxes.metrics({ path: { sandbox_id: id } })),
       pause: () => mutate("pause"),

@@ -6,9 +6,9 @@
 import type { HttpClient } from "@effect/platform"
 import { Effect } from "effect"
 import { describe, expect, it } from "vitest"
-import { conformanceInput } from "../core/conformance.ts"
+import { conformanceInput } from "../testing/conformance.ts"
 import type { ProviderError, ProviderSandbox } from "../core/Provider.ts"
-import { bodyJson, type Call, json, scripted, type Step } from "../core/scripted-client.ts"
+import { bodyBytes, bodyJson, type Call, json, scripted, type Step } from "../testing/scripted-client.ts"
 import { API_VERSION, decodeExecutionId, makeBlaxelProvider } from "./adapter/index.ts"
 
 const API = "https://api.blaxel.test/v0"
@@ -154,6 +154,38 @@ describe("blaxel remote: the sandbox runtime", () => {
     const created = await run(p.create({ ...conformanceInput("sbx_1"), source: { kind: "oci_image", image: "registry.example.com/team/app:1" } }))
     expect(created.metadata).toMatchObject({ image: "registry.example.com/team/app:1" })
     await run(p.exec(created, { command: ["pwd"], timeoutSeconds: 60, maxOutputBytes: 1024, processId: "proc_2" }))
+    expect(s.left()).toBe(0)
+  })
+})
+
+describe("blaxel remote: standard input", () => {
+  it("a process asking for stdin starts with stdin: true; input is posted raw, in order, in pieces of at most 1 MiB; end-of-file deletes it", async () => {
+    const big = new Uint8Array(1024 * 1024 + 5).fill(7)
+    const s = scripted([
+      step("GET", "/sbx-1/process/metal-proc_2", () => json({ error: "process not found" }, 404)),
+      step("POST", "/sbx-1/process", (call) => {
+        expect(bodyJson(call)).toMatchObject({ name: "metal-proc_2", stdin: true, waitForCompletion: false })
+        return json({ pid: "2", name: "metal-proc_2", status: "running" })
+      }),
+      step("POST", "/sbx-1/process/metal-proc_2/stdin", (call) => {
+        authorized(call)
+        expect(new TextDecoder().decode(bodyBytes(call))).toBe("line\n")
+        return json({ message: "ok" })
+      }),
+      step("POST", "/sbx-1/process/metal-proc_2/stdin", (call) => {
+        expect(bodyBytes(call).length).toBe(1024 * 1024)
+        return json({ message: "ok" })
+      }),
+      step("POST", "/sbx-1/process/metal-proc_2/stdin", (call) => {
+        expect(bodyBytes(call)).toEqual(new Uint8Array(5).fill(7))
+        return json({ message: "ok" })
+      }),
+      step("DELETE", "/sbx-1/process/metal-proc_2/stdin", () => json({ message: "closed" }))
+    ])
+    const p = provider(s.client)
+    const { executionId } = await run(p.exec(SANDBOX, { command: ["cat"], stdin: true, timeoutSeconds: 60, maxOutputBytes: 1024, processId: "proc_2" }))
+    await run(p.sendInput!(SANDBOX, executionId, new TextEncoder().encode("line\n"), false))
+    await run(p.sendInput!(SANDBOX, executionId, big, true))
     expect(s.left()).toBe(0)
   })
 })

@@ -7,10 +7,10 @@
 import type { HttpClient } from "@effect/platform"
 import { Effect, Either } from "effect"
 import { describe, expect, it } from "vitest"
-import { conformanceInput } from "../core/conformance.ts"
+import { conformanceInput } from "../testing/conformance.ts"
 import { DECLARED } from "../core/declared.ts"
 import type { ProviderError, ProviderExecEvent, ProviderSandbox } from "../core/Provider.ts"
-import { bodyBytes, bodyJson, type Call, json, scripted, type Step } from "../core/scripted-client.ts"
+import { bodyBytes, bodyJson, type Call, json, scripted, type Step } from "../testing/scripted-client.ts"
 import { argvWithEnvironment, bridgePath, makeCloudflareProvider, makeSseParser, usageCostMicrousd } from "./adapter/index.ts"
 
 const BRIDGE = "https://bridge.example.workers.dev"

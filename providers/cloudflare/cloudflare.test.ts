@@ -1,7 +1,7 @@
 /** The Cloudflare adapter against its bridge emulator over the real local runtime: the shared conformance suite (wire checks: cloudflare-remote.test.ts). */
 import { Effect } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { conformance, conformanceInput, emulatedTarget } from "../core/conformance.ts"
+import { conformance, conformanceInput, emulatedTarget } from "../testing/conformance.ts"
 import { DECLARED } from "../core/declared.ts"
 import { makeCloudflareProvider } from "./adapter/index.ts"
 import { startCloudflareEmulator } from "./emulator/index.ts"

@@ -1,7 +1,7 @@
 /** The CodeSandbox adapter against its emulator over the real local runtime: the shared conformance suite (wire checks: codesandbox-remote.test.ts). */
 import { Effect } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { conformance, conformanceInput, emulatedTarget } from "../core/conformance.ts"
+import { conformance, conformanceInput, emulatedTarget } from "../testing/conformance.ts"
 import { makeCodeSandboxProvider } from "./adapter/index.ts"
 import { startCodeSandboxEmulator } from "./emulator/index.ts"
 

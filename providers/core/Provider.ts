@@ -8,6 +8,7 @@ import { Context, Data, type Effect } from "effect"
 /** The one list of providers (spec a..k) lives with the API's contract; here under the kit's names. */
 import { Provider, PROVIDERS } from "../../src/domain/Sandbox.ts"
 import type { RuntimeMetrics } from "../../src/runtime/LocalRuntime.ts"
+import type { ComputerAction } from "../../src/domain/Computer.ts"
 export const ProviderNames = PROVIDERS
 export const ProviderName = Provider
 export type ProviderName = Provider
@@ -91,8 +92,8 @@ export interface ProviderCapabilities {
    */
   readonly maxResources?: SizeLimits | undefined
   /**
-   * Computer use (spec §2.8 `computer`). Absent or null: none. No adapter drives a desktop yet, so every
-   * declared value is null; eligibility already checks it for `features.computer_use` and `recording`.
+   * Computer use (spec §2.8 `computer`). Absent or null: none; eligibility checks it for `features.computer_use`
+   * and `recording`. Declared exactly where the adapter has a `computer` driver (declared.ts says which).
    */
   readonly computer?: ComputerCapabilities | null | undefined
 }
@@ -138,6 +139,11 @@ export interface CreateInput {
    * about it, and the sandbox gets the provider's default (`capabilities.internetByDefault`).
    */
   readonly internetAccess?: boolean | undefined
+  /**
+   * `features.computer_use`: the sandbox gets a desktop before it is ready (`computer.start`); a provider that
+   * cannot give it one fails the create as `unsupported` with the reason, after removing what it made.
+   */
+  readonly computerUse?: boolean | undefined
   /**
    * `network.allow_domains` (mode allow) or `deny_domains` (mode deny), only with internet access; absent: none.
    * Eligibility sends it only to providers declaring `network.allowDomains` / `denyDomains`.
@@ -241,6 +247,47 @@ export const reattachFailed = (followed: { retryAt: number; failingSince: number
   followed.failingSince ??= now
   followed.retryAt = now + FOLLOWED_EXECUTIONS.reattachBackoffMs
   return now - followed.failingSince > FOLLOWED_EXECUTIONS.reattachGiveUpMs
+}
+
+/** A computer action as the API accepted it (defaults applied). */
+export type ComputerActionInput = ComputerAction
+
+export interface ScreenshotInput {
+  readonly format: "png" | "jpeg"
+  readonly showCursor: boolean
+  /** JPEG quality 1–100. */
+  readonly quality: number
+  /** 0.1–1. */
+  readonly scale: number
+  readonly region?: { readonly x: number; readonly y: number; readonly width: number; readonly height: number } | undefined
+}
+
+/** A recording at the provider. */
+export interface ProviderRecording {
+  readonly recordingId: string
+  readonly state: "starting" | "recording" | "stopping" | "stopped" | "failed"
+  readonly durationSeconds: number | null
+}
+
+/**
+ * The desktop of a sandbox (computer use). Present exactly when `capabilities.computer` is declared. Screenshots
+ * and recordings come from the sandbox: the driver bounds what it reads (`maxBytes`) and checks that an image is
+ * the format asked for.
+ */
+export interface ComputerDriver {
+  /** Starts the sandbox's desktop (idempotent); create calls it when the request asks for computer use. */
+  readonly start: (sandbox: ProviderSandbox) => PE<void>
+  /** One input action; answers the pointer's position after it where the provider says. */
+  readonly action: (sandbox: ProviderSandbox, action: ComputerActionInput) => PE<{ readonly cursor: { readonly x: number; readonly y: number } | null }>
+  readonly screenshot: (
+    sandbox: ProviderSandbox,
+    input: ScreenshotInput
+  ) => PE<{ readonly format: "png" | "jpeg"; readonly data: Uint8Array; readonly cursor: { readonly x: number; readonly y: number } | null }>
+  readonly startRecording: (sandbox: ProviderSandbox, input: { readonly label?: string | undefined }) => PE<ProviderRecording>
+  readonly getRecording: (sandbox: ProviderSandbox, recordingId: string) => PE<ProviderRecording>
+  readonly stopRecording: (sandbox: ProviderSandbox, recordingId: string) => PE<ProviderRecording>
+  /** A stopped recording's mp4, whole; more than `maxBytes` fails (`invalid_request`) without reading on. */
+  readonly downloadRecording: (sandbox: ProviderSandbox, recordingId: string, maxBytes: number) => PE<Uint8Array>
 }
 
 export interface ProviderFileEntry {
@@ -369,6 +416,9 @@ export interface SandboxProvider {
     input: { readonly port: number; readonly leaseSeconds: number }
   ) => PE<{ readonly leaseId: string; readonly url: string; readonly expiresAt: string }>
   readonly revokeHttpEndpoint: (sandbox: ProviderSandbox, leaseId: string) => PE<{ readonly revoked: boolean }>
+
+  /** The sandbox's desktop (computer use). Present exactly when `capabilities.computer` is declared. */
+  readonly computer?: ComputerDriver | undefined
 
   /**
    * The same adapter on an organization's own provider account (BYOK), built from the credential fields it

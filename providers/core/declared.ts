@@ -15,7 +15,8 @@
  * per-sandbox limits, Cloudflare's one size (the `standard-2` instance type of the bridge's wrangler.toml); Blaxel
  * and Modal state none.
  */
-import type { ProviderCapabilities, ProviderName } from "./Provider.ts"
+import { SCREENSHOT_MAX_BYTES } from "../../src/domain/Computer.ts"
+import type { ComputerCapabilities, ProviderCapabilities, ProviderName } from "./Provider.ts"
 
 export const MiB = 1024 * 1024
 
@@ -47,6 +48,18 @@ const proc = (streams: boolean, cancel: boolean, maxOutputBytes: number, maxTime
 })
 
 const base = { version: "1", cost: true, network: null, computer: null } as const
+/**
+ * Computer use, declared where the adapter drives the provider's own desktop API: Daytona (its toolbox's
+ * computer-use API, "native computer use" in reference §3.1). E2B's Desktop sandboxes (driven through envd
+ * commands) have no adapter yet, and the others no desktop API, so `features.computer_use` never places a
+ * sandbox there.
+ */
+const desktop: ComputerCapabilities = {
+  implementation: "native",
+  actions: ["mouse_move", "mouse_click", "mouse_drag", "mouse_scroll", "keyboard_type", "keyboard_key", "keyboard_hotkey"],
+  screenshot: { formats: ["png", "jpeg"], maxBytes: SCREENSHOT_MAX_BYTES },
+  recording: { formats: ["mp4"] }
+}
 const lease = { expose: true, revoke: true, maxLeaseSeconds: 86_400 } as const
 const ALL_MODES = ["create", "overwrite", "append"] as const
 
@@ -59,7 +72,8 @@ export const DECLARED: Readonly<Record<ProviderName, ProviderCapabilities>> = {
     resume: false,
     architectures: ["x86_64"],
     isolation: "microvm",
-    process: proc(false, true, 10 * MiB),
+    // Standard input: the runtime's `stdin: true` and `POST /process/{id}/stdin`, as Blaxel's SDK writes it.
+    process: { ...proc(false, true, 10 * MiB), stdin: true },
     files: files(ALL_MODES, { parents: true, list: true, del: true }),
     httpEndpoints: lease
   },
@@ -103,7 +117,8 @@ export const DECLARED: Readonly<Record<ProviderName, ProviderCapabilities>> = {
     isolation: null,
     process: proc(false, true, 100 * MiB),
     files: files(["create", "overwrite"], { parents: true, list: true, del: true }),
-    httpEndpoints: lease
+    httpEndpoints: lease,
+    computer: desktop
   },
   e2b: {
     ...base,

@@ -95,6 +95,11 @@ describe("unmetRequirements", () => {
     expect(unmet("e2b", request({ features: { pty: false } }))).toEqual([])
     expect(unmet("e2b", request({ features: { pause_resume: true } }))).toEqual([])
     expect(unmet("blaxel", request({ features: { pause_resume: true } }))).toEqual(["pause_resume"])
+    // A lifecycle that pauses on a timeout needs pause too; an idle action without an idle timeout never fires.
+    expect(unmet("blaxel", request({ lifecycle: { runtime_timeout_seconds: 60, on_runtime_timeout: "pause" } }))).toEqual(["pause_resume"])
+    expect(unmet("blaxel", request({ lifecycle: { runtime_timeout_seconds: 60, idle_timeout_seconds: 600, on_idle_timeout: "pause" } }))).toEqual(["pause_resume"])
+    expect(unmet("blaxel", request({ lifecycle: { runtime_timeout_seconds: 60, on_idle_timeout: "pause" } }))).toEqual([])
+    expect(unmet("e2b", request({ lifecycle: { runtime_timeout_seconds: 60, idle_timeout_seconds: 600, on_idle_timeout: "pause" } }))).toEqual([])
     expect(unmet("daytona", request({ features: { public_ports: [8080] } }))).toEqual([])
     expect(unmet("e2b", request({ features: { public_ports: [8080] } }))).toEqual(["public_ports"])
   })

@@ -79,6 +79,8 @@ export const unmetRequirements = (
   if (req.features?.pty === true) need(caps.process?.terminal === true, "pty", "offers no terminals")
   // 7. lifecycle and ports
   if (req.features?.pause_resume === true) need(caps.pause && caps.resume, "pause_resume", "cannot pause and resume")
+  // A lifecycle that pauses on a timeout asks for pause as surely as the feature does (else the timeout would fail).
+  else if (pausesOnTimeout(req)) need(caps.pause && caps.resume, "pause_resume", "cannot pause, and the lifecycle pauses the sandbox on a timeout")
   if ((req.features?.public_ports?.length ?? 0) > 0) {
     need(caps.httpEndpoints?.expose === true && caps.httpEndpoints.revoke, "public_ports", "cannot expose and revoke ports")
   }
@@ -105,3 +107,7 @@ export const unmetRequirements = (
   }
   return unmet
 }
+
+/** The request's lifecycle pauses the sandbox when a timeout fires (an idle timeout counts only when one is set). */
+const pausesOnTimeout = (req: SandboxRequest) =>
+  req.lifecycle.on_runtime_timeout === "pause" || (req.lifecycle.on_idle_timeout === "pause" && req.lifecycle.idle_timeout_seconds !== undefined)

@@ -5,9 +5,9 @@
  */
 import { Effect } from "effect"
 import { describe, expect, it } from "vitest"
-import { conformanceInput } from "../core/conformance.ts"
+import { conformanceInput } from "../testing/conformance.ts"
 import type { ProviderError, ProviderExecEvent, ProviderSandbox, SandboxProvider } from "../core/Provider.ts"
-import { bodyJson, type Call, json, scripted, type Step } from "../core/scripted-client.ts"
+import { bodyJson, type Call, json, scripted, type Step } from "../testing/scripted-client.ts"
 import { decodeExecutionId, decodeTerminalId, demuxLog, encodeExecutionId, encodeTerminalId, eventsFromPieces, makeDaytonaProvider } from "./adapter/index.ts"
 import { MAX_PREAMBLE_BYTES, MAX_TYPED_LINE_BYTES } from "./adapter/terminals.ts"
 import type { HttpClient } from "@effect/platform"

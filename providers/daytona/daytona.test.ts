@@ -1,7 +1,7 @@
 /** The Daytona adapter against its emulator over the real local runtime: the shared conformance suite, plus wire checks. */
 import { Effect } from "effect"
 import { describe, expect, it } from "vitest"
-import { conformance, conformanceInput, emulatedTarget } from "../core/conformance.ts"
+import { conformance, conformanceInput, emulatedTarget } from "../testing/conformance.ts"
 import type { ProviderExecEvent } from "../core/Provider.ts"
 import { makeDaytonaProvider } from "./adapter/index.ts"
 import { startDaytonaEmulator } from "./emulator/index.ts"

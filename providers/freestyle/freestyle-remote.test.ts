@@ -1,18 +1,19 @@
 /**
  * The Freestyle adapter in `remote` mode against a scripted HttpClient: the requests it sends to Freestyle's `/v5`
- * API (paths, bodies, auth) and how it reads the answers — the deterministic VM name, readiness polling, the
- * upward-only resize, the 202 rule (never a second create, never a second exec), lost answers and 409s looked up
- * by name, state-aware pause/resume, exec-await (shell line, 300 s cap, stdin as base64, 408, null status), fs/*
- * (ranges, sha256 writes, parents), error kinds, the rate-card cost worked example and BYOK.
+ * API as Freestyle's SDK (`freestyle` 0.2.17) shapes them (paths, bodies, auth) and how it reads the answers — the
+ * deterministic VM slug, the firewall, readiness polling, the upward-only resize in MiB, the TTL moved by PATCH, the
+ * 202 rule (never a second create, never a second exec), lost answers and 409s looked up by slug, state-aware
+ * pause/resume, exec-await (shell line, 300 s cap, stdin as base64, 408 and a null status as timeouts), fs/* (ranges,
+ * sha256 writes, parents, names stat'ed, DELETE remove), error kinds, the rate-card cost worked example and BYOK.
  */
 import type { HttpClient } from "@effect/platform"
 import { Effect } from "effect"
 import { CWD_MISSING_MARK } from "../core/cwd.ts"
 import { createHash } from "node:crypto"
 import { describe, expect, it } from "vitest"
-import { conformanceInput } from "../core/conformance.ts"
+import { conformanceInput } from "../testing/conformance.ts"
 import type { ProviderError, ProviderExecEvent, ProviderSandbox, SandboxProvider } from "../core/Provider.ts"
-import { bodyBytes, bodyJson, type Call, json, scripted, type Step } from "../core/scripted-client.ts"
+import { bodyBytes, bodyJson, type Call, json, scripted, type Step } from "../testing/scripted-client.ts"
 import { commandLine, makeFreestyleProvider, RATE_CARD, vmSlug } from "./adapter/index.ts"
 
 const API = "https://api.freestyle.test"
@@ -28,9 +29,17 @@ const step = (method: string, path: string, reply: Step["reply"]): Step => ({ me
 const authorized = (call: Call, key = "fs_key") => expect(call.headers["authorization"]).toBe(`Bearer ${key}`)
 
 const SLUG = vmSlug("sbx_1")
-const vm = (state: string, extra: Record<string, unknown> = {}) => ({ id: "vm_1", name: SLUG, state, snapshotId: "freestyle/ubuntu-sm", ...extra })
-const listed = (...vms: Array<Record<string, unknown>>) => json({ vms })
-const notFound = (code = "VM_NOT_FOUND") => json({ error: code, message: "not found" }, 404)
+const vm = (state: string, extra: Record<string, unknown> = {}) => ({
+  id: "vm_1",
+  slug: SLUG,
+  state,
+  snapshotId: "freestyle/ubuntu-sm",
+  resources: { cpu: 2, memory: 4096, storage: 16384 },
+  metadata: { metal_sandbox_id: "sbx_1" },
+  createdAt: "2026-11-01T00:00:00.000Z",
+  ...extra
+})
+const notFound = (code = "VM_NOT_FOUND") => json({ code, message: "not found" }, 404)
 const accepted = () => new Response(null, { status: 202 })
 const SANDBOX: ProviderSandbox = {
   resourceId: "vm_1",
@@ -62,20 +71,18 @@ describe("freestyle remote: names", () => {
 })
 
 describe("freestyle remote: VMs", () => {
-  it("create looks for the name, posts name, snapshot, no ports, TTL and our ids, polls until running; no resize at the base size", async () => {
+  it("create looks for the slug, posts slug, snapshot, firewall (the public internet, or nothing), TTL and our ids, polls until running; no resize at the base size; a later deadline moves the TTL", async () => {
     const s = scripted([
-      step("GET", "/v5/vms", (call) => {
+      step("GET", `/v5/vms/${SLUG}`, (call) => {
         authorized(call)
-        expect(call.url.searchParams.get("search")).toBe(SLUG)
-        return listed()
+        return notFound()
       }),
       step("POST", "/v5/vms", (call) => {
         authorized(call)
         expect(bodyJson(call)).toEqual({
-          name: SLUG,
+          slug: SLUG,
           snapshotId: "freestyle/ubuntu-sm",
-          ports: [],
-          waitForReadySignal: true,
+          firewall: { rules: [] },
           ttlSeconds: 900,
           metadata: {
             suite: "conformance",
@@ -85,58 +92,82 @@ describe("freestyle remote: VMs", () => {
             metal_env: JSON.stringify({ CONFORMANCE_SANDBOX: "yes" })
           }
         })
-        return json({ id: "vm_1", domains: [] })
+        return json(vm("starting"))
       }),
-      step("GET", "/v5/vms/vm_1", () => json(vm("starting"))),
-      step("GET", "/v5/vms/vm_1", () => json(vm("running")))
+      step("GET", "/v5/vms/vm_1", () => json(vm("running"))),
+      // The deadline moves: the VM's creation time, then ttlSeconds from it (deadline + 5 min).
+      step("GET", "/v5/vms/vm_1", () => json(vm("running", { createdAt: new Date(Date.now() - 60_000).toISOString(), ttlSeconds: 900 }))),
+      step("PATCH", "/v5/vms/vm_1", (call) => {
+        const ttl = (bodyJson(call) as { ttlSeconds: number }).ttlSeconds
+        expect(ttl).toBeGreaterThanOrEqual(60 + 3600 + 300)
+        expect(ttl).toBeLessThanOrEqual(60 + 3600 + 300 + 5)
+        return json(vm("running", { ttlSeconds: ttl }))
+      })
     ])
     const before = Date.now()
-    const created = await run(provider(s.client).create(conformanceInput("sbx_1")))
+    const created = await run(provider(s.client).create({ ...conformanceInput("sbx_1"), internetAccess: false }))
     const { ttlEndsAt, ...metadata } = created.metadata
     expect({ ...created, metadata }).toEqual(SANDBOX)
-    // Freestyle deletes the VM at its TTL (runtime timeout + 5 min): a deadline within it needs nothing, one beyond fails.
     expect(Date.parse(String(ttlEndsAt)) - before).toBeGreaterThanOrEqual(900_000 - 1000)
-    await run(provider(s.client).extendLifetime!(created, 600))
-    expect((await failureOf(provider(s.client).extendLifetime!(created, 3600))).kind).toBe("unsupported")
+    await run(provider(s.client).extendLifetime!(created, 3600))
     expect(s.left()).toBe(0)
   })
 
-  it("grows the VM upward to what the request needs (whole vCPUs and GiB); a template names the snapshot; pause actions send maxRun and idle", async () => {
+  it("grows the VM upward to what the request needs (MiB); a template names the snapshot; pause actions send maxRun and idle; the internet is all outbound traffic to the public internet", async () => {
     const s = scripted([
-      step("GET", "/v5/vms", () => listed()),
+      step("GET", `/v5/vms/${SLUG}`, () => notFound()),
       step("POST", "/v5/vms", (call) => {
         const body = bodyJson(call) as Record<string, unknown>
         expect(body).toMatchObject({ snapshotId: "snap-tpl", maxRunSeconds: 600, idleTimeoutSeconds: 60 })
+        expect(body["firewall"]).toEqual({ rules: [{ action: "allow", source: {}, destination: { public: true } }] })
         expect(body["ttlSeconds"]).toBeUndefined()
-        return json({ id: "vm_1", domains: [] })
+        return json(vm("running"))
       }),
-      step("GET", "/v5/vms/vm_1", () => json(vm("running", { vcpuCount: 2, memSizeGb: 4, rootfsSizeGb: 16 }))),
       step("POST", "/v5/vms/vm_1/resize", (call) => {
-        expect(bodyJson(call)).toEqual({ vcpuCount: 3, memSizeGb: 5, rootfsSizeGb: 20 })
-        return json({})
+        expect(bodyJson(call)).toEqual({ cpu: 3, memory: 5120, storage: 20480 })
+        return json(vm("running", { resources: { cpu: 3, memory: 5120, storage: 20480 } }))
       })
     ])
     const input = conformanceInput("sbx_1")
     const created = await run(provider(s.client).create({
       ...input,
+      internetAccess: true,
       source: { kind: "provider_template", provider: "freestyle", template: "snap-tpl" },
       resources: { vcpu: 2.5, memoryMb: 5000, diskMb: 20_000, architecture: "x86_64" },
       lifecycle: { runtimeTimeoutSeconds: 600, idleTimeoutSeconds: 60, onRuntimeTimeout: "pause", onIdleTimeout: "pause" }
     }))
     expect(created.resolvedResources).toEqual({ vcpu: 3, memoryMb: 5120, diskMb: 20480, architecture: "x86_64", providerSize: "freestyle/ubuntu-sm" })
+    // A VM made to pause at its timeout has no TTL: a later deadline needs nothing.
+    await run(provider(s.client).extendLifetime!(created, 3600))
     expect(s.left()).toBe(0)
   })
 
-  it("provider_options.freestyle.snapshot_id picks the snapshot; a failed resize deletes the VM; nothing is sent for OCI, arm64 or too much", async () => {
+  it("a request that leaves the internet unsaid gets the declared default (Freestyle has none: its firewall is required): open, or closed when the default is off", async () => {
+    const OPEN = { rules: [{ action: "allow", source: {}, destination: { public: true } }] }
+    for (const [internetByDefault, firewall] of [[undefined, OPEN], [true, OPEN], [false, { rules: [] }]] as const) {
+      const s = scripted([
+        step("GET", `/v5/vms/${SLUG}`, () => notFound()),
+        step("POST", "/v5/vms", (call) => {
+          expect((bodyJson(call) as Record<string, unknown>)["firewall"]).toEqual(firewall)
+          return json(vm("running"))
+        })
+      ])
+      const p = makeFreestyleProvider({ apiUrl: API, apiKey: "fs_key", mode: "remote", httpClient: s.client, pollIntervalMs: 1, lifecycleTimeoutMs: 2000, internetByDefault })
+      expect(p.capabilities.internetByDefault).toBe(internetByDefault ?? true)
+      await run(p.create({ ...conformanceInput("sbx_1"), internetAccess: undefined }))
+      expect(s.left()).toBe(0)
+    }
+  })
+
+  it("provider_options.freestyle.snapshot_id picks the snapshot; a failed resize deletes the VM; nothing is sent for OCI, arm64, too much or a domain list", async () => {
     const s = scripted([
-      step("GET", "/v5/vms", () => listed()),
+      step("GET", `/v5/vms/${SLUG}`, () => notFound()),
       step("POST", "/v5/vms", (call) => {
         expect(bodyJson(call)).toMatchObject({ snapshotId: "snap-opt" })
-        return json({ id: "vm_1", domains: [] })
+        return json(vm("running"))
       }),
-      step("GET", "/v5/vms/vm_1", () => json(vm("running"))),
-      step("POST", "/v5/vms/vm_1/resize", () => json({ error: "QUOTA_EXCEEDED", message: "plan allows 8 vCPU" }, 400)),
-      step("DELETE", "/v5/vms/vm_1", () => json({ id: "vm_1" }))
+      step("POST", "/v5/vms/vm_1/resize", () => json({ code: "QUOTA_EXCEEDED", message: "plan allows 8 vCPU" }, 400)),
+      step("DELETE", "/v5/vms/vm_1", () => new Response(null, { status: 204 }))
     ])
     const input = conformanceInput("sbx_1")
     const failed = await failureOf(provider(s.client).create({ ...input, providerOptions: { snapshot_id: "snap-opt" }, resources: { vcpu: 16, memoryMb: 512, architecture: "any" } }))
@@ -148,53 +179,52 @@ describe("freestyle remote: VMs", () => {
     expect((await failureOf(p.create({ ...input, resources: { vcpu: 1, memoryMb: 512, architecture: "arm64" } }))).kind).toBe("unsupported")
     expect((await failureOf(p.create({ ...input, resources: { vcpu: 33, memoryMb: 512, architecture: "any" } }))).kind).toBe("unsupported")
     expect((await failureOf(p.create({ ...input, source: { kind: "provider_template", provider: "e2b", template: "base" } }))).kind).toBe("unsupported")
+    expect((await failureOf(p.create({ ...input, internetAccess: true, domainPolicy: { mode: "allow", domains: ["example.com"] } }))).kind).toBe("unsupported")
   })
 
-  it("the 202 rule: an accepted create is looked up by name until the VM shows — never posted twice; unresolved stays unknown_outcome", async () => {
+  it("the 202 rule: an accepted create is looked up by slug until the VM shows — never posted twice; unresolved stays unknown_outcome", async () => {
     const s = scripted([
-      step("GET", "/v5/vms", () => listed()),
+      step("GET", `/v5/vms/${SLUG}`, () => notFound()),
       step("POST", "/v5/vms", accepted),
-      step("GET", "/v5/vms", () => listed()),
-      step("GET", "/v5/vms", () => listed(vm("starting", { metadata: { metal_sandbox_id: "sbx_1" } }))),
+      step("GET", `/v5/vms/${SLUG}`, () => notFound()),
+      step("GET", `/v5/vms/${SLUG}`, () => json(vm("starting"))),
       step("GET", "/v5/vms/vm_1", () => json(vm("running")))
     ])
     expect((await run(provider(s.client).create(conformanceInput("sbx_1")))).resourceId).toBe("vm_1")
     expect(s.left()).toBe(0)
 
-    const lookups: Array<Step> = Array.from({ length: 4000 }, () => step("GET", "/v5/vms", () => listed()))
-    const unresolved = scripted([step("GET", "/v5/vms", () => listed()), step("POST", "/v5/vms", accepted), ...lookups])
+    const lookups: Array<Step> = Array.from({ length: 4000 }, () => step("GET", `/v5/vms/${SLUG}`, () => notFound()))
+    const unresolved = scripted([step("GET", `/v5/vms/${SLUG}`, () => notFound()), step("POST", "/v5/vms", accepted), ...lookups])
     const p = makeFreestyleProvider({ apiUrl: API, apiKey: "fs_key", mode: "remote", httpClient: unresolved.client, pollIntervalMs: 1, lifecycleTimeoutMs: 50 })
     expect((await failureOf(p.create(conformanceInput("sbx_1")))).kind).toBe("unknown_outcome")
     expect(unresolved.calls.filter((c) => c.method === "POST")).toHaveLength(1)
   })
 
-  it("a retry finds the VM by name (a suspended one is returned paused); a lost answer and a 409 are looked up; another's VM or a deleted one is not ours", async () => {
-    const retry = scripted([step("GET", "/v5/vms", () => listed(vm("suspended")))])
+  it("a retry finds the VM by slug (a paused one is returned paused); a lost answer and a 409 are looked up; another's VM is not ours", async () => {
+    const retry = scripted([step("GET", `/v5/vms/${SLUG}`, () => json(vm("paused")))])
     expect((await run(provider(retry.client).create(conformanceInput("sbx_1")))).resourceId).toBe("vm_1")
 
     const lost = scripted([
-      step("GET", "/v5/vms", () => listed()),
+      step("GET", `/v5/vms/${SLUG}`, () => notFound()),
       step("POST", "/v5/vms", () => "transport-error"),
-      step("GET", "/v5/vms", () => listed(vm("running")))
+      step("GET", `/v5/vms/${SLUG}`, () => json(vm("running")))
     ])
     expect((await run(provider(lost.client).create(conformanceInput("sbx_1")))).resourceId).toBe("vm_1")
 
     const raced = scripted([
-      step("GET", "/v5/vms", () => listed()),
-      step("POST", "/v5/vms", () => json({ error: "VM_NAME_TAKEN", message: "exists" }, 409)),
-      step("GET", "/v5/vms", () => listed(vm("running")))
+      step("GET", `/v5/vms/${SLUG}`, () => notFound()),
+      step("POST", "/v5/vms", () => json({ code: "SLUG_TAKEN", message: "exists" }, 409)),
+      step("GET", `/v5/vms/${SLUG}`, () => json(vm("running")))
     ])
     expect((await run(provider(raced.client).create(conformanceInput("sbx_1")))).resourceId).toBe("vm_1")
 
     const reconcile = scripted([
-      step("GET", "/v5/vms", () => listed(vm("running", { metadata: { metal_sandbox_id: "sbx_1", metal_env: "{\"A\":\"b\"}" } }))),
-      step("GET", "/v5/vms", () => listed(vm("running", { metadata: { metal_sandbox_id: "sbx_other" } }))),
-      step("GET", "/v5/vms", () => listed(vm("running", { deleted: true }), { ...vm("running"), name: `${SLUG}-x` })),
-      step("GET", "/v5/vms", () => listed())
+      step("GET", `/v5/vms/${SLUG}`, () => json(vm("running", { metadata: { metal_sandbox_id: "sbx_1", metal_env: "{\"A\":\"b\"}" } }))),
+      step("GET", `/v5/vms/${SLUG}`, () => json(vm("running", { metadata: { metal_sandbox_id: "sbx_other" } }))),
+      step("GET", `/v5/vms/${SLUG}`, () => notFound())
     ])
     const p = provider(reconcile.client)
     expect((await run(p.reconcileCreate("sbx_1")))?.metadata).toMatchObject({ environment: { A: "b" } })
-    expect(await run(p.reconcileCreate("sbx_1"))).toBeNull()
     expect(await run(p.reconcileCreate("sbx_1"))).toBeNull()
     expect(await run(p.reconcileCreate("sbx_1"))).toBeNull()
   })
@@ -203,11 +233,11 @@ describe("freestyle remote: VMs", () => {
     const s = scripted([
       step("GET", "/v5/vms/vm_1", () => json(vm("running"))),
       step("POST", "/v5/vms/vm_1/pause", accepted),
-      step("GET", "/v5/vms/vm_1", () => json(vm("suspending"))),
-      step("GET", "/v5/vms/vm_1", () => json(vm("suspended"))),
-      step("GET", "/v5/vms/vm_1", () => json(vm("suspended"))), // paused already: nothing sent
-      step("GET", "/v5/vms/vm_1", () => json(vm("suspended"))),
-      step("POST", "/v5/vms/vm_1/start", () => json({ id: "vm_1" })),
+      step("GET", "/v5/vms/vm_1", () => json(vm("pausing"))),
+      step("GET", "/v5/vms/vm_1", () => json(vm("paused"))),
+      step("GET", "/v5/vms/vm_1", () => json(vm("paused"))), // paused already: nothing sent
+      step("GET", "/v5/vms/vm_1", () => json(vm("paused"))),
+      step("POST", "/v5/vms/vm_1/start", () => json(vm("running"))),
       step("GET", "/v5/vms/vm_1", () => json(vm("running"))),
       step("GET", "/v5/vms/vm_1", () => json(vm("running"))), // running already
       step("DELETE", "/v5/vms/vm_1", accepted),
@@ -229,17 +259,17 @@ describe("freestyle remote: VMs", () => {
 
   it("error kinds from Freestyle's codes and statuses", async () => {
     const answers: Array<[Response, string]> = [
-      [json({ error: "UNAUTHORIZED", message: "bad key" }, 401), "auth"],
-      [json({ error: "VM_LIMIT_EXCEEDED", message: "too many" }, 400), "quota"],
-      [json({ error: "RATE_LIMITED", message: "slow down" }, 429), "capacity"],
-      [json({ error: "INTERNAL_ERROR", message: "oops" }, 503), "unavailable"],
+      [json({ code: "UNAUTHORIZED", message: "bad key" }, 401), "auth"],
+      [json({ code: "VM_LIMIT_EXCEEDED", message: "too many" }, 400), "quota"],
+      [json({ code: "RATE_LIMITED", message: "slow down" }, 429), "capacity"],
+      [json({ code: "INTERNAL_ERROR", message: "oops" }, 503), "unavailable"],
       [new Response("<html>bad gateway</html>", { status: 502 }), "unknown_outcome"]
     ]
     for (const [answer, kind] of answers) {
       const s = scripted([
-        step("GET", "/v5/vms", () => listed()),
+        step("GET", `/v5/vms/${SLUG}`, () => notFound()),
         step("POST", "/v5/vms", () => answer.clone()),
-        ...(kind === "unknown_outcome" ? [step("GET", "/v5/vms", () => listed())] : [])
+        ...(kind === "unknown_outcome" ? [step("GET", `/v5/vms/${SLUG}`, () => notFound())] : [])
       ])
       expect((await failureOf(provider(s.client).create(conformanceInput("sbx_1")))).kind, kind).toBe(kind)
     }
@@ -277,16 +307,16 @@ describe("freestyle remote: exec-await", () => {
     expect((await failureOf(p.cancelExec(SANDBOX, executionId))).kind).toBe("unsupported")
   })
 
-  it("408 is a timed-out exit; a null status and an unresolved 202 are UNKNOWN exits (never sent again); output is cut at the limit", async () => {
+  it("408 and a null status are timed-out exits; an unresolved 202 is an UNKNOWN exit (never sent again); output is cut at the limit", async () => {
     const replies = [
-      () => json({ error: "EXEC_TIMED_OUT", message: "too long" }, 408),
+      () => json({ code: "EXEC_TIMED_OUT", message: "too long" }, 408),
       () => json({ stdout: "", stderr: "", statusCode: null }),
       accepted,
       () => json({ stdout: "0123456789", stderr: "abc", statusCode: 0 })
     ]
     const expected = [
       { exitCode: null, signal: null, timedOut: true },
-      { exitCode: null, signal: "UNKNOWN", timedOut: false },
+      { exitCode: null, signal: null, timedOut: true },
       { exitCode: null, signal: "UNKNOWN", timedOut: false },
       { exitCode: 0, outputTruncated: true }
     ]
@@ -337,7 +367,7 @@ describe("freestyle remote: files", () => {
         return new Response(new Uint8Array(20).fill(7), { status: 206, headers: { "content-range": "bytes 10-29/256" } })
       }),
       step("GET", "/v5/vms/vm_1/fs/read", () => new Response(null, { status: 416, headers: { "content-range": "bytes */256" } })),
-      step("GET", "/v5/vms/vm_1/fs/read", () => json({ error: "FILE_NOT_FOUND", message: "no such file" }, 404))
+      step("GET", "/v5/vms/vm_1/fs/read", () => json({ code: "FILE_NOT_FOUND", message: "no such file" }, 404))
     ])
     const p = provider(s.client)
     expect(await run(p.readFile(SANDBOX, { path: "/workspace/a.bin", offsetBytes: 10, maxBytes: 20 }))).toMatchObject({ offsetBytes: 10, sizeBytes: 256, eof: false })
@@ -345,13 +375,24 @@ describe("freestyle remote: files", () => {
     expect((await failureOf(p.readFile(SANDBOX, { path: "/workspace/a.bin", offsetBytes: 0, maxBytes: 20 }))).kind).toBe("not_found")
   })
 
-  it("writes: exists first, parents when asked, the bytes with their sha256; a 202 is checked by stat; create and append are unsupported", async () => {
+  it("writes: exists first, missing parents one by one from the top, the bytes with their sha256; a 202 is checked by stat; create and append are unsupported", async () => {
     const data = new Uint8Array([0, 1, 2, 255])
     const sha = createHash("sha256").update(data).digest("hex")
+    const stat = (size: number, kind: "file" | "dir") => json({ size, isFile: kind === "file", isDirectory: kind === "dir", isSymlink: false, permissions: "0644", owner: "user", group: "user", modified: "2026-01-01T00:00:00.000Z" })
     const s = scripted([
       step("GET", "/v5/vms/vm_1/fs/exists", () => json({ exists: false })),
+      step("GET", "/v5/vms/vm_1/fs/stat", (call) => {
+        expect(call.url.searchParams.get("path")).toBe("/workspace")
+        return stat(4096, "dir")
+      }),
+      step("GET", "/v5/vms/vm_1/fs/stat", () => notFound("FILE_NOT_FOUND")),
       step("POST", "/v5/vms/vm_1/fs/mkdir", (call) => {
-        expect(bodyJson(call)).toEqual({ path: "/workspace/d/e", recursive: true })
+        expect(bodyJson(call)).toEqual({ path: "/workspace/d" })
+        return json({})
+      }),
+      step("GET", "/v5/vms/vm_1/fs/stat", () => notFound("FILE_NOT_FOUND")),
+      step("POST", "/v5/vms/vm_1/fs/mkdir", (call) => {
+        expect(bodyJson(call)).toEqual({ path: "/workspace/d/e" })
         return json({})
       }),
       step("PUT", "/v5/vms/vm_1/fs/write", (call) => {
@@ -360,9 +401,9 @@ describe("freestyle remote: files", () => {
         expect([...bodyBytes(call)]).toEqual([...data])
         return accepted()
       }),
-      step("GET", "/v5/vms/vm_1/fs/stat", () => json({ path: "/workspace/d/e/f.bin", kind: "file", size: 4 })),
+      step("GET", "/v5/vms/vm_1/fs/stat", () => stat(4, "file")),
       step("GET", "/v5/vms/vm_1/fs/exists", () => json({ exists: true })),
-      step("PUT", "/v5/vms/vm_1/fs/write", () => json({ error: "PARENT_NOT_FOUND", message: "no dir" }, 404))
+      step("PUT", "/v5/vms/vm_1/fs/write", () => json({ code: "PARENT_NOT_FOUND", message: "no dir" }, 404))
     ])
     const p = provider(s.client)
     expect(await run(p.writeFile(SANDBOX, { path: "/workspace/d/e/f.bin", data, mode: "overwrite", createParents: true }))).toEqual({ bytesWritten: 4, created: true })
@@ -372,23 +413,35 @@ describe("freestyle remote: files", () => {
     expect((await failureOf(p.writeFile(SANDBOX, { path: "/workspace/f", data, mode: "append", createParents: false }))).kind).toBe("unsupported")
   })
 
-  it("list with a limit, delete reporting removed", async () => {
+  it("list: the directory's names, each stat'ed, up to the limit; delete: stat first, DELETE …/fs/remove?path=, a non-empty directory only when recursive", async () => {
+    const stat = (size: number, kind: "file" | "dir") => json({ size, isFile: kind === "file", isDirectory: kind === "dir", isSymlink: false, permissions: "0644", owner: "user", group: "user", modified: "2026-01-01T00:00:00.000Z" })
     const s = scripted([
       step("GET", "/v5/vms/vm_1/fs/dir", (call) => {
-        expect(Object.fromEntries(call.url.searchParams)).toEqual({ path: "/workspace", recursive: "false", limit: "1" })
-        return json({ entries: [{ path: "/workspace/a", kind: "file", size: 3, modifiedAt: "2026-01-01T00:00:00.000Z" }], truncated: true })
+        expect(Object.fromEntries(call.url.searchParams)).toEqual({ path: "/workspace" })
+        return json({ entries: [{ name: "a", kind: "file" }, { name: "b", kind: "file" }] })
       }),
-      step("POST", "/v5/vms/vm_1/fs/remove", (call) => {
-        expect(bodyJson(call)).toEqual({ path: "/workspace/a", recursive: false })
-        return json({ removed: false })
-      })
+      step("GET", "/v5/vms/vm_1/fs/stat", (call) => {
+        expect(call.url.searchParams.get("path")).toBe("/workspace/a")
+        return stat(3, "file")
+      }),
+      step("GET", "/v5/vms/vm_1/fs/stat", () => notFound("FILE_NOT_FOUND")),
+      step("GET", "/v5/vms/vm_1/fs/stat", () => stat(3, "file")),
+      step("DELETE", "/v5/vms/vm_1/fs/remove", (call) => {
+        expect(call.url.searchParams.get("path")).toBe("/workspace/a")
+        return new Response(null, { status: 204 })
+      }),
+      step("GET", "/v5/vms/vm_1/fs/stat", () => stat(4096, "dir")),
+      step("GET", "/v5/vms/vm_1/fs/dir", () => json({ entries: [{ name: "x", kind: "file" }] }))
     ])
     const p = provider(s.client)
     expect(await run(p.listFiles(SANDBOX, { path: "/workspace", recursive: false, maxEntries: 1 }))).toEqual({
       entries: [{ path: "/workspace/a", type: "file", sizeBytes: 3, modifiedAt: "2026-01-01T00:00:00.000Z" }],
       truncated: true
     })
-    expect(await run(p.deleteFile(SANDBOX, { path: "/workspace/a", recursive: false }))).toEqual({ deleted: false })
+    expect(await run(p.deleteFile(SANDBOX, { path: "/workspace/gone", recursive: false }))).toEqual({ deleted: false })
+    expect(await run(p.deleteFile(SANDBOX, { path: "/workspace/a", recursive: false }))).toEqual({ deleted: true })
+    expect((await failureOf(p.deleteFile(SANDBOX, { path: "/workspace/dir", recursive: false }))).kind).toBe("customer")
+    expect(s.left()).toBe(0)
   })
 })
 

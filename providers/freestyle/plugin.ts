@@ -4,13 +4,13 @@
  * from, default `freestyle/ubuntu-sm`) are optional. Otherwise `emulated`, against the built-in emulator over the
  * local runtime (whose metrics are the VM's own, read by the runtime). BYOK: `api_key`.
  *
- * Where the reference, the brief and Freestyle's public docs differ, see adapter/index.ts: the reference's `/v5`
- * paths, `pause`/`start` and `fs/*` routes are followed (the public OpenAPI still documents `/v1`, `suspend` and
- * `files/{path}`); env and cwd travel in the `exec-await` shell line; no firewall or internet switch is claimed.
+ * The routes and shapes are those of Freestyle's SDK (`freestyle` 0.2.17, see adapter/index.ts): `/v5`, VMs by slug,
+ * the firewall as the internet switch, resizes in MiB, `DELETE fs/remove`; no older route is kept. Env and cwd
+ * travel in the `exec-await` shell line.
  */
 import { Config, type ConfigError, Effect, Option, type Scope } from "effect"
 import type { AppConfig } from "../../src/Config.ts"
-import { LocalRuntime } from "../../src/runtime/LocalRuntime.ts"
+import { defaultInternetOf, LocalRuntime } from "../../src/runtime/LocalRuntime.ts"
 import { onLocalRuntime } from "../core/localRuntime.ts"
 import type { SandboxProvider } from "../core/Provider.ts"
 import { DEFAULT_API_URL, makeFreestyleProvider } from "./adapter/index.ts"
@@ -30,5 +30,7 @@ export const FreestylePlugin: Effect.Effect<SandboxProvider, ConfigError.ConfigE
     })
   }
   const emulator = yield* freestyleEmulator
-  return onLocalRuntime(makeFreestyleProvider({ apiUrl: emulator.apiUrl, apiKey: emulator.apiKey, mode: "emulated" }), yield* LocalRuntime)
+  const runtime = yield* LocalRuntime
+  // Freestyle has no default network (its firewall is required): an unsaid internet gets the local runtime's.
+  return onLocalRuntime(makeFreestyleProvider({ apiUrl: emulator.apiUrl, apiKey: emulator.apiKey, mode: "emulated", internetByDefault: defaultInternetOf(runtime) }), runtime)
 })

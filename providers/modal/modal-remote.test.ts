@@ -7,7 +7,7 @@
  */
 import { Effect } from "effect"
 import { describe, expect, it } from "vitest"
-import { conformanceInput } from "../core/conformance.ts"
+import { conformanceInput } from "../testing/conformance.ts"
 import { cpuFor, DEFAULT_IMAGE, makeModalProvider, PYTHON_IMAGE, RATE_CARD, sandboxName, TAG_SANDBOX_ID, usageCostMicrousd } from "./adapter/index.ts"
 import { type SdkClient, sdkApi, type SdkProcess, type SdkSandbox, translateSdkError } from "./adapter/sdk.ts"
 

@@ -8,9 +8,9 @@
 import type { HttpClient } from "@effect/platform"
 import { Effect } from "effect"
 import { describe, expect, it } from "vitest"
-import { conformanceInput } from "../core/conformance.ts"
+import { conformanceInput } from "../testing/conformance.ts"
 import type { ProviderError, ProviderSandbox } from "../core/Provider.ts"
-import { bodyJson, type Call, json, scripted, type Step } from "../core/scripted-client.ts"
+import { bodyJson, type Call, json, scripted, type Step } from "../testing/scripted-client.ts"
 import { makeNorthflankProvider, planCentsPerHour, planFor, serviceName } from "./adapter/index.ts"
 
 const API = "https://api.northflank.test/v1"
@@ -56,7 +56,7 @@ describe("northflank remote: create", () => {
           runtimeEnvironment: { CONFORMANCE_SANDBOX: "yes" },
           expiryTime: 900
         })
-        return json({ data: { id: NAME } }, 201)
+        return json({ data: { id: NAME } })
       }),
       step("GET", `${P}/${NAME}`, () => svc("PENDING")),
       step("GET", `${P}/${NAME}`, () => svc("IN_PROGRESS")),
@@ -84,7 +84,7 @@ describe("northflank remote: create", () => {
           deployment: { external: { imagePath: "ghcr.io/acme/app:1" }, docker: { configType: "customCommand", customCommand: "python -c 'print(1)'" }, storage: { ephemeralStorage: { storageSize: 4096 } } }
         })
         expect(body["expiryTime"]).toBeUndefined()
-        return json({ data: { id: NAME } }, 201)
+        return json({ data: { id: NAME } })
       }),
       step("GET", `${T}/${NAME}`, () => svc("COMPLETED", { billing: { deploymentPlan: "nf-compute-400" } }))
     ])
@@ -119,7 +119,7 @@ describe("northflank remote: create", () => {
 
     const failed = scripted([
       step("GET", `${P}/${NAME}`, () => missing()),
-      step("POST", `${P}/deployment`, () => json({ data: { id: NAME } }, 201)),
+      step("POST", `${P}/deployment`, () => json({ data: { id: NAME } })),
       step("GET", `${P}/${NAME}`, () => svc("FAILED"))
     ])
     expect((await failureOf(provider(failed.client).create(conformanceInput("sbx_1")))).kind).toBe("unavailable")

@@ -1,7 +1,7 @@
 /** The Northflank adapter against its emulator over the real local runtime: the shared conformance suite (wire checks: northflank-remote.test.ts). */
 import { Effect } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { conformance, conformanceInput, emulatedTarget } from "../core/conformance.ts"
+import { conformance, conformanceInput, emulatedTarget } from "../testing/conformance.ts"
 import { makeNorthflankProvider } from "./adapter/index.ts"
 import { EMULATED_ARCHITECTURES, startNorthflankEmulator } from "./emulator/index.ts"
 
@@ -51,6 +51,46 @@ describe("northflank (emulated): beyond conformance", () => {
     expect((await Effect.runPromise(Effect.flip(wrong.inspect(sandbox)))).kind).toBe("auth")
     await Effect.runPromise(provider.destroy(sandbox))
     expect(await Effect.runPromise(provider.inspect(sandbox))).toBe("absent")
+  }, 60_000)
+
+  it("services listed newest first by cursor, scaled to 0 and 1 instances; a bad page size, cursor or instance count is a 400", async () => {
+    const project = `/projects/${target.emulator.projectId}`
+    const names = [`nf-list-a${Date.now()}`, `nf-list-b${Date.now()}`]
+    for (const name of names) {
+      const created = await call("POST", `${project}/services/deployment`, { name, billing: { deploymentPlan: "nf-compute-20" }, deployment: { instances: 1, external: { imagePath: "ubuntu:22.04" } } })
+      expect(created.status).toBe(200)
+    }
+    const seen: Array<string> = []
+    let cursor: string | undefined
+    do {
+      const page = (await (await call("GET", `${project}/services?per_page=1${cursor === undefined ? "" : `&cursor=${cursor}`}`)).json()) as {
+        data: { services: Array<{ id: string }> }
+        pagination: { hasNextPage: boolean; cursor?: string; count: number }
+      }
+      expect(page.pagination.count).toBe(page.data.services.length)
+      seen.push(...page.data.services.map((s) => s.id))
+      cursor = page.pagination.hasNextPage ? page.pagination.cursor : undefined
+    } while (cursor !== undefined)
+    expect(new Set(seen).size).toBe(seen.length)
+    expect(seen.filter((id) => names.includes(id))).toEqual([names[1], names[0]])
+
+    for (const bad of ["per_page=0", "per_page=101", "per_page=x", "cursor=not-a-cursor", "page=0"]) {
+      const refused = await call("GET", `${project}/services?${bad}`)
+      expect(refused.status, bad).toBe(400)
+      expect(await refused.json()).toMatchObject({ error: { status: 400, message: expect.any(String) } })
+    }
+
+    const service = `${project}/services/${names[0]}`
+    expect((await call("POST", `${service}/scale`, { instances: 0 })).status).toBe(200)
+    expect(await (await call("GET", service)).json()).toMatchObject({ data: { servicePaused: true, deployment: { instances: 0 } } })
+    expect((await call("POST", `${service}/scale`, { instances: 1 })).status).toBe(200)
+    expect(await (await call("GET", service)).json()).toMatchObject({ data: { servicePaused: false, deployment: { instances: 1 }, status: { deployment: { status: "COMPLETED" } } } })
+    const tooMany = await call("POST", `${service}/scale`, { instances: 2 })
+    expect(tooMany.status).toBe(400)
+    expect((await call("POST", `${project}/services/nf-missing/scale`, { instances: 0 })).status).toBe(404)
+
+    for (const name of names) expect((await call("DELETE", `${project}/services/${name}`)).status).toBe(200)
+    expect((await call("GET", service)).status).toBe(404)
   }, 60_000)
 
   it("a request larger than the default plan gets the first plan covering it; arm64 is refused on an x86 host", async () => {

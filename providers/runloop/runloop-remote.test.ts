@@ -9,9 +9,9 @@ import type { HttpClient } from "@effect/platform"
 import { Effect } from "effect"
 import { CWD_MISSING_MARK } from "../core/cwd.ts"
 import { describe, expect, it } from "vitest"
-import { conformanceInput } from "../core/conformance.ts"
+import { conformanceInput } from "../testing/conformance.ts"
 import type { CreateInput, ProviderError, ProviderSandbox } from "../core/Provider.ts"
-import { bodyJson, type Call, json, scripted, type Step } from "../core/scripted-client.ts"
+import { bodyJson, type Call, json, scripted, type Step } from "../testing/scripted-client.ts"
 import { commandLine, decodeExecutionId, encodeExecutionId, makeRunloopProvider, type RunloopProviderConfig, WHOLE_FILE_BYTES } from "./adapter/index.ts"
 
 const API = "https://api.runloop.test"
@@ -24,6 +24,8 @@ const failureOf = async <A>(effect: Effect.Effect<A, ProviderError>) => {
   return result.left
 }
 const step = (method: string, path: string, reply: Step["reply"]): Step => ({ method, path, reply })
+/** A server-sent event stream of these events (one line each). */
+const sse = (events: ReadonlyArray<string>) => new Response(events.map((e) => `${e}\n\n`).join(""), { headers: { "content-type": "text/event-stream" } })
 const authorized = (call: Call) => expect(call.headers["authorization"]).toBe("Bearer rl_key")
 
 const devbox = (status: string, extra: Record<string, unknown> = {}) => ({
@@ -287,7 +289,15 @@ describe("runloop remote: executions and files", () => {
       step("GET", "/v1/devboxes/dbx_1/executions/exe_1", () => json(execution("completed", { exit_status: 137 }))),
       step("GET", "/v1/devboxes/dbx_1/executions/exe_1", () => json(execution("completed", { exit_status: 139 }))),
       step("GET", "/v1/devboxes/dbx_1/executions/exe_1", () => json(execution("completed", { exit_status: 0, stdout: "12345678" }))),
-      step("GET", "/v1/devboxes/dbx_1/executions/exe_1", () => json(execution("completed", { exit_status: 0, stdout: "1", stdout_truncated: true })))
+      // Only the last lines came: the whole stdout is read from its event stream, up to our limit (4 bytes) and no further.
+      step("GET", "/v1/devboxes/dbx_1/executions/exe_1", () => json(execution("completed", { exit_status: 0, stdout: "9\n", stdout_truncated: true, stderr: "e\n" }))),
+      step("GET", "/v1/devboxes/dbx_1/executions/exe_1/stream_stdout_updates", (call) => {
+        authorized(call)
+        expect(call.headers["accept"]).toBe("text/event-stream")
+        return sse([": keep-alive", 'data: {"output":"12","offset":2}', 'data: {"output":"34\\n5","offset":5}', 'data: {"output":"never read","offset":15}'])
+      }),
+      step("GET", "/v1/devboxes/dbx_1/executions/exe_1", () => json(execution("completed", { exit_status: 0, stdout: "", stderr: "x", stderr_truncated: true }))),
+      step("GET", "/v1/devboxes/dbx_1/executions/exe_1/stream_stderr_updates", () => sse(["event: error", 'data: {"code":"500","message":"boom"}']))
     ])
     const p = provider(s.client)
     expect((await run(p.execEvents(SANDBOX, id, 0))).at(-1)).toMatchObject({ exitCode: null, signal: "SIGKILL", cancelled: true })
@@ -295,7 +305,10 @@ describe("runloop remote: executions and files", () => {
     const cut = await run(p.execEvents(SANDBOX, id, 0))
     expect(new TextDecoder().decode((cut[0] as { data: Uint8Array }).data)).toBe("1234")
     expect(cut.at(-1)).toMatchObject({ exitCode: 0, outputTruncated: true })
-    expect((await run(p.execEvents(SANDBOX, id, 0))).at(-1)).toMatchObject({ outputTruncated: true })
+    const streamed = await run(p.execEvents(SANDBOX, id, 0))
+    expect(streamed.map((e) => (e.type === "exit" ? "exit" : `${e.type} ${new TextDecoder().decode(e.data)}`))).toEqual(["stdout 1234", "exit"])
+    expect(streamed.at(-1)).toMatchObject({ outputTruncated: true })
+    expect((await failureOf(p.execEvents(SANDBOX, id, 0))).kind).toBe("unavailable")
     expect((await failureOf(p.exec(SANDBOX, { command: ["true"], environment: { "BAD-NAME": "x" }, timeoutSeconds: 1, maxOutputBytes: 1, processId: "proc_2" }))).kind).toBe("invalid_request")
     expect((await failureOf(p.execEvents(SANDBOX, "daytona:xyz", 0))).kind).toBe("invalid_request")
     expect(s.left()).toBe(0)

@@ -3,15 +3,16 @@
  * the emulator's own (408s, keep-alive, suspend ending commands, books across a restart). Wire checks:
  * runloop-remote.test.ts.
  */
-import { Effect } from "effect"
+import { Effect, Stream } from "effect"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { describe, expect, it } from "vitest"
 import { makeLocalRuntime } from "../../src/runtime/LocalRuntimeLive.ts"
-import { conformance, conformanceInput, emulatedTarget } from "../core/conformance.ts"
+import { conformance, conformanceInput, emulatedTarget } from "../testing/conformance.ts"
 import type { ProviderExecEvent } from "../core/Provider.ts"
 import { makeRunloopProvider } from "./adapter/index.ts"
+import { readOutputEvents } from "./adapter/processes.ts"
 import { startRunloopEmulator } from "./emulator/index.ts"
 
 const setup = emulatedTarget("runloop", startRunloopEmulator, (emulator) =>
@@ -60,6 +61,34 @@ describe("runloop emulator", () => {
       await teardown()
     }
   }, 30_000)
+
+  it("hostile: a sandbox's output past the limit is read from Runloop's event stream only up to the limit, and cut there", async () => {
+    const { provider, emulator, teardown } = await setup()
+    try {
+      const sandbox = await Effect.runPromise(provider.create(conformanceInput(`sbx_flood${Date.now()}`)))
+      // 8 MiB in 16-byte lines: far past the last 100 lines an execution's answer carries, so the stream is read.
+      const { executionId } = await Effect.runPromise(provider.exec(sandbox, { command: ["sh", "-c", "yes 0123456789abcde | head -c 8388608"], timeoutSeconds: 60, maxOutputBytes: 65_536, processId: `proc_f${Date.now()}` }))
+      let events: ReadonlyArray<ProviderExecEvent> = []
+      for (const deadline = Date.now() + 30_000; events.at(-1)?.type !== "exit" && Date.now() < deadline;) events = await Effect.runPromise(provider.execEvents(sandbox, executionId, 0))
+      const output = events.flatMap((e) => (e.type === "stdout" ? [Buffer.from(e.data).toString()] : [])).join("")
+      expect(output.length).toBe(65_536)
+      expect(output.startsWith("0123456789abcde\n0123456789abcde\n")).toBe(true)
+      expect(events.at(-1)).toMatchObject({ type: "exit", exitCode: 0, outputTruncated: true })
+
+      // The stream itself, counted as it is pulled: reading stops at the cap, never the whole 8 MiB.
+      const runloopId = JSON.parse(Buffer.from(executionId.slice("runloop:".length), "base64url").toString())[0] as string
+      const response = await fetch(`${emulator.apiUrl}/v1/devboxes/${sandbox.resourceId}/executions/${runloopId}/stream_stdout_updates`, { headers: { authorization: `Bearer ${emulator.apiKey}` } })
+      let pulled = 0
+      const counted = response.body!.pipeThrough(new TransformStream<Uint8Array, Uint8Array>({ transform: (chunk, c) => { pulled += chunk.length; c.enqueue(chunk) } }))
+      const read = await Effect.runPromise(readOutputEvents(Stream.fromReadableStream(() => counted, (e) => e), 65_536, (m) => new Error(m) as never))
+      expect(read).toMatchObject({ truncated: true })
+      expect(Buffer.byteLength(read.output)).toBe(65_536)
+      expect(pulled).toBeLessThan(4 * 1024 * 1024)
+      await Effect.runPromise(provider.destroy(sandbox))
+    } finally {
+      await teardown()
+    }
+  }, 60_000)
 
   it("suspend ends running commands (Runloop keeps the disk, not the processes); resume runs commands again", async () => {
     const { provider, teardown } = await setup()

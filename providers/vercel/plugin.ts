@@ -5,8 +5,8 @@
  * built-in emulator over the local runtime. BYOK: `token`, `project_id` and `team_id`.
  *
  * Differences from the brief, after the reference and Vercel's SDK (details in adapter/index.ts): create is
- * `POST /v4/sandboxes`, but the named sandbox is read and deleted at `/v2/sandboxes/{name}` and every command and
- * file call goes to its session (`/v2/sandboxes/sessions/{session}/…`), not `/v4/sandboxes/{id}/…`; no HTTP
+ * `POST /v3/sandboxes` (as Vercel's SDK 3.5 sends it; the reference's `/v4` is kept nowhere), but the named sandbox is read and deleted at `/v2/sandboxes/{name}` and every command and
+ * file call goes to its session (`/v2/sandboxes/sessions/{session}/…`), not `/v3/sandboxes/{id}/…`; no HTTP
  * endpoints (Vercel's routes are fixed at create and cannot be revoked, reference §3.1 has none); cancel and the
  * internet switch are declared beyond the reference's row, as the SDK shows both.
  */

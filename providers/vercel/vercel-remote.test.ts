@@ -6,9 +6,9 @@
 import type { HttpClient } from "@effect/platform"
 import { Effect } from "effect"
 import { describe, expect, it } from "vitest"
-import { conformanceInput } from "../core/conformance.ts"
+import { conformanceInput } from "../testing/conformance.ts"
 import type { ProviderError, ProviderSandbox } from "../core/Provider.ts"
-import { bodyBytes, bodyJson, type Call, json, scripted, type Step } from "../core/scripted-client.ts"
+import { bodyBytes, bodyJson, type Call, json, scripted, type Step } from "../testing/scripted-client.ts"
 import { decodeExecutionId, encodeExecutionId, makeVercelProvider, PROBE_SCRIPT, usageCostMicrousd } from "./adapter/index.ts"
 import { untarGz } from "./tar.ts"
 
@@ -50,7 +50,7 @@ describe("vercel remote: sandboxes", () => {
         expect(call.url.searchParams.get("resume")).toBe("false")
         return notFound()
       }),
-      step("POST", "/v4/sandboxes", (call) => {
+      step("POST", "/v3/sandboxes", (call) => {
         authorized(call)
         expect(bodyJson(call)).toEqual({
           name: "metal-sbx-1",
@@ -83,7 +83,7 @@ describe("vercel remote: sandboxes", () => {
         authorized(call, null)
         return notFound()
       }),
-      step("POST", "/v4/sandboxes", (call) => {
+      step("POST", "/v3/sandboxes", (call) => {
         const body = bodyJson(call) as Record<string, unknown>
         expect(body).toMatchObject({ image: "python:3.14", resources: { vcpus: 3 }, timeout: 18_000_000 })
         expect(body["runtime"]).toBeUndefined()
@@ -107,6 +107,20 @@ describe("vercel remote: sandboxes", () => {
     expect((await failureOf(provider(none.client).create({ ...input, source: { kind: "provider_template", provider: "vercel", template: "t" } }))).kind).toBe("unsupported")
   })
 
+  it("a domain allow list is sent as the SDK sends it (networkPolicy.allow); a deny list is not placed", async () => {
+    const s = scripted([
+      step("GET", "/v2/sandboxes/metal-sbx-1", () => notFound()),
+      step("POST", "/v3/sandboxes", (call) => {
+        expect((bodyJson(call) as Record<string, unknown>)["networkPolicy"]).toEqual({ allow: ["example.com", "*.example.com"] })
+        return json(found("running"))
+      })
+    ])
+    const input = { ...conformanceInput("sbx_1"), internetAccess: true }
+    await run(provider(s.client).create({ ...input, domainPolicy: { mode: "allow", domains: ["example.com", "*.example.com"] } }))
+    expect(s.left()).toBe(0)
+    expect((await failureOf(provider(scripted([]).client).create({ ...input, domainPolicy: { mode: "deny", domains: ["example.com"] } }))).kind).toBe("unsupported")
+  })
+
   it("a retry finds its sandbox by name; another's name is refused; a lost answer and a 409 are looked up; reconcile checks our tag", async () => {
     const retry = scripted([step("GET", "/v2/sandboxes/metal-sbx-1", () => json(found("running")))])
     expect((await run(provider(retry.client).create(conformanceInput("sbx_1")))).resourceId).toBe("metal-sbx-1")
@@ -116,14 +130,14 @@ describe("vercel remote: sandboxes", () => {
 
     const lost = scripted([
       step("GET", "/v2/sandboxes/metal-sbx-1", notFound),
-      step("POST", "/v4/sandboxes", () => json({ error: { code: "gateway_timeout", message: "timeout" } }, 504)),
+      step("POST", "/v3/sandboxes", () => json({ error: { code: "gateway_timeout", message: "timeout" } }, 504)),
       step("GET", "/v2/sandboxes/metal-sbx-1", () => json(found("running")))
     ])
     expect((await run(provider(lost.client).create(conformanceInput("sbx_1")))).resourceId).toBe("metal-sbx-1")
 
     const raced = scripted([
       step("GET", "/v2/sandboxes/metal-sbx-1", notFound),
-      step("POST", "/v4/sandboxes", () => json({ error: { code: "conflict", message: "exists" } }, 409)),
+      step("POST", "/v3/sandboxes", () => json({ error: { code: "conflict", message: "exists" } }, 409)),
       step("GET", "/v2/sandboxes/metal-sbx-1", () => json(found("running")))
     ])
     expect((await run(provider(raced.client).create(conformanceInput("sbx_1")))).resourceId).toBe("metal-sbx-1")
@@ -144,11 +158,11 @@ describe("vercel remote: sandboxes", () => {
   it("maps Vercel's failures to kinds; destroy stops the session then deletes, and a missing sandbox is success; pause is unsupported", async () => {
     const s = scripted([
       step("GET", "/v2/sandboxes/metal-sbx-1", notFound),
-      step("POST", "/v4/sandboxes", () => json({ error: { code: "forbidden", message: "no" } }, 403)),
+      step("POST", "/v3/sandboxes", () => json({ error: { code: "forbidden", message: "no" } }, 403)),
       step("GET", "/v2/sandboxes/metal-sbx-1", notFound),
-      step("POST", "/v4/sandboxes", () => json({ error: { code: "rate_limited", message: "slow down" } }, 429)),
+      step("POST", "/v3/sandboxes", () => json({ error: { code: "rate_limited", message: "slow down" } }, 429)),
       step("GET", "/v2/sandboxes/metal-sbx-1", notFound),
-      step("POST", "/v4/sandboxes", () => json({ error: { code: "sandbox_limit_exceeded", message: "too many" } }, 400)),
+      step("POST", "/v3/sandboxes", () => json({ error: { code: "sandbox_limit_exceeded", message: "too many" } }, 400)),
       step("GET", "/v2/sandboxes/metal-sbx-1", () => json(found("running"))),
       step("POST", `${SESSION}/stop`, (call) => {
         authorized(call)

@@ -9,6 +9,7 @@ import { Db } from "./Db.ts"
 import { Dialect } from "./Dialect.ts"
 import { BillingRepo } from "./repos/Billing.ts"
 import { EndpointsRepo } from "./repos/Endpoints.ts"
+import { RecordingsRepo } from "./repos/Recordings.ts"
 import { EventsRepo } from "./repos/Events.ts"
 import { IdempotencyRepo } from "./repos/Idempotency.ts"
 import { JobsRepo } from "./repos/Jobs.ts"
@@ -46,6 +47,7 @@ export const RepositoriesLive = Layer.mergeAll(
   ProcessesRepo.Default,
   RuntimeOperationsRepo.Default,
   EndpointsRepo.Default,
+  RecordingsRepo.Default,
   NodesRepo.Default
 )
 
@@ -54,7 +56,7 @@ export type Repositories = Layer.Layer.Success<typeof RepositoriesLive> | Dialec
 
 const TAGS = [
   Db, Dialect, EventsRepo, UsersRepo, OrganizationsRepo, ProjectsRepo, BillingRepo, UsageRepo, WebhooksRepo, WebhookDeliveriesRepo, ProviderCredentialsRepo,
-  IdempotencyRepo, JobsRepo, SandboxesRepo, OperationsRepo, ProcessesRepo, RuntimeOperationsRepo, EndpointsRepo, NodesRepo
+  IdempotencyRepo, JobsRepo, SandboxesRepo, OperationsRepo, ProcessesRepo, RuntimeOperationsRepo, EndpointsRepo, RecordingsRepo, NodesRepo
 ] as const
 
 /**

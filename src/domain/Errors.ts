@@ -142,6 +142,7 @@ export const RangeNotSatisfiableWire = wire(RangeNotSatisfiable, "The Range is m
 export const UpgradeRequiredWire = wire(UpgradeRequired, "The route is a WebSocket: connect with `Upgrade: websocket` (`upgrade_required`)")
 export const UnsupportedMediaTypeWire = wire(UnsupportedMediaType, "The request body is not `application/json` (`unsupported_media_type`)")
 export const UnprocessableWire = wire(Unprocessable, "The request failed validation (`validation_error`, with `details.issues`)")
+export const TooManyRequestsWire = wire(TooManyRequests, "Too much is already waiting on this resource (`too_many_requests`, with `details.limit`); retry once some of it has finished")
 export const InternalErrorWire = wire(InternalError, "An unexpected server error (`internal_error`); retryable")
 export const ServiceUnavailableWire = wire(ServiceUnavailable, "A dependency is unavailable (`service_unavailable`); retryable")
 

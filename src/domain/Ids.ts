@@ -31,8 +31,9 @@ export const OperationId = prefixed("op", "OperationId")
 export const ProcessId = prefixed("proc", "ProcessId")
 export const RuntimeOperationId = prefixed("rop", "RuntimeOperationId")
 export const EndpointId = prefixed("ep", "EndpointId")
+export const RecordingId = prefixed("rec", "RecordingId")
 
 export const Uuid = Schema.UUID.annotations({ identifier: "Uuid" })
 
-export const newId = (prefix: "prj" | "sbx" | "op" | "proc" | "rop" | "ep") => `${prefix}_${randomSuffix()}`
+export const newId = (prefix: "prj" | "sbx" | "op" | "proc" | "rop" | "ep" | "rec") => `${prefix}_${randomSuffix()}`
 export const newUuid = () => crypto.randomUUID()

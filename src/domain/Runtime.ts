@@ -4,6 +4,7 @@
  */
 import { Schema } from "effect"
 import { strict, Timestamp } from "./Accounts.ts"
+import { ComputerActionResult, ComputerScreenshotResult } from "./Computer.ts"
 import { ErrorObject } from "./Errors.ts"
 import { EndpointId, ProcessId, ProjectId, RuntimeOperationId, SandboxId } from "./Ids.ts"
 import { Provider, withDefault, WriteMode } from "./Sandbox.ts"
@@ -259,7 +260,7 @@ export const FilesystemWriteResult = Schema.Struct({ kind: Schema.Literal("files
 export const FilesystemListResult = Schema.Struct({ kind: Schema.Literal("filesystem_list"), path: Schema.String, entries: Schema.Array(FileEntry), truncated: Schema.Boolean })
 export const FilesystemDeleteResult = Schema.Struct({ kind: Schema.Literal("filesystem_delete"), path: Schema.String, deleted: Schema.Boolean })
 
-export const RuntimeOperationResult = Schema.Union(FilesystemReadResult, FilesystemWriteResult, FilesystemListResult, FilesystemDeleteResult)
+export const RuntimeOperationResult = Schema.Union(FilesystemReadResult, FilesystemWriteResult, FilesystemListResult, FilesystemDeleteResult, ComputerActionResult, ComputerScreenshotResult)
   .annotations({ identifier: "RuntimeOperationResult" })
 
 export const RuntimeOperation = Schema.Struct({
@@ -267,7 +268,7 @@ export const RuntimeOperation = Schema.Struct({
   type: Schema.Literal("runtime_operation"),
   project_id: ProjectId,
   sandbox_id: SandboxId,
-  kind: Schema.Literal("filesystem_read", "filesystem_write", "filesystem_list", "filesystem_delete"),
+  kind: Schema.Literal("filesystem_read", "filesystem_write", "filesystem_list", "filesystem_delete", "computer_action", "computer_screenshot"),
   state: Schema.Literal("queued", "running", "succeeded", "failed", "cancelled"),
   result: Schema.NullOr(RuntimeOperationResult),
   error: Schema.NullOr(ErrorObject),

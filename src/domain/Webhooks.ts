@@ -15,6 +15,7 @@ export const EVENT_TYPES = [
   "sandbox.cost_updated", "sandbox.failed", "sandbox.deleted",
   "process.queued", "process.started", "process.cancel_requested", "process.completed", "process.cancelled", "process.failed",
   "runtime_operation.completed", "runtime_operation.failed",
+  "computer.action", "computer.screenshot", "recording.start", "recording.stop",
   "endpoint.created", "endpoint.revoked", "endpoint.expired", "endpoint.failed",
   "billing.credits_purchased", "billing.credits_granted", "billing.usage_charged", "billing.auto_topup_failed", "billing.spend_limit_reached",
   "webhook.test", "webhook.endpoint_disabled"

@@ -21,6 +21,7 @@ import { ProjectsApi } from "./groups/ProjectsApi.ts"
 import { ProviderCredentialsApi } from "./groups/ProviderCredentialsApi.ts"
 import { EndpointsApi } from "./groups/EndpointsApi.ts"
 import { EnvironmentsApi } from "./groups/EnvironmentsApi.ts"
+import { ComputerApi } from "./groups/ComputerApi.ts"
 import { FilesystemApi } from "./groups/FilesystemApi.ts"
 import { OperationsApi } from "./groups/OperationsApi.ts"
 import { ProcessesApi } from "./groups/ProcessesApi.ts"
@@ -51,6 +52,7 @@ export class Api extends HttpApi.make("sandbox-gateway")
   .add(ProcessesApi)
   .add(FilesystemApi)
   .add(EndpointsApi)
+  .add(ComputerApi)
   .addError(BadRequestWire)
   .addError(NotFoundWire)
   .addError(PayloadTooLargeWire)

@@ -28,7 +28,9 @@ export const REQUEST_EXAMPLES: Readonly<Record<string, Json>> = {
     source: { kind: "environment", environment: "metal/python" },
     resources: { vcpu: 1, memory_mb: 1024 },
     lifecycle: { runtime_timeout_seconds: 3600, idle_timeout_seconds: 600, on_idle_timeout: "pause" },
-    metadata: { task: "t-42" }
+    metadata: { task: "t-42" },
+    // The port the endpoint example exposes: placed where endpoints can be served.
+    features: { public_ports: [8000] }
   },
   "sandboxes.extend": { runtime_timeout_seconds: 7200 },
   "processes.start": { command: ["python3", "-c", "print(6 * 7)"], timeout_seconds: 60 },
@@ -38,5 +40,9 @@ export const REQUEST_EXAMPLES: Readonly<Record<string, Json>> = {
   "filesystem.list": { path: "/workspace", recursive: false },
   "filesystem.delete": { path: "/workspace/hello.txt" },
   "filesystem.writeContent": "hello\n",
-  "endpoints.create": { port: 8000, lease_seconds: 600 }
+  "endpoints.create": { port: 8000, lease_seconds: 600 },
+  // On a sandbox created with features.computer_use: true.
+  "computer.action": { type: "mouse_click", x: 640, y: 400, button: "left", double: false },
+  "computer.screenshot": { format: "png", show_cursor: true },
+  "computer.startRecording": { format: "mp4", label: "checkout flow" }
 }

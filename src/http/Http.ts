@@ -23,6 +23,7 @@ import { MembersLive } from "./handlers/MembersHttp.ts"
 import { OrganizationsLive } from "./handlers/OrganizationsHttp.ts"
 import { ProjectsLive } from "./handlers/ProjectsHttp.ts"
 import { EndpointsLive } from "./handlers/EndpointsHttp.ts"
+import { ComputerLive } from "./handlers/ComputerHttp.ts"
 import { FilesystemLive } from "./handlers/FilesystemHttp.ts"
 import { OperationsLive } from "./handlers/OperationsHttp.ts"
 import { ProcessesLive } from "./handlers/ProcessesHttp.ts"
@@ -63,7 +64,7 @@ import { ProjectKeyAuthLive, UserAuthLive } from "./Authentication.ts"
 export const ApiLive = HttpApiBuilder.api(Api).pipe(
   Layer.provide([
     SystemLive, OrganizationsLive, MembersLive, ProjectsLive, ApiKeysLive, EventsLive, BillingLive, WebhooksLive, WebhookDeliveriesLive, ProviderCredentialsLive,
-    SandboxesLive, EnvironmentsLive, ProjectSandboxesLive, ProjectOperationsLive, OperationsLive, ProcessesLive, FilesystemLive, EndpointsLive
+    SandboxesLive, EnvironmentsLive, ProjectSandboxesLive, ProjectOperationsLive, OperationsLive, ProcessesLive, FilesystemLive, EndpointsLive, ComputerLive
   ]),
   Layer.provide([UserAuthLive, ProjectKeyAuthLive, ErrorEnvelopeLive])
 )

@@ -6,6 +6,7 @@
  */
 import { JSONSchema, Schema } from "effect"
 import { SandboxId } from "../domain/Ids.ts"
+import { ComputerAction, TakeScreenshot } from "../domain/Computer.ts"
 import { CreateEndpoint, ListFiles, ReadFile, StartProcess, WriteFile } from "../domain/Runtime.ts"
 import { Provider, SandboxRequest, SandboxState } from "../domain/Sandbox.ts"
 
@@ -17,7 +18,7 @@ export interface ApiAnswer {
 export type ApiCall = (method: "GET" | "POST" | "DELETE", path: string, body?: unknown, headers?: Record<string, string>) => Promise<ApiAnswer>
 
 export interface ToolResult {
-  readonly content: ReadonlyArray<{ readonly type: "text"; readonly text: string }>
+  readonly content: ReadonlyArray<{ readonly type: "text"; readonly text: string } | { readonly type: "image"; readonly data: string; readonly mimeType: string }>
   readonly structuredContent?: Record<string, unknown> | undefined
   readonly isError?: boolean | undefined
 }
@@ -98,10 +99,12 @@ const seconds = (value: unknown, fallback: number, max: number) => {
 
 const text = (value: unknown): ToolResult => ({ content: [{ type: "text", text: JSON.stringify(value, null, 2) }], structuredContent: value as Record<string, unknown> })
 
-const runtimeOperation = async (api: ApiCall, id: string, kind: "read" | "write" | "list", payload: unknown) => {
-  const started = ok(await api("POST", `/v1/sandboxes/${id}/filesystem/${kind}`, payload), 202)
+const runtimeOperation = async (api: ApiCall, id: string, kind: "read" | "write" | "list" | "screenshots" | "actions", payload: unknown) => {
+  const route = kind === "screenshots" || kind === "actions" ? `computer/${kind}` : `filesystem/${kind}`
+  // An action needs an Idempotency-Key: each tool call is one action.
+  const started = ok(await api("POST", `/v1/sandboxes/${id}/${route}`, payload, kind === "actions" ? { "idempotency-key": `mcp-${crypto.randomUUID()}` } : {}), 202)
   const op = await waitFor(async () => ok(await api("GET", `/v1/sandboxes/${id}/runtime-operations/${started.id}`), 200), (o) => !["queued", "running"].includes(o.state), 120)
-  if (op.state !== "succeeded") throw new ToolFailure(op.error?.code ?? "runtime_operation_failed", op.error?.message ?? `The file operation ended ${op.state}`, op.error?.details)
+  if (op.state !== "succeeded") throw new ToolFailure(op.error?.code ?? "runtime_operation_failed", op.error?.message ?? `The operation ended ${op.state}`, op.error?.details)
   return op.result
 }
 
@@ -338,6 +341,39 @@ export const TOOLS: ReadonlyArray<Tool> = [
       )
       if (endpoint.state !== "active") throw new ToolFailure(endpoint.error?.code ?? "endpoint_failed", endpoint.error?.message ?? `The endpoint is ${endpoint.state}`)
       return text(endpoint)
+    }
+  },
+  {
+    name: "screenshot",
+    title: "Take a screenshot",
+    description:
+      "A screenshot of the desktop of a sandbox created with features.computer_use (png unless format is jpeg; a region, scale 0.1-1, show_cursor). Returns the image, and where the pointer is.",
+    inputSchema: inputSchema(TakeScreenshot, { sandbox_id: SANDBOX_ID }, ["sandbox_id"]),
+    run: async (args, api) => {
+      const { id, rest } = split(args)
+      const result = await runtimeOperation(api, id, "screenshots", rest)
+      const { data_base64, ...meta } = result
+      return {
+        content: [{ type: "image", data: data_base64, mimeType: result.format === "jpeg" ? "image/jpeg" : "image/png" }, { type: "text", text: JSON.stringify(meta) }],
+        structuredContent: meta
+      }
+    }
+  },
+  {
+    name: "computer_action",
+    title: "Act on the desktop",
+    description:
+      "One input action on the desktop of a sandbox created with features.computer_use, by type: mouse_move {x, y}, mouse_click {x, y, button, double}, mouse_drag {start_x, start_y, end_x, end_y, button}, mouse_scroll {direction, amount, x?, y?}, keyboard_type {text, delay_ms}, keyboard_key {key, modifiers}, keyboard_hotkey {keys: \"ctrl+c\"}. Waits until it is done; returns where the pointer is.",
+    inputSchema: (() => {
+      // The action's own schema is a union; its definitions move up to the root, where its `$ref`s point.
+      const { $schema: _, $defs, ...action } = JSONSchema.make(ComputerAction) as unknown as Record<string, unknown> & { $defs?: Record<string, unknown> }
+      return { ...inputSchema(undefined, { sandbox_id: SANDBOX_ID, action }, ["sandbox_id", "action"]), ...($defs === undefined ? {} : { $defs }) }
+    })(),
+    run: async (args, api) => {
+      const { id, rest } = split(args)
+      const { action, ...unknown } = rest
+      if (Object.keys(unknown).length > 0) throw new ToolFailure("validation_error", `unknown argument: ${Object.keys(unknown).join(", ").slice(0, 200)}`)
+      return text(await runtimeOperation(api, id, "actions", action))
     }
   },
   {

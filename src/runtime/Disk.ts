@@ -27,7 +27,8 @@ export const DISK_CTL = "ctl"
 
 /** Host /etc entries bound read-only when they exist (the minimum a shell, python and TLS need). */
 export const ETC_FILES = ["ld.so.cache", "ld.so.conf", "nsswitch.conf", "localtime", "mime.types", "protocols", "services", "host.conf", "ssl/openssl.cnf"]
-export const ETC_DIRS = ["ssl/certs", "ca-certificates", "alternatives", "ld.so.conf.d", "python3", "python3.11"]
+// fonts, X11, chromium: what a desktop's programs read (fontconfig's configuration, X resources, the browser's settings).
+export const ETC_DIRS = ["ssl/certs", "ca-certificates", "alternatives", "ld.so.conf.d", "python3", "python3.11", "fonts", "X11", "chromium", "chromium.d"]
 /** Merged /usr: these are symlinks into /usr in the jail. */
 const USR_LINKS = [["bin", "usr/bin"], ["sbin", "usr/sbin"], ["lib", "usr/lib"], ["lib64", "usr/lib64"], ["lib32", "usr/lib32"]] as const
 

@@ -189,6 +189,53 @@ export interface RuntimeMetrics {
   readonly processCount: number | null
 }
 
+/** An input action on a sandbox's desktop (the API's computer actions, already validated). */
+export type DesktopAction =
+  | { readonly type: "mouse_move"; readonly x: number; readonly y: number }
+  | { readonly type: "mouse_click"; readonly x: number; readonly y: number; readonly button: "left" | "right" | "middle"; readonly double: boolean }
+  | { readonly type: "mouse_drag"; readonly start_x: number; readonly start_y: number; readonly end_x: number; readonly end_y: number; readonly button: "left" | "right" | "middle" }
+  | { readonly type: "mouse_scroll"; readonly direction: "up" | "down"; readonly amount: number; readonly x?: number | undefined; readonly y?: number | undefined }
+  | { readonly type: "keyboard_type"; readonly text: string; readonly delay_ms: number }
+  | { readonly type: "keyboard_key"; readonly key: string; readonly modifiers: ReadonlyArray<"ctrl" | "alt" | "shift" | "cmd"> }
+  | { readonly type: "keyboard_hotkey"; readonly keys: string }
+
+export interface DesktopInfo {
+  readonly width: number
+  readonly height: number
+  /** The sandbox port its live view (noVNC) serves on, for an endpoint; null where the host has no VNC server or noVNC. */
+  readonly liveViewPort: number | null
+}
+
+export interface ScreenshotSpec {
+  readonly format: "png" | "jpeg"
+  /** JPEG quality 1–100 (default 85). */
+  readonly quality?: number | undefined
+  /** 0.1–1 (default 1). */
+  readonly scale?: number | undefined
+  readonly showCursor: boolean
+  readonly region?: { readonly x: number; readonly y: number; readonly width: number; readonly height: number } | undefined
+}
+
+export interface Screenshot {
+  readonly format: "png" | "jpeg"
+  /** Checked: a PNG or JPEG (by its signature) of at most SCREENSHOT_MAX_BYTES. */
+  readonly data: Uint8Array
+  readonly width: number
+  readonly height: number
+  readonly cursor: { readonly x: number; readonly y: number }
+}
+
+export interface DesktopRecording {
+  readonly id: string
+  readonly state: "starting" | "recording" | "stopping" | "stopped" | "failed"
+  readonly startedAt: string
+  readonly stoppedAt: string | null
+  readonly sizeBytes: number | null
+  readonly durationSeconds: number
+  /** Where the mp4 is inside the sandbox (built from the id, never taken from the agent's answer). */
+  readonly path: string
+}
+
 /** How a pull goes: the image resolved (its layers and compressed size), then each layer fetched or found cached. */
 export type ImagePullProgress =
   | { readonly phase: "resolved"; readonly digest: string; readonly layers: number; readonly bytes: number }
@@ -272,6 +319,24 @@ export interface LocalRuntimeShape {
   /** Returns false when the path did not exist. */
   readonly deleteFile: (id: string, path: string, options: { readonly recursive: boolean }) => Effect.Effect<boolean, RuntimeError>
   readonly makeDir: (id: string, path: string, options: { readonly parents: boolean }) => Effect.Effect<void, RuntimeError>
+
+  /**
+   * The sandbox's desktop (computer use), run by its agent inside the jail: a display of this size with a window
+   * manager (idempotent: a running desktop is answered as it is). `conflict` where the sandbox's system has no X
+   * server (a sandbox on an OCI image that brings none).
+   */
+  readonly startDesktop: (id: string, size: { readonly width: number; readonly height: number }) => Effect.Effect<DesktopInfo, RuntimeError>
+  /** The running desktop, or None. */
+  readonly desktop: (id: string) => Effect.Effect<Option.Option<DesktopInfo>, RuntimeError>
+  /** One input action, after every one before it; answers where the pointer is afterwards. */
+  readonly desktopAction: (id: string, action: DesktopAction) => Effect.Effect<{ readonly cursor: { readonly x: number; readonly y: number } }, RuntimeError>
+  readonly screenshot: (id: string, spec: ScreenshotSpec) => Effect.Effect<Screenshot, RuntimeError>
+  /** Starts recording the desktop to an mp4 inside the sandbox (on its disk, so it counts against it). */
+  readonly startRecording: (id: string) => Effect.Effect<DesktopRecording, RuntimeError>
+  readonly recording: (id: string, recordingId: string) => Effect.Effect<DesktopRecording, RuntimeError>
+  readonly listRecordings: (id: string) => Effect.Effect<ReadonlyArray<DesktopRecording>, RuntimeError>
+  /** Ends the recording: its mp4 is then whole (read it with readFile/readFileStream at `path`). */
+  readonly stopRecording: (id: string, recordingId: string) => Effect.Effect<DesktopRecording, RuntimeError>
 
   /**
    * A byte stream to 127.0.0.1:port inside the sandbox (the port bridge), for the reverse proxy. The socket is

@@ -12,6 +12,7 @@ import { AppConfig, dnsServersConfig } from "../Config.ts"
 import { makeResolver } from "../net/Targets.ts"
 import { CALL_TIMEOUT_MS, makeAgentCalls } from "./AgentCalls.ts"
 import { agentModules } from "./agent/source.ts"
+import { makeDesktopCalls } from "./DesktopCalls.ts"
 import { cgroupPath, cgroupScope, cgroupsExist, freezerState, setFrozen } from "./Cgroups.ts"
 import { DEFAULT_DISK_MB, keepBlankImage, MAX_DISK_MB, MIN_DISK_MB } from "./Disk.ts"
 import { checkPolicy, parseUpstream } from "./DomainPolicy.ts"
@@ -244,7 +245,9 @@ export const makeLocalRuntime = (dataDir: string, options: LocalRuntimeOptions =
     return state
   }
 
-  const calls = makeAgentCalls({ requireRunning, run, callTimeoutMs: options.agentTimeoutMs ?? CALL_TIMEOUT_MS, aborter, isClosed: () => closed })
+  const callOptions = { requireRunning, run, callTimeoutMs: options.agentTimeoutMs ?? CALL_TIMEOUT_MS, aborter, isClosed: () => closed }
+  const calls = makeAgentCalls(callOptions)
+  const desktopCalls = makeDesktopCalls(callOptions)
 
   const create = async (spec: RuntimeSandboxSpec): Promise<RuntimeSandbox> => {
     validateSpec(spec)
@@ -360,6 +363,7 @@ export const makeLocalRuntime = (dataDir: string, options: LocalRuntimeOptions =
         return { digest: (await pullImage({ reference, platform }, onProgress)).digest }
       }),
     ...calls,
+    ...desktopCalls,
     reap: (keep) => run(() => reap(keep)),
     sweep: run(sweep),
     directJail: (id, spec) => {

@@ -17,6 +17,7 @@ import { NodesRepo } from "../db/repos/Nodes.ts"
 import { OperationsRepo } from "../db/repos/Operations.ts"
 import { ProcessesRepo } from "../db/repos/Processes.ts"
 import { RuntimeOperationsRepo } from "../db/repos/RuntimeOperations.ts"
+import { RecordingsRepo } from "../db/repos/Recordings.ts"
 import { SandboxesRepo } from "../db/repos/Sandboxes.ts"
 import type { ErrorObject } from "../domain/Errors.ts"
 import { isoAfter, nowIso } from "../domain/Time.ts"
@@ -37,6 +38,7 @@ const handleLoss = (nodeId: string) =>
         yield* OperationsRepo.failUnfinishedOf(sandbox.id, NODE_LOST, now)
         for (const processId of yield* ProcessesRepo.liveOf(sandbox.id)) yield* ProcessesRepo.finish(processId, "failed", { error: NODE_LOST })
         yield* RuntimeOperationsRepo.failLiveOf(sandbox.id, now)
+        yield* RecordingsRepo.failLiveOf(sandbox.id, now)
         yield* EndpointsRepo.revokeLiveOf(sandbox.id, now)
         yield* appendEvent({
           type: "sandbox.failed",

@@ -20,6 +20,7 @@ import type { Job, JobError, JobHandler, JobOutcome, JobType } from "./JobRegist
 export const LEASE_SECONDS = 15
 const MAX_POLL_MS = 1000
 const MAX_CONCURRENT = 64
+/** Runs of a job whose failures are retryable, unless JOB_MAX_ATTEMPTS says otherwise. */
 export const MAX_ATTEMPTS = 8
 
 /** Exponential backoff with jitter: min(200 ms × 2^(n−1), 30 s) × [0.5, 1.5). */
@@ -79,7 +80,9 @@ export const OperationRunnerLive = Layer.scoped(
   Effect.gen(function*() {
     const jobs = yield* JobsRepo
     // How long a dead or stalled process keeps its jobs from the others (docs/operations/scaling-out.md).
-    const leaseSeconds = (yield* AppConfig).jobLeaseSeconds ?? LEASE_SECONDS
+    const config = yield* AppConfig
+    const leaseSeconds = config.jobLeaseSeconds ?? LEASE_SECONDS
+    const maxAttempts = config.jobMaxAttempts ?? MAX_ATTEMPTS
     const renewEvery = Duration.millis(leaseSeconds * 1000 / 3)
     const owner = `${os.hostname()}:${process.pid}:${newUuid().slice(0, 8)}`
     const handlers = new Map<string, (row: JobRow, token: string) => Prepared>()
@@ -151,7 +154,7 @@ export const OperationRunnerLive = Layer.scoped(
           : { code: "internal_error", message: "The job failed unexpectedly", retryable: true }
         const retryable = Option.isSome(failure) ? failure.value.retryable : true
         if (Option.isNone(failure)) yield* Effect.logError("job crashed", { job: row.id, type: row.type }, exit.cause)
-        if (retryable && row.attempts < MAX_ATTEMPTS) {
+        if (retryable && row.attempts < maxAttempts) {
           const now = yield* nowIso
           const at = new Date(Date.parse(now) + backoffMs(row.attempts)).toISOString()
           yield* requeue(row, token, at, `${error.code}: ${error.message}`, false)

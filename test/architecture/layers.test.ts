@@ -36,6 +36,7 @@ describe("layers", () => {
     const graph = new Map([
       ["src/services/S.ts", ["@effect/sql", "../../test/support/server.ts"]],
       ["src/http/H.ts", ["bun:sqlite"]],
+      ["providers/e2b/adapter/index.ts", ["../../testing/conformance.ts", "vitest"]],
       ["src/db/R.ts", ["@effect/sql", "@effect/sql-sqlite-bun", "bun:sqlite"]],
       ["src/elsewhere/X.ts", []]
     ])
@@ -43,6 +44,8 @@ describe("layers", () => {
     expect(messages).toContain("src/services/S.ts imports @effect/sql: SQL belongs to the db layer")
     expect(messages).toContain("src/http/H.ts imports bun:sqlite: SQL belongs to the db layer")
     expect(messages).toContain("src/services/S.ts imports test code test/support/server.ts")
+    expect(messages).toContain("providers/e2b/adapter/index.ts imports test code providers/testing/conformance.ts")
+    expect(messages).toContain("providers/e2b/adapter/index.ts imports the test runner vitest")
     expect(messages).toContain("src/elsewhere/X.ts is in no layer (see scripts/check-layers.ts)")
     expect(messages.filter((m) => m.startsWith("src/db/R.ts"))).toEqual([])
   })

@@ -63,6 +63,22 @@ const script = (blocks: ReadonlyArray<ShellBlock>) =>
     ...blocks.flatMap((b, i) => [`echo "@@block ${i}@@"`, b.code, `echo "@@end ${i}@@"`])
   ].join("\n")
 
+/** Sessions at a time: files run side by side (most of a session waits for sandboxes), a few at once. */
+const SESSIONS = 3
+let free = SESSIONS
+const waiting: Array<() => void> = []
+const inSession = async <A>(run: () => Promise<A>): Promise<A> => {
+  if (free === 0) await new Promise<void>((resolve) => waiting.push(resolve))
+  else free--
+  try {
+    return await run()
+  } finally {
+    const next = waiting.shift()
+    if (next !== undefined) next()
+    else free++
+  }
+}
+
 const runFile = async (file: string, blocks: ReadonlyArray<ShellBlock>) => {
   const home = fs.mkdtempSync(path.join(scratch, "home-"))
   const child = Bun.spawn(["bash", "-c", script(blocks)], {
@@ -80,7 +96,7 @@ const runFile = async (file: string, blocks: ReadonlyArray<ShellBlock>) => {
     stdout: "pipe",
     stderr: "pipe"
   })
-  const timer = setTimeout(() => child.kill("SIGKILL"), 240_000)
+  const timer = setTimeout(() => child.kill("SIGKILL"), 360_000)
   const [stdout, stderr] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text()])
   const status = await child.exited
   clearTimeout(timer)
@@ -95,13 +111,15 @@ const runFile = async (file: string, blocks: ReadonlyArray<ShellBlock>) => {
       if (!pattern.test(output)) throw new Error(`${where}: no line of its output matches ${pattern}\n--- stdout\n${output}\n--- stderr\n${stderr.slice(-2000)}`)
     }
   })
-  expect(status).toBe(0)
+  if (status !== 0) throw new Error(`${file}: the session ended with exit ${status}\n--- stderr\n${stderr.slice(-2000)}`)
 }
 
+// Each file is its own session, user and HOME: they run side by side, SESSIONS at a time (each session's own
+// 360 s starts when it does; the test's timeout covers its wait for a turn).
 describe("the docs' shell blocks run", () => {
   for (const file of files) {
     const blocks = shellBlocks(file).filter((b) => b.marker === "run")
     if (blocks.length === 0) continue
-    it(file, () => runFile(file, blocks), 300_000)
+    it.concurrent(file, () => inSession(() => runFile(file, blocks)), 900_000)
   }
 })

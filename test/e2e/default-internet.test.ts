@@ -28,6 +28,10 @@ describe("RUNTIME_DEFAULT_INTERNET=false", () => {
     expect(online.resolved_network).toEqual({ internet_access: true, source: "requested", allow_domains: null, deny_domains: null })
     expect((await runProcess(http, auth, online.id, ["cat", "/proc/net/dev"])).stdout).toContain("tap0")
     expect((await http.get("/ready")).body.local_runtime.default_internet).toBe(false)
+    // Freestyle has no default (its firewall is required): the adapter sends the runtime's, a firewall with no rules.
+    const firewalled = await createReadySandbox(http, auth, minimalSandbox({ provider: "freestyle" }))
+    expect(firewalled.resolved_network).toEqual({ internet_access: false, source: "provider_default", allow_domains: null, deny_domains: null })
+    expect((await runProcess(http, auth, firewalled.id, ["cat", "/proc/net/dev"])).stdout).not.toContain("tap0")
     // A provider without an off switch gives its default whatever is asked: here it keeps sandboxes off the
     // internet, and cannot give it.
     const kept = await createReadySandbox(http, auth, minimalSandbox({ provider: "blaxel", network: { internet_access: false } }))

@@ -27,7 +27,8 @@ const connect = async (a: { token: string; project?: string }, route = "/v1/mcp"
 }
 
 const TOOL_NAMES = [
-  "create_sandbox", "destroy_sandbox", "expose_port", "get_sandbox", "list_directory", "list_sandboxes", "pause_sandbox", "read_file", "resume_sandbox", "run_command", "write_file"
+  "computer_action", "create_sandbox", "destroy_sandbox", "expose_port", "get_sandbox", "list_directory", "list_sandboxes", "pause_sandbox", "read_file", "resume_sandbox",
+  "run_command", "screenshot", "write_file"
 ]
 
 /** A tool's structured result, failing the test when the tool reported an error. */
@@ -63,9 +64,26 @@ describe("MCP over Streamable HTTP", () => {
   })
 
   it("creates a sandbox, runs a command, writes, reads and lists files, exposes a port and destroys it", async () => {
-    const sandbox = await call("create_sandbox", { source: { kind: "environment", environment: "metal/base" }, resources: { vcpu: 1, memory_mb: 512 }, lifecycle: { runtime_timeout_seconds: 600 }, provider: "daytona" })
+    const sandbox = await call("create_sandbox", {
+      source: { kind: "environment", environment: "metal/base" },
+      resources: { vcpu: 1, memory_mb: 512 },
+      lifecycle: { runtime_timeout_seconds: 600 },
+      provider: "daytona",
+      features: { computer_use: true }
+    })
     expect(sandbox).toMatchObject({ state: "ready", provider: "daytona" })
     const id = sandbox.id as string
+
+    // The desktop: an action, then a screenshot that comes back as image content.
+    expect(await call("computer_action", { sandbox_id: id, action: { type: "mouse_move", x: 40, y: 30 } })).toMatchObject({ kind: "computer_action", cursor_position: { x: 40, y: 30 } })
+    const shot = await client.callTool({ name: "screenshot", arguments: { sandbox_id: id, show_cursor: true } })
+    expect(shot.isError).not.toBe(true)
+    const image = (shot.content as Array<any>).find((c) => c.type === "image")
+    expect(image.mimeType).toBe("image/png")
+    expect(Buffer.from(image.data, "base64").subarray(1, 4).toString("latin1")).toBe("PNG")
+    expect(shot.structuredContent).toMatchObject({ kind: "computer_screenshot", format: "png", cursor_position: { x: 40, y: 30 } })
+    const badAction = await client.callTool({ name: "computer_action", arguments: { sandbox_id: id, action: { type: "mouse_fly" } } })
+    expect((badAction.structuredContent as any).error.code).toBe("validation_error")
 
     const ran = await call("run_command", { sandbox_id: id, command: ["sh", "-c", "echo out; echo err >&2; exit 3"] })
     expect(ran).toMatchObject({ state: "failed", exit_code: 3, stdout: "out\n", stderr: "err\n", finished: true })

@@ -30,7 +30,7 @@ const metricsOf = async (id: string, a: KeyAuth = auth) => http.get(`/v1/sandbox
 
 describe("sandbox metrics from the local runtime", () => {
   it("report what a process inside does: disk written, CPU burnt, memory held; no network without internet", async () => {
-    const sandbox = await createReadySandbox(http, auth, minimalSandbox({ provider: "daytona" }))
+    const sandbox = await createReadySandbox(http, auth, minimalSandbox({ provider: "daytona", network: { internet_access: false } }))
     const before = await metricsOf(sandbox.id)
     expect(before.status).toBe(200)
     expect(before.body).toMatchObject({

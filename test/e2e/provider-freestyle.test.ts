@@ -2,8 +2,8 @@
  * Freestyle through the real gateway, on its emulator: a request for `provider: "freestyle"` becomes ready on the
  * base VM (2 vCPU, 4 GiB, 16 GiB, from the default snapshot), runs a command (buffered exec-await), round-trips a
  * binary file with its parents made, feeds a process its standard input (sent with the command at end-of-file),
- * pauses and resumes, reports its metrics and a rate-card cost, refuses endpoints, and is destroyed; a request
- * Freestyle cannot serve (no internet: no switch is claimed for its VMs) is never placed there.
+ * pauses and resumes, reports its metrics and a rate-card cost, refuses endpoints, and is destroyed; a sandbox
+ * without internet is a VM whose firewall allows nothing, so it has no network beyond its own loopback.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { api, expectEnvelope, type RunningServer, openGateway } from "../support/server.ts"
@@ -56,7 +56,12 @@ describe("freestyle through the gateway", () => {
     await destroyAndExpectStopped(http, auth, sandbox.id)
   }, 120_000)
 
-  it("a sandbox without internet is never placed on Freestyle", async () => {
-    await expectNoEligibleProvider(http, auth, minimalSandbox({ provider: "freestyle", network: { internet_access: false } }))
-  }, 30_000)
+  it("a sandbox without internet is a VM with a closed firewall: no network beyond its loopback; a domain list is not placed there", async () => {
+    const sandbox = await createReadySandbox(http, auth, minimalSandbox({ provider: "freestyle", network: { internet_access: false } }))
+    expect(sandbox).toMatchObject({ provider: "freestyle", state: "ready" })
+    const links = await runProcess(http, auth, sandbox.id, ["sh", "-c", "sed -n '3,$p' /proc/net/dev | cut -d: -f1 | tr -d ' '"])
+    expect(links.stdout).toBe("lo\n")
+    await destroyAndExpectStopped(http, auth, sandbox.id)
+    await expectNoEligibleProvider(http, auth, minimalSandbox({ provider: "freestyle", network: { internet_access: true, allow_domains: ["example.com"] } }))
+  }, 120_000)
 })

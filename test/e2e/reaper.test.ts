@@ -82,7 +82,7 @@ describe("the jail reaper", () => {
     // Jails the reaper must remove, made by the emulators as their providers keep them.
     const e2b = emulator(dataDir, "e2b", (key) => ({ "x-api-key": key }))
     const e2bSandbox = async (metadata: Record<string, string>) => {
-      const created = await e2b("POST", "/sandboxes", { templateID: "base", timeout: 3600, metadata })
+      const created = await e2b("POST", "/v2/sandboxes", { templateID: "base", timeout: 3600, metadata })
       expect(created.status, JSON.stringify(created.body)).toBe(201)
       return created.body.sandboxID as string
     }

@@ -113,6 +113,11 @@ describe("the OpenAPI document as a tool reads it", () => {
     await send("filesystem.delete", { sandbox_id: sandbox }, key)
     await send("filesystem.writeContent", { sandbox_id: sandbox }, key, "?path=/workspace/raw.txt")
     await send("endpoints.create", { sandbox_id: sandbox }, key)
+    // Computer use needs a sandbox with a desktop.
+    const desktop = await createDesktopSandbox(key)
+    await send("computer.action", { sandbox_id: desktop }, key)
+    await send("computer.screenshot", { sandbox_id: desktop }, key)
+    await send("computer.startRecording", { sandbox_id: desktop }, key)
 
     // Last: what changes the organization's footing (its credentials; the other organization goes).
     await send("providerCredentials.put", { organization_id: org, provider: "e2b" }, user)
@@ -122,15 +127,27 @@ describe("the OpenAPI document as a tool reads it", () => {
   }, 300_000)
 })
 
+/** A ready sandbox with a desktop (the create example, asking for computer use). */
+const createDesktopSandbox = async (key: { key: string; project: string }) => {
+  const headers = { authorization: `Bearer ${key.key}`, "x-metal-project-id": key.project, "content-type": "application/json", "idempotency-key": idempotencyKey("desktop") }
+  const body = { ...(REQUEST_EXAMPLES["sandboxes.create"] as object), features: { computer_use: true } }
+  const created = await (await fetch(`${server.url}/v1/sandboxes`, { method: "POST", headers, body: JSON.stringify(body) })).json()
+  const op = await waitOperation(http, { token: key.key, project: key.project }, created.operation.id, 90_000)
+  expect(op.state, JSON.stringify(op.error)).toBe("succeeded")
+  return created.sandbox.id as string
+}
+
 /** A running process with standard input open, on E2B (a provider that takes input). */
 const startStdinProcess = async (key: { key: string; project: string }) => {
   const headers = { authorization: `Bearer ${key.key}`, "x-metal-project-id": key.project, "content-type": "application/json" }
   const created = await (await fetch(`${server.url}/v1/sandboxes`, {
     method: "POST",
     headers: { ...headers, "idempotency-key": idempotencyKey("stdin-sbx") },
-    body: JSON.stringify({ ...(REQUEST_EXAMPLES["sandboxes.create"] as object), provider: "e2b" })
+    // E2B's environments are its base template (512 MiB): never less than asked, so this asks for what it gives.
+    body: JSON.stringify({ ...(REQUEST_EXAMPLES["sandboxes.create"] as object), provider: "e2b", resources: { vcpu: 1, memory_mb: 512 }, features: {} })
   })).json()
-  expect((await waitOperation(http, { token: key.key, project: key.project }, created.operation.id, 60_000)).state).toBe("succeeded")
+  const op = await waitOperation(http, { token: key.key, project: key.project }, created.operation.id, 60_000)
+  expect(op.state, JSON.stringify(op.error)).toBe("succeeded")
   const started = await (await fetch(`${server.url}/v1/sandboxes/${created.sandbox.id}/processes`, {
     method: "POST",
     headers: { ...headers, "idempotency-key": idempotencyKey("stdin-proc") },

@@ -29,14 +29,16 @@ beforeAll(async () => {
   http = api(server.url)
   boot = await bootstrap(server.dataDir, "defaults@example.com")
   auth = { token: boot.api_key, project: boot.project_id }
-  // Everything optional left out: version, architecture, both timeout actions; recording with no format.
+  // Everything optional left out: version, architecture, both timeout actions; recording with no format. The one
+  // feature asked for is the port the endpoint defaults below are read on (so placement picks a provider that serves it).
   const res = await http.post("/v1/sandboxes", {
     ...auth,
     headers: { "idempotency-key": idempotencyKey("defaults") },
     body: {
       source: { kind: "environment", environment: "metal/base" },
       resources: { vcpu: 1, memory_mb: 512 },
-      lifecycle: { runtime_timeout_seconds: 3600 }
+      lifecycle: { runtime_timeout_seconds: 3600 },
+      features: { public_ports: [8000] }
     }
   })
   expect(res.status, res.text).toBe(202)

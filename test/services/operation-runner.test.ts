@@ -9,11 +9,11 @@ import { OperationRunner, OperationRunnerLive } from "../../src/services/Operati
 import { tempDataDir } from "../support/server.ts"
 import { databaseUrlFor } from "../support/postgres.ts"
 
-const config = (dataDir: string, jobLeaseSeconds?: number) =>
-  Layer.succeed(AppConfig, { port: 0, host: "127.0.0.1", dataDir, databaseUrl: databaseUrlFor(dataDir), publicUrl: "http://127.0.0.1", publicUrlSet: true, logLevel: "info", maxBodyBytes: 1 << 20, rawWriteMaxBytes: 1 << 30, endpoints: { port: 0, host: "127.0.0.1", publicOrigin: undefined, base: undefined }, jobLeaseSeconds })
+const config = (dataDir: string, jobLeaseSeconds?: number, jobMaxAttempts?: number) =>
+  Layer.succeed(AppConfig, { port: 0, host: "127.0.0.1", dataDir, databaseUrl: databaseUrlFor(dataDir), publicUrl: "http://127.0.0.1", publicUrlSet: true, logLevel: "info", maxBodyBytes: 1 << 20, rawWriteMaxBytes: 1 << 30, endpoints: { port: 0, host: "127.0.0.1", publicOrigin: undefined, base: undefined }, jobLeaseSeconds, jobMaxAttempts })
 
-const testLayer = (dataDir = tempDataDir("runner"), jobLeaseSeconds?: number) =>
-  OperationRunnerLive.pipe(Layer.provideMerge(DatabaseLive), Layer.provide(config(dataDir, jobLeaseSeconds)))
+const testLayer = (dataDir = tempDataDir("runner"), jobLeaseSeconds?: number, jobMaxAttempts?: number) =>
+  OperationRunnerLive.pipe(Layer.provideMerge(DatabaseLive), Layer.provide(config(dataDir, jobLeaseSeconds, jobMaxAttempts)))
 
 /** A job type for these tests: any payload. */
 const jobType = (type: string) => defineJob(type, Schema.Unknown)
@@ -285,6 +285,42 @@ describe("OperationRunner", () => {
         const refused = yield* load(bad)
         expect(refused._tag).toBe("Left")
         if (refused._tag === "Left") expect(String(refused.left)).toContain("JOB_LEASE_SECONDS")
+      }
+    }))
+
+  it.live("JOB_MAX_ATTEMPTS bounds the runs of a job whose failures are all retryable", () =>
+    Effect.gen(function*() {
+      const runner = yield* OperationRunner
+      const attempts = yield* Ref.make<Array<number>>([])
+      yield* runner.register(jobType("test.unanswered"), {
+        run: (job) =>
+          Effect.gen(function*() {
+            yield* Ref.update(attempts, (a) => [...a, job.attempt])
+            return yield* new JobError({ error: { code: "provider_unavailable", message: "no answer", retryable: true }, retryable: true })
+          }),
+        giveUp: () => Effect.void
+      })
+      yield* runner.start
+      yield* enqueueJob(jobType("test.unanswered"), { dedupeKey: "unanswered:1", payload: null })
+      yield* runner.wake
+      const row = yield* waitFor(jobState("unanswered:1"), (r) => r?.state === "failed")
+      expect(yield* Ref.get(attempts)).toEqual([1, 2, 3])
+      expect(row?.attempts).toBe(3)
+    }).pipe(Effect.provide(testLayer(tempDataDir("runner-attempts"), undefined, 3))))
+
+  it.effect("JOB_MAX_ATTEMPTS defaults to 8 and refuses values outside 1..50 with a message naming it", () =>
+    Effect.gen(function*() {
+      const load = (value?: string) =>
+        Effect.either(appConfig.pipe(Effect.withConfigProvider(ConfigProvider.fromMap(new Map([
+          ["DATA_DIR", tempDataDir("attempts-config")],
+          ...(value === undefined ? [] : [["JOB_MAX_ATTEMPTS", value] as [string, string]])
+        ])))))
+      const fine = yield* load()
+      expect(fine._tag === "Right" && fine.right.jobMaxAttempts).toBe(8)
+      for (const bad of ["0", "51", "many"]) {
+        const refused = yield* load(bad)
+        expect(refused._tag).toBe("Left")
+        if (refused._tag === "Left") expect(String(refused.left)).toContain("JOB_MAX_ATTEMPTS")
       }
     }))
 })

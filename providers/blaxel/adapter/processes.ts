@@ -5,6 +5,10 @@
  * the exit), as Blaxel keeps the two streams apart without their order. The process name makes exec idempotent
  * and the execution id carries it, so `execEvents` works after a gateway restart.
  *
+ * Standard input (`stdin: true`, as Blaxel's SDK starts a process whose input it writes): the process starts with
+ * `stdin: true`; `sendInput` posts the raw bytes to `POST /process/{name}/stdin` (in pieces of at most 1 MiB, in
+ * order) and end-of-file is `DELETE /process/{name}/stdin`.
+ *
  * Timeouts: Blaxel applies a process `timeout` only to keep-alive processes (which also keep the sandbox from
  * standby and cost more), so none is sent; the gateway cancels a process at its deadline.
  */
@@ -25,6 +29,9 @@ import {
   WireProcess
 } from "./wire.ts"
 
+
+/** The most one stdin write carries (the runtime takes a write's body whole). */
+const STDIN_PIECE_BYTES = 1024 * 1024
 
 export const makeProcesses = (ctx: BlaxelContext) => {
   const { decode, fail, runtime } = ctx
@@ -62,6 +69,7 @@ export const makeProcesses = (ctx: BlaxelContext) => {
         command: commandLine(sandbox, input),
         ...(input.cwd === undefined ? {} : { workingDir: input.cwd }),
         ...(input.environment === undefined || Object.keys(input.environment).length === 0 ? {} : { env: input.environment }),
+        ...(input.stdin === true ? { stdin: true } : {}),
         waitForCompletion: false
       }
       yield* runtime(sandbox, "POST", "/process", "start process", HttpClientRequest.bodyUnsafeJson(body)).pipe(
@@ -98,5 +106,15 @@ export const makeProcesses = (ctx: BlaxelContext) => {
       )
     })
 
-  return { exec, execEvents, cancelExec }
+  const sendInput: NonNullable<SandboxProvider["sendInput"]> = (sandbox, executionId, data, eof) =>
+    Effect.gen(function*() {
+      const ref = yield* refOf(executionId)
+      for (let at = 0; at < data.length; at += STDIN_PIECE_BYTES) {
+        const piece = data.subarray(at, Math.min(data.length, at + STDIN_PIECE_BYTES))
+        yield* runtime(sandbox, "POST", `${processPath(ref)}/stdin`, "write stdin", HttpClientRequest.bodyUint8Array(piece, "application/octet-stream"))
+      }
+      if (eof) yield* runtime(sandbox, "DELETE", `${processPath(ref)}/stdin`, "close stdin")
+    })
+
+  return { exec, execEvents, cancelExec, sendInput }
 }

@@ -57,7 +57,11 @@ const ProcessRecord = Schema.mutable(Schema.Struct({
   command: Schema.String,
   workingDir: Schema.String,
   startedAt: Schema.String,
-  killed: Schema.Boolean
+  killed: Schema.Boolean,
+  /** Ended by `DELETE /process/{id}` (SIGTERM): its status is `stopped`. */
+  stopped: Schema.optionalWith(Schema.Boolean, { default: () => false }),
+  /** Started with `stdin: true`: its input is open until closed. */
+  stdin: Schema.optionalWith(Schema.Boolean, { default: () => false })
 }))
 export type ProcessRecord = typeof ProcessRecord.Type
 

@@ -1,6 +1,8 @@
 /**
- * The Blaxel emulator's control API (`/v0`): `POST /sandboxes[?createIfNotExist=true]`, `GET|DELETE
- * /sandboxes/{name}`, previews (`POST /sandboxes/{name}/previews`, `GET|DELETE …/previews/{preview}`),
+ * The Blaxel emulator's control API (`/v0`): `POST /sandboxes[?createIfNotExist=true]` (as Blaxel's SDK sends it: a
+ * name made up when none is given, `spec.runtime.generation`, ports and other fields it does not act on ignored;
+ * volumes, lifecycle policies and network settings refused with a 400 naming them), `GET /sandboxes` (pages of
+ * `{data, meta}`), `GET|DELETE /sandboxes/{name}`, previews (`POST /sandboxes/{name}/previews`, `GET|DELETE …/previews/{preview}`),
  * `GET /workspaces/{workspace}` and `GET /accounts/{account}/metrics` (cost per sandbox, from the emulator's rate
  * card). A sandbox past its `ttl` is deleted; one whose jail died reads as `FAILED`. Blaxel's own images
  * (`blaxel/…`) are the runtime's base system; any other image is pulled and run as built (a process without a
@@ -14,6 +16,7 @@ import { jailLabels } from "../../core/jailLabels.ts"
 import { LABEL_SANDBOX_ID } from "../adapter/wire.ts"
 import type { Books, EmulatedSandbox } from "./books.ts"
 import { controlError, Duration, durationSeconds, HttpFailure, json, readBody, StringMap } from "./http.ts"
+import { unhonouredField } from "../../core/emulator/server.ts"
 import type { Previews } from "./preview.ts"
 import { sweepEvery } from "../../core/emulator/state.ts"
 
@@ -25,7 +28,8 @@ const SWEEP_MS = 1000
 
 const Name = Schema.String.pipe(Schema.pattern(/^[a-z0-9]([a-z0-9-]{0,47}[a-z0-9])?$/))
 const CreateSandbox = Schema.Struct({
-  metadata: Schema.Struct({ name: Name, labels: Schema.optional(StringMap), displayName: Schema.optional(Schema.String) }),
+  // The SDK sends none unless asked: Blaxel names the sandbox then.
+  metadata: Schema.optional(Schema.Struct({ name: Schema.optional(Name), labels: Schema.optional(StringMap), displayName: Schema.optional(Schema.String) })),
   spec: Schema.optional(Schema.Struct({
     region: Schema.optional(Schema.String),
     enabled: Schema.optional(Schema.Boolean),
@@ -33,10 +37,18 @@ const CreateSandbox = Schema.Struct({
       image: Schema.optional(Schema.String.pipe(Schema.minLength(1))),
       memory: Schema.optional(Schema.Int.pipe(Schema.between(512, 65_536))),
       ttl: Schema.optional(Duration),
+      // An instant the sandbox is deleted at (the SDK's `expires`): the emulator turns it into a ttl.
+      expires: Schema.optional(Schema.Date),
       envs: Schema.optional(Schema.Array(Schema.Struct({ name: Schema.String.pipe(Schema.pattern(/^[A-Za-z_][A-Za-z0-9_]*$/)), value: Schema.String })))
     }))
   }))
 })
+/** Parts of a create the emulator cannot honour: refused with a 400 naming them, never ignored. */
+const UNHONOURED_SPEC = {
+  volumes: "volumes are not emulated",
+  lifecycle: "lifecycle policies are not emulated (a ttl or expires is)",
+  network: "network settings are not emulated (a Blaxel sandbox reaches the internet)"
+}
 const CreatePreview = Schema.Struct({
   metadata: Schema.Struct({ name: Name }),
   spec: Schema.Struct({ port: Schema.Int.pipe(Schema.between(1, 65_535)), public: Schema.optional(Schema.Boolean), ttl: Schema.optional(Duration) })
@@ -71,8 +83,17 @@ export const makeControl = (books: Books, runtime: LocalRuntimeShape, options: C
   }
 
   const create = async (request: Request, url: URL) => {
-    const body = await readBody(request, CreateSandbox)
-    const name = body.metadata.name
+    const text = await request.text()
+    let raw: unknown
+    try {
+      raw = JSON.parse(text)
+    } catch {
+      raw = undefined
+    }
+    const refused = unhonouredField((raw as { spec?: unknown } | null | undefined)?.spec, UNHONOURED_SPEC)
+    if (refused !== undefined) throw new HttpFailure(400, `spec.${refused}`)
+    const body = await readBody(new Request(request.url, { method: "POST", body: text }), CreateSandbox)
+    const name = body.metadata?.name ?? `sandbox-${crypto.randomBytes(5).toString("hex")}`
     const existing = state.sandboxes[name] ?? (await creating.get(name))
     if (existing !== undefined) {
       if (url.searchParams.get("createIfNotExist") === "true") return json(await observed(existing))
@@ -83,13 +104,17 @@ export const makeControl = (books: Books, runtime: LocalRuntimeShape, options: C
       const sandbox: EmulatedSandbox = {
         name,
         runtimeId: crypto.randomUUID(),
-        labels: { ...body.metadata.labels },
+        labels: { ...body.metadata?.labels },
         image: spec?.image ?? "blaxel/base-image:latest",
         memory: spec?.memory ?? 2048,
         region: body.spec?.region ?? "local",
         envs: [...(spec?.envs ?? [])],
         createdAt: new Date().toISOString(),
-        ttlSeconds: spec?.ttl === undefined ? null : durationSeconds(spec.ttl)
+        ttlSeconds: spec?.ttl !== undefined
+          ? durationSeconds(spec.ttl)
+          : spec?.expires !== undefined
+          ? Math.max(1, Math.ceil((spec.expires.getTime() - Date.now()) / 1000))
+          : null
       }
       const created = await run(runtime.create({
         id: sandbox.runtimeId,
@@ -193,8 +218,38 @@ export const makeControl = (books: Books, runtime: LocalRuntimeShape, options: C
     return json({ summary: { totalCost: data.reduce((sum, d) => sum + d.cost, 0), currency: "USD" }, data })
   }
 
+  /**
+   * `GET /sandboxes?limit=&cursor=&sort=&q=&status=`: a page of the workspace's sandboxes, `{data, meta: {hasMore,
+   * nextCursor}}` as Blaxel's SDK pages them.
+   */
+  const list = async (url: URL) => {
+    const limitRaw = url.searchParams.get("limit")
+    const limit = limitRaw === null ? 20 : Number(limitRaw)
+    if (!Number.isInteger(limit) || limit < 1 || limit > 100) throw new HttpFailure(400, "limit must be between 1 and 100")
+    const sort = url.searchParams.get("sort") ?? "createdAt:desc"
+    const [field, order] = sort.split(":")
+    if ((field !== "createdAt" && field !== "name") || (order !== "asc" && order !== "desc")) throw new HttpFailure(400, `unknown sort ${sort}`)
+    const q = url.searchParams.get("q") ?? ""
+    const status = url.searchParams.get("status")
+    const key = (s: EmulatedSandbox) => (field === "name" ? s.name : `${s.createdAt}${s.name}`)
+    const all = await Promise.all(
+      Object.values(state.sandboxes)
+        .filter((s) => s.name.includes(q))
+        .sort((a, b) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0) * (order === "asc" ? 1 : -1))
+        .map(observed)
+    )
+    const matching = status === null ? all : all.filter((s) => s.status === status)
+    const cursor = url.searchParams.get("cursor")
+    const from = cursor === null ? 0 : Number(Buffer.from(cursor, "base64url").toString())
+    if (!Number.isInteger(from) || from < 0) throw new HttpFailure(400, "unknown cursor")
+    const page = matching.slice(from, from + limit)
+    const more = from + limit < matching.length
+    return json({ data: page, meta: { hasMore: more, ...(more ? { nextCursor: Buffer.from(String(from + limit)).toString("base64url") } : {}) } })
+  }
+
   const router = makeRouter<{ readonly request: Request; readonly url: URL }>([
     route("POST", "/v0/sandboxes", ({ request, url }) => create(request, url)),
+    route("GET", "/v0/sandboxes", ({ url }) => list(url)),
     route("GET", "/v0/sandboxes/:name", async (_, { name }) => json(await observed(sandboxOr404(name!)))),
     route("DELETE", "/v0/sandboxes/:name", async (_, { name }) => json(await remove(sandboxOr404(name!)))),
     route("POST", "/v0/sandboxes/:name/previews", ({ request }, { name }) => createPreview(request, name!)),

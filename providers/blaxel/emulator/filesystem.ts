@@ -1,7 +1,8 @@
 /**
  * The Blaxel emulator's sandbox runtime, files: `GET /filesystem/{path}` (a directory's listing; a file as JSON,
  * or its bytes when asked with `Accept: application/octet-stream` or `?download=true`, with Go's ServeContent
- * Range semantics), `PUT /filesystem/{path}` (JSON: a directory, or a file's text content; parents are made),
+ * Range semantics), `PUT /filesystem/{path}` (JSON: a directory, or a file's text content; or a multipart form with
+ * the file, as the SDK's `writeBinary` sends files up to 5 MiB; parents are made),
  * `DELETE /filesystem/{path}?recursive=`, and multipart uploads (`/filesystem-multipart/initiate/{path}`,
  * `…/{uploadId}/part?partNumber=`, `…/complete`, `…/abort`). As at Blaxel, a path whose slashes arrive escaped
  * (`%2F`) is absolute; any other is relative to the runtime's working directory (`/` here). Uploads in progress are
@@ -108,7 +109,18 @@ export const makeFilesystem = (runtime: LocalRuntimeShape) => {
   }
 
   const put = async (s: EmulatedSandbox, p: string, request: Request) => {
-    if (!(request.headers.get("content-type") ?? "").includes("application/json")) throw new HttpFailure(400, "the body must be JSON")
+    const type = request.headers.get("content-type") ?? ""
+    // The SDK's writeBinary: a multipart form with the file (and its permissions and path, the route's again).
+    if (type.includes("multipart/form-data")) {
+      if (Number(request.headers.get("content-length") ?? "0") > MAX_PART_BYTES + 64 * 1024) throw new HttpFailure(413, "the file is too large; upload it in parts")
+      const form = await request.formData().catch(() => null)
+      const file = form?.get("file")
+      if (!(file instanceof Blob)) throw new HttpFailure(400, "missing 'file' field in multipart form")
+      if (file.size > MAX_PART_BYTES) throw new HttpFailure(413, "the file is too large; upload it in parts")
+      await run(runtime.writeFile(s.runtimeId, p, new Uint8Array(await file.arrayBuffer()), { mode: "overwrite", createParents: true }))
+      return json({ path: p, message: "File created/updated successfully" })
+    }
+    if (!type.includes("application/json")) throw new HttpFailure(400, "the body must be JSON or a multipart form")
     const body = await readBody(request, PutFile)
     if (body.isDirectory === true) {
       await run(runtime.makeDir(s.runtimeId, p, { parents: true }))

@@ -1,5 +1,5 @@
 /**
- * A loopback emulator of the Blaxel wire subset the adapter uses, backed by the local runtime (one Blaxel sandbox =
+ * A loopback emulator of Blaxel's API as its official SDK (`@blaxel/core`) and the adapter use it, backed by the local runtime (one Blaxel sandbox =
  * one runtime sandbox). One port serves three planes: the control API under `/v0` (`control.ts`), each sandbox's
  * runtime under `/run/{name}` — its `metadata.url` — (`process.ts`, `filesystem.ts`), and public previews under
  * `/preview/{token}` through root-only unix-socket bridges (`preview.ts`). Its books (`books.ts`) survive a gateway
@@ -43,9 +43,14 @@ const makeRuntimePlane = (books: Books, runtime: LocalRuntimeShape) => {
   const target = ({ raw }: RuntimeCall, decoded: string) => resolvePath(raw, decoded)
   const router = makeRouter<RuntimeCall>([
     route("POST", "/process", ({ request, sandbox }) => processes.start(sandbox, request)),
+    route("GET", "/process", ({ sandbox }) => processes.list(sandbox)),
     route("GET", "/process/:id", ({ sandbox }, { id }) => processes.get(sandbox, id!)),
+    route("DELETE", "/process/:id", ({ sandbox }, { id }) => processes.stop(sandbox, id!)),
     route("GET", "/process/:id/logs", ({ sandbox }, { id }) => processes.logs(sandbox, id!)),
+    route("GET", "/process/:id/logs/stream", ({ request, sandbox }, { id }) => processes.logStream(sandbox, id!, request.signal)),
     route("DELETE", "/process/:id/kill", ({ sandbox }, { id }) => processes.kill(sandbox, id!)),
+    route("POST", "/process/:id/stdin", ({ request, sandbox }, { id }) => processes.writeStdin(sandbox, id!, request)),
+    route("DELETE", "/process/:id/stdin", ({ sandbox }, { id }) => processes.closeStdin(sandbox, id!)),
     route("POST", "/filesystem-multipart/initiate/*path", (call, { path }) => fs.initiate(call.sandbox, target(call, path!), call.request)),
     route("PUT", "/filesystem-multipart/:upload/part", ({ request, sandbox, url }, { upload }) => fs.part(sandbox, upload!, request, url)),
     route("POST", "/filesystem-multipart/:upload/complete", ({ request, sandbox }, { upload }) => fs.complete(sandbox, upload!, request)),

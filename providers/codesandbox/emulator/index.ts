@@ -1,16 +1,19 @@
 /**
- * A loopback emulator of the CodeSandbox REST subset the adapter uses, backed by the local runtime (a running VM
- * is a jail `csb-<sandbox id>`; a hibernated VM is that jail frozen). Every answer is `{success, data, errors}`;
- * requests need the emulator's key as a Bearer.
+ * A loopback emulator of CodeSandbox's REST API as its official SDK (`@codesandbox/sdk` 2.4.2, lifecycle) and the
+ * adapter use it, backed by the local runtime (a running VM is a jail `csb-<sandbox id>`; a hibernated VM is that
+ * jail frozen). Every answer is `{success, data, errors}`; requests need the emulator's key as a Bearer.
  *
  * - `GET /vm/running` → `{concurrent_vm_count, concurrent_vm_limit, vms: [{id, credit_basis, specs}]}`;
- * - `GET /sandbox?tags=a,b` (sandboxes carrying every tag) and `GET /sandbox/{id}`;
- * - `POST /sandbox/{id}/fork {title?, tags?, privacy?, description?}`: forks a template (`pcz35m`, the only one it
- *   knows) or any of its sandboxes; an unknown id is 404. The fork does not start.
- * - `POST /vm/{id}/start {tier?, hibernation_timeout_seconds?, automatic_wakeup_config?}`: answers once the VM runs
- *   (a hibernated one wakes); above the concurrent-VM limit it is 429. A running VM keeps its tier.
- * - `POST /vm/{id}/hibernate` (of a VM not running: nothing to do) and `DELETE /vm/{id}` (the sandbox and its VM;
- *   then 404).
+ * - `GET /sandbox?tags=a,b&page=&page_size=&order_by=inserted_at|updated_at&direction=asc|desc&status=running`
+ *   (sandboxes carrying every tag, a page of them with `{current_page, next_page, total_records}`) and `GET
+ *   /sandbox/{id}`;
+ * - `POST /sandbox/{id}/fork {title?, tags?, privacy?, description?, path?, private_preview?}`: forks a template
+ *   (`pcz35m`, the only one it knows) or any of its sandboxes; an unknown id is 404. The fork does not start.
+ * - `POST /vm/{id}/start {tier?, hibernation_timeout_seconds?, automatic_wakeup_config?}`: answers once the VM runs,
+ *   with how it booted (`FORK` the first time, `RESUME` from hibernation, `CLEAN` after a shutdown, `RUNNING` when
+ *   it ran); above the concurrent-VM limit it is 429. A running VM keeps its tier.
+ * - `POST /vm/{id}/hibernate` (of a VM not running: nothing to do), `POST /vm/{id}/shutdown` (the VM stops; the next
+ *   start is a clean boot) and `DELETE /vm/{id}` (the sandbox and its VM; then 404).
  *
  * A running VM hibernates on its own once its hibernation timeout has passed since it was started (the gateway
  * never uses it in between: there is no runtime). What it does not reproduce: the pitcher websocket (commands,
@@ -38,6 +41,8 @@ const Sandbox = Schema.mutable(Schema.Struct({
   createdAt: Schema.String,
   updatedAt: Schema.String,
   vm: Schema.Literal("off", "running", "hibernated"),
+  /** Whether it ever ran: the first start of a fork is its `FORK` boot, later ones from off are `CLEAN`. */
+  booted: Schema.optionalWith(Schema.Boolean, { default: () => true }),
   tier: TierName,
   hibernationTimeoutSeconds: Schema.Number,
   startedAtMs: Schema.NullOr(Schema.Number)
@@ -143,6 +148,7 @@ export const startCodeSandboxEmulator = (dataDir: string, runtime: LocalRuntimeS
       createdAt: now,
       updatedAt: now,
       vm: "off",
+      booted: false,
       tier: "Nano",
       hibernationTimeoutSeconds: 300,
       startedAtMs: null
@@ -159,6 +165,7 @@ export const startCodeSandboxEmulator = (dataDir: string, runtime: LocalRuntimeS
       if (state.sandboxes[id] === undefined) throw new Failure(404, `Sandbox ${id} not found`)
       if (s.vm !== "running" && (await runningVms()).length >= limit) throw new Failure(429, `concurrent VM limit of ${limit} reached`)
       if (body.hibernation_timeout_seconds !== undefined) s.hibernationTimeoutSeconds = body.hibernation_timeout_seconds
+      const bootupType = s.vm === "running" ? "RUNNING" : s.vm === "hibernated" ? "RESUME" : s.booted ? "CLEAN" : "FORK"
       if (s.vm === "off") {
         if (body.tier !== undefined) s.tier = body.tier
         const size = sizeOf(s)
@@ -175,12 +182,13 @@ export const startCodeSandboxEmulator = (dataDir: string, runtime: LocalRuntimeS
         await run(runtime.resume(jailOf(id)))
       }
       s.vm = "running"
+      s.booted = true
       s.startedAtMs = Date.now()
       s.updatedAt = new Date().toISOString()
       save()
       return ok({
         id,
-        bootup_type: "RUNNING",
+        bootup_type: bootupType,
         cluster: "local",
         latest_pitcher_version: "0",
         pitcher_manager_version: "0",
@@ -208,6 +216,21 @@ export const startCodeSandboxEmulator = (dataDir: string, runtime: LocalRuntimeS
     })
   }
 
+  /** The VM stops (its jail goes); the sandbox stays, and its next start boots clean. */
+  const shutdown = (id: string) => {
+    const s = sandboxOr404(id)
+    return serial(id, async () => {
+      if (s.vm !== "off") {
+        await run(runtime.destroy(jailOf(id)))
+        s.vm = "off"
+        s.startedAtMs = null
+        s.updatedAt = new Date().toISOString()
+        save()
+      }
+      return ok({})
+    })
+  }
+
   const remove = (id: string) => {
     sandboxOr404(id)
     return serial(id, async () => {
@@ -219,10 +242,25 @@ export const startCodeSandboxEmulator = (dataDir: string, runtime: LocalRuntimeS
     })
   }
 
-  const list = (url: URL) => {
+  const list = async (url: URL) => {
     const wanted = (url.searchParams.get("tags") ?? "").split(",").map((t) => t.trim()).filter((t) => t !== "")
-    const sandboxes = Object.values(state.sandboxes).filter((s) => wanted.every((t) => s.tags.includes(t)))
-    return ok({ sandboxes: sandboxes.map(view), pagination: { current_page: 1, next_page: null, total_records: sandboxes.length } })
+    const page = Number(url.searchParams.get("page") ?? "1")
+    const pageSize = Number(url.searchParams.get("page_size") ?? "20")
+    if (!Number.isInteger(page) || page < 1 || !Number.isInteger(pageSize) || pageSize < 1 || pageSize > 100) throw new Failure(422, "page must be at least 1 and page_size 1-100")
+    const orderBy = url.searchParams.get("order_by") ?? "inserted_at"
+    const direction = url.searchParams.get("direction") ?? "desc"
+    if (orderBy !== "inserted_at" && orderBy !== "updated_at") throw new Failure(422, "order_by must be inserted_at or updated_at")
+    if (direction !== "asc" && direction !== "desc") throw new Failure(422, "direction must be asc or desc")
+    const status = url.searchParams.get("status")
+    if (status !== null && status !== "running") throw new Failure(422, "status must be running")
+    const running = status === null ? undefined : new Set((await runningVms()).map((s) => s.id))
+    const key = (s: Sandbox) => (orderBy === "inserted_at" ? s.createdAt : s.updatedAt) + s.id
+    const sandboxes = Object.values(state.sandboxes)
+      .filter((s) => wanted.every((t) => s.tags.includes(t)) && (running === undefined || running.has(s.id)))
+      .sort((a, b) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0) * (direction === "asc" ? 1 : -1))
+    const from = (page - 1) * pageSize
+    const more = from + pageSize < sandboxes.length
+    return ok({ sandboxes: sandboxes.slice(from, from + pageSize).map(view), pagination: { current_page: page, next_page: more ? page + 1 : null, total_records: sandboxes.length } })
   }
 
   const router = makeRouter<{ readonly request: Request; readonly url: URL }>([
@@ -242,6 +280,7 @@ export const startCodeSandboxEmulator = (dataDir: string, runtime: LocalRuntimeS
     route("POST", "/sandbox/:id/fork", ({ request }, { id }) => fork(request, id!)),
     route("POST", "/vm/:id/start", ({ request }, { id }) => start(request, id!)),
     route("POST", "/vm/:id/hibernate", (_, { id }) => hibernate(id!)),
+    route("POST", "/vm/:id/shutdown", (_, { id }) => shutdown(id!)),
     route("DELETE", "/vm/:id", (_, { id }) => remove(id!))
   ])
 

@@ -50,6 +50,9 @@
  *   `POST /files/folder`, `GET /files`, `DELETE /files?recursive=`. Daytona's upload creates parents itself, so
  *   `createParents: false` checks the parent first. Append is not offered (read-modify-write would race).
  *
+ * - computer use (computer.ts): `/computeruse/start` at create when the request asks for it, then the mouse,
+ *   keyboard, screenshot and recording routes of the daemon's computer-use API.
+ *
  * Paths: the gateway's `/workspace` is where sandboxes keep their work. A Daytona sandbox's user cannot write
  * `/workspace`, so in `remote` mode `/workspace/…` maps to the home-relative `workspace/…` (as the reference
  * does; `withWorkspace` rewrites paths and working directories both ways) and commands start there; the
@@ -68,6 +71,7 @@
 import { Effect } from "effect"
 import type { SandboxProvider } from "../../core/Provider.ts"
 import { withWorkspace } from "../../core/workspace.ts"
+import { makeComputer, withDesktop } from "./computer.ts"
 import { makeEndpoints } from "./endpoints.ts"
 import { makeFiles } from "./files.ts"
 import { makeProcesses } from "./processes.ts"
@@ -96,6 +100,7 @@ export const makeDaytonaProvider = (config: DaytonaProviderConfig): SandboxProvi
   const ctx = makeContext(config)
   const sandboxes = makeSandboxes(ctx)
   const { forgetTerminals, ...processes } = makeProcesses(ctx)
+  const computer = ctx.capabilities.computer == null ? undefined : makeComputer(ctx)
   return withWorkspace({
     name: NAME,
     capabilities: ctx.capabilities,
@@ -109,6 +114,8 @@ export const makeDaytonaProvider = (config: DaytonaProviderConfig): SandboxProvi
         target: credentials["target"] ?? config.target
       }),
     ...sandboxes,
+    // Computer use: a desktop started at create when asked for (computer.ts).
+    ...(computer === undefined ? {} : { create: withDesktop(sandboxes.create, sandboxes.destroy, computer, ctx), computer }),
     // A destroyed sandbox's terminals are forgotten with it.
     destroy: (sandbox) => Effect.tap(sandboxes.destroy(sandbox), () => Effect.sync(() => forgetTerminals(sandbox.resourceId))),
     ...processes,

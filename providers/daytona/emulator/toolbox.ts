@@ -2,7 +2,7 @@
  * The Daytona emulator's toolbox (`/toolbox/{id}/…`): sessions with async commands, their status and logs (the
  * daemon's three answers: `{stdout, stderr}` to an SDK, the raw multiplexed log to a caller that asks for split
  * output without an SDK version, plain combined text otherwise), and files (info, Range download, multipart
- * upload, folders, list, delete), and PTY sessions (`pty.ts`) — all over the local runtime.
+ * upload, folders, list, delete), PTY sessions (`pty.ts`) and computer use (`computer.ts`) — all over the local runtime.
  */
 import { asBody } from "../../../src/domain/Bodies.ts"
 import * as crypto from "node:crypto"
@@ -12,6 +12,7 @@ import { boundaryOf, multipartFile } from "../../core/emulator/multipart.ts"
 import type { LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
 import { makeRouter, route, runOrThrow as run } from "../../core/emulator/server.ts"
 import type { Books, EmulatedSandbox, Session } from "./books.ts"
+import { makeComputerUse } from "./computer.ts"
 import type { Pty } from "./pty.ts"
 import { error, goFileMode, json, Refused } from "./wire.ts"
 
@@ -198,7 +199,8 @@ export const makeToolbox = (books: Books, runtime: LocalRuntimeShape, pty: Pty) 
     route("DELETE", "/files", async ({ sandbox, path: p, url }) => {
       const deleted = await run(runtime.deleteFile(sandbox.id, p, { recursive: url.searchParams.get("recursive") === "true" }))
       return deleted ? json({}) : error(404, "File not found")
-    })
+    }),
+    ...makeComputerUse(runtime)
   ])
 
   /** `rest`: the path after `/toolbox/{id}`. */

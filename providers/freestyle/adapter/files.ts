@@ -4,18 +4,21 @@
  *   with the whole file); a range past the end is 416 with `bytes *\/size`; 404 when the file is missing.
  * - write: `PUT …/fs/write?path=&sha256=` with the bytes: Freestyle checks the digest and replaces the file
  *   (`CHECKSUM_MISMATCH` when the body arrived damaged). Overwrite only (reference §3.1: no create mode, no append).
- *   Whether the file existed is asked first (`GET …/fs/exists`); parents are made with `POST …/fs/mkdir {path,
- *   recursive: true}` when asked, else a missing parent is Freestyle's 404. A 202 is unresolved: the file is then
- *   looked at (`fs/stat`) until it has the size written, never written again blindly.
- * - list: `GET …/fs/dir?path=&recursive=&limit=`; delete: `POST …/fs/remove {path, recursive}` (`removed: false`
- *   when there was nothing).
+ *   Whether the file existed is asked first (`GET …/fs/exists`); missing parents are made one by one from the top
+ *   with `POST …/fs/mkdir {path}` when asked, else a missing parent is Freestyle's 404. A 202 is unresolved: the file
+ *   is then looked at (`fs/stat`) until it has the size written, never written again blindly.
+ * - list: `GET …/fs/dir?path=` names a directory's entries (`{name, kind}`); each is stat'ed (`GET …/fs/stat`:
+ *   size, modification time) and, when recursive, each directory walked, up to the entry limit.
+ * - delete: `DELETE …/fs/remove?path=`, as Freestyle's SDK removes; whether there was anything is asked first, and a
+ *   directory with entries is removed only when asked to be recursive.
+ * Routes and shapes as Freestyle's SDK (`freestyle` 0.2.17) calls them.
  */
 import { HttpClientRequest } from "@effect/platform"
 import { Duration, Effect, Option } from "effect"
 import { createHash } from "node:crypto"
 import { pollUntil } from "../../core/poll.ts"
-import { type ProviderSandbox, type SandboxProvider, unsupported } from "../../core/Provider.ts"
-import { type FreestyleContext, NAME, WireDir, WireExists, WireRemoved, WireStat } from "./wire.ts"
+import { type ProviderFileEntry, type ProviderSandbox, type SandboxProvider, unsupported } from "../../core/Provider.ts"
+import { type FreestyleContext, NAME, WireDir, WireExists, WireStat } from "./wire.ts"
 import { checkWrite } from "../../core/errors.ts"
 import { rangeOfWhole } from "../../core/wire.ts"
 
@@ -77,7 +80,17 @@ export const makeFiles = (ctx: FreestyleContext) => {
       )
       const parent = path.slice(0, path.lastIndexOf("/"))
       if (!exists && input.createParents && parent !== "") {
-        yield* send(api("POST", fsPath(sandbox, "mkdir")).pipe(HttpClientRequest.bodyUnsafeJson({ path: parent, recursive: true })), "make directory")
+        // From the top down, each missing directory in turn.
+        const parts = parent.split("/").filter((p) => p !== "")
+        for (let i = 1; i <= parts.length; i++) {
+          const dir = `/${parts.slice(0, i).join("/")}`
+          const found = yield* stat(sandbox, dir)
+          if (Option.isSome(found)) {
+            if (!found.value.isDirectory) return yield* fail("customer", `${dir} is not a directory`)
+            continue
+          }
+          yield* send(api("POST", fsPath(sandbox, "mkdir")).pipe(HttpClientRequest.bodyUnsafeJson({ path: dir })), "make directory")
+        }
       }
       const sha256 = createHash("sha256").update(input.data).digest("hex")
       const request = api("PUT", fsPath(sandbox, "write")).pipe(
@@ -90,7 +103,7 @@ export const makeFiles = (ctx: FreestyleContext) => {
       if (response.status === 202) {
         // Unresolved: the file is looked at until it has what was written (its size), or the outcome stays unknown.
         yield* pollUntil(
-          Effect.map(stat(sandbox, path), (s) => (Option.isSome(s) && s.value.kind === "file" && s.value.size === input.data.length ? Option.some(true) : Option.none())),
+          Effect.map(stat(sandbox, path), (s) => (Option.isSome(s) && s.value.isFile && s.value.size === input.data.length ? Option.some(true) : Option.none())),
           {
             interval: Duration.millis(ctx.pollMs),
             timeout: Duration.millis(ctx.lifecycleTimeoutMs),
@@ -101,32 +114,53 @@ export const makeFiles = (ctx: FreestyleContext) => {
       return { bytesWritten: input.data.length, created: !exists }
     })
 
+  const entriesOf = (sandbox: ProviderSandbox, path: string) =>
+    send(api("GET", fsPath(sandbox, "dir")).pipe(HttpClientRequest.setUrlParam("path", path)), "list directory").pipe(
+      Effect.flatMap(decode(WireDir, "list directory")),
+      Effect.mapError(missing(path))
+    )
+
   const listFiles: SandboxProvider["listFiles"] = (sandbox, input) =>
     Effect.gen(function*() {
       if (files === null || !files.list) return yield* unsupported(NAME, "listing files")
-      const path = yield* absolute(input.path)
+      const root = yield* absolute(input.path)
       const limit = Math.max(1, Math.min(input.maxEntries, files.maxListEntries))
-      const dir = yield* send(
-        api("GET", fsPath(sandbox, "dir")).pipe(HttpClientRequest.setUrlParams({ path, recursive: String(input.recursive), limit: String(limit) })),
-        "list directory"
-      ).pipe(Effect.flatMap(decode(WireDir, "list directory")), Effect.mapError(missing(path)))
-      const entries = dir.entries.slice(0, limit).map((e) => ({
-        path: e.path,
-        type: e.kind,
-        sizeBytes: e.size,
-        modifiedAt: e.modifiedAt ?? new Date(0).toISOString()
-      }))
-      return { entries, truncated: dir.truncated === true || dir.entries.length > limit }
+      const entries: Array<ProviderFileEntry> = []
+      const pending = [root]
+      let truncated = false
+      while (pending.length > 0 && !truncated) {
+        const dir = pending.shift()!
+        const listed = yield* entriesOf(sandbox, dir)
+        for (const e of listed.entries) {
+          if (entries.length >= limit) {
+            truncated = true
+            break
+          }
+          const path = `${dir === "/" ? "" : dir}/${e.name}`
+          // Entries may go while they are listed: those are left out.
+          const info = yield* stat(sandbox, path)
+          if (Option.isNone(info)) continue
+          const type = info.value.isSymlink ? "symlink" : info.value.isDirectory ? "directory" : info.value.isFile ? "file" : "other"
+          entries.push({ path, type, sizeBytes: info.value.size, modifiedAt: info.value.modified ?? new Date(0).toISOString() })
+          if (input.recursive && type === "directory") pending.push(path)
+        }
+      }
+      return { entries, truncated }
     })
 
   const deleteFile: SandboxProvider["deleteFile"] = (sandbox, input) =>
     Effect.gen(function*() {
       if (files === null || !files.delete) return yield* unsupported(NAME, "deleting files")
       const path = yield* absolute(input.path)
-      const { removed } = yield* send(api("POST", fsPath(sandbox, "remove")).pipe(HttpClientRequest.bodyUnsafeJson({ path, recursive: input.recursive })), "remove file").pipe(
-        Effect.flatMap(decode(WireRemoved, "remove file"))
+      const found = yield* stat(sandbox, path)
+      if (Option.isNone(found)) return { deleted: false }
+      if (found.value.isDirectory && !input.recursive && (yield* entriesOf(sandbox, path)).entries.length > 0) {
+        return yield* fail("customer", `${path} is a directory that is not empty`)
+      }
+      yield* send(api("DELETE", fsPath(sandbox, "remove")).pipe(HttpClientRequest.setUrlParam("path", path)), "remove file").pipe(
+        Effect.catchIf((e) => e.kind === "not_found", () => Effect.void)
       )
-      return { deleted: removed }
+      return { deleted: true }
     })
 
   return { readFile, writeFile, listFiles, deleteFile } satisfies Partial<SandboxProvider>

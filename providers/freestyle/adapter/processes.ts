@@ -1,16 +1,18 @@
 /**
  * Freestyle commands through `POST /v5/vms/{id}/exec-await {command, timeoutMs, stdin?}`: one call that holds until
- * the command ends (at most 300 s, Freestyle's cap, hence `maxTimeoutSeconds: 300`) and answers its whole output
- * (`{stdout, stderr, statusCode}`): output is buffered until the end, stdout then stderr.
+ * the command ends (at most 300 s, Freestyle's cap for VMs without its native exec agent, hence
+ * `maxTimeoutSeconds: 300`; `timeoutMs` is always sent, Freestyle's default being 30 s) and answers its whole
+ * output (`{stdout, stderr, statusCode}`): output is buffered until the end, stdout then stderr.
  *
  * - The command is one shell line: into the working directory, the sandbox's and the process's environment
- *   exported, then `exec` of the quoted argv (the public schema of `exec-await` has no env or cwd fields).
+ *   exported, then `exec` of the quoted argv (`exec-await` has no cwd field; its `env` would do as well as the
+ *   exports, which also work on older agents).
  * - `exec` answers at once with our execution id; the call runs in the background in this instance, and
  *   `execEvents` answers nothing until it is over, then the buffered events and the exit.
  * - Standard input (`stdin: true`): what `sendInput` gives is held until end-of-file, then sent with the command as
  *   base64 (at most 1 MiB), so a command reading its input gets all of it at once.
- * - Exits: `statusCode` is the exit code; a null one is an exit with signal `UNKNOWN`; a 408 (`EXEC_TIMED_OUT`) is a
- *   timed-out exit. A 202 is unresolved (the 202 rule): the command may still run, and nothing more can be learnt
+ * - Exits: `statusCode` is the exit code; a null one is a command the timeout killed (Freestyle's SDK says so), as is
+ *   a 408 (`EXEC_TIMED_OUT`). A 202 is unresolved (the 202 rule): the command may still run, and nothing more can be learnt
  *   through `exec-await`, so the exit says `UNKNOWN` instead of inventing an exit code, and the call is never sent
  *   again (a command is not run twice).
  * - No cancel: `exec-await` has no handle to kill (reference §3.1). The outcome is held in memory: after a gateway
@@ -98,9 +100,10 @@ export const makeProcesses = (ctx: FreestyleContext) => {
           // Stopped at the `cd`: the working directory is missing (core/cwd.ts), not the command's failure.
           endedAtCd({ stdout: result.stdout ?? "", stderr: result.stderr ?? "" }, result.statusCode)
             ? Effect.fail(cwdMissing(NAME))
+            // A null status is a command the timeout killed (Freestyle's ExecResult), its output kept.
             : Effect.succeed(bufferedEvents(
             { stdout: result.stdout ?? "", stderr: result.stderr ?? "" },
-            result.statusCode == null ? UNKNOWN : { exitCode: result.statusCode, signal: null, timedOut: false },
+            result.statusCode == null ? { exitCode: null, signal: null, timedOut: true } : { exitCode: result.statusCode, signal: null, timedOut: false },
             run.maxOutputBytes
           )))
       }),

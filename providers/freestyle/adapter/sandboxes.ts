@@ -1,9 +1,11 @@
 /**
- * Freestyle VMs: create (named with the deterministic slug of our sandbox id, from a snapshot; a retry, a 409 or an
- * unresolved answer finds it by that name), readiness polled until `running`, then resized upward when the request
- * needs more than the VM's base size (a VM whose setup fails is deleted); reconcile by name (and our id, when
- * Freestyle reports the metadata); inspect; state-aware pause (`/pause`) and resume (`/start`); delete as destroy;
- * the cost as an estimate at the rate card.
+ * Freestyle VMs: create (`POST /v5/vms` with the deterministic slug of our sandbox id, from a snapshot, with the
+ * firewall the request's network needs — all outbound traffic to the public internet, or nothing; a retry, a 409 or
+ * an unresolved answer finds it by that slug: `GET /v5/vms/{slug}`), readiness polled until `running`, then resized
+ * upward (`…/resize {cpu, memory, storage}`, MiB) when the request needs more than the VM's base size (a VM whose
+ * setup fails is deleted); reconcile by slug (and our id in its metadata); inspect; state-aware pause (`/pause`) and
+ * resume (`/start`); delete as destroy; a later deadline moves the VM's `ttlSeconds` (`PATCH /v5/vms/{id}`); the
+ * cost as an estimate at the rate card.
  *
  * The 202 rule (reference §3.2): a 202 answer means the outcome is not known yet. It is never taken as success or
  * failure, and never answered by sending the call again: a create is looked up by its name until it shows; a pause,
@@ -26,16 +28,18 @@ import {
   STARTING,
   type VmState,
   vmSlug,
-  WireCreated,
-  WireVm,
-  WireVmList
+  WireVm
 } from "./wire.ts"
 
 /** Freestyle's own lifetime is a safety net behind the gateway's timers, so it ends a little later. */
 const TTL_MARGIN_SECONDS = 300
-/** The environment is kept in the VM's metadata (for a reconcile) while it is this small. */
-const MAX_ENV_METADATA = 4096
+/** Freestyle's metadata limits: 64 entries, keys and values of at most 63 characters. */
+const MAX_METADATA_ENTRIES = 64
+const MAX_METADATA_CHARS = 63
 const GIB = 1024
+/** All outbound traffic to the public internet (an endpoint with no identity is the VM being created). */
+const OPEN_FIREWALL = { rules: [{ action: "allow", source: {}, destination: { public: true } }] }
+const CLOSED_FIREWALL = { rules: [] }
 
 interface Size {
   readonly vcpu: number
@@ -45,12 +49,13 @@ interface Size {
 
 /** The VM's size as it reports it, the base size for what it leaves out. */
 const sizeOf = (vm: WireVm): Size => ({
-  vcpu: vm.vcpuCount ?? FREESTYLE_SIZING.base.vcpu,
-  memoryMb: vm.memSizeGb == null ? FREESTYLE_SIZING.base.memoryMb : vm.memSizeGb * GIB,
-  diskMb: vm.rootfsSizeGb == null ? FREESTYLE_SIZING.base.diskMb : vm.rootfsSizeGb * GIB
+  vcpu: vm.resources?.cpu ?? FREESTYLE_SIZING.base.vcpu,
+  memoryMb: vm.resources?.memory ?? FREESTYLE_SIZING.base.memoryMb,
+  diskMb: vm.resources?.storage ?? FREESTYLE_SIZING.base.diskMb
 })
 const covers = (have: Size, want: Size) => have.vcpu >= want.vcpu && have.memoryMb >= want.memoryMb && have.diskMb >= want.diskMb
 
+/** The environment kept in the VM's metadata (for a reconcile), when it fitted Freestyle's 63 characters. */
 const envOf = (vm: WireVm): Record<string, string> => {
   const raw = vm.metadata?.["metal_env"]
   if (raw === undefined) return {}
@@ -68,27 +73,17 @@ export const makeSandboxes = (ctx: FreestyleContext) => {
   const interval = Duration.millis(ctx.pollMs)
   const timeout = Duration.millis(ctx.lifecycleTimeoutMs)
 
-  /** The VM, or null when Freestyle has none (404, or a deleted record). */
+  /** The VM (by id or slug), or null when Freestyle has none (404). */
   const getVm = (id: string) =>
     send(api("GET", vmPath(id)), "get vm").pipe(
       Effect.flatMap(decode(WireVm, "get vm")),
-      Effect.map((vm) => (vm.deleted === true ? null : vm)),
-      Effect.catchIf((e) => e.kind === "not_found", () => Effect.succeed(null))
+      Effect.catchIf((e) => e.kind === "not_found", () => Effect.succeed<WireVm | null>(null))
     )
 
-  /** The live VM named for our sandbox id (and carrying our id, when Freestyle reports metadata); null when none. */
+  /** The VM holding our sandbox id's slug (and carrying our id in its metadata, when it reports it); null when none. */
   const findOurs = (sandboxId: string) =>
-    Effect.gen(function*() {
-      const slug = vmSlug(sandboxId)
-      const list = yield* send(api("GET", "/vms").pipe(HttpClientRequest.setUrlParams({ search: slug })), "list vms").pipe(
-        Effect.flatMap(decode(WireVmList, "list vms"))
-      )
-      // The search is Freestyle's (a substring match): the name is checked here.
-      return list.vms.find((vm) =>
-        vm.name === slug && vm.deleted !== true && vm.state !== "lost" &&
-        (vm.metadata?.[METADATA_SANDBOX_ID] === undefined || vm.metadata[METADATA_SANDBOX_ID] === sandboxId)
-      ) ?? null
-    })
+    Effect.map(getVm(vmSlug(sandboxId)), (vm) =>
+      vm !== null && (vm.metadata?.[METADATA_SANDBOX_ID] === undefined || vm.metadata[METADATA_SANDBOX_ID] === sandboxId) ? vm : null)
 
   /** Polls until the VM is in one of `want`; a lost or vanished VM, or the deadline, is an error. */
   const waitState = (id: string, want: ReadonlyArray<VmState>, what: string) => {
@@ -97,7 +92,7 @@ export const makeSandboxes = (ctx: FreestyleContext) => {
       last = vm?.state
       if (vm === null) return Effect.fail(fail("not_found", `freestyle vm ${id} disappeared while ${what}`))
       if (want.includes(vm.state)) return Effect.succeed(Option.some(vm))
-      if (vm.state === "lost") return Effect.fail(fail("unavailable", `freestyle vm ${id} was lost while ${what}`))
+      if (vm.state === "stopped") return Effect.fail(fail("unavailable", `freestyle vm ${id} stopped while ${what}`))
       return Effect.succeed(Option.none())
     })
     return pollUntil(check, {
@@ -125,7 +120,7 @@ export const makeSandboxes = (ctx: FreestyleContext) => {
     resourceId: vm.id,
     resolvedResources: { vcpu: size.vcpu, memoryMb: size.memoryMb, diskMb: size.diskMb, architecture: "x86_64", providerSize: snapshotId },
     metadata: {
-      name: vm.name ?? null,
+      name: vm.slug ?? null,
       snapshotId,
       environment: { ...environment },
       ...(ttl === undefined ? {} : { ttlEndsAt: new Date(ttl.from + ttl.seconds * 1000).toISOString() })
@@ -141,10 +136,10 @@ export const makeSandboxes = (ctx: FreestyleContext) => {
       const have = sizeOf(vm)
       if (covers(have, want)) return have
       const target: Size = { vcpu: Math.max(have.vcpu, want.vcpu), memoryMb: Math.max(have.memoryMb, want.memoryMb), diskMb: Math.max(have.diskMb, want.diskMb) }
-      const body = { vcpuCount: target.vcpu, memSizeGb: target.memoryMb / GIB, rootfsSizeGb: target.diskMb / GIB }
+      const body = { cpu: target.vcpu, memory: target.memoryMb, storage: target.diskMb }
       const response = yield* send(api("POST", vmPath(vm.id, "/resize")).pipe(HttpClientRequest.bodyUnsafeJson(body)), "resize vm")
       if (response.status === 202) {
-        const reports = vm.vcpuCount != null || vm.memSizeGb != null || vm.rootfsSizeGb != null
+        const reports = vm.resources != null
         yield* pollUntil(
           Effect.map(getVm(vm.id), (now) =>
             now !== null && now.state === "running" && (!reports || covers(sizeOf(now), target)) ? Option.some(now) : Option.none()),
@@ -167,25 +162,29 @@ export const makeSandboxes = (ctx: FreestyleContext) => {
   const createBody = (input: CreateInput, slug: string, snapshotId: string) => {
     const env = JSON.stringify(input.environment)
     const lifecycle = input.lifecycle
+    const ours = {
+      [METADATA_SANDBOX_ID]: input.sandboxId,
+      metal_project_id: input.projectId,
+      metal_organization_id: input.organizationId,
+      ...(env.length <= MAX_METADATA_CHARS && env !== "{}" ? { metal_env: env } : {})
+    }
+    // The caller's metadata where Freestyle's limits allow it; ours always.
+    const theirs = Object.entries(input.metadata)
+      .filter(([k, v]) => k.length <= MAX_METADATA_CHARS && v.length <= MAX_METADATA_CHARS && !(k in ours))
+      .slice(0, MAX_METADATA_ENTRIES - Object.keys(ours).length)
     return {
-      name: slug,
+      slug,
       snapshotId,
-      // No public port: nothing is exposed unless asked (the gateway has no Freestyle endpoints).
-      ports: [],
-      waitForReadySignal: true,
+      // Nothing comes in (the gateway has no Freestyle endpoints); out, the public internet or nothing at all.
+      // Unsaid, the default the adapter declares (Freestyle has none: the firewall is required).
+      firewall: (input.internetAccess ?? ctx.capabilities.internetByDefault) ? OPEN_FIREWALL : CLOSED_FIREWALL,
       // Freestyle's own timers back the gateway's up: deletion after the runtime timeout (plus a margin), or a
       // pause at it, and a pause when idle, as the request's actions say.
       ...(lifecycle.onRuntimeTimeout === "pause"
         ? { maxRunSeconds: lifecycle.runtimeTimeoutSeconds }
         : { ttlSeconds: lifecycle.runtimeTimeoutSeconds + TTL_MARGIN_SECONDS }),
       ...(lifecycle.onIdleTimeout === "pause" && lifecycle.idleTimeoutSeconds !== undefined ? { idleTimeoutSeconds: lifecycle.idleTimeoutSeconds } : {}),
-      metadata: {
-        ...input.metadata,
-        [METADATA_SANDBOX_ID]: input.sandboxId,
-        metal_project_id: input.projectId,
-        metal_organization_id: input.organizationId,
-        ...(env.length <= MAX_ENV_METADATA && env !== "{}" ? { metal_env: env } : {})
-      }
+      metadata: { ...Object.fromEntries(theirs), ...ours }
     }
   }
 
@@ -198,6 +197,7 @@ export const makeSandboxes = (ctx: FreestyleContext) => {
       if (!ctx.capabilities.sources.includes(input.source.kind)) return yield* unsupported(NAME, `${input.source.kind} sources`)
       if (input.source.kind === "provider_template" && input.source.provider !== NAME) return yield* unsupported(NAME, `templates of ${input.source.provider}`)
       if (input.resources.architecture === "arm64") return yield* unsupported(NAME, "arm64")
+      if (input.internetAccess && input.domainPolicy !== undefined) return yield* unsupported(NAME, "a domain allow or deny list (Freestyle's firewall names addresses, not domains)")
       const want = freestyleSize(input.resources)
       if (want === undefined) {
         const { max } = FREESTYLE_SIZING
@@ -214,10 +214,9 @@ export const makeSandboxes = (ctx: FreestyleContext) => {
         vm = yield* send(api("POST", "/vms").pipe(HttpClientRequest.bodyUnsafeJson(createBody(input, slug, snapshotId))), "create vm", { ambiguous: true }).pipe(
           Effect.flatMap((response: HttpClientResponse.HttpClientResponse) =>
             response.status === 202
-              // Unresolved: the VM is looked for by name until it shows, never created again.
+              // Unresolved: the VM is looked for by its slug until it shows, never created again.
               ? pollUntil(Effect.map(findOurs(input.sandboxId), Option.fromNullable), { interval, timeout, onTimeout: () => unresolved })
-              : Effect.flatMap(decode(WireCreated, "create vm")(response), (created) =>
-                Effect.flatMap(getVm(created.id), (got) => (got === null ? Effect.fail(fail("unavailable", `freestyle vm ${created.id} vanished after its create`)) : Effect.succeed(got))))
+              : decode(WireVm, "create vm")(response)
           ),
           // A lost answer, or a concurrent create of the same name (409), is looked up by name.
           Effect.catchIf((e) => e.kind === "unknown_outcome" || e.status === 409, lookUp)
@@ -250,11 +249,11 @@ export const makeSandboxes = (ctx: FreestyleContext) => {
     Effect.gen(function*() {
       const id = sandbox.resourceId
       const vm = yield* existingOrFail(sandbox)
-      if (vm.state === "suspended") return
-      if (vm.state === "stopped" || vm.state === "lost") return yield* fail("customer", `freestyle vm ${id} is ${vm.state}, it cannot be paused`)
+      if (vm.state === "paused") return
+      if (vm.state === "stopped") return yield* fail("customer", `freestyle vm ${id} is stopped, it cannot be paused`)
       if (STARTING.has(vm.state)) yield* waitState(id, ["running"], "starting")
-      if (vm.state !== "suspending") yield* lifecycleCall(id, "pause")
-      yield* waitState(id, ["suspended"], "pausing")
+      if (vm.state !== "pausing") yield* lifecycleCall(id, "pause")
+      yield* waitState(id, ["paused"], "pausing")
     })
 
   const resume = (sandbox: ProviderSandbox) =>
@@ -262,8 +261,7 @@ export const makeSandboxes = (ctx: FreestyleContext) => {
       const id = sandbox.resourceId
       const vm = yield* existingOrFail(sandbox)
       if (vm.state === "running") return
-      if (vm.state === "lost") return yield* fail("unavailable", `freestyle vm ${id} was lost`)
-      if (vm.state === "suspending") yield* waitState(id, ["suspended"], "pausing")
+      if (vm.state === "pausing") yield* waitState(id, ["paused"], "pausing")
       if (PAUSED.has(vm.state) || vm.state === "stopped") yield* lifecycleCall(id, "start")
       yield* waitState(id, ["running"], "starting")
     })
@@ -282,17 +280,19 @@ export const makeSandboxes = (ctx: FreestyleContext) => {
   const getCost: SandboxProvider["getCost"] = (sandbox, window) => Effect.succeed(rateCardCost(RATE_CARD, sandbox.resolvedResources, window))
 
   /**
-   * The gateway's deadline moved. Freestyle deletes a VM at the `ttlSeconds` set at create and offers no call to
-   * move it: a deadline within it needs nothing, one beyond it cannot be followed and says so (rather than the VM
-   * being deleted by Freestyle unannounced).
+   * The gateway's deadline moved. Freestyle deletes a VM `ttlSeconds` after its creation; `PATCH /v5/vms/{id}
+   * {ttlSeconds}` moves that (counted from the creation, not from now), so the deadline plus the margin is set there.
+   * A VM created to pause at its timeout has no TTL and needs nothing.
    */
   const extendLifetime = (sandbox: ProviderSandbox, seconds: number) =>
     Effect.gen(function*() {
-      const ends = sandbox.metadata["ttlEndsAt"]
-      if (typeof ends !== "string") return
-      if (Date.now() + seconds * 1000 > Date.parse(ends)) {
-        return yield* unsupported(NAME, `keeping a VM past the TTL set at its create (${ends}; asked for ${seconds} s from now)`)
-      }
+      if (typeof sandbox.metadata["ttlEndsAt"] !== "string") return
+      const vm = yield* existingOrFail(sandbox)
+      const created = Date.parse(vm.createdAt ?? "")
+      if (!Number.isFinite(created)) return yield* fail("unavailable", `freestyle vm ${vm.id} reports no creation time`)
+      const ttlSeconds = Math.ceil((Date.now() + seconds * 1000 - created) / 1000) + TTL_MARGIN_SECONDS
+      if (vm.ttlSeconds != null && vm.ttlSeconds >= ttlSeconds) return
+      yield* send(api("PATCH", vmPath(vm.id)).pipe(HttpClientRequest.bodyUnsafeJson({ ttlSeconds })), "update vm")
     })
 
   return {

@@ -1,7 +1,8 @@
 /**
- * Freestyle's wire, as the adapter speaks it: the shapes it reads (only the fields used), the VM states, the
- * deterministic VM name, the rate card, the error bodies (`{error: "SCREAMING_CODE", message}`), our execution ids,
- * and the context every part of the adapter shares (config, the HTTP client, the authorised `/v5` requests).
+ * Freestyle's wire, as the adapter speaks it — the public API under `/v5` as Freestyle's SDK (`freestyle` 0.2.17)
+ * sends and reads it: the shapes it reads (only the fields used), the VM states, the deterministic VM slug, the rate
+ * card, the error bodies (`{code: "SCREAMING_CODE", message}`), our execution ids, and the context every part of
+ * the adapter shares (config, the HTTP client, the authorised `/v5` requests).
  */
 import { HttpClient, HttpClientRequest } from "@effect/platform"
 import { Schema } from "effect"
@@ -22,13 +23,16 @@ export const MAX_EXEC_SECONDS = 300
 export const MAX_STDIN_BYTES = 1024 * 1024
 
 /**
- * The Freestyle row of reference §3.1 as is: VMs from snapshots (environment and template sources), pause/resume,
- * buffered `exec-await` (no stream, no cancel; at most 300 s), files in overwrite mode with parents, list and
- * delete, no endpoints (Freestyle's domains are mapped at create and have no lease to revoke), and no internet
- * switch (its firewall is left open to the public internet, as the reference's adapter leaves it; nothing is
- * claimed about keeping a VM offline, so such requests never come here).
+ * The Freestyle row of reference §3.1 — VMs from snapshots (environment and template sources), pause/resume,
+ * buffered `exec-await` (no stream, no cancel; at most 300 s, the limit of VMs without Freestyle's native exec
+ * agent), files in overwrite mode with parents, list and delete, no endpoints (Freestyle's domains are mapped at
+ * create and have no lease to revoke) — plus the internet switch its API has: a VM gets no network but what its
+ * create's `firewall` rules allow, so an offline VM is one created with `{rules: []}`.
  */
-export const FREESTYLE_CAPABILITIES: ProviderCapabilities = DECLARED.freestyle
+export const FREESTYLE_CAPABILITIES: ProviderCapabilities = {
+  ...DECLARED.freestyle,
+  network: { blockInternet: true, allowDomains: false, denyDomains: false }
+}
 
 // ---- names ----
 
@@ -50,27 +54,22 @@ export const vmSlug = (sandboxId: string) => {
 // ---- shapes ----
 
 const StringMap = Schema.Record({ key: Schema.String, value: Schema.String })
-const OptionalNumber = Schema.optional(Schema.NullOr(Schema.Number))
 
-export const VmState = Schema.Literal("building", "starting", "running", "suspending", "suspended", "stopped", "lost")
+export const VmState = Schema.Literal("starting", "running", "pausing", "paused", "stopped")
 export type VmState = typeof VmState.Type
 
 export const WireVm = Schema.Struct({
   id: Schema.String,
-  name: Schema.optional(Schema.NullOr(Schema.String)),
+  slug: Schema.optional(Schema.NullOr(Schema.String)),
   state: VmState,
   metadata: Schema.optional(Schema.NullOr(StringMap)),
   snapshotId: Schema.optional(Schema.NullOr(Schema.String)),
-  vcpuCount: OptionalNumber,
-  memSizeGb: OptionalNumber,
-  rootfsSizeGb: OptionalNumber,
-  deleted: Schema.optional(Schema.NullOr(Schema.Boolean))
+  /** vCPUs, memory and disk in MiB. */
+  resources: Schema.optional(Schema.NullOr(Schema.Struct({ cpu: Schema.Number, memory: Schema.Number, storage: Schema.Number }))),
+  ttlSeconds: Schema.optional(Schema.NullOr(Schema.Number)),
+  createdAt: Schema.optional(Schema.NullOr(Schema.String))
 })
 export type WireVm = typeof WireVm.Type
-
-export const WireVmList = Schema.Struct({ vms: Schema.Array(WireVm) })
-/** A create answered 200: the VM exists. (A 202 says nothing certain: it is looked up by name.) */
-export const WireCreated = Schema.Struct({ id: Schema.String })
 
 export const WireExecResult = Schema.Struct({
   stdout: Schema.optional(Schema.NullOr(Schema.String)),
@@ -79,34 +78,24 @@ export const WireExecResult = Schema.Struct({
 })
 export type WireExecResult = typeof WireExecResult.Type
 
-export const FileKind = Schema.Literal("file", "directory", "symlink", "other")
 export const WireStat = Schema.Struct({
-  path: Schema.String,
-  kind: FileKind,
   size: Schema.Number,
-  modifiedAt: Schema.optional(Schema.NullOr(Schema.String))
+  isFile: Schema.Boolean,
+  isDirectory: Schema.Boolean,
+  isSymlink: Schema.Boolean,
+  modified: Schema.optional(Schema.NullOr(Schema.String))
 })
-export const WireDir = Schema.Struct({ entries: Schema.Array(WireStat), truncated: Schema.optional(Schema.Boolean) })
+export type WireStat = typeof WireStat.Type
+export const WireDir = Schema.Struct({ entries: Schema.Array(Schema.Struct({ name: Schema.String, kind: Schema.String })) })
 export const WireExists = Schema.Struct({ exists: Schema.Boolean })
-export const WireRemoved = Schema.Struct({ removed: Schema.Boolean })
 
 // ---- states ----
 
-export const STARTING: ReadonlySet<VmState> = new Set(["building", "starting"])
-export const PAUSED: ReadonlySet<VmState> = new Set(["suspending", "suspended"])
+export const STARTING: ReadonlySet<VmState> = new Set(["starting"])
+export const PAUSED: ReadonlySet<VmState> = new Set(["pausing", "paused"])
 
 export const inspectStateOf = (vm: WireVm): InspectState =>
-  vm.deleted === true
-    ? "absent"
-    : vm.state === "running"
-    ? "running"
-    : STARTING.has(vm.state)
-    ? "starting"
-    : PAUSED.has(vm.state)
-    ? "paused"
-    : vm.state === "stopped"
-    ? "stopped"
-    : "failed"
+  vm.state === "running" ? "running" : STARTING.has(vm.state) ? "starting" : PAUSED.has(vm.state) ? "paused" : "stopped"
 
 // ---- errors ----
 
@@ -125,14 +114,15 @@ const CODE_KINDS: Readonly<Record<string, ProviderErrorKind>> = {
   PARENT_NOT_FOUND: "not_found",
   VM_NOT_RUNNING: "customer",
   VM_NAME_TAKEN: "customer",
+  SLUG_TAKEN: "customer",
   RESIZE_DOWN_NOT_ALLOWED: "invalid_request",
   CHECKSUM_MISMATCH: "unavailable",
   SNAPSHOT_NOT_FOUND: "invalid_request"
 }
 
 export const classify = (answer: ErrorAnswer, _call: CallOptions): Classified => {
-  const body = answer.json as { error?: unknown; message?: unknown } | undefined
-  const code = typeof body?.error === "string" ? body.error : undefined
+  const body = answer.json as { code?: unknown; error?: unknown; message?: unknown } | undefined
+  const code = typeof body?.code === "string" ? body.code : typeof body?.error === "string" ? body.error : undefined
   const message = typeof body?.message === "string" && body.message !== "" ? body.message : snippet(answer.text)
   return { message, code, kind: code === undefined ? undefined : CODE_KINDS[code] }
 }
@@ -184,6 +174,11 @@ export interface FreestyleProviderConfig {
   readonly mode: "remote" | "emulated"
   /** The snapshot environment sources start from; `provider_options.freestyle.snapshot_id` wins. */
   readonly snapshotId?: string | undefined
+  /**
+   * What a sandbox whose request leaves the internet unsaid gets. Freestyle has no default (a create's firewall is
+   * required), so the gateway picks: the public internet (default), or, emulated, the local runtime's default.
+   */
+  readonly internetByDefault?: boolean | undefined
   readonly httpClient?: HttpClient.HttpClient | undefined
   /** State polls while a VM starts, pauses, resumes or a 202 is resolved. Default 200 ms remote, 20 ms emulated. */
   readonly pollIntervalMs?: number | undefined
@@ -204,13 +199,16 @@ export const makeContext = (config: FreestyleProviderConfig) => {
   const authorised = (request: HttpClientRequest.HttpClientRequest) => request.pipe(HttpClientRequest.bearerToken(config.apiKey))
   const send: typeof wire.send = (request, what, options) => wire.send(authorised(request), what, options)
   const sendExec: typeof wire.send = (request, what, options) => execWire.send(authorised(request), what, options)
-  const api = (method: "GET" | "POST" | "PUT" | "DELETE", path: string) =>
+  const api = (method: "GET" | "POST" | "PUT" | "PATCH" | "DELETE", path: string) =>
     HttpClientRequest.make(method)(`${apiUrl}/v5${path}`).pipe(HttpClientRequest.acceptJson)
   const vmPath = (id: string, rest = "") => `/vms/${encodeURIComponent(id)}${rest}`
 
   return {
     config,
-    capabilities: emulated ? emulatedCapabilities(FREESTYLE_CAPABILITIES, { runsImages: false }) : FREESTYLE_CAPABILITIES,
+    capabilities: {
+      ...(emulated ? emulatedCapabilities(FREESTYLE_CAPABILITIES, { runsImages: false }) : FREESTYLE_CAPABILITIES),
+      internetByDefault: config.internetByDefault ?? true
+    },
     emulated,
     pollMs: config.pollIntervalMs ?? (emulated ? 20 : 200),
     lifecycleTimeoutMs: config.lifecycleTimeoutMs ?? (emulated ? 60_000 : 300_000),

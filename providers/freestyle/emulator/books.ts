@@ -9,10 +9,24 @@ import { atMostEvery, emulatorHome, emulatorKey, persistentState } from "../../c
 
 const StringMap = Schema.mutable(Schema.Record({ key: Schema.String, value: Schema.String }))
 
+/** Freestyle's VM states; books written before its current API may hold the older names, read as these. */
+export const VM_STATES = ["starting", "running", "pausing", "paused", "stopped"] as const
+const OLDER_STATES: Readonly<Record<string, (typeof VM_STATES)[number]>> = { building: "starting", suspending: "pausing", suspended: "paused", lost: "stopped" }
+const VmStateRead = Schema.transform(
+  Schema.Literal(...VM_STATES, ...(Object.keys(OLDER_STATES) as Array<"building" | "suspending" | "suspended" | "lost">)),
+  Schema.Literal(...VM_STATES),
+  { strict: true, decode: (s) => OLDER_STATES[s] ?? (s as (typeof VM_STATES)[number]), encode: (s) => s }
+)
+
 const Vm = Schema.mutable(Schema.Struct({
   id: Schema.String,
+  /** Its slug (Freestyle's name for a VM, unique among the live ones). */
   name: Schema.NullOr(Schema.String),
-  state: Schema.Literal("building", "starting", "running", "suspending", "suspended", "stopped", "lost"),
+  displayName: Schema.optionalWith(Schema.NullOr(Schema.String), { default: () => null }),
+  state: VmStateRead,
+  /** Whether its firewall lets it reach the public internet (else it has no network beyond itself). */
+  internet: Schema.optionalWith(Schema.Boolean, { default: () => true }),
+  updatedAtMs: Schema.optionalWith(Schema.Number, { default: () => 0 }),
   snapshotId: Schema.String,
   metadata: StringMap,
   vcpuCount: Schema.Number,

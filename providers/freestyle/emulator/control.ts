@@ -1,45 +1,100 @@
 /**
- * The Freestyle emulator's VMs: `POST /v5/vms` (a name in use by a live VM is a 409 `VM_NAME_TAKEN`; with
- * `waitForReadySignal: false` the answer is a 202 while the VM starts behind it, as Freestyle answers before the VM
- * is ready), `GET /v5/vms[?search=]`, `GET|DELETE /v5/vms/{id}`, `POST …/resize` (upward only: a smaller size is a
- * 400 `RESIZE_DOWN_NOT_ALLOWED`), `POST …/pause` (the jail is frozen: `suspended`) and `POST …/start`.
+ * The Freestyle emulator's VMs, as Freestyle's SDK (`freestyle` 0.2.17) and the adapter use them: `POST /v5/vms`
+ * (answered once the VM runs, as `VmData` with the ids of its firewall rules; a slug held by a live VM is a 409
+ * `SLUG_TAKEN`), `GET /v5/vms[?state=&slug=&snapshotId=&metadata=k:v,…&limit=&offset=]` (with the counts per
+ * state), `GET|PATCH|DELETE /v5/vms/{id or slug}`, `POST …/resize {cpu, memory, storage}` (MiB, upward only: a
+ * smaller size is a 400 `RESIZE_DOWN_NOT_ALLOWED`), `POST …/pause` (the jail is frozen: `paused`) and `POST
+ * …/start`.
  *
- * A VM is deleted once it is `ttlSeconds` old, and paused once it has run `maxRunSeconds`; one whose jail died
- * reads as `lost`. Every VM runs on the local runtime's one base system (the snapshot is recorded, not restored),
- * starts at Freestyle's base size (2 vCPU, 4 GiB, 16 GiB) and reaches the internet (Freestyle's firewall is open by
- * default). A resize is recorded and reported; the jail keeps the limits it started with (the local runtime cannot
- * change a running jail's). Public ports and domains are refused: none are served.
+ * The firewall decides the network, as at Freestyle, where a VM gets nothing it does not allow: `{rules: []}` is a
+ * VM with no network beyond itself, and a rule allowing the VM (an endpoint with no identity) all traffic to
+ * `{public: true}` is one on the internet. Other rules (ports, protocols, CIDRs, other VMs, inbound traffic), TLS
+ * rules, private networks and placement rules cannot be enforced here and are refused with a 400 naming them.
+ *
+ * A VM is deleted once it is `ttlSeconds` old (counted from its creation, `PATCH` moves it), and paused once one run
+ * has lasted `maxRunSeconds`; -1 means none. One whose jail died reads as `stopped`. Every VM runs on the local
+ * runtime's one base system (the snapshot is recorded, not restored) and starts at Freestyle's base size (2 vCPU,
+ * 4 GiB, 16 GiB); a resize is recorded and reported, the jail keeps the limits it started with (the local runtime
+ * cannot change a running jail's). Metadata keys and values are at most 63 characters, 64 entries.
  */
 import { Option, Schema } from "effect"
-import { defaultInternetOf, type LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
-import { runOrThrow as run } from "../../core/emulator/server.ts"
+import type { LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
+import { runOrThrow as run, unhonouredField } from "../../core/emulator/server.ts"
 import { jailLabels } from "../../core/jailLabels.ts"
 import { FREESTYLE_SIZING } from "../../core/resources.ts"
 import { METADATA_SANDBOX_ID } from "../adapter/wire.ts"
-import { type Books, newVmId, type Vm } from "./books.ts"
+import { type Books, newVmId, type Vm, VM_STATES } from "./books.ts"
 import { HttpFailure, json, readBody, StringMap } from "./http.ts"
 import { sweepEvery } from "../../core/emulator/state.ts"
 
 const SWEEP_MS = 1000
 const GIB = 1024
-const NonNegativeInt = Schema.Int.pipe(Schema.nonNegative())
+/** Seconds, or -1 for none (Freestyle's "never"). */
+const Seconds = Schema.Int.pipe(Schema.greaterThanOrEqualTo(-1))
+const Slug = Schema.String.pipe(Schema.pattern(/^(?!.*--)[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/))
+const Metadata = StringMap.pipe(
+  Schema.filter((m) => Object.keys(m).length <= 64 && Object.entries(m).every(([k, v]) => k.length <= 63 && v.length <= 63), {
+    message: () => "metadata holds at most 64 entries, keys and values of at most 63 characters"
+  })
+)
+const Endpoint = Schema.Struct({
+  vmId: Schema.optional(Schema.String),
+  vpcId: Schema.optional(Schema.String),
+  tunnelId: Schema.optional(Schema.String),
+  cidr: Schema.optional(Schema.String),
+  public: Schema.optional(Schema.Literal(true)),
+  port: Schema.optional(Schema.Int),
+  protocol: Schema.optional(Schema.Literal("tcp", "udp", "icmp"))
+})
+const Firewall = Schema.Struct({ rules: Schema.Array(Schema.Struct({ action: Schema.Literal("allow"), source: Endpoint, destination: Endpoint })) })
 
 const CreateVm = Schema.Struct({
-  name: Schema.optional(Schema.NullOr(Schema.String.pipe(Schema.pattern(/^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/)))),
+  slug: Schema.optional(Schema.NullOr(Slug)),
+  displayName: Schema.optional(Schema.NullOr(Schema.String.pipe(Schema.maxLength(128)))),
   snapshotId: Schema.optional(Schema.NullOr(Schema.String.pipe(Schema.minLength(1)))),
-  ports: Schema.optional(Schema.NullOr(Schema.Array(Schema.Struct({ port: Schema.Int, targetPort: Schema.Int })))),
-  waitForReadySignal: Schema.optional(Schema.NullOr(Schema.Boolean)),
-  readySignalTimeoutSeconds: Schema.optional(Schema.NullOr(NonNegativeInt)),
-  ttlSeconds: Schema.optional(Schema.NullOr(NonNegativeInt)),
-  maxRunSeconds: Schema.optional(Schema.NullOr(NonNegativeInt)),
-  idleTimeoutSeconds: Schema.optional(Schema.NullOr(NonNegativeInt)),
-  metadata: Schema.optional(Schema.NullOr(StringMap))
+  ttlSeconds: Schema.optional(Schema.NullOr(Seconds)),
+  maxRunSeconds: Schema.optional(Schema.NullOr(Seconds)),
+  idleTimeoutSeconds: Schema.optional(Schema.NullOr(Seconds)),
+  metadata: Schema.optional(Schema.NullOr(Metadata)),
+  firewall: Firewall
+})
+/** What a create may carry that would change what the VM is, and that the emulator cannot do. */
+const UNHONOURED_CREATE = {
+  tls: "TLS rules are not emulated (no domain is served)",
+  vpcs: "private networks are not emulated",
+  networks: "private networks are not emulated",
+  placement: "placement rules are not emulated (there is one host)",
+  reassignSlug: "taking a slug from another VM is not emulated",
+  maxRunTotalSeconds: "a lifetime run budget is not emulated (maxRunSeconds is)"
+}
+const UpdateVm = Schema.Struct({
+  slug: Schema.optional(Schema.Union(Slug, Schema.Literal(""))),
+  displayName: Schema.optional(Schema.String.pipe(Schema.maxLength(128))),
+  ttlSeconds: Schema.optional(Seconds),
+  maxRunSeconds: Schema.optional(Seconds),
+  idleTimeoutSeconds: Schema.optional(Seconds),
+  metadata: Schema.optional(StringMap)
 })
 const ResizeVm = Schema.Struct({
-  vcpuCount: Schema.optional(Schema.NullOr(NonNegativeInt)),
-  memSizeGb: Schema.optional(Schema.NullOr(NonNegativeInt)),
-  rootfsSizeGb: Schema.optional(Schema.NullOr(NonNegativeInt))
+  cpu: Schema.optional(Schema.NullOr(Schema.Int.pipe(Schema.positive()))),
+  memory: Schema.optional(Schema.NullOr(Schema.Int.pipe(Schema.positive()))),
+  storage: Schema.optional(Schema.NullOr(Schema.Int.pipe(Schema.positive())))
 })
+
+/** Whether a firewall puts the VM on the internet; why not when it says what cannot be enforced here. */
+const internetOf = (firewall: typeof Firewall.Type): boolean => {
+  let internet = false
+  for (const [i, rule] of firewall.rules.entries()) {
+    const self = (e: typeof Endpoint.Type) => e.vmId === undefined && e.vpcId === undefined && e.tunnelId === undefined && e.cidr === undefined && e.public === undefined
+    const outboundToPublic = self(rule.source) && rule.source.port === undefined && rule.source.protocol === undefined &&
+      rule.destination.public === true && rule.destination.port === undefined && rule.destination.protocol === undefined
+    if (!outboundToPublic) {
+      throw new HttpFailure(400, "INVALID_PARAMETERS", `firewall.rules[${i}]: only all outbound traffic to the public internet (or none) is emulated`)
+    }
+    internet = true
+  }
+  return internet
+}
 
 export interface ControlOptions {
   /** The VM is gone: what other planes keep for it goes. */
@@ -67,37 +122,49 @@ export const makeControl = (books: Books, runtime: LocalRuntimeShape, options: C
     }
     if (next === "running" && vm.runningSinceMs === null) vm.runningSinceMs = now
     vm.state = next
+    vm.updatedAtMs = now
     save()
   }
 
+  const runningMs = (vm: Vm, now: number) => vm.runMs + (vm.runningSinceMs === null ? 0 : now - vm.runningSinceMs)
+
+  /** `VmData`, as Freestyle's API answers it. */
   const view = (vm: Vm, stateNow: Vm["state"] = vm.state) => ({
     id: vm.id,
-    name: vm.name,
     state: stateNow,
+    slug: vm.name,
+    displayName: vm.displayName,
+    resources: { cpu: vm.vcpuCount, memory: Math.round(vm.memSizeGb * GIB), storage: Math.round(vm.rootfsSizeGb * GIB) },
     snapshotId: vm.snapshotId,
+    sourceSnapshotSlugAtCreate: vm.snapshotId,
+    idleTimeoutSeconds: vm.idleTimeoutSeconds,
+    ttlSeconds: vm.ttlSeconds,
+    maxRunSeconds: vm.maxRunSeconds,
+    totalRunSeconds: Math.floor(runningMs(vm, Date.now()) / 1000),
+    automaticRestart: false,
     metadata: vm.metadata,
-    vcpuCount: vm.vcpuCount,
-    memSizeGb: vm.memSizeGb,
-    rootfsSizeGb: vm.rootfsSizeGb,
-    createdAt: new Date(vm.createdAtMs).toISOString(),
     cpuTimeSeconds: null,
-    deleted: vm.deleted
+    vpcs: [],
+    networks: [],
+    createdAt: new Date(vm.createdAtMs).toISOString(),
+    updatedAt: new Date(Math.max(vm.updatedAtMs, vm.createdAtMs)).toISOString()
   })
 
-  /** As Freestyle reports a VM whose machine died: `lost`. */
+  /** As Freestyle reports a VM whose machine died: stopped. */
   const observed = async (vm: Vm) => {
-    if (vm.state !== "running" && vm.state !== "suspended") return view(vm)
+    if (vm.state !== "running" && vm.state !== "paused") return view(vm)
     const jail = await run(runtime.get(vm.id)).catch(() => Option.none())
-    return Option.isSome(jail) && jail.value.state !== "stopped" ? view(vm) : view(vm, "lost")
+    return Option.isSome(jail) && jail.value.state !== "stopped" ? view(vm) : view(vm, "stopped")
   }
 
-  const vmOr404 = (id: string) => {
-    const vm = state.vms[id]
-    if (vm === undefined || vm.deleted) throw new HttpFailure(404, "VM_NOT_FOUND", `VM ${id} not found`)
+  /** A live VM by id or slug (404 `VM_NOT_FOUND` otherwise). */
+  const vmOr404 = (idOrSlug: string) => {
+    const vm = state.vms[idOrSlug] ?? Object.values(state.vms).find((v) => !v.deleted && v.name === idOrSlug)
+    if (vm === undefined || vm.deleted) throw new HttpFailure(404, "VM_NOT_FOUND", `VM ${idOrSlug} not found`)
     return vm
   }
 
-  /** The jail behind a VM; the VM runs once it is up (or is lost). */
+  /** The jail behind a VM; the VM runs once it is up (or is stopped). */
   const boot = (vm: Vm) =>
     serial(vm.id, async () => {
       if (vm.state !== "starting") return
@@ -107,37 +174,54 @@ export const makeControl = (books: Books, runtime: LocalRuntimeShape, options: C
           vcpu: vm.vcpuCount,
           memoryMb: vm.memSizeGb * GIB,
           diskMb: vm.rootfsSizeGb * GIB,
-          internet: defaultInternetOf(runtime),
+          internet: vm.internet,
           env: {},
           labels: jailLabels("freestyle", vm.id, vm.metadata[METADATA_SANDBOX_ID])
         }))
         if (!vm.deleted) setState(vm, "running")
       } catch {
-        setState(vm, "lost")
+        setState(vm, "stopped")
       }
     })
 
+  const none = (seconds: number | null | undefined) => (seconds === undefined || seconds === null || seconds < 0 ? null : seconds)
+
   const create = async (request: Request) => {
-    const body = await readBody(request, CreateVm)
-    if ((body.ports ?? []).length > 0) throw new HttpFailure(400, "INVALID_PARAMETERS", "the emulator serves no public ports (pass an empty array)")
-    const name = body.name ?? null
-    if (name !== null && Object.values(state.vms).some((vm) => !vm.deleted && vm.name === name)) {
-      throw new HttpFailure(409, "VM_NAME_TAKEN", `a VM named ${name} already exists`)
+    const text = await request.text()
+    let raw: unknown
+    try {
+      raw = JSON.parse(text)
+    } catch {
+      raw = undefined
+    }
+    // Empty lists (`vpcs: []`, `tls: {rules: []}`) ask for nothing.
+    const empty = (v: unknown) => (Array.isArray(v) && v.length === 0) || (Array.isArray((v as { rules?: unknown } | null)?.rules) && (v as { rules: Array<unknown> }).rules.length === 0)
+    const asked = typeof raw === "object" && raw !== null ? Object.fromEntries(Object.entries(raw).filter(([, v]) => !empty(v))) : raw
+    const refused = unhonouredField(asked, UNHONOURED_CREATE)
+    if (refused !== undefined) throw new HttpFailure(400, "INVALID_PARAMETERS", refused)
+    const body = await readBody(new Request(request.url, { method: "POST", body: text }), CreateVm)
+    const internet = internetOf(body.firewall)
+    const slug = body.slug ?? null
+    if (slug !== null && Object.values(state.vms).some((vm) => !vm.deleted && vm.name === slug)) {
+      throw new HttpFailure(409, "SLUG_TAKEN", `the slug ${slug} is taken by another VM`)
     }
     const { base } = FREESTYLE_SIZING
     const vm: Vm = {
       id: newVmId(),
-      name,
+      name: slug,
+      displayName: body.displayName ?? null,
       state: "starting",
-      snapshotId: body.snapshotId ?? "freestyle/ubuntu-sm",
+      internet,
+      updatedAtMs: Date.now(),
+      snapshotId: body.snapshotId ?? "freestyle/ubuntu",
       metadata: { ...body.metadata },
       vcpuCount: base.vcpu,
       memSizeGb: base.memoryMb / GIB,
       rootfsSizeGb: base.diskMb / GIB,
       createdAtMs: Date.now(),
-      ttlSeconds: body.ttlSeconds ?? null,
-      maxRunSeconds: body.maxRunSeconds ?? null,
-      idleTimeoutSeconds: body.idleTimeoutSeconds ?? null,
+      ttlSeconds: none(body.ttlSeconds),
+      maxRunSeconds: none(body.maxRunSeconds),
+      idleTimeoutSeconds: none(body.idleTimeoutSeconds),
       runMs: 0,
       runningSinceMs: null,
       deleted: false,
@@ -146,85 +230,133 @@ export const makeControl = (books: Books, runtime: LocalRuntimeShape, options: C
     state.vms[vm.id] = vm
     save()
     books.prune()
-    const booting = boot(vm)
-    // Not waiting for the ready signal: answered before the VM is up, so nothing certain is said (202).
-    if (body.waitForReadySignal === false) return json({ id: vm.id, domains: [] }, 202)
-    await booting
-    if (vm.state === "lost") throw new HttpFailure(500, "VM_SETUP_FAILED", `VM ${vm.id} did not start`)
-    return json({ id: vm.id, domains: [], snapshotId: vm.snapshotId })
+    await boot(vm)
+    if (vm.state !== "running") throw new HttpFailure(500, "VM_SETUP_FAILED", `VM ${vm.id} did not start`)
+    const rules = body.firewall.rules.map((_, i) => `fw-${vm.id}-${i}`)
+    return json({ ...view(vm), firewallRules: rules.map((id) => ({ id })), tlsRules: [] })
   }
 
   const list = async (url: URL) => {
-    const search = url.searchParams.get("search") ?? ""
-    const includeDeleted = url.searchParams.get("includeDeleted") === "true"
-    const vms = Object.values(state.vms)
-      .filter((vm) => (includeDeleted || !vm.deleted) && (search === "" || (vm.name ?? "").includes(search) || vm.id === search))
-      .sort((a, b) => b.createdAtMs - a.createdAtMs)
-    return json({ vms: await Promise.all(vms.map((vm) => (vm.deleted ? view(vm) : observed(vm)))) })
+    const wanted = url.searchParams.get("state")
+    if (wanted !== null && !(VM_STATES as ReadonlyArray<string>).includes(wanted)) throw new HttpFailure(400, "INVALID_PARAMETERS", `unknown state ${wanted}`)
+    const slug = url.searchParams.get("slug")
+    const snapshot = url.searchParams.get("snapshotId")
+    const metadata = (url.searchParams.get("metadata") ?? "").split(",").filter((p) => p !== "").map((p) => {
+      const at = p.indexOf(":")
+      if (at <= 0) throw new HttpFailure(400, "INVALID_PARAMETERS", `metadata filters are key:value, not ${p}`)
+      return [p.slice(0, at), p.slice(at + 1)] as const
+    })
+    const limit = Number(url.searchParams.get("limit") ?? "100")
+    const offset = Number(url.searchParams.get("offset") ?? "0")
+    if (!Number.isInteger(limit) || limit < 1 || limit > 1000 || !Number.isInteger(offset) || offset < 0) {
+      throw new HttpFailure(400, "INVALID_PARAMETERS", "limit is 1-1000 and offset at least 0")
+    }
+    const all = await Promise.all(Object.values(state.vms).filter((vm) => !vm.deleted).sort((a, b) => b.createdAtMs - a.createdAtMs).map(observed))
+    const counts = (s: string) => all.filter((vm) => vm.state === s).length
+    const matching = all.filter((vm) =>
+      (wanted === null || vm.state === wanted) && (slug === null || vm.slug === slug) && (snapshot === null || vm.snapshotId === snapshot) &&
+      metadata.every(([k, v]) => vm.metadata[k] === v)
+    )
+    return json({
+      vms: matching.slice(offset, offset + limit),
+      totalCount: matching.length,
+      runningCount: counts("running"),
+      startingCount: counts("starting"),
+      pausingCount: counts("pausing"),
+      pausedCount: counts("paused"),
+      stoppedCount: counts("stopped")
+    })
   }
 
-  const remove = (id: string) => {
-    const vm = vmOr404(id)
-    return serial(id, async () => {
-      if (vm.deleted) throw new HttpFailure(404, "VM_NOT_FOUND", `VM ${id} not found`)
+  const remove = (idOrSlug: string) => {
+    const vm = vmOr404(idOrSlug)
+    return serial(vm.id, async () => {
+      if (vm.deleted) throw new HttpFailure(404, "VM_NOT_FOUND", `VM ${idOrSlug} not found`)
       await run(runtime.destroy(vm.id))
       setState(vm, "stopped")
       vm.deleted = true
       vm.deletedAtMs = Date.now()
       save()
       options.onDeleted(vm)
-      return json({ id: vm.id })
+      return new Response(null, { status: 204 })
     })
   }
 
-  const resize = async (request: Request, id: string) => {
-    const vm = vmOr404(id)
+  const update = async (request: Request, idOrSlug: string) => {
+    const vm = vmOr404(idOrSlug)
+    const body = await readBody(request, UpdateVm)
+    if (body.slug !== undefined && body.slug !== "" && Object.values(state.vms).some((v) => !v.deleted && v.id !== vm.id && v.name === body.slug)) {
+      throw new HttpFailure(409, "SLUG_TAKEN", `the slug ${body.slug} is taken by another VM`)
+    }
+    if (body.slug !== undefined) vm.name = body.slug === "" ? null : body.slug
+    if (body.displayName !== undefined) vm.displayName = body.displayName === "" ? null : body.displayName
+    if (body.ttlSeconds !== undefined) vm.ttlSeconds = none(body.ttlSeconds)
+    if (body.maxRunSeconds !== undefined) vm.maxRunSeconds = none(body.maxRunSeconds)
+    if (body.idleTimeoutSeconds !== undefined) vm.idleTimeoutSeconds = none(body.idleTimeoutSeconds)
+    // Merged: only the keys sent are touched, an empty value removes one.
+    for (const [k, v] of Object.entries(body.metadata ?? {})) {
+      if (v === "") delete vm.metadata[k]
+      else vm.metadata[k] = v
+    }
+    if (Object.keys(vm.metadata).length > 64 || Object.entries(vm.metadata).some(([k, v]) => k.length > 63 || v.length > 63)) {
+      throw new HttpFailure(400, "INVALID_PARAMETERS", "metadata holds at most 64 entries, keys and values of at most 63 characters")
+    }
+    vm.updatedAtMs = Date.now()
+    save()
+    return json(await observed(vm))
+  }
+
+  const resize = async (request: Request, idOrSlug: string) => {
+    const vm = vmOr404(idOrSlug)
     const body = await readBody(request, ResizeVm)
     const { max } = FREESTYLE_SIZING
-    const next = { vcpuCount: body.vcpuCount ?? vm.vcpuCount, memSizeGb: body.memSizeGb ?? vm.memSizeGb, rootfsSizeGb: body.rootfsSizeGb ?? vm.rootfsSizeGb }
+    const next = {
+      vcpuCount: body.cpu ?? vm.vcpuCount,
+      memSizeGb: body.memory == null ? vm.memSizeGb : body.memory / GIB,
+      rootfsSizeGb: body.storage == null ? vm.rootfsSizeGb : body.storage / GIB
+    }
     if (next.vcpuCount < vm.vcpuCount || next.memSizeGb < vm.memSizeGb || next.rootfsSizeGb < vm.rootfsSizeGb) {
       throw new HttpFailure(400, "RESIZE_DOWN_NOT_ALLOWED", "a VM can only grow")
     }
     if (next.vcpuCount > max.vcpu || next.memSizeGb * GIB > max.memoryMb || next.rootfsSizeGb * GIB > max.diskMb) {
-      throw new HttpFailure(400, "INVALID_PARAMETERS", `at most ${max.vcpu} vCPU, ${max.memoryMb / GIB} GiB of memory and ${max.diskMb / GIB} GiB of disk`)
+      throw new HttpFailure(400, "INVALID_PARAMETERS", `at most ${max.vcpu} vCPU, ${max.memoryMb} MiB of memory and ${max.diskMb} MiB of disk`)
     }
-    if (vm.state === "lost" || vm.state === "stopped") throw new HttpFailure(409, "VM_NOT_RUNNING", `VM ${id} is ${vm.state}`)
+    if (vm.state === "stopped") throw new HttpFailure(409, "VM_NOT_RUNNING", `VM ${idOrSlug} is stopped`)
     Object.assign(vm, next)
+    vm.updatedAtMs = Date.now()
     save()
-    return json({})
+    return json(await observed(vm))
   }
 
-  const pause = (id: string) => {
-    const vm = vmOr404(id)
-    return serial(id, async () => {
-      if (vm.state === "suspended") return json({ id: vm.id, vmInstanceId: vm.id, snapshotLayerId: null })
-      if (vm.state !== "running") throw new HttpFailure(409, "VM_NOT_RUNNING", `VM ${id} is ${vm.state}, not running`)
-      setState(vm, "suspending")
+  const pause = (idOrSlug: string) => {
+    const vm = vmOr404(idOrSlug)
+    return serial(vm.id, async () => {
+      if (vm.state === "paused") return json(view(vm))
+      if (vm.state !== "running") throw new HttpFailure(409, "VM_NOT_RUNNING", `VM ${idOrSlug} is ${vm.state}, not running`)
+      setState(vm, "pausing")
       await run(runtime.pause(vm.id))
-      setState(vm, "suspended")
-      return json({ id: vm.id, vmInstanceId: vm.id, snapshotLayerId: null })
+      setState(vm, "paused")
+      return json(view(vm))
     })
   }
 
-  const start = (id: string) => {
-    const vm = vmOr404(id)
-    return serial(id, async () => {
-      if (vm.state === "running") return json({ id: vm.id })
-      if (vm.state !== "suspended") throw new HttpFailure(409, "VM_NOT_RUNNING", `VM ${id} is ${vm.state}, it cannot be started`)
+  const start = (idOrSlug: string) => {
+    const vm = vmOr404(idOrSlug)
+    return serial(vm.id, async () => {
+      if (vm.state === "running") return json(view(vm))
+      if (vm.state !== "paused") throw new HttpFailure(409, "VM_NOT_RUNNING", `VM ${idOrSlug} is ${vm.state}, it cannot be started here`)
       setState(vm, "starting")
       await run(runtime.resume(vm.id))
       setState(vm, "running")
-      return json({ id: vm.id })
+      return json(view(vm))
     })
   }
 
-  const runningMs = (vm: Vm, now: number) => vm.runMs + (vm.runningSinceMs === null ? 0 : now - vm.runningSinceMs)
-
-  // After a restart: VMs caught starting, suspending or resuming carry on.
+  // After a restart: VMs caught starting or pausing carry on.
   for (const vm of Object.values(state.vms)) {
     if (vm.deleted) continue
     if (vm.state === "starting" && vm.runMs === 0 && vm.runningSinceMs === null) void boot(vm)
-    else if (vm.state === "suspending") void serial(vm.id, async () => (await run(runtime.pause(vm.id)).catch(() => undefined), setState(vm, "suspended")))
+    else if (vm.state === "pausing") void serial(vm.id, async () => (await run(runtime.pause(vm.id)).catch(() => undefined), setState(vm, "paused")))
     else if (vm.state === "starting") void serial(vm.id, async () => (await run(runtime.resume(vm.id)).catch(() => undefined), setState(vm, "running")))
   }
 
@@ -242,15 +374,16 @@ export const makeControl = (books: Books, runtime: LocalRuntimeShape, options: C
   return {
     create,
     list,
-    get: async (id: string) => json(await observed(vmOr404(id))),
+    get: async (idOrSlug: string) => json(await observed(vmOr404(idOrSlug))),
+    update,
     remove,
     resize,
     pause,
     start,
     /** The VM, which must be running (commands and files reach only a running VM). */
-    runningVm: (id: string) => {
-      const vm = vmOr404(id)
-      if (vm.state !== "running") throw new HttpFailure(409, "VM_NOT_RUNNING", `VM ${id} is ${vm.state}, not running`)
+    runningVm: (idOrSlug: string) => {
+      const vm = vmOr404(idOrSlug)
+      if (vm.state !== "running") throw new HttpFailure(409, "VM_NOT_RUNNING", `VM ${idOrSlug} is ${vm.state}, not running`)
       return vm
     },
     stop: () => sweeper.stop()

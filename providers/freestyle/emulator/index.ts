@@ -1,7 +1,8 @@
 /**
- * A loopback emulator of the Freestyle VM wire subset the adapter uses, backed by the local runtime (one VM = one
- * runtime sandbox, under the VM's id). One port serves the API under `/v5`: VMs (`control.ts`), `exec-await`
- * (`process.ts`) and the `fs/*` routes (`filesystem.ts`). Requests need the emulator's key as a Bearer. No domains
+ * A loopback emulator of Freestyle's API as its official SDK (`freestyle` 0.2.17) and the adapter use it, backed by
+ * the local runtime (one VM = one runtime sandbox, under the VM's id). One port serves the API under `/v5`: VMs
+ * (`control.ts`), `exec-await` (`process.ts`) and the `fs/*` routes (`filesystem.ts`). The SDK's background-request
+ * header (`x-freestyle-background-after-secs`) is a hint: every call is answered when done, never with a 202. Requests need the emulator's key as a Bearer. No domains
  * or public ports are served: the adapter declares no endpoints. Its books (`books.ts`) survive a gateway restart
  * the way Freestyle's would, and it keeps its port.
  */
@@ -43,6 +44,7 @@ export const startFreestyleEmulator = (dataDir: string, runtime: LocalRuntimeSha
     route("POST", "/v5/vms", ({ request }) => control.create(request)),
     route("GET", "/v5/vms", ({ url }) => control.list(url)),
     route("GET", "/v5/vms/:id", (_, { id }) => control.get(id!)),
+    route("PATCH", "/v5/vms/:id", ({ request }, { id }) => control.update(request, id!)),
     route("DELETE", "/v5/vms/:id", (_, { id }) => control.remove(id!)),
     route("POST", "/v5/vms/:id/resize", ({ request }, { id }) => control.resize(request, id!)),
     route("POST", "/v5/vms/:id/pause", (_, { id }) => control.pause(id!)),
@@ -54,7 +56,12 @@ export const startFreestyleEmulator = (dataDir: string, runtime: LocalRuntimeSha
     route("POST", "/v5/vms/:id/fs/mkdir", ({ request, vm }) => fs.mkdir(vm(), request)),
     route("GET", "/v5/vms/:id/fs/dir", ({ url, vm }) => fs.dir(vm(), url)),
     route("GET", "/v5/vms/:id/fs/exists", ({ url, vm }) => fs.exists(vm(), url)),
-    route("POST", "/v5/vms/:id/fs/remove", ({ request, vm }) => fs.remove(vm(), request))
+    route("DELETE", "/v5/vms/:id/fs/remove", ({ url, vm }) => fs.remove(vm(), url)),
+    route("POST", "/v5/vms/:id/fs/uploads", ({ request, vm }) => fs.startUpload(vm(), request)),
+    route("GET", "/v5/vms/:id/fs/uploads/:upload", ({ vm }, { upload }) => fs.uploadStatus(vm(), upload!)),
+    route("PUT", "/v5/vms/:id/fs/uploads/:upload", ({ url, request, vm }, { upload }) => fs.putUpload(vm(), upload!, url, request)),
+    route("POST", "/v5/vms/:id/fs/uploads/:upload/commit", ({ vm }, { upload }) => fs.commit(vm(), upload!)),
+    route("DELETE", "/v5/vms/:id/fs/uploads/:upload", ({ vm }, { upload }) => fs.abort(vm(), upload!))
   ])
 
   const handle = async (request: Request, url: URL): Promise<Response> => {

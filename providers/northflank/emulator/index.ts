@@ -1,16 +1,18 @@
 /**
- * A loopback emulator of the Northflank REST subset the adapter uses, backed by the local runtime (a deployment
- * service with one instance is a jail `nf-<service id>`; a paused service is that jail frozen). Answers are `{data}`,
- * errors `{error: {status, message}}`; requests need the emulator's token as a Bearer and its one project
- * (`/v1/projects/{project}/…`, or under `/v1/teams/{any}/…`).
+ * A loopback emulator of Northflank's REST API as its official client (`@northflank/js-client` 0.9.5, lifecycle)
+ * and the adapter use it, backed by the local runtime (a deployment service with one instance is a jail
+ * `nf-<service id>`; a paused service is that jail frozen). Successes are 200 with `{data}` (the client takes any
+ * other status as an error), errors `{error: {status, message}}`; requests need the emulator's token as a Bearer and
+ * its one project (`/v1/projects/{project}/…`, or under `/v1/teams/{any}/…`).
  *
  * - `POST …/services/deployment`: a name in use is 409 "already exists". The external image runs for real: the
  *   default image (`ubuntu:22.04`) is the runtime's own base system, any other is pulled (a failed pull is a 400
  *   saying `image pull failed: …`), on the host's architecture only. The service is answered once its instance
  *   runs (status `COMPLETED`). A `customCommand` is started as `sh -c <command>` after the image's Entrypoint, but
  *   `sleep infinity` (the adapter's idle command) starts nothing; without one the image's Entrypoint and Cmd run.
- * - `GET …/services/{id}`; `POST …/pause`; `POST …/resume {instances}`; `DELETE …/services/{id}` (with or without
- *   `delete_child_objects`: there are no volumes here).
+ * - `GET …/services[?per_page=&cursor=]` (`{services}` with `pagination: {hasNextPage, cursor, count}`);
+ *   `GET …/services/{id}`; `POST …/pause`; `POST …/resume {instances}`; `POST …/scale {instances: 0 | 1}` (0 pauses,
+ *   1 resumes); `DELETE …/services/{id}` (with or without `delete_child_objects`: there are no volumes here).
  * - `GET /v1/billing/usage?serviceId&startTime&endTime&interval=hour`: per started hour, the plan's price (cents)
  *   for the time an instance ran in it; kept a week after the service is deleted.
  * - A service is deleted once its `expiryTime` (seconds) has passed.
@@ -64,6 +66,7 @@ const CreateService = Schema.Struct({
   expiryTime: Schema.optional(Schema.Int.pipe(Schema.between(300, 604_800)))
 })
 const Resume = Schema.Struct({ instances: Schema.optional(Schema.Int.pipe(Schema.between(1, 1))) })
+const Scale = Schema.Struct({ instances: Schema.Int.pipe(Schema.between(0, 1)) })
 
 class Failure extends Error {
   constructor(readonly status: number, message: string) {
@@ -121,6 +124,8 @@ export const startNorthflankEmulator = (dataDir: string, runtime: LocalRuntimeSh
       tags: s.tags,
       projectId: EMULATED_PROJECT,
       serviceType: "deployment",
+      disabledCI: true,
+      disabledCD: false,
       createdAt: new Date(s.createdAtMs).toISOString(),
       servicePaused: s.paused,
       billing: { deploymentPlan: s.plan },
@@ -173,7 +178,7 @@ export const startNorthflankEmulator = (dataDir: string, runtime: LocalRuntimeSh
       }
       state.services[id] = s
       save()
-      return data(await view(s), 201)
+      return data(await view(s))
     } finally {
       creating.delete(id)
     }
@@ -191,8 +196,7 @@ export const startNorthflankEmulator = (dataDir: string, runtime: LocalRuntimeSh
     return data({})
   }
 
-  const resume = async (request: Request, id: string) => {
-    await readBody(request, Resume)
+  const unpause = async (id: string) => {
     const s = serviceOr404(id)
     if (s.paused) {
       await run(runtime.resume(jailOf(id)))
@@ -201,6 +205,34 @@ export const startNorthflankEmulator = (dataDir: string, runtime: LocalRuntimeSh
       save()
     }
     return data({})
+  }
+
+  const resume = async (request: Request, id: string) => {
+    await readBody(request, Resume)
+    return unpause(id)
+  }
+
+  /** A service's instances set to 0 (paused) or 1 (running). */
+  const scale = async (request: Request, id: string) => {
+    const { instances } = await readBody(request, Scale)
+    return instances === 0 ? pause(id) : unpause(id)
+  }
+
+  /** A page of the project's live services, newest first, and where the next starts. */
+  const list = async (url: URL) => {
+    const perPage = Number(url.searchParams.get("per_page") ?? "50")
+    if (!Number.isInteger(perPage) || perPage < 1 || perPage > 100) throw new Failure(400, "per_page must be between 1 and 100")
+    const cursor = url.searchParams.get("cursor")
+    const page = Number(url.searchParams.get("page") ?? "1")
+    const from = cursor !== null ? Number(Buffer.from(cursor, "base64url").toString()) : (page - 1) * perPage
+    if (!Number.isInteger(from) || from < 0) throw new Failure(400, "unknown cursor or page")
+    const all = Object.values(state.services).filter((s) => s.deletedAtMs === null).sort((a, b) => b.createdAtMs - a.createdAtMs || (a.id < b.id ? -1 : 1))
+    const slice = all.slice(from, from + perPage)
+    const more = from + perPage < all.length
+    return Response.json({
+      data: { services: await Promise.all(slice.map(view)) },
+      pagination: { hasNextPage: more, ...(more ? { cursor: Buffer.from(String(from + perPage)).toString("base64url") } : {}), count: slice.length }
+    })
   }
 
   const remove = async (id: string) => {
@@ -236,6 +268,8 @@ export const startNorthflankEmulator = (dataDir: string, runtime: LocalRuntimeSh
 
   const routes = (prefix: string) => [
     route<Ctx>("POST", `${prefix}/services/deployment`, ({ request }) => create(request)),
+    route<Ctx>("GET", `${prefix}/services`, ({ url }) => list(url)),
+    route<Ctx>("POST", `${prefix}/services/:id/scale`, ({ request }, { id }) => scale(request, id!)),
     route<Ctx>("GET", `${prefix}/services/:id`, async (_, { id }) => data(await view(serviceOr404(id!)))),
     route<Ctx>("POST", `${prefix}/services/:id/pause`, (_, { id }) => pause(id!)),
     route<Ctx>("POST", `${prefix}/services/:id/resume`, ({ request }, { id }) => resume(request, id!)),

@@ -43,6 +43,8 @@ const Execution = Schema.mutable(Schema.Struct({
   /** The local runtime's id of the process. */
   execId: Schema.String,
   command: Schema.String,
+  /** The caller's `command_id` (`execute`): the same id again is the same execution. */
+  commandId: Schema.optionalWith(Schema.NullOr(Schema.String), { default: () => null }),
   killed: Schema.Boolean,
   createdAt: Schema.String,
   /** How it ended, kept when its devbox is suspended (a frozen jail answers nothing, Runloop still does). */

@@ -1,6 +1,7 @@
 /**
  * The Runloop emulator's devboxes: `POST /v1/devboxes` (answered at once, `provisioning`; the jail starts behind
- * it and the devbox turns `running`), `GET /v1/devboxes[?status=&limit=&starting_after=]` (newest first, cursor by
+ * it and the devbox turns `running`), `POST /v1/devboxes/create_and_await_running` (the same, answered once it runs
+ * or the long-poll window passes — the SDK's `devbox.create` then waits with `wait_for_status`), `GET /v1/devboxes[?status=&limit=&starting_after=]` (newest first, cursor by
  * id), `GET /v1/devboxes/{id}`, `POST …/wait_for_status {statuses}` (held until one is reached, else 408 when
  * the window passes), `POST …/suspend` (running executions end, as Runloop's suspend keeps the disk and not the
  * processes; the jail is frozen), `POST …/resume`, `POST …/shutdown` (the jail is destroyed; the record stays,
@@ -19,7 +20,7 @@ import { jailLabels } from "../../core/jailLabels.ts"
 import { RUNLOOP_PRESETS } from "../../core/resources.ts"
 import { METADATA_SANDBOX_ID } from "../adapter/wire.ts"
 import { type Books, type Devbox, newId } from "./books.ts"
-import { HttpFailure, json, readBody, StringMap } from "./http.ts"
+import { HttpFailure, json, longPollTimeout, readBody, StringMap } from "./http.ts"
 import { sweepEvery } from "../../core/emulator/state.ts"
 
 const SWEEP_MS = 1000
@@ -162,7 +163,39 @@ export const makeControl = (books: Books, runtime: LocalRuntimeShape, options: C
     save()
     books.prune()
     void start(d)
-    return json(view(d))
+    return d
+  }
+
+  /**
+   * Waits until the devbox is in one of `wanted`, at most `ms` (or until the caller goes away); true when it is.
+   * Every status change wakes the waiters.
+   */
+  const waitUntil = async (d: Devbox, wanted: ReadonlySet<string>, ms: number, signal: AbortSignal) => {
+    const deadline = Date.now() + ms
+    while (!wanted.has(d.status) && Date.now() < deadline && !signal.aborted) {
+      await new Promise<void>((resolve) => {
+        const set = waiters.get(d.id) ?? new Set()
+        waiters.set(d.id, set)
+        const wake = () => {
+          clearTimeout(timer)
+          set.delete(wake)
+          if (set.size === 0) waiters.delete(d.id)
+          signal.removeEventListener("abort", wake)
+          resolve()
+        }
+        const timer = setTimeout(wake, Math.max(0, deadline - Date.now()))
+        set.add(wake)
+        signal.addEventListener("abort", wake, { once: true })
+      })
+    }
+    return wanted.has(d.status)
+  }
+
+  /** `POST /v1/devboxes/create_and_await_running`: the create, answered once the devbox runs (or failed), or when the window passes. */
+  const createAndAwaitRunning = async (request: Request) => {
+    const d = await create(request)
+    await waitUntil(d, new Set(["running", "failure", "shutdown"]), options.longPollMs, request.signal)
+    return json(await observed(d))
   }
 
   const list = (url: URL) => {
@@ -184,27 +217,8 @@ export const makeControl = (books: Books, runtime: LocalRuntimeShape, options: C
   const waitForStatus = async (request: Request, id: string) => {
     const d = devboxOr404(id)
     const body = await readBody(request, WaitForStatus)
-    const wanted = new Set<string>(body.statuses)
     const hold = Math.min(options.longPollMs, (body.timeout_seconds ?? 30) * 1000)
-    const deadline = Date.now() + hold
-    while (!wanted.has(d.status) && Date.now() < deadline) {
-      await new Promise<void>((resolve) => {
-        const set = waiters.get(id) ?? new Set()
-        waiters.set(id, set)
-        const wake = () => {
-          clearTimeout(timer)
-          set.delete(wake)
-          if (set.size === 0) waiters.delete(id)
-          resolve()
-        }
-        const timer = setTimeout(wake, Math.max(0, deadline - Date.now()))
-        set.add(wake)
-        // The caller going away ends the wait.
-        request.signal.addEventListener("abort", wake, { once: true })
-      })
-      if (request.signal.aborted) break
-    }
-    if (!wanted.has(d.status)) throw new HttpFailure(408, `devbox ${id} did not reach ${body.statuses.join(", ")} in time`)
+    if (!(await waitUntil(d, new Set(body.statuses), hold, request.signal))) return longPollTimeout(`devbox ${id} did not reach ${body.statuses.join(", ")} in time`)
     return json(await observed(d))
   }
 
@@ -285,7 +299,8 @@ export const makeControl = (books: Books, runtime: LocalRuntimeShape, options: C
   })
 
   return {
-    create,
+    create: async (request: Request) => json(view(await create(request))),
+    createAndAwaitRunning,
     list,
     get: async (id: string) => json(await observed(devboxOr404(id))),
     waitForStatus,

@@ -16,6 +16,9 @@ export class HttpFailure extends Error {
 
 export const errorResponse = (status: number, message: string) => json({ message }, status)
 
+/** A long-poll whose window passed: 408, which Runloop marks as one to ask again (its clients then retry). */
+export const longPollTimeout = (message: string) => Response.json({ message }, { status: 408, headers: { "x-should-retry": "true" } })
+
 /** A JSON body decoded by `schema` (unknown fields accepted and ignored, as the provider does). An empty body reads as `{}`. */
 export const readBody = async <A, I>(request: Request, schema: Schema.Schema<A, I>): Promise<A> => {
   const body = await decodeJsonBody(request, schema, { emptyIsObject: true })

@@ -1,7 +1,7 @@
 /**
- * A loopback emulator of the Runloop wire subset the adapter uses, backed by the local runtime (one devbox = one
- * runtime sandbox, under the devbox's id). One port serves the API under `/v1`: devboxes (`control.ts`),
- * executions (`process.ts`) and files (`filesystem.ts`). No previews: Runloop has no endpoints declared. Its books
+ * A loopback emulator of Runloop's API as its official SDK (`@runloop/api-client`) and the adapter use it, backed
+ * by the local runtime (one devbox = one runtime sandbox, under the devbox's id). One port serves the API under
+ * `/v1`: devboxes (`control.ts`), executions (`process.ts`) and files (`filesystem.ts`). No previews: Runloop has no endpoints declared. Its books
  * (`books.ts`) survive a gateway restart the way a provider's cloud would, and it keeps its port.
  */
 import { Effect, type Scope } from "effect"
@@ -35,15 +35,17 @@ interface Call {
 }
 
 const makeApi = (books: Books, runtime: LocalRuntimeShape, options: RunloopEmulatorOptions) => {
-  const executions = makeExecutions(books, runtime)
+  const longPollMs = options.longPollMs ?? 30_000
+  const executions = makeExecutions(books, runtime, { longPollMs })
   const files = makeFilesystem(runtime)
   const control = makeControl(books, runtime, {
-    longPollMs: options.longPollMs ?? 30_000,
+    longPollMs,
     endExecutions: executions.endAll,
     onShutdown: executions.dropDevbox
   })
   const router = makeRouter<Call>([
     route("POST", "/v1/devboxes", ({ request }) => control.create(request)),
+    route("POST", "/v1/devboxes/create_and_await_running", ({ request }) => control.createAndAwaitRunning(request)),
     route("GET", "/v1/devboxes", ({ url }) => control.list(url)),
     route("GET", "/v1/devboxes/:id", (_, { id }) => control.get(id!)),
     route("POST", "/v1/devboxes/:id/wait_for_status", ({ request }, { id }) => control.waitForStatus(request, id!)),
@@ -52,11 +54,21 @@ const makeApi = (books: Books, runtime: LocalRuntimeShape, options: RunloopEmula
     route("POST", "/v1/devboxes/:id/shutdown", (_, { id }) => control.shutdown(id!)),
     route("GET", "/v1/devboxes/:id/usage", (_, { id }) => control.usage(id!)),
     route("POST", "/v1/devboxes/:id/keep_alive", (_, { id }) => control.keepAlive(id!)),
+    route("POST", "/v1/devboxes/:id/execute", ({ request, url, devbox }) => executions.execute(devbox(), request, url)),
     route("POST", "/v1/devboxes/:id/execute_async", ({ request, devbox }) => executions.executeAsync(devbox(), request)),
-    route("GET", "/v1/devboxes/:id/executions/:execution", ({ devbox }, { execution }) => executions.get(devbox(), execution!)),
+    route("POST", "/v1/devboxes/:id/execute_sync", ({ request, devbox }) => executions.executeSync(devbox(), request)),
+    route("GET", "/v1/devboxes/:id/executions/:execution", ({ url, devbox }, { execution }) => executions.get(devbox(), execution!, url)),
+    route("POST", "/v1/devboxes/:id/executions/:execution/wait_for_status", ({ request, url, devbox }, { execution }) =>
+      executions.waitForStatus(devbox(), execution!, request, url)),
     route("POST", "/v1/devboxes/:id/executions/:execution/kill", ({ request, devbox }, { execution }) => executions.kill(devbox(), execution!, request)),
+    route("GET", "/v1/devboxes/:id/executions/:execution/stream_stdout_updates", ({ request, url, devbox }, { execution }) =>
+      executions.streamUpdates(devbox(), execution!, "stdout", request, url)),
+    route("GET", "/v1/devboxes/:id/executions/:execution/stream_stderr_updates", ({ request, url, devbox }, { execution }) =>
+      executions.streamUpdates(devbox(), execution!, "stderr", request, url)),
     route("POST", "/v1/devboxes/:id/download_file", ({ request, devbox }) => files.download(devbox(), request)),
-    route("POST", "/v1/devboxes/:id/upload_file", ({ request, devbox }) => files.upload(devbox(), request))
+    route("POST", "/v1/devboxes/:id/upload_file", ({ request, devbox }) => files.upload(devbox(), request)),
+    route("POST", "/v1/devboxes/:id/read_file_contents", ({ request, devbox }) => files.readContents(devbox(), request)),
+    route("POST", "/v1/devboxes/:id/write_file_contents", ({ request, devbox }) => files.writeContents(devbox(), request))
   ])
 
   const handle = async (request: Request, url: URL): Promise<Response> => {

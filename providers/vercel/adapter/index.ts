@@ -4,8 +4,9 @@
  * the reference and Vercel's SDK (@vercel/sandbox, its API client and validators).
  *
  * Sandboxes (`sandboxes.ts`): named `metal-<sandbox id>` and tagged with our ids. Create first asks for the named
- * sandbox (`GET /v2/sandboxes/{name}?projectId&resume=false`: a retry finds it), else `POST /v4/sandboxes {name,
- * projectId, persistent: false, runtime | image, resources: {vcpus}, timeout (ms), networkPolicy, env, tags}`;
+ * sandbox (`GET /v2/sandboxes/{name}?projectId&resume=false`: a retry finds it), else `POST /v3/sandboxes {name,
+ * projectId, persistent: false, runtime | image, resources: {vcpus}, timeout (ms), networkPolicy, env, tags}`
+ * (the route and body Vercel's SDK 3.5 sends; a domain allow list is its `networkPolicy: {allow: [domains]}`);
  * a lost answer or a 409 is looked up by name, and the sandbox is polled until its session runs. Reconcile = the
  * name, checked against our tag. Destroy stops the session (`POST /v2/sandboxes/sessions/{id}/stop`), then
  * `DELETE /v2/sandboxes/{name}`; 404 is success. The lifetime is extended with `…/extend-timeout`.
@@ -23,7 +24,8 @@
  * per create, $0.15 per GB of egress.
  *
  * Where the brief, the reference and Vercel's SDK differ, and what this adapter follows:
- * - Paths: the reference's (and the SDK's) — create at `POST /v4/sandboxes`, the named sandbox at
+ * - Paths: the SDK's — create at `POST /v3/sandboxes` (the reference's `/v4` is not what Vercel's SDK sends, so it
+ *   is neither called nor served), the named sandbox at
  *   `/v2/sandboxes/{name}`, and every runtime call under the session (`/v2/sandboxes/sessions/{session}/…`);
  *   there is no `/v4/sandboxes/{id}/cmd`. The SDK also reaches the API at `https://vercel.com/api`; the reference's
  *   `https://api.vercel.com` is the default here (VERCEL_API_URL changes it).

@@ -1,5 +1,5 @@
 /**
- * Vercel sandboxes: create (`GET /v2/sandboxes/{name}?resume=false` first, else `POST /v4/sandboxes` named
+ * Vercel sandboxes: create (`GET /v2/sandboxes/{name}?resume=false` first, else `POST /v3/sandboxes` named
  * `metal-<sandbox id>` and tagged with our ids, polled until its session runs), reconcile by name and tag,
  * inspect, destroy (stop the session, then `DELETE /v2/sandboxes/{name}`), the lifetime extension
  * (`POST /v2/sandboxes/sessions/{id}/extend-timeout`) and the cost of the metered usage at Vercel's rate card.
@@ -98,7 +98,7 @@ export const makeSandboxes = (ctx: VercelContext) => {
     ...(input.internetAccess === false
       ? { networkPolicy: { mode: "deny-all" } }
       : input.domainPolicy?.mode === "allow"
-      ? { networkPolicy: { mode: "custom", allowedDomains: [...input.domainPolicy.domains] } }
+      ? { networkPolicy: { allow: [...input.domainPolicy.domains] } }
       : input.internetAccess === true
       ? { networkPolicy: { mode: "allow-all" } }
       : {}),
@@ -128,7 +128,7 @@ export const makeSandboxes = (ctx: VercelContext) => {
         }
         return toProviderSandbox(yield* settled(existing))
       }
-      const request = api("POST", "/v4/sandboxes").pipe(HttpClientRequest.bodyUnsafeJson(createBody(input, name, vcpus)))
+      const request = api("POST", "/v3/sandboxes").pipe(HttpClientRequest.bodyUnsafeJson(createBody(input, name, vcpus)))
       // A lost answer, or a concurrent create of the same name (409), is looked up by name.
       const created = yield* send(request, "create sandbox", { ambiguous: true }).pipe(
         Effect.flatMap(decode(WireSandboxAndSession, "create sandbox")),

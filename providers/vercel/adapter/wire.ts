@@ -110,7 +110,7 @@ export const WireSandbox = Schema.Struct({
 })
 export type WireSandbox = typeof WireSandbox.Type
 
-/** `GET /v2/sandboxes/{name}` and `POST /v4/sandboxes`. */
+/** `GET /v2/sandboxes/{name}` and `POST /v3/sandboxes`. */
 export const WireSandboxAndSession = Schema.Struct({
   sandbox: WireSandbox,
   session: WireSession,

@@ -1,6 +1,7 @@
 /**
- * The Vercel emulator's sandboxes: `POST /v4/sandboxes` (a 409 for a name in use), `GET|DELETE
- * /v2/sandboxes/{name}?projectId=`, and the session's `GET /v2/sandboxes/sessions/{id}`, `POST …/stop` and `POST
+ * The Vercel emulator's sandboxes: `POST /v3/sandboxes` (what Vercel's SDK creates with; `POST /v2/sandboxes` when
+ * it names a `runtime`; a 409 for a name in use, a name made up when none is given), `GET /v2/sandboxes?project=`
+ * (pages by cursor, filtered by name prefix and one tag), `GET|DELETE /v2/sandboxes/{name}?projectId=`, and the session's `GET /v2/sandboxes/sessions/{id}`, `POST …/stop` and `POST
  * …/extend-timeout`. A session ends at its timeout (its jail goes; the record stays until deleted); one whose
  * jail died reads as `failed`. Usage (active CPU from the jail's cgroup, egress from its network namespace) is
  * reported on the session and the sandbox, as Vercel meters it. Every runtime runs on the local runtime's one base
@@ -15,6 +16,7 @@ import { jailLabels } from "../../core/jailLabels.ts"
 import { TAG_SANDBOX_ID } from "../adapter/wire.ts"
 import type { Books, EmulatedSandbox } from "./books.ts"
 import { HttpFailure, json, readBody, StringMap } from "./http.ts"
+import { unhonouredField } from "../../core/emulator/server.ts"
 import { sweepEvery } from "../../core/emulator/state.ts"
 
 /** Vercel states no disk size; the emulator gives the runtime's common 3 GiB (the size its warm jails have). */
@@ -29,8 +31,10 @@ export const SESSION_CWD = "/workspace"
 export const sessionCwd = (s: EmulatedSandbox) => s.cwd ?? SESSION_CWD
 
 const Name = Schema.String.pipe(Schema.pattern(/^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/))
+const Domains = Schema.Array(Schema.String).pipe(Schema.maxItems(256))
 const CreateSandbox = Schema.Struct({
-  name: Name,
+  // The SDK sends none unless asked: Vercel names the sandbox then.
+  name: Schema.optional(Name),
   projectId: Schema.String,
   persistent: Schema.optional(Schema.Boolean),
   runtime: Schema.optional(Schema.Literal("node22", "node24", "node26", "python3.13")),
@@ -39,13 +43,29 @@ const CreateSandbox = Schema.Struct({
   timeout: Schema.optional(Schema.Int.pipe(Schema.between(1000, MAX_TIMEOUT_MS))),
   ports: Schema.optional(Schema.Array(Schema.Int)),
   networkPolicy: Schema.optional(Schema.Union(
+    // The older form, as Vercel still shows a policy: only domain names are enforced here.
+    Schema.Struct({ mode: Schema.Literal("custom"), allowedDomains: Domains }),
     Schema.Struct({ mode: Schema.Literal("allow-all", "deny-all") }),
-    // Only domain names are enforced here: CIDR lists are refused rather than ignored.
-    Schema.Struct({ mode: Schema.Literal("custom"), allowedDomains: Schema.Array(Schema.String).pipe(Schema.maxItems(256)) })
+    // The SDK's form: domains to allow (rules per domain and subnets are refused, below, rather than ignored).
+    Schema.Struct({ allow: Schema.optional(Domains) })
   )),
   env: Schema.optional(StringMap),
   tags: Schema.optional(StringMap)
 })
+/** Fields of the create that would change what a sandbox is, and that the emulator cannot do: refused, never ignored. */
+const UNHONOURED_CREATE = {
+  source: "sources (git, tarball, snapshot) are not emulated: every sandbox starts from its runtime or image",
+  mounts: "drives are not emulated",
+  networkId: "private networks are not emulated"
+}
+/** The same for a network policy: what it would let through or change cannot be enforced here. */
+const UNHONOURED_POLICY = {
+  subnets: "subnet rules are not emulated (only domain names are enforced)",
+  allowedCIDRs: "CIDR rules are not emulated (only domain names are enforced)",
+  deniedCIDRs: "CIDR rules are not emulated (only domain names are enforced)",
+  injectionRules: "header injection is not emulated",
+  forwardRules: "forwarding is not emulated"
+}
 const ExtendTimeout = Schema.Struct({ duration: Schema.Int.pipe(Schema.positive()) })
 
 export const makeControl = (books: Books, runtime: LocalRuntimeShape, options: { readonly onStopped: (s: EmulatedSandbox) => void }) => {
@@ -133,12 +153,36 @@ export const makeControl = (books: Books, runtime: LocalRuntimeShape, options: {
     return s
   }
 
+  /** The domains a policy allows (undefined: every domain). */
+  const allowedDomainsOf = (policy: (typeof CreateSandbox.Type)["networkPolicy"]): ReadonlyArray<string> | undefined => {
+    if (policy === undefined) return undefined
+    if ("allowedDomains" in policy) return policy.allowedDomains
+    if ("mode" in policy) return undefined
+    return policy.allow ?? []
+  }
+
   const create = async (request: Request) => {
-    const body = await readBody(request, CreateSandbox)
+    const text = await request.text()
+    let raw: unknown
+    try {
+      raw = JSON.parse(text)
+    } catch {
+      raw = undefined
+    }
+    const refused = unhonouredField(raw, UNHONOURED_CREATE)
+    if (refused !== undefined) throw new HttpFailure(400, "bad_request", refused)
+    const policy = (raw as { networkPolicy?: unknown } | null)?.networkPolicy
+    const refusedPolicy = unhonouredField(policy, UNHONOURED_POLICY)
+    if (refusedPolicy !== undefined) throw new HttpFailure(400, "bad_request", `networkPolicy.${refusedPolicy}`)
+    const allow = (policy as { allow?: unknown } | null | undefined)?.allow
+    if (allow !== undefined && allow !== null && !Array.isArray(allow)) throw new HttpFailure(400, "bad_request", "networkPolicy.allow: rules per domain are not emulated (give a list of domains)")
+    const body = await readBody(new Request(request.url, { method: "POST", body: text }), CreateSandbox)
     if (body.projectId !== books.projectId) throw new HttpFailure(404, "not_found", `Project ${body.projectId} not found`)
     if ((body.ports ?? []).length > 0) throw new HttpFailure(400, "bad_request", "the emulator serves no routes")
     if (body.persistent === true) throw new HttpFailure(400, "bad_request", "persistent sandboxes are not emulated")
-    const name = body.name
+    if (body.runtime !== undefined && body.image !== undefined) throw new HttpFailure(400, "bad_request", "runtime and image cannot be used together")
+    const allowedDomains = allowedDomainsOf(body.networkPolicy)
+    const name = body.name ?? `sbx-${crypto.randomBytes(8).toString("hex")}`
     if (state.sandboxes[name] !== undefined || creating.has(name)) throw new HttpFailure(409, "conflict", `Sandbox ${name} already exists`)
     const pending = (async () => {
       const vcpus = body.resources?.vcpus ?? 2
@@ -154,8 +198,8 @@ export const makeControl = (books: Books, runtime: LocalRuntimeShape, options: {
         memory: vcpus * MB_PER_VCPU,
         timeout: body.timeout ?? DEFAULT_TIMEOUT_MS,
         // No policy: Vercel's default (allow-all), as the local runtime gives it.
-        internet: body.networkPolicy === undefined ? defaultInternetOf(runtime) : body.networkPolicy.mode !== "deny-all",
-        ...(body.networkPolicy?.mode === "custom" ? { allowedDomains: [...body.networkPolicy.allowedDomains] } : {}),
+        internet: body.networkPolicy === undefined ? defaultInternetOf(runtime) : !("mode" in body.networkPolicy && body.networkPolicy.mode === "deny-all"),
+        ...(allowedDomains !== undefined ? { allowedDomains: [...allowedDomains] } : {}),
         env: { ...body.env },
         tags: { ...body.tags },
         createdAt: now,
@@ -221,8 +265,40 @@ export const makeControl = (books: Books, runtime: LocalRuntimeShape, options: {
     return json({ session: sessionWire(s) })
   }
 
+  /**
+   * `GET /v2/sandboxes?project=&limit=&cursor=&namePrefix=&tags=key:value&sortBy=createdAt|name&sortOrder=asc|desc`:
+   * a page of the project's sandboxes and the cursor of the next (null on the last).
+   */
+  const list = (url: URL) => {
+    projectOf(url)
+    const limitRaw = url.searchParams.get("limit")
+    const limit = limitRaw === null ? 50 : Number(limitRaw)
+    if (!Number.isInteger(limit) || limit < 1 || limit > 100) throw new HttpFailure(400, "bad_request", "limit must be between 1 and 100")
+    const sortBy = url.searchParams.get("sortBy") ?? "createdAt"
+    const sortOrder = url.searchParams.get("sortOrder") ?? "desc"
+    if (sortBy !== "createdAt" && sortBy !== "name") throw new HttpFailure(400, "bad_request", "sortBy must be createdAt or name")
+    if (sortOrder !== "asc" && sortOrder !== "desc") throw new HttpFailure(400, "bad_request", "sortOrder must be asc or desc")
+    const prefix = url.searchParams.get("namePrefix") ?? ""
+    const tags = url.searchParams.getAll("tags").map((t) => {
+      const at = t.indexOf(":")
+      if (at <= 0) throw new HttpFailure(400, "bad_request", `a tag filter is key:value, not ${t}`)
+      return [t.slice(0, at), t.slice(at + 1)] as const
+    })
+    const key = (s: EmulatedSandbox) => (sortBy === "name" ? s.name : String(s.createdAt).padStart(16, "0") + s.name)
+    const all = Object.values(state.sandboxes)
+      .filter((s) => s.name.startsWith(prefix) && tags.every(([k, v]) => s.tags[k] === v))
+      .sort((a, b) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0) * (sortOrder === "asc" ? 1 : -1))
+    const cursor = url.searchParams.get("cursor")
+    const from = cursor === null ? 0 : Number(Buffer.from(cursor, "base64url").toString())
+    if (!Number.isInteger(from) || from < 0) throw new HttpFailure(400, "bad_request", "unknown cursor")
+    const page = all.slice(from, from + limit)
+    const next = from + limit < all.length ? Buffer.from(String(from + limit)).toString("base64url") : null
+    return json({ sandboxes: page.map(sandboxWire), pagination: { count: all.length, next } })
+  }
+
   return {
     create,
+    list,
     get: async (url: URL, name: string) => {
       projectOf(url)
       return json(await full(sandboxOr404(name)))

@@ -1,5 +1,5 @@
 /**
- * A loopback emulator of the Vercel Sandbox wire subset the adapter uses, backed by the local runtime (one Vercel
+ * A loopback emulator of Vercel Sandbox's API as its official SDK (`@vercel/sandbox`) and the adapter use it, backed by the local runtime (one Vercel
  * sandbox = its one session = one runtime sandbox): sandboxes (`control.ts`), a session's commands (`process.ts`)
  * and files (`filesystem.ts`), all under one API origin as at Vercel. Requests need the emulator's token as a
  * Bearer; a `teamId` query must name its team. Its books (`books.ts`) survive a gateway restart the way Vercel's
@@ -42,7 +42,10 @@ export const startVercelEmulator = (dataDir: string, runtime: LocalRuntimeShape)
   const session = (id: string | undefined) => control.runningSession(id!)
 
   const router = makeRouter<Call>([
-    route("POST", "/v4/sandboxes", ({ request }) => control.create(request)),
+    // The SDK creates on /v3, and on /v2 when it names a runtime; both take the same body here.
+    route("POST", "/v3/sandboxes", ({ request }) => control.create(request)),
+    route("POST", "/v2/sandboxes", ({ request }) => control.create(request)),
+    route("GET", "/v2/sandboxes", ({ url }) => control.list(url)),
     route("GET", "/v2/sandboxes/sessions/:session", (_, { session: id }) => control.getSession(id!)),
     route("POST", "/v2/sandboxes/sessions/:session/stop", (_, { session: id }) => control.stopSession(id!)),
     route("POST", "/v2/sandboxes/sessions/:session/extend-timeout", ({ request }, { session: id }) => control.extend(request, id!)),

@@ -1,8 +1,11 @@
 /**
- * The Vercel emulator's commands in a session: `POST …/cmd {command, args, cwd, env, sudo, timeout}` (detached:
- * `wait: true` and `sudo` are refused, the jail has no root), `GET …/cmd/{cmdId}` (`?wait=true` answers once the
- * command has exited), `GET …/cmd/{cmdId}/logs` (NDJSON `{stream, data}` lines from the start, in the order
- * written, ending when the command does), `POST …/cmd/{cmdId}/kill {signal}`. A command ended by a signal exits
+ * The Vercel emulator's commands in a session: `POST …/cmd {command, args, cwd, env, sudo, timeout}` answers the
+ * command at once (detached), or with `wait: true` (what the SDK's `runCommand` sends) as NDJSON: the command, its
+ * `{stream, data}` log lines as they are written when `logs: true`, then the command again with its exit code;
+ * `sudo` is refused (the jail has no root). `GET …/cmd/{cmdId}` (`?wait=true` answers once the command has exited),
+ * `GET …/cmd/{cmdId}/logs` (NDJSON `{stream, data}` lines from the start, in the order written, ending when the
+ * command does), `POST …/cmd/{cmdId}/kill {signal}`. What a stream relays from the sandbox is bounded by what the
+ * runtime keeps of a command's output (16 MiB). A command ended by a signal exits
  * with 128 + its number, as a shell reports it; one past its `timeout` is killed and exits 137, as Vercel
  * SIGKILLs it (the local runtime's grace period before SIGKILL does not show).
  */
@@ -73,7 +76,6 @@ export const makeCommands = (books: Books, runtime: LocalRuntimeShape) => {
 
   const start = async (s: EmulatedSandbox, request: Request) => {
     const body = await readBody(request, RunCommand)
-    if (body.wait === true) throw new HttpFailure(400, "bad_request", "waiting commands are not emulated; run detached and wait on the command")
     if (body.sudo === true) throw new HttpFailure(400, "bad_request", "sudo is not emulated (the sandbox has no root)")
     const cwd = path.posix.resolve(sessionCwd(s), body.cwd ?? ".")
     const cmdId = `cmd_${crypto.randomBytes(12).toString("hex")}`
@@ -97,7 +99,8 @@ export const makeCommands = (books: Books, runtime: LocalRuntimeShape) => {
     }
     commands.set(books.commandKey(s.sessionId, cmdId), record)
     books.prune()
-    return json({ command: wire(record, null) })
+    if (body.wait !== true) return json({ command: wire(record, null) })
+    return ndjson(outputLines(record, request.signal, { head: { command: wire(record, null) }, logs: body.logs === true, finished: true }))
   }
 
   const get = async (s: EmulatedSandbox, cmdId: string, url: URL, signal: AbortSignal) => {
@@ -114,38 +117,54 @@ export const makeCommands = (books: Books, runtime: LocalRuntimeShape) => {
     return json({ command: wire(current(c), code) })
   }
 
-  /** NDJSON, one line per output event, until the exit (or the caller goes away). */
-  const logs = (s: EmulatedSandbox, cmdId: string, signal: AbortSignal) => {
-    const c = recordOr404(s, cmdId)
+  /**
+   * NDJSON lines of a command: `head` first, then (with `logs`) one line per output event, until the exit (or the
+   * caller goes away), then (with `finished`) the command with its exit code.
+   */
+  const outputLines = (
+    c: CommandRecord,
+    signal: AbortSignal,
+    options: { readonly head?: unknown; readonly logs: boolean; readonly finished: boolean }
+  ): ReadableStream<Uint8Array> => {
     const encoder = new TextEncoder()
     // One decoder per stream, so a character split between two events is kept whole.
     const decoders = { stdout: new TextDecoder(), stderr: new TextDecoder() }
     let seen = 0
     let done = false
-    const body = new ReadableStream<Uint8Array>({
+    let headSent = options.head === undefined
+    return new ReadableStream<Uint8Array>({
       pull: async (controller) => {
+        if (!headSent) {
+          headSent = true
+          controller.enqueue(encoder.encode(`${JSON.stringify(options.head)}\n`))
+          return
+        }
         while (!done && !signal.aborted) {
           let events: ReadonlyArray<ExecEvent>
           try {
             events = await run(runtime.execEvents(c.runtimeId, c.execId, seen, 1000))
           } catch {
             controller.enqueue(encoder.encode(`${JSON.stringify({ stream: "error", data: { code: "sandbox_stopped", message: "the sandbox stopped" } })}\n`))
-            done = true
-            break
+            return controller.close()
           }
           seen += events.length
           const lines: Array<string> = []
           for (const e of events) {
             if (e.type === "exit") {
               done = true
+              if (!options.logs) continue
               for (const type of ["stdout", "stderr"] as const) {
                 const rest = decoders[type].decode()
                 if (rest !== "") lines.push(JSON.stringify({ stream: type, data: rest }))
               }
-            } else {
+            } else if (options.logs) {
               const data = decoders[e.type].decode(e.data, { stream: true })
               if (data !== "") lines.push(JSON.stringify({ stream: e.type, data }))
             }
+          }
+          if (done && options.finished && !signal.aborted) {
+            const code = await exitCodeOf(c).catch(() => null)
+            lines.push(JSON.stringify(code === null ? { stream: "error", data: { code: "command_lost", message: "the command's exit is not known" } } : { command: wire(current(c), code) }))
           }
           if (lines.length > 0) {
             controller.enqueue(encoder.encode(`${lines.join("\n")}\n`))
@@ -158,8 +177,11 @@ export const makeCommands = (books: Books, runtime: LocalRuntimeShape) => {
         done = true
       }
     })
-    return new Response(body, { headers: { "content-type": "application/x-ndjson" } })
   }
+  const ndjson = (body: ReadableStream<Uint8Array>) => new Response(body, { headers: { "content-type": "application/x-ndjson" } })
+
+  /** NDJSON, one line per output event, until the exit (or the caller goes away). */
+  const logs = (s: EmulatedSandbox, cmdId: string, signal: AbortSignal) => ndjson(outputLines(recordOr404(s, cmdId), signal, { logs: true, finished: false }))
 
   const kill = async (s: EmulatedSandbox, cmdId: string, request: Request) => {
     const c = recordOr404(s, cmdId)

@@ -10,6 +10,7 @@ import nodes from "./0008_nodes.ts"
 import eventCounters from "./0009_event_counters.ts"
 import sandboxOrder from "./0010_sandbox_order.ts"
 import sandboxNetwork from "./0011_sandbox_network.ts"
+import computerRecordings from "./0012_computer_recordings.ts"
 
 export const migrations = {
   "0001_accounts": accounts,
@@ -22,5 +23,6 @@ export const migrations = {
   "0008_nodes": nodes,
   "0009_event_counters": eventCounters,
   "0010_sandbox_order": sandboxOrder,
-  "0011_sandbox_network": sandboxNetwork
+  "0011_sandbox_network": sandboxNetwork,
+  "0012_computer_recordings": computerRecordings
 }

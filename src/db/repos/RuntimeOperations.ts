@@ -5,19 +5,24 @@
 import { SqlClient } from "@effect/sql"
 import { Effect, Schema } from "effect"
 import { ErrorObject } from "../../domain/Errors.ts"
+import { ComputerAction, ComputerActionResult, ComputerScreenshotResult, TakeScreenshot } from "../../domain/Computer.ts"
 import { FilesystemDeleteResult, FilesystemListResult, FilesystemReadResult, FilesystemWriteResult } from "../../domain/Runtime.ts"
 import { WriteMode } from "../../domain/Sandbox.ts"
 import { Dialect } from "../Dialect.ts"
 import { Json, rowsOf, run } from "../Rows.ts"
 
-export type RuntimeOperationKind = "filesystem_read" | "filesystem_write" | "filesystem_list" | "filesystem_delete"
+export type RuntimeOperationKind = "filesystem_read" | "filesystem_write" | "filesystem_list" | "filesystem_delete" | "computer_action" | "computer_screenshot"
+export type FilesystemOperationKind = Exclude<RuntimeOperationKind, "computer_action" | "computer_screenshot">
 
 /** The stored results: a read's bytes are kept apart (older rows may still carry them as `data_base64`). */
 export const StoredResult = Schema.Union(
   Schema.Struct({ ...FilesystemReadResult.fields, data_base64: Schema.optional(Schema.String) }),
   FilesystemWriteResult,
   FilesystemListResult,
-  FilesystemDeleteResult
+  FilesystemDeleteResult,
+  ComputerActionResult,
+  // A screenshot's bytes are kept apart too.
+  Schema.Struct({ ...ComputerScreenshotResult.fields, data_base64: Schema.optional(Schema.String) })
 )
 export type StoredResult = typeof StoredResult.Type
 
@@ -45,9 +50,13 @@ export const RuntimeOperationRow = Schema.Union(
   Schema.Struct({ ...common, kind: Schema.Literal("filesystem_read"), request: Json(ReadRequest) }),
   Schema.Struct({ ...common, kind: Schema.Literal("filesystem_write"), request: Json(WriteRequest) }),
   Schema.Struct({ ...common, kind: Schema.Literal("filesystem_list"), request: Json(ListRequest) }),
-  Schema.Struct({ ...common, kind: Schema.Literal("filesystem_delete"), request: Json(DeleteRequest) })
+  Schema.Struct({ ...common, kind: Schema.Literal("filesystem_delete"), request: Json(DeleteRequest) }),
+  Schema.Struct({ ...common, kind: Schema.Literal("computer_action"), request: Json(ComputerAction) }),
+  Schema.Struct({ ...common, kind: Schema.Literal("computer_screenshot"), request: Json(TakeScreenshot) })
 )
 export type RuntimeOperationRow = typeof RuntimeOperationRow.Type
+export type FilesystemOperationRow = Extract<RuntimeOperationRow, { readonly kind: FilesystemOperationKind }>
+export type ComputerOperationRow = Extract<RuntimeOperationRow, { readonly kind: "computer_action" | "computer_screenshot" }>
 
 /** The row with a read's bytes (also read by src/db/FastReadQueries.ts). */
 export const RUNTIME_OPERATION_WITH_DATA = `SELECT r.*, d.data AS data FROM runtime_operations r
@@ -62,6 +71,7 @@ export class RuntimeOperationsRepo extends Effect.Service<RuntimeOperationsRepo>
     const dialect = yield* Dialect
     const operations = rowsOf("runtime_operations", RuntimeOperationRow)
     const ids = rowsOf("runtime_operations", Schema.Struct({ id: Schema.String }))
+    const counts = rowsOf("runtime_operations", Schema.Struct({ n: Schema.Int }))
 
     return {
       get: (id: string) => operations.first(sql.unsafe(dialect.positional(RUNTIME_OPERATION_WITH_DATA), [id])),
@@ -86,6 +96,14 @@ export class RuntimeOperationsRepo extends Effect.Service<RuntimeOperationsRepo>
           }
           return updated.length > 0
         }).pipe(sql.withTransaction, Effect.orDie),
+      /** How many operations of these kinds the sandbox has queued or running (computer use bounds its queue). */
+      countLive: (sandboxId: string, kinds: ReadonlyArray<RuntimeOperationKind>) =>
+        Effect.map(
+          counts.first(
+            sql`SELECT COUNT(*) AS n FROM runtime_operations WHERE sandbox_id = ${sandboxId} AND state IN ('queued', 'running') AND ${sql.in("kind", kinds)}`
+          ),
+          (row) => row?.n ?? 0
+        ),
       /** Operations of a stopped sandbox that had not ended fail with `sandbox_stopped`. */
       failLiveOf: (sandboxId: string, now: string) =>
         run(sql`UPDATE runtime_operations SET state = 'failed', completed_at = ${now}, error = ${SANDBOX_STOPPED}

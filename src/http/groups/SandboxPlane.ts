@@ -5,13 +5,14 @@
  */
 import { HttpApiSchema } from "@effect/platform"
 import { Schema } from "effect"
-import { EndpointId, OperationId, ProcessId, RuntimeOperationId, SandboxId } from "../../domain/Ids.ts"
+import { EndpointId, OperationId, ProcessId, RecordingId, RuntimeOperationId, SandboxId } from "../../domain/Ids.ts"
 
 export const sandboxIdParam = HttpApiSchema.param("sandbox_id", SandboxId)
 export const operationIdParam = HttpApiSchema.param("operation_id", OperationId)
 export const processIdParam = HttpApiSchema.param("process_id", ProcessId)
 export const runtimeOperationIdParam = HttpApiSchema.param("runtime_operation_id", RuntimeOperationId)
 export const endpointIdParam = HttpApiSchema.param("endpoint_id", EndpointId)
+export const recordingIdParam = HttpApiSchema.param("recording_id", RecordingId)
 
 /** A finite batch of server-sent events; reconnect with `Last-Event-ID` for more. */
 export const EventStream = HttpApiSchema.Text({ contentType: "text/event-stream" }).annotations({

@@ -52,7 +52,8 @@ export const FilesystemLive = HttpApiBuilder.group(Api, "filesystem", (handlers)
         Effect.flatMap(keyCaller, (c) => Effect.flatMap(runtimeOperationOf(c, path.sandbox_id, path.runtime_operation_id), wire)).pipe(provide))
       .handle("readContent", ({ headers, path, urlParams }) =>
         Effect.gen(function*() {
-          const read = yield* readRaw(yield* keyCaller, path.sandbox_id, urlParams.path, { range: headers.range, ifNoneMatch: headers["if-none-match"] })
+          // Each call into the sandbox answers in time (not the whole handler: the 416's header is set on this fiber).
+          const read = yield* answerWithin(readRaw(yield* keyCaller, path.sandbox_id, urlParams.path, { range: headers.range, ifNoneMatch: headers["if-none-match"] }))
           const common = { ...(read.etag === undefined ? {} : { etag: read.etag }), "accept-ranges": "bytes", "cache-control": "no-store" }
           if (read.notModified) return HttpServerResponse.empty({ status: 304, headers: common })
           if (read.range === "unsatisfiable") {
@@ -69,9 +70,9 @@ export const FilesystemLive = HttpApiBuilder.group(Api, "filesystem", (handlers)
           }
           // One read's worth comes whole, with its Content-Length; more is streamed (RawFiles.ts `open`: Bun sends a
           // streamed body chunked, without Content-Length).
-          const body: BodyInit = length === 0 ? new Uint8Array() : length <= read.piece ? asBody(yield* read.readPiece(from, to)) : yield* read.open(from, to)
+          const body: BodyInit = length === 0 ? new Uint8Array() : length <= read.piece ? asBody(yield* answerWithin(read.readPiece(from, to))) : yield* answerWithin(read.open(from, to))
           return HttpServerResponse.raw(new Response(body, { status: read.range === undefined ? 200 : 206, headers: { "content-type": "application/octet-stream", ...headersOut } }))
-        }).pipe(answerWithin, provide))
+        }).pipe(provide))
       .handle("writeContent", ({ path, payload, urlParams }) =>
         Effect.gen(function*() {
           const caller = yield* keyCaller

@@ -134,6 +134,12 @@ export const processWithOutputToWire = (process: typeof Process.Type, output: Ke
 /** The stored result, with a read's bytes (kept in runtime_operation_data) back in it as `data_base64`. */
 const resultOf = (row: RuntimeOperationRow): typeof RuntimeOperation.Type["result"] => {
   const stored = row.result
+  if (stored !== null && stored.kind === "computer_screenshot") {
+    const { data_base64, ...rest } = stored
+    if (data_base64 !== undefined) return { ...rest, data_base64 }
+    if (row.data === undefined || row.data === null) throw new MalformedRow({ table: "runtime_operation_data", message: `no data for the screenshot ${row.id}` })
+    return { ...rest, data_base64: Buffer.from(row.data.buffer, row.data.byteOffset, row.data.byteLength).toString("base64") }
+  }
   if (stored === null || stored.kind !== "filesystem_read") return stored
   const { kind, path, data_base64, ...rest } = stored
   if (data_base64 !== undefined) return { kind, path, data_base64, ...rest }

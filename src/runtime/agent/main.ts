@@ -4,6 +4,7 @@
  * - runs processes (processes.ts) and keeps their ordered output and exit status on the sandbox's disk
  *   (events.ts), so neither the gateway's absence nor a restart of this agent loses them;
  * - does file operations from inside the jail (files.ts), so paths, `..` and symlinks resolve in the jail;
+ * - runs the sandbox's desktop when asked (desktop.ts, x11.ts): its display, input, screenshots, recordings;
  * - bridges TCP ports (bridge.ts): a connection to /run/agent/bridge.sock that sends "PORT <n>\n" is piped to
  *   127.0.0.1:n in the jail's own network namespace.
  * Self-contained on purpose (node builtins only): the gateway ships these modules as text, transpiled, on the
@@ -13,6 +14,7 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { startBridge } from "./bridge.ts"
 import { json, RUN_DIR } from "./common.ts"
+import { desktopRoute } from "./desktop.ts"
 import { evictFinished, execs, loadExecs } from "./events.ts"
 import { errnoError, fileRoute, normalize } from "./files.ts"
 import { execRoute } from "./processes.ts"
@@ -26,6 +28,7 @@ const handle = async (request: Request, server: { timeout: (request: Request, se
   try {
     if (parts[0] === "health") return json({ ok: true, pid: process.pid, execs: execs.size })
     if (parts[0] === "exec") return await execRoute(request, parts, q, server)
+    if (parts[0] === "desktop") return await desktopRoute(request, parts, q)
     const p = normalize(q.get("path"))
     subject = p
     return await fileRoute(request, parts, q, p)

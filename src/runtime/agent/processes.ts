@@ -83,6 +83,22 @@ const spawnStandby = () => {
   }
 }
 
+/**
+ * A program of the sandbox's own that the agent keeps (the desktop's display server, window manager, recorder):
+ * started like a command — the cgroup join first, in a session of its own — so it counts against the sandbox's
+ * limits as its commands do. Its output goes nowhere (stderr is kept for a short failure message).
+ */
+export const spawnInSandbox = (command: ReadonlyArray<string>, env: Readonly<Record<string, string>>, stdin: "ignore" | "pipe") =>
+  Bun.spawn({
+    cmd: [...SHELL, "-c", [...JOIN_CGROUPS, 'exec "$@"'].join("; "), "sh", ...command],
+    cwd: "/workspace",
+    env: { ...env },
+    stdin,
+    stdout: stdin === "pipe" ? "pipe" : "ignore",
+    stderr: stdin === "pipe" ? "pipe" : "ignore",
+    detached: true
+  })
+
 /** Whether `pid` waits as a standby does: not gone, not a zombie, not stopped or traced (it would never read its line). */
 const isWaiting = (pid: number) => {
   try {
@@ -220,7 +236,8 @@ const startExec = (spec: ExecRequest): Exec => {
     // dash calls the process limit -p, other shells -u.
     ...(spec.rlimits ? [`{ ulimit -p ${spec.rlimits.nproc} || ulimit -u ${spec.rlimits.nproc}; } 2>/dev/null || exit 125`, `ulimit -v ${spec.rlimits.asKb} || exit 125`] : [])
   ]
-  const env: Record<string, string> = { ...BASE_ENV, ...spec.env }
+  // Where the sandbox has a desktop (desktop.ts), its programs open their windows there unless told otherwise.
+  const env: Record<string, string> = { ...BASE_ENV, ...(fs.existsSync("/tmp/.X11-unix/X1") ? { DISPLAY: ":1" } : {}), ...spec.env }
   const execId = newExecId()
   const dir = path.join(EXECS_DIR, execId)
   let fd: number | null = null

@@ -6,6 +6,8 @@ import bridge from "./bridge.ts" with { type: "text" }
 // @ts-expect-error -- as above
 import common from "./common.ts" with { type: "text" }
 // @ts-expect-error -- as above
+import desktop from "./desktop.ts" with { type: "text" }
+// @ts-expect-error -- as above
 import dns from "./dns.ts" with { type: "text" }
 // @ts-expect-error -- as above
 import events from "./events.ts" with { type: "text" }
@@ -15,8 +17,10 @@ import files from "./files.ts" with { type: "text" }
 import main from "./main.ts" with { type: "text" }
 // @ts-expect-error -- as above
 import processes from "./processes.ts" with { type: "text" }
+// @ts-expect-error -- as above
+import x11 from "./x11.ts" with { type: "text" }
 
-const embedded: Record<string, unknown> = { "bridge.ts": bridge, "common.ts": common, "dns.ts": dns, "events.ts": events, "files.ts": files, "main.ts": main, "processes.ts": processes }
+const embedded: Record<string, unknown> = { "bridge.ts": bridge, "common.ts": common, "desktop.ts": desktop, "dns.ts": dns, "events.ts": events, "files.ts": files, "main.ts": main, "processes.ts": processes, "x11.ts": x11 }
 
 /** File name → TypeScript source; `main.ts` is the entry point (`dns.ts` is the host-side DNS forwarder: DomainPolicy.ts). */
 export const agentModules: Readonly<Record<string, string>> = Object.fromEntries(

@@ -6,6 +6,7 @@ import { Effect } from "effect"
 import { BillingRepo } from "../../db/repos/Billing.ts"
 import { EndpointsRepo } from "../../db/repos/Endpoints.ts"
 import { ProcessesRepo } from "../../db/repos/Processes.ts"
+import { RecordingsRepo } from "../../db/repos/Recordings.ts"
 import { RuntimeOperationsRepo } from "../../db/repos/RuntimeOperations.ts"
 import { SandboxesRepo, type StoredRequest } from "../../db/repos/Sandboxes.ts"
 import { conflict, type Conflict, notFound, PaymentRequired } from "../../domain/Errors.ts"
@@ -92,6 +93,11 @@ export const pauseSandbox = (caller: Caller, sandboxId: string) =>
       return yield* conflict("invalid_sandbox_state", `A ${sandbox.state} sandbox cannot be paused`, { state: sandbox.state })
     }
     if (sandbox.capabilities !== null && !capabilityOf(sandbox, ["lifecycle", "pause"])) return yield* unsupportedCall(sandbox, { kind: "pause" })
+    // A recording open on its desktop would freeze mid-file (reference §3 "Recording").
+    const recording = yield* RecordingsRepo.liveOf(sandboxId)
+    if (recording !== undefined) {
+      return yield* conflict("recording_active", "The sandbox's desktop is being recorded; stop the recording before pausing it", { recording_id: recording })
+    }
     yield* setSandboxState(sandboxId, "pausing")
     const operationId = yield* insertOperation({ ...caller, type: "sandbox_pause", resourceId: sandboxId })
     yield* lifecycleJob("sandbox.pause", { sandbox_id: sandboxId, operation_id: operationId })

@@ -1,6 +1,6 @@
 /** The sandbox plane's job types and their payloads (handlers: Jobs.ts registers one per type). */
 import { Schema } from "effect"
-import { EndpointId, OperationId, ProcessId, RuntimeOperationId, SandboxId } from "../../domain/Ids.ts"
+import { EndpointId, OperationId, ProcessId, RecordingId, RuntimeOperationId, SandboxId } from "../../domain/Ids.ts"
 import { defineJob } from "../JobRegistry.ts"
 
 /** A lifecycle job carries out one operation on one sandbox. */
@@ -20,6 +20,11 @@ export const CostSyncJob = defineJob("sandbox.cost_sync", SandboxRef)
 export const ExtendLifetimeJob = defineJob("sandbox.extend_lifetime", Schema.Struct({ sandbox_id: SandboxId, seconds: Schema.Int.pipe(Schema.positive()) }))
 export const ProcessExecuteJob = defineJob("process.execute", Schema.Struct({ process_id: ProcessId }))
 export const FilesystemJob = defineJob("runtime.filesystem", Schema.Struct({ runtime_operation_id: RuntimeOperationId }))
+/** Computer use (Computer.ts): an action or a screenshot (runtime operations), a recording's start and stop. */
+export const ComputerActionJob = defineJob("computer.action", Schema.Struct({ runtime_operation_id: RuntimeOperationId }))
+export const ComputerScreenshotJob = defineJob("computer.screenshot", Schema.Struct({ runtime_operation_id: RuntimeOperationId }))
+export const RecordingStartJob = defineJob("recording.start", Schema.Struct({ recording_id: RecordingId }))
+export const RecordingStopJob = defineJob("recording.stop", Schema.Struct({ recording_id: RecordingId }))
 export const EndpointCreateJob = defineJob("endpoint.create", EndpointRef)
 export const EndpointRevokeJob = defineJob("endpoint.revoke", EndpointRef)
 export const EndpointExpireJob = defineJob("endpoint.expire", EndpointRef)

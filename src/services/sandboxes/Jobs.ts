@@ -9,6 +9,7 @@ import { OperationRunner } from "../OperationRunner.ts"
 import { makeRetentionHandler, RetentionJob, scheduleRetention } from "../Retention.ts"
 import { DELIVERY_CONCURRENCY, makeWebhookDeliveryHandler } from "../webhooks/Delivery.ts"
 import { WebhookDeliverJob } from "../webhooks/FanOut.ts"
+import { makeComputerHandlers } from "./ComputerJobs.ts"
 import { makeCostSyncHandler } from "./CostSync.ts"
 import { makeEndpointHandlers } from "./Endpoints.ts"
 import * as Jobs from "./JobTypes.ts"
@@ -31,6 +32,11 @@ export const SandboxJobsLive = Layer.effectDiscard(
     yield* runner.register(Jobs.ExtendLifetimeJob, lifecycle.extendLifetime)
     yield* runner.register(Jobs.ProcessExecuteJob, yield* makeProcessHandler)
     yield* runner.register(Jobs.FilesystemJob, yield* makeRuntimeOperationHandler)
+    const computer = yield* makeComputerHandlers
+    yield* runner.register(Jobs.ComputerActionJob, computer.operation)
+    yield* runner.register(Jobs.ComputerScreenshotJob, computer.operation)
+    yield* runner.register(Jobs.RecordingStartJob, computer.recordingStart)
+    yield* runner.register(Jobs.RecordingStopJob, computer.recordingStop)
     yield* runner.register(Jobs.CostSyncJob, yield* makeCostSyncHandler)
     yield* runner.register(Jobs.EndpointCreateJob, endpoints.create)
     yield* runner.register(Jobs.EndpointRevokeJob, endpoints.revoke)

@@ -10,6 +10,7 @@ import { Db } from "../../db/Db.ts"
 import { EndpointsRepo } from "../../db/repos/Endpoints.ts"
 import { ProcessesRepo } from "../../db/repos/Processes.ts"
 import { RuntimeOperationsRepo } from "../../db/repos/RuntimeOperations.ts"
+import { RecordingsRepo } from "../../db/repos/Recordings.ts"
 import { requestOf, SandboxesRepo } from "../../db/repos/Sandboxes.ts"
 import type { ErrorObject } from "../../domain/Errors.ts"
 import { isoAfter, nowIso } from "../../domain/Time.ts"
@@ -69,9 +70,10 @@ export const makeLifecycleHandlers = Effect.gen(function*() {
   const event = (sandbox: SandboxRow, type: string, data: Record<string, unknown> = {}) =>
     appendEvent({ type, organizationId: sandbox.organization_id, projectId: sandbox.project_id, data: { sandbox_id: sandbox.id, provider: sandbox.provider, ...data } })
 
-  /** Everything that stops with the sandbox: running processes, live endpoints, timers. */
-  const settleChildren = (sandboxId: string) =>
+  /** Everything that stops with the sandbox: running processes, live endpoints, open recordings, timers. */
+  const settleChildren = (sandbox: SandboxRow) =>
     Effect.gen(function*() {
+      const sandboxId = sandbox.id
       const now = yield* nowIso
       const error: ErrorObject = { code: "sandbox_stopped", message: "The sandbox stopped", retryable: false }
       for (const processId of yield* ProcessesRepo.liveOf(sandboxId)) {
@@ -80,6 +82,10 @@ export const makeLifecycleHandlers = Effect.gen(function*() {
       }
       yield* EndpointsRepo.revokeLiveOf(sandboxId, now)
       yield* RuntimeOperationsRepo.failLiveOf(sandboxId, now)
+      const recordings = yield* RecordingsRepo.failLiveOf(sandboxId, now)
+      for (const id of recordings.ids) {
+        yield* appendEvent({ type: "recording.stop", organizationId: sandbox.organization_id, projectId: sandbox.project_id, data: { sandbox_id: sandboxId, recording_id: id, state: "failed", error: recordings.error } })
+      }
       yield* disarmTimers(sandboxId)
     })
 
@@ -232,7 +238,7 @@ export const makeLifecycleHandlers = Effect.gen(function*() {
         }
         yield* Effect.gen(function*() {
           yield* setSandboxState(sandboxId, "stopped")
-          yield* settleChildren(sandboxId)
+          yield* settleChildren(sandbox)
           yield* armCostSync(sandboxId, COST_SYNC_FINAL_SECONDS)
           yield* event(sandbox, "sandbox.deleted", sandbox.state_reason === null ? {} : { reason: sandbox.state_reason })
           yield* setOperationState(operationId, "succeeded")

@@ -53,6 +53,7 @@ const createInput = (sandbox: SandboxRow, request: SandboxRequest, provider: Pro
     onIdleTimeout: request.lifecycle.on_idle_timeout
   },
   ...networkInput(request),
+  computerUse: request.features?.computer_use === true,
   providerOptions: ((request.provider_options ?? {}) as Record<string, Record<string, unknown> | undefined>)[provider] ?? {},
   environment: request.environment ?? {},
   metadata: request.metadata ?? {}

@@ -6,7 +6,7 @@
 import { Effect } from "effect"
 import { provideRepositories } from "../../db/Database.ts"
 import { inTransaction } from "../../db/Db.ts"
-import { type RuntimeOperationKind, type RuntimeOperationRow, RuntimeOperationsRepo, type StoredResult } from "../../db/repos/RuntimeOperations.ts"
+import { type FilesystemOperationKind, type FilesystemOperationRow, type RuntimeOperationKind, type RuntimeOperationRow, RuntimeOperationsRepo, type StoredResult } from "../../db/repos/RuntimeOperations.ts"
 import type { ErrorObject } from "../../domain/Errors.ts"
 import { nowIso } from "../../domain/Time.ts"
 import type { ProviderError, ProviderSandbox, SandboxProvider } from "../../../providers/core/Provider.ts"
@@ -22,7 +22,7 @@ export const runtimeOperationJobKey = (kind: RuntimeOperationKind, id: string) =
 
 export const getRuntimeOperationRow = (id: string) => RuntimeOperationsRepo.get(id)
 
-const FILE_OPERATION: Record<RuntimeOperationKind, FileOperation> = {
+const FILE_OPERATION: Record<FilesystemOperationKind, FileOperation> = {
   filesystem_read: "read",
   filesystem_write: "write",
   filesystem_list: "list",
@@ -31,7 +31,7 @@ const FILE_OPERATION: Record<RuntimeOperationKind, FileOperation> = {
 
 
 /** Carries out the operation at the provider; a read also returns its bytes (stored apart from the result). */
-const perform = (row: RuntimeOperationRow, provider: SandboxProvider, resource: ProviderSandbox): Effect.Effect<{ readonly result: StoredResult; readonly data?: Uint8Array }, ProviderError> => {
+const perform = (row: FilesystemOperationRow, provider: SandboxProvider, resource: ProviderSandbox): Effect.Effect<{ readonly result: StoredResult; readonly data?: Uint8Array }, ProviderError> => {
   switch (row.kind) {
     case "filesystem_read": {
       const r = row.request
@@ -72,7 +72,7 @@ export const makeRuntimeOperationHandler = Effect.gen(function*() {
   const operations = yield* RuntimeOperationsRepo
 
   /** Records the outcome and its durable event (`runtime_operation.completed` or `.failed`) in one transaction. */
-  const complete = (row: RuntimeOperationRow, state: "succeeded" | "failed", result: StoredResult | null, error: ErrorObject | null, data?: Uint8Array) =>
+  const complete = (row: FilesystemOperationRow, state: "succeeded" | "failed", result: StoredResult | null, error: ErrorObject | null, data?: Uint8Array) =>
     inTransaction(Effect.gen(function*() {
       if (!(yield* operations.complete(row.id, { state, result, error, data, now: yield* nowIso }))) return
       const sandbox = yield* getSandboxRow(row.sandbox_id)
@@ -87,8 +87,11 @@ export const makeRuntimeOperationHandler = Effect.gen(function*() {
 
   const run = (id: string) =>
     Effect.gen(function*() {
-      const row = yield* operations.get(id)
-      if (row === undefined || (row.state !== "queued" && row.state !== "running")) return
+      const found = yield* operations.get(id)
+      // Computer operations are the `runtime.computer` job's (ComputerOperations.ts).
+      if (found === undefined || found.kind === "computer_action" || found.kind === "computer_screenshot") return
+      const row = found
+      if (row.state !== "queued" && row.state !== "running") return
       if (row.state === "running" && (row.kind === "filesystem_write" || row.kind === "filesystem_delete")) {
         return yield* complete(row, "failed", null, {
           code: "runtime_operation_unknown_outcome",
@@ -135,6 +138,7 @@ export const makeRuntimeOperationHandler = Effect.gen(function*() {
   return {
     run: (job) => provide(run(job.payload.runtime_operation_id)),
     giveUp: (job, error) =>
-      provide(Effect.flatMap(operations.get(job.payload.runtime_operation_id), (row) => (row === undefined ? Effect.void : complete(row, "failed", null, error))))
+      provide(Effect.flatMap(operations.get(job.payload.runtime_operation_id), (row) =>
+        row === undefined || row.kind === "computer_action" || row.kind === "computer_screenshot" ? Effect.void : complete(row, "failed", null, error)))
   } satisfies JobHandler<{ readonly runtime_operation_id: string }>
 })

@@ -14,7 +14,7 @@ import { ProviderAccounts } from "../ProviderAccounts.ts"
 import type { FileOperation } from "./ProviderErrors.ts"
 
 export type Need =
-  | { readonly kind: "execute" | "stdin" | "terminal" | "cancel" | "pause" | "resume" | "create_parents" }
+  | { readonly kind: "execute" | "stdin" | "terminal" | "cancel" | "pause" | "resume" | "create_parents" | "desktop" }
   | { readonly kind: "endpoints"; readonly port?: number | undefined }
   | { readonly kind: "files"; readonly operation: FileOperation }
   | { readonly kind: "write_mode"; readonly mode: "create" | "overwrite" | "append" }
@@ -41,6 +41,8 @@ const ruleOf = (need: Need): Rule => {
       return { what: "be paused", feature: "features.pause_resume: true", can: (p) => p.capabilities.pause && p.capabilities.resume }
     case "resume":
       return { what: "be resumed", feature: "features.pause_resume: true", can: (p) => p.capabilities.pause && p.capabilities.resume }
+    case "desktop":
+      return { what: "drive a desktop (computer use)", feature: "features.computer_use: true", can: (p) => p.capabilities.computer != null && p.computer !== undefined }
     case "create_parents":
       return { what: "create parent directories", feature: "features.filesystem.create_parents: true", can: (p) => p.capabilities.files?.createParents === true }
     case "endpoints":

@@ -26,9 +26,9 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type LocalRuntimeHandle, makeLocalRuntime } from "../../src/runtime/LocalRuntimeLive.ts"
-import { isCwdMissing } from "./cwd.ts"
-import { fileReasonOf } from "./errors.ts"
-import type { CreateInput, ProviderError, ProviderExecEvent, ProviderSandbox, SandboxProvider } from "./Provider.ts"
+import { isCwdMissing } from "../core/cwd.ts"
+import { fileReasonOf } from "../core/errors.ts"
+import type { CreateInput, ProviderError, ProviderExecEvent, ProviderSandbox, SandboxProvider } from "../core/Provider.ts"
 
 export type ConformanceTarget =
   | Effect.Effect<SandboxProvider, unknown, Scope.Scope>
