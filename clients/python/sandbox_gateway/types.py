@@ -463,7 +463,7 @@ class RuntimeOperation(TypedDict):
     type: Literal["runtime_operation"]
     project_id: str
     sandbox_id: str
-    kind: Literal["filesystem_read", "filesystem_write", "filesystem_list", "filesystem_delete"]
+    kind: Literal["filesystem_read", "filesystem_write", "filesystem_list", "filesystem_delete", "computer_action", "computer_screenshot"]
     state: Literal["queued", "running", "succeeded", "failed", "cancelled"]
     result: Optional[RuntimeOperationResult]
     error: Optional[ErrorObject]
@@ -510,6 +510,30 @@ class RuntimeOperationResultFilesystemDelete(TypedDict):
     deleted: bool
 
 
+class RuntimeOperationResultComputerAction(TypedDict):
+    kind: Literal["computer_action"]
+    action: str
+    cursor_position: Optional[RuntimeOperationResultComputerActionCursorPosition1]
+
+
+class RuntimeOperationResultComputerActionCursorPosition1(TypedDict):
+    x: int
+    y: int
+
+
+class RuntimeOperationResultComputerScreenshot(TypedDict):
+    kind: Literal["computer_screenshot"]
+    format: Literal["png", "jpeg"]
+    data_base64: str
+    byte_length: int
+    cursor_position: Optional[RuntimeOperationResultComputerScreenshotCursorPosition1]
+
+
+class RuntimeOperationResultComputerScreenshotCursorPosition1(TypedDict):
+    x: int
+    y: int
+
+
 class EnvironmentList(TypedDict):
     environments: List[Environment]
 
@@ -522,4 +546,4 @@ class Environment(TypedDict):
     providers: List[Provider]
 
 Source = Union[EnvironmentSource, OciImageSource, ProviderTemplateSource]
-RuntimeOperationResult = Union[RuntimeOperationResultFilesystemRead, RuntimeOperationResultFilesystemWrite, RuntimeOperationResultFilesystemList, RuntimeOperationResultFilesystemDelete]
+RuntimeOperationResult = Union[RuntimeOperationResultFilesystemRead, RuntimeOperationResultFilesystemWrite, RuntimeOperationResultFilesystemList, RuntimeOperationResultFilesystemDelete, RuntimeOperationResultComputerAction, RuntimeOperationResultComputerScreenshot]
