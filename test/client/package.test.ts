@@ -155,6 +155,28 @@ describe("the TypeScript client as a package", () => {
     }, 120_000)
   }
 
+  it("on Node 20 (no global WebSocket) a terminal asks for a WebSocket to be passed instead of failing obscurely", async () => {
+    const check = `
+      import { createClient } from "@sandbox-gateway/client"
+      const gw = createClient({ baseUrl: process.env.GW, apiKey: process.env.KEY, projectId: process.env.PRJ })
+      const sandbox = await gw.sandboxes.create({ source: { kind: "environment", environment: "metal/base" }, resources: { vcpu: 1, memory_mb: 512 }, lifecycle: { runtime_timeout_seconds: 600 } })
+      try {
+        await sandbox.attach("proc_any")
+        console.log("attached")
+      } catch (e) {
+        console.log(e.code, e.message)
+      } finally {
+        await sandbox.destroy()
+      }
+    `
+    fs.writeFileSync(path.join(app, "no-websocket.mjs"), check)
+    const env = { GW: server.url, KEY: credentials.apiKey, PRJ: credentials.projectId }
+    const hasWebSocket = (await run(["node", "-e", "console.log(typeof WebSocket)"], app)).trim() !== "undefined"
+    // Where the Node here has one (22 and later), the same is asked of it without: --no-experimental-websocket.
+    const output = await run(["node", ...(hasWebSocket ? ["--no-experimental-websocket"] : []), "no-websocket.mjs"], app, env)
+    expect(output).toMatch(/^client_error No WebSocket here to attach a terminal with: pass createClient's `webSocket`/)
+  }, 120_000)
+
   it("its declarations type-check a project that uses it (Node's module resolution), the contract's types included", async () => {
     fs.writeFileSync(path.join(app, "use.ts"), TYPED)
     fs.writeFileSync(path.join(app, "tsconfig.json"), JSON.stringify({
