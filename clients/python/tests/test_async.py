@@ -24,6 +24,10 @@ def test_async_create_run_live_output_files_destroy(gateway: Dict[str, Any]) -> 
             assert isinstance(first, AsyncSandbox) and first.state == second.state == "ready"
             a, b = await asyncio.gather(first.run(["python3", "-c", "print(6 * 7)"]), second.run("echo $0"))
             assert (a.exit_code, a.stdout, b.stdout) == (0, "42\n", "sh\n")
+            # Bytes that are not UTF-8 come exactly beside the text (where the provider hands over bytes, as the
+            # one a plain request is placed on does).
+            c = await second.run("printf 'caf\\351' >&2")
+            assert c.stderr_bytes == b"caf\xe9" and c.stderr == "caf\ufffd" and c.stdout_bytes == b""
 
             seen: List[Tuple[str, str]] = []
             released: List["asyncio.Future[int]"] = []
