@@ -30,7 +30,7 @@ def test_create_run_files_endpoint_lifecycle(gw: Client) -> None:
     tag = f"py-{os.getpid()}-{time.time_ns()}"
     environments = {e["name"]: e for e in gw.environments.list()}
     assert environments["metal/python"]["default_version"] == "latest" and "e2b" in environments["metal/python"]["providers"]
-    sandbox = gw.sandboxes.create("metal/python", metadata={"suite": tag}, features={"public_ports": [8000]})
+    sandbox = gw.sandboxes.create("metal/python", metadata={"suite": tag}, features={"public_ports": [8000], "pause_resume": True})
     assert isinstance(sandbox, Sandbox)
     assert sandbox.state == "ready" and sandbox.record["metadata"] == {"suite": tag}
 
