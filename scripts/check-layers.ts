@@ -9,19 +9,21 @@
  *   runtime    src/runtime/            domain, config, net
  *   providers  providers/              domain, config, net, runtime
  *   services   src/services/           domain, config, db, net, runtime, providers
- *   http       src/http/               domain, config, db, net, runtime, providers, services
+ *   http       src/http/               domain, config, db, net, runtime, providers, services, assets
  *   cli        src/cli/                domain, config, db, services, client (the user CLI's commands)
  *   client     client/                 domain, http (the contract, src/http/Api.ts: the client is derived from it)
  *   entry      src/main.ts, cli.ts, openapi.ts   anything
+ *   web        web/src/                domain, providers (the dashboard: types of the contract only, never code of the server)
+ *   assets     web/dist/               — (the dashboard as built: only http serves it)
  *
  * The SQL packages (`@effect/sql…`, `bun:sqlite`) are imported only in `src/db/`. No source file imports test
  * code (test files, test/, the provider test kits in providers/testing/) or a test runner, and no import cycle
- * exists among the files checked (every file under src/, providers/ and client/src/ but tests).
+ * exists among the files checked (every file under src/, providers/, client/src/ and web/src/ but tests).
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
 
-export type Layer = "config" | "domain" | "db" | "net" | "runtime" | "providers" | "services" | "http" | "cli" | "client" | "entry"
+export type Layer = "config" | "domain" | "db" | "net" | "runtime" | "providers" | "services" | "http" | "cli" | "client" | "entry" | "web" | "assets"
 
 const BELOW: Record<Layer, ReadonlyArray<Layer>> = {
   config: [],
@@ -31,10 +33,12 @@ const BELOW: Record<Layer, ReadonlyArray<Layer>> = {
   runtime: ["domain", "config", "net"],
   providers: ["domain", "config", "net", "runtime"],
   services: ["domain", "config", "db", "net", "runtime", "providers"],
-  http: ["domain", "config", "db", "net", "runtime", "providers", "services"],
+  http: ["domain", "config", "db", "net", "runtime", "providers", "services", "assets"],
   cli: ["domain", "config", "db", "services", "client"],
   client: ["domain", "http"],
-  entry: ["domain", "config", "db", "net", "runtime", "providers", "services", "http", "cli", "client"]
+  entry: ["domain", "config", "db", "net", "runtime", "providers", "services", "http", "cli", "client"],
+  web: ["domain", "providers"],
+  assets: []
 }
 
 /** Packages only one layer may import. */
@@ -46,6 +50,8 @@ export const layerOf = (file: string): Layer | undefined => {
   if (file === "src/Config.ts" || file === "src/DataDir.ts") return "config"
   if (file === "src/main.ts" || file === "src/cli.ts" || file === "src/openapi.ts") return "entry"
   if (file.startsWith("client/")) return "client"
+  if (file.startsWith("web/dist/")) return "assets"
+  if (file.startsWith("web/")) return "web"
   const top = file.startsWith("providers/") ? "providers" : file.split("/").slice(0, 2).join("/")
   switch (top) {
     case "src/domain": return "domain"
@@ -91,12 +97,13 @@ export const readGraph = (root: string): ImportGraph => {
       const rel = `${dir}/${entry.name}`
       if (entry.isDirectory() && NOT_PART_OF_THE_PROGRAM.has(rel)) continue
       if (entry.isDirectory()) walk(rel)
-      else if (rel.endsWith(".ts") && !isTestFile(rel)) graph.set(rel, importsOf(fs.readFileSync(path.join(root, rel), "utf8")))
+      else if ((rel.endsWith(".ts") || rel.endsWith(".tsx")) && !isTestFile(rel)) graph.set(rel, importsOf(fs.readFileSync(path.join(root, rel), "utf8")))
     }
   }
   walk("src")
   walk("providers")
   walk("client/src")
+  walk("web/src")
   return graph
 }
 

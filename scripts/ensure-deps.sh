@@ -1,8 +1,9 @@
 #!/bin/sh
 # Installs what the gateway needs when it is missing, then returns: bun (from npm); bubblewrap, slirp4netns,
 # nftables (the sandboxes' egress filter), postgresql (the tests' second engine), e2fsprogs (each sandbox's disk image), util-linux and mount (setpriv,
-# unshare, nsenter, flock, losetup), iproute2 and the Python client's python3 packages (from Debian); and the project's packages. Safe to run every time; quiet
-# when all is there.
+# unshare, nsenter, flock, losetup), iproute2, chromium (the dashboard's browser tests) and the Python client's python3
+# packages from Debian; the project's packages; and the dashboard's built assets. Safe to run every time; quiet when
+# all is there.
 set -e
 cd "$(dirname "$0")/.."
 
@@ -34,6 +35,8 @@ done
 # The OCI tests build their images from a static busybox (an image without glibc); ldd finds what the agent
 # needs from the host in images (libc-bin, always there on Debian).
 [ -x /bin/busybox ] && ! ldd /bin/busybox >/dev/null 2>&1 || missing="$missing busybox-static"
+# Chromium for the dashboard's browser tests (test/dashboard/, driven by playwright-core; no browser download).
+command -v chromium >/dev/null 2>&1 || [ -x /usr/bin/chromium ] || missing="$missing chromium"
 # PostgreSQL for the second run of the suites (DATABASE_URL engine): initdb, pg_ctl, postgres, psql.
 command -v initdb >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing="$missing postgresql"
 # The sandboxes' desktops (computer use; ARCHITECTURE.md §5): a display server (Xvnc serves VNC too, for the live
@@ -54,3 +57,6 @@ if [ ! -d node_modules ] || [ bun.lock -nt node_modules/.ensure-stamp ]; then
   bun install --frozen-lockfile >&2
   touch node_modules/.ensure-stamp
 fi
+
+# The dashboard's assets (web/ → web/dist/bundle.ts, which the server imports), rebuilt when a source changed.
+bun scripts/build-web.ts --if-stale >&2

@@ -12,7 +12,7 @@ import { GATEWAY_VERSION } from "../domain/Version.ts"
  * The first words of the operator's commands (src/cli/Operator.ts's table) and of the users' (client/src/cli.ts),
  * known here so that each kind loads only its own modules (a test keeps the lists equal).
  */
-export const OPERATOR_WORDS: ReadonlyArray<string> = ["bootstrap", "users", "tokens", "credits", "db"]
+export const OPERATOR_WORDS: ReadonlyArray<string> = ["bootstrap", "users", "tokens", "login-link", "credits", "db"]
 export const USER_WORDS: ReadonlyArray<string> = ["login", "sandbox"]
 const operator = () => import("./Operator.ts")
 const user = () => import("../../client/src/cli.ts")

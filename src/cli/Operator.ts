@@ -8,7 +8,7 @@
 import { BunRuntime } from "@effect/platform-bun"
 import { ConfigError, Console, Effect, Logger, LogLevel, Schedule } from "effect"
 import { EXPIRES_IN_SECONDS } from "../domain/Accounts.ts"
-import { AppConfigLive, dataDirConfig, databaseUrlConfig, displayDatabaseUrl } from "../Config.ts"
+import { AppConfig, AppConfigLive, dataDirConfig, databaseUrlConfig, displayDatabaseUrl } from "../Config.ts"
 import { DatabaseLive, type Repositories } from "../db/Database.ts"
 import { copySqliteToPostgres } from "../db/Copy.ts"
 import { inTransaction } from "../db/Db.ts"
@@ -24,6 +24,7 @@ import { appendEvent } from "../services/Events.ts"
 import { accessChanged } from "../services/LiveStreams.ts"
 import { grantWelcomeCredit, postLedgerEntry } from "../services/Ledger.ts"
 import { createOrganization } from "../services/Organizations.ts"
+import { issueLoginLink, LOGIN_LINK_SECONDS } from "../services/Sessions.ts"
 import { newUuid } from "../domain/Ids.ts"
 
 /** A user-facing failure: printed with the usage, exit code 1. */
@@ -37,7 +38,7 @@ interface Command {
   readonly usage: string
   readonly summary: string
   readonly flags: ReadonlyArray<string>
-  readonly run: (flags: Flags) => Effect.Effect<void, CliError, Repositories>
+  readonly run: (flags: Flags) => Effect.Effect<void, CliError, Repositories | AppConfig>
 }
 
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/
@@ -159,6 +160,22 @@ const commands: Record<string, Command> = {
         if (!revoked) return yield* Effect.fail(new CliError("no live token matches"))
         yield* print(flags, { revoked: true }, "revoked")
       })).pipe(Effect.zipLeft(accessChanged)) // a replica on PostgreSQL ends the token's streams at once (else within a second)
+  },
+  "login-link": {
+    usage: "login-link --email <email> [--json]",
+    summary: `Print a one-time link that signs an existing user in to the dashboard (PUBLIC_URL/login#code=…): valid ${LOGIN_LINK_SECONDS / 60} minutes, once.`,
+    flags: ["email", "json"],
+    run: (flags) =>
+      Effect.flatMap(AppConfig, ({ publicUrl }) =>
+        tx(Effect.gen(function*() {
+          const email = emailFlag(flags)
+          const user = yield* UsersRepo.findByEmail(email)
+          if (user === undefined) return yield* Effect.fail(new CliError(`no user with email ${email}; run: users create --email ${email}`))
+          const { code, expiresAt } = yield* issueLoginLink(user.id)
+          // The code travels in the fragment: browsers never send it to a server, so no log or proxy sees it.
+          const url = `${publicUrl}/login#code=${code}`
+          yield* print(flags, { url, user_id: user.id, expires_at: expiresAt }, url)
+        })))
   },
   "credits grant": {
     usage: "credits grant --org <organization id> --amount-usd <d.dd> [--kind deposit|adjustment] [--description <text>] [--json]",

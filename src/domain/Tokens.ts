@@ -22,3 +22,8 @@ export const randomToken = (prefix: string): string => prefix + crypto.randomByt
 
 export const timingSafeEqualHex = (a: string, b: string): boolean =>
   a.length === b.length && crypto.timingSafeEqual(Buffer.from(a, "hex"), Buffer.from(b, "hex"))
+
+/** A dashboard session (the value of its cookie, src/http/SessionCookie.ts): never a bearer token. */
+export const SESSION_TOKEN_PREFIX = "metal_us_"
+/** A one-time sign-in link's code (`login-link` in the operator CLI): exchanged once for a session. */
+export const LOGIN_CODE_PREFIX = "metal_ll_"

@@ -117,6 +117,7 @@ export const WebhookDelivery = Schema.Struct({
   created_at: Timestamp,
   updated_at: Timestamp,
   delivered_at: Schema.NullOr(Timestamp),
+  payload: Schema.String.annotations({ description: "The exact request body every attempt sends (and signs): the event's JSON" }),
   attempts: Schema.Array(WebhookDeliveryAttempt).annotations({ description: "Every attempt, oldest first" })
 }).annotations({ identifier: "WebhookDelivery" })
 

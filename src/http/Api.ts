@@ -27,7 +27,11 @@ import { OperationsApi } from "./groups/OperationsApi.ts"
 import { ProcessesApi } from "./groups/ProcessesApi.ts"
 import { ProjectOperationsApi } from "./groups/ProjectOperationsApi.ts"
 import { ProjectSandboxesApi } from "./groups/ProjectSandboxesApi.ts"
+import { ProjectProcessesApi } from "./groups/ProjectProcessesApi.ts"
+import { ProjectFilesystemApi } from "./groups/ProjectFilesystemApi.ts"
+import { ProjectEndpointsApi } from "./groups/ProjectEndpointsApi.ts"
 import { SandboxesApi } from "./groups/SandboxesApi.ts"
+import { SessionsApi } from "./groups/SessionsApi.ts"
 import { SystemApi } from "./groups/SystemApi.ts"
 import { WebhookDeliveriesApi } from "./groups/WebhookDeliveriesApi.ts"
 import { WebhooksApi } from "./groups/WebhooksApi.ts"
@@ -35,6 +39,7 @@ import { documentTransform } from "./OpenApiTransform.ts"
 
 export class Api extends HttpApi.make("sandbox-gateway")
   .add(SystemApi)
+  .add(SessionsApi)
   .add(OrganizationsApi)
   .add(MembersApi)
   .add(ProjectsApi)
@@ -52,6 +57,9 @@ export class Api extends HttpApi.make("sandbox-gateway")
   .add(ProcessesApi)
   .add(FilesystemApi)
   .add(EndpointsApi)
+  .add(ProjectProcessesApi)
+  .add(ProjectFilesystemApi)
+  .add(ProjectEndpointsApi)
   .add(ComputerApi)
   .addError(BadRequestWire)
   .addError(NotFoundWire)

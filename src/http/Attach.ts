@@ -29,6 +29,8 @@ import { guardedRoute } from "./GuardedRoute.ts"
 import { acceptWebSocket } from "./WebSocketUpgrade.ts"
 
 export const ATTACH_PATH = "/v1/sandboxes/:sandbox_id/processes/:process_id/attach"
+/** The same route on the project path (a member's: the dashboard's terminal). */
+export const PROJECT_ATTACH_PATH = "/v1/projects/:project_id/sandboxes/:sandbox_id/processes/:process_id/attach"
 
 const CHECK_HEADER = "x-gateway-attach-check"
 /** Known only to this process: a client cannot pass its request off as the gateway's check. */
@@ -61,7 +63,8 @@ const holdFor = (streams: LiveStreamsShape, holder: StreamHolder, end: (frame: s
 }
 
 type Services = ProcessesRepo | SandboxesRepo | ProviderAccounts | LiveStreams
-type Route = (request: Bun.BunRequest<typeof ATTACH_PATH>, server: Bun.Server<unknown>) => Promise<Response | undefined>
+type Path = typeof ATTACH_PATH | typeof PROJECT_ATTACH_PATH
+type Route = (request: Bun.BunRequest<Path>, server: Bun.Server<unknown>) => Promise<Response | undefined>
 /** The API base URL of the live node a sandbox lives on, when that is another node (services/Forwarding.ts). */
 export type OwnerOf = (sandboxId: string) => Promise<string | undefined>
 
@@ -71,7 +74,7 @@ export const attachRoute = (runtime: Runtime.Runtime<Services>, config: AppConfi
   const run = Runtime.runPromise(runtime)
   const fork = Runtime.runFork(runtime)
   const streams = Context.get(runtime.context, LiveStreams)
-  return guardedRoute("terminal attach", async (request: Bun.BunRequest<typeof ATTACH_PATH>, server: Bun.Server<unknown>) => {
+  return guardedRoute("terminal attach", async (request: Bun.BunRequest<Path>, server: Bun.Server<unknown>) => {
     if (!isWebSocketUpgrade(request)) return server.fetch(request)
     const plain = new Headers(request.headers)
     for (const name of UPGRADE_HEADERS) plain.delete(name)

@@ -28,10 +28,14 @@ import { FilesystemLive } from "./handlers/FilesystemHttp.ts"
 import { OperationsLive } from "./handlers/OperationsHttp.ts"
 import { ProcessesLive } from "./handlers/ProcessesHttp.ts"
 import { ProjectSandboxesLive } from "./handlers/ProjectSandboxesHttp.ts"
+import { ProjectProcessesLive } from "./handlers/ProjectProcessesHttp.ts"
+import { ProjectFilesystemLive } from "./handlers/ProjectFilesystemHttp.ts"
+import { ProjectEndpointsLive } from "./handlers/ProjectEndpointsHttp.ts"
 import { ProjectOperationsLive } from "./handlers/ProjectOperationsHttp.ts"
 import { SandboxesLive } from "./handlers/SandboxesHttp.ts"
 import { EnvironmentsLive } from "./handlers/EnvironmentsHttp.ts"
 import { SystemLive } from "./handlers/SystemHttp.ts"
+import { SessionsLive } from "./handlers/SessionsHttp.ts"
 import { EndpointServerLive } from "./EndpointProxy.ts"
 import { EndpointConnectionsLive } from "../services/sandboxes/EndpointConnections.ts"
 import { type LiveStreams, LiveStreamsLive } from "../services/LiveStreams.ts"
@@ -47,9 +51,10 @@ import { withRequestId } from "./RequestId.ts"
 import { EDGE_SERVE_OPTIONS, edgeRoutes } from "./Edge.ts"
 import { countRequests, metricsRoute } from "./Telemetry.ts"
 import { MCP_PATH, mcpRoute, PROJECT_MCP_PATH } from "./Mcp.ts"
-import { announce, frontDoorRoute } from "./Welcome.ts"
-import { ATTACH_PATH, attachRoute } from "./Attach.ts"
-import { RAW_CONTENT_PATH, rawWriteRoute } from "./RawWrites.ts"
+import { announce } from "./Welcome.ts"
+import { DASHBOARD_ASSETS, DASHBOARD_PAGES, dashboardAsset, dashboardPage } from "./Dashboard.ts"
+import { ATTACH_PATH, attachRoute, PROJECT_ATTACH_PATH } from "./Attach.ts"
+import { PROJECT_RAW_CONTENT_PATH, RAW_CONTENT_PATH, rawWriteRoute } from "./RawWrites.ts"
 import type { RawWriteServices } from "../services/sandboxes/RawFiles.ts"
 import type { ProcessesRepo } from "../db/repos/Processes.ts"
 import type { SandboxesRepo } from "../db/repos/Sandboxes.ts"
@@ -63,8 +68,9 @@ import { ProjectKeyAuthLive, UserAuthLive } from "./Authentication.ts"
 
 export const ApiLive = HttpApiBuilder.api(Api).pipe(
   Layer.provide([
-    SystemLive, OrganizationsLive, MembersLive, ProjectsLive, ApiKeysLive, EventsLive, BillingLive, WebhooksLive, WebhookDeliveriesLive, ProviderCredentialsLive,
-    SandboxesLive, EnvironmentsLive, ProjectSandboxesLive, ProjectOperationsLive, OperationsLive, ProcessesLive, FilesystemLive, EndpointsLive, ComputerLive
+    SystemLive, SessionsLive, OrganizationsLive, MembersLive, ProjectsLive, ApiKeysLive, EventsLive, BillingLive, WebhooksLive, WebhookDeliveriesLive, ProviderCredentialsLive,
+    SandboxesLive, EnvironmentsLive, ProjectSandboxesLive, ProjectOperationsLive, OperationsLive, ProcessesLive, FilesystemLive, EndpointsLive, ComputerLive,
+    ProjectProcessesLive, ProjectFilesystemLive, ProjectEndpointsLive
   ]),
   Layer.provide([UserAuthLive, ProjectKeyAuthLive, ErrorEnvelopeLive])
 )
@@ -94,7 +100,7 @@ export const ServicesLive = Layer.mergeAll(CredentialsLive, IdempotencyStoreLive
 )
 
 /** The routes that call a sandbox's provider synchronously (not through a job): served by the sandbox's node. */
-const OWNER_SERVED = /^\/v1\/sandboxes\/([^/]+)\/(?:files\/content|processes\/[^/]+\/stdin)$/
+const OWNER_SERVED = /^\/v1\/(?:projects\/[^/]+\/)?sandboxes\/([^/]+)\/(?:files\/content|processes\/[^/]+\/stdin)$/
 
 /** Bun's server; its router answers the polled reads first (FastReads) and hands everything else to the API. */
 const ServerLive = Layer.unwrapScoped(
@@ -113,8 +119,12 @@ const ServerLive = Layer.unwrapScoped(
       runCredentials(credentials.resolveApiKey(token)).then((key) => (key._tag === "Some" ? key.value.projectId : undefined), () => undefined)))
     routes[MCP_PATH] = mcp
     routes[PROJECT_MCP_PATH] = mcp
+    // The dashboard, the front door: its page at `/` and its own paths, its assets (Dashboard.ts); the API's own routes are untouched.
+    for (const page of DASHBOARD_PAGES) routes[page] = dashboardPage(guard)
+    routes[DASHBOARD_ASSETS] = dashboardAsset
     // Raw writes stream their body (up to RAW_WRITE_MAX_BYTES): past the body-size guard, which they enforce themselves.
     routes[RAW_CONTENT_PATH] = rawWriteRoute(yield* Effect.runtime<RawWriteServices>(), guard) as (typeof routes)[string]
+    routes[PROJECT_RAW_CONTENT_PATH] = routes[RAW_CONTENT_PATH]
     // Requests that call a local sandbox's provider at once go to the node it lives on (services/Forwarding.ts),
     // whichever route would serve them here (the raw-write route included); a terminal attach is relayed there.
     const runRepositories = Runtime.runPromise(yield* Effect.runtime<Repositories>())
@@ -122,9 +132,8 @@ const ServerLive = Layer.unwrapScoped(
     const ownerOf = !isClustered(config)
       ? () => Promise.resolve(undefined)
       : (sandboxId: string) => runRepositories(ownerUrl(config, sandboxId, "api")).catch(() => undefined)
-    // The front door: GET / sends a person to the docs (Welcome.ts).
-    routes["/"] = frontDoorRoute(guard)
     routes[ATTACH_PATH] = attachRoute(yield* Effect.runtime<ProcessesRepo | SandboxesRepo | ProviderAccounts | LiveStreams>(), config, ownerOf) as (typeof routes)[string]
+    routes[PROJECT_ATTACH_PATH] = routes[ATTACH_PATH]
     const scrape = yield* metricsRoute(yield* Effect.runtime<Telemetry | Repositories>())
     if (scrape !== undefined) routes["/metrics"] = scrape
     const viaOwner = (route: (typeof routes)[string]): (typeof routes)[string] => async (request, server) => {
@@ -135,7 +144,7 @@ const ServerLive = Layer.unwrapScoped(
       }
       return route(request, server)
     }
-    for (const path of ["/*", RAW_CONTENT_PATH]) routes[path] = viaOwner(routes[path]!)
+    for (const path of ["/*", RAW_CONTENT_PATH, PROJECT_RAW_CONTENT_PATH]) routes[path] = viaOwner(routes[path]!)
     // A followed stream (`?follow=true`) is quiet up to 15 s between heartbeats: Bun's default 10 s would cut it.
     const provide = yield* provideRepositories
     return BunHttpServer.layer({

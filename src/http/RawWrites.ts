@@ -15,6 +15,8 @@ import { type RawWriteServices, writeRawStream } from "../services/sandboxes/Raw
 import { guardedRoute } from "./GuardedRoute.ts"
 
 export const RAW_CONTENT_PATH = "/v1/sandboxes/:sandbox_id/files/content"
+/** The same route on the project path (a member's, the dashboard's uploads). */
+export const PROJECT_RAW_CONTENT_PATH = "/v1/projects/:project_id/sandboxes/:sandbox_id/files/content"
 
 const CHECK_HEADER = "x-gateway-raw-write-check"
 const LENGTH_HEADER = "x-gateway-declared-length"
@@ -32,12 +34,13 @@ export const rawWriteCheck = (headers: Readonly<Record<string, string | undefine
 export const RawWriteGoAhead = Schema.Struct({ project_id: Schema.String, organization_id: Schema.String, key_id: Schema.NullOr(Schema.String) })
 const decodeGoAhead = Schema.decodeUnknownOption(RawWriteGoAhead)
 
-type Route = (request: Bun.BunRequest<typeof RAW_CONTENT_PATH>, server: Bun.Server<unknown>) => Promise<Response>
+type Path = typeof RAW_CONTENT_PATH | typeof PROJECT_RAW_CONTENT_PATH
+type Route = (request: Bun.BunRequest<Path>, server: Bun.Server<unknown>) => Promise<Response>
 
 /** `other` answers every method but PUT (a raw read). */
 export const rawWriteRoute = (runtime: Runtime.Runtime<RawWriteServices>, other: (request: Request, server: Bun.Server<unknown>) => Response | Promise<Response>): Route => {
   const run = Runtime.runPromise(runtime)
-  return guardedRoute("raw write", async (request: Bun.BunRequest<typeof RAW_CONTENT_PATH>, server: Bun.Server<unknown>): Promise<Response> => {
+  return guardedRoute("raw write", async (request: Bun.BunRequest<Path>, server: Bun.Server<unknown>): Promise<Response> => {
     // Not a raw body (a read, or the wrong media type): the API answers it as usual (415 for the latter).
     if (request.method !== "PUT" || !(request.headers.get("content-type") ?? "").toLowerCase().startsWith("application/octet-stream")) return await other(request, server)
     const headers = new Headers(request.headers)

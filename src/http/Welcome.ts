@@ -1,7 +1,7 @@
 /**
  * A person's first minutes (README "Quick start"): what the server says when it starts — where the API, its docs
  * and the endpoints are, and, on a gateway without users, the exact command that makes the first one for this
- * DATA_DIR or DATABASE_URL — and the front door: `GET /` sends a browser to FRONT_DOOR_PATH.
+ * DATA_DIR or DATABASE_URL. The front door, `GET /`, is the dashboard (Dashboard.ts).
  */
 import { HttpServer } from "@effect/platform"
 import { Effect } from "effect"
@@ -11,16 +11,6 @@ import type { EndpointAddressing } from "../domain/EndpointAddress.ts"
 import { shellWord } from "../domain/Shell.ts"
 import { GATEWAY_VERSION } from "../domain/Version.ts"
 import { EndpointOrigin } from "./EndpointProxy.ts"
-import { newRequestId } from "./RequestId.ts"
-
-/** Where `GET /` sends a person: the interactive docs, until there is a dashboard at `/`. */
-export const FRONT_DOOR_PATH = "/docs"
-
-/** `GET /` (and HEAD): 302 to the front door; other methods go on to the API (a 404 envelope). */
-export const frontDoorRoute = <S>(otherwise: (request: Request, server: S) => Promise<Response> | Response) => (request: Request, server: S) =>
-  request.method === "GET" || request.method === "HEAD"
-    ? new Response(null, { status: 302, headers: { location: FRONT_DOOR_PATH, "x-request-id": newRequestId() } })
-    : otherwise(request, server)
 
 /** The command that bootstraps this gateway: its DATA_DIR (and DATABASE_URL, password hidden) and the CLI. */
 export const bootstrapCommand = (config: Pick<AppConfigShape, "dataDir" | "databaseUrl">, operatorCommand: string) =>
@@ -45,6 +35,7 @@ export const welcomeText = (input: {
   const { apiOrigin, config } = input
   const lines = [
     `Sandbox Gateway ${GATEWAY_VERSION} is up.`,
+    `  Dashboard  ${apiOrigin}/   (sign in: ${input.operatorCommand} login-link --email <email>)`,
     `  API        ${apiOrigin}/v1   (OpenAPI: ${apiOrigin}/v1/openapi.json)`,
     `  Docs       ${apiOrigin}/docs`,
     `  Endpoints  ${endpointsAt(input.endpoints)}`,

@@ -52,14 +52,19 @@ type Calls = Pick<
   "exec" | "getExec" | "execEvents" | "kill" | "sendInput" | "resize" | "readFile" | "readFileStream" | "writeFile" | "writeFileStream" | "statFile" | "listFiles" | "deleteFile" | "makeDir" | "connectPort"
 >
 
-export const makeAgentCalls = (options: AgentCallsOptions): Calls => {
-  const { aborter, callTimeoutMs, requireRunning, run } = options
-
+/** Calls to a jail's agent: bounded answers, the runtime's call timeout, cut when the runtime shuts down. */
+export const agentCaller = (options: AgentCallsOptions) => {
   const agent = (state: JailState, route: string, call: Partial<Parameters<typeof callAgent>[2]> = {}): Promise<AgentAnswer> => {
     if (options.isClosed()) throw err("unavailable", "the runtime is shut down")
-    return callAgent(state, route, { timeoutMs: callTimeoutMs, maxBytes: Wire.MAX_JSON_ANSWER, ...call }, aborter.signal)
+    return callAgent(state, route, { timeoutMs: options.callTimeoutMs, maxBytes: Wire.MAX_JSON_ANSWER, ...call }, options.aborter.signal)
   }
   const agentJson = async (state: JailState, route: string, call: Partial<Parameters<typeof callAgent>[2]> = {}) => Wire.okJson(await agent(state, route, call))
+  return { agent, agentJson }
+}
+
+export const makeAgentCalls = (options: AgentCallsOptions): Calls => {
+  const { aborter, callTimeoutMs, requireRunning, run } = options
+  const { agent, agentJson } = agentCaller(options)
 
   return {
     exec: (id, spec) =>

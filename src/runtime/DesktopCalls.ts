@@ -4,11 +4,9 @@
  * are checked here first; the API has already checked them against its own schema.
  */
 import { Option } from "effect"
-import { type AgentAnswer, callAgent } from "./AgentChannel.ts"
-import type { AgentCallsOptions } from "./AgentCalls.ts"
+import { agentCaller, type AgentCallsOptions } from "./AgentCalls.ts"
 import * as Wire from "./AgentWire.ts"
 import * as Desktop from "./DesktopWire.ts"
-import type { JailState } from "./Jail.ts"
 import { type DesktopAction, type LocalRuntimeShape, runtimeError as err } from "./LocalRuntime.ts"
 
 /** Starting a display, a window manager and the live view may take a while on a busy host. */
@@ -32,12 +30,8 @@ const dimension = (name: string, value: number, max: number) => {
 }
 
 export const makeDesktopCalls = (options: AgentCallsOptions): Calls => {
-  const { aborter, callTimeoutMs, requireRunning, run } = options
-  const agent = (state: JailState, route: string, call: Partial<Parameters<typeof callAgent>[2]> = {}): Promise<AgentAnswer> => {
-    if (options.isClosed()) throw err("unavailable", "the runtime is shut down")
-    return callAgent(state, route, { timeoutMs: callTimeoutMs, maxBytes: Wire.MAX_JSON_ANSWER, ...call }, aborter.signal)
-  }
-  const agentJson = async (state: JailState, route: string, call: Partial<Parameters<typeof callAgent>[2]> = {}) => Wire.okJson(await agent(state, route, call))
+  const { callTimeoutMs, requireRunning, run } = options
+  const { agent, agentJson } = agentCaller(options)
 
   return {
     startDesktop: (id, size) =>

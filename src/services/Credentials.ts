@@ -4,7 +4,7 @@
  */
 import { Context, Effect, Layer, Option } from "effect"
 import { ProjectsRepo } from "../db/repos/Projects.ts"
-import { UsersRepo } from "../db/repos/Users.ts"
+import { type UserCredentialKind, UsersRepo } from "../db/repos/Users.ts"
 import type { KeyPrincipal, UserPrincipal } from "../domain/Principals.ts"
 import { nowIso } from "../domain/Time.ts"
 import { sha256Hex } from "../domain/Tokens.ts"
@@ -13,6 +13,8 @@ const LAST_USED_GRANULARITY_MS = 60_000
 
 export interface CredentialsShape {
   readonly resolveUserToken: (raw: string) => Effect.Effect<Option.Option<UserPrincipal>>
+  /** A dashboard session's cookie value: the user it signs in, as a user token would (never a bearer). */
+  readonly resolveSession: (raw: string) => Effect.Effect<Option.Option<UserPrincipal>>
   readonly resolveApiKey: (raw: string) => Effect.Effect<Option.Option<KeyPrincipal>>
 }
 
@@ -28,10 +30,10 @@ export const CredentialsLive = Layer.effect(
     const users = yield* UsersRepo
     const projects = yield* ProjectsRepo
 
-    const resolveUserToken = (raw: string) =>
+    const resolveUser = (raw: string, kind: UserCredentialKind) =>
       Effect.gen(function*() {
         const now = yield* nowIso
-        const row = yield* users.liveTokenByHash(sha256Hex(raw))
+        const row = yield* users.liveTokenByHash(sha256Hex(raw), kind)
         if (row === undefined || (row.expires_at !== null && row.expires_at <= now)) return Option.none<UserPrincipal>()
         if (lastUsedIsStale(row.last_used_at, now)) yield* users.touchToken(row.id, now)
         return Option.some<UserPrincipal>({ userId: row.user_id, email: row.email, tokenId: row.id })
@@ -46,6 +48,6 @@ export const CredentialsLive = Layer.effect(
         return Option.some<KeyPrincipal>({ keyId: row.id, projectId: row.project_id, organizationId: row.organization_id })
       })
 
-    return { resolveUserToken, resolveApiKey }
+    return { resolveUserToken: (raw: string) => resolveUser(raw, "token"), resolveSession: (raw: string) => resolveUser(raw, "session"), resolveApiKey }
   })
 )

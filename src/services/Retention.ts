@@ -8,10 +8,12 @@
  * - Idempotency records past their `expires_at` (24 h).
  * - Jobs that finished (succeeded or failed) more than 7 days ago.
  * - Webhook deliveries that finished (succeeded or failed) more than 30 days ago, with their attempts.
+ * - The dashboard's one-time sign-in links once expired (used or not: an expired one signs no one in).
  * Deletes go in batches of 1,000 rows, each its own short transaction, so the sweep never holds the database.
  */
 import { Effect, Schema } from "effect"
 import { repositories } from "../db/Database.ts"
+import { UsersRepo } from "../db/repos/Users.ts"
 import { IdempotencyRepo } from "../db/repos/Idempotency.ts"
 import { JobsRepo } from "../db/repos/Jobs.ts"
 import { ProcessesRepo } from "../db/repos/Processes.ts"
@@ -51,8 +53,9 @@ export const makeRetentionHandler = Effect.gen(function*() {
     const keys = yield* inBatches(IdempotencyRepo.deleteExpired(now, BATCH))
     const jobs = yield* inBatches(JobsRepo.deleteFinishedBefore(before, BATCH))
     const deliveries = yield* inBatches(WebhookDeliveriesRepo.deleteFinishedBefore(isoAfter(now, -KEEP_DELIVERIES_SECONDS), BATCH))
-    if (events + operations + keys + jobs + deliveries > 0) {
-      yield* Effect.logInfo("retention sweep", { process_events: events, runtime_operations: operations, idempotency_keys: keys, jobs, webhook_deliveries: deliveries })
+    const loginLinks = yield* inBatches(UsersRepo.deleteLoginLinksExpiredBefore(now, BATCH))
+    if (events + operations + keys + jobs + deliveries + loginLinks > 0) {
+      yield* Effect.logInfo("retention sweep", { process_events: events, runtime_operations: operations, idempotency_keys: keys, jobs, webhook_deliveries: deliveries, login_links: loginLinks })
     }
     return { rescheduleAt: isoAfter(now, EVERY_SECONDS) }
   })

@@ -23,7 +23,7 @@ afterAll(() => server.stop())
 describe("walkthrough", () => {
   it("runs a sandbox end to end", async () => {
     // As step 2: no provider, the port it will serve named as a feature.
-    const sandbox = await createReadySandbox(http, auth, minimalSandbox({ features: { public_ports: [8000] } }))
+    const sandbox = await createReadySandbox(http, auth, minimalSandbox({ features: { public_ports: [8000], pause_resume: true } }))
     expect(sandbox.state).toBe("ready")
     expect(typeof sandbox.provider).toBe("string") // routed: no provider was given
     expect(sandbox.billing_mode).toBe("emulated")

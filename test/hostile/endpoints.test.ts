@@ -41,7 +41,7 @@ describe("path mode (the default): endpoints on their own listener", () => {
     http = api(server.url)
     boot = await bootstrap(server.dataDir, "endpoints@example.com")
     auth = { token: boot.api_key, project: boot.project_id }
-    sandbox = await createReadySandbox(http, auth, minimalSandbox({ features: { public_ports: [8000] } }))
+    sandbox = await createReadySandbox(http, auth, minimalSandbox({ features: { public_ports: [8000], pause_resume: true } }))
     await startWebServer(http, auth, sandbox.id, [8000, 8001, 8002, 8003, 8004])
   })
   afterAll(() => server.stop())
@@ -207,7 +207,7 @@ describe("the gateway cuts exchanges by itself, whatever the provider does", () 
 
   /** An active endpoint of a new sandbox, forwarding to the test server (its lease ending `leaseMs` from now). */
   const endpointToUpstream = async (leaseMs?: number) => {
-    const sandbox = await createReadySandbox(http, auth, minimalSandbox({ features: { public_ports: [8000] } }))
+    const sandbox = await createReadySandbox(http, auth, minimalSandbox({ features: { public_ports: [8000], pause_resume: true } }))
     const created = await http.post(`/v1/sandboxes/${sandbox.id}/endpoints`, { ...auth, body: { port: 9999 }, headers: { "idempotency-key": idempotencyKey("ep") } })
     const active = await poll(async () => (await http.get(`/v1/sandboxes/${sandbox.id}/endpoints`, auth)).body.endpoints[0], (e) => e?.state === "active")
     const db = new Database(path.join(server.dataDir, "gateway.sqlite"))

@@ -27,7 +27,7 @@ const binary = async (args: ReadonlyArray<string>, env: Record<string, string> =
 }
 
 describe("compiled binary", () => {
-  it("serves a fresh DATA_DIR with no arguments, says how to bootstrap it, bootstraps itself, and sends / to the docs", async () => {
+  it("serves a fresh DATA_DIR with no arguments, says how to bootstrap it, bootstraps itself, and serves the dashboard at /", async () => {
     const dataDir = tempDataDir("bin-data")
     const server = await startServer({ dataDir, command: [outfile], env: { HOME: os.tmpdir() } })
     try {
@@ -38,14 +38,17 @@ describe("compiled binary", () => {
       const logs = server.logs()
       expect(logs).toContain(`API        ${server.url}/v1`)
       expect(logs).toContain(`Docs       ${server.url}/docs`)
+      expect(logs).toContain(`Dashboard  ${server.url}/`)
       expect(logs).toContain(`Endpoints  ${server.endpointUrl}`)
       const command = /^ {2}(DATA_DIR=.* bootstrap --email you@example\.com --json)$/m.exec(logs)?.[1]
       expect(command).toEqual(onPostgres() ? expect.stringMatching(new RegExp(`^DATA_DIR=${dataDir} DATABASE_URL=\\S+ ${outfile} bootstrap`)) : `DATA_DIR=${dataDir} ${outfile} bootstrap --email you@example.com --json`)
-      // GET / is the front door: a redirect to the docs (HEAD too); other methods are the API's 404.
+      // GET / is the front door: the dashboard, embedded in the binary (HEAD too); other methods are the API's 404.
       const front = await fetch(`${server.url}/`, { redirect: "manual" })
-      expect([front.status, front.headers.get("location")]).toEqual([302, "/docs"])
+      expect([front.status, front.headers.get("content-type")]).toEqual([200, "text/html; charset=utf-8"])
       expect(front.headers.get("x-request-id")).toMatch(/.+/)
-      expect((await fetch(`${server.url}/`, { method: "HEAD", redirect: "manual" })).status).toBe(302)
+      const script = /<script[^>]* src="(\/assets\/[^"]+\.js)"/.exec(await front.text())?.[1]
+      expect((await fetch(`${server.url}${script}`)).status).toBe(200)
+      expect((await fetch(`${server.url}/`, { method: "HEAD", redirect: "manual" })).status).toBe(200)
       expect((await http.post("/")).status).toBe(404)
 
       // The printed command, run as printed (the binary's own operator commands).
@@ -70,7 +73,7 @@ describe("compiled binary", () => {
   it("answers --help and --version, and a word it does not know is a usage error: exit 2, no server, no DATA_DIR", async () => {
     const help = await binary(["--help"])
     expect(help.code).toBe(0)
-    for (const text of ["Usage: sandbox-gateway <command>", "serve", "bootstrap --email", "users create", "tokens create", "tokens revoke", "credits grant", "db copy", "login --url", "sandbox exec", "--version"]) {
+    for (const text of ["Usage: sandbox-gateway <command>", "serve", "bootstrap --email", "users create", "tokens create", "tokens revoke", "login-link --email", "credits grant", "db copy", "login --url", "sandbox exec", "--version"]) {
       expect(help.stdout).toContain(text)
     }
     const version = await binary(["--version"])

@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { REQUEST_EXAMPLES } from "../../src/http/Examples.ts"
 import { type api, type Bootstrap, openGateway, type RunningServer, runCli } from "../support/server.ts"
-import { idempotencyKey, waitOperation } from "../support/sandbox.ts"
+import { idempotencyKey, poll, waitOperation } from "../support/sandbox.ts"
 
 let server: RunningServer
 let http: ReturnType<typeof api>
@@ -35,18 +35,25 @@ const byId = (id: string): Operation => {
 
 type Auth = { readonly user: string } | { readonly key: string; readonly project: string }
 
+/** What a send changes of the example: headers besides the credential's, and a credential the body carries. */
+interface Adjust {
+  readonly headers?: Record<string, string>
+  readonly body?: (example: any) => unknown
+}
+
 /** Sends operation `id`'s documented example to its path (`params` fill it) and checks a documented success. */
-const sendExample = async (id: string, params: Record<string, string>, auth: Auth, query = "") => {
+const sendExample = async (id: string, params: Record<string, string>, auth: Auth, query = "", adjust: Adjust = {}) => {
   const { method, path, op } = byId(id)
   const url = server.url + path.replace(/\{(\w+)\}/g, (_, name: string) => {
     if (params[name] === undefined) throw new Error(`${id}: no value for {${name}}`)
     return params[name]!
   }) + query
   const [type, media] = Object.entries<any>(op.requestBody.content)[0]!
-  const headers: Record<string, string> = { "content-type": type, "idempotency-key": idempotencyKey(id) }
+  const headers: Record<string, string> = { "content-type": type, "idempotency-key": idempotencyKey(id), ...adjust.headers }
   if ("user" in auth) headers["authorization"] = `Bearer ${auth.user}`
   else Object.assign(headers, { authorization: `Bearer ${auth.key}`, "x-metal-project-id": auth.project })
-  const body = typeof media.example === "string" ? media.example : JSON.stringify(media.example)
+  const example = adjust.body === undefined ? media.example : adjust.body(media.example)
+  const body = typeof example === "string" ? example : JSON.stringify(example)
   const res = await fetch(url, { method: method.toUpperCase(), headers, body })
   const text = await res.text()
   const documented = Object.keys(op.responses).filter((s) => s.startsWith("2"))
@@ -75,9 +82,16 @@ describe("the OpenAPI document as a tool reads it", () => {
     const key = { key: owner.api_key, project: owner.project_id }
     const org = owner.organization_id
     const sent = new Set<string>()
-    const send = async (id: string, params: Record<string, string>, auth: Auth, query?: string) => {
+    const send = async (id: string, params: Record<string, string>, auth: Auth, query?: string, adjust?: Adjust) => {
       sent.add(id)
-      return sendExample(id, params, auth, query)
+      return sendExample(id, params, auth, query, adjust)
+    }
+    /** The operation ended well: read with the key, or (a member's, which a key does not see) on the project path. */
+    const succeeded = async (operationId: string, onProjectPath = false) => {
+      const done = onProjectPath
+        ? await poll(async () => (await http.get(`/v1/projects/${owner.project_id}/operations/${operationId}`, { token: owner.user_token })).body, (op) => ["succeeded", "failed", "cancelled"].includes(op?.state), 60_000)
+        : await waitOperation(http, { token: owner.api_key, project: owner.project_id }, operationId, 60_000)
+      expect(done.state, JSON.stringify(done.error)).toBe("succeeded")
     }
 
     // Accounts: another organization (deleted at the end), this one renamed, a teammate invited then a member.
@@ -97,11 +111,18 @@ describe("the OpenAPI document as a tool reads it", () => {
     await send("billing.autoTopup", { organization_id: org }, user)
     const webhook = await send("webhooks.create", { organization_id: org }, user)
     await send("webhooks.update", { organization_id: org, webhook_id: webhook.id }, user)
+    // The dashboard's sign-in: the example's shape with a token of this test's (a credential cannot be an example),
+    // sent as the page sends it, from the gateway's own origin with the CSRF header.
+    const signedIn = await send("sessions.signIn", {}, user, "", {
+      headers: { origin: server.url, "x-metal-csrf": "1" },
+      body: (example) => ({ ...example, user_token: owner.user_token })
+    })
+    expect(signedIn).toMatchObject({ via: "session", user: { id: owner.user_id } })
 
     // Sandboxes: the example's sandbox, and processes, files and an endpoint in it.
     const created = await send("sandboxes.create", {}, key)
     const sandbox = created.sandbox.id
-    expect((await waitOperation(http, { token: owner.api_key, project: owner.project_id }, created.operation.id, 60_000)).state).toBe("succeeded")
+    await succeeded(created.operation.id)
     await send("sandboxes.extend", { sandbox_id: sandbox }, key)
     await send("processes.start", { sandbox_id: sandbox }, key)
     // Standard input needs a process that takes it, on a provider that takes input.
@@ -118,6 +139,22 @@ describe("the OpenAPI document as a tool reads it", () => {
     await send("computer.action", { sandbox_id: desktop }, key)
     await send("computer.screenshot", { sandbox_id: desktop }, key)
     await send("computer.startRecording", { sandbox_id: desktop }, key)
+
+    // The project path (the dashboard's) with the user's token: the same bodies, in a sandbox of its own.
+    const inProject = { project_id: owner.project_id }
+    const mine = await send("projectSandboxes.create", inProject, user)
+    await succeeded(mine.operation.id, true)
+    const inMine = { ...inProject, sandbox_id: mine.sandbox.id }
+    await send("projectSandboxes.extend", inMine, user)
+    await send("projectProcesses.start", inMine, user)
+    const stdinProcess = await startStdinProcessIn(key, withStdin.sandbox)
+    await send("projectProcesses.stdin", { ...inProject, sandbox_id: withStdin.sandbox, process_id: stdinProcess }, user)
+    await send("projectFilesystem.write", inMine, user)
+    await send("projectFilesystem.read", inMine, user)
+    await send("projectFilesystem.list", inMine, user)
+    await send("projectFilesystem.delete", inMine, user)
+    await send("projectFilesystem.writeContent", inMine, user, "?path=/workspace/raw.txt")
+    await send("projectEndpoints.create", inMine, user)
 
     // Last: what changes the organization's footing (its credentials; the other organization goes).
     await send("providerCredentials.put", { organization_id: org, provider: "e2b" }, user)
@@ -146,12 +183,17 @@ const startStdinProcess = async (key: { key: string; project: string }) => {
     // E2B's environments are its base template (512 MiB): never less than asked, so this asks for what it gives.
     body: JSON.stringify({ ...(REQUEST_EXAMPLES["sandboxes.create"] as object), provider: "e2b", resources: { vcpu: 1, memory_mb: 512 }, features: {} })
   })).json()
-  const op = await waitOperation(http, { token: key.key, project: key.project }, created.operation.id, 60_000)
-  expect(op.state, JSON.stringify(op.error)).toBe("succeeded")
-  const started = await (await fetch(`${server.url}/v1/sandboxes/${created.sandbox.id}/processes`, {
+  const done = await waitOperation(http, { token: key.key, project: key.project }, created.operation.id, 60_000)
+  expect(done.state, JSON.stringify(done.error)).toBe("succeeded")
+  return { sandbox: created.sandbox.id as string, process: await startStdinProcessIn(key, created.sandbox.id) }
+}
+
+/** Another process with standard input open in `sandbox`. */
+const startStdinProcessIn = async (key: { key: string; project: string }, sandbox: string) => {
+  const started = await (await fetch(`${server.url}/v1/sandboxes/${sandbox}/processes`, {
     method: "POST",
-    headers: { ...headers, "idempotency-key": idempotencyKey("stdin-proc") },
+    headers: { authorization: `Bearer ${key.key}`, "x-metal-project-id": key.project, "content-type": "application/json", "idempotency-key": idempotencyKey("stdin-proc") },
     body: JSON.stringify({ command: ["sort"], stdin: true })
   })).json()
-  return { sandbox: created.sandbox.id as string, process: started.id as string }
+  return started.id as string
 }

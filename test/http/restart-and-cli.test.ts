@@ -42,7 +42,7 @@ describe("restart", () => {
     } finally {
       await server.stop()
     }
-  })
+  }, 180_000) // two gateway starts and a CLI run
 })
 
 describe("CLI", () => {
@@ -123,5 +123,5 @@ describe("CLI", () => {
     expect((await runCli(dataDir, ["tokens", "revoke", "--id", token.token_id])).code).toBe(0)
     const again = await runCli(dataDir, ["tokens", "revoke", "--id", token.token_id])
     expect([again.code, again.stderr.includes("no live token")]).toEqual([1, true])
-  })
+  }, 180_000) // twenty-odd program starts, side by side
 })

@@ -15,6 +15,9 @@ import { FilesystemApi } from "../../src/http/groups/FilesystemApi.ts"
 import { OperationsApi } from "../../src/http/groups/OperationsApi.ts"
 import { ProcessesApi } from "../../src/http/groups/ProcessesApi.ts"
 import { ProjectOperationsApi } from "../../src/http/groups/ProjectOperationsApi.ts"
+import { ProjectEndpointsApi } from "../../src/http/groups/ProjectEndpointsApi.ts"
+import { ProjectFilesystemApi } from "../../src/http/groups/ProjectFilesystemApi.ts"
+import { ProjectProcessesApi } from "../../src/http/groups/ProjectProcessesApi.ts"
 import { ProjectSandboxesApi } from "../../src/http/groups/ProjectSandboxesApi.ts"
 import { SandboxesApi } from "../../src/http/groups/SandboxesApi.ts"
 import { dropHttpApiDecodeError } from "../../src/http/OpenApiTransform.ts"
@@ -27,6 +30,9 @@ const ContractCheck = HttpApi.make("contract-check")
   .add(ProcessesApi)
   .add(FilesystemApi)
   .add(EndpointsApi)
+  .add(ProjectProcessesApi)
+  .add(ProjectFilesystemApi)
+  .add(ProjectEndpointsApi)
   .annotateContext(OpenApi.annotations({ transform: dropHttpApiDecodeError }))
 
 const doc = OpenApi.fromApi(ContractCheck) as any
@@ -53,6 +59,7 @@ const K = "projectKey" as const
 const P = "userToken" as const
 const sbx = "/v1/sandboxes/{sandbox_id}"
 const psbx = "/v1/projects/{project_id}/sandboxes"
+const pone = `${psbx}/{sandbox_id}`
 
 // Reference §2 "Sandboxes", "Operations and events", "Runtime"; every row is one route.
 const ROUTES: ReadonlyArray<Route> = [
@@ -89,7 +96,29 @@ const ROUTES: ReadonlyArray<Route> = [
   { method: "get", path: `${sbx}/runtime-operations/{runtime_operation_id}`, id: "filesystem.getRuntimeOperation", success: 200, auth: K, errors: [404] },
   { method: "post", path: `${sbx}/endpoints`, id: "endpoints.create", success: 202, auth: K, errors: [404, 409], body: "CreateEndpoint", headers: ["idempotency-key"] },
   { method: "get", path: `${sbx}/endpoints`, id: "endpoints.list", success: 200, auth: K, errors: [404] },
-  { method: "delete", path: `${sbx}/endpoints/{endpoint_id}`, id: "endpoints.revoke", success: 202, auth: K, errors: [404] }
+  { method: "delete", path: `${sbx}/endpoints/{endpoint_id}`, id: "endpoints.revoke", success: 202, auth: K, errors: [404] },
+  // The dashboard's project path: the sandbox plane for members (a user's token or session), the key routes' answers.
+  { method: "post", path: psbx, id: "projectSandboxes.create", success: 202, auth: P, errors: [402, 403, 404, 409], body: "SandboxRequest", headers: ["idempotency-key"] },
+  { method: "post", path: `${pone}/extend`, id: "projectSandboxes.extend", success: 200, auth: P, errors: [403, 404, 409], body: "ExtendSandbox" },
+  { method: "get", path: `${pone}/capabilities`, id: "projectSandboxes.capabilities", success: 200, auth: P, errors: [403, 404, 409] },
+  { method: "get", path: `${pone}/metrics`, id: "projectSandboxes.metrics", success: 200, auth: P, errors: [403, 404, 409, 503] },
+  { method: "post", path: `${pone}/processes`, id: "projectProcesses.start", success: 202, alsoSuccess: 201, auth: P, errors: [403, 404, 409], body: "StartProcess", headers: ["idempotency-key"] },
+  { method: "get", path: `${pone}/processes`, id: "projectProcesses.list", success: 200, auth: P, errors: [403, 404] },
+  { method: "get", path: `${pone}/processes/{process_id}`, id: "projectProcesses.get", success: 200, auth: P, errors: [403, 404] },
+  { method: "get", path: `${pone}/processes/{process_id}/events`, id: "projectProcesses.events", success: 200, auth: P, errors: [403, 404], headers: ["last-event-id"], sse: true },
+  { method: "post", path: `${pone}/processes/{process_id}/actions/cancel`, id: "projectProcesses.cancel", success: 202, auth: P, errors: [403, 404, 409], headers: ["idempotency-key"] },
+  { method: "post", path: `${pone}/processes/{process_id}/stdin`, id: "projectProcesses.stdin", success: 202, auth: P, errors: [403, 404, 409, 503], body: "WriteStdin" },
+  { method: "get", path: `${pone}/processes/{process_id}/attach`, id: "projectProcesses.attach", success: 101, auth: P, errors: [403, 404, 409, 426] },
+  { method: "post", path: `${pone}/filesystem/read`, id: "projectFilesystem.read", success: 202, auth: P, errors: [403, 404, 409], body: "ReadFile" },
+  { method: "post", path: `${pone}/filesystem/write`, id: "projectFilesystem.write", success: 202, auth: P, errors: [403, 404, 409], body: "WriteFile", headers: ["idempotency-key"] },
+  { method: "post", path: `${pone}/filesystem/list`, id: "projectFilesystem.list", success: 202, auth: P, errors: [403, 404, 409], body: "ListFiles" },
+  { method: "post", path: `${pone}/filesystem/delete`, id: "projectFilesystem.delete", success: 202, auth: P, errors: [403, 404, 409], body: "DeleteFile", headers: ["idempotency-key"] },
+  { method: "get", path: `${pone}/runtime-operations/{runtime_operation_id}`, id: "projectFilesystem.getRuntimeOperation", success: 200, auth: P, errors: [403, 404] },
+  { method: "get", path: `${pone}/files/content`, id: "projectFilesystem.readContent", success: 200, auth: P, errors: [403, 404, 409, 416, 503], headers: ["range", "if-none-match"], bytes: true },
+  { method: "put", path: `${pone}/files/content`, id: "projectFilesystem.writeContent", success: 200, alsoSuccess: 201, auth: P, errors: [403, 404, 409, 413, 503], bytes: true },
+  { method: "post", path: `${pone}/endpoints`, id: "projectEndpoints.create", success: 202, auth: P, errors: [403, 404, 409], body: "CreateEndpoint", headers: ["idempotency-key"] },
+  { method: "get", path: `${pone}/endpoints`, id: "projectEndpoints.list", success: 200, auth: P, errors: [403, 404] },
+  { method: "delete", path: `${pone}/endpoints/{endpoint_id}`, id: "projectEndpoints.revoke", success: 202, auth: P, errors: [403, 404] }
 ]
 
 /** A property's JSON Schema with its refinement's `allOf` member folded in (bounds sit there). */
@@ -113,7 +142,8 @@ describe("sandbox-plane contract", () => {
     it(`${r.method.toUpperCase()} ${r.path}: ${r.success}, ${r.auth}, errors ${r.errors.join(", ") || "(none)"}`, () => {
       const op = doc.paths[r.path][r.method]
       expect(op.operationId).toBe(r.id)
-      expect(op.security).toEqual([{ [r.auth]: [] }])
+      // A user's routes take the access token or, tried next, the dashboard's session cookie.
+      expect(op.security).toEqual(r.auth === P ? [{ userToken: [] }, { session: [] }] : [{ [r.auth]: [] }])
       const statuses = Object.keys(op.responses).map(Number)
       expect(statuses.filter((s) => s < 300)).toEqual([r.success, ...(r.alsoSuccess === undefined ? [] : [r.alsoSuccess])].sort())
       for (const status of [401, ...r.errors]) expect(statuses, `declares ${status}`).toContain(status)

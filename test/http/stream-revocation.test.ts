@@ -8,7 +8,8 @@
  * - an API key whose expires_at passes while its stream is open;
  * - a user token revoked (the CLI: another process): its `/v1/events/stream`;
  * - a member removed from the organization: their `/v1/events/stream`;
- * - a project deleted, an organization deleted: the `/v1/events/stream` on its project.
+ * - a project deleted, an organization deleted: the `/v1/events/stream` on its project;
+ * - a dashboard session signed out: its follow stream and terminal attach on the project path, its events stream.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { execSql, joinAs, userToken } from "../support/accounts.ts"
@@ -168,5 +169,38 @@ describe("revocation ends the streams a credential opened", () => {
     expect((await http.delete(`/v1/organizations/${org.body.id}`, { token: owner.user_token, body: { confirm_name: "Doomed" } })).status).toBe(200)
     await stream.waitEnd(CUT_WITHIN_MS)
     expectEndFrame(stream.frames, "forbidden", "access_removed")
+  })
+
+  it("a dashboard session signed out: its project-path follow stream, terminal attach and /v1/events/stream end", async () => {
+    const page = { origin: server.url, "x-metal-csrf": "1" }
+    const signedIn = await http.post("/v1/sessions", { body: { user_token: owner.user_token }, headers: page })
+    expect(signedIn.status, signedIn.text).toBe(201)
+    const cookie = signedIn.headers.get("set-cookie")!.split(";")[0]!
+    const processId = await longProcess({ token: owner.api_key, project: owner.project_id })
+    const base = `${server.url}/v1/projects/${owner.project_id}/sandboxes/${sandboxId}`
+    const follow = await openSse(`${base}/processes/${processId}/events?follow=true`, { cookie })
+    await follow.waitEvent("stdout")
+    const feed = await openSse(`${server.url}/v1/events/stream?project_id=${owner.project_id}`, { cookie })
+    await http.patch(`/v1/projects/${owner.project_id}`, { token: owner.user_token, body: { name: "session", slug: "revocation" } })
+    await feed.waitEvent("project.updated")
+    const shell = await http.post(`/v1/projects/${owner.project_id}/sandboxes/${sandboxId}/processes`, {
+      body: { command: ["sh", "-i"], pty: { cols: 80, rows: 24 } },
+      headers: { cookie, ...page, "idempotency-key": idempotencyKey("s") }
+    })
+    expect(shell.status, shell.text).toBe(202)
+    const terminal = attachTerminal(server.url, sandboxId, shell.body.id, null, { projectId: owner.project_id, headers: { cookie, origin: server.url } })
+    await terminal.opened
+    terminal.type("echo before=$((20+2))\n")
+    await terminal.waitOutput("before=22")
+
+    expect((await http.delete("/v1/sessions/current", { headers: { cookie, ...page } })).status).toBe(200)
+    await follow.waitEnd(CUT_WITHIN_MS)
+    expectEndFrame(follow.frames, "unauthenticated", "credential_revoked")
+    await feed.waitEnd(CUT_WITHIN_MS)
+    expectEndFrame(feed.frames, "unauthenticated", "credential_revoked")
+    const deadline = Date.now() + CUT_WITHIN_MS
+    while (terminal.state.closed === null && Date.now() < deadline) await Bun.sleep(10)
+    expect(terminal.state.closed).toEqual({ code: 4001, reason: "credential revoked" })
+    expect(terminal.state.frames.at(-1)).toMatchObject({ type: "error", code: "unauthenticated" })
   })
 })

@@ -6,11 +6,12 @@ import { bootstrapCommand, welcomeText } from "../../src/http/Welcome.ts"
 const endpoints = { _tag: "path", origin: "http://127.0.0.1:8081" } as const
 
 describe("the start-up banner", () => {
-  it("names the API, docs, endpoints and data; the bootstrap command only while there is no user", () => {
+  it("names the dashboard, API, docs, endpoints and data; the bootstrap command only while there is no user", () => {
     const input = { apiOrigin: "http://127.0.0.1:8080", endpoints, config: { dataDir: "/srv/gw/data", databaseUrl: undefined }, operatorCommand: "bun run cli" }
     const fresh = welcomeText({ ...input, hasUsers: false })
     expect(fresh).toContain("API        http://127.0.0.1:8080/v1   (OpenAPI: http://127.0.0.1:8080/v1/openapi.json)")
     expect(fresh).toContain("Docs       http://127.0.0.1:8080/docs")
+    expect(fresh).toContain("Dashboard  http://127.0.0.1:8080/   (sign in: bun run cli login-link --email <email>)")
     expect(fresh).toContain("Endpoints  http://127.0.0.1:8081")
     expect(fresh).toContain("\n  DATA_DIR=/srv/gw/data bun run cli bootstrap --email you@example.com --json")
     expect(welcomeText({ ...input, hasUsers: true })).not.toContain("bootstrap")

@@ -32,6 +32,7 @@ export const TARGETS = {
   UpdateWebhook: "webhooks.update.payload",
   DeliveriesParams: "webhookDeliveries.list.urlParams",
   ProviderCredentialInput: "providerCredentials.put.payload",
+  SignIn: "sessions.signIn.payload",
   // Sandbox plane (project key)
   SandboxRequest: "sandboxes.create.payload",
   PageParams: "endpoints.list.urlParams",
@@ -108,6 +109,7 @@ export const VALID: Record<SchemaName, unknown> = {
   UpdateWebhook: { enabled: false },
   DeliveriesParams: {},
   ProviderCredentialInput: { provider: "e2b", api_key: "e2b_key" },
+  SignIn: { user_token: "metal_ut_not-a-live-token-but-well-formed" },
   SandboxRequest: validSandbox,
   PageParams: {},
   SandboxListParams: { state: "ready", provider: "e2b" },
@@ -504,7 +506,13 @@ export const accountViolations: ReadonlyArray<Violation> = [
   row("ProviderCredentialInput", "api_key", "empty secret", { provider: "e2b", api_key: "" }),
   row("ProviderCredentialInput", "target", "value over 500", { provider: "daytona", target: "t".repeat(501) }),
   row("ProviderCredentialInput", "provider", "unknown provider", { provider: "aws", api_key: "k" }),
-  row("ProviderCredentialInput", "workspace", "field of another provider", { provider: "e2b", api_key: "k", workspace: "w" })
+  row("ProviderCredentialInput", "workspace", "field of another provider", { provider: "e2b", api_key: "k", workspace: "w" }),
+  // Signing in to the dashboard: a token or a one-time link's code, one of them.
+  row("SignIn", "user_token", "empty token", { user_token: "" }),
+  row("SignIn", "user_token", "token over 200", { user_token: "t".repeat(201) }),
+  row("SignIn", "login_code", "code not a string", { login_code: 5 }),
+  row("SignIn", "user_token", "neither a token nor a code", {}),
+  row("SignIn", "login_code", "both a token and a code", { user_token: "metal_ut_x", login_code: "metal_ll_x" })
 ]
 
 export const allViolations: ReadonlyArray<Violation> = [...sandboxViolations, ...runtimeViolations, ...paramViolations, ...accountViolations]

@@ -5,11 +5,19 @@ export const keyHeaders = (a: KeyAuth) => ({ authorization: `Bearer ${a.token}`,
 
 /**
  * Attaches to a process through the gateway at `baseUrl`: the output as text, the text frames (JSON), the close;
- * `headers` are sent beside the credentials.
+ * `headers` are sent beside the credentials. With `auth` null, on the project path of `options.projectId` (a
+ * member's: the credential is in `headers`, the dashboard's session cookie and its Origin).
  */
-export const attachTerminal = (baseUrl: string, sandboxId: string, processId: string, auth: KeyAuth, options: { readonly query?: string; readonly headers?: Record<string, string> } = {}) => {
-  const url = `${baseUrl.replace(/^http/, "ws")}/v1/sandboxes/${sandboxId}/processes/${processId}/attach${options.query ?? ""}`
-  const ws = new WebSocket(url, { headers: { ...keyHeaders(auth), ...options.headers } } as any)
+export const attachTerminal = (
+  baseUrl: string,
+  sandboxId: string,
+  processId: string,
+  auth: KeyAuth | null,
+  options: { readonly query?: string; readonly headers?: Record<string, string>; readonly projectId?: string } = {}
+) => {
+  const base = auth === null ? `/v1/projects/${options.projectId}` : "/v1"
+  const url = `${baseUrl.replace(/^http/, "ws")}${base}/sandboxes/${sandboxId}/processes/${processId}/attach${options.query ?? ""}`
+  const ws = new WebSocket(url, { headers: { ...(auth === null ? {} : keyHeaders(auth)), ...options.headers } } as any)
   ws.binaryType = "arraybuffer"
   const state = { output: "", frames: [] as Array<any>, closed: null as null | { code: number; reason: string } }
   ws.onmessage = (e) => {

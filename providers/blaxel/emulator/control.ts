@@ -11,12 +11,11 @@
 import { Option, Schema } from "effect"
 import * as crypto from "node:crypto"
 import { defaultInternetOf, type LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
-import { makeRouter, route, runOrThrow as run } from "../../core/emulator/server.ts"
+import { bodyTextAndJson, makeRouter, route, runOrThrow as run, unhonouredField } from "../../core/emulator/server.ts"
 import { jailLabels } from "../../core/jailLabels.ts"
 import { LABEL_SANDBOX_ID } from "../adapter/wire.ts"
 import type { Books, EmulatedSandbox } from "./books.ts"
 import { controlError, Duration, durationSeconds, HttpFailure, json, readBody, StringMap } from "./http.ts"
-import { unhonouredField } from "../../core/emulator/server.ts"
 import type { Previews } from "./preview.ts"
 import { sweepEvery } from "../../core/emulator/state.ts"
 
@@ -83,13 +82,7 @@ export const makeControl = (books: Books, runtime: LocalRuntimeShape, options: C
   }
 
   const create = async (request: Request, url: URL) => {
-    const text = await request.text()
-    let raw: unknown
-    try {
-      raw = JSON.parse(text)
-    } catch {
-      raw = undefined
-    }
+    const { text, raw } = await bodyTextAndJson(request)
     const refused = unhonouredField((raw as { spec?: unknown } | null | undefined)?.spec, UNHONOURED_SPEC)
     if (refused !== undefined) throw new HttpFailure(400, `spec.${refused}`)
     const body = await readBody(new Request(request.url, { method: "POST", body: text }), CreateSandbox)

@@ -148,6 +148,19 @@ export const decodeJsonBody = async <A, I>(
 }
 
 /** The message for the first field of `fields` (field → why it cannot be honoured) that `body` sets, if any. */
+/**
+ * A request body as text and, when it is JSON, as parsed (else undefined): for a create whose raw fields are checked
+ * (unhonouredField) before the text is decoded by its schema.
+ */
+export const bodyTextAndJson = async (request: Request): Promise<{ readonly text: string; readonly raw: unknown }> => {
+  const text = await request.text()
+  try {
+    return { text, raw: JSON.parse(text) }
+  } catch {
+    return { text, raw: undefined }
+  }
+}
+
 export const unhonouredField = (body: unknown, fields: Readonly<Record<string, string>>): string | undefined => {
   if (typeof body !== "object" || body === null || Array.isArray(body)) return undefined
   const set = Object.keys(fields).find((field) => Object.hasOwn(body, field) && (body as Record<string, unknown>)[field] !== null && (body as Record<string, unknown>)[field] !== undefined)

@@ -19,7 +19,7 @@
  */
 import { Option, Schema } from "effect"
 import type { LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
-import { runOrThrow as run, unhonouredField } from "../../core/emulator/server.ts"
+import { bodyTextAndJson, runOrThrow as run, unhonouredField } from "../../core/emulator/server.ts"
 import { jailLabels } from "../../core/jailLabels.ts"
 import { FREESTYLE_SIZING } from "../../core/resources.ts"
 import { METADATA_SANDBOX_ID } from "../adapter/wire.ts"
@@ -187,13 +187,7 @@ export const makeControl = (books: Books, runtime: LocalRuntimeShape, options: C
   const none = (seconds: number | null | undefined) => (seconds === undefined || seconds === null || seconds < 0 ? null : seconds)
 
   const create = async (request: Request) => {
-    const text = await request.text()
-    let raw: unknown
-    try {
-      raw = JSON.parse(text)
-    } catch {
-      raw = undefined
-    }
+    const { text, raw } = await bodyTextAndJson(request)
     // Empty lists (`vpcs: []`, `tls: {rules: []}`) ask for nothing.
     const empty = (v: unknown) => (Array.isArray(v) && v.length === 0) || (Array.isArray((v as { rules?: unknown } | null)?.rules) && (v as { rules: Array<unknown> }).rules.length === 0)
     const asked = typeof raw === "object" && raw !== null ? Object.fromEntries(Object.entries(raw).filter(([, v]) => !empty(v))) : raw

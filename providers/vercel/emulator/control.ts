@@ -11,12 +11,11 @@
 import { Option, Schema } from "effect"
 import * as crypto from "node:crypto"
 import { defaultInternetOf, type LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
-import { runOrThrow as run } from "../../core/emulator/server.ts"
+import { bodyTextAndJson, runOrThrow as run, unhonouredField } from "../../core/emulator/server.ts"
 import { jailLabels } from "../../core/jailLabels.ts"
 import { TAG_SANDBOX_ID } from "../adapter/wire.ts"
 import type { Books, EmulatedSandbox } from "./books.ts"
 import { HttpFailure, json, readBody, StringMap } from "./http.ts"
-import { unhonouredField } from "../../core/emulator/server.ts"
 import { sweepEvery } from "../../core/emulator/state.ts"
 
 /** Vercel states no disk size; the emulator gives the runtime's common 3 GiB (the size its warm jails have). */
@@ -162,13 +161,7 @@ export const makeControl = (books: Books, runtime: LocalRuntimeShape, options: {
   }
 
   const create = async (request: Request) => {
-    const text = await request.text()
-    let raw: unknown
-    try {
-      raw = JSON.parse(text)
-    } catch {
-      raw = undefined
-    }
+    const { text, raw } = await bodyTextAndJson(request)
     const refused = unhonouredField(raw, UNHONOURED_CREATE)
     if (refused !== undefined) throw new HttpFailure(400, "bad_request", refused)
     const policy = (raw as { networkPolicy?: unknown } | null)?.networkPolicy

@@ -11,6 +11,7 @@ import eventCounters from "./0009_event_counters.ts"
 import sandboxOrder from "./0010_sandbox_order.ts"
 import sandboxNetwork from "./0011_sandbox_network.ts"
 import computerRecordings from "./0012_computer_recordings.ts"
+import dashboardSessions from "./0013_dashboard_sessions.ts"
 
 export const migrations = {
   "0001_accounts": accounts,
@@ -24,5 +25,6 @@ export const migrations = {
   "0009_event_counters": eventCounters,
   "0010_sandbox_order": sandboxOrder,
   "0011_sandbox_network": sandboxNetwork,
-  "0012_computer_recordings": computerRecordings
+  "0012_computer_recordings": computerRecordings,
+  "0013_dashboard_sessions": dashboardSessions
 }

@@ -182,6 +182,9 @@ export class ProcessesRepo extends Effect.Service<ProcessesRepo>()("app/db/Proce
         }),
       requestCancel: (processId: string, now: string) =>
         run(sql`UPDATE processes SET cancel_requested_at = ${now}, state = 'cancelling' WHERE id = ${processId}`),
+      /** A sandbox's latest `limit` processes, newest first. */
+      latestOf: (sandboxId: string, limit: number) =>
+        processes.all(sql`SELECT * FROM processes WHERE sandbox_id = ${sandboxId} ORDER BY created_at DESC, id DESC LIMIT ${limit}`),
       /** Processes of a sandbox that have not ended. */
       liveOf: (sandboxId: string) =>
         Effect.map(ids.all(sql`SELECT id FROM processes WHERE sandbox_id = ${sandboxId} AND state IN ('queued', 'running', 'cancelling')`), (rows) => rows.map((r) => r.id)),

@@ -2,56 +2,66 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect } from "effect"
 import { EndpointsRepo } from "../../db/repos/Endpoints.ts"
-import { Endpoint } from "../../domain/Runtime.ts"
+import { type CreateEndpoint, Endpoint } from "../../domain/Runtime.ts"
 import { createEndpoint, revokeEndpoint, sandboxOf } from "../../services/sandboxes/Commands.ts"
 import { EndpointConnections } from "../../services/sandboxes/EndpointConnections.ts"
 import type { EndpointRow } from "../../services/sandboxes/Endpoints.ts"
 import { SandboxesRepo } from "../../db/repos/Sandboxes.ts"
 import { Api } from "../Api.ts"
 import { EndpointOrigin } from "../EndpointProxy.ts"
-import { decodeCursor, page } from "../Pagination.ts"
+import type { IdempotencyHeaders } from "../groups/Common.ts"
+import { decodeCursor, page, type PageParams } from "../Pagination.ts"
 import { capabilitiesOf, endpointToWire } from "../wire/Sandboxes.ts"
-import { accepted, keyCaller, ListPosition, planeContext } from "./PlaneSupport.ts"
+import { accepted, keyCaller, ListPosition, type PlaneCaller, planeContext } from "./PlaneSupport.ts"
+
+type Path = { readonly sandbox_id: string }
+
+/** The endpoint routes' handlers for a caller: a project key's, or a member's on the project path (ProjectRuntimeHttp.ts). */
+export const endpointHandlers = Effect.gen(function*() {
+  const { idempotency, runner, provide, tx } = yield* planeContext
+  const { addressing } = yield* EndpointOrigin
+  const connections = yield* EndpointConnections
+  const wire = (row: EndpointRow) => Effect.map(SandboxesRepo.capabilities(row.sandbox_id), (caps) => endpointToWire(row, caps))
+  return {
+    create: (caller: PlaneCaller, { headers, path, payload }: { readonly headers: typeof IdempotencyHeaders.Type; readonly path: Path; readonly payload: typeof CreateEndpoint.Type }) =>
+      Effect.gen(function*() {
+        const endpoint = yield* idempotency.remember({
+          principalId: caller.principalId,
+          scope: `endpoints.create:${caller.projectId}:${path.sandbox_id}`,
+          key: headers["idempotency-key"],
+          required: true,
+          request: payload,
+          schema: Endpoint,
+          run: Effect.flatMap(createEndpoint(caller, path.sandbox_id, payload, addressing), wire)
+        })
+        yield* runner.wake
+        return yield* accepted(Endpoint, endpoint, `${caller.base}/sandboxes/${path.sandbox_id}/endpoints`)
+      }).pipe(provide),
+    list: (caller: PlaneCaller, { path, urlParams }: { readonly path: Path; readonly urlParams: typeof PageParams.Type }) =>
+      Effect.gen(function*() {
+        const sandbox = yield* sandboxOf(caller, path.sandbox_id)
+        const scope = `endpoints:${path.sandbox_id}`
+        const position = urlParams.cursor === undefined ? undefined : yield* decodeCursor(scope, urlParams.cursor, ListPosition)
+        const rows = yield* EndpointsRepo.page(path.sandbox_id, position, urlParams.limit + 1)
+        const { items, next } = page(rows, urlParams.limit, scope, (last) => [last.created_at, last.id])
+        return { endpoints: items.map((r) => endpointToWire(r, capabilitiesOf(sandbox))), next_cursor: next }
+      }).pipe(provide),
+    revoke: (caller: PlaneCaller, { path }: { readonly path: Path & { readonly endpoint_id: string } }) =>
+      Effect.gen(function*() {
+        const row = yield* tx(revokeEndpoint(caller, path.sandbox_id, path.endpoint_id))
+        // Open exchanges through it are cut now (the watchdog would within a quarter second anyway).
+        yield* connections.recheck
+        yield* runner.wake
+        return yield* accepted(Endpoint, yield* wire(row), `${caller.base}/sandboxes/${path.sandbox_id}/endpoints`)
+      }).pipe(provide)
+  }
+})
 
 export const EndpointsLive = HttpApiBuilder.group(Api, "endpoints", (handlers) =>
   Effect.gen(function*() {
-    const { idempotency, runner, provide, tx } = yield* planeContext
-    const { addressing } = yield* EndpointOrigin
-    const connections = yield* EndpointConnections
-    const wire = (row: EndpointRow) => Effect.map(SandboxesRepo.capabilities(row.sandbox_id), (caps) => endpointToWire(row, caps))
+    const h = yield* endpointHandlers
     return handlers
-      .handle("create", ({ headers, path, payload }) =>
-        Effect.gen(function*() {
-          const caller = yield* keyCaller
-          const endpoint = yield* idempotency.remember({
-            principalId: caller.keyId!,
-            scope: `endpoints.create:${caller.projectId}:${path.sandbox_id}`,
-            key: headers["idempotency-key"],
-            required: true,
-            request: payload,
-            schema: Endpoint,
-            run: Effect.flatMap(createEndpoint(caller, path.sandbox_id, payload, addressing), wire)
-          })
-          yield* runner.wake
-          return yield* accepted(Endpoint, endpoint, `/v1/sandboxes/${path.sandbox_id}/endpoints`)
-        }).pipe(provide))
-      .handle("list", ({ path, urlParams }) =>
-        Effect.gen(function*() {
-          const caller = yield* keyCaller
-          const sandbox = yield* sandboxOf(caller, path.sandbox_id)
-          const scope = `endpoints:${path.sandbox_id}`
-          const position = urlParams.cursor === undefined ? undefined : yield* decodeCursor(scope, urlParams.cursor, ListPosition)
-          const rows = yield* EndpointsRepo.page(path.sandbox_id, position, urlParams.limit + 1)
-          const { items, next } = page(rows, urlParams.limit, scope, (last) => [last.created_at, last.id])
-          return { endpoints: items.map((r) => endpointToWire(r, capabilitiesOf(sandbox))), next_cursor: next }
-        }).pipe(provide))
-      .handle("revoke", ({ path }) =>
-        Effect.gen(function*() {
-          const caller = yield* keyCaller
-          const row = yield* tx(revokeEndpoint(caller, path.sandbox_id, path.endpoint_id))
-          // Open exchanges through it are cut now (the watchdog would within a quarter second anyway).
-          yield* connections.recheck
-          yield* runner.wake
-          return yield* accepted(Endpoint, yield* wire(row), `/v1/sandboxes/${path.sandbox_id}/endpoints`)
-        }).pipe(provide))
+      .handle("create", (request) => Effect.flatMap(keyCaller, (caller) => h.create(caller, request)))
+      .handle("list", (request) => Effect.flatMap(keyCaller, (caller) => h.list(caller, request)))
+      .handle("revoke", (request) => Effect.flatMap(keyCaller, (caller) => h.revoke(caller, request)))
   }))

@@ -3,15 +3,16 @@ import { HttpApiBuilder, HttpServerRequest } from "@effect/platform"
 import { Effect, Schema } from "effect"
 import { SandboxesRepo } from "../../db/repos/Sandboxes.ts"
 import { conflict, validationError } from "../../domain/Errors.ts"
-import { SandboxMutation, SandboxRequest } from "../../domain/Sandbox.ts"
+import { type ExtendSandbox, SandboxMutation, SandboxRequest } from "../../domain/Sandbox.ts"
 import { createSandbox, destroySandbox, extendSandbox, pauseSandbox, resumeSandbox, sandboxOf } from "../../services/sandboxes/Commands.ts"
 import { sandboxMetrics } from "../../services/sandboxes/Metrics.ts"
 import { Api } from "../Api.ts"
+import type { IdempotencyHeaders } from "../groups/Common.ts"
 import type { SandboxListParams } from "../groups/SandboxesApi.ts"
 import { decodeCursor, page } from "../Pagination.ts"
 import { capabilitiesOf, mutationToWire, sandboxToWire } from "../wire/Sandboxes.ts"
 import { metricsToWire } from "../wire/Metrics.ts"
-import { accepted, keyCaller, ListPosition, planeContext } from "./PlaneSupport.ts"
+import { accepted, keyCaller, ListPosition, type PlaneCaller, planeContext } from "./PlaneSupport.ts"
 
 const encodeRequest = Schema.encodeSync(SandboxRequest)
 
@@ -37,27 +38,52 @@ const badMetadataFilter = (metadata: Readonly<Record<string, string>>) => {
   return key === undefined ? undefined : { path: `metadata.${key.slice(0, 100)}`, message: `a key of 1-256 characters (not __proto__) and a value of at most ${MAX_METADATA_VALUE}` }
 }
 
+type Path = { readonly sandbox_id: string }
+
+/**
+ * The handlers the key routes share with the project path (ProjectSandboxesHttp.ts): create, extend, capabilities,
+ * metrics, for a caller.
+ */
+export const sandboxHandlers = Effect.gen(function*() {
+  const { idempotency, runner, provide, tx } = yield* planeContext
+  return {
+    create: (caller: PlaneCaller, { headers, payload }: { readonly headers: typeof IdempotencyHeaders.Type; readonly payload: typeof SandboxRequest.Type }) =>
+      Effect.gen(function*() {
+        const mutation = yield* idempotency.remember({
+          principalId: caller.principalId,
+          scope: `sandboxes.create:${caller.projectId}`,
+          key: headers["idempotency-key"],
+          required: true,
+          request: payload,
+          schema: SandboxMutation,
+          run: Effect.map(createSandbox(caller, { requested: encodeRequest(payload) }), mutationToWire)
+        })
+        return yield* Effect.zipRight(runner.wake, accepted(SandboxMutation, mutation, `${caller.base}/operations/${mutation.operation.id}`))
+      }).pipe(provide),
+    extend: (caller: PlaneCaller, { path, payload }: { readonly path: Path; readonly payload: typeof ExtendSandbox.Type }) =>
+      tx(extendSandbox(caller, path.sandbox_id, payload.runtime_timeout_seconds)).pipe(Effect.tap(runner.wake), Effect.map(sandboxToWire), provide),
+    metrics: (caller: PlaneCaller, { path }: { readonly path: Path }) =>
+      sandboxMetrics(caller, path.sandbox_id).pipe(Effect.map(({ metrics, sandbox }) => metricsToWire(sandbox, metrics)), provide),
+    capabilities: (caller: PlaneCaller, { path }: { readonly path: Path }) =>
+      Effect.gen(function*() {
+        const sandbox = yield* sandboxOf(caller, path.sandbox_id)
+        if (sandbox.state !== "ready") return yield* conflict("invalid_sandbox_state", `The sandbox is ${sandbox.state}; capabilities are known once it is ready`)
+        const caps = capabilitiesOf(sandbox)
+        if (caps === null) return yield* conflict("capabilities_unavailable", "No capability snapshot for this sandbox")
+        return caps
+      }).pipe(provide)
+  }
+})
+
 export const SandboxesLive = HttpApiBuilder.group(Api, "sandboxes", (handlers) =>
   Effect.gen(function*() {
-    const { idempotency, runner, provide, tx } = yield* planeContext
+    const { runner, provide, tx } = yield* planeContext
+    const h = yield* sandboxHandlers
     const respondMutation = (m: Schema.Schema.Type<typeof SandboxMutation>) =>
       Effect.zipRight(runner.wake, accepted(SandboxMutation, m, `/v1/operations/${m.operation.id}`))
 
     return handlers
-      .handle("create", ({ headers, payload }) =>
-        Effect.gen(function*() {
-          const caller = yield* keyCaller
-          const mutation = yield* idempotency.remember({
-            principalId: caller.keyId!,
-            scope: `sandboxes.create:${caller.projectId}`,
-            key: headers["idempotency-key"],
-            required: true,
-            request: payload,
-            schema: SandboxMutation,
-            run: Effect.map(createSandbox(caller, { requested: encodeRequest(payload) }), mutationToWire)
-          })
-          return yield* respondMutation(mutation)
-        }).pipe(provide))
+      .handle("create", (request) => Effect.flatMap(keyCaller, (caller) => h.create(caller, request)))
       .handle("list", ({ urlParams }) =>
         Effect.gen(function*() {
           const caller = yield* keyCaller
@@ -79,23 +105,7 @@ export const SandboxesLive = HttpApiBuilder.group(Api, "sandboxes", (handlers) =
         Effect.flatMap(keyCaller, (caller) => tx(pauseSandbox(caller, path.sandbox_id))).pipe(Effect.map(mutationToWire), Effect.flatMap(respondMutation), provide))
       .handle("resume", ({ path }) =>
         Effect.flatMap(keyCaller, (caller) => tx(resumeSandbox(caller, path.sandbox_id))).pipe(Effect.map(mutationToWire), Effect.flatMap(respondMutation), provide))
-      .handle("extend", ({ path, payload }) =>
-        Effect.flatMap(keyCaller, (caller) => tx(extendSandbox(caller, path.sandbox_id, payload.runtime_timeout_seconds))).pipe(
-          Effect.tap(runner.wake),
-          Effect.map(sandboxToWire),
-          provide
-        ))
-      .handle("metrics", ({ path }) =>
-        Effect.flatMap(keyCaller, (caller) => sandboxMetrics(caller, path.sandbox_id)).pipe(
-          Effect.map(({ metrics, sandbox }) => metricsToWire(sandbox, metrics)),
-          provide
-        ))
-      .handle("capabilities", ({ path }) =>
-        Effect.gen(function*() {
-          const sandbox = yield* sandboxOf(yield* keyCaller, path.sandbox_id)
-          if (sandbox.state !== "ready") return yield* conflict("invalid_sandbox_state", `The sandbox is ${sandbox.state}; capabilities are known once it is ready`)
-          const caps = capabilitiesOf(sandbox)
-          if (caps === null) return yield* conflict("capabilities_unavailable", "No capability snapshot for this sandbox")
-          return caps
-        }).pipe(provide))
+      .handle("extend", (request) => Effect.flatMap(keyCaller, (caller) => h.extend(caller, request)))
+      .handle("metrics", (request) => Effect.flatMap(keyCaller, (caller) => h.metrics(caller, request)))
+      .handle("capabilities", (request) => Effect.flatMap(keyCaller, (caller) => h.capabilities(caller, request)))
   }))

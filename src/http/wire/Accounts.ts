@@ -85,7 +85,7 @@ export const eventToWire = (row: EventRow, cursor: string) => ({
   data: row.data
 })
 
-/** A delivery with its attempts; never its body (the event is in `/v1/events`). */
+/** A delivery with its attempts and the exact body every attempt sends (the dashboard's deliveries log shows it). */
 export const deliveryToWire = ({ attempts, delivery }: DeliveryWithAttempts) => ({
   id: delivery.id,
   endpoint_id: delivery.endpoint_id,
@@ -101,6 +101,7 @@ export const deliveryToWire = ({ attempts, delivery }: DeliveryWithAttempts) => 
   created_at: delivery.created_at,
   updated_at: delivery.updated_at,
   delivered_at: delivery.delivered_at,
+  payload: delivery.body,
   attempts: attempts.map((a) => ({
     number: a.number,
     started_at: a.started_at,

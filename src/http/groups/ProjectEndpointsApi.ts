@@ -1,0 +1,29 @@
+/**
+ * Endpoints on the project path (the dashboard's): the routes of EndpointsApi under
+ * `/v1/projects/{project_id}/sandboxes/{sandbox_id}/endpoints`, with a user's credential for any member of the
+ * project's organization, served by the same handlers.
+ */
+import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
+import { ConflictWire, ForbiddenWire, NotFoundWire } from "../../domain/Errors.ts"
+import { CreateEndpoint, Endpoint, EndpointList } from "../../domain/Runtime.ts"
+import { PageParams } from "../Pagination.ts"
+import { UserAuth } from "../Security.ts"
+import { IdempotencyHeaders, projectIdParam } from "./Common.ts"
+import { endpointIdParam, sandboxIdParam } from "./SandboxPlane.ts"
+
+export class ProjectEndpointsApi extends HttpApiGroup.make("projectEndpoints")
+  .add(
+    HttpApiEndpoint.post("create")`/v1/projects/${projectIdParam}/sandboxes/${sandboxIdParam}/endpoints`
+      .setPayload(CreateEndpoint)
+      .setHeaders(IdempotencyHeaders)
+      .addSuccess(Endpoint, { status: 202 })
+      .addError(ConflictWire)
+      .annotate(OpenApi.Description, "As `POST /v1/sandboxes/{sandbox_id}/endpoints`, for a member of the project's organization.")
+  )
+  .add(HttpApiEndpoint.get("list")`/v1/projects/${projectIdParam}/sandboxes/${sandboxIdParam}/endpoints`.setUrlParams(PageParams).addSuccess(EndpointList))
+  .add(HttpApiEndpoint.del("revoke")`/v1/projects/${projectIdParam}/sandboxes/${sandboxIdParam}/endpoints/${endpointIdParam}`.addSuccess(Endpoint, { status: 202 }))
+  .addError(NotFoundWire)
+  .addError(ForbiddenWire)
+  .middleware(UserAuth)
+  .annotate(OpenApi.Title, "Project endpoints")
+{}

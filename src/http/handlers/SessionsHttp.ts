@@ -1,0 +1,53 @@
+/** `/v1/sessions`: the dashboard's sign-in (services/Sessions.ts) and its cookie (SessionCookie.ts). */
+import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { Effect } from "effect"
+import { AppConfig } from "../../Config.ts"
+import { Db } from "../../db/Db.ts"
+import { provideRepositories } from "../../db/Database.ts"
+import { UsersRepo } from "../../db/repos/Users.ts"
+import { Forbidden, notFound } from "../../domain/Errors.ts"
+import { CurrentUser } from "../../domain/Principals.ts"
+import { Session, SignedOut } from "../../domain/Sessions.ts"
+import { sha256Hex } from "../../domain/Tokens.ts"
+import { accessChanged } from "../../services/LiveStreams.ts"
+import { endSession, startSession } from "../../services/Sessions.ts"
+import { Api } from "../Api.ts"
+import { clearedSessionCookie, csrfRefusal, sessionCookie, sessionFromCookies } from "../SessionCookie.ts"
+
+const viaBearer = (request: HttpServerRequest.HttpServerRequest) => /^bearer\s/i.test(request.headers["authorization"] ?? "")
+
+export const SessionsLive = HttpApiBuilder.group(Api, "sessions", (handlers) =>
+  Effect.gen(function*() {
+    const db = yield* Db
+    const provide = yield* provideRepositories
+    const { publicUrl } = yield* AppConfig
+    const secure = publicUrl.startsWith("https:")
+
+    return handlers
+      .handle("signIn", ({ payload }) =>
+        Effect.gen(function*() {
+          // Signing in is a change made by the page, checked as one (a page elsewhere must not sign a visitor in).
+          const refusal = csrfRefusal(yield* HttpServerRequest.HttpServerRequest, publicUrl)
+          if (refusal !== undefined) return yield* new Forbidden({ code: "csrf_failed", message: refusal })
+          const session = yield* db.transaction(startSession(payload))
+          const body = { user: session.user, expires_at: session.expiresAt, via: "session" as const }
+          return yield* HttpServerResponse.schemaJson(Session)(body, { status: 201, headers: { "set-cookie": sessionCookie(session.token, session.expiresAt, secure) } }).pipe(Effect.orDie)
+        }).pipe(provide))
+      .handle("current", () =>
+        Effect.gen(function*() {
+          const user = yield* CurrentUser
+          const request = yield* HttpServerRequest.HttpServerRequest
+          const who = { id: user.userId, email: user.email }
+          if (viaBearer(request)) return { user: who, expires_at: null, via: "token" as const }
+          const row = yield* UsersRepo.liveTokenByHash(sha256Hex(sessionFromCookies(request.headers["cookie"]) ?? ""), "session")
+          return { user: who, expires_at: row?.expires_at ?? null, via: "session" as const }
+        }).pipe(provide))
+      .handle("signOut", () =>
+        Effect.gen(function*() {
+          const user = yield* CurrentUser
+          if (viaBearer(yield* HttpServerRequest.HttpServerRequest)) return yield* notFound("Dashboard session (this request carries a bearer token)")
+          yield* db.transaction(endSession(user.tokenId))
+          yield* accessChanged // the session's live streams and terminals end at once, on every replica
+          return yield* HttpServerResponse.schemaJson(SignedOut)({ signed_out: true }, { headers: { "set-cookie": clearedSessionCookie(secure) } }).pipe(Effect.orDie)
+        }).pipe(provide))
+  }))
