@@ -91,8 +91,14 @@ const EMULATORS: Readonly<Record<ProviderName, Start | { readonly unservable: st
       urls: { api: e.baseUrl },
       apiKey: e.apiKey,
       sdk: "@daytonaio/sdk",
+      // The SDK reads both from the process environment (the API URL never from a .env file); the toolbox is found
+      // through each sandbox's toolboxProxyUrl, which points back at this emulator.
       sdkEnv: { DAYTONA_API_URL: e.baseUrl, DAYTONA_API_KEY: e.apiKey },
-      sdkNotes: ["or as options: new Daytona({ apiUrl, apiKey })"],
+      sdkNotes: [
+        "or as options: new Daytona({ apiUrl, apiKey })",
+        "the SDK's event stream (socket.io) is not served: it polls a sandbox's state instead",
+        "not served: process.codeRun, git, LSP, snapshots, volumes, archive, pause (stop and start are), metrics, getPreviewLink (getSignedPreviewUrl is)"
+      ],
       gatewayEnv: { DAYTONA_API_URL: e.baseUrl, DAYTONA_API_KEY: e.apiKey },
       stop: e.stop
     }

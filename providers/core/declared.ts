@@ -115,7 +115,8 @@ export const DECLARED: Readonly<Record<ProviderName, ProviderCapabilities>> = {
     resume: false,
     architectures: ["x86_64"],
     isolation: null,
-    process: proc(false, true, 100 * MiB),
+    // Standard input: a session command's input route (`…/command/{id}/input`).
+    process: { ...proc(false, true, 100 * MiB), stdin: true },
     files: files(["create", "overwrite"], { parents: true, list: true, del: true }),
     httpEndpoints: lease,
     computer: desktop

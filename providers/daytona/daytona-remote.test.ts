@@ -7,8 +7,9 @@ import { Effect } from "effect"
 import { describe, expect, it } from "vitest"
 import { conformanceInput } from "../testing/conformance.ts"
 import type { ProviderError, ProviderExecEvent, ProviderSandbox, SandboxProvider } from "../core/Provider.ts"
-import { bodyJson, type Call, json, scripted, type Step } from "../testing/scripted-client.ts"
+import { bodyBytes, bodyJson, type Call, json, scripted, type Step } from "../testing/scripted-client.ts"
 import { decodeExecutionId, decodeTerminalId, demuxLog, encodeExecutionId, encodeTerminalId, eventsFromPieces, makeDaytonaProvider } from "./adapter/index.ts"
+import { INPUT_CHUNK_BYTES, octalLine } from "./adapter/processes.ts"
 import { MAX_PREAMBLE_BYTES, MAX_TYPED_LINE_BYTES } from "./adapter/terminals.ts"
 import type { HttpClient } from "@effect/platform"
 
@@ -109,11 +110,14 @@ describe("daytona remote: sandboxes", () => {
         expect(JSON.parse(call.url.searchParams.get("labels")!)).toEqual({ "metal.sandbox_id": "sbx_1" })
         return json({ items: [wireSandbox()], nextCursor: null })
       }),
-      step("GET", "/api/sandbox", () => json([])),
+      // A list item lacks `buildInfo`: the sandbox itself says whether it runs an image.
+      step("GET", "/api/sandbox/dsbx1", () => json(wireSandbox({ buildInfo: { dockerfileContent: "FROM python:3.12\n" } }))),
+      step("GET", "/api/sandbox", () => json({ items: [], nextCursor: null })),
       step("GET", "/api/sandbox/metal-sbx_2", () => json({ message: "not found" }, 404))
     ])
     const p = provider(s.client)
-    expect((await run(p.reconcileCreate("sbx_1")))?.resourceId).toBe("dsbx1")
+    const found = await run(p.reconcileCreate("sbx_1"))
+    expect([found?.resourceId, found?.metadata["image"]]).toEqual(["dsbx1", true])
     expect(await run(p.reconcileCreate("sbx_2"))).toBeNull()
     expect(s.left()).toBe(0)
   })
@@ -133,18 +137,24 @@ describe("daytona remote: sandboxes", () => {
 })
 
 describe("daytona remote: processes", () => {
-  it("exec opens a session and runs the command in a subshell in the home-relative workspace, with the env quoted", async () => {
+  it("exec opens a session and runs the command in a subshell in the home-relative workspace, with the env quoted and no input, then ends the session's shell", async () => {
     const s = scripted([
       step("POST", "/toolbox/dsbx1/process/session", (call) => {
         expect(bodyJson(call)).toEqual({ sessionId: "metal-proc_1" })
-        return json({})
+        return json({}, 201)
       }),
       step("POST", "/toolbox/dsbx1/process/session/metal-proc_1/exec", (call) => {
         expect(bodyJson(call)).toEqual({
-          command: "( mkdir -p -- workspace 2>/dev/null; cd -- workspace || exit 1; exec env -- 'GREETING=it'\"'\"'s me' echo 'a b' )",
-          runAsync: true
+          command: "(mkdir -p -- workspace 2>/dev/null; cd -- workspace || exit 1; exec env -- 'GREETING=it'\"'\"'s me' echo 'a b') < /dev/null",
+          runAsync: true,
+          suppressInputEcho: true
         })
-        return json({ cmdId: "cmd1" })
+        return json({ cmdId: "cmd1" }, 202)
+      }),
+      // Queued behind the command: its shell ends once the command is done.
+      step("POST", "/toolbox/dsbx1/process/session/metal-proc_1/exec", (call) => {
+        expect(bodyJson(call)).toEqual({ command: "exit 0", runAsync: true, suppressInputEcho: true })
+        return json({ cmdId: "cmd2" }, 202)
       })
     ])
     const started = await run(provider(s.client).exec(SANDBOX, {
@@ -158,13 +168,80 @@ describe("daytona remote: processes", () => {
     expect(s.left()).toBe(0)
   })
 
-  it("a retried exec finds its session's command instead of running it twice", async () => {
+  it("a retried exec finds its session's command instead of running it twice (and queues the exit if that had not been done)", async () => {
     const s = scripted([
       step("POST", "/toolbox/dsbx1/process/session", () => json({ message: "session already exists" }, 409)),
-      step("GET", "/toolbox/dsbx1/process/session/metal-proc_1", () => json({ sessionId: "metal-proc_1", commands: [{ id: "cmd1", command: "x", exitCode: null }] }))
+      step("GET", "/toolbox/dsbx1/process/session/metal-proc_1", () => json({ sessionId: "metal-proc_1", commands: [{ id: "cmd1", command: "x" }] })),
+      step("POST", "/toolbox/dsbx1/process/session/metal-proc_1/exec", (call) => {
+        expect(bodyJson(call)).toMatchObject({ command: "exit 0" })
+        return json({ cmdId: "cmd2" }, 202)
+      }),
+      step("POST", "/toolbox/dsbx1/process/session", () => json({ message: "session already exists" }, 409)),
+      step("GET", "/toolbox/dsbx1/process/session/metal-proc_1", () => json({ sessionId: "metal-proc_1", commands: [{ id: "cmd1", command: "x" }, { id: "cmd2", command: "exit 0" }] }))
     ])
-    const started = await run(provider(s.client).exec(SANDBOX, { command: ["sleep", "9"], timeoutSeconds: 60, maxOutputBytes: 1000, processId: "proc_1" }))
-    expect(decodeExecutionId(started.executionId)?.commandId).toBe("cmd1")
+    const p = provider(s.client)
+    const input = { command: ["sleep", "9"], timeoutSeconds: 60, maxOutputBytes: 1000, processId: "proc_1" }
+    expect(decodeExecutionId((await run(p.exec(SANDBOX, input))).executionId)?.commandId).toBe("cmd1")
+    expect(decodeExecutionId((await run(p.exec(SANDBOX, input))).executionId)?.commandId).toBe("cmd1")
+    expect(s.left()).toBe(0)
+  })
+
+  it("an image sandbox's process without a cwd starts where the image says (no cd); with one, there", async () => {
+    const s = scripted([
+      step("POST", "/toolbox/dsbx1/process/session", () => json({}, 201)),
+      step("POST", "/toolbox/dsbx1/process/session/metal-proc_1/exec", (call) => {
+        expect(bodyJson(call)).toMatchObject({ command: "(exec pwd) < /dev/null" })
+        return json({ cmdId: "cmd1" }, 202)
+      }),
+      step("POST", "/toolbox/dsbx1/process/session/metal-proc_1/exec", () => json({ cmdId: "cmd2" }, 202)),
+      // A cwd is looked up first (a missing one is cwd_not_found before anything runs).
+      step("GET", "/toolbox/dsbx1/files/info", (call) => {
+        expect(call.url.searchParams.get("path")).toBe("/srv")
+        return json({ name: "srv", size: 0, isDir: true, mode: "drwxr-xr-x", modTime: "2026-11-22T10:00:00Z" })
+      }),
+      step("POST", "/toolbox/dsbx1/process/session", () => json({}, 201)),
+      step("POST", "/toolbox/dsbx1/process/session/metal-proc_2/exec", (call) => {
+        expect(bodyJson(call)).toMatchObject({ command: "(cd -- /srv || exit 1; exec pwd) < /dev/null" })
+        return json({ cmdId: "cmd1" }, 202)
+      }),
+      step("POST", "/toolbox/dsbx1/process/session/metal-proc_2/exec", () => json({ cmdId: "cmd2" }, 202))
+    ])
+    const p = provider(s.client)
+    const image: ProviderSandbox = { ...SANDBOX, metadata: { ...SANDBOX.metadata, image: true } }
+    await run(p.exec(image, { command: ["pwd"], timeoutSeconds: 60, maxOutputBytes: 1000, processId: "proc_1" }))
+    await run(p.exec(image, { command: ["pwd"], cwd: "/srv", timeoutSeconds: 60, maxOutputBytes: 1000, processId: "proc_2" }))
+    expect(s.left()).toBe(0)
+  })
+
+  it("standard input: the process reads it through a decoder; input goes as lines of octal escapes (chunked), end of input as E; an ended process's input is closed", async () => {
+    const id = encodeExecutionId({ sessionId: "metal-proc_1", commandId: "cmd1", maxOutputBytes: 1000 })
+    const big = new Uint8Array(INPUT_CHUNK_BYTES + 2).map((_, i) => i % 256)
+    const inputs: Array<string> = []
+    const s = scripted([
+      step("POST", "/toolbox/dsbx1/process/session", () => json({}, 201)),
+      step("POST", "/toolbox/dsbx1/process/session/metal-proc_1/exec", (call) => {
+        const command = (bodyJson(call) as { command: string }).command
+        expect(command.startsWith("sh -c ")).toBe(true)
+        expect(command).toContain("printf \"$l\"")
+        expect(command.endsWith(" sh sh -c 'mkdir -p -- workspace 2>/dev/null; cd -- workspace || exit 1; exec cat'")).toBe(true)
+        return json({ cmdId: "cmd1" }, 202)
+      }),
+      step("POST", "/toolbox/dsbx1/process/session/metal-proc_1/exec", () => json({ cmdId: "cmd2" }, 202)),
+      ...[0, 1, 2].map(() =>
+        step("POST", `${commandPath("metal-proc_1", "cmd1")}/input`, (call) => {
+          inputs.push((bodyJson(call) as { data: string }).data)
+          return new Response(null, { status: 204 })
+        })),
+      step("POST", `${commandPath("metal-proc_1", "cmd1")}/input`, () => json({ statusCode: 410, message: "command has already completed with exit code 0", code: "COMMAND_ALREADY_COMPLETED" }, 410))
+    ])
+    const p = provider(s.client)
+    await run(p.exec(SANDBOX, { command: ["cat"], timeoutSeconds: 60, maxOutputBytes: 1000, processId: "proc_1", stdin: true }))
+    await run(p.sendInput!(SANDBOX, id, big, true))
+    expect(inputs.map((line) => line.length)).toEqual([INPUT_CHUNK_BYTES * 4 + 1, 2 * 4 + 1, 2])
+    expect(inputs[1]).toBe(`${octalLine(big.subarray(INPUT_CHUNK_BYTES))}\n`)
+    expect(inputs[1]).toBe(`\\000\\001\n`)
+    expect(inputs[2]).toBe("E\n")
+    expect((await failureOf(p.sendInput!(SANDBOX, id, new Uint8Array([1]), false))).kind).toBe("not_found")
     expect(s.left()).toBe(0)
   })
 
@@ -229,6 +306,25 @@ describe("daytona remote: files", () => {
     ])
     const listed = await run(provider(s.client).listFiles(SANDBOX, { path: "/workspace/src", recursive: false, maxEntries: 10 }))
     expect(listed.entries.map((e) => [e.path, e.type])).toEqual([["/workspace/src/a", "directory"], ["/workspace/src/b.txt", "file"]])
+    expect(s.left()).toBe(0)
+  })
+
+  it("a write is one upload-v2 of the raw bytes (no multipart), after the checks", async () => {
+    const s = scripted([
+      step("GET", "/toolbox/dsbx1/files/info", () => json({ message: "file not found", code: "FILE_NOT_FOUND" }, 404)),
+      step("POST", "/toolbox/dsbx1/files/folder", (call) => {
+        expect(call.url.searchParams.get("path")).toBe("workspace/out")
+        return new Response(null, { status: 201 })
+      }),
+      step("POST", "/toolbox/dsbx1/files/upload-v2", (call) => {
+        expect(call.url.searchParams.get("path")).toBe("workspace/out/a.bin")
+        expect(call.headers["content-type"]).toBe("application/octet-stream")
+        expect([...bodyBytes(call)]).toEqual([0, 255, 10])
+        return json({ name: "a.bin", path: "/home/daytona/workspace/out/a.bin", type: "file" })
+      })
+    ])
+    const written = await run(provider(s.client).writeFile(SANDBOX, { path: "/workspace/out/a.bin", data: new Uint8Array([0, 255, 10]), mode: "create", createParents: true }))
+    expect(written).toEqual({ bytesWritten: 3, created: true })
     expect(s.left()).toBe(0)
   })
 })
@@ -457,9 +553,11 @@ describe("daytona remote: terminals", () => {
     }
   })
 
-  it("declares terminals, and no standard input for plain processes", () => {
+  it("declares terminals and standard input for plain processes", () => {
     const p = provider(scripted([]).client)
-    expect(p.capabilities.process).toMatchObject({ terminal: true, stdin: false })
+    expect(p.capabilities.process).toMatchObject({ terminal: true })
+    expect(p.capabilities.process?.stdin).not.toBe(false)
+    expect(p.sendInput).toBeDefined()
     expect(p.resizeTerminal).toBeDefined()
   })
 })

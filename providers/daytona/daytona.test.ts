@@ -25,21 +25,23 @@ describe("daytona wire", () => {
     }
   })
 
-  it("hands out a running command's output before it exits, in the order written, and the exit after", async () => {
+  it("hands out a running command's output before it exits, each stream in the order written, and the exit after", async () => {
     const { provider, teardown } = await setup()
     try {
       const sandbox = await Effect.runPromise(provider.create(conformanceInput(`sbx_live${Date.now()}`)))
+      // It goes on only once the test saw its first output (a file it waits for): nothing here depends on timing.
       const { executionId } = await Effect.runPromise(provider.exec(sandbox, {
-        command: ["sh", "-c", "echo first; echo oops >&2; sleep 3; echo second"],
-        timeoutSeconds: 30,
+        command: ["sh", "-c", "echo first; echo oops >&2; while [ ! -e /workspace/go ]; do sleep 0.05; done; echo second"],
+        timeoutSeconds: 60,
         maxOutputBytes: 1 << 20,
         processId: `proc_live${Date.now()}`
       }))
       let early: ReadonlyArray<ProviderExecEvent> = []
-      const deadline = Date.now() + 2500
-      while (early.length < 2 && Date.now() < deadline) early = await Effect.runPromise(provider.execEvents(sandbox, executionId, 0))
-      expect(early.map((e) => e.type)).toEqual(["stdout", "stderr"])
-      expect(early.map((e) => (e.type === "exit" ? "" : Buffer.from(e.data).toString()))).toEqual(["first\n", "oops\n"])
+      while (early.length < 2) early = await Effect.runPromise(provider.execEvents(sandbox, executionId, 0))
+      // Across its two streams the order is the reading's (the daemon's labellers read each stream on its own too).
+      const textOf = (events: ReadonlyArray<ProviderExecEvent>, type: string) => events.filter((e) => e.type === type).map((e) => (e.type === "exit" ? "" : Buffer.from(e.data).toString())).join("")
+      expect([textOf(early, "stdout"), textOf(early, "stderr"), early.length]).toEqual(["first\n", "oops\n", 2])
+      await Effect.runPromise(provider.writeFile(sandbox, { path: "/workspace/go", data: new Uint8Array(), mode: "overwrite", createParents: false }))
       let all: ReadonlyArray<ProviderExecEvent> = early
       while (all.at(-1)?.type !== "exit") all = [...all, ...(await Effect.runPromise(provider.execEvents(sandbox, executionId, all.length)))]
       expect(all.map((e) => e.seq)).toEqual([0, 1, 2, 3])
@@ -49,7 +51,7 @@ describe("daytona wire", () => {
     } finally {
       await teardown()
     }
-  }, 20_000)
+  }, 60_000)
 
   it("serves a download past a piece as a stream of the file's exact bytes, and a range of it whole", async () => {
     const { emulator, provider, teardown } = await setup()
@@ -134,10 +136,12 @@ describe("daytona terminals (PTY sessions over the emulator's real pseudo-termin
       expect((await failureOf(fresh.execEvents(sandbox, unknown, 0))).kind).toBe("not_found")
       expect((await failureOf(fresh.resizeTerminal!(sandbox, unknown, { cols: 80, rows: 24 }))).kind).toBe("not_found")
       expect((await failureOf(fresh.sendInput!(sandbox, unknown, new Uint8Array([1]), false))).kind).toBe("not_found")
-      // A plain process has no terminal, and takes no input at Daytona.
+      // A plain process has no terminal; once it ended, its input is closed.
       const plain = await run(provider.exec(sandbox, { command: ["true"], timeoutSeconds: 10, maxOutputBytes: 100, processId: `proc_plain${Date.now()}` }))
+      let plainEvents: ReadonlyArray<ProviderExecEvent> = []
+      while (plainEvents.at(-1)?.type !== "exit") plainEvents = await run(provider.execEvents(sandbox, plain.executionId, 0))
       expect((await failureOf(provider.resizeTerminal!(sandbox, plain.executionId, { cols: 80, rows: 24 }))).kind).toBe("invalid_request")
-      expect((await failureOf(provider.sendInput!(sandbox, plain.executionId, new Uint8Array([1]), false))).kind).toBe("unsupported")
+      expect((await failureOf(provider.sendInput!(sandbox, plain.executionId, new Uint8Array([1]), false))).kind).toBe("not_found")
       await run(provider.destroy(sandbox))
     } finally {
       await teardown()

@@ -164,9 +164,9 @@ describe("the user CLI", () => {
     expect(sum.code).toBe(0)
     // No input to forward: the command reads end-of-file.
     expect(piped(["sandbox", "exec", created.id, "--", "cat"]).code).toBe(0)
-    // Daytona takes no input: piping to it is refused, saying so.
-    const daytona = JSON.parse(piped(["sandbox", "create", "--provider", "daytona", "--json"]).stdout)
-    const refused = piped(["sandbox", "exec", daytona.id, "--", "cat"], "x")
+    // Vercel takes no input: piping to it is refused, saying so.
+    const vercel = JSON.parse(piped(["sandbox", "create", "--provider", "vercel", "--json"]).stdout)
+    const refused = piped(["sandbox", "exec", vercel.id, "--", "cat"], "x")
     expect(refused.code).toBe(1)
     expect(refused.stderr).toContain("cannot take standard input")
   }, 60_000)

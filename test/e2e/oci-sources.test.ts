@@ -3,8 +3,9 @@
  * takes images (Daytona, Blaxel, Vercel) passes it to the local runtime, which pulls it from the registry (here one
  * on loopback, made by the test from a static busybox) and runs the sandbox on it (Northflank's too, though it
  * offers no processes to look inside with), as built: its Cmd started at create, every process as its User, in
- * its WorkingDir unless the request names a cwd (Blaxel, Vercel; Daytona's adapter is its own). A pull that fails fails the
- * create operation with `image_pull_failed` saying which image and why — never a ready sandbox on another image.
+ * its WorkingDir unless the request names a cwd (Blaxel, Vercel; Daytona's adapter is its own: a process without a cwd
+ * starts in the image's WorkingDir). A pull that fails fails the create operation with `image_pull_failed` saying
+ * which image and why — never a ready sandbox on another image.
  * The registry is on loopback, so this gateway runs with REGISTRY_ALLOW_PRIVATE=true; one without it refuses it.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -89,6 +90,18 @@ describe("oci_image sources on emulated providers", () => {
       expect((await http.delete(`/v1/sandboxes/${id}`, { ...auth, headers: { "idempotency-key": idempotencyKey("del") } })).status).toBeLessThan(300)
     }, 90_000)
   }
+
+  it("daytona: a process without a cwd starts in the image's WorkingDir (a plain one and a terminal), one with a cwd there", async () => {
+    const { created, op } = await create(`${registry.host}/test/alpine:3.20`, "daytona")
+    expect(op.state, JSON.stringify(op.error)).toBe("succeeded")
+    const id = created.body.sandbox.id
+    expect((await runProcess(http, auth, id, ["pwd"])).stdout).toBe("/srv\n")
+    expect((await runProcess(http, auth, id, ["pwd"], { cwd: "/workspace" })).stdout).toBe("/workspace\n")
+    const terminal = await runProcess(http, auth, id, ["pwd"], { pty: { cols: 80, rows: 24 } })
+    expect(terminal.process.exit_code).toBe(0)
+    expect(terminal.stdout).toBe("/srv\r\n")
+    expect((await http.delete(`/v1/sandboxes/${id}`, { ...auth, headers: { "idempotency-key": idempotencyKey("del") } })).status).toBeLessThan(300)
+  }, 90_000)
 
   for (const provider of ["blaxel", "vercel"]) {
     it(`${provider}: the image runs as built: its Cmd at start, every process as its User with its home, in its WorkingDir unless told otherwise`, async () => {

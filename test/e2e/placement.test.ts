@@ -78,9 +78,9 @@ describe("absent means unconstrained", () => {
 })
 
 describe("placement that anticipates", () => {
-  it("a minimal auto sandbox lands where the most of the API works (E2B: stdin, terminals, live output), and stdin works there", async () => {
+  it("a minimal auto sandbox lands where the most of the API works (Daytona and E2B tie: stdin, terminals, pause; Daytona's endpoints against E2B's live output; Daytona first by name), and stdin works there", async () => {
     const sandbox = await createReadySandbox(http, auth, minimalSandbox())
-    expect(sandbox.provider).toBe("e2b")
+    expect(sandbox.provider).toBe("daytona")
     const started = await http.post(`/v1/sandboxes/${sandbox.id}/processes`, {
       ...auth,
       body: { command: ["sh", "-c", "cat; echo done"], stdin: true },

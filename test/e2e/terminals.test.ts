@@ -174,10 +174,6 @@ describe("terminals", () => {
     const refused = await start(plainSandbox.id, { command: ["sh"], pty: { cols: 80, rows: 24 } })
     expectEnvelope(refused, 409, "capability_unsupported")
     expect(refused.body.message).toContain("terminals")
-    // Daytona's input is a terminal's only: a plain process asking for stdin is still refused there.
-    const noStdin = await start(daytona.id, { command: ["cat"], stdin: true })
-    expectEnvelope(noStdin, 409, "capability_unsupported")
-    expect(noStdin.body.message).toContain("standard input")
     expectEnvelope(await start(e2b.id, { command: ["sh"], pty: { cols: 0, rows: 24 } }), 422, "validation_error")
     expectEnvelope(await start(e2b.id, { command: ["sh"], pty: { cols: 80, rows: 1001 } }), 422, "validation_error")
     expectEnvelope(await start(e2b.id, { command: ["sh"], pty: { cols: 80 } }), 422, "validation_error")

@@ -74,7 +74,8 @@ describe("sandbox request defaults", () => {
     const expected = {
       source: { kind: "environment", environment: "metal/base", version: "latest" },
       resources: { vcpu: 1, memory_mb: 512, architecture: "any" },
-      lifecycle: { runtime_timeout_seconds: 3600, on_runtime_timeout: "destroy", on_idle_timeout: "destroy" }
+      lifecycle: { runtime_timeout_seconds: 3600, on_runtime_timeout: "destroy", on_idle_timeout: "destroy" },
+      features: { public_ports: [8000] }
     }
     expect(created.sandbox.requested).toEqual(expected)
     expect(sandbox.requested).toEqual(expected)

@@ -18,7 +18,7 @@ let http: ReturnType<typeof api>
 let boot: Bootstrap
 
 /** Groups called with a project key (reference §2 "K"); the others take a user access token. */
-const KEY_GROUPS = new Set(["sandboxes", "operations", "processes", "filesystem", "endpoints"])
+const KEY_GROUPS = new Set(["sandboxes", "operations", "processes", "filesystem", "endpoints", "computer"])
 
 /**
  * What the gateway writes by itself, whatever the requests: the node's heartbeat (every few seconds) and its

@@ -53,6 +53,10 @@ export const TARGETS = {
   ListFiles: "filesystem.list.payload",
   DeleteFile: "filesystem.delete.payload",
   CreateEndpoint: "endpoints.create.payload",
+  ComputerAction: "computer.action.payload",
+  TakeScreenshot: "computer.screenshot.payload",
+  CreateRecording: "computer.startRecording.payload",
+  RecordingContentHeaders: "computer.recordingContent.headers",
   // Path parameters (spec §2.1 formats), each on one route that takes it
   "path.organization_id": "organizations.get.path",
   "path.user_id": "members.update.path",
@@ -67,7 +71,8 @@ export const TARGETS = {
   "path.operation_id": "operations.get.path",
   "path.process_id": "processes.get.path",
   "path.runtime_operation_id": "filesystem.getRuntimeOperation.path",
-  "path.endpoint_id": "endpoints.revoke.path"
+  "path.endpoint_id": "endpoints.revoke.path",
+  "path.recording_id": "computer.getRecording.path"
 } as const satisfies Record<string, `${string}.${string}.${Part}`>
 
 export type SchemaName = keyof typeof TARGETS
@@ -129,6 +134,10 @@ export const VALID: Record<SchemaName, unknown> = {
   ListFiles: { path: "/workspace" },
   DeleteFile: { path: file },
   CreateEndpoint: { port: 8000 },
+  ComputerAction: { type: "mouse_click", x: 10, y: 20 },
+  TakeScreenshot: {},
+  CreateRecording: {},
+  RecordingContentHeaders: { range: "bytes=0-1" },
   "path.organization_id": { organization_id: ORG },
   "path.user_id": { organization_id: ORG, user_id: UUID },
   "path.invitation_id": { organization_id: ORG, invitation_id: UUID },
@@ -142,7 +151,8 @@ export const VALID: Record<SchemaName, unknown> = {
   "path.operation_id": { operation_id: `op_${"a".repeat(32)}` },
   "path.process_id": { sandbox_id: SBX, process_id: `proc_${"a".repeat(32)}` },
   "path.runtime_operation_id": { sandbox_id: SBX, runtime_operation_id: `rop_${"a".repeat(32)}` },
-  "path.endpoint_id": { sandbox_id: SBX, endpoint_id: `ep_${"a".repeat(32)}` }
+  "path.endpoint_id": { sandbox_id: SBX, endpoint_id: `ep_${"a".repeat(32)}` },
+  "path.recording_id": { sandbox_id: SBX, recording_id: `rec_${"a".repeat(32)}` }
 }
 
 export interface Violation {
@@ -434,7 +444,20 @@ export const paramViolations: ReadonlyArray<Violation> = [
   v("path.operation_id", "operation_id", "operation id malformed", { operation_id: "op-1" }),
   v("path.process_id", "process_id", "process id malformed", { process_id: "proc_" }),
   v("path.runtime_operation_id", "runtime_operation_id", "runtime operation id malformed", { runtime_operation_id: "op_abc" }),
-  v("path.endpoint_id", "endpoint_id", "endpoint id malformed", { endpoint_id: "ep_a_b" })
+  v("path.endpoint_id", "endpoint_id", "endpoint id malformed", { endpoint_id: "ep_a_b" }),
+  v("path.recording_id", "recording_id", "recording id with another prefix", { recording_id: `ep_${"a".repeat(32)}` }),
+  // Computer use (reference "Runtime": actions, screenshots, recordings)
+  v("ComputerAction", "x", "click left of the screen", { x: -1 }),
+  v("ComputerAction", "y", "click past the largest screen", { y: 32_768 }),
+  v("ComputerAction", "button", "unknown button", { button: "side" }),
+  v("ComputerAction", "double", "double not a boolean", { double: "yes" }),
+  v("TakeScreenshot", "format", "screenshot as gif", { format: "gif" }),
+  v("TakeScreenshot", "quality", "quality 0", { quality: 0 }),
+  v("TakeScreenshot", "scale", "scale under 0.1", { scale: 0.05 }),
+  v("TakeScreenshot", "region.width", "region 0 wide", { region: { x: 0, y: 0, width: 0, height: 10 } }),
+  v("CreateRecording", "format", "recording as webm", { format: "webm" }),
+  v("CreateRecording", "label", "label over 200 characters", { label: "x".repeat(201) }),
+  v("RecordingContentHeaders", "range", "range over 200 characters", { range: `bytes=${"1".repeat(200)}-` })
 ]
 
 // Account plane (spec §4.2–4.3, §4.8–4.9, §8; reference §2) -------------------------------------------------------

@@ -103,3 +103,94 @@ export const multipartFile = (body: ReadableStream<Uint8Array>, boundary: string
   })
   return { stream, fileName }
 }
+
+/** One part of a multipart body: its name and file name (from its Content-Disposition) and its bytes. */
+export interface MultipartPart {
+  readonly name: string | undefined
+  readonly fileName: string | undefined
+  readonly body: ReadableStream<Uint8Array>
+}
+
+/**
+ * Every part of a multipart body, in order, each as a stream (for a bulk upload of several files, none held whole).
+ * A part's body is read to its end, or left: what of it was not read is skipped when the next part is asked for.
+ * Throws (or errors the part's stream) when the body is not multipart as declared or ends before its closing
+ * boundary.
+ */
+export async function* multipartParts(body: ReadableStream<Uint8Array>, boundary: string): AsyncGenerator<MultipartPart> {
+  const delimiter = new TextEncoder().encode(`\r\n--${boundary}`)
+  const headEndMark = new TextEncoder().encode("\r\n\r\n")
+  const reader = body.getReader()
+  let pending: Uint8Array = new TextEncoder().encode("\r\n")
+  const more = async () => {
+    const { done, value } = await reader.read()
+    if (done) throw new Error("the multipart body ended before its closing boundary")
+    pending = concat(pending, value)
+  }
+  try {
+    // The preamble, up to the first boundary.
+    let at = indexOf(pending, delimiter)
+    while (at < 0) {
+      pending = pending.subarray(Math.max(0, pending.length - delimiter.length))
+      await more()
+      at = indexOf(pending, delimiter)
+    }
+    pending = pending.subarray(at + delimiter.length)
+    for (;;) {
+      while (pending.length < 2) await more()
+      if (pending[0] === 45 && pending[1] === 45) return // "--": the closing boundary
+      let headEnd = indexOf(pending, headEndMark)
+      while (headEnd < 0) {
+        if (pending.length > MAX_HEAD_BYTES) throw new Error("a multipart part head is too long")
+        await more()
+        headEnd = indexOf(pending, headEndMark)
+      }
+      const head = Buffer.from(pending.subarray(0, headEnd)).toString("latin1")
+      pending = pending.subarray(headEnd + 4)
+      const disposition = /content-disposition:[^\r\n]*/i.exec(head)?.[0] ?? ""
+      let ended = false
+      const part = new ReadableStream<Uint8Array>({
+        pull: async (controller) => {
+          try {
+            for (;;) {
+              const end = indexOf(pending, delimiter)
+              if (end >= 0) {
+                if (end > 0) controller.enqueue(pending.slice(0, end))
+                pending = pending.subarray(end + delimiter.length)
+                ended = true
+                return controller.close()
+              }
+              // Everything but what could be the start of the delimiter can go on.
+              const safe = pending.length - (delimiter.length - 1)
+              if (safe > 0) {
+                controller.enqueue(pending.slice(0, safe))
+                pending = pending.subarray(safe)
+                return
+              }
+              await more()
+            }
+          } catch (e) {
+            controller.error(e)
+          }
+        }
+      })
+      yield {
+        name: /;\s*name="([^"]*)"/i.exec(disposition)?.[1],
+        fileName: /;\s*filename="([^"]*)"/i.exec(disposition)?.[1],
+        body: part
+      }
+      // What the caller left of the part is skipped (a stream it cancelled ends here too).
+      if (!ended) {
+        let end = indexOf(pending, delimiter)
+        while (end < 0) {
+          pending = pending.subarray(Math.max(0, pending.length - delimiter.length))
+          await more()
+          end = indexOf(pending, delimiter)
+        }
+        pending = pending.subarray(end + delimiter.length)
+      }
+    }
+  } finally {
+    void reader.cancel().catch(() => {})
+  }
+}

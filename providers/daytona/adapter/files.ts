@@ -1,7 +1,8 @@
 /**
- * Daytona files through the toolbox: `files/info`, `files/download` (with Range), multipart `files/upload`,
- * `files/folder`, `files` (list, delete). Daytona's upload creates parents itself, so `createParents: false`
- * checks the parent first; append is not offered (a read-modify-write would race).
+ * Daytona files through the toolbox: `files/info`, `files/download` (with Range), `files/upload-v2` (the raw body:
+ * a stream goes as it comes, no multipart framing), `files/folder`, `files` (list, delete). Daytona's upload creates
+ * parents itself, so `createParents: false` checks the parent first; append is not offered (a read-modify-write
+ * would race).
  */
 import { HttpBody, HttpClientRequest } from "@effect/platform"
 import { Effect, Schema } from "effect"
@@ -95,50 +96,22 @@ export const makeFiles = (ctx: DaytonaContext) => {
       }
       return existing !== null
     })
-  const fileName = (p: string) => p.slice(p.lastIndexOf("/") + 1) || "file"
+  /** One upload (`files/upload-v2`): the body as it is, a file there replaced. */
+  const upload = (sandbox: ProviderSandbox, p: string, body: HttpBody.HttpBody) =>
+    toolbox(sandbox, "POST", "/files/upload-v2", "upload", (r) => r.pipe(withPath(p), HttpClientRequest.setBody(body)))
 
   const writeFile: SandboxProvider["writeFile"] = (sandbox, input) =>
     Effect.gen(function*() {
       const existed = yield* beforeWrite(sandbox, input)
-      const form = new FormData()
-      form.append("file", new Blob([input.data.slice()]), fileName(input.path))
-      yield* toolbox(sandbox, "POST", "/files/upload", "upload", (r) => r.pipe(withPath(input.path), HttpClientRequest.bodyFormData(form)))
+      yield* upload(sandbox, input.path, HttpBody.uint8Array(input.data, "application/octet-stream"))
       return { bytesWritten: input.data.length, created: !existed }
     })
 
-  /**
-   * A streamed write: the same multipart upload, its one `file` part sent as the body comes (the multipart frame
-   * is written around the stream here, since a FormData would be held whole).
-   */
+  /** A streamed write: the same upload, its body handed on as it comes. */
   const writeFileStream: NonNullable<SandboxProvider["writeFileStream"]> = (sandbox, input) =>
     Effect.gen(function*() {
       const existed = yield* beforeWrite(sandbox, input)
-      const boundary = `----sgw${crypto.randomUUID().replaceAll("-", "")}`
-      const name = fileName(input.path).replace(/["\r\n]/g, "_")
-      const head = new TextEncoder().encode(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${name}"\r\nContent-Type: application/octet-stream\r\n\r\n`)
-      const tail = new TextEncoder().encode(`\r\n--${boundary}--\r\n`)
-      const reader = input.body.getReader()
-      let started = false
-      const framed = new ReadableStream<Uint8Array>({
-        pull: async (controller) => {
-          if (!started) {
-            started = true
-            return controller.enqueue(head)
-          }
-          const { done, value } = await reader.read()
-          if (done) {
-            controller.enqueue(tail)
-            return controller.close()
-          }
-          controller.enqueue(value)
-        },
-        cancel: (reason) => reader.cancel(reason)
-      })
-      yield* toolbox(sandbox, "POST", "/files/upload", "upload", (r) =>
-        r.pipe(
-          withPath(input.path),
-          HttpClientRequest.setBody(HttpBody.raw(framed, { contentType: `multipart/form-data; boundary=${boundary}` }))
-        ))
+      yield* upload(sandbox, input.path, HttpBody.raw(input.body, { contentType: "application/octet-stream" }))
       return { created: !existed }
     })
 

@@ -1,6 +1,6 @@
 /**
  * Daytona adapter (reference/providers.md §3.2 "daytona"), speaking Daytona's REST API through `HttpClient`
- * with a Bearer key. Wire facts are from Daytona's API client and daemon (v0.190).
+ * with a Bearer key. Wire facts are from the API and toolbox clients of Daytona's SDK (0.218) and its daemon's last public source (v0.190).
  *
  * Control API (`baseUrl`, e.g. https://app.daytona.io/api):
  * - `POST /sandbox` {name: "metal-<sandbox id>", labels (ours: metal.sandbox_id / metal.project_id /
@@ -11,27 +11,34 @@
  *   memory (GiB) and disk (GiB) rounded up to whole units. The answer is polled (`GET /sandbox/{id}`) until
  *   `started`; `build_failed`/`error` destroy it and fail as `customer`.
  *   Not `ephemeral`: upstream that means autoDeleteInterval 0, i.e. deleted on stop, and stop is our pause.
- * - `GET /sandbox?labels={"metal.sandbox_id":…}` finds the resource after an unknown outcome; `GET` and
- *   `DELETE /sandbox/{id}`; `POST /sandbox/{id}/stop` and `/start` are pause and resume (polled until
- *   `stopped` / `started`).
+ * - `GET /sandbox?labels={"metal.sandbox_id":…}` (a page `{items, nextCursor}`) finds the resource after an unknown
+ *   outcome (then read whole: a list item lacks its build info); `GET` and `DELETE /sandbox/{id}`; `POST
+ *   /sandbox/{id}/stop` and `/start` are pause and resume (polled until `stopped` / `started`).
  * - `GET /sandbox/{id}/ports/{port}/signed-preview-url?expiresInSeconds=` gives {token, url}; the lease id is
  *   `<port>:<token>`; `POST …/signed-preview-url/{token}/expire` revokes it (Daytona answers 200 whether or not
  *   the token was live).
  *
  * Toolbox (`<toolboxProxyUrl>/<sandbox id>`):
  * - exec: one session per process (`POST /process/session {sessionId: "metal-<process id>"}`), one async command
- *   in it (`POST /process/session/{s}/exec {command, runAsync: true}` → {cmdId}). Create is idempotent: an
- *   existing session's command is reused. The execution id is `daytona:` + base64url(JSON [session, command,
- *   max output bytes]), so `execEvents` needs no memory and works after a gateway restart.
+ *   in it (`POST /process/session/{s}/exec {command, runAsync: true, suppressInputEcho: true}` → {cmdId}), then an
+ *   `exit 0` queued behind it, so the session's shell ends with the command (no idle shell per process is left
+ *   in the sandbox; the session and its logs stay). Create is idempotent: an existing session's command is reused.
+ *   The execution id is `daytona:` + base64url(JSON [session, command, max output bytes]), so `execEvents` needs
+ *   no memory and works after a gateway restart.
+ * - where it starts: its cwd; without one, an environment sandbox's workspace, and an image sandbox's own
+ *   WorkingDir (no cd: the sandbox's build info says it runs an image, kept in its metadata).
+ * - standard input: none (`< /dev/null`) unless asked for; then a decoder in front of the command reads lines of
+ *   octal escapes from the session command's input (`POST …/command/{c}/input {data}`: text only, a newline added,
+ *   no end-of-file) and writes the bytes to it; a line `E` ends its input (processes.ts).
  * - events: `GET …/command/{c}` (exitCode once done) and `GET …/command/{c}/logs` with
  *   `X-Daytona-Split-Output: true` and no SDK version header, which makes the daemon answer the raw log: each
- *   piece of output prefixed by \x01\x01\x01 (stdout) or \x02\x02\x02 (stderr), in the order written. Events are
- *   those pieces in order — a pure function of the log, so every call (and every restart) numbers them the
- *   same. While the command runs, a last piece is handed out only once complete (it ends in a newline — the
- *   daemon writes whole lines — or another piece follows). A JSON {stdout, stderr} answer (newer daemons with an
- *   SDK header) is accepted too: stdout then stderr, after the exit. Output beyond the process's
- *   max_output_bytes is dropped and the exit says `outputTruncated`. Logs are re-read at most every
- *   `logPollMs` while running.
+ *   piece of output prefixed by \x01\x01\x01 (stdout) or \x02\x02\x02 (stderr), in the order written (at most four
+ *   times the max output bytes of it are read). Events are those pieces in order — a pure function of the log, so
+ *   every call (and every restart) numbers them the same. While the command runs, a last piece is handed out only
+ *   once complete (it ends in a newline — the daemon writes whole lines — or another piece follows). A JSON
+ *   {stdout, stderr} answer (newer daemons with an SDK header) is accepted too: stdout then stderr, after the exit.
+ *   Output beyond the process's max_output_bytes is dropped and the exit says `outputTruncated`. Logs are re-read
+ *   at most every `logPollMs` while running.
  * - cancel: `DELETE /process/session/{s}` (the daemon sends SIGTERM, then SIGKILL, to the whole group). The
  *   session is then gone, so the exit is reported as cancelled (exit code null) at the caller's position. A
  *   command that already exited is not cancelled (its real exit is kept).
@@ -44,11 +51,10 @@
  *   only the user's shell, so the adapter types into it a line that prints a marker (not contained in the typed
  *   line: printf joins its halves) and then `exec`s the command — whose exit is then the session's — and drops the
  *   output up to the marker's line, bounded in bytes and time. The execution id is `daytona-pty:` +
- *   base64url(JSON [session, max output bytes]). Input (`sendInput`) is a terminal's only: session commands take
- *   none, so `process.stdin` is false and a plain process asking for stdin is refused before it starts.
- * - files: `GET /files/info`, `GET /files/download` (with Range), multipart `POST /files/upload`,
- *   `POST /files/folder`, `GET /files`, `DELETE /files?recursive=`. Daytona's upload creates parents itself, so
- *   `createParents: false` checks the parent first. Append is not offered (read-modify-write would race).
+ *   base64url(JSON [session, max output bytes]). Input (`sendInput`) goes into the terminal.
+ * - files: `GET /files/info`, `GET /files/download` (with Range), `POST /files/upload-v2` (the raw body; a stream
+ *   as it comes), `POST /files/folder`, `GET /files`, `DELETE /files?recursive=`. Daytona's upload creates parents
+ *   itself, so `createParents: false` checks the parent first. Append is not offered (read-modify-write would race).
  *
  * - computer use (computer.ts): `/computeruse/start` at create when the request asks for it, then the mouse,
  *   keyboard, screenshot and recording routes of the daemon's computer-use API.
@@ -58,7 +64,7 @@
  * does; `withWorkspace` rewrites paths and working directories both ways) and commands start there; the
  * emulator's sandboxes really have `/workspace`, so `emulated` maps nothing.
  *
- * Capabilities: the Daytona row of reference §3.1 plus pause/resume, the internet switch and terminals. Pause is off by
+ * Capabilities: the Daytona row of reference §3.1 (with standard input) plus pause/resume, the internet switch and terminals. Pause is off by
  * default upstream because stop/start is not a memory-preserving pause: stop ends every process (and session)
  * and keeps the filesystem, start boots it again. We declare both anyway — the filesystem survives, which is
  * what the API's pause/resume promises, and auto routing needs a provider that can pause — and the emulator

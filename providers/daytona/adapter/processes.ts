@@ -1,12 +1,20 @@
 /**
- * Daytona processes: one session per process (`metal-<process id>`) with one async command in it; events are
- * the pieces of the daemon's multiplexed log, in order (a pure function of the log, so every call and every
- * restart numbers them the same); cancel deletes the session (the daemon signals the whole group).
- * Daytona's sessions have no timeout: the gateway cancels a process at its deadline, also after a restart.
+ * Daytona processes: one session per process (`metal-<process id>`) with one async command in it, and behind it an
+ * `exit` (so the session's shell ends with the command and leaves no idle shell behind); events are the pieces of
+ * the daemon's multiplexed log, in order (a pure function of the log, so every call and every restart numbers them
+ * the same); cancel deletes the session (the daemon signals the whole group). Daytona's sessions have no timeout:
+ * the gateway cancels a process at its deadline, also after a restart.
+ *
+ * Standard input: a process without it reads /dev/null. With it, its input comes through the session command's
+ * input route (`POST …/command/{c}/input {data}`), which takes text and ends each call with a newline and offers no
+ * end-of-file, so the command line puts a small decoder in front of the process: each call is one line of octal
+ * escapes (`\101\012`, any byte exactly), written by `printf`; a line `E` is the end of input. The decoder writes to
+ * the process through a FIFO and is killed when the process ends (a process need not read all its input).
+ *
  * A process started with `pty` is a terminal instead (terminals.ts), told apart by its execution id.
  */
-import { HttpClientRequest } from "@effect/platform"
-import { Effect } from "effect"
+import { type HttpClientResponse, HttpClientRequest } from "@effect/platform"
+import { Effect, Stream } from "effect"
 import type { ProviderExecEvent, ProviderSandbox, SandboxProvider } from "../../core/Provider.ts"
 import { unsupported } from "../../core/Provider.ts"
 import { cwdMissing } from "../../core/cwd.ts"
@@ -22,6 +30,7 @@ import {
   NAME,
   sessionName,
   shellQuote,
+  startIn,
   WireCommand,
   WireExec,
   WireFileInfo,
@@ -30,6 +39,31 @@ import {
 } from "./wire.ts"
 
 const commandPath = (ref: ExecutionRef) => `/process/session/${encodeURIComponent(ref.sessionId)}/command/${encodeURIComponent(ref.commandId)}`
+
+/** Input bytes per input call (each is four characters on the wire). */
+export const INPUT_CHUNK_BYTES = 256 * 1024
+/** Bytes as one line of 3-digit octal escapes, for `printf` (every byte escaped: no escape is followed by a digit). */
+export const octalLine = (data: Uint8Array) => Array.from(data, (b) => `\\${b.toString(8).padStart(3, "0")}`).join("")
+/** The decoder in front of a process that takes input: lines of escapes until a line `E`, written to the process through a FIFO it is killed with. */
+const DECODER =
+  // (The decoder runs in the background, whose stdin would be /dev/null but for the explicit `<&3`.)
+  `d=$(mktemp -d) && mkfifo "$d/in" || exit 1; exec 3<&0; (while IFS= read -r l; do [ "$l" = E ] && exit 0; printf "$l"; done) <&3 > "$d/in" & k=$!; ` +
+  `exec 3<&-; "$@" < "$d/in"; s=$?; kill "$k" 2>/dev/null; rm -rf "$d"; exit $s`
+
+/**
+ * The first bytes of a log: at most `cap` of them (the stream is left after that). A log of a process's output is
+ * at most four bytes a byte of it (a label before every line), so a cap of four times its max output bytes loses
+ * nothing of what the events may carry.
+ */
+const logPrefix = (response: HttpClientResponse.HttpClientResponse, cap: number) =>
+  response.stream.pipe(
+    Stream.runFoldWhile({ chunks: [] as Array<Uint8Array>, size: 0 }, (acc) => acc.size < cap, (acc, chunk) => {
+      acc.chunks.push(chunk)
+      acc.size += chunk.length
+      return acc
+    }),
+    Effect.map(({ chunks }) => new Uint8Array(Buffer.concat(chunks)).subarray(0, cap))
+  )
 
 export const makeProcesses = (ctx: DaytonaContext) => {
   const { decode, fail, toolbox } = ctx
@@ -51,7 +85,7 @@ export const makeProcesses = (ctx: DaytonaContext) => {
         ]
         return eventsFromPieces(pieces, { maxOutputBytes: ref.maxOutputBytes, exit })
       }
-      const bytes = new Uint8Array(yield* Effect.mapError(response.arrayBuffer, (e) => fail("unavailable", `daytona command logs could not be read: ${e.message}`)))
+      const bytes = yield* Effect.mapError(logPrefix(response, 4 * ref.maxOutputBytes + 64), (e) => fail("unavailable", `daytona command logs could not be read: ${e.message}`))
       return eventsFromPieces(demuxLog(bytes), { maxOutputBytes: ref.maxOutputBytes, exit })
     })
 
@@ -91,23 +125,20 @@ export const makeProcesses = (ctx: DaytonaContext) => {
         logCache.delete(executionId)
         events = yield* readLog(sandbox, ref, { exitCode })
       }
+      // A log shorter than what was handed out already (gone with its sandbox's disk, or cut): the exit still comes.
+      const last = events.at(-1)
+      if (last?.type === "exit" && events.length <= fromSeq) return [{ ...last, seq: fromSeq }]
       return events.slice(fromSeq)
     })
 
-  /** The shell line the session runs: env, cwd (made first remotely, where it may not exist yet), then the argv. */
-  const commandLine = (input: Parameters<SandboxProvider["exec"]>[1]) => {
+  /**
+   * The shell line the session runs: where it starts (startIn), env, the argv; its input /dev/null, or the decoder.
+   * A subshell: the session's own shell must survive (`exec` there would replace it) until the `exit` behind it.
+   */
+  const commandLine = (sandbox: ProviderSandbox, input: Parameters<SandboxProvider["exec"]>[1]) => {
     const env = Object.entries(input.environment ?? {}).map(([k, v]) => shellQuote(`${k}=${v}`))
-    const argv = input.command.map(shellQuote).join(" ")
-    const run = `${env.length > 0 ? `env -- ${env.join(" ")} ` : ""}${argv}`
-    const cwd = input.cwd ?? ctx.workspaceDir
-    // A subshell: the session's own shell must survive (`exec` there would replace it).
-    return [
-      `(`,
-      cwd === ctx.workspaceDir && !ctx.emulated ? `mkdir -p -- ${shellQuote(cwd)} 2>/dev/null;` : "",
-      `cd -- ${shellQuote(cwd)} || exit 1;`,
-      `exec ${run}`,
-      `)`
-    ].filter((s) => s !== "").join(" ")
+    const run = `${startIn(ctx, sandbox, input.cwd)}exec ${env.length > 0 ? `env -- ${env.join(" ")} ` : ""}${input.command.map(shellQuote).join(" ")}`
+    return input.stdin === true ? `sh -c ${shellQuote(DECODER)} sh sh -c ${shellQuote(run)}` : `(${run}) < /dev/null`
   }
 
   const exec: SandboxProvider["exec"] = (sandbox, input) =>
@@ -134,14 +165,14 @@ export const makeProcesses = (ctx: DaytonaContext) => {
         // It exists: a retry of this exec. Its command (if it got that far) is the one to follow.
         Effect.catchIf((e) => e.status === 409, () => Effect.succeed(true))
       )
-      if (existed) {
-        const session = yield* toolbox(sandbox, "GET", sessionPath, "get session").pipe(Effect.flatMap(decode(WireSession, "get session")))
-        const started = session.commands?.[0]
-        if (started !== undefined) return { executionId: encodeExecutionId({ sessionId, commandId: started.id, maxOutputBytes }) }
-      }
-      const { cmdId } = yield* toolbox(sandbox, "POST", `${sessionPath}/exec`, "exec", HttpClientRequest.bodyUnsafeJson({ command: commandLine(input), runAsync: true })).pipe(
-        Effect.flatMap(decode(WireExec, "exec"))
-      )
+      const post = (command: string) =>
+        toolbox(sandbox, "POST", `${sessionPath}/exec`, "exec", HttpClientRequest.bodyUnsafeJson({ command, runAsync: true, suppressInputEcho: true })).pipe(
+          Effect.flatMap(decode(WireExec, "exec"))
+        )
+      const commands = existed ? (yield* toolbox(sandbox, "GET", sessionPath, "get session").pipe(Effect.flatMap(decode(WireSession, "get session")))).commands ?? [] : []
+      // A retry follows the command it started; the `exit` behind it ends the session's shell once it is done.
+      const cmdId = commands[0]?.id ?? (yield* post(commandLine(sandbox, input))).cmdId
+      if (commands.length < 2) yield* post("exit 0")
       return { executionId: encodeExecutionId({ sessionId, commandId: cmdId, maxOutputBytes }) }
     })
 
@@ -159,15 +190,29 @@ export const makeProcesses = (ctx: DaytonaContext) => {
       )
     })
 
-  /** Only a terminal takes input: Daytona's session commands read none. */
+  /**
+   * A terminal's input is typed into it; a process's goes to its decoder, as lines of escapes (INPUT_CHUNK_BYTES
+   * a call), `eof` as the line `E`. 410 from Daytona: the process ended (or its session did).
+   */
   const sendInput: NonNullable<SandboxProvider["sendInput"]> = (sandbox, executionId, data, eof) =>
-    isTerminal(executionId) ? terminals.sendInput(sandbox, executionId, data, eof) : Effect.fail(unsupported(NAME, "standard input of a process without a terminal"))
+    isTerminal(executionId) ? terminals.sendInput(sandbox, executionId, data, eof) : Effect.gen(function*() {
+      const ref = yield* refOf(executionId)
+      const lines: Array<string> = []
+      for (let at = 0; at < data.length; at += INPUT_CHUNK_BYTES) lines.push(octalLine(data.subarray(at, at + INPUT_CHUNK_BYTES)))
+      if (eof) lines.push("E")
+      for (const line of lines) {
+        yield* toolbox(sandbox, "POST", `${commandPath(ref)}/input`, "send input", HttpClientRequest.bodyUnsafeJson({ data: `${line}\n` })).pipe(
+          Effect.mapError((e) => (e.status === 410 || e.kind === "not_found" ? fail("not_found", "the process has ended: its input is closed") : e))
+        )
+      }
+    })
 
   return {
     exec,
     execEvents,
     cancelExec,
-    ...(ctx.capabilities.process?.terminal === true ? { sendInput, resizeTerminal: terminals.resizeTerminal } : {}),
+    sendInput,
+    ...(ctx.capabilities.process?.terminal === true ? { resizeTerminal: terminals.resizeTerminal } : {}),
     forgetTerminals: terminals.forget
   }
 }

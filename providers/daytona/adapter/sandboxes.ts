@@ -13,6 +13,7 @@ import {
   type DaytonaContext,
   FAILED_STATES,
   GONE_STATES,
+  IMAGE_METADATA,
   inspectStateOf,
   LABEL_SANDBOX_ID,
   NAME,
@@ -41,7 +42,12 @@ export const makeSandboxes = (ctx: DaytonaContext) => {
       architecture: "x86_64",
       providerSize: s.snapshot ?? null
     },
-    metadata: { name: s.name, ...(s.toolboxProxyUrl === undefined ? {} : { toolboxProxyUrl: s.toolboxProxyUrl }) }
+    metadata: {
+      name: s.name,
+      ...(s.toolboxProxyUrl === undefined ? {} : { toolboxProxyUrl: s.toolboxProxyUrl }),
+      // Built from an image (ours: `FROM <image>`): its processes start in the image's WorkingDir.
+      ...(sent !== undefined || (s.buildInfo !== undefined && s.buildInfo !== null) ? { [IMAGE_METADATA]: true } : {})
+    }
   })
 
   const getSandbox = (idOrName: string) =>
@@ -74,7 +80,7 @@ export const makeSandboxes = (ctx: DaytonaContext) => {
       "list sandboxes"
     ).pipe(
       Effect.flatMap(decode(WireSandboxList, "list sandboxes")),
-      Effect.map((list) => ("items" in list ? list.items : list)),
+      Effect.map((list) => list.items),
       // The filter is the provider's; check it ourselves, and skip what is being destroyed.
       Effect.map((items) => items.find((s) => s.labels?.[LABEL_SANDBOX_ID] === sandboxId && !GONE_STATES.has(s.state ?? "")) ?? null)
     )
@@ -148,7 +154,9 @@ export const makeSandboxes = (ctx: DaytonaContext) => {
 
   const reconcileCreate: SandboxProvider["reconcileCreate"] = (sandboxId) =>
     Effect.gen(function*() {
-      const found = (yield* byLabel(sandboxId)) ?? (yield* findSandbox(sandboxName(sandboxId)))
+      // A list item lacks the build info that says it runs an image: the sandbox itself is read.
+      const listed = yield* byLabel(sandboxId)
+      const found = yield* findSandbox(listed?.id ?? sandboxName(sandboxId))
       if (found === null || GONE_STATES.has(found.state ?? "")) return null
       return yield* settle(found).pipe(Effect.catchIf((e) => e.kind === "customer", () => Effect.succeed(null)))
     })

@@ -8,9 +8,11 @@
  * A PTY session starts the sandbox user's shell only (`<shell> -i -l`): there is no command field. So, once
  * connected (which starts the lazy session), the adapter types one line into that fresh shell:
  *
- *    printf '%s_%s\n' metal-<nonce> ready; [mkdir -p -- <workspace>;] cd -- <cwd> || exit 1; exec env -- K=V… <argv> || exit 127
+ *    printf '%s_%s\n' metal-<nonce> ready; [[mkdir -p -- <workspace>;] cd -- <dir> || exit 1;] exec env -- K=V… <argv> || exit 127
  *
- * (with a leading space, which keeps it out of bash's and zsh's history). The shell prints `metal-<nonce>_ready`,
+ * (with a leading space, which keeps it out of bash's and zsh's history; <dir> is the process's cwd, else an
+ * environment sandbox's workspace; an image sandbox's process without one starts where the PTY does, in its
+ * WorkingDir). The shell prints `metal-<nonce>_ready`,
  * a marker the typed line does not contain (the format joins its two halves), then `exec`s the command, which thus
  * owns the terminal and whose exit is the session's. Everything before the marker — the shell's greeting, prompt
  * and the echo of the typed line — is dropped; output starts after the marker's line. The marker must come within
@@ -30,7 +32,7 @@ import { HttpClientRequest } from "@effect/platform"
 import { Deferred, Effect, Either, Exit } from "effect"
 import * as crypto from "node:crypto"
 import { type ExecInput, FOLLOWED_EXECUTIONS, reattachFailed, type ProviderError, type ProviderExecEvent, type ProviderSandbox, type SandboxProvider, type UnnumberedExecEvent } from "../../core/Provider.ts"
-import { type DaytonaContext, decodeTerminalId, encodeTerminalId, sessionName, shellQuote, type TerminalRef, WirePtySession } from "./wire.ts"
+import { type DaytonaContext, decodeTerminalId, encodeTerminalId, sessionName, shellQuote, startIn, type TerminalRef, WirePtySession } from "./wire.ts"
 
 /** Output the shell may write before the marker (its greeting, prompt, the typed line's echo). */
 export const MAX_PREAMBLE_BYTES = 1024 * 1024
@@ -241,14 +243,12 @@ export const makeTerminals = (ctx: DaytonaContext) => {
     t.lock.withPermits(1)(Effect.suspend(() => (t.socket !== null || t.done ? Effect.void : openConnection(sandbox, t))))
 
   /** The line typed into the fresh shell (see the header). */
-  const typedLine = (input: ExecInput, nonce: string) => {
+  const typedLine = (sandbox: ProviderSandbox, input: ExecInput, nonce: string) => {
     const env = Object.entries(input.environment ?? {}).map(([k, v]) => shellQuote(`${k}=${v}`))
-    const cwd = input.cwd ?? ctx.workspaceDir
     return [
       ` printf '%s_%s\\n' metal-${nonce} ready;`,
-      cwd === ctx.workspaceDir && !ctx.emulated ? ` mkdir -p -- ${shellQuote(cwd)} 2>/dev/null;` : "",
-      ` cd -- ${shellQuote(cwd)} || exit 1;`,
-      ` exec env -- ${[...env, ...input.command.map(shellQuote)].join(" ")} || exit 127\n`
+      ` ${startIn(ctx, sandbox, input.cwd)}`,
+      `exec env -- ${[...env, ...input.command.map(shellQuote)].join(" ")} || exit 127\n`
     ].join("")
   }
 
@@ -284,7 +284,7 @@ export const makeTerminals = (ctx: DaytonaContext) => {
         return yield* fail("invalid_request", "a terminal's command, working directory and environment cannot hold control characters at Daytona (they are typed into its shell)")
       }
       const nonce = crypto.randomBytes(9).toString("hex")
-      const line = new TextEncoder().encode(typedLine(input, nonce))
+      const line = new TextEncoder().encode(typedLine(sandbox, input, nonce))
       if (line.length > MAX_TYPED_LINE_BYTES) {
         return yield* fail("invalid_request", `a terminal's command, working directory and environment are at most ${MAX_TYPED_LINE_BYTES} bytes at Daytona (typed into its shell)`)
       }

@@ -17,8 +17,8 @@ export const DAYTONA_CAPABILITIES: ProviderCapabilities = {
   ...DECLARED.daytona,
   pause: true,
   resume: true,
-  // Terminals through PTY sessions (terminals.ts); their input is a terminal's only: session commands take none.
-  process: { ...DECLARED.daytona.process!, terminal: true, stdin: false },
+  // Terminals through PTY sessions (terminals.ts); standard input through a session command's input route (processes.ts).
+  process: { ...DECLARED.daytona.process!, terminal: true },
   // Daytona's network limits: `networkBlockAll`, and `domainAllowList` (names and `*.` wildcards, comma-separated;
   // docs: daytona.io/docs/en/network-limits). No deny list of names.
   network: { blockInternet: true, allowDomains: true, denyDomains: false }
@@ -37,6 +37,20 @@ export const DAYTONA_RATE_CARD = {
 export const LABEL_SANDBOX_ID = "metal.sandbox_id"
 export const sandboxName = (sandboxId: string) => `metal-${sandboxId}`
 export const sessionName = (processId: string) => `metal-${processId}`
+/** ProviderSandbox metadata: the sandbox runs an OCI image (its processes start in the image's WorkingDir). */
+export const IMAGE_METADATA = "image"
+export const isImageSandbox = (sandbox: ProviderSandbox) => sandbox.metadata[IMAGE_METADATA] === true
+
+/**
+ * The shell words that put a process where it starts: its `cwd`; without one, an environment sandbox's workspace
+ * (made first remotely, where it may not exist yet), and nothing for an image sandbox, whose processes start where
+ * its image says (its WorkingDir), as they would at Daytona without the gateway.
+ */
+export const startIn = (ctx: { readonly workspaceDir: string; readonly emulated: boolean }, sandbox: ProviderSandbox, cwd: string | undefined): string => {
+  const dir = cwd ?? (isImageSandbox(sandbox) ? undefined : ctx.workspaceDir)
+  if (dir === undefined) return ""
+  return `${dir === ctx.workspaceDir && !ctx.emulated ? `mkdir -p -- ${shellQuote(dir)} 2>/dev/null; ` : ""}cd -- ${shellQuote(dir)} || exit 1; `
+}
 
 export interface DaytonaProviderConfig {
   /** The control API base, e.g. https://app.daytona.io/api (no trailing slash needed). */
@@ -76,14 +90,13 @@ export const WireSandbox = Schema.Struct({
   disk: Schema.Number,
   snapshot: Schema.optional(Schema.NullOr(Schema.String)),
   errorReason: Schema.optional(Schema.NullOr(Schema.String)),
-  toolboxProxyUrl: Schema.optional(Schema.String)
+  toolboxProxyUrl: Schema.optional(Schema.String),
+  /** Present when the sandbox was built from a Dockerfile (ours: `FROM <image>`): an image sandbox. */
+  buildInfo: Schema.optional(Schema.NullOr(Schema.Unknown))
 })
 export type WireSandbox = typeof WireSandbox.Type
-// Newer APIs page the list ({items, nextCursor}); older ones answer an array.
-export const WireSandboxList = Schema.Union(
-  Schema.Array(WireSandbox),
-  Schema.Struct({ items: Schema.Array(WireSandbox), nextCursor: Schema.optional(Schema.NullOr(Schema.String)) })
-)
+/** A page of the list (`GET /sandbox`): its items, and the cursor of the next page. */
+export const WireSandboxList = Schema.Struct({ items: Schema.Array(WireSandbox), nextCursor: Schema.optional(Schema.NullOr(Schema.String)) })
 export const WireCommand = Schema.Struct({ id: Schema.String, exitCode: Schema.optional(Schema.NullOr(Schema.Number)) })
 export const WireSession = Schema.Struct({ sessionId: Schema.String, commands: Schema.optional(Schema.NullOr(Schema.Array(WireCommand))) })
 export const WireExec = Schema.Struct({ cmdId: Schema.String })

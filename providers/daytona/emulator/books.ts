@@ -1,11 +1,13 @@
 /**
  * The Daytona emulator's books: sandboxes and signed previews (DATA_DIR/emulators/daytona/state.json), and one
- * small file per session under sessions/ (a session per process: saving one does not rewrite them all) and per
- * PTY session under ptys/, read back through Schemas; sessions of an earlier version's state file are moved to
- * their records at start.
+ * small file per session under shell-sessions/ (saving one does not rewrite them all) and per PTY session under
+ * ptys/, read back through Schemas. Sessions of earlier versions (a process per command, no shell) are dropped at
+ * start: their processes read as cancelled.
  */
 import { Schema } from "effect"
-import { atMostEvery, emulatorHome, emulatorKey, persistentRecords, persistentState } from "../../core/emulator/state.ts"
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { emulatorHome, emulatorKey, persistentRecords, persistentState } from "../../core/emulator/state.ts"
 
 const StringMap = Schema.mutable(Schema.Record({ key: Schema.String, value: Schema.String }))
 
@@ -22,15 +24,35 @@ const EmulatedSandbox = Schema.mutable(Schema.Struct({
   memory: Schema.Number,
   disk: Schema.Number,
   env: StringMap,
-  createdAt: Schema.String
+  createdAt: Schema.String,
+  /** Where its processes start and relative paths resolve (the image's WorkingDir, else /workspace), and $HOME: asked once. */
+  workDir: Schema.optional(Schema.String),
+  homeDir: Schema.optional(Schema.String)
 }))
 export type EmulatedSandbox = typeof EmulatedSandbox.Type
 
-/** A session: command id → runtime exec id. Sessions live until deleted, their sandbox goes, or a day passes. */
+/** A command of a session, in the order written to its shell (sessionLog.ts: its markers and directory carry `nonce`). */
+const SessionCommand = Schema.mutable(Schema.Struct({
+  id: Schema.String,
+  command: Schema.String,
+  nonce: Schema.String,
+  async: Schema.Boolean,
+  suppressInputEcho: Schema.Boolean,
+  /** Once its output was read to its end: the event that end came in, and where the next command's output starts. */
+  toSeq: Schema.optional(Schema.Number),
+  nextFromSeq: Schema.optional(Schema.Number),
+  /** Once it ended. */
+  exitCode: Schema.optional(Schema.Number)
+}))
+export type SessionCommand = typeof SessionCommand.Type
+
+/** A session: its shell (a runtime execution reading commands on its stdin) and its commands. Kept until deleted or its sandbox goes. */
 const Session = Schema.mutable(Schema.Struct({
   sandboxId: Schema.String,
-  createdAt: Schema.optional(Schema.Number),
-  commands: Schema.mutable(Schema.Record({ key: Schema.String, value: Schema.mutable(Schema.Struct({ execId: Schema.String, command: Schema.String })) }))
+  id: Schema.String,
+  createdAt: Schema.Number,
+  shellExecId: Schema.String,
+  commands: Schema.mutable(Schema.Array(SessionCommand))
 }))
 export type Session = typeof Session.Type
 
@@ -53,25 +75,24 @@ export type Preview = typeof Preview.Type
 
 const State = Schema.mutable(Schema.Struct({
   sandboxes: Schema.mutable(Schema.Record({ key: Schema.String, value: EmulatedSandbox })),
-  /** Only in state files of earlier versions: moved to the session records at start. */
-  sessions: Schema.optional(Schema.mutable(Schema.Record({ key: Schema.String, value: Session }))),
+  /** Only in state files of earlier versions (sessions without a shell): dropped at start. */
+  sessions: Schema.optional(Schema.Unknown),
   previews: Schema.mutable(Schema.Record({ key: Schema.String, value: Preview }))
 }))
-
-const DAY_MS = 24 * 3600 * 1000
 
 export const makeBooks = (dataDir: string) => {
   const dir = emulatorHome(dataDir, "daytona")
   const apiKey = emulatorKey(dir)
   const { state, save } = persistentState(dir, State, (): typeof State.Type => ({ sandboxes: {}, previews: {} }))
-  const sessions = persistentRecords(dir, "sessions", Session)
-  /** PTY sessions by `<sandbox id>/<session id>` (each sandbox's daemon has its own). */
+  /** Sessions by `<sandbox id>/<session id>` (each sandbox's daemon has its own). */
+  const sessions = persistentRecords(dir, "shell-sessions", Session)
+  /** PTY sessions by `<sandbox id>/<session id>`. */
   const ptys = persistentRecords(dir, "ptys", PtySession)
   if (state.sessions !== undefined) {
-    for (const [id, session] of Object.entries(state.sessions)) sessions.set(id, session)
     delete state.sessions
     save()
   }
+  fs.rmSync(path.join(dir, "sessions"), { recursive: true, force: true })
   return {
     dir,
     apiKey,
@@ -80,11 +101,7 @@ export const makeBooks = (dataDir: string) => {
     sessions,
     ptys,
     findSandbox: (idOrName: string): EmulatedSandbox | undefined =>
-      state.sandboxes[idOrName] ?? Object.values(state.sandboxes).find((s) => s.name === idOrName),
-    /** Like the runtime's own retention, sessions older than a day are forgotten (looked for once a minute). */
-    pruneSessions: atMostEvery(60_000, (now) => {
-      for (const [id, session] of sessions.entries()) if (now - (session.createdAt ?? 0) > DAY_MS) sessions.delete(id)
-    })
+      state.sandboxes[idOrName] ?? Object.values(state.sandboxes).find((s) => s.name === idOrName)
   }
 }
 

@@ -1,19 +1,58 @@
 /**
- * The Daytona emulator's control API: `POST|GET /sandbox` (create, list by labels), `GET|DELETE /sandbox/{id or
- * name}`, `GET …/toolbox-proxy-url`, `POST …/stop|start` (stop pauses the jail: processes end and the filesystem
- * stays, as Daytona's stop), signed previews per port and their expiry. A sandbox whose jail died reads as state
- * `error`, as Daytona reports a sandbox whose machine is gone.
+ * The Daytona emulator's control API: `POST /sandbox` (create), `GET /sandbox` (a page `{items, nextCursor}`, filtered
+ * by `labels`, as the current API lists), `GET|DELETE /sandbox/{id or name}` (the delete answers the sandbox,
+ * destroyed), `GET …/toolbox-proxy-url`, `POST …/stop|start` (stop freezes the jail: its processes stay, frozen, and
+ * the filesystem stays; Daytona's stop ends the processes), signed previews per port and their expiry. A sandbox
+ * whose jail died reads as state `error`, as Daytona reports a sandbox whose machine is gone.
  */
-import { Option } from "effect"
+import { Option, Schema } from "effect"
 import { checkPolicy } from "../../../src/runtime/DomainPolicy.ts"
 import * as crypto from "node:crypto"
 import { defaultInternetOf, type LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
-import { emulatorMessage, makeRouter, route, runOrThrow as run } from "../../core/emulator/server.ts"
+import { decodeJsonBody, emulatorMessage, makeRouter, route, runOrThrow as run } from "../../core/emulator/server.ts"
 import { jailLabels } from "../../core/jailLabels.ts"
 import { LABEL_SANDBOX_ID } from "../adapter/wire.ts"
 import type { Books, EmulatedSandbox } from "./books.ts"
 import type { Previews } from "./preview.ts"
 import { error, json, Refused, toWire } from "./wire.ts"
+
+const StringMap = Schema.Record({ key: Schema.String, value: Schema.String })
+/** The fields of a create the emulator reads (others are accepted and ignored, as Daytona ignores unknown ones). */
+const CreateBody = Schema.Struct({
+  name: Schema.optional(Schema.String),
+  labels: Schema.optional(StringMap),
+  cpu: Schema.optional(Schema.Number),
+  memory: Schema.optional(Schema.Number),
+  disk: Schema.optional(Schema.Number),
+  env: Schema.optional(StringMap),
+  networkBlockAll: Schema.optional(Schema.Boolean),
+  domainAllowList: Schema.optional(Schema.String),
+  buildInfo: Schema.optional(Schema.Struct({ dockerfileContent: Schema.optional(Schema.String) })),
+  autoStopInterval: Schema.optional(Schema.NullOr(Schema.Number)),
+  autoPauseInterval: Schema.optional(Schema.NullOr(Schema.Number)),
+  autoArchiveInterval: Schema.optional(Schema.NullOr(Schema.Number)),
+  autoDeleteInterval: Schema.optional(Schema.NullOr(Schema.Number)),
+  ttlMinutes: Schema.optional(Schema.NullOr(Schema.Number))
+})
+/** Fields of Daytona's create that would change what a sandbox is, which the emulator cannot do: refused, not ignored. */
+const UNHONOURED: Readonly<Record<string, string>> = {
+  volumes: "the emulator mounts no volumes",
+  secrets: "the emulator has no secrets vault",
+  gpu: "the emulator has no GPUs",
+  gpuType: "the emulator has no GPUs",
+  linkedSandbox: "the emulator does not co-locate sandboxes",
+  kvm: "the emulator exposes no /dev/kvm",
+  networkAllowList: "the emulator enforces domain allow lists (domainAllowList), not CIDR ones",
+  outboundProxyUrl: "the emulator routes no traffic through a proxy"
+}
+/** Lifecycle timers, honoured when they say "never" (the emulator's sandboxes run until stopped or deleted). */
+const LIFECYCLE: ReadonlyArray<readonly ["autoStopInterval" | "autoPauseInterval" | "autoArchiveInterval" | "autoDeleteInterval" | "ttlMinutes", (v: number | null) => boolean]> = [
+  ["autoStopInterval", (v) => v === 0],
+  ["autoPauseInterval", (v) => v === 0],
+  ["autoArchiveInterval", (v) => v === 0],
+  ["autoDeleteInterval", (v) => v !== null && v < 0],
+  ["ttlMinutes", (v) => v === 0]
+]
 
 interface Call {
   readonly request: Request
@@ -24,10 +63,12 @@ interface Call {
 export interface ControlOptions {
   readonly baseUrl: () => string
   readonly previews: Previews
+  /** A deleted sandbox's sessions go with it. */
+  readonly forgetSandbox: (sandboxId: string) => void
 }
 
 export const makeControl = (books: Books, runtime: LocalRuntimeShape, options: ControlOptions) => {
-  const { sessions, state, save } = books
+  const { state, save } = books
   const wire = (s: EmulatedSandbox) => toWire(s, options.baseUrl())
 
   /** As Daytona reports a sandbox whose machine died: state `error`, with a reason. */
@@ -39,17 +80,11 @@ export const makeControl = (books: Books, runtime: LocalRuntimeShape, options: C
   }
 
   const create = async ({ request }: Call) => {
-    const body = (await request.json()) as {
-      name?: string
-      labels?: Record<string, string>
-      cpu?: number
-      memory?: number
-      disk?: number
-      env?: Record<string, string>
-      networkBlockAll?: boolean
-      domainAllowList?: string
-      buildInfo?: { dockerfileContent?: string }
-    }
+    const decoded = await decodeJsonBody(request, CreateBody, { unhonoured: UNHONOURED })
+    if (!decoded.ok) return error(400, decoded.message)
+    const body = decoded.value
+    const lifecycle = LIFECYCLE.find(([field, honoured]) => body[field] !== undefined && body[field] !== null && !honoured(body[field]))
+    if (lifecycle !== undefined) return error(400, `${lifecycle[0]}: the emulator never stops, archives or deletes a sandbox on its own (0, or -1 for autoDeleteInterval, is what it does)`)
     // A declarative build: the emulator runs its base image (FROM); other instructions are not emulated.
     const dockerfile = body.buildInfo?.dockerfileContent
     const image = dockerfile === undefined ? undefined : /^\s*FROM\s+(\S+)/im.exec(dockerfile)?.[1]
@@ -104,22 +139,29 @@ export const makeControl = (books: Books, runtime: LocalRuntimeShape, options: C
     return json(wire(sandbox))
   }
 
+  /** One page holds every match: `nextCursor` is null (the emulator's lists are short). */
   const list = async ({ url }: Call) => {
     const filter = url.searchParams.get("labels")
-    const wanted = filter === null ? {} : (JSON.parse(filter) as Record<string, string>)
+    let wanted: Record<string, string> = {}
+    try {
+      wanted = filter === null ? {} : (JSON.parse(filter) as Record<string, string>)
+    } catch {
+      return error(400, "labels must be a JSON object")
+    }
+    if (typeof wanted !== "object" || wanted === null || Array.isArray(wanted)) return error(400, "labels must be a JSON object")
     const matching = Object.values(state.sandboxes).filter((s) => Object.entries(wanted).every(([k, v]) => s.labels[k] === v))
-    return json(await Promise.all(matching.map(observed)))
+    return json({ items: await Promise.all(matching.map(observed)), nextCursor: null })
   }
 
   const remove = async ({ sandbox }: Call) => {
     const s = sandbox()
     await run(runtime.destroy(s.id))
     delete state.sandboxes[s.id]
-    for (const [sid, session] of sessions.entries()) if (session.sandboxId === s.id) sessions.delete(sid)
+    options.forgetSandbox(s.id)
     for (const [token, preview] of Object.entries(state.previews)) if (preview.sandboxId === s.id) options.previews.drop(token)
     options.previews.closeSandbox(s.id)
     save()
-    return json({})
+    return json({ ...wire(s), state: "destroyed" })
   }
 
   const transition = (to: "stopped" | "started") => async ({ sandbox }: Call) => {

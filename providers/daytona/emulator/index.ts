@@ -1,20 +1,29 @@
 /**
- * A loopback emulator of the Daytona API subset the adapter uses, backed by the local runtime: the control API
- * (`/sandbox…`, signed preview URLs: `control.ts`), the toolbox (`/toolbox/{id}/…`: `toolbox.ts`, its PTY sessions
- * `pty.ts`) and the preview
- * proxy (`/preview/{token}/…` through root-only unix-socket bridges: `preview.ts`). Its books (`books.ts`) survive a gateway restart the way a
- * provider's cloud would, and it keeps its port, which stored sandboxes carry in their toolbox URL.
+ * A loopback emulator of Daytona's API as its SDK (`@daytonaio/sdk`) and the adapter use it, backed by the local
+ * runtime: the control API (`/sandbox…`, signed preview URLs: `control.ts`), the toolbox (`/toolbox/{id}/…`:
+ * `toolbox.ts`, with its sessions `sessions.ts`, PTY sessions `pty.ts`, files `files.ts` and one-shot commands
+ * `execute.ts`) and the preview proxy (`/preview/{token}/…` through root-only unix-socket bridges: `preview.ts`). Its
+ * books (`books.ts`) survive a gateway restart the way a provider's cloud would, and it keeps its port, which stored
+ * sandboxes carry in their toolbox URL.
+ *
+ * Three kinds of WebSocket: a preview's (relayed to a sandbox port), a PTY's (`…/process/pty/{id}/connect` and
+ * `…/process/pty/create-connect`) and a session command's logs (`…/command/{id}/logs`). What a sandbox writes
+ * crosses the last two: neither is compressed (no permessage-deflate is offered), a PTY client that does not keep
+ * up is dropped (the daemon drops it: PTY output is not kept), and the logs are read from the runtime only as fast
+ * as the client takes them.
  */
 import type { LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
 import { emulatorMessage, emulatorServeOptions, servePersistent, statusOfRuntimeError } from "../../core/emulator/server.ts"
 import { isWebSocketUpgrade } from "../../core/websocket.ts"
 import { makeBooks } from "./books.ts"
 import { makeControl } from "./control.ts"
+import { makeExecute } from "./execute.ts"
 import { makePreviews } from "./preview.ts"
 import { type PreviewSocketData, previewSocketHandlers } from "../../core/emulator/previews.ts"
 import { makePty, type PtySocketData } from "./pty.ts"
+import { type LogsSocketData, makeSessions } from "./sessions.ts"
 import { makeToolbox } from "./toolbox.ts"
-import { error, Refused } from "./wire.ts"
+import { daemonError, error, Refused } from "./wire.ts"
 
 /** A path segment as sent; a malformed escape names nothing (rather than failing the request). */
 const decodeSegment = (segment: string) => {
@@ -25,7 +34,7 @@ const decodeSegment = (segment: string) => {
   }
 }
 
-type SocketData = PreviewSocketData | PtySocketData
+type SocketData = PreviewSocketData | PtySocketData | LogsSocketData
 
 export interface DaytonaEmulator {
   readonly baseUrl: string
@@ -37,9 +46,27 @@ export const startDaytonaEmulator = (dataDir: string, runtime: LocalRuntimeShape
   const books = makeBooks(dataDir)
   let baseUrl = ""
   const previews = makePreviews(books, runtime)
-  const control = makeControl(books, runtime, { baseUrl: () => baseUrl, previews })
-  const pty = makePty(books, runtime)
-  const toolbox = makeToolbox(books, runtime, pty)
+  const execute = makeExecute(books, runtime)
+  const sessions = makeSessions(books, runtime)
+  const pty = makePty(books, runtime, execute)
+  const control = makeControl(books, runtime, { baseUrl: () => baseUrl, previews, forgetSandbox: sessions.forgetSandbox })
+  const toolbox = makeToolbox(runtime, execute, sessions, pty)
+
+  /** A toolbox request (its WebSocket upgrades first); `rest` is the path after `/toolbox/{id}`. */
+  const toolboxCall = async (request: Request, url: URL, server: Bun.Server<SocketData>, idOrName: string, rest: Array<string>) => {
+    const sandbox = books.findSandbox(idOrName)
+    if (sandbox === undefined) throw new Refused(404, "Sandbox not found")
+    if (isWebSocketUpgrade(request)) {
+      const [process, kind, id, command, commandId, logs, ...extra] = rest
+      if (process === "process" && sandbox.state !== "started") throw new Refused(409, "Sandbox is not running")
+      if (process === "process" && kind === "pty" && id === "create-connect" && command === undefined) return pty.createConnect(request, url, server, sandbox)
+      if (process === "process" && kind === "pty" && command === "connect" && commandId === undefined) return pty.connect(request, server, sandbox, decodeSegment(id ?? ""))
+      if (process === "process" && kind === "session" && command === "command" && logs === "logs" && extra.length === 0) {
+        return sessions.connectLogs(request, url, server, sandbox, decodeSegment(id ?? ""), decodeSegment(commandId ?? ""))
+      }
+    }
+    return toolbox(request, url, sandbox, `/${rest.join("/")}`)
+  }
 
   const handle = async (request: Request, server: Bun.Server<SocketData>): Promise<Response | undefined> => {
     const url = new URL(request.url)
@@ -48,14 +75,14 @@ export const startDaytonaEmulator = (dataDir: string, runtime: LocalRuntimeShape
     if (request.headers.get("authorization") !== `Bearer ${books.apiKey}`) return error(401, "Unauthorized")
     if (first === "sandbox") return control(request, url)
     if (first === "toolbox" && second !== undefined) {
-      const sandbox = books.findSandbox(decodeSegment(second))
-      if (sandbox === undefined) return error(404, "Sandbox not found")
-      const [process, kind, id, connect, ...extra] = rest
-      if (process === "process" && kind === "pty" && connect === "connect" && extra.length === 0 && isWebSocketUpgrade(request)) {
-        if (sandbox.state !== "started") return error(409, "Sandbox is not running")
-        return pty.connect(request, server, sandbox, decodeSegment(id ?? ""))
+      try {
+        return await toolboxCall(request, url, server, decodeSegment(second), rest)
+      } catch (e) {
+        // The daemon's error body; a file that is not there is its FILE_NOT_FOUND.
+        if (e instanceof Refused) return daemonError(request, e.status, e.message, e.code)
+        const status = statusOfRuntimeError(e)
+        return daemonError(request, status, emulatorMessage(e, "daytona"), status === 404 && rest[0] === "files" ? "FILE_NOT_FOUND" : undefined)
       }
-      return toolbox(request, url, sandbox, `/${rest.join("/")}`)
     }
     return error(404, "Not found")
   }
@@ -67,12 +94,28 @@ export const startDaytonaEmulator = (dataDir: string, runtime: LocalRuntimeShape
     idleTimeout: 60,
     // Uploads stream through to the runtime, which bounds them (Bun's own default would cut them at 128 MiB).
     maxRequestBodySize: Number.MAX_SAFE_INTEGER,
-    // Two kinds of WebSocket: a preview's (relayed to a sandbox port) and a PTY's.
     websocket: {
-      open: (ws) => ("pty" in ws.data ? pty.socketHandlers.open(ws as Bun.ServerWebSocket<PtySocketData>) : previewSocketHandlers.open?.(ws as Bun.ServerWebSocket<PreviewSocketData>)),
+      // Nothing a sandbox writes is compressed on the way, nor a client's input inflated.
+      perMessageDeflate: false,
+      open: (ws) =>
+        "pty" in ws.data
+          ? pty.socketHandlers.open(ws as Bun.ServerWebSocket<PtySocketData>)
+          : "logs" in ws.data
+          ? sessions.socketHandlers.open(ws as Bun.ServerWebSocket<LogsSocketData>)
+          : previewSocketHandlers.open?.(ws as Bun.ServerWebSocket<PreviewSocketData>),
       message: (ws, message) =>
-        "pty" in ws.data ? pty.socketHandlers.message(ws as Bun.ServerWebSocket<PtySocketData>, message) : previewSocketHandlers.message?.(ws as Bun.ServerWebSocket<PreviewSocketData>, message),
-      close: (ws, code, reason) => ("pty" in ws.data ? pty.socketHandlers.close(ws as Bun.ServerWebSocket<PtySocketData>) : previewSocketHandlers.close?.(ws as Bun.ServerWebSocket<PreviewSocketData>, code, reason))
+        "pty" in ws.data
+          ? pty.socketHandlers.message(ws as Bun.ServerWebSocket<PtySocketData>, message)
+          : "logs" in ws.data
+          ? undefined // the daemon reads nothing from a logs client but its close
+          : previewSocketHandlers.message?.(ws as Bun.ServerWebSocket<PreviewSocketData>, message),
+      drain: (ws) => ("logs" in ws.data ? sessions.socketHandlers.drain(ws as Bun.ServerWebSocket<LogsSocketData>) : undefined),
+      close: (ws, code, reason) =>
+        "pty" in ws.data
+          ? pty.socketHandlers.close(ws as Bun.ServerWebSocket<PtySocketData>)
+          : "logs" in ws.data
+          ? sessions.socketHandlers.close(ws as Bun.ServerWebSocket<LogsSocketData>)
+          : previewSocketHandlers.close?.(ws as Bun.ServerWebSocket<PreviewSocketData>, code, reason)
     },
     fetch: async (request, server) => {
       try {

@@ -11,22 +11,44 @@
  *   unknown or ended session), then the terminal's output as binary frames to every client connected — output
  *   while none is connected is not kept, as the daemon keeps none — and every client frame typed into the
  *   terminal (a frame over 64 KiB closes that client with 1009, as the daemon's read limit does); when the shell
- *   ends, every client is closed 1000 `{"exitCode":0}` or 1011 `{"exitCode":n,"exitReason":…}` and the session
- *   is forgotten. A client that does not keep up is closed 1008 ("slow consumer").
+ *   ends, a client that offered the `X-Daytona-Pty-Exit-Control` subprotocol is first sent `{"type":"control",
+ *   "status":"exited","exitCode":n}`, then every client is closed 1000 `{"exitCode":0}` or 1011
+ *   `{"exitCode":n,"exitReason":…}` and the session is forgotten. A client that does not keep up is closed 1008
+ *   ("slow consumer"). One of the subprotocols a client offers is accepted (the exit-control one first), as the
+ *   daemon echoes one back;
+ * - `GET …/process/pty/create-connect?id&cols&rows&cwd`, a WebSocket that creates the session (409 for a taken id,
+ *   400 for a size over 1000) and connects to it in one round trip; its `envs` come in a subprotocol,
+ *   `X-Daytona-Pty-Envs~<base64url of the JSON object>`.
+ * A session's working directory is, unless given, the sandbox's (its image's WorkingDir, else /workspace).
  * Sessions are kept in the books, so they outlive a gateway restart as they outlive a client at Daytona (the
  * output written while the emulator was down is not replayed).
  */
 import { Effect, Schema } from "effect"
+import * as crypto from "node:crypto"
 import * as os from "node:os"
 import type { ExecEvent, LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
 import { decodeJsonBody, runOrThrow as run } from "../../core/emulator/server.ts"
 import type { Books, EmulatedSandbox, PtySession } from "./books.ts"
-import { error, json } from "./wire.ts"
+import type { Execute } from "./execute.ts"
+import { error, json, userShell } from "./wire.ts"
 
 /** What a connected PTY WebSocket carries. */
 export interface PtySocketData {
-  readonly pty: { readonly key: string; readonly sandboxId: string; readonly id: string; ready: Promise<boolean>; input: Promise<void> }
+  readonly pty: {
+    readonly key: string
+    readonly sandboxId: string
+    readonly id: string
+    /** It offered the exit-control subprotocol: it is sent the "exited" control message. */
+    readonly exitControl: boolean
+    /** A create-connect: the session, registered, starts when the client is there. */
+    readonly starts: boolean
+    ready: Promise<boolean>
+    input: Promise<void>
+  }
 }
+
+const EXIT_CONTROL = "X-Daytona-Pty-Exit-Control"
+const ENVS_PROTOCOL = "X-Daytona-Pty-Envs~"
 
 const MAX_OUTPUT_BYTES = 100 * 1024 * 1024
 /** The daemon's read limit per client message. */
@@ -34,13 +56,6 @@ const READ_LIMIT = 64 * 1024
 /** The daemon drops a client whose 256-message queue is full; this is that much of 32 KiB reads. */
 const SLOW_CONSUMER_BYTES = 8 * 1024 * 1024
 const WAIT_MS = 1_000
-/** The daemon's shell choice (common.GetShell), run in the sandbox. */
-const SHELL = [
-  "sh",
-  "-c",
-  "for s in /usr/bin/zsh /bin/zsh /usr/bin/bash /bin/bash; do grep -qx \"$s\" /etc/shells 2>/dev/null && exec \"$s\" -i -l; done; exec \"${SHELL:-sh}\" -i -l"
-]
-
 const Size = Schema.Int.pipe(Schema.greaterThanOrEqualTo(0), Schema.lessThanOrEqualTo(65535))
 const CreateBody = Schema.Struct({
   id: Schema.String,
@@ -73,7 +88,20 @@ const closeOf = (exitCode: number): [number, string] => {
   return [1011, JSON.stringify({ exitCode, exitReason: reason })]
 }
 
-export const makePty = (books: Books, runtime: LocalRuntimeShape) => {
+/** The subprotocols a client offered. */
+const offered = (request: Request) => (request.headers.get("sec-websocket-protocol") ?? "").split(",").map((p) => p.trim()).filter((p) => p !== "")
+
+/** The upgrade's options: the subprotocol accepted (exit control first, else the SDK version's), and what the socket carries. */
+const upgradeOptions = (request: Request, data: Omit<PtySocketData["pty"], "exitControl">) => {
+  const protocols = offered(request)
+  const chosen = protocols.find((p) => p === EXIT_CONTROL) ?? protocols.find((p) => p.startsWith("X-Daytona-SDK-Version~"))
+  return {
+    data: { pty: { ...data, exitControl: chosen === EXIT_CONTROL } } satisfies PtySocketData,
+    ...(chosen === undefined ? {} : { headers: { "Sec-WebSocket-Protocol": chosen } })
+  }
+}
+
+export const makePty = (books: Books, runtime: LocalRuntimeShape, execute: Execute) => {
   const { ptys } = books
   /** Live state of started sessions: their connected clients, and whether their output is being read. */
   const live = new Map<string, { readonly clients: Set<Bun.ServerWebSocket<PtySocketData>>; pumping: boolean; positioned: Promise<void> }>()
@@ -85,12 +113,19 @@ export const makePty = (books: Books, runtime: LocalRuntimeShape) => {
     return l
   }
 
-  /** The session is over: its clients are closed with its exit and it is forgotten. */
-  const end = (key: string, exitCode: number) => {
+  /**
+   * The session is over: its clients are told (those that asked, when its shell ended rather than was killed), then
+   * closed with its exit, and it is forgotten.
+   */
+  const end = (key: string, exitCode: number, announce: boolean) => {
     if (ptys.get(key) === undefined) return
     ptys.delete(key)
     const [code, reason] = closeOf(exitCode)
-    for (const client of live.get(key)?.clients ?? []) client.close(code, reason)
+    const exited = JSON.stringify({ type: "control", status: "exited", exitCode, ...(exitCode === 0 ? {} : { exitReason: JSON.parse(reason).exitReason }) })
+    for (const client of live.get(key)?.clients ?? []) {
+      if (announce && client.data.pty.exitControl) client.send(exited)
+      client.close(code, reason)
+    }
     live.delete(key)
   }
 
@@ -118,20 +153,20 @@ export const makePty = (books: Books, runtime: LocalRuntimeShape) => {
       const before = await run(runtime.execEvents(session.sandboxId, execId, 0))
       seq = (before.at(-1)?.seq ?? -1) + 1
       const exited = before.find((e) => e.type === "exit")
-      if (exited?.type === "exit") return end(key, exitCodeOf(exited))
+      if (exited?.type === "exit") return end(key, exitCodeOf(exited), true)
     }
     positioned()
     while (!stopped && ptys.get(key) === session) {
       const events = await Effect.runPromise(Effect.either(runtime.execEvents(session.sandboxId, execId, seq, WAIT_MS)))
       if (events._tag === "Left") {
         // Gone with its sandbox; else (a stopped sandbox's frozen agent) try again shortly.
-        if (books.state.sandboxes[session.sandboxId] === undefined || events.left.kind === "not_found") return end(key, 137)
+        if (books.state.sandboxes[session.sandboxId] === undefined || events.left.kind === "not_found") return end(key, 137, false)
         await Bun.sleep(WAIT_MS)
         continue
       }
       for (const event of events.right) {
         seq = event.seq + 1
-        if (event.type === "exit") return end(key, exitCodeOf(event))
+        if (event.type === "exit") return end(key, exitCodeOf(event), true)
         for (const client of l.clients) {
           if (client.getBufferedAmount() > SLOW_CONSUMER_BYTES) {
             l.clients.delete(client)
@@ -144,11 +179,11 @@ export const makePty = (books: Books, runtime: LocalRuntimeShape) => {
 
   const start = async (session: PtySession) => {
     const started = await run(runtime.exec(session.sandboxId, {
-      command: SHELL,
+      command: userShell(" -i -l"),
       cwd: session.cwd,
       env: { TERM: "xterm-256color", ...session.envs },
       maxOutputBytes: MAX_OUTPUT_BYTES,
-      tag: `pty-${session.id}`,
+      tag: `pty-${session.id}-${crypto.randomUUID()}`,
       pty: { cols: session.cols, rows: session.rows }
     }))
     session.execId = started.execId
@@ -164,7 +199,7 @@ export const makePty = (books: Books, runtime: LocalRuntimeShape) => {
     const exec = await Effect.runPromise(Effect.either(runtime.getExec(sandboxId, session.execId)))
     // Gone with its sandbox, or ended; any other failure (a stopped sandbox's frozen agent) leaves it be.
     if (exec._tag === "Left" ? exec.left.kind === "not_found" : exec.right.state === "exited") {
-      end(key, exec._tag === "Right" ? exec.right.exitCode ?? 1 : 137)
+      end(key, exec._tag === "Right" ? exec.right.exitCode ?? 1 : 137, true)
       return undefined
     }
     void pump(key, session)
@@ -183,19 +218,7 @@ export const makePty = (books: Books, runtime: LocalRuntimeShape) => {
       if (value > 1000) return error(400, `invalid value for ${name} - must be less than 1000`)
       if (value < 1) return error(400, `invalid value for ${name} - must be at least 1`)
     }
-    // Sessions of sandboxes that are gone go too (the daemon's went with its sandbox).
-    for (const [key, s] of ptys.entries()) if (books.state.sandboxes[s.sandboxId] === undefined) ptys.delete(key)
-    const session: PtySession = {
-      sandboxId: sandbox.id,
-      id,
-      cwd: body.value.cwd ?? "/workspace",
-      envs: body.value.envs ?? {},
-      cols,
-      rows,
-      createdAt: new Date().toISOString(),
-      lazyStart
-    }
-    ptys.set(keyOf(sandbox.id, id), session)
+    const session = await register(sandbox, { id, cwd: body.value.cwd, envs: body.value.envs ?? {}, cols, rows, lazyStart })
     if (!lazyStart) {
       try {
         await start(session)
@@ -206,6 +229,20 @@ export const makePty = (books: Books, runtime: LocalRuntimeShape) => {
       }
     }
     return json({ sessionId: id }, 201)
+  }
+
+  /** A new session in the books (not started). */
+  const register = async (sandbox: EmulatedSandbox, fields: Omit<PtySession, "sandboxId" | "createdAt" | "cwd" | "execId"> & { readonly cwd: string | undefined }) => {
+    // Sessions of sandboxes that are gone go too (the daemon's went with its sandbox).
+    for (const [key, s] of ptys.entries()) if (books.state.sandboxes[s.sandboxId] === undefined) ptys.delete(key)
+    const session: PtySession = {
+      ...fields,
+      sandboxId: sandbox.id,
+      cwd: fields.cwd === undefined || fields.cwd === "" ? (await execute.dirsOf(sandbox)).workDir : await execute.resolvePath(sandbox, fields.cwd),
+      createdAt: new Date().toISOString()
+    }
+    ptys.set(keyOf(sandbox.id, fields.id), session)
+    return session
   }
 
   const list = async (sandbox: EmulatedSandbox) => {
@@ -227,7 +264,7 @@ export const makePty = (books: Books, runtime: LocalRuntimeShape) => {
     const found = await find(sandbox.id, id)
     if (found === undefined) return error(404, "PTY session not found")
     if (found.session.execId !== undefined) await run(Effect.ignore(runtime.kill(sandbox.id, found.session.execId, "SIGKILL")))
-    end(keyOf(sandbox.id, id), 137)
+    end(keyOf(sandbox.id, id), 137, false)
     return json({ message: "PTY session deleted" })
   }
 
@@ -246,18 +283,22 @@ export const makePty = (books: Books, runtime: LocalRuntimeShape) => {
     return json(info(found.session, found.active))
   }
 
-  /** The session's readiness for a client (the daemon's VerifyPTYSessionReady): a lazy one starts now. */
-  const ready = async (sandboxId: string, id: string): Promise<string | null> => {
+  /**
+   * The session's readiness for a client (the daemon's VerifyPTYSessionReady): a lazy one (or one a create-connect
+   * registered: `starts`) starts now.
+   */
+  const ready = async (sandboxId: string, id: string, starts: boolean): Promise<string | null> => {
     const found = await find(sandboxId, id)
     if (found === undefined) return `PTY session ${id} not found`
     if (found.active) {
       await pump(keyOf(sandboxId, id), found.session)
       return null
     }
-    if (found.session.execId !== undefined || !found.session.lazyStart) return `PTY session '${id}' has terminated and is no longer available`
+    if (found.session.execId !== undefined || !(found.session.lazyStart || starts)) return `PTY session '${id}' has terminated and is no longer available`
     try {
       await start(found.session)
     } catch (e) {
+      if (starts) ptys.delete(keyOf(sandboxId, id))
       return `failed to start PTY session: ${e instanceof Error ? e.message : String(e)}`
     }
     await pump(keyOf(sandboxId, id), found.session, 0)
@@ -265,17 +306,45 @@ export const makePty = (books: Books, runtime: LocalRuntimeShape) => {
   }
 
   /** `GET …/connect`: upgraded at once (the daemon upgrades first, then says whether the session is there). */
-  const connect = (request: Request, server: Bun.Server<PtySocketData>, sandbox: EmulatedSandbox, id: string): Response | undefined => {
-    const data: PtySocketData = { pty: { key: keyOf(sandbox.id, id), sandboxId: sandbox.id, id, ready: Promise.resolve(false), input: Promise.resolve() } }
-    return server.upgrade(request, { data }) ? undefined : error(400, "Bad Request")
+  const connect = (request: Request, server: Bun.Server<PtySocketData>, sandbox: EmulatedSandbox, id: string): Response | undefined =>
+    server.upgrade(request, upgradeOptions(request, { key: keyOf(sandbox.id, id), sandboxId: sandbox.id, id, starts: false, ready: Promise.resolve(false), input: Promise.resolve() }))
+      ? undefined
+      : error(400, "Bad Request")
+
+  /** `GET …/create-connect`: the session is checked and registered, then the connection upgraded; it starts once open. */
+  const createConnect = async (request: Request, url: URL, server: Bun.Server<PtySocketData>, sandbox: EmulatedSandbox): Promise<Response | undefined> => {
+    const id = url.searchParams.get("id") ?? ""
+    if (id === "") return error(400, "session ID is required (query param 'id')")
+    if ((await find(sandbox.id, id)) !== undefined) return error(409, `PTY session with ID '${id}' already exists`)
+    // An unreadable size is the default, as the daemon parses it.
+    const size = (name: string, fallback: number) => {
+      const value = Number(url.searchParams.get(name) ?? "")
+      return url.searchParams.get(name) !== null && Number.isInteger(value) && value >= 0 && value <= 65535 ? value : fallback
+    }
+    const cols = size("cols", 80)
+    const rows = size("rows", 24)
+    if (cols > 1000 || rows > 1000) return error(400, "cols and rows must be less than 1000")
+    if (cols < 1 || rows < 1) return error(400, "cols and rows must be at least 1")
+    const envsToken = offered(request).find((p) => p.startsWith(ENVS_PROTOCOL))
+    let envs: Record<string, string> = {}
+    if (envsToken !== undefined) {
+      const decoded = Schema.decodeUnknownEither(Schema.parseJson(Schema.Record({ key: Schema.String, value: Schema.String })))(Buffer.from(envsToken.slice(ENVS_PROTOCOL.length), "base64url").toString("utf8"))
+      if (decoded._tag === "Left") return error(400, "invalid envs subprotocol: not a JSON object of strings")
+      envs = decoded.right
+    }
+    await register(sandbox, { id, cwd: url.searchParams.get("cwd") ?? undefined, envs, cols, rows, lazyStart: false })
+    const upgraded = server.upgrade(request, upgradeOptions(request, { key: keyOf(sandbox.id, id), sandboxId: sandbox.id, id, starts: true, ready: Promise.resolve(false), input: Promise.resolve() }))
+    if (upgraded) return undefined
+    ptys.delete(keyOf(sandbox.id, id))
+    return error(400, "Bad Request")
   }
 
   const socketHandlers = {
     open: (ws: Bun.ServerWebSocket<PtySocketData>) => {
       const c = ws.data.pty
-      c.ready = ready(c.sandboxId, c.id).then((problem) => {
+      c.ready = ready(c.sandboxId, c.id, c.starts).then((problem) => {
         if (problem !== null) {
-          ws.send(JSON.stringify({ type: "control", status: "error", error: `Failed to connect to PTY session: ${problem}` }))
+          ws.send(JSON.stringify({ type: "control", status: "error", error: `${c.starts ? "Failed to start" : "Failed to connect to"} PTY session: ${problem}` }))
           ws.close()
           return false
         }
@@ -315,6 +384,7 @@ export const makePty = (books: Books, runtime: LocalRuntimeShape) => {
     kill,
     resize,
     connect,
+    createConnect,
     socketHandlers,
     stop: () => {
       stopped = true

@@ -1,0 +1,419 @@
+/**
+ * The Daytona emulator's sessions (`/toolbox/{id}/process/session…`), as the daemon serves them
+ * (apps/daemon/pkg/session): a session is one shell, started at its creation, that runs its commands one after
+ * another (sessionLog.ts: each written to it as a wrapper, so `export` and `cd` carry over; its output told apart by
+ * markers, its exit status left in a file of its own); the shell is a runtime execution of the sandbox, so sessions
+ * outlive the emulator.
+ * - `POST /process/session {sessionId}` 201 (409 taken, 400 for `entrypoint`, reserved), `GET` (a list), `GET
+ *   /{id}`, `DELETE /{id}` 204 (its shell and everything it started killed);
+ * - `POST /{id}/exec {command, runAsync?, suppressInputEcho?}`: with `runAsync` 202 `{cmdId}` at once; without, once
+ *   the command ended, 200 `{cmdId, output, exitCode, stdout, stderr}` (a synchronous command reads end-of-file);
+ *   400 once the shell has exited (`exit` in a command ends it, as at Daytona);
+ * - `GET /{id}/command/{cmd}` `{id, command, exitCode?}` (one small read of its exit file, whatever it wrote);
+ *   `POST …/input {data}` 204 — only an asynchronous command reads input (a newline is added when missing; echoed to
+ *   its stdout unless `suppressInputEcho`), 410 once it ended;
+ * - `GET …/logs`: JSON `{output, stdout, stderr}` to an SDK of 0.167 or later, the raw multiplexed log (each piece
+ *   of output after its stream's label) to a caller asking for split output without an SDK version, plain text
+ *   otherwise (the daemon's three answers); as a WebSocket (`?follow=true`: until the command ends), binary frames
+ *   of the raw log, read from the runtime only as fast as the client takes them.
+ * Answers that hold output whole carry at most BUFFERED_OUTPUT_BYTES of it; the raw log answer and the WebSocket
+ * stream it all, read as they are sent. A session keeps at most SESSION_OUTPUT_BYTES of output in all (the daemon's
+ * log files have no such bound): a command's output past it is not kept, nor is any later command's.
+ */
+import { Effect, Option, Schema } from "effect"
+import * as crypto from "node:crypto"
+import type { ExecEvent, LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
+import { runOrThrow as run } from "../../core/emulator/server.ts"
+import type { Books, EmulatedSandbox, Session, SessionCommand } from "./books.ts"
+import { BUFFERED_OUTPUT_BYTES, runToExit } from "./execute.ts"
+import { CommandExtract, commandDir, INPUT_SCRIPT, labelled, newNonce, wrapperLine } from "./sessionLog.ts"
+import { decodeBody, json, Refused, userShell } from "./wire.ts"
+
+/**
+ * What a session's shell may write in all; past it, its output is dropped (its commands still end: their exit files).
+ * Below what the runtime's agent keeps of a finished execution's output (256 MiB, newest first), so that a session's
+ * log stays readable after its shell ended (an `exit` in it), as the daemon keeps its log files.
+ */
+const SESSION_OUTPUT_BYTES = 224 * 1024 * 1024
+/** The logs WebSocket reads on only while the client has less than this not yet taken. */
+const SOCKET_HIGH_WATER_BYTES = 1024 * 1024
+const FOLLOW_WAIT_MS = 1000
+/** A command that ended has its end markers in flight to the runtime: a read waits this long for them. */
+const END_WAIT_MS = 5000
+/** Input to a command its shell has not started yet waits this long for it. */
+const INPUT_WAIT_MS = 30_000
+const RESERVED_SESSION = "entrypoint"
+
+type Output = Extract<ExecEvent, { type: "stdout" | "stderr" }>
+type Piece = { readonly type: "stdout" | "stderr"; readonly data: Uint8Array }
+
+/** What a logs WebSocket carries. */
+export interface LogsSocketData {
+  readonly logs: {
+    readonly key: string
+    readonly commandId: string
+    readonly follow: boolean
+    /** Stripped of the stream labels (an old SDK's combined output). */
+    readonly combined: boolean
+    closed: boolean
+    /** Resolved when the client has taken what was queued (Bun's `drain`). */
+    drained: (() => void) | null
+  }
+}
+
+/** `a < b` for versions like `0.167.0` (the daemon's util.CompareVersions, prerelease ignored). */
+const older = (a: string, b: string) => {
+  const pa = a.split(/[.-]/).slice(0, 3).map((n) => Number.parseInt(n, 10) || 0)
+  const pb = b.split(/[.-]/).slice(0, 3).map((n) => Number.parseInt(n, 10) || 0)
+  for (let i = 0; i < 3; i++) if (pa[i]! !== pb[i]!) return pa[i]! < pb[i]!
+  return false
+}
+
+/** Which of its answers the daemon gives a caller (session/common.go). */
+const answerKind = (request: Request) => {
+  const sdk = request.headers.get("x-daytona-sdk-version") ?? ""
+  const dev = sdk.includes("dev")
+  const combined = (sdk !== "" && !dev && older(sdk, "0.27.0")) || (sdk === "" && request.headers.get("x-daytona-split-output") !== "true")
+  const skipServerDemux = sdk === "" || (!dev && older(sdk, "0.167.0"))
+  return { combined, skipServerDemux }
+}
+
+const SessionBody = Schema.Struct({ sessionId: Schema.String })
+const ExecBody = Schema.Struct({
+  command: Schema.String,
+  runAsync: Schema.optional(Schema.NullOr(Schema.Boolean)),
+  async: Schema.optional(Schema.NullOr(Schema.Boolean)),
+  suppressInputEcho: Schema.optional(Schema.NullOr(Schema.Boolean))
+})
+const InputBody = Schema.Struct({ data: Schema.String })
+
+const exitCodeOfShell = (info: { readonly exitCode: number | null }) => info.exitCode ?? 137
+
+export const makeSessions = (books: Books, runtime: LocalRuntimeShape) => {
+  const { sessions } = books
+  const keyOf = (sandboxId: string, id: string) => `${sandboxId}/${id}`
+  /** Commands are written to a session's shell one at a time, in the order taken. */
+  const writing = new Map<string, Promise<unknown>>()
+
+  const sessionOf = (sandbox: EmulatedSandbox, id: string): Session => {
+    const session = sessions.get(keyOf(sandbox.id, id))
+    if (session === undefined) throw new Refused(404, "session not found")
+    return session
+  }
+  const commandOf = (session: Session, commandId: string): SessionCommand => {
+    const command = session.commands.find((c) => c.id === commandId)
+    if (command === undefined) throw new Refused(404, "command not found")
+    return command
+  }
+  const live = (session: Session) => sessions.get(keyOf(session.sandboxId, session.id)) === session
+  const save = (session: Session) => {
+    if (live(session)) sessions.set(keyOf(session.sandboxId, session.id), session)
+  }
+
+  /**
+   * Whether the command ended, and its exit status: its exit file, once there; else, if the shell is gone, it ended
+   * with the shell (the one the shell was running gets its status, those after it -1: they never ran).
+   */
+  const settle = async (session: Session, command: SessionCommand): Promise<number | undefined> => {
+    if (command.exitCode !== undefined) return command.exitCode
+    const file = await Effect.runPromise(Effect.either(runtime.readFile(session.sandboxId, `${commandDir(command.nonce)}/exit`, 0, 32)))
+    const status = file._tag === "Right" ? /^-?\d{1,10}$/.exec(Buffer.from(file.right.data).toString("latin1"))?.[0] : undefined
+    if (status !== undefined) {
+      command.exitCode = Number(status)
+      save(session)
+      return command.exitCode
+    }
+    const shell = await Effect.runPromise(Effect.either(runtime.getExec(session.sandboxId, session.shellExecId)))
+    if (shell._tag === "Right" && shell.right.state === "running") return undefined
+    if (shell._tag === "Left" && shell.left.kind !== "not_found") return undefined
+    // The shell ended (or went with its sandbox's jail). A command before this one may have ended just before it.
+    let running = true
+    for (const c of session.commands) {
+      if (c.exitCode !== undefined) continue
+      const own = await Effect.runPromise(Effect.either(runtime.readFile(session.sandboxId, `${commandDir(c.nonce)}/exit`, 0, 32)))
+      const code = own._tag === "Right" ? /^-?\d{1,10}$/.exec(Buffer.from(own.right.data).toString("latin1"))?.[0] : undefined
+      if (code !== undefined) c.exitCode = Number(code)
+      else {
+        c.exitCode = running && shell._tag === "Right" ? exitCodeOfShell(shell.right) : -1
+        running = false
+      }
+    }
+    save(session)
+    return command.exitCode
+  }
+
+  /**
+   * The command's output pieces, in order, read from its shell's output. `follow`: waiting for more until it ends
+   * (`stop` says when to give up); else up to what is there (and, for a command that ended, its end, which may be
+   * in flight). Reading a command to its end records where the next one's output starts.
+   */
+  async function* piecesOf(session: Session, command: SessionCommand, options: { readonly follow: boolean; readonly stop?: () => boolean }): AsyncGenerator<Piece> {
+    const from = await startOf(session, command, options)
+    if (from === undefined) return
+    const extract = new CommandExtract(command.nonce)
+    let seq = from
+    let endWait: number | undefined
+    for (;;) {
+      if (options.stop?.() === true) return
+      const ended = command.exitCode !== undefined || (!options.follow && (await settle(session, command)) !== undefined)
+      const wait = options.follow ? FOLLOW_WAIT_MS : ended ? Math.min(FOLLOW_WAIT_MS, Math.max(0, (endWait ??= Date.now() + END_WAIT_MS) - Date.now())) : 0
+      const events = await Effect.runPromise(Effect.either(runtime.execEvents(session.sandboxId, session.shellExecId, seq, wait)))
+      if (events._tag === "Left") return
+      for (const event of events.right) {
+        if (event.type === "exit" || (command.toSeq !== undefined && event.seq > command.toSeq)) return
+        yield* extract.feed(event as Output)
+        seq = event.seq + 1
+        if (extract.ended) {
+          if (command.toSeq === undefined) {
+            command.toSeq = event.seq
+            // The next command's markers come after this one's end on each stream.
+            command.nextFromSeq = Math.min(extract.stdoutEndSeq ?? event.seq, extract.stderrEndSeq ?? event.seq)
+            save(session)
+          }
+          return
+        }
+      }
+      if (events.right.length > 0) continue
+      // Nothing more yet: a read that does not follow ends here, unless the command ended and its end is in flight;
+      // one that follows ends once the command ended and its end never came (its shell ended in it).
+      if (!options.follow && (!ended || Date.now() >= endWait!)) return
+      if (options.follow && (await settle(session, command)) !== undefined && Date.now() >= (endWait ??= Date.now() + END_WAIT_MS)) return
+    }
+  }
+
+  /**
+   * Where the command's output starts in its shell's: at the start for the first; after the one before it, once that
+   * one was read to its end (read once, when it ended, then remembered). Undefined while the one before runs (with
+   * `follow`: waited for), and when it ended without an end in its output (its shell ended in it: none after it ran).
+   */
+  const startOf = async (session: Session, command: SessionCommand, options: { readonly follow: boolean; readonly stop?: () => boolean }): Promise<number | undefined> => {
+    const index = session.commands.indexOf(command)
+    if (index === 0) return 0
+    const before = session.commands[index - 1]!
+    while (before.nextFromSeq === undefined) {
+      if ((await settle(session, before)) !== undefined) {
+        for await (const _ of piecesOf(session, before, { follow: false, ...(options.stop === undefined ? {} : { stop: options.stop }) })) void _
+        return before.nextFromSeq
+      }
+      if (!options.follow || options.stop?.() === true || !live(session)) return undefined
+      await Bun.sleep(100)
+    }
+    return before.nextFromSeq
+  }
+
+  /** The command's output held whole (at most BUFFERED_OUTPUT_BYTES of it). */
+  const bufferedOf = async (session: Session, command: SessionCommand) => {
+    const pieces: Array<Piece> = []
+    let size = 0
+    for await (const piece of piecesOf(session, command, { follow: false })) {
+      if (size >= BUFFERED_OUTPUT_BYTES) continue
+      const data = piece.data.length > BUFFERED_OUTPUT_BYTES - size ? piece.data.subarray(0, BUFFERED_OUTPUT_BYTES - size) : piece.data
+      pieces.push({ type: piece.type, data: data.slice() })
+      size += data.length
+    }
+    const of = (type: "stdout" | "stderr") => Buffer.concat(pieces.filter((p) => p.type === type).map((p) => p.data)).toString("utf8")
+    return {
+      raw: Buffer.concat(pieces.map(labelled)).toString("utf8"),
+      plain: Buffer.concat(pieces.map((p) => p.data)).toString("utf8"),
+      stdout: of("stdout"),
+      stderr: of("stderr")
+    }
+  }
+
+  const create = async (request: Request, sandbox: EmulatedSandbox) => {
+    const { sessionId } = await decodeBody(request, SessionBody)
+    if (sessionId === "") throw new Refused(400, "sessionId is required")
+    if (sessionId === RESERVED_SESSION) throw new Refused(400, "provided session ID is reserved and cannot be created/overridden")
+    const key = keyOf(sandbox.id, sessionId)
+    if (sessions.get(key) !== undefined) throw new Refused(409, "session already exists")
+    const shell = await run(runtime.exec(sandbox.id, {
+      command: userShell(),
+      stdin: true,
+      maxOutputBytes: SESSION_OUTPUT_BYTES,
+      tag: `daytona-session-${crypto.randomUUID()}`
+    }))
+    // Created meanwhile by a concurrent request: this shell goes.
+    if (sessions.get(key) !== undefined) {
+      await run(Effect.ignore(runtime.kill(sandbox.id, shell.execId, "SIGKILL")))
+      throw new Refused(409, "session already exists")
+    }
+    sessions.set(key, { sandboxId: sandbox.id, id: sessionId, createdAt: Date.now(), shellExecId: shell.execId, commands: [] })
+    return new Response(null, { status: 201 })
+  }
+
+  const dto = async (session: Session) => {
+    for (const c of session.commands) await settle(session, c)
+    return {
+      sessionId: session.id,
+      commands: session.commands.map((c) => ({ id: c.id, command: c.command, ...(c.exitCode === undefined ? {} : { exitCode: c.exitCode }) }))
+    }
+  }
+
+  const list = async (sandbox: EmulatedSandbox) => {
+    const own = sessions.entries().filter(([, s]) => s.sandboxId === sandbox.id).map(([, s]) => s)
+    return json(await Promise.all(own.map(dto)))
+  }
+
+  const get = async (sandbox: EmulatedSandbox, id: string) => json(await dto(sessionOf(sandbox, id)))
+
+  const remove = async (sandbox: EmulatedSandbox, id: string) => {
+    if (id === RESERVED_SESSION) throw new Refused(400, "can't delete entrypoint session")
+    const session = sessionOf(sandbox, id)
+    sessions.delete(keyOf(sandbox.id, id))
+    // Its shell's process group: the shell and everything its commands started; then what it left in the sandbox.
+    await run(Effect.ignore(runtime.kill(sandbox.id, session.shellExecId, "SIGTERM")))
+    for (const c of session.commands) await run(Effect.ignore(runtime.deleteFile(sandbox.id, commandDir(c.nonce), { recursive: true })))
+    return new Response(null, { status: 204 })
+  }
+
+  const exec = async (request: Request, sandbox: EmulatedSandbox, id: string) => {
+    if (id === RESERVED_SESSION) throw new Refused(400, "can't execute command in entrypoint session")
+    const session = sessionOf(sandbox, id)
+    const body = await decodeBody(request, ExecBody)
+    if (body.command.trim() === "") throw new Refused(400, "command cannot be empty")
+    const async = body.runAsync === true || body.async === true
+    const command: SessionCommand = { id: crypto.randomUUID(), command: body.command, nonce: newNonce(), async, suppressInputEcho: body.suppressInputEcho === true }
+    // Written in the order the commands are taken: the shell runs them one after another.
+    const key = keyOf(sandbox.id, id)
+    const write = (writing.get(key) ?? Promise.resolve()).then(async () => {
+      const shell = await Effect.runPromise(Effect.either(runtime.getExec(sandbox.id, session.shellExecId)))
+      if (shell._tag === "Left" || shell.right.state !== "running") throw new Refused(400, "failed to execute command: the session's shell has exited")
+      session.commands.push(command)
+      save(session)
+      await run(runtime.sendInput(sandbox.id, session.shellExecId, new TextEncoder().encode(wrapperLine(command.nonce, command.command, async))))
+    })
+    writing.set(key, write.catch(() => undefined))
+    await write
+    if (async) return json({ cmdId: command.id }, 202)
+    for (let pause = 10; (await settle(session, command)) === undefined; pause = Math.min(pause * 2, 200)) {
+      if (!live(session)) throw new Refused(400, "session cancelled")
+      await Bun.sleep(pause)
+    }
+    const kind = answerKind(request)
+    const output = await bufferedOf(session, command)
+    if (kind.combined) return json({ cmdId: command.id, output: output.plain, exitCode: command.exitCode })
+    return json({
+      cmdId: command.id,
+      output: output.raw,
+      exitCode: command.exitCode,
+      ...(kind.skipServerDemux ? {} : { stdout: output.stdout, stderr: output.stderr })
+    })
+  }
+
+  const commandStatus = async (sandbox: EmulatedSandbox, id: string, commandId: string) => {
+    const session = sessionOf(sandbox, id)
+    const command = commandOf(session, commandId)
+    await settle(session, command)
+    return json({ id: command.id, command: command.command, ...(command.exitCode === undefined ? {} : { exitCode: command.exitCode }) })
+  }
+
+  const commandLogs = async (request: Request, sandbox: EmulatedSandbox, id: string, commandId: string) => {
+    const session = sessionOf(sandbox, id)
+    const command = commandOf(session, commandId)
+    const kind = answerKind(request)
+    if (!kind.skipServerDemux && !kind.combined) {
+      const output = await bufferedOf(session, command)
+      return json({ output: output.raw, stdout: output.stdout, stderr: output.stderr })
+    }
+    // Text, streamed from the shell's output as it is read (never held whole): labelled, or not (combined).
+    const pieces = piecesOf(session, command, { follow: false })
+    const body = new ReadableStream<Uint8Array>({
+      pull: async (controller) => {
+        const next = await pieces.next()
+        if (next.done === true) return controller.close()
+        controller.enqueue(kind.combined ? next.value.data.slice() : labelled(next.value))
+      },
+      cancel: async () => void (await pieces.return(undefined))
+    })
+    return new Response(body, { headers: { "content-type": "text/plain; charset=utf-8" } })
+  }
+
+  const sendInput = async (request: Request, sandbox: EmulatedSandbox, id: string, commandId: string) => {
+    if (id === RESERVED_SESSION) throw new Refused(400, "can't send input to entrypoint session")
+    const session = sessionOf(sandbox, id)
+    const { data } = await decodeBody(request, InputBody)
+    const command = commandOf(session, commandId)
+    const ended = () => new Refused(410, `command has already completed with exit code ${command.exitCode}`, "COMMAND_ALREADY_COMPLETED")
+    if ((await settle(session, command)) !== undefined) {
+      const shell = await Effect.runPromise(Effect.either(runtime.getExec(sandbox.id, session.shellExecId)))
+      if (shell._tag === "Left" || shell.right.state !== "running") throw new Refused(410, "session process has exited", "SESSION_ENDED")
+      throw ended()
+    }
+    // A synchronous command reads end-of-file: what is sent to it goes nowhere, as at the daemon.
+    if (!command.async) return new Response(null, { status: 204 })
+    // Its FIFO is there once its shell started it (a command queued behind another is waited for, a while).
+    const fifo = `${commandDir(command.nonce)}/in`
+    for (let waited = 0, pause = 10; ; waited += pause, pause = Math.min(pause * 2, 200)) {
+      const found = await Effect.runPromise(Effect.either(runtime.statFile(sandbox.id, fifo)))
+      if (found._tag === "Right" && Option.isSome(found.right)) break
+      if ((await settle(session, command)) !== undefined) throw ended()
+      if (waited > INPUT_WAIT_MS || !live(session)) throw new Refused(500, "failed to open input pipe: the command has not started")
+      await Bun.sleep(pause)
+    }
+    const input = new TextEncoder().encode(data.endsWith("\n") ? data : `${data}\n`)
+    const { exit } = await runToExit(runtime, sandbox.id, {
+      command: ["sh", "-c", INPUT_SCRIPT, "sh", commandDir(command.nonce), command.suppressInputEcho ? "1" : "0"],
+      stdin: true,
+      maxOutputBytes: 4096,
+      timeoutMs: 60_000
+    }, input)
+    if (exit.exitCode === 3) throw ended()
+    if (exit.exitCode !== 0) throw new Refused(500, "failed to write to input pipe")
+    return new Response(null, { status: 204 })
+  }
+
+  /** `GET …/logs` as a WebSocket: the session and command are checked first, as the daemon does before upgrading. */
+  const connectLogs = (request: Request, url: URL, server: Bun.Server<LogsSocketData>, sandbox: EmulatedSandbox, id: string, commandId: string): Response | undefined => {
+    commandOf(sessionOf(sandbox, id), commandId)
+    const data: LogsSocketData = {
+      logs: { key: keyOf(sandbox.id, id), commandId, follow: url.searchParams.get("follow") === "true", combined: answerKind(request).combined, closed: false, drained: null }
+    }
+    return server.upgrade(request, { data }) ? undefined : new Response(null, { status: 400 })
+  }
+
+  /** Sends the command's log to the socket, reading on only while the client keeps up; closes 1000 at its end. */
+  const streamLogs = async (ws: Bun.ServerWebSocket<LogsSocketData>) => {
+    const c = ws.data.logs
+    const session = sessions.get(c.key)
+    const command = session?.commands.find((x) => x.id === c.commandId)
+    if (session === undefined || command === undefined) return ws.close(1000)
+    for await (const piece of piecesOf(session, command, { follow: c.follow, stop: () => c.closed || !live(session) })) {
+      if (c.closed) return
+      ws.send(c.combined ? piece.data : labelled(piece))
+      while (!c.closed && ws.getBufferedAmount() > SOCKET_HIGH_WATER_BYTES) await new Promise<void>((resolve) => (c.drained = resolve))
+    }
+    if (!c.closed) ws.close(1000)
+  }
+
+  const socketHandlers = {
+    open: (ws: Bun.ServerWebSocket<LogsSocketData>) => {
+      void streamLogs(ws).catch(() => {
+        if (!ws.data.logs.closed) ws.close(1011)
+      })
+    },
+    drain: (ws: Bun.ServerWebSocket<LogsSocketData>) => {
+      const resolve = ws.data.logs.drained
+      ws.data.logs.drained = null
+      resolve?.()
+    },
+    close: (ws: Bun.ServerWebSocket<LogsSocketData>) => {
+      ws.data.logs.closed = true
+      const resolve = ws.data.logs.drained
+      ws.data.logs.drained = null
+      resolve?.()
+    }
+  }
+
+  /** A deleted sandbox's sessions go with it. */
+  const forgetSandbox = (sandboxId: string) => {
+    for (const [key, session] of sessions.entries()) {
+      if (session.sandboxId !== sandboxId) continue
+      sessions.delete(key)
+      writing.delete(key)
+    }
+  }
+
+  return { create, list, get, remove, exec, commandStatus, commandLogs, sendInput, connectLogs, socketHandlers, forgetSandbox }
+}
+
+export type Sessions = ReturnType<typeof makeSessions>
