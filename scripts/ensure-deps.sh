@@ -1,8 +1,9 @@
 #!/bin/sh
 # Installs what the gateway needs when it is missing, then returns: bun (from npm); bubblewrap, slirp4netns,
 # nftables (the sandboxes' egress filter), postgresql (the tests' second engine), e2fsprogs (each sandbox's disk image), util-linux and mount (setpriv,
-# unshare, nsenter, flock, losetup), iproute2 and chromium (the dashboard's browser tests) from Debian; the project's
-# packages; and the dashboard's built assets. Safe to run every time; quiet when all is there.
+# unshare, nsenter, flock, losetup), iproute2, chromium (the dashboard's browser tests) and the Python client's python3
+# packages from Debian; the project's packages; and the dashboard's built assets. Safe to run every time; quiet when
+# all is there.
 set -e
 cd "$(dirname "$0")/.."
 
@@ -26,6 +27,11 @@ for tool in setpriv unshare nsenter flock mountpoint; do
 done
 command -v losetup >/dev/null 2>&1 || [ -x /usr/sbin/losetup ] || [ -x /sbin/losetup ] || missing="$missing mount"
 command -v python3 >/dev/null 2>&1 || [ -x /usr/bin/python3 ] || missing="$missing python3"
+# The Python client (clients/python) and its tests, on Debian's python3 only (no PyPI): httpx, pytest, venv and
+# pip to install it into a virtual environment, setuptools and wheel to build it, mypy to check its types.
+for module in httpx:python3-httpx pytest:python3-pytest mypy:python3-mypy ensurepip:python3-venv pip:python3-pip setuptools:python3-setuptools wheel:python3-wheel; do
+  /usr/bin/python3 -c "import ${module%%:*}" >/dev/null 2>&1 || missing="$missing ${module#*:}"
+done
 # The OCI tests build their images from a static busybox (an image without glibc); ldd finds what the agent
 # needs from the host in images (libc-bin, always there on Debian).
 [ -x /bin/busybox ] && ! ldd /bin/busybox >/dev/null 2>&1 || missing="$missing busybox-static"

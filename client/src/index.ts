@@ -35,7 +35,10 @@ export interface ClientOptions {
   readonly attempts?: number
   /** The fetch to use (default: the global one). */
   readonly fetch?: typeof globalThis.fetch
-  /** The WebSocket to attach terminals with (default: the global one, which takes `{ headers }` in Bun and Node). */
+  /**
+   * The WebSocket to attach terminals with (default: the global one, which takes `{ headers }` in Bun and Node 22+;
+   * on Node 20, the `ws` package's).
+   */
   readonly webSocket?: WebSocketConstructor
 }
 
@@ -171,7 +174,8 @@ export const createClient = (options: ClientOptions) => {
   const attempts = Math.max(1, options.attempts ?? 4)
   const fetchImpl = options.fetch ?? globalThis.fetch
   const authHeaders = { authorization: `Bearer ${options.apiKey}`, "x-metal-project-id": options.projectId }
-  const WebSocketImpl: WebSocketConstructor = options.webSocket ?? (globalThis.WebSocket as unknown as WebSocketConstructor)
+  // Node 20 has no global WebSocket (without --experimental-websocket): terminals there need `webSocket`.
+  const WebSocketImpl = options.webSocket ?? (globalThis.WebSocket as unknown as WebSocketConstructor | undefined)
   const wsBase = options.baseUrl.replace(/^http/, "ws")
   const httpLayer = FetchHttpClient.layer.pipe(Layer.provide(Layer.succeed(FetchHttpClient.Fetch, fetchImpl)))
   /** The contract's client: every route of the API, typed (Effect). */
@@ -345,6 +349,9 @@ export const createClient = (options: ClientOptions) => {
     const attach = async (processId: string, o: AttachOptions = {}): Promise<Terminal> => {
       const query = o.after === undefined ? "" : `?after=${o.after}`
       const path = `/v1/sandboxes/${id}/processes/${processId}/attach${query}`
+      if (WebSocketImpl === undefined) {
+        throw new GatewayError("client_error", "No WebSocket here to attach a terminal with: pass createClient's `webSocket` (on Node 20, the `ws` package's WebSocket, or run Node with --experimental-websocket)", 0, false)
+      }
       let terminal: Terminal
       try {
         terminal = await openTerminal(WebSocketImpl, `${wsBase}${path}`, authHeaders, processId, o)

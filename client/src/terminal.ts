@@ -45,6 +45,9 @@ export type WebSocketConstructor = new (url: string, init: { readonly headers: R
 const TAKEN_OVER = 4000
 const ACCESS_ENDED = 4001
 const MAX_INPUT_FRAME = 1024 * 1024
+/** readyState values (RFC 6455's API): numbers, so a constructor passed in works where no global WebSocket is (Node 20). */
+const CONNECTING = 0
+const OPEN = 1
 
 type ServerFrame =
   | { readonly type: "exit"; readonly state: TerminalExit["state"]; readonly exit_code: number | null }
@@ -85,8 +88,8 @@ export const openTerminal = (
     const pending: Array<Uint8Array<ArrayBuffer> | string> = []
 
     const send = (frame: Uint8Array<ArrayBuffer> | string) => {
-      if (ws.readyState === WebSocket.OPEN) ws.send(frame)
-      else if (ws.readyState === WebSocket.CONNECTING) pending.push(frame)
+      if (ws.readyState === OPEN) ws.send(frame)
+      else if (ws.readyState === CONNECTING) pending.push(frame)
       else throw new GatewayError("attach_closed", "The terminal session is closed", 0, false)
     }
 
@@ -102,7 +105,7 @@ export const openTerminal = (
         resize: (cols, rows) => send(JSON.stringify({ type: "resize", cols, rows })),
         close: () => {
           closedByUs = true
-          if (ws.readyState === WebSocket.OPEN || ws.readyState === WebSocket.CONNECTING) ws.close(1000, "detached")
+          if (ws.readyState === OPEN || ws.readyState === CONNECTING) ws.close(1000, "detached")
         },
         exit
       })

@@ -64,7 +64,7 @@ import { forward, isClustered, ownerUrl, wasForwarded } from "../services/Forwar
 import { Telemetry } from "../services/Telemetry.ts"
 import { provideRepositories, type Repositories } from "../db/Database.ts"
 import { IDLE_SECONDS } from "./Sse.ts"
-import { ProjectKeyAuthLive, UserAuthLive } from "./Security.ts"
+import { ProjectKeyAuthLive, UserAuthLive } from "./Authentication.ts"
 
 export const ApiLive = HttpApiBuilder.api(Api).pipe(
   Layer.provide([

@@ -1,0 +1,1 @@
+"""The async client (the source the sync one is generated from)."""

@@ -1,0 +1,1 @@
+"""The sync client (generated from the async one, with primitives of its own)."""
