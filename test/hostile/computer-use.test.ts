@@ -17,6 +17,7 @@ import { diskPath, type JailState } from "../../src/runtime/Jail.ts"
 import { changedPixels, decodePng } from "../support/png.ts"
 import { createReadySandbox, idempotencyKey, type KeyAuth, minimalSandbox, poll, runProcess, waitProcess, waitRuntimeOperation } from "../support/sandbox.ts"
 import { api, bootstrap, expectEnvelope, type RunningServer, startServer } from "../support/server.ts"
+import { jailOfSandbox } from "../support/jails.ts"
 
 const TAKEOVER = fs.readFileSync(path.join(import.meta.dirname, "fixtures", "takeover.js"))
 const MAX_GROWTH = 100 * 1024 * 1024
@@ -52,16 +53,7 @@ const screenshot = async (auth: KeyAuth, sandboxId: string) => {
   return decodePng(Buffer.from(op.result.data_base64, "base64"))
 }
 
-const jailOf = (sandboxId: string): JailState => {
-  const dir = path.join(server.dataDir, "sandboxes")
-  for (const id of fs.readdirSync(dir)) {
-    const file = path.join(dir, id, "state.json")
-    if (!fs.existsSync(file)) continue
-    const state = JSON.parse(fs.readFileSync(file, "utf8")) as JailState
-    if (state.spec?.labels["metal.sandbox_id"] === sandboxId) return state
-  }
-  throw new Error(`no jail for ${sandboxId}`)
-}
+const jailOf = (sandboxId: string): JailState => jailOfSandbox(server.dataDir, sandboxId)
 
 /** From inside a sandbox: tries to reach a display by its abstract socket and by TCP; prints what answered. */
 const PROBE = `

@@ -19,6 +19,7 @@ import { BOMB_INFLATED_BYTES, gzipBomb } from "../support/bombs.ts"
 import { activeEndpoint } from "../support/endpoints.ts"
 import { createReadySandbox, idempotencyKey, type KeyAuth, minimalSandbox, poll, runProcess, waitProcess, waitRuntimeOperation } from "../support/sandbox.ts"
 import { api, bootstrap, expectEnvelope, type RunningServer, startServer } from "../support/server.ts"
+import { jailOfSandbox } from "../support/jails.ts"
 
 const TAKEOVER = fs.readFileSync(path.join(import.meta.dirname, "fixtures", "takeover.js"))
 /** How much the gateway may grow while a sandbox throws bombs at it (a bomb inflated once is 900 MiB). */
@@ -38,17 +39,7 @@ beforeAll(async () => {
 })
 afterAll(() => server.stop())
 
-/** The jail of one of our sandboxes (its emulator labels it with our sandbox id). */
-const jailOf = (sandboxId: string): JailState => {
-  const dir = path.join(server.dataDir, "sandboxes")
-  for (const id of fs.readdirSync(dir)) {
-    const file = path.join(dir, id, "state.json")
-    if (!fs.existsSync(file)) continue
-    const state = JSON.parse(fs.readFileSync(file, "utf8")) as JailState
-    if (state.spec?.labels["metal.sandbox_id"] === sandboxId) return state
-  }
-  throw new Error(`no jail for ${sandboxId}`)
-}
+const jailOf = (sandboxId: string): JailState => jailOfSandbox(server.dataDir, sandboxId)
 
 /** A path in a running sandbox's disk, as the host reaches it. */
 const inSandbox = (sandboxId: string, ...rel: Array<string>) => diskPath(jailOf(sandboxId), "root", ...rel)
