@@ -31,9 +31,10 @@ export const newNonce = () => Buffer.from(crypto.getRandomValues(new Uint8Array(
 
 /**
  * A command's directory in the sandbox: its exit status (`exit`, written once its output is all written), and for an
- * asynchronous command, while it runs, its FIFOs (`in`, its input; `echo`, what is sent to it, to its stdout).
+ * asynchronous command, while it runs, its FIFOs (`in`, its input; `echo`, what is sent to it, to its stdout). On
+ * the jail's shared-memory tmpfs, not its disk: a command that fills the disk still leaves its exit status.
  */
-export const commandDir = (nonce: string) => `/tmp/.daytona-session-${nonce}`
+export const commandDir = (nonce: string) => `/dev/shm/.daytona-session-${nonce}`
 
 const startMarker = (nonce: string) => `\\036${nonce}:S\\036`
 

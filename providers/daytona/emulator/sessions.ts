@@ -117,6 +117,9 @@ export const makeSessions = (books: Books, runtime: LocalRuntimeShape) => {
   const settle = async (session: Session, command: SessionCommand): Promise<number | undefined> => {
     if (command.exitCode !== undefined) return command.exitCode
     const file = await Effect.runPromise(Effect.either(runtime.readFile(session.sandboxId, `${commandDir(command.nonce)}/exit`, 0, 32)))
+    // Not there yet is an answer; a sandbox that cannot be asked is a failure of this call (the daemon's 5xx), never
+    // a command that runs on forever.
+    if (file._tag === "Left" && file.left.kind !== "not_found") throw file.left
     const status = file._tag === "Right" ? /^-?\d{1,10}$/.exec(Buffer.from(file.right.data).toString("latin1"))?.[0] : undefined
     if (status !== undefined) {
       command.exitCode = Number(status)
@@ -125,7 +128,7 @@ export const makeSessions = (books: Books, runtime: LocalRuntimeShape) => {
     }
     const shell = await Effect.runPromise(Effect.either(runtime.getExec(session.sandboxId, session.shellExecId)))
     if (shell._tag === "Right" && shell.right.state === "running") return undefined
-    if (shell._tag === "Left" && shell.left.kind !== "not_found") return undefined
+    if (shell._tag === "Left" && shell.left.kind !== "not_found") throw shell.left
     // The shell ended (or went with its sandbox's jail). A command before this one may have ended just before it.
     let running = true
     for (const c of session.commands) {
