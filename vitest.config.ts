@@ -2,12 +2,29 @@ import { defineConfig } from "vitest/config"
 import { BaseSequencer, type TestSpecification } from "vitest/node"
 
 /**
- * Two runs (scripts/test.sh): SQLite, every suite; then PostgreSQL (TEST_ENGINE=pg), the db, service and HTTP
- * suites against a real PostgreSQL started for the run (test/support/pg-global-setup.ts).
+ * Two runs (scripts/test.sh): SQLite, every suite; then PostgreSQL (TEST_ENGINE=pg), the db and service suites and
+ * the engine-dependent HTTP suites (PG_SUITES) against a real PostgreSQL started for the run
+ * (test/support/pg-global-setup.ts).
  */
 const onPg = process.env["TEST_ENGINE"] === "pg"
 const report = process.env["VITEST_JSON_REPORT"]
 const reportFile = report === undefined ? undefined : onPg ? report.replace(/(\.json)?$/, ".pg.json") : report
+
+/**
+ * On PostgreSQL: the repositories and services (every query of both dialects), and the HTTP suites whose behaviour
+ * depends on the engine — replicas sharing one database, fail-over, `db copy`, and the account and billing routes'
+ * transactions. The other HTTP suites check routes above the same repositories (run once, on SQLite).
+ */
+const PG_SUITES = [
+  "test/db/**/*.test.ts",
+  "test/services/**/*.test.ts",
+  "test/http/replica*.test.ts",
+  "test/http/db-copy.test.ts",
+  "test/http/accounts.test.ts",
+  "test/http/billing.test.ts",
+  "test/http/fast-reads.test.ts",
+  "test/http/stream-revocation.test.ts"
+]
 
 /**
  * The files that take longest start first, so the last minutes of a run are not one long file alone on one fork
@@ -36,7 +53,7 @@ class LongFirst extends BaseSequencer {
 
 export default defineConfig({
   test: {
-    include: onPg ? ["test/db/**/*.test.ts", "test/services/**/*.test.ts", "test/http/**/*.test.ts"] : ["test/**/*.test.ts", "providers/**/*.test.ts"],
+    include: onPg ? PG_SUITES : ["test/**/*.test.ts", "providers/**/*.test.ts"],
     ...(onPg ? { globalSetup: ["test/support/pg-global-setup.ts"] } : {}),
     testTimeout: 60_000,
     hookTimeout: 60_000,

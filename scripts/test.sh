@@ -1,5 +1,5 @@
 #!/bin/sh
-# The test command (README "Tests"): every suite on SQLite, then the db, service and HTTP suites on PostgreSQL
+# The test command (README "Tests"): every suite on SQLite, then the db, service and engine-dependent HTTP suites on PostgreSQL
 # (TEST_ENGINE=pg: vitest.config.ts starts a real PostgreSQL for the run, one database per DATA_DIR). Both runs
 # always happen; the exit status is non-zero when either failed. With VITEST_JSON_REPORT=<file>, the SQLite run
 # writes <file> and the PostgreSQL run <file without .json>.pg.json (.ci/run reports both).
