@@ -12,6 +12,8 @@ import { api, bootstrap, type RunningServer, startServer, tempDataDir } from "..
 import { createReadySandbox, idempotencyKey, minimalSandbox, poll, readProcessOutput, waitProcess } from "../support/sandbox.ts"
 
 let server: RunningServer | undefined
+/** With warm jails (test servers start none by default): a create taken from the pool must survive the kill too. */
+const WARM = { RUNTIME_WARM_POOL: "2" }
 
 afterAll(async () => {
   await server?.stop()
@@ -20,7 +22,7 @@ afterAll(async () => {
 describe("crash recovery", () => {
   it("recovers every operation after SIGKILL and keeps running sandboxes and processes", async () => {
     const dataDir = tempDataDir("crash")
-    server = await startServer({ dataDir })
+    server = await startServer({ dataDir, env: WARM })
     let http = api(server.url)
     const boot = await bootstrap(dataDir, "crash@example.com")
     const auth = { token: boot.api_key, project: boot.project_id }
@@ -48,7 +50,7 @@ describe("crash recovery", () => {
     writable.close()
     expect(fs.existsSync(path.join(dataDir, "sandboxes", orphanJail))).toBe(true)
 
-    server = await startServer({ dataDir })
+    server = await startServer({ dataDir, env: WARM })
     http = api(server.url)
     const deadline = Date.now() + 60_000
     const operationIds = creates.map((c) => c.body.operation.id as string)
