@@ -64,7 +64,7 @@ const script = (blocks: ReadonlyArray<ShellBlock>) =>
   ].join("\n")
 
 /** Sessions at a time: files run side by side (most of a session waits for sandboxes), a few at once. */
-const SESSIONS = 4
+const SESSIONS = 3
 let free = SESSIONS
 const waiting: Array<() => void> = []
 const inSession = async <A>(run: () => Promise<A>): Promise<A> => {
