@@ -1,8 +1,7 @@
 /**
- * The one file part of a `multipart/form-data` upload, as a stream: an emulator writes it to the runtime as it
- * comes instead of holding the whole form (which `Request.formData()` would). The parts before the named one are
- * skipped; its bytes end where the next boundary begins. A body that ends before that boundary errors the stream,
- * so a broken upload is never taken for a whole file.
+ * `multipart/form-data` uploads as streams: an emulator writes a file part to the runtime as it comes instead of
+ * holding the whole form (which `Request.formData()` would). A part's bytes end where the next boundary begins; a
+ * body that ends before that boundary errors the stream, so a broken upload is never taken for a whole file.
  */
 
 /** The boundary of a multipart content type, or undefined. */
@@ -23,85 +22,39 @@ const concat = (a: Uint8Array, b: Uint8Array) => {
 const MAX_HEAD_BYTES = 16 * 1024
 
 /**
- * The bytes of the part named `field` in `body` (multipart with `boundary`), and its file name once known.
- * Errors (the stream errors) when the body is not multipart as declared or ends early.
+ * The bytes of the part named `field` in `body` (multipart with `boundary`): the parts before it are skipped, and
+ * the body is not read past its end. The stream errors when the body is not multipart as declared, has no such part
+ * or ends early.
  */
-export const multipartFile = (body: ReadableStream<Uint8Array>, boundary: string, field: string): { readonly stream: ReadableStream<Uint8Array>; readonly fileName: Promise<string | undefined> } => {
-  const delimiter = new TextEncoder().encode(`\r\n--${boundary}`)
-  const reader = body.getReader()
-  /** Bytes read but not yet handed on: `\r\n` is put in front so the first boundary matches the delimiter too. */
-  let pending: Uint8Array = new TextEncoder().encode("\r\n")
-  let inFile = false
-  let finished = false
-  let resolveName: (name: string | undefined) => void = () => {}
-  const fileName = new Promise<string | undefined>((resolve) => (resolveName = resolve))
-  const more = async () => {
-    const { done, value } = await reader.read()
-    if (done) throw new Error("the multipart body ended before its closing boundary")
-    pending = concat(pending, value)
-  }
-  /** Skips to the part named `field`: after it, `pending` starts with its first byte. */
-  const findPart = async () => {
-    for (;;) {
-      let at = indexOf(pending, delimiter)
-      while (at < 0) {
-        pending = pending.subarray(Math.max(0, pending.length - delimiter.length))
-        await more()
-        at = indexOf(pending, delimiter)
-      }
-      pending = pending.subarray(at + delimiter.length)
-      while (pending.length < 2) await more()
-      if (pending[0] === 45 && pending[1] === 45) throw new Error(`the multipart body has no "${field}" part`) // "--": the end
-      let headEnd = indexOf(pending, new TextEncoder().encode("\r\n\r\n"))
-      while (headEnd < 0) {
-        if (pending.length > MAX_HEAD_BYTES) throw new Error("a multipart part head is too long")
-        await more()
-        headEnd = indexOf(pending, new TextEncoder().encode("\r\n\r\n"))
-      }
-      const head = Buffer.from(pending.subarray(0, headEnd)).toString("latin1")
-      pending = pending.subarray(headEnd + 4)
-      const disposition = /content-disposition:[^\r\n]*/i.exec(head)?.[0] ?? ""
-      if (new RegExp(`;\\s*name="${field}"`, "i").test(disposition)) {
-        resolveName(/;\s*filename="([^"]*)"/i.exec(disposition)?.[1])
-        return
-      }
-      // Another part: put its `\r\n` back so its end matches the delimiter.
-      pending = concat(new TextEncoder().encode("\r\n"), pending)
-    }
-  }
-  const stream = new ReadableStream<Uint8Array>({
+export const multipartFile = (body: ReadableStream<Uint8Array>, boundary: string, field: string): ReadableStream<Uint8Array> => {
+  const parts = multipartParts(body, boundary)
+  let file: ReadableStreamDefaultReader<Uint8Array> | undefined
+  const done = () => void parts.return(undefined).catch(() => {})
+  return new ReadableStream<Uint8Array>({
     pull: async (controller) => {
       try {
-        if (finished) return controller.close()
-        if (!inFile) {
-          await findPart()
-          inFile = true
+        while (file === undefined) {
+          const next = await parts.next()
+          if (next.done) throw new Error(`the multipart body has no "${field}" part`)
+          // A part not read is skipped when the next is asked for.
+          if (next.value.name === field) file = next.value.body.getReader()
         }
-        for (;;) {
-          const at = indexOf(pending, delimiter)
-          if (at >= 0) {
-            if (at > 0) controller.enqueue(pending.slice(0, at))
-            finished = true
-            void reader.cancel().catch(() => {})
-            return controller.close()
-          }
-          // Everything but what could be the start of the delimiter can go on.
-          const safe = pending.length - (delimiter.length - 1)
-          if (safe > 0) {
-            controller.enqueue(pending.slice(0, safe))
-            pending = pending.subarray(safe)
-            return
-          }
-          await more()
+        const read = await file.read()
+        if (read.done) {
+          done()
+          return controller.close()
         }
+        controller.enqueue(read.value)
       } catch (e) {
-        resolveName(undefined)
+        done()
         controller.error(e)
       }
     },
-    cancel: (reason) => reader.cancel(reason)
+    cancel: async (reason) => {
+      await file?.cancel(reason).catch(() => {})
+      done()
+    }
   })
-  return { stream, fileName }
 }
 
 /** One part of a multipart body: its name and file name (from its Content-Disposition) and its bytes. */
@@ -173,7 +126,8 @@ export async function* multipartParts(body: ReadableStream<Uint8Array>, boundary
             controller.error(e)
           }
         }
-      })
+        // Read only when asked (no read-ahead): a pull of its own would race the skip below for `pending`.
+      }, { highWaterMark: 0 })
       yield {
         name: /;\s*name="([^"]*)"/i.exec(disposition)?.[1],
         fileName: /;\s*filename="([^"]*)"/i.exec(disposition)?.[1],

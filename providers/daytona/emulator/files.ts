@@ -123,7 +123,7 @@ export const makeFiles = (runtime: LocalRuntimeShape, dirs: Execute) => {
     const boundary = boundaryOf(request.headers.get("content-type") ?? "")
     // A raw body may be empty (an empty file); a multipart one needs its `file` part.
     const body = request.body ?? new Blob([]).stream()
-    await writeStream(sandbox, p, boundary === undefined ? body : multipartFile(body, boundary, "file").stream)
+    await writeStream(sandbox, p, boundary === undefined ? body : multipartFile(body, boundary, "file"))
     return json({ name: path.posix.basename(p), path: p, type: "file" })
   }
 
