@@ -1,9 +1,19 @@
+import type { ErrorCode } from "../../src/domain/ErrorCodes.ts"
+
+/**
+ * A GatewayError's `code`: one of the API's closed set (`ErrorCode`, docs/guide/errors.md) for an answer of the
+ * gateway; the failed resource's own `error.code` for an operation, process, endpoint or recording that failed
+ * (`process_exit_nonzero`, `no_eligible_provider`, …); or the client's own (`network_error`, `client_error`,
+ * `http_<status>` for a body that was not the envelope, `attach_*` for a terminal).
+ */
+export type GatewayErrorCode = ErrorCode | (string & {})
+
 /** What a failed call to the gateway throws: the error envelope's fields, typed. */
 export class GatewayError extends Error {
   override readonly name = "GatewayError"
   constructor(
     /** The envelope's `code` (`not_found`, `validation_error`, `invalid_sandbox_state`, …), or `network_error`. */
-    readonly code: string,
+    readonly code: GatewayErrorCode,
     message: string,
     /** The HTTP status (0 for a request that got no answer). */
     readonly status: number,

@@ -22,7 +22,9 @@ import { fromEnvelope, GatewayError } from "./errors.ts"
 import { followEvents } from "./sse.ts"
 import { type AttachHandlers, openTerminal, type Terminal, type TerminalExit, type WebSocketConstructor } from "./terminal.ts"
 
-export { GatewayError } from "./errors.ts"
+export { GatewayError, type GatewayErrorCode } from "./errors.ts"
+/** The API's error codes by status, each with its meaning; `raw` calls fail with their route's own codes, typed. */
+export { ERROR_CODES, type ErrorCode } from "../../src/domain/ErrorCodes.ts"
 export type { ComputerActionInput, RecordingRecord, Screenshot, ScreenshotOptions } from "./computer.ts"
 export type { AttachHandlers, Terminal, TerminalExit, WebSocketConstructor } from "./terminal.ts"
 

@@ -7,7 +7,7 @@
  */
 import { Schema } from "effect"
 import { Provider } from "./Sandbox.ts"
-import { Unprocessable } from "./Errors.ts"
+import { apiError, type Coded, Unprocessable } from "./Errors.ts"
 
 export const ENVIRONMENTS = [
   { name: "metal/base", versions: ["latest"], description: "A Linux base system with a shell and the usual tools" },
@@ -26,24 +26,16 @@ export const EnvironmentEntry = Schema.Struct({
 export const EnvironmentList = Schema.Struct({ environments: Schema.Array(EnvironmentEntry) }).annotations({ identifier: "EnvironmentList" })
 
 /** A 422 for an environment source the catalogue does not have (the field, and the known names or versions). */
-export const unknownEnvironment = (source: { readonly kind: string; readonly environment?: string | undefined; readonly version?: string | undefined }): Unprocessable | undefined => {
+export const unknownEnvironment = (source: { readonly kind: string; readonly environment?: string | undefined; readonly version?: string | undefined }): Coded<Unprocessable, "validation_error"> | undefined => {
   if (source.kind !== "environment") return undefined
   const known = ENVIRONMENTS.map((e) => e.name)
   const entry = ENVIRONMENTS.find((e) => e.name === source.environment)
   if (entry === undefined) {
     const message = `source.environment must be one of: ${known.join(", ")}`
-    return new Unprocessable({
-      code: "validation_error",
-      message,
-      details: { issues: [{ path: "source.environment", message, allowed: known }], environments: known }
-    })
+    return apiError(Unprocessable, "validation_error", message, { issues: [{ path: "source.environment", message, allowed: known }], environments: known })
   }
   const version = source.version ?? "latest"
   if ((entry.versions as ReadonlyArray<string>).includes(version)) return undefined
   const message = `source.version of ${entry.name} must be one of: ${entry.versions.join(", ")}`
-  return new Unprocessable({
-    code: "validation_error",
-    message,
-    details: { issues: [{ path: "source.version", message, allowed: [...entry.versions] }], versions: [...entry.versions] }
-  })
+  return apiError(Unprocessable, "validation_error", message, { issues: [{ path: "source.version", message, allowed: [...entry.versions] }], versions: [...entry.versions] })
 }

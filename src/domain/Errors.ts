@@ -2,13 +2,16 @@
  * The error model. Every non-2xx response body is the envelope
  * `{code, message, request_id, retryable, details?}`.
  *
- * Domain code fails with one class per HTTP status (`Conflict`, `NotFound`, ...), each carrying a stable
- * snake_case `code`. The HttpApi declares `wire(Class)`: a transform whose encoded side is the envelope,
- * so handlers `yield* new Conflict({ code: "api_key_must_be_revoked", message })` and the body comes out right.
+ * Domain code fails with one class per HTTP status (`Conflict`, `NotFound`, ...), whose `code` is one of that
+ * status's codes in the closed catalogue (ErrorCodes.ts). `apiError(Conflict, "invalid_sandbox_state", message)`
+ * builds one typed with its code; each route declares what it can answer with, `failsWith(Conflict,
+ * "invalid_sandbox_state", …)`, a transform whose encoded side is the envelope — so HttpApi refuses a handler
+ * that can fail with a code its route does not declare, and the OpenAPI document lists every route's codes.
  */
 import { HttpApiSchema } from "@effect/platform"
 import { Effect, FiberRef, ParseResult, Schema } from "effect"
 import { globalValue } from "effect/GlobalValue"
+import { type CodeOf, codesOf, type ErrorStatus, meaningOf } from "./ErrorCodes.ts"
 
 export const ErrorDetails = Schema.Record({ key: Schema.String, value: Schema.Unknown })
 export type ErrorDetails = typeof ErrorDetails.Type
@@ -25,61 +28,64 @@ export type ErrorObject = typeof ErrorObject.Type
 /** The request id of the request being served; set by the outermost HTTP middleware. */
 export const CurrentRequestId = globalValue("app/CurrentRequestId", () => FiberRef.unsafeMake("req_unknown"))
 
-const fields = {
-  code: Schema.String,
+type ErrorFields = { readonly code: string; readonly message: string; readonly details?: ErrorDetails | undefined }
+
+/** The fields of a status's error: its `code` is one of that status's codes (ErrorCodes.ts). */
+const fieldsOf = <S extends ErrorStatus>(status: S) => ({
+  code: Schema.Literal(...codesOf(status)),
   message: Schema.String,
   details: Schema.optional(ErrorDetails)
-}
+})
 
-type ErrorFields = { readonly code: string; readonly message: string; readonly details?: ErrorDetails | undefined }
-type ApiErrorClass<Self, I> = Schema.Schema<Self, I> & {
-  readonly status: number
-  readonly _tag: string
-}
-
-export class BadRequest extends Schema.TaggedError<BadRequest>()("BadRequest", fields) {
+export class BadRequest extends Schema.TaggedError<BadRequest>()("BadRequest", fieldsOf(400)) {
   static readonly status = 400
 }
-export class Unauthenticated extends Schema.TaggedError<Unauthenticated>()("Unauthenticated", fields) {
+export class Unauthenticated extends Schema.TaggedError<Unauthenticated>()("Unauthenticated", fieldsOf(401)) {
   static readonly status = 401
 }
-export class PaymentRequired extends Schema.TaggedError<PaymentRequired>()("PaymentRequired", fields) {
+export class PaymentRequired extends Schema.TaggedError<PaymentRequired>()("PaymentRequired", fieldsOf(402)) {
   static readonly status = 402
 }
-export class Forbidden extends Schema.TaggedError<Forbidden>()("Forbidden", fields) {
+export class Forbidden extends Schema.TaggedError<Forbidden>()("Forbidden", fieldsOf(403)) {
   static readonly status = 403
 }
-export class NotFound extends Schema.TaggedError<NotFound>()("NotFound", fields) {
+export class NotFound extends Schema.TaggedError<NotFound>()("NotFound", fieldsOf(404)) {
   static readonly status = 404
 }
-export class MethodNotAllowed extends Schema.TaggedError<MethodNotAllowed>()("MethodNotAllowed", fields) {
+export class MethodNotAllowed extends Schema.TaggedError<MethodNotAllowed>()("MethodNotAllowed", fieldsOf(405)) {
   static readonly status = 405
 }
-export class Conflict extends Schema.TaggedError<Conflict>()("Conflict", fields) {
+export class Conflict extends Schema.TaggedError<Conflict>()("Conflict", fieldsOf(409)) {
   static readonly status = 409
 }
-export class PayloadTooLarge extends Schema.TaggedError<PayloadTooLarge>()("PayloadTooLarge", fields) {
+export class Gone extends Schema.TaggedError<Gone>()("Gone", fieldsOf(410)) {
+  static readonly status = 410
+}
+export class PayloadTooLarge extends Schema.TaggedError<PayloadTooLarge>()("PayloadTooLarge", fieldsOf(413)) {
   static readonly status = 413
 }
-export class RangeNotSatisfiable extends Schema.TaggedError<RangeNotSatisfiable>()("RangeNotSatisfiable", fields) {
-  static readonly status = 416
-}
-export class UpgradeRequired extends Schema.TaggedError<UpgradeRequired>()("UpgradeRequired", fields) {
-  static readonly status = 426
-}
-export class UnsupportedMediaType extends Schema.TaggedError<UnsupportedMediaType>()("UnsupportedMediaType", fields) {
+export class UnsupportedMediaType extends Schema.TaggedError<UnsupportedMediaType>()("UnsupportedMediaType", fieldsOf(415)) {
   static readonly status = 415
 }
-export class Unprocessable extends Schema.TaggedError<Unprocessable>()("Unprocessable", fields) {
+export class RangeNotSatisfiable extends Schema.TaggedError<RangeNotSatisfiable>()("RangeNotSatisfiable", fieldsOf(416)) {
+  static readonly status = 416
+}
+export class Unprocessable extends Schema.TaggedError<Unprocessable>()("Unprocessable", fieldsOf(422)) {
   static readonly status = 422
 }
-export class TooManyRequests extends Schema.TaggedError<TooManyRequests>()("TooManyRequests", fields) {
+export class UpgradeRequired extends Schema.TaggedError<UpgradeRequired>()("UpgradeRequired", fieldsOf(426)) {
+  static readonly status = 426
+}
+export class TooManyRequests extends Schema.TaggedError<TooManyRequests>()("TooManyRequests", fieldsOf(429)) {
   static readonly status = 429
 }
-export class InternalError extends Schema.TaggedError<InternalError>()("InternalError", fields) {
+export class InternalError extends Schema.TaggedError<InternalError>()("InternalError", fieldsOf(500)) {
   static readonly status = 500
 }
-export class ServiceUnavailable extends Schema.TaggedError<ServiceUnavailable>()("ServiceUnavailable", fields) {
+export class BadGateway extends Schema.TaggedError<BadGateway>()("BadGateway", fieldsOf(502)) {
+  static readonly status = 502
+}
+export class ServiceUnavailable extends Schema.TaggedError<ServiceUnavailable>()("ServiceUnavailable", fieldsOf(503)) {
   static readonly status = 503
 }
 
@@ -91,6 +97,7 @@ export type ApiError =
   | NotFound
   | MethodNotAllowed
   | Conflict
+  | Gone
   | PayloadTooLarge
   | UnsupportedMediaType
   | RangeNotSatisfiable
@@ -98,7 +105,29 @@ export type ApiError =
   | Unprocessable
   | TooManyRequests
   | InternalError
+  | BadGateway
   | ServiceUnavailable
+
+/** An error class of one status: what `apiError` builds and `failsWith` declares. */
+type ApiErrorClass<S extends ErrorStatus, Self extends ErrorFields, I = unknown> = Schema.Schema<Self, I> & {
+  readonly status: S
+  readonly _tag: string
+  new(props: { readonly code: CodeOf<S>; readonly message: string; readonly details?: ErrorDetails | undefined }): Self
+}
+
+/** An error whose code is known to be one of `C`: what a route declares it can answer with. */
+export type Coded<E, C extends string> = E & { readonly code: C }
+
+/**
+ * An error of `cls`'s status with this code, typed with the code itself, so that a route's declared codes
+ * (`failsWith`) are checked against what its handler can fail with.
+ */
+export const apiError = <S extends ErrorStatus, Self extends ErrorFields, I, const C extends CodeOf<S>>(
+  cls: ApiErrorClass<S, Self, I>,
+  code: C,
+  message: string,
+  details?: ErrorDetails
+): Coded<Self, C> => new cls(details === undefined ? { code, message } : { code, message, details }) as Coded<Self, C>
 
 /** Only server-side failures and rate limits are worth retrying unchanged. */
 export const isRetryableStatus = (status: number) => status >= 500 || status === 429
@@ -112,12 +141,30 @@ export const Envelope = Schema.Struct({
 })
 export type Envelope = typeof Envelope.Type
 
-/** The declared (wire) form of an error class: encodes to the envelope with the class's HTTP status. */
-export const wire = <Self extends ErrorFields, I>(
-  cls: ApiErrorClass<Self, I>,
-  description: string
-) =>
-  Schema.transformOrFail(Envelope, Schema.typeSchema(cls), {
+/** The envelope as sent for a route's errors of one status: its `code` is documented as one of `codes`. */
+const envelopeOf = (codes: ReadonlyArray<string>) =>
+  Schema.Struct({
+    ...Envelope.fields,
+    // A string at run time (an error never becomes a 500 for its code); the document lists the route's codes.
+    code: Schema.String.annotations({ jsonSchema: { type: "string", enum: [...codes] } })
+  })
+
+/** The codes as the route's documentation lists them: each with what it means. */
+const describe = <S extends ErrorStatus>(status: S, codes: ReadonlyArray<CodeOf<S>>) =>
+  codes.map((code) => `\`${code}\`: ${meaningOf(status, code)}`).join("; ")
+
+/**
+ * What a route can answer with under `cls`'s status: these codes and no other. The encoded side is the envelope
+ * (with the class's status, `retryable` from it); HttpApi checks that the route's handler fails only with errors
+ * of these codes, and the OpenAPI document lists them on the route.
+ */
+export const failsWith = <S extends ErrorStatus, Self extends ErrorFields, I, const C extends ReadonlyArray<CodeOf<S>>>(
+  cls: ApiErrorClass<S, Self, I>,
+  ...codes: C
+): Schema.Schema<Coded<Self, C[number]>, Envelope> =>
+  // `instanceOf`, not the class's own type schema: that carries the class's identifier, and the document would then
+  // show one shared schema (one route's codes) for every route instead of each route's own.
+  Schema.transformOrFail(envelopeOf(codes), Schema.instanceOf(cls), {
     strict: true,
     decode: (b) => ParseResult.decodeUnknown(cls)({ _tag: cls._tag, code: b.code, message: b.message, details: b.details }),
     encode: (e) =>
@@ -128,31 +175,17 @@ export const wire = <Self extends ErrorFields, I>(
         retryable: isRetryableStatus(cls.status),
         ...(e.details !== undefined ? { details: e.details } : {})
       }))
-  }).annotations(HttpApiSchema.annotations({ status: cls.status, identifier: `${cls._tag}Error`, description }))
-
-export const BadRequestWire = wire(BadRequest, "Unparseable JSON, a missing required header or Idempotency-Key")
-export const UnauthenticatedWire = wire(Unauthenticated, "Missing, unknown, revoked or expired credential (`unauthenticated`)")
-export const PaymentRequiredWire = wire(PaymentRequired, "The organization has no credit left (`insufficient_credits`)")
-export const ForbiddenWire = wire(Forbidden, "The credential may not do this (`forbidden`)")
-export const NotFoundWire = wire(NotFound, "No such resource visible to this credential, or no such route (`not_found`)")
-export const MethodNotAllowedWire = wire(MethodNotAllowed, "The route exists but not with this method (`method_not_allowed`)")
-export const ConflictWire = wire(Conflict, "The request conflicts with the current state (see `code`)")
-export const PayloadTooLargeWire = wire(PayloadTooLarge, "The request body is larger than the server accepts (`payload_too_large`)")
-export const RangeNotSatisfiableWire = wire(RangeNotSatisfiable, "The Range is malformed or outside the file (`range_not_satisfiable`; `Content-Range: bytes */<size>`)")
-export const UpgradeRequiredWire = wire(UpgradeRequired, "The route is a WebSocket: connect with `Upgrade: websocket` (`upgrade_required`)")
-export const UnsupportedMediaTypeWire = wire(UnsupportedMediaType, "The request body is not `application/json` (`unsupported_media_type`)")
-export const UnprocessableWire = wire(Unprocessable, "The request failed validation (`validation_error`, with `details.issues`)")
-export const TooManyRequestsWire = wire(TooManyRequests, "Too much is already waiting on this resource (`too_many_requests`, with `details.limit`); retry once some of it has finished")
-export const InternalErrorWire = wire(InternalError, "An unexpected server error (`internal_error`); retryable")
-export const ServiceUnavailableWire = wire(ServiceUnavailable, "A dependency is unavailable (`service_unavailable`); retryable")
+  }).annotations(HttpApiSchema.annotations({ status: cls.status, description: describe(cls.status, codes) })) as unknown as Schema.Schema<
+    Coded<Self, C[number]>,
+    Envelope
+  >
 
 // Small constructors for the codes used everywhere.
-export const notFound = (what: string) => new NotFound({ code: "not_found", message: `${what} not found` })
-export const forbidden = (message = "You do not have permission to do this") => new Forbidden({ code: "forbidden", message })
-export const unauthenticated = (message = "Missing or invalid credentials") =>
-  new Unauthenticated({ code: "unauthenticated", message })
-export const conflict = (code: string, message: string, details?: ErrorDetails) =>
-  new Conflict(details === undefined ? { code, message } : { code, message, details })
+export const notFound = (what: string) => apiError(NotFound, "not_found", `${what} not found`)
+export const forbidden = (message = "You do not have permission to do this") => apiError(Forbidden, "forbidden", message)
+export const unauthenticated = (message = "Missing or invalid credentials") => apiError(Unauthenticated, "unauthenticated", message)
+export const conflict = <const C extends CodeOf<409>>(code: C, message: string, details?: ErrorDetails) => apiError(Conflict, code, message, details)
 export const validationError = (message: string, issues: ReadonlyArray<{ path: string; message: string }>) =>
-  new Unprocessable({ code: "validation_error", message, details: { issues } })
-export const badRequest = (code: string, message: string) => new BadRequest({ code, message })
+  apiError(Unprocessable, "validation_error", message, { issues })
+export const badRequest = <const C extends CodeOf<400>>(code: C, message: string) => apiError(BadRequest, code, message)
+

@@ -4,13 +4,14 @@
  */
 import { HttpApi, OpenApi } from "@effect/platform"
 import {
-  BadRequestWire,
-  InternalErrorWire,
-  NotFoundWire,
-  PayloadTooLargeWire,
-  ServiceUnavailableWire,
-  UnprocessableWire,
-  UnsupportedMediaTypeWire
+  BadRequest,
+  failsWith,
+  InternalError,
+  NotFound,
+  PayloadTooLarge,
+  ServiceUnavailable,
+  Unprocessable,
+  UnsupportedMediaType
 } from "../domain/Errors.ts"
 import { ApiKeysApi } from "./groups/ApiKeysApi.ts"
 import { BillingApi } from "./groups/BillingApi.ts"
@@ -61,13 +62,14 @@ export class Api extends HttpApi.make("sandbox-gateway")
   .add(ProjectFilesystemApi)
   .add(ProjectEndpointsApi)
   .add(ComputerApi)
-  .addError(BadRequestWire)
-  .addError(NotFoundWire)
-  .addError(PayloadTooLargeWire)
-  .addError(UnsupportedMediaTypeWire)
-  .addError(UnprocessableWire)
-  .addError(InternalErrorWire)
-  .addError(ServiceUnavailableWire)
+  // What any route can answer with, from the server itself (ErrorEnvelope.ts, BodyLimits.ts); each route adds its own.
+  .addError(failsWith(BadRequest, "invalid_json"))
+  .addError(failsWith(NotFound, "not_found"))
+  .addError(failsWith(PayloadTooLarge, "payload_too_large"))
+  .addError(failsWith(UnsupportedMediaType, "unsupported_media_type"))
+  .addError(failsWith(Unprocessable, "validation_error"))
+  .addError(failsWith(InternalError, "internal_error"))
+  .addError(failsWith(ServiceUnavailable, "database_busy"))
   .annotateContext(
     OpenApi.annotations({
       title: "Sandbox Gateway API",

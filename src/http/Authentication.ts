@@ -8,7 +8,7 @@
 import { HttpServerRequest } from "@effect/platform"
 import { Effect, Layer, Option, Redacted } from "effect"
 import { AppConfig } from "../Config.ts"
-import { badRequest, Forbidden, forbidden, unauthenticated, validationError } from "../domain/Errors.ts"
+import { apiError, badRequest, Forbidden, forbidden, unauthenticated, validationError } from "../domain/Errors.ts"
 import { API_KEY_PREFIX, SESSION_TOKEN_PREFIX, TOKEN_SHAPE, USER_TOKEN_PREFIX } from "../domain/Tokens.ts"
 import { Credentials } from "../services/Credentials.ts"
 import { ProjectKeyAuth, UserAuth } from "./Security.ts"
@@ -47,7 +47,7 @@ export const UserAuthLive = Layer.effect(
           const raw = Redacted.value(cookie)
           if (raw === "") return yield* unauthenticated("Missing bearer token")
           const refusal = csrfRefusal(request, publicUrl)
-          if (refusal !== undefined) return yield* new Forbidden({ code: "csrf_failed", message: refusal })
+          if (refusal !== undefined) return yield* apiError(Forbidden, "csrf_failed", refusal)
           const principal = raw.startsWith(SESSION_TOKEN_PREFIX) && TOKEN_SHAPE.test(raw) ? yield* credentials.resolveSession(raw) : Option.none()
           return yield* Option.match(principal, {
             onNone: () => unauthenticated("The session ended (signed out, expired or revoked): sign in again"),

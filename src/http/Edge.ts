@@ -10,6 +10,7 @@
  *   `host[:port]` has no URL (Bun's `request.url` is then just the path, which `new URL` refuses); it is refused
  *   with the 400 envelope before any route reads its URL.
  */
+import type { ErrorCode } from "../domain/ErrorCodes.ts"
 import { newRequestId, requestIdOf } from "./RequestId.ts"
 
 /** Bun route or fetch handler; no response (undefined) when it upgraded the connection to a WebSocket. */
@@ -18,7 +19,7 @@ type Handler<Req extends Request, S, R extends Response | undefined> = (request:
 /** The error envelope as a plain Response, for the code that runs before the Effect app. */
 export const envelopeResponse = (
   status: number,
-  code: string,
+  code: ErrorCode,
   message: string,
   options: { readonly requestId?: string; readonly headers?: Record<string, string>; readonly details?: Record<string, unknown> } = {}
 ): Response => {

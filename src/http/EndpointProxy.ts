@@ -21,6 +21,7 @@
  * A sandbox on another live node (services/Forwarding.ts): its requests and upgrades, after the same checks, go to
  * that node's endpoint listener, as they came (path, query, and in host mode the Host), with the forward mark.
  */
+import type { ErrorCode } from "../domain/ErrorCodes.ts"
 import { HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Cause, Context, Effect, FiberRef, Layer } from "effect"
 import { isWebSocketUpgrade, openUpstream, type Relay, relay as relayWebSocket } from "../../providers/core/websocket.ts"
@@ -51,11 +52,11 @@ export class EndpointOrigin extends Context.Tag("app/EndpointOrigin")<EndpointOr
   readonly addressing: EndpointAddressing
 }>() {}
 
-const envelope = (status: number, code: string, message: string) =>
+const envelope = (status: number, code: ErrorCode, message: string) =>
   Effect.flatMap(FiberRef.get(CurrentRequestId), (request_id) =>
     HttpServerResponse.json({ code, message, request_id, retryable: status >= 500 }, { status }).pipe(Effect.orDie))
 
-const CUT_MESSAGES: Record<CutReason, [number, string, string]> = {
+const CUT_MESSAGES: Record<CutReason, [number, ErrorCode, string]> = {
   revoked: [410, "endpoint_inactive", "The endpoint was revoked"],
   expired: [410, "endpoint_inactive", "The endpoint's lease expired"],
   sandbox_unavailable: [503, "sandbox_unavailable", "The sandbox is not running"]
@@ -127,7 +128,7 @@ const relay = (upstream: ReadableStream<Uint8Array>, signal: AbortSignal, done: 
 
 /** What a request to the endpoint listener comes to: a refusal, a redirect to the endpoint root, or the target. */
 type Resolved =
-  | { readonly _tag: "refused"; readonly status: number; readonly code: string; readonly message: string }
+  | { readonly _tag: "refused"; readonly status: number; readonly code: ErrorCode; readonly message: string }
   | { readonly _tag: "redirect"; readonly location: string }
   | {
     readonly _tag: "target"
@@ -142,7 +143,7 @@ type Resolved =
     readonly host: string | undefined
   }
 
-const refused = (status: number, code: string, message: string): Resolved => ({ _tag: "refused", status, code, message })
+const refused = (status: number, code: ErrorCode, message: string): Resolved => ({ _tag: "refused", status, code, message })
 
 /** What a request forwarded to the owner node carries beside the client's headers: the mark, and its Host. */
 const forwardingHeaders = (target: Extract<Resolved, { _tag: "target" }>): Record<string, string> => ({
@@ -268,7 +269,7 @@ const TOUCH_EVERY_MS = 1_000
 const upgradeRoute = (addressing: EndpointAddressing, config: AppConfigShape, run: <A>(effect: Effect.Effect<A, never, Repositories | EndpointConnections>) => Promise<A>) =>
   async (request: Request, server: Bun.Server<EndpointSocketData>): Promise<Response | undefined> => {
     const requestId = newRequestId()
-    const answer = (status: number, code: string, message: string) =>
+    const answer = (status: number, code: ErrorCode, message: string) =>
       Response.json({ code, message, request_id: requestId, retryable: status >= 500 }, { status, headers: { "x-request-id": requestId } })
     const resolved = await run(resolve(addressing, config, { method: request.method, url: request.url, headers: Object.fromEntries(request.headers) }))
     if (resolved._tag === "refused") return answer(resolved.status, resolved.code, resolved.message)

@@ -6,10 +6,11 @@
 import { HttpApiBuilder, HttpApiError, HttpServerError, HttpServerRequest } from "@effect/platform"
 import { Cause, Effect, Option } from "effect"
 import {
+  apiError,
   BadRequest,
+  type Coded,
   InternalError,
   NotFound,
-  PayloadTooLarge,
   ServiceUnavailable,
   Unprocessable,
   UnsupportedMediaType
@@ -24,7 +25,7 @@ const BODY_METHODS = new Set(["POST", "PUT", "PATCH", "DELETE"])
 /** A schema violation as a 422: readable issues (domain/Issues.ts), the first one as the message. */
 const validationFailed = (error: HttpApiError.HttpApiDecodeError) => {
   const issues = readableIssues(error.issues)
-  return new Unprocessable({ code: "validation_error", message: issuesSummary(issues), details: { issues } })
+  return apiError(Unprocessable, "validation_error", issuesSummary(issues), { issues })
 }
 
 /**
@@ -44,26 +45,32 @@ const checkBody = Effect.gen(function*() {
   // The raw file route takes bytes as they are (src/http/groups/FilesystemApi.ts, writeContent).
   if (RAW_FILE_PATH.test(new URL(request.url, "http://gateway").pathname)) {
     if (contentType.startsWith("application/octet-stream")) return
-    return yield* new UnsupportedMediaType({ code: "unsupported_media_type", message: "A raw file body is sent as application/octet-stream" })
+    return yield* apiError(UnsupportedMediaType, "unsupported_media_type", "A raw file body is sent as application/octet-stream")
   }
   if (!contentType.startsWith("application/json")) {
-    return yield* new UnsupportedMediaType({
-      code: "unsupported_media_type",
-      message: "Request bodies must be JSON (Content-Type: application/json)"
-    })
+    return yield* apiError(UnsupportedMediaType, "unsupported_media_type", "Request bodies must be JSON (Content-Type: application/json)")
   }
   const text = yield* request.text
   if (jsonNestingExceeds(text, MAX_JSON_DEPTH)) {
     const message = `The JSON body nests arrays or objects deeper than ${MAX_JSON_DEPTH} levels`
-    return yield* new Unprocessable({ code: "validation_error", message, details: { issues: [{ path: "", message }], max_depth: MAX_JSON_DEPTH } })
+    return yield* apiError(Unprocessable, "validation_error", message, { issues: [{ path: "", message }], max_depth: MAX_JSON_DEPTH })
   }
 })
+
+/** What the server itself answers with on any route (Api.ts declares them for every route). */
+type ServerFailure =
+  | Coded<BadRequest, "invalid_json">
+  | Coded<NotFound, "not_found">
+  | Coded<Unprocessable, "validation_error">
+  | Coded<InternalError, "internal_error">
+  | Coded<UnsupportedMediaType, "unsupported_media_type">
+  | Coded<ServiceUnavailable, "database_busy">
 
 export const ErrorEnvelopeLive = HttpApiBuilder.middleware(
   Api,
   (app) =>
     Effect.zipRight(checkBody, app).pipe(
-      Effect.catchAllCause((cause): Effect.Effect<never, BadRequest | NotFound | Unprocessable | InternalError | PayloadTooLarge | UnsupportedMediaType | ServiceUnavailable> => {
+      Effect.catchAllCause((cause): Effect.Effect<never, ServerFailure> => {
         if (Cause.isInterruptedOnly(cause)) return Effect.failCause(cause as Cause.Cause<never>)
         const failure = Cause.failureOption(cause)
         const defect = Cause.dieOption(cause)
@@ -73,26 +80,26 @@ export const ErrorEnvelopeLive = HttpApiBuilder.middleware(
             return Effect.fail(validationFailed(error))
           }
           if (HttpServerError.isServerError(error) && error._tag === "RouteNotFound") {
-            return Effect.fail(new NotFound({ code: "not_found", message: "Route not found" }))
+            return Effect.fail(apiError(NotFound, "not_found", "Route not found"))
           }
           if (HttpServerError.isServerError(error) && error._tag === "RequestError") {
-            return Effect.fail(new BadRequest({ code: "invalid_json", message: "The request body could not be read" }))
+            return Effect.fail(apiError(BadRequest, "invalid_json", "The request body could not be read"))
           }
           return Effect.failCause(cause as Cause.Cause<never>) // a declared error: encoded by HttpApi
         }
         if (Option.isSome(defect) && HttpServerError.isServerError(defect.value) && defect.value._tag === "RequestError") {
-          return Effect.fail(new BadRequest({ code: "invalid_json", message: "The request body is not valid JSON" }))
+          return Effect.fail(apiError(BadRequest, "invalid_json", "The request body is not valid JSON"))
         }
         // Another process (the CLI, a backup) held the database: nothing was written, so the request can be sent again.
         if (Option.isSome(defect) && isDatabaseBusy(defect.value)) {
           return Effect.zipRight(
             Effect.logWarning("database busy", cause),
-            Effect.fail(new ServiceUnavailable({ code: "database_busy", message: "The database is busy; send the request again" }))
+            Effect.fail(apiError(ServiceUnavailable, "database_busy", "The database is busy; send the request again"))
           )
         }
         return Effect.zipRight(
           Effect.logError("unhandled failure", cause),
-          Effect.fail(new InternalError({ code: "internal_error", message: "Internal server error" }))
+          Effect.fail(apiError(InternalError, "internal_error", "Internal server error"))
         )
       })
     )

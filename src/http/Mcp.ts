@@ -8,6 +8,7 @@
  * server with the caller's key and project (src/http/McpTools.ts). JSON-RPC problems answer JSON-RPC errors;
  * HTTP problems (method, media type, credentials, size) the error envelope.
  */
+import type { ErrorCode } from "../domain/ErrorCodes.ts"
 import { GATEWAY_VERSION } from "../domain/Version.ts"
 import { newRequestId } from "./RequestId.ts"
 import { type ApiCall, type ApiAnswer, toolError, TOOLS } from "./McpTools.ts"
@@ -27,7 +28,7 @@ const INSTRUCTIONS =
 
 type Route = (request: Request, server: Bun.Server<unknown>) => Promise<Response>
 
-const envelope = (status: number, code: string, message: string, headers: Record<string, string> = {}) => {
+const envelope = (status: number, code: ErrorCode, message: string, headers: Record<string, string> = {}) => {
   const requestId = newRequestId()
   return Response.json({ code, message, request_id: requestId, retryable: status >= 500, details: {} }, { status, headers: { "x-request-id": requestId, ...headers } })
 }

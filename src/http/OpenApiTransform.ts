@@ -5,8 +5,11 @@
  *   into 422 `validation_error`, so the built-in one is removed from the document;
  * - sandbox routes take the project API key *and* the `X-Metal-Project-ID` header: the header is a security scheme
  *   of its own (an `apiKey` in header), required together with the key on every route that takes the key;
- * - every request body carries its example (Examples.ts), one that succeeds as it is.
+ * - every request body carries its example (Examples.ts), one that succeeds as it is;
+ * - each error response is one envelope whose `code` lists every code the route can answer with under that status
+ *   (the server's own, its middleware's and its handler's, merged from HttpApi's `anyOf`), each explained.
  */
+import { ERROR_CODES, type ErrorStatus } from "../domain/ErrorCodes.ts"
 import { REQUEST_EXAMPLES } from "./Examples.ts"
 
 type Json = Record<string, unknown>
@@ -54,11 +57,39 @@ const withExamples = (spec: Json): Json => {
   return spec
 }
 
+const codesOf = (schema: Json): ReadonlyArray<string> | undefined =>
+  (((schema["properties"] as Json | undefined)?.["code"] as Json | undefined)?.["enum"]) as ReadonlyArray<string> | undefined
+
+/** One envelope per error status, its `code` the union of the variants' codes, and a description naming each. */
+const withErrorCodes = (spec: Json): Json => {
+  for (const operation of operationsOf(spec)) {
+    for (const [status, response] of Object.entries((operation["responses"] ?? {}) as Record<string, Json>)) {
+      const media = ((response["content"] ?? {}) as Record<string, Json>)["application/json"]
+      const schema = media?.["schema"] as Json | undefined
+      if (!(Number(status) in ERROR_CODES) || schema === undefined) continue
+      const variants = (schema["anyOf"] as Array<Json> | undefined) ?? [schema]
+      const lists = variants.map(codesOf)
+      if (lists.some((codes) => codes === undefined)) continue
+      const codes = [...new Set(lists.flatMap((codes) => codes ?? []))].sort()
+      const meanings = ERROR_CODES[Number(status) as ErrorStatus] as Record<string, string>
+      const description = codes.map((code) => `\`${code}\`: ${meanings[code]}`).join("; ")
+      const first = variants[0]!
+      media!["schema"] = {
+        ...first,
+        properties: { ...(first["properties"] as Json), code: { type: "string", enum: codes } },
+        description
+      }
+      response["description"] = description
+    }
+  }
+  return spec
+}
+
 const operationsOf = (spec: Json): Array<Json> =>
   Object.values((spec["paths"] ?? {}) as Record<string, Record<string, Json>>).flatMap((item) => Object.values(item))
 
-/** The whole transform (Api.ts): the three above. */
-export const documentTransform = (spec: Json): Json => withExamples(withProjectHeader(dropHttpApiDecodeError(spec)))
+/** The whole transform (Api.ts): the four above. */
+export const documentTransform = (spec: Json): Json => withErrorCodes(withExamples(withProjectHeader(dropHttpApiDecodeError(spec))))
 
 export const dropHttpApiDecodeError = (spec: Json): Json => {
   dropSchemaIds(spec)

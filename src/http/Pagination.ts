@@ -19,7 +19,7 @@
  */
 import { Effect, Either, ParseResult, Schema } from "effect"
 import { CURSOR_VERSION, encodeCursor, type Position } from "../domain/Cursor.ts"
-import { type Unprocessable, validationError } from "../domain/Errors.ts"
+import { type Coded, type Unprocessable, validationError } from "../domain/Errors.ts"
 
 export { encodeCursor, type Position, type PositionPart } from "../domain/Cursor.ts"
 
@@ -45,15 +45,16 @@ const AnyPosition: Schema.Schema<Position> = Schema.Array(Schema.Union(Schema.St
 const Payload = Schema.Struct({ v: Schema.Literal(CURSOR_VERSION), s: Schema.String, k: Schema.Unknown })
 const decodePayload = Schema.decodeUnknownEither(Schema.parseJson(Payload))
 
+type BadCursor = Coded<Unprocessable, "validation_error">
 const badCursor = (param: string, message: string) => validationError("Invalid cursor", [{ path: param, message }])
 
 /**
  * The position in a cursor minted for `scope`, checked against `shape` (default: any array of strings and
  * numbers), or 422 `validation_error`. `param` names the query parameter in the issue (default `cursor`).
  */
-export function decodeCursor(scope: string, cursor: string, shape?: undefined, param?: string): Effect.Effect<Position, Unprocessable>
-export function decodeCursor<A, I>(scope: string, cursor: string, shape: Schema.Schema<A, I>, param?: string): Effect.Effect<A, Unprocessable>
-export function decodeCursor<A, I>(scope: string, cursor: string, shape?: Schema.Schema<A, I>, param = "cursor"): Effect.Effect<A | Position, Unprocessable> {
+export function decodeCursor(scope: string, cursor: string, shape?: undefined, param?: string): Effect.Effect<Position, BadCursor>
+export function decodeCursor<A, I>(scope: string, cursor: string, shape: Schema.Schema<A, I>, param?: string): Effect.Effect<A, BadCursor>
+export function decodeCursor<A, I>(scope: string, cursor: string, shape?: Schema.Schema<A, I>, param = "cursor"): Effect.Effect<A | Position, BadCursor> {
   return Effect.suspend(() => {
     // base64url only: Buffer.from would silently skip other characters.
     if (!/^[A-Za-z0-9_-]+$/.test(cursor)) return Effect.fail(badCursor(param, "is not a cursor this server issued"))

@@ -8,13 +8,13 @@
  */
 import { HttpApiMiddleware, HttpApiSecurity, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
-import { BadRequestWire, ForbiddenWire, UnauthenticatedWire, UnprocessableWire } from "../domain/Errors.ts"
+import { BadRequest, failsWith, Forbidden, Unauthenticated, Unprocessable } from "../domain/Errors.ts"
 import { CurrentProjectKey, CurrentUser } from "../domain/Principals.ts"
 import { SESSION_COOKIE } from "./SessionCookie.ts"
 
 /** The security entries are tried in order: the bearer token, then the dashboard's session cookie. */
 export class UserAuth extends HttpApiMiddleware.Tag<UserAuth>()("app/UserAuth", {
-  failure: Schema.Union(UnauthenticatedWire, ForbiddenWire),
+  failure: Schema.Union(failsWith(Unauthenticated, "unauthenticated"), failsWith(Forbidden, "csrf_failed")),
   provides: CurrentUser,
   security: {
     userToken: HttpApiSecurity.bearer.pipe(
@@ -30,7 +30,12 @@ export class UserAuth extends HttpApiMiddleware.Tag<UserAuth>()("app/UserAuth", 
 }) {}
 
 export class ProjectKeyAuth extends HttpApiMiddleware.Tag<ProjectKeyAuth>()("app/ProjectKeyAuth", {
-  failure: Schema.Union(UnauthenticatedWire, BadRequestWire, UnprocessableWire, ForbiddenWire),
+  failure: Schema.Union(
+    failsWith(Unauthenticated, "unauthenticated"),
+    failsWith(BadRequest, "project_header_required"),
+    failsWith(Unprocessable, "validation_error"),
+    failsWith(Forbidden, "forbidden")
+  ),
   provides: CurrentProjectKey,
   security: {
     projectKey: HttpApiSecurity.bearer.pipe(

@@ -8,7 +8,7 @@ import { HttpServerResponse } from "@effect/platform"
 import { Effect, FiberRef, Option, Schedule, Stream } from "effect"
 import type { OperationEventRow } from "../db/repos/Operations.ts"
 import type { ProcessEventRow } from "../db/repos/Processes.ts"
-import { CurrentRequestId, ServiceUnavailable } from "../domain/Errors.ts"
+import { apiError, CurrentRequestId, ServiceUnavailable } from "../domain/Errors.ts"
 import { END_REASONS, type EndReason, type LiveStreamsShape, type StreamHolder } from "../services/LiveStreams.ts"
 
 export const PROCESS_BATCH_EVENTS = 100
@@ -69,7 +69,7 @@ export const SANDBOX_HEAD_MS = (IDLE_SECONDS - 5) * 1000
 export const answerWithin = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
   Effect.timeoutFail(effect, {
     duration: SANDBOX_HEAD_MS,
-    onTimeout: () => new ServiceUnavailable({ code: "sandbox_unresponsive", message: `The sandbox did not answer within ${SANDBOX_HEAD_MS / 1000} s; try again` })
+    onTimeout: () => apiError(ServiceUnavailable, "sandbox_unresponsive", `The sandbox did not answer within ${SANDBOX_HEAD_MS / 1000} s; try again`)
   })
 
 /**

@@ -4,6 +4,7 @@
  * path itself — so the series stay as many as the routes. `GET /metrics` exists only when METRICS_TOKEN is set
  * (at least 16 characters), and then answers only `Authorization: Bearer <METRICS_TOKEN>`.
  */
+import type { ErrorCode } from "../domain/ErrorCodes.ts"
 import { HttpApi } from "@effect/platform"
 import { Config, Effect, Option, Redacted, type Runtime } from "effect"
 import { timingSafeEqual } from "node:crypto"
@@ -71,7 +72,7 @@ const METRICS_TOKEN = Config.option(Config.redacted("METRICS_TOKEN")).pipe(
   })
 )
 
-const envelope = (status: number, code: string, message: string, headers: Record<string, string> = {}) =>
+const envelope = (status: number, code: ErrorCode, message: string, headers: Record<string, string> = {}) =>
   envelopeResponse(status, code, message, { headers: { "cache-control": "no-store", ...headers } })
 
 /** The `/metrics` route when METRICS_TOKEN is set; none otherwise (the path is then an unknown route). */

@@ -4,7 +4,7 @@
  */
 import { Effect } from "effect"
 import { OrganizationsRepo } from "../db/repos/Organizations.ts"
-import { type Forbidden, type NotFound, forbidden, notFound } from "../domain/Errors.ts"
+import { type Coded, type Forbidden, forbidden, type NotFound, notFound } from "../domain/Errors.ts"
 import { ANY_ROLE, CurrentUser, type Role } from "../domain/Principals.ts"
 
 export interface OrgAccess {
@@ -21,7 +21,7 @@ export interface ProjectAccess extends OrgAccess {
 export const requireOrgRole = (
   organizationId: string,
   roles: ReadonlyArray<Role> = ANY_ROLE
-): Effect.Effect<OrgAccess, Forbidden | NotFound, CurrentUser | OrganizationsRepo> =>
+): Effect.Effect<OrgAccess, Coded<Forbidden, "forbidden"> | Coded<NotFound, "not_found">, CurrentUser | OrganizationsRepo> =>
   Effect.gen(function*() {
     const user = yield* CurrentUser
     if (!(yield* OrganizationsRepo.exists(organizationId))) return yield* notFound("Organization")
@@ -35,7 +35,7 @@ export const requireOrgRole = (
 export const requireProjectRole = (
   projectId: string,
   roles: ReadonlyArray<Role> = ANY_ROLE
-): Effect.Effect<ProjectAccess, Forbidden | NotFound, CurrentUser | OrganizationsRepo> =>
+): Effect.Effect<ProjectAccess, Coded<Forbidden, "forbidden"> | Coded<NotFound, "not_found">, CurrentUser | OrganizationsRepo> =>
   Effect.gen(function*() {
     const user = yield* CurrentUser
     const row = yield* OrganizationsRepo.projectAccess(projectId, user.userId)

@@ -10,11 +10,14 @@
 import { Context, Effect, Layer, Schema } from "effect"
 import { Db } from "../db/Db.ts"
 import { IdempotencyRepo } from "../db/repos/Idempotency.ts"
-import { type BadRequest, type Conflict, badRequest, conflict } from "../domain/Errors.ts"
+import { type BadRequest, type Coded, type Conflict, badRequest, conflict } from "../domain/Errors.ts"
 import { isoAfter, nowIso } from "../domain/Time.ts"
 import { sha256Hex } from "../domain/Tokens.ts"
 
 const RETENTION_SECONDS = 24 * 3600
+
+/** What remembering can fail with besides the work's own failure. */
+export type IdempotencyFailure = Coded<Conflict, "idempotency_mismatch" | "idempotency_in_progress"> | Coded<BadRequest, "idempotency_key_required">
 
 export interface RememberOptions<A, I, E, R> {
   readonly principalId: string
@@ -30,7 +33,7 @@ export interface RememberOptions<A, I, E, R> {
 }
 
 export interface IdempotencyStoreShape {
-  readonly remember: <A, I, E, R>(options: RememberOptions<A, I, E, R>) => Effect.Effect<A, E | Conflict | BadRequest, R>
+  readonly remember: <A, I, E, R>(options: RememberOptions<A, I, E, R>) => Effect.Effect<A, E | IdempotencyFailure, R>
 }
 
 export class IdempotencyStore extends Context.Tag("app/IdempotencyStore")<IdempotencyStore, IdempotencyStoreShape>() {}

@@ -4,7 +4,7 @@ import { inTransaction } from "../db/Db.ts"
 import { BillingRepo } from "../db/repos/Billing.ts"
 import { OrganizationsRepo } from "../db/repos/Organizations.ts"
 import { SandboxesRepo } from "../db/repos/Sandboxes.ts"
-import { conflict, notFound, Unprocessable } from "../domain/Errors.ts"
+import { apiError, conflict, notFound, Unprocessable } from "../domain/Errors.ts"
 import { appendEvent } from "./Events.ts"
 
 /** An organization with its creator as owner and its billing account; 409 when the slug is taken. */
@@ -24,11 +24,7 @@ export const deleteOrganization = (organizationId: string, confirm: { readonly c
     const org = yield* OrganizationsRepo.get(organizationId)
     if (org === undefined) return yield* notFound("Organization")
     if (confirm.confirm_name !== org.name) {
-      return yield* new Unprocessable({
-        code: "confirmation_mismatch",
-        message: "confirm_name must equal the organization's name exactly",
-        details: { issues: [{ path: "confirm_name", message: "does not match the organization's name" }] }
-      })
+      return yield* apiError(Unprocessable, "confirmation_mismatch", "confirm_name must equal the organization's name exactly", { issues: [{ path: "confirm_name", message: "does not match the organization's name" }] })
     }
     const live = yield* SandboxesRepo.firstLive({ organizationId })
     if (live !== undefined) {

@@ -3,7 +3,7 @@
  * only its SHA-256 stored. Members list; owners and admins create, revoke, then delete. Non-members get 404.
  */
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
-import { ConflictWire, ForbiddenWire, NotFoundWire } from "../../domain/Errors.ts"
+import { Conflict, failsWith, Forbidden } from "../../domain/Errors.ts"
 import { ApiKeyList, CreateApiKey, CreatedApiKey, Deleted, ProjectApiKey } from "../../domain/Accounts.ts"
 import { UserAuth } from "../Security.ts"
 import { apiKeyIdParam, projectIdParam } from "./Common.ts"
@@ -12,30 +12,26 @@ export class ApiKeysApi extends HttpApiGroup.make("apiKeys")
   .add(
     HttpApiEndpoint.get("list")`/v1/projects/${projectIdParam}/api-keys`
       .addSuccess(ApiKeyList)
-      .addError(NotFoundWire)
       .annotate(OpenApi.Description, "Live and revoked keys of the project (deleted ones are hidden); never the key itself.")
   )
   .add(
     HttpApiEndpoint.post("create")`/v1/projects/${projectIdParam}/api-keys`
+      .addError(failsWith(Forbidden, "forbidden"))
       .setPayload(CreateApiKey)
       .addSuccess(CreatedApiKey, { status: 201 })
-      .addError(ForbiddenWire)
-      .addError(NotFoundWire)
       .annotate(OpenApi.Description, "Issues a key; `key` is in this response only. `expires_in` is 1h…1y, or null (default) for no expiry.")
   )
   .add(
     HttpApiEndpoint.post("revoke")`/v1/projects/${projectIdParam}/api-keys/${apiKeyIdParam}/revoke`
+      .addError(failsWith(Forbidden, "forbidden"))
       .addSuccess(ProjectApiKey)
-      .addError(ForbiddenWire)
-      .addError(NotFoundWire)
       .annotate(OpenApi.Description, "Stops the key at once. Revoking an already revoked key is 404.")
   )
   .add(
     HttpApiEndpoint.del("delete")`/v1/projects/${projectIdParam}/api-keys/${apiKeyIdParam}`
+      .addError(failsWith(Conflict, "api_key_must_be_revoked"))
+      .addError(failsWith(Forbidden, "forbidden"))
       .addSuccess(Deleted)
-      .addError(ForbiddenWire)
-      .addError(NotFoundWire)
-      .addError(ConflictWire)
       .annotate(OpenApi.Description, "Hides a revoked key from the list; 409 `api_key_must_be_revoked` if it is still live.")
   )
   .middleware(UserAuth)

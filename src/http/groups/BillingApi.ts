@@ -1,37 +1,33 @@
 /** Billing and usage (spec §4.8; reference §2 "Billing and usage"). No payment processor in self-hosted mode. */
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { AutoTopupSettings, BillingQuote, OrganizationBilling, OrganizationUsage, QuoteParams, UsageParams } from "../../domain/Billing.ts"
-import { ConflictWire, ForbiddenWire, NotFoundWire, UnprocessableWire } from "../../domain/Errors.ts"
+import { Conflict, failsWith, Forbidden } from "../../domain/Errors.ts"
 import { UserAuth } from "../Security.ts"
 import { organizationIdParam } from "./Common.ts"
 
 export class BillingApi extends HttpApiGroup.make("billing")
-  .add(HttpApiEndpoint.get("get")`/v1/organizations/${organizationIdParam}/billing`.addSuccess(OrganizationBilling).addError(ForbiddenWire).addError(NotFoundWire))
+  .add(
+    HttpApiEndpoint.get("get")`/v1/organizations/${organizationIdParam}/billing`
+      .addSuccess(OrganizationBilling)
+  )
   .add(
     HttpApiEndpoint.get("quote")`/v1/organizations/${organizationIdParam}/billing/quote`
       .setUrlParams(QuoteParams)
       .addSuccess(BillingQuote)
-      .addError(ForbiddenWire)
-      .addError(NotFoundWire)
-      .addError(UnprocessableWire)
   )
   .add(
     HttpApiEndpoint.put("autoTopup")`/v1/organizations/${organizationIdParam}/billing/auto-topup`
+      .addError(failsWith(Conflict, "conflict"))
       .setPayload(AutoTopupSettings)
       .addSuccess(OrganizationBilling)
-      .addError(ForbiddenWire)
-      .addError(NotFoundWire)
-      .addError(ConflictWire)
-      .addError(UnprocessableWire)
   )
   .add(
     HttpApiEndpoint.get("usage")`/v1/organizations/${organizationIdParam}/usage`
       .setUrlParams(UsageParams)
       .addSuccess(OrganizationUsage)
-      .addError(ForbiddenWire)
-      .addError(NotFoundWire)
-      .addError(UnprocessableWire)
   )
+  // A member of another organization, or one whose role may not do this.
+  .addError(failsWith(Forbidden, "forbidden"))
   .middleware(UserAuth)
   .annotate(OpenApi.Title, "Billing")
   .annotate(OpenApi.Description, "Prepaid credit in micro-USD: balance, ledger, purchases, auto top-up settings, quotes and usage.")

@@ -7,7 +7,7 @@
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { ComputerAction, CreateRecording, Recording, RecordingList, TakeScreenshot } from "../../domain/Computer.ts"
-import { ConflictWire, NotFoundWire, RangeNotSatisfiableWire, TooManyRequestsWire } from "../../domain/Errors.ts"
+import { BadRequest, Conflict, failsWith, RangeNotSatisfiable, TooManyRequests } from "../../domain/Errors.ts"
 import { RuntimeOperation } from "../../domain/Runtime.ts"
 import { PageParams } from "../Pagination.ts"
 import { ProjectKeyAuth } from "../Security.ts"
@@ -20,12 +20,12 @@ const needsDesktop =
 export class ComputerApi extends HttpApiGroup.make("computer")
   .add(
     HttpApiEndpoint.post("action")`/v1/sandboxes/${sandboxIdParam}/computer/actions`
+      .addError(failsWith(BadRequest, "idempotency_key_required"))
+      .addError(failsWith(Conflict, "capability_unsupported", "idempotency_in_progress", "idempotency_mismatch", "invalid_sandbox_state", "unsupported_operation"))
+      .addError(failsWith(TooManyRequests, "too_many_requests"))
       .setPayload(ComputerAction)
       .setHeaders(IdempotencyHeaders)
       .addSuccess(RuntimeOperation, { status: 202 })
-      .addError(NotFoundWire)
-      .addError(ConflictWire)
-      .addError(TooManyRequestsWire)
       .annotate(
         OpenApi.Description,
         `One input action, by \`type\`: mouse_move {x, y}, mouse_click {x, y, button, double}, mouse_drag {start_x, start_y, end_x, end_y, button}, mouse_scroll {direction, amount, x?, y?}, keyboard_type {text (≤ 100,000 characters), delay_ms}, keyboard_key {key, modifiers (≤ 4 of ctrl, alt, shift, cmd)}, keyboard_hotkey {keys, e.g. \`ctrl+c\`}. \`Idempotency-Key\` required. The runtime operation's result says where the pointer is afterwards. At most 32 actions and screenshots wait per sandbox (429 \`too_many_requests\`). ${needsDesktop}`
@@ -33,11 +33,11 @@ export class ComputerApi extends HttpApiGroup.make("computer")
   )
   .add(
     HttpApiEndpoint.post("screenshot")`/v1/sandboxes/${sandboxIdParam}/computer/screenshots`
+      .addError(failsWith(BadRequest, "idempotency_key_required"))
+      .addError(failsWith(Conflict, "capability_unsupported", "idempotency_in_progress", "idempotency_mismatch", "invalid_sandbox_state", "unsupported_operation"))
+      .addError(failsWith(TooManyRequests, "too_many_requests"))
       .setPayload(TakeScreenshot)
       .addSuccess(RuntimeOperation, { status: 202 })
-      .addError(NotFoundWire)
-      .addError(ConflictWire)
-      .addError(TooManyRequestsWire)
       .annotate(
         OpenApi.Description,
         `A screenshot (png by default, or jpeg with \`quality\`), of the whole screen or a \`region\`, scaled by \`scale\` (0.1–1), with the pointer drawn if \`show_cursor\`. The runtime operation's result is {format, data_base64, byte_length, cursor_position}. ${needsDesktop}`
@@ -47,15 +47,14 @@ export class ComputerApi extends HttpApiGroup.make("computer")
     HttpApiEndpoint.get("listRecordings")`/v1/sandboxes/${sandboxIdParam}/recordings`
       .setUrlParams(PageParams)
       .addSuccess(RecordingList)
-      .addError(NotFoundWire)
   )
   .add(
     HttpApiEndpoint.post("startRecording")`/v1/sandboxes/${sandboxIdParam}/recordings`
+      .addError(failsWith(BadRequest, "idempotency_key_required"))
+      .addError(failsWith(Conflict, "capability_unsupported", "idempotency_in_progress", "idempotency_mismatch", "invalid_sandbox_state", "unsupported_operation"))
       .setPayload(CreateRecording)
       .setHeaders(IdempotencyHeaders)
       .addSuccess(Recording, { status: 202 })
-      .addError(NotFoundWire)
-      .addError(ConflictWire)
       .annotate(
         OpenApi.Description,
         `Starts recording the desktop to an mp4 (\`Idempotency-Key\` required). While a recording is open the sandbox cannot be paused (409 \`recording_active\`); when the sandbox stops, an open recording fails with \`sandbox_stopped\`. ${needsDesktop}`
@@ -64,14 +63,13 @@ export class ComputerApi extends HttpApiGroup.make("computer")
   .add(
     HttpApiEndpoint.get("getRecording")`/v1/sandboxes/${sandboxIdParam}/recordings/${recordingIdParam}`
       .addSuccess(Recording)
-      .addError(NotFoundWire)
   )
   .add(
     HttpApiEndpoint.post("stopRecording")`/v1/sandboxes/${sandboxIdParam}/recordings/${recordingIdParam}/actions/stop`
+      .addError(failsWith(BadRequest, "idempotency_key_required"))
+      .addError(failsWith(Conflict, "idempotency_in_progress", "idempotency_mismatch", "invalid_recording_state"))
       .setHeaders(IdempotencyHeaders)
       .addSuccess(Recording, { status: 202 })
-      .addError(NotFoundWire)
-      .addError(ConflictWire)
       .annotate(
         OpenApi.Description,
         "Stops the recording (→ stopping → stopped once its mp4 is kept). 409 `invalid_recording_state` while it is still starting; a recording already stopping or over is answered as it is."
@@ -79,11 +77,10 @@ export class ComputerApi extends HttpApiGroup.make("computer")
   )
   .add(
     HttpApiEndpoint.get("recordingContent")`/v1/sandboxes/${sandboxIdParam}/recordings/${recordingIdParam}/content`
+      .addError(failsWith(Conflict, "invalid_recording_state"))
+      .addError(failsWith(RangeNotSatisfiable, "range_not_satisfiable"))
       .setHeaders(Schema.Struct({ range: Schema.optional(Schema.String.pipe(Schema.maxLength(200))) }))
       .addSuccess(HttpApiSchema.Uint8Array({ contentType: "video/mp4" }))
-      .addError(NotFoundWire)
-      .addError(ConflictWire)
-      .addError(RangeNotSatisfiableWire)
       .annotate(
         OpenApi.Description,
         "A stopped recording's mp4 (`Content-Length`, `Accept-Ranges: bytes`); one `Range: bytes=a-b` (or `a-`, `-n`) answers 206 with `Content-Range`, a malformed or unsatisfiable one 416. 409 `invalid_recording_state` until the recording is stopped. It stays downloadable after the sandbox is gone."

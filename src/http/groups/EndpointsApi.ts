@@ -3,7 +3,7 @@
  * needs an `Idempotency-Key`; revoke is idempotent once the lease is revoked or expired.
  */
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
-import { ConflictWire, NotFoundWire } from "../../domain/Errors.ts"
+import { BadRequest, Conflict, failsWith } from "../../domain/Errors.ts"
 import { CreateEndpoint, Endpoint, EndpointList } from "../../domain/Runtime.ts"
 import { PageParams } from "../Pagination.ts"
 import { ProjectKeyAuth } from "../Security.ts"
@@ -13,11 +13,11 @@ import { endpointIdParam, sandboxIdParam } from "./SandboxPlane.ts"
 export class EndpointsApi extends HttpApiGroup.make("endpoints")
   .add(
     HttpApiEndpoint.post("create")`/v1/sandboxes/${sandboxIdParam}/endpoints`
+      .addError(failsWith(BadRequest, "idempotency_key_required"))
+      .addError(failsWith(Conflict, "capability_unsupported", "endpoint_conflict", "idempotency_in_progress", "idempotency_mismatch", "invalid_sandbox_state", "unsupported_operation"))
       .setPayload(CreateEndpoint)
       .setHeaders(IdempotencyHeaders)
       .addSuccess(Endpoint, { status: 202 })
-      .addError(NotFoundWire)
-      .addError(ConflictWire)
       .annotate(
         OpenApi.Description,
         "`Idempotency-Key` required (400 `idempotency_key_required`). 409 `endpoint_conflict` when the port already has a live lease; 409 `invalid_sandbox_state` unless the sandbox is ready."
@@ -27,12 +27,10 @@ export class EndpointsApi extends HttpApiGroup.make("endpoints")
     HttpApiEndpoint.get("list")`/v1/sandboxes/${sandboxIdParam}/endpoints`
       .setUrlParams(PageParams)
       .addSuccess(EndpointList)
-      .addError(NotFoundWire)
   )
   .add(
     HttpApiEndpoint.del("revoke")`/v1/sandboxes/${sandboxIdParam}/endpoints/${endpointIdParam}`
       .addSuccess(Endpoint, { status: 202 })
-      .addError(NotFoundWire)
   )
   .middleware(ProjectKeyAuth)
   .annotate(OpenApi.Title, "Endpoints")

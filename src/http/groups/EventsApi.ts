@@ -5,7 +5,6 @@
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { EventList } from "../../domain/Accounts.ts"
-import { NotFoundWire } from "../../domain/Errors.ts"
 import { ProjectId } from "../../domain/Ids.ts"
 import { UserAuth } from "../Security.ts"
 import { CursorParam, LimitParam } from "../Pagination.ts"
@@ -21,14 +20,12 @@ export class EventsApi extends HttpApiGroup.make("events")
     HttpApiEndpoint.get("list", "/v1/events")
       .setUrlParams(Schema.Struct({ project_id: ProjectId, after: Schema.optional(CursorParam), limit: LimitParam }))
       .addSuccess(EventList)
-      .addError(NotFoundWire)
   )
   .add(
     HttpApiEndpoint.get("stream", "/v1/events/stream")
       .setUrlParams(Schema.Struct({ project_id: ProjectId, after: Schema.optional(CursorParam) }))
       .setHeaders(Schema.Struct({ "last-event-id": Schema.optional(CursorParam) }))
       .addSuccess(LiveEventStream)
-      .addError(NotFoundWire)
       .annotate(
         OpenApi.Description,
         "The project's events as they are committed, held open. Starts after `Last-Event-ID` (an event cursor: the `id:` of the last frame received, or a `cursor` from `/v1/events`), else after `after`, else with the next event; reconnecting with `Last-Event-ID` resumes without gaps or duplicates, across server restarts too."

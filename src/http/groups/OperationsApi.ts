@@ -4,19 +4,17 @@
  * ProjectOperationsApi). Events come as a finite SSE batch of every event after `Last-Event-ID`.
  */
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
-import { NotFoundWire } from "../../domain/Errors.ts"
 import { Operation } from "../../domain/Operation.ts"
 import { ProjectKeyAuth } from "../Security.ts"
 import { EventStream, FollowParams, LastEventIdHeaders, operationIdParam } from "./SandboxPlane.ts"
 
 export class OperationsApi extends HttpApiGroup.make("operations")
-  .add(HttpApiEndpoint.get("get")`/v1/operations/${operationIdParam}`.addSuccess(Operation).addError(NotFoundWire))
+  .add(HttpApiEndpoint.get("get")`/v1/operations/${operationIdParam}`.addSuccess(Operation))
   .add(
     HttpApiEndpoint.get("events")`/v1/operations/${operationIdParam}/events`
       .setHeaders(LastEventIdHeaders)
       .setUrlParams(FollowParams)
       .addSuccess(EventStream)
-      .addError(NotFoundWire)
       .annotate(
         OpenApi.Description,
         "Every event after `Last-Event-ID` (with `follow=true`: held open until the operation completes). Frames `id: <sequence>`, `event: <type>`, `data: {sequence, operation_id, type, occurred_at, data}` (schema `OperationEventFrame`); types queued, state_changed, completed, attempt_started, attempt_failed, and image_pull (a create from an OCI image on an emulated provider: `resolved` with its layers and size, each `layer` fetched or `cached`, `done`)."

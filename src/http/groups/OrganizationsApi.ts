@@ -1,6 +1,6 @@
 /** Organizations (reference §2 "Organizations"): user access token; members read, owner/admin write, owner deletes. */
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
-import { ConflictWire, ForbiddenWire, NotFoundWire, UnprocessableWire } from "../../domain/Errors.ts"
+import { BadRequest, Conflict, failsWith, Forbidden, Unprocessable } from "../../domain/Errors.ts"
 import { CreateOrganization, Deleted, DeleteOrganization, Organization, OrganizationList, UpdateOrganization } from "../../domain/Accounts.ts"
 import { UserAuth } from "../Security.ts"
 import { IdempotencyHeaders, organizationIdParam } from "./Common.ts"
@@ -9,28 +9,31 @@ export class OrganizationsApi extends HttpApiGroup.make("organizations")
   .add(HttpApiEndpoint.get("list", "/v1/organizations").addSuccess(OrganizationList))
   .add(
     HttpApiEndpoint.post("create", "/v1/organizations")
+      .addError(failsWith(BadRequest, "idempotency_key_required"))
+      .addError(failsWith(Conflict, "conflict", "idempotency_in_progress", "idempotency_mismatch"))
       .setPayload(CreateOrganization)
       .setHeaders(IdempotencyHeaders)
       .addSuccess(Organization, { status: 201 })
-      .addError(ConflictWire)
   )
-  .add(HttpApiEndpoint.get("get")`/v1/organizations/${organizationIdParam}`.addSuccess(Organization).addError(ForbiddenWire).addError(NotFoundWire))
+  .add(
+    HttpApiEndpoint.get("get")`/v1/organizations/${organizationIdParam}`
+      .addError(failsWith(Forbidden, "forbidden"))
+      .addSuccess(Organization)
+  )
   .add(
     HttpApiEndpoint.patch("update")`/v1/organizations/${organizationIdParam}`
+      .addError(failsWith(Conflict, "conflict"))
+      .addError(failsWith(Forbidden, "forbidden"))
       .setPayload(UpdateOrganization)
       .addSuccess(Organization)
-      .addError(ForbiddenWire)
-      .addError(NotFoundWire)
-      .addError(ConflictWire)
   )
   .add(
     HttpApiEndpoint.del("delete")`/v1/organizations/${organizationIdParam}`
+      .addError(failsWith(Conflict, "organization_has_active_resources", "organization_has_credit_balance", "organization_has_pending_billing"))
+      .addError(failsWith(Forbidden, "forbidden"))
+      .addError(failsWith(Unprocessable, "confirmation_mismatch"))
       .setPayload(DeleteOrganization)
       .addSuccess(Deleted)
-      .addError(ForbiddenWire)
-      .addError(NotFoundWire)
-      .addError(ConflictWire)
-      .addError(UnprocessableWire)
   )
   .middleware(UserAuth)
   .annotate(OpenApi.Title, "Organizations")

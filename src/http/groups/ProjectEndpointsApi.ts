@@ -4,7 +4,7 @@
  * project's organization, served by the same handlers.
  */
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
-import { ConflictWire, ForbiddenWire, NotFoundWire } from "../../domain/Errors.ts"
+import { BadRequest, Conflict, failsWith, Forbidden } from "../../domain/Errors.ts"
 import { CreateEndpoint, Endpoint, EndpointList } from "../../domain/Runtime.ts"
 import { PageParams } from "../Pagination.ts"
 import { UserAuth } from "../Security.ts"
@@ -14,16 +14,23 @@ import { endpointIdParam, sandboxIdParam } from "./SandboxPlane.ts"
 export class ProjectEndpointsApi extends HttpApiGroup.make("projectEndpoints")
   .add(
     HttpApiEndpoint.post("create")`/v1/projects/${projectIdParam}/sandboxes/${sandboxIdParam}/endpoints`
+      .addError(failsWith(BadRequest, "idempotency_key_required"))
+      .addError(failsWith(Conflict, "capability_unsupported", "endpoint_conflict", "idempotency_in_progress", "idempotency_mismatch", "invalid_sandbox_state", "unsupported_operation"))
       .setPayload(CreateEndpoint)
       .setHeaders(IdempotencyHeaders)
       .addSuccess(Endpoint, { status: 202 })
-      .addError(ConflictWire)
       .annotate(OpenApi.Description, "As `POST /v1/sandboxes/{sandbox_id}/endpoints`, for a member of the project's organization.")
   )
-  .add(HttpApiEndpoint.get("list")`/v1/projects/${projectIdParam}/sandboxes/${sandboxIdParam}/endpoints`.setUrlParams(PageParams).addSuccess(EndpointList))
-  .add(HttpApiEndpoint.del("revoke")`/v1/projects/${projectIdParam}/sandboxes/${sandboxIdParam}/endpoints/${endpointIdParam}`.addSuccess(Endpoint, { status: 202 }))
-  .addError(NotFoundWire)
-  .addError(ForbiddenWire)
+  .add(
+    HttpApiEndpoint.get("list")`/v1/projects/${projectIdParam}/sandboxes/${sandboxIdParam}/endpoints`
+      .setUrlParams(PageParams).addSuccess(EndpointList)
+  )
+  .add(
+    HttpApiEndpoint.del("revoke")`/v1/projects/${projectIdParam}/sandboxes/${sandboxIdParam}/endpoints/${endpointIdParam}`
+      .addSuccess(Endpoint, { status: 202 })
+  )
+  // A member of another organization, or one whose role may not do this.
+  .addError(failsWith(Forbidden, "forbidden"))
   .middleware(UserAuth)
   .annotate(OpenApi.Title, "Project endpoints")
 {}

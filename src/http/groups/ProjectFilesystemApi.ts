@@ -4,7 +4,7 @@
  * organization, served by the same handlers (a raw write streams through RawWrites.ts as on the key path).
  */
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
-import { ConflictWire, ForbiddenWire, NotFoundWire, PayloadTooLargeWire, RangeNotSatisfiableWire, ServiceUnavailableWire } from "../../domain/Errors.ts"
+import { BadRequest, Conflict, failsWith, Forbidden, NotFound, RangeNotSatisfiable, ServiceUnavailable, Unprocessable } from "../../domain/Errors.ts"
 import { DeleteFile, ListFiles, RawFileParams, RawReadHeaders, RawWriteParams, RawWritten, ReadFile, RuntimeOperation, WriteFile } from "../../domain/Runtime.ts"
 import { UserAuth } from "../Security.ts"
 import { IdempotencyHeaders, projectIdParam } from "./Common.ts"
@@ -15,23 +15,31 @@ const same = (route: string) => `As \`${route}\`, for a member of the project's 
 export class ProjectFilesystemApi extends HttpApiGroup.make("projectFilesystem")
   .add(
     HttpApiEndpoint.post("read")`/v1/projects/${projectIdParam}/sandboxes/${sandboxIdParam}/filesystem/read`
+      .addError(failsWith(BadRequest, "idempotency_key_required"))
+      .addError(failsWith(Conflict, "capability_unsupported", "idempotency_in_progress", "idempotency_mismatch", "invalid_sandbox_state", "unsupported_operation"))
       .setPayload(ReadFile)
       .addSuccess(RuntimeOperation, { status: 202 })
       .annotate(OpenApi.Description, same("POST /v1/sandboxes/{sandbox_id}/filesystem/read"))
   )
   .add(
     HttpApiEndpoint.post("write")`/v1/projects/${projectIdParam}/sandboxes/${sandboxIdParam}/filesystem/write`
+      .addError(failsWith(BadRequest, "idempotency_key_required"))
+      .addError(failsWith(Conflict, "capability_unsupported", "idempotency_in_progress", "idempotency_mismatch", "invalid_sandbox_state", "unsupported_operation"))
       .setPayload(WriteFile)
       .setHeaders(IdempotencyHeaders)
       .addSuccess(RuntimeOperation, { status: 202 })
   )
   .add(
     HttpApiEndpoint.post("list")`/v1/projects/${projectIdParam}/sandboxes/${sandboxIdParam}/filesystem/list`
+      .addError(failsWith(BadRequest, "idempotency_key_required"))
+      .addError(failsWith(Conflict, "capability_unsupported", "idempotency_in_progress", "idempotency_mismatch", "invalid_sandbox_state", "unsupported_operation"))
       .setPayload(ListFiles)
       .addSuccess(RuntimeOperation, { status: 202 })
   )
   .add(
     HttpApiEndpoint.post("delete")`/v1/projects/${projectIdParam}/sandboxes/${sandboxIdParam}/filesystem/delete`
+      .addError(failsWith(BadRequest, "idempotency_key_required"))
+      .addError(failsWith(Conflict, "capability_unsupported", "idempotency_in_progress", "idempotency_mismatch", "invalid_sandbox_state", "unsupported_operation"))
       .setPayload(DeleteFile)
       .setHeaders(IdempotencyHeaders)
       .addSuccess(RuntimeOperation, { status: 202 })
@@ -42,26 +50,30 @@ export class ProjectFilesystemApi extends HttpApiGroup.make("projectFilesystem")
   )
   .add(
     HttpApiEndpoint.get("readContent")`/v1/projects/${projectIdParam}/sandboxes/${sandboxIdParam}/files/content`
+      .addError(failsWith(Conflict, "capability_unsupported", "file_exists", "invalid_sandbox_state", "is_a_directory", "runtime_operation_failed", "unsupported_operation"))
+      .addError(failsWith(NotFound, "file_not_found"))
+      .addError(failsWith(RangeNotSatisfiable, "range_not_satisfiable"))
+      .addError(failsWith(ServiceUnavailable, "runtime_operation_failed", "sandbox_busy", "sandbox_unresponsive"))
+      .addError(failsWith(Unprocessable, "invalid_path"))
       .setUrlParams(RawFileParams)
       .setHeaders(RawReadHeaders)
       .addSuccess(HttpApiSchema.Uint8Array({ contentType: "application/octet-stream" }))
-      .addError(RangeNotSatisfiableWire)
-      .addError(ServiceUnavailableWire)
       .annotate(OpenApi.Description, same("GET /v1/sandboxes/{sandbox_id}/files/content"))
   )
   .add(
     HttpApiEndpoint.put("writeContent")`/v1/projects/${projectIdParam}/sandboxes/${sandboxIdParam}/files/content`
+      .addError(failsWith(Conflict, "capability_unsupported", "file_exists", "invalid_sandbox_state", "is_a_directory", "runtime_operation_failed", "unsupported_operation"))
+      .addError(failsWith(NotFound, "file_not_found"))
+      .addError(failsWith(ServiceUnavailable, "runtime_operation_failed", "sandbox_busy", "sandbox_unresponsive"))
+      .addError(failsWith(Unprocessable, "invalid_path"))
       .setUrlParams(RawWriteParams)
       .setPayload(HttpApiSchema.Uint8Array({ contentType: "application/octet-stream" }))
       .addSuccess(RawWritten)
       .addSuccess(RawWritten, { status: 201 })
-      .addError(PayloadTooLargeWire)
-      .addError(ServiceUnavailableWire)
       .annotate(OpenApi.Description, same("PUT /v1/sandboxes/{sandbox_id}/files/content"))
   )
-  .addError(NotFoundWire)
-  .addError(ConflictWire)
-  .addError(ForbiddenWire)
+  // A member of another organization, or one whose role may not do this.
+  .addError(failsWith(Forbidden, "forbidden"))
   .middleware(UserAuth)
   .annotate(OpenApi.Title, "Project files")
 {}

@@ -3,23 +3,26 @@
  * operation of the project, for example one returned by a project-path pause, resume or delete.
  */
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
-import { ForbiddenWire, NotFoundWire } from "../../domain/Errors.ts"
+import { failsWith, Forbidden } from "../../domain/Errors.ts"
 import { Operation } from "../../domain/Operation.ts"
 import { UserAuth } from "../Security.ts"
 import { projectIdParam } from "./Common.ts"
 import { EventStream, FollowParams, LastEventIdHeaders, operationIdParam } from "./SandboxPlane.ts"
 
 export class ProjectOperationsApi extends HttpApiGroup.make("projectOperations")
-  .add(HttpApiEndpoint.get("get")`/v1/projects/${projectIdParam}/operations/${operationIdParam}`.addSuccess(Operation).addError(NotFoundWire))
+  .add(
+    HttpApiEndpoint.get("get")`/v1/projects/${projectIdParam}/operations/${operationIdParam}`
+      .addSuccess(Operation)
+  )
   .add(
     HttpApiEndpoint.get("events")`/v1/projects/${projectIdParam}/operations/${operationIdParam}/events`
       .setHeaders(LastEventIdHeaders)
       .setUrlParams(FollowParams)
       .addSuccess(EventStream)
-      .addError(NotFoundWire)
       .annotate(OpenApi.Description, "As `GET /v1/operations/{operation_id}/events`, for a member of the project's organization.")
   )
-  .addError(ForbiddenWire)
+  // A member of another organization, or one whose role may not do this.
+  .addError(failsWith(Forbidden, "forbidden"))
   .middleware(UserAuth)
   .annotate(OpenApi.Title, "Project operations")
 {}

@@ -6,7 +6,7 @@
  */
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
-import { ConflictWire, ForbiddenWire, NotFoundWire, ServiceUnavailableWire, UpgradeRequiredWire } from "../../domain/Errors.ts"
+import { BadRequest, Conflict, failsWith, Forbidden, ServiceUnavailable, UpgradeRequired } from "../../domain/Errors.ts"
 import { Process, ProcessWithOutput, StartProcess, StdinWritten, WriteStdin } from "../../domain/Runtime.ts"
 import { UserAuth } from "../Security.ts"
 import { IdempotencyHeaders, projectIdParam } from "./Common.ts"
@@ -20,12 +20,13 @@ const same = (route: string) => `As \`${route}\`, for a member of the project's 
 export class ProjectProcessesApi extends HttpApiGroup.make("projectProcesses")
   .add(
     HttpApiEndpoint.post("start")`/v1/projects/${projectIdParam}/sandboxes/${sandboxIdParam}/processes`
+      .addError(failsWith(BadRequest, "idempotency_key_required"))
+      .addError(failsWith(Conflict, "capability_unsupported", "idempotency_in_progress", "idempotency_mismatch", "invalid_sandbox_state", "unsupported_operation"))
       .setPayload(StartProcess)
       .setHeaders(IdempotencyHeaders)
       .setUrlParams(StartProcessParams)
       .addSuccess(Process, { status: 202 })
       .addSuccess(ProcessWithOutput.annotations({ description: "With `wait_seconds`: the process ended in time (its terminal state), with its output" }), { status: 201 })
-      .addError(ConflictWire)
       .annotate(OpenApi.Description, same("POST /v1/sandboxes/{sandbox_id}/processes"))
   )
   .add(
@@ -33,7 +34,10 @@ export class ProjectProcessesApi extends HttpApiGroup.make("projectProcesses")
       .addSuccess(ProcessList)
       .annotate(OpenApi.Description, "The sandbox's latest 100 processes, newest first.")
   )
-  .add(HttpApiEndpoint.get("get")`/v1/projects/${projectIdParam}/sandboxes/${sandboxIdParam}/processes/${processIdParam}`.addSuccess(Process))
+  .add(
+    HttpApiEndpoint.get("get")`/v1/projects/${projectIdParam}/sandboxes/${sandboxIdParam}/processes/${processIdParam}`
+      .addSuccess(Process)
+  )
   .add(
     HttpApiEndpoint.get("events")`/v1/projects/${projectIdParam}/sandboxes/${sandboxIdParam}/processes/${processIdParam}/events`
       .setHeaders(LastEventIdHeaders)
@@ -43,27 +47,28 @@ export class ProjectProcessesApi extends HttpApiGroup.make("projectProcesses")
   )
   .add(
     HttpApiEndpoint.post("cancel")`/v1/projects/${projectIdParam}/sandboxes/${sandboxIdParam}/processes/${processIdParam}/actions/cancel`
+      .addError(failsWith(BadRequest, "idempotency_key_required"))
+      .addError(failsWith(Conflict, "capability_unsupported", "idempotency_in_progress", "idempotency_mismatch", "process_terminal", "unsupported_operation"))
       .setHeaders(IdempotencyHeaders)
       .addSuccess(Process, { status: 202 })
-      .addError(ConflictWire)
   )
   .add(
     HttpApiEndpoint.post("stdin")`/v1/projects/${projectIdParam}/sandboxes/${sandboxIdParam}/processes/${processIdParam}/stdin`
+      .addError(failsWith(Conflict, "invalid_process_state", "invalid_sandbox_state"))
+      .addError(failsWith(ServiceUnavailable, "sandbox_unresponsive", "stdin_write_failed"))
       .setPayload(WriteStdin)
       .addSuccess(StdinWritten, { status: 202 })
-      .addError(ConflictWire)
-      .addError(ServiceUnavailableWire)
   )
   .add(
     HttpApiEndpoint.get("attach")`/v1/projects/${projectIdParam}/sandboxes/${sandboxIdParam}/processes/${processIdParam}/attach`
+      .addError(failsWith(Conflict, "invalid_process_state"))
+      .addError(failsWith(UpgradeRequired, "upgrade_required"))
       .setUrlParams(AttachParams)
       .addSuccess(HttpApiSchema.Empty(101).annotations({ description: "Switching Protocols: the WebSocket is open" }))
-      .addError(ConflictWire)
-      .addError(UpgradeRequiredWire)
       .annotate(OpenApi.Description, `${same("GET /v1/sandboxes/{sandbox_id}/processes/{process_id}/attach")} With the session cookie, the handshake's Origin must be the API's (403 \`csrf_failed\`).`)
   )
-  .addError(NotFoundWire)
-  .addError(ForbiddenWire)
+  // A member of another organization, or one whose role may not do this.
+  .addError(failsWith(Forbidden, "forbidden"))
   .middleware(UserAuth)
   .annotate(OpenApi.Title, "Project processes")
 {}

@@ -6,7 +6,7 @@
  */
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
-import { ConflictWire, ForbiddenWire, NotFoundWire, PaymentRequiredWire, ServiceUnavailableWire } from "../../domain/Errors.ts"
+import { BadRequest, Conflict, failsWith, Forbidden, NotFound, PaymentRequired, ServiceUnavailable } from "../../domain/Errors.ts"
 import { SandboxMetrics } from "../../domain/Metrics.ts"
 import { Capabilities } from "../../domain/Runtime.ts"
 import { ExtendSandbox, Sandbox, SandboxMutation, SandboxRequest } from "../../domain/Sandbox.ts"
@@ -20,56 +20,58 @@ export class ProjectSandboxesApi extends HttpApiGroup.make("projectSandboxes")
   .add(
     HttpApiEndpoint.get("list")`/v1/projects/${projectIdParam}/sandboxes`
       .addSuccess(ProjectSandboxList)
-      .addError(NotFoundWire)
       .annotate(OpenApi.Description, "Every sandbox of the project, newest first (no paging).")
   )
   .add(
     HttpApiEndpoint.post("create")`/v1/projects/${projectIdParam}/sandboxes`
+      .addError(failsWith(BadRequest, "idempotency_key_required"))
+      .addError(failsWith(Conflict, "idempotency_in_progress", "idempotency_mismatch"))
+      .addError(failsWith(PaymentRequired, "insufficient_credits"))
       .setPayload(SandboxRequest)
       .setHeaders(IdempotencyHeaders)
       .addSuccess(SandboxMutation, { status: 202 })
-      .addError(NotFoundWire)
-      .addError(PaymentRequiredWire)
-      .addError(ConflictWire)
       .annotate(OpenApi.Description, "As `POST /v1/sandboxes` (`Idempotency-Key` required), for a member of the project's organization; `Location` is the operation on the project path.")
   )
-  .add(HttpApiEndpoint.get("get")`/v1/projects/${projectIdParam}/sandboxes/${sandboxIdParam}`.addSuccess(Sandbox).addError(NotFoundWire))
+  .add(
+    HttpApiEndpoint.get("get")`/v1/projects/${projectIdParam}/sandboxes/${sandboxIdParam}`
+      .addSuccess(Sandbox)
+  )
   .add(
     HttpApiEndpoint.post("extend")`/v1/projects/${projectIdParam}/sandboxes/${sandboxIdParam}/extend`
+      .addError(failsWith(Conflict, "invalid_sandbox_state"))
       .setPayload(ExtendSandbox)
       .addSuccess(Sandbox)
-      .addError(NotFoundWire)
-      .addError(ConflictWire)
       .annotate(OpenApi.Description, "As `POST /v1/sandboxes/{sandbox_id}/actions/extend`.")
   )
   .add(
     HttpApiEndpoint.get("capabilities")`/v1/projects/${projectIdParam}/sandboxes/${sandboxIdParam}/capabilities`
+      .addError(failsWith(Conflict, "capabilities_unavailable", "invalid_sandbox_state"))
       .addSuccess(Capabilities)
-      .addError(NotFoundWire)
-      .addError(ConflictWire)
   )
   .add(
     HttpApiEndpoint.get("metrics")`/v1/projects/${projectIdParam}/sandboxes/${sandboxIdParam}/metrics`
+      .addError(failsWith(Conflict, "invalid_sandbox_state", "provider_auth", "provider_capacity", "provider_customer", "provider_invalid_request", "provider_quota", "provider_timeout_absent", "provider_unavailable", "provider_unknown_outcome"))
+      .addError(failsWith(NotFound, "metrics_unavailable"))
+      .addError(failsWith(ServiceUnavailable, "provider_auth", "provider_capacity", "provider_customer", "provider_invalid_request", "provider_quota", "provider_timeout", "provider_timeout_absent", "provider_unavailable", "provider_unknown_outcome"))
       .addSuccess(SandboxMetrics)
-      .addError(NotFoundWire)
-      .addError(ConflictWire)
-      .addError(ServiceUnavailableWire)
       .annotate(OpenApi.Description, "As `GET /v1/sandboxes/{sandbox_id}/metrics`.")
   )
   .add(
     HttpApiEndpoint.post("pause")`/v1/projects/${projectIdParam}/sandboxes/${sandboxIdParam}/pause`
+      .addError(failsWith(Conflict, "capability_unsupported", "invalid_sandbox_state", "recording_active", "unsupported_operation"))
       .addSuccess(SandboxMutation)
-      .addError(NotFoundWire)
-      .addError(ConflictWire)
   )
   .add(
     HttpApiEndpoint.post("resume")`/v1/projects/${projectIdParam}/sandboxes/${sandboxIdParam}/resume`
+      .addError(failsWith(Conflict, "capability_unsupported", "invalid_sandbox_state", "unsupported_operation"))
       .addSuccess(SandboxMutation)
-      .addError(NotFoundWire)
-      .addError(ConflictWire)
   )
-  .add(HttpApiEndpoint.del("delete")`/v1/projects/${projectIdParam}/sandboxes/${sandboxIdParam}`.addSuccess(SandboxMutation).addError(NotFoundWire))
-  .addError(ForbiddenWire)
+  .add(
+    HttpApiEndpoint.del("delete")`/v1/projects/${projectIdParam}/sandboxes/${sandboxIdParam}`
+      .addSuccess(SandboxMutation)
+  )
+  // A member of another organization, or one whose role may not do this.
+  .addError(failsWith(Forbidden, "forbidden"))
   .middleware(UserAuth)
   .annotate(OpenApi.Title, "Project sandboxes")
 {}

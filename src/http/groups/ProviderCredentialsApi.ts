@@ -1,6 +1,6 @@
 /** Bring-your-own-key provider credentials (reference §2). Secrets are sealed at rest and never returned. */
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
-import { ForbiddenWire, NotFoundWire, UnprocessableWire } from "../../domain/Errors.ts"
+import { failsWith, Forbidden } from "../../domain/Errors.ts"
 import { CredentialProviderName, ProviderCredential, ProviderCredentialInput, ProviderCredentialList, ProviderCredentialRemoved } from "../../domain/ProviderCredentials.ts"
 import { UserAuth } from "../Security.ts"
 import { organizationIdParam } from "./Common.ts"
@@ -8,22 +8,22 @@ import { organizationIdParam } from "./Common.ts"
 const providerParam = HttpApiSchema.param("provider", CredentialProviderName)
 
 export class ProviderCredentialsApi extends HttpApiGroup.make("providerCredentials")
-  .add(HttpApiEndpoint.get("list")`/v1/organizations/${organizationIdParam}/provider-credentials`.addSuccess(ProviderCredentialList).addError(ForbiddenWire).addError(NotFoundWire))
+  .add(
+    HttpApiEndpoint.get("list")`/v1/organizations/${organizationIdParam}/provider-credentials`
+      .addSuccess(ProviderCredentialList)
+  )
   .add(
     HttpApiEndpoint.put("put")`/v1/organizations/${organizationIdParam}/provider-credentials/${providerParam}`
       .setPayload(ProviderCredentialInput)
       .addSuccess(ProviderCredential, { status: 201 })
       .addSuccess(ProviderCredential)
-      .addError(ForbiddenWire)
-      .addError(NotFoundWire)
-      .addError(UnprocessableWire)
   )
   .add(
     HttpApiEndpoint.del("delete")`/v1/organizations/${organizationIdParam}/provider-credentials/${providerParam}`
       .addSuccess(ProviderCredentialRemoved)
-      .addError(ForbiddenWire)
-      .addError(NotFoundWire)
   )
+  // A member of another organization, or one whose role may not do this.
+  .addError(failsWith(Forbidden, "forbidden"))
   .middleware(UserAuth)
   .annotate(OpenApi.Title, "Provider credentials")
   .annotate(OpenApi.Description, "Bring your own provider account: PUT merges over the stored value (201 configured, 200 replaced).")

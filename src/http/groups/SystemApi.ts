@@ -1,7 +1,7 @@
 /** Unauthenticated operational routes: liveness, readiness (checks the database) and version metadata. */
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
-import { ServiceUnavailableWire } from "../../domain/Errors.ts"
+import { failsWith, ServiceUnavailable } from "../../domain/Errors.ts"
 
 export const Health = Schema.Struct({ status: Schema.Literal("ok") }).annotations({ identifier: "Health" })
 export const NodeStatus = Schema.Struct({
@@ -36,7 +36,11 @@ export const Meta = Schema.Struct({
 
 export class SystemApi extends HttpApiGroup.make("system")
   .add(HttpApiEndpoint.get("health", "/health").addSuccess(Health))
-  .add(HttpApiEndpoint.get("ready", "/ready").addSuccess(Ready).addError(ServiceUnavailableWire))
+  .add(
+    HttpApiEndpoint.get("ready", "/ready")
+      .addError(failsWith(ServiceUnavailable, "not_ready"))
+      .addSuccess(Ready)
+  )
   .add(HttpApiEndpoint.get("meta", "/v1/meta").addSuccess(Meta))
   .annotate(OpenApi.Title, "System")
   .annotate(OpenApi.Description, "Liveness, readiness and version; no authentication.")

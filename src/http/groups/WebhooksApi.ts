@@ -1,37 +1,43 @@
 /** Webhook endpoints (spec §4.9; reference §2 "Webhooks"); their deliveries are WebhookDeliveriesApi. */
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Deleted } from "../../domain/Accounts.ts"
-import { ConflictWire, ForbiddenWire, NotFoundWire } from "../../domain/Errors.ts"
+import { BadRequest, Conflict, failsWith, Forbidden } from "../../domain/Errors.ts"
 import { CreateWebhook, UpdateWebhook, WebhookEndpoint, WebhookList, WebhookWithSecret } from "../../domain/Webhooks.ts"
 import { UserAuth } from "../Security.ts"
 import { IdempotencyHeaders, organizationIdParam, webhookIdParam } from "./Common.ts"
 
 export class WebhooksApi extends HttpApiGroup.make("webhooks")
-  .add(HttpApiEndpoint.get("list")`/v1/organizations/${organizationIdParam}/webhooks`.addSuccess(WebhookList).addError(ForbiddenWire).addError(NotFoundWire))
+  .add(
+    HttpApiEndpoint.get("list")`/v1/organizations/${organizationIdParam}/webhooks`
+      .addSuccess(WebhookList)
+  )
   .add(
     HttpApiEndpoint.post("create")`/v1/organizations/${organizationIdParam}/webhooks`
+      .addError(failsWith(BadRequest, "idempotency_key_required"))
+      .addError(failsWith(Conflict, "idempotency_in_progress", "idempotency_mismatch"))
       .setPayload(CreateWebhook)
       .setHeaders(IdempotencyHeaders)
       .addSuccess(WebhookWithSecret, { status: 201 })
-      .addError(ForbiddenWire)
-      .addError(NotFoundWire)
-      .addError(ConflictWire)
   )
-  .add(HttpApiEndpoint.get("get")`/v1/organizations/${organizationIdParam}/webhooks/${webhookIdParam}`.addSuccess(WebhookEndpoint).addError(ForbiddenWire).addError(NotFoundWire))
+  .add(
+    HttpApiEndpoint.get("get")`/v1/organizations/${organizationIdParam}/webhooks/${webhookIdParam}`
+      .addSuccess(WebhookEndpoint)
+  )
   .add(
     HttpApiEndpoint.patch("update")`/v1/organizations/${organizationIdParam}/webhooks/${webhookIdParam}`
       .setPayload(UpdateWebhook)
       .addSuccess(WebhookEndpoint)
-      .addError(ForbiddenWire)
-      .addError(NotFoundWire)
   )
-  .add(HttpApiEndpoint.del("delete")`/v1/organizations/${organizationIdParam}/webhooks/${webhookIdParam}`.addSuccess(Deleted).addError(ForbiddenWire).addError(NotFoundWire))
+  .add(
+    HttpApiEndpoint.del("delete")`/v1/organizations/${organizationIdParam}/webhooks/${webhookIdParam}`
+      .addSuccess(Deleted)
+  )
   .add(
     HttpApiEndpoint.post("rotate")`/v1/organizations/${organizationIdParam}/webhooks/${webhookIdParam}/rotate`
       .addSuccess(WebhookWithSecret)
-      .addError(ForbiddenWire)
-      .addError(NotFoundWire)
   )
+  // A member of another organization, or one whose role may not do this.
+  .addError(failsWith(Forbidden, "forbidden"))
   .middleware(UserAuth)
   .annotate(OpenApi.Title, "Webhooks")
   .annotate(

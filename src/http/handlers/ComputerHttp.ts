@@ -8,7 +8,7 @@ import { Effect } from "effect"
 import { RecordingsRepo } from "../../db/repos/Recordings.ts"
 import { SandboxesRepo } from "../../db/repos/Sandboxes.ts"
 import { Recording } from "../../domain/Computer.ts"
-import { RangeNotSatisfiable } from "../../domain/Errors.ts"
+import { apiError, RangeNotSatisfiable } from "../../domain/Errors.ts"
 import { RuntimeOperation } from "../../domain/Runtime.ts"
 import { sandboxOf } from "../../services/sandboxes/Commands.ts"
 import { computerJobKey, type ComputerOperationInput, recordingContent, recordingJobKey, recordingOf, startComputerOperation, startRecording, stopRecording } from "../../services/sandboxes/Computer.ts"
@@ -95,7 +95,7 @@ export const ComputerLive = HttpApiBuilder.group(Api, "computer", (handlers) =>
           const content = yield* recordingContent(yield* keyCaller, path.sandbox_id, path.recording_id, headers.range)
           if (content.range === "unsatisfiable") {
             yield* HttpApp.appendPreResponseHandler((_req, res) => Effect.succeed(HttpServerResponse.setHeader(res, "content-range", `bytes */${content.size}`)))
-            return yield* new RangeNotSatisfiable({ code: "range_not_satisfiable", message: `The range is malformed or outside the recording's ${content.size} bytes`, details: { size_bytes: content.size } })
+            return yield* apiError(RangeNotSatisfiable, "range_not_satisfiable", `The range is malformed or outside the recording's ${content.size} bytes`, { size_bytes: content.size })
           }
           const ranged = content.range !== undefined
           return HttpServerResponse.uint8Array(content.data, {

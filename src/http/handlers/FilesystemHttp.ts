@@ -5,7 +5,7 @@
 import { HttpApiBuilder, HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Effect, Schema } from "effect"
 import { asBody } from "../../domain/Bodies.ts"
-import { RangeNotSatisfiable } from "../../domain/Errors.ts"
+import { apiError, RangeNotSatisfiable } from "../../domain/Errors.ts"
 import {
   type DeleteFile,
   type ListFiles,
@@ -74,7 +74,7 @@ export const filesystemHandlers = Effect.gen(function*() {
         if (read.range === "unsatisfiable") {
           // The envelope, with the size a client needs to ask again.
           yield* HttpApp.appendPreResponseHandler((_req, res) => Effect.succeed(HttpServerResponse.setHeader(res, "content-range", `bytes */${read.size}`)))
-          return yield* new RangeNotSatisfiable({ code: "range_not_satisfiable", message: `The range is malformed or outside the file's ${read.size} bytes`, details: { size_bytes: read.size } })
+          return yield* apiError(RangeNotSatisfiable, "range_not_satisfiable", `The range is malformed or outside the file's ${read.size} bytes`, { size_bytes: read.size })
         }
         const [from, to] = read.range === undefined ? [0, read.size - 1] : [read.range.start, read.range.end]
         const length = Math.max(0, to - from + 1)

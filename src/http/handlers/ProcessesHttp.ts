@@ -6,7 +6,7 @@ import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/p
 import { Effect } from "effect"
 import { LiveStreams } from "../../services/LiveStreams.ts"
 import { ProcessesRepo } from "../../db/repos/Processes.ts"
-import { UpgradeRequired, validationError } from "../../domain/Errors.ts"
+import { apiError, UpgradeRequired, validationError } from "../../domain/Errors.ts"
 import { OUTPUT_IN_ANSWER_BYTES, Process, ProcessWithOutput, type StartProcess, StdinWritten, type WriteStdin } from "../../domain/Runtime.ts"
 import { cancelProcess, processOf, startProcess } from "../../services/sandboxes/Commands.ts"
 import { processJobKey, type ProcessRow, TERMINAL_PROCESS_STATES } from "../../services/sandboxes/Processes.ts"
@@ -112,7 +112,7 @@ export const processHandlers = Effect.gen(function*() {
         yield* attachable(caller, path.sandbox_id, path.process_id)
         // The gateway's own check before it upgrades (Attach.ts): everything the API checks has passed.
         if (isAttachCheck((yield* HttpServerRequest.HttpServerRequest).headers)) return attachCheckPassed(caller.holder)
-        return yield* new UpgradeRequired({ code: "upgrade_required", message: "This route is a WebSocket: connect with Upgrade: websocket" })
+        return yield* apiError(UpgradeRequired, "upgrade_required", "This route is a WebSocket: connect with Upgrade: websocket")
       }).pipe(provide)
   }
 })

@@ -5,7 +5,7 @@ import { AppConfig } from "../../Config.ts"
 import { Db } from "../../db/Db.ts"
 import { provideRepositories } from "../../db/Database.ts"
 import { UsersRepo } from "../../db/repos/Users.ts"
-import { Forbidden, notFound } from "../../domain/Errors.ts"
+import { apiError, Forbidden, notFound } from "../../domain/Errors.ts"
 import { CurrentUser } from "../../domain/Principals.ts"
 import { Session, SignedOut } from "../../domain/Sessions.ts"
 import { sha256Hex } from "../../domain/Tokens.ts"
@@ -28,7 +28,7 @@ export const SessionsLive = HttpApiBuilder.group(Api, "sessions", (handlers) =>
         Effect.gen(function*() {
           // Signing in is a change made by the page, checked as one (a page elsewhere must not sign a visitor in).
           const refusal = csrfRefusal(yield* HttpServerRequest.HttpServerRequest, publicUrl)
-          if (refusal !== undefined) return yield* new Forbidden({ code: "csrf_failed", message: refusal })
+          if (refusal !== undefined) return yield* apiError(Forbidden, "csrf_failed", refusal)
           const session = yield* db.transaction(startSession(payload))
           const body = { user: session.user, expires_at: session.expiresAt, via: "session" as const }
           return yield* HttpServerResponse.schemaJson(Session)(body, { status: 201, headers: { "set-cookie": sessionCookie(session.token, session.expiresAt, secure) } }).pipe(Effect.orDie)

@@ -4,7 +4,7 @@ import { AppConfig, nodeIdOf } from "../../Config.ts"
 import { Db } from "../../db/Db.ts"
 import { Dialect } from "../../db/Dialect.ts"
 import { NodesRepo } from "../../db/repos/Nodes.ts"
-import { ServiceUnavailable } from "../../domain/Errors.ts"
+import { apiError, ServiceUnavailable } from "../../domain/Errors.ts"
 import { defaultInternetOf, LocalRuntime } from "../../runtime/LocalRuntime.ts"
 import { Api } from "../Api.ts"
 import { GATEWAY_VERSION } from "../../domain/Version.ts"
@@ -43,7 +43,7 @@ export const SystemLive = HttpApiBuilder.group(Api, "system", (handlers) =>
             }
           }),
           Effect.catchAllCause(() =>
-            new ServiceUnavailable({ code: "not_ready", message: "The database is not reachable", details: { checks: { database: "error" } } })
+            apiError(ServiceUnavailable, "not_ready", "The database is not reachable", { checks: { database: "error" } })
           )
         ))
       .handle("meta", () => Effect.succeed({ name: "sandbox-gateway", version: GATEWAY_VERSION, api_version: "v1" as const }))

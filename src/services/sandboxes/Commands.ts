@@ -9,7 +9,7 @@ import { ProcessesRepo } from "../../db/repos/Processes.ts"
 import { RecordingsRepo } from "../../db/repos/Recordings.ts"
 import { RuntimeOperationsRepo } from "../../db/repos/RuntimeOperations.ts"
 import { SandboxesRepo, type StoredRequest } from "../../db/repos/Sandboxes.ts"
-import { conflict, type Conflict, notFound, PaymentRequired } from "../../domain/Errors.ts"
+import { apiError, type Coded, conflict, type Conflict, notFound, PaymentRequired } from "../../domain/Errors.ts"
 import type { DeleteFile, ListFiles, ReadFile, WriteFile } from "../../domain/Runtime.ts"
 import { unknownEnvironment } from "../../domain/Environments.ts"
 import { newId } from "../../domain/Ids.ts"
@@ -53,11 +53,7 @@ const requireCredit = (organizationId: string) =>
   Effect.gen(function*() {
     const balance = (yield* BillingRepo.balance(organizationId)) ?? 0n
     if (balance <= 0n) {
-      return yield* new PaymentRequired({
-        code: "insufficient_credits",
-        message: "The organization has no credit left; add credit to create sandboxes",
-        details: { balance_microusd: String(balance) }
-      })
+      return yield* apiError(PaymentRequired, "insufficient_credits", "The organization has no credit left; add credit to create sandboxes", { balance_microusd: String(balance) })
     }
   })
 
@@ -172,7 +168,7 @@ const capabilityOf = <K extends string>(sandbox: SandboxRow, path: ReadonlyArray
 }
 
 /** The capability at `path` of the sandbox's snapshot, or 409 naming what the create could have asked for (Unsupported.ts). */
-export const requireCapability = (sandbox: SandboxRow, path: ReadonlyArray<string>, need: Need): Effect.Effect<void, Conflict, ProviderAccounts> =>
+export const requireCapability = (sandbox: SandboxRow, path: ReadonlyArray<string>, need: Need): Effect.Effect<void, Coded<Conflict, "capability_unsupported" | "unsupported_operation">, ProviderAccounts> =>
   capabilityOf(sandbox, path) ? Effect.void : unsupportedCall(sandbox, need)
 
 export interface StartProcessInput {

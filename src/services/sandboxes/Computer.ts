@@ -12,7 +12,7 @@ import { RECORDING_CHUNK_BYTES, type RecordingRow, RecordingsRepo } from "../../
 import { RuntimeOperationsRepo } from "../../db/repos/RuntimeOperations.ts"
 import { SandboxesRepo } from "../../db/repos/Sandboxes.ts"
 import type { ComputerAction, TakeScreenshot } from "../../domain/Computer.ts"
-import { conflict, notFound, TooManyRequests } from "../../domain/Errors.ts"
+import { apiError, conflict, notFound, TooManyRequests } from "../../domain/Errors.ts"
 import { newId } from "../../domain/Ids.ts"
 import { nowIso } from "../../domain/Time.ts"
 import { enqueueJob } from "../JobRegistry.ts"
@@ -58,11 +58,7 @@ export const startComputerOperation = (caller: Caller, sandboxId: string, input:
     }
     const queued = yield* RuntimeOperationsRepo.countLive(sandboxId, ["computer_action", "computer_screenshot"])
     if (queued >= MAX_QUEUED_COMPUTER_OPERATIONS) {
-      return yield* new TooManyRequests({
-        code: "too_many_requests",
-        message: `The sandbox already has ${queued} computer actions and screenshots waiting; wait for them to finish`,
-        details: { queued, limit: MAX_QUEUED_COMPUTER_OPERATIONS }
-      })
+      return yield* apiError(TooManyRequests, "too_many_requests", `The sandbox already has ${queued} computer actions and screenshots waiting; wait for them to finish`, { queued, limit: MAX_QUEUED_COMPUTER_OPERATIONS })
     }
     const now = yield* nowIso
     const id = newId("rop")

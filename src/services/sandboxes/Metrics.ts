@@ -5,7 +5,7 @@
  */
 import { Duration, Effect } from "effect"
 import type { ProviderError, ProviderMetrics } from "../../../providers/core/Provider.ts"
-import { Conflict, conflict, NotFound, ServiceUnavailable } from "../../domain/Errors.ts"
+import { apiError, conflict, NotFound, ServiceUnavailable } from "../../domain/Errors.ts"
 import { ProviderAccounts } from "../ProviderAccounts.ts"
 import { type Caller, sandboxOf } from "./Commands.ts"
 import { actionFailure, logProviderFailure } from "./ProviderErrors.ts"
@@ -13,11 +13,18 @@ import { actionFailure, logProviderFailure } from "./ProviderErrors.ts"
 const METRICS_TIMEOUT = Duration.seconds(10)
 const READABLE = new Set(["ready", "paused"])
 
+const WHAT = "read the sandbox's metrics"
+
 const failure = (e: ProviderError) => {
-  const error = actionFailure(e.kind === "not_found" ? "invalid_sandbox_state" : `provider_${e.kind}`, "read the sandbox's metrics", e)
-  const fields = { code: error.code, message: error.message, details: error.details }
-  if (e.kind === "unsupported") return new NotFound({ code: "metrics_unavailable", message: `${e.provider} does not report a sandbox's metrics`, details: { provider: e.provider } })
-  return e.retryable || e.kind === "unavailable" || e.kind === "timeout_absent" ? new ServiceUnavailable(fields) : new Conflict(fields)
+  if (e.kind === "unsupported") return apiError(NotFound, "metrics_unavailable", `${e.provider} does not report a sandbox's metrics`, { provider: e.provider })
+  if (e.kind === "not_found") {
+    const gone = actionFailure("invalid_sandbox_state", WHAT, e)
+    return conflict(gone.code, gone.message, gone.details)
+  }
+  const error = actionFailure(`provider_${e.kind}` as const, WHAT, e)
+  return e.retryable || e.kind === "unavailable" || e.kind === "timeout_absent"
+    ? apiError(ServiceUnavailable, error.code, error.message, error.details)
+    : conflict(error.code, error.message, error.details)
 }
 
 export const sandboxMetrics = (caller: Caller, sandboxId: string) =>
@@ -28,12 +35,12 @@ export const sandboxMetrics = (caller: Caller, sandboxId: string) =>
     if (target === undefined) return yield* conflict("invalid_sandbox_state", "The sandbox has no running provider resource")
     const read = target.provider.metrics
     if (read === undefined) {
-      return yield* new NotFound({ code: "metrics_unavailable", message: `${target.provider.name} does not report a sandbox's metrics`, details: { provider: target.provider.name } })
+      return yield* apiError(NotFound, "metrics_unavailable", `${target.provider.name} does not report a sandbox's metrics`, { provider: target.provider.name })
     }
     const metrics: ProviderMetrics = yield* read(target.resource).pipe(
       Effect.timeoutFail({
         duration: METRICS_TIMEOUT,
-        onTimeout: () => new ServiceUnavailable({ code: "provider_timeout", message: "The provider did not report the sandbox's metrics in time; try again", details: { provider: target.provider.name } })
+        onTimeout: () => apiError(ServiceUnavailable, "provider_timeout", "The provider did not report the sandbox's metrics in time; try again", { provider: target.provider.name })
       }),
       Effect.tapError((e) => (e._tag === "ProviderError" ? logProviderFailure("metrics", e) : Effect.void)),
       Effect.mapError((e) => (e._tag === "ProviderError" ? failure(e) : e))

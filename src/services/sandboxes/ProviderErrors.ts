@@ -14,7 +14,7 @@ import { type FileReason, fileReasonOf, imagePullReason } from "../../../provide
 import { isCwdMissing } from "../../../providers/core/cwd.ts"
 
 export { type FileReason, fileReasonOf } from "../../../providers/core/errors.ts"
-import type { ProviderError } from "../../../providers/core/Provider.ts"
+import type { ProviderError, ProviderErrorKind } from "../../../providers/core/Provider.ts"
 import type { Attempt } from "../../../providers/core/routing.ts"
 
 /** A path as quoted back: bounded, so a 4,000-character path does not fill the message. */
@@ -54,7 +54,13 @@ const fileMessage = (reason: FileReason, path: string): string => {
 const ownCredentialsRejected = (e: ProviderError) => e.kind === "auth" && e.account === "organization"
 
 /** The error code of a provider's failure: `provider_<kind>`, or `provider_credentials_rejected` (BYOK). */
-export const providerCode = (e: ProviderError) => (ownCredentialsRejected(e) ? "provider_credentials_rejected" : `provider_${e.kind}`)
+export const providerCode = (e: ProviderError): ProviderCode => (ownCredentialsRejected(e) ? "provider_credentials_rejected" : `provider_${e.kind}`)
+
+/** A provider failure's code (domain/ErrorCodes.ts lists them). */
+export type ProviderCode = "provider_credentials_rejected" | `provider_${ProviderErrorKind}`
+
+/** An error object whose code is known to be one of `C`. */
+export type CodedErrorObject<C extends string> = ErrorObject & { readonly code: C }
 
 /** Failures that are not about what was asked but about reaching the provider (or the sandbox) at all. */
 const providerMessage = (e: ProviderError, what: string): string => {
@@ -81,7 +87,7 @@ const providerMessage = (e: ProviderError, what: string): string => {
   }
 }
 
-const withReason = (error: Omit<ErrorObject, "details">, reason: string, provider: string): ErrorObject => ({ ...error, details: { reason, provider } })
+const withReason = <C extends string>(error: Omit<CodedErrorObject<C>, "details">, reason: string, provider: string): CodedErrorObject<C> => ({ ...error, details: { reason, provider } })
 
 /** The provider's own words, for the operator's log only. */
 export const logProviderFailure = (what: string, e: ProviderError) =>
@@ -93,13 +99,17 @@ export type FileOperation = "read" | "write" | "list" | "delete"
  * A file operation's failure: `customer` when the request itself cannot succeed (the file is missing, the name
  * too long …: final, not retried), otherwise a failure of the provider, with whether retrying may help.
  */
-export const fileFailure = (operation: FileOperation, path: string, e: ProviderError): { readonly customer: boolean; readonly error: ErrorObject } => {
+export const fileFailure = (
+  operation: FileOperation,
+  path: string,
+  e: ProviderError
+): { readonly customer: boolean; readonly error: CodedErrorObject<"capability_unsupported" | "file_not_found" | "runtime_operation_failed" | "invalid_path"> } => {
   if (e.kind === "unsupported") {
     return { customer: true, error: withReason({ code: "capability_unsupported", message: `${e.provider} sandboxes cannot ${operation} files this way`, retryable: false }, "unsupported", e.provider) }
   }
   const reason = fileReasonOf(e)
   if (reason !== undefined) {
-    const code = reason === "not_found" ? "file_not_found" : reason === "no_space" || reason === "io_error" ? "runtime_operation_failed" : "invalid_path"
+    const code = reason === "not_found" ? "file_not_found" as const : reason === "no_space" || reason === "io_error" ? "runtime_operation_failed" as const : "invalid_path" as const
     return { customer: true, error: withReason({ code, message: fileMessage(reason, path), retryable: false }, reason, e.provider) }
   }
   const verb = operation === "list" ? `list ${quoted(path)}` : `${operation} ${quoted(path)}`
@@ -131,7 +141,7 @@ export const processFailure = (e: ProviderError, request: { readonly command: Re
 }
 
 /** A lifecycle action (create, pause, resume, destroy) or endpoint action that failed at the provider. */
-export const actionFailure = (code: string, what: string, e: ProviderError): ErrorObject =>
+export const actionFailure = <const C extends string>(code: C, what: string, e: ProviderError): CodedErrorObject<C> =>
   withReason({ code, message: providerMessage(e, what), retryable: e.retryable }, providerCode(e), e.provider)
 
 /**

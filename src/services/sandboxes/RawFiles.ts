@@ -12,7 +12,7 @@
 import { readAtMost } from "../../domain/Bodies.ts"
 import { Effect, Either, Option, Runtime } from "effect"
 import type { ProviderError, ProviderFileEntry, ProviderSandbox, SandboxProvider } from "../../../providers/core/Provider.ts"
-import { type Conflict, conflict, NotFound, PayloadTooLarge, ServiceUnavailable, Unprocessable } from "../../domain/Errors.ts"
+import { apiError, type Conflict, conflict, NotFound, PayloadTooLarge, ServiceUnavailable, Unprocessable } from "../../domain/Errors.ts"
 import { AppConfig } from "../../Config.ts"
 import { JobsRepo } from "../../db/repos/Jobs.ts"
 import { ProviderAccounts } from "../ProviderAccounts.ts"
@@ -38,11 +38,19 @@ const failure = (operation: FileOperation, path: string, e: ProviderError) => {
   if (reason === "already_exists") return conflict("file_exists", `The file exists: ${path.slice(0, 200)}`, { reason })
   if (reason === "is_a_directory") return conflict("is_a_directory", `Is a directory: ${path.slice(0, 200)}`, { reason })
   const { customer, error } = fileFailure(operation, path, e)
-  const fields = { code: error.code, message: error.message, details: error.details }
-  if (error.code === "file_not_found") return new NotFound(fields)
-  if (customer) return error.code === "invalid_path" ? new Unprocessable(fields) : conflict(error.code, error.message, error.details)
-  return new ServiceUnavailable(fields)
+  switch (error.code) {
+    case "file_not_found":
+      return apiError(NotFound, error.code, error.message, error.details)
+    case "invalid_path":
+      return apiError(Unprocessable, error.code, error.message, error.details)
+    case "capability_unsupported":
+      return conflict(error.code, error.message, error.details)
+    case "runtime_operation_failed":
+      return customer ? conflict(error.code, error.message, error.details) : apiError(ServiceUnavailable, error.code, error.message, error.details)
+  }
 }
+/** What a file call can fail with at the provider (`failure`). */
+type FileFailure = ReturnType<typeof failure>
 const failed = (operation: FileOperation, path: string) => (e: ProviderError) => Effect.zipRight(logProviderFailure(operation, e), Effect.fail(failure(operation, path, e)))
 
 /**
@@ -63,10 +71,7 @@ const awaitEarlierWork = (sandboxId: string) =>
     const deadline = Date.now() + ORDER_WAIT_MS
     for (let waitMs = 2; yield* jobs.orderBusy(sandboxId, upTo); waitMs = Math.min(waitMs * 2, 50)) {
       if (Date.now() > deadline) {
-        return yield* new ServiceUnavailable({
-          code: "sandbox_busy",
-          message: "The sandbox's earlier processes and file operations did not start within 20 s; try again"
-        })
+        return yield* apiError(ServiceUnavailable, "sandbox_busy", "The sandbox's earlier processes and file operations did not start within 20 s; try again")
       }
       yield* Effect.sleep(waitMs)
     }
@@ -122,10 +127,10 @@ export interface RawRead {
   readonly range: RangeRequest | undefined | "unsatisfiable"
   readonly notModified: boolean
   /** The bytes from `from` to `to` (inclusive) as a stream: one download where the provider streams a range, else read piece by piece as it is pulled. */
-  readonly open: (from: number, to: number) => Effect.Effect<ReadableStream<Uint8Array>, NotFound | Unprocessable | ServiceUnavailable | Conflict>
+  readonly open: (from: number, to: number) => Effect.Effect<ReadableStream<Uint8Array>, FileFailure>
   /** Bytes that fit in one read come whole (and get a Content-Length): at most this many. */
   readonly piece: number
-  readonly readPiece: (from: number, to: number) => Effect.Effect<Uint8Array, NotFound | Unprocessable | ServiceUnavailable | Conflict>
+  readonly readPiece: (from: number, to: number) => Effect.Effect<Uint8Array, FileFailure>
 }
 
 export const readRaw = (caller: Caller, sandboxId: string, path: string, headers: { readonly range?: string | undefined; readonly ifNoneMatch?: string | undefined }) =>
@@ -143,7 +148,7 @@ export const readRaw = (caller: Caller, sandboxId: string, path: string, headers
       early ? Effect.option(provider.readFile(resource, { path, offsetBytes: 0, maxBytes: piece })) : Effect.succeedNone
     ], { concurrency: 2 })
     const entry = yield* Either.match(stat, { onLeft: failed("read", path), onRight: Effect.succeed })
-    if (entry === undefined) return yield* new NotFound({ code: "file_not_found", message: `No such file or directory: ${path.slice(0, 200)}`, details: { reason: "not_found" } })
+    if (entry === undefined) return yield* apiError(NotFound, "file_not_found", `No such file or directory: ${path.slice(0, 200)}`, { reason: "not_found" })
     if (entry.type === "directory") return yield* conflict("is_a_directory", `Is a directory: ${path.slice(0, 200)}`, { reason: "is_a_directory" })
     yield* touchSandbox(sandbox.id)
     const etag = etagOf(entry)
@@ -234,7 +239,7 @@ const writeLimitOf = (provider: SandboxProvider, streamLimit: number) =>
   provider.writeFileStream !== undefined ? streamLimit : provider.capabilities.files?.maxWriteBytes ?? 0
 
 const tooLarge = (limit: number, provider: string | null) =>
-  new PayloadTooLarge({ code: "payload_too_large", message: `A write takes at most ${limit} bytes on ${provider}`, details: { limit_bytes: limit } })
+  apiError(PayloadTooLarge, "payload_too_large", `A write takes at most ${limit} bytes on ${provider}`, { limit_bytes: limit })
 
 /** What a raw write checks before it takes any byte: the sandbox, the capability, the mode, parents, a declared size. */
 export const checkRawWrite = (caller: Caller, sandboxId: string, input: Omit<RawWriteInput, "data"> & { readonly declaredBytes?: number | undefined }) =>
@@ -290,7 +295,7 @@ export const writeRawStream = (
       }
     }))
     const written = yield* write(resource, { path: input.path, body: counted, mode: input.mode, createParents: input.createParents }).pipe(
-      Effect.catchAll((e): Effect.Effect<never, PayloadTooLarge | Conflict | NotFound | ServiceUnavailable | Unprocessable> =>
+      Effect.catchAll((e): Effect.Effect<never, ReturnType<typeof tooLarge> | FileFailure> =>
         over ? Effect.fail(tooLarge(limit, sandbox.provider)) : failed("write", input.path)(e))
     )
     if (over) return yield* tooLarge(limit, sandbox.provider)

@@ -8,7 +8,7 @@
  */
 import { Effect } from "effect"
 import { ProcessesRepo } from "../../db/repos/Processes.ts"
-import { type Conflict, conflict, ServiceUnavailable } from "../../domain/Errors.ts"
+import { apiError, type Coded, type Conflict, conflict, ServiceUnavailable } from "../../domain/Errors.ts"
 import { nowIso } from "../../domain/Time.ts"
 import { type SandboxRow, SandboxesRepo } from "../../db/repos/Sandboxes.ts"
 import { ProviderAccounts } from "../ProviderAccounts.ts"
@@ -61,13 +61,13 @@ export const sendInput = (sandbox: SandboxRow, processId: string, data: Uint8Arr
       yield* send(target.resource, now.execution_id, data, eof).pipe(
         Effect.tapError((e) => logProviderFailure("stdin", e)),
         Effect.catchAll((e) =>
-          Effect.flatMap(ProcessesRepo.get(processId), (latest): Effect.Effect<never, Conflict | ServiceUnavailable> => {
+          Effect.flatMap(ProcessesRepo.get(processId), (latest): Effect.Effect<never, Coded<Conflict, "invalid_process_state"> | Coded<ServiceUnavailable, "stdin_write_failed">> => {
             // Gone at the provider because it ended meanwhile: the input is closed, as for an ended process.
             if (latest !== undefined && TERMINAL_PROCESS_STATES.includes(latest.state)) return Effect.fail(ended(latest.state))
             const error = actionFailure("stdin_write_failed", "write to the process's input", e)
             return e.kind === "not_found" || e.kind === "customer" || e.kind === "invalid_request"
               ? Effect.fail(conflict("invalid_process_state", "The process no longer takes input", { reason: error.details?.["reason"] }))
-              : Effect.fail(new ServiceUnavailable({ code: error.code, message: error.message, details: error.details }))
+              : Effect.fail(apiError(ServiceUnavailable, error.code, error.message, error.details))
           }))
       )
       if (eof && now.pty_cols === null) yield* ProcessesRepo.closeStdin(processId, yield* nowIso)

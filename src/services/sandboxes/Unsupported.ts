@@ -71,7 +71,7 @@ export const unsupportedCall = (sandbox: SandboxRow, need: Need, extra: Record<s
       : rule.feature !== undefined
       ? `; create the sandbox with ${rule.feature} to be placed on a provider that can`
       : `; create the sandbox with provider set to one that can (${able.join(", ")})`
-    const code = need.kind === "pause" ? "unsupported_operation" : "capability_unsupported"
+    const code = need.kind === "pause" ? "unsupported_operation" as const : "capability_unsupported" as const
     return yield* conflict(code, `${sandbox.provider} sandboxes cannot ${rule.what}${hint}`, {
       provider: sandbox.provider,
       ...(rule.feature === undefined ? {} : { feature: rule.feature }),
