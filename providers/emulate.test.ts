@@ -9,7 +9,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { emulateProblem } from "./emulate.ts"
 
-const MAIN = path.resolve(import.meta.dirname, "../src/main.ts")
+const MAIN = path.resolve(import.meta.dirname, "../bin/main.ts")
 const scratch = fs.mkdtempSync(path.join(os.tmpdir(), "emulate-"))
 afterAll(() => fs.rmSync(scratch, { recursive: true, force: true }))
 

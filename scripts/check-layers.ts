@@ -10,15 +10,16 @@
  *   providers  providers/              domain, config, net, runtime
  *   services   src/services/           domain, config, db, net, runtime, providers
  *   http       src/http/               domain, config, db, net, runtime, providers, services, assets
- *   cli        src/cli/                domain, config, db, services, client (the user CLI's commands)
+ *   cli        src/cli/                domain, config, db, services (the operator's commands)
  *   client     client/                 domain, http (the contract, src/http/Api.ts: the client is derived from it)
- *   entry      src/main.ts, cli.ts, openapi.ts   anything
+ *   entry      bin/                    anything (the program's entries and its command line: the only place that
+ *                                      joins the server, the operator's commands, the users' and the emulators)
  *   web        web/src/                domain, providers (the dashboard: types of the contract only, never code of the server)
  *   assets     web/dist/               — (the dashboard as built: only http serves it)
  *
  * The SQL packages (`@effect/sql…`, `bun:sqlite`) are imported only in `src/db/`. No source file imports test
  * code (test files, test/, the provider test kits in providers/testing/) or a test runner, and no import cycle
- * exists among the files checked (every file under src/, providers/, client/src/ and web/src/ but tests).
+ * exists among the files checked (every file under bin/, src/, providers/, client/src/ and web/src/ but tests).
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
@@ -34,7 +35,7 @@ const BELOW: Record<Layer, ReadonlyArray<Layer>> = {
   providers: ["domain", "config", "net", "runtime"],
   services: ["domain", "config", "db", "net", "runtime", "providers"],
   http: ["domain", "config", "db", "net", "runtime", "providers", "services", "assets"],
-  cli: ["domain", "config", "db", "services", "client"],
+  cli: ["domain", "config", "db", "services"],
   client: ["domain", "http"],
   entry: ["domain", "config", "db", "net", "runtime", "providers", "services", "http", "cli", "client"],
   web: ["domain", "providers"],
@@ -48,7 +49,7 @@ const PACKAGE_OWNERS: ReadonlyArray<{ readonly test: (specifier: string) => bool
 
 export const layerOf = (file: string): Layer | undefined => {
   if (file === "src/Config.ts" || file === "src/DataDir.ts") return "config"
-  if (file === "src/main.ts" || file === "src/cli.ts" || file === "src/openapi.ts") return "entry"
+  if (file.startsWith("bin/")) return "entry"
   if (file.startsWith("client/")) return "client"
   if (file.startsWith("web/dist/")) return "assets"
   if (file.startsWith("web/")) return "web"
@@ -100,6 +101,7 @@ export const readGraph = (root: string): ImportGraph => {
       else if ((rel.endsWith(".ts") || rel.endsWith(".tsx")) && !isTestFile(rel)) graph.set(rel, importsOf(fs.readFileSync(path.join(root, rel), "utf8")))
     }
   }
+  walk("bin")
   walk("src")
   walk("providers")
   walk("client/src")

@@ -1,6 +1,6 @@
 /**
  * The operator's commands: `bootstrap`, `users`, `tokens`, `credits`, `db copy` (docs/operations/cli.md), reached
- * through the one command line (src/cli/CommandLine.ts). They open the same database as the server (DATA_DIR, or
+ * through the one command line (bin/CommandLine.ts). They open the same database as the server (DATA_DIR, or
  * DATABASE_URL) and do every write in one transaction, so they are safe to run while the server is up. They work
  * only on a database the server has made, unless told `--init`: a run with another DATA_DIR than the server's would
  * otherwise make a second, empty gateway whose keys the server does not know.

@@ -67,7 +67,7 @@ const sha256 = (data: Uint8Array) => new Bun.CryptoHasher("sha256").update(data)
 beforeAll(async () => {
   const dir = tempDataDir("cli-bin")
   binary = path.join(dir, "sandbox-gateway")
-  const build = Bun.spawnSync(["bun", "build", "--compile", "src/main.ts", "--outfile", binary], { cwd: path.resolve(import.meta.dirname, "../..") })
+  const build = Bun.spawnSync(["bun", "build", "--compile", "bin/main.ts", "--outfile", binary], { cwd: path.resolve(import.meta.dirname, "../..") })
   if (build.exitCode !== 0) throw new Error(build.stderr.toString())
   configDir = path.join(tempDataDir("cli-config"), "conf")
   server = await startServer()

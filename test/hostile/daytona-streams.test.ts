@@ -19,7 +19,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { createReadySandbox, idempotencyKey, type KeyAuth, minimalSandbox, readProcessOutput, waitProcess } from "../support/sandbox.ts"
 import { api, openGateway, type RunningServer } from "../support/server.ts"
 
-const MAIN = path.resolve(import.meta.dirname, "../../src/main.ts")
+const MAIN = path.resolve(import.meta.dirname, "../../bin/main.ts")
 const MiB = 1024 * 1024
 /** How far a process may grow while a sandbox floods it with more than twice as much. */
 const MAX_GROWTH = 100 * MiB

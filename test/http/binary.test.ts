@@ -14,7 +14,7 @@ let outfile: string
 
 beforeAll(() => {
   outfile = path.join(tempDataDir("bin"), "sandbox-gateway")
-  const build = Bun.spawnSync(["bun", "build", "--compile", "--minify", "src/main.ts", "--outfile", outfile], { cwd: path.resolve(import.meta.dirname, "../..") })
+  const build = Bun.spawnSync(["bun", "build", "--compile", "--minify", "bin/main.ts", "--outfile", outfile], { cwd: path.resolve(import.meta.dirname, "../..") })
   if (build.exitCode !== 0) throw new Error(build.stderr.toString())
 }, 120_000)
 

@@ -6,7 +6,7 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { describe, expect, it } from "vitest"
 import { USER_CLI_WORDS } from "../../client/src/cli.ts"
-import { OPERATOR_WORDS, USER_WORDS } from "../../src/cli/CommandLine.ts"
+import { OPERATOR_WORDS, USER_WORDS } from "../../bin/CommandLine.ts"
 import { OPERATOR_WORDS as OPERATOR_TABLE_WORDS } from "../../src/cli/Operator.ts"
 import { onPostgres } from "../support/postgres.ts"
 import { api, bootstrap, runCli, startServer, tempDataDir } from "../support/server.ts"
@@ -63,7 +63,7 @@ describe("CLI", () => {
     // Nothing was created: not the directory, not an empty database.
     expect(fs.existsSync(dataDir)).toBe(false)
     // Without DATA_DIR at all: the default ./data of the working directory, said so.
-    const unset = Bun.spawnSync(["bun", "run", path.join(ROOT, "src/cli.ts"), "users", "create", "--email", "u@example.com"], {
+    const unset = Bun.spawnSync(["bun", "run", path.join(ROOT, "bin/cli.ts"), "users", "create", "--email", "u@example.com"], {
       cwd: tempDataDir("cli-cwd"),
       env: Object.fromEntries(Object.entries(process.env).filter(([name]) => name !== "DATA_DIR" && name !== "DATABASE_URL"))
     })

@@ -46,7 +46,7 @@ export interface SdkFlowRun {
 }
 
 const ROOT = path.resolve(import.meta.dirname, "../..")
-const MAIN = path.join(ROOT, "src/main.ts")
+const MAIN = path.join(ROOT, "bin/main.ts")
 const PATH = `${process.env["PATH"] ?? "/usr/bin:/bin"}:/usr/sbin:/sbin`
 
 interface Inside extends SdkFlowOptions {

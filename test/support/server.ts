@@ -1,5 +1,5 @@
 /**
- * Real servers for tests: the gateway as a child process (`bun run src/main.ts`) on a free loopback port with
+ * Real servers for tests: the gateway as a child process (`bun run bin/main.ts`) on a free loopback port with
  * its own DATA_DIR (a real SQLite file; on the PostgreSQL run, a database of its own: test/support/postgres.ts),
  * and the CLI as a child process against the same DATA_DIR.
  */
@@ -36,7 +36,7 @@ export const startServer = async (
   // Webhook and registry host names are resolved by the test's own DNS server, never by a real resolver.
   const dns = await testDns()
   let output = ""
-  const child = Bun.spawn(options.command ? [...options.command] : ["bun", "run", path.join(ROOT, "src/main.ts")], {
+  const child = Bun.spawn(options.command ? [...options.command] : ["bun", "run", path.join(ROOT, "bin/main.ts")], {
     // A given command (the compiled binary) runs outside the checkout, so it cannot lean on it.
     cwd: options.command ? dataDir : ROOT,
     // No warm jails unless a test asks (RUNTIME_WARM_POOL): a test server's spares are started, never used, and
@@ -103,7 +103,7 @@ export interface CliResult {
  * no gateway database unless given `--init`: run them once a server has started there (as `bootstrap` below is).
  */
 export const runCli = async (dataDir: string, args: ReadonlyArray<string>, env: Record<string, string> = {}): Promise<CliResult> => {
-  const child = Bun.spawn(["bun", "run", path.join(ROOT, "src/cli.ts"), ...args], {
+  const child = Bun.spawn(["bun", "run", path.join(ROOT, "bin/cli.ts"), ...args], {
     cwd: ROOT,
     env: { ...process.env, DATA_DIR: dataDir, LOG_LEVEL: "warning", ...databaseEnv(dataDir), ...env },
     stdout: "pipe",

@@ -1,12 +1,12 @@
 /**
  * The one program's command line (ARCHITECTURE.md §2): the compiled binary (`sandbox-gateway <word> …`),
- * `bun src/main.ts <word> …` and `bun run cli <word> …` take the same words — `serve`, `emulate` (the providers'
+ * `bun bin/main.ts <word> …` and `bun run cli <word> …` take the same words — `serve`, `emulate` (the providers'
  * emulators on their own), the operator's commands (src/cli/Operator.ts, on the server's database) and the users'
  * (client/src/cli.ts, over HTTP) — and `--help`, `--version`. An unknown word is a usage error (exit 2), never a server.
  */
 import * as path from "node:path"
-import { shellWord } from "../domain/Shell.ts"
-import { GATEWAY_VERSION } from "../domain/Version.ts"
+import { shellWord } from "../src/domain/Shell.ts"
+import { GATEWAY_VERSION } from "../src/domain/Version.ts"
 
 /**
  * The first words of the operator's commands (src/cli/Operator.ts's table) and of the users' (client/src/cli.ts),
@@ -14,11 +14,11 @@ import { GATEWAY_VERSION } from "../domain/Version.ts"
  */
 export const OPERATOR_WORDS: ReadonlyArray<string> = ["bootstrap", "users", "tokens", "login-link", "credits", "db"]
 export const USER_WORDS: ReadonlyArray<string> = ["login", "sandbox"]
-const operator = () => import("./Operator.ts")
-const user = () => import("../../client/src/cli.ts")
+const operator = () => import("../src/cli/Operator.ts")
+const user = () => import("../client/src/cli.ts")
 
 export interface Entry {
-  /** How the program was called, for usage lines: "sandbox-gateway", "bun run cli", "bun src/main.ts". */
+  /** How the program was called, for usage lines: "sandbox-gateway", "bun run cli", "bun bin/main.ts". */
   readonly prog: string
   /** What no word at all means: the server (main.ts, the binary) or the usage (bun run cli). */
   readonly whenEmpty: "serve" | "usage"
@@ -32,15 +32,15 @@ export interface Entry {
 export const isCompiled = () => Bun.main.startsWith("/$bunfs/")
 
 /** The checkout this source runs from (not meaningful in the compiled binary). */
-const CHECKOUT = path.resolve(import.meta.dirname, "../..")
+const CHECKOUT = path.resolve(import.meta.dirname, "..")
 
 /**
  * How a person runs the operator's commands on this machine, as the server tells them on start: the binary's
- * own path; in a checkout `bun run cli` from its root, else `bun <checkout>/src/cli.ts`.
+ * own path; in a checkout `bun run cli` from its root, else `bun <checkout>/bin/cli.ts`.
  */
 export const operatorInvocation = (): string => {
   if (isCompiled()) return shellWord(process.execPath)
-  return path.resolve(process.cwd()) === CHECKOUT ? "bun run cli" : `bun ${shellWord(path.join(CHECKOUT, "src/cli.ts"))}`
+  return path.resolve(process.cwd()) === CHECKOUT ? "bun run cli" : `bun ${shellWord(path.join(CHECKOUT, "bin/cli.ts"))}`
 }
 
 const SERVE_SUMMARY = "Start the gateway (API, docs, endpoint listener); configured by environment variables (docs/operations/configuration.md)."
