@@ -4,8 +4,10 @@
  *
  * - start: `Xvfb :0 … -nolisten tcp -nolisten unix` in the background, until `xdpyinfo` answers, then
  *   `startxfce4` in the background (the SDK's `_start`); each is tagged, so a second start finds them running.
- * - actions: `xdotool` (`mousemove --sync`, `click [--repeat 2] <button>`, `mousedown`/`mouseup` for a drag,
- *   `click --repeat <n> 4|5` to scroll, `type --delay`, `key`), chained with `getmouselocation` for the pointer.
+ * - actions: `xdotool` (`mousemove`, `click [--repeat 2] <button>`, `mousedown`/`mouseup` for a drag,
+ *   `click --repeat <n> 4|5` to scroll, `type --delay`, `key`), chained in one xdotool with `getmouselocation` for
+ *   the pointer. Not the SDK's `mousemove --sync`: it waits for a motion that never comes when the pointer is
+ *   already there; one X connection runs its requests in order, so what follows sees the pointer moved anyway.
  * - screenshots: `scrot` into a file (`--pointer`, `--autoselect` for a region, `--quality`, `--thumb` for a
  *   scale), then `GET /files` and `filesystem.Filesystem/Remove`, as the SDK's `screenshot()`.
  * - recordings (the SDK has none; the template has ffmpeg): `ffmpeg -f x11grab` → H.264 mp4 under /tmp, a tagged
@@ -174,18 +176,18 @@ export const makeComputer = (ctx: E2BContext): ComputerDriver => {
   const action: ComputerDriver["action"] = (sandbox, a) => {
     switch (a.type) {
       case "mouse_move":
-        return Effect.flatMap(point(sandbox, a.x, a.y), (at) => pointer(sandbox, `mousemove --sync ${at}`, "move the mouse"))
+        return Effect.flatMap(point(sandbox, a.x, a.y), (at) => pointer(sandbox, `mousemove ${at}`, "move the mouse"))
       case "mouse_click":
-        return Effect.flatMap(point(sandbox, a.x, a.y), (at) => pointer(sandbox, `mousemove --sync ${at} click ${a.double ? "--repeat 2 " : ""}${BUTTONS[a.button]}`, "click"))
+        return Effect.flatMap(point(sandbox, a.x, a.y), (at) => pointer(sandbox, `mousemove ${at} click ${a.double ? "--repeat 2 " : ""}${BUTTONS[a.button]}`, "click"))
       case "mouse_drag":
         return Effect.flatMap(
           Effect.all([point(sandbox, a.start_x, a.start_y), point(sandbox, a.end_x, a.end_y)]),
-          ([from, to]) => pointer(sandbox, `mousemove --sync ${from} mousedown ${BUTTONS[a.button]} mousemove --sync ${to} mouseup ${BUTTONS[a.button]}`, "drag")
+          ([from, to]) => pointer(sandbox, `mousemove ${from} mousedown ${BUTTONS[a.button]} mousemove ${to} mouseup ${BUTTONS[a.button]}`, "drag")
         )
       case "mouse_scroll": {
         const wheel = `click --repeat ${a.amount} ${a.direction === "up" ? 4 : 5}`
         return a.x !== undefined && a.y !== undefined
-          ? Effect.flatMap(point(sandbox, a.x, a.y), (at) => pointer(sandbox, `mousemove --sync ${at} ${wheel}`, "scroll"))
+          ? Effect.flatMap(point(sandbox, a.x, a.y), (at) => pointer(sandbox, `mousemove ${at} ${wheel}`, "scroll"))
           : pointer(sandbox, wheel, "scroll")
       }
       case "keyboard_type":
@@ -277,7 +279,14 @@ export const makeComputer = (ctx: E2BContext): ComputerDriver => {
             `-c:v libx264 -preset ultrafast -pix_fmt yuv420p -movflags +faststart -y ${recordingFile(id)}`,
           { tag: recordingTag(id), background: true }
         )
-        return { recordingId: id, state: "starting", durationSeconds: 0 } satisfies ProviderRecording
+        // Recording once ffmpeg writes its file (a stop before that would leave none).
+        for (let tries = 0; tries < 200; tries++) {
+          const now = yield* recordingState(sandbox, id)
+          if (now.state !== "starting") return now
+          yield* Effect.sleep("100 millis")
+        }
+        yield* Effect.ignore(unary(sandbox, "process.Process/SendSignal", { process: { tag: recordingTag(id) }, signal: "SIGNAL_SIGKILL" }, Empty, true))
+        return yield* fail("unavailable", "e2b's recording did not start within 20 s")
       }),
     getRecording: (sandbox, id) => recordingState(sandbox, id),
     stopRecording: (sandbox, id) =>
