@@ -6,7 +6,9 @@
  * The SDK starts the desktop with two background commands: `Xvfb :N … -screen 0 WxHx24 …` and `startxfce4`.
  * Started in a `desktop` sandbox, the first starts the runtime's desktop at that size and makes display `:N` the
  * runtime's (a link in the jail's /tmp/.X11-unix, made by the sandbox's own user inside its jail), then stays
- * running as the display's process; the second stays running as the session's (openbox is the window manager).
+ * running as the display's process; the second stays running as the session: the runtime's openbox is the window
+ * manager, and the session's processes the SDK waits for by name (`pgrep -x xfce4-session`, `xfwm4`, `xfdesktop`)
+ * are stand-ins of those names that only wait.
  * Everything else the SDK and the adapter run — xdotool, xdpyinfo, scrot, ffmpeg — is the real program, in the
  * jail, against that display.
  */
@@ -29,6 +31,15 @@ const scriptOf = (command: ReadonlyArray<string>) =>
 /** Stays running until it is signalled, as the display server or session it stands for. */
 const standIn = (prelude: string) => ["/bin/sh", "-c", `${prelude}exec sleep infinity`]
 
+/** A process's name is its program's file name: links to sleep, named as xfce's. */
+const SESSION_STAND_IN = [
+  'd=$(mktemp -d) || exit 1',
+  'for p in xfce4-session xfwm4 xfdesktop; do ln -s /bin/sleep "$d/$p" || exit 1; done',
+  '"$d/xfwm4" infinity &',
+  '"$d/xfdesktop" infinity &',
+  'exec "$d/xfce4-session" infinity'
+].join("\n")
+
 const failing = (message: string) => ["/bin/sh", "-c", 'printf "%s\\n" "$0" >&2; exit 1', message]
 
 /**
@@ -39,7 +50,7 @@ export const desktopCommand = async (runtime: LocalRuntimeShape, sandbox: Emulat
   if (sandbox.templateID !== DESKTOP_TEMPLATE) return command
   const script = scriptOf(command)
   if (script === null) return command
-  if (SESSION.test(script)) return standIn("")
+  if (SESSION.test(script)) return ["/bin/sh", "-c", SESSION_STAND_IN]
   const xvfb = XVFB.exec(script)
   if (xvfb === null) return command
   const display = Number(xvfb[1])
