@@ -33,6 +33,8 @@ export const DESKTOP_DISPLAY = ":0"
 /** The API's usual screen. */
 const SCREEN = { width: 1280, height: 800 } as const
 const OUTPUT_MAX_BYTES = 64 * 1024
+/** A command's time (envd's deadline, `Connect-Timeout-Ms`) unless it says otherwise. */
+const COMMAND_TIMEOUT_MS = 60_000
 /** A typed piece stays within this at the sandbox (a call's limit is a minute), and its text within one argument. */
 const TYPING_PIECE_MS = 20_000
 const TYPING_PIECE_CHARS = 2_000
@@ -63,8 +65,10 @@ export const makeComputer = (ctx: E2BContext): ComputerDriver => {
    * One command through envd's `process.Process/Start`. In the foreground it is read to its end (output bounded);
    * in the background only to its start event, then let go (envd keeps it running, as the SDK's `background`).
    */
-  const command = (sandbox: ProviderSandbox, script: string, options: { readonly tag?: string; readonly background?: boolean; readonly timeoutMs?: number } = {}) =>
-    Effect.gen(function*() {
+  const command = (sandbox: ProviderSandbox, script: string, options: { readonly tag?: string; readonly background?: boolean; readonly timeoutMs?: number } = {}) => {
+    // envd ends a foreground command at its deadline; the stream is read no longer than that either way.
+    const timeoutMs = options.background === true ? undefined : options.timeoutMs ?? COMMAND_TIMEOUT_MS
+    return Effect.gen(function*() {
       const response = yield* envd(
         sandbox,
         (a) =>
@@ -72,7 +76,7 @@ export const makeComputer = (ctx: E2BContext): ComputerDriver => {
             HttpClientRequest.setHeaders({
               "connect-protocol-version": "1",
               ...userHeader(a),
-              ...(options.timeoutMs === undefined ? {} : { "connect-timeout-ms": String(options.timeoutMs) })
+              ...(timeoutMs === undefined ? {} : { "connect-timeout-ms": String(timeoutMs) })
             }),
             HttpClientRequest.bodyUint8Array(
               encodeEnvelope({ process: { cmd: "/bin/bash", args: ["-l", "-c", script], envs: { DISPLAY: DESKTOP_DISPLAY } }, ...(options.tag === undefined ? {} : { tag: options.tag }) }),
@@ -116,7 +120,11 @@ export const makeComputer = (ctx: E2BContext): ComputerDriver => {
           }
           return options.background === true ? started : result !== null
         }),
-        Stream.runDrain
+        Stream.runDrain,
+        Effect.timeoutFail({
+          duration: (timeoutMs ?? COMMAND_TIMEOUT_MS) + 5_000,
+          onTimeout: () => fail("unavailable", `the e2b command did not ${options.background === true ? "start" : "end"} in time`)
+        })
       )
       if (options.background === true && started) return { exitCode: null, stdout: "", stderr: "" } satisfies CommandResult
       if (result !== null) return result as CommandResult
@@ -125,6 +133,7 @@ export const makeComputer = (ctx: E2BContext): ComputerDriver => {
         ? fail("unavailable", "the e2b command stream ended without the command's exit")
         : fail(connectKind(problem.code), `e2b command failed: ${problem.code}: ${problem.message}`))
     })
+  }
 
   /** A command that must succeed: its failure is the desktop refusing (its first line of stderr says why). */
   const must = (sandbox: ProviderSandbox, script: string, what: string, timeoutMs?: number) =>
@@ -170,7 +179,9 @@ export const makeComputer = (ctx: E2BContext): ComputerDriver => {
       const up = yield* command(sandbox, `for i in $(seq 100); do xdpyinfo -display ${DESKTOP_DISPLAY} >/dev/null 2>&1 && exit 0; sleep 0.1; done; exit 1`)
       if (up.exitCode !== 0) return yield* fail("unsupported", "its display server did not start (is the sandbox of E2B's desktop template?)")
       if (!tags.has(SESSION_TAG)) yield* command(sandbox, "startxfce4", { tag: SESSION_TAG, background: true })
+      // Its size, asked now: the screen checks need it.
       geometry.delete(sandbox.resourceId)
+      yield* screenOf(sandbox)
     })
 
   const action: ComputerDriver["action"] = (sandbox, a) => {
@@ -198,7 +209,7 @@ export const makeComputer = (ctx: E2BContext): ComputerDriver => {
           let out = ""
           for (let i = 0; i < chars.length; i += perPiece) {
             const last = i + perPiece >= chars.length
-            out = yield* must(sandbox, `xdotool type --delay ${a.delay_ms} -- ${quote(chars.slice(i, i + perPiece).join(""))}${last ? " && xdotool getmouselocation" : ""}`, "type")
+            out = yield* must(sandbox, `xdotool type --delay ${a.delay_ms} -- ${quote(chars.slice(i, i + perPiece).join(""))}${last ? " && xdotool getmouselocation" : ""}`, "type", TYPING_PIECE_MS + 10_000)
           }
           return { cursor: cursorOf(out) }
         })
@@ -244,7 +255,8 @@ export const makeComputer = (ctx: E2BContext): ComputerDriver => {
       const data = yield* readBounded(sandbox, file, SCREENSHOT_MAX_BYTES, "screenshot").pipe(
         Effect.ensuring(Effect.forkDaemon(Effect.all([remove(sandbox, `${name}.${ext}`), ...(thumb === null ? [] : [remove(sandbox, file)])])))
       )
-      if (imageFormatOf(data) !== input.format) return yield* fail("unavailable", `e2b's screenshot is not the ${input.format} image asked for`)
+      // What the sandbox's own commands made: trying again would make it again.
+      if (imageFormatOf(data) !== input.format) return yield* fail("invalid_request", `e2b's screenshot is not the ${input.format} image asked for`)
       return { format: input.format, data, cursor: cursorOf(stdout) }
     })
 
@@ -310,7 +322,7 @@ export const makeComputer = (ctx: E2BContext): ComputerDriver => {
         const bytes = yield* readBounded(sandbox, recordingFile(id), maxBytes, "recording").pipe(
           Effect.mapError((e) => (e.kind === "invalid_request" ? fail("invalid_request", `the recording is larger than the ${maxBytes} bytes the gateway keeps`) : e))
         )
-        if (!isMp4(bytes)) return yield* fail("unavailable", "e2b's recording is not an mp4")
+        if (!isMp4(bytes)) return yield* fail("customer", "e2b's recording is not an mp4 (what the sandbox made: final)")
         return bytes
       })
   }
