@@ -57,7 +57,7 @@ const BUTTONS = { left: "1", middle: "2", right: "3" } as const
 const MODIFIERS: Record<string, string> = { ctrl: "ctrl", alt: "alt", shift: "shift", cmd: "super" }
 const hotkey = (combination: string) => combination.split("+").map((k) => MODIFIERS[k] ?? k).join("+")
 
-export const makeComputer = (ctx: E2BContext): ComputerDriver => {
+export const makeComputer = (ctx: E2BContext): ComputerDriver & { readonly forget: (sandboxId: string) => void } => {
   const { envd, envdRequest, fail, unary, userHeader, userParam } = ctx
   const geometry = new Map<string, { readonly width: number; readonly height: number }>()
 
@@ -278,6 +278,8 @@ export const makeComputer = (ctx: E2BContext): ComputerDriver => {
     })
 
   return {
+    /** A destroyed sandbox's screen size is forgotten with it. */
+    forget: (sandboxId) => void geometry.delete(sandboxId),
     start,
     action,
     screenshot,

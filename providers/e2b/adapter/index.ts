@@ -61,7 +61,11 @@ export const makeE2BProvider = (config: E2BProviderConfig): SandboxProvider => {
     withCredentials: (credentials) => makeE2BProvider({ ...config, apiKey: credentials["api_key"] ?? "" }),
     ...sandboxes,
     // Computer use: a desktop started at create when asked for (computer.ts).
-    ...(computer === undefined ? {} : { create: withDesktop(NAME, sandboxes.create, sandboxes.destroy, computer, ctx.fail), computer }),
+    ...(computer === undefined ? {} : {
+      create: withDesktop(NAME, sandboxes.create, sandboxes.destroy, computer, ctx.fail),
+      destroy: (sandbox) => Effect.tap(sandboxes.destroy(sandbox), () => Effect.sync(() => computer.forget(sandbox.resourceId))),
+      computer
+    }),
     exec: processes.exec,
     execEvents: processes.execEvents,
     cancelExec: processes.cancelExec,
