@@ -142,8 +142,9 @@ export const makeComputer = (ctx: E2BContext): ComputerDriver & { readonly forge
         ? Effect.succeed(r.stdout)
         : Effect.fail(fail("invalid_request", `the desktop refused to ${what}${r.stderr.trim() === "" ? ` (exit ${r.exitCode ?? "by a signal"})` : `: ${r.stderr.trim().split("\n")[0]!.slice(0, 200)}`}`)))
 
+  /** `getmouselocation`'s `x:… y:…`, when it reads as a point a screen could have. */
   const cursorOf = (stdout: string) => {
-    const m = /x:(\d+)\s+y:(\d+)/.exec(stdout)
+    const m = /x:(\d{1,5})\s+y:(\d{1,5})\b/.exec(stdout)
     return m === null ? null : { x: Number(m[1]), y: Number(m[2]) }
   }
 
