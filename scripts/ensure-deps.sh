@@ -41,10 +41,11 @@ command -v chromium >/dev/null 2>&1 || [ -x /usr/bin/chromium ] || missing="$mis
 command -v initdb >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing="$missing postgresql"
 # The sandboxes' desktops (computer use; ARCHITECTURE.md §5): a display server (Xvnc serves VNC too, for the live
 # view; Xvfb where it is not), a window manager, a terminal and a browser, input (xdotool), recordings and JPEG
-# screenshots (ffmpeg, with ffprobe for the tests), noVNC with websockify (the live view), fonts. Jails see them
-# through the host's read-only /usr.
-for tool in Xvnc Xvfb xdotool ffmpeg ffprobe openbox xterm chromium websockify; do
-  command -v $tool >/dev/null 2>&1 || { missing="$missing tigervnc-standalone-server xvfb xdotool ffmpeg openbox xterm chromium x11-utils novnc python3-websockify fonts-dejavu-core xfonts-base"; break; }
+# screenshots (ffmpeg, with ffprobe for the tests), noVNC with websockify (the live view), fonts, and scrot (the
+# screenshots of E2B's desktop template, which the E2B emulator serves). Jails see them through the host's
+# read-only /usr.
+for tool in Xvnc Xvfb xdotool ffmpeg ffprobe openbox xterm chromium websockify scrot; do
+  command -v $tool >/dev/null 2>&1 || { missing="$missing tigervnc-standalone-server xvfb xdotool ffmpeg openbox xterm chromium x11-utils novnc python3-websockify fonts-dejavu-core xfonts-base scrot"; break; }
 done
 if [ -n "$missing" ]; then
   echo "ensure-deps: installing$missing from Debian" >&2

@@ -49,10 +49,10 @@ const proc = (streams: boolean, cancel: boolean, maxOutputBytes: number, maxTime
 
 const base = { version: "1", cost: true, network: null, computer: null } as const
 /**
- * Computer use, declared where the adapter drives the provider's own desktop API: Daytona (its toolbox's
- * computer-use API, "native computer use" in reference §3.1). E2B's Desktop sandboxes (driven through envd
- * commands) have no adapter yet, and the others no desktop API, so `features.computer_use` never places a
- * sandbox there.
+ * Computer use, declared where the adapter drives the provider's own desktop: Daytona (its toolbox's computer-use
+ * API, "native computer use" in reference §3.1) and E2B (its `desktop` template, driven through envd commands as
+ * E2B's Desktop SDK does: xdotool, scrot, and ffmpeg for recordings). The others have no desktop, so
+ * `features.computer_use` never places a sandbox there.
  */
 const desktop: ComputerCapabilities = {
   implementation: "native",
@@ -132,7 +132,8 @@ export const DECLARED: Readonly<Record<ProviderName, ProviderCapabilities>> = {
     isolation: "microvm",
     process: proc(true, false, 100 * MiB),
     files: files(["create", "overwrite"], { parents: true, list: true, del: true }),
-    httpEndpoints: null
+    httpEndpoints: null,
+    computer: desktop
   },
   freestyle: {
     ...base,

@@ -14,6 +14,8 @@ export const MAX_SCREEN = { width: 3840, height: 2160 } as const
  * 3840×2160×3 bytes plus its rows' filter bytes and the encoder's overhead, ~24.9 MB; a JPEG is smaller.
  */
 export const SCREENSHOT_MAX_BYTES = 26 * 1024 * 1024
+/** The display the agent's desktop serves, in the jail's own /tmp/.X11-unix (agent/desktop.ts DISPLAY). */
+export const DISPLAY = ":1"
 /** Where the agent keeps recordings inside the jail (agent/desktop.ts RECORDINGS_DIR). */
 export const RECORDINGS_DIR = "/run/agent/recordings"
 /** Recording ids the agent makes: 32 lowercase hex digits. */

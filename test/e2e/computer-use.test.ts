@@ -109,7 +109,7 @@ describe("computer use", () => {
     for (const res of await Promise.all(calls(onVercel.id))) {
       const body = expectEnvelope(res, 409, "capability_unsupported")
       expect(body.message).toBe("vercel sandboxes cannot drive a desktop (computer use); create the sandbox with features.computer_use: true to be placed on a provider that can")
-      expect(body.details).toMatchObject({ provider: "vercel", feature: "features.computer_use: true", providers: ["daytona"] })
+      expect(body.details).toMatchObject({ provider: "vercel", feature: "features.computer_use: true", providers: ["daytona", "e2b"] })
     }
     for (const res of await Promise.all(calls(plain.id))) {
       expect(expectEnvelope(res, 409, "capability_unsupported").message).toBe("This sandbox has no desktop: create it with features.computer_use: true")
@@ -277,5 +277,58 @@ describe("computer use", () => {
       expect(ofSandbox.filter((e) => e.type === "recording.start").map((e) => e.data.recording_id)).toEqual([first.body.id, second.body.id])
       expect(ofSandbox.filter((e) => e.type === "recording.stop").map((e) => [e.data.recording_id, e.data.state])).toEqual([[first.body.id, "stopped"], [second.body.id, "failed"]])
     }, 300_000)
+  })
+
+  // The same scenario on E2B's desktop template, driven through envd commands (xdotool, scrot, ffmpeg) behind E2B's
+  // emulator, whose desktop is the runtime's in the sandbox's jail.
+  describe("on an E2B desktop", () => {
+    beforeAll(async () => {
+      // An environment on E2B is sized as its base template (2 vCPU, 512 MiB): an xterm fits.
+      sandbox = await createReadySandbox(http, auth, minimalSandbox({ provider: "e2b", features: { computer_use: true } }))
+    }, 120_000)
+    afterAll(() => http.delete(`/v1/sandboxes/${sandbox.id}`, auth))
+
+    it("types into a window and the screenshot shows it; acts, refuses what is off the screen, records a playable mp4", async () => {
+      expect((await http.get(base(), auth)).body.provider).toBe("e2b")
+      await http.post(`${base()}/processes`, {
+        ...auth,
+        body: { command: ["xterm", "-geometry", "60x8+100+100", "-bg", "white", "-fg", "black", "-fa", "Monospace", "-fs", "14"], timeout_seconds: 3600 },
+        headers: { "idempotency-key": idempotencyKey("xterm") }
+      })
+      await poll(() => runProcess(http, auth, sandbox.id, ["sh", "-c", "xdotool search --onlyvisible --class xterm || true"]), (r) => r.stdout.trim() !== "", 60_000, 200)
+      expect((await done(await act({ type: "mouse_click", x: 300, y: 160 }))).result.cursor_position).toEqual({ x: 300, y: 160 })
+      const before = decodePng((await screenshot()).bytes)
+      expect([before.width, before.height]).toEqual([1280, 800])
+      await done(await act({ type: "keyboard_type", text: "hello from e2b's desktop", delay_ms: 5 }))
+      const shot = await screenshot({ show_cursor: true })
+      expect(shot.op.result).toMatchObject({ format: "png", byte_length: shot.bytes.length, cursor_position: { x: 300, y: 160 } })
+      const after = decodePng(shot.bytes)
+      expect(changedPixels(before, after, { x: 100, y: 100, width: 500, height: 60 })).toBeGreaterThan(100)
+      expect(changedPixels(before, after, { x: 800, y: 500, width: 400, height: 250 })).toBe(0)
+      for (const action of [{ type: "mouse_scroll", direction: "down", amount: 2, x: 300, y: 160 }, { type: "keyboard_key", key: "e", modifiers: ["ctrl"] }]) await done(await act(action))
+      const jpeg = await screenshot({ format: "jpeg", quality: 60, scale: 0.5, region: { x: 100, y: 100, width: 400, height: 200 } })
+      expect([...jpeg.bytes.subarray(0, 3)]).toEqual([0xff, 0xd8, 0xff])
+
+      // Off the screen: accepted by the schema, refused by the desktop.
+      const outside = await waitRuntimeOperation(http, auth, sandbox.id, (await act({ type: "mouse_move", x: 5000, y: 5 })).id, 60_000)
+      expect(outside.state).toBe("failed")
+      expect(outside.error.code).toBe("computer_operation_failed")
+      const region = await http.post(`${base()}/computer/screenshots`, { ...auth, body: { region: { x: 1200, y: 0, width: 200, height: 10 } } })
+      expect((await waitRuntimeOperation(http, auth, sandbox.id, region.body.id, 60_000)).error.code).toBe("computer_operation_failed")
+
+      const started = await http.post(`${base()}/recordings`, { ...auth, body: { label: "e2b" }, headers: { "idempotency-key": idempotencyKey("rec") } })
+      expect(started.status, started.text).toBe(202)
+      await poll(() => recording(started.body.id), (r) => r.state === "recording", 60_000, 50)
+      await done(await act({ type: "keyboard_type", text: "recording", delay_ms: 20 }))
+      expect((await http.post(`${base()}/recordings/${started.body.id}/actions/stop`, auth)).status).toBe(202)
+      const stopped = await poll(() => recording(started.body.id), (r) => r.state !== "stopping", 120_000, 100)
+      expect(stopped.state, JSON.stringify(stopped.error)).toBe("stopped")
+      const mp4 = await fetch(`${server.url}${stopped.content_url}`, { headers: { authorization: `Bearer ${auth.token}`, "x-metal-project-id": auth.project } })
+      const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "sgw-rec-")), "e2b.mp4")
+      fs.writeFileSync(file, new Uint8Array(await mp4.arrayBuffer()))
+      const probe = ffprobe(file)
+      expect(probe.streams[0]?.codec_name).toBe("h264")
+      expect(Number(probe.format.duration)).toBeGreaterThan(0)
+    }, 240_000)
   })
 })

@@ -8,7 +8,9 @@
  *   - an action flood is bounded: at most 32 actions and screenshots wait per sandbox (429 beyond), and another
  *     sandbox's screenshot is taken while the flood still waits;
  *   - a sandbox that replaces its agent and answers screenshots with 300 MiB, a GIF, or a PNG of another size than
- *     it claims gets no screenshot through, and the gateway's memory stays flat.
+ *     it claims gets no screenshot through, and the gateway's memory stays flat;
+ *   - on E2B (whose desktop is driven by login-shell commands the sandbox can redefine), a fake scrot's 300 MiB file
+ *     or GIF gets no screenshot through, and a fake xdotool's 1 MB of output is read only so far.
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
@@ -172,5 +174,35 @@ while [ ! -e /workspace/escaped ]; do sleep 0.02; done`]
       expect(op.result, mode).toBeNull()
       expect(peak - before, mode).toBeLessThan(MAX_GROWTH)
     }
+  }, 240_000)
+
+  it("on E2B, a sandbox whose login shell fakes scrot and xdotool gets no screenshot through, and the gateway's memory stays flat", async () => {
+    // E2B's desktop is driven by `bash -l -c` commands: the sandbox's own login profile decides what they run.
+    const e = await createReadySandbox(http, bob, minimalSandbox({ provider: "e2b", features: { computer_use: true } }))
+    const profile = [
+      'last() { for a; do :; done; printf %s "$a"; }',
+      'scrot() { f=$(last "$@"); case $(cat /tmp/mode) in huge) truncate -s 300M "$f";; gif) printf "GIF89a%0100d" 0 > "$f";; esac; }',
+      'xdotool() { case "$(cat /tmp/mode) $*" in chatty*getmouselocation*) head -c 1000000 /dev/zero | tr "\\0" x; echo " x:1 y:2";; *) command xdotool "$@";; esac; }'
+    ].join("\n")
+    const written = await runProcess(http, bob, e.id, ["sh", "-c", 'printf "%s\\n" "$0" > "$HOME/.bash_profile" && echo huge > /tmp/mode', profile])
+    expect(written.process.exit_code, written.stderr).toBe(0)
+    const rss = () => Number(/VmRSS:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${server.pid}/status`, "utf8"))?.[1] ?? NaN) * 1024
+    for (const mode of ["huge", "gif"]) {
+      expect((await runProcess(http, bob, e.id, ["sh", "-c", `echo ${mode} > /tmp/mode`])).process.exit_code).toBe(0)
+      const before = rss()
+      let peak = before
+      const sampler = setInterval(() => (peak = Math.max(peak, rss())), 5)
+      const op = await waitRuntimeOperation(http, bob, e.id, (await shoot(bob, e.id)).body.id, 120_000)
+      clearInterval(sampler)
+      expect(op.state, mode).toBe("failed")
+      expect(op.error.code, mode).toBe("computer_operation_failed")
+      expect(op.result, mode).toBeNull()
+      expect(peak - before, mode).toBeLessThan(MAX_GROWTH)
+    }
+    // 1 MB of pointer position: read only so far; the action still ends, with no position it could trust.
+    expect((await runProcess(http, bob, e.id, ["sh", "-c", "echo chatty > /tmp/mode"])).process.exit_code).toBe(0)
+    const moved = await waitRuntimeOperation(http, bob, e.id, (await act(bob, e.id, { type: "mouse_move", x: 5, y: 5 })).body.id, 120_000)
+    expect(moved.state, JSON.stringify(moved.error)).toBe("succeeded")
+    expect(moved.result.cursor_position).toBeNull()
   }, 240_000)
 })

@@ -1,7 +1,8 @@
 /**
  * E2B's official SDK against the E2B emulator (issue 25): its everyday flow (test/sdk/e2b.flow.ts) runs offline, in
  * a network namespace with only loopback up beside `sandbox-gateway emulate e2b` (test/support/offline.ts). Steps
- * the emulator cannot serve are skipped by name, with the reason (docs/providers.md, E2B).
+ * the emulator cannot serve are skipped by name, with the reason (docs/providers.md, E2B). The same run drives the
+ * emulator's `desktop` template with E2B's Desktop SDK (`@e2b/desktop`).
  */
 import { describe, expect, it } from "vitest"
 import { runSdkFlow } from "../support/offline.ts"
@@ -21,7 +22,7 @@ describe("e2b's SDK against the emulator, offline", () => {
     expect(run.status).toBe(0)
   }, 240_000)
 
-  it("create, commands (exit codes, streamed output, background and kill, stdin), files (binary, > 1 MiB, gzip), user, info, list, pause and connect, kill", async () => {
+  it("create, commands (exit codes, streamed output, background and kill, stdin), files (binary, > 1 MiB, gzip), user, info, list, pause and connect, kill; the Desktop SDK's screen, pointer, keyboard and screenshots", async () => {
     const run = await runSdkFlow({ providers: ["e2b"], script: "test/sdk/e2b.flow.ts" })
     expect(stepsOf(run), `${run.stderr}\n${run.emulateStderr}`).toEqual([
       "create: passed",
@@ -41,7 +42,14 @@ describe("e2b's SDK against the emulator, offline", () => {
       "pause, then connect resumes it: passed",
       "getMetrics: skipped",
       "getHost(port) traffic: skipped",
-      "kill: passed"
+      "kill: passed",
+      "desktop: create (the SDK starts Xvfb and the session): passed",
+      "desktop: screen size, pointer moves and shows in a screenshot (scrot --pointer): passed",
+      "desktop: clicks, typing and keys, scroll, drag: passed",
+      "desktop: stream (live view): skipped",
+      "desktop: open and launch: skipped",
+      "desktop: windows (getApplicationWindows, getWindowTitle): skipped",
+      "desktop: kill: passed"
     ])
     expect(run.status).toBe(0)
   }, 300_000)

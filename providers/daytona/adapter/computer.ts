@@ -13,7 +13,7 @@ import { HttpClientRequest, type HttpClientResponse } from "@effect/platform"
 import { Effect, Schema } from "effect"
 import { imageFormatOf, isMp4, SCREENSHOT_MAX_BYTES } from "../../../src/domain/Computer.ts"
 import { readBodyAtMost } from "../../core/wire.ts"
-import type { ComputerDriver, CreateInput, ProviderRecording, ProviderSandbox, SandboxProvider } from "../../core/Provider.ts"
+import type { ComputerDriver, ProviderRecording, ProviderSandbox } from "../../core/Provider.ts"
 import type { DaytonaContext } from "./wire.ts"
 
 const Position = Schema.Struct({ x: Schema.Number, y: Schema.Number })
@@ -126,19 +126,3 @@ export const makeComputer = (ctx: DaytonaContext): ComputerDriver => {
       })
   }
 }
-
-/**
- * Create with a desktop when the request asks for computer use: the sandbox is created, then its desktop started;
- * a desktop that does not start (an image without one) removes the sandbox and fails the create as `unsupported`.
- */
-export const withDesktop = (create: SandboxProvider["create"], destroy: SandboxProvider["destroy"], computer: ComputerDriver, ctx: DaytonaContext): SandboxProvider["create"] =>
-(input: CreateInput) =>
-  input.computerUse !== true ? create(input) : Effect.flatMap(create(input), (sandbox) =>
-    computer.start(sandbox).pipe(
-      Effect.as(sandbox),
-      Effect.catchAll((e) =>
-        Effect.zipRight(
-          Effect.ignore(destroy(sandbox)),
-          Effect.fail(ctx.fail(e.kind === "unavailable" || e.kind === "timeout_absent" ? e.kind : "unsupported", `daytona sandbox has no desktop: ${e.message}`))
-        ))
-    ))

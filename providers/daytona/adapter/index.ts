@@ -76,8 +76,9 @@
  */
 import { Effect } from "effect"
 import type { SandboxProvider } from "../../core/Provider.ts"
+import { withDesktop } from "../../core/desktop.ts"
 import { withWorkspace } from "../../core/workspace.ts"
-import { makeComputer, withDesktop } from "./computer.ts"
+import { makeComputer } from "./computer.ts"
 import { makeEndpoints } from "./endpoints.ts"
 import { makeFiles } from "./files.ts"
 import { makeProcesses } from "./processes.ts"
@@ -121,7 +122,7 @@ export const makeDaytonaProvider = (config: DaytonaProviderConfig): SandboxProvi
       }),
     ...sandboxes,
     // Computer use: a desktop started at create when asked for (computer.ts).
-    ...(computer === undefined ? {} : { create: withDesktop(sandboxes.create, sandboxes.destroy, computer, ctx), computer }),
+    ...(computer === undefined ? {} : { create: withDesktop(NAME, sandboxes.create, sandboxes.destroy, computer, ctx.fail), computer }),
     // A destroyed sandbox's terminals are forgotten with it.
     destroy: (sandbox) => Effect.tap(sandboxes.destroy(sandbox), () => Effect.sync(() => forgetTerminals(sandbox.resourceId))),
     ...processes,

@@ -30,11 +30,15 @@
  * Cancel: the reference lists no cancel for E2B, but envd has `SendSignal`: cancel sends SIGTERM, then SIGKILL
  * after a grace period, so this adapter declares `process.cancel`. Timeouts: `Connect-Timeout-Ms` on Start makes
  * envd kill the process when it expires, even with nobody attached. No HTTP endpoints (`unsupported`).
+ * Computer use (computer.ts): a sandbox asked for with `features.computer_use` is of E2B's `desktop` template (unless
+ * the request names one), and its display is started at create and driven by envd commands, as E2B's Desktop SDK does.
  * Cost: E2B's rate card (14 µUSD per vCPU-second + 4.5 µUSD per GiB-second) over the window.
  */
 import { Effect } from "effect"
+import { withDesktop } from "../../core/desktop.ts"
 import { type SandboxProvider, unsupported } from "../../core/Provider.ts"
 import { withWorkspace } from "../../core/workspace.ts"
+import { makeComputer } from "./computer.ts"
 import { type E2BProviderConfig, makeContext } from "./context.ts"
 import { makeFiles } from "./files.ts"
 import { makeProcesses } from "./processes.ts"
@@ -47,13 +51,21 @@ export { E2B_CAPABILITIES, E2B_RATE_CARD, ENVD_PORT, envdAtLeast, envdBaseUrl, G
 export const makeE2BProvider = (config: E2BProviderConfig): SandboxProvider => {
   const ctx = makeContext(config)
   const processes = makeProcesses(ctx)
+  const sandboxes = makeSandboxes(ctx, processes.forget)
+  const computer = ctx.capabilities.computer == null ? undefined : makeComputer(ctx)
   const provider: SandboxProvider = {
     name: NAME,
     capabilities: ctx.capabilities,
     mode: config.mode,
     // BYOK: the organization's API key, against the same control API and envd.
     withCredentials: (credentials) => makeE2BProvider({ ...config, apiKey: credentials["api_key"] ?? "" }),
-    ...makeSandboxes(ctx, processes.forget),
+    ...sandboxes,
+    // Computer use: a desktop started at create when asked for (computer.ts).
+    ...(computer === undefined ? {} : {
+      create: withDesktop(NAME, sandboxes.create, sandboxes.destroy, computer, ctx.fail),
+      destroy: (sandbox) => Effect.tap(sandboxes.destroy(sandbox), () => Effect.sync(() => computer.forget(sandbox.resourceId))),
+      computer
+    }),
     exec: processes.exec,
     execEvents: processes.execEvents,
     cancelExec: processes.cancelExec,

@@ -11,7 +11,7 @@ import { Effect } from "effect"
 import { rateCardCost } from "../../core/cost.ts"
 import { type CreateInput, type InspectState, type ProviderMetrics, type ProviderSandbox, type ResolvedResources, type SandboxProvider, unsupported } from "../../core/Provider.ts"
 import type { E2BContext } from "./context.ts"
-import { E2B_RATE_CARD, METADATA_SANDBOX_ID, NAME, WireListed, WireMetrics, WireSandbox, type WireSandboxDetail } from "./wire.ts"
+import { DESKTOP_TEMPLATE, E2B_RATE_CARD, METADATA_SANDBOX_ID, NAME, WireListed, WireMetrics, WireSandbox, type WireSandboxDetail } from "./wire.ts"
 
 /** E2B's `ALL_TRAFFIC`: in `denyOut`, everything not in `allowOut` is denied. */
 const ALL_TRAFFIC = "0.0.0.0/0"
@@ -65,6 +65,8 @@ export const makeSandboxes = (ctx: E2BContext, forget: (sandboxId: string) => vo
     const option = input.providerOptions["template_id"]
     if (typeof option === "string" && option !== "") return option
     if (input.source.kind === "provider_template") return input.source.template
+    // A desktop is E2B's `desktop` template (the Desktop SDK's default).
+    if (input.computerUse === true) return DESKTOP_TEMPLATE
     return ctx.config.defaultTemplate ?? "base"
   }
 

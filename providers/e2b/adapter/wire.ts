@@ -36,6 +36,8 @@ export const ENVD_STDIN_FLAG = "0.3.0"
 export const ENVD_DEFAULT_USER = "0.4.0"
 export const ENVD_OCTET_STREAM_UPLOAD = "0.5.7"
 export const DEFAULT_USER = "user"
+/** E2B's Desktop template (the `@e2b/desktop` SDK's default): X, xfce4, xdotool, scrot, ffmpeg. */
+export const DESKTOP_TEMPLATE = "desktop"
 
 // ---- shapes ----
 

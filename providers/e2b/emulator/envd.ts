@@ -15,6 +15,7 @@ import { emulatorMessage, runOrThrow as run } from "../../core/emulator/server.t
 import { ENVD_PORT, REPLAY_HEADER } from "../adapter/wire.ts"
 import { type ConnectCode, encodeEnvelope, END_STREAM, EnvelopeDecoder, STREAM_CONTENT_TYPE } from "../connect.ts"
 import type { Books, EmulatedSandbox, ProcessConfig, ProcessRecord } from "./books.ts"
+import { desktopCommand } from "./desktop.ts"
 import { makeFiles } from "./files.ts"
 import {
   apiError,
@@ -169,7 +170,8 @@ export const makeEnvd = (books: Books) => {
           ...(proc.cwd === undefined ? {} : { cwd: resolvePath(proc.cwd as string) })
         }
         const exec = await run(runtime.exec(sandbox.sandboxID, {
-          command: [config.cmd, ...config.args],
+          // The desktop template's display server and session are the runtime's desktop (desktop.ts).
+          command: await desktopCommand(runtime, sandbox, [config.cmd, ...config.args]),
           cwd: config.cwd,
           env: config.envs,
           timeoutMs,

@@ -3,7 +3,8 @@
  * runtime sandbox). One port serves both planes, routed the way E2B routes them: requests carrying
  * `E2b-Sandbox-Id` (or a `49983-<id>.` host) go to envd (`envd.ts`), the rest to the control API (`control.ts`).
  * State lives in DATA_DIR/emulators/e2b/state.json and the port is kept, so a restarted gateway finds its
- * sandboxes and processes again. Every template name runs on the runtime's one base system.
+ * sandboxes and processes again. Every template name runs on the runtime's one base system; the `desktop` template
+ * (E2B's Desktop SDK) gets the runtime's desktop as its display (desktop.ts).
  */
 import { Context, Effect, Layer, type Scope } from "effect"
 import { AppConfig } from "../../../src/Config.ts"
