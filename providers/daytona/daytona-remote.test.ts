@@ -6,7 +6,8 @@
 import { Effect } from "effect"
 import { describe, expect, it } from "vitest"
 import { conformanceInput } from "../testing/conformance.ts"
-import type { ProviderError, ProviderExecEvent, ProviderSandbox, SandboxProvider } from "../core/Provider.ts"
+import type { ExecEvent } from "../../src/runtime/LocalRuntime.ts"
+import type { ProviderError, ProviderSandbox, SandboxProvider } from "../core/Provider.ts"
 import { bodyBytes, bodyJson, type Call, json, scripted, type Step } from "../testing/scripted-client.ts"
 import { decodeExecutionId, decodeTerminalId, demuxLog, encodeExecutionId, encodeTerminalId, eventsFromPieces, makeDaytonaProvider } from "./adapter/index.ts"
 import { INPUT_CHUNK_BYTES, octalLine } from "./adapter/processes.ts"
@@ -382,7 +383,7 @@ const TTY = { command: ["sh", "-i"], environment: { GREETING: "it's me" }, timeo
 const ttyProvider = (client: HttpClient.HttpClient, openSocket: ReturnType<typeof ptyDaemon>["openSocket"]) =>
   makeDaytonaProvider({ baseUrl: BASE, apiKey: "dtn_key", mode: "remote", httpClient: client, pollIntervalMs: 1, logPollMs: 0, openSocket })
 /** Events from `from`, asked for until `done` says they are what the test waits for. */
-const eventsUntil = async (p: SandboxProvider, executionId: string, from: number, done: (events: ReadonlyArray<ProviderExecEvent>) => boolean) => {
+const eventsUntil = async (p: SandboxProvider, executionId: string, from: number, done: (events: ReadonlyArray<ExecEvent>) => boolean) => {
   const deadline = Date.now() + 5000
   for (;;) {
     const events = await run(p.execEvents(SANDBOX, executionId, from))

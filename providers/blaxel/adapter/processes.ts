@@ -14,7 +14,8 @@
  */
 import { HttpClientRequest } from "@effect/platform"
 import { Effect } from "effect"
-import type { ProviderExecEvent, SandboxProvider } from "../../core/Provider.ts"
+import type { ExecEvent } from "../../../src/runtime/LocalRuntime.ts"
+import type { SandboxProvider } from "../../core/Provider.ts"
 import { bufferedEvents, unsupported } from "../../core/Provider.ts"
 import {
   type BlaxelContext,

@@ -15,7 +15,8 @@
  */
 import { type HttpClientResponse, HttpClientRequest } from "@effect/platform"
 import { Effect, Stream } from "effect"
-import type { ProviderExecEvent, ProviderSandbox, SandboxProvider } from "../../core/Provider.ts"
+import type { ExecEvent } from "../../../src/runtime/LocalRuntime.ts"
+import type { ProviderSandbox, SandboxProvider } from "../../core/Provider.ts"
 import { unsupported } from "../../core/Provider.ts"
 import { cwdMissing } from "../../core/cwd.ts"
 import { makeTerminals } from "./terminals.ts"
@@ -70,7 +71,7 @@ export const makeProcesses = (ctx: DaytonaContext) => {
   const terminals = makeTerminals(ctx)
   const isTerminal = (executionId: string) => decodeTerminalId(executionId) !== undefined
   /** Last log read per running execution, to bound how often a busy poller downloads the log. */
-  const logCache = new Map<string, { readonly at: number; readonly events: ReadonlyArray<ProviderExecEvent> }>()
+  const logCache = new Map<string, { readonly at: number; readonly events: ReadonlyArray<ExecEvent> }>()
 
   const readLog = (sandbox: ProviderSandbox, ref: ExecutionRef, exit: null | { readonly exitCode: number }) =>
     Effect.gen(function*() {
@@ -108,10 +109,10 @@ export const makeProcesses = (ctx: DaytonaContext) => {
       if (command === null) {
         // The session is gone: cancelled (or ended with its sandbox's stop). Its output went with it.
         logCache.delete(executionId)
-        return [{ seq: fromSeq, type: "exit", exitCode: null, signal: "SIGTERM", cancelled: true, timedOut: false, outputTruncated: false }] satisfies Array<ProviderExecEvent>
+        return [{ seq: fromSeq, type: "exit", exitCode: null, signal: "SIGTERM", cancelled: true, timedOut: false, outputTruncated: false }] satisfies Array<ExecEvent>
       }
       const exitCode = command.exitCode ?? null
-      let events: ReadonlyArray<ProviderExecEvent>
+      let events: ReadonlyArray<ExecEvent>
       if (exitCode === null) {
         const cached = logCache.get(executionId)
         if (cached !== undefined && Date.now() - cached.at < ctx.logPollMs) {

@@ -31,7 +31,8 @@
 import { HttpClientRequest } from "@effect/platform"
 import { Deferred, Effect, Either, Exit } from "effect"
 import * as crypto from "node:crypto"
-import { type ExecInput, FOLLOWED_EXECUTIONS, reattachFailed, type ProviderError, type ProviderExecEvent, type ProviderSandbox, type SandboxProvider, type UnnumberedExecEvent } from "../../core/Provider.ts"
+import type { ExecEvent } from "../../../src/runtime/LocalRuntime.ts"
+import { type ExecInput, FOLLOWED_EXECUTIONS, reattachFailed, type ProviderError, type ProviderSandbox, type SandboxProvider, type UnnumberedExecEvent } from "../../core/Provider.ts"
 import { type DaytonaContext, decodeTerminalId, encodeTerminalId, sessionName, shellQuote, startIn, type TerminalRef, WirePtySession } from "./wire.ts"
 
 /** Output the shell may write before the marker (its greeting, prompt, the typed line's echo). */
@@ -349,7 +350,7 @@ export const makeTerminals = (ctx: DaytonaContext) => {
         }
       }
       const base = t.base
-      return t.events.map((e, i) => ({ ...e, seq: base + i }) as ProviderExecEvent)
+      return t.events.map((e, i) => ({ ...e, seq: base + i }) as ExecEvent)
     })
 
   const cancelExec = (sandbox: ProviderSandbox, executionId: string) =>

@@ -8,7 +8,8 @@ import { Effect, Schema } from "effect"
 import { emulatedCapabilities } from "../../core/Capabilities.ts"
 import type { RateCard } from "../../core/cost.ts"
 import { DECLARED } from "../../core/declared.ts"
-import type { InspectState, ProviderCapabilities, ProviderErrorKind, ProviderExecEvent, ProviderSandbox } from "../../core/Provider.ts"
+import type { ExecEvent } from "../../../src/runtime/LocalRuntime.ts"
+import type { InspectState, ProviderCapabilities, ProviderErrorKind, ProviderSandbox } from "../../core/Provider.ts"
 import { type CallOptions, type Classified, type ErrorAnswer, makeWire, plainHttpClient, messageOf } from "../../core/wire.ts"
 
 export const NAME = "daytona" as const
@@ -205,9 +206,9 @@ export const demuxLog = (log: Uint8Array): Array<{ readonly type: "stdout" | "st
 export const eventsFromPieces = (
   pieces: ReadonlyArray<{ readonly type: "stdout" | "stderr"; readonly data: Uint8Array }>,
   options: { readonly maxOutputBytes: number; readonly exit: null | { readonly exitCode: number } }
-): Array<ProviderExecEvent> => {
+): Array<ExecEvent> => {
   const complete = options.exit !== null ? pieces : pieces.filter((p, i) => i < pieces.length - 1 || p.data.at(-1) === 0x0a)
-  const events: Array<ProviderExecEvent> = []
+  const events: Array<ExecEvent> = []
   let budget = options.maxOutputBytes
   let truncated = false
   for (const piece of complete) {

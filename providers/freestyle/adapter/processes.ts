@@ -20,7 +20,8 @@
  */
 import { HttpClientRequest } from "@effect/platform"
 import { Effect } from "effect"
-import type { ExecInput, ProviderError, ProviderExecEvent, ProviderSandbox, SandboxProvider } from "../../core/Provider.ts"
+import type { ExecEvent } from "../../../src/runtime/LocalRuntime.ts"
+import type { ExecInput, ProviderError, ProviderSandbox, SandboxProvider } from "../../core/Provider.ts"
 import { cdOrMark, cwdMissing, endedAtCd } from "../../core/cwd.ts"
 import { bufferedEvents, unsupported } from "../../core/Provider.ts"
 import {
@@ -49,7 +50,7 @@ export const commandLine = (input: Pick<ExecInput, "command" | "cwd">, environme
   return parts.join(" && ")
 }
 
-type Exit = Extract<ProviderExecEvent, { type: "exit" }>
+type Exit = Extract<ExecEvent, { type: "exit" }>
 type ExitFields = Pick<Exit, "exitCode" | "signal" | "timedOut">
 
 const UNKNOWN: ExitFields = { exitCode: null, signal: "UNKNOWN", timedOut: false }
@@ -63,7 +64,7 @@ interface Run {
   readonly stdin: Array<Uint8Array>
   stdinBytes: number
   started: boolean
-  events: ReadonlyArray<ProviderExecEvent> | null
+  events: ReadonlyArray<ExecEvent> | null
   failure: ProviderError | null
 }
 

@@ -30,13 +30,13 @@ import { createHash } from "node:crypto"
 import * as path from "node:path"
 import { emulatedCapabilities } from "../../core/Capabilities.ts"
 import { DECLARED } from "../../core/declared.ts"
+import type { ExecEvent } from "../../../src/runtime/LocalRuntime.ts"
 import {
   type CreateInput,
   type ProviderCapabilities,
   type ProviderCredentials,
   ProviderError,
   type ProviderErrorKind,
-  type ProviderExecEvent,
   type ProviderFileEntry,
   type ProviderSandbox,
   type SandboxProvider,
@@ -137,7 +137,7 @@ const orAbsent = <A>(effect: Effect.Effect<A, ProviderError>) =>
   effect.pipe(Effect.catchIf((e) => e.kind === "not_found", () => Effect.succeed(undefined)))
 
 interface Execution {
-  readonly events: Array<ProviderExecEvent>
+  readonly events: Array<ExecEvent>
   readonly process: ModalProcess
   readonly stdin: boolean
   done: boolean

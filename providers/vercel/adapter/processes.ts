@@ -15,7 +15,8 @@
  */
 import { HttpClientRequest } from "@effect/platform"
 import { Effect, Schema, Stream } from "effect"
-import type { ProviderError, ProviderExecEvent, ProviderSandbox, SandboxProvider } from "../../core/Provider.ts"
+import type { ExecEvent } from "../../../src/runtime/LocalRuntime.ts"
+import type { ProviderError, ProviderSandbox, SandboxProvider } from "../../core/Provider.ts"
 import { unsupported } from "../../core/Provider.ts"
 import {
   decodeExecutionId,
@@ -44,7 +45,7 @@ interface Tail {
 
 /** Output events from log lines, in order, cut at the output limit; and whether anything was cut. */
 export const outputEvents = (lines: ReadonlyArray<{ readonly stream: "stdout" | "stderr"; readonly data: string }>, maxOutputBytes: number) => {
-  const events: Array<ProviderExecEvent> = []
+  const events: Array<ExecEvent> = []
   let budget = maxOutputBytes
   let truncated = false
   for (const line of lines) {
@@ -168,7 +169,7 @@ export const makeProcesses = (ctx: VercelContext, sessionOf: (sandbox: ProviderS
       const code = command.exitCode
       const signal = code > 128 ? SIGNALS[code - 128] ?? null : null
       const timedOut = !cancelled.has(ref.cmdId) && signal === "SIGKILL" && (command.durationMs ?? 0) >= ref.timeoutSeconds * 1000 - 1000
-      const exit: ProviderExecEvent = cancelled.has(ref.cmdId)
+      const exit: ExecEvent = cancelled.has(ref.cmdId)
         ? { seq: events.length, type: "exit", exitCode: null, signal: signal ?? "SIGKILL", cancelled: true, timedOut: false, outputTruncated: truncated }
         : timedOut
         ? { seq: events.length, type: "exit", exitCode: null, signal, cancelled: false, timedOut: true, outputTruncated: truncated }
