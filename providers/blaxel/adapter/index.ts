@@ -40,9 +40,8 @@ export {
   API_VERSION,
   BLAXEL_CAPABILITIES,
   type BlaxelProviderConfig,
-  decodeExecutionId,
   DEFAULT_IMAGE,
-  encodeExecutionId,
+  executionIds,
   LABEL_SANDBOX_ID,
   processName,
   sandboxName

@@ -88,18 +88,16 @@ export {
   DAYTONA_CAPABILITIES,
   DAYTONA_RATE_CARD,
   type DaytonaProviderConfig,
-  decodeExecutionId,
-  decodeTerminalId,
   demuxLog,
-  encodeExecutionId,
-  encodeTerminalId,
   eventsFromPieces,
+  executionIds,
   LABEL_SANDBOX_ID,
   sandboxName,
   sessionName,
   shellQuote,
   STDERR_MARKER,
-  STDOUT_MARKER
+  STDOUT_MARKER,
+  terminalIds
 } from "./wire.ts"
 
 export const makeDaytonaProvider = (config: DaytonaProviderConfig): SandboxProvider => {

@@ -22,16 +22,15 @@ import { cwdMissing } from "../../core/cwd.ts"
 import { makeTerminals } from "./terminals.ts"
 import {
   type DaytonaContext,
-  decodeExecutionId,
-  decodeTerminalId,
   demuxLog,
-  encodeExecutionId,
   eventsFromPieces,
+  executionIds,
   type ExecutionRef,
   NAME,
   sessionName,
   shellQuote,
   startIn,
+  terminalIds,
   WireCommand,
   WireExec,
   WireFileInfo,
@@ -69,7 +68,7 @@ const logPrefix = (response: HttpClientResponse.HttpClientResponse, cap: number)
 export const makeProcesses = (ctx: DaytonaContext) => {
   const { decode, fail, toolbox } = ctx
   const terminals = makeTerminals(ctx)
-  const isTerminal = (executionId: string) => decodeTerminalId(executionId) !== undefined
+  const isTerminal = terminalIds.owns
   /** Last log read per running execution, to bound how often a busy poller downloads the log. */
   const logCache = new Map<string, { readonly at: number; readonly events: ReadonlyArray<ExecEvent> }>()
 
@@ -97,10 +96,7 @@ export const makeProcesses = (ctx: DaytonaContext) => {
       Effect.catchIf((e) => e.kind === "not_found", () => Effect.succeed(null))
     )
 
-  const refOf = (executionId: string) => {
-    const ref = decodeExecutionId(executionId)
-    return ref === undefined ? Effect.fail(fail("invalid_request", `${executionId} is not a Daytona execution id`)) : Effect.succeed(ref)
-  }
+  const refOf = executionIds.decode
 
   const execEvents: SandboxProvider["execEvents"] = (sandbox, executionId, fromSeq) =>
     isTerminal(executionId) ? terminals.execEvents(sandbox, executionId, fromSeq) : Effect.gen(function*() {
@@ -174,7 +170,7 @@ export const makeProcesses = (ctx: DaytonaContext) => {
       // A retry follows the command it started; the `exit` behind it ends the session's shell once it is done.
       const cmdId = commands[0]?.id ?? (yield* post(commandLine(sandbox, input))).cmdId
       if (commands.length < 2) yield* post("exit 0")
-      return { executionId: encodeExecutionId({ sessionId, commandId: cmdId, maxOutputBytes }) }
+      return { executionId: executionIds.encode({ sessionId, commandId: cmdId, maxOutputBytes }) }
     })
 
   const cancelExec: SandboxProvider["cancelExec"] = (sandbox, executionId) =>

@@ -45,10 +45,9 @@ import { type FreestyleProviderConfig, makeContext, NAME } from "./wire.ts"
 
 export { commandLine } from "./processes.ts"
 export {
-  decodeExecutionId,
   DEFAULT_API_URL,
   DEFAULT_SNAPSHOT_ID,
-  encodeExecutionId,
+  executionIds,
   FREESTYLE_CAPABILITIES,
   type FreestyleProviderConfig,
   MAX_EXEC_SECONDS,

@@ -25,8 +25,7 @@ import type { ExecInput, ProviderError, ProviderSandbox, SandboxProvider } from 
 import { cdOrMark, cwdMissing, endedAtCd } from "../../core/cwd.ts"
 import { bufferedEvents, unsupported } from "../../core/Provider.ts"
 import {
-  decodeExecutionId,
-  encodeExecutionId,
+  executionIds,
   type ExecutionRef,
   type FreestyleContext,
   MAX_EXEC_SECONDS,
@@ -118,10 +117,7 @@ export const makeProcesses = (ctx: FreestyleContext) => {
     Effect.runFork(call)
   }
 
-  const refOf = (executionId: string) => {
-    const ref = decodeExecutionId(executionId)
-    return ref === undefined ? Effect.fail(fail("invalid_request", `${executionId} is not a Freestyle execution id`)) : Effect.succeed(ref)
-  }
+  const refOf = executionIds.decode
 
   const exec: SandboxProvider["exec"] = (sandbox, input) =>
     Effect.gen(function*() {
@@ -147,7 +143,7 @@ export const makeProcesses = (ctx: FreestyleContext) => {
       forget()
       // With standard input the command waits for its end (sent with the command); otherwise it starts now.
       if (input.stdin !== true) start(run)
-      return { executionId: encodeExecutionId(ref) }
+      return { executionId: executionIds.encode(ref) }
     })
 
   const execEvents: SandboxProvider["execEvents"] = (_sandbox, executionId, fromSeq) =>

@@ -55,10 +55,9 @@ import { HOME, makeContext, NAME, type OemRates, type RunloopProviderConfig } fr
 export { commandLine } from "./processes.ts"
 export { WHOLE_FILE_BYTES } from "./files.ts"
 export {
-  decodeExecutionId,
   DEFAULT_API_URL,
   devboxName,
-  encodeExecutionId,
+  executionIds,
   exitOf,
   METADATA_SANDBOX_ID,
   type OemRates,

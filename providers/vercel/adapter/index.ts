@@ -48,14 +48,13 @@ export { outputEvents } from "./processes.ts"
 export { PROBE_SCRIPT } from "./files.ts"
 export {
   DEFAULT_API_URL,
-  decodeExecutionId,
-  encodeExecutionId,
+  executionIds,
   RATE_CARD,
   sandboxName,
   TAG_SANDBOX_ID,
   usageCostMicrousd,
-  VERCEL_CAPABILITIES,
   vcpusFor,
+  VERCEL_CAPABILITIES,
   type VercelProviderConfig
 } from "./wire.ts"
 

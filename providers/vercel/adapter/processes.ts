@@ -19,8 +19,7 @@ import type { ExecEvent } from "../../../src/runtime/LocalRuntime.ts"
 import type { ProviderError, ProviderSandbox, SandboxProvider } from "../../core/Provider.ts"
 import { unsupported } from "../../core/Provider.ts"
 import {
-  decodeExecutionId,
-  encodeExecutionId,
+  executionIds,
   type ExecutionRef,
   MAX_TIMEOUT_MS,
   NAME,
@@ -71,10 +70,7 @@ export const makeProcesses = (ctx: VercelContext, sessionOf: (sandbox: ProviderS
       mutating: false
     }).pipe(Effect.flatMap(decode(WireCommandResponse, "get command")), Effect.map((r) => r.command))
 
-  const refOf = (executionId: string) => {
-    const ref = decodeExecutionId(executionId)
-    return ref === undefined ? Effect.fail(fail("invalid_request", `${executionId} is not a Vercel execution id`)) : Effect.succeed(ref)
-  }
+  const refOf = executionIds.decode
 
   const exec: SandboxProvider["exec"] = (sandbox, input) =>
     Effect.gen(function*() {
@@ -95,7 +91,7 @@ export const makeProcesses = (ctx: VercelContext, sessionOf: (sandbox: ProviderS
         Effect.flatMap(decode(WireCommandResponse, "run command"))
       )
       const maxOutputBytes = Math.min(input.maxOutputBytes, ctx.capabilities.process.maxOutputBytes)
-      return { executionId: encodeExecutionId({ sessionId, cmdId: command.id, maxOutputBytes, timeoutSeconds: Math.ceil(timeoutMs / 1000) }) }
+      return { executionId: executionIds.encode({ sessionId, cmdId: command.id, maxOutputBytes, timeoutSeconds: Math.ceil(timeoutMs / 1000) }) }
     })
 
   /** Log tails being read (or read) by this instance, by execution id; the oldest finished ones are forgotten. */
