@@ -10,7 +10,7 @@ const codec = executionIdCodec("vercel", "vercel", Schema.Struct({
   timeoutSeconds: positivePart(3600)
 }))
 /** How the adapters wrote ids by hand before the codec. */
-const handWritten = (prefix: string, parts: ReadonlyArray<unknown>) => `${prefix}:${Buffer.from(JSON.stringify(parts)).toString("base64url")}`
+const handWritten = (prefix: string, parts: unknown) => `${prefix}:${Buffer.from(JSON.stringify(parts)).toString("base64url")}`
 const reasonOf = (id: string) => Either.getLeft(codec.parse(id)).pipe((o) => (o._tag === "Some" ? o.value : "parsed"))
 
 describe("executionIdCodec", () => {

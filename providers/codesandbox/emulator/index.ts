@@ -27,6 +27,7 @@ import { decodeJsonBody, emulatorMessage, emulatorServeOptions, makeRouter, rout
 import { emulatorHome, emulatorKey, persistentState } from "../../core/emulator/state.ts"
 import { CODESANDBOX_TIERS } from "../../core/resources.ts"
 import { jailLabels } from "../../core/jailLabels.ts"
+import { keyedSerial } from "../../core/keyedSerial.ts"
 import { DEFAULT_TEMPLATE_ID, sandboxIdOfTags } from "../adapter/wire.ts"
 
 const TierName = Schema.Literal("Pico", "Nano", "Micro", "Small", "Medium", "Large", "XLarge")
@@ -96,13 +97,8 @@ export const startCodeSandboxEmulator = (dataDir: string, runtime: LocalRuntimeS
   const apiKey = emulatorKey(dir, () => `csb_v1_${crypto.randomBytes(24).toString("base64url")}`)
   const { state, save } = persistentState(dir, State, (): typeof State.Type => ({ sandboxes: {} }))
   const limit = options.concurrentVmLimit ?? 20
-  const chains = new Map<string, Promise<unknown>>()
   /** One state change of a sandbox at a time, in order. */
-  const serial = <A>(id: string, work: () => Promise<A>): Promise<A> => {
-    const next = (chains.get(id) ?? Promise.resolve()).then(work, work)
-    chains.set(id, next.catch(() => undefined))
-    return next
-  }
+  const serial = keyedSerial().run
 
   const view = (s: Sandbox) => ({
     id: s.id,

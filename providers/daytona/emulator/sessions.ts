@@ -24,6 +24,7 @@ import { Effect, Option, Schema } from "effect"
 import * as crypto from "node:crypto"
 import type { ExecEvent, LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
 import { runOrThrow as run } from "../../core/emulator/server.ts"
+import { keyedSerial } from "../../core/keyedSerial.ts"
 import type { Books, EmulatedSandbox, Session, SessionCommand } from "./books.ts"
 import { BUFFERED_OUTPUT_BYTES, runToExit } from "./execute.ts"
 import { CommandExtract, commandDir, INPUT_SCRIPT, labelled, newNonce, wrapperLine } from "./sessionLog.ts"
@@ -93,7 +94,7 @@ export const makeSessions = (books: Books, runtime: LocalRuntimeShape) => {
   const { sessions } = books
   const keyOf = (sandboxId: string, id: string) => `${sandboxId}/${id}`
   /** Commands are written to a session's shell one at a time, in the order taken. */
-  const writing = new Map<string, Promise<unknown>>()
+  const writing = keyedSerial()
 
   const sessionOf = (sandbox: EmulatedSandbox, id: string): Session => {
     const session = sessions.get(keyOf(sandbox.id, id))
@@ -278,15 +279,13 @@ export const makeSessions = (books: Books, runtime: LocalRuntimeShape) => {
     const command: SessionCommand = { id: crypto.randomUUID(), command: body.command, nonce: newNonce(), async, suppressInputEcho: body.suppressInputEcho === true }
     // Written in the order the commands are taken: the shell runs them one after another.
     const key = keyOf(sandbox.id, id)
-    const write = (writing.get(key) ?? Promise.resolve()).then(async () => {
+    await writing.run(key, async () => {
       const shell = await Effect.runPromise(Effect.either(runtime.getExec(sandbox.id, session.shellExecId)))
       if (shell._tag === "Left" || shell.right.state !== "running") throw new Refused(400, "failed to execute command: the session's shell has exited")
       session.commands.push(command)
       save(session)
       await run(runtime.sendInput(sandbox.id, session.shellExecId, new TextEncoder().encode(wrapperLine(command.nonce, command.command, async))))
     })
-    writing.set(key, write.catch(() => undefined))
-    await write
     if (async) return json({ cmdId: command.id }, 202)
     for (let pause = 10; (await settle(session, command)) === undefined; pause = Math.min(pause * 2, 200)) {
       if (!live(session)) throw new Refused(400, "session cancelled")
@@ -412,7 +411,6 @@ export const makeSessions = (books: Books, runtime: LocalRuntimeShape) => {
     for (const [key, session] of sessions.entries()) {
       if (session.sandboxId !== sandboxId) continue
       sessions.delete(key)
-      writing.delete(key)
     }
   }
 

@@ -21,6 +21,7 @@ import { Option, Schema } from "effect"
 import type { LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
 import { bodyTextAndJson, runOrThrow as run, unhonouredField } from "../../core/emulator/server.ts"
 import { jailLabels } from "../../core/jailLabels.ts"
+import { keyedSerial } from "../../core/keyedSerial.ts"
 import { FREESTYLE_SIZING } from "../../core/resources.ts"
 import { METADATA_SANDBOX_ID } from "../adapter/wire.ts"
 import { type Books, newVmId, type Vm, VM_STATES } from "./books.ts"
@@ -103,16 +104,9 @@ export interface ControlOptions {
 
 export const makeControl = (books: Books, runtime: LocalRuntimeShape, options: ControlOptions) => {
   const { state, save } = books
-  const chains = new Map<string, Promise<unknown>>()
 
   /** One state change of a VM at a time, in order. */
-  const serial = <A>(id: string, work: () => Promise<A>): Promise<A> => {
-    const next = (chains.get(id) ?? Promise.resolve()).then(work, work)
-    const settled = next.catch(() => undefined)
-    chains.set(id, settled)
-    void settled.then(() => chains.get(id) === settled && chains.delete(id))
-    return next
-  }
+  const serial = keyedSerial().run
 
   const setState = (vm: Vm, next: Vm["state"]) => {
     const now = Date.now()
