@@ -8,12 +8,12 @@
 import { Effect, type Scope } from "effect"
 import { AppConfig } from "../../../src/Config.ts"
 import { LocalRuntime, type LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
-import { emulatorMessage, emulatorServeOptions, makeRouter, route, scopedEmulator, servePersistent, statusOfRuntimeError } from "../../core/emulator/server.ts"
+import { emulatorServeOptions, makeRouter, route, scopedEmulator, servePersistent } from "../../core/emulator/server.ts"
 import { makeBooks } from "./books.ts"
 import { makeControl } from "./control.ts"
 import { makeExec } from "./exec.ts"
 import { makeFiles } from "./files.ts"
-import { bridgeError, HttpFailure } from "./http.ts"
+import { answerFailure, bridgeError } from "./http.ts"
 
 export interface CloudflareEmulatorInfo {
   readonly apiUrl: string
@@ -28,8 +28,6 @@ export interface CloudflareEmulatorHandle extends CloudflareEmulatorInfo {
 interface Call {
   readonly request: Request
 }
-
-const CODES: Readonly<Record<number, string>> = { 400: "BAD_REQUEST", 404: "NOT_FOUND", 409: "CONFLICT", 500: "INTERNAL_ERROR" }
 
 export const startCloudflareEmulator = (dataDir: string, runtime: LocalRuntimeShape): CloudflareEmulatorHandle => {
   const books = makeBooks(dataDir)
@@ -55,9 +53,7 @@ export const startCloudflareEmulator = (dataDir: string, runtime: LocalRuntimeSh
     try {
       return await found.handle({ request })
     } catch (e) {
-      if (e instanceof HttpFailure) return bridgeError(e.status, e.code, e.message)
-      const status = statusOfRuntimeError(e)
-      return bridgeError(status, CODES[status] ?? "ERROR", emulatorMessage(e, "cloudflare"))
+      return answerFailure(e)
     }
   }
 

@@ -17,6 +17,7 @@ import { type ConnectCode, encodeEnvelope, END_STREAM, EnvelopeDecoder, STREAM_C
 import type { Books, EmulatedSandbox, ProcessConfig, ProcessRecord } from "./books.ts"
 import { makeFiles } from "./files.ts"
 import {
+  answerFailure,
   apiError,
   ConnectFailure,
   connectCodeOf,
@@ -30,7 +31,6 @@ import {
   readJson,
   resolvePath,
   rpcUser,
-  statusOf,
   userProblem
 } from "./http.ts"
 
@@ -313,8 +313,8 @@ export const makeEnvd = (books: Books) => {
       return await unary(request, sandbox, route)
     } catch (e) {
       if (e instanceof ConnectFailure) return connectError(e.code, e.message)
-      if (e instanceof HttpFailure) return apiError(e.status, e.message)
-      return route === "files" ? apiError(statusOf(e), emulatorMessage(e, "e2b")) : connectError(connectCodeOf(e), emulatorMessage(e, "e2b"))
+      if (e instanceof HttpFailure || route === "files") return answerFailure(e)
+      return connectError(connectCodeOf(e), emulatorMessage(e, "e2b"))
     }
   }
 

@@ -8,11 +8,11 @@
 import { Effect, type Scope } from "effect"
 import { AppConfig } from "../../../src/Config.ts"
 import { LocalRuntime, type LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
-import { emulatorMessage, emulatorServeOptions, makeRouter, route, scopedEmulator, servePersistent, statusOfRuntimeError } from "../../core/emulator/server.ts"
+import { emulatorServeOptions, makeRouter, route, scopedEmulator, servePersistent } from "../../core/emulator/server.ts"
 import { type Books, makeBooks } from "./books.ts"
 import { makeControl } from "./control.ts"
 import { GatewayGone, makeGateway } from "./gateway.ts"
-import { errorResponse, HttpFailure, json } from "./http.ts"
+import { answerFailure, errorResponse, json } from "./http.ts"
 
 export interface PrimeEmulatorInfo {
   /** The API base (paths start with `/api/v1`). */
@@ -55,9 +55,8 @@ const makeApi = (books: Books, runtime: LocalRuntimeShape) => {
     try {
       return await found.handle({ request, url })
     } catch (e) {
-      if (e instanceof HttpFailure) return errorResponse(e.status, e.message)
       if (e instanceof GatewayGone) return json({ error: "sandbox_not_found" }, 502)
-      return errorResponse(statusOfRuntimeError(e), emulatorMessage(e, "prime"))
+      return answerFailure(e)
     }
   }
   return { handle, stop: control.stop }

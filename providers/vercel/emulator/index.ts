@@ -8,11 +8,11 @@
 import { Effect, type Scope } from "effect"
 import { AppConfig } from "../../../src/Config.ts"
 import { LocalRuntime, type LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
-import { emulatorMessage, emulatorServeOptions, makeRouter, route, scopedEmulator, servePersistent, statusOfRuntimeError } from "../../core/emulator/server.ts"
+import { emulatorServeOptions, makeRouter, route, scopedEmulator, servePersistent } from "../../core/emulator/server.ts"
 import { makeBooks } from "./books.ts"
 import { makeControl } from "./control.ts"
 import { makeFilesystem } from "./filesystem.ts"
-import { HttpFailure, vercelError } from "./http.ts"
+import { answerFailure, vercelError } from "./http.ts"
 import { makeCommands } from "./process.ts"
 
 export interface VercelEmulatorInfo {
@@ -31,8 +31,6 @@ interface Call {
   readonly request: Request
   readonly url: URL
 }
-
-const ERROR_CODES: Readonly<Record<number, string>> = { 400: "bad_request", 404: "not_found", 409: "conflict", 500: "internal_server_error" }
 
 export const startVercelEmulator = (dataDir: string, runtime: LocalRuntimeShape): VercelEmulatorHandle => {
   const books = makeBooks(dataDir)
@@ -70,9 +68,7 @@ export const startVercelEmulator = (dataDir: string, runtime: LocalRuntimeShape)
     try {
       return await found.handle({ request, url })
     } catch (e) {
-      if (e instanceof HttpFailure) return vercelError(e.status, e.code, e.message)
-      const status = statusOfRuntimeError(e)
-      return vercelError(status, ERROR_CODES[status] ?? "error", emulatorMessage(e, "vercel"))
+      return answerFailure(e)
     }
   }
 
