@@ -75,7 +75,7 @@
  * provenance `estimated_rate_card`, confidence low (stopped time is counted as running).
  */
 import { Effect } from "effect"
-import type { SandboxProvider } from "../../core/Provider.ts"
+import { makeProvider, type ProviderCalls } from "../../core/makeProvider.ts"
 import { withWorkspace } from "../../core/workspace.ts"
 import { makeComputer, withDesktop } from "./computer.ts"
 import { makeEndpoints } from "./endpoints.ts"
@@ -100,23 +100,13 @@ export {
   terminalIds
 } from "./wire.ts"
 
-export const makeDaytonaProvider = (config: DaytonaProviderConfig): SandboxProvider => {
+const daytonaCalls = (config: DaytonaProviderConfig): ProviderCalls => {
   const ctx = makeContext(config)
   const sandboxes = makeSandboxes(ctx)
   const { forgetTerminals, ...processes } = makeProcesses(ctx)
   const computer = ctx.capabilities.computer == null ? undefined : makeComputer(ctx)
   return withWorkspace({
-    name: NAME,
     capabilities: ctx.capabilities,
-    mode: config.mode,
-    // BYOK: the organization's key (and, for a key of several organizations, which one; and its region).
-    withCredentials: (credentials) =>
-      makeDaytonaProvider({
-        ...config,
-        apiKey: credentials["api_key"] ?? "",
-        organizationId: credentials["organization_id"],
-        target: credentials["target"] ?? config.target
-      }),
     ...sandboxes,
     // Computer use: a desktop started at create when asked for (computer.ts).
     ...(computer === undefined ? {} : { create: withDesktop(sandboxes.create, sandboxes.destroy, computer, ctx), computer }),
@@ -127,3 +117,15 @@ export const makeDaytonaProvider = (config: DaytonaProviderConfig): SandboxProvi
     ...makeEndpoints(ctx)
   }, ctx.workspaceDir)
 }
+
+export const makeDaytonaProvider = makeProvider({
+  name: NAME,
+  calls: daytonaCalls,
+  // BYOK: the organization's key (and, for a key of several organizations, which one; and its region).
+  byok: (config) => (credentials) => ({
+    ...config,
+    apiKey: credentials["api_key"] ?? "",
+    organizationId: credentials["organization_id"],
+    target: credentials["target"] ?? config.target
+  })
+})

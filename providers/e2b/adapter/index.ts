@@ -33,7 +33,8 @@
  * Cost: E2B's rate card (14 µUSD per vCPU-second + 4.5 µUSD per GiB-second) over the window.
  */
 import { Effect } from "effect"
-import { type SandboxProvider, unsupported } from "../../core/Provider.ts"
+import { makeProvider, type ProviderCalls } from "../../core/makeProvider.ts"
+import { unsupported } from "../../core/Provider.ts"
 import { withWorkspace } from "../../core/workspace.ts"
 import { type E2BProviderConfig, makeContext } from "./context.ts"
 import { makeFiles } from "./files.ts"
@@ -44,15 +45,11 @@ import { NAME } from "./wire.ts"
 export type { E2BProviderConfig } from "./context.ts"
 export { E2B_CAPABILITIES, E2B_RATE_CARD, ENVD_PORT, envdAtLeast, envdBaseUrl, GO_SIGNAL_NAMES, REPLAY_HEADER, signalOfStatus } from "./wire.ts"
 
-export const makeE2BProvider = (config: E2BProviderConfig): SandboxProvider => {
+const e2bCalls = (config: E2BProviderConfig): ProviderCalls => {
   const ctx = makeContext(config)
   const processes = makeProcesses(ctx)
-  const provider: SandboxProvider = {
-    name: NAME,
+  const provider: ProviderCalls = {
     capabilities: ctx.capabilities,
-    mode: config.mode,
-    // BYOK: the organization's API key, against the same control API and envd.
-    withCredentials: (credentials) => makeE2BProvider({ ...config, apiKey: credentials["api_key"] ?? "" }),
     ...makeSandboxes(ctx, processes.forget),
     exec: processes.exec,
     execEvents: processes.execEvents,
@@ -65,3 +62,10 @@ export const makeE2BProvider = (config: E2BProviderConfig): SandboxProvider => {
   }
   return withWorkspace(provider, config.workspaceDir ?? (config.mode === "emulated" ? "/workspace" : "/home/user"))
 }
+
+export const makeE2BProvider = makeProvider({
+  name: NAME,
+  calls: e2bCalls,
+  // BYOK: the organization's API key, against the same control API and envd.
+  byok: (config) => (credentials) => ({ ...config, apiKey: credentials["api_key"] ?? "" })
+})

@@ -36,7 +36,7 @@
  *
  * Paths: the gateway's `/workspace` is used as is (a Freestyle VM's user is root and can make it).
  */
-import type { SandboxProvider } from "../../core/Provider.ts"
+import { makeProvider } from "../../core/makeProvider.ts"
 import { makeEndpoints } from "./endpoints.ts"
 import { makeFiles } from "./files.ts"
 import { makeProcesses } from "./processes.ts"
@@ -56,17 +56,12 @@ export {
   vmSlug
 } from "./wire.ts"
 
-export const makeFreestyleProvider = (config: FreestyleProviderConfig): SandboxProvider => {
-  const ctx = makeContext(config)
-  return {
-    name: NAME,
-    capabilities: ctx.capabilities,
-    mode: config.mode,
-    // BYOK: the organization's key, against the same API.
-    withCredentials: (credentials) => makeFreestyleProvider({ ...config, apiKey: credentials["api_key"] ?? "" }),
-    ...makeSandboxes(ctx),
-    ...makeProcesses(ctx),
-    ...makeFiles(ctx),
-    ...makeEndpoints()
-  }
-}
+export const makeFreestyleProvider = makeProvider({
+  name: NAME,
+  calls: (config: FreestyleProviderConfig) => {
+    const ctx = makeContext(config)
+    return { capabilities: ctx.capabilities, ...makeSandboxes(ctx), ...makeProcesses(ctx), ...makeFiles(ctx), ...makeEndpoints() }
+  },
+  // BYOK: the organization's key, against the same API.
+  byok: (config) => (credentials) => ({ ...config, apiKey: credentials["api_key"] ?? "" })
+})
