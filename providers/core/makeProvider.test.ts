@@ -42,6 +42,7 @@ const messageOf = async (provider: { readonly destroy: (s: ProviderSandbox) => E
 
 const makeTest = makeProvider({
   name: "prime",
+  context: (config: Config) => config,
   calls: callsFor,
   byok: (config: Config) => (credentials) => ({ ...config, apiKey: credentials["api_key"] ?? "", region: credentials["region"] ?? config.region })
 })
@@ -51,6 +52,17 @@ describe("makeProvider", () => {
     const provider = makeTest({ mode: "emulated", apiKey: "gateway" })
     expect([provider.name, provider.mode, provider.capabilities]).toEqual(["prime", "emulated", DECLARED.prime])
     expect(await messageOf(provider)).toBe("key gateway in no region")
+  })
+
+  it("builds the context once per instance and hands it, with the config, to the calls", () => {
+    const seen: Array<unknown> = []
+    const make = makeProvider({
+      name: "prime",
+      context: (config: Config) => ({ wire: `wire for ${config.apiKey}` }),
+      calls: (ctx, config) => (seen.push([ctx.wire, config.apiKey]), callsFor(config))
+    })
+    make({ mode: "remote", apiKey: "k" })
+    expect(seen).toEqual([["wire for k", "k"]])
   })
 
   it("builds BYOK instances on the config with the organization's credentials, leaving the operator's instance as it was", async () => {
@@ -68,9 +80,10 @@ describe("makeProvider", () => {
   })
 
   it("has no BYOK without `byok`, or when `byok` has none for this config", () => {
-    expect(makeProvider({ name: "prime", calls: callsFor })({ mode: "remote", apiKey: "k" }).withCredentials).toBeUndefined()
+    expect(makeProvider({ name: "prime", context: (config: Config) => config, calls: callsFor })({ mode: "remote", apiKey: "k" }).withCredentials).toBeUndefined()
     const onlyRemote = makeProvider({
       name: "prime",
+      context: (config: Config) => config,
       calls: callsFor,
       byok: (config: Config) => (config.mode === "remote" ? (credentials) => ({ ...config, apiKey: credentials["api_key"] ?? "" }) : undefined)
     })

@@ -5,10 +5,8 @@
  *
  *   export const makeFreestyleProvider = makeProvider({
  *     name: NAME,
- *     calls: (config: FreestyleProviderConfig) => {
- *       const ctx = makeContext(config)
- *       return { capabilities: ctx.capabilities, ...makeSandboxes(ctx), ...makeProcesses(ctx), ...makeFiles(ctx), ...makeEndpoints() }
- *     },
+ *     context: makeContext,  // what the adapter's parts share for a config: its wire, its capabilities, …
+ *     calls: (ctx) => ({ capabilities: ctx.capabilities, ...makeSandboxes(ctx), ...makeProcesses(ctx), ...makeFiles(ctx), ...makeEndpoints() }),
  *     // BYOK: the organization's key, against the same API.
  *     byok: (config) => (credentials) => ({ ...config, apiKey: credentials["api_key"] ?? "" })
  *   })
@@ -18,10 +16,12 @@ import type { ProviderCredentials, ProviderName, SandboxProvider } from "./Provi
 /** An adapter's calls and capabilities: everything of a provider but its name, its mode and BYOK. */
 export type ProviderCalls = Omit<SandboxProvider, "name" | "mode" | "withCredentials">
 
-export interface ProviderAssembly<C extends { readonly mode: SandboxProvider["mode"] }> {
+export interface ProviderAssembly<C extends { readonly mode: SandboxProvider["mode"] }, X> {
   readonly name: ProviderName
-  /** The adapter's calls for this config. */
-  readonly calls: (config: C) => ProviderCalls
+  /** What the adapter's parts share for a config (its wire, its capabilities, …). */
+  readonly context: (config: C) => X
+  /** The adapter's calls and capabilities, from that context (and the config). */
+  readonly calls: (context: X, config: C) => ProviderCalls
   /**
    * BYOK: for the operator's config, how an organization's stored credential fields (named per provider in
    * `src/domain/ProviderCredentials.ts`) make the config on its own account. Absent, or undefined for a config: the
@@ -31,11 +31,11 @@ export interface ProviderAssembly<C extends { readonly mode: SandboxProvider["mo
 }
 
 /** The adapter's `make…Provider`: its calls for a config, with its name, mode and BYOK instances. */
-export const makeProvider = <C extends { readonly mode: SandboxProvider["mode"] }>(assembly: ProviderAssembly<C>) => {
+export const makeProvider = <C extends { readonly mode: SandboxProvider["mode"] }, X>(assembly: ProviderAssembly<C, X>) => {
   const make = (config: C): SandboxProvider => {
     const onAccount = assembly.byok?.(config)
     return {
-      ...assembly.calls(config),
+      ...assembly.calls(assembly.context(config), config),
       name: assembly.name,
       mode: config.mode,
       withCredentials: onAccount === undefined ? undefined : (credentials) => make(onAccount(credentials))

@@ -49,10 +49,8 @@ export {
 
 export const makeBlaxelProvider = makeProvider({
   name: NAME,
-  calls: (config: BlaxelProviderConfig) => {
-    const ctx = makeContext(config)
-    return { capabilities: ctx.capabilities, ...makeSandboxes(ctx), ...makeProcesses(ctx), ...makeFiles(ctx), ...makeEndpoints(ctx) }
-  },
+  context: makeContext,
+  calls: (ctx) => ({ capabilities: ctx.capabilities, ...makeSandboxes(ctx), ...makeProcesses(ctx), ...makeFiles(ctx), ...makeEndpoints(ctx) }),
   // BYOK: the organization's key and workspace (and, for cost, its account), against the same API.
   byok: (config) => (credentials) => ({ ...config, apiKey: credentials["api_key"] ?? "", workspace: credentials["workspace"] ?? "", accountId: credentials["account_id"] })
 })

@@ -33,10 +33,8 @@ export {
 
 export const makeCloudflareProvider = makeProvider({
   name: NAME,
-  calls: (config: CloudflareProviderConfig) => {
-    const ctx = makeContext(config)
-    return { capabilities: ctx.capabilities, ...makeSandboxes(ctx), ...makeProcesses(ctx), ...makeFiles(ctx), ...makeEndpoints() }
-  },
+  context: makeContext,
+  calls: (ctx) => ({ capabilities: ctx.capabilities, ...makeSandboxes(ctx), ...makeProcesses(ctx), ...makeFiles(ctx), ...makeEndpoints() }),
   // BYOK: the organization's own bridge (URL and token), and its analytics account for cost.
   byok: (config) => (credentials) => ({
     ...config,

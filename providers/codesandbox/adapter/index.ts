@@ -27,6 +27,7 @@ import { makeProvider, type ProviderCalls } from "../../core/makeProvider.ts"
 import type { CreateInput, ProviderSandbox, SandboxProvider } from "../../core/Provider.ts"
 import { CODESANDBOX_TIERS } from "../../core/resources.ts"
 import {
+  type CodeSandboxContext,
   type CodeSandboxProviderConfig,
   HIBERNATION_BOUNDS,
   isTier,
@@ -72,8 +73,7 @@ export const tierFor = (input: Pick<CreateInput, "resources" | "providerOptions"
 export const hibernationTimeout = (lifecycle: CreateInput["lifecycle"]) =>
   Math.min(HIBERNATION_BOUNDS.max, Math.max(HIBERNATION_BOUNDS.min, Math.ceil(lifecycle.idleTimeoutSeconds ?? lifecycle.runtimeTimeoutSeconds)))
 
-const codeSandboxCalls = (config: CodeSandboxProviderConfig): ProviderCalls => {
-  const ctx = makeContext(config)
+const codeSandboxCalls = (ctx: CodeSandboxContext, config: CodeSandboxProviderConfig): ProviderCalls => {
   const { api, call, fail, send } = ctx
   const path = (id: string, rest = "") => `/vm/${encodeURIComponent(id)}${rest}`
 
@@ -191,6 +191,7 @@ const codeSandboxCalls = (config: CodeSandboxProviderConfig): ProviderCalls => {
 
 export const makeCodeSandboxProvider = makeProvider({
   name: NAME,
+  context: makeContext,
   calls: codeSandboxCalls,
   // BYOK: the organization's key, and its own tier floor and credit rate when it stored them.
   byok: (config) => (credentials) => {

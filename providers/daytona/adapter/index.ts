@@ -82,7 +82,7 @@ import { makeEndpoints } from "./endpoints.ts"
 import { makeFiles } from "./files.ts"
 import { makeProcesses } from "./processes.ts"
 import { makeSandboxes } from "./sandboxes.ts"
-import { type DaytonaProviderConfig, makeContext, NAME } from "./wire.ts"
+import { type DaytonaContext, type DaytonaProviderConfig, makeContext, NAME } from "./wire.ts"
 
 export {
   DAYTONA_CAPABILITIES,
@@ -100,8 +100,7 @@ export {
   terminalIds
 } from "./wire.ts"
 
-const daytonaCalls = (config: DaytonaProviderConfig): ProviderCalls => {
-  const ctx = makeContext(config)
+const daytonaCalls = (ctx: DaytonaContext, config: DaytonaProviderConfig): ProviderCalls => {
   const sandboxes = makeSandboxes(ctx)
   const { forgetTerminals, ...processes } = makeProcesses(ctx)
   const computer = ctx.capabilities.computer == null ? undefined : makeComputer(ctx)
@@ -120,6 +119,7 @@ const daytonaCalls = (config: DaytonaProviderConfig): ProviderCalls => {
 
 export const makeDaytonaProvider = makeProvider({
   name: NAME,
+  context: makeContext,
   calls: daytonaCalls,
   // BYOK: the organization's key (and, for a key of several organizations, which one; and its region).
   byok: (config) => (credentials) => ({

@@ -36,7 +36,7 @@ import { Effect } from "effect"
 import { makeProvider, type ProviderCalls } from "../../core/makeProvider.ts"
 import { unsupported } from "../../core/Provider.ts"
 import { withWorkspace } from "../../core/workspace.ts"
-import { type E2BProviderConfig, makeContext } from "./context.ts"
+import { type E2BContext, type E2BProviderConfig, makeContext } from "./context.ts"
 import { makeFiles } from "./files.ts"
 import { makeProcesses } from "./processes.ts"
 import { makeSandboxes } from "./sandboxes.ts"
@@ -45,8 +45,7 @@ import { NAME } from "./wire.ts"
 export type { E2BProviderConfig } from "./context.ts"
 export { E2B_CAPABILITIES, E2B_RATE_CARD, ENVD_PORT, envdAtLeast, envdBaseUrl, GO_SIGNAL_NAMES, REPLAY_HEADER, signalOfStatus } from "./wire.ts"
 
-const e2bCalls = (config: E2BProviderConfig): ProviderCalls => {
-  const ctx = makeContext(config)
+const e2bCalls = (ctx: E2BContext, config: E2BProviderConfig): ProviderCalls => {
   const processes = makeProcesses(ctx)
   const provider: ProviderCalls = {
     capabilities: ctx.capabilities,
@@ -65,6 +64,7 @@ const e2bCalls = (config: E2BProviderConfig): ProviderCalls => {
 
 export const makeE2BProvider = makeProvider({
   name: NAME,
+  context: makeContext,
   calls: e2bCalls,
   // BYOK: the organization's API key, against the same control API and envd.
   byok: (config) => (credentials) => ({ ...config, apiKey: credentials["api_key"] ?? "" })

@@ -58,10 +58,8 @@ export {
 
 export const makeFreestyleProvider = makeProvider({
   name: NAME,
-  calls: (config: FreestyleProviderConfig) => {
-    const ctx = makeContext(config)
-    return { capabilities: ctx.capabilities, ...makeSandboxes(ctx), ...makeProcesses(ctx), ...makeFiles(ctx), ...makeEndpoints() }
-  },
+  context: makeContext,
+  calls: (ctx) => ({ capabilities: ctx.capabilities, ...makeSandboxes(ctx), ...makeProcesses(ctx), ...makeFiles(ctx), ...makeEndpoints() }),
   // BYOK: the organization's key, against the same API.
   byok: (config) => (credentials) => ({ ...config, apiKey: credentials["api_key"] ?? "" })
 })

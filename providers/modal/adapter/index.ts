@@ -459,6 +459,8 @@ const modalCalls = (config: ModalProviderConfig): ProviderCalls => {
 
 export const makeModalProvider = makeProvider({
   name: NAME,
+  // Modal's calls read their config as it is (the SDK client is in it).
+  context: (config: ModalProviderConfig) => config,
   calls: modalCalls,
   // BYOK: the SDK client for an organization's own token, when the config says how to make one.
   byok: (config) => {

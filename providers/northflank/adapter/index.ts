@@ -36,6 +36,7 @@ import {
   IDLE_COMMAND,
   makeContext,
   NAME,
+  type NorthflankContext,
   type NorthflankProviderConfig,
   planSize,
   PLANS,
@@ -79,8 +80,7 @@ export const inspectStateOf = (service: WireService["data"]): InspectState => {
   return status === "COMPLETED" ? "running" : status === "FAILED" ? "failed" : "starting"
 }
 
-const northflankCalls = (config: NorthflankProviderConfig): ProviderCalls => {
-  const ctx = makeContext(config)
+const northflankCalls = (ctx: NorthflankContext, config: NorthflankProviderConfig): ProviderCalls => {
   const { api, call, decode, fail, send, service } = ctx
   const interval = Duration.millis(ctx.pollMs)
   const timeout = Duration.millis(ctx.lifecycleTimeoutMs)
@@ -247,6 +247,7 @@ const northflankCalls = (config: NorthflankProviderConfig): ProviderCalls => {
 
 export const makeNorthflankProvider = makeProvider({
   name: NAME,
+  context: makeContext,
   calls: northflankCalls,
   // BYOK: the organization's token and project (and team).
   byok: (config) => (credentials) => ({ ...config, apiToken: credentials["api_token"] ?? "", projectId: credentials["project_id"] ?? "", teamId: credentials["team_id"] })

@@ -66,10 +66,8 @@ export {
 
 export const makePrimeProvider = makeProvider({
   name: NAME,
-  calls: (config: PrimeProviderConfig) => {
-    const ctx = makeContext(config)
-    return { capabilities: ctx.capabilities, ...makeSandboxes(ctx), ...makeProcesses(ctx), ...makeFiles(ctx), ...makeEndpoints() }
-  },
+  context: makeContext,
+  calls: (ctx) => ({ capabilities: ctx.capabilities, ...makeSandboxes(ctx), ...makeProcesses(ctx), ...makeFiles(ctx), ...makeEndpoints() }),
   // BYOK: the organization's key and (optional) team, against the same API.
   byok: (config) => (credentials) => ({ ...config, apiKey: credentials["api_key"] ?? "", teamId: credentials["team_id"] })
 })

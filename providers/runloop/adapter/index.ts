@@ -75,10 +75,8 @@ export const oemRatesOf = (fields: { readonly vcpu?: string | undefined; readonl
 
 export const makeRunloopProvider = makeProvider({
   name: NAME,
-  calls: (config: RunloopProviderConfig) => {
-    const ctx = makeContext(config)
-    return withWorkspace({ capabilities: ctx.capabilities, ...makeSandboxes(ctx), ...makeProcesses(ctx), ...makeFiles(ctx), ...makeEndpoints() }, HOME)
-  },
+  context: makeContext,
+  calls: (ctx) => withWorkspace({ capabilities: ctx.capabilities, ...makeSandboxes(ctx), ...makeProcesses(ctx), ...makeFiles(ctx), ...makeEndpoints() }, HOME),
   // BYOK: the organization's key, against the same API; its size floor and OEM prices when it gives them.
   byok: (config) => (credentials) => ({
     ...config,

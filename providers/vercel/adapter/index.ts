@@ -63,8 +63,8 @@ export const VERCEL_WORKSPACE = "/vercel/sandbox"
 
 export const makeVercelProvider = makeProvider({
   name: NAME,
-  calls: (config: VercelProviderConfig & { readonly workspaceDir?: string | undefined }) => {
-    const ctx = makeContext(config)
+  context: (config: VercelProviderConfig & { readonly workspaceDir?: string | undefined }) => makeContext(config),
+  calls: (ctx, config) => {
     const { sessionOf, ...sandboxes } = makeSandboxes(ctx)
     const calls = { capabilities: ctx.capabilities, ...sandboxes, ...makeProcesses(ctx, sessionOf), ...makeFiles(ctx, sessionOf), ...makeEndpoints() }
     return withWorkspace(calls, config.workspaceDir ?? (config.mode === "emulated" ? "/workspace" : VERCEL_WORKSPACE))
