@@ -8,6 +8,7 @@
 import { Effect, type Scope } from "effect"
 import { AppConfig } from "../../../src/Config.ts"
 import { LocalRuntime, type LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
+import { answering } from "../../core/emulator/failure.ts"
 import { emulatorServeOptions, makeRouter, route, scopedEmulator, servePersistent } from "../../core/emulator/server.ts"
 import { type Books, type EmulatedSandbox, makeBooks } from "./books.ts"
 import { makeControl } from "./control.ts"
@@ -94,18 +95,10 @@ export const startBlaxelEmulator = (dataDir: string, runtime: LocalRuntimeShape)
       } catch {
         return runtimeError(404, "sandbox not found")
       }
-      try {
-        return await sandboxRuntime.handle(request, url, name, raw.slice(`/run/${second}`.length) || "/")
-      } catch (e) {
-        return answerRuntimeFailure(e)
-      }
+      return answering(answerRuntimeFailure, () => sandboxRuntime.handle(request, url, name, raw.slice(`/run/${second}`.length) || "/"))
     }
     if (first === "v0") {
-      try {
-        return await control.control(request, url)
-      } catch (e) {
-        return answerControlFailure(e)
-      }
+      return answering(answerControlFailure, () => control.control(request, url))
     }
     return controlError(404, "Not found")
   }

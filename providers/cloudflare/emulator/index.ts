@@ -8,6 +8,7 @@
 import { Effect, type Scope } from "effect"
 import { AppConfig } from "../../../src/Config.ts"
 import { LocalRuntime, type LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
+import { answering } from "../../core/emulator/failure.ts"
 import { emulatorServeOptions, makeRouter, route, scopedEmulator, servePersistent } from "../../core/emulator/server.ts"
 import { makeBooks } from "./books.ts"
 import { makeControl } from "./control.ts"
@@ -50,11 +51,7 @@ export const startCloudflareEmulator = (dataDir: string, runtime: LocalRuntimeSh
     const found = router.match(request.method, url.pathname)
     if (found._tag === "MethodNotAllowed") return bridgeError(405, "METHOD_NOT_ALLOWED", "method not allowed")
     if (found._tag !== "Found") return bridgeError(404, "NOT_FOUND", "not found")
-    try {
-      return await found.handle({ request })
-    } catch (e) {
-      return answerFailure(e)
-    }
+    return answering(answerFailure, () => found.handle({ request }))
   }
 
   // An exec's stream stays open while its command runs (at most the 30 s request timeout).

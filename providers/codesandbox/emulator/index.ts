@@ -23,7 +23,7 @@ import { Effect, Option, Schema, type Scope } from "effect"
 import * as crypto from "node:crypto"
 import { AppConfig } from "../../../src/Config.ts"
 import { defaultInternetOf, LocalRuntime, type LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
-import { failureAnswer, HttpFailure } from "../../core/emulator/failure.ts"
+import { answering, failureAnswer, HttpFailure } from "../../core/emulator/failure.ts"
 import { decodeJsonBody, emulatorServeOptions, makeRouter, route, runOrThrow as run, scopedEmulator, servePersistent } from "../../core/emulator/server.ts"
 import { emulatorHome, emulatorKey, persistentState } from "../../core/emulator/state.ts"
 import { CODESANDBOX_TIERS } from "../../core/resources.ts"
@@ -282,11 +282,7 @@ export const startCodeSandboxEmulator = (dataDir: string, runtime: LocalRuntimeS
     const url = new URL(request.url)
     const found = router.match(request.method, url.pathname)
     if (found._tag !== "Found") return failure(found._tag === "MethodNotAllowed" ? 405 : 404, "Not found")
-    try {
-      return await found.handle({ request, url })
-    } catch (e) {
-      return answerFailure(e)
-    }
+    return answering(answerFailure, () => found.handle({ request, url }))
   }
 
   // Running VMs past their hibernation timeout hibernate.

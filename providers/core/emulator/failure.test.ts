@@ -1,7 +1,7 @@
 /** The emulators' failure helper: a thrown HttpFailure, a runtime failure and a crash, each in the provider's body. */
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest"
 import { runtimeError } from "../../../src/runtime/LocalRuntime.ts"
-import { asHttpFailure, failureAnswer, HttpFailure } from "./failure.ts"
+import { answering, asHttpFailure, failureAnswer, HttpFailure } from "./failure.ts"
 
 /** A provider whose errors are `{error: {code, message}}`, with codes by status for runtime failures. */
 const CODES: Readonly<Record<number, string>> = { 404: "not_found", 409: "conflict" }
@@ -50,5 +50,17 @@ describe("emulator failures", () => {
     expect(asHttpFailure(runtimeError("conflict", "busy"), "blaxel", { statusOf })).toMatchObject({ status: 422, message: "busy", code: undefined })
     const thrown = new HttpFailure(409, "already exists", "CONFLICT")
     expect(asHttpFailure(thrown, "blaxel", { statusOf })).toBe(thrown)
+  })
+
+  it("answers with what a handler answers, or with what it throws (async or not) in the provider's body", async () => {
+    const ok = new Response("fine", { status: 201 })
+    expect(await answering(answer, async () => ok)).toBe(ok)
+    expect(await answering(answer, () => undefined)).toBeUndefined() // a WebSocket upgrade the handler took
+    expect((await read(await answering(answer, async () => {
+      throw new HttpFailure(404, "Sandbox s not found", "not_found")
+    })))).toEqual({ status: 404, body: { error: { code: "not_found", message: "Sandbox s not found" } } })
+    expect((await answering(answer, () => {
+      throw runtimeError("conflict", "paused")
+    })).status).toBe(409)
   })
 })

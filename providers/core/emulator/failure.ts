@@ -8,7 +8,7 @@
  *     codeOf: (status) => ERROR_CODES[status]
  *   })
  *   ...
- *   } catch (e) { return answerFailure(e) }
+ *   return answering(answerFailure, () => found.handle({ request, url }))
  *
  * A runtime failure (the sandbox's own: not found, a conflict, an image that would not pull) gets its status from
  * its kind and says its own message; anything else thrown is a 500 "internal error", its text only logged.
@@ -39,3 +39,12 @@ export const asHttpFailure = (e: unknown, emulator: string, options: FailureOpti
 /** Answers anything a handler threw with `respond`, which writes the provider's error body. */
 export const failureAnswer = (emulator: string, respond: (failure: HttpFailure) => Response, options: FailureOptions = {}) => (e: unknown): Response =>
   respond(asHttpFailure(e, emulator, options))
+
+/** What the handler answers (undefined: a WebSocket upgrade it took), or what it throws answered by `answer`. */
+export const answering = async <A extends Response | undefined>(answer: (e: unknown) => Response, handle: () => Promise<A> | A): Promise<A | Response> => {
+  try {
+    return await handle()
+  } catch (e) {
+    return answer(e)
+  }
+}

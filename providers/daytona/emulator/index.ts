@@ -13,7 +13,7 @@
  * as the client takes them.
  */
 import type { LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
-import { asHttpFailure } from "../../core/emulator/failure.ts"
+import { answering, asHttpFailure } from "../../core/emulator/failure.ts"
 import { emulatorServeOptions, servePersistent } from "../../core/emulator/server.ts"
 import { isWebSocketUpgrade } from "../../core/websocket.ts"
 import { makeBooks } from "./books.ts"
@@ -117,13 +117,7 @@ export const startDaytonaEmulator = (dataDir: string, runtime: LocalRuntimeShape
           ? sessions.socketHandlers.close(ws as Bun.ServerWebSocket<LogsSocketData>)
           : previewSocketHandlers.close?.(ws as Bun.ServerWebSocket<PreviewSocketData>, code, reason)
     },
-    fetch: async (request, server) => {
-      try {
-        return await handle(request, server)
-      } catch (e) {
-        return answerFailure(e)
-      }
-    }
+    fetch: (request, server) => answering(answerFailure, () => handle(request, server))
   })
   const server = servePersistent(books.dir, serve)
   baseUrl = `http://127.0.0.1:${server.port}`

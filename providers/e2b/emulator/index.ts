@@ -8,6 +8,7 @@
 import { Context, Effect, Layer, type Scope } from "effect"
 import { AppConfig } from "../../../src/Config.ts"
 import { LocalRuntime, type LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
+import { answering } from "../../core/emulator/failure.ts"
 import { emulatorServeOptions, scopedEmulator, servePersistent } from "../../core/emulator/server.ts"
 import { ENVD_PORT } from "../adapter/wire.ts"
 import { makeBooks } from "./books.ts"
@@ -42,12 +43,7 @@ export const startE2BEmulator = (dataDir: string, runtime: LocalRuntimeShape): E
       fetch: async (request) => {
         const url = new URL(request.url)
         const sandboxId = request.headers.get("e2b-sandbox-id") ?? HOST_ROUTED.exec(url.hostname)?.[1]
-        try {
-          if (sandboxId !== null && sandboxId !== undefined) return await envd(request, url, sandboxId)
-          return await control.control(request, url)
-        } catch (e) {
-          return answerFailure(e)
-        }
+        return answering(answerFailure, () => (sandboxId !== null && sandboxId !== undefined ? envd(request, url, sandboxId) : control.control(request, url)))
       }
     })
   const server = servePersistent(books.dir, serve)

@@ -9,6 +9,7 @@
 import { Effect, type Scope } from "effect"
 import { AppConfig } from "../../../src/Config.ts"
 import { LocalRuntime, type LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
+import { answering } from "../../core/emulator/failure.ts"
 import { emulatorServeOptions, makeRouter, route, scopedEmulator, servePersistent } from "../../core/emulator/server.ts"
 import { makeBooks, type Vm } from "./books.ts"
 import { makeControl } from "./control.ts"
@@ -72,11 +73,7 @@ export const startFreestyleEmulator = (dataDir: string, runtime: LocalRuntimeSha
     } catch {
       // matched nothing anyway
     }
-    try {
-      return await found.handle({ request, url, vm: () => control.runningVm(id) })
-    } catch (e) {
-      return answerFailure(e)
-    }
+    return answering(answerFailure, () => found.handle({ request, url, vm: () => control.runningVm(id) }))
   }
 
   const serve = (port: number) =>

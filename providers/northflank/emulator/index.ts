@@ -23,7 +23,7 @@ import { Effect, Option, Schema, type Scope } from "effect"
 import * as crypto from "node:crypto"
 import { AppConfig } from "../../../src/Config.ts"
 import { defaultInternetOf, LocalRuntime, type LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
-import { failureAnswer, HttpFailure } from "../../core/emulator/failure.ts"
+import { answering, failureAnswer, HttpFailure } from "../../core/emulator/failure.ts"
 import { decodeJsonBody, emulatorServeOptions, makeRouter, route, runOrThrow as run, scopedEmulator, servePersistent } from "../../core/emulator/server.ts"
 import { emulatorHome, emulatorKey, persistentState } from "../../core/emulator/state.ts"
 import { jailLabels } from "../../core/jailLabels.ts"
@@ -287,11 +287,7 @@ export const startNorthflankEmulator = (dataDir: string, runtime: LocalRuntimeSh
     const parts = url.pathname.split("/")
     const project = parts[2] === "projects" ? parts[3] : parts[2] === "teams" ? parts[5] : EMULATED_PROJECT
     if (project !== EMULATED_PROJECT) return failure(404, `Project ${project ?? ""} not found`)
-    try {
-      return await found.handle({ request, url })
-    } catch (e) {
-      return answerFailure(e)
-    }
+    return answering(answerFailure, () => found.handle({ request, url }))
   }
 
   // Services past their expiry are deleted; deleted ones are forgotten after a week.

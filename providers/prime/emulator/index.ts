@@ -8,6 +8,7 @@
 import { Effect, type Scope } from "effect"
 import { AppConfig } from "../../../src/Config.ts"
 import { LocalRuntime, type LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
+import { answering } from "../../core/emulator/failure.ts"
 import { emulatorServeOptions, makeRouter, route, scopedEmulator, servePersistent } from "../../core/emulator/server.ts"
 import { type Books, makeBooks } from "./books.ts"
 import { makeControl } from "./control.ts"
@@ -52,12 +53,7 @@ const makeApi = (books: Books, runtime: LocalRuntimeShape) => {
     if (!onGateway && request.headers.get("authorization") !== `Bearer ${books.apiKey}`) return errorResponse(401, "Invalid API key")
     const found = (onGateway ? gatewayRoutes : api).match(request.method, url.pathname)
     if (found._tag !== "Found") return errorResponse(found._tag === "MethodNotAllowed" ? 405 : 404, "Not Found")
-    try {
-      return await found.handle({ request, url })
-    } catch (e) {
-      if (e instanceof GatewayGone) return json({ error: "sandbox_not_found" }, 502)
-      return answerFailure(e)
-    }
+    return answering((e) => (e instanceof GatewayGone ? json({ error: "sandbox_not_found" }, 502) : answerFailure(e)), () => found.handle({ request, url }))
   }
   return { handle, stop: control.stop }
 }

@@ -7,6 +7,7 @@
 import { Effect, type Scope } from "effect"
 import { AppConfig } from "../../../src/Config.ts"
 import { LocalRuntime, type LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
+import { answering } from "../../core/emulator/failure.ts"
 import { emulatorServeOptions, makeRouter, route, scopedEmulator, servePersistent } from "../../core/emulator/server.ts"
 import { type Books, type Devbox, makeBooks } from "./books.ts"
 import { makeControl } from "./control.ts"
@@ -81,11 +82,7 @@ const makeApi = (books: Books, runtime: LocalRuntimeShape, options: RunloopEmula
     } catch {
       // matched nothing anyway
     }
-    try {
-      return await found.handle({ request, url, devbox: () => control.devboxOr404(id) })
-    } catch (e) {
-      return answerFailure(e)
-    }
+    return answering(answerFailure, () => found.handle({ request, url, devbox: () => control.devboxOr404(id) }))
   }
   return { handle, stop: control.stop }
 }

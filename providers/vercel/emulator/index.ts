@@ -8,6 +8,7 @@
 import { Effect, type Scope } from "effect"
 import { AppConfig } from "../../../src/Config.ts"
 import { LocalRuntime, type LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
+import { answering } from "../../core/emulator/failure.ts"
 import { emulatorServeOptions, makeRouter, route, scopedEmulator, servePersistent } from "../../core/emulator/server.ts"
 import { makeBooks } from "./books.ts"
 import { makeControl } from "./control.ts"
@@ -65,11 +66,7 @@ export const startVercelEmulator = (dataDir: string, runtime: LocalRuntimeShape)
     const found = router.match(request.method, url.pathname)
     if (found._tag === "MethodNotAllowed") return vercelError(405, "method_not_allowed", "Method not allowed")
     if (found._tag !== "Found") return vercelError(404, "not_found", "Not found")
-    try {
-      return await found.handle({ request, url })
-    } catch (e) {
-      return answerFailure(e)
-    }
+    return answering(answerFailure, () => found.handle({ request, url }))
   }
 
   // Long waits (`?wait=true`) and log streams stay open while a command runs.
