@@ -40,8 +40,7 @@ const SANDBOX: ProviderSandbox = { resourceId: "r", resolvedResources: { vcpu: 1
 const messageOf = async (provider: { readonly destroy: (s: ProviderSandbox) => Effect.Effect<void, ProviderError> }) =>
   (await Effect.runPromise(Effect.flip(provider.destroy(SANDBOX)))).message
 
-const makeTest = makeProvider({
-  name: "prime",
+const makeTest = makeProvider("prime", {
   context: (config: Config) => config,
   calls: callsFor,
   byok: (config: Config) => (credentials) => ({ ...config, apiKey: credentials["api_key"] ?? "", region: credentials["region"] ?? config.region })
@@ -56,8 +55,7 @@ describe("makeProvider", () => {
 
   it("builds the context once per instance and hands it, with the config, to the calls", () => {
     const seen: Array<unknown> = []
-    const make = makeProvider({
-      name: "prime",
+    const make = makeProvider("prime", {
       context: (config: Config) => ({ wire: `wire for ${config.apiKey}` }),
       calls: (ctx, config) => (seen.push([ctx.wire, config.apiKey]), callsFor(config))
     })
@@ -80,9 +78,8 @@ describe("makeProvider", () => {
   })
 
   it("has no BYOK without `byok`, or when `byok` has none for this config", () => {
-    expect(makeProvider({ name: "prime", context: (config: Config) => config, calls: callsFor })({ mode: "remote", apiKey: "k" }).withCredentials).toBeUndefined()
-    const onlyRemote = makeProvider({
-      name: "prime",
+    expect(makeProvider("prime", { context: (config: Config) => config, calls: callsFor })({ mode: "remote", apiKey: "k" }).withCredentials).toBeUndefined()
+    const onlyRemote = makeProvider("prime", {
       context: (config: Config) => config,
       calls: callsFor,
       byok: (config: Config) => (config.mode === "remote" ? (credentials) => ({ ...config, apiKey: credentials["api_key"] ?? "" }) : undefined)

@@ -3,8 +3,7 @@
  * its config says, and BYOK (`withCredentials`: the same adapter, built again on the config with an organization's
  * own credential fields applied; the registry caches one instance per credential set).
  *
- *   export const makeFreestyleProvider = makeProvider({
- *     name: NAME,
+ *   export const makeFreestyleProvider = makeProvider(NAME, {
  *     context: makeContext,  // what the adapter's parts share for a config: its wire, its capabilities, …
  *     calls: (ctx) => ({ capabilities: ctx.capabilities, ...makeSandboxes(ctx), ...makeProcesses(ctx), ...makeFiles(ctx), ...makeEndpoints() }),
  *     // BYOK: the organization's key, against the same API.
@@ -17,7 +16,6 @@ import type { ProviderCredentials, ProviderName, SandboxProvider } from "./Provi
 export type ProviderCalls = Omit<SandboxProvider, "name" | "mode" | "withCredentials">
 
 export interface ProviderAssembly<C extends { readonly mode: SandboxProvider["mode"] }, X> {
-  readonly name: ProviderName
   /** What the adapter's parts share for a config (its wire, its capabilities, …). */
   readonly context: (config: C) => X
   /** The adapter's calls and capabilities, from that context (and the config). */
@@ -30,13 +28,13 @@ export interface ProviderAssembly<C extends { readonly mode: SandboxProvider["mo
   readonly byok?: ((config: C) => ((credentials: ProviderCredentials) => C) | undefined) | undefined
 }
 
-/** The adapter's `make…Provider`: its calls for a config, with its name, mode and BYOK instances. */
-export const makeProvider = <C extends { readonly mode: SandboxProvider["mode"] }, X>(assembly: ProviderAssembly<C, X>) => {
+/** The adapter's `make…Provider`: its calls for a config, with the provider's name, the config's mode and BYOK instances. */
+export const makeProvider = <C extends { readonly mode: SandboxProvider["mode"] }, X>(name: ProviderName, assembly: ProviderAssembly<C, X>) => {
   const make = (config: C): SandboxProvider => {
     const onAccount = assembly.byok?.(config)
     return {
       ...assembly.calls(assembly.context(config), config),
-      name: assembly.name,
+      name,
       mode: config.mode,
       withCredentials: onAccount === undefined ? undefined : (credentials) => make(onAccount(credentials))
     }

@@ -47,8 +47,7 @@ export {
   sandboxName
 } from "./wire.ts"
 
-export const makeBlaxelProvider = makeProvider({
-  name: NAME,
+export const makeBlaxelProvider = makeProvider(NAME, {
   context: makeContext,
   calls: (ctx) => ({ capabilities: ctx.capabilities, ...makeSandboxes(ctx), ...makeProcesses(ctx), ...makeFiles(ctx), ...makeEndpoints(ctx) }),
   // BYOK: the organization's key and workspace (and, for cost, its account), against the same API.

@@ -31,8 +31,7 @@ export {
   usageCostMicrousd
 } from "./wire.ts"
 
-export const makeCloudflareProvider = makeProvider({
-  name: NAME,
+export const makeCloudflareProvider = makeProvider(NAME, {
   context: makeContext,
   calls: (ctx) => ({ capabilities: ctx.capabilities, ...makeSandboxes(ctx), ...makeProcesses(ctx), ...makeFiles(ctx), ...makeEndpoints() }),
   // BYOK: the organization's own bridge (URL and token), and its analytics account for cost.

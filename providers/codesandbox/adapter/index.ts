@@ -189,8 +189,7 @@ const codeSandboxCalls = (ctx: CodeSandboxContext, config: CodeSandboxProviderCo
   }
 }
 
-export const makeCodeSandboxProvider = makeProvider({
-  name: NAME,
+export const makeCodeSandboxProvider = makeProvider(NAME, {
   context: makeContext,
   calls: codeSandboxCalls,
   // BYOK: the organization's key, and its own tier floor and credit rate when it stored them.

@@ -117,8 +117,7 @@ const daytonaCalls = (ctx: DaytonaContext, config: DaytonaProviderConfig): Provi
   }, ctx.workspaceDir)
 }
 
-export const makeDaytonaProvider = makeProvider({
-  name: NAME,
+export const makeDaytonaProvider = makeProvider(NAME, {
   context: makeContext,
   calls: daytonaCalls,
   // BYOK: the organization's key (and, for a key of several organizations, which one; and its region).

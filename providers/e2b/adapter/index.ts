@@ -62,8 +62,7 @@ const e2bCalls = (ctx: E2BContext, config: E2BProviderConfig): ProviderCalls => 
   return withWorkspace(provider, config.workspaceDir ?? (config.mode === "emulated" ? "/workspace" : "/home/user"))
 }
 
-export const makeE2BProvider = makeProvider({
-  name: NAME,
+export const makeE2BProvider = makeProvider(NAME, {
   context: makeContext,
   calls: e2bCalls,
   // BYOK: the organization's API key, against the same control API and envd.

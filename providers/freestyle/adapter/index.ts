@@ -56,8 +56,7 @@ export {
   vmSlug
 } from "./wire.ts"
 
-export const makeFreestyleProvider = makeProvider({
-  name: NAME,
+export const makeFreestyleProvider = makeProvider(NAME, {
   context: makeContext,
   calls: (ctx) => ({ capabilities: ctx.capabilities, ...makeSandboxes(ctx), ...makeProcesses(ctx), ...makeFiles(ctx), ...makeEndpoints() }),
   // BYOK: the organization's key, against the same API.

@@ -457,8 +457,7 @@ const modalCalls = (config: ModalProviderConfig): ProviderCalls => {
   }
 }
 
-export const makeModalProvider = makeProvider({
-  name: NAME,
+export const makeModalProvider = makeProvider(NAME, {
   // Modal's calls read their config as it is (the SDK client is in it).
   context: (config: ModalProviderConfig) => config,
   calls: modalCalls,

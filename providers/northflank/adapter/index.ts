@@ -245,8 +245,7 @@ const northflankCalls = (ctx: NorthflankContext, config: NorthflankProviderConfi
   }
 }
 
-export const makeNorthflankProvider = makeProvider({
-  name: NAME,
+export const makeNorthflankProvider = makeProvider(NAME, {
   context: makeContext,
   calls: northflankCalls,
   // BYOK: the organization's token and project (and team).

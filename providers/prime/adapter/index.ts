@@ -64,8 +64,7 @@ export {
   sandboxName
 } from "./wire.ts"
 
-export const makePrimeProvider = makeProvider({
-  name: NAME,
+export const makePrimeProvider = makeProvider(NAME, {
   context: makeContext,
   calls: (ctx) => ({ capabilities: ctx.capabilities, ...makeSandboxes(ctx), ...makeProcesses(ctx), ...makeFiles(ctx), ...makeEndpoints() }),
   // BYOK: the organization's key and (optional) team, against the same API.

@@ -73,8 +73,7 @@ export const oemRatesOf = (fields: { readonly vcpu?: string | undefined; readonl
   return { vcpuHourUsd: vcpu!, memoryGbHourUsd: memory!, diskGbHourUsd: disk! }
 }
 
-export const makeRunloopProvider = makeProvider({
-  name: NAME,
+export const makeRunloopProvider = makeProvider(NAME, {
   context: makeContext,
   calls: (ctx) => withWorkspace({ capabilities: ctx.capabilities, ...makeSandboxes(ctx), ...makeProcesses(ctx), ...makeFiles(ctx), ...makeEndpoints() }, HOME),
   // BYOK: the organization's key, against the same API; its size floor and OEM prices when it gives them.

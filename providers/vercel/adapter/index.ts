@@ -61,8 +61,7 @@ export {
 /** Where Vercel's sandbox user works (its home and every command's default directory). */
 export const VERCEL_WORKSPACE = "/vercel/sandbox"
 
-export const makeVercelProvider = makeProvider({
-  name: NAME,
+export const makeVercelProvider = makeProvider(NAME, {
   context: (config: VercelProviderConfig & { readonly workspaceDir?: string | undefined }) => makeContext(config),
   calls: (ctx, config) => {
     const { sessionOf, ...sandboxes } = makeSandboxes(ctx)
