@@ -9,7 +9,7 @@ import { Schema } from "effect"
 
 export const json = (body: unknown, status = 200, headers: Record<string, string> = {}) => Response.json(body, { status, headers })
 
-/** Handlers throw the kit's failure; `answer…Failure` writes it, or a runtime failure, in this provider's error body. */
+/** Handlers throw the kit's failure; `answerControlFailure` and `answerRuntimeFailure` write it, or a runtime failure, in each plane's error body. */
 export { HttpFailure }
 
 const ERROR_NAMES: Readonly<Record<number, string>> = {
@@ -30,7 +30,7 @@ export const controlError = (status: number, message: string, code?: string) =>
 export const runtimeError = (status: number, message: string) => json({ error: message }, status)
 
 export const answerControlFailure = failureAnswer("blaxel", (f) => controlError(f.status, f.message, f.code))
-/** The sandbox runtime answers a runtime conflict with 422, as it did before this kit piece. */
+/** The sandbox runtime answers a runtime conflict (a state that forbids the call) with 422, not 409. */
 export const answerRuntimeFailure = failureAnswer("blaxel", (f) => runtimeError(f.status, f.message), {
   statusOf: (e) => (statusOfRuntimeError(e) === 409 ? 422 : statusOfRuntimeError(e))
 })

@@ -8,7 +8,7 @@ import { Schema } from "effect"
 
 export const json = (body: unknown, status = 200, headers: Record<string, string> = {}) => Response.json(body, { status, headers })
 
-/** Handlers throw the kit's failure; `answer…Failure` writes it, or a runtime failure, in this provider's error body. */
+/** Handlers throw the kit's failure; `answerFailure` writes it, or a runtime failure, in this provider's error body. */
 export { HttpFailure }
 
 /** Vercel's error codes by status, for failures without a more specific one. */
