@@ -4,12 +4,12 @@
  * reconcile by name and label, error kinds, provider-reported cost). The emulator-backed suite covers behaviour.
  */
 import type { HttpClient } from "@effect/platform"
-import { Effect } from "effect"
+import { Effect, Either } from "effect"
 import { describe, expect, it } from "vitest"
 import { conformanceInput } from "../testing/conformance.ts"
 import type { ProviderError, ProviderSandbox } from "../core/Provider.ts"
 import { bodyBytes, bodyJson, type Call, json, scripted, type Step } from "../testing/scripted-client.ts"
-import { API_VERSION, decodeExecutionId, makeBlaxelProvider } from "./adapter/index.ts"
+import { API_VERSION, executionIds, makeBlaxelProvider } from "./adapter/index.ts"
 
 const API = "https://api.blaxel.test/v0"
 const RUN = "https://run.blaxel.test/sbx-1"
@@ -133,7 +133,7 @@ describe("blaxel remote: the sandbox runtime", () => {
     ])
     const p = provider(s.client)
     const { executionId } = await run(p.exec(SANDBOX, { command: ["echo", "a b"], environment: { K: "v" }, timeoutSeconds: 60, maxOutputBytes: 1024, processId: "proc_1" }))
-    expect(decodeExecutionId(executionId)).toEqual({ name: "metal-proc_1", maxOutputBytes: 1024 })
+    expect(Either.getOrUndefined(executionIds.parse(executionId))).toEqual({ name: "metal-proc_1", maxOutputBytes: 1024 })
     expect(await run(p.execEvents(SANDBOX, executionId, 0))).toEqual([])
     const events = await run(p.execEvents(SANDBOX, executionId, 0))
     expect(events.map((e) => e.type)).toEqual(["stdout", "exit"])

@@ -2,7 +2,7 @@
 import { Effect } from "effect"
 import { describe, expect, it } from "vitest"
 import { conformance, conformanceInput, emulatedTarget } from "../testing/conformance.ts"
-import type { ProviderExecEvent } from "../core/Provider.ts"
+import type { ExecEvent } from "../../src/runtime/LocalRuntime.ts"
 import { makeBlaxelProvider } from "./adapter/index.ts"
 import { startBlaxelEmulator } from "./emulator/index.ts"
 
@@ -19,7 +19,7 @@ describe("blaxel (emulated): beyond conformance", () => {
       const { executionId } = await Effect.runPromise(provider.exec(sandbox, { command: ["sh", "-c", "read l; echo \"$l\"; wc -c"], stdin: true, timeoutSeconds: 60, maxOutputBytes: 1024, processId: `proc_in${Date.now()}` }))
       await Effect.runPromise(provider.sendInput!(sandbox, executionId, new TextEncoder().encode("first line\n"), false))
       await Effect.runPromise(provider.sendInput!(sandbox, executionId, new TextEncoder().encode("12345"), true))
-      let events: ReadonlyArray<ProviderExecEvent> = []
+      let events: ReadonlyArray<ExecEvent> = []
       for (const deadline = Date.now() + 20_000; events.at(-1)?.type !== "exit" && Date.now() < deadline;) events = await Effect.runPromise(provider.execEvents(sandbox, executionId, 0))
       expect(events.flatMap((e) => (e.type === "stdout" ? [Buffer.from(e.data).toString()] : [])).join("")).toBe("first line\n5\n")
       expect(events.at(-1)).toMatchObject({ type: "exit", exitCode: 0 })

@@ -9,7 +9,8 @@ import { Effect, Either } from "effect"
 import { describe, expect, it } from "vitest"
 import { conformanceInput } from "../testing/conformance.ts"
 import { DECLARED } from "../core/declared.ts"
-import type { ProviderError, ProviderExecEvent, ProviderSandbox } from "../core/Provider.ts"
+import type { ExecEvent } from "../../src/runtime/LocalRuntime.ts"
+import type { ProviderError, ProviderSandbox } from "../core/Provider.ts"
 import { bodyBytes, bodyJson, type Call, json, scripted, type Step } from "../testing/scripted-client.ts"
 import { argvWithEnvironment, bridgePath, makeCloudflareProvider, makeSseParser, usageCostMicrousd } from "./adapter/index.ts"
 
@@ -33,7 +34,7 @@ const SANDBOX: ProviderSandbox = {
   metadata: { sandboxId: "sbx_1", environment: { CONFORMANCE_SANDBOX: "yes" } }
 }
 const collect = async (p: ReturnType<typeof provider>, executionId: string) => {
-  const events: Array<ProviderExecEvent> = []
+  const events: Array<ExecEvent> = []
   for (let i = 0; i < 200 && !events.some((e) => e.type === "exit"); i++) events.push(...(await run(p.execEvents(SANDBOX, executionId, events.length))))
   return events
 }

@@ -9,25 +9,23 @@
  * Lifecycle only: commands and files of a CodeSandbox VM are reached only through its SDK's websocket, so the
  * plugin declares no process, files or endpoints (adapter/wire.ts), and `auto` never routes a runtime request here.
  */
-import { Config, ConfigError, Effect, Option, type Scope } from "effect"
+import { Config, ConfigError, Effect, type Scope } from "effect"
 import type { AppConfig } from "../../src/Config.ts"
 import { LocalRuntime } from "../../src/runtime/LocalRuntime.ts"
+import { envValue } from "../core/env.ts"
 import { onLocalRuntime } from "../core/localRuntime.ts"
 import type { SandboxProvider } from "../core/Provider.ts"
 import { DEFAULT_API_URL, isTier, makeCodeSandboxProvider } from "./adapter/index.ts"
 import { codesandboxEmulator } from "./emulator/index.ts"
 
-/** The variable when set and not blank. */
-const optional = (name: string) => Effect.map(Config.option(Config.string(name)), (v) => Option.getOrUndefined(Option.filter(v, (s) => s.trim() !== "")))
-
 export const CodeSandboxPlugin: Effect.Effect<SandboxProvider, ConfigError.ConfigError, AppConfig | LocalRuntime | Scope.Scope> = Effect.gen(function*() {
-  const apiKey = yield* optional("CODESANDBOX_API_KEY")
+  const apiKey = yield* envValue("CODESANDBOX_API_KEY")
   if (apiKey !== undefined) {
-    const tier = yield* optional("CODESANDBOX_VM_TIER")
+    const tier = yield* envValue("CODESANDBOX_VM_TIER")
     if (tier !== undefined && !isTier(tier)) {
       return yield* Effect.fail(ConfigError.InvalidData(["CODESANDBOX_VM_TIER"], "CODESANDBOX_VM_TIER must be one of Pico, Nano, Micro, Small, Medium, Large, XLarge"))
     }
-    const rate = yield* optional("CODESANDBOX_CREDIT_RATE_USD")
+    const rate = yield* envValue("CODESANDBOX_CREDIT_RATE_USD")
     const rateUsd = rate === undefined ? undefined : Number(rate)
     if (rateUsd !== undefined && !(Number.isFinite(rateUsd) && rateUsd > 0)) {
       return yield* Effect.fail(ConfigError.InvalidData(["CODESANDBOX_CREDIT_RATE_USD"], "CODESANDBOX_CREDIT_RATE_USD must be a positive number of USD per credit"))
@@ -35,9 +33,9 @@ export const CodeSandboxPlugin: Effect.Effect<SandboxProvider, ConfigError.Confi
     return makeCodeSandboxProvider({
       apiUrl: yield* Config.string("CODESANDBOX_API_URL").pipe(Config.withDefault(DEFAULT_API_URL)),
       apiKey,
-      templateId: yield* optional("CODESANDBOX_TEMPLATE_ID"),
+      templateId: yield* envValue("CODESANDBOX_TEMPLATE_ID"),
       vmTier: tier,
-      workspaceId: yield* optional("CODESANDBOX_WORKSPACE_ID"),
+      workspaceId: yield* envValue("CODESANDBOX_WORKSPACE_ID"),
       creditRateMicrousd: rateUsd === undefined ? undefined : Math.round(rateUsd * 1_000_000),
       mode: "remote"
     })

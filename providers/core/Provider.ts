@@ -7,7 +7,7 @@ import { Context, Data, type Effect } from "effect"
 
 /** The one list of providers (spec a..k) lives with the API's contract; here under the kit's names. */
 import { Provider, PROVIDERS } from "../../src/domain/Sandbox.ts"
-import type { RuntimeMetrics } from "../../src/runtime/LocalRuntime.ts"
+import type { ExecEvent, RuntimeMetrics } from "../../src/runtime/LocalRuntime.ts"
 import type { ComputerAction } from "../../src/domain/Computer.ts"
 export const ProviderNames = PROVIDERS
 export const ProviderName = Provider
@@ -189,22 +189,9 @@ export interface ExecInput {
   readonly pty?: { readonly cols: number; readonly rows: number } | undefined
 }
 
-/** Ordered output: `seq` contiguous from 0, `exit` last (reference/providers.md §2.1). */
-export type ProviderExecEvent =
-  | { readonly seq: number; readonly type: "stdout" | "stderr"; readonly data: Uint8Array }
-  | {
-    readonly seq: number
-    readonly type: "exit"
-    readonly exitCode: number | null
-    readonly signal: string | null
-    readonly cancelled: boolean
-    readonly timedOut: boolean
-    readonly outputTruncated: boolean
-  }
-
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never
 /** An event before it is numbered (an adapter collecting a followed execution's output). */
-export type UnnumberedExecEvent = DistributiveOmit<ProviderExecEvent, "seq">
+export type UnnumberedExecEvent = DistributiveOmit<ExecEvent, "seq">
 
 /**
  * The events of a finished execution whose provider returns its output buffered (stdout and stderr apart, without
@@ -216,8 +203,8 @@ export const bufferedEvents = (
   exit: { readonly exitCode: number | null; readonly signal: string | null; readonly cancelled?: boolean; readonly timedOut?: boolean },
   maxOutputBytes: number,
   truncatedAtProvider = false
-): Array<ProviderExecEvent> => {
-  const events: Array<ProviderExecEvent> = []
+): Array<ExecEvent> => {
+  const events: Array<ExecEvent> = []
   let budget = maxOutputBytes
   let truncated = truncatedAtProvider
   for (const type of ["stdout", "stderr"] as const) {
@@ -353,7 +340,7 @@ export interface SandboxProvider {
    * Events with seq >= fromSeq, in order; an empty array when none are available yet. Must work again after a
    * gateway restart for executions still running (or finished) at the provider.
    */
-  readonly execEvents: (sandbox: ProviderSandbox, executionId: string, fromSeq: number) => PE<ReadonlyArray<ProviderExecEvent>>
+  readonly execEvents: (sandbox: ProviderSandbox, executionId: string, fromSeq: number) => PE<ReadonlyArray<ExecEvent>>
   readonly cancelExec: (sandbox: ProviderSandbox, executionId: string) => PE<{ readonly cancelled: boolean }>
   /**
    * Writes to the standard input of a process started with `stdin: true`, in call order; `eof` closes it after

@@ -4,7 +4,7 @@
  * rewritten on the way to the provider and back on the way out, so clients see `/workspace` everywhere.
  */
 import { Effect } from "effect"
-import type { SandboxProvider } from "./Provider.ts"
+import type { ProviderCalls } from "./makeProvider.ts"
 
 const GATEWAY = "/workspace"
 
@@ -16,8 +16,8 @@ export const workspacePaths = (providerDir: string) => {
   }
 }
 
-/** An adapter whose file paths and working directories are rewritten between `/workspace` and `providerDir`. */
-export const withWorkspace = (provider: SandboxProvider, providerDir: string): SandboxProvider => {
+/** An adapter's calls with file paths and working directories rewritten between `/workspace` and `providerDir`. */
+export const withWorkspace = <P extends ProviderCalls>(provider: P, providerDir: string): P => {
   if (providerDir === GATEWAY) return provider
   const { toGateway, toProvider } = workspacePaths(providerDir)
   return {
@@ -27,10 +27,10 @@ export const withWorkspace = (provider: SandboxProvider, providerDir: string): S
     writeFile: (sandbox, input) => provider.writeFile(sandbox, { ...input, path: toProvider(input.path) }),
     ...(provider.readFileStream === undefined
       ? {}
-      : { readFileStream: (sandbox, input) => provider.readFileStream!(sandbox, { ...input, path: toProvider(input.path) }) } satisfies Pick<SandboxProvider, "readFileStream">),
+      : { readFileStream: (sandbox, input) => provider.readFileStream!(sandbox, { ...input, path: toProvider(input.path) }) } satisfies Pick<ProviderCalls, "readFileStream">),
     ...(provider.writeFileStream === undefined
       ? {}
-      : { writeFileStream: (sandbox, input) => provider.writeFileStream!(sandbox, { ...input, path: toProvider(input.path) }) } satisfies Pick<SandboxProvider, "writeFileStream">),
+      : { writeFileStream: (sandbox, input) => provider.writeFileStream!(sandbox, { ...input, path: toProvider(input.path) }) } satisfies Pick<ProviderCalls, "writeFileStream">),
     deleteFile: (sandbox, input) => provider.deleteFile(sandbox, { ...input, path: toProvider(input.path) }),
     listFiles: (sandbox, input) =>
       provider.listFiles(sandbox, { ...input, path: toProvider(input.path) }).pipe(

@@ -3,12 +3,13 @@
  * API and toolbox (bodies, paths, headers) and how it reads the answers (states, pages, the multiplexed log,
  * error codes). The emulator-backed suite (daytona.test.ts) covers behaviour; this covers the wire.
  */
-import { Effect } from "effect"
+import { Effect, Either } from "effect"
 import { describe, expect, it } from "vitest"
 import { conformanceInput } from "../testing/conformance.ts"
-import type { ProviderError, ProviderExecEvent, ProviderSandbox, SandboxProvider } from "../core/Provider.ts"
+import type { ExecEvent } from "../../src/runtime/LocalRuntime.ts"
+import type { ProviderError, ProviderSandbox, SandboxProvider } from "../core/Provider.ts"
 import { bodyBytes, bodyJson, type Call, json, scripted, type Step } from "../testing/scripted-client.ts"
-import { decodeExecutionId, decodeTerminalId, demuxLog, encodeExecutionId, encodeTerminalId, eventsFromPieces, makeDaytonaProvider } from "./adapter/index.ts"
+import { demuxLog, eventsFromPieces, executionIds, makeDaytonaProvider, terminalIds } from "./adapter/index.ts"
 import { INPUT_CHUNK_BYTES, octalLine } from "./adapter/processes.ts"
 import { MAX_PREAMBLE_BYTES, MAX_TYPED_LINE_BYTES } from "./adapter/terminals.ts"
 import type { HttpClient } from "@effect/platform"
@@ -164,7 +165,7 @@ describe("daytona remote: processes", () => {
       maxOutputBytes: 1000,
       processId: "proc_1"
     }))
-    expect(decodeExecutionId(started.executionId)).toEqual({ sessionId: "metal-proc_1", commandId: "cmd1", maxOutputBytes: 1000 })
+    expect(Either.getOrUndefined(executionIds.parse(started.executionId))).toEqual({ sessionId: "metal-proc_1", commandId: "cmd1", maxOutputBytes: 1000 })
     expect(s.left()).toBe(0)
   })
 
@@ -181,8 +182,8 @@ describe("daytona remote: processes", () => {
     ])
     const p = provider(s.client)
     const input = { command: ["sleep", "9"], timeoutSeconds: 60, maxOutputBytes: 1000, processId: "proc_1" }
-    expect(decodeExecutionId((await run(p.exec(SANDBOX, input))).executionId)?.commandId).toBe("cmd1")
-    expect(decodeExecutionId((await run(p.exec(SANDBOX, input))).executionId)?.commandId).toBe("cmd1")
+    expect(Either.getOrUndefined(executionIds.parse((await run(p.exec(SANDBOX, input))).executionId))?.commandId).toBe("cmd1")
+    expect(Either.getOrUndefined(executionIds.parse((await run(p.exec(SANDBOX, input))).executionId))?.commandId).toBe("cmd1")
     expect(s.left()).toBe(0)
   })
 
@@ -214,7 +215,7 @@ describe("daytona remote: processes", () => {
   })
 
   it("standard input: the process reads it through a decoder; input goes as lines of octal escapes (chunked), end of input as E; an ended process's input is closed", async () => {
-    const id = encodeExecutionId({ sessionId: "metal-proc_1", commandId: "cmd1", maxOutputBytes: 1000 })
+    const id = executionIds.encode({ sessionId: "metal-proc_1", commandId: "cmd1", maxOutputBytes: 1000 })
     const big = new Uint8Array(INPUT_CHUNK_BYTES + 2).map((_, i) => i % 256)
     const inputs: Array<string> = []
     const s = scripted([
@@ -246,7 +247,7 @@ describe("daytona remote: processes", () => {
   })
 
   it("reads the multiplexed log while the command runs (complete pieces only), then everything and the exit", async () => {
-    const id = encodeExecutionId({ sessionId: "metal-proc_1", commandId: "cmd1", maxOutputBytes: 1000 })
+    const id = executionIds.encode({ sessionId: "metal-proc_1", commandId: "cmd1", maxOutputBytes: 1000 })
     const s = scripted([
       step("GET", commandPath("metal-proc_1", "cmd1"), () => json({ id: "cmd1", exitCode: null })),
       step("GET", `${commandPath("metal-proc_1", "cmd1")}/logs`, (call) => {
@@ -266,7 +267,7 @@ describe("daytona remote: processes", () => {
   })
 
   it("a JSON log (a daemon answering as to an SDK) is used once the command is over: stdout, then stderr", async () => {
-    const id = encodeExecutionId({ sessionId: "metal-proc_1", commandId: "cmd1", maxOutputBytes: 1000 })
+    const id = executionIds.encode({ sessionId: "metal-proc_1", commandId: "cmd1", maxOutputBytes: 1000 })
     const s = scripted([
       step("GET", commandPath("metal-proc_1", "cmd1"), () => json({ id: "cmd1", exitCode: null })),
       step("GET", `${commandPath("metal-proc_1", "cmd1")}/logs`, () => json({ stdout: "out\n", stderr: "err\n" })),
@@ -280,7 +281,7 @@ describe("daytona remote: processes", () => {
   })
 
   it("cancel deletes a running command's session; its exit then reads as cancelled; a finished one is left alone", async () => {
-    const id = encodeExecutionId({ sessionId: "metal-proc_1", commandId: "cmd1", maxOutputBytes: 1000 })
+    const id = executionIds.encode({ sessionId: "metal-proc_1", commandId: "cmd1", maxOutputBytes: 1000 })
     const s = scripted([
       step("GET", commandPath("metal-proc_1", "cmd1"), () => json({ id: "cmd1", exitCode: null })),
       step("DELETE", "/toolbox/dsbx1/process/session/metal-proc_1", () => json({})),
@@ -290,7 +291,7 @@ describe("daytona remote: processes", () => {
     const p = provider(s.client)
     expect(await run(p.cancelExec(SANDBOX, id))).toEqual({ cancelled: true })
     expect(await run(p.execEvents(SANDBOX, id, 4))).toEqual([{ seq: 4, type: "exit", exitCode: null, signal: "SIGTERM", cancelled: true, timedOut: false, outputTruncated: false }])
-    const done = encodeExecutionId({ sessionId: "metal-proc_1", commandId: "cmd2", maxOutputBytes: 1000 })
+    const done = executionIds.encode({ sessionId: "metal-proc_1", commandId: "cmd2", maxOutputBytes: 1000 })
     expect(await run(p.cancelExec(SANDBOX, done))).toEqual({ cancelled: false })
     expect(s.left()).toBe(0)
   })
@@ -382,7 +383,7 @@ const TTY = { command: ["sh", "-i"], environment: { GREETING: "it's me" }, timeo
 const ttyProvider = (client: HttpClient.HttpClient, openSocket: ReturnType<typeof ptyDaemon>["openSocket"]) =>
   makeDaytonaProvider({ baseUrl: BASE, apiKey: "dtn_key", mode: "remote", httpClient: client, pollIntervalMs: 1, logPollMs: 0, openSocket })
 /** Events from `from`, asked for until `done` says they are what the test waits for. */
-const eventsUntil = async (p: SandboxProvider, executionId: string, from: number, done: (events: ReadonlyArray<ProviderExecEvent>) => boolean) => {
+const eventsUntil = async (p: SandboxProvider, executionId: string, from: number, done: (events: ReadonlyArray<ExecEvent>) => boolean) => {
   const deadline = Date.now() + 5000
   for (;;) {
     const events = await run(p.execEvents(SANDBOX, executionId, from))
@@ -513,7 +514,7 @@ describe("daytona remote: terminals", () => {
     ])
     try {
       const { executionId } = await run(ttyProvider(s.client, daemon.openSocket).exec(SANDBOX, TTY))
-      expect(decodeTerminalId(executionId)).toEqual({ sessionId: "metal-proc_tty", maxOutputBytes: 1000 })
+      expect(Either.getOrUndefined(terminalIds.parse(executionId))).toEqual({ sessionId: "metal-proc_tty", maxOutputBytes: 1000 })
       expect(daemon.opened.length).toBe(1)
       await Bun.sleep(50)
       expect(daemon.received).toEqual([])
@@ -536,13 +537,13 @@ describe("daytona remote: terminals", () => {
     ])
     try {
       const p = ttyProvider(s.client, daemon.openSocket)
-      const id = encodeTerminalId({ sessionId: "metal-proc_tty", maxOutputBytes: 1000 })
+      const id = terminalIds.encode({ sessionId: "metal-proc_tty", maxOutputBytes: 1000 })
       const lost = await failureOf(p.execEvents(SANDBOX, id, 5))
       expect(lost.kind).toBe("not_found")
       expect(lost.message).toContain("after event 5 are lost")
       // Gone already: nothing to cancel.
       expect(await run(p.cancelExec(SANDBOX, id))).toEqual({ cancelled: false })
-      const gone = encodeTerminalId({ sessionId: "metal-proc_gone", maxOutputBytes: 1000 })
+      const gone = terminalIds.encode({ sessionId: "metal-proc_gone", maxOutputBytes: 1000 })
       expect(await run(p.cancelExec(SANDBOX, gone))).toEqual({ cancelled: true })
       expect(await run(p.execEvents(SANDBOX, gone, 2))).toEqual([{ seq: 2, type: "exit", exitCode: null, signal: "SIGKILL", cancelled: true, timedOut: false, outputTruncated: false }])
       // Not a terminal's id: refused without a call.

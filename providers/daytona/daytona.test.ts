@@ -2,7 +2,7 @@
 import { Effect } from "effect"
 import { describe, expect, it } from "vitest"
 import { conformance, conformanceInput, emulatedTarget } from "../testing/conformance.ts"
-import type { ProviderExecEvent } from "../core/Provider.ts"
+import type { ExecEvent } from "../../src/runtime/LocalRuntime.ts"
 import { makeDaytonaProvider } from "./adapter/index.ts"
 import { startDaytonaEmulator } from "./emulator/index.ts"
 
@@ -36,13 +36,13 @@ describe("daytona wire", () => {
         maxOutputBytes: 1 << 20,
         processId: `proc_live${Date.now()}`
       }))
-      let early: ReadonlyArray<ProviderExecEvent> = []
+      let early: ReadonlyArray<ExecEvent> = []
       while (early.length < 2) early = await Effect.runPromise(provider.execEvents(sandbox, executionId, 0))
       // Across its two streams the order is the reading's (the daemon's labellers read each stream on its own too).
-      const textOf = (events: ReadonlyArray<ProviderExecEvent>, type: string) => events.filter((e) => e.type === type).map((e) => (e.type === "exit" ? "" : Buffer.from(e.data).toString())).join("")
+      const textOf = (events: ReadonlyArray<ExecEvent>, type: string) => events.filter((e) => e.type === type).map((e) => (e.type === "exit" ? "" : Buffer.from(e.data).toString())).join("")
       expect([textOf(early, "stdout"), textOf(early, "stderr"), early.length]).toEqual(["first\n", "oops\n", 2])
       await Effect.runPromise(provider.writeFile(sandbox, { path: "/workspace/go", data: new Uint8Array(), mode: "overwrite", createParents: false }))
-      let all: ReadonlyArray<ProviderExecEvent> = early
+      let all: ReadonlyArray<ExecEvent> = early
       while (all.at(-1)?.type !== "exit") all = [...all, ...(await Effect.runPromise(provider.execEvents(sandbox, executionId, all.length)))]
       expect(all.map((e) => e.seq)).toEqual([0, 1, 2, 3])
       expect(Buffer.from((all[2] as { data: Uint8Array }).data).toString()).toBe("second\n")
@@ -61,7 +61,7 @@ describe("daytona wire", () => {
       await Effect.runPromise(provider.writeFile(sandbox, { path: "/workspace/big.bin", data: bytes.subarray(0, 10 << 20), mode: "overwrite", createParents: false }))
       await Effect.runPromise(provider.writeFile(sandbox, { path: "/workspace/big2.bin", data: bytes.subarray(10 << 20), mode: "overwrite", createParents: false }))
       const exec = await Effect.runPromise(provider.exec(sandbox, { command: ["sh", "-c", "cat /workspace/big2.bin >> /workspace/big.bin"], timeoutSeconds: 30, maxOutputBytes: 1024, processId: `proc_cat${Date.now()}` }))
-      let events: ReadonlyArray<ProviderExecEvent> = []
+      let events: ReadonlyArray<ExecEvent> = []
       while (events.at(-1)?.type !== "exit") events = [...events, ...(await Effect.runPromise(provider.execEvents(sandbox, exec.executionId, events.length)))]
       const url = `${emulator.baseUrl}/toolbox/${sandbox.resourceId}/files/download?path=${encodeURIComponent("/workspace/big.bin")}`
       const headers = { authorization: `Bearer ${emulator.apiKey}` }
@@ -86,7 +86,7 @@ describe("daytona terminals (PTY sessions over the emulator's real pseudo-termin
     if (result._tag === "Right") throw new Error("expected a failure")
     return result.left
   }
-  const text = (events: ReadonlyArray<ProviderExecEvent>) => events.map((e) => (e.type === "exit" ? "" : Buffer.from(e.data).toString())).join("")
+  const text = (events: ReadonlyArray<ExecEvent>) => events.map((e) => (e.type === "exit" ? "" : Buffer.from(e.data).toString())).join("")
 
   it("runs the command on the session's terminal: only its own output, input typed, resized, its exit code; ended or unknown sessions refuse", async () => {
     const { emulator, provider, teardown } = await setup()
@@ -102,7 +102,7 @@ describe("daytona terminals (PTY sessions over the emulator's real pseudo-termin
         pty: { cols: 80, rows: 24 }
       }))
       expect(executionId.startsWith("daytona-pty:")).toBe(true)
-      let events: Array<ProviderExecEvent> = []
+      let events: Array<ExecEvent> = []
       const until = async (done: () => boolean) => {
         const deadline = Date.now() + 15_000
         while (!done()) {
@@ -138,7 +138,7 @@ describe("daytona terminals (PTY sessions over the emulator's real pseudo-termin
       expect((await failureOf(fresh.sendInput!(sandbox, unknown, new Uint8Array([1]), false))).kind).toBe("not_found")
       // A plain process has no terminal; once it ended, its input is closed.
       const plain = await run(provider.exec(sandbox, { command: ["true"], timeoutSeconds: 10, maxOutputBytes: 100, processId: `proc_plain${Date.now()}` }))
-      let plainEvents: ReadonlyArray<ProviderExecEvent> = []
+      let plainEvents: ReadonlyArray<ExecEvent> = []
       while (plainEvents.at(-1)?.type !== "exit") plainEvents = await run(provider.execEvents(sandbox, plain.executionId, 0))
       expect((await failureOf(provider.resizeTerminal!(sandbox, plain.executionId, { cols: 80, rows: 24 }))).kind).toBe("invalid_request")
       expect((await failureOf(provider.sendInput!(sandbox, plain.executionId, new Uint8Array([1]), false))).kind).toBe("not_found")
@@ -154,7 +154,7 @@ describe("daytona terminals (PTY sessions over the emulator's real pseudo-termin
       const sandbox = await run(provider.create(conformanceInput(`sbx_ttyc${Date.now()}`)))
       const { executionId } = await run(provider.exec(sandbox, { command: ["sleep", "60"], timeoutSeconds: 0, maxOutputBytes: 1000, processId: `proc_ttyc${Date.now()}`, pty: { cols: 80, rows: 24 } }))
       expect(await run(provider.cancelExec(sandbox, executionId))).toEqual({ cancelled: true })
-      let events: ReadonlyArray<ProviderExecEvent> = []
+      let events: ReadonlyArray<ExecEvent> = []
       const deadline = Date.now() + 10_000
       while (events.at(-1)?.type !== "exit" && Date.now() < deadline) {
         events = await run(provider.execEvents(sandbox, executionId, 0))

@@ -7,12 +7,12 @@ import type { HttpClient } from "@effect/platform"
 import { ConfigProvider, Effect } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { AppConfig } from "../../src/Config.ts"
-import { LocalRuntime } from "../../src/runtime/LocalRuntime.ts"
+import { type ExecEvent, LocalRuntime } from "../../src/runtime/LocalRuntime.ts"
 import { makeLocalRuntime } from "../../src/runtime/LocalRuntimeLive.ts"
 import { tempDataDir } from "../../test/support/server.ts"
 import { conformance } from "../testing/conformance.ts"
 import { bodyBytes, bodyJson, type Call, json, type Reply, scripted, type Step } from "../testing/scripted-client.ts"
-import type { CreateInput, ProviderExecEvent, ProviderSandbox, SandboxProvider } from "../core/Provider.ts"
+import type { CreateInput, ProviderSandbox, SandboxProvider } from "../core/Provider.ts"
 import { E2B_CAPABILITIES, envdAtLeast, envdBaseUrl, makeE2BProvider, REPLAY_HEADER, signalOfStatus } from "./adapter/index.ts"
 import { encodeEnvelope, END_STREAM, EnvelopeDecoder, EnvelopeError, trailerError } from "./connect.ts"
 import { startE2BEmulator } from "./emulator/index.ts"
@@ -24,7 +24,7 @@ const kindOf = async <A>(effect: Effect.Effect<A, { readonly kind: string }>) =>
   const result = await runEither(effect)
   return result._tag === "Left" ? result.left.kind : "succeeded"
 }
-const text = (events: ReadonlyArray<ProviderExecEvent>, type: "stdout" | "stderr") =>
+const text = (events: ReadonlyArray<ExecEvent>, type: "stdout" | "stderr") =>
   events.filter((e) => e.type === type).map((e) => Buffer.from((e as { data: Uint8Array }).data).toString()).join("")
 
 const input = (sandboxId: string, overrides: Partial<CreateInput> = {}): CreateInput => ({
@@ -43,7 +43,7 @@ const input = (sandboxId: string, overrides: Partial<CreateInput> = {}): CreateI
 
 /** Reads events until the exit (acknowledging as it goes, like the gateway). */
 const drain = async (provider: SandboxProvider, sandbox: ProviderSandbox, executionId: string, fromSeq = 0, deadlineMs = 20_000) => {
-  const events: Array<ProviderExecEvent> = []
+  const events: Array<ExecEvent> = []
   const deadline = Date.now() + deadlineMs
   while (!events.some((e) => e.type === "exit")) {
     if (Date.now() > deadline) throw new Error(`no exit within ${deadlineMs} ms (got ${events.length} events)`)
@@ -1015,7 +1015,7 @@ describe("e2b emulator over the local runtime", () => {
       maxOutputBytes: 1 << 20,
       processId: "proc_loop"
     }))
-    const events: Array<ProviderExecEvent> = []
+    const events: Array<ExecEvent> = []
     const collectFor = async (ms: number) => {
       const until = Date.now() + ms
       while (Date.now() < until) {
@@ -1072,7 +1072,7 @@ describe("e2b emulator across a gateway restart", () => {
         maxOutputBytes: 1 << 20,
         processId: "proc_survivor"
       }))
-      const before: Array<ProviderExecEvent> = []
+      const before: Array<ExecEvent> = []
       while (text(before, "stdout").split("\n").length < 3) {
         before.push(...(await run(current.provider.execEvents(sandbox, executionId, before.length))))
         await Bun.sleep(10)

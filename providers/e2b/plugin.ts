@@ -10,24 +10,25 @@
  * `/sandboxes/{id}/timeout`, which E2B has not replaced. No deprecated v1 route is kept: neither the adapter nor the
  * SDK calls one (test/sdk/e2b.test.ts drives the SDK against the emulator).
  */
-import { Config, Effect, Option, type Scope } from "effect"
+import { Config, Effect, type Scope } from "effect"
 import type { ConfigError } from "effect/ConfigError"
 import type { AppConfig } from "../../src/Config.ts"
 import { LocalRuntime } from "../../src/runtime/LocalRuntime.ts"
 import type { SandboxProvider } from "../core/Provider.ts"
+import { envValue } from "../core/env.ts"
 import { onLocalRuntime } from "../core/localRuntime.ts"
 import { makeE2BProvider } from "./adapter/index.ts"
 import { e2bEmulator } from "./emulator/index.ts"
 
 export const E2BPlugin: Effect.Effect<SandboxProvider, ConfigError, AppConfig | LocalRuntime | Scope.Scope> = Effect.gen(function*() {
   // An empty E2B_API_KEY counts as unset.
-  const apiKey = Option.filter(yield* Config.option(Config.string("E2B_API_KEY")), (key) => key.trim() !== "")
+  const apiKey = yield* envValue("E2B_API_KEY")
   const defaultTemplate = yield* Config.string("E2B_TEMPLATE_ID").pipe(Config.withDefault("base"))
-  if (Option.isSome(apiKey)) {
+  if (apiKey !== undefined) {
     const domain = yield* Config.string("E2B_DOMAIN").pipe(Config.withDefault("e2b.app"))
     const apiUrl = yield* Config.string("E2B_API_URL").pipe(Config.withDefault(`https://api.${domain}`))
     const sandboxUrl = yield* Config.string("E2B_SANDBOX_URL").pipe(Config.withDefault(`https://sandbox.${domain}`))
-    return makeE2BProvider({ apiUrl, sandboxUrl, apiKey: apiKey.value, mode: "remote", defaultTemplate })
+    return makeE2BProvider({ apiUrl, sandboxUrl, apiKey, mode: "remote", defaultTemplate })
   }
   const emulator = yield* e2bEmulator
   // Emulated sandboxes are local-runtime jails: their metrics come from the runtime, in more detail than E2B's.

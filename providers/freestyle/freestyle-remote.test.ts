@@ -12,7 +12,8 @@ import { CWD_MISSING_MARK } from "../core/cwd.ts"
 import { createHash } from "node:crypto"
 import { describe, expect, it } from "vitest"
 import { conformanceInput } from "../testing/conformance.ts"
-import type { ProviderError, ProviderExecEvent, ProviderSandbox, SandboxProvider } from "../core/Provider.ts"
+import type { ExecEvent } from "../../src/runtime/LocalRuntime.ts"
+import type { ProviderError, ProviderSandbox, SandboxProvider } from "../core/Provider.ts"
 import { bodyBytes, bodyJson, type Call, json, scripted, type Step } from "../testing/scripted-client.ts"
 import { commandLine, makeFreestyleProvider, RATE_CARD, vmSlug } from "./adapter/index.ts"
 
@@ -56,7 +57,7 @@ const events = async (p: SandboxProvider, executionId: string) => {
   }
   throw new Error("no exit")
 }
-const text = (got: ReadonlyArray<ProviderExecEvent>, type: "stdout" | "stderr") =>
+const text = (got: ReadonlyArray<ExecEvent>, type: "stdout" | "stderr") =>
   Buffer.concat(got.flatMap((e) => (e.type === type ? [Buffer.from(e.data)] : []))).toString("utf8")
 
 describe("freestyle remote: names", () => {

@@ -8,24 +8,22 @@
  * the firewall as the internet switch, resizes in MiB, `DELETE fs/remove`; no older route is kept. Env and cwd
  * travel in the `exec-await` shell line.
  */
-import { Config, type ConfigError, Effect, Option, type Scope } from "effect"
+import { Config, type ConfigError, Effect, type Scope } from "effect"
 import type { AppConfig } from "../../src/Config.ts"
 import { defaultInternetOf, LocalRuntime } from "../../src/runtime/LocalRuntime.ts"
+import { envValue } from "../core/env.ts"
 import { onLocalRuntime } from "../core/localRuntime.ts"
 import type { SandboxProvider } from "../core/Provider.ts"
 import { DEFAULT_API_URL, makeFreestyleProvider } from "./adapter/index.ts"
 import { freestyleEmulator } from "./emulator/index.ts"
 
-/** The variable when set and not blank. */
-const optional = (name: string) => Effect.map(Config.option(Config.string(name)), (v) => Option.getOrUndefined(Option.filter(v, (s) => s.trim() !== "")))
-
 export const FreestylePlugin: Effect.Effect<SandboxProvider, ConfigError.ConfigError, AppConfig | LocalRuntime | Scope.Scope> = Effect.gen(function*() {
-  const apiKey = yield* optional("FREESTYLE_API_KEY")
+  const apiKey = yield* envValue("FREESTYLE_API_KEY")
   if (apiKey !== undefined) {
     return makeFreestyleProvider({
       apiUrl: yield* Config.string("FREESTYLE_API_URL").pipe(Config.withDefault(DEFAULT_API_URL)),
       apiKey,
-      snapshotId: yield* optional("FREESTYLE_SNAPSHOT_ID"),
+      snapshotId: yield* envValue("FREESTYLE_SNAPSHOT_ID"),
       mode: "remote"
     })
   }

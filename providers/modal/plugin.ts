@@ -13,30 +13,28 @@
  * (emulator/index.ts says more). The emulator does not pull images, so emulated Modal declares no `oci_image`
  * source (such a request goes to a provider whose emulator runs images, or fails saying why).
  */
-import { Config, ConfigError, Effect, Option, type Scope } from "effect"
+import { Config, ConfigError, Effect, type Scope } from "effect"
 import type { AppConfig } from "../../src/Config.ts"
 import { LocalRuntime } from "../../src/runtime/LocalRuntime.ts"
+import { envValue } from "../core/env.ts"
 import { onLocalRuntime } from "../core/localRuntime.ts"
 import type { SandboxProvider } from "../core/Provider.ts"
 import { DEFAULT_APP_NAME, makeModalProvider } from "./adapter/index.ts"
 import { modalSdkApi } from "./adapter/sdk.ts"
 import { modalEmulator } from "./emulator/index.ts"
 
-/** A variable that is set and not blank. */
-const present = (name: string) => Effect.map(Config.option(Config.string(name)), Option.filter((s) => s.trim() !== ""))
-
 export const ModalPlugin: Effect.Effect<SandboxProvider, ConfigError.ConfigError, AppConfig | LocalRuntime | Scope.Scope> = Effect.gen(function*() {
-  const tokenId = yield* present("MODAL_TOKEN_ID")
-  const tokenSecret = yield* present("MODAL_TOKEN_SECRET")
-  const appName = Option.getOrElse(yield* present("MODAL_APP_NAME"), () => DEFAULT_APP_NAME)
-  if (Option.isSome(tokenId) !== Option.isSome(tokenSecret)) {
-    const missing = Option.isSome(tokenId) ? "MODAL_TOKEN_SECRET" : "MODAL_TOKEN_ID"
+  const tokenId = yield* envValue("MODAL_TOKEN_ID")
+  const tokenSecret = yield* envValue("MODAL_TOKEN_SECRET")
+  const appName = (yield* envValue("MODAL_APP_NAME")) ?? DEFAULT_APP_NAME
+  if ((tokenId === undefined) !== (tokenSecret === undefined)) {
+    const missing = tokenId !== undefined ? "MODAL_TOKEN_SECRET" : "MODAL_TOKEN_ID"
     return yield* Effect.fail(ConfigError.MissingData([missing], "a Modal token needs both its id and its secret: set MODAL_TOKEN_ID and MODAL_TOKEN_SECRET"))
   }
-  if (Option.isSome(tokenId) && Option.isSome(tokenSecret)) {
-    const environment = Option.getOrUndefined(yield* present("MODAL_ENVIRONMENT"))
+  if (tokenId !== undefined && tokenSecret !== undefined) {
+    const environment = yield* envValue("MODAL_ENVIRONMENT")
     return makeModalProvider({
-      api: modalSdkApi({ tokenId: tokenId.value, tokenSecret: tokenSecret.value, environment }),
+      api: modalSdkApi({ tokenId, tokenSecret, environment }),
       apiFor: (c) => modalSdkApi({ tokenId: c["token_id"] ?? "", tokenSecret: c["token_secret"] ?? "", environment: c["environment"] ?? environment }),
       appName,
       mode: "remote"

@@ -9,28 +9,26 @@
  * Lifecycle only: a Northflank container's shell is reached only through its exec websocket, so the plugin declares
  * no process, files or endpoints (adapter/wire.ts), and `auto` never routes a runtime request here.
  */
-import { Config, ConfigError, Effect, Option, type Scope } from "effect"
+import { Config, ConfigError, Effect, type Scope } from "effect"
 import type { AppConfig } from "../../src/Config.ts"
 import { emulatedCapabilities } from "../core/Capabilities.ts"
 import { LocalRuntime } from "../../src/runtime/LocalRuntime.ts"
+import { envValue } from "../core/env.ts"
 import { onLocalRuntime } from "../core/localRuntime.ts"
 import type { SandboxProvider } from "../core/Provider.ts"
 import { DEFAULT_API_URL, DEFAULT_IMAGE, DEFAULT_PLAN, makeNorthflankProvider, NORTHFLANK_CAPABILITIES } from "./adapter/index.ts"
 import { EMULATED_ARCHITECTURES, northflankEmulator } from "./emulator/index.ts"
 
-/** The variable when set and not blank. */
-const optional = (name: string) => Effect.map(Config.option(Config.string(name)), (v) => Option.getOrUndefined(Option.filter(v, (s) => s.trim() !== "")))
-
 export const NorthflankPlugin: Effect.Effect<SandboxProvider, ConfigError.ConfigError, AppConfig | LocalRuntime | Scope.Scope> = Effect.gen(function*() {
-  const apiToken = yield* optional("NORTHFLANK_API_TOKEN")
+  const apiToken = yield* envValue("NORTHFLANK_API_TOKEN")
   if (apiToken !== undefined) {
-    const projectId = yield* optional("NORTHFLANK_PROJECT_ID")
+    const projectId = yield* envValue("NORTHFLANK_PROJECT_ID")
     if (projectId === undefined) return yield* Effect.fail(ConfigError.MissingData(["NORTHFLANK_PROJECT_ID"], "a Northflank API token needs its project: set NORTHFLANK_PROJECT_ID"))
     return makeNorthflankProvider({
       apiUrl: yield* Config.string("NORTHFLANK_API_URL").pipe(Config.withDefault(DEFAULT_API_URL)),
       apiToken,
       projectId,
-      teamId: yield* optional("NORTHFLANK_TEAM_ID"),
+      teamId: yield* envValue("NORTHFLANK_TEAM_ID"),
       deploymentPlan: yield* Config.string("NORTHFLANK_DEPLOYMENT_PLAN").pipe(Config.withDefault(DEFAULT_PLAN)),
       defaultImage: yield* Config.string("NORTHFLANK_DEFAULT_IMAGE").pipe(Config.withDefault(DEFAULT_IMAGE)),
       ephemeralStorageMb: yield* Config.integer("NORTHFLANK_EPHEMERAL_STORAGE_MB").pipe(

@@ -10,24 +10,22 @@
  * reference's hand codec; isolation is declared `vm` (create sends `vm: true`); newer Prime features (egress
  * lists, arm64, pause/checkpoints, exposed ports) stay refused, as in the reference.
  */
-import { Config, type ConfigError, Effect, Option, type Scope } from "effect"
+import { Config, type ConfigError, Effect, type Scope } from "effect"
 import type { AppConfig } from "../../src/Config.ts"
 import { LocalRuntime } from "../../src/runtime/LocalRuntime.ts"
+import { envValue } from "../core/env.ts"
 import { onLocalRuntime } from "../core/localRuntime.ts"
 import type { SandboxProvider } from "../core/Provider.ts"
 import { DEFAULT_API_URL, makePrimeProvider } from "./adapter/index.ts"
 import { primeEmulator } from "./emulator/index.ts"
 
-/** The variable when set and not blank. */
-const optional = (name: string) => Effect.map(Config.option(Config.string(name)), (v) => Option.getOrUndefined(Option.filter(v, (s) => s.trim() !== "")))
-
 export const PrimePlugin: Effect.Effect<SandboxProvider, ConfigError.ConfigError, AppConfig | LocalRuntime | Scope.Scope> = Effect.gen(function*() {
-  const apiKey = yield* optional("PRIME_API_KEY")
+  const apiKey = yield* envValue("PRIME_API_KEY")
   if (apiKey !== undefined) {
     return makePrimeProvider({
       apiUrl: yield* Config.string("PRIME_API_URL").pipe(Config.withDefault(DEFAULT_API_URL)),
       apiKey,
-      teamId: yield* optional("PRIME_TEAM_ID"),
+      teamId: yield* envValue("PRIME_TEAM_ID"),
       mode: "remote"
     })
   }

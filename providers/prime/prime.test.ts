@@ -10,7 +10,7 @@ import * as path from "node:path"
 import { describe, expect, it } from "vitest"
 import { makeLocalRuntime } from "../../src/runtime/LocalRuntimeLive.ts"
 import { conformance, conformanceInput, emulatedTarget } from "../testing/conformance.ts"
-import type { ProviderExecEvent } from "../core/Provider.ts"
+import type { ExecEvent } from "../../src/runtime/LocalRuntime.ts"
 import { makePrimeProvider } from "./adapter/index.ts"
 import { startPrimeEmulator } from "./emulator/index.ts"
 
@@ -64,7 +64,7 @@ describe("prime emulator", () => {
       const provider = makePrimeProvider({ apiUrl: emulator.apiUrl, apiKey: emulator.apiKey, mode: "emulated" })
       const sandbox = await Effect.runPromise(provider.create(conformanceInput("sbx_restart")))
       const { executionId } = await Effect.runPromise(provider.exec(sandbox, { command: ["sh", "-c", "echo started; sleep 30"], timeoutSeconds: 1, maxOutputBytes: 100, processId: "proc_deadline" }))
-      let events: ReadonlyArray<ProviderExecEvent> = []
+      let events: ReadonlyArray<ExecEvent> = []
       for (const deadline = Date.now() + 10_000; events.at(-1)?.type !== "exit" && Date.now() < deadline; await Bun.sleep(50)) {
         events = await Effect.runPromise(provider.execEvents(sandbox, executionId, 0))
       }

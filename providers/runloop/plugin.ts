@@ -6,28 +6,26 @@
  * instead of the preset prices) are optional. Otherwise `emulated`, against the built-in emulator over the local
  * runtime (whose metrics are the devbox's own, read by the runtime).
  */
-import { Config, ConfigError, Effect, Option, type Scope } from "effect"
+import { Config, ConfigError, Effect, type Scope } from "effect"
 import type { AppConfig } from "../../src/Config.ts"
 import { LocalRuntime } from "../../src/runtime/LocalRuntime.ts"
+import { envValue } from "../core/env.ts"
 import { onLocalRuntime } from "../core/localRuntime.ts"
 import type { SandboxProvider } from "../core/Provider.ts"
 import { RUNLOOP_PRESETS } from "../core/resources.ts"
 import { DEFAULT_API_URL, makeRunloopProvider, oemRatesOf } from "./adapter/index.ts"
 import { runloopEmulator } from "./emulator/index.ts"
 
-/** The variable when set and not blank. */
-const optional = (name: string) => Effect.map(Config.option(Config.string(name)), (v) => Option.getOrUndefined(Option.filter(v, (s) => s.trim() !== "")))
-
 const RATE_VARIABLES = ["RUNLOOP_VCPU_HOUR_RATE_USD", "RUNLOOP_MEMORY_GB_HOUR_RATE_USD", "RUNLOOP_DISK_GB_HOUR_RATE_USD"] as const
 
 export const RunloopPlugin: Effect.Effect<SandboxProvider, ConfigError.ConfigError, AppConfig | LocalRuntime | Scope.Scope> = Effect.gen(function*() {
-  const apiKey = yield* optional("RUNLOOP_API_KEY")
+  const apiKey = yield* envValue("RUNLOOP_API_KEY")
   if (apiKey !== undefined) {
-    const resourceSize = yield* optional("RUNLOOP_RESOURCE_SIZE")
+    const resourceSize = yield* envValue("RUNLOOP_RESOURCE_SIZE")
     if (resourceSize !== undefined && !RUNLOOP_PRESETS.some((p) => p.size === resourceSize)) {
       return yield* Effect.fail(ConfigError.InvalidData(["RUNLOOP_RESOURCE_SIZE"], `RUNLOOP_RESOURCE_SIZE must be one of ${RUNLOOP_PRESETS.map((p) => p.size).join(", ")}`))
     }
-    const [vcpu, memory, disk] = yield* Effect.all(RATE_VARIABLES.map(optional))
+    const [vcpu, memory, disk] = yield* Effect.all(RATE_VARIABLES.map((name) => envValue(name)))
     const oemRates = oemRatesOf({ vcpu, memory, disk })
     if (oemRates === undefined && [vcpu, memory, disk].some((v) => v !== undefined)) {
       return yield* Effect.fail(ConfigError.InvalidData([RATE_VARIABLES[0]], `${RATE_VARIABLES.join(", ")} go together, each a non-negative number of USD`))
@@ -35,7 +33,7 @@ export const RunloopPlugin: Effect.Effect<SandboxProvider, ConfigError.ConfigErr
     return makeRunloopProvider({
       apiUrl: yield* Config.string("RUNLOOP_API_URL").pipe(Config.withDefault(DEFAULT_API_URL)),
       apiKey,
-      blueprintId: yield* optional("RUNLOOP_BLUEPRINT_ID"),
+      blueprintId: yield* envValue("RUNLOOP_BLUEPRINT_ID"),
       resourceSize,
       oemRates,
       mode: "remote"

@@ -6,13 +6,13 @@
  * The emulator-backed suite covers behaviour.
  */
 import type { HttpClient } from "@effect/platform"
-import { Effect } from "effect"
+import { Effect, Either } from "effect"
 import { CWD_MISSING_MARK } from "../core/cwd.ts"
 import { describe, expect, it } from "vitest"
 import { conformanceInput } from "../testing/conformance.ts"
 import type { CreateInput, ProviderError, ProviderSandbox } from "../core/Provider.ts"
 import { bodyJson, type Call, json, scripted, type Step } from "../testing/scripted-client.ts"
-import { commandLine, decodeExecutionId, encodeExecutionId, makeRunloopProvider, type RunloopProviderConfig, WHOLE_FILE_BYTES } from "./adapter/index.ts"
+import { commandLine, executionIds, makeRunloopProvider, type RunloopProviderConfig, WHOLE_FILE_BYTES } from "./adapter/index.ts"
 
 const API = "https://api.runloop.test"
 const provider = (client: HttpClient.HttpClient, extra: Partial<RunloopProviderConfig> = {}) =>
@@ -273,7 +273,7 @@ describe("runloop remote: executions and files", () => {
     ])
     const p = provider(s.client)
     const { executionId } = await exec(p, { cwd: "/workspace/sub dir", environment: { K: "v w" } })
-    expect(decodeExecutionId(executionId)).toEqual({ executionId: "exe_1", maxOutputBytes: 1024 })
+    expect(Either.getOrUndefined(executionIds.parse(executionId))).toEqual({ executionId: "exe_1", maxOutputBytes: 1024 })
     expect(await run(p.execEvents(SANDBOX, executionId, 0))).toEqual([])
     const events = await run(p.execEvents(SANDBOX, executionId, 0))
     expect(events.map((e) => e.type)).toEqual(["stdout", "stderr", "exit"])
@@ -284,7 +284,7 @@ describe("runloop remote: executions and files", () => {
   })
 
   it("exits: 128 + SIGKILL/SIGTERM is a cancel, other signals are not; output cut at Runloop or at our limit says so; bad env names are refused", async () => {
-    const id = encodeExecutionId({ executionId: "exe_1", maxOutputBytes: 4 })
+    const id = executionIds.encode({ executionId: "exe_1", maxOutputBytes: 4 })
     const s = scripted([
       step("GET", "/v1/devboxes/dbx_1/executions/exe_1", () => json(execution("completed", { exit_status: 137 }))),
       step("GET", "/v1/devboxes/dbx_1/executions/exe_1", () => json(execution("completed", { exit_status: 139 }))),
@@ -315,7 +315,7 @@ describe("runloop remote: executions and files", () => {
   })
 
   it("cancel kills the process group of a running execution (its exit then reads cancelled); a completed one is left as it is", async () => {
-    const id = encodeExecutionId({ executionId: "exe_1", maxOutputBytes: 1024 })
+    const id = executionIds.encode({ executionId: "exe_1", maxOutputBytes: 1024 })
     const s = scripted([
       step("GET", "/v1/devboxes/dbx_1/executions/exe_1", () => json(execution("running"))),
       step("POST", "/v1/devboxes/dbx_1/executions/exe_1/kill", (call) => {

@@ -10,7 +10,7 @@ import * as path from "node:path"
 import { describe, expect, it } from "vitest"
 import { makeLocalRuntime } from "../../src/runtime/LocalRuntimeLive.ts"
 import { conformance, conformanceInput, emulatedTarget } from "../testing/conformance.ts"
-import type { ProviderExecEvent } from "../core/Provider.ts"
+import type { ExecEvent } from "../../src/runtime/LocalRuntime.ts"
 import { makeRunloopProvider } from "./adapter/index.ts"
 import { readOutputEvents } from "./adapter/processes.ts"
 import { startRunloopEmulator } from "./emulator/index.ts"
@@ -68,7 +68,7 @@ describe("runloop emulator", () => {
       const sandbox = await Effect.runPromise(provider.create(conformanceInput(`sbx_flood${Date.now()}`)))
       // 8 MiB in 16-byte lines: far past the last 100 lines an execution's answer carries, so the stream is read.
       const { executionId } = await Effect.runPromise(provider.exec(sandbox, { command: ["sh", "-c", "yes 0123456789abcde | head -c 8388608"], timeoutSeconds: 60, maxOutputBytes: 65_536, processId: `proc_f${Date.now()}` }))
-      let events: ReadonlyArray<ProviderExecEvent> = []
+      let events: ReadonlyArray<ExecEvent> = []
       for (const deadline = Date.now() + 30_000; events.at(-1)?.type !== "exit" && Date.now() < deadline;) events = await Effect.runPromise(provider.execEvents(sandbox, executionId, 0))
       const output = events.flatMap((e) => (e.type === "stdout" ? [Buffer.from(e.data).toString()] : [])).join("")
       expect(output.length).toBe(65_536)
@@ -100,7 +100,7 @@ describe("runloop emulator", () => {
       expect(ended.at(-1)).toMatchObject({ type: "exit", exitCode: null, signal: "SIGKILL", cancelled: true })
       await Effect.runPromise(provider.resume(sandbox))
       const again = await Effect.runPromise(provider.exec(sandbox, { command: ["echo", "back"], timeoutSeconds: 60, maxOutputBytes: 100, processId: `proc_b${Date.now()}` }))
-      let events: ReadonlyArray<ProviderExecEvent> = []
+      let events: ReadonlyArray<ExecEvent> = []
       for (const deadline = Date.now() + 5000; events.at(-1)?.type !== "exit" && Date.now() < deadline;) events = await Effect.runPromise(provider.execEvents(sandbox, again.executionId, 0))
       expect(events.map((e) => e.type)).toEqual(["stdout", "exit"])
       await Effect.runPromise(provider.destroy(sandbox))

@@ -28,7 +28,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type LocalRuntimeHandle, makeLocalRuntime } from "../../src/runtime/LocalRuntimeLive.ts"
 import { isCwdMissing } from "../core/cwd.ts"
 import { fileReasonOf } from "../core/errors.ts"
-import type { CreateInput, ProviderError, ProviderExecEvent, ProviderSandbox, SandboxProvider } from "../core/Provider.ts"
+import type { ExecEvent } from "../../src/runtime/LocalRuntime.ts"
+import type { CreateInput, ProviderError, ProviderSandbox, SandboxProvider } from "../core/Provider.ts"
 
 export type ConformanceTarget =
   | Effect.Effect<SandboxProvider, unknown, Scope.Scope>
@@ -83,12 +84,12 @@ const failureOf = async <A>(effect: Effect.Effect<A, ProviderError>): Promise<Pr
 const expectUnsupported = async <A>(effect: Effect.Effect<A, ProviderError>, what: string) =>
   expect((await failureOf(effect)).kind, what).toBe("unsupported")
 
-const text = (events: ReadonlyArray<ProviderExecEvent>, type: "stdout" | "stderr") =>
+const text = (events: ReadonlyArray<ExecEvent>, type: "stdout" | "stderr") =>
   Buffer.concat(events.flatMap((e) => (e.type === type ? [Buffer.from(e.data)] : []))).toString("utf8")
 
 /** Polls execEvents from the last position until the exit event arrives. */
 const collect = async (provider: SandboxProvider, sandbox: ProviderSandbox, executionId: string, timeoutMs = 30_000) => {
-  const events: Array<ProviderExecEvent> = []
+  const events: Array<ExecEvent> = []
   const deadline = Date.now() + timeoutMs
   while (!events.some((e) => e.type === "exit")) {
     if (Date.now() > deadline) throw new Error(`no exit within ${timeoutMs} ms (got ${events.length} events)`)

@@ -10,29 +10,25 @@
  * endpoints (Vercel's routes are fixed at create and cannot be revoked, reference §3.1 has none); cancel and the
  * internet switch are declared beyond the reference's row, as the SDK shows both.
  */
-import { Config, ConfigError, Effect, Option, type Scope } from "effect"
+import { Config, ConfigError, Effect, type Scope } from "effect"
 import type { AppConfig } from "../../src/Config.ts"
 import { LocalRuntime } from "../../src/runtime/LocalRuntime.ts"
+import { envValue } from "../core/env.ts"
 import { onLocalRuntime } from "../core/localRuntime.ts"
 import type { SandboxProvider } from "../core/Provider.ts"
 import { DEFAULT_API_URL, makeVercelProvider } from "./adapter/index.ts"
 import { vercelEmulator } from "./emulator/index.ts"
 
-/** The first of these variables that is set and not blank. */
-const firstOf = (...names: ReadonlyArray<string>) =>
-  Effect.map(Effect.all(names.map((n) => Config.option(Config.string(n)))), (values) =>
-    Option.firstSomeOf(values.map((v) => Option.filter(v, (s) => s.trim() !== ""))))
-
 export const VercelPlugin: Effect.Effect<SandboxProvider, ConfigError.ConfigError, AppConfig | LocalRuntime | Scope.Scope> = Effect.gen(function*() {
-  const token = yield* firstOf("VERCEL_TOKEN", "VERCEL_OIDC_TOKEN")
-  if (Option.isSome(token)) {
-    const projectId = yield* firstOf("VERCEL_PROJECT_ID")
-    if (Option.isNone(projectId)) return yield* Effect.fail(ConfigError.MissingData(["VERCEL_PROJECT_ID"], "a Vercel token needs its project: set VERCEL_PROJECT_ID"))
+  const token = yield* envValue("VERCEL_TOKEN", "VERCEL_OIDC_TOKEN")
+  if (token !== undefined) {
+    const projectId = yield* envValue("VERCEL_PROJECT_ID")
+    if (projectId === undefined) return yield* Effect.fail(ConfigError.MissingData(["VERCEL_PROJECT_ID"], "a Vercel token needs its project: set VERCEL_PROJECT_ID"))
     return makeVercelProvider({
       apiUrl: yield* Config.string("VERCEL_API_URL").pipe(Config.withDefault(DEFAULT_API_URL)),
-      token: token.value,
-      projectId: projectId.value,
-      teamId: Option.getOrUndefined(yield* firstOf("VERCEL_TEAM_ID")),
+      token,
+      projectId,
+      teamId: yield* envValue("VERCEL_TEAM_ID"),
       mode: "remote"
     })
   }

@@ -4,12 +4,12 @@
  * tar.gz writes, error kinds, the metered cost at the rate card). The emulator-backed suite covers behaviour.
  */
 import type { HttpClient } from "@effect/platform"
-import { Effect } from "effect"
+import { Effect, Either } from "effect"
 import { describe, expect, it } from "vitest"
 import { conformanceInput } from "../testing/conformance.ts"
 import type { ProviderError, ProviderSandbox } from "../core/Provider.ts"
 import { bodyBytes, bodyJson, type Call, json, scripted, type Step } from "../testing/scripted-client.ts"
-import { decodeExecutionId, encodeExecutionId, makeVercelProvider, PROBE_SCRIPT, usageCostMicrousd } from "./adapter/index.ts"
+import { executionIds, makeVercelProvider, PROBE_SCRIPT, usageCostMicrousd } from "./adapter/index.ts"
 import { untarGz } from "./tar.ts"
 
 const API = "https://api.vercel.test"
@@ -251,7 +251,7 @@ describe("vercel remote: commands", () => {
     ])
     const p = provider(s.client)
     const { executionId } = await run(p.exec(SANDBOX, { command: ["echo", "a b"], cwd: "/workspace/src", environment: { K: "v" }, timeoutSeconds: 60, maxOutputBytes: 1024, processId: "proc_1" }))
-    expect(decodeExecutionId(executionId)).toEqual({ sessionId: "sess_1", cmdId: "cmd_1", maxOutputBytes: 1024, timeoutSeconds: 60 })
+    expect(Either.getOrUndefined(executionIds.parse(executionId))).toEqual({ sessionId: "sess_1", cmdId: "cmd_1", maxOutputBytes: 1024, timeoutSeconds: 60 })
     const events = await run(p.execEvents(SANDBOX, executionId, 1))
     expect(events.map((e) => [e.seq, e.type])).toEqual([[1, "stderr"], [2, "stdout"], [3, "exit"]])
     expect(new TextDecoder().decode((events[1] as { data: Uint8Array }).data)).toBe("é")
@@ -260,7 +260,7 @@ describe("vercel remote: commands", () => {
   })
 
   it("a running command's output comes as it is written (whole lines only); the stream is read once; output past the limit is cut and marked", async () => {
-    const ref = encodeExecutionId({ sessionId: "sess_1", cmdId: "cmd_1", maxOutputBytes: 5, timeoutSeconds: 60 })
+    const ref = executionIds.encode({ sessionId: "sess_1", cmdId: "cmd_1", maxOutputBytes: 5, timeoutSeconds: 60 })
     let push: (text: string | null) => void = () => {}
     const s = scripted([
       step("GET", `${SESSION}/cmd/cmd_1/logs`, () =>
@@ -292,7 +292,7 @@ describe("vercel remote: commands", () => {
   })
 
   it("cancel kills with SIGKILL and the exit says cancelled; a finished command is not cancelled; a kill past the timeout reads as timed out", async () => {
-    const ref = encodeExecutionId({ sessionId: "sess_1", cmdId: "cmd_1", maxOutputBytes: 100, timeoutSeconds: 10 })
+    const ref = executionIds.encode({ sessionId: "sess_1", cmdId: "cmd_1", maxOutputBytes: 100, timeoutSeconds: 10 })
     const s = scripted([
       step("GET", `${SESSION}/cmd/cmd_1`, (call) => {
         expect(call.url.searchParams.get("wait")).toBeNull()
@@ -323,7 +323,7 @@ describe("vercel remote: commands", () => {
   })
 
   it("a log stream that ends with an error line (the sandbox stopped) is a failure", async () => {
-    const ref = encodeExecutionId({ sessionId: "sess_1", cmdId: "cmd_1", maxOutputBytes: 100, timeoutSeconds: 10 })
+    const ref = executionIds.encode({ sessionId: "sess_1", cmdId: "cmd_1", maxOutputBytes: 100, timeoutSeconds: 10 })
     const s = scripted([step("GET", `${SESSION}/cmd/cmd_1/logs`, () => ndjson([{ stream: "stdout", data: "x" }, { stream: "error", data: { code: "sandbox_stopped", message: "gone" } }]))])
     expect((await failureOf(provider(s.client).execEvents(SANDBOX, ref, 0))).kind).toBe("not_found")
   })

@@ -29,7 +29,7 @@
  * to keep a sandbox off the internet (so only requests that allow internet access are routed here), buffered
  * output, cancel by kill, files in every write mode, previews as endpoints.
  */
-import type { SandboxProvider } from "../../core/Provider.ts"
+import { makeProvider } from "../../core/makeProvider.ts"
 import { makeEndpoints } from "./endpoints.ts"
 import { makeFiles } from "./files.ts"
 import { makeProcesses } from "./processes.ts"
@@ -40,31 +40,16 @@ export {
   API_VERSION,
   BLAXEL_CAPABILITIES,
   type BlaxelProviderConfig,
-  decodeExecutionId,
   DEFAULT_IMAGE,
-  encodeExecutionId,
+  executionIds,
   LABEL_SANDBOX_ID,
   processName,
   sandboxName
 } from "./wire.ts"
 
-export const makeBlaxelProvider = (config: BlaxelProviderConfig): SandboxProvider => {
-  const ctx = makeContext(config)
-  return {
-    name: NAME,
-    capabilities: ctx.capabilities,
-    mode: config.mode,
-    // BYOK: the organization's key and workspace (and, for cost, its account), against the same API.
-    withCredentials: (credentials) =>
-      makeBlaxelProvider({
-        ...config,
-        apiKey: credentials["api_key"] ?? "",
-        workspace: credentials["workspace"] ?? "",
-        accountId: credentials["account_id"]
-      }),
-    ...makeSandboxes(ctx),
-    ...makeProcesses(ctx),
-    ...makeFiles(ctx),
-    ...makeEndpoints(ctx)
-  }
-}
+export const makeBlaxelProvider = makeProvider(NAME, {
+  context: makeContext,
+  calls: (ctx) => ({ capabilities: ctx.capabilities, ...makeSandboxes(ctx), ...makeProcesses(ctx), ...makeFiles(ctx), ...makeEndpoints(ctx) }),
+  // BYOK: the organization's key and workspace (and, for cost, its account), against the same API.
+  byok: (config) => (credentials) => ({ ...config, apiKey: credentials["api_key"] ?? "", workspace: credentials["workspace"] ?? "", accountId: credentials["account_id"] })
+})

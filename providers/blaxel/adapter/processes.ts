@@ -14,12 +14,12 @@
  */
 import { HttpClientRequest } from "@effect/platform"
 import { Effect } from "effect"
-import type { ProviderExecEvent, SandboxProvider } from "../../core/Provider.ts"
+import type { ExecEvent } from "../../../src/runtime/LocalRuntime.ts"
+import type { SandboxProvider } from "../../core/Provider.ts"
 import { bufferedEvents, unsupported } from "../../core/Provider.ts"
 import {
   type BlaxelContext,
-  decodeExecutionId,
-  encodeExecutionId,
+  executionIds,
   type ExecutionRef,
   isUserImage,
   NAME,
@@ -40,10 +40,7 @@ export const makeProcesses = (ctx: BlaxelContext) => {
   const getProcess = (sandbox: Parameters<SandboxProvider["exec"]>[0], name: string) =>
     runtime(sandbox, "GET", `/process/${encodeURIComponent(name)}`, "get process").pipe(Effect.flatMap(decode(WireProcess, "get process")))
 
-  const refOf = (executionId: string) => {
-    const ref = decodeExecutionId(executionId)
-    return ref === undefined ? Effect.fail(fail("invalid_request", `${executionId} is not a Blaxel execution id`)) : Effect.succeed(ref)
-  }
+  const refOf = executionIds.decode
 
   /**
    * The shell line: the argv, without a directory into /workspace (made first) — but on an image of the user's
@@ -60,7 +57,7 @@ export const makeProcesses = (ctx: BlaxelContext) => {
       if (input.command.length === 0) return yield* fail("invalid_request", "the command is empty")
       const name = processName(input.processId)
       const maxOutputBytes = Math.min(input.maxOutputBytes, ctx.capabilities.process.maxOutputBytes)
-      const executionId = encodeExecutionId({ name, maxOutputBytes })
+      const executionId = executionIds.encode({ name, maxOutputBytes })
       // A retry of this exec finds its process by name instead of starting it twice.
       const existing = yield* getProcess(sandbox, name).pipe(Effect.catchIf((e) => e.kind === "not_found", () => Effect.succeed(null)))
       if (existing !== null) return { executionId }

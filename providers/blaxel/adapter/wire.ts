@@ -8,6 +8,7 @@ import { Effect, Schema } from "effect"
 import { emulatedCapabilities } from "../../core/Capabilities.ts"
 import { createHash } from "node:crypto"
 import { DECLARED } from "../../core/declared.ts"
+import { executionIdCodec, IdPart, positivePart } from "../../core/executionId.ts"
 import type { InspectState, ProviderCapabilities, ProviderErrorKind, ProviderSandbox } from "../../core/Provider.ts"
 import { type CallOptions, type Classified, type ErrorAnswer, makeWire, plainHttpClient, snippet } from "../../core/wire.ts"
 
@@ -143,23 +144,10 @@ export const inspectStateOf = (status: string | undefined): InspectState =>
 
 // ---- execution ids ----
 
-export interface ExecutionRef {
-  readonly name: string
-  readonly maxOutputBytes: number
-}
 /** `blaxel:` + base64url(JSON [process name, max output bytes]): needs no memory, survives a restart. */
-export const encodeExecutionId = (ref: ExecutionRef) => `blaxel:${Buffer.from(JSON.stringify([ref.name, ref.maxOutputBytes])).toString("base64url")}`
-export const decodeExecutionId = (executionId: string): ExecutionRef | undefined => {
-  if (!executionId.startsWith("blaxel:")) return undefined
-  try {
-    const parsed: unknown = JSON.parse(Buffer.from(executionId.slice("blaxel:".length), "base64url").toString("utf8"))
-    if (!Array.isArray(parsed) || typeof parsed[0] !== "string" || parsed[0] === "") return undefined
-    const max = typeof parsed[1] === "number" && Number.isSafeInteger(parsed[1]) && parsed[1] > 0 ? parsed[1] : 10 * 1024 * 1024
-    return { name: parsed[0], maxOutputBytes: max }
-  } catch {
-    return undefined
-  }
-}
+export const ExecutionRef = Schema.Struct({ name: IdPart, maxOutputBytes: positivePart(10 * 1024 * 1024) })
+export type ExecutionRef = typeof ExecutionRef.Type
+export const executionIds = executionIdCodec(NAME, "blaxel", ExecutionRef)
 
 /** POSIX shell quoting. */
 /**

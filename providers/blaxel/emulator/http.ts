@@ -3,17 +3,14 @@
  * `{error}`, and request bodies read through Schemas (malformed JSON and wrong types are the
  * provider's 400; unknown fields are ignored).
  */
-import { decodeJsonBody } from "../../core/emulator/server.ts"
+import { decodeJsonBody, statusOfRuntimeError } from "../../core/emulator/server.ts"
+import { failureAnswer, HttpFailure } from "../../core/emulator/failure.ts"
 import { Schema } from "effect"
 
 export const json = (body: unknown, status = 200, headers: Record<string, string> = {}) => Response.json(body, { status, headers })
 
-/** Thrown by a handler: answered with its status in the plane's error shape. */
-export class HttpFailure extends Error {
-  constructor(readonly status: number, message: string, readonly code?: string) {
-    super(message)
-  }
-}
+/** Handlers throw the kit's failure; `answerControlFailure` and `answerRuntimeFailure` write it, or a runtime failure, in each plane's error body. */
+export { HttpFailure }
 
 const ERROR_NAMES: Readonly<Record<number, string>> = {
   400: "Bad Request",
@@ -31,6 +28,12 @@ export const controlError = (status: number, message: string, code?: string) =>
   json(code === undefined ? { code: status, error: ERROR_NAMES[status] ?? "Error", message } : { code, message, status_code: status }, status)
 /** The sandbox runtime: `{error}`. */
 export const runtimeError = (status: number, message: string) => json({ error: message }, status)
+
+export const answerControlFailure = failureAnswer("blaxel", (f) => controlError(f.status, f.message, f.code))
+/** The sandbox runtime answers a runtime conflict (a state that forbids the call) with 422, not 409. */
+export const answerRuntimeFailure = failureAnswer("blaxel", (f) => runtimeError(f.status, f.message), {
+  statusOf: (e) => (statusOfRuntimeError(e) === 409 ? 422 : statusOfRuntimeError(e))
+})
 
 /** A JSON body decoded by `schema` (unknown fields accepted and ignored, as the provider does). */
 export const readBody = async <A, I>(request: Request, schema: Schema.Schema<A, I>): Promise<A> => {

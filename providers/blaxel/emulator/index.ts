@@ -8,11 +8,12 @@
 import { Effect, type Scope } from "effect"
 import { AppConfig } from "../../../src/Config.ts"
 import { LocalRuntime, type LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
-import { emulatorMessage, emulatorServeOptions, makeRouter, route, scopedEmulator, servePersistent, statusOfRuntimeError } from "../../core/emulator/server.ts"
+import { answering } from "../../core/emulator/failure.ts"
+import { emulatorServeOptions, makeRouter, route, scopedEmulator, servePersistent } from "../../core/emulator/server.ts"
 import { type Books, type EmulatedSandbox, makeBooks } from "./books.ts"
 import { makeControl } from "./control.ts"
 import { makeFilesystem, resolvePath } from "./filesystem.ts"
-import { controlError, HttpFailure, runtimeError } from "./http.ts"
+import { answerControlFailure, answerRuntimeFailure, controlError, runtimeError } from "./http.ts"
 import { makePreviews } from "./preview.ts"
 import { type PreviewSocketData, previewSocketHandlers } from "../../core/emulator/previews.ts"
 import { makeProcesses } from "./process.ts"
@@ -94,20 +95,10 @@ export const startBlaxelEmulator = (dataDir: string, runtime: LocalRuntimeShape)
       } catch {
         return runtimeError(404, "sandbox not found")
       }
-      try {
-        return await sandboxRuntime.handle(request, url, name, raw.slice(`/run/${second}`.length) || "/")
-      } catch (e) {
-        if (e instanceof HttpFailure) return runtimeError(e.status, e.message)
-        return runtimeError(statusOfRuntimeError(e) === 409 ? 422 : statusOfRuntimeError(e), emulatorMessage(e, "blaxel"))
-      }
+      return answering(answerRuntimeFailure, () => sandboxRuntime.handle(request, url, name, raw.slice(`/run/${second}`.length) || "/"))
     }
     if (first === "v0") {
-      try {
-        return await control.control(request, url)
-      } catch (e) {
-        if (e instanceof HttpFailure) return controlError(e.status, e.message, e.code)
-        return controlError(statusOfRuntimeError(e), emulatorMessage(e, "blaxel"))
-      }
+      return answering(answerControlFailure, () => control.control(request, url))
     }
     return controlError(404, "Not found")
   }

@@ -11,7 +11,7 @@
  *   (read-modify-write); no parents, list or delete;
  * - no HTTP endpoints (`endpoints.ts`).
  */
-import type { SandboxProvider } from "../../core/Provider.ts"
+import { makeProvider } from "../../core/makeProvider.ts"
 import { makeEndpoints } from "./endpoints.ts"
 import { makeFiles } from "./files.ts"
 import { makeProcesses } from "./processes.ts"
@@ -31,24 +31,15 @@ export {
   usageCostMicrousd
 } from "./wire.ts"
 
-export const makeCloudflareProvider = (config: CloudflareProviderConfig): SandboxProvider => {
-  const ctx = makeContext(config)
-  return {
-    name: NAME,
-    capabilities: ctx.capabilities,
-    mode: config.mode,
-    // BYOK: the organization's own bridge (URL and token), and its analytics account for cost.
-    withCredentials: (credentials) =>
-      makeCloudflareProvider({
-        ...config,
-        apiUrl: credentials["api_url"] ?? "",
-        apiKey: credentials["api_key"] ?? "",
-        accountId: credentials["account_id"],
-        analyticsToken: credentials["analytics_token"]
-      }),
-    ...makeSandboxes(ctx),
-    ...makeProcesses(ctx),
-    ...makeFiles(ctx),
-    ...makeEndpoints()
-  }
-}
+export const makeCloudflareProvider = makeProvider(NAME, {
+  context: makeContext,
+  calls: (ctx) => ({ capabilities: ctx.capabilities, ...makeSandboxes(ctx), ...makeProcesses(ctx), ...makeFiles(ctx), ...makeEndpoints() }),
+  // BYOK: the organization's own bridge (URL and token), and its analytics account for cost.
+  byok: (config) => (credentials) => ({
+    ...config,
+    apiUrl: credentials["api_url"] ?? "",
+    apiKey: credentials["api_key"] ?? "",
+    accountId: credentials["account_id"],
+    analyticsToken: credentials["analytics_token"]
+  })
+})

@@ -15,7 +15,8 @@
  */
 import { HttpClientRequest } from "@effect/platform"
 import { Deferred, Effect, Either, Schema, Stream } from "effect"
-import type { ProviderError, ProviderExecEvent, SandboxProvider } from "../../core/Provider.ts"
+import type { ExecEvent } from "../../../src/runtime/LocalRuntime.ts"
+import type { ProviderError, SandboxProvider } from "../../core/Provider.ts"
 import { unsupported } from "../../core/Provider.ts"
 import { environmentOf } from "./sandboxes.ts"
 import { type CloudflareContext, makeSseParser, NAME, type SseFrame, TIMEOUT_CODES, WireExecError, WireExit } from "./wire.ts"
@@ -25,10 +26,10 @@ const MAX_FINISHED = 1024
 const PREFIX = "cloudflare:"
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/
 
-type ExitEvent = Extract<ProviderExecEvent, { type: "exit" }>
+type ExitEvent = Extract<ExecEvent, { type: "exit" }>
 
 interface Tail {
-  readonly events: Array<ProviderExecEvent>
+  readonly events: Array<ExecEvent>
   exit: ExitEvent | null
   failure: ProviderError | null
   done: boolean
@@ -174,7 +175,7 @@ export const makeProcesses = (ctx: CloudflareContext) => {
       }
       const deadline = Date.now() + ctx.eventsWaitMs
       while (!tail.done && tail.exit === null && tail.events.length <= fromSeq && Date.now() < deadline) yield* Effect.sleep("10 millis")
-      const all: Array<ProviderExecEvent> = tail.exit === null ? [...tail.events] : [...tail.events, tail.exit]
+      const all: Array<ExecEvent> = tail.exit === null ? [...tail.events] : [...tail.events, tail.exit]
       if (all.length <= fromSeq && tail.failure !== null) return yield* tail.failure
       return all.slice(fromSeq)
     })

@@ -22,13 +22,13 @@ export const makeControl = (books: Books, runtime: LocalRuntimeShape) => {
 
   const sandboxOr404 = (id: string) => {
     const s = state.sandboxes[id]
-    if (s === undefined) throw new HttpFailure(404, "SANDBOX_NOT_FOUND", `sandbox ${id} not found`)
+    if (s === undefined) throw new HttpFailure(404, `sandbox ${id} not found`, "SANDBOX_NOT_FOUND")
     return s
   }
 
   const create = async (request: Request) => {
     const key = request.headers.get("idempotency-key")
-    if (key !== null && (key === "" || key.length > MAX_KEY_LENGTH)) throw new HttpFailure(400, "BAD_REQUEST", "Idempotency-Key must be 1-256 characters")
+    if (key !== null && (key === "" || key.length > MAX_KEY_LENGTH)) throw new HttpFailure(400, "Idempotency-Key must be 1-256 characters", "BAD_REQUEST")
     if (key !== null) {
       const existing = books.byKey(key) ?? (await creating.get(key)?.catch(() => undefined))
       if (existing !== undefined && state.sandboxes[existing.id] !== undefined) return json({ id: existing.id })

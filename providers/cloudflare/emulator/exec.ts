@@ -31,8 +31,8 @@ const frame = (event: string, data: string) => `event: ${event}\ndata: ${data}\n
 export const makeExec = (runtime: LocalRuntimeShape) => {
   const exec = async (s: EmulatedSandbox, request: Request) => {
     const body = await readBody(request, ExecBody)
-    if (body.env !== undefined && Object.keys(body.env).length > 0) throw new HttpFailure(400, "UNSUPPORTED", "the bridge runs commands without environment overrides")
-    if (body.stdin !== undefined) throw new HttpFailure(400, "UNSUPPORTED", "the bridge runs commands without standard input")
+    if (body.env !== undefined && Object.keys(body.env).length > 0) throw new HttpFailure(400, "the bridge runs commands without environment overrides", "UNSUPPORTED")
+    if (body.stdin !== undefined) throw new HttpFailure(400, "the bridge runs commands without standard input", "UNSUPPORTED")
     const timeoutMs = Math.min(body.timeout_ms ?? REQUEST_TIMEOUT_MS, REQUEST_TIMEOUT_MS)
     const cwd = path.posix.resolve("/workspace", body.cwd ?? "/workspace")
     const started = await run(runtime.exec(s.runtimeId, { command: body.argv, cwd, env: {}, timeoutMs, maxOutputBytes: MAX_OUTPUT_BYTES, stdin: false }))

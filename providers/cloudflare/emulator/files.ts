@@ -18,7 +18,7 @@ const RANGE = /^bytes=(\d+)-(\d*)$/
 const fileOf = (rest: string) => {
   const p = `/${rest}`
   if (!p.startsWith("/workspace/") || path.posix.normalize(p) !== p || p.endsWith("/")) {
-    throw new HttpFailure(400, "INVALID_PATH", "files are served only under /workspace/")
+    throw new HttpFailure(400, "files are served only under /workspace/", "INVALID_PATH")
   }
   return p
 }
@@ -27,16 +27,16 @@ export const makeFiles = (runtime: LocalRuntimeShape) => {
   const read = async (s: EmulatedSandbox, rest: string, request: Request) => {
     const p = fileOf(rest)
     const stat = await run(runtime.statFile(s.runtimeId, p))
-    if (stat._tag === "None") throw new HttpFailure(404, "FILE_NOT_FOUND", `${p}: no such file`)
-    if (stat.value.type === "directory") throw new HttpFailure(400, "IS_DIRECTORY", `${p} is a directory`)
+    if (stat._tag === "None") throw new HttpFailure(404, `${p}: no such file`, "FILE_NOT_FOUND")
+    if (stat.value.type === "directory") throw new HttpFailure(400, `${p} is a directory`, "IS_DIRECTORY")
     const size = stat.value.sizeBytes
     const header = request.headers.get("range")
     const range = header === null ? null : RANGE.exec(header)
-    if (header !== null && range === null) throw new HttpFailure(400, "BAD_REQUEST", `unsupported Range ${header}`)
+    if (header !== null && range === null) throw new HttpFailure(400, `unsupported Range ${header}`, "BAD_REQUEST")
     const start = range === null ? 0 : Number(range[1])
     if (range !== null && start >= size) return new Response(null, { status: 416, headers: { "content-range": `bytes */${size}` } })
     const end = range === null || range[2] === "" ? size - 1 : Math.min(size - 1, Number(range[2]))
-    if (end < start) throw new HttpFailure(400, "BAD_REQUEST", `unsupported Range ${header ?? ""}`)
+    if (end < start) throw new HttpFailure(400, `unsupported Range ${header ?? ""}`, "BAD_REQUEST")
     let offset = start
     const body = new ReadableStream<Uint8Array>({
       pull: async (controller) => {
@@ -54,11 +54,11 @@ export const makeFiles = (runtime: LocalRuntimeShape) => {
 
   const write = async (s: EmulatedSandbox, rest: string, request: Request) => {
     const p = fileOf(rest)
-    if (Number(request.headers.get("content-length") ?? "0") > MAX_WRITE_BYTES) throw new HttpFailure(413, "PAYLOAD_TOO_LARGE", `at most ${MAX_WRITE_BYTES} bytes`)
+    if (Number(request.headers.get("content-length") ?? "0") > MAX_WRITE_BYTES) throw new HttpFailure(413, `at most ${MAX_WRITE_BYTES} bytes`, "PAYLOAD_TOO_LARGE")
     const data = new Uint8Array(await request.arrayBuffer())
-    if (data.length > MAX_WRITE_BYTES) throw new HttpFailure(413, "PAYLOAD_TOO_LARGE", `at most ${MAX_WRITE_BYTES} bytes`)
+    if (data.length > MAX_WRITE_BYTES) throw new HttpFailure(413, `at most ${MAX_WRITE_BYTES} bytes`, "PAYLOAD_TOO_LARGE")
     const parent = await run(runtime.statFile(s.runtimeId, path.posix.dirname(p)))
-    if (parent._tag === "None" || parent.value.type !== "directory") throw new HttpFailure(404, "FILE_NOT_FOUND", `${path.posix.dirname(p)} is not a directory`)
+    if (parent._tag === "None" || parent.value.type !== "directory") throw new HttpFailure(404, `${path.posix.dirname(p)} is not a directory`, "FILE_NOT_FOUND")
     await run(runtime.writeFile(s.runtimeId, p, data, { mode: "overwrite", createParents: false }))
     return json({ path: p, bytes: data.length })
   }

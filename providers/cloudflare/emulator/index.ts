@@ -8,12 +8,13 @@
 import { Effect, type Scope } from "effect"
 import { AppConfig } from "../../../src/Config.ts"
 import { LocalRuntime, type LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
-import { emulatorMessage, emulatorServeOptions, makeRouter, route, scopedEmulator, servePersistent, statusOfRuntimeError } from "../../core/emulator/server.ts"
+import { answering } from "../../core/emulator/failure.ts"
+import { emulatorServeOptions, makeRouter, route, scopedEmulator, servePersistent } from "../../core/emulator/server.ts"
 import { makeBooks } from "./books.ts"
 import { makeControl } from "./control.ts"
 import { makeExec } from "./exec.ts"
 import { makeFiles } from "./files.ts"
-import { bridgeError, HttpFailure } from "./http.ts"
+import { answerFailure, bridgeError } from "./http.ts"
 
 export interface CloudflareEmulatorInfo {
   readonly apiUrl: string
@@ -28,8 +29,6 @@ export interface CloudflareEmulatorHandle extends CloudflareEmulatorInfo {
 interface Call {
   readonly request: Request
 }
-
-const CODES: Readonly<Record<number, string>> = { 400: "BAD_REQUEST", 404: "NOT_FOUND", 409: "CONFLICT", 500: "INTERNAL_ERROR" }
 
 export const startCloudflareEmulator = (dataDir: string, runtime: LocalRuntimeShape): CloudflareEmulatorHandle => {
   const books = makeBooks(dataDir)
@@ -52,13 +51,7 @@ export const startCloudflareEmulator = (dataDir: string, runtime: LocalRuntimeSh
     const found = router.match(request.method, url.pathname)
     if (found._tag === "MethodNotAllowed") return bridgeError(405, "METHOD_NOT_ALLOWED", "method not allowed")
     if (found._tag !== "Found") return bridgeError(404, "NOT_FOUND", "not found")
-    try {
-      return await found.handle({ request })
-    } catch (e) {
-      if (e instanceof HttpFailure) return bridgeError(e.status, e.code, e.message)
-      const status = statusOfRuntimeError(e)
-      return bridgeError(status, CODES[status] ?? "ERROR", emulatorMessage(e, "cloudflare"))
-    }
+    return answering(answerFailure, () => found.handle({ request }))
   }
 
   // An exec's stream stays open while its command runs (at most the 30 s request timeout).

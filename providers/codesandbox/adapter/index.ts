@@ -23,9 +23,11 @@
 import { HttpClientRequest } from "@effect/platform"
 import { Effect } from "effect"
 import { lifecycleOnly } from "../../core/lifecycleOnly.ts"
+import { makeProvider, type ProviderCalls } from "../../core/makeProvider.ts"
 import type { CreateInput, ProviderSandbox, SandboxProvider } from "../../core/Provider.ts"
 import { CODESANDBOX_TIERS } from "../../core/resources.ts"
 import {
+  type CodeSandboxContext,
   type CodeSandboxProviderConfig,
   HIBERNATION_BOUNDS,
   isTier,
@@ -71,8 +73,7 @@ export const tierFor = (input: Pick<CreateInput, "resources" | "providerOptions"
 export const hibernationTimeout = (lifecycle: CreateInput["lifecycle"]) =>
   Math.min(HIBERNATION_BOUNDS.max, Math.max(HIBERNATION_BOUNDS.min, Math.ceil(lifecycle.idleTimeoutSeconds ?? lifecycle.runtimeTimeoutSeconds)))
 
-export const makeCodeSandboxProvider = (config: CodeSandboxProviderConfig): SandboxProvider => {
-  const ctx = makeContext(config)
+const codeSandboxCalls = (ctx: CodeSandboxContext, config: CodeSandboxProviderConfig): ProviderCalls => {
   const { api, call, fail, send } = ctx
   const path = (id: string, rest = "") => `/vm/${encodeURIComponent(id)}${rest}`
 
@@ -175,20 +176,7 @@ export const makeCodeSandboxProvider = (config: CodeSandboxProviderConfig): Sand
   }
 
   return {
-    name: NAME,
     capabilities: ctx.capabilities,
-    mode: config.mode,
-    // BYOK: the organization's key, and its own tier floor and credit rate when it stored them.
-    withCredentials: (credentials) => {
-      const rate = Number(credentials["credit_rate_usd"])
-      return makeCodeSandboxProvider({
-        ...config,
-        apiKey: credentials["api_key"] ?? "",
-        workspaceId: credentials["workspace_id"] ?? config.workspaceId,
-        vmTier: isTier(credentials["vm_tier"]) ? credentials["vm_tier"] : config.vmTier,
-        creditRateMicrousd: Number.isFinite(rate) && rate > 0 ? Math.round(rate * 1_000_000) : config.creditRateMicrousd
-      })
-    },
     create,
     reconcileCreate,
     inspect,
@@ -200,3 +188,19 @@ export const makeCodeSandboxProvider = (config: CodeSandboxProviderConfig): Sand
     ...lifecycleOnly(NAME, RUNTIME_UNSUPPORTED_REASON)
   }
 }
+
+export const makeCodeSandboxProvider = makeProvider(NAME, {
+  context: makeContext,
+  calls: codeSandboxCalls,
+  // BYOK: the organization's key, and its own tier floor and credit rate when it stored them.
+  byok: (config) => (credentials) => {
+    const rate = Number(credentials["credit_rate_usd"])
+    return {
+      ...config,
+      apiKey: credentials["api_key"] ?? "",
+      workspaceId: credentials["workspace_id"] ?? config.workspaceId,
+      vmTier: isTier(credentials["vm_tier"]) ? credentials["vm_tier"] : config.vmTier,
+      creditRateMicrousd: Number.isFinite(rate) && rate > 0 ? Math.round(rate * 1_000_000) : config.creditRateMicrousd
+    }
+  }
+})

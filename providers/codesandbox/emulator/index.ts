@@ -23,10 +23,12 @@ import { Effect, Option, Schema, type Scope } from "effect"
 import * as crypto from "node:crypto"
 import { AppConfig } from "../../../src/Config.ts"
 import { defaultInternetOf, LocalRuntime, type LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
-import { decodeJsonBody, emulatorMessage, emulatorServeOptions, makeRouter, route, runOrThrow as run, scopedEmulator, servePersistent, statusOfRuntimeError } from "../../core/emulator/server.ts"
+import { answering, failureAnswer, HttpFailure } from "../../core/emulator/failure.ts"
+import { decodeJsonBody, emulatorServeOptions, makeRouter, route, runOrThrow as run, scopedEmulator, servePersistent } from "../../core/emulator/server.ts"
 import { emulatorHome, emulatorKey, persistentState } from "../../core/emulator/state.ts"
 import { CODESANDBOX_TIERS } from "../../core/resources.ts"
 import { jailLabels } from "../../core/jailLabels.ts"
+import { keyedSerial } from "../../core/keyedSerial.ts"
 import { DEFAULT_TEMPLATE_ID, sandboxIdOfTags } from "../adapter/wire.ts"
 
 const TierName = Schema.Literal("Pico", "Nano", "Micro", "Small", "Medium", "Large", "XLarge")
@@ -64,17 +66,13 @@ const Start = Schema.Struct({
   automatic_wakeup_config: Schema.optional(Schema.Struct({ http: Schema.optional(Schema.Boolean), websocket: Schema.optional(Schema.Boolean) }))
 })
 
-class Failure extends Error {
-  constructor(readonly status: number, message: string) {
-    super(message)
-  }
-}
 const ok = (data: unknown, status = 200) => Response.json({ success: true, data, errors: null }, { status })
 const failure = (status: number, message: string) => Response.json({ success: false, data: null, errors: [message] }, { status })
+const answerFailure = failureAnswer("codesandbox", (f) => failure(f.status, f.message))
 
 const readBody = async <A, I>(request: Request, schema: Schema.Schema<A, I>): Promise<A> => {
   const body = await decodeJsonBody(request, schema, { emptyIsObject: true })
-  if (!body.ok) throw body.problem === "json" ? new Failure(400, body.message) : new Failure(422, body.message)
+  if (!body.ok) throw body.problem === "json" ? new HttpFailure(400, body.message) : new HttpFailure(422, body.message)
   return body.value
 }
 
@@ -96,13 +94,8 @@ export const startCodeSandboxEmulator = (dataDir: string, runtime: LocalRuntimeS
   const apiKey = emulatorKey(dir, () => `csb_v1_${crypto.randomBytes(24).toString("base64url")}`)
   const { state, save } = persistentState(dir, State, (): typeof State.Type => ({ sandboxes: {} }))
   const limit = options.concurrentVmLimit ?? 20
-  const chains = new Map<string, Promise<unknown>>()
   /** One state change of a sandbox at a time, in order. */
-  const serial = <A>(id: string, work: () => Promise<A>): Promise<A> => {
-    const next = (chains.get(id) ?? Promise.resolve()).then(work, work)
-    chains.set(id, next.catch(() => undefined))
-    return next
-  }
+  const serial = keyedSerial().run
 
   const view = (s: Sandbox) => ({
     id: s.id,
@@ -117,7 +110,7 @@ export const startCodeSandboxEmulator = (dataDir: string, runtime: LocalRuntimeS
   })
   const sandboxOr404 = (id: string) => {
     const s = state.sandboxes[id]
-    if (s === undefined) throw new Failure(404, `Sandbox ${id} not found`)
+    if (s === undefined) throw new HttpFailure(404, `Sandbox ${id} not found`)
     return s
   }
   const sizeOf = (s: Sandbox) => CODESANDBOX_TIERS.find((t) => t.size === s.tier)!
@@ -136,7 +129,7 @@ export const startCodeSandboxEmulator = (dataDir: string, runtime: LocalRuntimeS
   const fork = async (request: Request, id: string) => {
     const body = await readBody(request, Fork)
     const source = state.sandboxes[id]
-    if (source === undefined && id !== DEFAULT_TEMPLATE_ID) throw new Failure(404, `Sandbox ${id} not found`)
+    if (source === undefined && id !== DEFAULT_TEMPLATE_ID) throw new HttpFailure(404, `Sandbox ${id} not found`)
     const now = new Date().toISOString()
     const s: Sandbox = {
       id: crypto.randomBytes(3).toString("hex"),
@@ -162,8 +155,8 @@ export const startCodeSandboxEmulator = (dataDir: string, runtime: LocalRuntimeS
     const body = await readBody(request, Start)
     const s = sandboxOr404(id)
     return serial(id, async () => {
-      if (state.sandboxes[id] === undefined) throw new Failure(404, `Sandbox ${id} not found`)
-      if (s.vm !== "running" && (await runningVms()).length >= limit) throw new Failure(429, `concurrent VM limit of ${limit} reached`)
+      if (state.sandboxes[id] === undefined) throw new HttpFailure(404, `Sandbox ${id} not found`)
+      if (s.vm !== "running" && (await runningVms()).length >= limit) throw new HttpFailure(429, `concurrent VM limit of ${limit} reached`)
       if (body.hibernation_timeout_seconds !== undefined) s.hibernationTimeoutSeconds = body.hibernation_timeout_seconds
       const bootupType = s.vm === "running" ? "RUNNING" : s.vm === "hibernated" ? "RESUME" : s.booted ? "CLEAN" : "FORK"
       if (s.vm === "off") {
@@ -234,7 +227,7 @@ export const startCodeSandboxEmulator = (dataDir: string, runtime: LocalRuntimeS
   const remove = (id: string) => {
     sandboxOr404(id)
     return serial(id, async () => {
-      if (state.sandboxes[id] === undefined) throw new Failure(404, `Sandbox ${id} not found`)
+      if (state.sandboxes[id] === undefined) throw new HttpFailure(404, `Sandbox ${id} not found`)
       await run(runtime.destroy(jailOf(id)))
       delete state.sandboxes[id]
       save()
@@ -246,13 +239,13 @@ export const startCodeSandboxEmulator = (dataDir: string, runtime: LocalRuntimeS
     const wanted = (url.searchParams.get("tags") ?? "").split(",").map((t) => t.trim()).filter((t) => t !== "")
     const page = Number(url.searchParams.get("page") ?? "1")
     const pageSize = Number(url.searchParams.get("page_size") ?? "20")
-    if (!Number.isInteger(page) || page < 1 || !Number.isInteger(pageSize) || pageSize < 1 || pageSize > 100) throw new Failure(422, "page must be at least 1 and page_size 1-100")
+    if (!Number.isInteger(page) || page < 1 || !Number.isInteger(pageSize) || pageSize < 1 || pageSize > 100) throw new HttpFailure(422, "page must be at least 1 and page_size 1-100")
     const orderBy = url.searchParams.get("order_by") ?? "inserted_at"
     const direction = url.searchParams.get("direction") ?? "desc"
-    if (orderBy !== "inserted_at" && orderBy !== "updated_at") throw new Failure(422, "order_by must be inserted_at or updated_at")
-    if (direction !== "asc" && direction !== "desc") throw new Failure(422, "direction must be asc or desc")
+    if (orderBy !== "inserted_at" && orderBy !== "updated_at") throw new HttpFailure(422, "order_by must be inserted_at or updated_at")
+    if (direction !== "asc" && direction !== "desc") throw new HttpFailure(422, "direction must be asc or desc")
     const status = url.searchParams.get("status")
-    if (status !== null && status !== "running") throw new Failure(422, "status must be running")
+    if (status !== null && status !== "running") throw new HttpFailure(422, "status must be running")
     const running = status === null ? undefined : new Set((await runningVms()).map((s) => s.id))
     const key = (s: Sandbox) => (orderBy === "inserted_at" ? s.createdAt : s.updatedAt) + s.id
     const sandboxes = Object.values(state.sandboxes)
@@ -289,12 +282,7 @@ export const startCodeSandboxEmulator = (dataDir: string, runtime: LocalRuntimeS
     const url = new URL(request.url)
     const found = router.match(request.method, url.pathname)
     if (found._tag !== "Found") return failure(found._tag === "MethodNotAllowed" ? 405 : 404, "Not found")
-    try {
-      return await found.handle({ request, url })
-    } catch (e) {
-      if (e instanceof Failure) return failure(e.status, e.message)
-      return failure(statusOfRuntimeError(e), emulatorMessage(e, "codesandbox"))
-    }
+    return answering(answerFailure, () => found.handle({ request, url }))
   }
 
   // Running VMs past their hibernation timeout hibernate.

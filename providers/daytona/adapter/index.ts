@@ -75,51 +75,38 @@
  * provenance `estimated_rate_card`, confidence low (stopped time is counted as running).
  */
 import { Effect } from "effect"
-import type { SandboxProvider } from "../../core/Provider.ts"
 import { withDesktop } from "../../core/desktop.ts"
+import { makeProvider, type ProviderCalls } from "../../core/makeProvider.ts"
 import { withWorkspace } from "../../core/workspace.ts"
 import { makeComputer } from "./computer.ts"
 import { makeEndpoints } from "./endpoints.ts"
 import { makeFiles } from "./files.ts"
 import { makeProcesses } from "./processes.ts"
 import { makeSandboxes } from "./sandboxes.ts"
-import { type DaytonaProviderConfig, makeContext, NAME } from "./wire.ts"
+import { type DaytonaContext, type DaytonaProviderConfig, makeContext, NAME } from "./wire.ts"
 
 export {
   DAYTONA_CAPABILITIES,
   DAYTONA_RATE_CARD,
   type DaytonaProviderConfig,
-  decodeExecutionId,
-  decodeTerminalId,
   demuxLog,
-  encodeExecutionId,
-  encodeTerminalId,
   eventsFromPieces,
+  executionIds,
   LABEL_SANDBOX_ID,
   sandboxName,
   sessionName,
   shellQuote,
   STDERR_MARKER,
-  STDOUT_MARKER
+  STDOUT_MARKER,
+  terminalIds
 } from "./wire.ts"
 
-export const makeDaytonaProvider = (config: DaytonaProviderConfig): SandboxProvider => {
-  const ctx = makeContext(config)
+const daytonaCalls = (ctx: DaytonaContext, config: DaytonaProviderConfig): ProviderCalls => {
   const sandboxes = makeSandboxes(ctx)
   const { forgetTerminals, ...processes } = makeProcesses(ctx)
   const computer = ctx.capabilities.computer == null ? undefined : makeComputer(ctx)
   return withWorkspace({
-    name: NAME,
     capabilities: ctx.capabilities,
-    mode: config.mode,
-    // BYOK: the organization's key (and, for a key of several organizations, which one; and its region).
-    withCredentials: (credentials) =>
-      makeDaytonaProvider({
-        ...config,
-        apiKey: credentials["api_key"] ?? "",
-        organizationId: credentials["organization_id"],
-        target: credentials["target"] ?? config.target
-      }),
     ...sandboxes,
     // Computer use: a desktop started at create when asked for (computer.ts).
     ...(computer === undefined ? {} : { create: withDesktop(NAME, sandboxes.create, sandboxes.destroy, computer, ctx.fail), computer }),
@@ -130,3 +117,15 @@ export const makeDaytonaProvider = (config: DaytonaProviderConfig): SandboxProvi
     ...makeEndpoints(ctx)
   }, ctx.workspaceDir)
 }
+
+export const makeDaytonaProvider = makeProvider(NAME, {
+  context: makeContext,
+  calls: daytonaCalls,
+  // BYOK: the organization's key (and, for a key of several organizations, which one; and its region).
+  byok: (config) => (credentials) => ({
+    ...config,
+    apiKey: credentials["api_key"] ?? "",
+    organizationId: credentials["organization_id"],
+    target: credentials["target"] ?? config.target
+  })
+})

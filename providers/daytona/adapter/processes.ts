@@ -15,22 +15,22 @@
  */
 import { type HttpClientResponse, HttpClientRequest } from "@effect/platform"
 import { Effect, Stream } from "effect"
-import type { ProviderExecEvent, ProviderSandbox, SandboxProvider } from "../../core/Provider.ts"
+import type { ExecEvent } from "../../../src/runtime/LocalRuntime.ts"
+import type { ProviderSandbox, SandboxProvider } from "../../core/Provider.ts"
 import { unsupported } from "../../core/Provider.ts"
 import { cwdMissing } from "../../core/cwd.ts"
 import { makeTerminals } from "./terminals.ts"
 import {
   type DaytonaContext,
-  decodeExecutionId,
-  decodeTerminalId,
   demuxLog,
-  encodeExecutionId,
   eventsFromPieces,
+  executionIds,
   type ExecutionRef,
   NAME,
   sessionName,
   shellQuote,
   startIn,
+  terminalIds,
   WireCommand,
   WireExec,
   WireFileInfo,
@@ -68,9 +68,9 @@ const logPrefix = (response: HttpClientResponse.HttpClientResponse, cap: number)
 export const makeProcesses = (ctx: DaytonaContext) => {
   const { decode, fail, toolbox } = ctx
   const terminals = makeTerminals(ctx)
-  const isTerminal = (executionId: string) => decodeTerminalId(executionId) !== undefined
+  const isTerminal = terminalIds.owns
   /** Last log read per running execution, to bound how often a busy poller downloads the log. */
-  const logCache = new Map<string, { readonly at: number; readonly events: ReadonlyArray<ProviderExecEvent> }>()
+  const logCache = new Map<string, { readonly at: number; readonly events: ReadonlyArray<ExecEvent> }>()
 
   const readLog = (sandbox: ProviderSandbox, ref: ExecutionRef, exit: null | { readonly exitCode: number }) =>
     Effect.gen(function*() {
@@ -96,10 +96,7 @@ export const makeProcesses = (ctx: DaytonaContext) => {
       Effect.catchIf((e) => e.kind === "not_found", () => Effect.succeed(null))
     )
 
-  const refOf = (executionId: string) => {
-    const ref = decodeExecutionId(executionId)
-    return ref === undefined ? Effect.fail(fail("invalid_request", `${executionId} is not a Daytona execution id`)) : Effect.succeed(ref)
-  }
+  const refOf = executionIds.decode
 
   const execEvents: SandboxProvider["execEvents"] = (sandbox, executionId, fromSeq) =>
     isTerminal(executionId) ? terminals.execEvents(sandbox, executionId, fromSeq) : Effect.gen(function*() {
@@ -108,10 +105,10 @@ export const makeProcesses = (ctx: DaytonaContext) => {
       if (command === null) {
         // The session is gone: cancelled (or ended with its sandbox's stop). Its output went with it.
         logCache.delete(executionId)
-        return [{ seq: fromSeq, type: "exit", exitCode: null, signal: "SIGTERM", cancelled: true, timedOut: false, outputTruncated: false }] satisfies Array<ProviderExecEvent>
+        return [{ seq: fromSeq, type: "exit", exitCode: null, signal: "SIGTERM", cancelled: true, timedOut: false, outputTruncated: false }] satisfies Array<ExecEvent>
       }
       const exitCode = command.exitCode ?? null
-      let events: ReadonlyArray<ProviderExecEvent>
+      let events: ReadonlyArray<ExecEvent>
       if (exitCode === null) {
         const cached = logCache.get(executionId)
         if (cached !== undefined && Date.now() - cached.at < ctx.logPollMs) {
@@ -173,7 +170,7 @@ export const makeProcesses = (ctx: DaytonaContext) => {
       // A retry follows the command it started; the `exit` behind it ends the session's shell once it is done.
       const cmdId = commands[0]?.id ?? (yield* post(commandLine(sandbox, input))).cmdId
       if (commands.length < 2) yield* post("exit 0")
-      return { executionId: encodeExecutionId({ sessionId, commandId: cmdId, maxOutputBytes }) }
+      return { executionId: executionIds.encode({ sessionId, commandId: cmdId, maxOutputBytes }) }
     })
 
   const cancelExec: SandboxProvider["cancelExec"] = (sandbox, executionId) =>

@@ -31,8 +31,9 @@
 import { HttpClientRequest } from "@effect/platform"
 import { Deferred, Effect, Either, Exit } from "effect"
 import * as crypto from "node:crypto"
-import { type ExecInput, FOLLOWED_EXECUTIONS, reattachFailed, type ProviderError, type ProviderExecEvent, type ProviderSandbox, type SandboxProvider, type UnnumberedExecEvent } from "../../core/Provider.ts"
-import { type DaytonaContext, decodeTerminalId, encodeTerminalId, sessionName, shellQuote, startIn, type TerminalRef, WirePtySession } from "./wire.ts"
+import type { ExecEvent } from "../../../src/runtime/LocalRuntime.ts"
+import { type ExecInput, FOLLOWED_EXECUTIONS, reattachFailed, type ProviderError, type ProviderSandbox, type SandboxProvider, type UnnumberedExecEvent } from "../../core/Provider.ts"
+import { type DaytonaContext, sessionName, shellQuote, startIn, terminalIds, type TerminalRef, WirePtySession } from "./wire.ts"
 
 /** Output the shell may write before the marker (its greeting, prompt, the typed line's echo). */
 export const MAX_PREAMBLE_BYTES = 1024 * 1024
@@ -269,10 +270,8 @@ export const makeTerminals = (ctx: DaytonaContext) => {
       }
     })
 
-  const refOf = (executionId: string) => {
-    const ref = decodeTerminalId(executionId)
-    return ref === undefined ? Effect.fail(fail("invalid_request", "the process has no terminal")) : Effect.succeed(ref)
-  }
+  const refOf = (executionId: string) =>
+    terminalIds.owns(executionId) ? terminalIds.decode(executionId) : Effect.fail(fail("invalid_request", "the process has no terminal"))
 
   const exec = (sandbox: ProviderSandbox, input: ExecInput & { readonly pty: { readonly cols: number; readonly rows: number } }) =>
     Effect.gen(function*() {
@@ -289,7 +288,7 @@ export const makeTerminals = (ctx: DaytonaContext) => {
         return yield* fail("invalid_request", `a terminal's command, working directory and environment are at most ${MAX_TYPED_LINE_BYTES} bytes at Daytona (typed into its shell)`)
       }
       const ref: TerminalRef = { sessionId: sessionName(input.processId), maxOutputBytes: input.maxOutputBytes }
-      const executionId = encodeTerminalId(ref)
+      const executionId = terminalIds.encode(ref)
       const key = keyOf(sandbox, ref)
       const known = terminals.get(key)
       if (known !== undefined && known.ready && (known.socket !== null || known.done)) return { executionId } // started by this process
@@ -349,7 +348,7 @@ export const makeTerminals = (ctx: DaytonaContext) => {
         }
       }
       const base = t.base
-      return t.events.map((e, i) => ({ ...e, seq: base + i }) as ProviderExecEvent)
+      return t.events.map((e, i) => ({ ...e, seq: base + i }) as ExecEvent)
     })
 
   const cancelExec = (sandbox: ProviderSandbox, executionId: string) =>

@@ -8,7 +8,9 @@ import { Effect, Schema } from "effect"
 import { emulatedCapabilities } from "../../core/Capabilities.ts"
 import type { RateCard } from "../../core/cost.ts"
 import { DECLARED } from "../../core/declared.ts"
-import type { InspectState, ProviderCapabilities, ProviderErrorKind, ProviderExecEvent, ProviderSandbox } from "../../core/Provider.ts"
+import { executionIdCodec, IdPart, positivePart } from "../../core/executionId.ts"
+import type { ExecEvent } from "../../../src/runtime/LocalRuntime.ts"
+import type { InspectState, ProviderCapabilities, ProviderErrorKind, ProviderSandbox } from "../../core/Provider.ts"
 import { type CallOptions, type Classified, type ErrorAnswer, makeWire, plainHttpClient, messageOf } from "../../core/wire.ts"
 
 export const NAME = "daytona" as const
@@ -205,9 +207,9 @@ export const demuxLog = (log: Uint8Array): Array<{ readonly type: "stdout" | "st
 export const eventsFromPieces = (
   pieces: ReadonlyArray<{ readonly type: "stdout" | "stderr"; readonly data: Uint8Array }>,
   options: { readonly maxOutputBytes: number; readonly exit: null | { readonly exitCode: number } }
-): Array<ProviderExecEvent> => {
+): Array<ExecEvent> => {
   const complete = options.exit !== null ? pieces : pieces.filter((p, i) => i < pieces.length - 1 || p.data.at(-1) === 0x0a)
-  const events: Array<ProviderExecEvent> = []
+  const events: Array<ExecEvent> = []
   let budget = options.maxOutputBytes
   let truncated = false
   for (const piece of complete) {
@@ -228,45 +230,14 @@ export const eventsFromPieces = (
 }
 
 /** A terminal's execution id: `daytona-pty:` + base64url(JSON [PTY session, max output bytes]). */
-export interface TerminalRef {
-  readonly sessionId: string
-  readonly maxOutputBytes: number
-}
-export const encodeTerminalId = (ref: TerminalRef) =>
-  `daytona-pty:${Buffer.from(JSON.stringify([ref.sessionId, ref.maxOutputBytes])).toString("base64url")}`
-export const decodeTerminalId = (executionId: string): TerminalRef | undefined => {
-  if (!executionId.startsWith("daytona-pty:")) return undefined
-  try {
-    const parsed: unknown = JSON.parse(Buffer.from(executionId.slice("daytona-pty:".length), "base64url").toString("utf8"))
-    if (!Array.isArray(parsed) || typeof parsed[0] !== "string" || parsed[0] === "") return undefined
-    const max = typeof parsed[1] === "number" && Number.isSafeInteger(parsed[1]) && parsed[1] > 0 ? parsed[1] : 100 * 1024 * 1024
-    return { sessionId: parsed[0], maxOutputBytes: max }
-  } catch {
-    return undefined
-  }
-}
-
-export interface ExecutionRef {
-  readonly sessionId: string
-  readonly commandId: string
-  readonly maxOutputBytes: number
-}
+export const TerminalRef = Schema.Struct({ sessionId: IdPart, maxOutputBytes: positivePart(100 * 1024 * 1024) })
+export type TerminalRef = typeof TerminalRef.Type
+export const terminalIds = executionIdCodec(NAME, "daytona-pty", TerminalRef)
 
 /** `daytona:` + base64url(JSON [session, command, max output bytes]): needs no memory, survives a restart. */
-export const encodeExecutionId = (ref: ExecutionRef) =>
-  `daytona:${Buffer.from(JSON.stringify([ref.sessionId, ref.commandId, ref.maxOutputBytes])).toString("base64url")}`
-
-export const decodeExecutionId = (executionId: string): ExecutionRef | undefined => {
-  if (!executionId.startsWith("daytona:")) return undefined
-  try {
-    const parsed: unknown = JSON.parse(Buffer.from(executionId.slice("daytona:".length), "base64url").toString("utf8"))
-    if (!Array.isArray(parsed) || typeof parsed[0] !== "string" || typeof parsed[1] !== "string") return undefined
-    const max = typeof parsed[2] === "number" && Number.isSafeInteger(parsed[2]) && parsed[2] > 0 ? parsed[2] : 100 * 1024 * 1024
-    return { sessionId: parsed[0], commandId: parsed[1], maxOutputBytes: max }
-  } catch {
-    return undefined
-  }
-}
+export const ExecutionRef = Schema.Struct({ sessionId: Schema.String, commandId: Schema.String, maxOutputBytes: positivePart(100 * 1024 * 1024) })
+export type ExecutionRef = typeof ExecutionRef.Type
+export const executionIds = executionIdCodec(NAME, "daytona", ExecutionRef)
 
 // ---- the context the adapter's parts share ----
 

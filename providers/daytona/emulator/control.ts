@@ -14,7 +14,7 @@ import { jailLabels } from "../../core/jailLabels.ts"
 import { LABEL_SANDBOX_ID } from "../adapter/wire.ts"
 import type { Books, EmulatedSandbox } from "./books.ts"
 import type { Previews } from "./preview.ts"
-import { error, json, Refused, toWire } from "./wire.ts"
+import { error, json, HttpFailure, toWire } from "./wire.ts"
 
 const StringMap = Schema.Record({ key: Schema.String, value: Schema.String })
 /** The fields of a create the emulator reads (others are accepted and ignored, as Daytona ignores unknown ones). */
@@ -209,7 +209,7 @@ export const makeControl = (books: Books, runtime: LocalRuntimeShape, options: C
     const id = decodeURIComponent(url.pathname.split("/")[2] ?? "")
     const sandbox = () => {
       const s = books.findSandbox(id)
-      if (s === undefined) throw new Refused(404, "Sandbox not found")
+      if (s === undefined) throw new HttpFailure(404, "Sandbox not found")
       return s
     }
     return found.handle({ request, url, sandbox })

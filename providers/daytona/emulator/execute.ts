@@ -13,7 +13,7 @@ import * as path from "node:path"
 import type { ExecEvent, ExecSpec, LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
 import { runOrThrow as run } from "../../core/emulator/server.ts"
 import type { Books, EmulatedSandbox } from "./books.ts"
-import { decodeBody, json, Refused, userShell } from "./wire.ts"
+import { decodeBody, json, HttpFailure, userShell } from "./wire.ts"
 
 /** Output an answer that holds it whole carries at most (the rest is dropped). */
 export const BUFFERED_OUTPUT_BYTES = 32 * 1024 * 1024
@@ -79,10 +79,10 @@ export const makeExecute = (books: Books, runtime: LocalRuntimeShape) => {
 
   const execute = async (request: Request, sandbox: EmulatedSandbox) => {
     const body = await decodeBody(request, ExecuteBody)
-    if (body.command.trim() === "") throw new Refused(400, "command cannot be empty or whitespace-only")
+    if (body.command.trim() === "") throw new HttpFailure(400, "command cannot be empty or whitespace-only")
     const envs = body.envs ?? {}
     const badKey = Object.keys(envs).find((k) => !ENV_KEY.test(k))
-    if (badKey !== undefined) throw new Refused(400, `invalid environment variable name: ${badKey.slice(0, 100)}`)
+    if (badKey !== undefined) throw new HttpFailure(400, `invalid environment variable name: ${badKey.slice(0, 100)}`)
     const cwd = body.cwd === undefined || body.cwd === null ? undefined : await resolvePath(sandbox, body.cwd)
     if (cwd !== undefined) {
       const dir = await run(runtime.statFile(sandbox.id, cwd))
@@ -98,7 +98,7 @@ export const makeExecute = (books: Books, runtime: LocalRuntimeShape) => {
       maxOutputBytes: BUFFERED_OUTPUT_BYTES,
       ...(body.timeout !== undefined && body.timeout !== null && body.timeout > 0 ? { timeoutMs: body.timeout * 1000 } : {})
     }, new TextEncoder().encode(`exec 2>&1\n${body.command}`))
-    if (exit.timedOut) throw new Refused(408, "command execution timeout", "PROCESS_EXECUTION_TIMEOUT")
+    if (exit.timedOut) throw new HttpFailure(408, "command execution timeout", "PROCESS_EXECUTION_TIMEOUT")
     // Go's ExitCode() is -1 for a process ended by a signal.
     return json({ exitCode: exit.exitCode ?? -1, result: text(output) })
   }

@@ -22,7 +22,7 @@ import { boundaryOf, multipartFile, multipartParts } from "../../core/emulator/m
 import { runOrThrow as run } from "../../core/emulator/server.ts"
 import type { EmulatedSandbox } from "./books.ts"
 import type { Execute } from "./execute.ts"
-import { decodeBody, goFileMode, json, readTextAtMost, Refused } from "./wire.ts"
+import { decodeBody, goFileMode, json, readTextAtMost, HttpFailure } from "./wire.ts"
 
 /**
  * The provider lists a directory whole; the emulator bounds it (memory) far above the 10,000 entries an adapter
@@ -68,12 +68,12 @@ export const makeFiles = (runtime: LocalRuntimeShape, dirs: Execute) => {
   const { resolvePath } = dirs
   const pathOf = async (sandbox: EmulatedSandbox, url: URL, required = true) => {
     const p = url.searchParams.get("path") ?? ""
-    if (p === "" && required) throw new Refused(400, "path is required")
+    if (p === "" && required) throw new HttpFailure(400, "path is required")
     return resolvePath(sandbox, p)
   }
   const statOf = async (sandbox: EmulatedSandbox, p: string) => {
     const stat = await run(runtime.statFile(sandbox.id, p))
-    if (Option.isNone(stat)) throw new Refused(404, `file not found: ${p}`, NOT_FOUND)
+    if (Option.isNone(stat)) throw new HttpFailure(404, `file not found: ${p}`, NOT_FOUND)
     return stat.value
   }
 
@@ -81,8 +81,8 @@ export const makeFiles = (runtime: LocalRuntimeShape, dirs: Execute) => {
     const dir = await pathOf(sandbox, url, false)
     const depthParam = url.searchParams.get("depth")
     const depth = depthParam === null ? 1 : Number(depthParam)
-    if (!Number.isSafeInteger(depth) || depth < 1) throw new Refused(400, "depth must be an integer of at least 1")
-    if ((await statOf(sandbox, dir)).type !== "directory") throw new Refused(400, `not a directory: ${dir}`)
+    if (!Number.isSafeInteger(depth) || depth < 1) throw new HttpFailure(400, "depth must be an integer of at least 1")
+    if ((await statOf(sandbox, dir)).type !== "directory") throw new HttpFailure(400, `not a directory: ${dir}`)
     const listed = await run(runtime.listFiles(sandbox.id, dir, { recursive: depth > 1, maxEntries: LIST_ENTRIES }))
     const within = (e: FileEntry) => path.posix.relative(dir, e.path).split("/").length <= depth
     return json(listed.entries.filter(within).map((e) => fileInfo(e, e.path)))
@@ -92,7 +92,7 @@ export const makeFiles = (runtime: LocalRuntimeShape, dirs: Execute) => {
 
   const download = async (request: Request, sandbox: EmulatedSandbox, url: URL) => {
     const p = await pathOf(sandbox, url)
-    if ((await statOf(sandbox, p)).type === "directory") throw new Refused(400, "path must be a file")
+    if ((await statOf(sandbox, p)).type === "directory") throw new HttpFailure(400, "path must be a file")
     const range = /^bytes=(\d+)-(\d*)$/.exec(request.headers.get("range") ?? "")
     const offset = range ? Number(range[1]) : 0
     const end = range && range[2] !== "" ? Number(range[2]) + 1 : Number.MAX_SAFE_INTEGER
@@ -114,7 +114,7 @@ export const makeFiles = (runtime: LocalRuntimeShape, dirs: Execute) => {
     if (written._tag === "Success") return written.value.bytesWritten
     const failure = Cause.failureOption(written.cause)
     // The form itself was bad (no file part, cut short): the request's fault, as Go's multipart reader says.
-    if (Option.isNone(failure)) throw new Refused(400, "the upload ended early or has no file")
+    if (Option.isNone(failure)) throw new HttpFailure(400, "the upload ended early or has no file")
     throw failure.value
   }
 
@@ -207,7 +207,7 @@ export const makeFiles = (runtime: LocalRuntimeShape, dirs: Execute) => {
 
   const folder = async (sandbox: EmulatedSandbox, url: URL) => {
     const mode = url.searchParams.get("mode")
-    if (mode !== null && mode !== "" && !/^[0-7]{1,4}$/.test(mode)) throw new Refused(400, "invalid mode format")
+    if (mode !== null && mode !== "" && !/^[0-7]{1,4}$/.test(mode)) throw new HttpFailure(400, "invalid mode format")
     await run(runtime.makeDir(sandbox.id, await pathOf(sandbox, url), { parents: true }))
     return new Response(null, { status: 201 })
   }
@@ -215,8 +215,8 @@ export const makeFiles = (runtime: LocalRuntimeShape, dirs: Execute) => {
   const remove = async (sandbox: EmulatedSandbox, url: URL) => {
     const p = await pathOf(sandbox, url)
     const recursive = url.searchParams.get("recursive") === "true"
-    if ((await statOf(sandbox, p)).type === "directory" && !recursive) throw new Refused(400, "cannot delete directory without recursive flag")
-    if (!(await run(runtime.deleteFile(sandbox.id, p, { recursive })))) throw new Refused(404, `file not found: ${p}`, NOT_FOUND)
+    if ((await statOf(sandbox, p)).type === "directory" && !recursive) throw new HttpFailure(400, "cannot delete directory without recursive flag")
+    if (!(await run(runtime.deleteFile(sandbox.id, p, { recursive })))) throw new HttpFailure(404, `file not found: ${p}`, NOT_FOUND)
     return new Response(null, { status: 204 })
   }
 

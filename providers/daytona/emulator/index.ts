@@ -13,7 +13,8 @@
  * as the client takes them.
  */
 import type { LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
-import { emulatorMessage, emulatorServeOptions, servePersistent, statusOfRuntimeError } from "../../core/emulator/server.ts"
+import { answering, asHttpFailure } from "../../core/emulator/failure.ts"
+import { emulatorServeOptions, servePersistent } from "../../core/emulator/server.ts"
 import { isWebSocketUpgrade } from "../../core/websocket.ts"
 import { makeBooks } from "./books.ts"
 import { makeControl } from "./control.ts"
@@ -23,7 +24,7 @@ import { type PreviewSocketData, previewSocketHandlers } from "../../core/emulat
 import { makePty, type PtySocketData } from "./pty.ts"
 import { type LogsSocketData, makeSessions } from "./sessions.ts"
 import { makeToolbox } from "./toolbox.ts"
-import { daemonError, error, Refused } from "./wire.ts"
+import { answerFailure, daemonError, error, HttpFailure } from "./wire.ts"
 
 /** A path segment as sent; a malformed escape names nothing (rather than failing the request). */
 const decodeSegment = (segment: string) => {
@@ -55,10 +56,10 @@ export const startDaytonaEmulator = (dataDir: string, runtime: LocalRuntimeShape
   /** A toolbox request (its WebSocket upgrades first); `rest` is the path after `/toolbox/{id}`. */
   const toolboxCall = async (request: Request, url: URL, server: Bun.Server<SocketData>, idOrName: string, rest: Array<string>) => {
     const sandbox = books.findSandbox(idOrName)
-    if (sandbox === undefined) throw new Refused(404, "Sandbox not found")
+    if (sandbox === undefined) throw new HttpFailure(404, "Sandbox not found")
     if (isWebSocketUpgrade(request)) {
       const [process, kind, id, command, commandId, logs, ...extra] = rest
-      if (process === "process" && sandbox.state !== "started") throw new Refused(409, "Sandbox is not running")
+      if (process === "process" && sandbox.state !== "started") throw new HttpFailure(409, "Sandbox is not running")
       if (process === "process" && kind === "pty" && id === "create-connect" && command === undefined) return pty.createConnect(request, url, server, sandbox)
       if (process === "process" && kind === "pty" && command === "connect" && commandId === undefined) return pty.connect(request, server, sandbox, decodeSegment(id ?? ""))
       if (process === "process" && kind === "session" && command === "command" && logs === "logs" && extra.length === 0) {
@@ -79,9 +80,8 @@ export const startDaytonaEmulator = (dataDir: string, runtime: LocalRuntimeShape
         return await toolboxCall(request, url, server, decodeSegment(second), rest)
       } catch (e) {
         // The daemon's error body; a file that is not there is its FILE_NOT_FOUND.
-        if (e instanceof Refused) return daemonError(request, e.status, e.message, e.code)
-        const status = statusOfRuntimeError(e)
-        return daemonError(request, status, emulatorMessage(e, "daytona"), status === 404 && rest[0] === "files" ? "FILE_NOT_FOUND" : undefined)
+        const f = asHttpFailure(e, "daytona", { codeOf: (status) => (status === 404 && rest[0] === "files" ? "FILE_NOT_FOUND" : undefined) })
+        return daemonError(request, f.status, f.message, f.code)
       }
     }
     return error(404, "Not found")
@@ -117,14 +117,7 @@ export const startDaytonaEmulator = (dataDir: string, runtime: LocalRuntimeShape
           ? sessions.socketHandlers.close(ws as Bun.ServerWebSocket<LogsSocketData>)
           : previewSocketHandlers.close?.(ws as Bun.ServerWebSocket<PreviewSocketData>, code, reason)
     },
-    fetch: async (request, server) => {
-      try {
-        return await handle(request, server)
-      } catch (e) {
-        if (e instanceof Refused) return error(e.status, e.message)
-        return error(statusOfRuntimeError(e), emulatorMessage(e, "daytona"))
-      }
-    }
+    fetch: (request, server) => answering(answerFailure, () => handle(request, server))
   })
   const server = servePersistent(books.dir, serve)
   baseUrl = `http://127.0.0.1:${server.port}`

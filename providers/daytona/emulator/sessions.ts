@@ -24,10 +24,11 @@ import { Effect, Option, Schema } from "effect"
 import * as crypto from "node:crypto"
 import type { ExecEvent, LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
 import { runOrThrow as run } from "../../core/emulator/server.ts"
+import { keyedSerial } from "../../core/keyedSerial.ts"
 import type { Books, EmulatedSandbox, Session, SessionCommand } from "./books.ts"
 import { BUFFERED_OUTPUT_BYTES, runToExit } from "./execute.ts"
 import { CommandExtract, commandDir, INPUT_SCRIPT, labelled, newNonce, wrapperLine } from "./sessionLog.ts"
-import { decodeBody, json, Refused, userShell } from "./wire.ts"
+import { decodeBody, json, HttpFailure, userShell } from "./wire.ts"
 
 /**
  * What a session's shell may write in all; past it, its output is dropped (its commands still end: their exit files).
@@ -93,16 +94,16 @@ export const makeSessions = (books: Books, runtime: LocalRuntimeShape) => {
   const { sessions } = books
   const keyOf = (sandboxId: string, id: string) => `${sandboxId}/${id}`
   /** Commands are written to a session's shell one at a time, in the order taken. */
-  const writing = new Map<string, Promise<unknown>>()
+  const writing = keyedSerial()
 
   const sessionOf = (sandbox: EmulatedSandbox, id: string): Session => {
     const session = sessions.get(keyOf(sandbox.id, id))
-    if (session === undefined) throw new Refused(404, "session not found")
+    if (session === undefined) throw new HttpFailure(404, "session not found")
     return session
   }
   const commandOf = (session: Session, commandId: string): SessionCommand => {
     const command = session.commands.find((c) => c.id === commandId)
-    if (command === undefined) throw new Refused(404, "command not found")
+    if (command === undefined) throw new HttpFailure(404, "command not found")
     return command
   }
   const live = (session: Session) => sessions.get(keyOf(session.sandboxId, session.id)) === session
@@ -225,10 +226,10 @@ export const makeSessions = (books: Books, runtime: LocalRuntimeShape) => {
 
   const create = async (request: Request, sandbox: EmulatedSandbox) => {
     const { sessionId } = await decodeBody(request, SessionBody)
-    if (sessionId === "") throw new Refused(400, "sessionId is required")
-    if (sessionId === RESERVED_SESSION) throw new Refused(400, "provided session ID is reserved and cannot be created/overridden")
+    if (sessionId === "") throw new HttpFailure(400, "sessionId is required")
+    if (sessionId === RESERVED_SESSION) throw new HttpFailure(400, "provided session ID is reserved and cannot be created/overridden")
     const key = keyOf(sandbox.id, sessionId)
-    if (sessions.get(key) !== undefined) throw new Refused(409, "session already exists")
+    if (sessions.get(key) !== undefined) throw new HttpFailure(409, "session already exists")
     const shell = await run(runtime.exec(sandbox.id, {
       command: userShell(),
       stdin: true,
@@ -238,7 +239,7 @@ export const makeSessions = (books: Books, runtime: LocalRuntimeShape) => {
     // Created meanwhile by a concurrent request: this shell goes.
     if (sessions.get(key) !== undefined) {
       await run(Effect.ignore(runtime.kill(sandbox.id, shell.execId, "SIGKILL")))
-      throw new Refused(409, "session already exists")
+      throw new HttpFailure(409, "session already exists")
     }
     sessions.set(key, { sandboxId: sandbox.id, id: sessionId, createdAt: Date.now(), shellExecId: shell.execId, commands: [] })
     return new Response(null, { status: 201 })
@@ -260,7 +261,7 @@ export const makeSessions = (books: Books, runtime: LocalRuntimeShape) => {
   const get = async (sandbox: EmulatedSandbox, id: string) => json(await dto(sessionOf(sandbox, id)))
 
   const remove = async (sandbox: EmulatedSandbox, id: string) => {
-    if (id === RESERVED_SESSION) throw new Refused(400, "can't delete entrypoint session")
+    if (id === RESERVED_SESSION) throw new HttpFailure(400, "can't delete entrypoint session")
     const session = sessionOf(sandbox, id)
     sessions.delete(keyOf(sandbox.id, id))
     // Its shell's process group: the shell and everything its commands started; then what it left in the sandbox.
@@ -270,26 +271,24 @@ export const makeSessions = (books: Books, runtime: LocalRuntimeShape) => {
   }
 
   const exec = async (request: Request, sandbox: EmulatedSandbox, id: string) => {
-    if (id === RESERVED_SESSION) throw new Refused(400, "can't execute command in entrypoint session")
+    if (id === RESERVED_SESSION) throw new HttpFailure(400, "can't execute command in entrypoint session")
     const session = sessionOf(sandbox, id)
     const body = await decodeBody(request, ExecBody)
-    if (body.command.trim() === "") throw new Refused(400, "command cannot be empty")
+    if (body.command.trim() === "") throw new HttpFailure(400, "command cannot be empty")
     const async = body.runAsync === true || body.async === true
     const command: SessionCommand = { id: crypto.randomUUID(), command: body.command, nonce: newNonce(), async, suppressInputEcho: body.suppressInputEcho === true }
     // Written in the order the commands are taken: the shell runs them one after another.
     const key = keyOf(sandbox.id, id)
-    const write = (writing.get(key) ?? Promise.resolve()).then(async () => {
+    await writing.run(key, async () => {
       const shell = await Effect.runPromise(Effect.either(runtime.getExec(sandbox.id, session.shellExecId)))
-      if (shell._tag === "Left" || shell.right.state !== "running") throw new Refused(400, "failed to execute command: the session's shell has exited")
+      if (shell._tag === "Left" || shell.right.state !== "running") throw new HttpFailure(400, "failed to execute command: the session's shell has exited")
       session.commands.push(command)
       save(session)
       await run(runtime.sendInput(sandbox.id, session.shellExecId, new TextEncoder().encode(wrapperLine(command.nonce, command.command, async))))
     })
-    writing.set(key, write.catch(() => undefined))
-    await write
     if (async) return json({ cmdId: command.id }, 202)
     for (let pause = 10; (await settle(session, command)) === undefined; pause = Math.min(pause * 2, 200)) {
-      if (!live(session)) throw new Refused(400, "session cancelled")
+      if (!live(session)) throw new HttpFailure(400, "session cancelled")
       await Bun.sleep(pause)
     }
     const kind = answerKind(request)
@@ -332,14 +331,14 @@ export const makeSessions = (books: Books, runtime: LocalRuntimeShape) => {
   }
 
   const sendInput = async (request: Request, sandbox: EmulatedSandbox, id: string, commandId: string) => {
-    if (id === RESERVED_SESSION) throw new Refused(400, "can't send input to entrypoint session")
+    if (id === RESERVED_SESSION) throw new HttpFailure(400, "can't send input to entrypoint session")
     const session = sessionOf(sandbox, id)
     const { data } = await decodeBody(request, InputBody)
     const command = commandOf(session, commandId)
-    const ended = () => new Refused(410, `command has already completed with exit code ${command.exitCode}`, "COMMAND_ALREADY_COMPLETED")
+    const ended = () => new HttpFailure(410, `command has already completed with exit code ${command.exitCode}`, "COMMAND_ALREADY_COMPLETED")
     if ((await settle(session, command)) !== undefined) {
       const shell = await Effect.runPromise(Effect.either(runtime.getExec(sandbox.id, session.shellExecId)))
-      if (shell._tag === "Left" || shell.right.state !== "running") throw new Refused(410, "session process has exited", "SESSION_ENDED")
+      if (shell._tag === "Left" || shell.right.state !== "running") throw new HttpFailure(410, "session process has exited", "SESSION_ENDED")
       throw ended()
     }
     // A synchronous command reads end-of-file: what is sent to it goes nowhere, as at the daemon.
@@ -350,7 +349,7 @@ export const makeSessions = (books: Books, runtime: LocalRuntimeShape) => {
       const found = await Effect.runPromise(Effect.either(runtime.statFile(sandbox.id, fifo)))
       if (found._tag === "Right" && Option.isSome(found.right)) break
       if ((await settle(session, command)) !== undefined) throw ended()
-      if (waited > INPUT_WAIT_MS || !live(session)) throw new Refused(500, "failed to open input pipe: the command has not started")
+      if (waited > INPUT_WAIT_MS || !live(session)) throw new HttpFailure(500, "failed to open input pipe: the command has not started")
       await Bun.sleep(pause)
     }
     const input = new TextEncoder().encode(data.endsWith("\n") ? data : `${data}\n`)
@@ -361,7 +360,7 @@ export const makeSessions = (books: Books, runtime: LocalRuntimeShape) => {
       timeoutMs: 60_000
     }, input)
     if (exit.exitCode === 3) throw ended()
-    if (exit.exitCode !== 0) throw new Refused(500, "failed to write to input pipe")
+    if (exit.exitCode !== 0) throw new HttpFailure(500, "failed to write to input pipe")
     return new Response(null, { status: 204 })
   }
 
@@ -412,7 +411,6 @@ export const makeSessions = (books: Books, runtime: LocalRuntimeShape) => {
     for (const [key, session] of sessions.entries()) {
       if (session.sandboxId !== sandboxId) continue
       sessions.delete(key)
-      writing.delete(key)
     }
   }
 

@@ -13,7 +13,7 @@ import type { Execute } from "./execute.ts"
 import { makeFiles } from "./files.ts"
 import type { Pty } from "./pty.ts"
 import type { Sessions } from "./sessions.ts"
-import { Refused } from "./wire.ts"
+import { HttpFailure } from "./wire.ts"
 
 interface Call {
   readonly request: Request
@@ -44,7 +44,7 @@ export const makeToolbox = (runtime: LocalRuntimeShape, execute: Execute, sessio
     route("POST", "/process/pty/:id/resize", ({ request, sandbox }, { id }) => pty.resize(request, sandbox, id!)),
     // A WebSocket upgrade of these is taken before the router (index.ts); a plain request is refused as Go's upgrader does.
     route("GET", "/process/pty/:id/connect", () => {
-      throw new Refused(400, "websocket: the client is not using the websocket protocol")
+      throw new HttpFailure(400, "websocket: the client is not using the websocket protocol")
     }),
     route("GET", "/files", ({ sandbox, url }) => files.list(sandbox, url)),
     route("GET", "/files/info", ({ sandbox, url }) => files.info(sandbox, url)),
@@ -59,9 +59,9 @@ export const makeToolbox = (runtime: LocalRuntimeShape, execute: Execute, sessio
 
   /** `rest`: the path after `/toolbox/{id}`. */
   return async (request: Request, url: URL, sandbox: EmulatedSandbox, rest: string): Promise<Response> => {
-    if (sandbox.state !== "started") throw new Refused(409, "Sandbox is not running")
+    if (sandbox.state !== "started") throw new HttpFailure(409, "Sandbox is not running")
     const found = router.match(request.method, rest === "/files/" ? "/files" : rest)
-    if (found._tag !== "Found") throw new Refused(404, "Not found")
+    if (found._tag !== "Found") throw new HttpFailure(404, "Not found")
     return found.handle({ request, url, sandbox })
   }
 }

@@ -4,11 +4,13 @@
  */
 import type { Schema } from "effect"
 import { decodeJsonBody } from "../../core/emulator/server.ts"
+import { failureAnswer, HttpFailure } from "../../core/emulator/failure.ts"
 import type { EmulatedSandbox } from "./books.ts"
 
 export const json = (body: unknown, status = 200) => Response.json(body, { status })
 /** The control API's error body (NestJS). */
 export const error = (status: number, message: string) => json({ statusCode: status, message, error: message }, status)
+export const answerFailure = failureAnswer("daytona", (f) => error(f.status, f.message))
 
 /** The daemon's error codes by status, for errors without a more specific one (toolbox-api-client's DaemonErrorCode). */
 const DAEMON_CODES: Readonly<Record<number, string>> = {
@@ -38,19 +40,15 @@ export const daemonError = (request: Request, status: number, message: string, c
     method: request.method
   }, status)
 
-/** Thrown by a handler: answered with its status and Daytona's error body (the daemon's with `code` on the toolbox). */
-export class Refused extends Error {
-  constructor(readonly status: number, message: string, readonly code?: string) {
-    super(message)
-  }
-}
+/** Handlers throw the kit's failure: answered with its status in Daytona's error body (the daemon's, with `code`, on the toolbox). */
+export { HttpFailure }
 
 /** The largest JSON body a toolbox route reads (a command, input to it, a list of paths): a request is never held beyond it. */
 export const MAX_JSON_BODY_BYTES = 4 * 1024 * 1024
 
 /** A request's body as text, refused (413) past `cap` bytes: by its Content-Length, else counted as it comes. */
 export const readTextAtMost = async (request: Request, cap: number): Promise<string> => {
-  const tooLarge = () => new Refused(413, `the request body is larger than ${cap} bytes`)
+  const tooLarge = () => new HttpFailure(413, `the request body is larger than ${cap} bytes`)
   const declared = Number(request.headers.get("content-length") ?? "")
   if (Number.isFinite(declared) && declared > cap) throw tooLarge()
   if (request.body === null) return ""
@@ -71,7 +69,7 @@ export const readTextAtMost = async (request: Request, cap: number): Promise<str
 export const decodeBody = async <A, I>(request: Request, schema: Schema.Schema<A, I>): Promise<A> => {
   const text = await readTextAtMost(request, MAX_JSON_BODY_BYTES)
   const decoded = await decodeJsonBody(new Request("http://body.invalid/", { method: "POST", body: text }), schema)
-  if (!decoded.ok) throw new Refused(400, decoded.problem === "json" ? "invalid request body: the body is not valid JSON" : decoded.message)
+  if (!decoded.ok) throw new HttpFailure(400, decoded.problem === "json" ? "invalid request body: the body is not valid JSON" : decoded.message)
   return decoded.value
 }
 

@@ -36,10 +36,11 @@
  */
 import { Effect } from "effect"
 import { withDesktop } from "../../core/desktop.ts"
-import { type SandboxProvider, unsupported } from "../../core/Provider.ts"
+import { makeProvider, type ProviderCalls } from "../../core/makeProvider.ts"
+import { unsupported } from "../../core/Provider.ts"
 import { withWorkspace } from "../../core/workspace.ts"
 import { makeComputer } from "./computer.ts"
-import { type E2BProviderConfig, makeContext } from "./context.ts"
+import { type E2BContext, type E2BProviderConfig, makeContext } from "./context.ts"
 import { makeFiles } from "./files.ts"
 import { makeProcesses } from "./processes.ts"
 import { makeSandboxes } from "./sandboxes.ts"
@@ -48,17 +49,12 @@ import { NAME } from "./wire.ts"
 export type { E2BProviderConfig } from "./context.ts"
 export { E2B_CAPABILITIES, E2B_RATE_CARD, ENVD_PORT, envdAtLeast, envdBaseUrl, GO_SIGNAL_NAMES, REPLAY_HEADER, signalOfStatus } from "./wire.ts"
 
-export const makeE2BProvider = (config: E2BProviderConfig): SandboxProvider => {
-  const ctx = makeContext(config)
+const e2bCalls = (ctx: E2BContext, config: E2BProviderConfig): ProviderCalls => {
   const processes = makeProcesses(ctx)
   const sandboxes = makeSandboxes(ctx, processes.forget)
   const computer = ctx.capabilities.computer == null ? undefined : makeComputer(ctx)
-  const provider: SandboxProvider = {
-    name: NAME,
+  const provider: ProviderCalls = {
     capabilities: ctx.capabilities,
-    mode: config.mode,
-    // BYOK: the organization's API key, against the same control API and envd.
-    withCredentials: (credentials) => makeE2BProvider({ ...config, apiKey: credentials["api_key"] ?? "" }),
     ...sandboxes,
     // Computer use: a desktop started at create when asked for (computer.ts).
     ...(computer === undefined ? {} : {
@@ -77,3 +73,10 @@ export const makeE2BProvider = (config: E2BProviderConfig): SandboxProvider => {
   }
   return withWorkspace(provider, config.workspaceDir ?? (config.mode === "emulated" ? "/workspace" : "/home/user"))
 }
+
+export const makeE2BProvider = makeProvider(NAME, {
+  context: makeContext,
+  calls: e2bCalls,
+  // BYOK: the organization's API key, against the same control API and envd.
+  byok: (config) => (credentials) => ({ ...config, apiKey: credentials["api_key"] ?? "" })
+})

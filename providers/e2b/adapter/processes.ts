@@ -11,7 +11,8 @@
  */
 import { HttpClientRequest, type HttpClientResponse } from "@effect/platform"
 import { Cause, Deferred, Duration, Effect, Either, Exit, Stream } from "effect"
-import { FOLLOWED_EXECUTIONS, reattachFailed, type ProviderError, type ProviderExecEvent, type ProviderSandbox, type SandboxProvider, type UnnumberedExecEvent } from "../../core/Provider.ts"
+import type { ExecEvent } from "../../../src/runtime/LocalRuntime.ts"
+import { FOLLOWED_EXECUTIONS, reattachFailed, type ProviderError, type ProviderSandbox, type SandboxProvider, type UnnumberedExecEvent } from "../../core/Provider.ts"
 import { type ConnectErrorBody, encodeEnvelope, END_STREAM, type Envelope, EnvelopeDecoder, STREAM_CONTENT_TYPE, trailerError } from "../connect.ts"
 import type { E2BContext } from "./context.ts"
 import { connectKind, ENVD_STDIN_FLAG, envdAtLeast, Empty, ProcessList, REPLAY_HEADER, signalOfStatus } from "./wire.ts"
@@ -24,7 +25,7 @@ interface Execution {
   readonly selector: { readonly tag: string } | { readonly pid: number }
   /** Events the caller has not acknowledged yet; the first has seq `base`. */
   base: number
-  events: Array<ProviderExecEvent>
+  events: Array<ExecEvent>
   outputBytes: number
   truncated: boolean
   done: boolean
@@ -90,7 +91,7 @@ export const makeProcesses = (ctx: E2BContext) => {
     let truncated = replay ? false : x.truncated
     const emit = (event: UnnumberedExecEvent) => {
       if (seq >= nextSeq(x)) {
-        x.events.push({ ...event, seq } as ProviderExecEvent)
+        x.events.push({ ...event, seq } as ExecEvent)
         x.outputBytes = bytes
         x.truncated = truncated
       }
@@ -255,7 +256,7 @@ export const makeProcesses = (ctx: E2BContext) => {
           const current = x
           let seq = nextSeq(current)
           finish(current, { type: "exit", exitCode: null, signal: null, cancelled: true, timedOut: false, outputTruncated: current.truncated }, (e) => {
-            current.events.push({ ...e, seq: seq++ } as ProviderExecEvent)
+            current.events.push({ ...e, seq: seq++ } as ExecEvent)
           })
         } else if (attached.left.kind === "unavailable") {
           // Paused or briefly unreachable: no events yet; try again shortly, and give up after a while.

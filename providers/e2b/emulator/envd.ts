@@ -18,6 +18,7 @@ import type { Books, EmulatedSandbox, ProcessConfig, ProcessRecord } from "./boo
 import { desktopCommand } from "./desktop.ts"
 import { makeFiles } from "./files.ts"
 import {
+  answerFailure,
   apiError,
   ConnectFailure,
   connectCodeOf,
@@ -31,7 +32,6 @@ import {
   readJson,
   resolvePath,
   rpcUser,
-  statusOf,
   userProblem
 } from "./http.ts"
 
@@ -315,8 +315,8 @@ export const makeEnvd = (books: Books) => {
       return await unary(request, sandbox, route)
     } catch (e) {
       if (e instanceof ConnectFailure) return connectError(e.code, e.message)
-      if (e instanceof HttpFailure) return apiError(e.status, e.message)
-      return route === "files" ? apiError(statusOf(e), emulatorMessage(e, "e2b")) : connectError(connectCodeOf(e), emulatorMessage(e, "e2b"))
+      if (e instanceof HttpFailure || route === "files") return answerFailure(e)
+      return connectError(connectCodeOf(e), emulatorMessage(e, "e2b"))
     }
   }
 

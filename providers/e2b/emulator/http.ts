@@ -6,16 +6,14 @@ import * as path from "node:path"
 import type { ExecEvent, FileEntry, RuntimeError } from "../../../src/runtime/LocalRuntime.ts"
 import { DEFAULT_USER, GO_SIGNAL_NAMES } from "../adapter/wire.ts"
 import { CONNECT_STATUS, type ConnectCode } from "../connect.ts"
+import { failureAnswer, HttpFailure } from "../../core/emulator/failure.ts"
 
 export const ENVD_VERSION = "0.5.7"
 const HOME = "/workspace"
 export const MAX_TIMEOUT_SECONDS = 86_400
 
-export class HttpFailure extends Error {
-  constructor(readonly status: number, message: string) {
-    super(message)
-  }
-}
+/** Handlers throw the kit's failure; `answerFailure` writes it, or a runtime failure, as the control API's error. */
+export { HttpFailure }
 export class ConnectFailure extends Error {
   constructor(readonly code: ConnectCode, message: string) {
     super(message)
@@ -36,6 +34,7 @@ export const connectCodeOf = (e: unknown): ConnectCode => {
   return kind === "not_found" ? "not_found" : kind === "invalid" ? "invalid_argument" : kind === "conflict" ? "failed_precondition" : kind === "unavailable" ? "unavailable" : "internal"
 }
 export const statusOf = (e: unknown) => CONNECT_STATUS[connectCodeOf(e)]
+export const answerFailure = failureAnswer("e2b", (f) => apiError(f.status, f.message), { statusOf })
 
 const permissions = (entry: FileEntry) => {
   const bits = "rwxrwxrwx".split("").map((c, i) => ((entry.mode >> (8 - i)) & 1 ? c : "-")).join("")

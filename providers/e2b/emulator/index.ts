@@ -9,12 +9,13 @@
 import { Context, Effect, Layer, type Scope } from "effect"
 import { AppConfig } from "../../../src/Config.ts"
 import { LocalRuntime, type LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
-import { emulatorMessage, emulatorServeOptions, scopedEmulator, servePersistent } from "../../core/emulator/server.ts"
+import { answering } from "../../core/emulator/failure.ts"
+import { emulatorServeOptions, scopedEmulator, servePersistent } from "../../core/emulator/server.ts"
 import { ENVD_PORT } from "../adapter/wire.ts"
 import { makeBooks } from "./books.ts"
 import { makeControl } from "./control.ts"
 import { makeEnvd } from "./envd.ts"
-import { apiError, HttpFailure, statusOf } from "./http.ts"
+import { answerFailure } from "./http.ts"
 
 export interface E2BEmulatorInfo {
   readonly apiUrl: string
@@ -43,13 +44,7 @@ export const startE2BEmulator = (dataDir: string, runtime: LocalRuntimeShape): E
       fetch: async (request) => {
         const url = new URL(request.url)
         const sandboxId = request.headers.get("e2b-sandbox-id") ?? HOST_ROUTED.exec(url.hostname)?.[1]
-        try {
-          if (sandboxId !== null && sandboxId !== undefined) return await envd(request, url, sandboxId)
-          return await control.control(request, url)
-        } catch (e) {
-          if (e instanceof HttpFailure) return apiError(e.status, e.message)
-          return apiError(statusOf(e), emulatorMessage(e, "e2b"))
-        }
+        return answering(answerFailure, () => (sandboxId !== null && sandboxId !== undefined ? envd(request, url, sandboxId) : control.control(request, url)))
       }
     })
   const server = servePersistent(books.dir, serve)

@@ -36,7 +36,7 @@
  *
  * Paths: the gateway's `/workspace` is used as is (a Freestyle VM's user is root and can make it).
  */
-import type { SandboxProvider } from "../../core/Provider.ts"
+import { makeProvider } from "../../core/makeProvider.ts"
 import { makeEndpoints } from "./endpoints.ts"
 import { makeFiles } from "./files.ts"
 import { makeProcesses } from "./processes.ts"
@@ -45,10 +45,9 @@ import { type FreestyleProviderConfig, makeContext, NAME } from "./wire.ts"
 
 export { commandLine } from "./processes.ts"
 export {
-  decodeExecutionId,
   DEFAULT_API_URL,
   DEFAULT_SNAPSHOT_ID,
-  encodeExecutionId,
+  executionIds,
   FREESTYLE_CAPABILITIES,
   type FreestyleProviderConfig,
   MAX_EXEC_SECONDS,
@@ -57,17 +56,9 @@ export {
   vmSlug
 } from "./wire.ts"
 
-export const makeFreestyleProvider = (config: FreestyleProviderConfig): SandboxProvider => {
-  const ctx = makeContext(config)
-  return {
-    name: NAME,
-    capabilities: ctx.capabilities,
-    mode: config.mode,
-    // BYOK: the organization's key, against the same API.
-    withCredentials: (credentials) => makeFreestyleProvider({ ...config, apiKey: credentials["api_key"] ?? "" }),
-    ...makeSandboxes(ctx),
-    ...makeProcesses(ctx),
-    ...makeFiles(ctx),
-    ...makeEndpoints()
-  }
-}
+export const makeFreestyleProvider = makeProvider(NAME, {
+  context: makeContext,
+  calls: (ctx) => ({ capabilities: ctx.capabilities, ...makeSandboxes(ctx), ...makeProcesses(ctx), ...makeFiles(ctx), ...makeEndpoints() }),
+  // BYOK: the organization's key, against the same API.
+  byok: (config) => (credentials) => ({ ...config, apiKey: credentials["api_key"] ?? "" })
+})

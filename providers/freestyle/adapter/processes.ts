@@ -20,12 +20,12 @@
  */
 import { HttpClientRequest } from "@effect/platform"
 import { Effect } from "effect"
-import type { ExecInput, ProviderError, ProviderExecEvent, ProviderSandbox, SandboxProvider } from "../../core/Provider.ts"
+import type { ExecEvent } from "../../../src/runtime/LocalRuntime.ts"
+import type { ExecInput, ProviderError, ProviderSandbox, SandboxProvider } from "../../core/Provider.ts"
 import { cdOrMark, cwdMissing, endedAtCd } from "../../core/cwd.ts"
 import { bufferedEvents, unsupported } from "../../core/Provider.ts"
 import {
-  decodeExecutionId,
-  encodeExecutionId,
+  executionIds,
   type ExecutionRef,
   type FreestyleContext,
   MAX_EXEC_SECONDS,
@@ -49,7 +49,7 @@ export const commandLine = (input: Pick<ExecInput, "command" | "cwd">, environme
   return parts.join(" && ")
 }
 
-type Exit = Extract<ProviderExecEvent, { type: "exit" }>
+type Exit = Extract<ExecEvent, { type: "exit" }>
 type ExitFields = Pick<Exit, "exitCode" | "signal" | "timedOut">
 
 const UNKNOWN: ExitFields = { exitCode: null, signal: "UNKNOWN", timedOut: false }
@@ -63,7 +63,7 @@ interface Run {
   readonly stdin: Array<Uint8Array>
   stdinBytes: number
   started: boolean
-  events: ReadonlyArray<ProviderExecEvent> | null
+  events: ReadonlyArray<ExecEvent> | null
   failure: ProviderError | null
 }
 
@@ -117,10 +117,7 @@ export const makeProcesses = (ctx: FreestyleContext) => {
     Effect.runFork(call)
   }
 
-  const refOf = (executionId: string) => {
-    const ref = decodeExecutionId(executionId)
-    return ref === undefined ? Effect.fail(fail("invalid_request", `${executionId} is not a Freestyle execution id`)) : Effect.succeed(ref)
-  }
+  const refOf = executionIds.decode
 
   const exec: SandboxProvider["exec"] = (sandbox, input) =>
     Effect.gen(function*() {
@@ -146,7 +143,7 @@ export const makeProcesses = (ctx: FreestyleContext) => {
       forget()
       // With standard input the command waits for its end (sent with the command); otherwise it starts now.
       if (input.stdin !== true) start(run)
-      return { executionId: encodeExecutionId(ref) }
+      return { executionId: executionIds.encode(ref) }
     })
 
   const execEvents: SandboxProvider["execEvents"] = (_sandbox, executionId, fromSeq) =>

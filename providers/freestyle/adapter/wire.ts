@@ -10,6 +10,7 @@ import { createHash } from "node:crypto"
 import { emulatedCapabilities } from "../../core/Capabilities.ts"
 import type { RateCard } from "../../core/cost.ts"
 import { DECLARED } from "../../core/declared.ts"
+import { executionIdCodec, IdPart, positivePart } from "../../core/executionId.ts"
 import type { InspectState, ProviderCapabilities, ProviderErrorKind } from "../../core/Provider.ts"
 import { type CallOptions, type Classified, type ErrorAnswer, makeWire, plainHttpClient, snippet } from "../../core/wire.ts"
 
@@ -129,22 +130,10 @@ export const classify = (answer: ErrorAnswer, _call: CallOptions): Classified =>
 
 // ---- execution ids ----
 
-export interface ExecutionRef {
-  readonly vmId: string
-  readonly key: string
-}
 /** `freestyle:` + base64url(JSON [VM id, our key]). The outcome itself lives only in this instance (exec-await is one call). */
-export const encodeExecutionId = (ref: ExecutionRef) => `freestyle:${Buffer.from(JSON.stringify([ref.vmId, ref.key])).toString("base64url")}`
-export const decodeExecutionId = (executionId: string): ExecutionRef | undefined => {
-  if (!executionId.startsWith("freestyle:")) return undefined
-  try {
-    const parsed: unknown = JSON.parse(Buffer.from(executionId.slice("freestyle:".length), "base64url").toString("utf8"))
-    if (!Array.isArray(parsed) || typeof parsed[0] !== "string" || parsed[0] === "" || typeof parsed[1] !== "string" || parsed[1] === "") return undefined
-    return { vmId: parsed[0], key: parsed[1] }
-  } catch {
-    return undefined
-  }
-}
+export const ExecutionRef = Schema.Struct({ vmId: IdPart, key: IdPart })
+export type ExecutionRef = typeof ExecutionRef.Type
+export const executionIds = executionIdCodec(NAME, "freestyle", ExecutionRef)
 
 // ---- shell ----
 

@@ -21,6 +21,7 @@ import { Option, Schema } from "effect"
 import type { LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
 import { bodyTextAndJson, runOrThrow as run, unhonouredField } from "../../core/emulator/server.ts"
 import { jailLabels } from "../../core/jailLabels.ts"
+import { keyedSerial } from "../../core/keyedSerial.ts"
 import { FREESTYLE_SIZING } from "../../core/resources.ts"
 import { METADATA_SANDBOX_ID } from "../adapter/wire.ts"
 import { type Books, newVmId, type Vm, VM_STATES } from "./books.ts"
@@ -89,7 +90,7 @@ const internetOf = (firewall: typeof Firewall.Type): boolean => {
     const outboundToPublic = self(rule.source) && rule.source.port === undefined && rule.source.protocol === undefined &&
       rule.destination.public === true && rule.destination.port === undefined && rule.destination.protocol === undefined
     if (!outboundToPublic) {
-      throw new HttpFailure(400, "INVALID_PARAMETERS", `firewall.rules[${i}]: only all outbound traffic to the public internet (or none) is emulated`)
+      throw new HttpFailure(400, `firewall.rules[${i}]: only all outbound traffic to the public internet (or none) is emulated`, "INVALID_PARAMETERS")
     }
     internet = true
   }
@@ -103,16 +104,9 @@ export interface ControlOptions {
 
 export const makeControl = (books: Books, runtime: LocalRuntimeShape, options: ControlOptions) => {
   const { state, save } = books
-  const chains = new Map<string, Promise<unknown>>()
 
   /** One state change of a VM at a time, in order. */
-  const serial = <A>(id: string, work: () => Promise<A>): Promise<A> => {
-    const next = (chains.get(id) ?? Promise.resolve()).then(work, work)
-    const settled = next.catch(() => undefined)
-    chains.set(id, settled)
-    void settled.then(() => chains.get(id) === settled && chains.delete(id))
-    return next
-  }
+  const serial = keyedSerial().run
 
   const setState = (vm: Vm, next: Vm["state"]) => {
     const now = Date.now()
@@ -160,7 +154,7 @@ export const makeControl = (books: Books, runtime: LocalRuntimeShape, options: C
   /** A live VM by id or slug (404 `VM_NOT_FOUND` otherwise). */
   const vmOr404 = (idOrSlug: string) => {
     const vm = state.vms[idOrSlug] ?? Object.values(state.vms).find((v) => !v.deleted && v.name === idOrSlug)
-    if (vm === undefined || vm.deleted) throw new HttpFailure(404, "VM_NOT_FOUND", `VM ${idOrSlug} not found`)
+    if (vm === undefined || vm.deleted) throw new HttpFailure(404, `VM ${idOrSlug} not found`, "VM_NOT_FOUND")
     return vm
   }
 
@@ -192,12 +186,12 @@ export const makeControl = (books: Books, runtime: LocalRuntimeShape, options: C
     const empty = (v: unknown) => (Array.isArray(v) && v.length === 0) || (Array.isArray((v as { rules?: unknown } | null)?.rules) && (v as { rules: Array<unknown> }).rules.length === 0)
     const asked = typeof raw === "object" && raw !== null ? Object.fromEntries(Object.entries(raw).filter(([, v]) => !empty(v))) : raw
     const refused = unhonouredField(asked, UNHONOURED_CREATE)
-    if (refused !== undefined) throw new HttpFailure(400, "INVALID_PARAMETERS", refused)
+    if (refused !== undefined) throw new HttpFailure(400, refused, "INVALID_PARAMETERS")
     const body = await readBody(new Request(request.url, { method: "POST", body: text }), CreateVm)
     const internet = internetOf(body.firewall)
     const slug = body.slug ?? null
     if (slug !== null && Object.values(state.vms).some((vm) => !vm.deleted && vm.name === slug)) {
-      throw new HttpFailure(409, "SLUG_TAKEN", `the slug ${slug} is taken by another VM`)
+      throw new HttpFailure(409, `the slug ${slug} is taken by another VM`, "SLUG_TAKEN")
     }
     const { base } = FREESTYLE_SIZING
     const vm: Vm = {
@@ -225,25 +219,25 @@ export const makeControl = (books: Books, runtime: LocalRuntimeShape, options: C
     save()
     books.prune()
     await boot(vm)
-    if (vm.state !== "running") throw new HttpFailure(500, "VM_SETUP_FAILED", `VM ${vm.id} did not start`)
+    if (vm.state !== "running") throw new HttpFailure(500, `VM ${vm.id} did not start`, "VM_SETUP_FAILED")
     const rules = body.firewall.rules.map((_, i) => `fw-${vm.id}-${i}`)
     return json({ ...view(vm), firewallRules: rules.map((id) => ({ id })), tlsRules: [] })
   }
 
   const list = async (url: URL) => {
     const wanted = url.searchParams.get("state")
-    if (wanted !== null && !(VM_STATES as ReadonlyArray<string>).includes(wanted)) throw new HttpFailure(400, "INVALID_PARAMETERS", `unknown state ${wanted}`)
+    if (wanted !== null && !(VM_STATES as ReadonlyArray<string>).includes(wanted)) throw new HttpFailure(400, `unknown state ${wanted}`, "INVALID_PARAMETERS")
     const slug = url.searchParams.get("slug")
     const snapshot = url.searchParams.get("snapshotId")
     const metadata = (url.searchParams.get("metadata") ?? "").split(",").filter((p) => p !== "").map((p) => {
       const at = p.indexOf(":")
-      if (at <= 0) throw new HttpFailure(400, "INVALID_PARAMETERS", `metadata filters are key:value, not ${p}`)
+      if (at <= 0) throw new HttpFailure(400, `metadata filters are key:value, not ${p}`, "INVALID_PARAMETERS")
       return [p.slice(0, at), p.slice(at + 1)] as const
     })
     const limit = Number(url.searchParams.get("limit") ?? "100")
     const offset = Number(url.searchParams.get("offset") ?? "0")
     if (!Number.isInteger(limit) || limit < 1 || limit > 1000 || !Number.isInteger(offset) || offset < 0) {
-      throw new HttpFailure(400, "INVALID_PARAMETERS", "limit is 1-1000 and offset at least 0")
+      throw new HttpFailure(400, "limit is 1-1000 and offset at least 0", "INVALID_PARAMETERS")
     }
     const all = await Promise.all(Object.values(state.vms).filter((vm) => !vm.deleted).sort((a, b) => b.createdAtMs - a.createdAtMs).map(observed))
     const counts = (s: string) => all.filter((vm) => vm.state === s).length
@@ -265,7 +259,7 @@ export const makeControl = (books: Books, runtime: LocalRuntimeShape, options: C
   const remove = (idOrSlug: string) => {
     const vm = vmOr404(idOrSlug)
     return serial(vm.id, async () => {
-      if (vm.deleted) throw new HttpFailure(404, "VM_NOT_FOUND", `VM ${idOrSlug} not found`)
+      if (vm.deleted) throw new HttpFailure(404, `VM ${idOrSlug} not found`, "VM_NOT_FOUND")
       await run(runtime.destroy(vm.id))
       setState(vm, "stopped")
       vm.deleted = true
@@ -280,7 +274,7 @@ export const makeControl = (books: Books, runtime: LocalRuntimeShape, options: C
     const vm = vmOr404(idOrSlug)
     const body = await readBody(request, UpdateVm)
     if (body.slug !== undefined && body.slug !== "" && Object.values(state.vms).some((v) => !v.deleted && v.id !== vm.id && v.name === body.slug)) {
-      throw new HttpFailure(409, "SLUG_TAKEN", `the slug ${body.slug} is taken by another VM`)
+      throw new HttpFailure(409, `the slug ${body.slug} is taken by another VM`, "SLUG_TAKEN")
     }
     if (body.slug !== undefined) vm.name = body.slug === "" ? null : body.slug
     if (body.displayName !== undefined) vm.displayName = body.displayName === "" ? null : body.displayName
@@ -293,7 +287,7 @@ export const makeControl = (books: Books, runtime: LocalRuntimeShape, options: C
       else vm.metadata[k] = v
     }
     if (Object.keys(vm.metadata).length > 64 || Object.entries(vm.metadata).some(([k, v]) => k.length > 63 || v.length > 63)) {
-      throw new HttpFailure(400, "INVALID_PARAMETERS", "metadata holds at most 64 entries, keys and values of at most 63 characters")
+      throw new HttpFailure(400, "metadata holds at most 64 entries, keys and values of at most 63 characters", "INVALID_PARAMETERS")
     }
     vm.updatedAtMs = Date.now()
     save()
@@ -310,12 +304,12 @@ export const makeControl = (books: Books, runtime: LocalRuntimeShape, options: C
       rootfsSizeGb: body.storage == null ? vm.rootfsSizeGb : body.storage / GIB
     }
     if (next.vcpuCount < vm.vcpuCount || next.memSizeGb < vm.memSizeGb || next.rootfsSizeGb < vm.rootfsSizeGb) {
-      throw new HttpFailure(400, "RESIZE_DOWN_NOT_ALLOWED", "a VM can only grow")
+      throw new HttpFailure(400, "a VM can only grow", "RESIZE_DOWN_NOT_ALLOWED")
     }
     if (next.vcpuCount > max.vcpu || next.memSizeGb * GIB > max.memoryMb || next.rootfsSizeGb * GIB > max.diskMb) {
-      throw new HttpFailure(400, "INVALID_PARAMETERS", `at most ${max.vcpu} vCPU, ${max.memoryMb} MiB of memory and ${max.diskMb} MiB of disk`)
+      throw new HttpFailure(400, `at most ${max.vcpu} vCPU, ${max.memoryMb} MiB of memory and ${max.diskMb} MiB of disk`, "INVALID_PARAMETERS")
     }
-    if (vm.state === "stopped") throw new HttpFailure(409, "VM_NOT_RUNNING", `VM ${idOrSlug} is stopped`)
+    if (vm.state === "stopped") throw new HttpFailure(409, `VM ${idOrSlug} is stopped`, "VM_NOT_RUNNING")
     Object.assign(vm, next)
     vm.updatedAtMs = Date.now()
     save()
@@ -326,7 +320,7 @@ export const makeControl = (books: Books, runtime: LocalRuntimeShape, options: C
     const vm = vmOr404(idOrSlug)
     return serial(vm.id, async () => {
       if (vm.state === "paused") return json(view(vm))
-      if (vm.state !== "running") throw new HttpFailure(409, "VM_NOT_RUNNING", `VM ${idOrSlug} is ${vm.state}, not running`)
+      if (vm.state !== "running") throw new HttpFailure(409, `VM ${idOrSlug} is ${vm.state}, not running`, "VM_NOT_RUNNING")
       setState(vm, "pausing")
       await run(runtime.pause(vm.id))
       setState(vm, "paused")
@@ -338,7 +332,7 @@ export const makeControl = (books: Books, runtime: LocalRuntimeShape, options: C
     const vm = vmOr404(idOrSlug)
     return serial(vm.id, async () => {
       if (vm.state === "running") return json(view(vm))
-      if (vm.state !== "paused") throw new HttpFailure(409, "VM_NOT_RUNNING", `VM ${idOrSlug} is ${vm.state}, it cannot be started here`)
+      if (vm.state !== "paused") throw new HttpFailure(409, `VM ${idOrSlug} is ${vm.state}, it cannot be started here`, "VM_NOT_RUNNING")
       setState(vm, "starting")
       await run(runtime.resume(vm.id))
       setState(vm, "running")
@@ -377,7 +371,7 @@ export const makeControl = (books: Books, runtime: LocalRuntimeShape, options: C
     /** The VM, which must be running (commands and files reach only a running VM). */
     runningVm: (idOrSlug: string) => {
       const vm = vmOr404(idOrSlug)
-      if (vm.state !== "running") throw new HttpFailure(409, "VM_NOT_RUNNING", `VM ${idOrSlug} is ${vm.state}, not running`)
+      if (vm.state !== "running") throw new HttpFailure(409, `VM ${idOrSlug} is ${vm.state}, not running`, "VM_NOT_RUNNING")
       return vm
     },
     stop: () => sweeper.stop()

@@ -49,11 +49,11 @@ interface Upload {
 
 const pathOf = (url: URL) => {
   const p = url.searchParams.get("path")
-  if (p === null || !p.startsWith("/")) throw new HttpFailure(400, "FILES_BAD_REQUEST", "path must be an absolute path")
+  if (p === null || !p.startsWith("/")) throw new HttpFailure(400, "path must be an absolute path", "FILES_BAD_REQUEST")
   return path.posix.normalize(p)
 }
 const absolute = (p: string) => {
-  if (!p.startsWith("/")) throw new HttpFailure(400, "FILES_BAD_REQUEST", "path must be an absolute path")
+  if (!p.startsWith("/")) throw new HttpFailure(400, "path must be an absolute path", "FILES_BAD_REQUEST")
   return path.posix.normalize(p)
 }
 const statWire = (e: FileEntry) => ({
@@ -73,24 +73,24 @@ export const makeFilesystem = (runtime: LocalRuntimeShape) => {
   const stat = async (vm: Vm, url: URL) => {
     const p = pathOf(url)
     const found = await statOf(vm, p)
-    if (found._tag === "None") throw new HttpFailure(404, "FILE_NOT_FOUND", `${p}: no such file or directory`)
+    if (found._tag === "None") throw new HttpFailure(404, `${p}: no such file or directory`, "FILE_NOT_FOUND")
     return json(statWire(found.value))
   }
 
   const read = async (vm: Vm, url: URL, request: Request) => {
     const p = pathOf(url)
     const found = await statOf(vm, p)
-    if (found._tag === "None") throw new HttpFailure(404, "FILE_NOT_FOUND", `${p}: no such file or directory`)
-    if (found.value.type === "directory") throw new HttpFailure(400, "FILES_BAD_REQUEST", `${p} is a directory`)
+    if (found._tag === "None") throw new HttpFailure(404, `${p}: no such file or directory`, "FILE_NOT_FOUND")
+    if (found.value.type === "directory") throw new HttpFailure(400, `${p} is a directory`, "FILES_BAD_REQUEST")
     const size = found.value.sizeBytes
     const header = request.headers.get("range")
     if (header === null) {
-      if (size > MAX_BYTES) throw new HttpFailure(400, "FILES_BAD_REQUEST", `${p} is larger than the emulator serves whole; ask for a range`)
+      if (size > MAX_BYTES) throw new HttpFailure(400, `${p} is larger than the emulator serves whole; ask for a range`, "FILES_BAD_REQUEST")
       const whole = await run(runtime.readFile(vm.id, p, 0, size))
       return new Response(asBody(whole.data), { headers: { "content-type": "application/octet-stream", "content-length": String(whole.data.length) } })
     }
     const range = RANGE.exec(header)
-    if (range === null) throw new HttpFailure(400, "FILES_BAD_REQUEST", `unreadable Range ${header}`)
+    if (range === null) throw new HttpFailure(400, `unreadable Range ${header}`, "FILES_BAD_REQUEST")
     const start = Number(range[1])
     const last = range[2] === "" ? size - 1 : Math.min(Number(range[2]), size - 1)
     if (start >= size || last < start) {
@@ -108,16 +108,16 @@ export const makeFilesystem = (runtime: LocalRuntimeShape) => {
   const write = async (vm: Vm, url: URL, request: Request) => {
     const p = pathOf(url)
     const sha256 = url.searchParams.get("sha256")
-    if (Number(request.headers.get("content-length") ?? "0") > MAX_BYTES) throw new HttpFailure(413, "FILE_TOO_LARGE", "the file is too large for the emulator")
+    if (Number(request.headers.get("content-length") ?? "0") > MAX_BYTES) throw new HttpFailure(413, "the file is too large for the emulator", "FILE_TOO_LARGE")
     const data = new Uint8Array(await request.arrayBuffer())
-    if (data.length > MAX_BYTES) throw new HttpFailure(413, "FILE_TOO_LARGE", "the file is too large for the emulator")
+    if (data.length > MAX_BYTES) throw new HttpFailure(413, "the file is too large for the emulator", "FILE_TOO_LARGE")
     if (sha256 !== null && createHash("sha256").update(data).digest("hex") !== sha256.toLowerCase()) {
-      throw new HttpFailure(400, "CHECKSUM_MISMATCH", "the body does not match its sha256")
+      throw new HttpFailure(400, "the body does not match its sha256", "CHECKSUM_MISMATCH")
     }
     const found = await statOf(vm, p)
-    if (found._tag === "Some" && found.value.type === "directory") throw new HttpFailure(400, "FILES_BAD_REQUEST", `${p} is a directory`)
+    if (found._tag === "Some" && found.value.type === "directory") throw new HttpFailure(400, `${p} is a directory`, "FILES_BAD_REQUEST")
     const parent = await statOf(vm, path.posix.dirname(p))
-    if (parent._tag === "None" || parent.value.type !== "directory") throw new HttpFailure(404, "PARENT_NOT_FOUND", `${path.posix.dirname(p)} is not a directory`)
+    if (parent._tag === "None" || parent.value.type !== "directory") throw new HttpFailure(404, `${path.posix.dirname(p)} is not a directory`, "PARENT_NOT_FOUND")
     await run(runtime.writeFile(vm.id, p, data, { mode: "overwrite", createParents: false }))
     return json({ path: p, size: data.length, created: found._tag === "None" })
   }
@@ -128,7 +128,7 @@ export const makeFilesystem = (runtime: LocalRuntimeShape) => {
     const found = await statOf(vm, p)
     if (found._tag === "Some") {
       if (found.value.type === "directory") return json({})
-      throw new HttpFailure(409, "FILE_EXISTS", `${p} already exists`)
+      throw new HttpFailure(409, `${p} already exists`, "FILE_EXISTS")
     }
     await run(runtime.makeDir(vm.id, p, { parents: true }))
     return json({})
@@ -137,10 +137,10 @@ export const makeFilesystem = (runtime: LocalRuntimeShape) => {
   const dir = async (vm: Vm, url: URL) => {
     const p = pathOf(url)
     const found = await statOf(vm, p)
-    if (found._tag === "None") throw new HttpFailure(404, "FILE_NOT_FOUND", `${p}: no such file or directory`)
-    if (found.value.type !== "directory") throw new HttpFailure(400, "FILES_BAD_REQUEST", `${p} is not a directory`)
+    if (found._tag === "None") throw new HttpFailure(404, `${p}: no such file or directory`, "FILE_NOT_FOUND")
+    if (found.value.type !== "directory") throw new HttpFailure(400, `${p} is not a directory`, "FILES_BAD_REQUEST")
     const listed = await run(runtime.listFiles(vm.id, p, { recursive: false, maxEntries: MAX_LIST }))
-    if (listed.truncated) throw new HttpFailure(400, "FILES_BAD_REQUEST", `${p} holds more than the ${MAX_LIST} entries the emulator lists`)
+    if (listed.truncated) throw new HttpFailure(400, `${p} holds more than the ${MAX_LIST} entries the emulator lists`, "FILES_BAD_REQUEST")
     return json({ entries: listed.entries.map((e) => ({ name: path.posix.basename(e.path), kind: e.type })) })
   }
 
@@ -148,7 +148,7 @@ export const makeFilesystem = (runtime: LocalRuntimeShape) => {
 
   const remove = async (vm: Vm, url: URL) => {
     const p = pathOf(url)
-    if (!(await run(runtime.deleteFile(vm.id, p, { recursive: true })))) throw new HttpFailure(404, "FILE_NOT_FOUND", `${p}: no such file or directory`)
+    if (!(await run(runtime.deleteFile(vm.id, p, { recursive: true })))) throw new HttpFailure(404, `${p}: no such file or directory`, "FILE_NOT_FOUND")
     return json({})
   }
 
@@ -158,7 +158,7 @@ export const makeFilesystem = (runtime: LocalRuntimeShape) => {
   }
   const uploadOr404 = (vm: Vm, id: string) => {
     const u = uploads.get(id)
-    if (u === undefined || u.vmId !== vm.id) throw new HttpFailure(404, "UPLOAD_NOT_FOUND", `upload ${id} not found`)
+    if (u === undefined || u.vmId !== vm.id) throw new HttpFailure(404, `upload ${id} not found`, "UPLOAD_NOT_FOUND")
     return u
   }
   const status = (id: string, u: Upload) => ({ uploadId: id, path: u.path, size: u.size, receivedBytes: u.received })
@@ -166,7 +166,7 @@ export const makeFilesystem = (runtime: LocalRuntimeShape) => {
   const startUpload = async (vm: Vm, request: Request) => {
     const body = await readBody(request, StartUpload)
     prune()
-    if (uploads.size >= MAX_UPLOADS) throw new HttpFailure(429, "TOO_MANY_UPLOADS", `at most ${MAX_UPLOADS} uploads at once`)
+    if (uploads.size >= MAX_UPLOADS) throw new HttpFailure(429, `at most ${MAX_UPLOADS} uploads at once`, "TOO_MANY_UPLOADS")
     const id = crypto.randomUUID()
     const u: Upload = { vmId: vm.id, path: absolute(body.path), size: body.size, sha256: body.sha256 ?? null, startedAt: Date.now(), parts: [], received: 0 }
     uploads.set(id, u)
@@ -176,10 +176,10 @@ export const makeFilesystem = (runtime: LocalRuntimeShape) => {
   const putUpload = async (vm: Vm, id: string, url: URL, request: Request) => {
     const u = uploadOr404(vm, id)
     const offset = Number(url.searchParams.get("offset") ?? "-1")
-    if (offset !== u.received) throw new HttpFailure(409, "OFFSET_MISMATCH", `the upload has ${u.received} bytes; the next part starts there, not at ${offset}`)
-    if (Number(request.headers.get("content-length") ?? "0") > u.size - u.received) throw new HttpFailure(400, "FILES_BAD_REQUEST", "more bytes than the upload's size")
+    if (offset !== u.received) throw new HttpFailure(409, `the upload has ${u.received} bytes; the next part starts there, not at ${offset}`, "OFFSET_MISMATCH")
+    if (Number(request.headers.get("content-length") ?? "0") > u.size - u.received) throw new HttpFailure(400, "more bytes than the upload's size", "FILES_BAD_REQUEST")
     const data = new Uint8Array(await request.arrayBuffer())
-    if (data.length > u.size - u.received) throw new HttpFailure(400, "FILES_BAD_REQUEST", "more bytes than the upload's size")
+    if (data.length > u.size - u.received) throw new HttpFailure(400, "more bytes than the upload's size", "FILES_BAD_REQUEST")
     u.parts.push(data)
     u.received += data.length
     return json(status(id, u))
@@ -187,14 +187,14 @@ export const makeFilesystem = (runtime: LocalRuntimeShape) => {
 
   const commit = async (vm: Vm, id: string) => {
     const u = uploadOr404(vm, id)
-    if (u.received !== u.size) throw new HttpFailure(409, "UPLOAD_INCOMPLETE", `the upload has ${u.received} of ${u.size} bytes`)
+    if (u.received !== u.size) throw new HttpFailure(409, `the upload has ${u.received} of ${u.size} bytes`, "UPLOAD_INCOMPLETE")
     const data = new Uint8Array(Buffer.concat(u.parts))
     if (u.sha256 !== null && createHash("sha256").update(data).digest("hex") !== u.sha256.toLowerCase()) {
       uploads.delete(id)
-      throw new HttpFailure(400, "CHECKSUM_MISMATCH", "the upload does not match its sha256")
+      throw new HttpFailure(400, "the upload does not match its sha256", "CHECKSUM_MISMATCH")
     }
     const parent = await statOf(vm, path.posix.dirname(u.path))
-    if (parent._tag === "None" || parent.value.type !== "directory") throw new HttpFailure(404, "PARENT_NOT_FOUND", `${path.posix.dirname(u.path)} is not a directory`)
+    if (parent._tag === "None" || parent.value.type !== "directory") throw new HttpFailure(404, `${path.posix.dirname(u.path)} is not a directory`, "PARENT_NOT_FOUND")
     await run(runtime.writeFile(vm.id, u.path, data, { mode: "overwrite", createParents: false }))
     uploads.delete(id)
     return json({ path: u.path, size: u.size })

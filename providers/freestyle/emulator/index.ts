@@ -9,11 +9,12 @@
 import { Effect, type Scope } from "effect"
 import { AppConfig } from "../../../src/Config.ts"
 import { LocalRuntime, type LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
-import { emulatorMessage, emulatorServeOptions, makeRouter, route, scopedEmulator, servePersistent, statusOfRuntimeError } from "../../core/emulator/server.ts"
+import { answering } from "../../core/emulator/failure.ts"
+import { emulatorServeOptions, makeRouter, route, scopedEmulator, servePersistent } from "../../core/emulator/server.ts"
 import { makeBooks, type Vm } from "./books.ts"
 import { makeControl } from "./control.ts"
 import { makeFilesystem } from "./filesystem.ts"
-import { errorResponse, HttpFailure } from "./http.ts"
+import { answerFailure, errorResponse } from "./http.ts"
 import { makeExecAwait } from "./process.ts"
 
 export interface FreestyleEmulatorInfo {
@@ -31,8 +32,6 @@ interface Call {
   /** The running VM the path names (404 when there is none, 409 when it does not run). */
   readonly vm: () => Vm
 }
-
-const CODES: Readonly<Record<number, string>> = { 400: "INVALID_PARAMETERS", 404: "NOT_FOUND", 409: "CONFLICT", 500: "INTERNAL_ERROR" }
 
 export const startFreestyleEmulator = (dataDir: string, runtime: LocalRuntimeShape): FreestyleEmulatorHandle => {
   const books = makeBooks(dataDir)
@@ -74,13 +73,7 @@ export const startFreestyleEmulator = (dataDir: string, runtime: LocalRuntimeSha
     } catch {
       // matched nothing anyway
     }
-    try {
-      return await found.handle({ request, url, vm: () => control.runningVm(id) })
-    } catch (e) {
-      if (e instanceof HttpFailure) return errorResponse(e.status, e.code, e.message)
-      const status = statusOfRuntimeError(e)
-      return errorResponse(status, CODES[status] ?? "INTERNAL_ERROR", emulatorMessage(e, "freestyle"))
-    }
+    return answering(answerFailure, () => found.handle({ request, url, vm: () => control.runningVm(id) }))
   }
 
   const serve = (port: number) =>

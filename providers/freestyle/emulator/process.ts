@@ -35,12 +35,12 @@ const ExecAwait = Schema.Struct({
 
 export const makeExecAwait = (runtime: LocalRuntimeShape) => async (vm: Vm, request: Request) => {
   const body = await readBody(request, ExecAwait)
-  if (body.terminal != null) throw new HttpFailure(400, "INVALID_PARAMETERS", "terminals are not emulated")
-  if (body.linuxUser != null && body.linuxUser !== USER) throw new HttpFailure(400, "INVALID_PARAMETERS", `linuxUser ${body.linuxUser}: commands run as the VM's one user, ${USER}`)
-  if ((body.timeoutMs ?? 0) > MAX_TIMEOUT_MS) throw new HttpFailure(400, "AGENT_UNSUPPORTED", `this VM's agent runs commands for at most ${MAX_TIMEOUT_MS} ms`)
+  if (body.terminal != null) throw new HttpFailure(400, "terminals are not emulated", "INVALID_PARAMETERS")
+  if (body.linuxUser != null && body.linuxUser !== USER) throw new HttpFailure(400, `linuxUser ${body.linuxUser}: commands run as the VM's one user, ${USER}`, "INVALID_PARAMETERS")
+  if ((body.timeoutMs ?? 0) > MAX_TIMEOUT_MS) throw new HttpFailure(400, `this VM's agent runs commands for at most ${MAX_TIMEOUT_MS} ms`, "AGENT_UNSUPPORTED")
   const timeoutMs = body.timeoutMs == null || body.timeoutMs === 0 ? DEFAULT_TIMEOUT_MS : body.timeoutMs
   const stdin = body.stdin == null ? null : Buffer.from(body.stdin, "base64")
-  if (stdin !== null && stdin.length > MAX_STDIN_BYTES) throw new HttpFailure(400, "INVALID_PARAMETERS", `stdin is at most ${MAX_STDIN_BYTES} bytes`)
+  if (stdin !== null && stdin.length > MAX_STDIN_BYTES) throw new HttpFailure(400, `stdin is at most ${MAX_STDIN_BYTES} bytes`, "INVALID_PARAMETERS")
   const started = await run(runtime.exec(vm.id, {
     command: ["sh", "-c", body.command],
     cwd: "/workspace",
@@ -56,7 +56,7 @@ export const makeExecAwait = (runtime: LocalRuntimeShape) => async (vm: Vm, requ
     if (request.signal.aborted) {
       // The caller went away: Freestyle ends the command with the call.
       await run(runtime.kill(vm.id, started.execId, "SIGKILL")).catch(() => undefined)
-      throw new HttpFailure(499, "CLIENT_CLOSED", "the caller went away")
+      throw new HttpFailure(499, "the caller went away", "CLIENT_CLOSED")
     }
     events.push(...await run(runtime.execEvents(vm.id, started.execId, events.length, 1000)))
   }

@@ -30,13 +30,14 @@ import { createHash } from "node:crypto"
 import * as path from "node:path"
 import { emulatedCapabilities } from "../../core/Capabilities.ts"
 import { DECLARED } from "../../core/declared.ts"
+import type { ExecEvent } from "../../../src/runtime/LocalRuntime.ts"
+import { makeProvider, type ProviderCalls } from "../../core/makeProvider.ts"
 import {
   type CreateInput,
   type ProviderCapabilities,
   type ProviderCredentials,
   ProviderError,
   type ProviderErrorKind,
-  type ProviderExecEvent,
   type ProviderFileEntry,
   type ProviderSandbox,
   type SandboxProvider,
@@ -137,7 +138,7 @@ const orAbsent = <A>(effect: Effect.Effect<A, ProviderError>) =>
   effect.pipe(Effect.catchIf((e) => e.kind === "not_found", () => Effect.succeed(undefined)))
 
 interface Execution {
-  readonly events: Array<ProviderExecEvent>
+  readonly events: Array<ExecEvent>
   readonly process: ModalProcess
   readonly stdin: boolean
   done: boolean
@@ -146,7 +147,7 @@ interface Execution {
   waiters: Array<() => void>
 }
 
-export const makeModalProvider = (config: ModalProviderConfig): SandboxProvider => {
+const modalCalls = (config: ModalProviderConfig): ProviderCalls => {
   const { api, appName } = config
   const emulated = config.mode === "emulated"
   // The emulator does not pull images: it runs every sandbox on the local runtime's system (emulator/index.ts).
@@ -435,10 +436,7 @@ export const makeModalProvider = (config: ModalProviderConfig): SandboxProvider 
     })
 
   return {
-    name: NAME,
     capabilities,
-    mode: config.mode,
-    withCredentials: config.apiFor === undefined ? undefined : (credentials) => makeModalProvider({ ...config, api: config.apiFor!(credentials) }),
     create,
     reconcileCreate,
     inspect,
@@ -458,3 +456,14 @@ export const makeModalProvider = (config: ModalProviderConfig): SandboxProvider 
     revokeHttpEndpoint: () => Effect.fail(unsupported(NAME, "HTTP endpoints"))
   }
 }
+
+export const makeModalProvider = makeProvider(NAME, {
+  // Modal's calls read their config as it is (the SDK client is in it).
+  context: (config: ModalProviderConfig) => config,
+  calls: modalCalls,
+  // BYOK: the SDK client for an organization's own token, when the config says how to make one.
+  byok: (config) => {
+    const apiFor = config.apiFor
+    return apiFor === undefined ? undefined : (credentials) => ({ ...config, api: apiFor(credentials) })
+  }
+})

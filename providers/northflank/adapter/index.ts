@@ -28,6 +28,7 @@ import { HttpClientRequest } from "@effect/platform"
 import { Duration, Effect, Option } from "effect"
 import { lifecycleOnly } from "../../core/lifecycleOnly.ts"
 import { pollUntil } from "../../core/poll.ts"
+import { makeProvider, type ProviderCalls } from "../../core/makeProvider.ts"
 import { type CreateInput, type InspectState, type ProviderError, type ProviderSandbox, type SandboxProvider, unsupported } from "../../core/Provider.ts"
 import {
   describe,
@@ -35,6 +36,7 @@ import {
   IDLE_COMMAND,
   makeContext,
   NAME,
+  type NorthflankContext,
   type NorthflankProviderConfig,
   planSize,
   PLANS,
@@ -78,8 +80,7 @@ export const inspectStateOf = (service: WireService["data"]): InspectState => {
   return status === "COMPLETED" ? "running" : status === "FAILED" ? "failed" : "starting"
 }
 
-export const makeNorthflankProvider = (config: NorthflankProviderConfig): SandboxProvider => {
-  const ctx = makeContext(config)
+const northflankCalls = (ctx: NorthflankContext, config: NorthflankProviderConfig): ProviderCalls => {
   const { api, call, decode, fail, send, service } = ctx
   const interval = Duration.millis(ctx.pollMs)
   const timeout = Duration.millis(ctx.lifecycleTimeoutMs)
@@ -227,17 +228,7 @@ export const makeNorthflankProvider = (config: NorthflankProviderConfig): Sandbo
     })
 
   return {
-    name: NAME,
     capabilities: ctx.capabilities,
-    mode: config.mode,
-    // BYOK: the organization's token and project (and team).
-    withCredentials: (credentials) =>
-      makeNorthflankProvider({
-        ...config,
-        apiToken: credentials["api_token"] ?? "",
-        projectId: credentials["project_id"] ?? "",
-        teamId: credentials["team_id"]
-      }),
     create,
     reconcileCreate,
     inspect: (sandbox) => Effect.map(getService(sandbox.resourceId), (s) => (s === null ? "absent" as const : inspectStateOf(s))),
@@ -253,3 +244,10 @@ export const makeNorthflankProvider = (config: NorthflankProviderConfig): Sandbo
     ...lifecycleOnly(NAME, RUNTIME_UNSUPPORTED_REASON)
   }
 }
+
+export const makeNorthflankProvider = makeProvider(NAME, {
+  context: makeContext,
+  calls: northflankCalls,
+  // BYOK: the organization's token and project (and team).
+  byok: (config) => (credentials) => ({ ...config, apiToken: credentials["api_token"] ?? "", projectId: credentials["project_id"] ?? "", teamId: credentials["team_id"] })
+})

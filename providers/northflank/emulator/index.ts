@@ -23,7 +23,8 @@ import { Effect, Option, Schema, type Scope } from "effect"
 import * as crypto from "node:crypto"
 import { AppConfig } from "../../../src/Config.ts"
 import { defaultInternetOf, LocalRuntime, type LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
-import { decodeJsonBody, emulatorMessage, emulatorServeOptions, makeRouter, route, runOrThrow as run, scopedEmulator, servePersistent, statusOfRuntimeError } from "../../core/emulator/server.ts"
+import { answering, failureAnswer, HttpFailure } from "../../core/emulator/failure.ts"
+import { decodeJsonBody, emulatorServeOptions, makeRouter, route, runOrThrow as run, scopedEmulator, servePersistent } from "../../core/emulator/server.ts"
 import { emulatorHome, emulatorKey, persistentState } from "../../core/emulator/state.ts"
 import { jailLabels } from "../../core/jailLabels.ts"
 import { DEFAULT_IMAGE, IDLE_COMMAND, planCentsPerHour, planSize, sandboxIdOfDescription } from "../adapter/wire.ts"
@@ -68,17 +69,13 @@ const CreateService = Schema.Struct({
 const Resume = Schema.Struct({ instances: Schema.optional(Schema.Int.pipe(Schema.between(1, 1))) })
 const Scale = Schema.Struct({ instances: Schema.Int.pipe(Schema.between(0, 1)) })
 
-class Failure extends Error {
-  constructor(readonly status: number, message: string) {
-    super(message)
-  }
-}
 const data = (body: unknown, status = 200) => Response.json({ data: body }, { status })
 const failure = (status: number, message: string) => Response.json({ error: { status, message, id: crypto.randomUUID() } }, { status })
+const answerFailure = failureAnswer("northflank", (f) => failure(f.status, f.message))
 
 const readBody = async <A, I>(request: Request, schema: Schema.Schema<A, I>): Promise<A> => {
   const body = await decodeJsonBody(request, schema, { emptyIsObject: true })
-  if (!body.ok) throw new Failure(400, body.message)
+  if (!body.ok) throw new HttpFailure(400, body.message)
   return body.value
 }
 
@@ -109,7 +106,7 @@ export const startNorthflankEmulator = (dataDir: string, runtime: LocalRuntimeSh
   }
   const serviceOr404 = (id: string) => {
     const s = live(id)
-    if (s === undefined) throw new Failure(404, `Service ${id} not found`)
+    if (s === undefined) throw new HttpFailure(404, `Service ${id} not found`)
     return s
   }
 
@@ -137,11 +134,11 @@ export const startNorthflankEmulator = (dataDir: string, runtime: LocalRuntimeSh
   const create = async (request: Request) => {
     const body = await readBody(request, CreateService)
     const id = body.name
-    if (live(id) !== undefined || creating.has(id)) throw new Failure(409, `A service with the name ${id} already exists`)
+    if (live(id) !== undefined || creating.has(id)) throw new HttpFailure(409, `A service with the name ${id} already exists`)
     const architecture = body.infrastructure?.architecture ?? "x86"
-    if (architecture !== HOST_ARCH) throw new Failure(400, `no ${architecture} nodes are available in this project's cluster`)
+    if (architecture !== HOST_ARCH) throw new HttpFailure(400, `no ${architecture} nodes are available in this project's cluster`)
     const size = planSize(body.billing.deploymentPlan)
-    if (size === undefined) throw new Failure(400, `unknown deployment plan ${body.billing.deploymentPlan}`)
+    if (size === undefined) throw new HttpFailure(400, `unknown deployment plan ${body.billing.deploymentPlan}`)
     const command = body.deployment.docker?.configType === "customCommand" ? body.deployment.docker.customCommand : undefined
     creating.add(id)
     try {
@@ -221,11 +218,11 @@ export const startNorthflankEmulator = (dataDir: string, runtime: LocalRuntimeSh
   /** A page of the project's live services, newest first, and where the next starts. */
   const list = async (url: URL) => {
     const perPage = Number(url.searchParams.get("per_page") ?? "50")
-    if (!Number.isInteger(perPage) || perPage < 1 || perPage > 100) throw new Failure(400, "per_page must be between 1 and 100")
+    if (!Number.isInteger(perPage) || perPage < 1 || perPage > 100) throw new HttpFailure(400, "per_page must be between 1 and 100")
     const cursor = url.searchParams.get("cursor")
     const page = Number(url.searchParams.get("page") ?? "1")
     const from = cursor !== null ? Number(Buffer.from(cursor, "base64url").toString()) : (page - 1) * perPage
-    if (!Number.isInteger(from) || from < 0) throw new Failure(400, "unknown cursor or page")
+    if (!Number.isInteger(from) || from < 0) throw new HttpFailure(400, "unknown cursor or page")
     const all = Object.values(state.services).filter((s) => s.deletedAtMs === null).sort((a, b) => b.createdAtMs - a.createdAtMs || (a.id < b.id ? -1 : 1))
     const slice = all.slice(from, from + perPage)
     const more = from + perPage < all.length
@@ -251,8 +248,8 @@ export const startNorthflankEmulator = (dataDir: string, runtime: LocalRuntimeSh
     const id = url.searchParams.get("serviceId") ?? ""
     const start = Date.parse(url.searchParams.get("startTime") ?? "")
     const end = Date.parse(url.searchParams.get("endTime") ?? "")
-    if (Number.isNaN(start) || Number.isNaN(end) || end < start) throw new Failure(400, "startTime and endTime must be ISO times, in order")
-    if ((url.searchParams.get("interval") ?? "hour") !== "hour") throw new Failure(400, "only hourly intervals are kept")
+    if (Number.isNaN(start) || Number.isNaN(end) || end < start) throw new HttpFailure(400, "startTime and endTime must be ISO times, in order")
+    if ((url.searchParams.get("interval") ?? "hour") !== "hour") throw new HttpFailure(400, "only hourly intervals are kept")
     const s = state.services[id]
     const now = Date.now()
     const entries: Array<{ startTime: string; endTime: string; price: { total: number } }> = []
@@ -290,12 +287,7 @@ export const startNorthflankEmulator = (dataDir: string, runtime: LocalRuntimeSh
     const parts = url.pathname.split("/")
     const project = parts[2] === "projects" ? parts[3] : parts[2] === "teams" ? parts[5] : EMULATED_PROJECT
     if (project !== EMULATED_PROJECT) return failure(404, `Project ${project ?? ""} not found`)
-    try {
-      return await found.handle({ request, url })
-    } catch (e) {
-      if (e instanceof Failure) return failure(e.status, e.message)
-      return failure(statusOfRuntimeError(e), emulatorMessage(e, "northflank"))
-    }
+    return answering(answerFailure, () => found.handle({ request, url }))
   }
 
   // Services past their expiry are deleted; deleted ones are forgotten after a week.

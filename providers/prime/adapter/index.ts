@@ -42,7 +42,7 @@
  * - The gateway's `/workspace` is passed to Prime unchanged: Prime's images may not have it (nothing creates it
  *   on a real sandbox yet); the emulator's sandboxes do.
  */
-import type { SandboxProvider } from "../../core/Provider.ts"
+import { makeProvider } from "../../core/makeProvider.ts"
 import { makeEndpoints } from "./endpoints.ts"
 import { makeFiles } from "./files.ts"
 import { makeProcesses } from "./processes.ts"
@@ -64,17 +64,9 @@ export {
   sandboxName
 } from "./wire.ts"
 
-export const makePrimeProvider = (config: PrimeProviderConfig): SandboxProvider => {
-  const ctx = makeContext(config)
-  return {
-    name: NAME,
-    capabilities: ctx.capabilities,
-    mode: config.mode,
-    // BYOK: the organization's key and (optional) team, against the same API.
-    withCredentials: (credentials) => makePrimeProvider({ ...config, apiKey: credentials["api_key"] ?? "", teamId: credentials["team_id"] }),
-    ...makeSandboxes(ctx),
-    ...makeProcesses(ctx),
-    ...makeFiles(ctx),
-    ...makeEndpoints()
-  }
-}
+export const makePrimeProvider = makeProvider(NAME, {
+  context: makeContext,
+  calls: (ctx) => ({ capabilities: ctx.capabilities, ...makeSandboxes(ctx), ...makeProcesses(ctx), ...makeFiles(ctx), ...makeEndpoints() }),
+  // BYOK: the organization's key and (optional) team, against the same API.
+  byok: (config) => (credentials) => ({ ...config, apiKey: credentials["api_key"] ?? "", teamId: credentials["team_id"] })
+})

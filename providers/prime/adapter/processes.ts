@@ -12,7 +12,8 @@
  */
 import { HttpClientRequest, type HttpClientResponse } from "@effect/platform"
 import { Cause, Deferred, Duration, Effect, Exit, Stream } from "effect"
-import type { ExecInput, ProviderExecEvent, ProviderSandbox, SandboxProvider } from "../../core/Provider.ts"
+import type { ExecEvent } from "../../../src/runtime/LocalRuntime.ts"
+import type { ExecInput, ProviderSandbox, SandboxProvider } from "../../core/Provider.ts"
 import { unsupported } from "../../core/Provider.ts"
 import {
   decodeStartResponse,
@@ -55,12 +56,12 @@ export const signalOfStatus = (status: string): string | null => {
   return SIGNALS[match[1]!] ?? `SIG${match[1]!.toUpperCase().replace(/[^A-Z0-9]/g, "")}`
 }
 
-type EventWithoutSeq = ProviderExecEvent extends infer E ? E extends unknown ? Omit<E, "seq"> : never : never
+type EventWithoutSeq = ExecEvent extends infer E ? E extends unknown ? Omit<E, "seq"> : never : never
 
 interface Execution {
   readonly key: string
   readonly maxOutputBytes: number
-  readonly events: Array<ProviderExecEvent>
+  readonly events: Array<ExecEvent>
   outputBytes: number
   truncated: boolean
   done: boolean
@@ -73,7 +74,7 @@ export const makeProcesses = (ctx: PrimeContext) => {
   const keyOf = (sandbox: ProviderSandbox, executionId: string) => `${sandbox.resourceId}\u0000${executionId}`
 
   const emit = (x: Execution, event: EventWithoutSeq) => {
-    x.events.push({ ...event, seq: x.events.length } as ProviderExecEvent)
+    x.events.push({ ...event, seq: x.events.length } as ExecEvent)
   }
   const finish = (x: Execution, exit: Extract<EventWithoutSeq, { type: "exit" }>) => {
     if (x.done) return

@@ -14,6 +14,7 @@ import { Schema } from "effect"
 import { defaultInternetOf, type LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
 import { runOrThrow as run } from "../../core/emulator/server.ts"
 import { jailLabels } from "../../core/jailLabels.ts"
+import { keyedSerial } from "../../core/keyedSerial.ts"
 import { sandboxIdOfName } from "../adapter/wire.ts"
 import { type Books, newId, type Sandbox } from "./books.ts"
 import { HttpFailure, json, readBody } from "./http.ts"
@@ -56,16 +57,9 @@ export interface ControlOptions {
 
 export const makeControl = (books: Books, runtime: LocalRuntimeShape, options: ControlOptions) => {
   const { state, save } = books
-  const chains = new Map<string, Promise<unknown>>()
 
   /** One state change of a sandbox at a time, in order. */
-  const serial = <A>(id: string, work: () => Promise<A>): Promise<A> => {
-    const next = (chains.get(id) ?? Promise.resolve()).then(work, work)
-    const settled = next.catch(() => undefined)
-    chains.set(id, settled)
-    void settled.then(() => chains.get(id) === settled && chains.delete(id))
-    return next
-  }
+  const serial = keyedSerial().run
 
   const setStatus = (s: Sandbox, status: string) => {
     const now = new Date().toISOString()

@@ -3,18 +3,17 @@
  * body of the wrong shape, as Prime's API does), and request bodies read through Schemas.
  */
 import { decodeJsonBody } from "../../core/emulator/server.ts"
+import { failureAnswer, HttpFailure } from "../../core/emulator/failure.ts"
 import { Schema } from "effect"
 
 export const json = (body: unknown, status = 200) => Response.json(body, { status })
 
-/** Thrown by a handler: answered with its status as `{detail}`. */
-export class HttpFailure extends Error {
-  constructor(readonly status: number, message: string) {
-    super(message)
-  }
-}
+/** Handlers throw the kit's failure; `answerFailure` writes it, or a runtime failure, in this provider's error body. */
+export { HttpFailure }
 
+/** Errors are FastAPI's `{detail}` with their status. */
 export const errorResponse = (status: number, detail: string) => json({ detail }, status)
+export const answerFailure = failureAnswer("prime", (f) => errorResponse(f.status, f.message))
 
 /** A JSON body decoded by `schema` (unknown fields accepted and ignored, as the provider does). */
 export const readBody = async <A, I>(request: Request, schema: Schema.Schema<A, I>): Promise<A> => {

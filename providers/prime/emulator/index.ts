@@ -8,11 +8,12 @@
 import { Effect, type Scope } from "effect"
 import { AppConfig } from "../../../src/Config.ts"
 import { LocalRuntime, type LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
-import { emulatorMessage, emulatorServeOptions, makeRouter, route, scopedEmulator, servePersistent, statusOfRuntimeError } from "../../core/emulator/server.ts"
+import { answering } from "../../core/emulator/failure.ts"
+import { emulatorServeOptions, makeRouter, route, scopedEmulator, servePersistent } from "../../core/emulator/server.ts"
 import { type Books, makeBooks } from "./books.ts"
 import { makeControl } from "./control.ts"
 import { GatewayGone, makeGateway } from "./gateway.ts"
-import { errorResponse, HttpFailure, json } from "./http.ts"
+import { answerFailure, errorResponse, json } from "./http.ts"
 
 export interface PrimeEmulatorInfo {
   /** The API base (paths start with `/api/v1`). */
@@ -52,13 +53,7 @@ const makeApi = (books: Books, runtime: LocalRuntimeShape) => {
     if (!onGateway && request.headers.get("authorization") !== `Bearer ${books.apiKey}`) return errorResponse(401, "Invalid API key")
     const found = (onGateway ? gatewayRoutes : api).match(request.method, url.pathname)
     if (found._tag !== "Found") return errorResponse(found._tag === "MethodNotAllowed" ? 405 : 404, "Not Found")
-    try {
-      return await found.handle({ request, url })
-    } catch (e) {
-      if (e instanceof HttpFailure) return errorResponse(e.status, e.message)
-      if (e instanceof GatewayGone) return json({ error: "sandbox_not_found" }, 502)
-      return errorResponse(statusOfRuntimeError(e), emulatorMessage(e, "prime"))
-    }
+    return answering((e) => (e instanceof GatewayGone ? json({ error: "sandbox_not_found" }, 502) : answerFailure(e)), () => found.handle({ request, url }))
   }
   return { handle, stop: control.stop }
 }

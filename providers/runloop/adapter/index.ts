@@ -44,7 +44,7 @@
  * create/overwrite without parents, listing or delete, no endpoints, x86_64 (Runloop has arm64 devboxes, but the
  * kit's resource mapping sends arm64 requests to modal and northflank only), no stdin or pty.
  */
-import type { SandboxProvider } from "../../core/Provider.ts"
+import { makeProvider } from "../../core/makeProvider.ts"
 import { withWorkspace } from "../../core/workspace.ts"
 import { makeEndpoints } from "./endpoints.ts"
 import { makeFiles } from "./files.ts"
@@ -55,10 +55,9 @@ import { HOME, makeContext, NAME, type OemRates, type RunloopProviderConfig } fr
 export { commandLine } from "./processes.ts"
 export { WHOLE_FILE_BYTES } from "./files.ts"
 export {
-  decodeExecutionId,
   DEFAULT_API_URL,
   devboxName,
-  encodeExecutionId,
+  executionIds,
   exitOf,
   METADATA_SANDBOX_ID,
   type OemRates,
@@ -74,24 +73,15 @@ export const oemRatesOf = (fields: { readonly vcpu?: string | undefined; readonl
   return { vcpuHourUsd: vcpu!, memoryGbHourUsd: memory!, diskGbHourUsd: disk! }
 }
 
-export const makeRunloopProvider = (config: RunloopProviderConfig): SandboxProvider => {
-  const ctx = makeContext(config)
-  return withWorkspace({
-    name: NAME,
-    capabilities: ctx.capabilities,
-    mode: config.mode,
-    // BYOK: the organization's key, against the same API; its size floor and OEM prices when it gives them.
-    withCredentials: (credentials) =>
-      makeRunloopProvider({
-        ...config,
-        apiKey: credentials["api_key"] ?? "",
-        resourceSize: credentials["resource_size"] ?? config.resourceSize,
-        oemRates: oemRatesOf({ vcpu: credentials["vcpu_hour_rate_usd"], memory: credentials["memory_gb_hour_rate_usd"], disk: credentials["disk_gb_hour_rate_usd"] }) ??
-          config.oemRates
-      }),
-    ...makeSandboxes(ctx),
-    ...makeProcesses(ctx),
-    ...makeFiles(ctx),
-    ...makeEndpoints()
-  }, HOME)
-}
+export const makeRunloopProvider = makeProvider(NAME, {
+  context: makeContext,
+  calls: (ctx) => withWorkspace({ capabilities: ctx.capabilities, ...makeSandboxes(ctx), ...makeProcesses(ctx), ...makeFiles(ctx), ...makeEndpoints() }, HOME),
+  // BYOK: the organization's key, against the same API; its size floor and OEM prices when it gives them.
+  byok: (config) => (credentials) => ({
+    ...config,
+    apiKey: credentials["api_key"] ?? "",
+    resourceSize: credentials["resource_size"] ?? config.resourceSize,
+    oemRates: oemRatesOf({ vcpu: credentials["vcpu_hour_rate_usd"], memory: credentials["memory_gb_hour_rate_usd"], disk: credentials["disk_gb_hour_rate_usd"] }) ??
+      config.oemRates
+  })
+})

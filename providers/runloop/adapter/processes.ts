@@ -20,7 +20,7 @@ import { HttpClientRequest } from "@effect/platform"
 import { Effect, Stream } from "effect"
 import { cdOrMark, cwdMissing, endedAtCd } from "../../core/cwd.ts"
 import { bufferedEvents, type ExecInput, type ProviderError, type ProviderSandbox, type SandboxProvider, unsupported } from "../../core/Provider.ts"
-import { decodeExecutionId, encodeExecutionId, exitOf, NAME, type RunloopContext, shellDir, shellQuote, WireExecution } from "./wire.ts"
+import { executionIds, exitOf, NAME, type RunloopContext, shellDir, shellQuote, WireExecution } from "./wire.ts"
 
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/
 
@@ -110,10 +110,7 @@ export const makeProcesses = (ctx: RunloopContext) => {
   const getExecution = (sandbox: ProviderSandbox, executionId: string) =>
     send(api("GET", executionPath(sandbox, executionId)), "get execution").pipe(Effect.flatMap(decode(WireExecution, "get execution")))
 
-  const refOf = (executionId: string) => {
-    const ref = decodeExecutionId(executionId)
-    return ref === undefined ? Effect.fail(fail("invalid_request", `${executionId} is not a Runloop execution id`)) : Effect.succeed(ref)
-  }
+  const refOf = executionIds.decode
 
   const exec: SandboxProvider["exec"] = (sandbox, input) =>
     Effect.gen(function*() {
@@ -127,7 +124,7 @@ export const makeProcesses = (ctx: RunloopContext) => {
         api("POST", devboxPath(sandbox.resourceId, "/execute_async")).pipe(HttpClientRequest.bodyUnsafeJson({ command: commandLine(input) })),
         "execute"
       ).pipe(Effect.flatMap(decode(WireExecution, "execute")))
-      return { executionId: encodeExecutionId({ executionId: started.execution_id, maxOutputBytes }) }
+      return { executionId: executionIds.encode({ executionId: started.execution_id, maxOutputBytes }) }
     })
 
   /** One whole output of an execution from its event stream, at most `cap` bytes. */

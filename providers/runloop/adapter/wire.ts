@@ -8,8 +8,10 @@ import { Duration, Effect, Option, Schema } from "effect"
 import * as os from "node:os"
 import { emulatedCapabilities } from "../../core/Capabilities.ts"
 import { DECLARED } from "../../core/declared.ts"
+import { executionIdCodec, IdPart, positivePart } from "../../core/executionId.ts"
 import { pollUntil } from "../../core/poll.ts"
-import type { InspectState, ProviderCapabilities, ProviderExecEvent } from "../../core/Provider.ts"
+import type { ExecEvent } from "../../../src/runtime/LocalRuntime.ts"
+import type { InspectState, ProviderCapabilities } from "../../core/Provider.ts"
 import { RUNLOOP_PRESETS } from "../../core/resources.ts"
 import { makeWire, plainHttpClient } from "../../core/wire.ts"
 
@@ -130,23 +132,10 @@ export const inspectStateOf = (status: string): InspectState =>
 
 // ---- execution ids and exits ----
 
-export interface ExecutionRef {
-  readonly executionId: string
-  readonly maxOutputBytes: number
-}
 /** `runloop:` + base64url(JSON [Runloop's execution id, max output bytes]): needs no memory, survives a restart. */
-export const encodeExecutionId = (ref: ExecutionRef) => `runloop:${Buffer.from(JSON.stringify([ref.executionId, ref.maxOutputBytes])).toString("base64url")}`
-export const decodeExecutionId = (executionId: string): ExecutionRef | undefined => {
-  if (!executionId.startsWith("runloop:")) return undefined
-  try {
-    const parsed: unknown = JSON.parse(Buffer.from(executionId.slice("runloop:".length), "base64url").toString("utf8"))
-    if (!Array.isArray(parsed) || typeof parsed[0] !== "string" || parsed[0] === "") return undefined
-    const max = typeof parsed[1] === "number" && Number.isSafeInteger(parsed[1]) && parsed[1] > 0 ? parsed[1] : 10 * 1024 * 1024
-    return { executionId: parsed[0], maxOutputBytes: max }
-  } catch {
-    return undefined
-  }
-}
+export const ExecutionRef = Schema.Struct({ executionId: IdPart, maxOutputBytes: positivePart(10 * 1024 * 1024) })
+export type ExecutionRef = typeof ExecutionRef.Type
+export const executionIds = executionIdCodec(NAME, "runloop", ExecutionRef)
 
 const SIGNAL_NAMES = new Map(Object.entries(os.constants.signals).map(([name, n]) => [n, name]))
 

@@ -17,6 +17,7 @@ import { Option, Schema } from "effect"
 import type { LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
 import { runOrThrow as run } from "../../core/emulator/server.ts"
 import { jailLabels } from "../../core/jailLabels.ts"
+import { keyedSerial } from "../../core/keyedSerial.ts"
 import { RUNLOOP_PRESETS } from "../../core/resources.ts"
 import { METADATA_SANDBOX_ID } from "../adapter/wire.ts"
 import { type Books, type Devbox, newId } from "./books.ts"
@@ -57,16 +58,9 @@ export interface ControlOptions {
 export const makeControl = (books: Books, runtime: LocalRuntimeShape, options: ControlOptions) => {
   const { state, save } = books
   const waiters = new Map<string, Set<() => void>>()
-  const chains = new Map<string, Promise<unknown>>()
 
   /** One state change of a devbox at a time, in order. */
-  const serial = <A>(id: string, work: () => Promise<A>): Promise<A> => {
-    const next = (chains.get(id) ?? Promise.resolve()).then(work, work)
-    const settled = next.catch(() => undefined)
-    chains.set(id, settled)
-    void settled.then(() => chains.get(id) === settled && chains.delete(id))
-    return next
-  }
+  const serial = keyedSerial().run
 
   const setStatus = (d: Devbox, status: (typeof STATUSES)[number]) => {
     const now = Date.now()

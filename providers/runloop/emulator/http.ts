@@ -3,18 +3,17 @@
  * bodies read through Schemas (malformed JSON and wrong types are the provider's 400; unknown fields are ignored).
  */
 import { decodeJsonBody } from "../../core/emulator/server.ts"
+import { failureAnswer, HttpFailure } from "../../core/emulator/failure.ts"
 import { Schema } from "effect"
 
 export const json = (body: unknown, status = 200) => Response.json(body, { status })
 
-/** Thrown by a handler: answered with its status as `{message}`. */
-export class HttpFailure extends Error {
-  constructor(readonly status: number, message: string) {
-    super(message)
-  }
-}
+/** Handlers throw the kit's failure; `answerFailure` writes it, or a runtime failure, in this provider's error body. */
+export { HttpFailure }
 
+/** Errors are `{message}` with their status. */
 export const errorResponse = (status: number, message: string) => json({ message }, status)
+export const answerFailure = failureAnswer("runloop", (f) => errorResponse(f.status, f.message))
 
 /** A long-poll whose window passed: 408, which Runloop marks as one to ask again (its clients then retry). */
 export const longPollTimeout = (message: string) => Response.json({ message }, { status: 408, headers: { "x-should-retry": "true" } })

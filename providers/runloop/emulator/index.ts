@@ -7,11 +7,12 @@
 import { Effect, type Scope } from "effect"
 import { AppConfig } from "../../../src/Config.ts"
 import { LocalRuntime, type LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
-import { emulatorMessage, emulatorServeOptions, makeRouter, route, scopedEmulator, servePersistent, statusOfRuntimeError } from "../../core/emulator/server.ts"
+import { answering } from "../../core/emulator/failure.ts"
+import { emulatorServeOptions, makeRouter, route, scopedEmulator, servePersistent } from "../../core/emulator/server.ts"
 import { type Books, type Devbox, makeBooks } from "./books.ts"
 import { makeControl } from "./control.ts"
 import { makeFilesystem } from "./filesystem.ts"
-import { errorResponse, HttpFailure } from "./http.ts"
+import { answerFailure, errorResponse } from "./http.ts"
 import { makeExecutions } from "./process.ts"
 
 export interface RunloopEmulatorInfo {
@@ -81,12 +82,7 @@ const makeApi = (books: Books, runtime: LocalRuntimeShape, options: RunloopEmula
     } catch {
       // matched nothing anyway
     }
-    try {
-      return await found.handle({ request, url, devbox: () => control.devboxOr404(id) })
-    } catch (e) {
-      if (e instanceof HttpFailure) return errorResponse(e.status, e.message)
-      return errorResponse(statusOfRuntimeError(e), emulatorMessage(e, "runloop"))
-    }
+    return answering(answerFailure, () => found.handle({ request, url, devbox: () => control.devboxOr404(id) }))
   }
   return { handle, stop: control.stop }
 }

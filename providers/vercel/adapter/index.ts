@@ -37,7 +37,7 @@
  * - Idempotency is by name (the reference's `metal-<id>`), with our id also in `tags` (checked on reconcile).
  */
 import { withWorkspace } from "../../core/workspace.ts"
-import type { SandboxProvider } from "../../core/Provider.ts"
+import { makeProvider } from "../../core/makeProvider.ts"
 import { makeEndpoints } from "./endpoints.ts"
 import { makeFiles } from "./files.ts"
 import { makeProcesses } from "./processes.ts"
@@ -48,34 +48,26 @@ export { outputEvents } from "./processes.ts"
 export { PROBE_SCRIPT } from "./files.ts"
 export {
   DEFAULT_API_URL,
-  decodeExecutionId,
-  encodeExecutionId,
+  executionIds,
   RATE_CARD,
   sandboxName,
   TAG_SANDBOX_ID,
   usageCostMicrousd,
-  VERCEL_CAPABILITIES,
   vcpusFor,
+  VERCEL_CAPABILITIES,
   type VercelProviderConfig
 } from "./wire.ts"
 
 /** Where Vercel's sandbox user works (its home and every command's default directory). */
 export const VERCEL_WORKSPACE = "/vercel/sandbox"
 
-export const makeVercelProvider = (config: VercelProviderConfig & { readonly workspaceDir?: string | undefined }): SandboxProvider => {
-  const ctx = makeContext(config)
-  const { sessionOf, ...sandboxes } = makeSandboxes(ctx)
-  const provider: SandboxProvider = {
-    name: NAME,
-    capabilities: ctx.capabilities,
-    mode: config.mode,
-    // BYOK: the organization's token, project and (optional) team, against the same API.
-    withCredentials: (credentials) =>
-      makeVercelProvider({ ...config, token: credentials["token"] ?? "", projectId: credentials["project_id"] ?? "", teamId: credentials["team_id"] }),
-    ...sandboxes,
-    ...makeProcesses(ctx, sessionOf),
-    ...makeFiles(ctx, sessionOf),
-    ...makeEndpoints()
-  }
-  return withWorkspace(provider, config.workspaceDir ?? (config.mode === "emulated" ? "/workspace" : VERCEL_WORKSPACE))
-}
+export const makeVercelProvider = makeProvider(NAME, {
+  context: (config: VercelProviderConfig & { readonly workspaceDir?: string | undefined }) => makeContext(config),
+  calls: (ctx, config) => {
+    const { sessionOf, ...sandboxes } = makeSandboxes(ctx)
+    const calls = { capabilities: ctx.capabilities, ...sandboxes, ...makeProcesses(ctx, sessionOf), ...makeFiles(ctx, sessionOf), ...makeEndpoints() }
+    return withWorkspace(calls, config.workspaceDir ?? (config.mode === "emulated" ? "/workspace" : VERCEL_WORKSPACE))
+  },
+  // BYOK: the organization's token, project and (optional) team, against the same API.
+  byok: (config) => (credentials) => ({ ...config, token: credentials["token"] ?? "", projectId: credentials["project_id"] ?? "", teamId: credentials["team_id"] })
+})

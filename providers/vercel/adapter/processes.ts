@@ -15,11 +15,11 @@
  */
 import { HttpClientRequest } from "@effect/platform"
 import { Effect, Schema, Stream } from "effect"
-import type { ProviderError, ProviderExecEvent, ProviderSandbox, SandboxProvider } from "../../core/Provider.ts"
+import type { ExecEvent } from "../../../src/runtime/LocalRuntime.ts"
+import type { ProviderError, ProviderSandbox, SandboxProvider } from "../../core/Provider.ts"
 import { unsupported } from "../../core/Provider.ts"
 import {
-  decodeExecutionId,
-  encodeExecutionId,
+  executionIds,
   type ExecutionRef,
   MAX_TIMEOUT_MS,
   NAME,
@@ -44,7 +44,7 @@ interface Tail {
 
 /** Output events from log lines, in order, cut at the output limit; and whether anything was cut. */
 export const outputEvents = (lines: ReadonlyArray<{ readonly stream: "stdout" | "stderr"; readonly data: string }>, maxOutputBytes: number) => {
-  const events: Array<ProviderExecEvent> = []
+  const events: Array<ExecEvent> = []
   let budget = maxOutputBytes
   let truncated = false
   for (const line of lines) {
@@ -70,10 +70,7 @@ export const makeProcesses = (ctx: VercelContext, sessionOf: (sandbox: ProviderS
       mutating: false
     }).pipe(Effect.flatMap(decode(WireCommandResponse, "get command")), Effect.map((r) => r.command))
 
-  const refOf = (executionId: string) => {
-    const ref = decodeExecutionId(executionId)
-    return ref === undefined ? Effect.fail(fail("invalid_request", `${executionId} is not a Vercel execution id`)) : Effect.succeed(ref)
-  }
+  const refOf = executionIds.decode
 
   const exec: SandboxProvider["exec"] = (sandbox, input) =>
     Effect.gen(function*() {
@@ -94,7 +91,7 @@ export const makeProcesses = (ctx: VercelContext, sessionOf: (sandbox: ProviderS
         Effect.flatMap(decode(WireCommandResponse, "run command"))
       )
       const maxOutputBytes = Math.min(input.maxOutputBytes, ctx.capabilities.process.maxOutputBytes)
-      return { executionId: encodeExecutionId({ sessionId, cmdId: command.id, maxOutputBytes, timeoutSeconds: Math.ceil(timeoutMs / 1000) }) }
+      return { executionId: executionIds.encode({ sessionId, cmdId: command.id, maxOutputBytes, timeoutSeconds: Math.ceil(timeoutMs / 1000) }) }
     })
 
   /** Log tails being read (or read) by this instance, by execution id; the oldest finished ones are forgotten. */
@@ -168,7 +165,7 @@ export const makeProcesses = (ctx: VercelContext, sessionOf: (sandbox: ProviderS
       const code = command.exitCode
       const signal = code > 128 ? SIGNALS[code - 128] ?? null : null
       const timedOut = !cancelled.has(ref.cmdId) && signal === "SIGKILL" && (command.durationMs ?? 0) >= ref.timeoutSeconds * 1000 - 1000
-      const exit: ProviderExecEvent = cancelled.has(ref.cmdId)
+      const exit: ExecEvent = cancelled.has(ref.cmdId)
         ? { seq: events.length, type: "exit", exitCode: null, signal: signal ?? "SIGKILL", cancelled: true, timedOut: false, outputTruncated: truncated }
         : timedOut
         ? { seq: events.length, type: "exit", exitCode: null, signal, cancelled: false, timedOut: true, outputTruncated: truncated }

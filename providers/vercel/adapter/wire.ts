@@ -8,6 +8,7 @@ import { Schema } from "effect"
 import { createHash } from "node:crypto"
 import { emulatedCapabilities } from "../../core/Capabilities.ts"
 import { DECLARED } from "../../core/declared.ts"
+import { executionIdCodec, IdPart, positivePart } from "../../core/executionId.ts"
 import { VERCEL_SIZING } from "../../core/resources.ts"
 import type { InspectState, ProviderCapabilities, ProviderErrorKind } from "../../core/Provider.ts"
 import { type CallOptions, type Classified, type ErrorAnswer, makeWire, plainHttpClient, snippet } from "../../core/wire.ts"
@@ -168,26 +169,15 @@ export const inspectStateOf = (status: SessionStatus): InspectState =>
 
 // ---- execution ids ----
 
-export interface ExecutionRef {
-  readonly sessionId: string
-  readonly cmdId: string
-  readonly maxOutputBytes: number
-  readonly timeoutSeconds: number
-}
 /** `vercel:` + base64url(JSON [session, command, max output bytes, timeout]): needs no memory, survives a restart. */
-export const encodeExecutionId = (ref: ExecutionRef) =>
-  `vercel:${Buffer.from(JSON.stringify([ref.sessionId, ref.cmdId, ref.maxOutputBytes, ref.timeoutSeconds])).toString("base64url")}`
-export const decodeExecutionId = (executionId: string): ExecutionRef | undefined => {
-  if (!executionId.startsWith("vercel:")) return undefined
-  try {
-    const parsed: unknown = JSON.parse(Buffer.from(executionId.slice("vercel:".length), "base64url").toString("utf8"))
-    if (!Array.isArray(parsed) || typeof parsed[0] !== "string" || parsed[0] === "" || typeof parsed[1] !== "string" || parsed[1] === "") return undefined
-    const positive = (v: unknown, fallback: number) => (typeof v === "number" && Number.isSafeInteger(v) && v > 0 ? v : fallback)
-    return { sessionId: parsed[0], cmdId: parsed[1], maxOutputBytes: positive(parsed[2], 10 * 1024 * 1024), timeoutSeconds: positive(parsed[3], 3600) }
-  } catch {
-    return undefined
-  }
-}
+export const ExecutionRef = Schema.Struct({
+  sessionId: IdPart,
+  cmdId: IdPart,
+  maxOutputBytes: positivePart(10 * 1024 * 1024),
+  timeoutSeconds: positivePart(3600)
+})
+export type ExecutionRef = typeof ExecutionRef.Type
+export const executionIds = executionIdCodec(NAME, "vercel", ExecutionRef)
 
 // ---- cost ----
 

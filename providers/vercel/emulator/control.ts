@@ -139,16 +139,16 @@ export const makeControl = (books: Books, runtime: LocalRuntimeShape, options: {
 
   const projectOf = (url: URL) => {
     const projectId = url.searchParams.get("projectId") ?? url.searchParams.get("project")
-    if (projectId !== books.projectId) throw new HttpFailure(404, "not_found", `Project ${projectId ?? "(none)"} not found`)
+    if (projectId !== books.projectId) throw new HttpFailure(404, `Project ${projectId ?? "(none)"} not found`, "not_found")
   }
   const sandboxOr404 = (name: string) => {
     const s = state.sandboxes[name]
-    if (s === undefined) throw new HttpFailure(404, "not_found", `Sandbox ${name} not found`)
+    if (s === undefined) throw new HttpFailure(404, `Sandbox ${name} not found`, "not_found")
     return s
   }
   const sessionOr404 = (sessionId: string) => {
     const s = books.bySession(sessionId)
-    if (s === undefined) throw new HttpFailure(404, "not_found", `Session ${sessionId} not found`)
+    if (s === undefined) throw new HttpFailure(404, `Session ${sessionId} not found`, "not_found")
     return s
   }
 
@@ -163,20 +163,20 @@ export const makeControl = (books: Books, runtime: LocalRuntimeShape, options: {
   const create = async (request: Request) => {
     const { text, raw } = await bodyTextAndJson(request)
     const refused = unhonouredField(raw, UNHONOURED_CREATE)
-    if (refused !== undefined) throw new HttpFailure(400, "bad_request", refused)
+    if (refused !== undefined) throw new HttpFailure(400, refused, "bad_request")
     const policy = (raw as { networkPolicy?: unknown } | null)?.networkPolicy
     const refusedPolicy = unhonouredField(policy, UNHONOURED_POLICY)
-    if (refusedPolicy !== undefined) throw new HttpFailure(400, "bad_request", `networkPolicy.${refusedPolicy}`)
+    if (refusedPolicy !== undefined) throw new HttpFailure(400, `networkPolicy.${refusedPolicy}`, "bad_request")
     const allow = (policy as { allow?: unknown } | null | undefined)?.allow
-    if (allow !== undefined && allow !== null && !Array.isArray(allow)) throw new HttpFailure(400, "bad_request", "networkPolicy.allow: rules per domain are not emulated (give a list of domains)")
+    if (allow !== undefined && allow !== null && !Array.isArray(allow)) throw new HttpFailure(400, "networkPolicy.allow: rules per domain are not emulated (give a list of domains)", "bad_request")
     const body = await readBody(new Request(request.url, { method: "POST", body: text }), CreateSandbox)
-    if (body.projectId !== books.projectId) throw new HttpFailure(404, "not_found", `Project ${body.projectId} not found`)
-    if ((body.ports ?? []).length > 0) throw new HttpFailure(400, "bad_request", "the emulator serves no routes")
-    if (body.persistent === true) throw new HttpFailure(400, "bad_request", "persistent sandboxes are not emulated")
-    if (body.runtime !== undefined && body.image !== undefined) throw new HttpFailure(400, "bad_request", "runtime and image cannot be used together")
+    if (body.projectId !== books.projectId) throw new HttpFailure(404, `Project ${body.projectId} not found`, "not_found")
+    if ((body.ports ?? []).length > 0) throw new HttpFailure(400, "the emulator serves no routes", "bad_request")
+    if (body.persistent === true) throw new HttpFailure(400, "persistent sandboxes are not emulated", "bad_request")
+    if (body.runtime !== undefined && body.image !== undefined) throw new HttpFailure(400, "runtime and image cannot be used together", "bad_request")
     const allowedDomains = allowedDomainsOf(body.networkPolicy)
     const name = body.name ?? `sbx-${crypto.randomBytes(8).toString("hex")}`
-    if (state.sandboxes[name] !== undefined || creating.has(name)) throw new HttpFailure(409, "conflict", `Sandbox ${name} already exists`)
+    if (state.sandboxes[name] !== undefined || creating.has(name)) throw new HttpFailure(409, `Sandbox ${name} already exists`, "conflict")
     const pending = (async () => {
       const vcpus = body.resources?.vcpus ?? 2
       const now = Date.now()
@@ -251,8 +251,8 @@ export const makeControl = (books: Books, runtime: LocalRuntimeShape, options: {
 
   const extend = async (request: Request, s: EmulatedSandbox) => {
     const { duration } = await readBody(request, ExtendTimeout)
-    if (s.status !== "running") throw new HttpFailure(410, "sandbox_stopped", `Session ${s.sessionId} is ${s.status}`)
-    if (s.timeout + duration > MAX_TIMEOUT_MS) throw new HttpFailure(400, "bad_request", `a session lasts at most ${MAX_TIMEOUT_MS} ms`)
+    if (s.status !== "running") throw new HttpFailure(410, `Session ${s.sessionId} is ${s.status}`, "sandbox_stopped")
+    if (s.timeout + duration > MAX_TIMEOUT_MS) throw new HttpFailure(400, `a session lasts at most ${MAX_TIMEOUT_MS} ms`, "bad_request")
     s.timeout += duration
     save()
     return json({ session: sessionWire(s) })
@@ -266,15 +266,15 @@ export const makeControl = (books: Books, runtime: LocalRuntimeShape, options: {
     projectOf(url)
     const limitRaw = url.searchParams.get("limit")
     const limit = limitRaw === null ? 50 : Number(limitRaw)
-    if (!Number.isInteger(limit) || limit < 1 || limit > 100) throw new HttpFailure(400, "bad_request", "limit must be between 1 and 100")
+    if (!Number.isInteger(limit) || limit < 1 || limit > 100) throw new HttpFailure(400, "limit must be between 1 and 100", "bad_request")
     const sortBy = url.searchParams.get("sortBy") ?? "createdAt"
     const sortOrder = url.searchParams.get("sortOrder") ?? "desc"
-    if (sortBy !== "createdAt" && sortBy !== "name") throw new HttpFailure(400, "bad_request", "sortBy must be createdAt or name")
-    if (sortOrder !== "asc" && sortOrder !== "desc") throw new HttpFailure(400, "bad_request", "sortOrder must be asc or desc")
+    if (sortBy !== "createdAt" && sortBy !== "name") throw new HttpFailure(400, "sortBy must be createdAt or name", "bad_request")
+    if (sortOrder !== "asc" && sortOrder !== "desc") throw new HttpFailure(400, "sortOrder must be asc or desc", "bad_request")
     const prefix = url.searchParams.get("namePrefix") ?? ""
     const tags = url.searchParams.getAll("tags").map((t) => {
       const at = t.indexOf(":")
-      if (at <= 0) throw new HttpFailure(400, "bad_request", `a tag filter is key:value, not ${t}`)
+      if (at <= 0) throw new HttpFailure(400, `a tag filter is key:value, not ${t}`, "bad_request")
       return [t.slice(0, at), t.slice(at + 1)] as const
     })
     const key = (s: EmulatedSandbox) => (sortBy === "name" ? s.name : String(s.createdAt).padStart(16, "0") + s.name)
@@ -283,7 +283,7 @@ export const makeControl = (books: Books, runtime: LocalRuntimeShape, options: {
       .sort((a, b) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0) * (sortOrder === "asc" ? 1 : -1))
     const cursor = url.searchParams.get("cursor")
     const from = cursor === null ? 0 : Number(Buffer.from(cursor, "base64url").toString())
-    if (!Number.isInteger(from) || from < 0) throw new HttpFailure(400, "bad_request", "unknown cursor")
+    if (!Number.isInteger(from) || from < 0) throw new HttpFailure(400, "unknown cursor", "bad_request")
     const page = all.slice(from, from + limit)
     const next = from + limit < all.length ? Buffer.from(String(from + limit)).toString("base64url") : null
     return json({ sandboxes: page.map(sandboxWire), pagination: { count: all.length, next } })
@@ -314,7 +314,7 @@ export const makeControl = (books: Books, runtime: LocalRuntimeShape, options: {
     /** The running session's sandbox; a stopped one answers 410 `sandbox_stopped`. */
     runningSession: (sessionId: string) => {
       const s = sessionOr404(sessionId)
-      if (s.status !== "running") throw new HttpFailure(410, "sandbox_stopped", `Session ${sessionId} is ${s.status}`)
+      if (s.status !== "running") throw new HttpFailure(410, `Session ${sessionId} is ${s.status}`, "sandbox_stopped")
       return s
     },
     stop: () => sweeper.stop()

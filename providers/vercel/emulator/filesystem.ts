@@ -25,8 +25,8 @@ export const makeFilesystem = (runtime: LocalRuntimeShape) => {
     const body = await readBody(request, PathBody)
     const p = resolve(s, body.path, body.cwd)
     const stat = await run(runtime.statFile(s.runtimeId, p))
-    if (stat._tag === "None") throw new HttpFailure(404, "file_not_found", `${p}: no such file or directory`)
-    if (stat.value.type === "directory") throw new HttpFailure(400, "bad_request", `${p} is a directory`)
+    if (stat._tag === "None") throw new HttpFailure(404, `${p}: no such file or directory`, "file_not_found")
+    if (stat.value.type === "directory") throw new HttpFailure(400, `${p} is a directory`, "bad_request")
     const size = stat.value.sizeBytes
     let offset = 0
     const stream = new ReadableStream<Uint8Array>({
@@ -42,17 +42,17 @@ export const makeFilesystem = (runtime: LocalRuntimeShape) => {
   }
 
   const write = async (s: EmulatedSandbox, request: Request) => {
-    if (!(request.headers.get("content-type") ?? "").includes("application/gzip")) throw new HttpFailure(400, "bad_request", "the body must be application/gzip")
+    if (!(request.headers.get("content-type") ?? "").includes("application/gzip")) throw new HttpFailure(400, "the body must be application/gzip", "bad_request")
     const cwd = request.headers.get("x-cwd")
-    if (cwd === null || !cwd.startsWith("/")) throw new HttpFailure(400, "bad_request", "x-cwd must name an absolute directory")
-    if (Number(request.headers.get("content-length") ?? "0") > MAX_ARCHIVE_BYTES) throw new HttpFailure(413, "payload_too_large", "the archive is too large")
+    if (cwd === null || !cwd.startsWith("/")) throw new HttpFailure(400, "x-cwd must name an absolute directory", "bad_request")
+    if (Number(request.headers.get("content-length") ?? "0") > MAX_ARCHIVE_BYTES) throw new HttpFailure(413, "the archive is too large", "payload_too_large")
     const archive = new Uint8Array(await request.arrayBuffer())
-    if (archive.length > MAX_ARCHIVE_BYTES) throw new HttpFailure(413, "payload_too_large", "the archive is too large")
+    if (archive.length > MAX_ARCHIVE_BYTES) throw new HttpFailure(413, "the archive is too large", "payload_too_large")
     let entries
     try {
       entries = untarGz(archive, MAX_EXTRACTED_BYTES)
     } catch (e) {
-      throw new HttpFailure(400, "bad_request", `the archive could not be read: ${e instanceof Error ? e.message : "invalid"}`)
+      throw new HttpFailure(400, `the archive could not be read: ${e instanceof Error ? e.message : "invalid"}`, "bad_request")
     }
     for (const entry of entries) {
       const target = path.posix.resolve(cwd, entry.name)
@@ -65,9 +65,9 @@ export const makeFilesystem = (runtime: LocalRuntimeShape) => {
   const mkdir = async (s: EmulatedSandbox, request: Request) => {
     const body = await readBody(request, PathBody)
     const p = resolve(s, body.path, body.cwd)
-    if ((await run(runtime.statFile(s.runtimeId, p)))._tag === "Some") throw new HttpFailure(409, "file_exists", `${p} already exists`)
+    if ((await run(runtime.statFile(s.runtimeId, p)))._tag === "Some") throw new HttpFailure(409, `${p} already exists`, "file_exists")
     const parent = await run(runtime.statFile(s.runtimeId, path.posix.dirname(p)))
-    if (parent._tag === "None" || parent.value.type !== "directory") throw new HttpFailure(404, "file_not_found", `${path.posix.dirname(p)} is not a directory`)
+    if (parent._tag === "None" || parent.value.type !== "directory") throw new HttpFailure(404, `${path.posix.dirname(p)} is not a directory`, "file_not_found")
     await run(runtime.makeDir(s.runtimeId, p, { parents: false }))
     return json({})
   }

@@ -8,11 +8,12 @@
 import { Effect, type Scope } from "effect"
 import { AppConfig } from "../../../src/Config.ts"
 import { LocalRuntime, type LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
-import { emulatorMessage, emulatorServeOptions, makeRouter, route, scopedEmulator, servePersistent, statusOfRuntimeError } from "../../core/emulator/server.ts"
+import { answering } from "../../core/emulator/failure.ts"
+import { emulatorServeOptions, makeRouter, route, scopedEmulator, servePersistent } from "../../core/emulator/server.ts"
 import { makeBooks } from "./books.ts"
 import { makeControl } from "./control.ts"
 import { makeFilesystem } from "./filesystem.ts"
-import { HttpFailure, vercelError } from "./http.ts"
+import { answerFailure, vercelError } from "./http.ts"
 import { makeCommands } from "./process.ts"
 
 export interface VercelEmulatorInfo {
@@ -31,8 +32,6 @@ interface Call {
   readonly request: Request
   readonly url: URL
 }
-
-const ERROR_CODES: Readonly<Record<number, string>> = { 400: "bad_request", 404: "not_found", 409: "conflict", 500: "internal_server_error" }
 
 export const startVercelEmulator = (dataDir: string, runtime: LocalRuntimeShape): VercelEmulatorHandle => {
   const books = makeBooks(dataDir)
@@ -67,13 +66,7 @@ export const startVercelEmulator = (dataDir: string, runtime: LocalRuntimeShape)
     const found = router.match(request.method, url.pathname)
     if (found._tag === "MethodNotAllowed") return vercelError(405, "method_not_allowed", "Method not allowed")
     if (found._tag !== "Found") return vercelError(404, "not_found", "Not found")
-    try {
-      return await found.handle({ request, url })
-    } catch (e) {
-      if (e instanceof HttpFailure) return vercelError(e.status, e.code, e.message)
-      const status = statusOfRuntimeError(e)
-      return vercelError(status, ERROR_CODES[status] ?? "error", emulatorMessage(e, "vercel"))
-    }
+    return answering(answerFailure, () => found.handle({ request, url }))
   }
 
   // Long waits (`?wait=true`) and log streams stay open while a command runs.

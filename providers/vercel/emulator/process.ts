@@ -39,7 +39,7 @@ export const makeCommands = (books: Books, runtime: LocalRuntimeShape) => {
 
   const recordOr404 = (s: EmulatedSandbox, cmdId: string) => {
     const c = commands.get(books.commandKey(s.sessionId, cmdId))
-    if (c === undefined) throw new HttpFailure(404, "not_found", `Command ${cmdId} not found`)
+    if (c === undefined) throw new HttpFailure(404, `Command ${cmdId} not found`, "not_found")
     return c
   }
 
@@ -76,7 +76,7 @@ export const makeCommands = (books: Books, runtime: LocalRuntimeShape) => {
 
   const start = async (s: EmulatedSandbox, request: Request) => {
     const body = await readBody(request, RunCommand)
-    if (body.sudo === true) throw new HttpFailure(400, "bad_request", "sudo is not emulated (the sandbox has no root)")
+    if (body.sudo === true) throw new HttpFailure(400, "sudo is not emulated (the sandbox has no root)", "bad_request")
     const cwd = path.posix.resolve(sessionCwd(s), body.cwd ?? ".")
     const cmdId = `cmd_${crypto.randomBytes(12).toString("hex")}`
     const started = await run(runtime.exec(s.runtimeId, {
@@ -187,7 +187,7 @@ export const makeCommands = (books: Books, runtime: LocalRuntimeShape) => {
     const c = recordOr404(s, cmdId)
     const body = await readBody(request, Kill)
     const name = signalName(body.signal)
-    if (name === undefined) throw new HttpFailure(400, "bad_request", `signal ${body.signal} is not supported`)
+    if (name === undefined) throw new HttpFailure(400, `signal ${body.signal} is not supported`, "bad_request")
     // Killing a command that is over changes nothing.
     if ((await exitCodeOf(c)) === null) await run(runtime.kill(c.runtimeId, c.execId, name))
     const code = await exitCodeOf(c)

@@ -13,7 +13,8 @@ import { processTopic, publish } from "../Signals.ts"
 import { SandboxesRepo } from "../../db/repos/Sandboxes.ts"
 import type { ErrorObject } from "../../domain/Errors.ts"
 import { nowIso } from "../../domain/Time.ts"
-import type { ProviderError, ProviderExecEvent } from "../../../providers/core/Provider.ts"
+import type { ExecEvent } from "../../runtime/LocalRuntime.ts"
+import type { ProviderError } from "../../../providers/core/Provider.ts"
 import { appendEvent } from "../Events.ts"
 import { type JobHandler, JobError } from "../JobRegistry.ts"
 import { logProviderFailure, processFailure } from "./ProviderErrors.ts"
@@ -93,7 +94,7 @@ export const finishProcess = (
   })
 
 /** The terminal state, error and events a provider's exit event leads to. */
-const outcomeOf = (row: ProcessRow, exit: Extract<ProviderExecEvent, { type: "exit" }>, timedOutByUs: boolean) => {
+const outcomeOf = (row: ProcessRow, exit: Extract<ExecEvent, { type: "exit" }>, timedOutByUs: boolean) => {
   if (exit.cancelled && !timedOutByUs && !exit.timedOut) {
     return { state: "cancelled" as const, error: null, events: [["cancelled", { termination_signal: exit.signal }]] as const }
   }
@@ -114,12 +115,12 @@ const outcomeOf = (row: ProcessRow, exit: Extract<ProviderExecEvent, { type: "ex
  * `max_output_bytes` is dropped and marks the process truncated. Nothing is written to a process that is
  * already terminal.
  */
-export const storeProcessEvents = (processId: string, events: ReadonlyArray<ProviderExecEvent>, timedOutByUs: boolean) =>
+export const storeProcessEvents = (processId: string, events: ReadonlyArray<ExecEvent>, timedOutByUs: boolean) =>
   Effect.gen(function*() {
     const now = yield* nowIso
     const row = (yield* ProcessesRepo.getForUpdate(processId))!
     if (TERMINAL_PROCESS_STATES.includes(row.state)) return undefined
-    let exit: Extract<ProviderExecEvent, { type: "exit" }> | undefined
+    let exit: Extract<ExecEvent, { type: "exit" }> | undefined
     let { provider_seq: providerSeq, next_event_seq: seq, output_bytes: output, stdout_bytes: stdout, stderr_bytes: stderr } = row
     let truncated = row.output_truncated
     const rows: Array<NewProcessEvent> = []
@@ -185,7 +186,7 @@ export const makeProcessHandler = Effect.gen(function*() {
       const ctx = Option.fromNullable(accounts.target(sandbox))
       if (Option.isNone(ctx) || sandbox === undefined) return yield* failNotRunnable(row, "The sandbox has no running provider resource")
 
-      let firstEvents: ReadonlyArray<ProviderExecEvent> | undefined
+      let firstEvents: ReadonlyArray<ExecEvent> | undefined
       if (row.execution_id === null) {
         if (row.cancel_requested_at !== null) {
           yield* Effect.gen(function*() {

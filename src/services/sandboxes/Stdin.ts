@@ -16,23 +16,15 @@ import { nextSignal, processTopic } from "../Signals.ts"
 import { type Caller, processOf, sandboxOf } from "./Commands.ts"
 import { TERMINAL_PROCESS_STATES } from "./Processes.ts"
 import { actionFailure, logProviderFailure } from "./ProviderErrors.ts"
+import { keyedSerial } from "../../../providers/core/keyedSerial.ts"
 
 /** How long a write waits for a queued process to start at its provider. */
 const START_WAIT_MS = 10_000
 
 /** One chain of pending writes per process: each write runs after the one before it, whatever their outcome. */
-const chains = new Map<string, Promise<unknown>>()
+const writes = keyedSerial()
 const inOrder = <A, E>(processId: string, effect: Effect.Effect<A, E>): Effect.Effect<A, E> =>
-  Effect.async<A, E>((resume) => {
-    const previous = chains.get(processId) ?? Promise.resolve()
-    const next = previous.then(() => Effect.runPromiseExit(effect)).then((exit) => {
-      resume(exit._tag === "Success" ? Effect.succeed(exit.value) : Effect.failCause(exit.cause))
-    })
-    chains.set(processId, next)
-    void next.finally(() => {
-      if (chains.get(processId) === next) chains.delete(processId)
-    })
-  })
+  Effect.flatten(Effect.promise(() => writes.run(processId, () => Effect.runPromiseExit(effect))))
 
 const ended = (state: string) => conflict("invalid_process_state", `The process is ${state}: its input is closed`, { state })
 
