@@ -7,6 +7,9 @@ import { operatorInvocation, runCommandLine } from "./CommandLine.ts"
 await runCommandLine(process.argv.slice(2), {
   prog: "bun run cli",
   whenEmpty: "usage",
-  serve: async () => (await import("../src/http/Http.ts")).runServer(operatorInvocation()),
+  serve: async () => {
+    const [{ runServer }, { PLUGINS }] = await Promise.all([import("../src/http/Http.ts"), import("../providers/index.ts")])
+    return runServer(operatorInvocation(), PLUGINS)
+  },
   emulate: async (argv) => (await import("../providers/emulate.ts")).emulateMain(argv)
 })

@@ -7,6 +7,9 @@ import { isCompiled, operatorInvocation, runCommandLine } from "./CommandLine.ts
 await runCommandLine(process.argv.slice(2), {
   prog: isCompiled() ? "sandbox-gateway" : "bun bin/main.ts",
   whenEmpty: "serve",
-  serve: async () => (await import("../src/http/Http.ts")).runServer(operatorInvocation()),
+  serve: async () => {
+    const [{ runServer }, { PLUGINS }] = await Promise.all([import("../src/http/Http.ts"), import("../providers/index.ts")])
+    return runServer(operatorInvocation(), PLUGINS)
+  },
   emulate: async (argv) => (await import("../providers/emulate.ts")).emulateMain(argv)
 })

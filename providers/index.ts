@@ -1,7 +1,7 @@
 /**
  * The provider plugins this gateway is built with, one per folder under `providers/`. A plugin yields its
  * `SandboxProvider` (remote with credentials, else emulated over the local runtime); the registry
- * (`core/registry.ts`) lists them in the canonical order of the eleven identifiers. Adding a provider is adding
+ * (`src/providers/registry.ts`) lists them in the canonical order of the eleven identifiers. Adding a provider is adding
  * its plugin here (CONTRIBUTING.md, "Adding a provider").
  */
 import { BlaxelPlugin } from "./blaxel/plugin.ts"

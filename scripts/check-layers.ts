@@ -7,14 +7,16 @@
  *   db         src/db/                 domain, config
  *   net        src/net/                domain (the outbound address policy: resolve, check, pin every hop)
  *   runtime    src/runtime/            domain, config, net
- *   providers  providers/              domain, config, net, runtime
- *   services   src/services/           domain, config, db, net, runtime, providers
- *   http       src/http/               domain, config, db, net, runtime, providers, services, assets
+ *   contract   src/providers/          domain, config, net, runtime (the provider port: what a provider is, its
+ *                                      errors, placement and routing, the registry that holds the plugins)
+ *   providers  providers/              domain, config, net, runtime, contract (the plugins and their kit)
+ *   services   src/services/           domain, config, db, net, runtime, contract
+ *   http       src/http/               domain, config, db, net, runtime, contract, services, assets
  *   cli        src/cli/                domain, config, db, services (the operator's commands)
  *   client     client/                 domain, http (the contract, src/http/Api.ts: the client is derived from it)
  *   entry      bin/                    anything (the program's entries and its command line: the only place that
  *                                      joins the server, the operator's commands, the users' and the emulators)
- *   web        web/src/                domain, providers (the dashboard: types of the contract only, never code of the server)
+ *   web        web/src/                domain, contract, providers (the dashboard: types and the catalogue, never code of the server)
  *   assets     web/dist/               — (the dashboard as built: only http serves it)
  *
  * The SQL packages (`@effect/sql…`, `bun:sqlite`) are imported only in `src/db/`. No source file imports test
@@ -24,7 +26,7 @@
 import * as fs from "node:fs"
 import * as path from "node:path"
 
-export type Layer = "config" | "domain" | "db" | "net" | "runtime" | "providers" | "services" | "http" | "cli" | "client" | "entry" | "web" | "assets"
+export type Layer = "config" | "domain" | "db" | "net" | "runtime" | "contract" | "providers" | "services" | "http" | "cli" | "client" | "entry" | "web" | "assets"
 
 const BELOW: Record<Layer, ReadonlyArray<Layer>> = {
   config: [],
@@ -32,13 +34,14 @@ const BELOW: Record<Layer, ReadonlyArray<Layer>> = {
   db: ["domain", "config"],
   net: ["domain"],
   runtime: ["domain", "config", "net"],
-  providers: ["domain", "config", "net", "runtime"],
-  services: ["domain", "config", "db", "net", "runtime", "providers"],
-  http: ["domain", "config", "db", "net", "runtime", "providers", "services", "assets"],
+  contract: ["domain", "config", "net", "runtime"],
+  providers: ["domain", "config", "net", "runtime", "contract"],
+  services: ["domain", "config", "db", "net", "runtime", "contract"],
+  http: ["domain", "config", "db", "net", "runtime", "contract", "services", "assets"],
   cli: ["domain", "config", "db", "services"],
   client: ["domain", "http"],
-  entry: ["domain", "config", "db", "net", "runtime", "providers", "services", "http", "cli", "client"],
-  web: ["domain", "providers"],
+  entry: ["domain", "config", "db", "net", "runtime", "contract", "providers", "services", "http", "cli", "client"],
+  web: ["domain", "contract", "providers"],
   assets: []
 }
 
@@ -59,6 +62,7 @@ export const layerOf = (file: string): Layer | undefined => {
     case "src/db": return "db"
     case "src/net": return "net"
     case "src/runtime": return "runtime"
+    case "src/providers": return "contract"
     case "providers": return "providers"
     case "src/services": return "services"
     case "src/http": return "http"

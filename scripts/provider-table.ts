@@ -7,7 +7,7 @@ import { ConfigProvider, Effect, Layer, type Scope } from "effect"
 import { AppConfig } from "../src/Config.ts"
 import { LocalRuntime } from "../src/runtime/LocalRuntime.ts"
 import { PLUGINS } from "../providers/index.ts"
-import type { SandboxProvider } from "../providers/core/Provider.ts"
+import type { SandboxProvider } from "../src/providers/Provider.ts"
 import { CREDENTIAL_FIELDS } from "../src/domain/ProviderCredentials.ts"
 
 /** Remote mode for every plugin: credentials that are never used (nothing is called while building). */

@@ -7,7 +7,7 @@ import type { HttpClient } from "@effect/platform"
 import { Effect, Either } from "effect"
 import { describe, expect, it } from "vitest"
 import { conformanceInput } from "../testing/conformance.ts"
-import type { ProviderError, ProviderSandbox } from "../core/Provider.ts"
+import type { ProviderError, ProviderSandbox } from "../../src/providers/Provider.ts"
 import { bodyBytes, bodyJson, type Call, json, scripted, type Step } from "../testing/scripted-client.ts"
 import { API_VERSION, executionIds, makeBlaxelProvider } from "./adapter/index.ts"
 

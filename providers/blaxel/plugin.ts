@@ -10,7 +10,7 @@ import type { AppConfig } from "../../src/Config.ts"
 import { LocalRuntime } from "../../src/runtime/LocalRuntime.ts"
 import { envValue } from "../core/env.ts"
 import { onLocalRuntime } from "../core/localRuntime.ts"
-import type { SandboxProvider } from "../core/Provider.ts"
+import type { SandboxProvider } from "../../src/providers/Provider.ts"
 import { DEFAULT_IMAGE, makeBlaxelProvider } from "./adapter/index.ts"
 import { blaxelEmulator } from "./emulator/index.ts"
 

@@ -10,7 +10,7 @@ import { describe, expect, it } from "vitest"
 import { conformanceInput } from "../testing/conformance.ts"
 import { DECLARED } from "../core/declared.ts"
 import type { ExecEvent } from "../../src/runtime/LocalRuntime.ts"
-import type { ProviderError, ProviderSandbox } from "../core/Provider.ts"
+import type { ProviderError, ProviderSandbox } from "../../src/providers/Provider.ts"
 import { bodyBytes, bodyJson, type Call, json, scripted, type Step } from "../testing/scripted-client.ts"
 import { argvWithEnvironment, bridgePath, makeCloudflareProvider, makeSseParser, usageCostMicrousd } from "./adapter/index.ts"
 

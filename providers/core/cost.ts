@@ -3,7 +3,7 @@
  * metered at its provider's prices): per-second prices of vCPU, memory and disk over the window, with the
  * disk a provider gives for free left out.
  */
-import type { ProviderCost, ResolvedResources } from "./Provider.ts"
+import type { ProviderCost, ResolvedResources } from "../../src/providers/Provider.ts"
 
 export interface RateCard {
   readonly version: string

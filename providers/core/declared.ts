@@ -16,7 +16,7 @@
  * and Modal state none.
  */
 import { SCREENSHOT_MAX_BYTES } from "../../src/domain/Computer.ts"
-import type { ComputerCapabilities, ProviderCapabilities, ProviderName } from "./Provider.ts"
+import type { ComputerCapabilities, ProviderCapabilities, ProviderName } from "../../src/providers/Provider.ts"
 
 export const MiB = 1024 * 1024
 

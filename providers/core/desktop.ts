@@ -4,7 +4,7 @@
  * `unsupported` (kept `unavailable` or `timeout_absent` when the provider did not answer), saying why.
  */
 import { Effect } from "effect"
-import type { ComputerDriver, CreateInput, ProviderError, ProviderErrorKind, SandboxProvider } from "./Provider.ts"
+import type { ComputerDriver, CreateInput, ProviderError, ProviderErrorKind, SandboxProvider } from "../../src/providers/Provider.ts"
 
 export const withDesktop = (
   provider: string,

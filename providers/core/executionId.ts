@@ -13,8 +13,8 @@
  * schema gives (`Schema.optionalWith(…, { default })`).
  */
 import { Effect, Either, ParseResult, Schema } from "effect"
-import { providerFailure } from "./errors.ts"
-import type { ProviderError, ProviderName } from "./Provider.ts"
+import { providerFailure } from "../../src/providers/errors.ts"
+import type { ProviderError, ProviderName } from "../../src/providers/Provider.ts"
 
 /** The id's body: base64url of a JSON array. */
 const Body = Schema.compose(Schema.StringFromBase64Url, Schema.parseJson(Schema.Array(Schema.Unknown)))

@@ -10,10 +10,10 @@ import { rateCardCost } from "./cost.ts"
 import { decodeJsonBody, makeRouter, route } from "./emulator/server.ts"
 import { persistentRecords, persistentState } from "./emulator/state.ts"
 import { pollUntil } from "./poll.ts"
-import { bufferedEvents, FOLLOWED_EXECUTIONS, type ProviderError, reattachFailed } from "./Provider.ts"
+import { bufferedEvents, FOLLOWED_EXECUTIONS, type ProviderError, reattachFailed } from "../../src/providers/Provider.ts"
 import { json, scripted } from "../testing/scripted-client.ts"
 import { exactBody, makeWire, messageOf, plainHttpClient, rangeOfWhole } from "./wire.ts"
-import { openUpstream } from "./websocket.ts"
+import { openUpstream } from "../../src/providers/websocket.ts"
 import { atMostEvery, sweepEvery } from "./emulator/state.ts"
 
 const failureOf = async <A>(effect: Effect.Effect<A, ProviderError>) => {

@@ -5,7 +5,7 @@
  * gateway never routes a runtime request there; these answers are for a caller that asks anyway.
  */
 import { Effect } from "effect"
-import { ProviderError, type ProviderName, type SandboxProvider } from "./Provider.ts"
+import { ProviderError, type ProviderName, type SandboxProvider } from "../../src/providers/Provider.ts"
 
 type RuntimeHalf = Pick<
   SandboxProvider,

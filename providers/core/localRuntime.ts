@@ -10,7 +10,7 @@
  */
 import { Effect } from "effect"
 import { defaultInternetOf, type LocalRuntimeShape, type RuntimeMetrics } from "../../src/runtime/LocalRuntime.ts"
-import { ProviderError, type ProviderCapabilities, type ProviderMetrics, type SandboxProvider, type SizeLimits } from "./Provider.ts"
+import { ProviderError, type ProviderCapabilities, type ProviderMetrics, type SandboxProvider, type SizeLimits } from "../../src/providers/Provider.ts"
 
 const fromRuntime = (m: RuntimeMetrics): ProviderMetrics => ({ source: "local_runtime", cpuUsedPercent: null, ...m })
 

@@ -4,8 +4,8 @@ import { describe, expect, it } from "vitest"
 import { DECLARED } from "./declared.ts"
 import { envValue } from "./env.ts"
 import { makeProvider, type ProviderCalls } from "./makeProvider.ts"
-import { ProviderError, type ProviderSandbox } from "./Provider.ts"
-import { makeProviderRegistry } from "./registry.ts"
+import { ProviderError, type ProviderSandbox } from "../../src/providers/Provider.ts"
+import { makeProviderRegistry } from "../../src/providers/registry.ts"
 
 interface Config {
   readonly mode: "remote" | "emulated"

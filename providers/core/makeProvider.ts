@@ -10,7 +10,7 @@
  *     byok: (config) => (credentials) => ({ ...config, apiKey: credentials["api_key"] ?? "" })
  *   })
  */
-import type { ProviderCredentials, ProviderName, SandboxProvider } from "./Provider.ts"
+import type { ProviderCredentials, ProviderName, SandboxProvider } from "../../src/providers/Provider.ts"
 
 /** An adapter's calls and capabilities: everything of a provider but its name, its mode and BYOK. */
 export type ProviderCalls = Omit<SandboxProvider, "name" | "mode" | "withCredentials">

@@ -9,8 +9,8 @@
  */
 import { FetchHttpClient, HttpClient, type HttpClientRequest, type HttpClientResponse } from "@effect/platform"
 import { Duration, Effect, Layer, Schema, Stream } from "effect"
-import { kindOfStatus, kindOfTransportFailure, providerFailure } from "./errors.ts"
-import type { ProviderError, ProviderErrorKind, ProviderName } from "./Provider.ts"
+import { kindOfStatus, kindOfTransportFailure, providerFailure } from "../../src/providers/errors.ts"
+import type { ProviderError, ProviderErrorKind, ProviderName } from "../../src/providers/Provider.ts"
 
 /** How one call is made. Adapters may add fields of their own (read back in their `classify`). */
 export interface CallOptions {

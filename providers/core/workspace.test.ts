@@ -1,6 +1,6 @@
 import { Effect } from "effect"
 import { describe, expect, it } from "vitest"
-import type { SandboxProvider } from "./Provider.ts"
+import type { SandboxProvider } from "../../src/providers/Provider.ts"
 import { withWorkspace, workspacePaths } from "./workspace.ts"
 
 describe("workspace paths", () => {

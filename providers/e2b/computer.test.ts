@@ -6,7 +6,7 @@
 import { Effect } from "effect"
 import { describe, expect, it } from "vitest"
 import { bodyBytes, bodyJson, type Call, json, scripted, type Step } from "../testing/scripted-client.ts"
-import type { ProviderSandbox } from "../core/Provider.ts"
+import type { ProviderSandbox } from "../../src/providers/Provider.ts"
 import { makeE2BProvider } from "./adapter/index.ts"
 import { encodeEnvelope, END_STREAM, EnvelopeDecoder } from "./connect.ts"
 

@@ -8,12 +8,12 @@
  */
 import type { HttpClient } from "@effect/platform"
 import { Effect } from "effect"
-import { CWD_MISSING_MARK } from "../core/cwd.ts"
+import { CWD_MISSING_MARK } from "../../src/providers/cwd.ts"
 import { createHash } from "node:crypto"
 import { describe, expect, it } from "vitest"
 import { conformanceInput } from "../testing/conformance.ts"
 import type { ExecEvent } from "../../src/runtime/LocalRuntime.ts"
-import type { ProviderError, ProviderSandbox, SandboxProvider } from "../core/Provider.ts"
+import type { ProviderError, ProviderSandbox, SandboxProvider } from "../../src/providers/Provider.ts"
 import { bodyBytes, bodyJson, type Call, json, scripted, type Step } from "../testing/scripted-client.ts"
 import { commandLine, makeFreestyleProvider, RATE_CARD, vmSlug } from "./adapter/index.ts"
 

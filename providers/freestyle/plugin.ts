@@ -13,7 +13,7 @@ import type { AppConfig } from "../../src/Config.ts"
 import { defaultInternetOf, LocalRuntime } from "../../src/runtime/LocalRuntime.ts"
 import { envValue } from "../core/env.ts"
 import { onLocalRuntime } from "../core/localRuntime.ts"
-import type { SandboxProvider } from "../core/Provider.ts"
+import type { SandboxProvider } from "../../src/providers/Provider.ts"
 import { DEFAULT_API_URL, makeFreestyleProvider } from "./adapter/index.ts"
 import { freestyleEmulator } from "./emulator/index.ts"
 

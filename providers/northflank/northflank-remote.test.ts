@@ -9,7 +9,7 @@ import type { HttpClient } from "@effect/platform"
 import { Effect } from "effect"
 import { describe, expect, it } from "vitest"
 import { conformanceInput } from "../testing/conformance.ts"
-import type { ProviderError, ProviderSandbox } from "../core/Provider.ts"
+import type { ProviderError, ProviderSandbox } from "../../src/providers/Provider.ts"
 import { bodyJson, type Call, json, scripted, type Step } from "../testing/scripted-client.ts"
 import { makeNorthflankProvider, planCentsPerHour, planFor, serviceName } from "./adapter/index.ts"
 

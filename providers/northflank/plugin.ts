@@ -11,11 +11,11 @@
  */
 import { Config, ConfigError, Effect, type Scope } from "effect"
 import type { AppConfig } from "../../src/Config.ts"
-import { emulatedCapabilities } from "../core/Capabilities.ts"
+import { emulatedCapabilities } from "../../src/providers/Capabilities.ts"
 import { LocalRuntime } from "../../src/runtime/LocalRuntime.ts"
 import { envValue } from "../core/env.ts"
 import { onLocalRuntime } from "../core/localRuntime.ts"
-import type { SandboxProvider } from "../core/Provider.ts"
+import type { SandboxProvider } from "../../src/providers/Provider.ts"
 import { DEFAULT_API_URL, DEFAULT_IMAGE, DEFAULT_PLAN, makeNorthflankProvider, NORTHFLANK_CAPABILITIES } from "./adapter/index.ts"
 import { EMULATED_ARCHITECTURES, northflankEmulator } from "./emulator/index.ts"
 

@@ -9,7 +9,7 @@ import type { HttpClient } from "@effect/platform"
 import { Effect } from "effect"
 import { describe, expect, it } from "vitest"
 import { conformanceInput } from "../testing/conformance.ts"
-import type { CreateInput, ProviderError, ProviderSandbox } from "../core/Provider.ts"
+import type { CreateInput, ProviderError, ProviderSandbox } from "../../src/providers/Provider.ts"
 import { bodyBytes, bodyJson, type Call, json, scripted, type Step } from "../testing/scripted-client.ts"
 import { idempotencyKey, isDockerHub, makePrimeProvider, type PrimeProviderConfig, sandboxLabel } from "./adapter/index.ts"
 import {

@@ -7,10 +7,10 @@
  */
 import type { HttpClient } from "@effect/platform"
 import { Effect, Either } from "effect"
-import { CWD_MISSING_MARK } from "../core/cwd.ts"
+import { CWD_MISSING_MARK } from "../../src/providers/cwd.ts"
 import { describe, expect, it } from "vitest"
 import { conformanceInput } from "../testing/conformance.ts"
-import type { CreateInput, ProviderError, ProviderSandbox } from "../core/Provider.ts"
+import type { CreateInput, ProviderError, ProviderSandbox } from "../../src/providers/Provider.ts"
 import { bodyJson, type Call, json, scripted, type Step } from "../testing/scripted-client.ts"
 import { commandLine, executionIds, makeRunloopProvider, type RunloopProviderConfig, WHOLE_FILE_BYTES } from "./adapter/index.ts"
 

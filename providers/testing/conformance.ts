@@ -26,10 +26,10 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type LocalRuntimeHandle, makeLocalRuntime } from "../../src/runtime/LocalRuntimeLive.ts"
-import { isCwdMissing } from "../core/cwd.ts"
-import { fileReasonOf } from "../core/errors.ts"
+import { isCwdMissing } from "../../src/providers/cwd.ts"
+import { fileReasonOf } from "../../src/providers/errors.ts"
 import type { ExecEvent } from "../../src/runtime/LocalRuntime.ts"
-import type { CreateInput, ProviderError, ProviderSandbox, SandboxProvider } from "../core/Provider.ts"
+import type { CreateInput, ProviderError, ProviderSandbox, SandboxProvider } from "../../src/providers/Provider.ts"
 
 export type ConformanceTarget =
   | Effect.Effect<SandboxProvider, unknown, Scope.Scope>

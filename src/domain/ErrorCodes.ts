@@ -8,7 +8,7 @@
  * provider's in another (`runtime_operation_failed`: a full disk is 409, an unreachable provider 503).
  */
 
-/** The `provider_<kind>` codes: a provider's failure by kind (providers/core/Provider.ts `ProviderError`). */
+/** The `provider_<kind>` codes: a provider's failure by kind (src/providers/Provider.ts `ProviderError`). */
 const PROVIDER_FAILURES = {
   provider_auth: "The provider refused the gateway's credentials",
   provider_credentials_rejected: "The provider refused the organization's own stored credentials (bring-your-own-key)",

@@ -9,7 +9,7 @@
  * A sandbox on another node's local runtime (docs/operations/scaling-out.md) has its session there: after the same check
  * here (the state it reads is the database's, shared by every node), the attach is relayed to the owner — a
  * WebSocket opened to its attach with the client's headers and the forward mark (services/Forwarding.ts), then
- * the client's accepted, and frames and closes passed both ways (providers/core/websocket.ts).
+ * the client's accepted, and frames and closes passed both ways (src/providers/websocket.ts).
  *
  * The attach is held for the API key that opened it (services/LiveStreams.ts): once that key is revoked or
  * expires, or its project is deleted, the client gets a text frame `{"type":"error","code","message"}` and the
@@ -17,7 +17,7 @@
  */
 import { HttpServerResponse } from "@effect/platform"
 import { Context, Runtime, Schema } from "effect"
-import { isWebSocketUpgrade, openUpstream, relay } from "../../providers/core/websocket.ts"
+import { isWebSocketUpgrade, openUpstream, relay } from "../providers/websocket.ts"
 import type { AppConfigShape } from "../Config.ts"
 import type { ProviderAccounts } from "../services/ProviderAccounts.ts"
 import type { ProcessesRepo } from "../db/repos/Processes.ts"

@@ -11,7 +11,7 @@
  *
  * Connections are kept alive between requests (HTTP/1.1), and a WebSocket upgrade is proxied too: after the same
  * checks, the upstream WebSocket (the provider's URL, `ws:`/`wss:`) is opened first, then the client's is accepted
- * with the subprotocol the sandbox chose, and messages are relayed both ways (providers/core/websocket.ts) until
+ * with the subprotocol the sandbox chose, and messages are relayed both ways (src/providers/websocket.ts) until
  * either side closes or the exchange is cut (then both are closed, 1001 or 1013 ...). Traffic through an
  * endpoint, plain or WebSocket, is activity for the sandbox's idle timeout.
  *
@@ -24,7 +24,7 @@
 import type { ErrorCode } from "../domain/ErrorCodes.ts"
 import { HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Cause, Context, Effect, FiberRef, Layer } from "effect"
-import { isWebSocketUpgrade, openUpstream, type Relay, relay as relayWebSocket } from "../../providers/core/websocket.ts"
+import { isWebSocketUpgrade, openUpstream, type Relay, relay as relayWebSocket } from "../providers/websocket.ts"
 import { AppConfig, type AppConfigShape, nodeIdOf } from "../Config.ts"
 import { NodesRepo } from "../db/repos/Nodes.ts"
 import { nowIso } from "../domain/Time.ts"

@@ -44,6 +44,7 @@ import { FastReadsScoped } from "./FastReads.ts"
 import { OperationRunnerLive } from "../services/OperationRunner.ts"
 import { ProviderAccounts } from "../services/ProviderAccounts.ts"
 import { ProviderRegistryLive } from "../services/ProviderRegistryLive.ts"
+import type { GatewayPlugin } from "../providers/registry.ts"
 import { SandboxJobsLive } from "../services/sandboxes/Jobs.ts"
 import { ReaperLive } from "../services/sandboxes/Reaper.ts"
 import { LocalRuntimeLive } from "../runtime/LocalRuntimeLive.ts"
@@ -79,9 +80,9 @@ export const ApiLive = HttpApiBuilder.api(Api).pipe(
  * Providers (and their emulators over the local runtime), then the job handlers, which start the runner; the
  * event feed wakes it when events (and their webhook deliveries) are committed.
  */
-const SandboxPlaneLive = Layer.mergeAll(SandboxJobsLive, ReaperLive, EventFeedLive, NodesLive).pipe(
+const sandboxPlaneLive = (plugins: ReadonlyArray<GatewayPlugin>) => Layer.mergeAll(SandboxJobsLive, ReaperLive, EventFeedLive, NodesLive).pipe(
   Layer.provideMerge(ProviderAccounts.Default),
-  Layer.provideMerge(ProviderRegistryLive),
+  Layer.provideMerge(ProviderRegistryLive(plugins)),
   Layer.provideMerge(OperationRunnerLive),
   // Merged: /ready states the runtime's limits.
   Layer.provideMerge(LocalRuntimeLive)
@@ -90,7 +91,8 @@ const SandboxPlaneLive = Layer.mergeAll(SandboxJobsLive, ReaperLive, EventFeedLi
 /** The endpoint listener (its own origin) and the registry of exchanges open through it. */
 const EndpointsServingLive = EndpointServerLive.pipe(Layer.provideMerge(EndpointConnectionsLive))
 
-export const ServicesLive = Layer.mergeAll(CredentialsLive, IdempotencyStoreLive, SandboxPlaneLive, CheckpointerLive, EndpointsServingLive, LiveStreamsLive).pipe(
+/** The services, with the provider plugins the entry hands in (bin/main.ts: `providers/index.ts`'s). */
+export const servicesLive = (plugins: ReadonlyArray<GatewayPlugin>) => Layer.mergeAll(CredentialsLive, IdempotencyStoreLive, sandboxPlaneLive(plugins), CheckpointerLive, EndpointsServingLive, LiveStreamsLive).pipe(
   Layer.provideMerge(WebhookResolverLive),
   Layer.provideMerge(Telemetry.Default),
   Layer.provideMerge(SecretBoxLive),
@@ -178,8 +180,8 @@ const ApiServerLive = HttpApiBuilder.serve((app) => withRequestId(HttpMiddleware
 )
 
 /** The whole server; once it listens it says where everything is (`operatorCommand`: how to run the CLI here). */
-export const httpLive = (operatorCommand: string) =>
-  Layer.effectDiscard(announce(operatorCommand)).pipe(Layer.provideMerge(ApiServerLive), Layer.provide(ServicesLive))
+export const httpLive = (operatorCommand: string, plugins: ReadonlyArray<GatewayPlugin>) =>
+  Layer.effectDiscard(announce(operatorCommand)).pipe(Layer.provideMerge(ApiServerLive), Layer.provide(servicesLive(plugins)))
 
 /** LOG_LEVEL (default info) decides what is logged, the per-request access log included. */
 const LoggingLive = Layer.unwrapEffect(
@@ -190,4 +192,5 @@ const LoggingLive = Layer.unwrapEffect(
 )
 
 /** Runs the server until it is stopped (SIGINT/SIGTERM). */
-export const runServer = (operatorCommand: string) => Layer.launch(httpLive(operatorCommand).pipe(Layer.provide(LoggingLive))).pipe(BunRuntime.runMain)
+export const runServer = (operatorCommand: string, plugins: ReadonlyArray<GatewayPlugin>) =>
+  Layer.launch(httpLive(operatorCommand, plugins).pipe(Layer.provide(LoggingLive))).pipe(BunRuntime.runMain)

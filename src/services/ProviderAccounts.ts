@@ -11,8 +11,8 @@ import { Effect, Schema } from "effect"
 import { ProviderCredentialsRepo } from "../db/repos/ProviderCredentials.ts"
 import type { SandboxRow } from "../db/repos/Sandboxes.ts"
 import { StoredCredentialFields } from "../domain/ProviderCredentials.ts"
-import { type ProviderName, ProviderError, ProviderRegistry, type ProviderSandbox, type SandboxProvider } from "../../providers/core/Provider.ts"
-import { aroundCalls } from "../../providers/core/registry.ts"
+import { type ProviderName, ProviderError, ProviderRegistry, type ProviderSandbox, type SandboxProvider } from "../providers/Provider.ts"
+import { aroundCalls } from "../providers/registry.ts"
 import { SecretBox } from "./Crypto.ts"
 
 /** A sealed credential that does not decode is a defect (it was written by this gateway), never a cast. */

@@ -1,9 +1,10 @@
-/** The provider registry of the running gateway: every plugin `providers/index.ts` names, its failures counted. */
+/**
+ * The provider registry of the running gateway: the plugins its entry hands in (bin/: `providers/index.ts`'s, so
+ * the services never import a plugin), their failures counted.
+ */
 import { Effect, Layer } from "effect"
-import { ProviderRegistryLayer } from "../../providers/core/registry.ts"
-import { PLUGINS } from "../../providers/index.ts"
+import { type GatewayPlugin, ProviderRegistryLayer } from "../providers/registry.ts"
 import { Telemetry } from "./Telemetry.ts"
 
-export const ProviderRegistryLive = Layer.unwrapEffect(
-  Effect.map(Telemetry, (telemetry) => ProviderRegistryLayer(PLUGINS, (e) => telemetry.providerFailure(e.provider, e.kind)))
-)
+export const ProviderRegistryLive = (plugins: ReadonlyArray<GatewayPlugin>) =>
+  Layer.unwrapEffect(Effect.map(Telemetry, (telemetry) => ProviderRegistryLayer(plugins, (e) => telemetry.providerFailure(e.provider, e.kind))))

@@ -20,13 +20,18 @@ describe("layers", () => {
       ["src/db/C.ts", ["../http/D.ts"]],
       ["src/http/D.ts", []],
       ["src/runtime/E.ts", ["../services/B.ts"]],
-      ["providers/x/F.ts", ["../../src/http/D.ts"]]
+      ["providers/x/F.ts", ["../../src/http/D.ts"]],
+      ["src/services/G.ts", ["../../providers/e2b/plugin.ts"]],
+      ["src/providers/H.ts", ["../../providers/core/wire.ts"]]
     ])
     const messages = analyze(graph).map((v) => `${v.file} ${v.message}`)
     expect(messages.some((m) => m.startsWith("src/domain/A.ts (domain) imports src/services/B.ts"))).toBe(true)
     expect(messages.some((m) => m.startsWith("src/db/C.ts (db) imports src/http/D.ts"))).toBe(true)
     expect(messages.some((m) => m.startsWith("src/runtime/E.ts (runtime) imports src/services/B.ts"))).toBe(true)
     expect(messages.some((m) => m.startsWith("providers/x/F.ts (providers) imports src/http/D.ts"))).toBe(true)
+    // The services reach providers through the contract (src/providers); the plugins are handed in by the entry.
+    expect(messages.some((m) => m.startsWith("src/services/G.ts (services) imports providers/e2b/plugin.ts"))).toBe(true)
+    expect(messages.some((m) => m.startsWith("src/providers/H.ts (contract) imports providers/core/wire.ts"))).toBe(true)
     // services → domain is allowed; the cycle it closes is not.
     expect(messages.some((m) => m.startsWith("src/services/B.ts (services)"))).toBe(false)
     expect(messages.some((m) => m.includes("import cycle"))).toBe(true)

@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from "vitest"
 import { emulatorMessage } from "../../providers/core/emulator/server.ts"
-import { ProviderError, type ProviderErrorKind } from "../../providers/core/Provider.ts"
+import { ProviderError, type ProviderErrorKind } from "../../src/providers/Provider.ts"
 import { actionFailure, fileFailure, processFailure, publicAttempt } from "../../src/services/sandboxes/ProviderErrors.ts"
 import { RuntimeError } from "../../src/runtime/LocalRuntime.ts"
 

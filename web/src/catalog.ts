@@ -4,7 +4,7 @@
  * src/domain/ProviderCredentials.ts, src/domain/Environments.ts), provided at build time as `virtual:catalog` by
  * scripts/build-web.ts, so the page carries no server code.
  */
-import type { ProviderCapabilities } from "../../providers/core/Provider.ts"
+import type { ProviderCapabilities } from "../../src/providers/Provider.ts"
 import type { Provider } from "../../src/domain/Sandbox.ts"
 import type { ENVIRONMENTS } from "../../src/domain/Environments.ts"
 import type { CREDENTIAL_FIELDS } from "../../src/domain/ProviderCredentials.ts"

@@ -6,8 +6,8 @@
 import { HttpClientRequest } from "@effect/platform"
 import { Effect } from "effect"
 import * as crypto from "node:crypto"
-import { endpointRequestProblem } from "../../core/errors.ts"
-import { type SandboxProvider, unsupported } from "../../core/Provider.ts"
+import { endpointRequestProblem } from "../../../src/providers/errors.ts"
+import { type SandboxProvider, unsupported } from "../../../src/providers/Provider.ts"
 import { type BlaxelContext, NAME, WirePreview } from "./wire.ts"
 
 export const makeEndpoints = (ctx: BlaxelContext) => {

@@ -14,10 +14,10 @@
 import { readBodyAtMost } from "../../core/wire.ts"
 import { HttpClientRequest } from "@effect/platform"
 import { Effect } from "effect"
-import type { ProviderError, ProviderFileEntry, ProviderSandbox, SandboxProvider } from "../../core/Provider.ts"
-import { unsupported } from "../../core/Provider.ts"
+import type { ProviderError, ProviderFileEntry, ProviderSandbox, SandboxProvider } from "../../../src/providers/Provider.ts"
+import { unsupported } from "../../../src/providers/Provider.ts"
 import { type BlaxelContext, NAME, PART_BYTES, runtimePath, WireDirectory, WireDirectoryOrFile, WirePart, WireUpload } from "./wire.ts"
-import { checkWrite } from "../../core/errors.ts"
+import { checkWrite } from "../../../src/providers/errors.ts"
 
 const parentOf = (p: string) => p.slice(0, p.lastIndexOf("/")) || "/"
 const baseName = (p: string) => p.slice(p.lastIndexOf("/") + 1)

@@ -15,8 +15,8 @@
 import { HttpClientRequest } from "@effect/platform"
 import { Effect } from "effect"
 import type { ExecEvent } from "../../../src/runtime/LocalRuntime.ts"
-import type { SandboxProvider } from "../../core/Provider.ts"
-import { bufferedEvents, unsupported } from "../../core/Provider.ts"
+import type { SandboxProvider } from "../../../src/providers/Provider.ts"
+import { bufferedEvents, unsupported } from "../../../src/providers/Provider.ts"
 import {
   type BlaxelContext,
   executionIds,

@@ -5,11 +5,11 @@
  */
 import { HttpClient, HttpClientRequest } from "@effect/platform"
 import { Effect, Schema } from "effect"
-import { emulatedCapabilities } from "../../core/Capabilities.ts"
+import { emulatedCapabilities } from "../../../src/providers/Capabilities.ts"
 import { createHash } from "node:crypto"
 import { DECLARED } from "../../core/declared.ts"
 import { executionIdCodec, IdPart, positivePart } from "../../core/executionId.ts"
-import type { InspectState, ProviderCapabilities, ProviderErrorKind, ProviderSandbox } from "../../core/Provider.ts"
+import type { InspectState, ProviderCapabilities, ProviderErrorKind, ProviderSandbox } from "../../../src/providers/Provider.ts"
 import { type CallOptions, type Classified, type ErrorAnswer, makeWire, plainHttpClient, snippet } from "../../core/wire.ts"
 
 export const NAME = "blaxel" as const

@@ -3,7 +3,7 @@
  * bridge's own domain routing and have no lease to end. Both calls fail `unsupported`, as declared.
  */
 import { Effect } from "effect"
-import { type SandboxProvider, unsupported } from "../../core/Provider.ts"
+import { type SandboxProvider, unsupported } from "../../../src/providers/Provider.ts"
 import { NAME } from "./wire.ts"
 
 export const makeEndpoints = () => {

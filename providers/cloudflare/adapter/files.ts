@@ -11,9 +11,9 @@
 import { HttpClientRequest, type HttpClientResponse } from "@effect/platform"
 import { Effect } from "effect"
 import { readBodyAtMost } from "../../core/wire.ts"
-import { type ProviderSandbox, type SandboxProvider, unsupported } from "../../core/Provider.ts"
+import { type ProviderSandbox, type SandboxProvider, unsupported } from "../../../src/providers/Provider.ts"
 import { bridgePath, type CloudflareContext, NAME } from "./wire.ts"
-import { checkWrite } from "../../core/errors.ts"
+import { checkWrite } from "../../../src/providers/errors.ts"
 
 const CONTENT_RANGE = /^bytes (?:\d+-\d+|\*)\/(\d+)$/
 

@@ -16,8 +16,8 @@
 import { HttpClientRequest } from "@effect/platform"
 import { Deferred, Effect, Either, Schema, Stream } from "effect"
 import type { ExecEvent } from "../../../src/runtime/LocalRuntime.ts"
-import type { ProviderError, SandboxProvider } from "../../core/Provider.ts"
-import { unsupported } from "../../core/Provider.ts"
+import type { ProviderError, SandboxProvider } from "../../../src/providers/Provider.ts"
+import { unsupported } from "../../../src/providers/Provider.ts"
 import { environmentOf } from "./sandboxes.ts"
 import { type CloudflareContext, makeSseParser, NAME, type SseFrame, TIMEOUT_CODES, WireExecError, WireExit } from "./wire.ts"
 

@@ -21,9 +21,9 @@
  */
 import { HttpClient, HttpClientRequest } from "@effect/platform"
 import { Schema } from "effect"
-import { emulatedCapabilities } from "../../core/Capabilities.ts"
+import { emulatedCapabilities } from "../../../src/providers/Capabilities.ts"
 import { DECLARED } from "../../core/declared.ts"
-import type { ProviderCapabilities, ProviderErrorKind } from "../../core/Provider.ts"
+import type { ProviderCapabilities, ProviderErrorKind } from "../../../src/providers/Provider.ts"
 import { type CallOptions, type Classified, type ErrorAnswer, makeWire, plainHttpClient, snippet } from "../../core/wire.ts"
 
 export const NAME = "cloudflare" as const

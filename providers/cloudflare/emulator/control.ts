@@ -8,7 +8,7 @@ import { Option } from "effect"
 import * as crypto from "node:crypto"
 import { defaultInternetOf, type LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
 import { runOrThrow as run } from "../../core/emulator/server.ts"
-import { jailLabels } from "../../core/jailLabels.ts"
+import { jailLabels } from "../../../src/providers/jailLabels.ts"
 import type { Books, EmulatedSandbox } from "./books.ts"
 import { HttpFailure, json } from "./http.ts"
 

@@ -24,8 +24,8 @@ import { HttpClientRequest } from "@effect/platform"
 import { Effect } from "effect"
 import { lifecycleOnly } from "../../core/lifecycleOnly.ts"
 import { makeProvider, type ProviderCalls } from "../../core/makeProvider.ts"
-import type { CreateInput, ProviderSandbox, SandboxProvider } from "../../core/Provider.ts"
-import { CODESANDBOX_TIERS } from "../../core/resources.ts"
+import type { CreateInput, ProviderSandbox, SandboxProvider } from "../../../src/providers/Provider.ts"
+import { CODESANDBOX_TIERS } from "../../../src/providers/resources.ts"
 import {
   type CodeSandboxContext,
   type CodeSandboxProviderConfig,

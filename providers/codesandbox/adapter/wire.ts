@@ -6,8 +6,8 @@
 import { HttpClient, HttpClientRequest } from "@effect/platform"
 import { Schema } from "effect"
 import { DECLARED } from "../../core/declared.ts"
-import type { ProviderCapabilities, ProviderCost } from "../../core/Provider.ts"
-import { CODESANDBOX_TIERS } from "../../core/resources.ts"
+import type { ProviderCapabilities, ProviderCost } from "../../../src/providers/Provider.ts"
+import { CODESANDBOX_TIERS } from "../../../src/providers/resources.ts"
 import { type Classified, type ErrorAnswer, makeWire, plainHttpClient, snippet } from "../../core/wire.ts"
 
 export const NAME = "codesandbox" as const

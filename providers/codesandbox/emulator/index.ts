@@ -26,9 +26,9 @@ import { defaultInternetOf, LocalRuntime, type LocalRuntimeShape } from "../../.
 import { answering, failureAnswer, HttpFailure } from "../../core/emulator/failure.ts"
 import { decodeJsonBody, emulatorServeOptions, makeRouter, route, runOrThrow as run, scopedEmulator, servePersistent } from "../../core/emulator/server.ts"
 import { emulatorHome, emulatorKey, persistentState } from "../../core/emulator/state.ts"
-import { CODESANDBOX_TIERS } from "../../core/resources.ts"
-import { jailLabels } from "../../core/jailLabels.ts"
-import { keyedSerial } from "../../core/keyedSerial.ts"
+import { CODESANDBOX_TIERS } from "../../../src/providers/resources.ts"
+import { jailLabels } from "../../../src/providers/jailLabels.ts"
+import { keyedSerial } from "../../../src/domain/KeyedSerial.ts"
 import { DEFAULT_TEMPLATE_ID, sandboxIdOfTags } from "../adapter/wire.ts"
 
 const TierName = Schema.Literal("Pico", "Nano", "Micro", "Small", "Medium", "Large", "XLarge")

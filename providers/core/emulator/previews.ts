@@ -4,11 +4,11 @@
  * A preview ends at its expiry or when the emulator drops it (revoked, its sandbox stopped or gone): its bridge
  * closes then, cutting the connections through it. The emulator decides who may use a preview and answers its
  * own provider's errors; this kit holds the timers, the bridges and the forwarding — of plain requests, and of
- * WebSockets (`upgrade`, relayed message for message by `core/websocket.ts`; the emulator's server takes
+ * WebSockets (`upgrade`, relayed message for message by `src/providers/websocket.ts`; the emulator's server takes
  * `previewSocketHandlers` as its `websocket` option).
  */
 import type * as net from "node:net"
-import { isWebSocketUpgrade, openUpstream, type Relay, relay } from "../websocket.ts"
+import { isWebSocketUpgrade, openUpstream, type Relay, relay } from "../../../src/providers/websocket.ts"
 import { makePortBridges } from "./bridges.ts"
 
 /** What an upgraded preview connection carries: the sandbox side, and the relay once the client side is open. */

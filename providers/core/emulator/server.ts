@@ -8,7 +8,7 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { AppConfig } from "../../../src/Config.ts"
 import { LocalRuntime, type LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
-import { imagePullMessage } from "../errors.ts"
+import { imagePullMessage } from "../../../src/providers/errors.ts"
 
 /** Runs an Effect; its typed failure (a RuntimeError with its `kind`) is what gets thrown. */
 export const runOrThrow = async <A, E>(effect: Effect.Effect<A, E>): Promise<A> => {

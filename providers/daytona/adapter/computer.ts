@@ -13,7 +13,7 @@ import { HttpClientRequest, type HttpClientResponse } from "@effect/platform"
 import { Effect, Schema } from "effect"
 import { imageFormatOf, isMp4, SCREENSHOT_MAX_BYTES } from "../../../src/domain/Computer.ts"
 import { readBodyAtMost } from "../../core/wire.ts"
-import type { ComputerDriver, ProviderRecording, ProviderSandbox } from "../../core/Provider.ts"
+import type { ComputerDriver, ProviderRecording, ProviderSandbox } from "../../../src/providers/Provider.ts"
 import type { DaytonaContext } from "./wire.ts"
 
 const Position = Schema.Struct({ x: Schema.Number, y: Schema.Number })

@@ -5,8 +5,8 @@
  */
 import { HttpClientRequest } from "@effect/platform"
 import { Effect } from "effect"
-import { endpointRequestProblem } from "../../core/errors.ts"
-import { type SandboxProvider, unsupported } from "../../core/Provider.ts"
+import { endpointRequestProblem } from "../../../src/providers/errors.ts"
+import { type SandboxProvider, unsupported } from "../../../src/providers/Provider.ts"
 import { type DaytonaContext, NAME, WirePreview } from "./wire.ts"
 
 export const makeEndpoints = (ctx: DaytonaContext) => {

@@ -6,8 +6,8 @@
  */
 import { HttpBody, HttpClientRequest } from "@effect/platform"
 import { Effect, Schema } from "effect"
-import { type ProviderError, type ProviderFileEntry, type ProviderSandbox, type SandboxProvider, unsupported } from "../../core/Provider.ts"
-import { checkWrite } from "../../core/errors.ts"
+import { type ProviderError, type ProviderFileEntry, type ProviderSandbox, type SandboxProvider, unsupported } from "../../../src/providers/Provider.ts"
+import { checkWrite } from "../../../src/providers/errors.ts"
 import { exactBody } from "../../core/wire.ts"
 import { type DaytonaContext, NAME, WireFileInfo } from "./wire.ts"
 

@@ -16,9 +16,9 @@
 import { type HttpClientResponse, HttpClientRequest } from "@effect/platform"
 import { Effect, Stream } from "effect"
 import type { ExecEvent } from "../../../src/runtime/LocalRuntime.ts"
-import type { ProviderSandbox, SandboxProvider } from "../../core/Provider.ts"
-import { unsupported } from "../../core/Provider.ts"
-import { cwdMissing } from "../../core/cwd.ts"
+import type { ProviderSandbox, SandboxProvider } from "../../../src/providers/Provider.ts"
+import { unsupported } from "../../../src/providers/Provider.ts"
+import { cwdMissing } from "../../../src/providers/cwd.ts"
 import { makeTerminals } from "./terminals.ts"
 import {
   type DaytonaContext,
@@ -145,7 +145,7 @@ export const makeProcesses = (ctx: DaytonaContext) => {
         if (ctx.capabilities.process.terminal !== true) return yield* unsupported(NAME, "terminals")
         return yield* terminals.exec(sandbox, { ...input, pty: input.pty })
       }
-      // A working directory that is not there fails the start (core/cwd.ts): the session's `cd` would look like the
+      // A working directory that is not there fails the start (src/providers/cwd.ts): the session's `cd` would look like the
       // command's own failure, its output already streamed.
       if (input.cwd !== undefined && input.cwd !== ctx.workspaceDir) {
         const dir = yield* toolbox(sandbox, "GET", "/files/info", "file info", HttpClientRequest.setUrlParam("path", input.cwd)).pipe(

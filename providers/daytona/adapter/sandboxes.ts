@@ -7,7 +7,7 @@ import { HttpClientRequest } from "@effect/platform"
 import { Duration, Effect, Option } from "effect"
 import { rateCardCost } from "../../core/cost.ts"
 import { pollUntil } from "../../core/poll.ts"
-import { type CreateInput, type ProviderSandbox, type SandboxProvider, unsupported } from "../../core/Provider.ts"
+import { type CreateInput, type ProviderSandbox, type SandboxProvider, unsupported } from "../../../src/providers/Provider.ts"
 import {
   DAYTONA_RATE_CARD,
   type DaytonaContext,

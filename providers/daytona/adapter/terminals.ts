@@ -32,7 +32,7 @@ import { HttpClientRequest } from "@effect/platform"
 import { Deferred, Effect, Either, Exit } from "effect"
 import * as crypto from "node:crypto"
 import type { ExecEvent } from "../../../src/runtime/LocalRuntime.ts"
-import { type ExecInput, FOLLOWED_EXECUTIONS, reattachFailed, type ProviderError, type ProviderSandbox, type SandboxProvider, type UnnumberedExecEvent } from "../../core/Provider.ts"
+import { type ExecInput, FOLLOWED_EXECUTIONS, reattachFailed, type ProviderError, type ProviderSandbox, type SandboxProvider, type UnnumberedExecEvent } from "../../../src/providers/Provider.ts"
 import { type DaytonaContext, sessionName, shellQuote, startIn, terminalIds, type TerminalRef, WirePtySession } from "./wire.ts"
 
 /** Output the shell may write before the marker (its greeting, prompt, the typed line's echo). */

@@ -15,7 +15,7 @@
 import type { LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
 import { answering, asHttpFailure } from "../../core/emulator/failure.ts"
 import { emulatorServeOptions, servePersistent } from "../../core/emulator/server.ts"
-import { isWebSocketUpgrade } from "../../core/websocket.ts"
+import { isWebSocketUpgrade } from "../../../src/providers/websocket.ts"
 import { makeBooks } from "./books.ts"
 import { makeControl } from "./control.ts"
 import { makeExecute } from "./execute.ts"

@@ -22,7 +22,7 @@
 import { HttpClientRequest } from "@effect/platform"
 import { Effect, Stream } from "effect"
 import { imageFormatOf, isMp4, SCREENSHOT_MAX_BYTES } from "../../../src/domain/Computer.ts"
-import type { ComputerDriver, ProviderRecording, ProviderSandbox } from "../../core/Provider.ts"
+import type { ComputerDriver, ProviderRecording, ProviderSandbox } from "../../../src/providers/Provider.ts"
 import { readBodyAtMost } from "../../core/wire.ts"
 import { type ConnectErrorBody, encodeEnvelope, END_STREAM, EnvelopeDecoder, STREAM_CONTENT_TYPE, trailerError } from "../connect.ts"
 import type { E2BContext } from "./context.ts"

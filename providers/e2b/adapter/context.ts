@@ -6,7 +6,7 @@
  */
 import { HttpClient, HttpClientRequest } from "@effect/platform"
 import { Effect, type Schema } from "effect"
-import type { ProviderCapabilities, ProviderSandbox } from "../../core/Provider.ts"
+import type { ProviderCapabilities, ProviderSandbox } from "../../../src/providers/Provider.ts"
 import { type CallOptions, makeWire, plainHttpClient } from "../../core/wire.ts"
 import {
   classify,

@@ -7,7 +7,7 @@
 import { HttpBody, HttpClientRequest } from "@effect/platform"
 import { readAtMost } from "../../../src/domain/Bodies.ts"
 import { Effect } from "effect"
-import { type ProviderFileEntry, type ProviderSandbox, type SandboxProvider, unsupported } from "../../core/Provider.ts"
+import { type ProviderFileEntry, type ProviderSandbox, type SandboxProvider, unsupported } from "../../../src/providers/Provider.ts"
 import { type CallOptions, exactBody, rangeOfWhole } from "../../core/wire.ts"
 import type { E2BContext, EnvdAccess } from "./context.ts"
 import { Empty, ENVD_OCTET_STREAM_UPLOAD, envdAtLeast, ListDirResponse, NAME } from "./wire.ts"

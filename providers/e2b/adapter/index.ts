@@ -37,7 +37,7 @@
 import { Effect } from "effect"
 import { withDesktop } from "../../core/desktop.ts"
 import { makeProvider, type ProviderCalls } from "../../core/makeProvider.ts"
-import { unsupported } from "../../core/Provider.ts"
+import { unsupported } from "../../../src/providers/Provider.ts"
 import { withWorkspace } from "../../core/workspace.ts"
 import { makeComputer } from "./computer.ts"
 import { type E2BContext, type E2BProviderConfig, makeContext } from "./context.ts"

@@ -12,7 +12,7 @@
 import { HttpClientRequest, type HttpClientResponse } from "@effect/platform"
 import { Cause, Deferred, Duration, Effect, Either, Exit, Stream } from "effect"
 import type { ExecEvent } from "../../../src/runtime/LocalRuntime.ts"
-import { FOLLOWED_EXECUTIONS, reattachFailed, type ProviderError, type ProviderSandbox, type SandboxProvider, type UnnumberedExecEvent } from "../../core/Provider.ts"
+import { FOLLOWED_EXECUTIONS, reattachFailed, type ProviderError, type ProviderSandbox, type SandboxProvider, type UnnumberedExecEvent } from "../../../src/providers/Provider.ts"
 import { type ConnectErrorBody, encodeEnvelope, END_STREAM, type Envelope, EnvelopeDecoder, STREAM_CONTENT_TYPE, trailerError } from "../connect.ts"
 import type { E2BContext } from "./context.ts"
 import { connectKind, ENVD_STDIN_FLAG, envdAtLeast, Empty, ProcessList, REPLAY_HEADER, signalOfStatus } from "./wire.ts"

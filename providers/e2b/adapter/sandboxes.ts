@@ -9,7 +9,7 @@
 import { HttpClientRequest } from "@effect/platform"
 import { Effect } from "effect"
 import { rateCardCost } from "../../core/cost.ts"
-import { type CreateInput, type InspectState, type ProviderMetrics, type ProviderSandbox, type ResolvedResources, type SandboxProvider, unsupported } from "../../core/Provider.ts"
+import { type CreateInput, type InspectState, type ProviderMetrics, type ProviderSandbox, type ResolvedResources, type SandboxProvider, unsupported } from "../../../src/providers/Provider.ts"
 import type { E2BContext } from "./context.ts"
 import { DESKTOP_TEMPLATE, E2B_RATE_CARD, METADATA_SANDBOX_ID, NAME, WireListed, WireMetrics, WireSandbox, type WireSandboxDetail } from "./wire.ts"
 

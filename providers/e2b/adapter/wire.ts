@@ -6,7 +6,7 @@
 import { Schema } from "effect"
 import type { RateCard } from "../../core/cost.ts"
 import { DECLARED } from "../../core/declared.ts"
-import type { ProviderCapabilities, ProviderErrorKind } from "../../core/Provider.ts"
+import type { ProviderCapabilities, ProviderErrorKind } from "../../../src/providers/Provider.ts"
 import { type CallOptions, type Classified, type ErrorAnswer, messageOf } from "../../core/wire.ts"
 import { type ConnectCode, isConnectCode } from "../connect.ts"
 
@@ -149,7 +149,7 @@ export const connectKind = (code: ConnectCode): ProviderErrorKind =>
 /** Capacity-like `error_code`s of the control API: nothing was placed, another provider may do. */
 const CAPACITY_CODES = new Set(["sandbox_capacity_unavailable", "sandbox_placement_timeout", "sandbox_no_compatible_node"])
 
-/** A Connect code in the body wins; then a capacity `error_code`; else the status decides (see core/errors.ts). */
+/** A Connect code in the body wins; then a capacity `error_code`; else the status decides (see src/providers/errors.ts). */
 export const classify = (answer: ErrorAnswer, _call: CallOptions): Classified => {
   const body = (answer.json ?? {}) as { code?: unknown; error_code?: unknown }
   const kind = isConnectCode(body.code)

@@ -17,9 +17,9 @@ import { HttpClientRequest } from "@effect/platform"
 import { Duration, Effect, Option } from "effect"
 import { createHash } from "node:crypto"
 import { pollUntil } from "../../core/poll.ts"
-import { type ProviderFileEntry, type ProviderSandbox, type SandboxProvider, unsupported } from "../../core/Provider.ts"
+import { type ProviderFileEntry, type ProviderSandbox, type SandboxProvider, unsupported } from "../../../src/providers/Provider.ts"
 import { type FreestyleContext, NAME, WireDir, WireExists, WireStat } from "./wire.ts"
-import { checkWrite } from "../../core/errors.ts"
+import { checkWrite } from "../../../src/providers/errors.ts"
 import { rangeOfWhole } from "../../core/wire.ts"
 
 const CONTENT_RANGE = /^bytes (?:(\d+)-(\d+)|\*)\/(\d+)$/

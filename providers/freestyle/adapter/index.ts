@@ -21,7 +21,7 @@
  *   to clients that ask for background requests; the adapter does not, and still takes a 202 this way.)
  * - Commands: `POST …/exec-await` (`processes.ts`); files: `fs/stat|read|write|mkdir|dir|exists` and `DELETE
  *   fs/remove` (`files.ts`), writes carrying their sha256.
- * - Sizing (`core/resources.ts` FREESTYLE_SIZING): whole vCPUs and GiB, never below the base VM (2 vCPU, 4 GiB, the
+ * - Sizing (`src/providers/resources.ts` FREESTYLE_SIZING): whole vCPUs and GiB, never below the base VM (2 vCPU, 4 GiB, the
  *   16 GiB root filesystem), at most 32 vCPU / 64 GiB / 64 GiB. `provider_size` is the snapshot used.
  * - Snapshots: a `provider_template` source names one; else `provider_options.freestyle.snapshot_id`; else
  *   FREESTYLE_SNAPSHOT_ID (default `freestyle/ubuntu-sm`). OCI images and arm64 are refused (unsupported).

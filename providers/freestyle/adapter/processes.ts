@@ -21,9 +21,9 @@
 import { HttpClientRequest } from "@effect/platform"
 import { Effect } from "effect"
 import type { ExecEvent } from "../../../src/runtime/LocalRuntime.ts"
-import type { ExecInput, ProviderError, ProviderSandbox, SandboxProvider } from "../../core/Provider.ts"
-import { cdOrMark, cwdMissing, endedAtCd } from "../../core/cwd.ts"
-import { bufferedEvents, unsupported } from "../../core/Provider.ts"
+import type { ExecInput, ProviderError, ProviderSandbox, SandboxProvider } from "../../../src/providers/Provider.ts"
+import { cdOrMark, cwdMissing, endedAtCd } from "../../../src/providers/cwd.ts"
+import { bufferedEvents, unsupported } from "../../../src/providers/Provider.ts"
 import {
   executionIds,
   type ExecutionRef,
@@ -97,7 +97,7 @@ export const makeProcesses = (ctx: FreestyleContext) => {
         if (response.status === 408) return Effect.succeed(bufferedEvents({ stdout: "", stderr: "" }, { exitCode: null, signal: null, timedOut: true }, run.maxOutputBytes))
         if (response.status === 202) return Effect.succeed(bufferedEvents({ stdout: "", stderr: "" }, UNKNOWN, run.maxOutputBytes))
         return Effect.flatMap(decode(WireExecResult, "exec-await")(response), (result) =>
-          // Stopped at the `cd`: the working directory is missing (core/cwd.ts), not the command's failure.
+          // Stopped at the `cd`: the working directory is missing (src/providers/cwd.ts), not the command's failure.
           endedAtCd({ stdout: result.stdout ?? "", stderr: result.stderr ?? "" }, result.statusCode)
             ? Effect.fail(cwdMissing(NAME))
             // A null status is a command the timeout killed (Freestyle's ExecResult), its output kept.

@@ -15,8 +15,8 @@ import { HttpClientRequest, type HttpClientResponse } from "@effect/platform"
 import { Duration, Effect, Option } from "effect"
 import { rateCardCost } from "../../core/cost.ts"
 import { pollUntil } from "../../core/poll.ts"
-import { type CreateInput, type ProviderError, type ProviderSandbox, type SandboxProvider, unsupported } from "../../core/Provider.ts"
-import { FREESTYLE_SIZING, freestyleSize } from "../../core/resources.ts"
+import { type CreateInput, type ProviderError, type ProviderSandbox, type SandboxProvider, unsupported } from "../../../src/providers/Provider.ts"
+import { FREESTYLE_SIZING, freestyleSize } from "../../../src/providers/resources.ts"
 import {
   DEFAULT_SNAPSHOT_ID,
   type FreestyleContext,

@@ -7,11 +7,11 @@
 import { HttpClient, HttpClientRequest } from "@effect/platform"
 import { Schema } from "effect"
 import { createHash } from "node:crypto"
-import { emulatedCapabilities } from "../../core/Capabilities.ts"
+import { emulatedCapabilities } from "../../../src/providers/Capabilities.ts"
 import type { RateCard } from "../../core/cost.ts"
 import { DECLARED } from "../../core/declared.ts"
 import { executionIdCodec, IdPart, positivePart } from "../../core/executionId.ts"
-import type { InspectState, ProviderCapabilities, ProviderErrorKind } from "../../core/Provider.ts"
+import type { InspectState, ProviderCapabilities, ProviderErrorKind } from "../../../src/providers/Provider.ts"
 import { type CallOptions, type Classified, type ErrorAnswer, makeWire, plainHttpClient, snippet } from "../../core/wire.ts"
 
 export const NAME = "freestyle" as const

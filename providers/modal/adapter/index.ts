@@ -28,7 +28,7 @@
 import { Effect } from "effect"
 import { createHash } from "node:crypto"
 import * as path from "node:path"
-import { emulatedCapabilities } from "../../core/Capabilities.ts"
+import { emulatedCapabilities } from "../../../src/providers/Capabilities.ts"
 import { DECLARED } from "../../core/declared.ts"
 import type { ExecEvent } from "../../../src/runtime/LocalRuntime.ts"
 import { makeProvider, type ProviderCalls } from "../../core/makeProvider.ts"
@@ -42,9 +42,9 @@ import {
   type ProviderSandbox,
   type SandboxProvider,
   unsupported
-} from "../../core/Provider.ts"
+} from "../../../src/providers/Provider.ts"
 import { type ModalApi, ModalApiError, type ModalApiErrorCode, type ModalProcess, type ModalResourceUsage } from "./api.ts"
-import { checkWrite } from "../../core/errors.ts"
+import { checkWrite } from "../../../src/providers/errors.ts"
 
 export { type ModalApi, ModalApiError } from "./api.ts"
 

@@ -28,7 +28,7 @@ import { AppConfig } from "../../../src/Config.ts"
 import { defaultInternetOf, LocalRuntime, type LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
 import { runOrThrow, scopedEmulator } from "../../core/emulator/server.ts"
 import { emulatorHome, emulatorKey, persistentState } from "../../core/emulator/state.ts"
-import { jailLabels } from "../../core/jailLabels.ts"
+import { jailLabels } from "../../../src/providers/jailLabels.ts"
 import { type ModalApi, ModalApiError, type ModalFileInfo, type ModalProcess, type ModalResourceUsage } from "../adapter/api.ts"
 import { TAG_SANDBOX_ID } from "../adapter/index.ts"
 

@@ -29,7 +29,7 @@ import { Duration, Effect, Option } from "effect"
 import { lifecycleOnly } from "../../core/lifecycleOnly.ts"
 import { pollUntil } from "../../core/poll.ts"
 import { makeProvider, type ProviderCalls } from "../../core/makeProvider.ts"
-import { type CreateInput, type InspectState, type ProviderError, type ProviderSandbox, type SandboxProvider, unsupported } from "../../core/Provider.ts"
+import { type CreateInput, type InspectState, type ProviderError, type ProviderSandbox, type SandboxProvider, unsupported } from "../../../src/providers/Provider.ts"
 import {
   describe,
   EXPIRY_BOUNDS,

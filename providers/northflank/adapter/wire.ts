@@ -7,7 +7,7 @@ import { HttpClient, HttpClientRequest } from "@effect/platform"
 import { Schema } from "effect"
 import { createHash } from "node:crypto"
 import { DECLARED } from "../../core/declared.ts"
-import type { ProviderCapabilities } from "../../core/Provider.ts"
+import type { ProviderCapabilities } from "../../../src/providers/Provider.ts"
 import { type Classified, type ErrorAnswer, makeWire, plainHttpClient, snippet } from "../../core/wire.ts"
 
 export const NAME = "northflank" as const

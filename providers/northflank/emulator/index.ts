@@ -26,7 +26,7 @@ import { defaultInternetOf, LocalRuntime, type LocalRuntimeShape } from "../../.
 import { answering, failureAnswer, HttpFailure } from "../../core/emulator/failure.ts"
 import { decodeJsonBody, emulatorServeOptions, makeRouter, route, runOrThrow as run, scopedEmulator, servePersistent } from "../../core/emulator/server.ts"
 import { emulatorHome, emulatorKey, persistentState } from "../../core/emulator/state.ts"
-import { jailLabels } from "../../core/jailLabels.ts"
+import { jailLabels } from "../../../src/providers/jailLabels.ts"
 import { DEFAULT_IMAGE, IDLE_COMMAND, planCentsPerHour, planSize, sandboxIdOfDescription } from "../adapter/wire.ts"
 
 export const EMULATED_PROJECT = "metal-emulated"

@@ -4,7 +4,7 @@
  * (`POST /api/v1/sandbox/{id}/expose`) have no expiry, so they would not fit leases that end on their own.
  */
 import { Effect } from "effect"
-import { type SandboxProvider, unsupported } from "../../core/Provider.ts"
+import { type SandboxProvider, unsupported } from "../../../src/providers/Provider.ts"
 import { NAME } from "./wire.ts"
 
 export const makeEndpoints = () => ({

@@ -14,7 +14,7 @@
  *   `<gateway_url>/<user_ns>/<job_id>/command_session.CommandSession/Start` (Connect, protobuf: `processes.ts`),
  *   `…/download` and multipart `…/upload` (`files.ts`).
  *
- * Sizing (`core/resources.ts`, which eligibility uses too): 1–16 whole vCPUs, memory in 128 MiB steps up to 64 GiB
+ * Sizing (`src/providers/resources.ts`, which eligibility uses too): 1–16 whole vCPUs, memory in 128 MiB steps up to 64 GiB
  * (sent as GB, a multiple of 0.125), disk 2–128 GiB (5 by default). Images: environments run `ubuntu:22.04`,
  * `node:22` or `python:3.11-slim`; OCI images must come from Docker Hub; templates must be `prime/…`. Refused
  * before any request: arm64, pause-on-timeout, pause, terminals, standard input, cancel, ports, file listing and

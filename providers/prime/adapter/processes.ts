@@ -13,8 +13,8 @@
 import { HttpClientRequest, type HttpClientResponse } from "@effect/platform"
 import { Cause, Deferred, Duration, Effect, Exit, Stream } from "effect"
 import type { ExecEvent } from "../../../src/runtime/LocalRuntime.ts"
-import type { ExecInput, ProviderSandbox, SandboxProvider } from "../../core/Provider.ts"
-import { unsupported } from "../../core/Provider.ts"
+import type { ExecInput, ProviderSandbox, SandboxProvider } from "../../../src/providers/Provider.ts"
+import { unsupported } from "../../../src/providers/Provider.ts"
 import {
   decodeStartResponse,
   encodeStartRequest,

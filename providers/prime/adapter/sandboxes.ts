@@ -1,6 +1,6 @@
 /**
  * Prime sandboxes: create (`POST /api/v1/sandbox` with `vm: true`, our label and an idempotency key made from our
- * sandbox id, sized by `core/resources.ts`, polled until RUNNING), reconcile by listing the sandboxes carrying our
+ * sandbox id, sized by `src/providers/resources.ts`, polled until RUNNING), reconcile by listing the sandboxes carrying our
  * label, inspect, DELETE as destroy, and the cost estimated from Prime's rate card. What Prime cannot do is refused
  * here before any request: arm64, pause-on-timeout, sizes beyond Prime's, images outside Docker Hub, templates
  * that are not `prime/…`; pause and resume are unsupported.
@@ -9,8 +9,8 @@ import { HttpClientRequest } from "@effect/platform"
 import { Duration, Effect, Option } from "effect"
 import { rateCardCost } from "../../core/cost.ts"
 import { pollUntil } from "../../core/poll.ts"
-import { type CreateInput, type ProviderSandbox, type SandboxProvider, unsupported } from "../../core/Provider.ts"
-import { primeSize } from "../../core/resources.ts"
+import { type CreateInput, type ProviderSandbox, type SandboxProvider, unsupported } from "../../../src/providers/Provider.ts"
+import { primeSize } from "../../../src/providers/resources.ts"
 import {
   ENDED_STATUSES,
   ENVIRONMENT_IMAGES,

@@ -5,7 +5,7 @@
  * fit leases per port that expire and are revoked one by one.
  */
 import { Effect } from "effect"
-import { type SandboxProvider, unsupported } from "../../core/Provider.ts"
+import { type SandboxProvider, unsupported } from "../../../src/providers/Provider.ts"
 import { NAME } from "./wire.ts"
 
 export const makeEndpoints = () => ({

@@ -11,9 +11,9 @@
 import { HttpClientRequest, type HttpClientResponse } from "@effect/platform"
 import { Effect, Stream } from "effect"
 import { rangeOfWhole, readBodyAtMost } from "../../core/wire.ts"
-import { type ProviderSandbox, type SandboxProvider, unsupported } from "../../core/Provider.ts"
+import { type ProviderSandbox, type SandboxProvider, unsupported } from "../../../src/providers/Provider.ts"
 import { filePath, NAME, type RunloopContext } from "./wire.ts"
-import { checkWrite } from "../../core/errors.ts"
+import { checkWrite } from "../../../src/providers/errors.ts"
 
 /** The largest file read (whole, as Runloop sends it) to serve a range of it. */
 export const WHOLE_FILE_BYTES = 64 * 1024 * 1024

@@ -15,7 +15,7 @@
  * - `POST …/suspend` and `…/resume` are pause and resume, each waited on; `POST …/shutdown?force=true` destroys
  *   (a devbox already shut down, or gone, is success). A moved runtime deadline sends `POST …/keep_alive`, which
  *   restarts the keep-alive timer (set at create to the runtime timeout plus 5 min, at most Runloop's 48 h).
- * - Sizing is by preset (`providers/core/resources.ts` RUNLOOP_PRESETS): `provider_options.runloop.resource_size`,
+ * - Sizing is by preset (`src/providers/resources.ts` RUNLOOP_PRESETS): `provider_options.runloop.resource_size`,
  *   else the first preset covering the request (no smaller than RUNLOOP_RESOURCE_SIZE / the credential's
  *   `resource_size`, when set). Environment sources start from RUNLOOP_BLUEPRINT_ID or
  *   `provider_options.runloop.blueprint_id` (Runloop's default image otherwise); templates name a blueprint.

@@ -18,8 +18,8 @@
  */
 import { HttpClientRequest } from "@effect/platform"
 import { Effect, Stream } from "effect"
-import { cdOrMark, cwdMissing, endedAtCd } from "../../core/cwd.ts"
-import { bufferedEvents, type ExecInput, type ProviderError, type ProviderSandbox, type SandboxProvider, unsupported } from "../../core/Provider.ts"
+import { cdOrMark, cwdMissing, endedAtCd } from "../../../src/providers/cwd.ts"
+import { bufferedEvents, type ExecInput, type ProviderError, type ProviderSandbox, type SandboxProvider, unsupported } from "../../../src/providers/Provider.ts"
 import { executionIds, exitOf, NAME, type RunloopContext, shellDir, shellQuote, WireExecution } from "./wire.ts"
 
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/
@@ -139,7 +139,7 @@ export const makeProcesses = (ctx: RunloopContext) => {
       const ref = yield* refOf(executionId)
       const execution = yield* getExecution(sandbox, ref.executionId)
       if (execution.status !== "completed") return []
-      // Stopped at the `cd`: the working directory is missing (core/cwd.ts), not the command's failure (the mark is
+      // Stopped at the `cd`: the working directory is missing (src/providers/cwd.ts), not the command's failure (the mark is
       // the whole output, never cut).
       if (endedAtCd({ stdout: execution.stdout ?? "", stderr: execution.stderr ?? "" }, execution.exit_status)) return yield* cwdMissing(NAME)
       let stdout = { output: execution.stdout ?? "", truncated: false }

@@ -6,8 +6,8 @@
  */
 import { HttpClientRequest } from "@effect/platform"
 import { Effect } from "effect"
-import { type CreateInput, type ProviderCost, type ProviderSandbox, type SandboxProvider, unsupported } from "../../core/Provider.ts"
-import { RUNLOOP_PRESETS } from "../../core/resources.ts"
+import { type CreateInput, type ProviderCost, type ProviderSandbox, type SandboxProvider, unsupported } from "../../../src/providers/Provider.ts"
+import { RUNLOOP_PRESETS } from "../../../src/providers/resources.ts"
 import {
   ENDED,
   devboxName,

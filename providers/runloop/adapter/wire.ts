@@ -6,13 +6,13 @@
 import { HttpClient, HttpClientRequest } from "@effect/platform"
 import { Duration, Effect, Option, Schema } from "effect"
 import * as os from "node:os"
-import { emulatedCapabilities } from "../../core/Capabilities.ts"
+import { emulatedCapabilities } from "../../../src/providers/Capabilities.ts"
 import { DECLARED } from "../../core/declared.ts"
 import { executionIdCodec, IdPart, positivePart } from "../../core/executionId.ts"
 import { pollUntil } from "../../core/poll.ts"
 import type { ExecEvent } from "../../../src/runtime/LocalRuntime.ts"
-import type { InspectState, ProviderCapabilities } from "../../core/Provider.ts"
-import { RUNLOOP_PRESETS } from "../../core/resources.ts"
+import type { InspectState, ProviderCapabilities } from "../../../src/providers/Provider.ts"
+import { RUNLOOP_PRESETS } from "../../../src/providers/resources.ts"
 import { makeWire, plainHttpClient } from "../../core/wire.ts"
 
 export const NAME = "runloop" as const

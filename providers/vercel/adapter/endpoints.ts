@@ -6,7 +6,7 @@
  * capabilities say, so eligibility never routes `public_ports` here.
  */
 import { Effect } from "effect"
-import { type SandboxProvider, unsupported } from "../../core/Provider.ts"
+import { type SandboxProvider, unsupported } from "../../../src/providers/Provider.ts"
 import { NAME } from "./wire.ts"
 
 export const makeEndpoints = () => {

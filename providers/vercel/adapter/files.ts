@@ -11,11 +11,11 @@
  */
 import { HttpClientRequest } from "@effect/platform"
 import { Effect, Stream } from "effect"
-import type { ProviderError, ProviderSandbox, SandboxProvider } from "../../core/Provider.ts"
-import { unsupported } from "../../core/Provider.ts"
+import type { ProviderError, ProviderSandbox, SandboxProvider } from "../../../src/providers/Provider.ts"
+import { unsupported } from "../../../src/providers/Provider.ts"
 import { tarGzOneFile, tarNameFits } from "../tar.ts"
 import { NAME, type VercelContext, WireCommandResponse } from "./wire.ts"
-import { checkWrite } from "../../core/errors.ts"
+import { checkWrite } from "../../../src/providers/errors.ts"
 
 /**
  * Exit codes: 4 the path is a directory, 5 it is a file (or anything else), 0 it is absent with its parent there,

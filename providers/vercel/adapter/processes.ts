@@ -16,8 +16,8 @@
 import { HttpClientRequest } from "@effect/platform"
 import { Effect, Schema, Stream } from "effect"
 import type { ExecEvent } from "../../../src/runtime/LocalRuntime.ts"
-import type { ProviderError, ProviderSandbox, SandboxProvider } from "../../core/Provider.ts"
-import { unsupported } from "../../core/Provider.ts"
+import type { ProviderError, ProviderSandbox, SandboxProvider } from "../../../src/providers/Provider.ts"
+import { unsupported } from "../../../src/providers/Provider.ts"
 import {
   executionIds,
   type ExecutionRef,

@@ -8,7 +8,7 @@
 import { HttpClientRequest } from "@effect/platform"
 import { Duration, Effect, Option } from "effect"
 import { pollUntil } from "../../core/poll.ts"
-import { type CreateInput, type ProviderSandbox, type SandboxProvider, unsupported } from "../../core/Provider.ts"
+import { type CreateInput, type ProviderSandbox, type SandboxProvider, unsupported } from "../../../src/providers/Provider.ts"
 import {
   DEFAULT_RUNTIME,
   ENDED,

@@ -6,11 +6,11 @@
 import { HttpClient, HttpClientRequest } from "@effect/platform"
 import { Schema } from "effect"
 import { createHash } from "node:crypto"
-import { emulatedCapabilities } from "../../core/Capabilities.ts"
+import { emulatedCapabilities } from "../../../src/providers/Capabilities.ts"
 import { DECLARED } from "../../core/declared.ts"
 import { executionIdCodec, IdPart, positivePart } from "../../core/executionId.ts"
-import { VERCEL_SIZING } from "../../core/resources.ts"
-import type { InspectState, ProviderCapabilities, ProviderErrorKind } from "../../core/Provider.ts"
+import { VERCEL_SIZING } from "../../../src/providers/resources.ts"
+import type { InspectState, ProviderCapabilities, ProviderErrorKind } from "../../../src/providers/Provider.ts"
 import { type CallOptions, type Classified, type ErrorAnswer, makeWire, plainHttpClient, snippet } from "../../core/wire.ts"
 
 export const NAME = "vercel" as const
@@ -30,7 +30,7 @@ export const PYTHON_RUNTIME = "python3.13"
  * - network: `networkPolicy: {mode: "deny-all"}` at create keeps a sandbox off the internet, and
  *   `{mode: "custom", allowedDomains}` lets it reach only those names (`*.x` wildcards), everything else denied
  *   (the SDK's NetworkPolicy `{allow: [...]}`, its toAPINetworkPolicy). Vercel has no domain deny list.
- * - sizing: `resources.vcpus` is sent (1–8 vCPUs, 2048 MB each; `core/resources.ts`), so sizing is direct.
+ * - sizing: `resources.vcpus` is sent (1–8 vCPUs, 2048 MB each; `src/providers/resources.ts`), so sizing is direct.
  * Files stay c,o with parents, no list or delete (Vercel has no such routes); no endpoints (Vercel's routes are
  * fixed at create for the ports named then and cannot be revoked, so a lease could not end); no pause or pty.
  */
@@ -51,8 +51,8 @@ export const sandboxName = (sandboxId: string) => {
   return `${norm.slice(0, 52).replace(/-+$/, "")}-${hash}`
 }
 
-/** The vCPUs Vercel gives for a request (`core/resources.ts`, which eligibility uses too). */
-export { vercelVcpus as vcpusFor } from "../../core/resources.ts"
+/** The vCPUs Vercel gives for a request (`src/providers/resources.ts`, which eligibility uses too). */
+export { vercelVcpus as vcpusFor } from "../../../src/providers/resources.ts"
 
 export interface VercelProviderConfig {
   /** The API, default https://api.vercel.com. */

@@ -2,7 +2,7 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect } from "effect"
 import { ENVIRONMENTS } from "../../domain/Environments.ts"
-import { ProviderRegistry } from "../../../providers/core/Provider.ts"
+import { ProviderRegistry } from "../../providers/Provider.ts"
 import { Api } from "../Api.ts"
 
 export const EnvironmentsLive = HttpApiBuilder.group(Api, "environments", (handlers) =>

@@ -1,5 +1,5 @@
 /** A sandbox's metrics in their wire form (src/domain/Metrics.ts). */
-import type { ProviderMetrics } from "../../../providers/core/Provider.ts"
+import type { ProviderMetrics } from "../../providers/Provider.ts"
 import type { SandboxRow } from "../../db/repos/Sandboxes.ts"
 import type { SandboxMetrics } from "../../domain/Metrics.ts"
 

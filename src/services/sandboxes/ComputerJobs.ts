@@ -16,7 +16,7 @@ import { type ComputerOperationRow, RuntimeOperationsRepo, type StoredResult } f
 import { imageFormatOf, SCREENSHOT_MAX_BYTES } from "../../domain/Computer.ts"
 import type { ErrorObject } from "../../domain/Errors.ts"
 import { nowIso } from "../../domain/Time.ts"
-import type { ProviderError, ProviderSandbox, SandboxProvider } from "../../../providers/core/Provider.ts"
+import type { ProviderError, ProviderSandbox, SandboxProvider } from "../../providers/Provider.ts"
 import { appendEvent } from "../Events.ts"
 import { type JobHandler, JobError } from "../JobRegistry.ts"
 import { ProviderAccounts } from "../ProviderAccounts.ts"

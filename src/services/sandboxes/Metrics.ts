@@ -4,7 +4,7 @@
  * without one is `404 metrics_unavailable`, naming it.
  */
 import { Duration, Effect } from "effect"
-import type { ProviderError, ProviderMetrics } from "../../../providers/core/Provider.ts"
+import type { ProviderError, ProviderMetrics } from "../../providers/Provider.ts"
 import { apiError, conflict, NotFound, ServiceUnavailable } from "../../domain/Errors.ts"
 import { ProviderAccounts } from "../ProviderAccounts.ts"
 import { type Caller, sandboxOf } from "./Commands.ts"

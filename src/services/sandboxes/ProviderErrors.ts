@@ -10,12 +10,12 @@
  */
 import { Effect } from "effect"
 import type { ErrorObject } from "../../domain/Errors.ts"
-import { type FileReason, fileReasonOf, imagePullReason } from "../../../providers/core/errors.ts"
-import { isCwdMissing } from "../../../providers/core/cwd.ts"
+import { type FileReason, fileReasonOf, imagePullReason } from "../../providers/errors.ts"
+import { isCwdMissing } from "../../providers/cwd.ts"
 
-export { type FileReason, fileReasonOf } from "../../../providers/core/errors.ts"
-import type { ProviderError, ProviderErrorKind } from "../../../providers/core/Provider.ts"
-import type { Attempt } from "../../../providers/core/routing.ts"
+export { type FileReason, fileReasonOf } from "../../providers/errors.ts"
+import type { ProviderError, ProviderErrorKind } from "../../providers/Provider.ts"
+import type { Attempt } from "../../providers/routing.ts"
 
 /** A path as quoted back: bounded, so a 4,000-character path does not fill the message. */
 const quoted = (text: string, max = 200) => (text.length <= max ? text : `${text.slice(0, max)}…`)
@@ -125,7 +125,7 @@ export const processFailure = (e: ProviderError, request: { readonly command: Re
   if (e.kind === "invalid_request" || e.kind === "customer" || e.kind === "not_found") {
     const reason = fileReasonOf(e)
     if (request.cwd !== null && isCwdMissing(e)) {
-      // The same code on every provider, however it said so (core/cwd.ts).
+      // The same code on every provider, however it said so (src/providers/cwd.ts).
       return withReason({ code: "cwd_not_found", message: `The working directory does not exist: ${quoted(request.cwd)}`, retryable: false }, "cwd_not_found", e.provider)
     }
     const program = quoted(request.command[0] ?? "")

@@ -1,5 +1,5 @@
 /**
- * Provisioning: routes a sandbox request over the registry with fallback (providers/core/routing.ts), records
+ * Provisioning: routes a sandbox request over the registry with fallback (src/providers/routing.ts), records
  * every attempt (provider_attempts and the operation's events), and says what happened.
  */
 import { Effect, Fiber, Queue } from "effect"
@@ -8,11 +8,11 @@ import { repositories } from "../../db/Database.ts"
 import { requestOf, SandboxesRepo } from "../../db/repos/Sandboxes.ts"
 import type { ErrorObject } from "../../domain/Errors.ts"
 import type { SandboxRequest } from "../../domain/Sandbox.ts"
-import { capabilitiesToWire, type CapabilityManifest } from "../../../providers/core/Capabilities.ts"
-import type { CreateInput, ProviderName, ProviderSandbox, SandboxProvider } from "../../../providers/core/Provider.ts"
-import { imagePullReason } from "../../../providers/core/errors.ts"
-import { networkInput, type ResolvedNetwork, resolvedNetwork } from "../../../providers/core/network.ts"
-import { type Attempt, provisionWithFallback, sizeText } from "../../../providers/core/routing.ts"
+import { capabilitiesToWire, type CapabilityManifest } from "../../providers/Capabilities.ts"
+import type { CreateInput, ProviderName, ProviderSandbox, SandboxProvider } from "../../providers/Provider.ts"
+import { imagePullReason } from "../../providers/errors.ts"
+import { networkInput, type ResolvedNetwork, resolvedNetwork } from "../../providers/network.ts"
+import { type Attempt, provisionWithFallback, sizeText } from "../../providers/routing.ts"
 import { ProviderAccounts } from "../ProviderAccounts.ts"
 import { appendOperationEvent } from "./Operations.ts"
 import { actionFailure, logProviderFailure, providerCode, publicAttempt } from "./ProviderErrors.ts"

@@ -11,7 +11,7 @@
  */
 import { readAtMost } from "../../domain/Bodies.ts"
 import { Effect, Either, Option, Runtime } from "effect"
-import type { ProviderError, ProviderFileEntry, ProviderSandbox, SandboxProvider } from "../../../providers/core/Provider.ts"
+import type { ProviderError, ProviderFileEntry, ProviderSandbox, SandboxProvider } from "../../providers/Provider.ts"
 import { apiError, type Conflict, conflict, NotFound, PayloadTooLarge, ServiceUnavailable, Unprocessable } from "../../domain/Errors.ts"
 import { AppConfig } from "../../Config.ts"
 import { JobsRepo } from "../../db/repos/Jobs.ts"

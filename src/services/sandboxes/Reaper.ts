@@ -1,7 +1,7 @@
 /**
  * Jails that no live sandbox owns are removed (ARCHITECTURE.md §5), at start, every 30 s, and right after each
  * recovered job (a crash left work behind), without waiting for a restart. Every emulator labels the jails it
- * makes (providers/core/jailLabels.ts): its provider, the resource id it handed back (what the adapter records as
+ * makes (src/providers/jailLabels.ts): its provider, the resource id it handed back (what the adapter records as
  * the sandbox's resourceId; jails made before that label existed: the jail's own id) and our sandbox id when the
  * create carried it. A jail is kept only while that resource is its live sandbox's recorded one, or while that
  * sandbox's create job is still pending or running (it may be making or finding that very jail). Everything else
@@ -11,8 +11,8 @@
  * (cgroups, loop devices and uid leases left by a crash, jail directories of crashed creates).
  */
 import { Duration, Effect, Layer, LogLevel, Queue } from "effect"
-import { PROVIDER_LABEL, RESOURCE_LABEL, SANDBOX_LABEL } from "../../../providers/core/jailLabels.ts"
-import { ProviderRegistry } from "../../../providers/core/Provider.ts"
+import { PROVIDER_LABEL, RESOURCE_LABEL, SANDBOX_LABEL } from "../../providers/jailLabels.ts"
+import { ProviderRegistry } from "../../providers/Provider.ts"
 import { SandboxesRepo } from "../../db/repos/Sandboxes.ts"
 import { LocalRuntime } from "../../runtime/LocalRuntime.ts"
 import { OperationRunner } from "../OperationRunner.ts"

@@ -16,7 +16,7 @@ import { nextSignal, processTopic } from "../Signals.ts"
 import { type Caller, processOf, sandboxOf } from "./Commands.ts"
 import { TERMINAL_PROCESS_STATES } from "./Processes.ts"
 import { actionFailure, logProviderFailure } from "./ProviderErrors.ts"
-import { keyedSerial } from "../../../providers/core/keyedSerial.ts"
+import { keyedSerial } from "../../domain/KeyedSerial.ts"
 
 /** How long a write waits for a queued process to start at its provider. */
 const START_WAIT_MS = 10_000

@@ -8,8 +8,8 @@
 import { Effect } from "effect"
 import type { SandboxRow } from "../../db/repos/Sandboxes.ts"
 import { conflict } from "../../domain/Errors.ts"
-import type { SandboxProvider } from "../../../providers/core/Provider.ts"
-import { hasTerminals, takesStdin } from "../../../providers/core/placement.ts"
+import type { SandboxProvider } from "../../providers/Provider.ts"
+import { hasTerminals, takesStdin } from "../../providers/placement.ts"
 import { ProviderAccounts } from "../ProviderAccounts.ts"
 import type { FileOperation } from "./ProviderErrors.ts"
 

@@ -1,9 +1,9 @@
 /** The registry: canonical order, and providers on organizations' own accounts (BYOK), cached per credential set. */
 import { Effect } from "effect"
 import { describe, expect, it } from "vitest"
-import { DECLARED } from "./declared.ts"
-import { type ProviderCredentials, ProviderError, type ProviderName, type SandboxProvider, unsupported } from "./Provider.ts"
-import { makeProviderRegistry } from "./registry.ts"
+import { DECLARED } from "../../providers/core/declared.ts"
+import { type ProviderCredentials, ProviderError, type ProviderName, type SandboxProvider, unsupported } from "../../src/providers/Provider.ts"
+import { makeProviderRegistry } from "../../src/providers/registry.ts"
 
 /** A provider whose every call fails with `auth`, naming the key it was built with. */
 const keyed = (name: ProviderName, key: string, built: Array<string>): SandboxProvider => {

@@ -3,7 +3,7 @@
  * endpoints, and derived from a provider's declared `ProviderCapabilities`. A capability the provider lacks
  * shows as `false` / `0` / `[]` rather than being left out, so clients can read every field.
  */
-import type { Capabilities } from "../../src/domain/Runtime.ts"
+import type { Capabilities } from "../domain/Runtime.ts"
 import type { ProviderCapabilities, ProviderName } from "./Provider.ts"
 
 /** The manifest's schema is the API's (`Capabilities`, spec §2.8); this is its type. */

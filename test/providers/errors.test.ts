@@ -4,10 +4,10 @@ import { Effect, Schema } from "effect"
 import * as net from "node:net"
 import { describe, expect, it } from "vitest"
 import { Capabilities } from "../../src/domain/Runtime.ts"
-import { capabilitiesToWire } from "./Capabilities.ts"
-import { DECLARED } from "./declared.ts"
-import { attemptCode, checkWrite, failedBeforeSending, kindOfStatus, kindOfTransportFailure, providerFailure } from "./errors.ts"
-import { ProviderNames } from "./Provider.ts"
+import { capabilitiesToWire } from "../../src/providers/Capabilities.ts"
+import { DECLARED } from "../../providers/core/declared.ts"
+import { attemptCode, checkWrite, failedBeforeSending, kindOfStatus, kindOfTransportFailure, providerFailure } from "../../src/providers/errors.ts"
+import { ProviderNames } from "../../src/providers/Provider.ts"
 
 const client = Effect.runSync(Effect.provide(HttpClient.HttpClient, FetchHttpClient.layer))
 const transportError = (url: string) =>

@@ -5,7 +5,7 @@
  * A domain list without `internet_access` asks for the internet, limited to the list; with `internet_access:
  * false` the sandbox has no network at all and the list changes nothing.
  */
-import type { SandboxRequest } from "../../src/domain/Sandbox.ts"
+import type { SandboxRequest } from "../domain/Sandbox.ts"
 import type { CreateInput, ProviderCapabilities } from "./Provider.ts"
 
 type NetworkRequest = Pick<SandboxRequest, "network">

@@ -2,9 +2,9 @@
 import { Schema } from "effect"
 import { describe, expect, it } from "vitest"
 import { SandboxRequest } from "../../src/domain/Sandbox.ts"
-import { DECLARED } from "./declared.ts"
-import { unmetRequirements } from "./eligibility.ts"
-import { type ProviderCapabilities, type ProviderName, ProviderNames } from "./Provider.ts"
+import { DECLARED } from "../../providers/core/declared.ts"
+import { unmetRequirements } from "../../src/providers/eligibility.ts"
+import { type ProviderCapabilities, type ProviderName, ProviderNames } from "../../src/providers/Provider.ts"
 
 const request = (patch: Record<string, unknown> = {}) =>
   Schema.decodeUnknownSync(SandboxRequest)({

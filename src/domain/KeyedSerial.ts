@@ -1,5 +1,5 @@
 /**
- * Work serialised per key: what an emulator needs where one sandbox's state changes must not interleave (a pause
+ * Work serialised per key (used by the emulators and the gateway alike): what an emulator needs where one sandbox's state changes must not interleave (a pause
  * and a resume of the same VM, the commands written to one session's shell) while other sandboxes go on.
  *
  *   const serial = keyedSerial()

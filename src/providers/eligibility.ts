@@ -13,7 +13,7 @@
  * local runtime's); domain lists need `allowDomains` / `denyDomains`. No provider states its regions, so
  * any region requirement excludes all.
  */
-import type { SandboxRequest } from "../../src/domain/Sandbox.ts"
+import type { SandboxRequest } from "../domain/Sandbox.ts"
 import type { ProviderCapabilities, ProviderName } from "./Provider.ts"
 import { resolveProviderResources } from "./resources.ts"
 

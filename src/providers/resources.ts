@@ -23,7 +23,7 @@
  * Adapters report after create what they really got (daytona whole GiB, e2b the template's size, ...); routing
  * refuses a sandbox reported below the request (routing.ts).
  */
-import type { SandboxRequest } from "../../src/domain/Sandbox.ts"
+import type { SandboxRequest } from "../domain/Sandbox.ts"
 import type { ProviderCapabilities, ProviderName, ResolvedResources, SizeLimits } from "./Provider.ts"
 
 export type MappedResources = ResolvedResources

@@ -6,11 +6,20 @@
  *
  *   ProviderRegistryLayer([DaytonaPlugin, E2BPlugin, ...])  // Layer<ProviderRegistry, E, AppConfig | LocalRuntime>
  */
-import { Effect, Layer, type Scope } from "effect"
+import { type ConfigError, Effect, Layer, type Scope } from "effect"
+import type { AppConfig } from "../Config.ts"
+import type { LocalRuntime } from "../runtime/LocalRuntime.ts"
 import { createHash } from "node:crypto"
 import { type ProviderCredentials, ProviderError, ProviderNames, ProviderRegistry, type SandboxProvider, unsupported } from "./Provider.ts"
 
 export type ProviderPlugin<E = never, R = never> = Effect.Effect<SandboxProvider | null, E, R>
+
+/**
+ * A plugin as the gateway runs it: it may read the configuration, use the local runtime (its emulator's sandboxes)
+ * and a scope (its emulator's server), and fail with a configuration error. The entry (bin/) hands the gateway its
+ * plugins (providers/index.ts), so nothing under src imports a plugin.
+ */
+export type GatewayPlugin = ProviderPlugin<ConfigError.ConfigError, AppConfig | LocalRuntime | Scope.Scope>
 
 /** Instances on organizations' own accounts kept at once (least recently used go first). */
 const MAX_ACCOUNT_INSTANCES = 256

@@ -1,6 +1,6 @@
 /** The keyed serialiser: in order per key, keys independent, failures stay their caller's, finished keys forgotten. */
 import { describe, expect, it } from "vitest"
-import { keyedSerial } from "./keyedSerial.ts"
+import { keyedSerial } from "../../src/domain/KeyedSerial.ts"
 
 /** A promise settled by hand, so the test decides when each piece of work ends (no timers). */
 const gate = () => {

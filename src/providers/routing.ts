@@ -16,7 +16,7 @@
  * failure → `failed` and the walk stops. When the candidates run out: `NoEligibleProvider`, with every attempt.
  */
 import { Effect } from "effect"
-import type { SandboxRequest } from "../../src/domain/Sandbox.ts"
+import type { SandboxRequest } from "../domain/Sandbox.ts"
 import { type Unmet, unmetRequirements } from "./eligibility.ts"
 import { attemptCode } from "./errors.ts"
 import { autoOrder } from "./placement.ts"

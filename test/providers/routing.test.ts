@@ -5,7 +5,7 @@
 import { Effect, Schema } from "effect"
 import { describe, expect, it } from "vitest"
 import { SandboxRequest } from "../../src/domain/Sandbox.ts"
-import { DECLARED } from "./declared.ts"
+import { DECLARED } from "../../providers/core/declared.ts"
 import {
   type CreateInput,
   ProviderError,
@@ -14,9 +14,9 @@ import {
   type ProviderSandbox,
   type SandboxProvider,
   unsupported
-} from "./Provider.ts"
-import { apiBreadth, autoOrder } from "./placement.ts"
-import { type Attempt, candidateOrder, provisionWithFallback } from "./routing.ts"
+} from "../../src/providers/Provider.ts"
+import { apiBreadth, autoOrder } from "../../src/providers/placement.ts"
+import { type Attempt, candidateOrder, provisionWithFallback } from "../../src/providers/routing.ts"
 
 const request = (patch: Record<string, unknown> = {}) =>
   Schema.decodeUnknownSync(SandboxRequest)({

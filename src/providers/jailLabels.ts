@@ -6,7 +6,7 @@
  * somewhere of its provider's: labels, metadata, tags, a name or a header; its emulator reads it from there).
  */
 import { Schema } from "effect"
-import { SandboxId } from "../../src/domain/Ids.ts"
+import { SandboxId } from "../domain/Ids.ts"
 import type { ProviderName } from "./Provider.ts"
 
 export const PROVIDER_LABEL = "provider"

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest"
-import { sandboxIdOfTags, sandboxTag } from "../codesandbox/adapter/wire.ts"
-import { describe as describeService, sandboxIdOfDescription } from "../northflank/adapter/wire.ts"
-import { sandboxIdOfName, sandboxName } from "../prime/adapter/wire.ts"
-import { jailLabels } from "./jailLabels.ts"
+import { sandboxIdOfTags, sandboxTag } from "../../providers/codesandbox/adapter/wire.ts"
+import { describe as describeService, sandboxIdOfDescription } from "../../providers/northflank/adapter/wire.ts"
+import { sandboxIdOfName, sandboxName } from "../../providers/prime/adapter/wire.ts"
+import { jailLabels } from "../../src/providers/jailLabels.ts"
 
 const ID = `sbx_${"a1".repeat(16)}`
 

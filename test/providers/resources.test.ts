@@ -1,8 +1,8 @@
 /** Resource mapping (reference/providers.md §2.3): presets, tiers, named sizes and the arm64 rule. */
 import { describe, expect, it } from "vitest"
 import type { SandboxRequest } from "../../src/domain/Sandbox.ts"
-import { ProviderNames } from "./Provider.ts"
-import { resolveProviderResources } from "./resources.ts"
+import { ProviderNames } from "../../src/providers/Provider.ts"
+import { resolveProviderResources } from "../../src/providers/resources.ts"
 
 const req = (
   resources: Partial<SandboxRequest["resources"]>,

@@ -6,9 +6,9 @@
 import { Context, Data, type Effect } from "effect"
 
 /** The one list of providers (spec a..k) lives with the API's contract; here under the kit's names. */
-import { Provider, PROVIDERS } from "../../src/domain/Sandbox.ts"
-import type { ExecEvent, RuntimeMetrics } from "../../src/runtime/LocalRuntime.ts"
-import type { ComputerAction } from "../../src/domain/Computer.ts"
+import { Provider, PROVIDERS } from "../domain/Sandbox.ts"
+import type { ExecEvent, RuntimeMetrics } from "../runtime/LocalRuntime.ts"
+import type { ComputerAction } from "../domain/Computer.ts"
 export const ProviderNames = PROVIDERS
 export const ProviderName = Provider
 export type ProviderName = Provider
