@@ -9,6 +9,11 @@ import { Context, Data, type Effect } from "effect"
 import { Provider, PROVIDERS } from "../domain/Sandbox.ts"
 import type { ExecEvent, RuntimeMetrics } from "../runtime/LocalRuntime.ts"
 import type { ComputerAction } from "../domain/Computer.ts"
+import type { ProviderCapabilities } from "./ProviderCapabilities.ts"
+
+// The contract's parts in files of their own, named here too (what an adapter declares; executions' helpers).
+export type { ComputerCapabilities, ProviderCapabilities, SizeLimits } from "./ProviderCapabilities.ts"
+export { bufferedEvents, FOLLOWED_EXECUTIONS, reattachFailed, type UnnumberedExecEvent } from "./Executions.ts"
 export const ProviderNames = PROVIDERS
 export const ProviderName = Provider
 export type ProviderName = Provider
@@ -38,80 +43,6 @@ export class ProviderError extends Data.TaggedError("ProviderError")<{
   /** Set when the call ran on an organization's own provider account (BYOK): an `auth` failure is then theirs. */
   readonly account?: "organization" | undefined
 }> {}
-
-/** Capabilities (reference/providers.md §2.2), as declared by the adapter. */
-export interface ProviderCapabilities {
-  readonly version: string
-  readonly sources: ReadonlyArray<"environment" | "oci_image" | "provider_template">
-  readonly sizing: "direct" | "tier" | "template" | "fixed"
-  readonly pause: boolean
-  readonly resume: boolean
-  readonly cost: boolean
-  readonly architectures: ReadonlyArray<"x86_64" | "arm64">
-  readonly isolation: "microvm" | "vm" | "container" | null
-  readonly process: null | {
-    readonly execute: boolean
-    readonly streams: boolean
-    readonly cancel: boolean
-    readonly maxOutputBytes: number
-    readonly maxTimeoutSeconds: number
-    /**
-     * Commands on a pseudo-terminal (`ExecInput.pty`, `sendInput` types into it, `resizeTerminal`). Absent: no
-     * terminals; a request with `features.pty` is never placed there.
-     */
-    readonly terminal?: boolean | undefined
-    /**
-     * Standard input of plain processes (`ExecInput.stdin`). Absent: exactly when `sendInput` is present; false
-     * where `sendInput` serves terminals only (Daytona: its session commands take no input, its PTYs do).
-     */
-    readonly stdin?: boolean | undefined
-  }
-  readonly files: null | {
-    readonly read: boolean
-    readonly write: boolean
-    readonly writeModes: ReadonlyArray<"create" | "overwrite" | "append">
-    readonly createParents: boolean
-    readonly list: boolean
-    readonly delete: boolean
-    readonly maxReadBytes: number
-    readonly maxWriteBytes: number
-    readonly maxListEntries: number
-  }
-  readonly httpEndpoints: null | { readonly expose: boolean; readonly revoke: boolean; readonly maxLeaseSeconds: number }
-  /** What the provider can enforce: an internet off switch, domain allow or deny lists (the local runtime can). */
-  readonly network: null | { readonly blockInternet: boolean; readonly allowDomains: boolean; readonly denyDomains: boolean }
-  /**
-   * Whether a sandbox reaches the internet when the request leaves `network.internet_access` unsaid (the provider's
-   * default). Absent: true, as every provider of the reference gives internet by default; an emulated provider
-   * says what the local runtime gives (`RUNTIME_DEFAULT_INTERNET`).
-   */
-  readonly internetByDefault?: boolean | undefined
-  /**
-   * The largest sandbox the provider gives, per dimension (absent: it states no ceiling there, and the request
-   * passes as asked). An emulated provider is also held to what this host can give (the local runtime's limits).
-   */
-  readonly maxResources?: SizeLimits | undefined
-  /**
-   * Computer use (spec §2.8 `computer`). Absent or null: none; eligibility checks it for `features.computer_use`
-   * and `recording`. Declared exactly where the adapter has a `computer` driver (declared.ts says which).
-   */
-  readonly computer?: ComputerCapabilities | null | undefined
-}
-
-export interface SizeLimits {
-  readonly vcpu?: number | undefined
-  readonly memoryMb?: number | undefined
-  readonly diskMb?: number | undefined
-}
-
-export interface ComputerCapabilities {
-  /** e.g. "native" */
-  readonly implementation: string
-  /** e.g. "mouse_move", "keyboard_type" */
-  readonly actions: ReadonlyArray<string>
-  readonly screenshot: null | { readonly formats: ReadonlyArray<string>; readonly maxBytes: number }
-  readonly recording: null | { readonly formats: ReadonlyArray<string> }
-}
 
 export interface CreateInput {
   /** Our sandbox id: every adapter names or tags the resource with it, so create is idempotent. */
@@ -187,53 +118,6 @@ export interface ExecInput {
    * as `stdout` events, `sendInput` types into the terminal (`eof` sends ^D), `resizeTerminal` resizes it.
    */
   readonly pty?: { readonly cols: number; readonly rows: number } | undefined
-}
-
-type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never
-/** An event before it is numbered (an adapter collecting a followed execution's output). */
-export type UnnumberedExecEvent = DistributiveOmit<ExecEvent, "seq">
-
-/**
- * The events of a finished execution whose provider returns its output buffered (stdout and stderr apart, without
- * their order): stdout then stderr, cut at the output limit, then the exit — `outputTruncated` when this cut or the
- * provider's own did. A pure function of what the provider said, so every call numbers them the same.
- */
-export const bufferedEvents = (
-  output: { readonly stdout: string; readonly stderr: string },
-  exit: { readonly exitCode: number | null; readonly signal: string | null; readonly cancelled?: boolean; readonly timedOut?: boolean },
-  maxOutputBytes: number,
-  truncatedAtProvider = false
-): Array<ExecEvent> => {
-  const events: Array<ExecEvent> = []
-  let budget = maxOutputBytes
-  let truncated = truncatedAtProvider
-  for (const type of ["stdout", "stderr"] as const) {
-    const bytes = new TextEncoder().encode(output[type])
-    const data = bytes.subarray(0, Math.max(0, budget))
-    if (data.length < bytes.length) truncated = true
-    budget -= data.length
-    if (data.length > 0) events.push({ seq: events.length, type, data })
-  }
-  events.push({ seq: events.length, type: "exit", exitCode: exit.exitCode, signal: exit.signal, cancelled: exit.cancelled ?? false, timedOut: exit.timedOut ?? false, outputTruncated: truncated })
-  return events
-}
-
-/**
- * Executions an adapter follows over a live connection (E2B's process stream, Daytona's PTY socket): a lost
- * connection is re-attached at most this often, reported failing after this long, and a finished execution is
- * forgotten this long after its exit was seen.
- */
-export const FOLLOWED_EXECUTIONS = { reattachBackoffMs: 1_000, reattachGiveUpMs: 5 * 60_000, forgetAfterMs: 10 * 60_000 } as const
-
-/**
- * A followed execution's re-attach failed as unavailable: the next try waits `reattachBackoffMs`; true once it has
- * been failing for longer than `reattachGiveUpMs` (then the failure is the caller's answer).
- */
-export const reattachFailed = (followed: { retryAt: number; failingSince: number | null }): boolean => {
-  const now = Date.now()
-  followed.failingSince ??= now
-  followed.retryAt = now + FOLLOWED_EXECUTIONS.reattachBackoffMs
-  return now - followed.failingSince > FOLLOWED_EXECUTIONS.reattachGiveUpMs
 }
 
 /** A computer action as the API accepted it (defaults applied). */
