@@ -1,8 +1,14 @@
-/** What every part of the agent shares: where it keeps its state, its error, request parameters, JSON answers. */
+/**
+ * What every part of the agent shares: where it keeps its state, its error, request parameters, JSON answers. The
+ * shapes of requests and answers are the protocol's (../AgentProtocol.ts): imported as types only, so none of its
+ * code (nor Effect) reaches the jail.
+ */
+import type * as Protocol from "../AgentProtocol.ts"
+
 export const RUN_DIR = process.env["AGENT_RUN_DIR"] ?? "/run/agent"
 
 export class AgentError extends Error {
-  constructor(readonly status: number, readonly kind: string, message: string) {
+  constructor(readonly status: number, readonly kind: Protocol.ErrorAnswer["kind"], message: string) {
     super(message)
   }
 }

@@ -12,6 +12,7 @@
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
+import type * as Protocol from "../AgentProtocol.ts"
 import { startBridge } from "./bridge.ts"
 import { json, RUN_DIR } from "./common.ts"
 import { desktopRoute } from "./desktop.ts"
@@ -26,7 +27,7 @@ const handle = async (request: Request, server: { timeout: (request: Request, se
   /** The path the request names, for error messages. */
   let subject: string | undefined
   try {
-    if (parts[0] === "health") return json({ ok: true, pid: process.pid, execs: execs.size })
+    if (parts[0] === "health") return json({ ok: true, pid: process.pid, execs: execs.size } satisfies Protocol.HealthAnswer)
     if (parts[0] === "exec") return await execRoute(request, parts, q, server)
     if (parts[0] === "desktop") return await desktopRoute(request, parts, q)
     const p = normalize(q.get("path"))
@@ -34,7 +35,7 @@ const handle = async (request: Request, server: { timeout: (request: Request, se
     return await fileRoute(request, parts, q, p)
   } catch (e) {
     const error = errnoError(e, subject)
-    return json({ kind: error.kind, message: error.message }, error.status)
+    return json({ kind: error.kind, message: error.message } satisfies Protocol.ErrorAnswer, error.status)
   }
 }
 

@@ -5,6 +5,7 @@
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
+import type * as Protocol from "../AgentProtocol.ts"
 import { AgentError, intParam, invalid, json, RUN_DIR, shortPath } from "./common.ts"
 import { byTag, EXECS_DIR, type Exec, execs, type ExitFields, finish, onOutput, procStart, readEvents, signalGroup, T_STDERR, T_STDOUT, track, waitForEvents } from "./events.ts"
 
@@ -172,22 +173,7 @@ const signalNameOf = (code: number | null): string | null => {
   return `SIG${code}`
 }
 
-interface ExecRequest {
-  command: Array<string>
-  cwd?: string
-  env?: Record<string, string>
-  timeoutMs?: number
-  maxOutputBytes: number
-  tag?: string
-  /** The command joins the sandbox's command cgroups (bound at /run/cgroup/) before it runs. */
-  cgroup?: boolean
-  /** Where cgroups are not available: per-command rlimits (processes, address space in KiB). */
-  rlimits?: { nproc: number; asKb: number }
-  /** false: stdin is /dev/null (end-of-file at once); otherwise a pipe written through `/exec/<id>/stdin`. */
-  stdin?: boolean
-  /** Run on a pseudo-terminal of this size: one output stream, input typed through `/exec/<id>/stdin`. */
-  pty?: { cols: number; rows: number }
-}
+type ExecRequest = Protocol.ExecRequest
 
 const isInt = (v: unknown, min: number) => typeof v === "number" && Number.isInteger(v) && v >= min
 const isTerminalSize = (v: unknown): v is { cols: number; rows: number } => {
@@ -336,7 +322,7 @@ const startExec = (spec: ExecRequest): Exec => {
   return exec
 }
 
-const info = (exec: Exec) => ({
+const info = (exec: Exec): Protocol.ExecInfoAnswer => ({
   execId: exec.meta.execId,
   tag: exec.meta.tag,
   pid: exec.meta.pid,
@@ -369,7 +355,7 @@ if (parts[1] !== undefined) {
       const from = intParam(q, "from", 0)
       server.timeout(request, 0) // a long poll is not an idle connection
       await waitForEvents(exec, from, Math.min(intParam(q, "wait", 0), 60_000))
-      return json({ events: readEvents(exec, from) })
+      return json({ events: readEvents(exec, from) } satisfies Protocol.ExecEventsAnswer)
     }
     if (parts[2] === "kill" && request.method === "POST") {
       const signal = q.get("signal") ?? "SIGTERM"
@@ -387,7 +373,7 @@ if (parts[1] !== undefined) {
         if (exec.terminal === null) throw invalid("the process has no terminal")
         exec.terminal.resize(size.cols, size.rows)
       }
-      return json({ ok: true })
+      return json({ ok: true } satisfies Protocol.Acknowledged)
     }
     if (parts[2] === "stdin" && request.method === "POST" && exec.terminal !== null) {
       // Typed into the terminal; its end (close) is ^D, as at a keyboard.
@@ -396,7 +382,7 @@ if (parts[1] !== undefined) {
         if (data.length > 0) exec.terminal.write(data)
         if (q.get("close") === "1") exec.terminal.write("\x04")
       } catch {}
-      return json({ ok: true })
+      return json({ ok: true } satisfies Protocol.Acknowledged)
     }
     if (parts[2] === "stdin" && request.method === "POST") {
       const data = new Uint8Array(await request.arrayBuffer())
@@ -412,7 +398,7 @@ if (parts[1] !== undefined) {
           // the process closed its stdin: the bytes have nowhere to go, as with a pipe in a shell
         }
       }
-      return json({ ok: true })
+      return json({ ok: true } satisfies Protocol.Acknowledged)
     }
   }
   throw new AgentError(404, "not_found", "no such route")
