@@ -8,7 +8,7 @@ import type { Effect } from "effect"
 import { Option } from "effect"
 import type * as net from "node:net"
 import { type AgentAnswer, callAgent, connectBridge, streamAgent } from "./AgentChannel.ts"
-import type * as Protocol from "./AgentProtocol.ts"
+import * as Protocol from "./AgentProtocol.ts"
 import * as Wire from "./AgentWire.ts"
 import { PIDS_LIMIT } from "./Cgroups.ts"
 import type { JailState } from "./Jail.ts"
@@ -96,7 +96,7 @@ export const makeAgentCalls = (options: AgentCallsOptions): Calls => {
       run(async (cut): Promise<ReadonlyArray<ExecEvent>> => {
         nonNegativeInt("fromSeq", fromSeq)
         const waitMs = Math.min(60_000, Math.max(0, Math.floor(wait ?? 0)))
-        const answer = await agent(requireRunning(id), `/exec/${encodeURIComponent(execId)}/events?from=${fromSeq}&wait=${waitMs}`, cut, {
+        const answer = await agent(requireRunning(id), Protocol.withQuery(`/exec/${encodeURIComponent(execId)}/events`, Protocol.EventsQuery, { from: fromSeq, wait: waitMs }), cut, {
           timeoutMs: waitMs + callTimeoutMs,
           maxBytes: Wire.MAX_EVENTS_ANSWER
         })
@@ -104,26 +104,26 @@ export const makeAgentCalls = (options: AgentCallsOptions): Calls => {
       }),
     kill: (id, execId, signal) =>
       run(async (cut) =>
-        void Wire.execInfo(await agent(requireRunning(id), `/exec/${encodeURIComponent(execId)}/kill?signal=${encodeURIComponent(signal ?? "SIGTERM")}`, cut, { method: "POST" }))),
+        void Wire.execInfo(await agent(requireRunning(id), Protocol.withQuery(`/exec/${encodeURIComponent(execId)}/kill`, Protocol.KillQuery, { signal: signal ?? "SIGTERM" }), cut, { method: "POST" }))),
     sendInput: (id, execId, data, close) =>
       run(async (cut) =>
         Wire.acknowledged(
-          await agent(requireRunning(id), `/exec/${encodeURIComponent(execId)}/stdin${close ? "?close=1" : ""}`, cut, { method: "POST", body: data.slice(), timeoutMs: TRANSFER_TIMEOUT_MS })
+          await agent(requireRunning(id), Protocol.withQuery(`/exec/${encodeURIComponent(execId)}/stdin`, Protocol.StdinQuery, { close: close === true }), cut, { method: "POST", body: data.slice(), timeoutMs: TRANSFER_TIMEOUT_MS })
         )),
     resize: (id, execId, size) =>
       run(async (cut) => {
         const { cols, rows } = terminalSize(size)
-        Wire.acknowledged(await agent(requireRunning(id), `/exec/${encodeURIComponent(execId)}/resize?cols=${cols}&rows=${rows}`, cut, { method: "POST" }))
+        Wire.acknowledged(await agent(requireRunning(id), Protocol.withQuery(`/exec/${encodeURIComponent(execId)}/resize`, Protocol.ResizeQuery, { cols, rows }), cut, { method: "POST" }))
       }),
     readFile: (id, p, offset, limit) =>
       run(async (cut) => {
-        const q = `path=${encodeURIComponent(absolutePath(p))}&offset=${nonNegativeInt("offset", offset)}&limit=${nonNegativeInt("limit", limit)}`
-        const answer = await agent(requireRunning(id), `/files?${q}`, cut, { timeoutMs: TRANSFER_TIMEOUT_MS, maxBytes: limit + Wire.MAX_READ_SLACK })
+        const route = Protocol.withQuery("/files", Protocol.ReadQuery, { path: absolutePath(p), offset: nonNegativeInt("offset", offset), limit: nonNegativeInt("limit", limit) })
+        const answer = await agent(requireRunning(id), route, cut, { timeoutMs: TRANSFER_TIMEOUT_MS, maxBytes: limit + Wire.MAX_READ_SLACK })
         return { ...Wire.readResult(answer, limit), offset }
       }),
     readFileStream: (id, p, offset, limit) =>
       run(async (cut) => {
-        const q = `path=${encodeURIComponent(absolutePath(p))}&offset=${nonNegativeInt("offset", offset)}&limit=${nonNegativeInt("limit", limit)}`
+        const route = Protocol.withQuery("/files", Protocol.ReadQuery, { path: absolutePath(p), offset: nonNegativeInt("offset", offset), limit: nonNegativeInt("limit", limit) })
         const state = requireRunning(id)
         if (options.isClosed()) throw err("unavailable", "the runtime is shut down")
         let size = 0
@@ -132,14 +132,14 @@ export const makeAgentCalls = (options: AgentCallsOptions): Calls => {
           size = Wire.readSize(headers)
           return Math.max(0, Math.min(limit, size - offset))
         }
-        const answer = await streamAgent(state, `/files?${q}`, { timeoutMs: STREAM_TIMEOUT_MS, headTimeoutMs: callTimeoutMs, idleMs: callTimeoutMs, maxBytes: Wire.MAX_JSON_ANSWER, lengthOf }, cutBy(options, cut))
+        const answer = await streamAgent(state, route, { timeoutMs: STREAM_TIMEOUT_MS, headTimeoutMs: callTimeoutMs, idleMs: callTimeoutMs, maxBytes: Wire.MAX_JSON_ANSWER, lengthOf }, cutBy(options, cut))
         if (answer._tag === "Refused") throw Wire.answerError(answer.answer)
         return { size, length: lengthOf(answer.headers), stream: answer.body }
       }),
     writeFile: (id, p, data, options) =>
       run(async (cut) =>
         Wire.writeResult(
-          await agent(requireRunning(id), `/files?path=${encodeURIComponent(absolutePath(p))}&mode=${encodeURIComponent(options.mode)}&parents=${options.createParents ? 1 : 0}`, cut, {
+          await agent(requireRunning(id), Protocol.withQuery("/files", Protocol.WriteQuery, { path: absolutePath(p), mode: options.mode, parents: options.createParents }), cut, {
             method: "PUT",
             body: data.slice(),
             timeoutMs: TRANSFER_TIMEOUT_MS
@@ -153,7 +153,7 @@ export const makeAgentCalls = (options: AgentCallsOptions): Calls => {
         // A body stream can be sent once: the agent's socket is adopted (and known to answer) first.
         Wire.healthy(await agent(state, "/health", cut))
         return Wire.writeResult(
-          await agent(state, `/files?path=${encodeURIComponent(absolutePath(p))}&mode=${encodeURIComponent(options.mode)}&parents=${options.createParents ? 1 : 0}&limit=${limit}`, cut, {
+          await agent(state, Protocol.withQuery("/files", Protocol.WriteQuery, { path: absolutePath(p), mode: options.mode, parents: options.createParents, limit }), cut, {
             method: "PUT",
             body,
             timeoutMs: STREAM_TIMEOUT_MS
@@ -162,11 +162,11 @@ export const makeAgentCalls = (options: AgentCallsOptions): Calls => {
         )
       }),
     statFile: (id, p) =>
-      run(async (cut) => Option.fromNullable(Wire.statResult(await agent(requireRunning(id), `/stat?path=${encodeURIComponent(absolutePath(p))}`, cut)))),
+      run(async (cut) => Option.fromNullable(Wire.statResult(await agent(requireRunning(id), Protocol.withQuery("/stat", Protocol.StatQuery, { path: absolutePath(p) }), cut)))),
     listFiles: (id, p, options) =>
       run(async (cut) => {
         const max = nonNegativeInt("maxEntries", options.maxEntries)
-        const answer = await agent(requireRunning(id), `/list?path=${encodeURIComponent(absolutePath(p))}&recursive=${options.recursive ? 1 : 0}&max=${max}`, cut, {
+        const answer = await agent(requireRunning(id), Protocol.withQuery("/list", Protocol.ListQuery, { path: absolutePath(p), recursive: options.recursive, max }), cut, {
           timeoutMs: TRANSFER_TIMEOUT_MS,
           maxBytes: Wire.maxListAnswer(max)
         })
@@ -175,10 +175,10 @@ export const makeAgentCalls = (options: AgentCallsOptions): Calls => {
     deleteFile: (id, p, options) =>
       run(async (cut) =>
         Wire.deleteResult(
-          await agent(requireRunning(id), `/files?path=${encodeURIComponent(absolutePath(p))}&recursive=${options.recursive ? 1 : 0}`, cut, { method: "DELETE", timeoutMs: TRANSFER_TIMEOUT_MS })
+          await agent(requireRunning(id), Protocol.withQuery("/files", Protocol.DeleteQuery, { path: absolutePath(p), recursive: options.recursive }), cut, { method: "DELETE", timeoutMs: TRANSFER_TIMEOUT_MS })
         )),
     makeDir: (id, p, options) =>
-      run(async (cut) => Wire.acknowledged(await agent(requireRunning(id), `/mkdir?path=${encodeURIComponent(absolutePath(p))}&parents=${options.parents ? 1 : 0}`, cut, { method: "POST" }))),
+      run(async (cut) => Wire.acknowledged(await agent(requireRunning(id), Protocol.withQuery("/mkdir", Protocol.MkdirQuery, { path: absolutePath(p), parents: options.parents }), cut, { method: "POST" }))),
     connectPort: (id, port) =>
       run(async (cut): Promise<net.Socket> => {
         if (!(Number.isInteger(port) && port >= 1 && port <= 65535)) throw err("invalid", "port must be 1-65535")

@@ -30,6 +30,67 @@ export const MAX_SCREEN = { width: 3840, height: 2160 } as const
 export const RECORDING_ID = /^[a-f0-9]{32}$/
 
 // Requests ----------------------------------------------------------------------------------------------------
+// A route's query is declared by the Schema of its parameters: encoded, each is the text the agent reads (a flag
+// "0" or "1", a number its digits). The agent checks each value's range itself and answers `invalid` for one
+// outside it, so the numbers here are any numbers: encoding what the gateway built never fails.
+
+const Num = Schema.NumberFromString
+const Flag = Schema.transform(Schema.Literal("0", "1"), Schema.Boolean, { strict: true, decode: (s) => s === "1", encode: (b) => (b ? "1" : "0") })
+/** An absolute path inside the jail. */
+const JailPath = Schema.String
+
+/** `GET /exec/<id>/events`: events from `from` on, waiting up to `wait` ms for the first. */
+export const EventsQuery = Schema.Struct({ from: Num, wait: Num })
+export type EventsQuery = typeof EventsQuery.Encoded
+/** `POST /exec/<id>/kill`. */
+export const KillQuery = Schema.Struct({ signal: Schema.String })
+export type KillQuery = typeof KillQuery.Encoded
+/** `POST /exec/<id>/stdin` (the body is the bytes): `close` ends the input after them. */
+export const StdinQuery = Schema.Struct({ close: Flag })
+export type StdinQuery = typeof StdinQuery.Encoded
+/** `POST /exec/<id>/resize`. */
+export const ResizeQuery = Schema.Struct({ cols: Num, rows: Num })
+export type ResizeQuery = typeof ResizeQuery.Encoded
+/** `GET /files`: at most `limit` bytes from `offset`. */
+export const ReadQuery = Schema.Struct({ path: JailPath, offset: Num, limit: Num })
+export type ReadQuery = typeof ReadQuery.Encoded
+/** `PUT /files` (the body is the bytes, at most `limit` of them). */
+export const WriteQuery = Schema.Struct({ path: JailPath, mode: Schema.Literal("create", "overwrite", "append"), parents: Flag, limit: Schema.optional(Num) })
+export type WriteQuery = typeof WriteQuery.Encoded
+/** `DELETE /files`. */
+export const DeleteQuery = Schema.Struct({ path: JailPath, recursive: Flag })
+export type DeleteQuery = typeof DeleteQuery.Encoded
+/** `GET /stat`. */
+export const StatQuery = Schema.Struct({ path: JailPath })
+export type StatQuery = typeof StatQuery.Encoded
+/** `GET /list`: at most `max` entries. */
+export const ListQuery = Schema.Struct({ path: JailPath, recursive: Flag, max: Num })
+export type ListQuery = typeof ListQuery.Encoded
+/** `POST /mkdir`. */
+export const MkdirQuery = Schema.Struct({ path: JailPath, parents: Flag })
+export type MkdirQuery = typeof MkdirQuery.Encoded
+/** `POST /desktop`: start the desktop at this size. */
+export const DesktopQuery = Schema.Struct({ width: Num, height: Num })
+export type DesktopQuery = typeof DesktopQuery.Encoded
+/** `GET /desktop/screenshot`: the whole screen, or the region `x`, `y`, `width`, `height`. */
+export const ScreenshotQuery = Schema.Struct({
+  format: Schema.Literal("png", "jpeg"),
+  cursor: Flag,
+  quality: Schema.optional(Num),
+  scale: Schema.optional(Num),
+  x: Schema.optional(Num),
+  y: Schema.optional(Num),
+  width: Schema.optional(Num),
+  height: Schema.optional(Num)
+})
+export type ScreenshotQuery = typeof ScreenshotQuery.Encoded
+
+/** `route?query`, the query encoded by its Schema (a parameter left out is not sent). */
+export const withQuery = <A, I extends { readonly [name: string]: string | undefined }>(route: string, schema: Schema.Schema<A, I>, params: A) => {
+  const query = new URLSearchParams()
+  for (const [name, value] of Object.entries(Schema.encodeSync(schema)(params))) if (value !== undefined) query.set(name, value)
+  return `${route}?${query}`
+}
 
 const TerminalSize = Schema.Struct({ cols: int(1, 1000), rows: int(1, 1000) })
 

@@ -5,6 +5,7 @@
  */
 import { Option } from "effect"
 import { agentCaller, type AgentCallsOptions } from "./AgentCalls.ts"
+import * as Protocol from "./AgentProtocol.ts"
 import * as Wire from "./AgentWire.ts"
 import * as Desktop from "./DesktopWire.ts"
 import { type DesktopAction, type LocalRuntimeShape, runtimeError as err } from "./LocalRuntime.ts"
@@ -38,7 +39,7 @@ export const makeDesktopCalls = (options: AgentCallsOptions): Calls => {
       run(async (cut) => {
         const width = dimension("width", size.width, Desktop.MAX_SCREEN.width)
         const height = dimension("height", size.height, Desktop.MAX_SCREEN.height)
-        const info = Desktop.desktopInfo(await agent(requireRunning(id), `/desktop?width=${width}&height=${height}`, cut, { method: "POST", timeoutMs: START_TIMEOUT_MS }))
+        const info = Desktop.desktopInfo(await agent(requireRunning(id), Protocol.withQuery("/desktop", Protocol.DesktopQuery, { width, height }), cut, { method: "POST", timeoutMs: START_TIMEOUT_MS }))
         if (info === null) throw Wire.invalidAnswer()
         return info
       }),
@@ -55,14 +56,11 @@ export const makeDesktopCalls = (options: AgentCallsOptions): Calls => {
         )),
     screenshot: (id, spec) =>
       run(async (cut) => {
-        const q = new URLSearchParams({ format: spec.format, cursor: spec.showCursor ? "1" : "0" })
-        if (spec.quality !== undefined) q.set("quality", String(spec.quality))
-        if (spec.scale !== undefined) q.set("scale", String(spec.scale))
-        if (spec.region !== undefined) for (const [k, v] of Object.entries(spec.region)) q.set(k, String(v))
+        const route = Protocol.withQuery("/desktop/screenshot", Protocol.ScreenshotQuery, { format: spec.format, cursor: spec.showCursor, quality: spec.quality, scale: spec.scale, ...spec.region })
         const bounds = spec.region === undefined
           ? Desktop.MAX_SCREEN
           : { width: dimension("width", spec.region.width, Desktop.MAX_SCREEN.width), height: dimension("height", spec.region.height, Desktop.MAX_SCREEN.height) }
-        const answer = await agent(requireRunning(id), `/desktop/screenshot?${q}`, cut, { maxBytes: Desktop.SCREENSHOT_MAX_BYTES })
+        const answer = await agent(requireRunning(id), route, cut, { maxBytes: Desktop.SCREENSHOT_MAX_BYTES })
         return Desktop.screenshotResult(answer, spec.format, bounds)
       }),
     startRecording: (id) => run(async (cut) => Desktop.recordingResult(await agent(requireRunning(id), "/desktop/recordings", cut, { method: "POST" }))),

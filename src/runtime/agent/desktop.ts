@@ -13,7 +13,7 @@
 import * as fs from "node:fs"
 import * as path from "node:path"
 import type * as Protocol from "../AgentProtocol.ts"
-import { AgentError, invalid, json, RUN_DIR } from "./common.ts"
+import { AgentError, invalid, json, type Query, RUN_DIR } from "./common.ts"
 import { spawnInSandbox } from "./processes.ts"
 import { drawCursor, encodePng, type Rgb, scaleImage, X11 } from "./x11.ts"
 
@@ -242,7 +242,7 @@ const jpeg = async (image: Rgb, quality: number): Promise<Uint8Array> => {
   return new Uint8Array(out)
 }
 
-const screenshot = async (q: URLSearchParams): Promise<Response> => {
+const screenshot = async (q: Query<Protocol.ScreenshotQuery>): Promise<Response> => {
   const d = await requireDesktop()
   const format = q.get("format") ?? "png"
   if (format !== "png" && format !== "jpeg") throw invalid("format is png or jpeg")
@@ -361,8 +361,9 @@ export const desktopRoute = async (request: Request, parts: ReadonlyArray<string
   const [, what, id, verb] = parts
   if (what === undefined) {
     if (method === "POST") {
-      const width = intIn(Number(q.get("width") ?? 1280), 64, MAX_WIDTH, "width")
-      const height = intIn(Number(q.get("height") ?? 800), 64, MAX_HEIGHT, "height")
+      const size: Query<Protocol.DesktopQuery> = q
+      const width = intIn(Number(size.get("width") ?? 1280), 64, MAX_WIDTH, "width")
+      const height = intIn(Number(size.get("height") ?? 800), 64, MAX_HEIGHT, "height")
       const d = await start(width, height)
       return json(desktopView(d))
     }

@@ -5,7 +5,7 @@
 import * as fs from "node:fs"
 import * as path from "node:path"
 import type * as Protocol from "../AgentProtocol.ts"
-import { AgentError, intParam, invalid, json, shortPath } from "./common.ts"
+import { AgentError, intParam, invalid, json, type Query, queryOf, shortPath } from "./common.ts"
 
 const entryType = (stat: fs.Stats) => (stat.isFile() ? "file" : stat.isDirectory() ? "directory" : stat.isSymbolicLink() ? "symlink" : "other")
 const entry = (p: string, stat: fs.Stats): Protocol.FileEntry => ({ path: p, type: entryType(stat), sizeBytes: stat.size, modifiedAt: stat.mtime.toISOString(), mode: stat.mode & 0o7777 })
@@ -107,8 +107,9 @@ export const normalize = (p: string | null) => {
 /** `/files` (GET read, PUT write, DELETE), `/stat`, `/list`, `/mkdir` on the absolute path `p`. */
 export const fileRoute = async (request: Request, parts: ReadonlyArray<string>, q: URLSearchParams, p: string): Promise<Response> => {
   if (parts[0] === "files" && request.method === "GET") {
-    const offset = intParam(q, "offset", 0)
-    const limit = intParam(q, "limit", 1 << 20)
+    const read: Query<Protocol.ReadQuery> = q
+    const offset = intParam(read, "offset", 0)
+    const limit = intParam(read, "limit", 1 << 20)
     const fd = fs.openSync(p, "r")
     let stat: fs.Stats
     try {
@@ -125,11 +126,12 @@ export const fileRoute = async (request: Request, parts: ReadonlyArray<string>, 
     })
   }
   if (parts[0] === "files" && request.method === "PUT") {
-    const mode = q.get("mode") ?? "overwrite"
+    const write: Query<Protocol.WriteQuery> = q
+    const mode = write.get("mode") ?? "overwrite"
     if (mode !== "create" && mode !== "overwrite" && mode !== "append") throw invalid("mode must be create, overwrite or append")
     if (p === "/") throw invalid("/ is a directory")
-    const limit = intParam(q, "limit", Number.MAX_SAFE_INTEGER)
-    if (q.get("parents") === "1") fs.mkdirSync(path.dirname(p), { recursive: true })
+    const limit = intParam(write, "limit", Number.MAX_SAFE_INTEGER)
+    if (write.get("parents") === "1") fs.mkdirSync(path.dirname(p), { recursive: true })
     const existed = existsNoFollow(p)
     if (mode === "create" && existed) throw new AgentError(409, "conflict", `already exists: ${shortPath(p)}`)
     // The body goes to a file of its own beside the target, as it comes (flat memory, any size); only a body
@@ -168,7 +170,7 @@ export const fileRoute = async (request: Request, parts: ReadonlyArray<string>, 
       throw e
     }
     if (stat.isDirectory()) {
-      if (q.get("recursive") === "1") fs.rmSync(p, { recursive: true, force: true })
+      if (queryOf<Protocol.DeleteQuery>(q).get("recursive") === "1") fs.rmSync(p, { recursive: true, force: true })
       else fs.rmdirSync(p)
     } else fs.unlinkSync(p)
     return json({ deleted: true } satisfies Protocol.DeleteAnswer)
@@ -183,11 +185,11 @@ export const fileRoute = async (request: Request, parts: ReadonlyArray<string>, 
   }
   if (parts[0] === "list" && request.method === "GET") {
     if (!fs.statSync(p).isDirectory()) throw invalid(`not a directory: ${shortPath(p)}`)
-    const max = intParam(q, "max", 1000)
-    return json(listDir(p, q.get("recursive") === "1", max))
+    const list: Query<Protocol.ListQuery> = q
+    return json(listDir(p, list.get("recursive") === "1", intParam(list, "max", 1000)))
   }
   if (parts[0] === "mkdir" && request.method === "POST") {
-    const parents = q.get("parents") === "1"
+    const parents = queryOf<Protocol.MkdirQuery>(q).get("parents") === "1"
     if (parents && existsNoFollow(p) && !fs.statSync(p).isDirectory()) throw new AgentError(409, "conflict", `exists and is not a directory: ${shortPath(p)}`)
     fs.mkdirSync(p, { recursive: parents })
     return json({ ok: true } satisfies Protocol.Acknowledged)

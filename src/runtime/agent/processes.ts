@@ -6,7 +6,7 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import type * as Protocol from "../AgentProtocol.ts"
-import { AgentError, intParam, invalid, json, RUN_DIR, shortPath } from "./common.ts"
+import { AgentError, intParam, invalid, json, type Query, queryOf, RUN_DIR, shortPath } from "./common.ts"
 import { byTag, EXECS_DIR, type Exec, execs, type ExitFields, finish, onOutput, procStart, readEvents, signalGroup, T_STDERR, T_STDOUT, track, waitForEvents } from "./events.ts"
 
 /** Cgroup files a command joins before it runs (the runtime binds them in when cgroups are in use). */
@@ -352,13 +352,14 @@ if (parts[1] !== undefined) {
     if (exec === undefined) throw new AgentError(404, "not_found", "no such execution")
     if (parts[2] === undefined && request.method === "GET") return json(info(exec))
     if (parts[2] === "events" && request.method === "GET") {
-      const from = intParam(q, "from", 0)
+      const events: Query<Protocol.EventsQuery> = q
+      const from = intParam(events, "from", 0)
       server.timeout(request, 0) // a long poll is not an idle connection
-      await waitForEvents(exec, from, Math.min(intParam(q, "wait", 0), 60_000))
+      await waitForEvents(exec, from, Math.min(intParam(events, "wait", 0), 60_000))
       return json({ events: readEvents(exec, from) } satisfies Protocol.ExecEventsAnswer)
     }
     if (parts[2] === "kill" && request.method === "POST") {
-      const signal = q.get("signal") ?? "SIGTERM"
+      const signal = queryOf<Protocol.KillQuery>(q).get("signal") ?? "SIGTERM"
       if (!SIGNALS.has(signal)) throw invalid(`unknown signal ${shortPath(signal)}`)
       if (exec.exit === null) {
         exec.cancelled = true
@@ -367,7 +368,8 @@ if (parts[1] !== undefined) {
       return json(info(exec))
     }
     if (parts[2] === "resize" && request.method === "POST") {
-      const size = { cols: intParam(q, "cols", 0), rows: intParam(q, "rows", 0) }
+      const resize: Query<Protocol.ResizeQuery> = q
+      const size = { cols: intParam(resize, "cols", 0), rows: intParam(resize, "rows", 0) }
       if (!isTerminalSize(size)) throw invalid("a terminal has 1-1000 columns and rows")
       if (exec.exit === null) {
         if (exec.terminal === null) throw invalid("the process has no terminal")
@@ -380,7 +382,7 @@ if (parts[1] !== undefined) {
       const data = new Uint8Array(await request.arrayBuffer())
       try {
         if (data.length > 0) exec.terminal.write(data)
-        if (q.get("close") === "1") exec.terminal.write("\x04")
+        if (queryOf<Protocol.StdinQuery>(q).get("close") === "1") exec.terminal.write("\x04")
       } catch {}
       return json({ ok: true } satisfies Protocol.Acknowledged)
     }
@@ -393,7 +395,7 @@ if (parts[1] !== undefined) {
             stdin.write(data)
             await stdin.flush()
           }
-          if (q.get("close") === "1") await stdin.end()
+          if (queryOf<Protocol.StdinQuery>(q).get("close") === "1") await stdin.end()
         } catch {
           // the process closed its stdin: the bytes have nowhere to go, as with a pipe in a shell
         }
