@@ -54,7 +54,7 @@ type Calls = Pick<
 >
 
 /** The runtime's shutdown or the caller's interruption, whichever comes first. */
-export const cutBy = (options: Pick<AgentCallsOptions, "aborter">, signal: AbortSignal) => AbortSignal.any([options.aborter.signal, signal])
+const cutBy = (options: Pick<AgentCallsOptions, "aborter">, signal: AbortSignal) => AbortSignal.any([options.aborter.signal, signal])
 
 /** Calls to a jail's agent: bounded answers, the runtime's call timeout, cut when the runtime shuts down or the caller is interrupted. */
 export const agentCaller = (options: AgentCallsOptions) => (state: JailState, route: string, signal: AbortSignal, call: Partial<Parameters<typeof callAgent>[2]> = {}): Promise<AgentAnswer> => {
