@@ -79,6 +79,39 @@ describe("daytona wire", () => {
   }, 30_000)
 })
 
+describe("daytona request bodies", () => {
+  it("a body or filter not of the daemon's shape is refused in its own error format before the sandbox is asked: computer use 400 {error}, a label filter 400", async () => {
+    const { emulator, provider, teardown } = await setup()
+    try {
+      const sandbox = await Effect.runPromise(provider.create(conformanceInput(`sbx_body${Date.now()}`)))
+      const headers = { authorization: `Bearer ${emulator.apiKey}`, "content-type": "application/json" }
+      const post = (path: string, body: string) => fetch(`${emulator.baseUrl}/toolbox/${sandbox.resourceId}/computeruse${path}`, { method: "POST", headers, body })
+      for (const [path, body, field] of [
+        ["/mouse/move", '{"x": "10", "y": 5}', /x/],
+        ["/mouse/click", '{"x": 1, "y": 2, "button": "thumb"}', /button/],
+        ["/mouse/scroll", '{"x": 1, "y": 2, "direction": "sideways"}', /direction/],
+        ["/keyboard/type", '{"text": 5}', /text/],
+        ["/keyboard/key", '{"key": "a", "modifiers": "ctrl"}', /modifiers/],
+        ["/keyboard/hotkey", "not json", /not valid JSON/],
+        ["/recordings/stop", "{}", /id/]
+      ] as const) {
+        const response = await post(path, body)
+        const answer = (await response.json()) as { error?: unknown }
+        expect([path, response.status, Object.keys(answer)]).toEqual([path, 400, ["error"]])
+        expect(String(answer.error)).toMatch(/^(invalid request body|the request body is not valid JSON)/)
+        expect(String(answer.error)).toMatch(field)
+      }
+      for (const labels of ['{"team": 5}', "[1]", "{"]) {
+        const response = await fetch(`${emulator.baseUrl}/sandbox?labels=${encodeURIComponent(labels)}`, { headers })
+        expect([labels, response.status, await response.json()]).toEqual([labels, 400, { statusCode: 400, message: "labels must be a JSON object", error: "labels must be a JSON object" }])
+      }
+      await Effect.runPromise(provider.destroy(sandbox))
+    } finally {
+      await teardown()
+    }
+  }, 60_000)
+})
+
 describe("daytona terminals (PTY sessions over the emulator's real pseudo-terminal)", () => {
   const run = <A, E>(effect: Effect.Effect<A, E>) => Effect.runPromise(effect)
   const failureOf = async <A>(effect: Effect.Effect<A, { readonly kind: string; readonly message: string }>) => {

@@ -1,13 +1,14 @@
 /**
  * The sandbox-facing calls of the runtime (exec and its events, stdin, files, ports), each one call to the jail's
- * agent over the adopted socket (AgentChannel.ts) with a time limit and a byte cap, its answer checked by
+ * agent over the adopted socket (AgentChannel.ts) with a time limit and a byte cap, its answer decoded by
  * AgentWire.ts before use. Arguments are checked here first: a path is absolute and not absurdly long, counts are
- * non-negative integers.
+ * non-negative integers. A call ends when its fiber is interrupted (the signal `run` gives) or the runtime shuts down.
  */
 import type { Effect } from "effect"
 import { Option } from "effect"
 import type * as net from "node:net"
 import { type AgentAnswer, callAgent, connectBridge, streamAgent } from "./AgentChannel.ts"
+import * as Protocol from "./AgentProtocol.ts"
 import * as Wire from "./AgentWire.ts"
 import { PIDS_LIMIT } from "./Cgroups.ts"
 import type { JailState } from "./Jail.ts"
@@ -40,8 +41,8 @@ const terminalSize = (size: TerminalSize): TerminalSize => {
 export interface AgentCallsOptions {
   /** The running, unpaused jail of a sandbox (a frozen agent would never answer), or a RuntimeError. */
   readonly requireRunning: (id: string) => JailState
-  /** A call as an Effect failing with a RuntimeError in the user's terms. */
-  readonly run: <A>(f: () => Promise<A> | A) => Effect.Effect<A, RuntimeError>
+  /** A call as an Effect failing with a RuntimeError in the user's terms; `signal` aborts when it is interrupted. */
+  readonly run: <A>(f: (signal: AbortSignal) => Promise<A> | A) => Effect.Effect<A, RuntimeError>
   readonly callTimeoutMs: number
   readonly aborter: AbortController
   readonly isClosed: () => boolean
@@ -52,30 +53,29 @@ type Calls = Pick<
   "exec" | "getExec" | "execEvents" | "kill" | "sendInput" | "resize" | "readFile" | "readFileStream" | "writeFile" | "writeFileStream" | "statFile" | "listFiles" | "deleteFile" | "makeDir" | "connectPort"
 >
 
-/** Calls to a jail's agent: bounded answers, the runtime's call timeout, cut when the runtime shuts down. */
-export const agentCaller = (options: AgentCallsOptions) => {
-  const agent = (state: JailState, route: string, call: Partial<Parameters<typeof callAgent>[2]> = {}): Promise<AgentAnswer> => {
-    if (options.isClosed()) throw err("unavailable", "the runtime is shut down")
-    return callAgent(state, route, { timeoutMs: options.callTimeoutMs, maxBytes: Wire.MAX_JSON_ANSWER, ...call }, options.aborter.signal)
-  }
-  const agentJson = async (state: JailState, route: string, call: Partial<Parameters<typeof callAgent>[2]> = {}) => Wire.okJson(await agent(state, route, call))
-  return { agent, agentJson }
+/** The runtime's shutdown or the caller's interruption, whichever comes first. */
+const cutBy = (options: Pick<AgentCallsOptions, "aborter">, signal: AbortSignal) => AbortSignal.any([options.aborter.signal, signal])
+
+/** Calls to a jail's agent: bounded answers, the runtime's call timeout, cut when the runtime shuts down or the caller is interrupted. */
+export const agentCaller = (options: AgentCallsOptions) => (state: JailState, route: string, signal: AbortSignal, call: Partial<Parameters<typeof callAgent>[2]> = {}): Promise<AgentAnswer> => {
+  if (options.isClosed()) throw err("unavailable", "the runtime is shut down")
+  return callAgent(state, route, { timeoutMs: options.callTimeoutMs, maxBytes: Wire.MAX_JSON_ANSWER, ...call }, cutBy(options, signal))
 }
 
 export const makeAgentCalls = (options: AgentCallsOptions): Calls => {
-  const { aborter, callTimeoutMs, requireRunning, run } = options
-  const { agent, agentJson } = agentCaller(options)
+  const { callTimeoutMs, requireRunning, run } = options
+  const agent = agentCaller(options)
 
   return {
     exec: (id, spec) =>
-      run(async () => {
+      run(async (cut) => {
         const state = requireRunning(id)
         if (!Array.isArray(spec.command) || spec.command.length === 0) throw err("invalid", "command must not be empty")
         if (spec.cwd !== undefined) absolutePath(spec.cwd)
         nonNegativeInt("maxOutputBytes", spec.maxOutputBytes)
         if (spec.timeoutMs !== undefined && !(Number.isSafeInteger(spec.timeoutMs) && spec.timeoutMs > 0)) throw err("invalid", "timeoutMs must be a positive integer")
         if (spec.pty !== undefined) terminalSize(spec.pty)
-        const body = {
+        const body: Protocol.ExecRequest = {
           command: spec.command,
           // A sandbox on an image works in the image's WorkingDir unless told otherwise.
           cwd: spec.cwd ?? state.spec.image?.workingDir,
@@ -89,41 +89,41 @@ export const makeAgentCalls = (options: AgentCallsOptions): Calls => {
           // Where there is no cgroup, each command gets rlimits instead.
           rlimits: state.mechanism === "rlimit" ? { nproc: PIDS_LIMIT, asKb: state.spec.memoryMb * 1024 } : undefined
         }
-        return Wire.execInfo(await agentJson(state, "/exec", { method: "POST", body: JSON.stringify(body), contentType: "application/json" }))
+        return Wire.execInfo(await agent(state, "/exec", cut, { method: "POST", body: JSON.stringify(body), contentType: "application/json" }))
       }),
-    getExec: (id, execId) => run(async (): Promise<ExecInfo> => Wire.execInfo(await agentJson(requireRunning(id), `/exec/${encodeURIComponent(execId)}`))),
+    getExec: (id, execId) => run(async (cut): Promise<ExecInfo> => Wire.execInfo(await agent(requireRunning(id), `/exec/${encodeURIComponent(execId)}`, cut))),
     execEvents: (id, execId, fromSeq, wait) =>
-      run(async (): Promise<ReadonlyArray<ExecEvent>> => {
+      run(async (cut): Promise<ReadonlyArray<ExecEvent>> => {
         nonNegativeInt("fromSeq", fromSeq)
         const waitMs = Math.min(60_000, Math.max(0, Math.floor(wait ?? 0)))
-        const answer = await agentJson(requireRunning(id), `/exec/${encodeURIComponent(execId)}/events?from=${fromSeq}&wait=${waitMs}`, {
+        const answer = await agent(requireRunning(id), Protocol.withQuery(`/exec/${encodeURIComponent(execId)}/events`, Protocol.EventsQuery, { from: fromSeq, wait: waitMs }), cut, {
           timeoutMs: waitMs + callTimeoutMs,
           maxBytes: Wire.MAX_EVENTS_ANSWER
         })
         return Wire.execEvents(answer, fromSeq)
       }),
     kill: (id, execId, signal) =>
-      run(async () =>
-        Wire.acknowledged(await agentJson(requireRunning(id), `/exec/${encodeURIComponent(execId)}/kill?signal=${encodeURIComponent(signal ?? "SIGTERM")}`, { method: "POST" }))),
+      run(async (cut) =>
+        void Wire.execInfo(await agent(requireRunning(id), Protocol.withQuery(`/exec/${encodeURIComponent(execId)}/kill`, Protocol.KillQuery, { signal: signal ?? "SIGTERM" }), cut, { method: "POST" }))),
     sendInput: (id, execId, data, close) =>
-      run(async () =>
+      run(async (cut) =>
         Wire.acknowledged(
-          await agentJson(requireRunning(id), `/exec/${encodeURIComponent(execId)}/stdin${close ? "?close=1" : ""}`, { method: "POST", body: data.slice(), timeoutMs: TRANSFER_TIMEOUT_MS })
+          await agent(requireRunning(id), Protocol.withQuery(`/exec/${encodeURIComponent(execId)}/stdin`, Protocol.StdinQuery, { close: close === true }), cut, { method: "POST", body: data.slice(), timeoutMs: TRANSFER_TIMEOUT_MS })
         )),
     resize: (id, execId, size) =>
-      run(async () => {
+      run(async (cut) => {
         const { cols, rows } = terminalSize(size)
-        Wire.acknowledged(await agentJson(requireRunning(id), `/exec/${encodeURIComponent(execId)}/resize?cols=${cols}&rows=${rows}`, { method: "POST" }))
+        Wire.acknowledged(await agent(requireRunning(id), Protocol.withQuery(`/exec/${encodeURIComponent(execId)}/resize`, Protocol.ResizeQuery, { cols, rows }), cut, { method: "POST" }))
       }),
     readFile: (id, p, offset, limit) =>
-      run(async () => {
-        const q = `path=${encodeURIComponent(absolutePath(p))}&offset=${nonNegativeInt("offset", offset)}&limit=${nonNegativeInt("limit", limit)}`
-        const answer = await agent(requireRunning(id), `/files?${q}`, { timeoutMs: TRANSFER_TIMEOUT_MS, maxBytes: limit + Wire.MAX_READ_SLACK })
+      run(async (cut) => {
+        const route = Protocol.withQuery("/files", Protocol.ReadQuery, { path: absolutePath(p), offset: nonNegativeInt("offset", offset), limit: nonNegativeInt("limit", limit) })
+        const answer = await agent(requireRunning(id), route, cut, { timeoutMs: TRANSFER_TIMEOUT_MS, maxBytes: limit + Wire.MAX_READ_SLACK })
         return { ...Wire.readResult(answer, limit), offset }
       }),
     readFileStream: (id, p, offset, limit) =>
-      run(async () => {
-        const q = `path=${encodeURIComponent(absolutePath(p))}&offset=${nonNegativeInt("offset", offset)}&limit=${nonNegativeInt("limit", limit)}`
+      run(async (cut) => {
+        const route = Protocol.withQuery("/files", Protocol.ReadQuery, { path: absolutePath(p), offset: nonNegativeInt("offset", offset), limit: nonNegativeInt("limit", limit) })
         const state = requireRunning(id)
         if (options.isClosed()) throw err("unavailable", "the runtime is shut down")
         let size = 0
@@ -132,14 +132,14 @@ export const makeAgentCalls = (options: AgentCallsOptions): Calls => {
           size = Wire.readSize(headers)
           return Math.max(0, Math.min(limit, size - offset))
         }
-        const answer = await streamAgent(state, `/files?${q}`, { timeoutMs: STREAM_TIMEOUT_MS, headTimeoutMs: callTimeoutMs, idleMs: callTimeoutMs, maxBytes: Wire.MAX_JSON_ANSWER, lengthOf }, aborter.signal)
+        const answer = await streamAgent(state, route, { timeoutMs: STREAM_TIMEOUT_MS, headTimeoutMs: callTimeoutMs, idleMs: callTimeoutMs, maxBytes: Wire.MAX_JSON_ANSWER, lengthOf }, cutBy(options, cut))
         if (answer._tag === "Refused") throw Wire.answerError(answer.answer)
         return { size, length: lengthOf(answer.headers), stream: answer.body }
       }),
     writeFile: (id, p, data, options) =>
-      run(async () =>
+      run(async (cut) =>
         Wire.writeResult(
-          await agentJson(requireRunning(id), `/files?path=${encodeURIComponent(absolutePath(p))}&mode=${encodeURIComponent(options.mode)}&parents=${options.createParents ? 1 : 0}`, {
+          await agent(requireRunning(id), Protocol.withQuery("/files", Protocol.WriteQuery, { path: absolutePath(p), mode: options.mode, parents: options.createParents }), cut, {
             method: "PUT",
             body: data.slice(),
             timeoutMs: TRANSFER_TIMEOUT_MS
@@ -147,13 +147,13 @@ export const makeAgentCalls = (options: AgentCallsOptions): Calls => {
           data.length
         )),
     writeFileStream: (id, p, body, options) =>
-      run(async () => {
+      run(async (cut) => {
         const limit = nonNegativeInt("maxBytes", options.maxBytes)
         const state = requireRunning(id)
         // A body stream can be sent once: the agent's socket is adopted (and known to answer) first.
-        Wire.acknowledged(await agentJson(state, "/health"))
+        Wire.healthy(await agent(state, "/health", cut))
         return Wire.writeResult(
-          await agentJson(state, `/files?path=${encodeURIComponent(absolutePath(p))}&mode=${encodeURIComponent(options.mode)}&parents=${options.createParents ? 1 : 0}&limit=${limit}`, {
+          await agent(state, Protocol.withQuery("/files", Protocol.WriteQuery, { path: absolutePath(p), mode: options.mode, parents: options.createParents, limit }), cut, {
             method: "PUT",
             body,
             timeoutMs: STREAM_TIMEOUT_MS
@@ -162,27 +162,27 @@ export const makeAgentCalls = (options: AgentCallsOptions): Calls => {
         )
       }),
     statFile: (id, p) =>
-      run(async () => Option.fromNullable(Wire.statResult(await agentJson(requireRunning(id), `/stat?path=${encodeURIComponent(absolutePath(p))}`)))),
+      run(async (cut) => Option.fromNullable(Wire.statResult(await agent(requireRunning(id), Protocol.withQuery("/stat", Protocol.StatQuery, { path: absolutePath(p) }), cut)))),
     listFiles: (id, p, options) =>
-      run(async () => {
+      run(async (cut) => {
         const max = nonNegativeInt("maxEntries", options.maxEntries)
-        const answer = await agentJson(requireRunning(id), `/list?path=${encodeURIComponent(absolutePath(p))}&recursive=${options.recursive ? 1 : 0}&max=${max}`, {
+        const answer = await agent(requireRunning(id), Protocol.withQuery("/list", Protocol.ListQuery, { path: absolutePath(p), recursive: options.recursive, max }), cut, {
           timeoutMs: TRANSFER_TIMEOUT_MS,
           maxBytes: Wire.maxListAnswer(max)
         })
         return Wire.listResult(answer, max)
       }),
     deleteFile: (id, p, options) =>
-      run(async () =>
+      run(async (cut) =>
         Wire.deleteResult(
-          await agentJson(requireRunning(id), `/files?path=${encodeURIComponent(absolutePath(p))}&recursive=${options.recursive ? 1 : 0}`, { method: "DELETE", timeoutMs: TRANSFER_TIMEOUT_MS })
+          await agent(requireRunning(id), Protocol.withQuery("/files", Protocol.DeleteQuery, { path: absolutePath(p), recursive: options.recursive }), cut, { method: "DELETE", timeoutMs: TRANSFER_TIMEOUT_MS })
         )),
     makeDir: (id, p, options) =>
-      run(async () => Wire.acknowledged(await agentJson(requireRunning(id), `/mkdir?path=${encodeURIComponent(absolutePath(p))}&parents=${options.parents ? 1 : 0}`, { method: "POST" }))),
+      run(async (cut) => Wire.acknowledged(await agent(requireRunning(id), Protocol.withQuery("/mkdir", Protocol.MkdirQuery, { path: absolutePath(p), parents: options.parents }), cut, { method: "POST" }))),
     connectPort: (id, port) =>
-      run(async (): Promise<net.Socket> => {
+      run(async (cut): Promise<net.Socket> => {
         if (!(Number.isInteger(port) && port >= 1 && port <= 65535)) throw err("invalid", "port must be 1-65535")
-        return connectBridge(requireRunning(id), port, 5000, aborter.signal)
+        return connectBridge(requireRunning(id), port, 5000, cutBy(options, cut))
       }),
   }
 }

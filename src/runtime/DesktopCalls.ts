@@ -1,10 +1,11 @@
 /**
  * The desktop calls of the runtime (computer use), each one call to the jail's agent over the adopted socket
- * (AgentChannel.ts) with a time limit and a byte cap, its answer checked by DesktopWire.ts before use. Arguments
+ * (AgentChannel.ts) with a time limit and a byte cap, its answer decoded by DesktopWire.ts before use. Arguments
  * are checked here first; the API has already checked them against its own schema.
  */
 import { Option } from "effect"
 import { agentCaller, type AgentCallsOptions } from "./AgentCalls.ts"
+import * as Protocol from "./AgentProtocol.ts"
 import * as Wire from "./AgentWire.ts"
 import * as Desktop from "./DesktopWire.ts"
 import { type DesktopAction, type LocalRuntimeShape, runtimeError as err } from "./LocalRuntime.ts"
@@ -31,22 +32,22 @@ const dimension = (name: string, value: number, max: number) => {
 
 export const makeDesktopCalls = (options: AgentCallsOptions): Calls => {
   const { callTimeoutMs, requireRunning, run } = options
-  const { agent, agentJson } = agentCaller(options)
+  const agent = agentCaller(options)
 
   return {
     startDesktop: (id, size) =>
-      run(async () => {
+      run(async (cut) => {
         const width = dimension("width", size.width, Desktop.MAX_SCREEN.width)
         const height = dimension("height", size.height, Desktop.MAX_SCREEN.height)
-        const info = Desktop.desktopInfo(await agentJson(requireRunning(id), `/desktop?width=${width}&height=${height}`, { method: "POST", timeoutMs: START_TIMEOUT_MS }))
+        const info = Desktop.desktopInfo(await agent(requireRunning(id), Protocol.withQuery("/desktop", Protocol.DesktopQuery, { width, height }), cut, { method: "POST", timeoutMs: START_TIMEOUT_MS }))
         if (info === null) throw Wire.invalidAnswer()
         return info
       }),
-    desktop: (id) => run(async () => Option.fromNullable(Desktop.desktopInfo(await agentJson(requireRunning(id), "/desktop")))),
+    desktop: (id) => run(async (cut) => Option.fromNullable(Desktop.desktopInfo(await agent(requireRunning(id), "/desktop", cut)))),
     desktopAction: (id, action) =>
-      run(async () =>
+      run(async (cut) =>
         Desktop.actionResult(
-          await agentJson(requireRunning(id), "/desktop/action", {
+          await agent(requireRunning(id), "/desktop/action", cut, {
             method: "POST",
             body: JSON.stringify(action),
             contentType: "application/json",
@@ -54,23 +55,20 @@ export const makeDesktopCalls = (options: AgentCallsOptions): Calls => {
           })
         )),
     screenshot: (id, spec) =>
-      run(async () => {
-        const q = new URLSearchParams({ format: spec.format, cursor: spec.showCursor ? "1" : "0" })
-        if (spec.quality !== undefined) q.set("quality", String(spec.quality))
-        if (spec.scale !== undefined) q.set("scale", String(spec.scale))
-        if (spec.region !== undefined) for (const [k, v] of Object.entries(spec.region)) q.set(k, String(v))
+      run(async (cut) => {
+        const route = Protocol.withQuery("/desktop/screenshot", Protocol.ScreenshotQuery, { format: spec.format, cursor: spec.showCursor, quality: spec.quality, scale: spec.scale, ...spec.region })
         const bounds = spec.region === undefined
           ? Desktop.MAX_SCREEN
           : { width: dimension("width", spec.region.width, Desktop.MAX_SCREEN.width), height: dimension("height", spec.region.height, Desktop.MAX_SCREEN.height) }
-        const answer = await agent(requireRunning(id), `/desktop/screenshot?${q}`, { maxBytes: Desktop.SCREENSHOT_MAX_BYTES })
+        const answer = await agent(requireRunning(id), route, cut, { maxBytes: Desktop.SCREENSHOT_MAX_BYTES })
         return Desktop.screenshotResult(answer, spec.format, bounds)
       }),
-    startRecording: (id) => run(async () => Desktop.recordingResult(await agentJson(requireRunning(id), "/desktop/recordings", { method: "POST" }))),
+    startRecording: (id) => run(async (cut) => Desktop.recordingResult(await agent(requireRunning(id), "/desktop/recordings", cut, { method: "POST" }))),
     recording: (id, recording) =>
-      run(async () => Desktop.recordingResult(await agentJson(requireRunning(id), `/desktop/recordings/${recordingId(recording)}`))),
-    listRecordings: (id) => run(async () => Desktop.recordingList(await agentJson(requireRunning(id), "/desktop/recordings"))),
+      run(async (cut) => Desktop.recordingResult(await agent(requireRunning(id), `/desktop/recordings/${recordingId(recording)}`, cut))),
+    listRecordings: (id) => run(async (cut) => Desktop.recordingList(await agent(requireRunning(id), "/desktop/recordings", cut))),
     stopRecording: (id, recording) =>
-      run(async () =>
-        Desktop.recordingResult(await agentJson(requireRunning(id), `/desktop/recordings/${recordingId(recording)}/stop`, { method: "POST", timeoutMs: STOP_TIMEOUT_MS })))
+      run(async (cut) =>
+        Desktop.recordingResult(await agent(requireRunning(id), `/desktop/recordings/${recordingId(recording)}/stop`, cut, { method: "POST", timeoutMs: STOP_TIMEOUT_MS })))
   }
 }

@@ -12,6 +12,7 @@
  *   uids/    host-global uid leases (UidLeases.ts)
  * Set-up runs under flock, so concurrent gateways never mount the tmpfs twice.
  */
+import { Option, Schema } from "effect"
 import { createHash } from "node:crypto"
 import * as fs from "node:fs"
 import * as path from "node:path"
@@ -178,6 +179,9 @@ export const ensureTools = (bunPath: string, agentFiles: Readonly<Record<string,
  * compiled gateway that was deleted): each bun copy is ~110 MB of memory. A copy still bound into running jails
  * stays alive through those mounts; only new jails need the file, and their runtime puts it back.
  */
+/** A bun copy's `.src` file: the file it was copied from, as it was then (an unreadable one makes the copy stale). */
+const decodeToolSource = Schema.decodeUnknownOption(Schema.parseJson(Schema.Struct({ path: Schema.String, size: Schema.Number, mtimeMs: Schema.Number, ino: Schema.Number })))
+
 export const collectTools = (keep: Tools) => {
   let names: Array<string>
   try {
@@ -193,7 +197,7 @@ export const collectTools = (keep: Tools) => {
       let stale = now - fs.statSync(file).mtimeMs > TOOLS_MAX_IDLE_MS
       if (name.startsWith("bun-")) {
         try {
-          const src = JSON.parse(fs.readFileSync(`${file}.src`, "utf8")) as { path: string; size: number; mtimeMs: number; ino: number }
+          const src = Option.getOrThrow(decodeToolSource(fs.readFileSync(`${file}.src`, "utf8")))
           const now = fs.statSync(src.path)
           if (now.size !== src.size || now.mtimeMs !== src.mtimeMs || now.ino !== src.ino) stale = true
         } catch {

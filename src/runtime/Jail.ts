@@ -19,6 +19,7 @@
  * namespace (bwrap's --cap-drop ALL empties even the bounding set), so it gains nothing over uid 1000. Limits use cgroup v1 (Cgroups.ts); without cgroups, the launcher's RLIMIT_NPROC bounds the
  * whole sandbox (its uid is its own, so the count is its own).
  */
+import { Option, Schema } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { cgroupProcsFiles, workProcsFiles } from "./Cgroups.ts"
@@ -32,56 +33,69 @@ export { alive, descendants, procStart, signalAll } from "./Proc.ts"
 export const DEFAULT_HOST_UID = 1_000_000
 
 /** The OCI image a jail runs on (what was pulled: the layers are pinned by digest). */
-export interface JailImage {
-  readonly reference: string
-  readonly digest: string
-  readonly platform: string
+const Text = Schema.String
+const Pid = Schema.Number.pipe(Schema.int(), Schema.nonNegative())
+const StringMap = Schema.Record({ key: Schema.String, value: Schema.String })
+/** The sandbox's domain policy, of the shape LocalRuntime.ts declares (the compiler keeps the two the same). */
+const DomainPolicyField: Schema.Schema<RuntimeDomainPolicy> = Schema.Struct({ mode: Schema.Literal("allow", "deny"), domains: Schema.Array(Text) })
+
+export const JailImage = Schema.Struct({
+  reference: Text,
+  digest: Text,
+  platform: Text,
   /** Layer digests, bottom first (oci/ImageCache.ts layerDir). */
-  readonly layers: ReadonlyArray<string>
+  layers: Schema.Array(Text),
   /** The image's WorkingDir: the default cwd of commands. */
-  readonly workingDir: string | undefined
+  workingDir: Schema.optional(Text),
   /** The uid and gid its processes run as inside the jail: its config's User (oci/ImageUser.ts). */
-  readonly uid: number
-  readonly gid: number
-}
+  uid: Pid,
+  gid: Pid
+})
+export type JailImage = typeof JailImage.Type
 
-export interface JailSpec {
-  readonly vcpu: number
-  readonly memoryMb: number
-  readonly diskMb: number
-  readonly internet: boolean
+export const JailSpec = Schema.Struct({
+  vcpu: Schema.Number,
+  memoryMb: Schema.Number,
+  diskMb: Schema.Number,
+  internet: Schema.Boolean,
   /** The sandbox's domain policy (internet only: DomainPolicy.ts). */
-  readonly domains?: RuntimeDomainPolicy | undefined
-  readonly env: Record<string, string>
-  readonly labels: Record<string, string>
-  readonly image?: JailImage | undefined
-}
+  domains: Schema.optional(DomainPolicyField),
+  env: StringMap,
+  labels: StringMap,
+  image: Schema.optional(JailImage)
+})
+export type JailSpec = typeof JailSpec.Type
 
-export interface JailState {
-  readonly version: 3
-  readonly id: string
-  readonly createdAt: string
-  readonly spec: JailSpec
-  readonly mechanism: "cgroup" | "rlimit"
+/** A jail's state.json: written by the runtime alone, decoded when read (a crash may have left anything there). */
+export const JailState = Schema.Struct({
+  version: Schema.Literal(3),
+  id: Text,
+  createdAt: Text,
+  spec: JailSpec,
+  mechanism: Schema.Literal("cgroup", "rlimit"),
   /** cgroup path under each controller (sandbox-gateway/<scope>/<id>), null under rlimits. */
-  readonly cgroup: string | null
+  cgroup: Schema.NullOr(Text),
   /** The first uid of the sandbox's leased range: every process of the jail runs as it on the host. */
-  readonly hostUid: number
+  hostUid: Pid,
   /**
    * Host pid of the launcher (bwrap's monitor, in the mount namespace that holds the disk) and of the jail's
    * first process (the pid-namespace init), with their start times.
    */
-  readonly bwrapPid: number
-  readonly bwrapStart: string | null
-  readonly childPid: number
-  readonly childStart: string | null
-  readonly slirpPid: number | null
-  readonly slirpStart: string | null
+  bwrapPid: Pid,
+  bwrapStart: Schema.NullOr(Text),
+  childPid: Pid,
+  childStart: Schema.NullOr(Text),
+  slirpPid: Schema.NullOr(Pid),
+  slirpStart: Schema.NullOr(Text),
   /** The DNS forwarder of a sandbox with a domain policy (DomainPolicy.ts); absent in states of earlier versions. */
-  readonly dnsPid?: number | null | undefined
-  readonly dnsStart?: string | null | undefined
-  readonly paused: boolean
-}
+  dnsPid: Schema.optional(Schema.NullOr(Pid)),
+  dnsStart: Schema.optional(Schema.NullOr(Text)),
+  paused: Schema.Boolean
+})
+export type JailState = typeof JailState.Type
+
+/** Fields a newer runtime may add are kept as they are, not dropped by a rewrite of the state. */
+const decodeState = Schema.decodeUnknownOption(Schema.parseJson(JailState), { onExcessProperty: "preserve" })
 
 export const sandboxesDir = (dataDir: string) => path.join(dataDir, "sandboxes")
 export const jailDir = (dataDir: string, id: string) => path.join(sandboxesDir(dataDir), id)
@@ -94,14 +108,15 @@ export const diskImage = (dir: string) => path.join(dir, "disk.img")
  */
 export const diskPath = (state: Pick<JailState, "bwrapPid">, ...rel: Array<string>) => path.join(`/proc/${state.bwrapPid}/root${STAGE}`, ...rel)
 
+/** The jail's state; undefined when there is none, or none this runtime can read (not JSON, another version, another shape). */
 export const readState = (dataDir: string, id: string): JailState | undefined => {
+  let text: string
   try {
-    const state = JSON.parse(fs.readFileSync(path.join(jailDir(dataDir, id), "state.json"), "utf8")) as Partial<JailState>
-    if (state.version !== 3) return undefined
-    return state as JailState
+    text = fs.readFileSync(path.join(jailDir(dataDir, id), "state.json"), "utf8")
   } catch {
     return undefined
   }
+  return Option.getOrUndefined(decodeState(text))
 }
 
 /** Atomic (rename), so a concurrent reader never sees half a file. */

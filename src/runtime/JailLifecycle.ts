@@ -8,6 +8,7 @@
  * (Egress.ts), which fails closed; with a domain policy, its DNS forwarder and nftables table come first
  * (DomainPolicy.ts). Destroying kills every process of the jail and removes what it held.
  */
+import { Option, Schema } from "effect"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
@@ -354,11 +355,8 @@ export const makeJailLifecycle = (ctx: RuntimeContext) => {
       const info = drainBounded(child.stdout, 64 * 1024)
       await Promise.race([info.done, Bun.sleep(START_TIMEOUT_MS)])
       info.stop()
-      let childPid = 0
-      try {
-        childPid = (JSON.parse(info.text()) as { "child-pid"?: unknown })["child-pid"] as number
-      } catch {}
-      if (!Number.isSafeInteger(childPid) || childPid <= 0) {
+      const childPid = Option.match(decodeLaunchInfo(info.text()), { onNone: () => 0, onSome: (launched) => launched["child-pid"] })
+      if (childPid === 0) {
         await Promise.race([errors.done, Bun.sleep(200)])
         throw err("internal", "the sandbox could not be started", `launcher: ${errors.text() || `exit ${child.exitCode}`}`)
       }
@@ -445,6 +443,11 @@ export const makeJailLifecycle = (ctx: RuntimeContext) => {
 
 export type JailLifecycle = ReturnType<typeof makeJailLifecycle>
 
+/** What bwrap writes to its info fd once the jail runs: its first process's pid. */
+const decodeLaunchInfo = Schema.decodeUnknownOption(Schema.parseJson(Schema.Struct({ "child-pid": Schema.Number.pipe(Schema.int(), Schema.positive()) })))
+/** An earlier version's state.json: any JSON object, its fields checked one by one where used. */
+const decodeLegacyState = Schema.decodeUnknownOption(Schema.parseJson(Schema.Record({ key: Schema.String, value: Schema.Unknown })))
+
 /**
  * A jail started by an earlier version of this runtime (state.json without `version`, or version 2: its root in
  * the jail directory, every jail as one shared uid): what destroy needs to remove it (its pids, its cgroups, its
@@ -452,7 +455,7 @@ export type JailLifecycle = ReturnType<typeof makeJailLifecycle>
  */
 const readLegacyState = (dataDir: string, id: string): { pids: Array<number>; cleanup: () => void } | undefined => {
   try {
-    const raw = JSON.parse(fs.readFileSync(path.join(jailDir(dataDir, id), "state.json"), "utf8")) as Record<string, unknown>
+    const raw = Option.getOrThrow(decodeLegacyState(fs.readFileSync(path.join(jailDir(dataDir, id), "state.json"), "utf8")))
     if (raw["version"] !== undefined && raw["version"] !== 2) return undefined
     const pids = [raw["bwrapPid"], raw["childPid"], raw["slirpPid"]].filter((p): p is number => typeof p === "number" && p > 0)
     const legacyCgroup = typeof raw["cgroup"] === "string" ? raw["cgroup"] : path.join("sandbox-gateway", id)

@@ -226,8 +226,9 @@ export const makeLocalRuntime = (dataDir: string, options: LocalRuntimeOptions =
     if (e instanceof HostError) return err("internal", "the local runtime is not set up on this host", e.message)
     return err("internal", "the local runtime failed unexpectedly", e instanceof Error ? `${e.name}: ${e.message}` : String(e))
   }
-  const run = <A>(f: () => Promise<A> | A) =>
-    Effect.tryPromise({ try: async () => f(), catch: toRuntimeError }).pipe(
+  /** `f` gets the signal that aborts when the call is interrupted: work it passes it to (an agent call) stops then. */
+  const run = <A>(f: (signal: AbortSignal) => Promise<A> | A) =>
+    Effect.tryPromise({ try: async (signal) => f(signal), catch: toRuntimeError }).pipe(
       Effect.tapError((e) => (e.detail === undefined ? Effect.void : Effect.logWarning("local runtime", { message: e.message, detail: e.detail })))
     )
 

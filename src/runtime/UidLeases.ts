@@ -10,6 +10,7 @@
  * never share one) and holding the owner's jail directory and, once started, its launcher's pid and start time.
  * A lease is stale when that process is gone and that directory no longer exists; stale leases are reclaimed.
  */
+import { Option, Schema } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { UIDS_DIR } from "./Host.ts"
@@ -29,22 +30,26 @@ export const strictRange = (base: number) => ({ first: uidOf(base, "strict", 1),
 /** The largest base for which every uid stays below 2^31 (bwrap cannot map uids above that). */
 export const MAX_BASE = 2 ** 31 - 1 - 2 * SLOTS_PER_POLICY * RANGE_SIZE
 
-export interface Lease {
-  readonly dir: string
-  readonly pid: number
-  readonly start: string | null
-}
+/** A lease file: its owner's jail directory and, once started, its launcher (a pid of 0 and no start before). */
+export const Lease = Schema.Struct({
+  dir: Schema.String,
+  pid: Schema.optionalWith(Schema.Number.pipe(Schema.int(), Schema.nonNegative()), { default: () => 0 }),
+  start: Schema.optionalWith(Schema.NullOr(Schema.String), { default: () => null })
+})
+export type Lease = typeof Lease.Type
+/** A file that is not a lease (half-written by a crash, or corrupt) reads as none. */
+const decodeLease = Schema.decodeUnknownOption(Schema.parseJson(Lease))
 
 const leaseFile = (uid: number) => path.join(UIDS_DIR, String(uid))
 
 const readLease = (uid: number): Lease | undefined => {
+  let text: string
   try {
-    const raw = JSON.parse(fs.readFileSync(leaseFile(uid), "utf8")) as Partial<Lease>
-    if (typeof raw.dir !== "string") return undefined
-    return { dir: raw.dir, pid: typeof raw.pid === "number" ? raw.pid : 0, start: typeof raw.start === "string" ? raw.start : null }
+    text = fs.readFileSync(leaseFile(uid), "utf8")
   } catch {
     return undefined
   }
+  return Option.getOrUndefined(decodeLease(text))
 }
 
 const isStale = (lease: Lease | undefined) => lease === undefined || (!alive(lease.pid, lease.start) && !fs.existsSync(lease.dir))

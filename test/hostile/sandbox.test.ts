@@ -235,6 +235,20 @@ describe("a misbehaving agent fails only its own sandbox's calls, with a clear e
     }
     await expectBUntouched()
   }, 30_000)
+
+  it("answers of the right shape but outside the protocol's bounds (AgentProtocol.ts): each call fails as an invalid answer", async () => {
+    mode("nearmiss")
+    await expectFails(rt.exec("a3", { command: ["true"], maxOutputBytes: 10 }), INVALID)
+    await expectFails(rt.execEvents("a3", "exec_1", 0, 0), INVALID)
+    await expectFails(rt.getExec("a3", "exec_1"), INVALID)
+    await expectFails(rt.statFile("a3", "/workspace/x"), INVALID)
+    await expectFails(rt.listFiles("a3", "/workspace", { recursive: false, maxEntries: 10 }), INVALID)
+    await expectFails(rt.readFile("a3", "/workspace/x", 0, 10), INVALID)
+    await expectFails(rt.writeFile("a3", "/workspace/x", new Uint8Array([1]), { mode: "overwrite", createParents: false }), INVALID)
+    await expectFails(rt.deleteFile("a3", "/workspace/x", { recursive: false }), INVALID)
+    await expectFails(rt.makeDir("a3", "/workspace/d", { parents: false }), INVALID)
+    await expectBUntouched()
+  }, 30_000)
 })
 
 describe("the disk limit", () => {

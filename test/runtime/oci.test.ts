@@ -235,6 +235,27 @@ describe("pulls", () => {
     expect(await pullFailure("bad7", "registry.example.invalid:notaport/x")).toMatch(/is not an image reference: bad registry host/)
   }, 60_000)
 
+  it("fail clearly on documents of the wrong shape (each decoded before use): invalid_image, never an internal error", async () => {
+    const OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
+    const json = (value: unknown) => Buffer.from(JSON.stringify(value))
+    const layer = registry.putBlob("test/malformed", Buffer.from(Bun.gzipSync(new Uint8Array(1024))))
+    const manifestWith = (config: { digest: string; size: number }, layers: unknown = [{ mediaType: "application/vnd.oci.image.layer.v1.tar+gzip", ...layer }]) =>
+      json({ schemaVersion: 2, mediaType: OCI_MANIFEST, config: { mediaType: "application/vnd.oci.image.config.v1+json", ...config }, layers })
+    const goodConfig = registry.putBlob("test/malformed", json({ architecture: "amd64", os: "linux", config: {} }))
+    const cases: Array<[string, Buffer, string, RegExp]> = [
+      ["null", json(null), OCI_MANIFEST, /manifest is not a JSON object/],
+      ["index", json({ schemaVersion: 2, mediaType: "application/vnd.oci.image.index.v1+json", manifests: [null] }), "application/vnd.oci.image.index.v1+json", /image index is malformed/],
+      ["platform", json({ schemaVersion: 2, mediaType: "application/vnd.oci.image.index.v1+json", manifests: [{ platform: { os: 5 } }] }), "application/vnd.oci.image.index.v1+json", /image index is malformed/],
+      ["layers", manifestWith(goodConfig, ["sha256:abc"]), OCI_MANIFEST, /layer descriptor is malformed/],
+      ["env", manifestWith(registry.putBlob("test/malformed", json({ architecture: "amd64", os: "linux", config: { Env: 5 } }))), OCI_MANIFEST, /image config is malformed/],
+      ["config", manifestWith(registry.putBlob("test/malformed", json(["not", "a", "config"]))), OCI_MANIFEST, /image config is malformed/]
+    ]
+    for (const [tag, body, type, message] of cases) {
+      registry.putManifest("test/malformed", tag, body, type)
+      expect(await pullFailure(`malformed-${tag}`, `${registry.host}/test/malformed:${tag}`)).toMatch(message)
+    }
+  }, 60_000)
+
   it("of an image larger than IMAGE_MAX_MB fail as too large", async () => {
     const big = Buffer.from(crypto.getRandomValues(new Uint8Array(1024 * 1024)))
     registry.push("test/big", "1", { layers: Array.from({ length: 70 }, (_, i) => [{ name: `f${i}`, data: big }]) })

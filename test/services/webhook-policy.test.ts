@@ -4,8 +4,9 @@
  * the retry schedule and Retry-After, and signature verification.
  */
 import { describe, expect, it } from "vitest"
-import { Effect } from "effect"
+import { Effect, Fiber } from "effect"
 import * as fs from "node:fs"
+import * as net from "node:net"
 import * as os from "node:os"
 import * as path from "node:path"
 import type { WebhookConfigShape } from "../../src/Config.ts"
@@ -188,6 +189,31 @@ describe("pinned connection", () => {
       receiver.stop(true)
     }
   })
+
+  it("an interrupted attempt closes its connection at once, not at its deadline (the fiber's abort signal reaches the fetch)", async () => {
+    // A receiver that takes the request and never answers: only an abort ends the exchange before its deadline.
+    let requested!: () => void
+    let closed!: () => void
+    const gotRequest = new Promise<void>((resolve) => (requested = resolve))
+    const gotClose = new Promise<void>((resolve) => (closed = resolve))
+    const receiver = net.createServer((socket) => {
+      socket.once("data", () => requested())
+      socket.on("close", () => closed())
+      socket.on("error", () => {})
+    })
+    await new Promise<void>((resolve) => receiver.listen(0, "127.0.0.1", resolve))
+    try {
+      const port = (receiver.address() as net.AddressInfo).port
+      const target = { url: new URL(`http://127.0.0.1:${port}/in`), hostname: "127.0.0.1", address: { address: "127.0.0.1", family: 4 as const } }
+      const attempt = Effect.runFork(send({ target, headers: { "content-type": "application/json" }, body: "{}", timeoutMs: 10 * 60_000 }))
+      await gotRequest
+      await Effect.runPromise(Fiber.interrupt(attempt))
+      // Without the signal the connection would stay open until the ten-minute deadline (and this test time out).
+      await gotClose
+    } finally {
+      receiver.close()
+    }
+  }, 15_000)
 
   it("keeps the TLS server name: the certificate is checked against the URL's host, not the address", async () => {
     // A certificate for hooks.test only (test/fixtures, valid for a century), trusted through NODE_EXTRA_CA_CERTS.

@@ -113,6 +113,10 @@ export interface TestRegistry {
   readonly host: string
   /** `digest`: what the tag names (the index, when there is one); `manifest`: the image manifest's digest. */
   readonly push: (repository: string, tag: string, image: ImageSpec) => { readonly digest: string; readonly manifest: string; readonly layers: ReadonlyArray<string> }
+  /** A manifest of any bytes (malformed ones included) under `tag`, served as `type`. */
+  readonly putManifest: (repository: string, tag: string, body: Buffer, type: string) => string
+  /** A blob of any bytes in `repository`: its descriptor. */
+  readonly putBlob: (repository: string, bytes: Buffer) => { readonly digest: string; readonly size: number }
   /** GETs and HEADs of each blob digest so far. */
   readonly blobGets: Map<string, number>
   readonly blobHeads: Map<string, number>
@@ -236,11 +240,18 @@ export const startRegistry = (options: { readonly credentials?: { readonly usern
     return { digest: putManifest(repository, tag, index, "application/vnd.oci.image.index.v1+json"), manifest: manifestDigest, layers: layerDescs.map((l) => l.digest) }
   }
 
+  const putBlob = (repository: string, bytes: Buffer) => {
+    const digest = digestOf(bytes)
+    blobs.set(digest, bytes)
+    links.add(`${repository}@${digest}`)
+    return { digest, size: bytes.length }
+  }
+
   const blob = (digest: string) => {
     const bytes = blobs.get(digest)
     return bytes === undefined ? undefined : new Uint8Array(bytes)
   }
-  return { host: `127.0.0.1:${server.port}`, push, blobGets, blobHeads, tokens, token, blob, behaviour, stop: () => void server.stop(true) }
+  return { host: `127.0.0.1:${server.port}`, push, putManifest, putBlob, blobGets, blobHeads, tokens, token, blob, behaviour, stop: () => void server.stop(true) }
 }
 
 const BUSYBOX = "/bin/busybox"

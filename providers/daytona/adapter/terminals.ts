@@ -29,7 +29,7 @@
  * environment is refused.
  */
 import { HttpClientRequest } from "@effect/platform"
-import { Deferred, Effect, Either, Exit } from "effect"
+import { Deferred, Effect, Either, Exit, Option, Schema } from "effect"
 import * as crypto from "node:crypto"
 import type { ExecEvent } from "../../../src/runtime/LocalRuntime.ts"
 import { type ExecInput, FOLLOWED_EXECUTIONS, reattachFailed, type ProviderError, type ProviderSandbox, type SandboxProvider, type UnnumberedExecEvent } from "../../../src/providers/Provider.ts"
@@ -79,16 +79,12 @@ interface Terminal {
 
 const indexOf = (haystack: Uint8Array, needle: Uint8Array) => Buffer.from(haystack.buffer, haystack.byteOffset, haystack.length).indexOf(needle)
 
+/** A PTY socket's close reason: `{"exitCode": n, …}`. */
+const decodeCloseReason = Schema.decodeUnknownOption(Schema.parseJson(Schema.Struct({ exitCode: Schema.Number.pipe(Schema.int()) })))
+
 /** `{"exitCode": n, …}` from a close reason; the SDK reads a normal close without one as exit 0. */
-export const exitOfClose = (code: number, reason: string): number | undefined => {
-  try {
-    const parsed = JSON.parse(reason) as { exitCode?: unknown }
-    if (typeof parsed?.exitCode === "number" && Number.isInteger(parsed.exitCode)) return parsed.exitCode
-  } catch {
-    // not JSON
-  }
-  return code === 1000 ? 0 : undefined
-}
+export const exitOfClose = (code: number, reason: string): number | undefined =>
+  Option.match(decodeCloseReason(reason), { onSome: (r) => r.exitCode, onNone: () => (code === 1000 ? 0 : undefined) })
 
 export const makeTerminals = (ctx: DaytonaContext) => {
   const { decode, fail, toolbox } = ctx
@@ -398,12 +394,8 @@ export const makeTerminals = (ctx: DaytonaContext) => {
   return { exec, execEvents, cancelExec, sendInput, resizeTerminal, forget }
 }
 
-const controlOf = (text: string): { readonly status: string; readonly error: string } | undefined => {
-  try {
-    const parsed = JSON.parse(text) as { type?: unknown; status?: unknown; error?: unknown } | null
-    if (parsed?.type !== "control" || typeof parsed.status !== "string") return undefined
-    return { status: parsed.status, error: typeof parsed.error === "string" ? parsed.error : "the daemon refused the connection" }
-  } catch {
-    return undefined
-  }
-}
+/** A PTY socket's control message: `{"type": "control", "status": …, "error"?: …}`. */
+const decodeControl = Schema.decodeUnknownOption(Schema.parseJson(Schema.Struct({ type: Schema.Literal("control"), status: Schema.String, error: Schema.optional(Schema.Unknown) })))
+
+const controlOf = (text: string): { readonly status: string; readonly error: string } | undefined =>
+  Option.getOrUndefined(Option.map(decodeControl(text), (c) => ({ status: c.status, error: typeof c.error === "string" ? c.error : "the daemon refused the connection" })))

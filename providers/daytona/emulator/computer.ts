@@ -6,8 +6,9 @@
  * `{error}` with 400 for a failed call (503 for a failed start), base64 images with `cursorPosition` and
  * `sizeBytes`, recordings with `status` recording | completed | failed.
  */
+import { Schema } from "effect"
 import type { DesktopAction, DesktopRecording, LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
-import { route, runOrThrow as run } from "../../core/emulator/server.ts"
+import { decodeJsonBody, route, runOrThrow as run } from "../../core/emulator/server.ts"
 import type { EmulatedSandbox } from "./books.ts"
 import { json } from "./wire.ts"
 
@@ -38,7 +39,25 @@ const attempt = async (f: () => Promise<Response>, status = 400) => {
   }
 }
 
-const int = (v: unknown) => (typeof v === "number" && Number.isSafeInteger(v) ? v : Number.NaN)
+/** The daemon's request bodies (pkg/toolbox/computeruse: MouseMoveRequest …): what a field may be is its Go type's. */
+const Int = Schema.Number.pipe(Schema.int())
+const Button = Schema.optionalWith(Schema.Literal("left", "right", "middle"), { default: () => "left" as const })
+const Bodies = {
+  move: Schema.Struct({ x: Int, y: Int }),
+  click: Schema.Struct({ x: Int, y: Int, button: Button, double: Schema.optionalWith(Schema.Boolean, { default: () => false }) }),
+  drag: Schema.Struct({ startX: Int, startY: Int, endX: Int, endY: Int, button: Button }),
+  scroll: Schema.Struct({ x: Int, y: Int, direction: Schema.Literal("up", "down"), amount: Schema.optionalWith(Int, { default: () => 1 }) }),
+  type: Schema.Struct({ text: Schema.String, delay: Schema.optionalWith(Int, { default: () => 0 }) }),
+  key: Schema.Struct({ key: Schema.String, modifiers: Schema.optionalWith(Schema.Array(Schema.Literal("ctrl", "alt", "shift", "cmd")), { default: () => [] }) }),
+  hotkey: Schema.Struct({ keys: Schema.String }),
+  stop: Schema.Struct({ id: Schema.String.pipe(Schema.minLength(1)) })
+}
+
+/** The call with its body decoded; a body that is not of its shape gets the daemon's 400 `{error}` (an empty one reads as `{}`). */
+const withBody = async <A, I>(request: Request, schema: Schema.Schema<A, I>, f: (body: A) => Promise<Response>) => {
+  const decoded = await decodeJsonBody(request, schema, { emptyIsObject: true })
+  return decoded.ok ? f(decoded.value) : json({ error: decoded.message }, 400)
+}
 const queryInt = (url: URL, name: string) => {
   const raw = url.searchParams.get(name)
   return raw === null || !/^-?\d{1,9}$/.test(raw) ? Number.NaN : Number(raw)
@@ -61,8 +80,6 @@ export const makeComputerUse = (runtime: LocalRuntimeShape) => {
       const done = await run(runtime.desktopAction(sandbox.id, action))
       return json(action.type.startsWith("keyboard") ? {} : action.type === "mouse_scroll" ? { success: true } : done.cursor)
     })
-
-  const body = async (request: Request) => ((await request.json().catch(() => ({}))) ?? {}) as Record<string, unknown>
 
   const screenshot = (compressed: boolean, region: boolean) => ({ sandbox, url }: ComputerCall) =>
     attempt(async () => {
@@ -101,34 +118,20 @@ export const makeComputerUse = (runtime: LocalRuntimeShape) => {
         const shot = await run(runtime.screenshot(sandbox.id, { format: "png", showCursor: false, region: { x: 0, y: 0, width: 1, height: 1 } }))
         return json(shot.cursor)
       })),
-    route("POST", "/computeruse/mouse/move", async (call: ComputerCall) => {
-      const b = await body(call.request)
-      return act(call, { type: "mouse_move", x: int(b["x"]), y: int(b["y"]) })
-    }),
-    route("POST", "/computeruse/mouse/click", async (call: ComputerCall) => {
-      const b = await body(call.request)
-      return act(call, { type: "mouse_click", x: int(b["x"]), y: int(b["y"]), button: (b["button"] ?? "left") as "left", double: b["double"] === true })
-    }),
-    route("POST", "/computeruse/mouse/drag", async (call: ComputerCall) => {
-      const b = await body(call.request)
-      return act(call, { type: "mouse_drag", start_x: int(b["startX"]), start_y: int(b["startY"]), end_x: int(b["endX"]), end_y: int(b["endY"]), button: (b["button"] ?? "left") as "left" })
-    }),
-    route("POST", "/computeruse/mouse/scroll", async (call: ComputerCall) => {
-      const b = await body(call.request)
-      return act(call, { type: "mouse_scroll", direction: b["direction"] as "up", amount: b["amount"] === undefined ? 1 : int(b["amount"]), x: int(b["x"]), y: int(b["y"]) })
-    }),
-    route("POST", "/computeruse/keyboard/type", async (call: ComputerCall) => {
-      const b = await body(call.request)
-      return act(call, { type: "keyboard_type", text: b["text"] as string, delay_ms: b["delay"] === undefined ? 0 : int(b["delay"]) })
-    }),
-    route("POST", "/computeruse/keyboard/key", async (call: ComputerCall) => {
-      const b = await body(call.request)
-      return act(call, { type: "keyboard_key", key: b["key"] as string, modifiers: (b["modifiers"] ?? []) as Array<"ctrl"> })
-    }),
-    route("POST", "/computeruse/keyboard/hotkey", async (call: ComputerCall) => {
-      const b = await body(call.request)
-      return act(call, { type: "keyboard_hotkey", keys: b["keys"] as string })
-    }),
+    route("POST", "/computeruse/mouse/move", (call: ComputerCall) =>
+      withBody(call.request, Bodies.move, (b) => act(call, { type: "mouse_move", x: b.x, y: b.y }))),
+    route("POST", "/computeruse/mouse/click", (call: ComputerCall) =>
+      withBody(call.request, Bodies.click, (b) => act(call, { type: "mouse_click", x: b.x, y: b.y, button: b.button, double: b.double }))),
+    route("POST", "/computeruse/mouse/drag", (call: ComputerCall) =>
+      withBody(call.request, Bodies.drag, (b) => act(call, { type: "mouse_drag", start_x: b.startX, start_y: b.startY, end_x: b.endX, end_y: b.endY, button: b.button }))),
+    route("POST", "/computeruse/mouse/scroll", (call: ComputerCall) =>
+      withBody(call.request, Bodies.scroll, (b) => act(call, { type: "mouse_scroll", direction: b.direction, amount: b.amount, x: b.x, y: b.y }))),
+    route("POST", "/computeruse/keyboard/type", (call: ComputerCall) =>
+      withBody(call.request, Bodies.type, (b) => act(call, { type: "keyboard_type", text: b.text, delay_ms: b.delay }))),
+    route("POST", "/computeruse/keyboard/key", (call: ComputerCall) =>
+      withBody(call.request, Bodies.key, (b) => act(call, { type: "keyboard_key", key: b.key, modifiers: b.modifiers }))),
+    route("POST", "/computeruse/keyboard/hotkey", (call: ComputerCall) =>
+      withBody(call.request, Bodies.hotkey, (b) => act(call, { type: "keyboard_hotkey", keys: b.keys }))),
     route("GET", "/computeruse/screenshot", screenshot(false, false)),
     route("GET", "/computeruse/screenshot/region", screenshot(false, true)),
     route("GET", "/computeruse/screenshot/compressed", screenshot(true, false)),
@@ -138,14 +141,12 @@ export const makeComputerUse = (runtime: LocalRuntimeShape) => {
         const r = recordingWire(await run(runtime.startRecording(sandbox.id)))
         return json({ id: r.id, fileName: r.fileName, filePath: r.filePath, startTime: r.startTime, status: r.status }, 201)
       })),
-    route("POST", "/computeruse/recordings/stop", async ({ request, sandbox }: ComputerCall) => {
-      const id = (await body(request))["id"]
-      if (typeof id !== "string" || id === "") return json({ error: "invalid request: id is required" }, 400)
-      return attempt(async () => {
-        const r = recordingWire(await run(runtime.stopRecording(sandbox.id, id)))
-        return json({ id: r.id, filePath: r.filePath, durationSeconds: r.durationSeconds, status: r.status })
-      }, 500)
-    }),
+    route("POST", "/computeruse/recordings/stop", ({ request, sandbox }: ComputerCall) =>
+      withBody(request, Bodies.stop, ({ id }) =>
+        attempt(async () => {
+          const r = recordingWire(await run(runtime.stopRecording(sandbox.id, id)))
+          return json({ id: r.id, filePath: r.filePath, durationSeconds: r.durationSeconds, status: r.status })
+        }, 500))),
     route("GET", "/computeruse/recordings", ({ sandbox }: ComputerCall) =>
       attempt(async () => json({ recordings: (await run(runtime.listRecordings(sandbox.id))).map(recordingWire) }), 500)),
     route("GET", "/computeruse/recordings/:id", ({ sandbox }: ComputerCall, { id }: Record<string, string | undefined>) =>

@@ -67,6 +67,9 @@ export interface ControlOptions {
   readonly forgetSandbox: (sandboxId: string) => void
 }
 
+/** The `labels` filter of a list: a JSON object of label → value. */
+const decodeLabels = Schema.decodeUnknownOption(Schema.parseJson(Schema.Record({ key: Schema.String, value: Schema.String })))
+
 export const makeControl = (books: Books, runtime: LocalRuntimeShape, options: ControlOptions) => {
   const { state, save } = books
   const wire = (s: EmulatedSandbox) => toWire(s, options.baseUrl())
@@ -142,13 +145,9 @@ export const makeControl = (books: Books, runtime: LocalRuntimeShape, options: C
   /** One page holds every match: `nextCursor` is null (the emulator's lists are short). */
   const list = async ({ url }: Call) => {
     const filter = url.searchParams.get("labels")
-    let wanted: Record<string, string> = {}
-    try {
-      wanted = filter === null ? {} : (JSON.parse(filter) as Record<string, string>)
-    } catch {
-      return error(400, "labels must be a JSON object")
-    }
-    if (typeof wanted !== "object" || wanted === null || Array.isArray(wanted)) return error(400, "labels must be a JSON object")
+    const decoded = filter === null ? Option.some({}) : decodeLabels(filter)
+    if (Option.isNone(decoded)) return error(400, "labels must be a JSON object")
+    const wanted = decoded.value
     const matching = Object.values(state.sandboxes).filter((s) => Object.entries(wanted).every(([k, v]) => s.labels[k] === v))
     return json({ items: await Promise.all(matching.map(observed)), nextCursor: null })
   }

@@ -114,7 +114,7 @@ export const makeFiles = (ctx: E2BContext) => {
       if (!envdAtLeast(a.envdVersion, ENVD_OCTET_STREAM_UPLOAD)) {
         const limit = ctx.capabilities.files?.maxWriteBytes ?? 0
         // Read no further than one write takes: a larger body is refused before it is held whole.
-        const data = yield* Effect.tryPromise({ try: () => readAtMost(input.body, limit), catch: () => fail("invalid_request", "the body broke off") })
+        const data = yield* Effect.tryPromise({ try: (signal) => readAtMost(input.body, limit, signal), catch: () => fail("invalid_request", "the body broke off") })
         if (data === undefined) return yield* fail("invalid_request", `this envd takes at most ${limit} bytes in one write`)
         return yield* writeFile(sandbox, { path: input.path, data, mode: input.mode, createParents: input.createParents })
       }

@@ -12,7 +12,8 @@
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { AgentError, invalid, json, RUN_DIR } from "./common.ts"
+import type * as Protocol from "../AgentProtocol.ts"
+import { AgentError, invalid, json, type Query, RUN_DIR } from "./common.ts"
 import { spawnInSandbox } from "./processes.ts"
 import { drawCursor, encodePng, type Rgb, scaleImage, X11 } from "./x11.ts"
 
@@ -195,7 +196,7 @@ const pointerEvents = (a: Record<string, unknown>, d: Desktop): Array<PointerEve
   }
 }
 
-const act = async (action: Record<string, unknown>) => {
+const act = async (action: Record<string, unknown>): Promise<Protocol.ActionAnswer> => {
   const d = await requireDesktop()
   const pointer = pointerEvents(action, d)
   if (pointer !== undefined) {
@@ -203,7 +204,7 @@ const act = async (action: Record<string, unknown>) => {
     const run = () => x.pointerInput(pointer)
     const done = actions.then(run, run)
     actions = done.catch(() => undefined)
-    return { ok: true, cursor: await done }
+    return { ok: true as const, cursor: await done }
   }
   const { args, text, timeoutMs } = xdotoolArgs(action)
   const xdotool = which(["xdotool"])
@@ -223,7 +224,7 @@ const act = async (action: Record<string, unknown>) => {
   actions = done.catch(() => undefined)
   await done
   const x = await connect()
-  return { ok: true, cursor: await x.pointer() }
+  return { ok: true as const, cursor: await x.pointer() }
 }
 
 // Screenshots -------------------------------------------------------------------------------------------------
@@ -241,7 +242,7 @@ const jpeg = async (image: Rgb, quality: number): Promise<Uint8Array> => {
   return new Uint8Array(out)
 }
 
-const screenshot = async (q: URLSearchParams): Promise<Response> => {
+const screenshot = async (q: Query<Protocol.ScreenshotQuery>): Promise<Response> => {
   const d = await requireDesktop()
   const format = q.get("format") ?? "png"
   if (format !== "png" && format !== "jpeg") throw invalid("format is png or jpeg")
@@ -264,10 +265,7 @@ const screenshot = async (q: URLSearchParams): Promise<Response> => {
   return new Response(new Blob([bytes as Uint8Array<ArrayBuffer>]), {
     headers: {
       "content-type": format === "png" ? "image/png" : "image/jpeg",
-      "x-width": String(image.width),
-      "x-height": String(image.height),
-      "x-cursor-x": String(pointer.x),
-      "x-cursor-y": String(pointer.y)
+      ...({ "x-width": String(image.width), "x-height": String(image.height), "x-cursor-x": String(pointer.x), "x-cursor-y": String(pointer.y) } satisfies Protocol.ScreenshotHead)
     }
   })
 }
@@ -298,13 +296,13 @@ const recordingState = (r: Recording): "starting" | "recording" | "stopping" | "
   }
 }
 
-const recordingView = (r: Recording) => {
+const recordingView = (r: Recording): Protocol.RecordingAnswer => {
   let sizeBytes: number | null = null
   try {
     sizeBytes = fs.statSync(r.file).size
   } catch {}
   const end = r.stoppedAt === null ? Date.now() : Date.parse(r.stoppedAt)
-  return { id: r.id, state: recordingState(r), path: r.file, startedAt: r.startedAt, stoppedAt: r.stoppedAt, sizeBytes, durationSeconds: Math.max(0, (end - Date.parse(r.startedAt)) / 1000) }
+  return { id: r.id, state: recordingState(r), startedAt: r.startedAt, stoppedAt: r.stoppedAt, sizeBytes, durationSeconds: Math.max(0, (end - Date.parse(r.startedAt)) / 1000) }
 }
 
 const recordingOf = (id: string) => {
@@ -353,18 +351,23 @@ const stopRecording = async (r: Recording) => {
 
 // Routes ------------------------------------------------------------------------------------------------------
 
+const desktopView = (d: Desktop | undefined): Protocol.DesktopAnswer =>
+  d === undefined
+    ? { running: false, display: DISPLAY, width: null, height: null, liveViewPort: null }
+    : { running: true, display: DISPLAY, width: d.width, height: d.height, liveViewPort: d.liveView ? LIVE_VIEW_PORT : null }
+
 export const desktopRoute = async (request: Request, parts: ReadonlyArray<string>, q: URLSearchParams): Promise<Response> => {
   const method = request.method
   const [, what, id, verb] = parts
   if (what === undefined) {
     if (method === "POST") {
-      const width = intIn(Number(q.get("width") ?? 1280), 64, MAX_WIDTH, "width")
-      const height = intIn(Number(q.get("height") ?? 800), 64, MAX_HEIGHT, "height")
+      const size: Query<Protocol.DesktopQuery> = q
+      const width = intIn(Number(size.get("width") ?? 1280), 64, MAX_WIDTH, "width")
+      const height = intIn(Number(size.get("height") ?? 800), 64, MAX_HEIGHT, "height")
       const d = await start(width, height)
-      return json({ running: true, display: DISPLAY, width: d.width, height: d.height, liveViewPort: d.liveView ? LIVE_VIEW_PORT : null })
+      return json(desktopView(d))
     }
-    const d = await running()
-    return json({ running: d !== undefined, display: DISPLAY, width: d?.width ?? null, height: d?.height ?? null, liveViewPort: d?.liveView === true ? LIVE_VIEW_PORT : null })
+    return json(desktopView(await running()))
   }
   if (what === "action" && method === "POST") {
     const body = (await request.json().catch(() => null)) as unknown
@@ -374,7 +377,7 @@ export const desktopRoute = async (request: Request, parts: ReadonlyArray<string
   if (what === "screenshot" && method === "GET") return screenshot(q)
   if (what === "recordings") {
     if (id === undefined && method === "POST") return json(recordingView(await startRecording()))
-    if (id === undefined && method === "GET") return json({ recordings: [...recordings.values()].map(recordingView) })
+    if (id === undefined && method === "GET") return json({ recordings: [...recordings.values()].map(recordingView) } satisfies Protocol.RecordingListAnswer)
     if (id !== undefined && verb === undefined && method === "GET") return json(recordingView(recordingOf(id)))
     if (id !== undefined && verb === "stop" && method === "POST") return json(recordingView(await stopRecording(recordingOf(id))))
   }

@@ -12,6 +12,7 @@
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
+import type * as Protocol from "../AgentProtocol.ts"
 import { RUN_DIR } from "./common.ts"
 
 export const EXECS_DIR = path.join(RUN_DIR, "execs")
@@ -32,13 +33,7 @@ export const T_STDOUT = 1
 export const T_STDERR = 2
 const T_EXIT = 3
 
-export interface ExitFields {
-  exitCode: number | null
-  signal: string | null
-  cancelled: boolean
-  timedOut: boolean
-  outputTruncated: boolean
-}
+export type ExitFields = Protocol.ExitFields
 
 export interface Meta {
   execId: string
@@ -227,7 +222,7 @@ export const waitForEvents = (exec: Exec, from: number, waitMs: number) =>
     exec.waiters.add(done)
   })
 
-type WireEvent = { seq: number; type: "stdout" | "stderr"; data: string } | ({ seq: number; type: "exit" } & ExitFields)
+type WireEvent = Protocol.ExecEventFrame
 
 const wireEvent = (seq: number, type: number, payload: Buffer): WireEvent =>
   type === T_EXIT

@@ -4,13 +4,14 @@
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { AgentError, intParam, invalid, json, shortPath } from "./common.ts"
+import type * as Protocol from "../AgentProtocol.ts"
+import { AgentError, intParam, invalid, json, type Query, queryOf, shortPath } from "./common.ts"
 
 const entryType = (stat: fs.Stats) => (stat.isFile() ? "file" : stat.isDirectory() ? "directory" : stat.isSymbolicLink() ? "symlink" : "other")
-const entry = (p: string, stat: fs.Stats) => ({ path: p, type: entryType(stat), sizeBytes: stat.size, modifiedAt: stat.mtime.toISOString(), mode: stat.mode & 0o7777 })
+const entry = (p: string, stat: fs.Stats): Protocol.FileEntry => ({ path: p, type: entryType(stat), sizeBytes: stat.size, modifiedAt: stat.mtime.toISOString(), mode: stat.mode & 0o7777 })
 
 /** What an errno means, in the user's words. */
-const ERRNO_TEXT: Record<string, readonly [number, string, string]> = {
+const ERRNO_TEXT: Record<string, readonly [number, Protocol.ErrorAnswer["kind"], string]> = {
   ENOENT: [404, "not_found", "no such file or directory"],
   EEXIST: [409, "conflict", "already exists"],
   ENOTEMPTY: [409, "conflict", "the directory is not empty"],
@@ -38,8 +39,8 @@ export const errnoError = (e: unknown, subject: string | undefined): AgentError 
   return new AgentError(500, "internal", `the operation failed${code ? ` (${code})` : ""}${subject === undefined ? "" : `: ${shortPath(subject)}`}`)
 }
 
-const listDir = (root: string, recursive: boolean, max: number) => {
-  const entries: Array<ReturnType<typeof entry>> = []
+const listDir = (root: string, recursive: boolean, max: number): Protocol.ListAnswer => {
+  const entries: Array<Protocol.FileEntry> = []
   let truncated = false
   const walk = (dir: string): void => {
     let names: Array<string>
@@ -106,8 +107,9 @@ export const normalize = (p: string | null) => {
 /** `/files` (GET read, PUT write, DELETE), `/stat`, `/list`, `/mkdir` on the absolute path `p`. */
 export const fileRoute = async (request: Request, parts: ReadonlyArray<string>, q: URLSearchParams, p: string): Promise<Response> => {
   if (parts[0] === "files" && request.method === "GET") {
-    const offset = intParam(q, "offset", 0)
-    const limit = intParam(q, "limit", 1 << 20)
+    const read: Query<Protocol.ReadQuery> = q
+    const offset = intParam(read, "offset", 0)
+    const limit = intParam(read, "limit", 1 << 20)
     const fd = fs.openSync(p, "r")
     let stat: fs.Stats
     try {
@@ -120,15 +122,16 @@ export const fileRoute = async (request: Request, parts: ReadonlyArray<string>, 
     // Bun sends the range straight from the file (sendfile): no copy through this process. The path is opened
     // again here, inside the jail; a file changed meanwhile gives a short body, which the caller refuses.
     return new Response(length === 0 ? new Uint8Array() : Bun.file(p).slice(offset, offset + length), {
-      headers: { "content-type": "application/octet-stream", "x-size": String(stat.size), "x-eof": String(offset + length >= stat.size) }
+      headers: { "content-type": "application/octet-stream", ...({ "x-size": String(stat.size), "x-eof": offset + length >= stat.size ? "true" : "false" } satisfies Protocol.ReadHead) }
     })
   }
   if (parts[0] === "files" && request.method === "PUT") {
-    const mode = q.get("mode") ?? "overwrite"
+    const write: Query<Protocol.WriteQuery> = q
+    const mode = write.get("mode") ?? "overwrite"
     if (mode !== "create" && mode !== "overwrite" && mode !== "append") throw invalid("mode must be create, overwrite or append")
     if (p === "/") throw invalid("/ is a directory")
-    const limit = intParam(q, "limit", Number.MAX_SAFE_INTEGER)
-    if (q.get("parents") === "1") fs.mkdirSync(path.dirname(p), { recursive: true })
+    const limit = intParam(write, "limit", Number.MAX_SAFE_INTEGER)
+    if (write.get("parents") === "1") fs.mkdirSync(path.dirname(p), { recursive: true })
     const existed = existsNoFollow(p)
     if (mode === "create" && existed) throw new AgentError(409, "conflict", `already exists: ${shortPath(p)}`)
     // The body goes to a file of its own beside the target, as it comes (flat memory, any size); only a body
@@ -155,7 +158,7 @@ export const fileRoute = async (request: Request, parts: ReadonlyArray<string>, 
     } finally {
       fs.rmSync(temp, { force: true })
     }
-    return json({ bytesWritten: received, created: !existed })
+    return json({ bytesWritten: received, created: !existed } satisfies Protocol.WriteAnswer)
   }
   if (parts[0] === "files" && request.method === "DELETE") {
     if (p === "/") throw invalid("/ cannot be deleted")
@@ -163,33 +166,33 @@ export const fileRoute = async (request: Request, parts: ReadonlyArray<string>, 
     try {
       stat = fs.lstatSync(p)
     } catch (e) {
-      if ((e as NodeJS.ErrnoException).code === "ENOENT") return json({ deleted: false })
+      if ((e as NodeJS.ErrnoException).code === "ENOENT") return json({ deleted: false } satisfies Protocol.DeleteAnswer)
       throw e
     }
     if (stat.isDirectory()) {
-      if (q.get("recursive") === "1") fs.rmSync(p, { recursive: true, force: true })
+      if (queryOf<Protocol.DeleteQuery>(q).get("recursive") === "1") fs.rmSync(p, { recursive: true, force: true })
       else fs.rmdirSync(p)
     } else fs.unlinkSync(p)
-    return json({ deleted: true })
+    return json({ deleted: true } satisfies Protocol.DeleteAnswer)
   }
   if (parts[0] === "stat" && request.method === "GET") {
     try {
-      return json({ entry: entry(p, fs.lstatSync(p)) })
+      return json({ entry: entry(p, fs.lstatSync(p)) } satisfies Protocol.StatAnswer)
     } catch (e) {
-      if ((e as NodeJS.ErrnoException).code === "ENOENT" || (e as NodeJS.ErrnoException).code === "ENOTDIR") return json({ entry: null })
+      if ((e as NodeJS.ErrnoException).code === "ENOENT" || (e as NodeJS.ErrnoException).code === "ENOTDIR") return json({ entry: null } satisfies Protocol.StatAnswer)
       throw e
     }
   }
   if (parts[0] === "list" && request.method === "GET") {
     if (!fs.statSync(p).isDirectory()) throw invalid(`not a directory: ${shortPath(p)}`)
-    const max = intParam(q, "max", 1000)
-    return json(listDir(p, q.get("recursive") === "1", max))
+    const list: Query<Protocol.ListQuery> = q
+    return json(listDir(p, list.get("recursive") === "1", intParam(list, "max", 1000)))
   }
   if (parts[0] === "mkdir" && request.method === "POST") {
-    const parents = q.get("parents") === "1"
+    const parents = queryOf<Protocol.MkdirQuery>(q).get("parents") === "1"
     if (parents && existsNoFollow(p) && !fs.statSync(p).isDirectory()) throw new AgentError(409, "conflict", `exists and is not a directory: ${shortPath(p)}`)
     fs.mkdirSync(p, { recursive: parents })
-    return json({ ok: true })
+    return json({ ok: true } satisfies Protocol.Acknowledged)
   }
   throw new AgentError(404, "not_found", "no such route")
 }

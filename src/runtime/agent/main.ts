@@ -12,8 +12,9 @@
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
+import type * as Protocol from "../AgentProtocol.ts"
 import { startBridge } from "./bridge.ts"
-import { json, RUN_DIR } from "./common.ts"
+import { json, queryOf, RUN_DIR } from "./common.ts"
 import { desktopRoute } from "./desktop.ts"
 import { evictFinished, execs, loadExecs } from "./events.ts"
 import { errnoError, fileRoute, normalize } from "./files.ts"
@@ -26,15 +27,16 @@ const handle = async (request: Request, server: { timeout: (request: Request, se
   /** The path the request names, for error messages. */
   let subject: string | undefined
   try {
-    if (parts[0] === "health") return json({ ok: true, pid: process.pid, execs: execs.size })
+    if (parts[0] === "health") return json({ ok: true, pid: process.pid, execs: execs.size } satisfies Protocol.HealthAnswer)
     if (parts[0] === "exec") return await execRoute(request, parts, q, server)
     if (parts[0] === "desktop") return await desktopRoute(request, parts, q)
-    const p = normalize(q.get("path"))
+    // Every file route's query names the path (StatQuery is the one that names nothing else).
+    const p = normalize(queryOf<Protocol.StatQuery>(q).get("path"))
     subject = p
     return await fileRoute(request, parts, q, p)
   } catch (e) {
     const error = errnoError(e, subject)
-    return json({ kind: error.kind, message: error.message }, error.status)
+    return json({ kind: error.kind, message: error.message } satisfies Protocol.ErrorAnswer, error.status)
   }
 }
 

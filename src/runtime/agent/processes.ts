@@ -5,7 +5,8 @@
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import { AgentError, intParam, invalid, json, RUN_DIR, shortPath } from "./common.ts"
+import type * as Protocol from "../AgentProtocol.ts"
+import { AgentError, intParam, invalid, json, type Query, queryOf, RUN_DIR, shortPath } from "./common.ts"
 import { byTag, EXECS_DIR, type Exec, execs, type ExitFields, finish, onOutput, procStart, readEvents, signalGroup, T_STDERR, T_STDOUT, track, waitForEvents } from "./events.ts"
 
 /** Cgroup files a command joins before it runs (the runtime binds them in when cgroups are in use). */
@@ -172,22 +173,7 @@ const signalNameOf = (code: number | null): string | null => {
   return `SIG${code}`
 }
 
-interface ExecRequest {
-  command: Array<string>
-  cwd?: string
-  env?: Record<string, string>
-  timeoutMs?: number
-  maxOutputBytes: number
-  tag?: string
-  /** The command joins the sandbox's command cgroups (bound at /run/cgroup/) before it runs. */
-  cgroup?: boolean
-  /** Where cgroups are not available: per-command rlimits (processes, address space in KiB). */
-  rlimits?: { nproc: number; asKb: number }
-  /** false: stdin is /dev/null (end-of-file at once); otherwise a pipe written through `/exec/<id>/stdin`. */
-  stdin?: boolean
-  /** Run on a pseudo-terminal of this size: one output stream, input typed through `/exec/<id>/stdin`. */
-  pty?: { cols: number; rows: number }
-}
+type ExecRequest = Protocol.ExecRequest
 
 const isInt = (v: unknown, min: number) => typeof v === "number" && Number.isInteger(v) && v >= min
 const isTerminalSize = (v: unknown): v is { cols: number; rows: number } => {
@@ -336,7 +322,7 @@ const startExec = (spec: ExecRequest): Exec => {
   return exec
 }
 
-const info = (exec: Exec) => ({
+const info = (exec: Exec): Protocol.ExecInfoAnswer => ({
   execId: exec.meta.execId,
   tag: exec.meta.tag,
   pid: exec.meta.pid,
@@ -366,13 +352,14 @@ if (parts[1] !== undefined) {
     if (exec === undefined) throw new AgentError(404, "not_found", "no such execution")
     if (parts[2] === undefined && request.method === "GET") return json(info(exec))
     if (parts[2] === "events" && request.method === "GET") {
-      const from = intParam(q, "from", 0)
+      const events: Query<Protocol.EventsQuery> = q
+      const from = intParam(events, "from", 0)
       server.timeout(request, 0) // a long poll is not an idle connection
-      await waitForEvents(exec, from, Math.min(intParam(q, "wait", 0), 60_000))
-      return json({ events: readEvents(exec, from) })
+      await waitForEvents(exec, from, Math.min(intParam(events, "wait", 0), 60_000))
+      return json({ events: readEvents(exec, from) } satisfies Protocol.ExecEventsAnswer)
     }
     if (parts[2] === "kill" && request.method === "POST") {
-      const signal = q.get("signal") ?? "SIGTERM"
+      const signal = queryOf<Protocol.KillQuery>(q).get("signal") ?? "SIGTERM"
       if (!SIGNALS.has(signal)) throw invalid(`unknown signal ${shortPath(signal)}`)
       if (exec.exit === null) {
         exec.cancelled = true
@@ -381,22 +368,23 @@ if (parts[1] !== undefined) {
       return json(info(exec))
     }
     if (parts[2] === "resize" && request.method === "POST") {
-      const size = { cols: intParam(q, "cols", 0), rows: intParam(q, "rows", 0) }
+      const resize: Query<Protocol.ResizeQuery> = q
+      const size = { cols: intParam(resize, "cols", 0), rows: intParam(resize, "rows", 0) }
       if (!isTerminalSize(size)) throw invalid("a terminal has 1-1000 columns and rows")
       if (exec.exit === null) {
         if (exec.terminal === null) throw invalid("the process has no terminal")
         exec.terminal.resize(size.cols, size.rows)
       }
-      return json({ ok: true })
+      return json({ ok: true } satisfies Protocol.Acknowledged)
     }
     if (parts[2] === "stdin" && request.method === "POST" && exec.terminal !== null) {
       // Typed into the terminal; its end (close) is ^D, as at a keyboard.
       const data = new Uint8Array(await request.arrayBuffer())
       try {
         if (data.length > 0) exec.terminal.write(data)
-        if (q.get("close") === "1") exec.terminal.write("\x04")
+        if (queryOf<Protocol.StdinQuery>(q).get("close") === "1") exec.terminal.write("\x04")
       } catch {}
-      return json({ ok: true })
+      return json({ ok: true } satisfies Protocol.Acknowledged)
     }
     if (parts[2] === "stdin" && request.method === "POST") {
       const data = new Uint8Array(await request.arrayBuffer())
@@ -407,12 +395,12 @@ if (parts[1] !== undefined) {
             stdin.write(data)
             await stdin.flush()
           }
-          if (q.get("close") === "1") await stdin.end()
+          if (queryOf<Protocol.StdinQuery>(q).get("close") === "1") await stdin.end()
         } catch {
           // the process closed its stdin: the bytes have nowhere to go, as with a pipe in a shell
         }
       }
-      return json({ ok: true })
+      return json({ ok: true } satisfies Protocol.Acknowledged)
     }
   }
   throw new AgentError(404, "not_found", "no such route")

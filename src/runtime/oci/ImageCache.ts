@@ -25,9 +25,11 @@
  * itself creates every entry. The host is guarded too: no layer is unpacked while its file system has less than
  * 5% of its space or inodes free (other users of that file system are not counted by the cache).
  */
+import { Either } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import type { AddressPolicy } from "../../net/Targets.ts"
+import { decodeJson, LayerInfo, LayerUsage } from "./Documents.ts"
 import { ImagePullError } from "./Errors.ts"
 import { type ImageReference, parseReference, platformMatches, platformString, type Platform } from "./Reference.ts"
 import { type Descriptor, makeRegistryClient } from "./Registry.ts"
@@ -107,11 +109,8 @@ export const imagesDir = (dataDir: string) => path.join(dataDir, "images")
 export const layerDir = (dataDir: string, digest: string) => path.join(imagesDir(dataDir), "layers", hexOf(digest))
 
 /** A cached layer as its `.json` says. */
-interface LayerInfo extends Unpacked {
-  readonly compressed: number
-  /** Registries (as references name them) that served the blob, its digest verified. */
-  readonly sources: ReadonlyArray<string>
-}
+const decodeInfo = decodeJson(LayerInfo)
+const decodeUsage = decodeJson(LayerUsage)
 
 interface Usage {
   bytes: number
@@ -148,9 +147,7 @@ export const makeImageCache = (options: ImageCacheOptions) => {
   /** A `.json` of this version (one without entries or sources predates them: its layer is pulled again, once). */
   const readInfo = (file: string): LayerInfo | undefined => {
     try {
-      const m = JSON.parse(fs.readFileSync(file, "utf8")) as Partial<Record<keyof LayerInfo, unknown>>
-      if (typeof m.bytes !== "number" || typeof m.files !== "number" || typeof m.compressed !== "number" || !Array.isArray(m.sources)) return undefined
-      return { bytes: m.bytes, files: m.files, compressed: m.compressed, sources: m.sources.filter((s): s is string => typeof s === "string") }
+      return Either.getOrUndefined(decodeInfo(fs.readFileSync(file, "utf8")))
     } catch {
       return undefined
     }
@@ -177,9 +174,8 @@ export const makeImageCache = (options: ImageCacheOptions) => {
     fs.readdirSync(layersDir).filter((n) => n.endsWith(".json")).flatMap((n) => {
       try {
         const file = path.join(layersDir, n)
-        const m = JSON.parse(fs.readFileSync(file, "utf8")) as { bytes?: unknown; unpacked?: unknown; files?: unknown }
-        const bytes = typeof m.bytes === "number" ? m.bytes : typeof m.unpacked === "number" ? m.unpacked : 0
-        return [{ digest: `sha256:${n.slice(0, -5)}`, bytes, files: typeof m.files === "number" ? m.files : 0, used: fs.statSync(file).mtimeMs }]
+        const m = Either.getOrThrow(decodeUsage(fs.readFileSync(file, "utf8")))
+        return [{ digest: `sha256:${n.slice(0, -5)}`, bytes: m.bytes ?? m.unpacked ?? 0, files: m.files ?? 0, used: fs.statSync(file).mtimeMs }]
       } catch {
         return []
       }

@@ -12,10 +12,12 @@
  * Loopback, private and link-local addresses only with REGISTRY_ALLOW_PRIVATE (or for the registries of
  * REGISTRY_PRIVATE_HOSTS); plain HTTP only for registries on loopback.
  */
+import { Either } from "effect"
 import { createHash } from "node:crypto"
 import * as fs from "node:fs"
 import { type CheckedFetchOptions, fetchChecked, OutboundRefused } from "../../net/Fetch.ts"
 import type { AddressPolicy } from "../../net/Targets.ts"
+import { AuthFile, decodeIndexEntries, decodeJson, decodeValue, Descriptor, ErrorBody, ImageConfig, JsonObject, TokenAnswer } from "./Documents.ts"
 import { ImagePullError } from "./Errors.ts"
 import { type ImageReference, isLoopback, type Platform, platformMatches, platformString, registryBaseUrl } from "./Reference.ts"
 
@@ -36,11 +38,7 @@ const BLOB_IDLE_MS = 60_000
 export const MAX_REDIRECTS = 5
 const DIGEST = /^sha256:[a-f0-9]{64}$/
 
-export interface Descriptor {
-  readonly mediaType: string
-  readonly digest: string
-  readonly size: number
-}
+export type { Descriptor, ImageConfig } from "./Documents.ts"
 
 export interface ImageManifest {
   /** Digest of the manifest itself (what `image@sha256:…` names). */
@@ -49,18 +47,12 @@ export interface ImageManifest {
   readonly layers: ReadonlyArray<Descriptor>
 }
 
-export interface ImageConfig {
-  readonly architecture?: string
-  readonly os?: string
-  readonly variant?: string
-  readonly config?: {
-    readonly Env?: ReadonlyArray<string> | null
-    readonly WorkingDir?: string | null
-    readonly Entrypoint?: ReadonlyArray<string> | null
-    readonly Cmd?: ReadonlyArray<string> | null
-    readonly User?: string | null
-  } | null
-}
+const decodeAuthFile = decodeJson(AuthFile)
+const decodeToken = decodeJson(TokenAnswer)
+const decodeErrors = decodeJson(ErrorBody)
+const decodeManifest = decodeJson(JsonObject)
+const decodeConfig = decodeJson(ImageConfig)
+const decodeDescriptor = decodeValue(Descriptor)
 
 interface AuthEntry {
   readonly username: string
@@ -70,12 +62,15 @@ interface AuthEntry {
 /** Credentials for `registry` from a Docker-style auth file (docker.io also under Docker's index URL). */
 export const credentialsFor = (authFile: string | undefined, registry: string): AuthEntry | undefined => {
   if (authFile === undefined || authFile === "") return undefined
-  let auths: Record<string, { auth?: unknown; username?: unknown; password?: unknown }>
+  let text: string
   try {
-    auths = (JSON.parse(fs.readFileSync(authFile, "utf8")) as { auths?: typeof auths }).auths ?? {}
+    text = fs.readFileSync(authFile, "utf8")
   } catch (e) {
     throw new ImagePullError("unauthorized", "the registry credentials file (REGISTRY_AUTH_FILE) cannot be read", (e as Error).message)
   }
+  const decoded = decodeAuthFile(text)
+  if (Either.isLeft(decoded)) throw new ImagePullError("unauthorized", "the registry credentials file (REGISTRY_AUTH_FILE) cannot be read", decoded.left)
+  const auths = decoded.right.auths as Record<string, { auth?: unknown; username?: unknown; password?: unknown } | undefined>
   const keys = registry === "docker.io" ? ["docker.io", "index.docker.io", "registry-1.docker.io", "https://index.docker.io/v1/"] : [registry, `https://${registry}`, `http://${registry}`]
   for (const key of keys) {
     const entry = auths[key]
@@ -188,7 +183,7 @@ export const makeRegistryClient = (ref: ImageReference, options: RegistryClientO
       }
       return false
     }
-    const body = JSON.parse(Buffer.from(await boundedBody(response, 1024 * 1024, "token")).toString("utf8")) as { token?: unknown; access_token?: unknown }
+    const body = Either.getOrElse(decodeToken(Buffer.from(await boundedBody(response, 1024 * 1024, "token")).toString("utf8")), () => ({ token: undefined, access_token: undefined }))
     const token = typeof body.token === "string" ? body.token : typeof body.access_token === "string" ? body.access_token : undefined
     if (token === undefined) return false
     const next = `Bearer ${token}`
@@ -212,8 +207,8 @@ export const makeRegistryClient = (ref: ImageReference, options: RegistryClientO
   /** The registry's error codes (NAME_UNKNOWN, MANIFEST_UNKNOWN …), when its body says. */
   const errorCodes = async (response: Response): Promise<Array<string>> => {
     try {
-      const body = JSON.parse(Buffer.from(await boundedBody(response, 64 * 1024, "error")).toString("utf8")) as { errors?: Array<{ code?: unknown }> }
-      return (body.errors ?? []).flatMap((e) => (typeof e.code === "string" ? [e.code] : []))
+      const body = Either.getOrElse(decodeErrors(Buffer.from(await boundedBody(response, 64 * 1024, "error")).toString("utf8")), () => ({ errors: [] }))
+      return body.errors.flatMap((e) => (typeof e.code === "string" ? [e.code] : []))
     } catch {
       return []
     }
@@ -248,22 +243,17 @@ export const makeRegistryClient = (ref: ImageReference, options: RegistryClientO
     if (expectedDigest === undefined && announced !== null && DIGEST.test(announced) && announced !== digest) {
       throw new ImagePullError("digest_mismatch", `${ref.display}: the manifest does not match the digest the registry announced`, `announced ${announced}, got ${digest}`)
     }
-    let body: Record<string, unknown>
-    try {
-      body = JSON.parse(Buffer.from(bytes).toString("utf8")) as Record<string, unknown>
-    } catch {
-      throw new ImagePullError("invalid_image", `${ref.display}: the manifest is not JSON`)
-    }
+    const decoded = decodeManifest(Buffer.from(bytes).toString("utf8"))
+    if (Either.isLeft(decoded)) throw new ImagePullError("invalid_image", `${ref.display}: the manifest is not a JSON object`, decoded.left)
+    const body = decoded.right
     const mediaType = typeof body["mediaType"] === "string" ? body["mediaType"] : (response.headers.get("content-type") ?? "").split(";")[0]!.trim()
     return { digest, mediaType, body }
   }
 
   const descriptor = (raw: unknown, what: string): Descriptor => {
-    const d = raw as Partial<Descriptor> | null
-    if (d === null || typeof d !== "object" || typeof d.digest !== "string" || !DIGEST.test(d.digest) || typeof d.size !== "number" || !Number.isSafeInteger(d.size) || d.size < 0) {
-      throw new ImagePullError("invalid_image", `${ref.display}: a ${what} descriptor is malformed or not sha256`)
-    }
-    return { mediaType: typeof d.mediaType === "string" ? d.mediaType : "", digest: d.digest, size: d.size }
+    const d = decodeDescriptor(raw)
+    if (Either.isLeft(d)) throw new ImagePullError("invalid_image", `${ref.display}: a ${what} descriptor is malformed or not sha256`)
+    return d.right
   }
 
   /** The image manifest for `platform`: through an index / manifest list when the reference names one. */
@@ -271,10 +261,12 @@ export const makeRegistryClient = (ref: ImageReference, options: RegistryClientO
     let current = await fetchManifest(ref.digest ?? ref.tag ?? "latest", ref.digest)
     for (let depth = 0; depth < 2; depth++) {
       if (current.mediaType === MEDIA.ociIndex || current.mediaType === MEDIA.dockerList || (current.mediaType === "" && Array.isArray(current.body["manifests"]))) {
-        const entries = Array.isArray(current.body["manifests"]) ? (current.body["manifests"] as Array<{ platform?: Partial<Platform> & { "os.version"?: string } }>) : []
+        const listed = decodeIndexEntries(current.body["manifests"] ?? [])
+        if (Either.isLeft(listed)) throw new ImagePullError("invalid_image", `${ref.display}: the image index is malformed`)
+        const entries = listed.right
         const chosen = entries.find((m) => m.platform !== undefined && platformMatches(platform, m.platform))
         if (chosen === undefined) {
-          const offered = entries.flatMap((m) => (m.platform?.os !== undefined && m.platform.architecture !== undefined ? [platformString(m.platform as Platform)] : [])).filter((p) => !p.startsWith("unknown"))
+          const offered = entries.flatMap((m) => (m.platform?.os !== undefined && m.platform.architecture !== undefined ? [platformString({ os: m.platform.os, architecture: m.platform.architecture, variant: m.platform.variant })] : [])).filter((p) => !p.startsWith("unknown"))
           throw new ImagePullError("wrong_platform", `${ref.display} has no variant for ${platformString(platform)} (it has ${offered.join(", ") || "none"})`)
         }
         const d = descriptor(chosen, "manifest")
@@ -299,11 +291,9 @@ export const makeRegistryClient = (ref: ImageReference, options: RegistryClientO
     if (!response.ok) return failed(response, "blob")
     const bytes = await boundedBody(response, MAX_CONFIG_BYTES, "config")
     if (sha256(bytes) !== d.digest) throw new ImagePullError("digest_mismatch", `${ref.display}: the image config does not match its digest`)
-    try {
-      return JSON.parse(Buffer.from(bytes).toString("utf8")) as ImageConfig
-    } catch {
-      throw new ImagePullError("invalid_image", `${ref.display}: the image config is not JSON`)
-    }
+    const decoded = decodeConfig(Buffer.from(bytes).toString("utf8"))
+    if (Either.isLeft(decoded)) throw new ImagePullError("invalid_image", `${ref.display}: the image config is malformed`, decoded.left)
+    return decoded.right
   }
 
   /**

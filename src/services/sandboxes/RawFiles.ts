@@ -275,7 +275,7 @@ export const writeRawStream = (
     const body = input.body ?? new ReadableStream<Uint8Array>({ start: (controller) => controller.close() })
     const write = provider.writeFileStream
     if (write === undefined) {
-      const data = yield* Effect.promise(() => readAtMost(body, limit))
+      const data = yield* Effect.promise((signal) => readAtMost(body, limit, signal))
       if (data === undefined) return yield* tooLarge(limit, sandbox.provider)
       return yield* writeRaw(caller, sandboxId, { ...input, data })
     }

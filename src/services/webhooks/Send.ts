@@ -1,7 +1,8 @@
 /**
  * One delivery attempt on the wire: a POST to exactly the address the URL policy checked (Targets.ts), pinned by
  * src/net/Fetch.ts (the `Host` header and the TLS server name stay the URL's host). Redirects are not followed;
- * the whole exchange has one deadline; at most 1 MiB of the answer is read and its first 4,096 bytes kept.
+ * the whole exchange has one deadline; at most 1 MiB of the answer is read and its first 4,096 bytes kept. An
+ * interrupted attempt (the gateway shutting down) closes its connection at once, not at its deadline.
  */
 import { Effect } from "effect"
 import { pinnedFetch } from "../../net/Fetch.ts"
@@ -53,13 +54,13 @@ export const send = (request: {
   readonly body: string
   readonly timeoutMs: number
 }): Effect.Effect<SendResult> =>
-  Effect.promise(async (): Promise<SendResult> => {
+  Effect.promise(async (interrupted): Promise<SendResult> => {
     try {
       const response = await pinnedFetch(request.target, {
         method: "POST",
         headers: request.headers,
         body: request.body,
-        signal: AbortSignal.timeout(request.timeoutMs)
+        signal: AbortSignal.any([AbortSignal.timeout(request.timeoutMs), interrupted])
       })
       const snippet = await readSnippet(response)
       return { _tag: "Response", status: response.status, retryAfter: response.headers.get("retry-after"), snippet }

@@ -1,0 +1,84 @@
+/**
+ * The runtime's own files, decoded when read (Jail.ts JailState, UidLeases.ts Lease): a crash can leave one
+ * half-written and a disk can corrupt one. A file that is not of its Schema reads as no file — the state of a jail
+ * that is not there, a lease nobody holds — never as a value whose fields are not what their types say.
+ */
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { afterAll, describe, expect, it } from "vitest"
+import { type JailState, jailDir, readState, writeState } from "../../src/runtime/Jail.ts"
+import { UIDS_DIR } from "../../src/runtime/Host.ts"
+import { leaseHeldBy, leasesUnder, updateLease } from "../../src/runtime/UidLeases.ts"
+import { tempDataDir } from "../support/server.ts"
+
+const dataDir = tempDataDir("state-files")
+afterAll(() => fs.rmSync(dataDir, { recursive: true, force: true }))
+
+const state: JailState = {
+  version: 3,
+  id: "s1",
+  createdAt: new Date().toISOString(),
+  spec: { vcpu: 1, memoryMb: 128, diskMb: 64, internet: true, domains: { mode: "allow", domains: ["example.com"] }, env: { A: "1" }, labels: {} },
+  mechanism: "cgroup",
+  cgroup: "sandbox-gateway/x/s1",
+  hostUid: 200_000,
+  bwrapPid: 10,
+  bwrapStart: "123",
+  childPid: 11,
+  childStart: "124",
+  slirpPid: null,
+  slirpStart: null,
+  paused: false
+}
+
+describe("a jail's state.json", () => {
+  const file = path.join(jailDir(dataDir, "s1"), "state.json")
+  fs.mkdirSync(path.dirname(file), { recursive: true })
+
+  it("reads back as written; a field a newer runtime added is kept", () => {
+    writeState(dataDir, state)
+    expect(readState(dataDir, "s1")).toEqual(state)
+    fs.writeFileSync(file, JSON.stringify({ ...state, netns: "sgw-s1" }))
+    expect(readState(dataDir, "s1")).toEqual({ ...state, netns: "sgw-s1" })
+  })
+
+  it("half-written, of another version or of the wrong shape: read as no state, as a missing file is", () => {
+    expect(readState(dataDir, "missing")).toBeUndefined()
+    for (const corrupt of [
+      JSON.stringify(state).slice(0, 40),
+      "null",
+      JSON.stringify({ ...state, version: 2 }),
+      JSON.stringify({ version: 3, id: "s1" }),
+      JSON.stringify({ ...state, bwrapPid: "10" }),
+      JSON.stringify({ ...state, spec: { ...state.spec, env: { A: 1 } } })
+    ]) {
+      fs.writeFileSync(file, corrupt)
+      expect(readState(dataDir, "s1"), corrupt).toBeUndefined()
+    }
+  })
+})
+
+describe("a uid lease", () => {
+  // A uid above every range a runtime leases from (the default base is far below), so no runtime holds it.
+  const uid = 2 ** 31 - 2
+  const sandboxes = path.join(dataDir, "sandboxes")
+  const dir = path.join(sandboxes, "s1")
+  afterAll(() => fs.rmSync(path.join(UIDS_DIR, String(uid)), { force: true }))
+
+  it("reads back as written (a lease from before the launcher started has pid 0 and no start)", () => {
+    fs.mkdirSync(UIDS_DIR, { recursive: true })
+    updateLease(uid, { dir, pid: 0, start: null })
+    expect(leasesUnder(sandboxes)).toEqual([{ uid, lease: { dir, pid: 0, start: null } }])
+    fs.writeFileSync(path.join(UIDS_DIR, String(uid)), JSON.stringify({ dir }))
+    expect(leasesUnder(sandboxes)).toEqual([{ uid, lease: { dir, pid: 0, start: null } }])
+    expect(leaseHeldBy(uid, dir)).toBe(true)
+  })
+
+  it("half-written or of the wrong shape: held by nobody, as a missing one", () => {
+    for (const corrupt of [`{"dir": "${dir}`, "null", JSON.stringify({ dir: 5 }), JSON.stringify({ dir, pid: "12" }), JSON.stringify({ dir, pid: 1, start: 5 })]) {
+      fs.writeFileSync(path.join(UIDS_DIR, String(uid)), corrupt)
+      expect(leasesUnder(sandboxes), corrupt).toEqual([])
+      expect(leaseHeldBy(uid, dir), corrupt).toBe(false)
+    }
+  })
+})
