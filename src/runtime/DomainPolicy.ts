@@ -1,7 +1,7 @@
 /**
  * Domain policies (allow or deny lists of names) of sandboxes with internet, on top of the egress filter
  * (Egress.ts). For each such sandbox:
- *   - a DNS forwarder of its own (agent/dns.ts), a host process listening at 10.0.2.3:53 inside the jail's
+ *   - a DNS forwarder of its own (dns/dnsForwarder.ts), a host process listening at 10.0.2.3:53 inside the jail's
  *     network namespace, where the runtime puts 10.0.2.3 on the loopback: the sandbox's resolver (10.0.2.3, as
  *     with slirp4netns) reaches the forwarder and never slirp4netns. Names outside the policy get NXDOMAIN; the rest
  *     are forwarded to the host's resolvers (or RUNTIME_DNS_UPSTREAM), the answer is cut to what a resolver
@@ -19,7 +19,7 @@
 import type { RuntimeDomainPolicy as DomainPolicy } from "./LocalRuntime.ts"
 
 /**
- * A domain of a policy: a name of valid labels, optionally `*.` before it. The forwarder (agent/dns.ts) has the
+ * A domain of a policy: a name of valid labels, optionally `*.` before it. The forwarder (dns/dnsForwarder.ts) has the
  * same rule; it is not imported from there because that file is shipped to the jail as text (agent/source.ts), and
  * a compiled binary cannot hold one module both as text and as code.
  */

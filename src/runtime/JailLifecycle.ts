@@ -172,7 +172,7 @@ export const makeJailLifecycle = (ctx: RuntimeContext) => {
     const netns = fs.openSync(`/proc/${state.childPid}/ns/net`, "r")
     let child: ReturnType<typeof Bun.spawn<"ignore", "pipe", "pipe">>
     try {
-      child = Bun.spawn(["/bin/sh", "-c", script, "sh", tools.bun, path.join(tools.agent, "dns.js"), JSON.stringify(config)], {
+      child = Bun.spawn(["/bin/sh", "-c", script, "sh", tools.bun, path.join(tools.agent, "dnsForwarder.js"), JSON.stringify(config)], {
         cwd: "/",
         stdio: ["ignore", "pipe", "pipe", netns],
         detached: true,

@@ -12,6 +12,7 @@ import { AppConfig, dnsServersConfig } from "../Config.ts"
 import { makeResolver } from "../net/Targets.ts"
 import { CALL_TIMEOUT_MS, makeAgentCalls } from "./AgentCalls.ts"
 import { agentModules } from "./agent/source.ts"
+import { dnsModules } from "./dns/source.ts"
 import { makeDesktopCalls } from "./DesktopCalls.ts"
 import { cgroupPath, cgroupScope, cgroupsExist, freezerState, setFrozen } from "./Cgroups.ts"
 import { DEFAULT_DISK_MB, keepBlankImage, MAX_DISK_MB, MIN_DISK_MB } from "./Disk.ts"
@@ -117,10 +118,13 @@ const validateSpec = (spec: RuntimeSandboxSpec) => {
 
 let toolsCollected = false
 
-/** The agent's modules as the jail runs them: transpiled once, imports pointing at the .js files beside them. */
+/**
+ * The agent's modules as the jail runs them, and the host's DNS forwarder beside them: transpiled once, imports
+ * pointing at the .js files beside them (the two sets' file names differ).
+ */
 const transpileAgent = (): Record<string, string> => {
   const transpiler = new Bun.Transpiler({ loader: "ts", target: "bun" })
-  return Object.fromEntries(Object.entries(agentModules).map(([name, source]) => [
+  return Object.fromEntries(Object.entries({ ...agentModules, ...dnsModules }).map(([name, source]) => [
     name.replace(/\.ts$/, ".js"),
     transpiler.transformSync(source).replace(/(from\s*["']\.\/[\w-]+)\.ts(["'])/g, "$1.js$2")
   ]))

@@ -1,11 +1,11 @@
 /**
- * The DNS forwarder's screening of upstream answers (src/runtime/agent/dns.ts, `screenAnswer`), on hand-made
+ * The DNS forwarder's screening of upstream answers (src/runtime/dns/dnsMessage.ts, `screenAnswer`), on hand-made
  * messages: the reply holds the CNAME chain from the asked name and that chain's addresses only, and the addresses
  * opened are exactly those (issue 22). The hostile half, from inside real sandboxes through glibc's resolver, is
  * test/hostile/domain-policy.test.ts ("CNAME chains").
  */
 import { describe, expect, it } from "vitest"
-import { chainAllowed, MAX_CNAME_CHAIN, parseQuery, type Question, RCODE, screenAnswer } from "../../src/runtime/agent/dns.ts"
+import { chainAllowed, MAX_CNAME_CHAIN, parseQuery, type Question, RCODE, screenAnswer } from "../../src/runtime/dns/dnsMessage.ts"
 
 const name = (n: string) => Buffer.concat([...n.split(".").filter((l) => l !== "").map((l) => Buffer.concat([Buffer.from([l.length]), Buffer.from(l)])), Buffer.from([0])])
 /** A pointer to offset `at` of the message (12: the question's name). */

@@ -8,8 +8,6 @@ import common from "./common.ts" with { type: "text" }
 // @ts-expect-error -- as above
 import desktop from "./desktop.ts" with { type: "text" }
 // @ts-expect-error -- as above
-import dns from "./dns.ts" with { type: "text" }
-// @ts-expect-error -- as above
 import events from "./events.ts" with { type: "text" }
 // @ts-expect-error -- as above
 import files from "./files.ts" with { type: "text" }
@@ -20,9 +18,9 @@ import processes from "./processes.ts" with { type: "text" }
 // @ts-expect-error -- as above
 import x11 from "./x11.ts" with { type: "text" }
 
-const embedded: Record<string, unknown> = { "bridge.ts": bridge, "common.ts": common, "desktop.ts": desktop, "dns.ts": dns, "events.ts": events, "files.ts": files, "main.ts": main, "processes.ts": processes, "x11.ts": x11 }
+const embedded: Record<string, unknown> = { "bridge.ts": bridge, "common.ts": common, "desktop.ts": desktop, "events.ts": events, "files.ts": files, "main.ts": main, "processes.ts": processes, "x11.ts": x11 }
 
-/** File name → TypeScript source; `main.ts` is the entry point (`dns.ts` is the host-side DNS forwarder: DomainPolicy.ts). */
+/** File name → TypeScript source; `main.ts` is the entry point. */
 export const agentModules: Readonly<Record<string, string>> = Object.fromEntries(
   Object.entries(embedded).map(([name, text]) => [name, typeof text === "string" ? text : fs.readFileSync(new URL(`./${name}`, import.meta.url), "utf8")])
 )
