@@ -21,7 +21,7 @@ import { alive, bwrapArgs, descendants, jailDir, type JailSpec, type JailState, 
 import { RuntimeError, runtimeError as err, type RuntimeSandbox } from "./LocalRuntime.ts"
 import { owningUserns } from "./Ns.ts"
 import { layerDir } from "./oci/ImageCache.ts"
-import { pidsOfUid } from "./Proc.ts"
+import { backoff, pidsOfUid } from "./Proc.ts"
 import { claimUid, type EgressPolicy, leaseHeldBy, releaseLeasesOf, releaseUid, updateLease } from "./UidLeases.ts"
 
 const START_TIMEOUT_MS = 10_000
@@ -187,9 +187,10 @@ export const makeJailLifecycle = (ctx: RuntimeContext) => {
     writeState(dataDir, next)
     try {
       const deadline = Date.now() + START_TIMEOUT_MS
+      const pause = backoff()
       while (Date.now() < deadline && child.exitCode === null) {
         if (ready.text().includes("ready")) return next
-        await Bun.sleep(2)
+        await pause()
       }
       await Promise.race([log.done, Bun.sleep(100)])
       throw err("internal", "the sandbox's DNS resolver did not start", `dns forwarder: ${log.text() || `exit ${child.exitCode}`}`)
@@ -263,12 +264,13 @@ export const makeJailLifecycle = (ctx: RuntimeContext) => {
       // /proc/<pid>/net): slirp4netns adds the subnet's route first and the default route after it, and a
       // connection made in between fails with "network unreachable".
       const deadline = Date.now() + START_TIMEOUT_MS
+      const pause = backoff()
       while (Date.now() < deadline) {
         try {
           if (hasDefaultRoute(fs.readFileSync(`/proc/${state.childPid}/net/route`, "utf8"), "tap0")) return next
         } catch {}
         if (slirp.exitCode !== null) break
-        await Bun.sleep(1)
+        await pause()
       }
       throw err("internal", "the sandbox's network did not come up", `slirp4netns: ${log.text()}`)
     } finally {
@@ -377,9 +379,12 @@ export const makeJailLifecycle = (ctx: RuntimeContext) => {
   }
 
   /**
-   * Kills every process of the jail (cgroups, pid tree, slirp4netns, anything running as its uid while it holds
-   * the lease), removes its cgroups, releases its uid and removes its directory. The disk was mounted only in the
-   * launcher's namespace: it goes with the last process.
+   * Kills every process of the jail, removes its cgroups, releases its uid and removes its directory. The disk was
+   * mounted only in the launcher's namespace: it goes with the last process. A jail that ran in its cgroups is found
+   * there whole: its launcher, slirp4netns and DNS forwarder join them before they run anything, and a process
+   * can only move between cgroups whose cgroup.procs it may write (the sandbox's own two), so reading a few cgroup
+   * files finds everything. Otherwise (rlimits, no state, earlier versions) the pid trees of its processes and,
+   * once they are gone, anything running as its uid while it holds the lease: scans of every process on the host.
    */
   const destroyJail = async (id: string) => {
     letGo(id)
@@ -392,23 +397,27 @@ export const makeJailLifecycle = (ctx: RuntimeContext) => {
       ...(state ? [[state.bwrapPid, state.bwrapStart], [state.childPid, state.childStart], [state.slirpPid ?? 0, state.slirpStart], [state.dnsPid ?? 0, state.dnsStart ?? null]] as const : []),
       ...(legacy ? legacy.pids.map((pid) => [pid, null] as const) : [])
     ].filter(([pid, start]) => alive(pid, start)).map(([pid]) => pid)
+    const whole = rel !== null && state?.mechanism === "cgroup" && state.cgroup === rel
     if (rel !== null) await setFrozen(rel, false).catch(() => false)
     const deadline = Date.now() + DESTROY_TIMEOUT_MS
+    const pause = backoff()
     for (;;) {
-      let pids = [...(rel === null ? [] : cgroupPids(rel)), ...roots.flatMap((pid) => [pid, ...descendants(pid)])].filter((pid) => pid > 0 && alive(pid))
+      const trees = whole ? roots : roots.flatMap((pid) => [pid, ...descendants(pid)])
+      let pids = [...(rel === null ? [] : cgroupPids(rel)), ...trees].filter((pid) => pid > 0 && alive(pid))
       // Anything else still running as the sandbox's own uid (a scan of every process: only once the rest is gone).
-      if (pids.length === 0 && ownUid !== null) pids = pidsOfUid(ownUid)
+      if (pids.length === 0 && ownUid !== null && !whole) pids = pidsOfUid(ownUid)
       if (pids.length === 0 || Date.now() > deadline) break
       // SIGCONT first: a process stopped by the SIGSTOP fallback must run to die.
       signalAll(pids, "SIGKILL")
       signalAll(pids, "SIGCONT")
-      await Bun.sleep(2)
+      await pause()
     }
     // A killed process stays charged to its cgroup until its parent reaps it (bwrap's parent may be us).
+    const again = backoff()
     while (rel !== null) {
       removeCgroups(rel)
       if (!cgroupsExist(rel) || Date.now() > deadline) break
-      await Bun.sleep(2)
+      await again()
     }
     if (legacy !== undefined) legacy.cleanup()
     // Only while the uid is still this jail's: another sandbox may hold it (and its own table) now.

@@ -70,3 +70,17 @@ export const signalAll = (pids: ReadonlyArray<number>, signal: NodeJS.Signals) =
     } catch {}
   }
 }
+
+/**
+ * Waits between two looks at something the kernel or a jail does next: 1 ms, then twice as long each time up to
+ * 16 ms. Fast things are seen at once; slow ones (a busy host) are not polled hundreds of times a second.
+ */
+export const backoff = () => {
+  let ms = 1
+  return () => {
+    const wait = Bun.sleep(ms)
+    ms = Math.min(16, ms * 2)
+    return wait
+  }
+}
+
