@@ -21,8 +21,8 @@ import { alive, bwrapArgs, descendants, jailDir, type JailSpec, type JailState, 
 import { RuntimeError, runtimeError as err, type RuntimeSandbox } from "./LocalRuntime.ts"
 import { owningUserns } from "./Ns.ts"
 import { layerDir } from "./oci/ImageCache.ts"
-import { backoff, pidsOfUid } from "./Proc.ts"
-import { claimUid, type EgressPolicy, leaseHeldBy, releaseLeasesOf, releaseUid, updateLease } from "./UidLeases.ts"
+import { backoff, nextCheck, pidsOfUid } from "./Proc.ts"
+import { claimUid, type EgressPolicy, leaseHeldBy, leasesOf, releaseLeasesOf, releaseUid, updateLease } from "./UidLeases.ts"
 
 const START_TIMEOUT_MS = 10_000
 const DESTROY_TIMEOUT_MS = 5_000
@@ -134,9 +134,16 @@ export const makeJailLifecycle = (ctx: RuntimeContext) => {
     }
   }
 
+  /**
+   * Whether the filter is in place, asked of nft by one check at a time: a caller joins the next check to start,
+   * never one already under way (which may have looked before the caller asked), so concurrent creates share one
+   * process instead of one each.
+   */
+  const filterPresent = nextCheck(() => egressFilterPresent(base))
+
   /** Fails closed: no egress filter, no internet. */
   const requireEgressFilter = async () => {
-    if (egressInstalled.get(base) === null && (await egressFilterPresent(base))) return
+    if (egressInstalled.get(base) === null && (await filterPresent())) return
     const error = installEgressFilter(base)
     egressInstalled.set(base, error)
     if (error !== null) throw err("unavailable", "internet access is not available on this host: its egress filter could not be installed", `nft: ${error}`)
@@ -150,7 +157,7 @@ export const makeJailLifecycle = (ctx: RuntimeContext) => {
     const domains = state.spec.domains
     if (domains === undefined) return state
     if (!(keepTable && (await policyTablePresent(base, state.hostUid)))) {
-      const error = installPolicyTable(base, state.hostUid)
+      const error = await installPolicyTable(base, state.hostUid)
       if (error !== null) throw err("unavailable", "domain policies are not available on this host: the sandbox's network filter could not be installed", `nft: ${error}`)
     }
     if (state.dnsPid && alive(state.dnsPid, state.dnsStart ?? null)) signalAll([state.dnsPid], "SIGKILL")
@@ -227,7 +234,6 @@ export const makeJailLifecycle = (ctx: RuntimeContext) => {
     await requireEgressFilter()
     // Table and forwarder first: slirp4netns never runs without them.
     const state = initial.spec.domains !== undefined ? await startPolicy(initial) : initial
-    if (state.spec.domains === undefined) removePolicyTable(base, state.hostUid)
     const join = state.cgroup === null ? [] : cgroupProcsFiles(state.cgroup).map((f) => `echo $$ > '${f}'`)
     const netns = fs.openSync(`/proc/${state.childPid}/ns/net`, "r")
     let userns: number
@@ -287,7 +293,9 @@ export const makeJailLifecycle = (ctx: RuntimeContext) => {
     const dir = jailDir(dataDir, id)
     fs.mkdirSync(dir, { recursive: true, mode: 0o700 })
     fs.chmodSync(dir, 0o700)
-    const hostUid = claimUid(base, policy, dir)
+    const { uid: hostUid, reclaimed } = claimUid(base, policy, dir)
+    // A stale lease's holder never ran its destroy: its policy table (if it had one) goes before the uid is used.
+    if (reclaimed) await removePolicyTable(base, hostUid)
     const rel = useCgroups ? cgroupPath(scope, id) : null
     let state: JailState = {
       version: 3,
@@ -420,10 +428,14 @@ export const makeJailLifecycle = (ctx: RuntimeContext) => {
       await again()
     }
     if (legacy !== undefined) legacy.cleanup()
-    // Only while the uid is still this jail's: another sandbox may hold it (and its own table) now.
-    if (state !== undefined && ownUid !== null && state.spec.internet) removePolicyTable(base, state.hostUid)
+    // Only while the uid is still this jail's: another sandbox may hold it (and its own table) now. Without a state,
+    // whether it had a policy is unknown: the tables of its leases go too.
+    if (state !== undefined && ownUid !== null && state.spec.domains !== undefined) await removePolicyTable(base, state.hostUid)
     if (state !== undefined) releaseUid(state.hostUid, dir)
-    else releaseLeasesOf(dir)
+    else {
+      for (const uid of leasesOf(dir)) await removePolicyTable(base, uid)
+      releaseLeasesOf(dir)
+    }
     fs.rmSync(dir, { recursive: true, force: true })
   }
 

@@ -84,3 +84,26 @@ export const backoff = () => {
   }
 }
 
+/**
+ * `check`, shared by concurrent callers: one run at a time, and a caller joins the next run to start, never one
+ * already under way (it may have looked before the caller asked). However many ask at once, at most two runs.
+ */
+export const nextCheck = <A>(check: () => Promise<A>): (() => Promise<A>) => {
+  let running: Promise<A> | undefined
+  let queued: Promise<A> | undefined
+  const start = (): Promise<A> => {
+    const run: Promise<A> = check().finally(() => {
+      if (running === run) running = undefined
+    })
+    running = run
+    return run
+  }
+  return () => {
+    if (running === undefined) return start()
+    queued ??= running.then(() => undefined, () => undefined).then(() => {
+      queued = undefined
+      return start()
+    })
+    return queued
+  }
+}
