@@ -98,6 +98,16 @@ const allowLowPorts = async (childPid: number) => {
   if (code !== 0) throw err("internal", "the sandbox could not be started", `ip_unprivileged_port_start: ${stderr.slice(0, 300)}`)
 }
 
+/** Whether the host's /dev/net/tun is the tun device and anyone may open it (as usual): then no node of ours is bound over it. */
+const tunOpenToAll = (() => {
+  try {
+    const tun = fs.statSync("/dev/net/tun")
+    return tun.isCharacterDevice() && tun.rdev === ((10 << 8) | 200) && (tun.mode & 0o666) === 0o666
+  } catch {
+    return false
+  }
+})()
+
 /** The egress filter per uid base, installed once per process (re-checked before each internet sandbox). */
 const egressInstalled = new Map<number, string | null>()
 
@@ -247,8 +257,9 @@ export const makeJailLifecycle = (ctx: RuntimeContext) => {
     }
     const script = [
       ...join,
-      // slirp4netns opens /dev/net/tun as the sandbox's uid: a 0666 node, in its own mount namespace only.
-      `mount --bind ${TUN_NODE} /dev/net/tun`,
+      // slirp4netns opens /dev/net/tun as the sandbox's uid: the host's when anyone may open it, else the runtime's
+      // 0666 node, bound over it in slirp4netns' own mount namespace only.
+      ...(tunOpenToAll ? [] : [`mount --bind ${TUN_NODE} /dev/net/tun`]),
       // Its stderr is a pipe read only while it starts: later writes must not kill it.
       "trap '' PIPE",
       `exec setpriv --reuid=${state.hostUid} --regid=${state.hostUid} --clear-groups nsenter --user=/proc/self/fd/3 --preserve-credentials -- ` +
@@ -256,7 +267,7 @@ export const makeJailLifecycle = (ctx: RuntimeContext) => {
     ].join(" && ")
     let slirp: ReturnType<typeof Bun.spawn<"ignore", "ignore", "pipe">>
     try {
-      slirp = Bun.spawn(["unshare", "--mount", "--propagation", "private", "/bin/sh", "-c", script], { cwd: "/", stdio: ["ignore", "ignore", "pipe", userns, netns], detached: true })
+      slirp = Bun.spawn([...(tunOpenToAll ? [] : ["unshare", "--mount", "--propagation", "private"]), "/bin/sh", "-c", script], { cwd: "/", stdio: ["ignore", "ignore", "pipe", userns, netns], detached: true })
     } finally {
       fs.closeSync(userns)
       fs.closeSync(netns)
