@@ -422,7 +422,7 @@ export const makeJailLifecycle = (ctx: RuntimeContext) => {
     const pause = backoff()
     for (;;) {
       const trees = whole ? roots : roots.flatMap((pid) => [pid, ...descendants(pid)])
-      let pids = [...(rel === null ? [] : cgroupPids(rel)), ...trees].filter((pid) => pid > 0 && alive(pid))
+      let pids = [...(rel === null ? [] : cgroupPids(rel, whole)), ...trees].filter((pid) => pid > 0 && alive(pid))
       // Anything else still running as the sandbox's own uid (a scan of every process: only once the rest is gone).
       if (pids.length === 0 && ownUid !== null && !whole) pids = pidsOfUid(ownUid)
       if (pids.length === 0 || Date.now() > deadline) break

@@ -73,13 +73,14 @@ export const signalAll = (pids: ReadonlyArray<number>, signal: NodeJS.Signals) =
 
 /**
  * Waits between two looks at something the kernel or a jail does next: 1 ms, then twice as long each time up to
- * 16 ms. Fast things are seen at once; slow ones (a busy host) are not polled hundreds of times a second.
+ * 50 ms. Fast things are seen at once; slow ones (a busy host, where each look may wait on a kernel lock) are not
+ * polled hundreds of times a second.
  */
 export const backoff = () => {
   let ms = 1
   return () => {
     const wait = Bun.sleep(ms)
-    ms = Math.min(16, ms * 2)
+    ms = Math.min(50, ms * 2)
     return wait
   }
 }
