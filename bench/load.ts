@@ -10,6 +10,7 @@
  * each sandbox's cgroups count its agent and commands. So: the gateway process itself (/proc/<pid>/stat), its
  * helpers (its cgroup's total minus itself), the sandboxes (their cgroups, sampled as they come and go: a sandbox
  * destroyed between two samples loses at most one sample's worth), and the machine's total (/proc/stat).
+ * `--trace` counts the programs exec'd per cycle (strace), `--profile <dir>` writes the gateway's CPU profile.
  */
 import * as fs from "node:fs"
 import * as os from "node:os"
@@ -56,7 +57,14 @@ const percentile = (values: ReadonlyArray<number>, p: number) => {
 }
 const ms = (v: number) => (Number.isFinite(v) ? `${v.toFixed(1)} ms` : "–")
 
-const server = await startServer({ env: { LOG_LEVEL: "error" } })
+// The gateway's default warm pool (test servers start none unless asked).
+// `--profile <dir>`: the gateway runs under Bun's CPU profiler, which writes its profile there (also as markdown) on exit.
+const profileAt = process.argv.indexOf("--profile")
+const profileDir = profileAt === -1 ? undefined : path.resolve(process.argv[profileAt + 1] ?? "profiles")
+const server = await startServer({
+  env: { LOG_LEVEL: "error", RUNTIME_WARM_POOL: process.env["RUNTIME_WARM_POOL"] ?? "2" },
+  ...(profileDir === undefined ? {} : { command: ["bun", "--cpu-prof", "--cpu-prof-md", `--cpu-prof-dir=${profileDir}`, path.join(import.meta.dir, "..", "src", "main.ts")] })
+})
 // The gateway and everything it starts, until a jail moves into its sandbox's cgroups: a cgroup of its own.
 const benchGroup = `sgw-bench-load-${process.pid}`
 fs.mkdirSync(path.join(CPUACCT, benchGroup), { recursive: true })
@@ -65,6 +73,16 @@ const http = api(server.url)
 const owner = await bootstrap(server.dataDir, "load@example.com")
 const auth = { token: owner.api_key, project: owner.project_id }
 const scope = cgroupScope(server.dataDir)
+
+// `--trace`: every program the gateway and its children (jails included) exec, counted per cycle by name: where a
+// cycle's helper processes come from. strace stops every traced process at each fork, so a traced run is slower
+// and its times and CPU figures are not comparable: read only the counts.
+const TRACE = process.argv.includes("--trace")
+const traceFile = path.join(server.dataDir, "exec.trace")
+const tracer = TRACE
+  ? Bun.spawn(["strace", "-f", "-qq", "-e", "trace=execve", "-e", "signal=none", "-o", traceFile, "-p", String(server.pid)], { stdio: ["ignore", "ignore", "inherit"] })
+  : undefined
+if (tracer !== undefined) await Bun.sleep(500)
 
 const cycles: Array<number> = []
 const readies: Array<number> = []
@@ -131,6 +149,8 @@ await Promise.all(Array.from({ length: CLIENTS }, async () => {
   }
 }))
 const elapsed = (performance.now() - started) / 1000
+tracer?.kill("SIGINT")
+await tracer?.exited
 sampleSandboxes()
 const at1 = { gateway: ownCpu(server.pid), group: cgroupCpu(benchGroup), machine: machineCpu() }
 const sandboxSeconds = [...sandboxCpu.values()].reduce((a, b) => a + b, 0) - sandboxBase
@@ -164,6 +184,17 @@ const rows: Array<[string, string]> = [
 ]
 console.log(`\nLoad: ${CLIENTS} clients looping create → ready → echo hi (run and wait) → delete`)
 console.log(rows.map(([k, v]) => `${k.padEnd(34)} ${v}`).join("\n"))
+if (TRACE) {
+  // Lines like `123 execve("/usr/bin/mount", ...) = 0`: successful execs by program, per cycle (warm-up included).
+  const execs = new Map<string, number>()
+  for (const line of readOr(traceFile).split("\n")) {
+    const program = /execve\("([^"]*)"/.exec(line)?.[1]
+    if (program !== undefined && / = 0$/.test(line)) execs.set(path.basename(program), (execs.get(path.basename(program)) ?? 0) + 1)
+  }
+  const total = [...execs.values()].reduce((a, b) => a + b, 0)
+  console.log(`\nProcesses exec'd per cycle (${total} in all, ${done} cycles):`)
+  console.log([...execs].sort((a, b) => b[1] - a[1]).map(([name, n]) => `  ${name.padEnd(20)} ${(n / Math.max(1, done)).toFixed(2)}`).join("\n"))
+}
 await server.stop()
 try {
   fs.rmdirSync(path.join(CPUACCT, benchGroup))

@@ -30,6 +30,7 @@ import * as path from "node:path"
 import { STAGE } from "./Host.ts"
 import { DISK_CTL, DISK_ROOT, DISK_RUN } from "./Disk.ts"
 import { type JailState } from "./Jail.ts"
+import { backoff } from "./Proc.ts"
 import { RuntimeError } from "./LocalRuntime.ts"
 
 export const AGENT_SOCKET = "agent.sock"
@@ -327,6 +328,7 @@ export const streamAgent = async (
 
 /** Waits (until `deadline`) for the agent to bind its socket, adopts it, and asks for its health. */
 export const waitForAgent = async (state: JailState, deadline: number, shutdown: AbortSignal, stillStarting: () => boolean) => {
+  const pause = backoff()
   while (Date.now() < deadline && stillStarting()) {
     const view = openView(state)
     let adopted = false
@@ -339,7 +341,7 @@ export const waitForAgent = async (state: JailState, deadline: number, shutdown:
       const answer = await callAgent(state, "/health", { timeoutMs: Math.max(100, deadline - Date.now()), maxBytes: 4096 }, shutdown)
       if (answer.status === 200) return
     }
-    await Bun.sleep(1)
+    await pause()
   }
   throw unavailable("the sandbox agent did not start")
 }

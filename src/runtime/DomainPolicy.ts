@@ -76,23 +76,30 @@ export const policyRuleset = (base: number, hostUid: number) => {
   ].join("\n")
 }
 
-const nft = (script: string): string | null => {
+/** Runs an nft script without holding up the event loop; an error message, or null. */
+const nft = async (script: string): Promise<string | null> => {
   try {
-    const result = Bun.spawnSync(["nft", "-f", "-"], { stdin: new TextEncoder().encode(script), stdout: "ignore", stderr: "pipe", env: { ...process.env } })
-    if (result.exitCode === 0) return null
-    return result.stderr.toString().trim().slice(0, 500) || `nft exited with ${result.exitCode}`
+    const child = Bun.spawn(["nft", "-f", "-"], { stdin: new TextEncoder().encode(script), stdout: "ignore", stderr: "pipe", env: { ...process.env } })
+    const [code, stderr] = await Promise.all([child.exited, new Response(child.stderr).text()])
+    if (code === 0) return null
+    return stderr.trim().slice(0, 500) || `nft exited with ${code}`
   } catch (e) {
     return (e as Error).message
   }
 }
 
 /** Installs (atomically replaces: its sets start empty) the sandbox's table; an error message, or null. */
-export const installPolicyTable = (base: number, hostUid: number): string | null => nft(policyRuleset(base, hostUid))
+export const installPolicyTable = (base: number, hostUid: number): Promise<string | null> => nft(policyRuleset(base, hostUid))
 
-/** Removes the table of a uid if there is one (a uid without a policy must not keep a previous holder's). */
-export const removePolicyTable = (base: number, hostUid: number): void => {
+/**
+ * Removes the table of a uid if there is one. Only a sandbox with a policy makes one, and its destroy removes it;
+ * a table can outlive its holder only when that holder's destroy never ran (its lease went stale, or its state was
+ * lost), and those paths remove it before the uid is handed out again (JailLifecycle.ts). A table left over would
+ * only refuse more: both tables must accept a packet.
+ */
+export const removePolicyTable = async (base: number, hostUid: number): Promise<void> => {
   const table = policyTableName(base, hostUid)
-  nft(`table inet ${table}\ndelete table inet ${table}\n`)
+  await nft(`table inet ${table}\ndelete table inet ${table}\n`)
 }
 
 export const policyTablePresent = async (base: number, hostUid: number): Promise<boolean> => {

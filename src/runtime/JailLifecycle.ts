@@ -22,8 +22,8 @@ import { alive, bwrapArgs, descendants, jailDir, type JailSpec, type JailState, 
 import { RuntimeError, runtimeError as err, type RuntimeSandbox } from "./LocalRuntime.ts"
 import { owningUserns } from "./Ns.ts"
 import { layerDir } from "./oci/ImageCache.ts"
-import { pidsOfUid } from "./Proc.ts"
-import { claimUid, type EgressPolicy, leaseHeldBy, releaseLeasesOf, releaseUid, updateLease } from "./UidLeases.ts"
+import { backoff, nextCheck, pidsOfUid } from "./Proc.ts"
+import { claimUid, type EgressPolicy, leaseHeldBy, leasesOf, releaseLeasesOf, releaseUid, updateLease } from "./UidLeases.ts"
 
 const START_TIMEOUT_MS = 10_000
 const DESTROY_TIMEOUT_MS = 5_000
@@ -99,6 +99,16 @@ const allowLowPorts = async (childPid: number) => {
   if (code !== 0) throw err("internal", "the sandbox could not be started", `ip_unprivileged_port_start: ${stderr.slice(0, 300)}`)
 }
 
+/** Whether the host's /dev/net/tun is the tun device and anyone may open it (as usual): then no node of ours is bound over it. */
+const tunOpenToAll = (() => {
+  try {
+    const tun = fs.statSync("/dev/net/tun")
+    return tun.isCharacterDevice() && tun.rdev === ((10 << 8) | 200) && (tun.mode & 0o666) === 0o666
+  } catch {
+    return false
+  }
+})()
+
 /** The egress filter per uid base, installed once per process (re-checked before each internet sandbox). */
 const egressInstalled = new Map<number, string | null>()
 
@@ -135,9 +145,16 @@ export const makeJailLifecycle = (ctx: RuntimeContext) => {
     }
   }
 
+  /**
+   * Whether the filter is in place, asked of nft by one check at a time: a caller joins the next check to start,
+   * never one already under way (which may have looked before the caller asked), so concurrent creates share one
+   * process instead of one each.
+   */
+  const filterPresent = nextCheck(() => egressFilterPresent(base))
+
   /** Fails closed: no egress filter, no internet. */
   const requireEgressFilter = async () => {
-    if (egressInstalled.get(base) === null && (await egressFilterPresent(base))) return
+    if (egressInstalled.get(base) === null && (await filterPresent())) return
     const error = installEgressFilter(base)
     egressInstalled.set(base, error)
     if (error !== null) throw err("unavailable", "internet access is not available on this host: its egress filter could not be installed", `nft: ${error}`)
@@ -151,7 +168,7 @@ export const makeJailLifecycle = (ctx: RuntimeContext) => {
     const domains = state.spec.domains
     if (domains === undefined) return state
     if (!(keepTable && (await policyTablePresent(base, state.hostUid)))) {
-      const error = installPolicyTable(base, state.hostUid)
+      const error = await installPolicyTable(base, state.hostUid)
       if (error !== null) throw err("unavailable", "domain policies are not available on this host: the sandbox's network filter could not be installed", `nft: ${error}`)
     }
     if (state.dnsPid && alive(state.dnsPid, state.dnsStart ?? null)) signalAll([state.dnsPid], "SIGKILL")
@@ -188,9 +205,10 @@ export const makeJailLifecycle = (ctx: RuntimeContext) => {
     writeState(dataDir, next)
     try {
       const deadline = Date.now() + START_TIMEOUT_MS
+      const pause = backoff()
       while (Date.now() < deadline && child.exitCode === null) {
         if (ready.text().includes("ready")) return next
-        await Bun.sleep(2)
+        await pause()
       }
       await Promise.race([log.done, Bun.sleep(100)])
       throw err("internal", "the sandbox's DNS resolver did not start", `dns forwarder: ${log.text() || `exit ${child.exitCode}`}`)
@@ -227,7 +245,6 @@ export const makeJailLifecycle = (ctx: RuntimeContext) => {
     await requireEgressFilter()
     // Table and forwarder first: slirp4netns never runs without them.
     const state = initial.spec.domains !== undefined ? await startPolicy(initial) : initial
-    if (state.spec.domains === undefined) removePolicyTable(base, state.hostUid)
     const join = state.cgroup === null ? [] : cgroupProcsFiles(state.cgroup).map((f) => `echo $$ > '${f}'`)
     const netns = fs.openSync(`/proc/${state.childPid}/ns/net`, "r")
     let userns: number
@@ -241,8 +258,9 @@ export const makeJailLifecycle = (ctx: RuntimeContext) => {
     }
     const script = [
       ...join,
-      // slirp4netns opens /dev/net/tun as the sandbox's uid: a 0666 node, in its own mount namespace only.
-      `mount --bind ${TUN_NODE} /dev/net/tun`,
+      // slirp4netns opens /dev/net/tun as the sandbox's uid: the host's when anyone may open it, else the runtime's
+      // 0666 node, bound over it in slirp4netns' own mount namespace only.
+      ...(tunOpenToAll ? [] : [`mount --bind ${TUN_NODE} /dev/net/tun`]),
       // Its stderr is a pipe read only while it starts: later writes must not kill it.
       "trap '' PIPE",
       `exec setpriv --reuid=${state.hostUid} --regid=${state.hostUid} --clear-groups nsenter --user=/proc/self/fd/3 --preserve-credentials -- ` +
@@ -250,7 +268,7 @@ export const makeJailLifecycle = (ctx: RuntimeContext) => {
     ].join(" && ")
     let slirp: ReturnType<typeof Bun.spawn<"ignore", "ignore", "pipe">>
     try {
-      slirp = Bun.spawn(["unshare", "--mount", "--propagation", "private", "/bin/sh", "-c", script], { cwd: "/", stdio: ["ignore", "ignore", "pipe", userns, netns], detached: true })
+      slirp = Bun.spawn([...(tunOpenToAll ? [] : ["unshare", "--mount", "--propagation", "private"]), "/bin/sh", "-c", script], { cwd: "/", stdio: ["ignore", "ignore", "pipe", userns, netns], detached: true })
     } finally {
       fs.closeSync(userns)
       fs.closeSync(netns)
@@ -264,12 +282,13 @@ export const makeJailLifecycle = (ctx: RuntimeContext) => {
       // /proc/<pid>/net): slirp4netns adds the subnet's route first and the default route after it, and a
       // connection made in between fails with "network unreachable".
       const deadline = Date.now() + START_TIMEOUT_MS
+      const pause = backoff()
       while (Date.now() < deadline) {
         try {
           if (hasDefaultRoute(fs.readFileSync(`/proc/${state.childPid}/net/route`, "utf8"), "tap0")) return next
         } catch {}
         if (slirp.exitCode !== null) break
-        await Bun.sleep(1)
+        await pause()
       }
       throw err("internal", "the sandbox's network did not come up", `slirp4netns: ${log.text()}`)
     } finally {
@@ -286,7 +305,9 @@ export const makeJailLifecycle = (ctx: RuntimeContext) => {
     const dir = jailDir(dataDir, id)
     fs.mkdirSync(dir, { recursive: true, mode: 0o700 })
     fs.chmodSync(dir, 0o700)
-    const hostUid = claimUid(base, policy, dir)
+    const { uid: hostUid, reclaimed } = claimUid(base, policy, dir)
+    // A stale lease's holder never ran its destroy: its policy table (if it had one) goes before the uid is used.
+    if (reclaimed) await removePolicyTable(base, hostUid)
     const rel = useCgroups ? cgroupPath(scope, id) : null
     let state: JailState = {
       version: 3,
@@ -375,9 +396,12 @@ export const makeJailLifecycle = (ctx: RuntimeContext) => {
   }
 
   /**
-   * Kills every process of the jail (cgroups, pid tree, slirp4netns, anything running as its uid while it holds
-   * the lease), removes its cgroups, releases its uid and removes its directory. The disk was mounted only in the
-   * launcher's namespace: it goes with the last process.
+   * Kills every process of the jail, removes its cgroups, releases its uid and removes its directory. The disk was
+   * mounted only in the launcher's namespace: it goes with the last process. A jail that ran in its cgroups is found
+   * there whole: its launcher, slirp4netns and DNS forwarder join them before they run anything, and a process
+   * can only move between cgroups whose cgroup.procs it may write (the sandbox's own two), so reading a few cgroup
+   * files finds everything. Otherwise (rlimits, no state, earlier versions) the pid trees of its processes and,
+   * once they are gone, anything running as its uid while it holds the lease: scans of every process on the host.
    */
   const destroyJail = async (id: string) => {
     letGo(id)
@@ -390,29 +414,37 @@ export const makeJailLifecycle = (ctx: RuntimeContext) => {
       ...(state ? [[state.bwrapPid, state.bwrapStart], [state.childPid, state.childStart], [state.slirpPid ?? 0, state.slirpStart], [state.dnsPid ?? 0, state.dnsStart ?? null]] as const : []),
       ...(legacy ? legacy.pids.map((pid) => [pid, null] as const) : [])
     ].filter(([pid, start]) => alive(pid, start)).map(([pid]) => pid)
+    const whole = rel !== null && state?.mechanism === "cgroup" && state.cgroup === rel
     if (rel !== null) await setFrozen(rel, false).catch(() => false)
     const deadline = Date.now() + DESTROY_TIMEOUT_MS
+    const pause = backoff()
     for (;;) {
-      let pids = [...(rel === null ? [] : cgroupPids(rel)), ...roots.flatMap((pid) => [pid, ...descendants(pid)])].filter((pid) => pid > 0 && alive(pid))
+      const trees = whole ? roots : roots.flatMap((pid) => [pid, ...descendants(pid)])
+      let pids = [...(rel === null ? [] : cgroupPids(rel, whole)), ...trees].filter((pid) => pid > 0 && alive(pid))
       // Anything else still running as the sandbox's own uid (a scan of every process: only once the rest is gone).
-      if (pids.length === 0 && ownUid !== null) pids = pidsOfUid(ownUid)
+      if (pids.length === 0 && ownUid !== null && !whole) pids = pidsOfUid(ownUid)
       if (pids.length === 0 || Date.now() > deadline) break
       // SIGCONT first: a process stopped by the SIGSTOP fallback must run to die.
       signalAll(pids, "SIGKILL")
       signalAll(pids, "SIGCONT")
-      await Bun.sleep(2)
+      await pause()
     }
     // A killed process stays charged to its cgroup until its parent reaps it (bwrap's parent may be us).
+    const again = backoff()
     while (rel !== null) {
       removeCgroups(rel)
       if (!cgroupsExist(rel) || Date.now() > deadline) break
-      await Bun.sleep(2)
+      await again()
     }
     if (legacy !== undefined) legacy.cleanup()
-    // Only while the uid is still this jail's: another sandbox may hold it (and its own table) now.
-    if (state !== undefined && ownUid !== null && state.spec.internet) removePolicyTable(base, state.hostUid)
+    // Only while the uid is still this jail's: another sandbox may hold it (and its own table) now. Without a state,
+    // whether it had a policy is unknown: the tables of its leases go too.
+    if (state !== undefined && ownUid !== null && state.spec.domains !== undefined) await removePolicyTable(base, state.hostUid)
     if (state !== undefined) releaseUid(state.hostUid, dir)
-    else releaseLeasesOf(dir)
+    else {
+      for (const uid of leasesOf(dir)) await removePolicyTable(base, uid)
+      releaseLeasesOf(dir)
+    }
     fs.rmSync(dir, { recursive: true, force: true })
   }
 

@@ -265,7 +265,9 @@ export const makeLocalRuntime = (dataDir: string, options: LocalRuntimeOptions =
     const above = aboveLimits(spec, hostLimits(dataDir))
     if (above !== null) throw err("invalid", above)
     const promise = (async () => {
-      if (spec.internet) await jails.requireEgressFilter()
+      // Before an image is pulled (slow, and for nothing without the filter); every other create is checked where
+      // its network starts (JailLifecycle.ts startSlirp).
+      if (spec.internet && spec.image !== undefined) await jails.requireEgressFilter()
       const pulled = spec.image === undefined ? undefined : await pullImage(spec.image)
       const jailSpec: JailSpec = {
         vcpu: spec.vcpu,

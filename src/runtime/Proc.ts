@@ -70,3 +70,41 @@ export const signalAll = (pids: ReadonlyArray<number>, signal: NodeJS.Signals) =
     } catch {}
   }
 }
+
+/**
+ * Waits between two looks at something the kernel or a jail does next: 1 ms, then twice as long each time up to
+ * 50 ms. Fast things are seen at once; slow ones (a busy host, where each look may wait on a kernel lock) are not
+ * polled hundreds of times a second.
+ */
+export const backoff = () => {
+  let ms = 1
+  return () => {
+    const wait = Bun.sleep(ms)
+    ms = Math.min(50, ms * 2)
+    return wait
+  }
+}
+
+/**
+ * `check`, shared by concurrent callers: one run at a time, and a caller joins the next run to start, never one
+ * already under way (it may have looked before the caller asked). However many ask at once, at most two runs.
+ */
+export const nextCheck = <A>(check: () => Promise<A>): (() => Promise<A>) => {
+  let running: Promise<A> | undefined
+  let queued: Promise<A> | undefined
+  const start = (): Promise<A> => {
+    const run: Promise<A> = check().finally(() => {
+      if (running === run) running = undefined
+    })
+    running = run
+    return run
+  }
+  return () => {
+    if (running === undefined) return start()
+    queued ??= running.then(() => undefined, () => undefined).then(() => {
+      queued = undefined
+      return start()
+    })
+    return queued
+  }
+}

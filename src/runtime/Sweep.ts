@@ -59,7 +59,7 @@ export const makeSweep = (ctx: RuntimeContext, lifecycle: JailLifecycle, busy: (
     await lifecycle.recheckEgressFilter()
     const leases = sweepLeases()
     // Policy tables of uids nobody leases any more (a jail whose destroy never ran).
-    for (const uid of policyTableUids(ctx.base)) if (!isLeased(uid)) removePolicyTable(ctx.base, uid)
+    for (const uid of policyTableUids(ctx.base)) if (!isLeased(uid)) await removePolicyTable(ctx.base, uid)
     const loops: Array<string> = []
     const prefix = `${sandboxesDir(dataDir)}/`
     let devices: Array<string> = []

@@ -70,8 +70,12 @@ const removeIfStale = (uid: number) => {
 
 let cursor = 0
 
-/** Claims a free uid range for the jail directory `dir`; throws when every slot of the policy is taken. */
-export const claimUid = (base: number, policy: EgressPolicy, dir: string): number => {
+/**
+ * Claims a free uid range for the jail directory `dir`; throws when every slot of the policy is taken. `reclaimed`:
+ * the uid was taken from a stale lease, whose holder's destroy never ran (what it left for its uid must go first).
+ */
+export const claimUid = (base: number, policy: EgressPolicy, dir: string): { readonly uid: number; readonly reclaimed: boolean } => {
+  let reclaimed = -1
   const content = JSON.stringify({ dir, pid: 0, start: null } satisfies Lease)
   for (let round = 0; round < 2; round++) {
     for (let i = 0; i < SLOTS_PER_POLICY - 1; i++) {
@@ -85,11 +89,14 @@ export const claimUid = (base: number, policy: EgressPolicy, dir: string): numbe
           fs.closeSync(fd)
         }
         cursor = slot
-        return uid
+        return { uid, reclaimed: uid === reclaimed }
       } catch (e) {
         if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e
         // Taken. On the second round, leases of jails that are gone are reclaimed.
-        if (round === 1 && removeIfStale(uid)) i--
+        if (round === 1 && removeIfStale(uid)) {
+          reclaimed = uid
+          i--
+        }
       }
     }
   }
@@ -114,9 +121,12 @@ export const releaseUid = (uid: number, dir: string) => {
   if (readLease(uid)?.dir === dir) fs.rmSync(leaseFile(uid), { force: true })
 }
 
-/** Releases every lease held for a jail directory (when its state, which names the uid, was lost). */
+/** The uids leased to a jail directory (when its state, which names the uid, was lost). */
+export const leasesOf = (dir: string): Array<number> => listLeases().map(Number).filter((uid) => readLease(uid)?.dir === dir)
+
+/** Releases every lease held for a jail directory. */
 export const releaseLeasesOf = (dir: string) => {
-  for (const name of listLeases()) if (readLease(Number(name))?.dir === dir) fs.rmSync(leaseFile(Number(name)), { force: true })
+  for (const uid of leasesOf(dir)) fs.rmSync(leaseFile(uid), { force: true })
 }
 
 const listLeases = () => {

@@ -12,6 +12,7 @@ import { identityFiles } from "./Disk.ts"
 import { jailDir, type JailSpec, type JailState, readState, writeState } from "./Jail.ts"
 import type { JailLifecycle, RuntimeContext } from "./JailLifecycle.ts"
 import { RuntimeError, type RuntimeSandbox, type RuntimeSandboxSpec } from "./LocalRuntime.ts"
+import { setHostnameIn } from "./Ns.ts"
 import { updateLease } from "./UidLeases.ts"
 
 /** Jails started ahead of demand (no internet, default limits) are named like this until handed out. */
@@ -77,8 +78,7 @@ export const makeWarmPool = (ctx: RuntimeContext, jails: JailLifecycle, size: nu
           applyLimits(state.cgroup, jailSpec.vcpu, jailSpec.memoryMb)
         }
         writeIdentityFiles(state, identityFiles(spec.id, jailSpec.internet))
-        const hostname = Bun.spawn(["nsenter", `--uts=/proc/${warm.childPid}/ns/uts`, "hostname", spec.id.slice(0, 63)], { stdio: ["ignore", "ignore", "ignore"] })
-        if ((await hostname.exited) !== 0) throw new Error("the warm jail's hostname could not be set")
+        setHostnameIn(`/proc/${warm.childPid}/ns/uts`, spec.id.slice(0, 63))
         // From here the jail is the sandbox's: it must outlive this process (until then it dies with it).
         if (!(await claim(from))) throw new Error("the warm jail's leash is not this process's")
         writeState(dataDir, state)

@@ -75,12 +75,13 @@ export const decodeBody = async <A, I>(request: Request, schema: Schema.Schema<A
 
 /**
  * The shell the daemon picks (common.GetShell): the first of zsh and bash listed in /etc/shells, else $SHELL, else
- * sh — run with `args` (a session's shell reads its commands from stdin: none; a PTY's: ` -i -l`).
+ * sh — run with `args` (a session's shell reads its commands from stdin: none; a PTY's: ` -i -l`). The list is
+ * read with the shell's own builtins (a grep per candidate was up to four processes per session).
  */
 export const userShell = (args = ""): Array<string> => [
   "sh",
   "-c",
-  `for s in /usr/bin/zsh /bin/zsh /usr/bin/bash /bin/bash; do grep -qx "$s" /etc/shells 2>/dev/null && exec "$s"${args}; done; exec "\${SHELL:-sh}"${args}`
+  `if [ -r /etc/shells ]; then for s in /usr/bin/zsh /bin/zsh /usr/bin/bash /bin/bash; do while IFS= read -r l; do [ "$l" = "$s" ] && exec "$s"${args}; done </etc/shells; done; fi; exec "\${SHELL:-sh}"${args}`
 ]
 
 /** A mode as the daemon sends it: Go's `os.FileMode.String()`, e.g. `-rw-r--r--`, `drwxr-xr-x`, `Lrwxrwxrwx`. */
