@@ -19,7 +19,7 @@ import {
 } from "../../domain/Runtime.ts"
 import { checkRawWrite, readRaw, writeRaw } from "../../services/sandboxes/RawFiles.ts"
 import { RawWriteGoAhead, rawWriteCheck } from "../RawWrites.ts"
-import { runtimeOperationOf, type RuntimeOperationInput, startRuntimeOperation } from "../../services/sandboxes/Commands.ts"
+import { runtimeOperationOf, type RuntimeOperationInput, startRuntimeOperation } from "../../services/sandboxes/FileCommands.ts"
 import { runtimeOperationJobKey, type RuntimeOperationRow } from "../../services/sandboxes/RuntimeOperations.ts"
 import { SandboxesRepo } from "../../db/repos/Sandboxes.ts"
 import { Api } from "../Api.ts"

@@ -17,7 +17,7 @@ import { requireProjectRole } from "../../services/Access.ts"
 import { IdempotencyStore } from "../../services/IdempotencyStore.ts"
 import { keyHolder, type StreamHolder, userHolder } from "../../services/LiveStreams.ts"
 import { OperationRunner } from "../../services/OperationRunner.ts"
-import type { Caller } from "../../services/sandboxes/Commands.ts"
+import type { Caller } from "../../services/sandboxes/SandboxAccess.ts"
 
 /** Newest-first lists page by (created_at, id); a cursor carrying anything else is a 422. */
 export const ListPosition = Schema.Tuple(Schema.String, Schema.String)

@@ -16,7 +16,7 @@ import { apiError, conflict, notFound, TooManyRequests } from "../../domain/Erro
 import { newId } from "../../domain/Ids.ts"
 import { nowIso } from "../../domain/Time.ts"
 import { enqueueJob } from "../JobRegistry.ts"
-import { type Caller, readySandboxOf, sandboxOf } from "./Commands.ts"
+import { type Caller, readySandboxOf, sandboxOf } from "./SandboxAccess.ts"
 import { parseRange } from "./RawFiles.ts"
 import { ComputerActionJob, ComputerScreenshotJob, RecordingStartJob, RecordingStopJob } from "./JobTypes.ts"
 import { getRuntimeOperationRow } from "./RuntimeOperations.ts"
