@@ -3,6 +3,7 @@
  * provider work and lease expiry are Endpoints.ts's jobs, the traffic the endpoint listener's.
  */
 import { Effect } from "effect"
+import { inTransaction } from "../../db/Db.ts"
 import { EndpointsRepo } from "../../db/repos/Endpoints.ts"
 import { SandboxesRepo } from "../../db/repos/Sandboxes.ts"
 import { conflict, notFound } from "../../domain/Errors.ts"
@@ -17,7 +18,7 @@ import { EndpointCreateJob, EndpointRevokeJob } from "./JobTypes.ts"
 import { type Caller, readySandboxOf, requireCapability, sandboxOf } from "./SandboxAccess.ts"
 
 export const createEndpoint = (caller: Caller, sandboxId: string, input: { readonly port: number; readonly protocol: string; readonly lease_seconds: number }, addressing: EndpointAddressing) =>
-  Effect.gen(function*() {
+  inTransaction(Effect.gen(function*() {
     const sandbox = yield* readySandboxOf(caller, sandboxId)
     yield* requireCapability(sandbox, ["http_endpoints", "create"], { kind: "endpoints", port: input.port })
     const existing = yield* EndpointsRepo.liveOnPort(sandboxId, input.port)
@@ -47,7 +48,7 @@ export const createEndpoint = (caller: Caller, sandboxId: string, input: { reado
     yield* endpointExpiryJob({ ...row, sandbox_id: sandboxId })
     yield* appendEvent({ type: "endpoint.created", organizationId: caller.organizationId, projectId: caller.projectId, data: { sandbox_id: sandboxId, endpoint_id: id, port: input.port } })
     return (yield* getEndpointRow(id))!
-  })
+  }))
 
 export const endpointOf = (caller: Caller, sandboxId: string, id: string) =>
   Effect.flatMap(getEndpointRow(id), (row) =>
@@ -55,7 +56,7 @@ export const endpointOf = (caller: Caller, sandboxId: string, id: string) =>
 
 /** Idempotent once revoked or expired. */
 export const revokeEndpoint = (caller: Caller, sandboxId: string, id: string) =>
-  Effect.gen(function*() {
+  inTransaction(Effect.gen(function*() {
     yield* sandboxOf(caller, sandboxId)
     const row = yield* endpointOf(caller, sandboxId, id)
     if (row.state === "provisioning" || row.state === "active") {
@@ -64,4 +65,7 @@ export const revokeEndpoint = (caller: Caller, sandboxId: string, id: string) =>
       yield* appendEvent({ type: "endpoint.revoked", organizationId: caller.organizationId, projectId: caller.projectId, data: { sandbox_id: sandboxId, endpoint_id: id } })
     }
     return (yield* getEndpointRow(id))!
-  })
+  }))
+
+/** A sandbox's endpoints (the caller checked it is theirs), newest first, after the (created_at, id) position if given. */
+export const endpointPage = (sandboxId: string, after: readonly [string, string] | undefined, limit: number) => EndpointsRepo.page(sandboxId, after, limit)

@@ -3,6 +3,7 @@
  * answered 202 to poll; the work is RuntimeOperations.ts's job. Raw reads and writes are RawFiles.ts.
  */
 import { Effect } from "effect"
+import { inTransaction } from "../../db/Db.ts"
 import { RuntimeOperationsRepo } from "../../db/repos/RuntimeOperations.ts"
 import { SandboxesRepo } from "../../db/repos/Sandboxes.ts"
 import { notFound } from "../../domain/Errors.ts"
@@ -24,7 +25,7 @@ export type RuntimeOperationInput =
   | { readonly kind: "filesystem_delete"; readonly request: typeof DeleteFile.Type }
 
 export const startRuntimeOperation = (caller: Caller, sandboxId: string, request: RuntimeOperationInput) =>
-  Effect.gen(function*() {
+  inTransaction(Effect.gen(function*() {
     const kind = request.kind
     const sandbox = yield* readySandboxOf(caller, sandboxId)
     const operation = kind.replace("filesystem_", "") as FileOperation
@@ -43,7 +44,7 @@ export const startRuntimeOperation = (caller: Caller, sandboxId: string, request
     yield* SandboxesRepo.touch(sandboxId)
     yield* enqueueJob(FilesystemJob, { dedupeKey: runtimeOperationJobKey(kind, id), payload: { runtime_operation_id: id }, sandboxId, ordered: true })
     return (yield* getRuntimeOperationRow(id))!
-  })
+  }))
 
 export const runtimeOperationOf = (caller: Caller, sandboxId: string, id: string) =>
   Effect.flatMap(getRuntimeOperationRow(id), (row) =>

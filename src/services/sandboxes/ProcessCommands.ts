@@ -1,8 +1,10 @@
 /**
- * Processes as the API accepts them: start (queued with its job, run at once by the runner), read, cancel. The
- * execution itself is Processes.ts's job.
+ * Processes as the API accepts them: start (queued with its job, run at once by the runner), read, cancel, and
+ * the reads their routes answer (a sandbox's latest, a process's events, its end). The execution itself is
+ * Processes.ts's job.
  */
 import { Effect } from "effect"
+import { inTransaction } from "../../db/Db.ts"
 import { ProcessesRepo } from "../../db/repos/Processes.ts"
 import { SandboxesRepo } from "../../db/repos/Sandboxes.ts"
 import { conflict, notFound } from "../../domain/Errors.ts"
@@ -11,6 +13,7 @@ import { nowIso } from "../../domain/Time.ts"
 import { ProviderAccounts } from "../ProviderAccounts.ts"
 import { appendEvent } from "../Events.ts"
 import { enqueueJob } from "../JobRegistry.ts"
+import { nextSignal, processTopic } from "../Signals.ts"
 import { ProcessExecuteJob } from "./JobTypes.ts"
 import { appendProcessEvent, getProcessRow, processJobKey, TERMINAL_PROCESS_STATES } from "./Processes.ts"
 import { type Caller, readySandboxOf, requireCapability, sandboxOf } from "./SandboxAccess.ts"
@@ -27,7 +30,7 @@ export interface StartProcessInput {
 }
 
 export const startProcess = (caller: Caller, sandboxId: string, input: StartProcessInput) =>
-  Effect.gen(function*() {
+  inTransaction(Effect.gen(function*() {
     const sandbox = yield* readySandboxOf(caller, sandboxId)
     yield* requireCapability(sandbox, ["process", "execute"], { kind: "execute" })
     // Refused before anything starts: a provider that cannot take input never gets such a process.
@@ -60,7 +63,7 @@ export const startProcess = (caller: Caller, sandboxId: string, input: StartProc
     yield* appendEvent({ type: "process.queued", organizationId: caller.organizationId, projectId: caller.projectId, data: { sandbox_id: sandboxId, process_id: id } })
     yield* enqueueJob(ProcessExecuteJob, { dedupeKey: processJobKey(id), payload: { process_id: id }, sandboxId, ordered: true })
     return (yield* getProcessRow(id))!
-  })
+  }))
 
 /** A process of the caller's project, or 404. */
 export const processOf = (caller: Caller, sandboxId: string, processId: string) =>
@@ -68,7 +71,7 @@ export const processOf = (caller: Caller, sandboxId: string, processId: string) 
     row === undefined || row.project_id !== caller.projectId || row.sandbox_id !== sandboxId ? Effect.fail(notFound("Process")) : Effect.succeed(row))
 
 export const cancelProcess = (caller: Caller, sandboxId: string, processId: string) =>
-  Effect.gen(function*() {
+  inTransaction(Effect.gen(function*() {
     const sandbox = yield* sandboxOf(caller, sandboxId)
     const row = yield* processOf(caller, sandboxId, processId)
     if (TERMINAL_PROCESS_STATES.includes(row.state)) {
@@ -81,5 +84,32 @@ export const cancelProcess = (caller: Caller, sandboxId: string, processId: stri
       yield* appendEvent({ type: "process.cancel_requested", organizationId: caller.organizationId, projectId: caller.projectId, data: { sandbox_id: sandboxId, process_id: processId } })
     }
     return (yield* getProcessRow(processId))!
+  }))
+
+
+/** A sandbox's latest processes (at most `limit`), with the sandbox (its capabilities go with each). */
+export const latestProcesses = (caller: Caller, sandboxId: string, limit: number) =>
+  Effect.gen(function*() {
+    const sandbox = yield* sandboxOf(caller, sandboxId)
+    return { sandbox, processes: yield* ProcessesRepo.latestOf(sandbox.id, limit) }
   })
 
+/** A process's stored events after `afterSeq`, at most `limit`. */
+export const processEventsAfter = (processId: string, afterSeq: number, limit: number) => ProcessesRepo.eventsAfter(processId, afterSeq, limit)
+
+/** Whether the process has ended (or is gone): a followed event stream closes then. */
+export const processFinished = (processId: string) =>
+  Effect.map(ProcessesRepo.get(processId), (row) => row === undefined || TERMINAL_PROCESS_STATES.includes(row.state))
+
+/** The process in its terminal state once it ends, if that is within `ms`; woken as its events are stored. */
+export const processEndedWithin = (processId: string, ms: number) =>
+  Effect.gen(function*() {
+    const deadline = Date.now() + ms
+    for (;;) {
+      const row = yield* ProcessesRepo.get(processId)
+      if (row !== undefined && TERMINAL_PROCESS_STATES.includes(row.state)) return row
+      const left = deadline - Date.now()
+      if (left <= 0) return undefined
+      yield* nextSignal(processTopic(processId), Math.min(left, 1000))
+    }
+  })

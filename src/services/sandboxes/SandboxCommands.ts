@@ -1,9 +1,10 @@
 /**
  * The sandbox lifecycle as the API accepts it: create, pause, resume, extend, destroy. Each writes, in one
- * transaction, the sandbox row, its operation, a durable event and the job; the runner is woken after commit and
+ * transaction (its own, or the caller's), the sandbox row, its operation, a durable event and the job; the runner is woken after commit and
  * the provider work happens in the job (LifecycleJobs.ts, Provisioning.ts).
  */
 import { Effect } from "effect"
+import { inTransaction } from "../../db/Db.ts"
 import { BillingRepo } from "../../db/repos/Billing.ts"
 import { RecordingsRepo } from "../../db/repos/Recordings.ts"
 import { SandboxesRepo, type StoredRequest } from "../../db/repos/Sandboxes.ts"
@@ -42,7 +43,7 @@ export interface CreateSandboxInput {
 }
 
 export const createSandbox = (caller: Caller, input: CreateSandboxInput) =>
-  Effect.gen(function*() {
+  inTransaction(Effect.gen(function*() {
     const environment = unknownEnvironment(input.requested.source)
     if (environment !== undefined) return yield* environment
     yield* requireCredit(caller.organizationId)
@@ -53,12 +54,12 @@ export const createSandbox = (caller: Caller, input: CreateSandboxInput) =>
     yield* appendEvent({ type: "sandbox.requested", organizationId: caller.organizationId, projectId: caller.projectId, data: { sandbox_id: id, provider } })
     yield* lifecycleJob("sandbox.provision", { sandbox_id: id, operation_id: operationId })
     return yield* mutation(id, operationId)
-  })
+  }))
 
 const PAUSABLE = new Set(["ready", "pausing"])
 
 export const pauseSandbox = (caller: Caller, sandboxId: string) =>
-  Effect.gen(function*() {
+  inTransaction(Effect.gen(function*() {
     const sandbox = yield* sandboxOf(caller, sandboxId)
     if (sandbox.state === "paused") {
       const operationId = yield* insertOperation({ ...caller, type: "sandbox_pause", resourceId: sandboxId, state: "succeeded" })
@@ -77,10 +78,10 @@ export const pauseSandbox = (caller: Caller, sandboxId: string) =>
     const operationId = yield* insertOperation({ ...caller, type: "sandbox_pause", resourceId: sandboxId })
     yield* lifecycleJob("sandbox.pause", { sandbox_id: sandboxId, operation_id: operationId })
     return yield* mutation(sandboxId, operationId)
-  })
+  }))
 
 export const resumeSandbox = (caller: Caller, sandboxId: string) =>
-  Effect.gen(function*() {
+  inTransaction(Effect.gen(function*() {
     const sandbox = yield* sandboxOf(caller, sandboxId)
     if (sandbox.state === "ready") {
       const operationId = yield* insertOperation({ ...caller, type: "sandbox_resume", resourceId: sandboxId, state: "succeeded" })
@@ -94,14 +95,14 @@ export const resumeSandbox = (caller: Caller, sandboxId: string) =>
     const operationId = yield* insertOperation({ ...caller, type: "sandbox_resume", resourceId: sandboxId })
     yield* lifecycleJob("sandbox.resume", { sandbox_id: sandboxId, operation_id: operationId })
     return yield* mutation(sandboxId, operationId)
-  })
+  }))
 
 /**
  * Moves a ready sandbox's runtime deadline to now + `seconds` (shorter or longer than before); a provider with its
  * own lifetime timer (E2B) is told in a job, after commit. The sandbox is answered with its new `expires_at`.
  */
 export const extendSandbox = (caller: Caller, sandboxId: string, seconds: number) =>
-  Effect.gen(function*() {
+  inTransaction(Effect.gen(function*() {
     const sandbox = yield* sandboxOf(caller, sandboxId)
     if (sandbox.state !== "ready") {
       return yield* conflict("invalid_sandbox_state", `A ${sandbox.state} sandbox has no runtime deadline to move; it must be ready`, { state: sandbox.state })
@@ -115,10 +116,10 @@ export const extendSandbox = (caller: Caller, sandboxId: string, seconds: number
       sandboxId
     })
     return (yield* getSandboxRow(sandboxId))!
-  })
+  }))
 
 export const destroySandbox = (caller: Caller, sandboxId: string) =>
-  Effect.gen(function*() {
+  inTransaction(Effect.gen(function*() {
     const sandbox = yield* sandboxOf(caller, sandboxId)
     if (sandbox.state === "stopped") {
       const operationId = yield* insertOperation({ ...caller, type: "sandbox_destroy", resourceId: sandboxId, state: "succeeded" })
@@ -128,5 +129,5 @@ export const destroySandbox = (caller: Caller, sandboxId: string) =>
     const operationId = yield* insertOperation({ ...caller, type: "sandbox_destroy", resourceId: sandboxId })
     yield* lifecycleJob("sandbox.destroy", { sandbox_id: sandboxId, operation_id: operationId })
     return yield* mutation(sandboxId, operationId)
-  })
+  }))
 
