@@ -5,6 +5,12 @@
  */
 import { provideRepositories, repositories } from "../db/Database.ts"
 
+/** The database layer (connection, migrations, dialect, repositories) and SQLite's checkpointer, for the program's composition (http/Http.ts). */
+export { DatabaseLive } from "../db/Database.ts"
+export { CheckpointerLive } from "../db/Checkpointer.ts"
+/** Whether a failure is the database being busy (the error envelope answers it 503, retryable). */
+export { isDatabaseBusy } from "../db/Sql.ts"
+
 export type { Repositories as ServiceContext } from "../db/Database.ts"
 
 /** The captured context (only the repositories: a whole captured context would carry the layer's Scope too). */

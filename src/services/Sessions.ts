@@ -58,6 +58,9 @@ export const startSession = (how: SignIn) =>
     return { id: session.id, token: session.token, expiresAt: until, user: { id: user.id, email: user.email } } satisfies StartedSession
   }))
 
+/** Whether any user exists yet (the welcome says how to make the first one). */
+export const hasUsers = UsersRepo.any
+
 /** Signs a session out (revokes it); whether it was live. */
 export const endSession = (sessionId: string) => inTransaction(UsersRepo.revokeToken({ id: sessionId }, "session"))
 
