@@ -45,6 +45,8 @@ export interface RouteEntry {
   readonly handler: string
   /** Off the contract: why, in a few words. */
   readonly note?: string
+  /** A Bun route ahead of the contract's own route (same method and path), which it hands the request to or checks with first. */
+  readonly aheadOfContract?: true
 }
 
 /** What the off-contract routes of the API listener are built with. */
@@ -75,6 +77,7 @@ const fastRead = (path: FastReadPath): OffContract => ({
   paths: [path],
   handler: "FastReads.ts makeFastReads (other methods, and anything but the plain success: HttpApi)",
   note: "polled in tight loops; the full stack costs ~1 ms of CPU",
+  aheadOfContract: true,
   build: ({ api, fast }) => {
     const read = fast.routes[path]
     return Effect.succeed<BunRoute>(read === undefined ? api : (request, server) => (request.method === "GET" ? read(request, server) : api(request, server)))
@@ -124,6 +127,7 @@ const OFF_CONTRACT: ReadonlyArray<OffContract> = [
     paths: [RAW_CONTENT_PATH, PROJECT_RAW_CONTENT_PATH],
     handler: "RawWrites.ts rawWriteRoute (after the contract route's checks; other methods: HttpApi)",
     note: "the body streams to the provider (up to RAW_WRITE_MAX_BYTES, past the body-size guard, which it enforces itself)",
+    aheadOfContract: true,
     ownerServed: true,
     build: ({ api }) => Effect.map(Effect.runtime<RawWriteServices>(), (runtime) => rawWriteRoute(runtime, api) as BunRoute)
   },
@@ -132,6 +136,7 @@ const OFF_CONTRACT: ReadonlyArray<OffContract> = [
     paths: [ATTACH_PATH, PROJECT_ATTACH_PATH],
     handler: "Attach.ts attachRoute (after the contract route's checks; relayed to the sandbox's node)",
     note: "a WebSocket: only the route that received the connection can upgrade it",
+    aheadOfContract: true,
     build: ({ config, ownerOf }) =>
       Effect.map(Effect.runtime<ServiceContext | ProviderAccounts | LiveStreams>(), (runtime) => attachRoute(runtime, config, ownerOf) as BunRoute)
   },
