@@ -31,6 +31,7 @@ export const readySandboxOf = (caller: Caller, sandboxId: string) =>
     return sandbox
   })
 
+/** Whether the sandbox's capability snapshot says true at `path` (false when it has no snapshot yet). */
 export const capabilityOf = <K extends string>(sandbox: SandboxRow, path: ReadonlyArray<K>): boolean => {
   let node: unknown = sandbox.capabilities
   for (const key of path) node = node === null || typeof node !== "object" ? undefined : (node as Record<string, unknown>)[key]
