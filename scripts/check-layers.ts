@@ -19,6 +19,9 @@
  *   web        web/src/                domain, contract, providers (the dashboard: types and the catalogue, never code of the server)
  *   assets     web/dist/               — (the dashboard as built: only http serves it)
  *
+ * http reaches the database only through services: it may import `src/db/` for types alone (`import type`, or
+ * every name marked `type`), never a value (a repository, a transaction, a layer).
+ *
  * The SQL packages (`@effect/sql…`, `bun:sqlite`) are imported only in `src/db/`. No source file imports test
  * code (test files, test/, the provider test kits in providers/testing/) or a test runner, and no import cycle
  * exists among the files checked (every file under bin/, src/, providers/, client/src/ and web/src/ but tests).
@@ -71,16 +74,35 @@ export const layerOf = (file: string): Layer | undefined => {
   }
 }
 
-/** Files (relative to the root, `/`-separated) and the specifiers each imports. */
-export type ImportGraph = ReadonlyMap<string, ReadonlyArray<string>>
-
-const IMPORT = /(?:^|[\s;])(?:import|export)\s+(?:type\s+)?(?:[\w*{}\s,$]+?\s+from\s+)?["']([^"']+)["']|import\(\s*["']([^"']+)["']\s*\)/g
-
-/** The specifiers a source text imports or re-exports (type-only imports included: they are dependencies too). */
-export const importsOf = (text: string): Array<string> => {
-  const code = text.replace(/\/\*[\s\S]*?\*\//g, "").replace(/^\s*\/\/.*$/gm, "")
-  return [...code.matchAll(IMPORT)].map((m) => (m[1] ?? m[2])!)
+/** An import of types alone (`import type …`, or every name marked `type`): erased from the program. */
+export interface TypeImport {
+  readonly typeOnly: string
 }
+
+/** A specifier imported for its values (a plain string), or for types alone. */
+export type Import = string | TypeImport
+
+/** Files (relative to the root, `/`-separated) and what each imports. */
+export type ImportGraph = ReadonlyMap<string, ReadonlyArray<Import>>
+
+const IMPORT = /(?:^|[\s;])(?:import|export)\s+(type\s+)?(?:([\w*{}\s,$]+?)\s+from\s+)?["']([^"']+)["']|import\(\s*["']([^"']+)["']\s*\)/g
+
+/** `{ type A, type B as C }`: every name a type. */
+const onlyTypes = (clause: string | undefined) => {
+  const names = /^\{([^}]*)\}$/.exec(clause?.trim() ?? "")?.[1]?.split(",").map((n) => n.trim()).filter((n) => n !== "")
+  return names !== undefined && names.length > 0 && names.every((n) => n.startsWith("type "))
+}
+
+/** What a source text imports or re-exports (type-only imports included, marked: they are dependencies too). */
+export const importsOf = (text: string): Array<Import> => {
+  const code = text.replace(/\/\*[\s\S]*?\*\//g, "").replace(/^\s*\/\/.*$/gm, "")
+  return [...code.matchAll(IMPORT)].map((m) => {
+    const specifier = (m[3] ?? m[4])!
+    return m[1] !== undefined || onlyTypes(m[2]) ? { typeOnly: specifier } : specifier
+  })
+}
+
+const specifierOf = (i: Import) => (typeof i === "string" ? i : i.typeOnly)
 
 /** Test code: test files, the test suite, and the provider test kits (conformance suite, scripted HTTP client). */
 const isTestFile = (file: string) => file.endsWith(".test.ts") || file.startsWith("test/") || file.startsWith("providers/testing/")
@@ -96,7 +118,7 @@ const NOT_PART_OF_THE_PROGRAM: ReadonlySet<string> = new Set(["providers/cloudfl
 
 /** Reads every checked file under `root`. */
 export const readGraph = (root: string): ImportGraph => {
-  const graph = new Map<string, ReadonlyArray<string>>()
+  const graph = new Map<string, ReadonlyArray<Import>>()
   const walk = (dir: string) => {
     for (const entry of fs.readdirSync(path.join(root, dir), { withFileTypes: true })) {
       const rel = `${dir}/${entry.name}`
@@ -134,7 +156,8 @@ export const analyze = (graph: ImportGraph): Array<Violation> => {
     const layer = layerOf(file)
     if (layer === undefined) violations.push({ file, message: "is in no layer (see scripts/check-layers.ts)" })
     const targets: Array<string> = []
-    for (const specifier of specifiers) {
+    for (const imported of specifiers) {
+      const specifier = specifierOf(imported)
       const owner = PACKAGE_OWNERS.find((o) => o.test(specifier))
       if (owner !== undefined && layer !== owner.layer) {
         violations.push({ file, message: `imports ${specifier}: ${owner.what} belongs to the ${owner.layer} layer` })
@@ -154,6 +177,8 @@ export const analyze = (graph: ImportGraph): Array<Violation> => {
       if (layer === undefined || targetLayer === undefined || targetLayer === layer) continue
       if (!BELOW[layer].includes(targetLayer)) {
         violations.push({ file, message: `(${layer}) imports ${target} (${targetLayer}): ${layer} may import only ${[...BELOW[layer], layer].join(", ")}` })
+      } else if (layer === "http" && targetLayer === "db" && typeof imported === "string") {
+        violations.push({ file, message: `(http) imports ${target} (db) for a value: handlers call services; http imports src/db for types only` })
       }
     }
     edges.set(file, targets)

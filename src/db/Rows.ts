@@ -5,12 +5,10 @@
  * like any other failure of the database itself.
  */
 import type { SqlError } from "@effect/sql"
-import { Data, Effect, Either, ParseResult, Schema } from "effect"
+import { Effect, Either, ParseResult, Schema } from "effect"
+import { MalformedRow } from "../domain/MalformedRow.ts"
 
-export class MalformedRow extends Data.TaggedError("MalformedRow")<{
-  readonly table: string
-  readonly message: string
-}> {}
+export { MalformedRow }
 
 /** Texts up to this long are remembered per JSON column (the column's last `JSON_MEMO_ENTRIES` distinct ones). */
 const JSON_MEMO_CHARS = 4096

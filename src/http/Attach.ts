@@ -20,8 +20,8 @@ import { Context, Runtime, Schema } from "effect"
 import { isWebSocketUpgrade, openUpstream, relay } from "../providers/websocket.ts"
 import type { AppConfigShape } from "../Config.ts"
 import type { ProviderAccounts } from "../services/ProviderAccounts.ts"
-import type { ProcessesRepo } from "../db/repos/Processes.ts"
-import { SandboxesRepo } from "../db/repos/Sandboxes.ts"
+import type { ServiceContext } from "../services/ServiceContext.ts"
+import { getSandboxRow } from "../services/sandboxes/SandboxRows.ts"
 import { FORWARDED_HEADER, forward, forwardMark, nodeUnreachable, wasForwarded } from "../services/Forwarding.ts"
 import { END_REASONS, type LiveStreamsShape, LiveStreams, StreamHolder } from "../services/LiveStreams.ts"
 import { openAttach } from "../services/sandboxes/Terminals.ts"
@@ -62,7 +62,7 @@ const holdFor = (streams: LiveStreamsShape, holder: StreamHolder, end: (frame: s
   return held.close
 }
 
-type Services = ProcessesRepo | SandboxesRepo | ProviderAccounts | LiveStreams
+type Services = ServiceContext | ProviderAccounts | LiveStreams
 type Path = typeof ATTACH_PATH | typeof PROJECT_ATTACH_PATH
 type Route = (request: Bun.BunRequest<Path>, server: Bun.Server<unknown>) => Promise<Response | undefined>
 /** The API base URL of the live node a sandbox lives on, when that is another node (services/Forwarding.ts). */
@@ -87,7 +87,7 @@ export const attachRoute = (runtime: Runtime.Runtime<Services>, config: AppConfi
     const owner = wasForwarded(config, request) ? undefined : await ownerOf(request.params.sandbox_id)
     if (owner !== undefined) return relayToOwner(config, request, server, owner, new Request(request.url, { method: "GET", headers: plain }), requestId, (end) => holdFor(streams, holder, end))
     const after = Number(new URL(request.url).searchParams.get("after") ?? "0")
-    const sandbox = await run(SandboxesRepo.get(request.params.sandbox_id))
+    const sandbox = await run(getSandboxRow(request.params.sandbox_id))
     if (sandbox === undefined) return server.fetch(request) // gone since the check: the API says so
     const accepted = acceptWebSocket(server, request, { "x-request-id": requestId })
     if (accepted === undefined) return server.fetch(request)

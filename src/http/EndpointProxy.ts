@@ -25,12 +25,11 @@ import type { ErrorCode } from "../domain/ErrorCodes.ts"
 import { HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Cause, Context, Effect, FiberRef, Layer } from "effect"
 import { isWebSocketUpgrade, openUpstream, type Relay, relay as relayWebSocket } from "../providers/websocket.ts"
-import { AppConfig, type AppConfigShape, nodeIdOf } from "../Config.ts"
-import { NodesRepo } from "../db/repos/Nodes.ts"
-import { nowIso } from "../domain/Time.ts"
+import { AppConfig, type AppConfigShape } from "../Config.ts"
 import { FORWARDED_HEADER, forwardMark, isForwardMark, NODE_UNREACHABLE_MESSAGE, ownerUrl } from "../services/Forwarding.ts"
-import { type Repositories, repositories } from "../db/Database.ts"
-import { EndpointsRepo } from "../db/repos/Endpoints.ts"
+import { recordEndpointUrl } from "../services/Nodes.ts"
+import { type ServiceContext, serviceContext } from "../services/ServiceContext.ts"
+import { endpointAccess } from "../services/sandboxes/Endpoints.ts"
 import { type EndpointAddressing, parseEndpointLabel, parseEndpointPath } from "../domain/EndpointAddress.ts"
 import { CurrentRequestId } from "../domain/Errors.ts"
 import { sha256Hex, timingSafeEqualHex } from "../domain/Tokens.ts"
@@ -161,7 +160,7 @@ const resolve = (
     const url = new URL(request.url, "http://endpoint")
     const located = locate(addressing, request.headers, url)
     if (located === undefined) return refused(404, "not_found", "Endpoint not found")
-    const row = yield* EndpointsRepo.access(located.endpointId)
+    const row = yield* endpointAccess(located.endpointId)
     if (row === undefined || !timingSafeEqualHex(sha256Hex(located.token), row.token_hash)) return refused(404, "not_found", "Endpoint not found")
     if (row.state === "provisioning") return refused(503, "endpoint_provisioning", "The endpoint is still being provisioned")
     const cut = refusal(row)
@@ -266,7 +265,7 @@ const TOUCH_EVERY_MS = 1_000
  * A WebSocket upgrade through an endpoint: the same checks as a request (a refusal is the same envelope), then
  * the upstream WebSocket, then the client's, relayed until either closes or the exchange is cut.
  */
-const upgradeRoute = (addressing: EndpointAddressing, config: AppConfigShape, run: <A>(effect: Effect.Effect<A, never, Repositories | EndpointConnections>) => Promise<A>) =>
+const upgradeRoute = (addressing: EndpointAddressing, config: AppConfigShape, run: <A>(effect: Effect.Effect<A, never, ServiceContext | EndpointConnections>) => Promise<A>) =>
   async (request: Request, server: Bun.Server<EndpointSocketData>): Promise<Response | undefined> => {
     const requestId = newRequestId()
     const answer = (status: number, code: ErrorCode, message: string) =>
@@ -343,10 +342,10 @@ export const EndpointServerLive = Layer.scoped(
   EndpointOrigin,
   Effect.gen(function*() {
     const config = yield* AppConfig
-    const context = yield* repositories
+    const context = yield* serviceContext
     const connections = yield* EndpointConnections
     const base = config.endpoints.base
-    const run = <A>(effect: Effect.Effect<A, never, Repositories | EndpointConnections>) =>
+    const run = <A>(effect: Effect.Effect<A, never, ServiceContext | EndpointConnections>) =>
       Effect.runPromise(effect.pipe(Effect.provide(context), Effect.provideService(EndpointConnections, connections)))
     // Known once the server listens (path addressing names its own origin); requests are handled after that.
     let handle: (request: Request, server: Bun.Server<EndpointSocketData>) => Promise<Response | undefined> = async () => new Response(null, { status: 503 })
@@ -390,7 +389,7 @@ export const EndpointServerLive = Layer.scoped(
         u.port = String(server.port)
         return u.origin
       })()
-    yield* Effect.flatMap(nowIso, (now) => NodesRepo.setEndpointUrl(nodeIdOf(config), own, now)).pipe(Effect.provide(context))
+    yield* recordEndpointUrl(config, own).pipe(Effect.provide(context))
     // Always printed, like the API's address: operators and the test harness read it.
     console.log(`Serving endpoints on http://${server.hostname}:${server.port}${base === undefined ? "" : ` for *.${base.baseHost}`}`)
     return { addressing }

@@ -15,7 +15,7 @@ import {
   Unprocessable,
   UnsupportedMediaType
 } from "../domain/Errors.ts"
-import { isDatabaseBusy } from "../db/Sql.ts"
+import { isDatabaseBusy } from "../services/ServiceContext.ts"
 import { issuesSummary, readableIssues } from "../domain/Issues.ts"
 import { Api } from "./Api.ts"
 import { jsonNestingExceeds, MAX_JSON_DEPTH } from "./BodyLimits.ts"

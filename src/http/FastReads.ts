@@ -10,22 +10,30 @@
  * and side effect: a missing or malformed credential or project header, an unknown, revoked or expired key, a key
  * whose `last_used_at` is due to be refreshed, a row of another project (or another key's operation), no row at
  * all, a query string, a malformed `x-request-id`, any method but GET. The bodies are built by the same
- * `*ToWire` functions the handlers use, from rows read by the db layer's queries (src/db/FastReadQueries.ts), and
+ * `*ToWire` functions the handlers use, from rows read by the db layer's queries (src/db/FastReadQueries.ts, through services/PolledReads.ts), and
  * `test/http/fast-reads.test.ts` checks on both engines that they equal the full stack's. A read that throws or
  * rejects (a row that does not decode, a lost connection) is handed over too: the full stack answers it.
  */
 import { Effect, FiberRef, FiberRefs, LogLevel, Runtime } from "effect"
-import { type FastReadQueries, type MaybePromise, openFastReadQueries } from "../db/FastReadQueries.ts"
-import type { ApiKeyCredentialRow } from "../db/repos/Projects.ts"
 import { API_KEY_PREFIX, sha256Hex } from "../domain/Tokens.ts"
-import { lastUsedIsStale } from "../services/Credentials.ts"
+import { type ApiKeyCredentialRow, keyAccepted, type MaybePromise, openPolledReads, type PolledReads } from "../services/PolledReads.ts"
 import { WELL_FORMED_REQUEST_ID } from "./RequestId.ts"
 import { operationToWire, processToWire, runtimeOperationToWire, sandboxToWire } from "./wire/Sandboxes.ts"
 
 type Route = (request: Bun.BunRequest, server: Bun.Server<unknown>) => Response | Promise<Response>
 
+/** The polled reads' routes (Bun's patterns), each the path of its contract route. */
+export const FAST_READ_PATHS = [
+  "/v1/sandboxes/:sandbox_id",
+  "/v1/sandboxes/:sandbox_id/processes/:process_id",
+  "/v1/sandboxes/:sandbox_id/runtime-operations/:runtime_operation_id",
+  "/v1/operations/:operation_id"
+] as const
+
+export type FastReadPath = (typeof FAST_READ_PATHS)[number]
+
 export interface FastReads {
-  readonly routes: Record<string, Route>
+  readonly routes: Readonly<Record<string, Route>>
 }
 
 const BEARER = /^bearer\s+(\S+)\s*$/i
@@ -37,7 +45,7 @@ const then = <A, B>(value: MaybePromise<A>, f: (a: A) => MaybePromise<B>): Maybe
 const all = <T extends ReadonlyArray<unknown>>(values: T): MaybePromise<{ -readonly [K in keyof T]: Awaited<T[K]> }> =>
   (values.some((v) => v instanceof Promise) ? Promise.all(values) : values) as MaybePromise<{ -readonly [K in keyof T]: Awaited<T[K]> }>
 
-export const makeFastReads = (options: { readonly queries: FastReadQueries; readonly runtime: Runtime.Runtime<never> }): FastReads => {
+export const makeFastReads = (options: { readonly queries: PolledReads; readonly runtime: Runtime.Runtime<never> }): FastReads => {
   const db = options.queries
   // The access log of the full stack (HttpMiddleware.logger), written only when LOG_LEVEL lets info through.
   const logs = LogLevel.lessThanEqual(FiberRefs.getOrDefault(options.runtime.fiberRefs, FiberRef.currentMinimumLogLevel), LogLevel.Info)
@@ -53,14 +61,6 @@ export const makeFastReads = (options: { readonly queries: FastReadQueries; read
     const incoming = request.headers.get("x-request-id")
     if (incoming !== null && !WELL_FORMED_REQUEST_ID.test(incoming)) return undefined
     return { keyHash: sha256Hex(token), project, requestId: incoming ?? `req_${crypto.randomUUID().replaceAll("-", "")}` }
-  }
-
-  /** As Credentials.resolveApiKey decides; a key whose use is due to be recorded goes to the full stack. */
-  const keyAccepted = (key: ApiKeyCredentialRow | undefined, project: string): key is ApiKeyCredentialRow => {
-    if (key === undefined) return false
-    const now = new Date().toISOString()
-    if ((key.expires_at !== null && key.expires_at <= now) || lastUsedIsStale(key.last_used_at, now)) return false
-    return key.project_id === project
   }
 
   const answer = (request: Request, requestId: string, body: unknown): Response => {
@@ -129,6 +129,6 @@ const fallThrough = (server: Bun.Server<unknown>, request: Request): Response | 
 /** FastReads over the configured engine's fast-read queries, closed with the scope (with the server). */
 export const FastReadsScoped = (config: { readonly dataDir: string; readonly databaseUrl?: string | undefined }) =>
   Effect.gen(function*() {
-    const queries = yield* openFastReadQueries(config)
+    const queries = yield* openPolledReads(config)
     return makeFastReads({ queries, runtime: yield* Effect.runtime<never>() })
   })

@@ -10,7 +10,7 @@
 import { Effect, Runtime, Schema } from "effect"
 import { CurrentRequestId, isRetryableStatus } from "../domain/Errors.ts"
 import { RawWritten } from "../domain/Runtime.ts"
-import type { Caller } from "../services/sandboxes/Commands.ts"
+import type { Caller } from "../services/sandboxes/SandboxAccess.ts"
 import { type RawWriteServices, writeRawStream } from "../services/sandboxes/RawFiles.ts"
 import { guardedRoute } from "./GuardedRoute.ts"
 

@@ -6,7 +6,7 @@
 import { HttpServer } from "@effect/platform"
 import { Effect } from "effect"
 import { AppConfig, type AppConfigShape, displayDatabaseUrl } from "../Config.ts"
-import { UsersRepo } from "../db/repos/Users.ts"
+import { hasUsers as anyUser } from "../services/Sessions.ts"
 import type { EndpointAddressing } from "../domain/EndpointAddress.ts"
 import { shellWord } from "../domain/Shell.ts"
 import { GATEWAY_VERSION } from "../domain/Version.ts"
@@ -59,7 +59,7 @@ export const announce = (operatorCommand: string) =>
     const address = (yield* HttpServer.HttpServer).address
     const listening = address._tag === "TcpAddress" ? `http://${address.hostname}:${address.port}` : address.path
     const config = yield* AppConfig
-    const hasUsers = yield* UsersRepo.any
+    const hasUsers = yield* anyUser
     // One write: whoever reads "Listening on" has the rest too.
     console.log(`Listening on ${listening}\n${welcomeText({
       apiOrigin: config.publicUrlSet ? config.publicUrl : listening,

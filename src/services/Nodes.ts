@@ -7,7 +7,7 @@
  * no node, so any replica keeps serving them. On SQLite (one node) nothing is pinned and no node is ever lost.
  */
 import { Effect, Layer, Schedule } from "effect"
-import { AppConfig, nodeIdOf } from "../Config.ts"
+import { AppConfig, type AppConfigShape, nodeIdOf } from "../Config.ts"
 import { provideRepositories } from "../db/Database.ts"
 import { inTransaction } from "../db/Db.ts"
 import { Dialect } from "../db/Dialect.ts"
@@ -51,6 +51,12 @@ const handleLoss = (nodeId: string) =>
     const jobs = yield* JobsRepo.failOfNode(nodeId, now)
     yield* Effect.logWarning("a gateway node was lost; its local sandboxes are failed", { node_id: nodeId, jobs })
   })
+
+/** Where the other replicas forward this node's API requests: recorded once the API listens. */
+export const recordApiUrl = (config: AppConfigShape, url: string) => Effect.flatMap(nowIso, (now) => NodesRepo.setUrl(nodeIdOf(config), url, now))
+
+/** Where the other replicas forward this node's endpoint traffic: recorded once the endpoint listener listens. */
+export const recordEndpointUrl = (config: AppConfigShape, url: string) => Effect.flatMap(nowIso, (now) => NodesRepo.setEndpointUrl(nodeIdOf(config), url, now))
 
 export const NodesLive = Layer.scopedDiscard(
   Effect.gen(function*() {

@@ -1,11 +1,63 @@
-/** Creating and deleting organizations: each one unit, run in one transaction by the caller or here. */
+/**
+ * Organizations: listed and read by their members (a pending invitation of the caller's email is accepted first),
+ * created by any user, renamed by managers, deleted by owners; creating and deleting are each one unit, run in one
+ * transaction by the caller or here.
+ */
 import { Effect } from "effect"
 import { inTransaction } from "../db/Db.ts"
 import { BillingRepo } from "../db/repos/Billing.ts"
 import { OrganizationsRepo } from "../db/repos/Organizations.ts"
 import { SandboxesRepo } from "../db/repos/Sandboxes.ts"
+import type { UpdateOrganization } from "../domain/Accounts.ts"
 import { apiError, conflict, notFound, Unprocessable } from "../domain/Errors.ts"
+import { CurrentUser, MANAGERS } from "../domain/Principals.ts"
+import { requireOrgRole } from "./Access.ts"
 import { appendEvent } from "./Events.ts"
+import { grantWelcomeCredit } from "./Ledger.ts"
+import { accessChanged } from "./LiveStreams.ts"
+
+/** The caller's organizations (invitations to their email accepted first). */
+export const listOrganizations = Effect.gen(function*() {
+  const user = yield* CurrentUser
+  yield* OrganizationsRepo.acceptInvitationsFor(user.userId, user.email)
+  return yield* OrganizationsRepo.ofUser(user.userId)
+})
+
+export const getOrganization = (organizationId: string) =>
+  Effect.gen(function*() {
+    const user = yield* CurrentUser
+    yield* OrganizationsRepo.acceptInvitationsFor(user.userId, user.email)
+    yield* requireOrgRole(organizationId)
+    return (yield* OrganizationsRepo.get(organizationId))!
+  })
+
+/**
+ * A user's new organization (the caller runs it inside the idempotency reservation): its owner, billing account
+ * and event, and the welcome credit if it is the first organization the user creates (once per user).
+ */
+export const newOrganization = (input: { readonly name: string; readonly slug: string }) =>
+  Effect.gen(function*() {
+    const user = yield* CurrentUser
+    const row = yield* createOrganization({ name: input.name.trim(), slug: input.slug, ownerId: user.userId })
+    yield* grantWelcomeCredit(user.userId, row.id)
+    yield* appendEvent({ type: "organization.created", organizationId: row.id, data: { organization_id: row.id, name: row.name } })
+    return row
+  })
+
+export const updateOrganization = (organizationId: string, input: typeof UpdateOrganization.Type) =>
+  inTransaction(Effect.gen(function*() {
+    yield* requireOrgRole(organizationId, MANAGERS)
+    const row = yield* OrganizationsRepo.update(organizationId, { name: input.name.trim(), slug: input.slug })
+    yield* appendEvent({ type: "organization.updated", organizationId: row.id, data: { organization_id: row.id, name: row.name, slug: row.slug } })
+    return row
+  }))
+
+/** An owner's delete (deleteOrganization); its projects' streams end too. */
+export const deleteOwnedOrganization = (organizationId: string, confirm: Parameters<typeof deleteOrganization>[1]) =>
+  Effect.gen(function*() {
+    yield* requireOrgRole(organizationId, ["owner"])
+    return yield* deleteOrganization(organizationId, confirm)
+  }).pipe(Effect.tap(() => accessChanged))
 
 /** An organization with its creator as owner and its billing account; 409 when the slug is taken. */
 export const createOrganization = (input: { readonly name: string; readonly slug: string; readonly ownerId: string }) =>

@@ -8,6 +8,7 @@
  * Signing out revokes the session.
  */
 import { Effect } from "effect"
+import { inTransaction } from "../db/Db.ts"
 import { UsersRepo } from "../db/repos/Users.ts"
 import { unauthenticated } from "../domain/Errors.ts"
 import { isoAfter, nowIso } from "../domain/Time.ts"
@@ -38,9 +39,9 @@ export const issueLoginLink = (userId: string) =>
 
 const earlier = (a: string, b: string | null) => (b !== null && b < a ? b : a)
 
-/** Starts a session for whoever the token or the link's code names; 401 when it names no one (now). */
+/** Starts a session for whoever the token or the link's code names, in one transaction; 401 when it names no one (now). */
 export const startSession = (how: SignIn) =>
-  Effect.gen(function*() {
+  inTransaction(Effect.gen(function*() {
     const now = yield* nowIso
     const until = isoAfter(now, SESSION_SECONDS)
     if ("user_token" in how) {
@@ -55,7 +56,14 @@ export const startSession = (how: SignIn) =>
     if (user === undefined) return yield* unauthenticated("This sign-in link is unknown, was used already or expired: ask for a new one")
     const session = yield* UsersRepo.issueToken(user.id, "dashboard", until, "session")
     return { id: session.id, token: session.token, expiresAt: until, user: { id: user.id, email: user.email } } satisfies StartedSession
-  })
+  }))
+
+/** Whether any user exists yet (the welcome says how to make the first one). */
+export const hasUsers = UsersRepo.any
 
 /** Signs a session out (revokes it); whether it was live. */
-export const endSession = (sessionId: string) => UsersRepo.revokeToken({ id: sessionId }, "session")
+export const endSession = (sessionId: string) => inTransaction(UsersRepo.revokeToken({ id: sessionId }, "session"))
+
+/** When the session its cookie carries ends (null: no live session by that token). */
+export const sessionExpiry = (cookieToken: string) =>
+  Effect.map(UsersRepo.liveTokenByHash(sha256Hex(cookieToken), "session"), (row) => row?.expires_at ?? null)

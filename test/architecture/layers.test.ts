@@ -4,7 +4,7 @@
  */
 import * as path from "node:path"
 import { describe, expect, it } from "vitest"
-import { analyze, cyclesOf, readGraph } from "../../scripts/check-layers.ts"
+import { analyze, cyclesOf, importsOf, readGraph } from "../../scripts/check-layers.ts"
 
 const ROOT = path.resolve(import.meta.dirname, "../..")
 
@@ -53,6 +53,44 @@ describe("layers", () => {
     expect(messages).toContain("providers/e2b/adapter/index.ts imports the test runner vitest")
     expect(messages).toContain("src/elsewhere/X.ts is in no layer (see scripts/check-layers.ts)")
     expect(messages.filter((m) => m.startsWith("src/db/R.ts"))).toEqual([])
+  })
+
+  it("lets http import src/db for types only: a repository, a transaction or a layer is a service's to use", () => {
+    const graph = new Map([
+      ["src/http/handlers/H.ts", ["../../db/repos/R.ts", { typeOnly: "../../db/repos/T.ts" }, "../../services/S.ts"]],
+      ["src/http/W.ts", [{ typeOnly: "../db/repos/T.ts" }]],
+      ["src/services/S.ts", ["../db/repos/R.ts"]],
+      ["src/cli/C.ts", ["../db/repos/R.ts"]],
+      ["src/db/repos/R.ts", []],
+      ["src/db/repos/T.ts", []]
+    ])
+    const messages = analyze(graph).map((v) => `${v.file} ${v.message}`)
+    expect(messages).toEqual([
+      "src/http/handlers/H.ts (http) imports src/db/repos/R.ts (db) for a value: handlers call services; http imports src/db for types only"
+    ])
+  })
+
+  it("tells type-only imports from value imports", () => {
+    const text = [
+      `import type { A } from "./a.ts"`,
+      `import { type B, type C as D } from "./b.ts"`,
+      `import { type E, F } from "./e.ts"`,
+      `import G from "./g.ts"`,
+      `export type { H } from "./h.ts"`,
+      `export { I } from "./i.ts"`,
+      `import "./side-effect.ts"`,
+      `const lazy = import("./lazy.ts")`
+    ].join("\n")
+    expect(importsOf(text)).toEqual([
+      { typeOnly: "./a.ts" },
+      { typeOnly: "./b.ts" },
+      "./e.ts",
+      "./g.ts",
+      { typeOnly: "./h.ts" },
+      "./i.ts",
+      "./side-effect.ts",
+      "./lazy.ts"
+    ])
   })
 
   it("finds every cycle, self-imports included, and nothing in an acyclic graph", () => {

@@ -187,7 +187,7 @@ const expectRawEnvelope = (answer: Awaited<ReturnType<typeof rawRequest>>, statu
 }
 
 describe("a request without a usable Host", () => {
-  // One path per route of the API listener's table (src/http/Http.ts): the API, FastReads, MCP, raw writes,
+  // One path per route of the API listener's table (src/http/Routes.ts): the API, FastReads, MCP, raw writes,
   // attach, metrics.
   const apiPaths = () => [
     "/ready",

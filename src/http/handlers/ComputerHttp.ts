@@ -5,14 +5,13 @@
  */
 import { HttpApiBuilder, HttpApp, HttpServerResponse } from "@effect/platform"
 import { Effect } from "effect"
-import { RecordingsRepo } from "../../db/repos/Recordings.ts"
-import { SandboxesRepo } from "../../db/repos/Sandboxes.ts"
 import { Recording } from "../../domain/Computer.ts"
 import { apiError, RangeNotSatisfiable } from "../../domain/Errors.ts"
 import { RuntimeOperation } from "../../domain/Runtime.ts"
-import { sandboxOf } from "../../services/sandboxes/Commands.ts"
-import { computerJobKey, type ComputerOperationInput, recordingContent, recordingJobKey, recordingOf, startComputerOperation, startRecording, stopRecording } from "../../services/sandboxes/Computer.ts"
+import { computerJobKey, type ComputerOperationInput, recordingContent, recordingJobKey, recordingOf, recordingPage, startComputerOperation, startRecording, stopRecording } from "../../services/sandboxes/Computer.ts"
 import type { RuntimeOperationRow } from "../../services/sandboxes/RuntimeOperations.ts"
+import { sandboxOf } from "../../services/sandboxes/SandboxAccess.ts"
+import { sandboxCapabilities } from "../../services/sandboxes/SandboxRows.ts"
 import { Api } from "../Api.ts"
 import { decodeCursor, page } from "../Pagination.ts"
 import { recordingToWire } from "../wire/Computer.ts"
@@ -21,8 +20,8 @@ import { accepted, keyCaller, ListPosition, planeContext } from "./PlaneSupport.
 
 export const ComputerLive = HttpApiBuilder.group(Api, "computer", (handlers) =>
   Effect.gen(function*() {
-    const { idempotency, runner, provide, tx } = yield* planeContext
-    const wire = (row: RuntimeOperationRow) => Effect.map(SandboxesRepo.capabilities(row.sandbox_id), (caps) => runtimeOperationToWire(row, caps))
+    const { idempotency, runner, provide } = yield* planeContext
+    const wire = (row: RuntimeOperationRow) => Effect.map(sandboxCapabilities(row.sandbox_id), (caps) => runtimeOperationToWire(row, caps))
     const operation = (sandboxId: string, input: ComputerOperationInput, key: string | undefined) =>
       Effect.gen(function*() {
         const caller = yield* keyCaller
@@ -37,7 +36,7 @@ export const ComputerLive = HttpApiBuilder.group(Api, "computer", (handlers) =>
             schema: RuntimeOperation,
             run
           })
-          : yield* tx(run)
+          : yield* run
         yield* runner.runNow(computerJobKey(input.kind, op.id))
         return yield* accepted(RuntimeOperation, op, `/v1/sandboxes/${sandboxId}/runtime-operations/${op.id}`)
       })
@@ -56,7 +55,7 @@ export const ComputerLive = HttpApiBuilder.group(Api, "computer", (handlers) =>
           yield* sandboxOf(caller, path.sandbox_id)
           const scope = `recordings:${path.sandbox_id}`
           const position = urlParams.cursor === undefined ? undefined : yield* decodeCursor(scope, urlParams.cursor, ListPosition)
-          const rows = yield* RecordingsRepo.page(path.sandbox_id, position, urlParams.limit + 1)
+          const rows = yield* recordingPage(path.sandbox_id, position, urlParams.limit + 1)
           const { items, next } = page(rows, urlParams.limit, scope, (last) => [last.created_at, last.id])
           return { recordings: items.map(recordingToWire), next_cursor: next }
         }).pipe(provide))

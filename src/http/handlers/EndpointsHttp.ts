@@ -1,12 +1,12 @@
 /** `/v1/sandboxes/{id}/endpoints`: create (idempotent), list, revoke; URLs are served by the endpoint listener. */
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect } from "effect"
-import { EndpointsRepo } from "../../db/repos/Endpoints.ts"
 import { type CreateEndpoint, Endpoint } from "../../domain/Runtime.ts"
-import { createEndpoint, revokeEndpoint, sandboxOf } from "../../services/sandboxes/Commands.ts"
+import { createEndpoint, endpointPage, revokeEndpoint } from "../../services/sandboxes/EndpointCommands.ts"
+import { sandboxOf } from "../../services/sandboxes/SandboxAccess.ts"
+import { sandboxCapabilities } from "../../services/sandboxes/SandboxRows.ts"
 import { EndpointConnections } from "../../services/sandboxes/EndpointConnections.ts"
 import type { EndpointRow } from "../../services/sandboxes/Endpoints.ts"
-import { SandboxesRepo } from "../../db/repos/Sandboxes.ts"
 import { Api } from "../Api.ts"
 import { EndpointOrigin } from "../EndpointProxy.ts"
 import type { IdempotencyHeaders } from "../groups/Common.ts"
@@ -18,10 +18,10 @@ type Path = { readonly sandbox_id: string }
 
 /** The endpoint routes' handlers for a caller: a project key's, or a member's on the project path (ProjectRuntimeHttp.ts). */
 export const endpointHandlers = Effect.gen(function*() {
-  const { idempotency, runner, provide, tx } = yield* planeContext
+  const { idempotency, runner, provide } = yield* planeContext
   const { addressing } = yield* EndpointOrigin
   const connections = yield* EndpointConnections
-  const wire = (row: EndpointRow) => Effect.map(SandboxesRepo.capabilities(row.sandbox_id), (caps) => endpointToWire(row, caps))
+  const wire = (row: EndpointRow) => Effect.map(sandboxCapabilities(row.sandbox_id), (caps) => endpointToWire(row, caps))
   return {
     create: (caller: PlaneCaller, { headers, path, payload }: { readonly headers: typeof IdempotencyHeaders.Type; readonly path: Path; readonly payload: typeof CreateEndpoint.Type }) =>
       Effect.gen(function*() {
@@ -42,13 +42,13 @@ export const endpointHandlers = Effect.gen(function*() {
         const sandbox = yield* sandboxOf(caller, path.sandbox_id)
         const scope = `endpoints:${path.sandbox_id}`
         const position = urlParams.cursor === undefined ? undefined : yield* decodeCursor(scope, urlParams.cursor, ListPosition)
-        const rows = yield* EndpointsRepo.page(path.sandbox_id, position, urlParams.limit + 1)
+        const rows = yield* endpointPage(path.sandbox_id, position, urlParams.limit + 1)
         const { items, next } = page(rows, urlParams.limit, scope, (last) => [last.created_at, last.id])
         return { endpoints: items.map((r) => endpointToWire(r, capabilitiesOf(sandbox))), next_cursor: next }
       }).pipe(provide),
     revoke: (caller: PlaneCaller, { path }: { readonly path: Path & { readonly endpoint_id: string } }) =>
       Effect.gen(function*() {
-        const row = yield* tx(revokeEndpoint(caller, path.sandbox_id, path.endpoint_id))
+        const row = yield* revokeEndpoint(caller, path.sandbox_id, path.endpoint_id)
         // Open exchanges through it are cut now (the watchdog would within a quarter second anyway).
         yield* connections.recheck
         yield* runner.wake

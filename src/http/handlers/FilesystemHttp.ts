@@ -19,9 +19,9 @@ import {
 } from "../../domain/Runtime.ts"
 import { checkRawWrite, readRaw, writeRaw } from "../../services/sandboxes/RawFiles.ts"
 import { RawWriteGoAhead, rawWriteCheck } from "../RawWrites.ts"
-import { runtimeOperationOf, type RuntimeOperationInput, startRuntimeOperation } from "../../services/sandboxes/Commands.ts"
+import { runtimeOperationOf, type RuntimeOperationInput, startRuntimeOperation } from "../../services/sandboxes/FileCommands.ts"
 import { runtimeOperationJobKey, type RuntimeOperationRow } from "../../services/sandboxes/RuntimeOperations.ts"
-import { SandboxesRepo } from "../../db/repos/Sandboxes.ts"
+import { sandboxCapabilities } from "../../services/sandboxes/SandboxRows.ts"
 import { Api } from "../Api.ts"
 import { answerWithin } from "../Sse.ts"
 import { runtimeOperationToWire } from "../wire/Sandboxes.ts"
@@ -32,8 +32,8 @@ type Path = { readonly sandbox_id: string }
 
 /** The file routes' handlers for a caller: a project key's, or a member's on the project path (ProjectRuntimeHttp.ts). */
 export const filesystemHandlers = Effect.gen(function*() {
-  const { idempotency, runner, provide, tx } = yield* planeContext
-  const wire = (row: RuntimeOperationRow) => Effect.map(SandboxesRepo.capabilities(row.sandbox_id), (caps) => runtimeOperationToWire(row, caps))
+  const { idempotency, runner, provide } = yield* planeContext
+  const wire = (row: RuntimeOperationRow) => Effect.map(sandboxCapabilities(row.sandbox_id), (caps) => runtimeOperationToWire(row, caps))
   const respond = (caller: PlaneCaller, sandboxId: string, op: Schema.Schema.Type<typeof RuntimeOperation>) =>
     Effect.zipRight(runner.runNow(runtimeOperationJobKey(op.kind, op.id)), accepted(RuntimeOperation, op, `${caller.base}/sandboxes/${sandboxId}/runtime-operations/${op.id}`))
   /** Writes and deletes take an optional Idempotency-Key; reads and lists are safe to repeat. */
@@ -50,7 +50,7 @@ export const filesystemHandlers = Effect.gen(function*() {
           schema: RuntimeOperation,
           run
         })
-        : yield* tx(run)
+        : yield* run
       return yield* respond(caller, sandboxId, op)
     }).pipe(provide)
   type Keyed = { readonly headers: typeof IdempotencyHeaders.Type; readonly path: Path }

@@ -7,9 +7,8 @@ import { HttpApiBuilder } from "@effect/platform"
 import { Effect } from "effect"
 import { CurrentProjectKey } from "../../domain/Principals.ts"
 import { keyHolder, LiveStreams } from "../../services/LiveStreams.ts"
-import { OperationsRepo } from "../../db/repos/Operations.ts"
 import { notFound } from "../../domain/Errors.ts"
-import { TERMINAL_OPERATION_STATES, visibleOperation } from "../../services/sandboxes/Operations.ts"
+import { operationEventsAfter, operationFinished, visibleOperation } from "../../services/sandboxes/Operations.ts"
 import { nextSignal, operationTopic } from "../../services/Signals.ts"
 import { Api } from "../Api.ts"
 import { allowedFor, type AllowedFor, followResponse, followStream, operationEventFrame, sseBody, sseResponse } from "../Sse.ts"
@@ -25,9 +24,9 @@ type Provide = Effect.Effect.Success<typeof planeContext>["provide"]
 export const operationEvents = (operationId: string, lastEventId: string | undefined, follow: boolean | undefined, provide: Provide, allowed: AllowedFor) =>
   Effect.gen(function*() {
     const after = Number(lastEventId ?? "0")
-    const read = (from: number) => Effect.map(OperationsRepo.eventsAfter(operationId, from), (rows) => rows.map(operationEventFrame(operationId)))
+    const read = (from: number) => Effect.map(operationEventsAfter(operationId, from), (rows) => rows.map(operationEventFrame(operationId)))
     if (follow === true) {
-      const finished = Effect.map(OperationsRepo.get(operationId), (row) => row === undefined || TERMINAL_OPERATION_STATES.has(row.state))
+      const finished = operationFinished(operationId)
       return followResponse(allowed(followStream({ after, read: (from) => provide(read(from)), finished: provide(finished), signal: (ms) => nextSignal(operationTopic(operationId), ms) })))
     }
     return sseResponse(sseBody(yield* provide(read(after))))

@@ -1,8 +1,8 @@
 /**
  * What the sandbox-plane handler groups share: the caller (a project key's, or a member's on the project path),
  * the 202 answer with a Location, list positions, and their context (repositories, idempotency, the runner).
- * Mutations write rows + job in one transaction (through IdempotencyStore where the route takes a key), wake the
- * runner after commit, and answer 202 with the record to poll.
+ * Mutations write rows + job in one transaction (the command's, joined by IdempotencyStore's where the route
+ * takes a key), wake the runner after commit, and answer 202 with the record to poll.
  *
  * Each runtime group (processes, files, endpoints) is served twice by the same handlers: on `/v1/sandboxes/…` with
  * a project key, and on `/v1/projects/{project_id}/sandboxes/…` with a user's credential (the dashboard's session
@@ -10,14 +10,13 @@
  */
 import { HttpServerResponse } from "@effect/platform"
 import { Effect, Schema } from "effect"
-import { repositories } from "../../db/Database.ts"
-import { Db } from "../../db/Db.ts"
 import { CurrentProjectKey, CurrentUser } from "../../domain/Principals.ts"
 import { requireProjectRole } from "../../services/Access.ts"
 import { IdempotencyStore } from "../../services/IdempotencyStore.ts"
 import { keyHolder, type StreamHolder, userHolder } from "../../services/LiveStreams.ts"
 import { OperationRunner } from "../../services/OperationRunner.ts"
-import type { Caller } from "../../services/sandboxes/Commands.ts"
+import { serviceContext } from "../../services/ServiceContext.ts"
+import type { Caller } from "../../services/sandboxes/SandboxAccess.ts"
 
 /** Newest-first lists page by (created_at, id); a cursor carrying anything else is a 422. */
 export const ListPosition = Schema.Tuple(Schema.String, Schema.String)
@@ -61,12 +60,11 @@ export const memberCaller = (projectId: string) =>
 export const accepted = <A, I>(schema: Schema.Schema<A, I>, body: A, location: string) =>
   HttpServerResponse.schemaJson(schema)(body, { status: 202, headers: { location } }).pipe(Effect.orDie)
 
-/** The repositories (provided to each handler), a transaction, idempotency and the runner. */
+/** The services' context (provided to each handler), idempotency and the runner. */
 export const planeContext = Effect.gen(function*() {
-  const db = yield* Db
   const idempotency = yield* IdempotencyStore
   const runner = yield* OperationRunner
-  const context = yield* repositories
+  const context = yield* serviceContext
   const provide = <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.provide(effect, context)
-  return { idempotency, runner, provide, tx: db.transaction }
+  return { idempotency, runner, provide }
 })

@@ -5,16 +5,15 @@
 import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Effect } from "effect"
 import { LiveStreams } from "../../services/LiveStreams.ts"
-import { ProcessesRepo } from "../../db/repos/Processes.ts"
 import { apiError, UpgradeRequired, validationError } from "../../domain/Errors.ts"
 import { OUTPUT_IN_ANSWER_BYTES, Process, ProcessWithOutput, type StartProcess, StdinWritten, type WriteStdin } from "../../domain/Runtime.ts"
-import { cancelProcess, processOf, startProcess } from "../../services/sandboxes/Commands.ts"
-import { processJobKey, type ProcessRow, TERMINAL_PROCESS_STATES } from "../../services/sandboxes/Processes.ts"
+import { cancelProcess, processEndedWithin, processEventsAfter, processFinished, processOf, startProcess } from "../../services/sandboxes/ProcessCommands.ts"
+import { processJobKey, type ProcessRow } from "../../services/sandboxes/Processes.ts"
+import { sandboxCapabilities } from "../../services/sandboxes/SandboxRows.ts"
 import { nextSignal, processTopic } from "../../services/Signals.ts"
 import { writeStdin } from "../../services/sandboxes/Stdin.ts"
 import { attachable } from "../../services/sandboxes/Terminals.ts"
 import { attachCheckPassed, isAttachCheck } from "../Attach.ts"
-import { SandboxesRepo } from "../../db/repos/Sandboxes.ts"
 import { Api } from "../Api.ts"
 import { allowedFor, answerWithin, followResponse, followStream, PROCESS_BATCH_BYTES, PROCESS_BATCH_EVENTS, processEventFrame, sseBody, sseResponse } from "../Sse.ts"
 import { processToWire, processWithOutputToWire } from "../wire/Sandboxes.ts"
@@ -30,19 +29,10 @@ type Path = { readonly sandbox_id: string; readonly process_id: string }
 export const processHandlers = Effect.gen(function*() {
   const { idempotency, runner, provide } = yield* planeContext
   const streams = yield* LiveStreams
-  const wire = (row: ProcessRow) => Effect.map(SandboxesRepo.capabilities(row.sandbox_id), (caps) => processToWire(row, caps))
-  /** The process in its terminal state once it ends, if that is within `ms`; woken as its events are stored. */
+  const wire = (row: ProcessRow) => Effect.map(sandboxCapabilities(row.sandbox_id), (caps) => processToWire(row, caps))
+  /** The process in its terminal state once it ends, if that is within `ms`. */
   const endedWithin = (processId: string, ms: number) =>
-    Effect.gen(function*() {
-      const deadline = Date.now() + ms
-      for (;;) {
-        const row = yield* ProcessesRepo.get(processId)
-        if (row !== undefined && TERMINAL_PROCESS_STATES.includes(row.state)) return yield* wire(row)
-        const left = deadline - Date.now()
-        if (left <= 0) return undefined
-        yield* nextSignal(processTopic(processId), Math.min(left, 1000))
-      }
-    })
+    Effect.flatMap(processEndedWithin(processId, ms), (row) => (row === undefined ? Effect.succeed(undefined) : wire(row)))
   return {
     start: (caller: PlaneCaller, { headers, path, payload, urlParams }: {
       readonly headers: typeof IdempotencyHeaders.Type
@@ -79,9 +69,9 @@ export const processHandlers = Effect.gen(function*() {
       Effect.gen(function*() {
         yield* processOf(caller, path.sandbox_id, path.process_id)
         const after = Number(headers["last-event-id"] ?? "0")
-        const read = (from: number) => Effect.map(ProcessesRepo.eventsAfter(path.process_id, from, PROCESS_BATCH_EVENTS), (rows) => rows.map(processEventFrame(path.process_id)))
+        const read = (from: number) => Effect.map(processEventsAfter(path.process_id, from, PROCESS_BATCH_EVENTS), (rows) => rows.map(processEventFrame(path.process_id)))
         if (urlParams.follow === true) {
-          const finished = Effect.map(ProcessesRepo.get(path.process_id), (row) => row === undefined || TERMINAL_PROCESS_STATES.includes(row.state))
+          const finished = processFinished(path.process_id)
           const allowed = yield* allowedFor(streams, caller.holder)
           return followResponse(allowed(followStream({ after, read: (from) => provide(read(from)), finished: provide(finished), signal: (ms) => nextSignal(processTopic(path.process_id), ms) })))
         }

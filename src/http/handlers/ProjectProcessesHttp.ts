@@ -1,9 +1,7 @@
 /** `/v1/projects/{id}/sandboxes/{id}/processes…` for members: the key routes' handlers (ProcessesHttp.ts), and the list. */
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect } from "effect"
-import { ProcessesRepo } from "../../db/repos/Processes.ts"
-import { SandboxesRepo } from "../../db/repos/Sandboxes.ts"
-import { sandboxOf } from "../../services/sandboxes/Commands.ts"
+import { latestProcesses } from "../../services/sandboxes/ProcessCommands.ts"
 import { Api } from "../Api.ts"
 import { capabilitiesOf, processToWire } from "../wire/Sandboxes.ts"
 import { memberCaller, planeContext } from "./PlaneSupport.ts"
@@ -21,10 +19,9 @@ export const ProjectProcessesLive = HttpApiBuilder.group(Api, "projectProcesses"
       .handle("start", (request) => Effect.flatMap(member(request.path.project_id), (caller) => h.start(caller, request)))
       .handle("list", ({ path }) =>
         Effect.gen(function*() {
-          const sandbox = yield* sandboxOf(yield* memberCaller(path.project_id), path.sandbox_id)
-          const rows = yield* ProcessesRepo.latestOf(sandbox.id, LIST_LIMIT)
+          const { processes, sandbox } = yield* latestProcesses(yield* memberCaller(path.project_id), path.sandbox_id, LIST_LIMIT)
           const caps = capabilitiesOf(sandbox)
-          return { processes: rows.map((row) => processToWire(row, caps)) }
+          return { processes: processes.map((row) => processToWire(row, caps)) }
         }).pipe(provide))
       .handle("get", (request) => Effect.flatMap(member(request.path.project_id), (caller) => h.get(caller, request)))
       .handle("events", (request) => Effect.flatMap(member(request.path.project_id), (caller) => h.events(caller, request)))

@@ -4,8 +4,9 @@
  */
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect } from "effect"
-import { SandboxesRepo } from "../../db/repos/Sandboxes.ts"
-import { destroySandbox, pauseSandbox, resumeSandbox, sandboxOf } from "../../services/sandboxes/Commands.ts"
+import { destroySandbox, pauseSandbox, resumeSandbox } from "../../services/sandboxes/SandboxCommands.ts"
+import { sandboxOf } from "../../services/sandboxes/SandboxAccess.ts"
+import { projectSandboxes } from "../../services/sandboxes/SandboxRows.ts"
 import { Api } from "../Api.ts"
 import { mutationToWire, sandboxToWire } from "../wire/Sandboxes.ts"
 import { memberCaller, planeContext } from "./PlaneSupport.ts"
@@ -13,7 +14,7 @@ import { sandboxHandlers } from "./SandboxesHttp.ts"
 
 export const ProjectSandboxesLive = HttpApiBuilder.group(Api, "projectSandboxes", (handlers) =>
   Effect.gen(function*() {
-    const { runner, provide, tx } = yield* planeContext
+    const { runner, provide } = yield* planeContext
     const h = yield* sandboxHandlers
     const done = <E, R>(effect: Effect.Effect<Parameters<typeof mutationToWire>[0], E, R>) =>
       effect.pipe(Effect.map(mutationToWire), Effect.tap(() => runner.wake))
@@ -22,7 +23,7 @@ export const ProjectSandboxesLive = HttpApiBuilder.group(Api, "projectSandboxes"
       .handle("list", ({ path }) =>
         Effect.gen(function*() {
           yield* memberCaller(path.project_id)
-          return { sandboxes: (yield* SandboxesRepo.ofProject(path.project_id)).map(sandboxToWire) }
+          return { sandboxes: (yield* projectSandboxes(path.project_id)).map(sandboxToWire) }
         }).pipe(provide))
       .handle("create", (request) => Effect.flatMap(memberCaller(request.path.project_id), (caller) => h.create(caller, request)).pipe(provide))
       .handle("extend", (request) => Effect.flatMap(memberCaller(request.path.project_id), (caller) => h.extend(caller, request)).pipe(provide))
@@ -30,7 +31,7 @@ export const ProjectSandboxesLive = HttpApiBuilder.group(Api, "projectSandboxes"
       .handle("metrics", (request) => Effect.flatMap(memberCaller(request.path.project_id), (caller) => h.metrics(caller, request)).pipe(provide))
       .handle("get", ({ path }) =>
         Effect.flatMap(memberCaller(path.project_id), (caller) => Effect.map(sandboxOf(caller, path.sandbox_id), sandboxToWire)).pipe(provide))
-      .handle("pause", ({ path }) => done(Effect.flatMap(memberCaller(path.project_id), (c) => tx(pauseSandbox(c, path.sandbox_id)))).pipe(provide))
-      .handle("resume", ({ path }) => done(Effect.flatMap(memberCaller(path.project_id), (c) => tx(resumeSandbox(c, path.sandbox_id)))).pipe(provide))
-      .handle("delete", ({ path }) => done(Effect.flatMap(memberCaller(path.project_id), (c) => tx(destroySandbox(c, path.sandbox_id)))).pipe(provide))
+      .handle("pause", ({ path }) => done(Effect.flatMap(memberCaller(path.project_id), (c) => pauseSandbox(c, path.sandbox_id))).pipe(provide))
+      .handle("resume", ({ path }) => done(Effect.flatMap(memberCaller(path.project_id), (c) => resumeSandbox(c, path.sandbox_id))).pipe(provide))
+      .handle("delete", ({ path }) => done(Effect.flatMap(memberCaller(path.project_id), (c) => destroySandbox(c, path.sandbox_id))).pipe(provide))
   }))

@@ -1,10 +1,11 @@
 /** `/v1/sandboxes` with a project API key: create (idempotent), list, read, pause, resume, extend, delete, capabilities, metrics. */
 import { HttpApiBuilder, HttpServerRequest } from "@effect/platform"
 import { Effect, Schema } from "effect"
-import { SandboxesRepo } from "../../db/repos/Sandboxes.ts"
 import { conflict, validationError } from "../../domain/Errors.ts"
 import { type ExtendSandbox, SandboxMutation, SandboxRequest } from "../../domain/Sandbox.ts"
-import { createSandbox, destroySandbox, extendSandbox, pauseSandbox, resumeSandbox, sandboxOf } from "../../services/sandboxes/Commands.ts"
+import { createSandbox, destroySandbox, extendSandbox, pauseSandbox, resumeSandbox } from "../../services/sandboxes/SandboxCommands.ts"
+import { sandboxOf } from "../../services/sandboxes/SandboxAccess.ts"
+import { sandboxPage } from "../../services/sandboxes/SandboxRows.ts"
 import { sandboxMetrics } from "../../services/sandboxes/Metrics.ts"
 import { Api } from "../Api.ts"
 import type { IdempotencyHeaders } from "../groups/Common.ts"
@@ -45,7 +46,7 @@ type Path = { readonly sandbox_id: string }
  * metrics, for a caller.
  */
 export const sandboxHandlers = Effect.gen(function*() {
-  const { idempotency, runner, provide, tx } = yield* planeContext
+  const { idempotency, runner, provide } = yield* planeContext
   return {
     create: (caller: PlaneCaller, { headers, payload }: { readonly headers: typeof IdempotencyHeaders.Type; readonly payload: typeof SandboxRequest.Type }) =>
       Effect.gen(function*() {
@@ -61,7 +62,7 @@ export const sandboxHandlers = Effect.gen(function*() {
         return yield* Effect.zipRight(runner.wake, accepted(SandboxMutation, mutation, `${caller.base}/operations/${mutation.operation.id}`))
       }).pipe(provide),
     extend: (caller: PlaneCaller, { path, payload }: { readonly path: Path; readonly payload: typeof ExtendSandbox.Type }) =>
-      tx(extendSandbox(caller, path.sandbox_id, payload.runtime_timeout_seconds)).pipe(Effect.tap(runner.wake), Effect.map(sandboxToWire), provide),
+      extendSandbox(caller, path.sandbox_id, payload.runtime_timeout_seconds).pipe(Effect.tap(runner.wake), Effect.map(sandboxToWire), provide),
     metrics: (caller: PlaneCaller, { path }: { readonly path: Path }) =>
       sandboxMetrics(caller, path.sandbox_id).pipe(Effect.map(({ metrics, sandbox }) => metricsToWire(sandbox, metrics)), provide),
     capabilities: (caller: PlaneCaller, { path }: { readonly path: Path }) =>
@@ -77,7 +78,7 @@ export const sandboxHandlers = Effect.gen(function*() {
 
 export const SandboxesLive = HttpApiBuilder.group(Api, "sandboxes", (handlers) =>
   Effect.gen(function*() {
-    const { runner, provide, tx } = yield* planeContext
+    const { runner, provide } = yield* planeContext
     const h = yield* sandboxHandlers
     const respondMutation = (m: Schema.Schema.Type<typeof SandboxMutation>) =>
       Effect.zipRight(runner.wake, accepted(SandboxMutation, m, `/v1/operations/${m.operation.id}`))
@@ -94,17 +95,17 @@ export const SandboxesLive = HttpApiBuilder.group(Api, "sandboxes", (handlers) =
           // A cursor belongs to its list: the project and the filters (canonical, so their order does not matter).
           const scope = `sandboxes:${caller.projectId}:${JSON.stringify([filter.states ?? null, filter.provider ?? null, Object.entries(filter.metadata).sort()])}`
           const position = urlParams.cursor === undefined ? undefined : yield* decodeCursor(scope, urlParams.cursor, ListPosition)
-          const rows = yield* SandboxesRepo.page(caller.projectId, position, urlParams.limit + 1, filter)
+          const rows = yield* sandboxPage(caller.projectId, position, urlParams.limit + 1, filter)
           const { items, next } = page(rows, urlParams.limit, scope, (last) => [last.created_at, last.id])
           return { sandboxes: items.map(sandboxToWire), next_cursor: next }
         }).pipe(provide))
       .handle("get", ({ path }) => Effect.flatMap(keyCaller, (caller) => Effect.map(sandboxOf(caller, path.sandbox_id), sandboxToWire)).pipe(provide))
       .handle("delete", ({ path }) =>
-        Effect.flatMap(keyCaller, (caller) => tx(destroySandbox(caller, path.sandbox_id))).pipe(Effect.map(mutationToWire), Effect.flatMap(respondMutation), provide))
+        Effect.flatMap(keyCaller, (caller) => destroySandbox(caller, path.sandbox_id)).pipe(Effect.map(mutationToWire), Effect.flatMap(respondMutation), provide))
       .handle("pause", ({ path }) =>
-        Effect.flatMap(keyCaller, (caller) => tx(pauseSandbox(caller, path.sandbox_id))).pipe(Effect.map(mutationToWire), Effect.flatMap(respondMutation), provide))
+        Effect.flatMap(keyCaller, (caller) => pauseSandbox(caller, path.sandbox_id)).pipe(Effect.map(mutationToWire), Effect.flatMap(respondMutation), provide))
       .handle("resume", ({ path }) =>
-        Effect.flatMap(keyCaller, (caller) => tx(resumeSandbox(caller, path.sandbox_id))).pipe(Effect.map(mutationToWire), Effect.flatMap(respondMutation), provide))
+        Effect.flatMap(keyCaller, (caller) => resumeSandbox(caller, path.sandbox_id)).pipe(Effect.map(mutationToWire), Effect.flatMap(respondMutation), provide))
       .handle("extend", (request) => Effect.flatMap(keyCaller, (caller) => h.extend(caller, request)))
       .handle("metrics", (request) => Effect.flatMap(keyCaller, (caller) => h.metrics(caller, request)))
       .handle("capabilities", (request) => Effect.flatMap(keyCaller, (caller) => h.capabilities(caller, request)))

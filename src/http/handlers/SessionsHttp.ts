@@ -2,15 +2,12 @@
 import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Effect } from "effect"
 import { AppConfig } from "../../Config.ts"
-import { Db } from "../../db/Db.ts"
-import { provideRepositories } from "../../db/Database.ts"
-import { UsersRepo } from "../../db/repos/Users.ts"
 import { apiError, Forbidden, notFound } from "../../domain/Errors.ts"
 import { CurrentUser } from "../../domain/Principals.ts"
 import { Session, SignedOut } from "../../domain/Sessions.ts"
-import { sha256Hex } from "../../domain/Tokens.ts"
 import { accessChanged } from "../../services/LiveStreams.ts"
-import { endSession, startSession } from "../../services/Sessions.ts"
+import { endSession, sessionExpiry, startSession } from "../../services/Sessions.ts"
+import { provideServiceContext } from "../../services/ServiceContext.ts"
 import { Api } from "../Api.ts"
 import { clearedSessionCookie, csrfRefusal, sessionCookie, sessionFromCookies } from "../SessionCookie.ts"
 
@@ -18,8 +15,7 @@ const viaBearer = (request: HttpServerRequest.HttpServerRequest) => /^bearer\s/i
 
 export const SessionsLive = HttpApiBuilder.group(Api, "sessions", (handlers) =>
   Effect.gen(function*() {
-    const db = yield* Db
-    const provide = yield* provideRepositories
+    const provide = yield* provideServiceContext
     const { publicUrl } = yield* AppConfig
     const secure = publicUrl.startsWith("https:")
 
@@ -29,7 +25,7 @@ export const SessionsLive = HttpApiBuilder.group(Api, "sessions", (handlers) =>
           // Signing in is a change made by the page, checked as one (a page elsewhere must not sign a visitor in).
           const refusal = csrfRefusal(yield* HttpServerRequest.HttpServerRequest, publicUrl)
           if (refusal !== undefined) return yield* apiError(Forbidden, "csrf_failed", refusal)
-          const session = yield* db.transaction(startSession(payload))
+          const session = yield* startSession(payload)
           const body = { user: session.user, expires_at: session.expiresAt, via: "session" as const }
           return yield* HttpServerResponse.schemaJson(Session)(body, { status: 201, headers: { "set-cookie": sessionCookie(session.token, session.expiresAt, secure) } }).pipe(Effect.orDie)
         }).pipe(provide))
@@ -39,14 +35,13 @@ export const SessionsLive = HttpApiBuilder.group(Api, "sessions", (handlers) =>
           const request = yield* HttpServerRequest.HttpServerRequest
           const who = { id: user.userId, email: user.email }
           if (viaBearer(request)) return { user: who, expires_at: null, via: "token" as const }
-          const row = yield* UsersRepo.liveTokenByHash(sha256Hex(sessionFromCookies(request.headers["cookie"]) ?? ""), "session")
-          return { user: who, expires_at: row?.expires_at ?? null, via: "session" as const }
+          return { user: who, expires_at: yield* sessionExpiry(sessionFromCookies(request.headers["cookie"]) ?? ""), via: "session" as const }
         }).pipe(provide))
       .handle("signOut", () =>
         Effect.gen(function*() {
           const user = yield* CurrentUser
           if (viaBearer(yield* HttpServerRequest.HttpServerRequest)) return yield* notFound("Dashboard session (this request carries a bearer token)")
-          yield* db.transaction(endSession(user.tokenId))
+          yield* endSession(user.tokenId)
           yield* accessChanged // the session's live streams and terminals end at once, on every replica
           return yield* HttpServerResponse.schemaJson(SignedOut)({ signed_out: true }, { headers: { "set-cookie": clearedSessionCookie(secure) } }).pipe(Effect.orDie)
         }).pipe(provide))

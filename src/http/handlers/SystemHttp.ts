@@ -1,19 +1,16 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect, Option } from "effect"
 import { AppConfig, nodeIdOf } from "../../Config.ts"
-import { Db } from "../../db/Db.ts"
-import { Dialect } from "../../db/Dialect.ts"
-import { NodesRepo } from "../../db/repos/Nodes.ts"
 import { apiError, ServiceUnavailable } from "../../domain/Errors.ts"
 import { defaultInternetOf, LocalRuntime } from "../../runtime/LocalRuntime.ts"
+import { readiness } from "../../services/Readiness.ts"
+import { provideServiceContext } from "../../services/ServiceContext.ts"
 import { Api } from "../Api.ts"
 import { GATEWAY_VERSION } from "../../domain/Version.ts"
 
 export const SystemLive = HttpApiBuilder.group(Api, "system", (handlers) =>
   Effect.gen(function*() {
-    const db = yield* Db
-    const nodes = yield* NodesRepo
-    const dialect = yield* Dialect
+    const provide = yield* provideServiceContext
     const nodeId = nodeIdOf(yield* AppConfig)
     const runtime = Option.getOrUndefined(yield* Effect.serviceOption(LocalRuntime))
     const localRuntime = () => {
@@ -25,23 +22,15 @@ export const SystemLive = HttpApiBuilder.group(Api, "system", (handlers) =>
     return handlers
       .handle("health", () => Effect.succeed({ status: "ok" as const }))
       .handle("ready", () =>
-        db.ping.pipe(
-          Effect.zipRight(nodes.all),
-          Effect.map((rows) => {
-            const now = Date.now()
-            return {
-              status: "ready" as const,
-              checks: { database: "ok" as const, engine: dialect.engine === "pg" ? "pg" as const : "sqlite" as const },
-              node_id: nodeId,
-              nodes: rows.map((n) => ({
-                id: n.id,
-                url: n.url,
-                heartbeat_age_seconds: Math.max(0, Math.round((now - Date.parse(n.heartbeat_at)) / 100) / 10),
-                lost: n.lost_at !== null
-              })),
-              ...localRuntime()
-            }
-          }),
+        readiness.pipe(
+          provide,
+          Effect.map(({ engine, nodes }) => ({
+            status: "ready" as const,
+            checks: { database: "ok" as const, engine },
+            node_id: nodeId,
+            nodes: nodes.map((n) => ({ id: n.id, url: n.url, heartbeat_age_seconds: n.heartbeatAgeSeconds, lost: n.lost })),
+            ...localRuntime()
+          })),
           Effect.catchAllCause(() =>
             apiError(ServiceUnavailable, "not_ready", "The database is not reachable", { checks: { database: "error" } })
           )

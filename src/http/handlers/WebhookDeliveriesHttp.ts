@@ -1,12 +1,11 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect, Schema } from "effect"
-import { provideRepositories } from "../../db/Database.ts"
-import { WebhooksRepo } from "../../db/repos/Webhooks.ts"
-import { notFound } from "../../domain/Errors.ts"
 import { ANY_ROLE, MANAGERS } from "../../domain/Principals.ts"
 import { requireOrgRole } from "../../services/Access.ts"
 import { OperationRunner } from "../../services/OperationRunner.ts"
+import { provideServiceContext } from "../../services/ServiceContext.ts"
 import { deliveryPage, redeliver, sendTest } from "../../services/webhooks/Commands.ts"
+import { webhookOf } from "../../services/webhooks/Endpoints.ts"
 import { Api } from "../Api.ts"
 import { decodeCursor, page } from "../Pagination.ts"
 import { deliveryToWire } from "../wire/Accounts.ts"
@@ -16,18 +15,14 @@ const DeliveryPosition = Schema.Tuple(Schema.String, Schema.String)
 
 export const WebhookDeliveriesLive = HttpApiBuilder.group(Api, "webhookDeliveries", (handlers) =>
   Effect.gen(function*() {
-    const webhooks = yield* WebhooksRepo
     const runner = yield* OperationRunner
-    const provide = yield* provideRepositories
-
-    const endpointOf = (organizationId: string, webhookId: string) =>
-      Effect.flatMap(webhooks.find(organizationId, webhookId), (row) => (row === undefined ? Effect.fail(notFound("Webhook")) : Effect.succeed(row)))
+    const provide = yield* provideServiceContext
 
     return handlers
       .handle("test", ({ path }) =>
         Effect.gen(function*() {
           yield* requireOrgRole(path.organization_id, MANAGERS)
-          const endpoint = yield* endpointOf(path.organization_id, path.webhook_id)
+          const endpoint = yield* webhookOf(path.organization_id, path.webhook_id)
           const sent = yield* sendTest(endpoint)
           yield* runner.wake
           return deliveryToWire(sent)
@@ -35,7 +30,7 @@ export const WebhookDeliveriesLive = HttpApiBuilder.group(Api, "webhookDeliverie
       .handle("list", ({ path, urlParams }) =>
         Effect.gen(function*() {
           yield* requireOrgRole(path.organization_id, ANY_ROLE)
-          const endpoint = yield* endpointOf(path.organization_id, path.webhook_id)
+          const endpoint = yield* webhookOf(path.organization_id, path.webhook_id)
           const scope = `deliveries:${endpoint.id}`
           const after = urlParams.cursor === undefined ? undefined : yield* decodeCursor(scope, urlParams.cursor, DeliveryPosition)
           const rows = yield* deliveryPage(endpoint.id, after, urlParams.limit + 1)
@@ -45,7 +40,7 @@ export const WebhookDeliveriesLive = HttpApiBuilder.group(Api, "webhookDeliverie
       .handle("redeliver", ({ path }) =>
         Effect.gen(function*() {
           yield* requireOrgRole(path.organization_id, MANAGERS)
-          const endpoint = yield* endpointOf(path.organization_id, path.webhook_id)
+          const endpoint = yield* webhookOf(path.organization_id, path.webhook_id)
           const again = yield* redeliver(endpoint, path.delivery_id)
           yield* runner.wake
           return deliveryToWire(again)

@@ -8,6 +8,7 @@
  * Only a sandbox created with `features.computer_use` has a desktop.
  */
 import { Effect } from "effect"
+import { inTransaction } from "../../db/Db.ts"
 import { RECORDING_CHUNK_BYTES, type RecordingRow, RecordingsRepo } from "../../db/repos/Recordings.ts"
 import { RuntimeOperationsRepo } from "../../db/repos/RuntimeOperations.ts"
 import { SandboxesRepo } from "../../db/repos/Sandboxes.ts"
@@ -16,7 +17,7 @@ import { apiError, conflict, notFound, TooManyRequests } from "../../domain/Erro
 import { newId } from "../../domain/Ids.ts"
 import { nowIso } from "../../domain/Time.ts"
 import { enqueueJob } from "../JobRegistry.ts"
-import { type Caller, readySandboxOf, sandboxOf } from "./Commands.ts"
+import { type Caller, readySandboxOf, sandboxOf } from "./SandboxAccess.ts"
 import { parseRange } from "./RawFiles.ts"
 import { ComputerActionJob, ComputerScreenshotJob, RecordingStartJob, RecordingStopJob } from "./JobTypes.ts"
 import { getRuntimeOperationRow } from "./RuntimeOperations.ts"
@@ -47,7 +48,7 @@ export type ComputerOperationInput =
   | { readonly kind: "computer_screenshot"; readonly request: TakeScreenshot }
 
 export const startComputerOperation = (caller: Caller, sandboxId: string, input: ComputerOperationInput) =>
-  Effect.gen(function*() {
+  inTransaction(Effect.gen(function*() {
     const sandbox = yield* readySandboxOf(caller, sandboxId)
     const computer = yield* computerOf(sandbox)
     if (input.kind === "computer_action" && !computer.actions.includes(input.request.type)) {
@@ -71,14 +72,17 @@ export const startComputerOperation = (caller: Caller, sandboxId: string, input:
       ordered: true
     })
     return (yield* getRuntimeOperationRow(id))!
-  })
+  }))
+
+/** A sandbox's recordings (the caller checked it is theirs), newest first, after the (created_at, id) position if given. */
+export const recordingPage = (sandboxId: string, after: readonly [string, string] | undefined, limit: number) => RecordingsRepo.page(sandboxId, after, limit)
 
 export const recordingOf = (caller: Caller, sandboxId: string, id: string) =>
   Effect.flatMap(RecordingsRepo.get(id), (row) =>
     row === undefined || row.project_id !== caller.projectId || row.sandbox_id !== sandboxId ? Effect.fail(notFound("Recording")) : Effect.succeed(row))
 
 export const startRecording = (caller: Caller, sandboxId: string, input: { readonly format: "mp4"; readonly label?: string | undefined }) =>
-  Effect.gen(function*() {
+  inTransaction(Effect.gen(function*() {
     const sandbox = yield* readySandboxOf(caller, sandboxId)
     const computer = yield* computerOf(sandbox)
     if (!computer.recording.formats.includes(input.format)) {
@@ -90,14 +94,14 @@ export const startRecording = (caller: Caller, sandboxId: string, input: { reado
     yield* SandboxesRepo.touch(sandboxId)
     yield* enqueueJob(RecordingStartJob, { dedupeKey: recordingJobKey("start", id), payload: { recording_id: id }, sandboxId, ordered: true })
     return (yield* RecordingsRepo.get(id))!
-  })
+  }))
 
 /**
  * recording → stopping (then the stop job ends it and keeps its mp4). Stopping a recording that is still starting
  * is 409 `invalid_recording_state`; one already stopping or over is answered as it is.
  */
 export const stopRecording = (caller: Caller, sandboxId: string, id: string) =>
-  Effect.gen(function*() {
+  inTransaction(Effect.gen(function*() {
     yield* sandboxOf(caller, sandboxId)
     const row: RecordingRow = yield* recordingOf(caller, sandboxId, id)
     if (row.state === "starting") {
@@ -107,7 +111,7 @@ export const stopRecording = (caller: Caller, sandboxId: string, id: string) =>
       yield* enqueueJob(RecordingStopJob, { dedupeKey: recordingJobKey("stop", id), payload: { recording_id: id }, sandboxId, ordered: true })
     }
     return (yield* RecordingsRepo.get(id))!
-  })
+  }))
 
 /**
  * A stopped recording's mp4, or the part a `Range` asks for (RawFiles.ts `parseRange`): its size, the range

@@ -21,6 +21,9 @@ export type { EndpointRow, EndpointState }
 
 export const getEndpointRow = (id: string) => EndpointsRepo.get(id)
 
+/** What the endpoint listener checks a request against: the endpoint's token hash, state and lease, its sandbox's state. */
+export const endpointAccess = (id: string) => EndpointsRepo.access(id)
+
 export const endpointExpiryJob = (row: { id: string; lease_expires_at: string; sandbox_id: string }) =>
   enqueueJob(EndpointExpireJob, {
     dedupeKey: `endpoint:expire:${row.id}`,

@@ -7,7 +7,7 @@ import { Duration, Effect } from "effect"
 import type { ProviderError, ProviderMetrics } from "../../providers/Provider.ts"
 import { apiError, conflict, NotFound, ServiceUnavailable } from "../../domain/Errors.ts"
 import { ProviderAccounts } from "../ProviderAccounts.ts"
-import { type Caller, sandboxOf } from "./Commands.ts"
+import { type Caller, sandboxOf } from "./SandboxAccess.ts"
 import { actionFailure, logProviderFailure } from "./ProviderErrors.ts"
 
 const METRICS_TIMEOUT = Duration.seconds(10)

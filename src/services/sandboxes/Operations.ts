@@ -46,6 +46,13 @@ export const setOperationState = (operationId: string, state: OperationState, er
 
 export const getOperation = (operationId: string) => OperationsRepo.get(operationId)
 
+/** An operation's stored events after `afterSeq`. */
+export const operationEventsAfter = (operationId: string, afterSeq: number) => OperationsRepo.eventsAfter(operationId, afterSeq)
+
+/** Whether the operation has ended (or is gone): a followed event stream closes then. */
+export const operationFinished = (operationId: string) =>
+  Effect.map(OperationsRepo.get(operationId), (row) => row === undefined || TERMINAL_OPERATION_STATES.has(row.state))
+
 /**
  * An operation as its reader may see it (reference §2 "Operations and events"): within its project, with the key
  * that caused it or the key that created its sandbox; `keyId: null` is a member's user token on the project path

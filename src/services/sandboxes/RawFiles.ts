@@ -16,7 +16,7 @@ import { apiError, type Conflict, conflict, NotFound, PayloadTooLarge, ServiceUn
 import { AppConfig } from "../../Config.ts"
 import { JobsRepo } from "../../db/repos/Jobs.ts"
 import { ProviderAccounts } from "../ProviderAccounts.ts"
-import { type Caller, readySandboxOf, requireCapability } from "./Commands.ts"
+import { type Caller, readySandboxOf, requireCapability } from "./SandboxAccess.ts"
 import { fileFailure, type FileOperation, fileReasonOf, logProviderFailure } from "./ProviderErrors.ts"
 import { touchSandbox } from "./SandboxRows.ts"
 import { unsupportedCall } from "./Unsupported.ts"

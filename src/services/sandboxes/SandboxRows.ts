@@ -2,7 +2,7 @@
  * Sandboxes as the services see them (rows: src/db/repos/Sandboxes.ts; wire form: src/http/wire/Sandboxes.ts).
  * States follow reference/openmetal-api.md §3; a destroyed sandbox is `stopped`, never deleted.
  */
-import { SandboxesRepo, type SandboxRow, type SandboxState } from "../../db/repos/Sandboxes.ts"
+import { type SandboxFilter, SandboxesRepo, type SandboxRow, type SandboxState } from "../../db/repos/Sandboxes.ts"
 
 export type { SandboxRow, SandboxState }
 
@@ -22,6 +22,16 @@ export const LIVE_STATES: ReadonlyArray<SandboxState> = [
 ]
 
 export const getSandboxRow = (id: string) => SandboxesRepo.get(id)
+
+/** The capability snapshot a sandbox's processes, files and endpoints are answered with (null until it is ready). */
+export const sandboxCapabilities = (id: string) => SandboxesRepo.capabilities(id)
+
+/** A project's sandboxes, newest first, after the (created_at, id) position if given, filtered (SandboxFilter). */
+export const sandboxPage = (projectId: string, after: readonly [string, string] | undefined, limit: number, filter: SandboxFilter) =>
+  SandboxesRepo.page(projectId, after, limit, filter)
+
+/** All of a project's sandboxes, newest first (the dashboard's list on the project path). */
+export const projectSandboxes = (projectId: string) => SandboxesRepo.ofProject(projectId)
 
 /** Sets the state (and the timestamp that goes with it) unless the row is already in one of `unless`. */
 export const setSandboxState = (
