@@ -3,7 +3,7 @@
  * only its SHA-256 stored. Members list; owners and admins create, revoke, then delete. Non-members get 404.
  */
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
-import { Conflict, failsWith, Forbidden } from "../../domain/Errors.ts"
+import { Conflict, failsWith, Forbidden, NotFound } from "../../domain/Errors.ts"
 import { ApiKeyList, CreateApiKey, CreatedApiKey, Deleted, ProjectApiKey } from "../../domain/Accounts.ts"
 import { UserAuth } from "../Security.ts"
 import { apiKeyIdParam, projectIdParam } from "./Common.ts"
@@ -11,11 +11,13 @@ import { apiKeyIdParam, projectIdParam } from "./Common.ts"
 export class ApiKeysApi extends HttpApiGroup.make("apiKeys")
   .add(
     HttpApiEndpoint.get("list")`/v1/projects/${projectIdParam}/api-keys`
+      .addError(failsWith(NotFound, "not_found"))
       .addSuccess(ApiKeyList)
       .annotate(OpenApi.Description, "Live and revoked keys of the project (deleted ones are hidden); never the key itself.")
   )
   .add(
     HttpApiEndpoint.post("create")`/v1/projects/${projectIdParam}/api-keys`
+      .addError(failsWith(NotFound, "not_found"))
       .addError(failsWith(Forbidden, "forbidden"))
       .setPayload(CreateApiKey)
       .addSuccess(CreatedApiKey, { status: 201 })
@@ -23,12 +25,14 @@ export class ApiKeysApi extends HttpApiGroup.make("apiKeys")
   )
   .add(
     HttpApiEndpoint.post("revoke")`/v1/projects/${projectIdParam}/api-keys/${apiKeyIdParam}/revoke`
+      .addError(failsWith(NotFound, "not_found"))
       .addError(failsWith(Forbidden, "forbidden"))
       .addSuccess(ProjectApiKey)
       .annotate(OpenApi.Description, "Stops the key at once. Revoking an already revoked key is 404.")
   )
   .add(
     HttpApiEndpoint.del("delete")`/v1/projects/${projectIdParam}/api-keys/${apiKeyIdParam}`
+      .addError(failsWith(NotFound, "not_found"))
       .addError(failsWith(Conflict, "api_key_must_be_revoked"))
       .addError(failsWith(Forbidden, "forbidden"))
       .addSuccess(Deleted)

@@ -6,8 +6,8 @@
  */
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
+import { BadRequest, Conflict, failsWith, NotFound, RangeNotSatisfiable, TooManyRequests } from "../../domain/Errors.ts"
 import { ComputerAction, CreateRecording, Recording, RecordingList, TakeScreenshot } from "../../domain/Computer.ts"
-import { BadRequest, Conflict, failsWith, RangeNotSatisfiable, TooManyRequests } from "../../domain/Errors.ts"
 import { RuntimeOperation } from "../../domain/Runtime.ts"
 import { PageParams } from "../Pagination.ts"
 import { ProjectKeyAuth } from "../Security.ts"
@@ -20,6 +20,7 @@ const needsDesktop =
 export class ComputerApi extends HttpApiGroup.make("computer")
   .add(
     HttpApiEndpoint.post("action")`/v1/sandboxes/${sandboxIdParam}/computer/actions`
+      .addError(failsWith(NotFound, "not_found"))
       .addError(failsWith(BadRequest, "idempotency_key_required"))
       .addError(failsWith(Conflict, "capability_unsupported", "idempotency_in_progress", "idempotency_mismatch", "invalid_sandbox_state", "unsupported_operation"))
       .addError(failsWith(TooManyRequests, "too_many_requests"))
@@ -33,6 +34,7 @@ export class ComputerApi extends HttpApiGroup.make("computer")
   )
   .add(
     HttpApiEndpoint.post("screenshot")`/v1/sandboxes/${sandboxIdParam}/computer/screenshots`
+      .addError(failsWith(NotFound, "not_found"))
       .addError(failsWith(BadRequest, "idempotency_key_required"))
       .addError(failsWith(Conflict, "capability_unsupported", "idempotency_in_progress", "idempotency_mismatch", "invalid_sandbox_state", "unsupported_operation"))
       .addError(failsWith(TooManyRequests, "too_many_requests"))
@@ -45,11 +47,13 @@ export class ComputerApi extends HttpApiGroup.make("computer")
   )
   .add(
     HttpApiEndpoint.get("listRecordings")`/v1/sandboxes/${sandboxIdParam}/recordings`
+      .addError(failsWith(NotFound, "not_found"))
       .setUrlParams(PageParams)
       .addSuccess(RecordingList)
   )
   .add(
     HttpApiEndpoint.post("startRecording")`/v1/sandboxes/${sandboxIdParam}/recordings`
+      .addError(failsWith(NotFound, "not_found"))
       .addError(failsWith(BadRequest, "idempotency_key_required"))
       .addError(failsWith(Conflict, "capability_unsupported", "idempotency_in_progress", "idempotency_mismatch", "invalid_sandbox_state", "unsupported_operation"))
       .setPayload(CreateRecording)
@@ -62,10 +66,12 @@ export class ComputerApi extends HttpApiGroup.make("computer")
   )
   .add(
     HttpApiEndpoint.get("getRecording")`/v1/sandboxes/${sandboxIdParam}/recordings/${recordingIdParam}`
+      .addError(failsWith(NotFound, "not_found"))
       .addSuccess(Recording)
   )
   .add(
     HttpApiEndpoint.post("stopRecording")`/v1/sandboxes/${sandboxIdParam}/recordings/${recordingIdParam}/actions/stop`
+      .addError(failsWith(NotFound, "not_found"))
       .addError(failsWith(BadRequest, "idempotency_key_required"))
       .addError(failsWith(Conflict, "idempotency_in_progress", "idempotency_mismatch", "invalid_recording_state"))
       .setHeaders(IdempotencyHeaders)
@@ -77,6 +83,7 @@ export class ComputerApi extends HttpApiGroup.make("computer")
   )
   .add(
     HttpApiEndpoint.get("recordingContent")`/v1/sandboxes/${sandboxIdParam}/recordings/${recordingIdParam}/content`
+      .addError(failsWith(NotFound, "not_found"))
       .addError(failsWith(Conflict, "invalid_recording_state"))
       .addError(failsWith(RangeNotSatisfiable, "range_not_satisfiable"))
       .setHeaders(Schema.Struct({ range: Schema.optional(Schema.String.pipe(Schema.maxLength(200))) }))

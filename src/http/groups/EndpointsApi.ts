@@ -3,7 +3,7 @@
  * needs an `Idempotency-Key`; revoke is idempotent once the lease is revoked or expired.
  */
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
-import { BadRequest, Conflict, failsWith } from "../../domain/Errors.ts"
+import { BadRequest, Conflict, failsWith, NotFound } from "../../domain/Errors.ts"
 import { CreateEndpoint, Endpoint, EndpointList } from "../../domain/Runtime.ts"
 import { PageParams } from "../Pagination.ts"
 import { ProjectKeyAuth } from "../Security.ts"
@@ -13,6 +13,7 @@ import { endpointIdParam, sandboxIdParam } from "./SandboxPlane.ts"
 export class EndpointsApi extends HttpApiGroup.make("endpoints")
   .add(
     HttpApiEndpoint.post("create")`/v1/sandboxes/${sandboxIdParam}/endpoints`
+      .addError(failsWith(NotFound, "not_found"))
       .addError(failsWith(BadRequest, "idempotency_key_required"))
       .addError(failsWith(Conflict, "capability_unsupported", "endpoint_conflict", "idempotency_in_progress", "idempotency_mismatch", "invalid_sandbox_state", "unsupported_operation"))
       .setPayload(CreateEndpoint)
@@ -25,11 +26,13 @@ export class EndpointsApi extends HttpApiGroup.make("endpoints")
   )
   .add(
     HttpApiEndpoint.get("list")`/v1/sandboxes/${sandboxIdParam}/endpoints`
+      .addError(failsWith(NotFound, "not_found"))
       .setUrlParams(PageParams)
       .addSuccess(EndpointList)
   )
   .add(
     HttpApiEndpoint.del("revoke")`/v1/sandboxes/${sandboxIdParam}/endpoints/${endpointIdParam}`
+      .addError(failsWith(NotFound, "not_found"))
       .addSuccess(Endpoint, { status: 202 })
   )
   .middleware(ProjectKeyAuth)

@@ -4,6 +4,7 @@
  */
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
+import { failsWith, NotFound } from "../../domain/Errors.ts"
 import { EventList } from "../../domain/Accounts.ts"
 import { ProjectId } from "../../domain/Ids.ts"
 import { UserAuth } from "../Security.ts"
@@ -18,11 +19,13 @@ const LiveEventStream = HttpApiSchema.Text({ contentType: "text/event-stream" })
 export class EventsApi extends HttpApiGroup.make("events")
   .add(
     HttpApiEndpoint.get("list", "/v1/events")
+      .addError(failsWith(NotFound, "not_found"))
       .setUrlParams(Schema.Struct({ project_id: ProjectId, after: Schema.optional(CursorParam), limit: LimitParam }))
       .addSuccess(EventList)
   )
   .add(
     HttpApiEndpoint.get("stream", "/v1/events/stream")
+      .addError(failsWith(NotFound, "not_found"))
       .setUrlParams(Schema.Struct({ project_id: ProjectId, after: Schema.optional(CursorParam) }))
       .setHeaders(Schema.Struct({ "last-event-id": Schema.optional(CursorParam) }))
       .addSuccess(LiveEventStream)

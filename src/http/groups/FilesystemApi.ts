@@ -3,7 +3,7 @@
  * `…/runtime-operations/{id}` (its `Location`). Write and delete take an optional `Idempotency-Key`.
  */
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
-import { BadRequest, Conflict, failsWith, NotFound, RangeNotSatisfiable, ServiceUnavailable, Unprocessable } from "../../domain/Errors.ts"
+import { BadRequest, Conflict, failsWith, NotFound, PayloadTooLarge, RangeNotSatisfiable, ServiceUnavailable, Unprocessable } from "../../domain/Errors.ts"
 import { DeleteFile, ListFiles, RawFileParams, RawReadHeaders, RawWriteParams, RawWritten, ReadFile, RuntimeOperation, WriteFile } from "../../domain/Runtime.ts"
 import { ProjectKeyAuth } from "../Security.ts"
 import { IdempotencyHeaders } from "./Common.ts"
@@ -14,6 +14,7 @@ const notReady = "409 `invalid_sandbox_state` unless the sandbox is ready; 409 `
 export class FilesystemApi extends HttpApiGroup.make("filesystem")
   .add(
     HttpApiEndpoint.post("read")`/v1/sandboxes/${sandboxIdParam}/filesystem/read`
+      .addError(failsWith(NotFound, "not_found"))
       .addError(failsWith(BadRequest, "idempotency_key_required"))
       .addError(failsWith(Conflict, "capability_unsupported", "idempotency_in_progress", "idempotency_mismatch", "invalid_sandbox_state", "unsupported_operation"))
       .setPayload(ReadFile)
@@ -22,6 +23,7 @@ export class FilesystemApi extends HttpApiGroup.make("filesystem")
   )
   .add(
     HttpApiEndpoint.post("write")`/v1/sandboxes/${sandboxIdParam}/filesystem/write`
+      .addError(failsWith(NotFound, "not_found"))
       .addError(failsWith(BadRequest, "idempotency_key_required"))
       .addError(failsWith(Conflict, "capability_unsupported", "idempotency_in_progress", "idempotency_mismatch", "invalid_sandbox_state", "unsupported_operation"))
       .setPayload(WriteFile)
@@ -31,6 +33,7 @@ export class FilesystemApi extends HttpApiGroup.make("filesystem")
   )
   .add(
     HttpApiEndpoint.post("list")`/v1/sandboxes/${sandboxIdParam}/filesystem/list`
+      .addError(failsWith(NotFound, "not_found"))
       .addError(failsWith(BadRequest, "idempotency_key_required"))
       .addError(failsWith(Conflict, "capability_unsupported", "idempotency_in_progress", "idempotency_mismatch", "invalid_sandbox_state", "unsupported_operation"))
       .setPayload(ListFiles)
@@ -39,6 +42,7 @@ export class FilesystemApi extends HttpApiGroup.make("filesystem")
   )
   .add(
     HttpApiEndpoint.post("delete")`/v1/sandboxes/${sandboxIdParam}/filesystem/delete`
+      .addError(failsWith(NotFound, "not_found"))
       .addError(failsWith(BadRequest, "idempotency_key_required"))
       .addError(failsWith(Conflict, "capability_unsupported", "idempotency_in_progress", "idempotency_mismatch", "invalid_sandbox_state", "unsupported_operation"))
       .setPayload(DeleteFile)
@@ -48,10 +52,12 @@ export class FilesystemApi extends HttpApiGroup.make("filesystem")
   )
   .add(
     HttpApiEndpoint.get("getRuntimeOperation")`/v1/sandboxes/${sandboxIdParam}/runtime-operations/${runtimeOperationIdParam}`
+      .addError(failsWith(NotFound, "not_found"))
       .addSuccess(RuntimeOperation)
   )
   .add(
     HttpApiEndpoint.get("readContent")`/v1/sandboxes/${sandboxIdParam}/files/content`
+      .addError(failsWith(NotFound, "not_found"))
       .addError(failsWith(Conflict, "capability_unsupported", "file_exists", "invalid_sandbox_state", "is_a_directory", "runtime_operation_failed", "unsupported_operation"))
       .addError(failsWith(NotFound, "file_not_found"))
       .addError(failsWith(RangeNotSatisfiable, "range_not_satisfiable"))
@@ -67,6 +73,8 @@ export class FilesystemApi extends HttpApiGroup.make("filesystem")
   )
   .add(
     HttpApiEndpoint.put("writeContent")`/v1/sandboxes/${sandboxIdParam}/files/content`
+      .addError(failsWith(NotFound, "not_found"))
+      .addError(failsWith(PayloadTooLarge, "payload_too_large"))
       .addError(failsWith(Conflict, "capability_unsupported", "file_exists", "invalid_sandbox_state", "is_a_directory", "runtime_operation_failed", "unsupported_operation"))
       .addError(failsWith(NotFound, "file_not_found"))
       .addError(failsWith(ServiceUnavailable, "runtime_operation_failed", "sandbox_busy", "sandbox_unresponsive"))

@@ -4,14 +4,20 @@
  * ProjectOperationsApi). Events come as a finite SSE batch of every event after `Last-Event-ID`.
  */
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
+import { failsWith, NotFound } from "../../domain/Errors.ts"
 import { Operation } from "../../domain/Operation.ts"
 import { ProjectKeyAuth } from "../Security.ts"
 import { EventStream, FollowParams, LastEventIdHeaders, operationIdParam } from "./SandboxPlane.ts"
 
 export class OperationsApi extends HttpApiGroup.make("operations")
-  .add(HttpApiEndpoint.get("get")`/v1/operations/${operationIdParam}`.addSuccess(Operation))
+  .add(
+    HttpApiEndpoint.get("get")`/v1/operations/${operationIdParam}`
+      .addError(failsWith(NotFound, "not_found"))
+      .addSuccess(Operation)
+  )
   .add(
     HttpApiEndpoint.get("events")`/v1/operations/${operationIdParam}/events`
+      .addError(failsWith(NotFound, "not_found"))
       .setHeaders(LastEventIdHeaders)
       .setUrlParams(FollowParams)
       .addSuccess(EventStream)

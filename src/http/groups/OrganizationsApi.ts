@@ -1,6 +1,6 @@
 /** Organizations (reference §2 "Organizations"): user access token; members read, owner/admin write, owner deletes. */
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
-import { BadRequest, Conflict, failsWith, Forbidden, Unprocessable } from "../../domain/Errors.ts"
+import { BadRequest, Conflict, failsWith, Forbidden, NotFound, Unprocessable } from "../../domain/Errors.ts"
 import { CreateOrganization, Deleted, DeleteOrganization, Organization, OrganizationList, UpdateOrganization } from "../../domain/Accounts.ts"
 import { UserAuth } from "../Security.ts"
 import { IdempotencyHeaders, organizationIdParam } from "./Common.ts"
@@ -17,11 +17,13 @@ export class OrganizationsApi extends HttpApiGroup.make("organizations")
   )
   .add(
     HttpApiEndpoint.get("get")`/v1/organizations/${organizationIdParam}`
+      .addError(failsWith(NotFound, "not_found"))
       .addError(failsWith(Forbidden, "forbidden"))
       .addSuccess(Organization)
   )
   .add(
     HttpApiEndpoint.patch("update")`/v1/organizations/${organizationIdParam}`
+      .addError(failsWith(NotFound, "not_found"))
       .addError(failsWith(Conflict, "conflict"))
       .addError(failsWith(Forbidden, "forbidden"))
       .setPayload(UpdateOrganization)
@@ -29,6 +31,7 @@ export class OrganizationsApi extends HttpApiGroup.make("organizations")
   )
   .add(
     HttpApiEndpoint.del("delete")`/v1/organizations/${organizationIdParam}`
+      .addError(failsWith(NotFound, "not_found"))
       .addError(failsWith(Conflict, "organization_has_active_resources", "organization_has_credit_balance", "organization_has_pending_billing"))
       .addError(failsWith(Forbidden, "forbidden"))
       .addError(failsWith(Unprocessable, "confirmation_mismatch"))

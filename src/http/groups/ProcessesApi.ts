@@ -4,7 +4,7 @@
  */
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
-import { BadRequest, Conflict, failsWith, ServiceUnavailable, UpgradeRequired } from "../../domain/Errors.ts"
+import { BadRequest, Conflict, failsWith, NotFound, ServiceUnavailable, UpgradeRequired } from "../../domain/Errors.ts"
 import { Process, ProcessWithOutput, StartProcess, StdinWritten, WriteStdin } from "../../domain/Runtime.ts"
 import { ProjectKeyAuth } from "../Security.ts"
 import { IdempotencyHeaders } from "./Common.ts"
@@ -27,6 +27,7 @@ export const AttachParams = Schema.Struct({
 export class ProcessesApi extends HttpApiGroup.make("processes")
   .add(
     HttpApiEndpoint.post("start")`/v1/sandboxes/${sandboxIdParam}/processes`
+      .addError(failsWith(NotFound, "not_found"))
       .addError(failsWith(BadRequest, "idempotency_key_required"))
       .addError(failsWith(Conflict, "capability_unsupported", "idempotency_in_progress", "idempotency_mismatch", "invalid_sandbox_state", "unsupported_operation"))
       .setPayload(StartProcess)
@@ -39,9 +40,14 @@ export class ProcessesApi extends HttpApiGroup.make("processes")
         "`Idempotency-Key` required (400 `idempotency_key_required`). `?wait_seconds=N` (1–300): answers 201 with the process in its terminal state when it ends within N seconds, with its output (`stdout`, `stderr` as UTF-8 text; `stdout_base64`/`stderr_base64` too when the bytes are not UTF-8; at most 1 MiB of each, `output_capped` when that cut it — the events hold all the output kept), else 202 as without it (a replay with the same key waits the same way); not with `stdin: true` (422). `stdin: true` keeps its input open for `…/stdin` (409 `capability_unsupported` on a provider that cannot take input). 409 `invalid_sandbox_state` unless the sandbox is ready, `capability_unsupported` when its provider cannot run processes, `idempotency_mismatch` on a reused key."
       )
   )
-  .add(HttpApiEndpoint.get("get")`/v1/sandboxes/${sandboxIdParam}/processes/${processIdParam}`.addSuccess(Process))
+  .add(
+    HttpApiEndpoint.get("get")`/v1/sandboxes/${sandboxIdParam}/processes/${processIdParam}`
+      .addError(failsWith(NotFound, "not_found"))
+      .addSuccess(Process)
+  )
   .add(
     HttpApiEndpoint.get("events")`/v1/sandboxes/${sandboxIdParam}/processes/${processIdParam}/events`
+      .addError(failsWith(NotFound, "not_found"))
       .setHeaders(LastEventIdHeaders)
       .setUrlParams(FollowParams)
       .addSuccess(EventStream)
@@ -52,6 +58,7 @@ export class ProcessesApi extends HttpApiGroup.make("processes")
   )
   .add(
     HttpApiEndpoint.post("cancel")`/v1/sandboxes/${sandboxIdParam}/processes/${processIdParam}/actions/cancel`
+      .addError(failsWith(NotFound, "not_found"))
       .addError(failsWith(BadRequest, "idempotency_key_required"))
       .addError(failsWith(Conflict, "capability_unsupported", "idempotency_in_progress", "idempotency_mismatch", "process_terminal", "unsupported_operation"))
       .setHeaders(IdempotencyHeaders)
@@ -60,6 +67,7 @@ export class ProcessesApi extends HttpApiGroup.make("processes")
   )
   .add(
     HttpApiEndpoint.post("stdin")`/v1/sandboxes/${sandboxIdParam}/processes/${processIdParam}/stdin`
+      .addError(failsWith(NotFound, "not_found"))
       .addError(failsWith(Conflict, "invalid_process_state", "invalid_sandbox_state"))
       .addError(failsWith(ServiceUnavailable, "sandbox_unresponsive", "stdin_write_failed"))
       .setPayload(WriteStdin)
@@ -71,6 +79,7 @@ export class ProcessesApi extends HttpApiGroup.make("processes")
   )
   .add(
     HttpApiEndpoint.get("attach")`/v1/sandboxes/${sandboxIdParam}/processes/${processIdParam}/attach`
+      .addError(failsWith(NotFound, "not_found"))
       .addError(failsWith(Conflict, "invalid_process_state"))
       .addError(failsWith(UpgradeRequired, "upgrade_required"))
       .setUrlParams(AttachParams)

@@ -4,7 +4,7 @@
  * project's organization, served by the same handlers.
  */
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
-import { BadRequest, Conflict, failsWith, Forbidden } from "../../domain/Errors.ts"
+import { BadRequest, Conflict, failsWith, Forbidden, NotFound } from "../../domain/Errors.ts"
 import { CreateEndpoint, Endpoint, EndpointList } from "../../domain/Runtime.ts"
 import { PageParams } from "../Pagination.ts"
 import { UserAuth } from "../Security.ts"
@@ -14,6 +14,7 @@ import { endpointIdParam, sandboxIdParam } from "./SandboxPlane.ts"
 export class ProjectEndpointsApi extends HttpApiGroup.make("projectEndpoints")
   .add(
     HttpApiEndpoint.post("create")`/v1/projects/${projectIdParam}/sandboxes/${sandboxIdParam}/endpoints`
+      .addError(failsWith(NotFound, "not_found"))
       .addError(failsWith(BadRequest, "idempotency_key_required"))
       .addError(failsWith(Conflict, "capability_unsupported", "endpoint_conflict", "idempotency_in_progress", "idempotency_mismatch", "invalid_sandbox_state", "unsupported_operation"))
       .setPayload(CreateEndpoint)
@@ -23,10 +24,12 @@ export class ProjectEndpointsApi extends HttpApiGroup.make("projectEndpoints")
   )
   .add(
     HttpApiEndpoint.get("list")`/v1/projects/${projectIdParam}/sandboxes/${sandboxIdParam}/endpoints`
+      .addError(failsWith(NotFound, "not_found"))
       .setUrlParams(PageParams).addSuccess(EndpointList)
   )
   .add(
     HttpApiEndpoint.del("revoke")`/v1/projects/${projectIdParam}/sandboxes/${sandboxIdParam}/endpoints/${endpointIdParam}`
+      .addError(failsWith(NotFound, "not_found"))
       .addSuccess(Endpoint, { status: 202 })
   )
   // A member of another organization, or one whose role may not do this.

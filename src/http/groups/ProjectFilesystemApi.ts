@@ -4,7 +4,7 @@
  * organization, served by the same handlers (a raw write streams through RawWrites.ts as on the key path).
  */
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
-import { BadRequest, Conflict, failsWith, Forbidden, NotFound, RangeNotSatisfiable, ServiceUnavailable, Unprocessable } from "../../domain/Errors.ts"
+import { BadRequest, Conflict, failsWith, Forbidden, NotFound, PayloadTooLarge, RangeNotSatisfiable, ServiceUnavailable, Unprocessable } from "../../domain/Errors.ts"
 import { DeleteFile, ListFiles, RawFileParams, RawReadHeaders, RawWriteParams, RawWritten, ReadFile, RuntimeOperation, WriteFile } from "../../domain/Runtime.ts"
 import { UserAuth } from "../Security.ts"
 import { IdempotencyHeaders, projectIdParam } from "./Common.ts"
@@ -15,6 +15,7 @@ const same = (route: string) => `As \`${route}\`, for a member of the project's 
 export class ProjectFilesystemApi extends HttpApiGroup.make("projectFilesystem")
   .add(
     HttpApiEndpoint.post("read")`/v1/projects/${projectIdParam}/sandboxes/${sandboxIdParam}/filesystem/read`
+      .addError(failsWith(NotFound, "not_found"))
       .addError(failsWith(BadRequest, "idempotency_key_required"))
       .addError(failsWith(Conflict, "capability_unsupported", "idempotency_in_progress", "idempotency_mismatch", "invalid_sandbox_state", "unsupported_operation"))
       .setPayload(ReadFile)
@@ -23,6 +24,7 @@ export class ProjectFilesystemApi extends HttpApiGroup.make("projectFilesystem")
   )
   .add(
     HttpApiEndpoint.post("write")`/v1/projects/${projectIdParam}/sandboxes/${sandboxIdParam}/filesystem/write`
+      .addError(failsWith(NotFound, "not_found"))
       .addError(failsWith(BadRequest, "idempotency_key_required"))
       .addError(failsWith(Conflict, "capability_unsupported", "idempotency_in_progress", "idempotency_mismatch", "invalid_sandbox_state", "unsupported_operation"))
       .setPayload(WriteFile)
@@ -31,6 +33,7 @@ export class ProjectFilesystemApi extends HttpApiGroup.make("projectFilesystem")
   )
   .add(
     HttpApiEndpoint.post("list")`/v1/projects/${projectIdParam}/sandboxes/${sandboxIdParam}/filesystem/list`
+      .addError(failsWith(NotFound, "not_found"))
       .addError(failsWith(BadRequest, "idempotency_key_required"))
       .addError(failsWith(Conflict, "capability_unsupported", "idempotency_in_progress", "idempotency_mismatch", "invalid_sandbox_state", "unsupported_operation"))
       .setPayload(ListFiles)
@@ -38,6 +41,7 @@ export class ProjectFilesystemApi extends HttpApiGroup.make("projectFilesystem")
   )
   .add(
     HttpApiEndpoint.post("delete")`/v1/projects/${projectIdParam}/sandboxes/${sandboxIdParam}/filesystem/delete`
+      .addError(failsWith(NotFound, "not_found"))
       .addError(failsWith(BadRequest, "idempotency_key_required"))
       .addError(failsWith(Conflict, "capability_unsupported", "idempotency_in_progress", "idempotency_mismatch", "invalid_sandbox_state", "unsupported_operation"))
       .setPayload(DeleteFile)
@@ -46,10 +50,12 @@ export class ProjectFilesystemApi extends HttpApiGroup.make("projectFilesystem")
   )
   .add(
     HttpApiEndpoint.get("getRuntimeOperation")`/v1/projects/${projectIdParam}/sandboxes/${sandboxIdParam}/runtime-operations/${runtimeOperationIdParam}`
+      .addError(failsWith(NotFound, "not_found"))
       .addSuccess(RuntimeOperation)
   )
   .add(
     HttpApiEndpoint.get("readContent")`/v1/projects/${projectIdParam}/sandboxes/${sandboxIdParam}/files/content`
+      .addError(failsWith(NotFound, "not_found"))
       .addError(failsWith(Conflict, "capability_unsupported", "file_exists", "invalid_sandbox_state", "is_a_directory", "runtime_operation_failed", "unsupported_operation"))
       .addError(failsWith(NotFound, "file_not_found"))
       .addError(failsWith(RangeNotSatisfiable, "range_not_satisfiable"))
@@ -62,6 +68,8 @@ export class ProjectFilesystemApi extends HttpApiGroup.make("projectFilesystem")
   )
   .add(
     HttpApiEndpoint.put("writeContent")`/v1/projects/${projectIdParam}/sandboxes/${sandboxIdParam}/files/content`
+      .addError(failsWith(NotFound, "not_found"))
+      .addError(failsWith(PayloadTooLarge, "payload_too_large"))
       .addError(failsWith(Conflict, "capability_unsupported", "file_exists", "invalid_sandbox_state", "is_a_directory", "runtime_operation_failed", "unsupported_operation"))
       .addError(failsWith(NotFound, "file_not_found"))
       .addError(failsWith(ServiceUnavailable, "runtime_operation_failed", "sandbox_busy", "sandbox_unresponsive"))

@@ -3,7 +3,7 @@
  * operation of the project, for example one returned by a project-path pause, resume or delete.
  */
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
-import { failsWith, Forbidden } from "../../domain/Errors.ts"
+import { failsWith, Forbidden, NotFound } from "../../domain/Errors.ts"
 import { Operation } from "../../domain/Operation.ts"
 import { UserAuth } from "../Security.ts"
 import { projectIdParam } from "./Common.ts"
@@ -12,10 +12,12 @@ import { EventStream, FollowParams, LastEventIdHeaders, operationIdParam } from 
 export class ProjectOperationsApi extends HttpApiGroup.make("projectOperations")
   .add(
     HttpApiEndpoint.get("get")`/v1/projects/${projectIdParam}/operations/${operationIdParam}`
+      .addError(failsWith(NotFound, "not_found"))
       .addSuccess(Operation)
   )
   .add(
     HttpApiEndpoint.get("events")`/v1/projects/${projectIdParam}/operations/${operationIdParam}/events`
+      .addError(failsWith(NotFound, "not_found"))
       .setHeaders(LastEventIdHeaders)
       .setUrlParams(FollowParams)
       .addSuccess(EventStream)

@@ -6,7 +6,7 @@
  */
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
-import { BadRequest, Conflict, failsWith, Forbidden, ServiceUnavailable, UpgradeRequired } from "../../domain/Errors.ts"
+import { BadRequest, Conflict, failsWith, Forbidden, NotFound, ServiceUnavailable, UpgradeRequired } from "../../domain/Errors.ts"
 import { Process, ProcessWithOutput, StartProcess, StdinWritten, WriteStdin } from "../../domain/Runtime.ts"
 import { UserAuth } from "../Security.ts"
 import { IdempotencyHeaders, projectIdParam } from "./Common.ts"
@@ -20,6 +20,7 @@ const same = (route: string) => `As \`${route}\`, for a member of the project's 
 export class ProjectProcessesApi extends HttpApiGroup.make("projectProcesses")
   .add(
     HttpApiEndpoint.post("start")`/v1/projects/${projectIdParam}/sandboxes/${sandboxIdParam}/processes`
+      .addError(failsWith(NotFound, "not_found"))
       .addError(failsWith(BadRequest, "idempotency_key_required"))
       .addError(failsWith(Conflict, "capability_unsupported", "idempotency_in_progress", "idempotency_mismatch", "invalid_sandbox_state", "unsupported_operation"))
       .setPayload(StartProcess)
@@ -31,15 +32,18 @@ export class ProjectProcessesApi extends HttpApiGroup.make("projectProcesses")
   )
   .add(
     HttpApiEndpoint.get("list")`/v1/projects/${projectIdParam}/sandboxes/${sandboxIdParam}/processes`
+      .addError(failsWith(NotFound, "not_found"))
       .addSuccess(ProcessList)
       .annotate(OpenApi.Description, "The sandbox's latest 100 processes, newest first.")
   )
   .add(
     HttpApiEndpoint.get("get")`/v1/projects/${projectIdParam}/sandboxes/${sandboxIdParam}/processes/${processIdParam}`
+      .addError(failsWith(NotFound, "not_found"))
       .addSuccess(Process)
   )
   .add(
     HttpApiEndpoint.get("events")`/v1/projects/${projectIdParam}/sandboxes/${sandboxIdParam}/processes/${processIdParam}/events`
+      .addError(failsWith(NotFound, "not_found"))
       .setHeaders(LastEventIdHeaders)
       .setUrlParams(FollowParams)
       .addSuccess(EventStream)
@@ -47,6 +51,7 @@ export class ProjectProcessesApi extends HttpApiGroup.make("projectProcesses")
   )
   .add(
     HttpApiEndpoint.post("cancel")`/v1/projects/${projectIdParam}/sandboxes/${sandboxIdParam}/processes/${processIdParam}/actions/cancel`
+      .addError(failsWith(NotFound, "not_found"))
       .addError(failsWith(BadRequest, "idempotency_key_required"))
       .addError(failsWith(Conflict, "capability_unsupported", "idempotency_in_progress", "idempotency_mismatch", "process_terminal", "unsupported_operation"))
       .setHeaders(IdempotencyHeaders)
@@ -54,6 +59,7 @@ export class ProjectProcessesApi extends HttpApiGroup.make("projectProcesses")
   )
   .add(
     HttpApiEndpoint.post("stdin")`/v1/projects/${projectIdParam}/sandboxes/${sandboxIdParam}/processes/${processIdParam}/stdin`
+      .addError(failsWith(NotFound, "not_found"))
       .addError(failsWith(Conflict, "invalid_process_state", "invalid_sandbox_state"))
       .addError(failsWith(ServiceUnavailable, "sandbox_unresponsive", "stdin_write_failed"))
       .setPayload(WriteStdin)
@@ -61,6 +67,7 @@ export class ProjectProcessesApi extends HttpApiGroup.make("projectProcesses")
   )
   .add(
     HttpApiEndpoint.get("attach")`/v1/projects/${projectIdParam}/sandboxes/${sandboxIdParam}/processes/${processIdParam}/attach`
+      .addError(failsWith(NotFound, "not_found"))
       .addError(failsWith(Conflict, "invalid_process_state"))
       .addError(failsWith(UpgradeRequired, "upgrade_required"))
       .setUrlParams(AttachParams)

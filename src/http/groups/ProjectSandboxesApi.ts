@@ -19,11 +19,13 @@ export const ProjectSandboxList = Schema.Struct({ sandboxes: Schema.Array(Sandbo
 export class ProjectSandboxesApi extends HttpApiGroup.make("projectSandboxes")
   .add(
     HttpApiEndpoint.get("list")`/v1/projects/${projectIdParam}/sandboxes`
+      .addError(failsWith(NotFound, "not_found"))
       .addSuccess(ProjectSandboxList)
       .annotate(OpenApi.Description, "Every sandbox of the project, newest first (no paging).")
   )
   .add(
     HttpApiEndpoint.post("create")`/v1/projects/${projectIdParam}/sandboxes`
+      .addError(failsWith(NotFound, "not_found"))
       .addError(failsWith(BadRequest, "idempotency_key_required"))
       .addError(failsWith(Conflict, "idempotency_in_progress", "idempotency_mismatch"))
       .addError(failsWith(PaymentRequired, "insufficient_credits"))
@@ -34,10 +36,12 @@ export class ProjectSandboxesApi extends HttpApiGroup.make("projectSandboxes")
   )
   .add(
     HttpApiEndpoint.get("get")`/v1/projects/${projectIdParam}/sandboxes/${sandboxIdParam}`
+      .addError(failsWith(NotFound, "not_found"))
       .addSuccess(Sandbox)
   )
   .add(
     HttpApiEndpoint.post("extend")`/v1/projects/${projectIdParam}/sandboxes/${sandboxIdParam}/extend`
+      .addError(failsWith(NotFound, "not_found"))
       .addError(failsWith(Conflict, "invalid_sandbox_state"))
       .setPayload(ExtendSandbox)
       .addSuccess(Sandbox)
@@ -45,11 +49,13 @@ export class ProjectSandboxesApi extends HttpApiGroup.make("projectSandboxes")
   )
   .add(
     HttpApiEndpoint.get("capabilities")`/v1/projects/${projectIdParam}/sandboxes/${sandboxIdParam}/capabilities`
+      .addError(failsWith(NotFound, "not_found"))
       .addError(failsWith(Conflict, "capabilities_unavailable", "invalid_sandbox_state"))
       .addSuccess(Capabilities)
   )
   .add(
     HttpApiEndpoint.get("metrics")`/v1/projects/${projectIdParam}/sandboxes/${sandboxIdParam}/metrics`
+      .addError(failsWith(NotFound, "not_found"))
       .addError(failsWith(Conflict, "invalid_sandbox_state", "provider_auth", "provider_capacity", "provider_customer", "provider_invalid_request", "provider_quota", "provider_timeout_absent", "provider_unavailable", "provider_unknown_outcome"))
       .addError(failsWith(NotFound, "metrics_unavailable"))
       .addError(failsWith(ServiceUnavailable, "provider_auth", "provider_capacity", "provider_customer", "provider_invalid_request", "provider_quota", "provider_timeout", "provider_timeout_absent", "provider_unavailable", "provider_unknown_outcome"))
@@ -58,16 +64,19 @@ export class ProjectSandboxesApi extends HttpApiGroup.make("projectSandboxes")
   )
   .add(
     HttpApiEndpoint.post("pause")`/v1/projects/${projectIdParam}/sandboxes/${sandboxIdParam}/pause`
+      .addError(failsWith(NotFound, "not_found"))
       .addError(failsWith(Conflict, "capability_unsupported", "invalid_sandbox_state", "recording_active", "unsupported_operation"))
       .addSuccess(SandboxMutation)
   )
   .add(
     HttpApiEndpoint.post("resume")`/v1/projects/${projectIdParam}/sandboxes/${sandboxIdParam}/resume`
+      .addError(failsWith(NotFound, "not_found"))
       .addError(failsWith(Conflict, "capability_unsupported", "invalid_sandbox_state", "unsupported_operation"))
       .addSuccess(SandboxMutation)
   )
   .add(
     HttpApiEndpoint.del("delete")`/v1/projects/${projectIdParam}/sandboxes/${sandboxIdParam}`
+      .addError(failsWith(NotFound, "not_found"))
       .addSuccess(SandboxMutation)
   )
   // A member of another organization, or one whose role may not do this.

@@ -1,6 +1,6 @@
 /** Projects (spec §4.3; reference §2 "Projects, API keys"). Members read, owners and admins write; non-members get 404 on `/v1/projects/…`. */
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
-import { BadRequest, Conflict, failsWith, Forbidden } from "../../domain/Errors.ts"
+import { BadRequest, Conflict, failsWith, Forbidden, NotFound } from "../../domain/Errors.ts"
 import { CreateProject, Deleted, Project, ProjectList, UpdateProject } from "../../domain/Accounts.ts"
 import { UserAuth } from "../Security.ts"
 import { IdempotencyHeaders, organizationIdParam, projectIdParam } from "./Common.ts"
@@ -8,11 +8,13 @@ import { IdempotencyHeaders, organizationIdParam, projectIdParam } from "./Commo
 export class ProjectsApi extends HttpApiGroup.make("projects")
   .add(
     HttpApiEndpoint.get("list")`/v1/organizations/${organizationIdParam}/projects`
+      .addError(failsWith(NotFound, "not_found"))
       .addError(failsWith(Forbidden, "forbidden"))
       .addSuccess(ProjectList)
   )
   .add(
     HttpApiEndpoint.post("create")`/v1/organizations/${organizationIdParam}/projects`
+      .addError(failsWith(NotFound, "not_found"))
       .addError(failsWith(BadRequest, "idempotency_key_required"))
       .addError(failsWith(Conflict, "conflict", "idempotency_in_progress", "idempotency_mismatch"))
       .addError(failsWith(Forbidden, "forbidden"))
@@ -20,9 +22,14 @@ export class ProjectsApi extends HttpApiGroup.make("projects")
       .setHeaders(IdempotencyHeaders)
       .addSuccess(Project, { status: 201 })
   )
-  .add(HttpApiEndpoint.get("get")`/v1/projects/${projectIdParam}`.addSuccess(Project))
+  .add(
+    HttpApiEndpoint.get("get")`/v1/projects/${projectIdParam}`
+      .addError(failsWith(NotFound, "not_found"))
+      .addSuccess(Project)
+  )
   .add(
     HttpApiEndpoint.patch("update")`/v1/projects/${projectIdParam}`
+      .addError(failsWith(NotFound, "not_found"))
       .addError(failsWith(Conflict, "conflict"))
       .addError(failsWith(Forbidden, "forbidden"))
       .setPayload(UpdateProject)
@@ -30,6 +37,7 @@ export class ProjectsApi extends HttpApiGroup.make("projects")
   )
   .add(
     HttpApiEndpoint.del("delete")`/v1/projects/${projectIdParam}`
+      .addError(failsWith(NotFound, "not_found"))
       .addError(failsWith(Conflict, "project_has_active_resources"))
       .addError(failsWith(Forbidden, "forbidden"))
       .addSuccess(Deleted)

@@ -48,26 +48,34 @@ export class SandboxesApi extends HttpApiGroup.make("sandboxes")
         "The project's sandboxes, newest first; `next_cursor` is null on the last page. Filters: `state` (repeatable: any of them), `provider`, and `metadata.<key>=<value>` (up to 16; all must match). A cursor belongs to its list and filters: a foreign, tampered or reused-with-other-filters cursor is a 422."
       )
   )
-  .add(HttpApiEndpoint.get("get")`/v1/sandboxes/${sandboxIdParam}`.addSuccess(Sandbox))
+  .add(
+    HttpApiEndpoint.get("get")`/v1/sandboxes/${sandboxIdParam}`
+      .addError(failsWith(NotFound, "not_found"))
+      .addSuccess(Sandbox)
+  )
   .add(
     HttpApiEndpoint.del("delete")`/v1/sandboxes/${sandboxIdParam}`
+      .addError(failsWith(NotFound, "not_found"))
       .addSuccess(SandboxMutation, { status: 202 })
       .annotate(OpenApi.Description, "Destroys the sandbox. Destroying a stopped sandbox returns an operation that has already succeeded.")
   )
   .add(
     HttpApiEndpoint.post("pause")`/v1/sandboxes/${sandboxIdParam}/actions/pause`
+      .addError(failsWith(NotFound, "not_found"))
       .addError(failsWith(Conflict, "capability_unsupported", "invalid_sandbox_state", "recording_active", "unsupported_operation"))
       .addSuccess(SandboxMutation, { status: 202 })
       .annotate(OpenApi.Description, "409 `unsupported_operation` when the provider cannot pause; 409 `invalid_sandbox_state` unless the sandbox is ready.")
   )
   .add(
     HttpApiEndpoint.post("resume")`/v1/sandboxes/${sandboxIdParam}/actions/resume`
+      .addError(failsWith(NotFound, "not_found"))
       .addError(failsWith(Conflict, "capability_unsupported", "invalid_sandbox_state", "unsupported_operation"))
       .addSuccess(SandboxMutation, { status: 202 })
       .annotate(OpenApi.Description, "409 `capability_unsupported` when the provider cannot resume; 409 `invalid_sandbox_state` unless the sandbox is paused or resuming.")
   )
   .add(
     HttpApiEndpoint.post("extend")`/v1/sandboxes/${sandboxIdParam}/actions/extend`
+      .addError(failsWith(NotFound, "not_found"))
       .addError(failsWith(Conflict, "invalid_sandbox_state"))
       .setPayload(ExtendSandbox)
       .addSuccess(Sandbox)
@@ -78,12 +86,14 @@ export class SandboxesApi extends HttpApiGroup.make("sandboxes")
   )
   .add(
     HttpApiEndpoint.get("capabilities")`/v1/sandboxes/${sandboxIdParam}/capabilities`
+      .addError(failsWith(NotFound, "not_found"))
       .addError(failsWith(Conflict, "capabilities_unavailable", "invalid_sandbox_state"))
       .addSuccess(Capabilities)
       .annotate(OpenApi.Description, "The provider's capability manifest; 409 `invalid_sandbox_state` until the sandbox is ready, `capabilities_unavailable` without a snapshot.")
   )
   .add(
     HttpApiEndpoint.get("metrics")`/v1/sandboxes/${sandboxIdParam}/metrics`
+      .addError(failsWith(NotFound, "not_found"))
       .addError(failsWith(Conflict, "invalid_sandbox_state", "provider_auth", "provider_capacity", "provider_customer", "provider_invalid_request", "provider_quota", "provider_timeout_absent", "provider_unavailable", "provider_unknown_outcome"))
       .addError(failsWith(NotFound, "metrics_unavailable"))
       .addError(failsWith(ServiceUnavailable, "provider_auth", "provider_capacity", "provider_customer", "provider_invalid_request", "provider_quota", "provider_timeout", "provider_timeout_absent", "provider_unavailable", "provider_unknown_outcome"))

@@ -4,7 +4,7 @@
  * revoked and the cookie cleared).
  */
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
-import { failsWith, Forbidden, Unauthenticated } from "../../domain/Errors.ts"
+import { failsWith, Forbidden, NotFound, Unauthenticated } from "../../domain/Errors.ts"
 import { Session, SignedOut, SignIn } from "../../domain/Sessions.ts"
 import { UserAuth } from "../Security.ts"
 
@@ -23,6 +23,7 @@ export class SessionsApi extends HttpApiGroup.make("sessions")
   .add(HttpApiEndpoint.get("current", "/v1/sessions/current").addSuccess(Session).middleware(UserAuth))
   .add(
     HttpApiEndpoint.del("signOut", "/v1/sessions/current")
+      .addError(failsWith(NotFound, "not_found"))
       .addSuccess(SignedOut)
       .middleware(UserAuth)
       .annotate(OpenApi.Description, "Revokes the session of the request's cookie and clears it; the cookie is refused from then on. 404 without a session cookie (a bearer token is revoked with `tokens revoke`).")
