@@ -13,7 +13,8 @@
 
 GW=${GW:-http://127.0.0.1:8080}
 
-pick() { PICK="$1" node -e 'let v=JSON.parse(require("fs").readFileSync(0,"utf8"));for(const k of process.env.PICK.split("."))v=v?.[k];console.log(typeof v==="object"?JSON.stringify(v):v)'; }
+# bun, not node: it starts in a third of the time, and the polls below call pick every 0.2 s.
+pick() { PICK="$1" bun -e 'let v=JSON.parse(require("fs").readFileSync(0,"utf8"));for(const k of process.env.PICK.split("."))v=v?.[k];console.log(typeof v==="object"?JSON.stringify(v):v)'; }
 
 if [ -z "${KEY:-}" ]; then
   BOOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && bun run --silent cli bootstrap --email "${SGW_EMAIL:-you@example.com}" --json)
