@@ -7,7 +7,7 @@ import { Effect } from "effect"
 import { type Coded, conflict, type Conflict, notFound } from "../../domain/Errors.ts"
 import type { ProviderAccounts } from "../ProviderAccounts.ts"
 import { getSandboxRow, type SandboxRow } from "./SandboxRows.ts"
-import { type Need, unsupportedCall } from "./Unsupported.ts"
+import { type Need, unsupportedCall, type UnsupportedCode } from "./Unsupported.ts"
 
 export interface Caller {
   readonly projectId: string
@@ -39,6 +39,10 @@ export const capabilityOf = <K extends string>(sandbox: SandboxRow, path: Readon
 }
 
 /** The capability at `path` of the sandbox's snapshot, or 409 naming what the create could have asked for (Unsupported.ts). */
-export const requireCapability = (sandbox: SandboxRow, path: ReadonlyArray<string>, need: Need): Effect.Effect<void, Coded<Conflict, "capability_unsupported" | "unsupported_operation">, ProviderAccounts> =>
+export const requireCapability = <const N extends Need>(
+  sandbox: SandboxRow,
+  path: ReadonlyArray<string>,
+  need: N
+): Effect.Effect<void, Coded<Conflict, UnsupportedCode<N["kind"]>>, ProviderAccounts> =>
   capabilityOf(sandbox, path) ? Effect.void : unsupportedCall(sandbox, need)
 

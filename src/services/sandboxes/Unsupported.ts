@@ -62,7 +62,10 @@ const ruleOf = (need: Need): Rule => {
   }
 }
 
-export const unsupportedCall = (sandbox: SandboxRow, need: Need, extra: Record<string, unknown> = {}) =>
+/** The code of a call the provider cannot serve: a pause is an unsupported operation, the rest a capability. */
+export type UnsupportedCode<K extends Need["kind"]> = K extends "pause" ? "unsupported_operation" : "capability_unsupported"
+
+export const unsupportedCall = <const N extends Need>(sandbox: SandboxRow, need: N, extra: Record<string, unknown> = {}) =>
   Effect.gen(function*() {
     const rule = ruleOf(need)
     const able = (yield* ProviderAccounts).configured.filter(rule.can).map((p) => p.name)
@@ -71,7 +74,7 @@ export const unsupportedCall = (sandbox: SandboxRow, need: Need, extra: Record<s
       : rule.feature !== undefined
       ? `; create the sandbox with ${rule.feature} to be placed on a provider that can`
       : `; create the sandbox with provider set to one that can (${able.join(", ")})`
-    const code = need.kind === "pause" ? "unsupported_operation" as const : "capability_unsupported" as const
+    const code = (need.kind === "pause" ? "unsupported_operation" : "capability_unsupported") as UnsupportedCode<N["kind"]>
     return yield* conflict(code, `${sandbox.provider} sandboxes cannot ${rule.what}${hint}`, {
       provider: sandbox.provider,
       ...(rule.feature === undefined ? {} : { feature: rule.feature }),
