@@ -71,7 +71,7 @@ describe("OpenAPI", () => {
     // The route's own codes, from its handler: not every code of the status.
     expect(codes("post", "/v1/sandboxes", "402")).toEqual(["insufficient_credits"])
     expect(codes("post", "/v1/sandboxes", "400")).toEqual(["idempotency_key_required", "invalid_json", "project_header_required"])
-    expect(codes("post", "/v1/sandboxes/{sandbox_id}/actions/pause", "409")).toEqual(["capability_unsupported", "invalid_sandbox_state", "recording_active", "unsupported_operation"])
+    expect(codes("post", "/v1/sandboxes/{sandbox_id}/actions/pause", "409")).toEqual(["invalid_sandbox_state", "recording_active", "unsupported_operation"])
     expect(codes("get", "/v1/sandboxes/{sandbox_id}/files/content", "416")).toEqual(["range_not_satisfiable"])
     expect(codes("get", "/v1/sandboxes/{sandbox_id}/files/content", "404")).toEqual(["file_not_found", "not_found"])
     expect(codes("get", "/v1/sandboxes/{sandbox_id}", "409")).toBeUndefined()

@@ -17,24 +17,24 @@ export class ApiKeysApi extends HttpApiGroup.make("apiKeys")
   )
   .add(
     HttpApiEndpoint.post("create")`/v1/projects/${projectIdParam}/api-keys`
-      .addError(failsWith(NotFound, "not_found"))
       .addError(failsWith(Forbidden, "forbidden"))
+      .addError(failsWith(NotFound, "not_found"))
       .setPayload(CreateApiKey)
       .addSuccess(CreatedApiKey, { status: 201 })
       .annotate(OpenApi.Description, "Issues a key; `key` is in this response only. `expires_in` is 1h…1y, or null (default) for no expiry.")
   )
   .add(
     HttpApiEndpoint.post("revoke")`/v1/projects/${projectIdParam}/api-keys/${apiKeyIdParam}/revoke`
-      .addError(failsWith(NotFound, "not_found"))
       .addError(failsWith(Forbidden, "forbidden"))
+      .addError(failsWith(NotFound, "not_found"))
       .addSuccess(ProjectApiKey)
       .annotate(OpenApi.Description, "Stops the key at once. Revoking an already revoked key is 404.")
   )
   .add(
     HttpApiEndpoint.del("delete")`/v1/projects/${projectIdParam}/api-keys/${apiKeyIdParam}`
-      .addError(failsWith(NotFound, "not_found"))
       .addError(failsWith(Conflict, "api_key_must_be_revoked"))
       .addError(failsWith(Forbidden, "forbidden"))
+      .addError(failsWith(NotFound, "not_found"))
       .addSuccess(Deleted)
       .annotate(OpenApi.Description, "Hides a revoked key from the list; 409 `api_key_must_be_revoked` if it is still live.")
   )

@@ -19,8 +19,8 @@ export class BillingApi extends HttpApiGroup.make("billing")
   )
   .add(
     HttpApiEndpoint.put("autoTopup")`/v1/organizations/${organizationIdParam}/billing/auto-topup`
-      .addError(failsWith(NotFound, "not_found"))
       .addError(failsWith(Conflict, "conflict"))
+      .addError(failsWith(NotFound, "not_found"))
       .setPayload(AutoTopupSettings)
       .addSuccess(OrganizationBilling)
   )

@@ -20,9 +20,9 @@ const needsDesktop =
 export class ComputerApi extends HttpApiGroup.make("computer")
   .add(
     HttpApiEndpoint.post("action")`/v1/sandboxes/${sandboxIdParam}/computer/actions`
-      .addError(failsWith(NotFound, "not_found"))
       .addError(failsWith(BadRequest, "idempotency_key_required"))
-      .addError(failsWith(Conflict, "capability_unsupported", "idempotency_in_progress", "idempotency_mismatch", "invalid_sandbox_state", "unsupported_operation"))
+      .addError(failsWith(Conflict, "capability_unsupported", "idempotency_in_progress", "idempotency_mismatch", "invalid_sandbox_state"))
+      .addError(failsWith(NotFound, "not_found"))
       .addError(failsWith(TooManyRequests, "too_many_requests"))
       .setPayload(ComputerAction)
       .setHeaders(IdempotencyHeaders)
@@ -34,9 +34,9 @@ export class ComputerApi extends HttpApiGroup.make("computer")
   )
   .add(
     HttpApiEndpoint.post("screenshot")`/v1/sandboxes/${sandboxIdParam}/computer/screenshots`
-      .addError(failsWith(NotFound, "not_found"))
       .addError(failsWith(BadRequest, "idempotency_key_required"))
-      .addError(failsWith(Conflict, "capability_unsupported", "idempotency_in_progress", "idempotency_mismatch", "invalid_sandbox_state", "unsupported_operation"))
+      .addError(failsWith(Conflict, "capability_unsupported", "idempotency_in_progress", "idempotency_mismatch", "invalid_sandbox_state"))
+      .addError(failsWith(NotFound, "not_found"))
       .addError(failsWith(TooManyRequests, "too_many_requests"))
       .setPayload(TakeScreenshot)
       .addSuccess(RuntimeOperation, { status: 202 })
@@ -53,9 +53,9 @@ export class ComputerApi extends HttpApiGroup.make("computer")
   )
   .add(
     HttpApiEndpoint.post("startRecording")`/v1/sandboxes/${sandboxIdParam}/recordings`
-      .addError(failsWith(NotFound, "not_found"))
       .addError(failsWith(BadRequest, "idempotency_key_required"))
-      .addError(failsWith(Conflict, "capability_unsupported", "idempotency_in_progress", "idempotency_mismatch", "invalid_sandbox_state", "unsupported_operation"))
+      .addError(failsWith(Conflict, "capability_unsupported", "idempotency_in_progress", "idempotency_mismatch", "invalid_sandbox_state"))
+      .addError(failsWith(NotFound, "not_found"))
       .setPayload(CreateRecording)
       .setHeaders(IdempotencyHeaders)
       .addSuccess(Recording, { status: 202 })
@@ -71,9 +71,9 @@ export class ComputerApi extends HttpApiGroup.make("computer")
   )
   .add(
     HttpApiEndpoint.post("stopRecording")`/v1/sandboxes/${sandboxIdParam}/recordings/${recordingIdParam}/actions/stop`
-      .addError(failsWith(NotFound, "not_found"))
       .addError(failsWith(BadRequest, "idempotency_key_required"))
       .addError(failsWith(Conflict, "idempotency_in_progress", "idempotency_mismatch", "invalid_recording_state"))
+      .addError(failsWith(NotFound, "not_found"))
       .setHeaders(IdempotencyHeaders)
       .addSuccess(Recording, { status: 202 })
       .annotate(
@@ -83,8 +83,8 @@ export class ComputerApi extends HttpApiGroup.make("computer")
   )
   .add(
     HttpApiEndpoint.get("recordingContent")`/v1/sandboxes/${sandboxIdParam}/recordings/${recordingIdParam}/content`
-      .addError(failsWith(NotFound, "not_found"))
       .addError(failsWith(Conflict, "invalid_recording_state"))
+      .addError(failsWith(NotFound, "not_found"))
       .addError(failsWith(RangeNotSatisfiable, "range_not_satisfiable"))
       .setHeaders(Schema.Struct({ range: Schema.optional(Schema.String.pipe(Schema.maxLength(200))) }))
       .addSuccess(HttpApiSchema.Uint8Array({ contentType: "video/mp4" }))

@@ -13,9 +13,9 @@ import { endpointIdParam, sandboxIdParam } from "./SandboxPlane.ts"
 export class EndpointsApi extends HttpApiGroup.make("endpoints")
   .add(
     HttpApiEndpoint.post("create")`/v1/sandboxes/${sandboxIdParam}/endpoints`
-      .addError(failsWith(NotFound, "not_found"))
       .addError(failsWith(BadRequest, "idempotency_key_required"))
-      .addError(failsWith(Conflict, "capability_unsupported", "endpoint_conflict", "idempotency_in_progress", "idempotency_mismatch", "invalid_sandbox_state", "unsupported_operation"))
+      .addError(failsWith(Conflict, "capability_unsupported", "endpoint_conflict", "idempotency_in_progress", "idempotency_mismatch", "invalid_sandbox_state"))
+      .addError(failsWith(NotFound, "not_found"))
       .setPayload(CreateEndpoint)
       .setHeaders(IdempotencyHeaders)
       .addSuccess(Endpoint, { status: 202 })

@@ -19,14 +19,14 @@ export class MembersApi extends HttpApiGroup.make("members")
   )
   .add(
     HttpApiEndpoint.del("remove")`/v1/organizations/${organizationIdParam}/members/${userIdParam}`
-      .addError(failsWith(NotFound, "not_found"))
       .addError(failsWith(Conflict, "conflict"))
+      .addError(failsWith(NotFound, "not_found"))
       .addSuccess(MemberRemoved)
   )
   .add(
     HttpApiEndpoint.post("invite")`/v1/organizations/${organizationIdParam}/invitations`
-      .addError(failsWith(NotFound, "not_found"))
       .addError(failsWith(Conflict, "conflict"))
+      .addError(failsWith(NotFound, "not_found"))
       .setPayload(CreateInvitation)
       .addSuccess(Invitation, { status: 201 })
       .addSuccess(Invitation)

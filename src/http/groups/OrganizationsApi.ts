@@ -17,23 +17,23 @@ export class OrganizationsApi extends HttpApiGroup.make("organizations")
   )
   .add(
     HttpApiEndpoint.get("get")`/v1/organizations/${organizationIdParam}`
-      .addError(failsWith(NotFound, "not_found"))
       .addError(failsWith(Forbidden, "forbidden"))
+      .addError(failsWith(NotFound, "not_found"))
       .addSuccess(Organization)
   )
   .add(
     HttpApiEndpoint.patch("update")`/v1/organizations/${organizationIdParam}`
-      .addError(failsWith(NotFound, "not_found"))
       .addError(failsWith(Conflict, "conflict"))
       .addError(failsWith(Forbidden, "forbidden"))
+      .addError(failsWith(NotFound, "not_found"))
       .setPayload(UpdateOrganization)
       .addSuccess(Organization)
   )
   .add(
     HttpApiEndpoint.del("delete")`/v1/organizations/${organizationIdParam}`
-      .addError(failsWith(NotFound, "not_found"))
       .addError(failsWith(Conflict, "organization_has_active_resources", "organization_has_credit_balance", "organization_has_pending_billing"))
       .addError(failsWith(Forbidden, "forbidden"))
+      .addError(failsWith(NotFound, "not_found"))
       .addError(failsWith(Unprocessable, "confirmation_mismatch"))
       .setPayload(DeleteOrganization)
       .addSuccess(Deleted)

@@ -27,9 +27,9 @@ export const AttachParams = Schema.Struct({
 export class ProcessesApi extends HttpApiGroup.make("processes")
   .add(
     HttpApiEndpoint.post("start")`/v1/sandboxes/${sandboxIdParam}/processes`
-      .addError(failsWith(NotFound, "not_found"))
       .addError(failsWith(BadRequest, "idempotency_key_required"))
-      .addError(failsWith(Conflict, "capability_unsupported", "idempotency_in_progress", "idempotency_mismatch", "invalid_sandbox_state", "unsupported_operation"))
+      .addError(failsWith(Conflict, "capability_unsupported", "idempotency_in_progress", "idempotency_mismatch", "invalid_sandbox_state"))
+      .addError(failsWith(NotFound, "not_found"))
       .setPayload(StartProcess)
       .setHeaders(IdempotencyHeaders)
       .setUrlParams(StartProcessParams)
@@ -58,17 +58,17 @@ export class ProcessesApi extends HttpApiGroup.make("processes")
   )
   .add(
     HttpApiEndpoint.post("cancel")`/v1/sandboxes/${sandboxIdParam}/processes/${processIdParam}/actions/cancel`
-      .addError(failsWith(NotFound, "not_found"))
       .addError(failsWith(BadRequest, "idempotency_key_required"))
-      .addError(failsWith(Conflict, "capability_unsupported", "idempotency_in_progress", "idempotency_mismatch", "process_terminal", "unsupported_operation"))
+      .addError(failsWith(Conflict, "capability_unsupported", "idempotency_in_progress", "idempotency_mismatch", "process_terminal"))
+      .addError(failsWith(NotFound, "not_found"))
       .setHeaders(IdempotencyHeaders)
       .addSuccess(Process, { status: 202 })
       .annotate(OpenApi.Description, "Moves the process to `cancelling`; 409 `process_terminal` once it has finished, `capability_unsupported` if the provider cannot cancel.")
   )
   .add(
     HttpApiEndpoint.post("stdin")`/v1/sandboxes/${sandboxIdParam}/processes/${processIdParam}/stdin`
-      .addError(failsWith(NotFound, "not_found"))
       .addError(failsWith(Conflict, "invalid_process_state", "invalid_sandbox_state"))
+      .addError(failsWith(NotFound, "not_found"))
       .addError(failsWith(ServiceUnavailable, "sandbox_unresponsive", "stdin_write_failed"))
       .setPayload(WriteStdin)
       .addSuccess(StdinWritten, { status: 202 })
@@ -79,8 +79,8 @@ export class ProcessesApi extends HttpApiGroup.make("processes")
   )
   .add(
     HttpApiEndpoint.get("attach")`/v1/sandboxes/${sandboxIdParam}/processes/${processIdParam}/attach`
-      .addError(failsWith(NotFound, "not_found"))
       .addError(failsWith(Conflict, "invalid_process_state"))
+      .addError(failsWith(NotFound, "not_found"))
       .addError(failsWith(UpgradeRequired, "upgrade_required"))
       .setUrlParams(AttachParams)
       .addSuccess(HttpApiSchema.Empty(101).annotations({ description: "Switching Protocols: the WebSocket is open" }))

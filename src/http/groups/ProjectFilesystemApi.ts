@@ -15,35 +15,35 @@ const same = (route: string) => `As \`${route}\`, for a member of the project's 
 export class ProjectFilesystemApi extends HttpApiGroup.make("projectFilesystem")
   .add(
     HttpApiEndpoint.post("read")`/v1/projects/${projectIdParam}/sandboxes/${sandboxIdParam}/filesystem/read`
-      .addError(failsWith(NotFound, "not_found"))
       .addError(failsWith(BadRequest, "idempotency_key_required"))
-      .addError(failsWith(Conflict, "capability_unsupported", "idempotency_in_progress", "idempotency_mismatch", "invalid_sandbox_state", "unsupported_operation"))
+      .addError(failsWith(Conflict, "capability_unsupported", "idempotency_in_progress", "idempotency_mismatch", "invalid_sandbox_state"))
+      .addError(failsWith(NotFound, "not_found"))
       .setPayload(ReadFile)
       .addSuccess(RuntimeOperation, { status: 202 })
       .annotate(OpenApi.Description, same("POST /v1/sandboxes/{sandbox_id}/filesystem/read"))
   )
   .add(
     HttpApiEndpoint.post("write")`/v1/projects/${projectIdParam}/sandboxes/${sandboxIdParam}/filesystem/write`
-      .addError(failsWith(NotFound, "not_found"))
       .addError(failsWith(BadRequest, "idempotency_key_required"))
-      .addError(failsWith(Conflict, "capability_unsupported", "idempotency_in_progress", "idempotency_mismatch", "invalid_sandbox_state", "unsupported_operation"))
+      .addError(failsWith(Conflict, "capability_unsupported", "idempotency_in_progress", "idempotency_mismatch", "invalid_sandbox_state"))
+      .addError(failsWith(NotFound, "not_found"))
       .setPayload(WriteFile)
       .setHeaders(IdempotencyHeaders)
       .addSuccess(RuntimeOperation, { status: 202 })
   )
   .add(
     HttpApiEndpoint.post("list")`/v1/projects/${projectIdParam}/sandboxes/${sandboxIdParam}/filesystem/list`
-      .addError(failsWith(NotFound, "not_found"))
       .addError(failsWith(BadRequest, "idempotency_key_required"))
-      .addError(failsWith(Conflict, "capability_unsupported", "idempotency_in_progress", "idempotency_mismatch", "invalid_sandbox_state", "unsupported_operation"))
+      .addError(failsWith(Conflict, "capability_unsupported", "idempotency_in_progress", "idempotency_mismatch", "invalid_sandbox_state"))
+      .addError(failsWith(NotFound, "not_found"))
       .setPayload(ListFiles)
       .addSuccess(RuntimeOperation, { status: 202 })
   )
   .add(
     HttpApiEndpoint.post("delete")`/v1/projects/${projectIdParam}/sandboxes/${sandboxIdParam}/filesystem/delete`
-      .addError(failsWith(NotFound, "not_found"))
       .addError(failsWith(BadRequest, "idempotency_key_required"))
-      .addError(failsWith(Conflict, "capability_unsupported", "idempotency_in_progress", "idempotency_mismatch", "invalid_sandbox_state", "unsupported_operation"))
+      .addError(failsWith(Conflict, "capability_unsupported", "idempotency_in_progress", "idempotency_mismatch", "invalid_sandbox_state"))
+      .addError(failsWith(NotFound, "not_found"))
       .setPayload(DeleteFile)
       .setHeaders(IdempotencyHeaders)
       .addSuccess(RuntimeOperation, { status: 202 })
@@ -55,9 +55,8 @@ export class ProjectFilesystemApi extends HttpApiGroup.make("projectFilesystem")
   )
   .add(
     HttpApiEndpoint.get("readContent")`/v1/projects/${projectIdParam}/sandboxes/${sandboxIdParam}/files/content`
-      .addError(failsWith(NotFound, "not_found"))
-      .addError(failsWith(Conflict, "capability_unsupported", "file_exists", "invalid_sandbox_state", "is_a_directory", "runtime_operation_failed", "unsupported_operation"))
-      .addError(failsWith(NotFound, "file_not_found"))
+      .addError(failsWith(Conflict, "capability_unsupported", "file_exists", "invalid_sandbox_state", "is_a_directory", "runtime_operation_failed"))
+      .addError(failsWith(NotFound, "file_not_found", "not_found"))
       .addError(failsWith(RangeNotSatisfiable, "range_not_satisfiable"))
       .addError(failsWith(ServiceUnavailable, "runtime_operation_failed", "sandbox_busy", "sandbox_unresponsive"))
       .addError(failsWith(Unprocessable, "invalid_path"))
@@ -68,10 +67,9 @@ export class ProjectFilesystemApi extends HttpApiGroup.make("projectFilesystem")
   )
   .add(
     HttpApiEndpoint.put("writeContent")`/v1/projects/${projectIdParam}/sandboxes/${sandboxIdParam}/files/content`
-      .addError(failsWith(NotFound, "not_found"))
+      .addError(failsWith(Conflict, "capability_unsupported", "file_exists", "invalid_sandbox_state", "is_a_directory", "runtime_operation_failed"))
+      .addError(failsWith(NotFound, "file_not_found", "not_found"))
       .addError(failsWith(PayloadTooLarge, "payload_too_large"))
-      .addError(failsWith(Conflict, "capability_unsupported", "file_exists", "invalid_sandbox_state", "is_a_directory", "runtime_operation_failed", "unsupported_operation"))
-      .addError(failsWith(NotFound, "file_not_found"))
       .addError(failsWith(ServiceUnavailable, "runtime_operation_failed", "sandbox_busy", "sandbox_unresponsive"))
       .addError(failsWith(Unprocessable, "invalid_path"))
       .setUrlParams(RawWriteParams)

@@ -20,9 +20,9 @@ const same = (route: string) => `As \`${route}\`, for a member of the project's 
 export class ProjectProcessesApi extends HttpApiGroup.make("projectProcesses")
   .add(
     HttpApiEndpoint.post("start")`/v1/projects/${projectIdParam}/sandboxes/${sandboxIdParam}/processes`
-      .addError(failsWith(NotFound, "not_found"))
       .addError(failsWith(BadRequest, "idempotency_key_required"))
-      .addError(failsWith(Conflict, "capability_unsupported", "idempotency_in_progress", "idempotency_mismatch", "invalid_sandbox_state", "unsupported_operation"))
+      .addError(failsWith(Conflict, "capability_unsupported", "idempotency_in_progress", "idempotency_mismatch", "invalid_sandbox_state"))
+      .addError(failsWith(NotFound, "not_found"))
       .setPayload(StartProcess)
       .setHeaders(IdempotencyHeaders)
       .setUrlParams(StartProcessParams)
@@ -51,24 +51,24 @@ export class ProjectProcessesApi extends HttpApiGroup.make("projectProcesses")
   )
   .add(
     HttpApiEndpoint.post("cancel")`/v1/projects/${projectIdParam}/sandboxes/${sandboxIdParam}/processes/${processIdParam}/actions/cancel`
-      .addError(failsWith(NotFound, "not_found"))
       .addError(failsWith(BadRequest, "idempotency_key_required"))
-      .addError(failsWith(Conflict, "capability_unsupported", "idempotency_in_progress", "idempotency_mismatch", "process_terminal", "unsupported_operation"))
+      .addError(failsWith(Conflict, "capability_unsupported", "idempotency_in_progress", "idempotency_mismatch", "process_terminal"))
+      .addError(failsWith(NotFound, "not_found"))
       .setHeaders(IdempotencyHeaders)
       .addSuccess(Process, { status: 202 })
   )
   .add(
     HttpApiEndpoint.post("stdin")`/v1/projects/${projectIdParam}/sandboxes/${sandboxIdParam}/processes/${processIdParam}/stdin`
-      .addError(failsWith(NotFound, "not_found"))
       .addError(failsWith(Conflict, "invalid_process_state", "invalid_sandbox_state"))
+      .addError(failsWith(NotFound, "not_found"))
       .addError(failsWith(ServiceUnavailable, "sandbox_unresponsive", "stdin_write_failed"))
       .setPayload(WriteStdin)
       .addSuccess(StdinWritten, { status: 202 })
   )
   .add(
     HttpApiEndpoint.get("attach")`/v1/projects/${projectIdParam}/sandboxes/${sandboxIdParam}/processes/${processIdParam}/attach`
-      .addError(failsWith(NotFound, "not_found"))
       .addError(failsWith(Conflict, "invalid_process_state"))
+      .addError(failsWith(NotFound, "not_found"))
       .addError(failsWith(UpgradeRequired, "upgrade_required"))
       .setUrlParams(AttachParams)
       .addSuccess(HttpApiSchema.Empty(101).annotations({ description: "Switching Protocols: the WebSocket is open" }))

@@ -25,9 +25,9 @@ export class ProjectSandboxesApi extends HttpApiGroup.make("projectSandboxes")
   )
   .add(
     HttpApiEndpoint.post("create")`/v1/projects/${projectIdParam}/sandboxes`
-      .addError(failsWith(NotFound, "not_found"))
       .addError(failsWith(BadRequest, "idempotency_key_required"))
       .addError(failsWith(Conflict, "idempotency_in_progress", "idempotency_mismatch"))
+      .addError(failsWith(NotFound, "not_found"))
       .addError(failsWith(PaymentRequired, "insufficient_credits"))
       .setPayload(SandboxRequest)
       .setHeaders(IdempotencyHeaders)
@@ -41,37 +41,36 @@ export class ProjectSandboxesApi extends HttpApiGroup.make("projectSandboxes")
   )
   .add(
     HttpApiEndpoint.post("extend")`/v1/projects/${projectIdParam}/sandboxes/${sandboxIdParam}/extend`
-      .addError(failsWith(NotFound, "not_found"))
       .addError(failsWith(Conflict, "invalid_sandbox_state"))
+      .addError(failsWith(NotFound, "not_found"))
       .setPayload(ExtendSandbox)
       .addSuccess(Sandbox)
       .annotate(OpenApi.Description, "As `POST /v1/sandboxes/{sandbox_id}/actions/extend`.")
   )
   .add(
     HttpApiEndpoint.get("capabilities")`/v1/projects/${projectIdParam}/sandboxes/${sandboxIdParam}/capabilities`
-      .addError(failsWith(NotFound, "not_found"))
       .addError(failsWith(Conflict, "capabilities_unavailable", "invalid_sandbox_state"))
+      .addError(failsWith(NotFound, "not_found"))
       .addSuccess(Capabilities)
   )
   .add(
     HttpApiEndpoint.get("metrics")`/v1/projects/${projectIdParam}/sandboxes/${sandboxIdParam}/metrics`
-      .addError(failsWith(NotFound, "not_found"))
       .addError(failsWith(Conflict, "invalid_sandbox_state", "provider_auth", "provider_capacity", "provider_customer", "provider_invalid_request", "provider_quota", "provider_timeout_absent", "provider_unavailable", "provider_unknown_outcome"))
-      .addError(failsWith(NotFound, "metrics_unavailable"))
+      .addError(failsWith(NotFound, "metrics_unavailable", "not_found"))
       .addError(failsWith(ServiceUnavailable, "provider_auth", "provider_capacity", "provider_customer", "provider_invalid_request", "provider_quota", "provider_timeout", "provider_timeout_absent", "provider_unavailable", "provider_unknown_outcome"))
       .addSuccess(SandboxMetrics)
       .annotate(OpenApi.Description, "As `GET /v1/sandboxes/{sandbox_id}/metrics`.")
   )
   .add(
     HttpApiEndpoint.post("pause")`/v1/projects/${projectIdParam}/sandboxes/${sandboxIdParam}/pause`
+      .addError(failsWith(Conflict, "invalid_sandbox_state", "recording_active", "unsupported_operation"))
       .addError(failsWith(NotFound, "not_found"))
-      .addError(failsWith(Conflict, "capability_unsupported", "invalid_sandbox_state", "recording_active", "unsupported_operation"))
       .addSuccess(SandboxMutation)
   )
   .add(
     HttpApiEndpoint.post("resume")`/v1/projects/${projectIdParam}/sandboxes/${sandboxIdParam}/resume`
+      .addError(failsWith(Conflict, "capability_unsupported", "invalid_sandbox_state"))
       .addError(failsWith(NotFound, "not_found"))
-      .addError(failsWith(Conflict, "capability_unsupported", "invalid_sandbox_state", "unsupported_operation"))
       .addSuccess(SandboxMutation)
   )
   .add(

@@ -8,16 +8,16 @@ import { IdempotencyHeaders, organizationIdParam, projectIdParam } from "./Commo
 export class ProjectsApi extends HttpApiGroup.make("projects")
   .add(
     HttpApiEndpoint.get("list")`/v1/organizations/${organizationIdParam}/projects`
-      .addError(failsWith(NotFound, "not_found"))
       .addError(failsWith(Forbidden, "forbidden"))
+      .addError(failsWith(NotFound, "not_found"))
       .addSuccess(ProjectList)
   )
   .add(
     HttpApiEndpoint.post("create")`/v1/organizations/${organizationIdParam}/projects`
-      .addError(failsWith(NotFound, "not_found"))
       .addError(failsWith(BadRequest, "idempotency_key_required"))
       .addError(failsWith(Conflict, "conflict", "idempotency_in_progress", "idempotency_mismatch"))
       .addError(failsWith(Forbidden, "forbidden"))
+      .addError(failsWith(NotFound, "not_found"))
       .setPayload(CreateProject)
       .setHeaders(IdempotencyHeaders)
       .addSuccess(Project, { status: 201 })
@@ -29,17 +29,17 @@ export class ProjectsApi extends HttpApiGroup.make("projects")
   )
   .add(
     HttpApiEndpoint.patch("update")`/v1/projects/${projectIdParam}`
-      .addError(failsWith(NotFound, "not_found"))
       .addError(failsWith(Conflict, "conflict"))
       .addError(failsWith(Forbidden, "forbidden"))
+      .addError(failsWith(NotFound, "not_found"))
       .setPayload(UpdateProject)
       .addSuccess(Project)
   )
   .add(
     HttpApiEndpoint.del("delete")`/v1/projects/${projectIdParam}`
-      .addError(failsWith(NotFound, "not_found"))
       .addError(failsWith(Conflict, "project_has_active_resources"))
       .addError(failsWith(Forbidden, "forbidden"))
+      .addError(failsWith(NotFound, "not_found"))
       .addSuccess(Deleted)
   )
   .middleware(UserAuth)

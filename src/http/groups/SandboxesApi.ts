@@ -61,22 +61,22 @@ export class SandboxesApi extends HttpApiGroup.make("sandboxes")
   )
   .add(
     HttpApiEndpoint.post("pause")`/v1/sandboxes/${sandboxIdParam}/actions/pause`
+      .addError(failsWith(Conflict, "invalid_sandbox_state", "recording_active", "unsupported_operation"))
       .addError(failsWith(NotFound, "not_found"))
-      .addError(failsWith(Conflict, "capability_unsupported", "invalid_sandbox_state", "recording_active", "unsupported_operation"))
       .addSuccess(SandboxMutation, { status: 202 })
       .annotate(OpenApi.Description, "409 `unsupported_operation` when the provider cannot pause; 409 `invalid_sandbox_state` unless the sandbox is ready.")
   )
   .add(
     HttpApiEndpoint.post("resume")`/v1/sandboxes/${sandboxIdParam}/actions/resume`
+      .addError(failsWith(Conflict, "capability_unsupported", "invalid_sandbox_state"))
       .addError(failsWith(NotFound, "not_found"))
-      .addError(failsWith(Conflict, "capability_unsupported", "invalid_sandbox_state", "unsupported_operation"))
       .addSuccess(SandboxMutation, { status: 202 })
       .annotate(OpenApi.Description, "409 `capability_unsupported` when the provider cannot resume; 409 `invalid_sandbox_state` unless the sandbox is paused or resuming.")
   )
   .add(
     HttpApiEndpoint.post("extend")`/v1/sandboxes/${sandboxIdParam}/actions/extend`
-      .addError(failsWith(NotFound, "not_found"))
       .addError(failsWith(Conflict, "invalid_sandbox_state"))
+      .addError(failsWith(NotFound, "not_found"))
       .setPayload(ExtendSandbox)
       .addSuccess(Sandbox)
       .annotate(
@@ -86,16 +86,15 @@ export class SandboxesApi extends HttpApiGroup.make("sandboxes")
   )
   .add(
     HttpApiEndpoint.get("capabilities")`/v1/sandboxes/${sandboxIdParam}/capabilities`
-      .addError(failsWith(NotFound, "not_found"))
       .addError(failsWith(Conflict, "capabilities_unavailable", "invalid_sandbox_state"))
+      .addError(failsWith(NotFound, "not_found"))
       .addSuccess(Capabilities)
       .annotate(OpenApi.Description, "The provider's capability manifest; 409 `invalid_sandbox_state` until the sandbox is ready, `capabilities_unavailable` without a snapshot.")
   )
   .add(
     HttpApiEndpoint.get("metrics")`/v1/sandboxes/${sandboxIdParam}/metrics`
-      .addError(failsWith(NotFound, "not_found"))
       .addError(failsWith(Conflict, "invalid_sandbox_state", "provider_auth", "provider_capacity", "provider_customer", "provider_invalid_request", "provider_quota", "provider_timeout_absent", "provider_unavailable", "provider_unknown_outcome"))
-      .addError(failsWith(NotFound, "metrics_unavailable"))
+      .addError(failsWith(NotFound, "metrics_unavailable", "not_found"))
       .addError(failsWith(ServiceUnavailable, "provider_auth", "provider_capacity", "provider_customer", "provider_invalid_request", "provider_quota", "provider_timeout", "provider_timeout_absent", "provider_unavailable", "provider_unknown_outcome"))
       .addSuccess(SandboxMetrics)
       .annotate(

@@ -28,8 +28,8 @@ export class WebhookDeliveriesApi extends HttpApiGroup.make("webhookDeliveries")
   )
   .add(
     HttpApiEndpoint.post("redeliver")`/v1/organizations/${organizationIdParam}/webhooks/${webhookIdParam}/deliveries/${deliveryIdParam}/redeliver`
-      .addError(failsWith(NotFound, "not_found"))
       .addError(failsWith(Conflict, "delivery_in_flight"))
+      .addError(failsWith(NotFound, "not_found"))
       .addSuccess(WebhookDelivery)
       .annotate(OpenApi.Description, "Sends a delivery that succeeded or failed again from its first attempt (same delivery id and body). 409 `delivery_in_flight` while it is pending, delivering or retrying.")
   )

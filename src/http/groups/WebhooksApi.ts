@@ -14,9 +14,9 @@ export class WebhooksApi extends HttpApiGroup.make("webhooks")
   )
   .add(
     HttpApiEndpoint.post("create")`/v1/organizations/${organizationIdParam}/webhooks`
-      .addError(failsWith(NotFound, "not_found"))
       .addError(failsWith(BadRequest, "idempotency_key_required"))
       .addError(failsWith(Conflict, "idempotency_in_progress", "idempotency_mismatch"))
+      .addError(failsWith(NotFound, "not_found"))
       .setPayload(CreateWebhook)
       .setHeaders(IdempotencyHeaders)
       .addSuccess(WebhookWithSecret, { status: 201 })
