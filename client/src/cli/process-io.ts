@@ -16,6 +16,8 @@ export const stdinIsData = () => {
 export const readSecret = (prompt: string) =>
   new Promise<string>((resolve, reject) => {
     const stdin = process.stdin
+    // Raw mode (no echo) before the prompt: a key typed or pasted as soon as the prompt shows is never echoed.
+    stdin.setRawMode(true)
     process.stderr.write(prompt)
     let value = ""
     const finish = (error?: Error) => {
@@ -34,7 +36,6 @@ export const readSecret = (prompt: string) =>
         else if (ch >= " ") value += ch
       }
     }
-    stdin.setRawMode(true)
     stdin.on("data", onData)
     stdin.resume()
   })
