@@ -38,3 +38,7 @@ export const fromEnvelope = (status: number, body: unknown, requestId?: string):
     typeof b["request_id"] === "string" ? b["request_id"] : requestId
   )
 }
+
+/** A failed answer to a plain `fetch` (the raw file route, an event stream, …), read as the gateway's envelope. */
+export const fromResponse = async (response: Response): Promise<GatewayError> =>
+  fromEnvelope(response.status, await response.json().catch(() => undefined), response.headers.get("x-request-id") ?? undefined)

@@ -4,7 +4,7 @@
  * from the last frame seen (Last-Event-ID), so no event is lost or repeated. A stream the gateway ends with an
  * `event: error` frame (its credential was revoked or expired) rejects with that envelope's GatewayError.
  */
-import { fromEnvelope } from "./errors.ts"
+import { fromEnvelope, fromResponse } from "./errors.ts"
 
 const RESUME_ATTEMPTS = 5
 
@@ -19,7 +19,7 @@ export const followEvents = async (
     let ended = false
     try {
       const response = await fetchImpl(url, { headers: { ...headers, accept: "text/event-stream", ...(lastId !== undefined ? { "last-event-id": lastId } : {}) } })
-      if (response.status !== 200) throw fromEnvelope(response.status, await response.json().catch(() => undefined), response.headers.get("x-request-id") ?? undefined)
+      if (response.status !== 200) throw await fromResponse(response)
       const decoder = new TextDecoder()
       let buffer = ""
       for await (const chunk of response.body!) {
