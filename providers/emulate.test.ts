@@ -7,7 +7,7 @@ import { afterAll, describe, expect, it } from "vitest"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import { emulateProblem } from "./emulate.ts"
+import { emulateProblem } from "./emulation.ts"
 
 const MAIN = path.resolve(import.meta.dirname, "../bin/main.ts")
 const scratch = fs.mkdtempSync(path.join(os.tmpdir(), "emulate-"))

@@ -12,7 +12,7 @@
  * `emulatorOf(provider)` gives a flow the rest (base URLs, API key) for SDK options. Exit status: 0 when every step
  * passed or was skipped, 1 otherwise.
  */
-import type { ServedEmulator } from "../../providers/emulate.ts"
+import type { ServedEmulator } from "../../providers/emulatorCatalog.ts"
 
 export type StepResult =
   | { readonly name: string; readonly status: "passed" }

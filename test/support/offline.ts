@@ -18,7 +18,7 @@
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import type { ServedEmulator } from "../../providers/emulate.ts"
+import type { ServedEmulator } from "../../providers/emulatorCatalog.ts"
 import type { FlowReport } from "../sdk/flow.ts"
 
 export interface SdkFlowOptions {

@@ -21,7 +21,7 @@ import * as http from "node:http"
 import type * as net from "node:net"
 import * as path from "node:path"
 import { Readable } from "node:stream"
-import { startEmulation } from "../../providers/emulate.ts"
+import { startEmulation } from "../../providers/emulation.ts"
 
 export interface RemoteE2B {
   readonly apiUrl: string

@@ -29,10 +29,11 @@
  * environment is refused.
  */
 import { HttpClientRequest } from "@effect/platform"
-import { Deferred, Effect, Either, Exit, Option, Schema } from "effect"
+import { Deferred, Effect, Either, Exit } from "effect"
 import * as crypto from "node:crypto"
 import type { ExecEvent } from "../../../src/runtime/LocalRuntime.ts"
 import { type ExecInput, FOLLOWED_EXECUTIONS, reattachFailed, type ProviderError, type ProviderSandbox, type SandboxProvider, type UnnumberedExecEvent } from "../../../src/providers/Provider.ts"
+import { controlOf, exitOfClose, MAX_CONTROL_BYTES } from "./ptyMessages.ts"
 import { type DaytonaContext, sessionName, shellQuote, startIn, terminalIds, type TerminalRef, WirePtySession } from "./wire.ts"
 
 /** Output the shell may write before the marker (its greeting, prompt, the typed line's echo). */
@@ -48,8 +49,6 @@ export const INPUT_FRAME_BYTES = 32 * 1024
 /** Input not yet sent on the socket beyond which a write waits (and, after SEND_WAIT_MS, fails). */
 const MAX_UNSENT_BYTES = 4 * 1024 * 1024
 const SEND_WAIT_MS = 30_000
-/** Text frames longer than this are not control messages (the daemon's are a few dozen bytes). */
-const MAX_CONTROL_BYTES = 4096
 
 interface Terminal {
   readonly key: string
@@ -78,13 +77,6 @@ interface Terminal {
 }
 
 const indexOf = (haystack: Uint8Array, needle: Uint8Array) => Buffer.from(haystack.buffer, haystack.byteOffset, haystack.length).indexOf(needle)
-
-/** A PTY socket's close reason: `{"exitCode": n, …}`. */
-const decodeCloseReason = Schema.decodeUnknownOption(Schema.parseJson(Schema.Struct({ exitCode: Schema.Number.pipe(Schema.int()) })))
-
-/** `{"exitCode": n, …}` from a close reason; the SDK reads a normal close without one as exit 0. */
-export const exitOfClose = (code: number, reason: string): number | undefined =>
-  Option.match(decodeCloseReason(reason), { onSome: (r) => r.exitCode, onNone: () => (code === 1000 ? 0 : undefined) })
 
 export const makeTerminals = (ctx: DaytonaContext) => {
   const { decode, fail, toolbox } = ctx
@@ -393,9 +385,3 @@ export const makeTerminals = (ctx: DaytonaContext) => {
 
   return { exec, execEvents, cancelExec, sendInput, resizeTerminal, forget }
 }
-
-/** A PTY socket's control message: `{"type": "control", "status": …, "error"?: …}`. */
-const decodeControl = Schema.decodeUnknownOption(Schema.parseJson(Schema.Struct({ type: Schema.Literal("control"), status: Schema.String, error: Schema.optional(Schema.Unknown) })))
-
-const controlOf = (text: string): { readonly status: string; readonly error: string } | undefined =>
-  Option.getOrUndefined(Option.map(decodeControl(text), (c) => ({ status: c.status, error: typeof c.error === "string" ? c.error : "the daemon refused the connection" })))

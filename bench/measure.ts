@@ -1,0 +1,43 @@
+/**
+ * How `bun run bench` measures (bench/index.ts runs the sections): timed rounds after a warm-up, read as p50 and p90,
+ * and what every section of the main run is given — the gateway it measures and its owner's credentials.
+ */
+import type { api, Bootstrap, RunningServer } from "../test/support/server.ts"
+
+export const ROUNDS = Number(process.env["BENCH_ROUNDS"] ?? 30)
+
+/** The gateway the main run measures (started with webhooks and registries on loopback allowed), and its owner. */
+export interface BenchGateway {
+  readonly server: RunningServer
+  readonly http: ReturnType<typeof api>
+  readonly boot: Bootstrap
+  readonly auth: { readonly token: string; readonly project: string }
+}
+
+/** The first line a helper process prints (its URL or port). */
+export const firstLine = async (stream: ReadableStream<Uint8Array>) => {
+  const decoder = new TextDecoder()
+  let text = ""
+  for await (const chunk of stream) {
+    text += decoder.decode(chunk)
+    if (text.includes("\n")) break
+  }
+  return text.split("\n")[0]!.trim()
+}
+
+export const stats = (samples: Array<number>) => {
+  const sorted = [...samples].sort((a, b) => a - b)
+  const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!
+  return { p50: at(0.5), p90: at(0.9), n: sorted.length }
+}
+
+export const time = async (fn: () => Promise<unknown>, rounds = ROUNDS, warmup = 3) => {
+  for (let i = 0; i < warmup; i++) await fn()
+  const samples: Array<number> = []
+  for (let i = 0; i < rounds; i++) {
+    const t = performance.now()
+    await fn()
+    samples.push(performance.now() - t)
+  }
+  return stats(samples)
+}
