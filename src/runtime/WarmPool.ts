@@ -7,7 +7,7 @@
  */
 import * as fs from "node:fs"
 import { applyLimits, cgroupPath, renameCgroups } from "./Cgroups.ts"
-import { writeIdentityFiles } from "./AgentChannel.ts"
+import { writeIdentityFiles } from "./JailView.ts"
 import { identityFiles } from "./Disk.ts"
 import { jailDir, type JailSpec, type JailState, readState, writeState } from "./Jail.ts"
 import type { JailLifecycle, RuntimeContext } from "./JailLifecycle.ts"
