@@ -21,7 +21,8 @@ import { hostResolvers } from "./Egress.ts"
 import { collectTools, ensureTools, HostError, prepareHost, requireRoot, type Tools, TOOLS_REFRESH_MS } from "./Host.ts"
 import { alive, DEFAULT_HOST_UID, descendants, jailDir, type JailSpec, type JailState, readState, sandboxesDir, signalAll, writeState } from "./Jail.ts"
 import { aboveLimits, hostLimits } from "./HostLimits.ts"
-import { makeJailLifecycle, type RuntimeContext } from "./JailLifecycle.ts"
+import { makeJailLifecycle } from "./JailLifecycle.ts"
+import type { RuntimeContext } from "./RuntimeContext.ts"
 import { jailMetrics } from "./Metrics.ts"
 import { type ImagePullProgress, LocalRuntime, type LocalRuntimeShape, RuntimeError, runtimeError as err, type RuntimeSandbox, type RuntimeSandboxSpec } from "./LocalRuntime.ts"
 import { makeSweep, ORPHAN_GRACE_MS, type SweepReport } from "./Sweep.ts"
@@ -266,7 +267,7 @@ export const makeLocalRuntime = (dataDir: string, options: LocalRuntimeOptions =
     if (above !== null) throw err("invalid", above)
     const promise = (async () => {
       // Before an image is pulled (slow, and for nothing without the filter); every other create is checked where
-      // its network starts (JailLifecycle.ts startSlirp).
+      // its network starts (JailNetwork.ts startSlirp).
       if (spec.internet && spec.image !== undefined) await jails.requireEgressFilter()
       const pulled = spec.image === undefined ? undefined : await pullImage(spec.image)
       const jailSpec: JailSpec = {
