@@ -11,10 +11,8 @@
  * replaced it), the new one is adopted from the run directory. A sandbox can replace its own agent: that gains
  * it nothing outside its own sandbox, because of what follows.
  *
- * How the disk is reached: through /proc/<launcher>/root, by a directory fd of /proc/<pid> opened and checked
- * against the launcher's start time, then used as /proc/self/fd/<n>/…: a later process reusing the pid can never
- * be reached by a handle opened for the earlier one. Connections are never pooled (each call connects anew), so
- * none outlives its handle.
+ * How the disk is reached: through a verified handle on it (JailView.ts). Connections are never pooled (each call
+ * connects anew), so none outlives its handle. The port bridge's socket is adopted the same way (PortBridge.ts).
  *
  * What is read: every call has a time limit and a byte cap on the answer, read incrementally; the caller
  * validates its shape (AgentWire.ts). Failures are RuntimeErrors in the user's terms. The caps count the bytes as
@@ -25,11 +23,10 @@
  * is the simplest rule that keeps every path bounded, the native pass-through of a stated length included.
  */
 import * as fs from "node:fs"
-import * as net from "node:net"
 import * as path from "node:path"
-import { STAGE } from "./Host.ts"
-import { DISK_CTL, DISK_ROOT, DISK_RUN } from "./Disk.ts"
+import { DISK_CTL, DISK_RUN } from "./Disk.ts"
 import { type JailState } from "./Jail.ts"
+import { type JailView, openView, unavailable } from "./JailView.ts"
 import { backoff } from "./Proc.ts"
 import { RuntimeError } from "./LocalRuntime.ts"
 
@@ -41,45 +38,12 @@ export const BRIDGE_SOCKET = "bridge.sock"
  * than at its time limit — a streamed read's is half an hour, and an API request would be cut without a word long
  * before that.
  */
-const RESTART_GRACE_MS = 3000
+export const RESTART_GRACE_MS = 3000
 
-const unavailable = (message: string, detail?: string) => new RuntimeError({ kind: "unavailable", message, ...(detail !== undefined ? { detail } : {}) })
 export const NOT_ANSWERING = "the sandbox agent does not answer"
 export const TOO_SLOW = "the sandbox agent did not answer in time"
 export const TOO_LARGE = "the sandbox agent sent an answer larger than allowed"
 export const INVALID = "the sandbox agent sent an invalid answer"
-
-/** A verified handle on a running jail's disk, valid until `close`. */
-export interface JailView {
-  /** The disk's root as a path of this process (/proc/self/fd/<n>/root/<STAGE>). */
-  readonly base: string
-  readonly close: () => void
-}
-
-export const openView = (state: Pick<JailState, "bwrapPid" | "bwrapStart">): JailView => {
-  let fd: number
-  try {
-    fd = fs.openSync(`/proc/${state.bwrapPid}`, fs.constants.O_RDONLY | fs.constants.O_DIRECTORY)
-  } catch {
-    throw unavailable("the sandbox is not running")
-  }
-  try {
-    const stat = fs.readFileSync(`/proc/self/fd/${fd}/stat`, "utf8")
-    const start = stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19]
-    if (start !== state.bwrapStart) throw new Error("a different process")
-  } catch {
-    fs.closeSync(fd)
-    throw unavailable("the sandbox is not running")
-  }
-  let open = true
-  return {
-    base: `/proc/self/fd/${fd}/root${STAGE}`,
-    close: () => {
-      if (open) fs.closeSync(fd)
-      open = false
-    }
-  }
-}
 
 /**
  * Moves a socket the agent bound in its run directory to ctl/ and checks it. Returns false when there was none
@@ -132,7 +96,7 @@ export interface AgentAnswer {
   readonly body: Buffer
 }
 
-const isConnectError = (e: unknown) => {
+export const isConnectError = (e: unknown) => {
   const code = (e as { code?: unknown } | null)?.code
   return code === "ENOENT" || code === "ECONNREFUSED"
 }
@@ -344,102 +308,4 @@ export const waitForAgent = async (state: JailState, deadline: number, shutdown:
     await pause()
   }
   throw unavailable("the sandbox agent did not start")
-}
-
-/**
- * A byte stream to 127.0.0.1:port inside the jail through the agent's port bridge (adopted like the agent's
- * socket). The bridge answers one line, "OK" or an error, at most 64 bytes, within the time limit.
- */
-export const connectBridge = async (state: JailState, port: number, timeoutMs: number, shutdown: AbortSignal): Promise<net.Socket> => {
-  const deadline = Date.now() + Math.max(timeoutMs, RESTART_GRACE_MS)
-  for (;;) {
-    if (shutdown.aborted) throw unavailable("the runtime is shut down")
-    const view = openView(state)
-    let socket: net.Socket | undefined
-    try {
-      socket = await new Promise<net.Socket>((resolve, reject) => {
-        const s = net.connect(ctlSocket(view, BRIDGE_SOCKET))
-        s.once("connect", () => resolve(s))
-        s.once("error", reject)
-      })
-    } catch (e) {
-      view.close()
-      if (isConnectError(e) && Date.now() < deadline) {
-        const v = openView(state)
-        try {
-          if (!adoptSocket(v, BRIDGE_SOCKET, state.hostUid)) await Bun.sleep(20)
-        } finally {
-          v.close()
-        }
-        continue
-      }
-      throw unavailable("the sandbox's port bridge does not answer")
-    }
-    view.close()
-    return handshake(socket, port, Math.max(100, deadline - Date.now()))
-  }
-}
-
-const handshake = (socket: net.Socket, port: number, timeoutMs: number) =>
-  new Promise<net.Socket>((resolve, reject) => {
-    let head = Buffer.alloc(0)
-    const timer = setTimeout(() => fail("the sandbox's port bridge did not answer in time"), timeoutMs)
-    const done = () => {
-      clearTimeout(timer)
-      socket.off("data", onData)
-      socket.removeAllListeners("error")
-      socket.removeAllListeners("close")
-    }
-    const fail = (message: string) => {
-      done()
-      socket.destroy()
-      reject(unavailable(message))
-    }
-    const onData = (chunk: Buffer) => {
-      head = Buffer.concat([head, chunk])
-      const newline = head.indexOf(10)
-      if (newline < 0) {
-        if (head.length > 64) fail("the sandbox's port bridge sent an invalid answer")
-        return
-      }
-      socket.pause()
-      if (head.subarray(0, newline).toString() !== "OK") return fail(`nothing listens on port ${port} in the sandbox`)
-      done()
-      const rest = head.subarray(newline + 1)
-      if (rest.length > 0) socket.unshift(rest)
-      resolve(socket)
-    }
-    socket.on("data", onData)
-    socket.once("error", () => fail("the sandbox's port bridge does not answer"))
-    socket.once("close", () => fail(`nothing listens on port ${port} in the sandbox`))
-    socket.write(`PORT ${port}\n`)
-  })
-
-/**
- * Rewrites the /etc files that name the sandbox (a warm jail handed out under a new id). /etc is root-owned in
- * the jail, but the jail's root is the sandbox's: the directory is opened without following links and checked
- * to be root's before anything is written through it.
- */
-export const writeIdentityFiles = (state: JailState, files: Record<string, string>) => {
-  const view = openView(state)
-  try {
-    const etc = path.join(view.base, DISK_ROOT, "etc")
-    const dir = fs.openSync(etc, fs.constants.O_RDONLY | fs.constants.O_DIRECTORY | fs.constants.O_NOFOLLOW)
-    try {
-      const stat = fs.fstatSync(dir)
-      if (stat.uid !== 0) throw new Error("the jail's /etc is not the runtime's")
-      for (const [name, content] of Object.entries(files)) {
-        const fd = fs.openSync(`/proc/self/fd/${dir}/${name}`, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_TRUNC | fs.constants.O_NOFOLLOW, 0o644)
-        try {
-          fs.writeSync(fd, content)
-        } finally {
-          fs.closeSync(fd)
-        }
-      }
-    } finally {
-      fs.closeSync(dir)
-    }
-  } finally {
-    view.close()
-  }
 }

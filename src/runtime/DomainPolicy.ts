@@ -94,8 +94,8 @@ export const installPolicyTable = (base: number, hostUid: number): Promise<strin
 /**
  * Removes the table of a uid if there is one. Only a sandbox with a policy makes one, and its destroy removes it;
  * a table can outlive its holder only when that holder's destroy never ran (its lease went stale, or its state was
- * lost), and those paths remove it before the uid is handed out again (JailLifecycle.ts). A table left over would
- * only refuse more: both tables must accept a packet.
+ * lost), and those paths remove it before the uid is handed out again (JailLifecycle.ts, JailRemoval.ts). A table
+ * left over would only refuse more: both tables must accept a packet.
  */
 export const removePolicyTable = async (base: number, hostUid: number): Promise<void> => {
   const table = policyTableName(base, hostUid)

@@ -1,9 +1,10 @@
 /**
  * The local runtime: bwrap jails with an agent inside each (Jail.ts, AgentChannel.ts, agent/), assembled here from
- * its parts — starting and destroying jails (JailLifecycle.ts), warm jails (WarmPool.ts), clean-up of leftovers
- * (Sweep.ts) and the calls to a jail's agent (AgentCalls.ts). Root only (Host.ts): it mounts each sandbox's disk,
- * runs each sandbox as its own host uid and installs the egress filter. Jails outlive the gateway: a new runtime
- * over the same DATA_DIR simply carries on ("re-attach").
+ * its parts — the host prepared (RuntimeSetup.ts), starting and destroying jails (JailLifecycle.ts), warm jails
+ * (WarmPool.ts), clean-up of leftovers (Sweep.ts) and the calls to a jail's agent (AgentCalls.ts) — with the
+ * runtime's operations on sandboxes, whose ids and specs are checked first (SpecValidation.ts). Root only (Host.ts):
+ * it mounts each sandbox's disk, runs each sandbox as its own host uid and installs the egress filter. Jails outlive
+ * the gateway: a new runtime over the same DATA_DIR simply carries on ("re-attach").
  */
 import { Config, Effect, Layer, Option } from "effect"
 import * as fs from "node:fs"
@@ -11,22 +12,19 @@ import * as path from "node:path"
 import { AppConfig, dnsServersConfig } from "../Config.ts"
 import { makeResolver } from "../net/Targets.ts"
 import { CALL_TIMEOUT_MS, makeAgentCalls } from "./AgentCalls.ts"
-import { agentModules } from "./agent/source.ts"
-import { dnsModules } from "./dns/source.ts"
 import { makeDesktopCalls } from "./DesktopCalls.ts"
-import { cgroupPath, cgroupScope, cgroupsExist, freezerState, setFrozen } from "./Cgroups.ts"
-import { DEFAULT_DISK_MB, keepBlankImage, MAX_DISK_MB, MIN_DISK_MB } from "./Disk.ts"
-import { checkPolicy, parseUpstream } from "./DomainPolicy.ts"
-import { hostResolvers } from "./Egress.ts"
-import { collectTools, ensureTools, HostError, prepareHost, requireRoot, type Tools, TOOLS_REFRESH_MS } from "./Host.ts"
+import { cgroupPath, cgroupsExist, freezerState, setFrozen } from "./Cgroups.ts"
+import { DEFAULT_DISK_MB } from "./Disk.ts"
+import { HostError } from "./Host.ts"
 import { alive, DEFAULT_HOST_UID, descendants, jailDir, type JailSpec, type JailState, readState, sandboxesDir, signalAll, writeState } from "./Jail.ts"
 import { aboveLimits, hostLimits } from "./HostLimits.ts"
-import { makeJailLifecycle, type RuntimeContext } from "./JailLifecycle.ts"
+import { makeJailLifecycle } from "./JailLifecycle.ts"
 import { jailMetrics } from "./Metrics.ts"
 import { type ImagePullProgress, LocalRuntime, type LocalRuntimeShape, RuntimeError, runtimeError as err, type RuntimeSandbox, type RuntimeSandboxSpec } from "./LocalRuntime.ts"
+import { makeRuntimeContext, type RuntimeHostOptions } from "./RuntimeSetup.ts"
+import { SAFE_ID, validateSpec } from "./SpecValidation.ts"
 import { makeSweep, ORPHAN_GRACE_MS, type SweepReport } from "./Sweep.ts"
-import { type EgressPolicy, MAX_BASE } from "./UidLeases.ts"
-import { isPooled, makeWarmPool, POOL_DISK_MB, POOL_PREFIX } from "./WarmPool.ts"
+import { isPooled, makeWarmPool } from "./WarmPool.ts"
 import { ImagePullError } from "./oci/Errors.ts"
 import { DEFAULT_IMAGE_LIMITS, type ImageLimits, makeImageCache } from "./oci/ImageCache.ts"
 import type { ImageUser } from "./oci/ImageUser.ts"
@@ -35,18 +33,10 @@ import { hostPlatform, parsePlatform, platformMatches, platformString } from "./
 export type { SweepReport } from "./Sweep.ts"
 export { POOL_DISK_MB } from "./WarmPool.ts"
 
-/** Ids are directory, cgroup and host names: a safe alphabet. */
-const SAFE_ID = /^[A-Za-z0-9_-]{1,100}$/
-
-export interface LocalRuntimeOptions {
+/** The host's part of them (uid base, cgroups, egress, DNS upstreams) is RuntimeSetup.ts' RuntimeHostOptions. */
+export interface LocalRuntimeOptions extends RuntimeHostOptions {
   /** Warm jails kept ready (default 0 here; the Layer reads RUNTIME_WARM_POOL). */
   readonly warmPool?: number | undefined
-  /** Base of the sandbox host uid ranges (default 1000000; RUNTIME_HOST_UID). */
-  readonly hostUid?: number | undefined
-  /** false: never use cgroups, even where writable (rlimits and SIGSTOP instead). */
-  readonly cgroups?: boolean | undefined
-  /** Sandboxes with internet may reach private ranges (RUNTIME_ALLOW_PRIVATE_EGRESS); never the host itself. */
-  readonly allowPrivateEgress?: boolean | undefined
   /** Time limit of an agent call with a small answer, and the margin beyond a long poll's wait (default 15 s). */
   readonly agentTimeoutMs?: number | undefined
   /** A Docker-style registry auth file (REGISTRY_AUTH_FILE). */
@@ -63,11 +53,6 @@ export interface LocalRuntimeOptions {
   readonly registryPrivateHosts?: ReadonlyArray<string> | undefined
   /** DNS servers for registry host names (REGISTRY_DNS_SERVERS; default the system resolver). */
   readonly registryDnsServers?: ReadonlyArray<string> | undefined
-  /**
-   * Resolvers the DNS forwarders of sandboxes with a domain policy ask (`ip`, `ip:port`, `[v6]:port`); default
-   * the nameservers of the host's /etc/resolv.conf (RUNTIME_DNS_UPSTREAM).
-   */
-  readonly dnsUpstreams?: ReadonlyArray<string> | undefined
   /** Internet for a sandbox whose creator leaves it unsaid (RUNTIME_DEFAULT_INTERNET; default true). */
   readonly defaultInternet?: boolean | undefined
 }
@@ -90,98 +75,10 @@ export interface LocalRuntimeHandle extends LocalRuntimeShape {
   readonly directJail: (id: string, spec: JailSpec) => { readonly run: (command: ReadonlyArray<string>) => Promise<string>; readonly remove: () => Promise<void> }
 }
 
-const validateSpec = (spec: RuntimeSandboxSpec) => {
-  if (typeof spec.id !== "string" || !SAFE_ID.test(spec.id)) throw err("invalid", "sandbox ids are 1-100 letters, digits, _ or -")
-  if (isPooled(spec.id)) throw err("invalid", `sandbox ids cannot start with ${POOL_PREFIX}`)
-  if (!(Number.isFinite(spec.vcpu) && spec.vcpu > 0 && spec.vcpu <= 1024)) throw err("invalid", "vcpu must be a positive number")
-  if (!(Number.isInteger(spec.memoryMb) && spec.memoryMb >= 16 && spec.memoryMb <= 16 * 1024 * 1024)) throw err("invalid", "memoryMb must be an integer of at least 16")
-  if (spec.diskMb !== undefined && !(Number.isInteger(spec.diskMb) && spec.diskMb >= MIN_DISK_MB && spec.diskMb <= MAX_DISK_MB)) {
-    throw err("invalid", `diskMb must be an integer from ${MIN_DISK_MB} to ${MAX_DISK_MB}`)
-  }
-  for (const [k, v] of Object.entries(spec.env ?? {})) {
-    if (k === "" || k.includes("=") || k.includes("\0") || typeof v !== "string" || v.includes("\0")) throw err("invalid", `bad environment variable ${k.slice(0, 100)}`)
-  }
-  if (spec.domains !== undefined) {
-    const problem = checkPolicy(spec.domains)
-    if (problem !== null) throw err("invalid", problem)
-  }
-  if (spec.image !== undefined) {
-    if (typeof spec.image.reference !== "string" || spec.image.reference.length === 0) throw err("invalid", "image.reference must be an image reference")
-    if (spec.image.platform !== undefined && parsePlatform(spec.image.platform) === undefined) throw err("invalid", "image.platform must be os/arch[/variant]")
-    const command = spec.image.command
-    if (command !== undefined && (!Array.isArray(command) || !command.every((a) => typeof a === "string" && !a.includes("\0")))) {
-      throw err("invalid", "image.command must be a list of strings")
-    }
-    if (spec.image.idle !== undefined && typeof spec.image.idle !== "boolean") throw err("invalid", "image.idle must be a boolean")
-  }
-}
-
-let toolsCollected = false
-
-/**
- * The agent's modules as the jail runs them, and the host's DNS forwarder beside them: transpiled once, imports
- * pointing at the .js files beside them (the two sets' file names differ).
- */
-const transpileAgent = (): Record<string, string> => {
-  const transpiler = new Bun.Transpiler({ loader: "ts", target: "bun" })
-  return Object.fromEntries(Object.entries({ ...agentModules, ...dnsModules }).map(([name, source]) => [
-    name.replace(/\.ts$/, ".js"),
-    transpiler.transformSync(source).replace(/(from\s*["']\.\/[\w-]+)\.ts(["'])/g, "$1.js$2")
-  ]))
-}
-
 export const makeLocalRuntime = (dataDir: string, options: LocalRuntimeOptions = {}): LocalRuntimeHandle => {
-  requireRoot()
-  prepareHost()
-  const base = options.hostUid ?? DEFAULT_HOST_UID
-  if (!(Number.isSafeInteger(base) && base >= 1 && base <= MAX_BASE)) throw new HostError(`RUNTIME_HOST_UID must be an integer from 1 to ${MAX_BASE}`)
-  const policy: EgressPolicy = options.allowPrivateEgress === true ? "private" : "strict"
-  fs.mkdirSync(sandboxesDir(dataDir), { recursive: true, mode: 0o700 })
-  fs.chmodSync(sandboxesDir(dataDir), 0o700)
-  const scope = cgroupScope(dataDir)
-  const useCgroups = options.cgroups !== false
-  keepBlankImage(POOL_DISK_MB)
-  keepBlankImage(DEFAULT_DISK_MB)
-  // Transpiled once here; the tools tmpfs holds one copy per distinct agent.
-  const agentFiles = transpileAgent()
-  // A `bun build --compile` gateway is itself bun when run with BUN_BE_BUN=1.
-  const bunPath = fs.realpathSync(process.execPath)
-  const compiled = import.meta.url.includes("$bunfs") || !/^bun(\.exe)?$/.test(path.basename(bunPath))
-  const agentEnv = { ...(compiled ? { BUN_BE_BUN: "1" } : {}), BUN_RUNTIME_TRANSPILER_CACHE_PATH: "0" }
-  let tools: Tools = ensureTools(bunPath, agentFiles)
-  if (!toolsCollected) {
-    toolsCollected = true
-    collectTools(tools)
-  }
-  let toolsRefreshed = Date.now()
-  /** The tool copies, put back if something removed them since, and marked in use now and then. */
-  const currentTools = () => {
-    if (!fs.existsSync(tools.bun) || !fs.existsSync(tools.agent) || (tools.rt !== null && !fs.existsSync(tools.rt)) || Date.now() - toolsRefreshed > TOOLS_REFRESH_MS) {
-      tools = ensureTools(bunPath, agentFiles)
-      toolsRefreshed = Date.now()
-    }
-    return tools
-  }
-
-  const dnsUpstreams = (options.dnsUpstreams ?? [...hostResolvers().v4, ...hostResolvers().v6]).map((text) => {
-    const upstream = parseUpstream(text)
-    if (upstream === undefined) throw new HostError(`RUNTIME_DNS_UPSTREAM: not an address (ip, ip:port or [ipv6]:port): ${text.slice(0, 100)}`)
-    return upstream
-  })
-  const aborter = new AbortController()
+  const ctx = makeRuntimeContext(dataDir, options)
+  const { aborter, scope } = ctx
   let closed = false
-  const ctx: RuntimeContext = {
-    dataDir,
-    base,
-    policy,
-    scope,
-    useCgroups,
-    blanksDir: path.join(dataDir, "disk-templates"),
-    agentEnv,
-    currentTools,
-    aborter,
-    dnsUpstreams
-  }
   const jails = makeJailLifecycle(ctx)
   const images = makeImageCache({
     dataDir,
@@ -205,7 +102,7 @@ export const makeLocalRuntime = (dataDir: string, options: LocalRuntimeOptions =
 
   /** Pulls the sandbox's image (or finds it cached): what the jail runs on, or `image_pull_failed` saying why. */
   const pullImage = async (image: Pick<NonNullable<RuntimeSandboxSpec["image"]>, "reference" | "platform">, onProgress?: (progress: ImagePullProgress) => void) => {
-    if (currentTools().rt === null) throw err("unavailable", "sandboxes on OCI images are not available on this host", "the host's dynamic loader or libraries (ldd) were not found")
+    if (ctx.currentTools().rt === null) throw err("unavailable", "sandboxes on OCI images are not available on this host", "the host's dynamic loader or libraries (ldd) were not found")
     const host = hostPlatform()
     const wanted = image.platform === undefined ? host : parsePlatform(image.platform)!
     const named = image.reference.slice(0, 200)
@@ -266,7 +163,7 @@ export const makeLocalRuntime = (dataDir: string, options: LocalRuntimeOptions =
     if (above !== null) throw err("invalid", above)
     const promise = (async () => {
       // Before an image is pulled (slow, and for nothing without the filter); every other create is checked where
-      // its network starts (JailLifecycle.ts startSlirp).
+      // its network starts (JailNetwork.ts startSlirp).
       if (spec.internet && spec.image !== undefined) await jails.requireEgressFilter()
       const pulled = spec.image === undefined ? undefined : await pullImage(spec.image)
       const jailSpec: JailSpec = {

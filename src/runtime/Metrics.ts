@@ -8,7 +8,7 @@
 import * as fs from "node:fs"
 import { cgroupUsage } from "./Cgroups.ts"
 import type { JailState } from "./Jail.ts"
-import { openView } from "./AgentChannel.ts"
+import { openView } from "./JailView.ts"
 import type { RuntimeMetrics } from "./LocalRuntime.ts"
 
 /** net/dev is one line per interface; a netns holds lo and slirp's tap. Anything longer is not read. */

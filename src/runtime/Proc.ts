@@ -108,3 +108,32 @@ export const nextCheck = <A>(check: () => Promise<A>): (() => Promise<A>) => {
     return queued
   }
 }
+
+/** Collects up to `max` bytes of a stream in the background (the rest is read and dropped) until stopped. */
+export const drainBounded = (stream: ReadableStream<Uint8Array>, max: number) => {
+  const reader = stream.getReader()
+  const chunks: Array<Uint8Array> = []
+  let kept = 0
+  let stopped = false
+  const done = (async () => {
+    try {
+      while (!stopped) {
+        const { done, value } = await reader.read()
+        if (done) return
+        if (kept < max) {
+          chunks.push(value.subarray(0, max - kept))
+          kept += Math.min(value.length, max - kept)
+        }
+      }
+    } catch {}
+  })()
+  return {
+    done,
+    text: () => Buffer.concat(chunks).toString("utf8").trim(),
+    /** Closes our end: from now on nothing the jail writes there reaches the gateway. */
+    stop: () => {
+      stopped = true
+      void reader.cancel().catch(() => undefined)
+    }
+  }
+}

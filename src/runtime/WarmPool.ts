@@ -7,10 +7,11 @@
  */
 import * as fs from "node:fs"
 import { applyLimits, cgroupPath, renameCgroups } from "./Cgroups.ts"
-import { writeIdentityFiles } from "./AgentChannel.ts"
+import { writeIdentityFiles } from "./JailView.ts"
 import { identityFiles } from "./Disk.ts"
 import { jailDir, type JailSpec, type JailState, readState, writeState } from "./Jail.ts"
-import type { JailLifecycle, RuntimeContext } from "./JailLifecycle.ts"
+import type { JailLifecycle } from "./JailLifecycle.ts"
+import type { RuntimeContext } from "./RuntimeContext.ts"
 import { RuntimeError, type RuntimeSandbox, type RuntimeSandboxSpec } from "./LocalRuntime.ts"
 import { setHostnameIn } from "./Ns.ts"
 import { updateLease } from "./UidLeases.ts"

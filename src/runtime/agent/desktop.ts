@@ -14,7 +14,7 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import type * as Protocol from "../AgentProtocol.ts"
 import { AgentError, invalid, json, type Query, RUN_DIR } from "./common.ts"
-import { spawnInSandbox } from "./processes.ts"
+import { spawnInSandbox } from "./shells.ts"
 import { drawCursor, encodePng, type Rgb, scaleImage, X11 } from "./x11.ts"
 
 /** The display's number: `:1`, as Daytona's desktops have it. */

@@ -16,9 +16,11 @@ import main from "./main.ts" with { type: "text" }
 // @ts-expect-error -- as above
 import processes from "./processes.ts" with { type: "text" }
 // @ts-expect-error -- as above
+import shells from "./shells.ts" with { type: "text" }
+// @ts-expect-error -- as above
 import x11 from "./x11.ts" with { type: "text" }
 
-const embedded: Record<string, unknown> = { "bridge.ts": bridge, "common.ts": common, "desktop.ts": desktop, "events.ts": events, "files.ts": files, "main.ts": main, "processes.ts": processes, "x11.ts": x11 }
+const embedded: Record<string, unknown> = { "bridge.ts": bridge, "common.ts": common, "desktop.ts": desktop, "events.ts": events, "files.ts": files, "main.ts": main, "processes.ts": processes, "shells.ts": shells, "x11.ts": x11 }
 
 /** File name → TypeScript source; `main.ts` is the entry point. */
 export const agentModules: Readonly<Record<string, string>> = Object.fromEntries(

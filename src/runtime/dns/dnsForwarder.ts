@@ -175,7 +175,7 @@ const procStart = (pid: number): string | null => {
 
 if (import.meta.main) {
   const config = JSON.parse(process.argv[2] ?? "{}") as ForwarderConfig
-  // fd 3: the jail's network namespace (JailLifecycle.ts).
+  // fd 3: the jail's network namespace (JailNetwork.ts).
   startForwarder(config, 3).then(() => {
     keepOnlyNetAdmin()
     fs.closeSync(3)

@@ -8,7 +8,7 @@ import message from "./dnsMessage.ts" with { type: "text" }
 
 const embedded: Record<string, unknown> = { "dnsForwarder.ts": forwarder, "dnsMessage.ts": message }
 
-/** File name → TypeScript source; `dnsForwarder.ts` is the entry point (JailLifecycle.ts starts it). */
+/** File name → TypeScript source; `dnsForwarder.ts` is the entry point (JailNetwork.ts starts it). */
 export const dnsModules: Readonly<Record<string, string>> = Object.fromEntries(
   Object.entries(embedded).map(([name, text]) => [name, typeof text === "string" ? text : fs.readFileSync(new URL(`./${name}`, import.meta.url), "utf8")])
 )

@@ -14,7 +14,7 @@
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { ImagePullError } from "./Errors.ts"
-import { isOpaque, isWhiteout } from "./Unpack.ts"
+import { isOpaque, isWhiteout } from "./OverlayMarks.ts"
 
 export interface ImageUser {
   readonly uid: number

@@ -1,14 +1,14 @@
 /**
  * Unpacks one image layer (a tar, plain or gzip) into its own directory, as an overlayfs lower layer, refusing
- * anything hostile. A careful tar parser of our own (ustar, GNU long names, PAX path/linkpath/size), because
- * the gateway unpacks as root:
+ * anything hostile. A careful tar parser of our own (ustar, GNU long names, PAX path/linkpath/size; its fields
+ * read by TarReader.ts), because the gateway unpacks as root:
  * - no entry leaves the layer: a `..` component refuses the layer, a leading `/` is dropped, and no entry is
  *   written through a symlink or a non-directory (each parent must be a real directory of this layer);
  * - hard links only to a regular file or symlink already in this layer, named the same way;
  * - no device nodes, fifos or sockets (skipped); no setuid/setgid bits; no ownership (everything belongs to the
  *   cache's owner, and the sandbox sees it as its own user through an idmapped mount); no xattrs;
  * - whiteouts become overlayfs whiteouts (`.wh.name` → a 0/0 character device, `.wh..wh..opq` → the
- *   directory's `trusted.overlay.opaque`), so a file deleted by an upper layer stays deleted;
+ *   directory's `trusted.overlay.opaque`; OverlayMarks.ts), so a file deleted by an upper layer stays deleted;
  * - bounded in bytes and in entries: every file, directory (those a path implies included), link and whiteout
  *   counts, so a small layer of many empty files cannot exhaust the host's inodes; paths are bounded in depth and
  *   length (and each name to 255 bytes), so none costs more than its share of lookups or overflows PATH_MAX on
@@ -16,43 +16,13 @@
  * Files are created with O_EXCL|O_NOFOLLOW in a directory only root can reach (DATA_DIR is 0700). A refused layer
  * is removed whole by the caller (it unpacks into a directory of its own under images/tmp/).
  */
-import { dlopen, FFIType } from "bun:ffi"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import * as zlib from "node:zlib"
 import { ImagePullError } from "./Errors.ts"
+import { markOpaque, whiteout } from "./OverlayMarks.ts"
+import { ByteReader, cString, octal, parsePax, unsafe } from "./TarReader.ts"
 
-const libc = (() => {
-  try {
-    return dlopen("libc.so.6", {
-      mknod: { args: [FFIType.ptr, FFIType.u32, FFIType.u64], returns: FFIType.i32 },
-      lsetxattr: { args: [FFIType.ptr, FFIType.ptr, FFIType.ptr, FFIType.u64, FFIType.i32], returns: FFIType.i32 },
-      lgetxattr: { args: [FFIType.ptr, FFIType.ptr, FFIType.ptr, FFIType.u64], returns: FFIType.i64 }
-    }).symbols
-  } catch {
-    return undefined
-  }
-})()
-const cstr = (s: string) => Buffer.from(`${s}\0`)
-
-/** An overlayfs whiteout: a 0/0 character device. */
-const whiteout = (file: string) => {
-  if (libc === undefined || libc.mknod(cstr(file), 0o020000, 0n) !== 0) throw new Error(`mknod whiteout failed for ${path.basename(file)}`)
-}
-const markOpaque = (dir: string) => {
-  if (libc === undefined || libc.lsetxattr(cstr(dir), cstr("trusted.overlay.opaque"), Buffer.from("y"), 1n, 0) !== 0) throw new Error("setting an opaque directory failed")
-}
-
-/** Whether an unpacked entry is a whiteout (what `whiteout` made): the path is deleted in the layers below. */
-export const isWhiteout = (stat: fs.Stats) => stat.isCharacterDevice() && stat.rdev === 0
-/** Whether an unpacked directory is opaque (what `markOpaque` made): the layers below do not show through it. */
-export const isOpaque = (dir: string) => {
-  if (libc === undefined) throw new Error("reading an opaque mark needs libc")
-  const value = Buffer.alloc(1)
-  return Number(libc.lgetxattr(cstr(dir), cstr("trusted.overlay.opaque"), value, 1n)) === 1 && value[0] === 0x79
-}
-
-const unsafe = (message: string) => new ImagePullError("unsafe_layer", `a layer of the image is unsafe: ${message}`)
 const show = (name: string) => JSON.stringify(name.length > 120 ? `${name.slice(0, 100)}…` : name)
 
 /** Longest name of one path component on the host's file systems. */
@@ -67,84 +37,6 @@ const components = (raw: string, limits: UnpackLimits): Array<string> => {
   if (Buffer.byteLength(raw) > limits.maxPathBytes) throw unsafe(`entry ${show(raw)} has a path longer than ${limits.maxPathBytes} bytes (IMAGE_MAX_PATH_BYTES)`)
   if (parts.some((p) => Buffer.byteLength(p) > NAME_MAX)) throw unsafe(`entry ${show(raw)} has a name longer than ${NAME_MAX} bytes`)
   return parts
-}
-
-/** Reads exact byte counts from an async chunk stream. */
-class ByteReader {
-  private chunks: Array<Buffer> = []
-  private buffered = 0
-  private done = false
-  constructor(private readonly source: AsyncIterator<Buffer>) {}
-  private async fill(n: number) {
-    while (this.buffered < n && !this.done) {
-      const next = await this.source.next()
-      if (next.done === true) this.done = true
-      else if (next.value.length > 0) {
-        this.chunks.push(next.value)
-        this.buffered += next.value.length
-      }
-    }
-  }
-  /** Exactly n bytes, or null at a clean end (nothing left); a short read is an error. */
-  async exact(n: number): Promise<Buffer | null> {
-    await this.fill(n)
-    if (this.buffered === 0 && this.done) return null
-    if (this.buffered < n) throw unsafe("the tar ends in the middle of an entry")
-    return this.take(n)
-  }
-  /** Up to n bytes (at least one), for streaming file data. */
-  async some(n: number): Promise<Buffer> {
-    await this.fill(1)
-    if (this.buffered === 0) throw unsafe("the tar ends in the middle of an entry")
-    return this.take(Math.min(n, this.chunks[0]!.length))
-  }
-  private take(n: number): Buffer {
-    const all = this.chunks.length === 1 ? this.chunks[0]! : Buffer.concat(this.chunks)
-    const out = all.subarray(0, n)
-    const rest = all.subarray(n)
-    this.chunks = rest.length > 0 ? [rest] : []
-    this.buffered = rest.length
-    return out
-  }
-  async skip(n: number) {
-    let left = n
-    while (left > 0) left -= (await this.some(Math.min(left, 1 << 20))).length
-  }
-}
-
-const octal = (field: Buffer, what: string): number => {
-  // GNU base-256 for large values.
-  if ((field[0]! & 0x80) !== 0) {
-    let value = 0
-    for (let i = 1; i < field.length; i++) value = value * 256 + field[i]!
-    if (!Number.isSafeInteger(value)) throw unsafe(`an entry's ${what} is out of range`)
-    return value
-  }
-  const text = field.toString("latin1").replace(/\0.*$/s, "").trim()
-  if (text === "") return 0
-  if (!/^[0-7]+$/.test(text)) throw unsafe(`an entry's ${what} is malformed`)
-  return parseInt(text, 8)
-}
-
-const cString = (field: Buffer) => {
-  const nul = field.indexOf(0)
-  return field.subarray(0, nul < 0 ? field.length : nul).toString("utf8")
-}
-
-const parsePax = (data: Buffer): Record<string, string> => {
-  const out: Record<string, string> = {}
-  let i = 0
-  while (i < data.length) {
-    const space = data.indexOf(0x20, i)
-    if (space < 0) break
-    const length = Number(data.subarray(i, space).toString("latin1"))
-    if (!Number.isSafeInteger(length) || length <= 0 || i + length > data.length) throw unsafe("a PAX header is malformed")
-    const record = data.subarray(space + 1, i + length - 1).toString("utf8")
-    const eq = record.indexOf("=")
-    if (eq > 0) out[record.slice(0, eq)] = record.slice(eq + 1)
-    i += length
-  }
-  return out
 }
 
 export interface UnpackLimits {
