@@ -25,7 +25,6 @@ import { type RuntimeContext, START_LOG_BYTES, START_TIMEOUT_MS } from "./Runtim
 import { claimUid, updateLease } from "./UidLeases.ts"
 
 /** Its tests read /proc/net/route with the same check as startSlirp. */
-export { hasDefaultRoute } from "./JailNetwork.ts"
 
 export const makeJailLifecycle = (ctx: RuntimeContext) => {
   const { aborter, agentEnv, base, blanksDir, currentTools, dataDir, policy, scope, useCgroups } = ctx

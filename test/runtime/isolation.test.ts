@@ -9,7 +9,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import type { RuntimeError } from "../../src/runtime/LocalRuntime.ts"
-import { hasDefaultRoute } from "../../src/runtime/JailLifecycle.ts"
+import { hasDefaultRoute } from "../../src/runtime/JailNetwork.ts"
 import { agentHostPid, failure, hostPids, inJail, newRuntime, run, sh, waitFor } from "./support.ts"
 
 const { dataDir, rt, cleanup } = newRuntime("isolation")
