@@ -295,12 +295,15 @@ describe("the shell that waits for a sandbox's next command", () => {
   // Run inside the sandbox: waits for the waiting shell spawned after this command started (its command line
   // still reads its line), then does `act` to it and prints what it did.
   const attack = (act: string) =>
-    `while :; do for p in /proc/[0-9]*; do n=\${p#/proc/}; if [ "$n" != "$$" ] && grep -q 'read -r go' $p/cmdline 2>/dev/null; then ${act} $n && echo done && exit 0; fi; done; sleep 0.01; done`
+    `while :; do for p in /proc/[0-9]*; do n=\${p#/proc/}; if [ "$n" != "$$" ] && grep -q 'read -r go' $p/cmdline 2>/dev/null; then ${act} $n && settled $n && echo done && exit 0; fi; done; sleep 0.01; done`
+  // A signal is sent at once but acted on when its target next runs: "done" only once the shell is stopped or gone,
+  // so the next command meets what the attack did (on a loaded machine the shell could still look waiting).
+  const settled = `settled() { while s=$(cut -d' ' -f3 /proc/$1/stat 2>/dev/null) && [ "$s" != T ] && [ "$s" != Z ]; do sleep 0.01; done; }; `
 
   it("stopped or killed by the sandbox: the next command still runs as asked, in the command cgroups, not lost", async () => {
     await run(rt.create({ id: "standby", vcpu: 1, memoryMb: 128, internet: false }))
     for (const act of ["kill -STOP", "kill -KILL"]) {
-      expect((await sh(rt, "standby", attack(act), { timeoutMs: 10_000 })).stdout).toBe("done\n")
+      expect((await sh(rt, "standby", settled + attack(act), { timeoutMs: 10_000 })).stdout).toBe("done\n")
       // A stopped shell would never read its line: the command would wait for ever (here, for its timeout).
       const next = await sh(rt, "standby", "echo ran; cat /proc/self/cgroup", { timeoutMs: 5000 })
       expect(next.exit).toMatchObject({ exitCode: 0, timedOut: false })
