@@ -116,15 +116,8 @@ const runFile = async (file: string, blocks: ReadonlyArray<ShellBlock>) => {
 
 // Each file is its own session, user and HOME: they run side by side, SESSIONS at a time (each session's own
 // 360 s starts when it does; the test's timeout covers its wait for a turn).
-/** Files whose sessions take longest (emulators and SDKs, a desktop) take the first sessions, so none starts last. */
-const LONG_FIRST = ["docs/guide/offline.md", "docs/guide/computer-use.md"]
-const byLength = [...files].sort((a, b) => rankOf(a) - rankOf(b))
-function rankOf(file: string) {
-  const i = LONG_FIRST.indexOf(file)
-  return i < 0 ? LONG_FIRST.length : i
-}
 describe("the docs' shell blocks run", () => {
-  for (const file of byLength) {
+  for (const file of files) {
     const blocks = shellBlocks(file).filter((b) => b.marker === "run")
     if (blocks.length === 0) continue
     it.concurrent(file, () => inSession(() => runFile(file, blocks)), 900_000)
