@@ -85,6 +85,9 @@ describe("orphaned jails", () => {
     }, (l) => JSON.stringify(l) === JSON.stringify(empty), Math.max(1000, 60_000 - (Date.now() - deleted)), 500)
     console.log(`clean ${Math.round((Date.now() - deleted) / 1000)} s after the deletes`)
     expect(left).toEqual(empty)
+    // The restarted gateway is this test's: the next one starts its own (afterAll stops only the last).
+    await server.stop()
+    server = undefined
   }, 240_000)
 
   it("warm jails die with their gateway: kill -9 and a removed DATA_DIR leave no warm jail running", async () => {
