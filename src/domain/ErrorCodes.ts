@@ -131,6 +131,6 @@ export type ErrorCode = { [S in ErrorStatus]: CodeOf<S> }[ErrorStatus]
 export const codesOf = <S extends ErrorStatus>(status: S) =>
   Object.keys(ERROR_CODES[status]) as unknown as readonly [CodeOf<S>, ...Array<CodeOf<S>>]
 
-/** What a code means under a status (the OpenAPI descriptions, docs/guide/errors.md). */
-export const meaningOf = <S extends ErrorStatus>(status: S, code: CodeOf<S>): string =>
-  (ERROR_CODES[status] as Record<string, string>)[code]!
+/** Codes as a route's documentation lists them (OpenAPI), each with what it means: "`code`: meaning; …". */
+export const describeCodes = (status: ErrorStatus, codes: ReadonlyArray<string>): string =>
+  codes.map((code) => `\`${code}\`: ${(ERROR_CODES[status] as Record<string, string>)[code]}`).join("; ")

@@ -11,7 +11,7 @@
 import { HttpApiSchema } from "@effect/platform"
 import { Effect, FiberRef, ParseResult, Schema } from "effect"
 import { globalValue } from "effect/GlobalValue"
-import { type CodeOf, codesOf, type ErrorStatus, meaningOf } from "./ErrorCodes.ts"
+import { type CodeOf, codesOf, describeCodes, type ErrorStatus } from "./ErrorCodes.ts"
 
 export const ErrorDetails = Schema.Record({ key: Schema.String, value: Schema.Unknown })
 export type ErrorDetails = typeof ErrorDetails.Type
@@ -149,10 +149,6 @@ const envelopeOf = (codes: ReadonlyArray<string>) =>
     code: Schema.String.annotations({ jsonSchema: { type: "string", enum: [...codes] } })
   })
 
-/** The codes as the route's documentation lists them: each with what it means. */
-const describe = <S extends ErrorStatus>(status: S, codes: ReadonlyArray<CodeOf<S>>) =>
-  codes.map((code) => `\`${code}\`: ${meaningOf(status, code)}`).join("; ")
-
 /**
  * What a route can answer with under `cls`'s status: these codes and no other. The encoded side is the envelope
  * (with the class's status, `retryable` from it); HttpApi checks that the route's handler fails only with errors
@@ -175,7 +171,7 @@ export const failsWith = <S extends ErrorStatus, Self extends ErrorFields, I, co
         retryable: isRetryableStatus(cls.status),
         ...(e.details !== undefined ? { details: e.details } : {})
       }))
-  }).annotations(HttpApiSchema.annotations({ status: cls.status, description: describe(cls.status, codes) })) as unknown as Schema.Schema<
+  }).annotations(HttpApiSchema.annotations({ status: cls.status, description: describeCodes(cls.status, codes) })) as unknown as Schema.Schema<
     Coded<Self, C[number]>,
     Envelope
   >

@@ -9,7 +9,7 @@
  * - each error response is one envelope whose `code` lists every code the route can answer with under that status
  *   (the server's own, its middleware's and its handler's, merged from HttpApi's `anyOf`), each explained.
  */
-import { ERROR_CODES, type ErrorStatus } from "../domain/ErrorCodes.ts"
+import { describeCodes, ERROR_CODES, type ErrorStatus } from "../domain/ErrorCodes.ts"
 import { REQUEST_EXAMPLES } from "./Examples.ts"
 
 type Json = Record<string, unknown>
@@ -71,8 +71,7 @@ const withErrorCodes = (spec: Json): Json => {
       const lists = variants.map(codesOf)
       if (lists.some((codes) => codes === undefined)) continue
       const codes = [...new Set(lists.flatMap((codes) => codes ?? []))].sort()
-      const meanings = ERROR_CODES[Number(status) as ErrorStatus] as Record<string, string>
-      const description = codes.map((code) => `\`${code}\`: ${meanings[code]}`).join("; ")
+      const description = describeCodes(Number(status) as ErrorStatus, codes)
       const first = variants[0]!
       media!["schema"] = {
         ...first,
