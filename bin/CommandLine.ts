@@ -15,6 +15,11 @@ import { GATEWAY_VERSION } from "../src/domain/Version.ts"
 export const OPERATOR_WORDS: ReadonlyArray<string> = ["bootstrap", "users", "tokens", "login-link", "credits", "db"]
 export const USER_WORDS: ReadonlyArray<string> = ["login", "sandbox"]
 const operator = () => import("../src/cli/Operator.ts")
+/** Starts the server with the provider plugins (providers/index.ts); it runs until it is stopped. */
+const serve = async () => {
+  const [{ runServer }, { PLUGINS }] = await Promise.all([import("../src/http/Http.ts"), import("../providers/index.ts")])
+  return runServer(operatorInvocation(), PLUGINS)
+}
 const user = () => import("../client/src/cli.ts")
 
 export interface Entry {
@@ -22,10 +27,6 @@ export interface Entry {
   readonly prog: string
   /** What no word at all means: the server (main.ts, the binary) or the usage (bun run cli). */
   readonly whenEmpty: "serve" | "usage"
-  /** Starts the server; it runs until it is stopped. */
-  readonly serve: () => Promise<void>
-  /** Serves providers' emulators on their own (providers/emulate.ts: the entries may import providers, this layer not). */
-  readonly emulate: (argv: ReadonlyArray<string>) => Promise<void>
 }
 
 /** Whether this is the compiled binary (Bun runs its bundled entry from an in-memory file system). */
@@ -80,7 +81,7 @@ export const runCommandLine = async (argv: ReadonlyArray<string>, entry: Entry):
     process.exitCode = 2
   }
   if (word === undefined) {
-    if (entry.whenEmpty === "serve") return entry.serve()
+    if (entry.whenEmpty === "serve") return serve()
     process.stdout.write(`${await help(entry)}\n`)
     process.exitCode = 2
     return
@@ -91,9 +92,9 @@ export const runCommandLine = async (argv: ReadonlyArray<string>, entry: Entry):
       return
     }
     if (argv.length > 1) return usageError(`serve takes no arguments (it is configured by environment variables): ${argv.slice(1).join(" ")}`)
-    return entry.serve()
+    return serve()
   }
-  if (word === "emulate") return entry.emulate(argv.slice(1))
+  if (word === "emulate") return (await import("../providers/emulate.ts")).emulateMain(argv.slice(1))
   if (word === "--help" || word === "-h" || word === "help") {
     process.stdout.write(`${await help(entry)}\n`)
     return
