@@ -25,13 +25,16 @@ K=(-H "Authorization: Bearer $KEY" -H "X-Metal-Project-ID: $PRJ")
 H=("${K[@]}" -H "Content-Type: application/json")
 A=(-H "Authorization: Bearer ${UT:-}" -H "Content-Type: application/json")
 
-# Polls $1 (a route) every 0.2 s until its "state" is one of the terminal states in $2, then prints it.
+# Polls $1 (a route) every 0.2 s until its "state" is one of the terminal states in $2, then prints it; an answer
+# without a state (an error) ends the wait at once.
 _wait_state() {
   local body state
   for _ in $(seq 1 600); do
     body=$(curl -s "${H[@]}" "$GW$1")
     state=$(echo "$body" | pick state)
     case " $2 " in *" $state "*) echo "$body"; return 0 ;; esac
+    # An error answer (no state: a wrong id, a key without access) will not change by waiting.
+    [ "$state" = undefined ] && { echo "no state in the answer of $1: $body" >&2; return 1; }
     sleep 0.2
   done
   echo "still not finished after 120 s: $body" >&2; return 1
