@@ -84,7 +84,7 @@ export const orderFree = (sql: SqlClient.SqlClient) =>
     AND earlier.lock_seq < jobs.lock_seq AND earlier.state IN ('pending', 'leased')))`
 
 /** Columns a claim returns, as the jobs repository decodes them. */
-export const CLAIMED_JOB_COLUMNS = "id, type, dedupe_key, lock_key, payload, attempts, lease_owner"
+export const CLAIMED_JOB_COLUMNS = "id, type, dedupe_key, lock_key, payload, attempts, lease_owner, trace_parent"
 
 export interface DialectShape {
   readonly engine: string

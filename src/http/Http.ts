@@ -53,6 +53,7 @@ import { withRequestId } from "./RequestId.ts"
 import { EDGE_SERVE_OPTIONS, edgeRoutes } from "./Edge.ts"
 import { announce } from "./Welcome.ts"
 import { Telemetry } from "../services/Telemetry.ts"
+import { TracingLive } from "../services/Tracing.ts"
 import { IDLE_SECONDS } from "./Sse.ts"
 import { ProjectKeyAuthLive, UserAuthLive } from "./Authentication.ts"
 
@@ -118,8 +119,8 @@ const ServerLive = Layer.unwrapScoped(
 )
 
 const ApiServerLive = HttpApiBuilder.serve((app) => withRequestId(HttpMiddleware.logger(app))).pipe(
-  // No spans per request: nothing exports them, and the span reads the client address from Bun's server, which
-  // a request FastReads hands over (through `server.fetch`) does not carry.
+  // The platform's own request span is off: withRequestId opens ours. The platform's reads the client address from
+  // Bun's server, which a request FastReads hands over (through `server.fetch`) does not carry.
   HttpMiddleware.withTracerDisabledWhen(() => true),
   Layer.provide(HttpApiSwagger.layer({ path: DOCS_PATH })),
   Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: OPENAPI_PATH })),
@@ -141,4 +142,4 @@ const LoggingLive = Layer.unwrapEffect(
 
 /** Runs the server until it is stopped (SIGINT/SIGTERM). */
 export const runServer = (operatorCommand: string, plugins: ReadonlyArray<GatewayPlugin>) =>
-  Layer.launch(httpLive(operatorCommand, plugins).pipe(Layer.provide(LoggingLive))).pipe(BunRuntime.runMain)
+  Layer.launch(httpLive(operatorCommand, plugins).pipe(Layer.provide(TracingLive), Layer.provide(LoggingLive))).pipe(BunRuntime.runMain)

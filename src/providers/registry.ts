@@ -26,39 +26,39 @@ const MAX_ACCOUNT_INSTANCES = 256
 
 /**
  * A provider whose every call goes through `around`, which runs it (on this provider or another instance) and may
- * change its failure. The one place that lists the calls of a provider.
+ * change its failure; `name` is the call's (`create`, `exec`, …). The one place that lists the calls of a provider.
  */
 export const aroundCalls = (
   provider: SandboxProvider,
-  around: <R>(call: (p: SandboxProvider) => Effect.Effect<R, ProviderError>) => Effect.Effect<R, ProviderError>
+  around: <R>(name: string, call: (p: SandboxProvider) => Effect.Effect<R, ProviderError>) => Effect.Effect<R, ProviderError>
 ): SandboxProvider => ({
   ...provider,
-  create: (input) => around((p) => p.create(input)),
-  reconcileCreate: (sandboxId) => around((p) => p.reconcileCreate(sandboxId)),
-  inspect: (sandbox) => around((p) => p.inspect(sandbox)),
-  destroy: (sandbox) => around((p) => p.destroy(sandbox)),
-  pause: (sandbox) => around((p) => p.pause(sandbox)),
-  resume: (sandbox) => around((p) => p.resume(sandbox)),
-  getCost: (sandbox, window) => around((p) => p.getCost(sandbox, window)),
-  extendLifetime: provider.extendLifetime === undefined ? undefined : (sandbox, seconds) => around((p) => p.extendLifetime?.(sandbox, seconds) ?? Effect.void),
-  metrics: provider.metrics === undefined ? undefined : (sandbox) => around((p) => p.metrics?.(sandbox) ?? Effect.fail(unsupported(p.name, "metrics"))),
-  exec: (sandbox, input) => around((p) => p.exec(sandbox, input)),
-  execEvents: (sandbox, executionId, fromSeq) => around((p) => p.execEvents(sandbox, executionId, fromSeq)),
-  cancelExec: (sandbox, executionId) => around((p) => p.cancelExec(sandbox, executionId)),
+  create: (input) => around("create", (p) => p.create(input)),
+  reconcileCreate: (sandboxId) => around("reconcileCreate", (p) => p.reconcileCreate(sandboxId)),
+  inspect: (sandbox) => around("inspect", (p) => p.inspect(sandbox)),
+  destroy: (sandbox) => around("destroy", (p) => p.destroy(sandbox)),
+  pause: (sandbox) => around("pause", (p) => p.pause(sandbox)),
+  resume: (sandbox) => around("resume", (p) => p.resume(sandbox)),
+  getCost: (sandbox, window) => around("getCost", (p) => p.getCost(sandbox, window)),
+  extendLifetime: provider.extendLifetime === undefined ? undefined : (sandbox, seconds) => around("extendLifetime", (p) => p.extendLifetime?.(sandbox, seconds) ?? Effect.void),
+  metrics: provider.metrics === undefined ? undefined : (sandbox) => around("metrics", (p) => p.metrics?.(sandbox) ?? Effect.fail(unsupported(p.name, "metrics"))),
+  exec: (sandbox, input) => around("exec", (p) => p.exec(sandbox, input)),
+  execEvents: (sandbox, executionId, fromSeq) => around("execEvents", (p) => p.execEvents(sandbox, executionId, fromSeq)),
+  cancelExec: (sandbox, executionId) => around("cancelExec", (p) => p.cancelExec(sandbox, executionId)),
   sendInput: provider.sendInput === undefined ? undefined : (sandbox, executionId, data, eof) =>
-    around((p) => p.sendInput?.(sandbox, executionId, data, eof) ?? Effect.fail(unsupported(p.name, "standard input"))),
+    around("sendInput", (p) => p.sendInput?.(sandbox, executionId, data, eof) ?? Effect.fail(unsupported(p.name, "standard input"))),
   resizeTerminal: provider.resizeTerminal === undefined ? undefined : (sandbox, executionId, size) =>
-    around((p) => p.resizeTerminal?.(sandbox, executionId, size) ?? Effect.fail(unsupported(p.name, "terminals"))),
+    around("resizeTerminal", (p) => p.resizeTerminal?.(sandbox, executionId, size) ?? Effect.fail(unsupported(p.name, "terminals"))),
   readFileStream: provider.readFileStream === undefined ? undefined : (sandbox, input) =>
-    around((p) => p.readFileStream?.(sandbox, input) ?? Effect.fail(unsupported(p.name, "streamed reads"))),
-  readFile: (sandbox, input) => around((p) => p.readFile(sandbox, input)),
-  writeFile: (sandbox, input) => around((p) => p.writeFile(sandbox, input)),
+    around("readFileStream", (p) => p.readFileStream?.(sandbox, input) ?? Effect.fail(unsupported(p.name, "streamed reads"))),
+  readFile: (sandbox, input) => around("readFile", (p) => p.readFile(sandbox, input)),
+  writeFile: (sandbox, input) => around("writeFile", (p) => p.writeFile(sandbox, input)),
   writeFileStream: provider.writeFileStream === undefined ? undefined : (sandbox, input) =>
-    around((p) => p.writeFileStream?.(sandbox, input) ?? Effect.fail(unsupported(p.name, "streamed writes"))),
-  listFiles: (sandbox, input) => around((p) => p.listFiles(sandbox, input)),
-  deleteFile: (sandbox, input) => around((p) => p.deleteFile(sandbox, input)),
-  exposeHttpEndpoint: (sandbox, input) => around((p) => p.exposeHttpEndpoint(sandbox, input)),
-  revokeHttpEndpoint: (sandbox, leaseId) => around((p) => p.revokeHttpEndpoint(sandbox, leaseId)),
+    around("writeFileStream", (p) => p.writeFileStream?.(sandbox, input) ?? Effect.fail(unsupported(p.name, "streamed writes"))),
+  listFiles: (sandbox, input) => around("listFiles", (p) => p.listFiles(sandbox, input)),
+  deleteFile: (sandbox, input) => around("deleteFile", (p) => p.deleteFile(sandbox, input)),
+  exposeHttpEndpoint: (sandbox, input) => around("exposeHttpEndpoint", (p) => p.exposeHttpEndpoint(sandbox, input)),
+  revokeHttpEndpoint: (sandbox, leaseId) => around("revokeHttpEndpoint", (p) => p.revokeHttpEndpoint(sandbox, leaseId)),
   withCredentials: undefined
 })
 
@@ -71,9 +71,13 @@ export const onOrganizationAccount = (e: ProviderError): ProviderError =>
 /** Told of every failed provider call (the gateway counts them for its operators' metrics). */
 export type OnProviderFailure = (e: ProviderError) => void
 
-/** The provider with every failed call reported to `onFailure`; its BYOK instances are built as before. */
+/** A provider call as a span of its own (`provider e2b.create`), under the job or request that made it. */
+const traced = <R>(provider: string, name: string, call: Effect.Effect<R, ProviderError>) =>
+  Effect.withSpan(call, `provider ${provider}.${name}`, { kind: "client", attributes: { provider } })
+
+/** The provider with every call traced and every failed one reported to `onFailure`; its BYOK instances are built as before. */
 const observed = (provider: SandboxProvider, onFailure: OnProviderFailure): SandboxProvider => ({
-  ...aroundCalls(provider, (call) => Effect.tapError(call(provider), (e) => Effect.sync(() => onFailure(e)))),
+  ...aroundCalls(provider, (name, call) => traced(provider.name, name, Effect.tapError(call(provider), (e) => Effect.sync(() => onFailure(e))))),
   withCredentials: provider.withCredentials
 })
 
@@ -97,7 +101,8 @@ export const makeProviderRegistry = (providers: ReadonlyArray<SandboxProvider>, 
     let instance = accounts.get(key)
     if (instance === undefined) {
       const own = base.withCredentials(credentials)
-      instance = aroundCalls(own, (call) => Effect.tapError(Effect.mapError(call(own), onOrganizationAccount), (e) => Effect.sync(() => report(e))))
+      instance = aroundCalls(own, (call, run) =>
+        traced(name, call, Effect.tapError(Effect.mapError(run(own), onOrganizationAccount), (e) => Effect.sync(() => report(e)))))
       if (accounts.size >= MAX_ACCOUNT_INSTANCES) accounts.delete(accounts.keys().next().value!)
     } else {
       accounts.delete(key)

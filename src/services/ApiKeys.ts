@@ -27,7 +27,7 @@ export const issueApiKey = (projectId: string, input: typeof CreateApiKey.Type) 
       expiresInSeconds: input.expires_in === null ? null : EXPIRES_IN_SECONDS[input.expires_in],
       createdBy: user.userId
     })
-  }))
+  })).pipe(Effect.withSpan("ApiKeys.issueApiKey", { attributes: { "project.id": projectId } }))
 
 export const revokeApiKey = (projectId: string, apiKeyId: string) =>
   inTransaction(Effect.gen(function*() {
@@ -38,7 +38,10 @@ export const revokeApiKey = (projectId: string, apiKeyId: string) =>
     const now = yield* nowIso
     yield* ProjectsRepo.revokeApiKey(row.id, now)
     return { ...row, revoked_at: now }
-  })).pipe(Effect.tap(() => accessChanged)) // its streams end too, on every replica
+  })).pipe(
+    Effect.tap(() => accessChanged), // its streams end too, on every replica
+    Effect.withSpan("ApiKeys.revokeApiKey", { attributes: { "project.id": projectId } })
+  )
 
 export const deleteApiKey = (projectId: string, apiKeyId: string) =>
   inTransaction(Effect.gen(function*() {
@@ -48,4 +51,4 @@ export const deleteApiKey = (projectId: string, apiKeyId: string) =>
     if (row.revoked_at === null) return yield* conflict("api_key_must_be_revoked", "Revoke the API key before deleting it")
     yield* ProjectsRepo.deleteApiKey(row.id, yield* nowIso)
     return { id: row.id, deleted: true as const }
-  }))
+  })).pipe(Effect.withSpan("ApiKeys.deleteApiKey", { attributes: { "project.id": projectId } }))

@@ -95,7 +95,7 @@ export const purchaseQuote = (organizationId: string, amountUsd: string) =>
       min_fee_usd: "0.80" as const,
       pricing_version: "purchase_fee.v1" as const
     }
-  })
+  }).pipe(Effect.withSpan("Billing.purchaseQuote", { attributes: { "organization.id": organizationId } }))
 
 export const setAutoTopup = (
   organizationId: string,
@@ -117,7 +117,7 @@ export const setAutoTopup = (
     }
     yield* BillingRepo.setAutoTopup(organizationId, { enabled: input.enabled, thresholdMicrousd: threshold, refillMicrousd: refill, monthlyCapMicrousd: cap })
     return yield* billingOf(organizationId, true)
-  })
+  }).pipe(Effect.withSpan("Billing.setAutoTopup"))
 
 /** Usage of the organization's sandboxes over a period (any member; services/Usage.ts). */
 export const usageFor = (organizationId: string, params: Parameters<typeof computeUsage>[1]) =>

@@ -4,10 +4,11 @@
  * decoded by it before the handler runs; one that does not decode fails the job (`invalid_job_payload`), never
  * reaches a handler as a cast.
  */
-import { Data, Effect, Schema } from "effect"
+import { Data, Effect, Option, Schema } from "effect"
 import { JobsRepo } from "../db/repos/Jobs.ts"
 import type { ErrorObject } from "../domain/Errors.ts"
 import { nowIso } from "../domain/Time.ts"
+import { traceParentOf } from "./Tracing.ts"
 
 export interface JobType<P, I = P> {
   readonly type: string
@@ -72,6 +73,7 @@ export const enqueueJob = <P, I>(type: JobType<P, I>, job: NewJob<P>) =>
   Effect.gen(function*() {
     const now = yield* nowIso
     const payload = yield* Effect.orDie(Schema.encode(type.payload)(job.payload))
+    const span = yield* Effect.currentSpan.pipe(Effect.option)
     yield* JobsRepo.enqueue({
       type: type.type,
       dedupeKey: job.dedupeKey,
@@ -81,7 +83,8 @@ export const enqueueJob = <P, I>(type: JobType<P, I>, job: NewJob<P>) =>
       replace: job.replace === true,
       now,
       sandboxId: job.sandboxId,
-      ordered: job.ordered === true
+      ordered: job.ordered === true,
+      traceParent: Option.match(span, { onNone: () => null, onSome: traceParentOf })
     })
   })
 

@@ -44,7 +44,7 @@ export const setMemberRole = (organizationId: string, userId: string, role: type
     if (target.role === "owner") return yield* forbidden("An owner's role cannot be changed")
     yield* OrganizationsRepo.setMemberRole(organizationId, userId, role)
     return { ...target, role }
-  }))
+  })).pipe(Effect.withSpan("Members.setMemberRole", { attributes: { "organization.id": organizationId } }))
 
 /** The last owner stays; the streams the removed member opened end too. */
 export const removeMember = (organizationId: string, userId: string) =>
@@ -58,7 +58,7 @@ export const removeMember = (organizationId: string, userId: string) =>
     }
     yield* OrganizationsRepo.removeMember(organizationId, userId)
     return { user_id: userId, deleted: true as const }
-  })).pipe(Effect.tap(() => accessChanged))
+  })).pipe(Effect.tap(() => accessChanged), Effect.withSpan("Members.removeMember", { attributes: { "organization.id": organizationId } }))
 
 /**
  * Invites an email: a live pending invitation is answered as it is (`created: false`), an expired one is
@@ -93,7 +93,7 @@ export const invite = (organizationId: string, input: { readonly email: string; 
     }
     yield* OrganizationsRepo.insertInvitation(row)
     return { row, created: true, now }
-  }))
+  })).pipe(Effect.withSpan("Members.invite", { attributes: { "organization.id": organizationId } }))
 
 const pendingInvitation = (organizationId: string, invitationId: string) =>
   Effect.gen(function*() {
@@ -109,14 +109,14 @@ export const setInvitationRole = (organizationId: string, invitationId: string, 
     const row = yield* pendingInvitation(organizationId, invitationId)
     yield* OrganizationsRepo.setInvitationRole(row.id, role)
     return { row: { ...row, role }, now: yield* nowIso }
-  }))
+  })).pipe(Effect.withSpan("Members.setInvitationRole", { attributes: { "organization.id": organizationId } }))
 
 export const revokeInvitation = (organizationId: string, invitationId: string) =>
   inTransaction(Effect.gen(function*() {
     const row = yield* pendingInvitation(organizationId, invitationId)
     yield* OrganizationsRepo.revokeInvitation(row.id, yield* nowIso)
     return { id: row.id, revoked: true as const }
-  }))
+  })).pipe(Effect.withSpan("Members.revokeInvitation", { attributes: { "organization.id": organizationId } }))
 
 /** The invitation valid for another INVITATION_TTL_SECONDS from now. */
 export const resendInvitation = (organizationId: string, invitationId: string) =>
@@ -125,4 +125,4 @@ export const resendInvitation = (organizationId: string, invitationId: string) =
     const now = yield* nowIso
     yield* OrganizationsRepo.extendInvitation(row.id, invitationExpiry(now))
     return { row: { ...row, expires_at: invitationExpiry(now) }, now }
-  }))
+  })).pipe(Effect.withSpan("Members.resendInvitation", { attributes: { "organization.id": organizationId } }))

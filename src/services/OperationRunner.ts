@@ -14,6 +14,7 @@ import type { ErrorObject } from "../domain/Errors.ts"
 import { newUuid } from "../domain/Ids.ts"
 import { isoAfter, nowIso } from "../domain/Time.ts"
 import type { Job, JobError, JobHandler, JobOutcome, JobType } from "./JobRegistry.ts"
+import { spanOfTraceParent } from "./Tracing.ts"
 
 
 /** A claim's lease unless JOB_LEASE_SECONDS says otherwise; renewed every third of it while the job runs. */
@@ -138,7 +139,7 @@ export const OperationRunnerLive = Layer.scoped(
         }
         const { run, giveUp } = prepared.right
         const runFiber = yield* Effect.fork(run)
-        const renewFiber = yield* Effect.fork(renewLease(row, token, runFiber))
+        const renewFiber = yield* Effect.fork(Effect.withTracerEnabled(renewLease(row, token, runFiber), false))
         const exit = yield* Fiber.await(runFiber)
         yield* Fiber.interrupt(renewFiber)
         if (Exit.isSuccess(exit)) {
@@ -171,7 +172,14 @@ export const OperationRunnerLive = Layer.scoped(
         // Its place, its lock key and maybe a sooner due time (a reschedule) are free now: look again at once.
         Effect.ensuring(wake),
         // Taken over from another owner's expired lease: this job was recovered after a crash (or a stall).
-        Effect.ensuring(recovered ? Effect.forEach(recoveredListeners, Effect.ignore, { discard: true }) : Effect.void)
+        Effect.ensuring(recovered ? Effect.forEach(recoveredListeners, Effect.ignore, { discard: true }) : Effect.void),
+        // In the trace of whatever enqueued it (a request, usually), however long after and wherever it runs.
+        Effect.withSpan(`job ${row.type}`, {
+          kind: "consumer",
+          parent: spanOfTraceParent(row.trace_parent),
+          root: row.trace_parent === null,
+          attributes: { "job.id": row.id, "job.attempt": row.attempts, "job.recovered": recovered }
+        })
       )
 
     const lease = Effect.map(nowIso, (now) => ({ owner, now, leaseExpiresAt: isoAfter(now, leaseSeconds) }))
@@ -201,7 +209,7 @@ export const OperationRunnerLive = Layer.scoped(
       Effect.forEach(claimed, (job) => {
         running.add(job.row.id)
         lanes.get(job.row.type)?.running.add(job.row.id)
-        return FiberSet.run(fibers, runOne(job))
+        return FiberSet.run(fibers, Effect.withTracerEnabled(runOne(job), true))
       }, { discard: true })
 
     const loop = Effect.gen(function*() {
@@ -221,7 +229,9 @@ export const OperationRunnerLive = Layer.scoped(
       }
     }).pipe(
       Effect.catchAllCause((cause) => Effect.zipRight(Effect.logError("job loop failed; restarting", cause), Effect.sleep("1 second"))),
-      Effect.forever
+      Effect.forever,
+      // Polling is not traced (its statements would be a trace a second, each saying nothing); the jobs it starts are.
+      Effect.withTracerEnabled(false)
     )
 
     return {

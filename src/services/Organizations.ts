@@ -42,7 +42,7 @@ export const newOrganization = (input: { readonly name: string; readonly slug: s
     yield* grantWelcomeCredit(user.userId, row.id)
     yield* appendEvent({ type: "organization.created", organizationId: row.id, data: { organization_id: row.id, name: row.name } })
     return row
-  })
+  }).pipe(Effect.withSpan("Organizations.newOrganization"))
 
 export const updateOrganization = (organizationId: string, input: typeof UpdateOrganization.Type) =>
   inTransaction(Effect.gen(function*() {
@@ -50,7 +50,7 @@ export const updateOrganization = (organizationId: string, input: typeof UpdateO
     const row = yield* OrganizationsRepo.update(organizationId, { name: input.name.trim(), slug: input.slug })
     yield* appendEvent({ type: "organization.updated", organizationId: row.id, data: { organization_id: row.id, name: row.name, slug: row.slug } })
     return row
-  }))
+  })).pipe(Effect.withSpan("Organizations.updateOrganization", { attributes: { "organization.id": organizationId } }))
 
 /** An owner's delete (deleteOrganization); its projects' streams end too. */
 export const deleteOwnedOrganization = (organizationId: string, confirm: Parameters<typeof deleteOrganization>[1]) =>
@@ -65,7 +65,7 @@ export const createOrganization = (input: { readonly name: string; readonly slug
     const row = yield* OrganizationsRepo.insert(input)
     yield* BillingRepo.ensureAccount(row.id)
     return row
-  })
+  }).pipe(Effect.withSpan("Organizations.createOrganization"))
 
 /**
  * Deletes an organization (reference §6), in one transaction: refused while a sandbox is live, a purchase is
@@ -93,4 +93,4 @@ export const deleteOrganization = (organizationId: string, confirm: { readonly c
     yield* OrganizationsRepo.deleteCascade(organizationId)
     yield* appendEvent({ type: "organization.deleted", organizationId, data: { organization_id: organizationId } })
     return { id: organizationId, deleted: true as const }
-  }))
+  })).pipe(Effect.withSpan("Organizations.deleteOrganization", { attributes: { "organization.id": organizationId } }))

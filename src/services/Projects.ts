@@ -23,7 +23,7 @@ export const createProject = (organizationId: string, input: typeof CreateProjec
     const row = yield* ProjectsRepo.insert({ organizationId, name: input.name.trim(), slug: input.slug })
     yield* appendEvent({ type: "project.created", organizationId: row.organization_id, projectId: row.id, data: { project_id: row.id, name: row.name } })
     return row
-  })
+  }).pipe(Effect.withSpan("Projects.createProject", { attributes: { "organization.id": organizationId } }))
 
 export const getProject = (projectId: string) =>
   Effect.gen(function*() {
@@ -38,7 +38,7 @@ export const updateProject = (projectId: string, input: typeof UpdateProject.Typ
     const row = yield* ProjectsRepo.update(projectId, { name: input.name.trim(), slug: input.slug })
     yield* appendEvent({ type: "project.updated", organizationId: row.organization_id, projectId: row.id, data: { project_id: row.id, name: row.name, slug: row.slug } })
     return row
-  }))
+  })).pipe(Effect.withSpan("Projects.updateProject", { attributes: { "project.id": projectId } }))
 
 /** Refused while a sandbox of the project is live; the project's streams end too. */
 export const deleteProject = (projectId: string) =>
@@ -51,4 +51,4 @@ export const deleteProject = (projectId: string) =>
     yield* ProjectsRepo.softDelete(projectId, yield* nowIso)
     yield* appendEvent({ type: "project.deleted", organizationId: access.organizationId, projectId, data: { project_id: projectId } })
     return { id: projectId, deleted: true as const }
-  })).pipe(Effect.tap(() => accessChanged))
+  })).pipe(Effect.tap(() => accessChanged), Effect.withSpan("Projects.deleteProject", { attributes: { "project.id": projectId } }))

@@ -39,7 +39,7 @@ export class ProviderAccounts extends Effect.Service<ProviderAccounts>()("app/Pr
         const own = row === undefined ? undefined : registry.withCredentials(provider.name, decodeFields(box.open(row.ciphertext)))
         return own === undefined ? Effect.fail(missing(provider.name)) : Effect.succeed(own)
       })
-      return aroundCalls(provider, (call) => Effect.flatMap(instance, call))
+      return aroundCalls(provider, (_name, call) => Effect.flatMap(instance, call))
     }
 
     return {

@@ -53,7 +53,7 @@ export const putProviderCredential = (organizationId: string, provider: Credenti
       })
     }))
     return { row, created: existing === undefined }
-  })
+  }).pipe(Effect.withSpan("ProviderCredentials.putProviderCredential", { attributes: { "organization.id": organizationId } }))
 
 export const removeProviderCredential = (organizationId: string, provider: CredentialProvider) =>
   Effect.gen(function*() {
@@ -66,4 +66,4 @@ export const removeProviderCredential = (organizationId: string, provider: Crede
       yield* appendEvent({ type: "organization.provider_credentials.removed", organizationId: access.organizationId, data: { provider } })
     }))
     return { provider, deleted: true as const }
-  })
+  }).pipe(Effect.withSpan("ProviderCredentials.removeProviderCredential", { attributes: { "organization.id": organizationId } }))

@@ -35,7 +35,7 @@ export const issueLoginLink = (userId: string) =>
     const expiresAt = isoAfter(yield* nowIso, LOGIN_LINK_SECONDS)
     const code = yield* UsersRepo.issueLoginLink(userId, expiresAt)
     return { code, expiresAt }
-  })
+  }).pipe(Effect.withSpan("Sessions.issueLoginLink"))
 
 const earlier = (a: string, b: string | null) => (b !== null && b < a ? b : a)
 
@@ -56,13 +56,13 @@ export const startSession = (how: SignIn) =>
     if (user === undefined) return yield* unauthenticated("This sign-in link is unknown, was used already or expired: ask for a new one")
     const session = yield* UsersRepo.issueToken(user.id, "dashboard", until, "session")
     return { id: session.id, token: session.token, expiresAt: until, user: { id: user.id, email: user.email } } satisfies StartedSession
-  }))
+  })).pipe(Effect.withSpan("Sessions.startSession"))
 
 /** Whether any user exists yet (the welcome says how to make the first one). */
 export const hasUsers = UsersRepo.any
 
 /** Signs a session out (revokes it); whether it was live. */
-export const endSession = (sessionId: string) => inTransaction(UsersRepo.revokeToken({ id: sessionId }, "session"))
+export const endSession = (sessionId: string) => inTransaction(UsersRepo.revokeToken({ id: sessionId }, "session")).pipe(Effect.withSpan("Sessions.endSession"))
 
 /** When the session its cookie carries ends (null: no live session by that token). */
 export const sessionExpiry = (cookieToken: string) =>

@@ -12,6 +12,7 @@ import sandboxOrder from "./0010_sandbox_order.ts"
 import sandboxNetwork from "./0011_sandbox_network.ts"
 import computerRecordings from "./0012_computer_recordings.ts"
 import dashboardSessions from "./0013_dashboard_sessions.ts"
+import jobTrace from "./0014_job_trace.ts"
 
 export const migrations = {
   "0001_accounts": accounts,
@@ -26,5 +27,6 @@ export const migrations = {
   "0010_sandbox_order": sandboxOrder,
   "0011_sandbox_network": sandboxNetwork,
   "0012_computer_recordings": computerRecordings,
-  "0013_dashboard_sessions": dashboardSessions
+  "0013_dashboard_sessions": dashboardSessions,
+  "0014_job_trace": jobTrace
 }

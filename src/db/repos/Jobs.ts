@@ -21,7 +21,9 @@ export const JobRow = Schema.Struct({
   lock_key: Schema.NullOr(Schema.String),
   payload: Schema.String,
   attempts: Schema.Int,
-  lease_owner: Schema.NullOr(Schema.String)
+  lease_owner: Schema.NullOr(Schema.String),
+  /** The W3C traceparent of the span that enqueued it (migration 0014), or null. */
+  trace_parent: Schema.NullOr(Schema.String)
 })
 export type JobRow = typeof JobRow.Type
 
@@ -49,6 +51,8 @@ export interface NewJobRow {
    * `orderKey`): the job starts only after every job that took an earlier place has finished or left the order.
    */
   readonly ordered?: boolean | undefined
+  /** The W3C traceparent of the span enqueuing it: the job's run continues that trace. */
+  readonly traceParent?: string | null | undefined
 }
 
 /** The lock key of a sandbox's order (src/db/Dialect.ts `orderFree`). */
@@ -83,6 +87,7 @@ export class JobsRepo extends Effect.Service<JobsRepo>()("app/db/JobsRepo", {
       enqueue: (job: NewJobRow) =>
         Effect.gen(function*() {
           const payload = JSON.stringify(job.payload ?? null)
+          const traceParent = job.traceParent ?? null
           const nodeOf = job.sandboxId === undefined ? sql`NULL` : sql`(SELECT node_id FROM sandboxes WHERE id = ${job.sandboxId})`
           // Its place in the sandbox's order: taken in the accepting transaction (a rollback gives it back).
           const place = job.ordered === true && job.sandboxId !== undefined
@@ -90,13 +95,14 @@ export class JobsRepo extends Effect.Service<JobsRepo>()("app/db/JobsRepo", {
             : null
           const lockKey = place !== null ? orderKey(job.sandboxId!) : job.lockKey
           yield* run(job.replace
-            ? sql`INSERT INTO jobs (id, type, dedupe_key, lock_key, lock_seq, payload, state, available_at, created_at, updated_at, node_id)
-                VALUES (${newUuid()}, ${job.type}, ${job.dedupeKey}, ${lockKey}, ${place}, ${payload}, 'pending', ${job.availableAt}, ${job.now}, ${job.now}, ${nodeOf})
+            ? sql`INSERT INTO jobs (id, type, dedupe_key, lock_key, lock_seq, payload, state, available_at, created_at, updated_at, node_id, trace_parent)
+                VALUES (${newUuid()}, ${job.type}, ${job.dedupeKey}, ${lockKey}, ${place}, ${payload}, 'pending', ${job.availableAt}, ${job.now}, ${job.now}, ${nodeOf}, ${traceParent})
                 ON CONFLICT (dedupe_key) DO UPDATE SET payload = excluded.payload, available_at = excluded.available_at,
-                  state = 'pending', attempts = 0, last_error = NULL, updated_at = excluded.updated_at, node_id = excluded.node_id
+                  state = 'pending', attempts = 0, last_error = NULL, updated_at = excluded.updated_at, node_id = excluded.node_id,
+                  trace_parent = excluded.trace_parent
                 WHERE jobs.state <> 'leased'`
-            : sql`INSERT INTO jobs (id, type, dedupe_key, lock_key, lock_seq, payload, state, available_at, created_at, updated_at, node_id)
-                VALUES (${newUuid()}, ${job.type}, ${job.dedupeKey}, ${lockKey}, ${place}, ${payload}, 'pending', ${job.availableAt}, ${job.now}, ${job.now}, ${nodeOf})
+            : sql`INSERT INTO jobs (id, type, dedupe_key, lock_key, lock_seq, payload, state, available_at, created_at, updated_at, node_id, trace_parent)
+                VALUES (${newUuid()}, ${job.type}, ${job.dedupeKey}, ${lockKey}, ${place}, ${payload}, 'pending', ${job.availableAt}, ${job.now}, ${job.now}, ${nodeOf}, ${traceParent})
                 ON CONFLICT (dedupe_key) DO NOTHING`)
         }),
       /**

@@ -72,7 +72,7 @@ export const startComputerOperation = (caller: Caller, sandboxId: string, input:
       ordered: true
     })
     return (yield* getRuntimeOperationRow(id))!
-  }))
+  })).pipe(Effect.withSpan("Computer.startComputerOperation", { attributes: { "sandbox.id": sandboxId, "project.id": caller.projectId } }))
 
 /** A sandbox's recordings (the caller checked it is theirs), newest first, after the (created_at, id) position if given. */
 export const recordingPage = (sandboxId: string, after: readonly [string, string] | undefined, limit: number) => RecordingsRepo.page(sandboxId, after, limit)
@@ -94,7 +94,7 @@ export const startRecording = (caller: Caller, sandboxId: string, input: { reado
     yield* SandboxesRepo.touch(sandboxId)
     yield* enqueueJob(RecordingStartJob, { dedupeKey: recordingJobKey("start", id), payload: { recording_id: id }, sandboxId, ordered: true })
     return (yield* RecordingsRepo.get(id))!
-  }))
+  })).pipe(Effect.withSpan("Computer.startRecording", { attributes: { "sandbox.id": sandboxId, "project.id": caller.projectId } }))
 
 /**
  * recording → stopping (then the stop job ends it and keeps its mp4). Stopping a recording that is still starting
@@ -111,7 +111,7 @@ export const stopRecording = (caller: Caller, sandboxId: string, id: string) =>
       yield* enqueueJob(RecordingStopJob, { dedupeKey: recordingJobKey("stop", id), payload: { recording_id: id }, sandboxId, ordered: true })
     }
     return (yield* RecordingsRepo.get(id))!
-  }))
+  })).pipe(Effect.withSpan("Computer.stopRecording", { attributes: { "sandbox.id": sandboxId, "project.id": caller.projectId } }))
 
 /**
  * A stopped recording's mp4, or the part a `Range` asks for (RawFiles.ts `parseRange`): its size, the range
@@ -133,4 +133,4 @@ export const recordingContent = (caller: Caller, sandboxId: string, id: string, 
     const whole = Buffer.concat(chunks.map((c) => c.data))
     const offset = from - Math.floor(from / RECORDING_CHUNK_BYTES) * RECORDING_CHUNK_BYTES
     return { size, range, data: new Uint8Array(whole.subarray(offset, offset + (to - from + 1))) }
-  })
+  }).pipe(Effect.withSpan("Computer.recordingContent", { attributes: { "sandbox.id": sandboxId, "project.id": caller.projectId } }))

@@ -48,7 +48,7 @@ export const createEndpoint = (caller: Caller, sandboxId: string, input: { reado
     yield* endpointExpiryJob({ ...row, sandbox_id: sandboxId })
     yield* appendEvent({ type: "endpoint.created", organizationId: caller.organizationId, projectId: caller.projectId, data: { sandbox_id: sandboxId, endpoint_id: id, port: input.port } })
     return (yield* getEndpointRow(id))!
-  }))
+  })).pipe(Effect.withSpan("EndpointCommands.createEndpoint", { attributes: { "sandbox.id": sandboxId, "project.id": caller.projectId } }))
 
 export const endpointOf = (caller: Caller, sandboxId: string, id: string) =>
   Effect.flatMap(getEndpointRow(id), (row) =>
@@ -65,7 +65,7 @@ export const revokeEndpoint = (caller: Caller, sandboxId: string, id: string) =>
       yield* appendEvent({ type: "endpoint.revoked", organizationId: caller.organizationId, projectId: caller.projectId, data: { sandbox_id: sandboxId, endpoint_id: id } })
     }
     return (yield* getEndpointRow(id))!
-  }))
+  })).pipe(Effect.withSpan("EndpointCommands.revokeEndpoint", { attributes: { "sandbox.id": sandboxId, "project.id": caller.projectId } }))
 
 /** A sandbox's endpoints (the caller checked it is theirs), newest first, after the (created_at, id) position if given. */
 export const endpointPage = (sandboxId: string, after: readonly [string, string] | undefined, limit: number) => EndpointsRepo.page(sandboxId, after, limit)

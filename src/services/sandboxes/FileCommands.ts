@@ -44,7 +44,7 @@ export const startRuntimeOperation = (caller: Caller, sandboxId: string, request
     yield* SandboxesRepo.touch(sandboxId)
     yield* enqueueJob(FilesystemJob, { dedupeKey: runtimeOperationJobKey(kind, id), payload: { runtime_operation_id: id }, sandboxId, ordered: true })
     return (yield* getRuntimeOperationRow(id))!
-  }))
+  })).pipe(Effect.withSpan("FileCommands.startRuntimeOperation", { attributes: { "sandbox.id": sandboxId, "project.id": caller.projectId } }))
 
 export const runtimeOperationOf = (caller: Caller, sandboxId: string, id: string) =>
   Effect.flatMap(getRuntimeOperationRow(id), (row) =>

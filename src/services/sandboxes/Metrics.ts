@@ -46,4 +46,4 @@ export const sandboxMetrics = (caller: Caller, sandboxId: string) =>
       Effect.mapError((e) => (e._tag === "ProviderError" ? failure(e) : e))
     )
     return { sandbox, metrics }
-  })
+  }).pipe(Effect.withSpan("Metrics.sandboxMetrics", { attributes: { "sandbox.id": sandboxId, "project.id": caller.projectId } }))

@@ -63,7 +63,7 @@ export const startProcess = (caller: Caller, sandboxId: string, input: StartProc
     yield* appendEvent({ type: "process.queued", organizationId: caller.organizationId, projectId: caller.projectId, data: { sandbox_id: sandboxId, process_id: id } })
     yield* enqueueJob(ProcessExecuteJob, { dedupeKey: processJobKey(id), payload: { process_id: id }, sandboxId, ordered: true })
     return (yield* getProcessRow(id))!
-  }))
+  })).pipe(Effect.withSpan("ProcessCommands.startProcess", { attributes: { "sandbox.id": sandboxId, "project.id": caller.projectId } }))
 
 /** A process of the caller's project, or 404. */
 export const processOf = (caller: Caller, sandboxId: string, processId: string) =>
@@ -84,7 +84,7 @@ export const cancelProcess = (caller: Caller, sandboxId: string, processId: stri
       yield* appendEvent({ type: "process.cancel_requested", organizationId: caller.organizationId, projectId: caller.projectId, data: { sandbox_id: sandboxId, process_id: processId } })
     }
     return (yield* getProcessRow(processId))!
-  }))
+  })).pipe(Effect.withSpan("ProcessCommands.cancelProcess", { attributes: { "sandbox.id": sandboxId, "project.id": caller.projectId } }))
 
 
 /** A sandbox's latest processes (at most `limit`), with the sandbox (its capabilities go with each). */

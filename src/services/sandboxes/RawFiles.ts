@@ -225,7 +225,7 @@ export const readRaw = (caller: Caller, sandboxId: string, path: string, headers
       notModified: etag !== undefined && headers.ifNoneMatch !== undefined && headers.ifNoneMatch.split(",").some((t) => t.trim() === etag || t.trim() === "*"),
       open
     } satisfies RawRead
-  })
+  }).pipe(Effect.withSpan("RawFiles.readRaw", { attributes: { "sandbox.id": sandboxId, "project.id": caller.projectId } }))
 
 export interface RawWriteInput {
   readonly path: string
@@ -318,4 +318,4 @@ export const writeRaw = (caller: Caller, sandboxId: string, input: RawWriteInput
     yield* touchSandbox(sandbox.id)
     // After an append the file's size is asked of the provider (what was there before is not known here).
     return { created: written.created, path: input.path, size_bytes: yield* sizeAfter(provider, resource, input, input.data.length) }
-  })
+  }).pipe(Effect.withSpan("RawFiles.writeRaw", { attributes: { "sandbox.id": sandboxId, "project.id": caller.projectId } }))

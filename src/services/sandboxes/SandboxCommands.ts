@@ -54,7 +54,7 @@ export const createSandbox = (caller: Caller, input: CreateSandboxInput) =>
     yield* appendEvent({ type: "sandbox.requested", organizationId: caller.organizationId, projectId: caller.projectId, data: { sandbox_id: id, provider } })
     yield* lifecycleJob("sandbox.provision", { sandbox_id: id, operation_id: operationId })
     return yield* mutation(id, operationId)
-  }))
+  })).pipe(Effect.withSpan("SandboxCommands.createSandbox", { attributes: { "project.id": caller.projectId } }))
 
 const PAUSABLE = new Set(["ready", "pausing"])
 
@@ -78,7 +78,7 @@ export const pauseSandbox = (caller: Caller, sandboxId: string) =>
     const operationId = yield* insertOperation({ ...caller, type: "sandbox_pause", resourceId: sandboxId })
     yield* lifecycleJob("sandbox.pause", { sandbox_id: sandboxId, operation_id: operationId })
     return yield* mutation(sandboxId, operationId)
-  }))
+  })).pipe(Effect.withSpan("SandboxCommands.pauseSandbox", { attributes: { "sandbox.id": sandboxId, "project.id": caller.projectId } }))
 
 export const resumeSandbox = (caller: Caller, sandboxId: string) =>
   inTransaction(Effect.gen(function*() {
@@ -95,7 +95,7 @@ export const resumeSandbox = (caller: Caller, sandboxId: string) =>
     const operationId = yield* insertOperation({ ...caller, type: "sandbox_resume", resourceId: sandboxId })
     yield* lifecycleJob("sandbox.resume", { sandbox_id: sandboxId, operation_id: operationId })
     return yield* mutation(sandboxId, operationId)
-  }))
+  })).pipe(Effect.withSpan("SandboxCommands.resumeSandbox", { attributes: { "sandbox.id": sandboxId, "project.id": caller.projectId } }))
 
 /**
  * Moves a ready sandbox's runtime deadline to now + `seconds` (shorter or longer than before); a provider with its
@@ -116,7 +116,7 @@ export const extendSandbox = (caller: Caller, sandboxId: string, seconds: number
       sandboxId
     })
     return (yield* getSandboxRow(sandboxId))!
-  }))
+  })).pipe(Effect.withSpan("SandboxCommands.extendSandbox", { attributes: { "sandbox.id": sandboxId, "project.id": caller.projectId } }))
 
 export const destroySandbox = (caller: Caller, sandboxId: string) =>
   inTransaction(Effect.gen(function*() {
@@ -129,5 +129,5 @@ export const destroySandbox = (caller: Caller, sandboxId: string) =>
     const operationId = yield* insertOperation({ ...caller, type: "sandbox_destroy", resourceId: sandboxId })
     yield* lifecycleJob("sandbox.destroy", { sandbox_id: sandboxId, operation_id: operationId })
     return yield* mutation(sandboxId, operationId)
-  }))
+  })).pipe(Effect.withSpan("SandboxCommands.destroySandbox", { attributes: { "sandbox.id": sandboxId, "project.id": caller.projectId } }))
 

@@ -75,4 +75,4 @@ export const writeStdin = (caller: Caller, sandboxId: string, processId: string,
     const row = yield* processOf(caller, sandboxId, processId)
     if (!row.stdin) return yield* conflict("invalid_process_state", "The process was not started with \"stdin\": true", { state: row.state })
     return yield* sendInput(sandbox, processId, data, eof)
-  })
+  }).pipe(Effect.withSpan("Stdin.writeStdin", { attributes: { "sandbox.id": sandboxId, "project.id": caller.projectId } }))

@@ -39,7 +39,7 @@ export const sendTest = (endpoint: WebhookRow) =>
     yield* enqueueDelivery(id, endpoint.id, `webhook:delivery:${id}`)
     const delivery = (yield* WebhookDeliveriesRepo.get(id))!
     return { delivery, attempts: [] } satisfies DeliveryWithAttempts
-  }))
+  })).pipe(Effect.withSpan("Webhooks.sendTest"))
 
 /** A finished delivery, sent again from its first attempt (same id and body); 409 while it is still in flight. */
 export const redeliver = (endpoint: WebhookRow, deliveryId: string) =>
@@ -54,7 +54,7 @@ export const redeliver = (endpoint: WebhookRow, deliveryId: string) =>
     yield* enqueueDelivery(deliveryId, endpoint.id, `webhook:delivery:${deliveryId}:${newUuid()}`)
     const delivery = (yield* WebhookDeliveriesRepo.get(deliveryId))!
     return (yield* withAttempts([delivery]))[0]!
-  }))
+  })).pipe(Effect.withSpan("Webhooks.redeliver"))
 
 /** An endpoint's deliveries, newest first, `limit + 1` of them after the position (for paging), with their attempts. */
 export const deliveryPage = (endpointId: string, after: readonly [string, string] | undefined, limit: number) =>

@@ -63,7 +63,7 @@ export const newWebhook = (organizationId: string, input: typeof CreateWebhook.T
     }
     yield* WebhooksRepo.insert(row)
     return { row, secret }
-  })
+  }).pipe(Effect.withSpan("Webhooks.newWebhook", { attributes: { "organization.id": organizationId } }))
 
 export const updateWebhook = (organizationId: string, webhookId: string, input: typeof UpdateWebhook.Type) =>
   Effect.gen(function*() {
@@ -88,7 +88,7 @@ export const updateWebhook = (organizationId: string, webhookId: string, input: 
     }
     yield* WebhooksRepo.update(next)
     return next
-  })
+  }).pipe(Effect.withSpan("Webhooks.updateWebhook", { attributes: { "organization.id": organizationId } }))
 
 export const deleteWebhook = (organizationId: string, webhookId: string) =>
   Effect.gen(function*() {
@@ -97,7 +97,7 @@ export const deleteWebhook = (organizationId: string, webhookId: string) =>
     // The secret is destroyed with the endpoint.
     yield* WebhooksRepo.softDelete(row.id, yield* nowIso)
     return { id: row.id, deleted: true as const }
-  })
+  }).pipe(Effect.withSpan("Webhooks.deleteWebhook", { attributes: { "organization.id": organizationId } }))
 
 /** A new signing secret (returned this once), replacing the old one at once. */
 export const rotateWebhookSecret = (organizationId: string, webhookId: string) =>
@@ -109,4 +109,4 @@ export const rotateWebhookSecret = (organizationId: string, webhookId: string) =
     const { secret, prefix } = newSecret()
     yield* WebhooksRepo.rotateSecret(row.id, { ciphertext: box.seal(secret), prefix }, now)
     return { row: { ...row, secret_prefix: prefix, rotated_at: now, updated_at: now }, secret }
-  })
+  }).pipe(Effect.withSpan("Webhooks.rotateWebhookSecret", { attributes: { "organization.id": organizationId } }))
