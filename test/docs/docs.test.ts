@@ -47,7 +47,8 @@ let scratch: string
 beforeAll(async () => {
   registry = startRegistry()
   registry.push("library/python", "3.12-slim", { layers: [[...alpineLike("DocsPython")]] })
-  server = await startServer({ env: { METRICS_TOKEN, REGISTRY_ALLOW_PRIVATE: "true", RUNTIME_WARM_POOL: "1" } })
+  // LOG_LEVEL info: a failing block's message quotes the answers the server gave that were not 2xx or 3xx.
+  server = await startServer({ env: { METRICS_TOKEN, REGISTRY_ALLOW_PRIVATE: "true", RUNTIME_WARM_POOL: "1", LOG_LEVEL: "info" } })
   scratch = fs.mkdtempSync(path.join(os.tmpdir(), "sgw-docs-"))
 }, 60_000)
 afterAll(async () => {
@@ -79,6 +80,10 @@ const inSession = async <A>(run: () => Promise<A>): Promise<A> => {
   }
 }
 
+/** The server's refusals and failures (its access log's 4xx/5xx lines, its warnings and errors), the last ones. */
+const serverTrouble = () =>
+  server.logs().split("\n").filter((line) => /http\.status=[45]\d\d|level=(WARN|ERROR|FATAL)/.test(line)).slice(-30).map((line) => line.slice(0, 600)).join("\n")
+
 const runFile = async (file: string, blocks: ReadonlyArray<ShellBlock>) => {
   const home = fs.mkdtempSync(path.join(scratch, "home-"))
   const child = Bun.spawn(["bash", "-c", script(blocks)], {
@@ -105,10 +110,10 @@ const runFile = async (file: string, blocks: ReadonlyArray<ShellBlock>) => {
     const output = outputOf(i)
     const where = `${file}:${block.line}`
     if (output === undefined || !stdout.includes(`@@end ${i}@@`)) {
-      throw new Error(`${where}: the block failed (exit ${status})\n--- stdout\n${output ?? ""}\n--- stderr\n${stderr.slice(-4000)}`)
+      throw new Error(`${where}: the block failed (exit ${status})\n--- stdout\n${output ?? ""}\n--- stderr\n${stderr.slice(-4000)}\n--- the server's last refusals\n${serverTrouble()}`)
     }
     for (const pattern of block.expect) {
-      if (!pattern.test(output)) throw new Error(`${where}: no line of its output matches ${pattern}\n--- stdout\n${output}\n--- stderr\n${stderr.slice(-2000)}`)
+      if (!pattern.test(output)) throw new Error(`${where}: no line of its output matches ${pattern}\n--- stdout\n${output}\n--- stderr\n${stderr.slice(-2000)}\n--- the server's last refusals\n${serverTrouble()}`)
     }
   })
   if (status !== 0) throw new Error(`${file}: the session ended with exit ${status}\n--- stderr\n${stderr.slice(-2000)}`)
