@@ -52,7 +52,8 @@ class LongFirst extends BaseSequencer {
 export default defineConfig({
   test: {
     include: onPg ? PG_SUITES : ["test/**/*.test.ts", "providers/**/*.test.ts"],
-    ...(onPg ? { globalSetup: ["test/support/pg-global-setup.ts"] } : {}),
+    // The program bundled once for the run's servers and CLI runs (test/support/bundle-global-setup.ts).
+    globalSetup: ["test/support/bundle-global-setup.ts", ...(onPg ? ["test/support/pg-global-setup.ts"] : [])],
     testTimeout: 60_000,
     hookTimeout: 60_000,
     // Each file starts its own server on loopback with its own DATA_DIR; two at a time fits 2 cores.

@@ -1,5 +1,5 @@
 /**
- * Real servers for tests: the gateway as a child process (`bun run bin/main.ts`) on a free loopback port with
+ * Real servers for tests: the gateway as a child process (the run's bundle of bin/main.ts, see bundle-global-setup.ts) on a free loopback port with
  * its own DATA_DIR (a real SQLite file; on the PostgreSQL run, a database of its own: test/support/postgres.ts),
  * and the CLI as a child process against the same DATA_DIR.
  */
@@ -11,6 +11,15 @@ import { testDns } from "./dns.ts"
 import { databaseEnv } from "./postgres.ts"
 
 const ROOT = path.resolve(import.meta.dirname, "../..")
+
+/**
+ * How a test runs the program: the run's bundle of the entry (test/support/bundle-global-setup.ts) when there is one,
+ * else its source (a script outside vitest, such as the bench).
+ */
+const program = (entry: "main" | "cli"): Array<string> => {
+  const bundle = process.env["SGW_TEST_BUNDLE"]
+  return bundle === undefined ? ["bun", "run", path.join(ROOT, `bin/${entry}.ts`)] : ["bun", path.join(bundle, `${entry}.js`)]
+}
 
 export const tempDataDir = (label = "gw"): string => fs.mkdtempSync(path.join(os.tmpdir(), `sgw-${label}-`))
 
@@ -36,7 +45,7 @@ export const startServer = async (
   // Webhook and registry host names are resolved by the test's own DNS server, never by a real resolver.
   const dns = await testDns()
   let output = ""
-  const child = Bun.spawn(options.command ? [...options.command] : ["bun", "run", path.join(ROOT, "bin/main.ts")], {
+  const child = Bun.spawn(options.command ? [...options.command] : program("main"), {
     // A given command (the compiled binary) runs outside the checkout, so it cannot lean on it.
     cwd: options.command ? dataDir : ROOT,
     // No warm jails unless a test asks (RUNTIME_WARM_POOL): a test server's spares are started, never used, and
@@ -103,7 +112,7 @@ export interface CliResult {
  * no gateway database unless given `--init`: run them once a server has started there (as `bootstrap` below is).
  */
 export const runCli = async (dataDir: string, args: ReadonlyArray<string>, env: Record<string, string> = {}): Promise<CliResult> => {
-  const child = Bun.spawn(["bun", "run", path.join(ROOT, "bin/cli.ts"), ...args], {
+  const child = Bun.spawn([...program("cli"), ...args], {
     cwd: ROOT,
     env: { ...process.env, DATA_DIR: dataDir, LOG_LEVEL: "warning", ...databaseEnv(dataDir), ...env },
     stdout: "pipe",
