@@ -6,12 +6,12 @@ import { SqlClient } from "@effect/sql"
 import { Effect, Schema } from "effect"
 import { newUuid } from "../../domain/Ids.ts"
 import { nowIso } from "../../domain/Time.ts"
-import { IntBoolean, MicroUsd, rowsOf, run } from "../Rows.ts"
+import { IdColumn, IntBoolean, MicroUsd, rowsOf, run } from "../Rows.ts"
 
 export type LedgerKind = "deposit" | "usage_charge" | "usage_correction" | "adjustment"
 
 export const AccountRow = Schema.Struct({
-  organization_id: Schema.String,
+  organization_id: IdColumn.organization,
   balance_microusd: MicroUsd,
   payment_method_brand: Schema.NullOr(Schema.String),
   payment_method_last4: Schema.NullOr(Schema.String),

@@ -7,15 +7,15 @@ import { SqlClient } from "@effect/sql"
 import { Effect, Schema } from "effect"
 import { ErrorObject } from "../../domain/Errors.ts"
 import { nowIso } from "../../domain/Time.ts"
-import { Json, rowsOf, run } from "../Rows.ts"
+import { IdColumn, Json, rowsOf, run } from "../Rows.ts"
 
 export const EndpointState = Schema.Literal("provisioning", "active", "revoking", "revoked", "expired", "failed")
 export type EndpointState = typeof EndpointState.Type
 
 export const EndpointRow = Schema.Struct({
-  id: Schema.String,
-  project_id: Schema.String,
-  sandbox_id: Schema.String,
+  id: IdColumn.endpoint,
+  project_id: IdColumn.project,
+  sandbox_id: IdColumn.sandbox,
   port: Schema.Int,
   protocol: Schema.String,
   state: EndpointState,
@@ -36,8 +36,8 @@ export type EndpointRow = typeof EndpointRow.Type
  * the endpoint's lease and state together with its sandbox's state, in one statement.
  */
 export const EndpointAccessRow = Schema.Struct({
-  id: Schema.String,
-  sandbox_id: Schema.String,
+  id: IdColumn.endpoint,
+  sandbox_id: IdColumn.sandbox,
   state: EndpointState,
   token_hash: Schema.String,
   provider_url: Schema.NullOr(Schema.String),

@@ -4,7 +4,7 @@ import { Effect, Schema } from "effect"
 import { newUuid } from "../../domain/Ids.ts"
 import { nowIso } from "../../domain/Time.ts"
 import { Dialect } from "../Dialect.ts"
-import { Json, rowsOf } from "../Rows.ts"
+import { IdColumn, Json, rowsOf } from "../Rows.ts"
 
 export interface NewEvent {
   readonly type: string
@@ -17,8 +17,8 @@ export const EventRow = Schema.Struct({
   seq: Schema.Int,
   id: Schema.String,
   type: Schema.String,
-  organization_id: Schema.String,
-  project_id: Schema.NullOr(Schema.String),
+  organization_id: IdColumn.organization,
+  project_id: Schema.NullOr(IdColumn.project),
   occurred_at: Schema.String,
   data: Json(Schema.Record({ key: Schema.String, value: Schema.Unknown }))
 })

@@ -7,20 +7,20 @@ import { Effect, Schema } from "effect"
 import { ErrorObject } from "../../domain/Errors.ts"
 import { OperationState, OperationType } from "../../domain/Operation.ts"
 import { nowIso } from "../../domain/Time.ts"
-import { Json, rowsOf, run } from "../Rows.ts"
+import { IdColumn, Json, rowsOf, run } from "../Rows.ts"
 
 export type OperationTypeValue = typeof OperationType.Type
 export type OperationStateValue = typeof OperationState.Type
 
 export const OperationRow = Schema.Struct({
-  id: Schema.String,
-  project_id: Schema.String,
-  organization_id: Schema.String,
+  id: IdColumn.operation,
+  project_id: IdColumn.project,
+  organization_id: IdColumn.organization,
   created_by_key_id: Schema.NullOr(Schema.String),
   type: OperationType,
   state: OperationState,
   resource_type: Schema.String,
-  resource_id: Schema.String,
+  resource_id: IdColumn.sandbox,
   error: Schema.NullOr(Json(ErrorObject)),
   created_at: Schema.String,
   updated_at: Schema.String,

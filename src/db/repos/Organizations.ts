@@ -5,16 +5,16 @@
 import { SqlClient } from "@effect/sql"
 import { Effect, Schema } from "effect"
 import { conflict } from "../../domain/Errors.ts"
-import { newUuid } from "../../domain/Ids.ts"
+import { newOrganizationId } from "../../domain/Ids.ts"
 import type { Role } from "../../domain/Principals.ts"
 import { nowIso } from "../../domain/Time.ts"
 import { Dialect } from "../Dialect.ts"
-import { rowsOf, run } from "../Rows.ts"
+import { IdColumn, rowsOf, run } from "../Rows.ts"
 
 const RoleSchema = Schema.Literal("owner", "admin", "member")
 
 export const OrganizationRow = Schema.Struct({
-  id: Schema.String,
+  id: IdColumn.organization,
   name: Schema.String,
   slug: Schema.String,
   created_at: Schema.String,
@@ -23,15 +23,15 @@ export const OrganizationRow = Schema.Struct({
 })
 export type OrganizationRow = typeof OrganizationRow.Type
 
-export const MemberRow = Schema.Struct({ user_id: Schema.String, email: Schema.String, role: RoleSchema, created_at: Schema.String })
+export const MemberRow = Schema.Struct({ user_id: IdColumn.user, email: Schema.String, role: RoleSchema, created_at: Schema.String })
 export type MemberRow = typeof MemberRow.Type
 
 export const InvitationRow = Schema.Struct({
   id: Schema.String,
-  organization_id: Schema.String,
+  organization_id: IdColumn.organization,
   email: Schema.String,
   role: Schema.Literal("admin", "member"),
-  invited_by: Schema.String,
+  invited_by: IdColumn.user,
   created_at: Schema.String,
   expires_at: Schema.String,
   status: Schema.Literal("pending", "accepted", "revoked")
@@ -39,10 +39,10 @@ export const InvitationRow = Schema.Struct({
 export type InvitationRow = typeof InvitationRow.Type
 
 /** A project's organization and the user's role there (null: not a member). */
-const ProjectAccessRow = Schema.Struct({ organization_id: Schema.String, role: Schema.NullOr(RoleSchema) })
+const ProjectAccessRow = Schema.Struct({ organization_id: IdColumn.organization, role: Schema.NullOr(RoleSchema) })
 
 /** A member of a live project's organization. */
-const ProjectMemberRow = Schema.Struct({ project_id: Schema.String, user_id: Schema.String })
+const ProjectMemberRow = Schema.Struct({ project_id: IdColumn.project, user_id: IdColumn.user })
 export type ProjectMemberRow = typeof ProjectMemberRow.Type
 
 export class OrganizationsRepo extends Effect.Service<OrganizationsRepo>()("app/db/OrganizationsRepo", {
@@ -69,7 +69,7 @@ export class OrganizationsRepo extends Effect.Service<OrganizationsRepo>()("app/
       insert: (input: { readonly name: string; readonly slug: string; readonly ownerId: string }) =>
         Effect.gen(function*() {
           const now = yield* nowIso
-          const row: OrganizationRow = { id: newUuid(), name: input.name, slug: input.slug, created_at: now, updated_at: now, deleted_at: null }
+          const row: OrganizationRow = { id: newOrganizationId(), name: input.name, slug: input.slug, created_at: now, updated_at: now, deleted_at: null }
           yield* sql`INSERT INTO organizations ${sql.insert({ ...row })}`.pipe(Effect.catchTag("SqlError", slugTaken(input.slug)))
           yield* run(sql`INSERT INTO memberships ${sql.insert({ organization_id: row.id, user_id: input.ownerId, role: "owner", created_at: now })}`)
           return row

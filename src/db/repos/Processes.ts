@@ -8,15 +8,15 @@ import { ErrorObject } from "../../domain/Errors.ts"
 import { ProcessState } from "../../domain/Runtime.ts"
 import { nowIso } from "../../domain/Time.ts"
 import { Dialect } from "../Dialect.ts"
-import { IntBoolean, Json, rowsOf, run } from "../Rows.ts"
+import { IdColumn, IntBoolean, Json, rowsOf, run } from "../Rows.ts"
 
 export type ProcessStateValue = typeof ProcessState.Type
 export type TerminalProcessState = "succeeded" | "failed" | "cancelled" | "timed_out"
 
 export const ProcessRow = Schema.Struct({
-  id: Schema.String,
-  project_id: Schema.String,
-  sandbox_id: Schema.String,
+  id: IdColumn.process,
+  project_id: IdColumn.project,
+  sandbox_id: IdColumn.sandbox,
   created_by_key_id: Schema.NullOr(Schema.String),
   state: ProcessState,
   command: Json(Schema.Array(Schema.String)),

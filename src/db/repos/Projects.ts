@@ -9,11 +9,11 @@ import { newId, newUuid } from "../../domain/Ids.ts"
 import { isoAfter, nowIso } from "../../domain/Time.ts"
 import { API_KEY_PREFIX, randomToken, sha256Hex } from "../../domain/Tokens.ts"
 import { Dialect } from "../Dialect.ts"
-import { rowsOf, run } from "../Rows.ts"
+import { IdColumn, rowsOf, run } from "../Rows.ts"
 
 export const ProjectRow = Schema.Struct({
-  id: Schema.String,
-  organization_id: Schema.String,
+  id: IdColumn.project,
+  organization_id: IdColumn.organization,
   name: Schema.String,
   slug: Schema.String,
   created_at: Schema.String,
@@ -24,7 +24,7 @@ export type ProjectRow = typeof ProjectRow.Type
 
 export const ApiKeyRow = Schema.Struct({
   id: Schema.String,
-  project_id: Schema.String,
+  project_id: IdColumn.project,
   name: Schema.String,
   prefix: Schema.String,
   created_at: Schema.String,
@@ -38,8 +38,8 @@ export type ApiKeyRow = typeof ApiKeyRow.Type
 /** A live key as a credential: its project and organization (also read by src/db/FastReadQueries.ts). */
 export const ApiKeyCredentialRow = Schema.Struct({
   id: Schema.String,
-  project_id: Schema.String,
-  organization_id: Schema.String,
+  project_id: IdColumn.project,
+  organization_id: IdColumn.organization,
   expires_at: Schema.NullOr(Schema.String),
   last_used_at: Schema.NullOr(Schema.String)
 })

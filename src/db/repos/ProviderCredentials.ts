@@ -1,11 +1,11 @@
 /** An organization's own provider accounts (BYOK), `provider_credentials`: sealed at rest, dropped on delete. */
 import { SqlClient } from "@effect/sql"
 import { Effect, Schema } from "effect"
-import { rowsOf, run } from "../Rows.ts"
+import { IdColumn, rowsOf, run } from "../Rows.ts"
 
 export const ProviderCredentialRow = Schema.Struct({
   id: Schema.String,
-  organization_id: Schema.String,
+  organization_id: IdColumn.organization,
   provider: Schema.String,
   ciphertext: Schema.String,
   created_at: Schema.String,

@@ -7,7 +7,7 @@ import { SqlClient, type Statement } from "@effect/sql"
 import { Effect, Schema } from "effect"
 import { ErrorObject } from "../../domain/Errors.ts"
 import { RecordingState } from "../../domain/Computer.ts"
-import { Json, rowsOf, run } from "../Rows.ts"
+import { IdColumn, Json, rowsOf, run } from "../Rows.ts"
 
 export type RecordingState = typeof RecordingState.Type
 export const LIVE_RECORDING_STATES: ReadonlyArray<RecordingState> = ["starting", "recording", "stopping"]
@@ -15,9 +15,9 @@ export const LIVE_RECORDING_STATES: ReadonlyArray<RecordingState> = ["starting",
 export const RECORDING_CHUNK_BYTES = 1024 * 1024
 
 export const RecordingRow = Schema.Struct({
-  id: Schema.String,
-  project_id: Schema.String,
-  sandbox_id: Schema.String,
+  id: IdColumn.recording,
+  project_id: IdColumn.project,
+  sandbox_id: IdColumn.sandbox,
   state: RecordingState,
   format: Schema.Literal("mp4"),
   label: Schema.NullOr(Schema.String),

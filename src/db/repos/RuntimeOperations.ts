@@ -9,7 +9,7 @@ import { ComputerAction, ComputerActionResult, ComputerScreenshotResult, TakeScr
 import { FilesystemDeleteResult, FilesystemListResult, FilesystemReadResult, FilesystemWriteResult } from "../../domain/Runtime.ts"
 import { WriteMode } from "../../domain/Sandbox.ts"
 import { Dialect } from "../Dialect.ts"
-import { Json, rowsOf, run } from "../Rows.ts"
+import { IdColumn, Json, rowsOf, run } from "../Rows.ts"
 
 export type RuntimeOperationKind = "filesystem_read" | "filesystem_write" | "filesystem_list" | "filesystem_delete" | "computer_action" | "computer_screenshot"
 export type FilesystemOperationKind = Exclude<RuntimeOperationKind, "computer_action" | "computer_screenshot">
@@ -33,9 +33,9 @@ export const ListRequest = Schema.Struct({ path: Schema.String, recursive: Schem
 export const DeleteRequest = Schema.Struct({ path: Schema.String, recursive: Schema.Boolean })
 
 const common = {
-  id: Schema.String,
-  project_id: Schema.String,
-  sandbox_id: Schema.String,
+  id: IdColumn.runtimeOperation,
+  project_id: IdColumn.project,
+  sandbox_id: IdColumn.sandbox,
   state: Schema.Literal("queued", "running", "succeeded", "failed", "cancelled"),
   result: Schema.NullOr(Json(StoredResult)),
   error: Schema.NullOr(Json(ErrorObject)),

@@ -13,7 +13,7 @@ import { Provider, ResolvedNetwork, SandboxRequest, SandboxState } from "../../d
 import { newUuid } from "../../domain/Ids.ts"
 import { nowIso } from "../../domain/Time.ts"
 import { Dialect } from "../Dialect.ts"
-import { IntBoolean, Json, MalformedRow, MicroUsd, rowsOf, run } from "../Rows.ts"
+import { IdColumn, IntBoolean, Json, MalformedRow, MicroUsd, rowsOf, run } from "../Rows.ts"
 
 export type SandboxState = typeof SandboxState.Type
 export type BillingMode = "managed" | "byok" | "emulated"
@@ -25,9 +25,9 @@ export const StoredRequest = Schema.encodedSchema(SandboxRequest)
 const CapabilitiesColumn = Schema.NullOr(Json(Capabilities))
 
 export const SandboxRow = Schema.Struct({
-  id: Schema.String,
-  project_id: Schema.String,
-  organization_id: Schema.String,
+  id: IdColumn.sandbox,
+  project_id: IdColumn.project,
+  organization_id: IdColumn.organization,
   created_by_key_id: Schema.NullOr(Schema.String),
   state: SandboxState,
   state_reason: Schema.NullOr(Schema.String),
@@ -110,16 +110,16 @@ export class SandboxesRepo extends Effect.Service<SandboxesRepo>()("app/db/Sandb
     const dialect = yield* Dialect
     const node = nodeIdOf(yield* AppConfig)
     const nodeSandboxes = rowsOf("sandboxes", Schema.Struct({
-      id: Schema.String,
-      organization_id: Schema.String,
-      project_id: Schema.String,
+      id: IdColumn.sandbox,
+      organization_id: IdColumn.organization,
+      project_id: IdColumn.project,
       provider: Schema.NullOr(Schema.String)
     }))
     const sandboxes = sandboxRows
     const live = rowsOf("sandboxes", Schema.Struct({ id: Schema.String, state: SandboxState }))
     const ids = rowsOf("sandboxes", Schema.Struct({ id: Schema.String }))
     const owners = rowsOf("sandboxes", Schema.Struct({
-      id: Schema.String,
+      id: IdColumn.sandbox,
       state: SandboxState,
       provider_resource: Schema.NullOr(Json(ProviderResource)),
       provisioning: IntBoolean

@@ -3,11 +3,11 @@ import { SqlClient } from "@effect/sql"
 import { Effect, Schema } from "effect"
 import { newUuid } from "../../domain/Ids.ts"
 import { Dialect } from "../Dialect.ts"
-import { MicroUsd, rowsOf, run } from "../Rows.ts"
+import { IdColumn, MicroUsd, rowsOf, run } from "../Rows.ts"
 
 export const UsageRow = Schema.Struct({
-  sandbox_id: Schema.String,
-  project_id: Schema.String,
+  sandbox_id: IdColumn.sandbox,
+  project_id: IdColumn.project,
   provider: Schema.String,
   billing_mode: Schema.String,
   cost_delta_microusd: MicroUsd,

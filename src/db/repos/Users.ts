@@ -5,18 +5,18 @@
  */
 import { SqlClient } from "@effect/sql"
 import { Effect, Schema } from "effect"
-import { newUuid } from "../../domain/Ids.ts"
+import { newUserId, newUuid } from "../../domain/Ids.ts"
 import { nowIso } from "../../domain/Time.ts"
 import { LOGIN_CODE_PREFIX, randomToken, SESSION_TOKEN_PREFIX, sha256Hex, USER_TOKEN_PREFIX } from "../../domain/Tokens.ts"
-import { rowsOf, run } from "../Rows.ts"
+import { IdColumn, rowsOf, run } from "../Rows.ts"
 
-export const UserRow = Schema.Struct({ id: Schema.String, email: Schema.String, created_at: Schema.String })
+export const UserRow = Schema.Struct({ id: IdColumn.user, email: Schema.String, created_at: Schema.String })
 export type UserRow = typeof UserRow.Type
 
 /** A live token with its user, as the credential check reads it. */
 const TokenRow = Schema.Struct({
   id: Schema.String,
-  user_id: Schema.String,
+  user_id: IdColumn.user,
   email: Schema.String,
   expires_at: Schema.NullOr(Schema.String),
   last_used_at: Schema.NullOr(Schema.String)
@@ -56,7 +56,7 @@ export class UsersRepo extends Effect.Service<UsersRepo>()("app/db/UsersRepo", {
         Effect.gen(function*() {
           const existing = yield* findByEmail(email)
           if (existing !== undefined) return { user: existing, created: false }
-          const user: UserRow = { id: newUuid(), email: email.toLowerCase(), created_at: yield* nowIso }
+          const user: UserRow = { id: newUserId(), email: email.toLowerCase(), created_at: yield* nowIso }
           yield* run(sql`INSERT INTO users ${sql.insert({ ...user })}`)
           return { user, created: true }
         }),

@@ -7,12 +7,12 @@ import { SqlClient } from "@effect/sql"
 import { Effect, Schema } from "effect"
 import { DeliveryStatus } from "../../domain/Webhooks.ts"
 import { Dialect } from "../Dialect.ts"
-import { IntBoolean, rowsOf, run } from "../Rows.ts"
+import { IdColumn, IntBoolean, rowsOf, run } from "../Rows.ts"
 
 export const DeliveryRow = Schema.Struct({
   id: Schema.String,
   endpoint_id: Schema.String,
-  organization_id: Schema.String,
+  organization_id: IdColumn.organization,
   event_id: Schema.String,
   event_type: Schema.String,
   is_test: IntBoolean,

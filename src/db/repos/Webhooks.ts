@@ -5,11 +5,11 @@
  */
 import { SqlClient } from "@effect/sql"
 import { Effect, Schema } from "effect"
-import { IntBoolean, Json, rowsOf, run } from "../Rows.ts"
+import { IdColumn, IntBoolean, Json, rowsOf, run } from "../Rows.ts"
 
 export const WebhookRow = Schema.Struct({
   id: Schema.String,
-  organization_id: Schema.String,
+  organization_id: IdColumn.organization,
   name: Schema.String,
   url: Schema.String,
   event_types: Json(Schema.Array(Schema.String)),
