@@ -4,9 +4,10 @@
  * them. Roles of organization members (reference/openmetal-api.md §6).
  */
 import { Context } from "effect"
+import type { OrganizationId, ProjectId, UserId } from "./Ids.ts"
 
 export interface UserPrincipal {
-  readonly userId: string
+  readonly userId: UserId
   readonly email: string
   readonly tokenId: string
 }
@@ -14,8 +15,8 @@ export class CurrentUser extends Context.Tag("app/CurrentUser")<CurrentUser, Use
 
 export interface KeyPrincipal {
   readonly keyId: string
-  readonly projectId: string
-  readonly organizationId: string
+  readonly projectId: ProjectId
+  readonly organizationId: OrganizationId
 }
 export class CurrentProjectKey extends Context.Tag("app/CurrentProjectKey")<CurrentProjectKey, KeyPrincipal>() {}
 

@@ -8,8 +8,9 @@ import { CurrentUser, MANAGERS } from "../domain/Principals.ts"
 import { nowIso } from "../domain/Time.ts"
 import { requireProjectRole } from "./Access.ts"
 import { accessChanged } from "./LiveStreams.ts"
+import type { ProjectId } from "../domain/Ids.ts"
 
-export const listApiKeys = (projectId: string) =>
+export const listApiKeys = (projectId: ProjectId) =>
   Effect.gen(function*() {
     // Any member may read, so the only refusal is the non-member's 404.
     yield* requireProjectRole(projectId).pipe(Effect.catchTag("Forbidden", Effect.die))
@@ -17,7 +18,7 @@ export const listApiKeys = (projectId: string) =>
   })
 
 /** A new key: its row, and the secret, returned this once. */
-export const issueApiKey = (projectId: string, input: typeof CreateApiKey.Type) =>
+export const issueApiKey = (projectId: ProjectId, input: typeof CreateApiKey.Type) =>
   inTransaction(Effect.gen(function*() {
     yield* requireProjectRole(projectId, MANAGERS)
     const user = yield* CurrentUser
@@ -29,7 +30,7 @@ export const issueApiKey = (projectId: string, input: typeof CreateApiKey.Type) 
     })
   }))
 
-export const revokeApiKey = (projectId: string, apiKeyId: string) =>
+export const revokeApiKey = (projectId: ProjectId, apiKeyId: string) =>
   inTransaction(Effect.gen(function*() {
     yield* requireProjectRole(projectId, MANAGERS)
     const row = yield* ProjectsRepo.apiKey(projectId, apiKeyId)
@@ -40,7 +41,7 @@ export const revokeApiKey = (projectId: string, apiKeyId: string) =>
     return { ...row, revoked_at: now }
   })).pipe(Effect.tap(() => accessChanged)) // its streams end too, on every replica
 
-export const deleteApiKey = (projectId: string, apiKeyId: string) =>
+export const deleteApiKey = (projectId: ProjectId, apiKeyId: string) =>
   inTransaction(Effect.gen(function*() {
     yield* requireProjectRole(projectId, MANAGERS)
     const row = yield* ProjectsRepo.apiKey(projectId, apiKeyId)

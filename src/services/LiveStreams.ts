@@ -21,6 +21,7 @@ import { ProjectsRepo } from "../db/repos/Projects.ts"
 import { UsersRepo } from "../db/repos/Users.ts"
 import type { KeyPrincipal, UserPrincipal } from "../domain/Principals.ts"
 import { nextSignal, publish } from "./Signals.ts"
+import type { ProjectId } from "../domain/Ids.ts"
 
 /** How often open streams are checked against the database without a signal (the most an expiry waits). */
 export const WATCH_MS = 1_000
@@ -36,7 +37,7 @@ export const StreamHolder = Schema.Union(
 export type StreamHolder = typeof StreamHolder.Type
 
 export const keyHolder = (key: KeyPrincipal): StreamHolder => ({ kind: "api_key", keyId: key.keyId, projectId: key.projectId })
-export const userHolder = (user: UserPrincipal, projectId: string): StreamHolder => ({ kind: "user_token", tokenId: user.tokenId, userId: user.userId, projectId })
+export const userHolder = (user: UserPrincipal, projectId: ProjectId): StreamHolder => ({ kind: "user_token", tokenId: user.tokenId, userId: user.userId, projectId })
 
 export type EndReason = "credential_revoked" | "credential_expired" | "access_removed"
 

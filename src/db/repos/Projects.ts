@@ -5,7 +5,7 @@
 import { SqlClient } from "@effect/sql"
 import { Effect, Schema } from "effect"
 import { conflict } from "../../domain/Errors.ts"
-import { newId, newUuid } from "../../domain/Ids.ts"
+import { newId, newUuid, type OrganizationId, type ProjectId } from "../../domain/Ids.ts"
 import { isoAfter, nowIso } from "../../domain/Time.ts"
 import { API_KEY_PREFIX, randomToken, sha256Hex } from "../../domain/Tokens.ts"
 import { Dialect } from "../Dialect.ts"
@@ -78,20 +78,20 @@ export class ProjectsRepo extends Effect.Service<ProjectsRepo>()("app/db/Project
         ? conflict("conflict", `The slug "${slug}" is already used by another project of this organization`, { field: "slug" })
         : Effect.die(e)
 
-    const get = (id: string) => projects.first(sql`SELECT * FROM projects WHERE id = ${id} AND deleted_at IS NULL`)
+    const get = (id: ProjectId) => projects.first(sql`SELECT * FROM projects WHERE id = ${id} AND deleted_at IS NULL`)
 
     return {
       get,
-      ofOrganization: (organizationId: string) =>
+      ofOrganization: (organizationId: OrganizationId) =>
         projects.all(sql`SELECT * FROM projects WHERE organization_id = ${organizationId} AND deleted_at IS NULL ORDER BY created_at, id`),
-      insert: (input: { readonly organizationId: string; readonly name: string; readonly slug: string }) =>
+      insert: (input: { readonly organizationId: OrganizationId; readonly name: string; readonly slug: string }) =>
         Effect.gen(function*() {
           const now = yield* nowIso
           const row: ProjectRow = { id: newId("prj"), organization_id: input.organizationId, name: input.name, slug: input.slug, created_at: now, updated_at: now, deleted_at: null }
           yield* sql`INSERT INTO projects ${sql.insert({ ...row })}`.pipe(Effect.catchTag("SqlError", slugTaken(input.slug)))
           return row
         }),
-      update: (id: string, input: { readonly name: string; readonly slug: string }) =>
+      update: (id: ProjectId, input: { readonly name: string; readonly slug: string }) =>
         Effect.gen(function*() {
           const now = yield* nowIso
           yield* sql`UPDATE projects SET name = ${input.name}, slug = ${input.slug}, updated_at = ${now} WHERE id = ${id} AND deleted_at IS NULL`.pipe(
@@ -99,10 +99,10 @@ export class ProjectsRepo extends Effect.Service<ProjectsRepo>()("app/db/Project
           )
           return (yield* get(id))!
         }),
-      softDelete: (id: string, now: string) => run(sql`UPDATE projects SET deleted_at = ${now}, updated_at = ${now} WHERE id = ${id}`),
+      softDelete: (id: ProjectId, now: string) => run(sql`UPDATE projects SET deleted_at = ${now}, updated_at = ${now} WHERE id = ${id}`),
 
       /** Issues a key: only its SHA-256 is kept; the full value is returned this once. */
-      issueApiKey: (input: { readonly projectId: string; readonly name: string; readonly expiresInSeconds: number | null; readonly createdBy: string | null }) =>
+      issueApiKey: (input: { readonly projectId: ProjectId; readonly name: string; readonly expiresInSeconds: number | null; readonly createdBy: string | null }) =>
         Effect.gen(function*() {
           const now = yield* nowIso
           const key = randomToken(API_KEY_PREFIX)
@@ -120,9 +120,9 @@ export class ProjectsRepo extends Effect.Service<ProjectsRepo>()("app/db/Project
           yield* run(sql`INSERT INTO api_keys ${sql.insert({ ...row, key_hash: sha256Hex(key), created_by: input.createdBy })}`)
           return { row, key }
         }),
-      apiKeysOf: (projectId: string) =>
+      apiKeysOf: (projectId: ProjectId) =>
         keys.all(sql`SELECT ${sql.literal(KEY_COLUMNS)} FROM api_keys WHERE project_id = ${projectId} AND deleted_at IS NULL ORDER BY created_at, id`),
-      apiKey: (projectId: string, id: string) =>
+      apiKey: (projectId: ProjectId, id: string) =>
         keys.first(sql`SELECT ${sql.literal(KEY_COLUMNS)} FROM api_keys WHERE id = ${id} AND project_id = ${projectId} AND deleted_at IS NULL`),
       revokeApiKey: (id: string, now: string) => run(sql`UPDATE api_keys SET revoked_at = ${now} WHERE id = ${id}`),
       deleteApiKey: (id: string, now: string) => run(sql`UPDATE api_keys SET deleted_at = ${now} WHERE id = ${id}`),

@@ -8,6 +8,7 @@ import { Effect, Schema } from "effect"
 import { DeliveryStatus } from "../../domain/Webhooks.ts"
 import { Dialect } from "../Dialect.ts"
 import { IdColumn, IntBoolean, rowsOf, run } from "../Rows.ts"
+import type { OrganizationId } from "../../domain/Ids.ts"
 
 export const DeliveryRow = Schema.Struct({
   id: Schema.String,
@@ -43,7 +44,7 @@ export type AttemptRow = typeof AttemptRow.Type
 export interface NewDelivery {
   readonly id: string
   readonly endpointId: string
-  readonly organizationId: string
+  readonly organizationId: OrganizationId
   readonly eventId: string
   readonly eventType: string
   readonly isTest: boolean
