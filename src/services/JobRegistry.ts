@@ -7,8 +7,8 @@
 import { Data, Effect, Schema } from "effect"
 import { JobsRepo } from "../db/repos/Jobs.ts"
 import type { ErrorObject } from "../domain/Errors.ts"
-import { nowIso } from "../domain/Time.ts"
 import type { SandboxId } from "../domain/Ids.ts"
+import { nowIso } from "../domain/Time.ts"
 
 export interface JobType<P, I = P> {
   readonly type: string
