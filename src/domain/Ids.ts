@@ -73,7 +73,10 @@ interface Minted {
   readonly rec: RecordingId
 }
 
-/** A new id of the kind `prefix` names. The one place a fresh string gets a brand: it has the kind's form by construction. */
+/**
+ * A new id of the kind `prefix` names. Minting (here and below) is the only place a string is cast to an id: it
+ * has the kind's form by construction.
+ */
 export const newId = <P extends keyof Minted>(prefix: P): Minted[P] => `${prefix}_${randomSuffix()}` as Minted[P]
 export const newUuid = () => crypto.randomUUID()
 /** A new organization or user id: a UUID, branded like `newId`'s. */
