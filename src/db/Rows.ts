@@ -65,7 +65,8 @@ export const IdColumn = {
   endpoint: Schema.String.pipe(Schema.brand("EndpointId")),
   recording: Schema.String.pipe(Schema.brand("RecordingId")),
   organization: Schema.String.pipe(Schema.brand("OrganizationId")),
-  user: Schema.String.pipe(Schema.brand("UserId"))
+  user: Schema.String.pipe(Schema.brand("UserId")),
+  apiKey: Schema.String.pipe(Schema.brand("ApiKeyId"))
 }
 
 /** Integer micro-USD as a bigint. */

@@ -61,6 +61,8 @@ export const OrganizationId = uuidOf("OrganizationId")
 export type OrganizationId = typeof OrganizationId.Type
 export const UserId = uuidOf("UserId")
 export type UserId = typeof UserId.Type
+export const ApiKeyId = uuidOf("ApiKeyId")
+export type ApiKeyId = typeof ApiKeyId.Type
 
 /** The id kind each prefix mints. */
 interface Minted {
@@ -79,6 +81,7 @@ interface Minted {
  */
 export const newId = <P extends keyof Minted>(prefix: P): Minted[P] => `${prefix}_${randomSuffix()}` as Minted[P]
 export const newUuid = () => crypto.randomUUID()
-/** A new organization or user id: a UUID, branded like `newId`'s. */
+/** A new organization, user or API key id: a UUID, branded like `newId`'s. */
 export const newOrganizationId = () => newUuid() as OrganizationId
 export const newUserId = () => newUuid() as UserId
+export const newApiKeyId = () => newUuid() as ApiKeyId

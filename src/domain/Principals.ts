@@ -4,7 +4,7 @@
  * them. Roles of organization members (reference/openmetal-api.md §6).
  */
 import { Context } from "effect"
-import type { OrganizationId, ProjectId, UserId } from "./Ids.ts"
+import type { ApiKeyId, OrganizationId, ProjectId, UserId } from "./Ids.ts"
 
 export interface UserPrincipal {
   readonly userId: UserId
@@ -14,7 +14,7 @@ export interface UserPrincipal {
 export class CurrentUser extends Context.Tag("app/CurrentUser")<CurrentUser, UserPrincipal>() {}
 
 export interface KeyPrincipal {
-  readonly keyId: string
+  readonly keyId: ApiKeyId
   readonly projectId: ProjectId
   readonly organizationId: OrganizationId
 }

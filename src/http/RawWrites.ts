@@ -9,7 +9,7 @@
  */
 import { Effect, Runtime, Schema } from "effect"
 import { CurrentRequestId, isRetryableStatus } from "../domain/Errors.ts"
-import { OrganizationId, ProjectId, SandboxId } from "../domain/Ids.ts"
+import { ApiKeyId, OrganizationId, ProjectId, SandboxId } from "../domain/Ids.ts"
 import { RawWritten } from "../domain/Runtime.ts"
 import type { Caller } from "../services/sandboxes/SandboxAccess.ts"
 import { type RawWriteServices, writeRawStream } from "../services/sandboxes/RawFiles.ts"
@@ -32,7 +32,7 @@ export const rawWriteCheck = (headers: Readonly<Record<string, string | undefine
 }
 
 /** What the API's go-ahead carries: who asked (the route writes as them) and the sandbox it checked (the route writes there). */
-export const RawWriteGoAhead = Schema.Struct({ project_id: ProjectId, organization_id: OrganizationId, key_id: Schema.NullOr(Schema.String), sandbox_id: SandboxId })
+export const RawWriteGoAhead = Schema.Struct({ project_id: ProjectId, organization_id: OrganizationId, key_id: Schema.NullOr(ApiKeyId), sandbox_id: SandboxId })
 const decodeGoAhead = Schema.decodeUnknownOption(RawWriteGoAhead)
 
 type Path = typeof RAW_CONTENT_PATH | typeof PROJECT_RAW_CONTENT_PATH

@@ -8,7 +8,7 @@ import { CurrentUser, MANAGERS } from "../domain/Principals.ts"
 import { nowIso } from "../domain/Time.ts"
 import { requireProjectRole } from "./Access.ts"
 import { accessChanged } from "./LiveStreams.ts"
-import type { ProjectId } from "../domain/Ids.ts"
+import type { ApiKeyId, ProjectId } from "../domain/Ids.ts"
 
 export const listApiKeys = (projectId: ProjectId) =>
   Effect.gen(function*() {
@@ -30,7 +30,7 @@ export const issueApiKey = (projectId: ProjectId, input: typeof CreateApiKey.Typ
     })
   }))
 
-export const revokeApiKey = (projectId: ProjectId, apiKeyId: string) =>
+export const revokeApiKey = (projectId: ProjectId, apiKeyId: ApiKeyId) =>
   inTransaction(Effect.gen(function*() {
     yield* requireProjectRole(projectId, MANAGERS)
     const row = yield* ProjectsRepo.apiKey(projectId, apiKeyId)
@@ -41,7 +41,7 @@ export const revokeApiKey = (projectId: ProjectId, apiKeyId: string) =>
     return { ...row, revoked_at: now }
   })).pipe(Effect.tap(() => accessChanged)) // its streams end too, on every replica
 
-export const deleteApiKey = (projectId: ProjectId, apiKeyId: string) =>
+export const deleteApiKey = (projectId: ProjectId, apiKeyId: ApiKeyId) =>
   inTransaction(Effect.gen(function*() {
     yield* requireProjectRole(projectId, MANAGERS)
     const row = yield* ProjectsRepo.apiKey(projectId, apiKeyId)

@@ -19,9 +19,9 @@ import { Context, Effect, Layer, Schema } from "effect"
 import { OrganizationsRepo } from "../db/repos/Organizations.ts"
 import { ProjectsRepo } from "../db/repos/Projects.ts"
 import { UsersRepo } from "../db/repos/Users.ts"
+import { ApiKeyId, ProjectId, UserId } from "../domain/Ids.ts"
 import type { KeyPrincipal, UserPrincipal } from "../domain/Principals.ts"
 import { nextSignal, publish } from "./Signals.ts"
-import type { ProjectId } from "../domain/Ids.ts"
 
 /** How often open streams are checked against the database without a signal (the most an expiry waits). */
 export const WATCH_MS = 1_000
@@ -31,8 +31,8 @@ export const ACCESS_TOPIC = "access"
 
 /** Who opened a stream: the credential, and the project the stream is about. */
 export const StreamHolder = Schema.Union(
-  Schema.Struct({ kind: Schema.Literal("api_key"), keyId: Schema.String, projectId: Schema.String }),
-  Schema.Struct({ kind: Schema.Literal("user_token"), tokenId: Schema.String, userId: Schema.String, projectId: Schema.String })
+  Schema.Struct({ kind: Schema.Literal("api_key"), keyId: ApiKeyId, projectId: ProjectId }),
+  Schema.Struct({ kind: Schema.Literal("user_token"), tokenId: Schema.String, userId: UserId, projectId: ProjectId })
 )
 export type StreamHolder = typeof StreamHolder.Type
 
@@ -111,7 +111,7 @@ export const makeLiveStreams = Effect.gen(function*() {
   const recheck = Effect.suspend(() => {
     if (open.size === 0) return Effect.void
     const entries = [...open]
-    const keyIds = new Set<string>()
+    const keyIds = new Set<ApiKeyId>()
     const tokenIds = new Set<string>()
     const userIds = new Set<string>()
     const userProjects = new Set<string>()

@@ -8,7 +8,7 @@ import { OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { describe, expect, it } from "vitest"
 import type * as SandboxesRepo from "../../src/db/repos/Sandboxes.ts"
-import { newId, OrganizationId, ProjectId, SandboxId, UserId } from "../../src/domain/Ids.ts"
+import { ApiKeyId, newId, OrganizationId, ProjectId, SandboxId, UserId } from "../../src/domain/Ids.ts"
 import type { OperationId, ProcessId } from "../../src/domain/Ids.ts"
 import type { KeyPrincipal } from "../../src/domain/Principals.ts"
 import { Api } from "../../src/http/Api.ts"
@@ -55,9 +55,11 @@ export const refusedMixUps = (
   const wrongCaller: SandboxAccess.Caller = { projectId: ids.sandbox, organizationId: ids.organization, keyId: null }
   // @ts-expect-error a key's principal with its project and organization swapped
   const swapped: KeyPrincipal = { keyId: "k", projectId: ids.organization, organizationId: ids.project }
+  // @ts-expect-error a user id where the caller's API key id belongs
+  const keyedByUser: SandboxAccess.Caller = { projectId: ids.project, organizationId: ids.organization, keyId: ids.user }
   // @ts-expect-error newId mints the kind its prefix names
   const minted: SandboxId = newId("prj")
-  return [asText, wrongCaller, swapped, minted]
+  return [asText, wrongCaller, swapped, keyedByUser, minted]
 }
 
 describe("branded ids", () => {
@@ -71,16 +73,16 @@ describe("branded ids", () => {
     expect(Schema.is(SandboxId)(newId("prj"))).toBe(false)
     const uuid = crypto.randomUUID()
     expect(Schema.decodeUnknownSync(OrganizationId)(uuid)).toBe(uuid)
-    expect(Schema.is(UserId)("not-a-uuid")).toBe(false)
+    expect(Schema.is(ApiKeyId)("not-a-uuid")).toBe(false)
   })
 
-  it("leave the OpenAPI document as it was: one component per id kind, organization and user ids the one Uuid", () => {
+  it("leave the OpenAPI document as it was: one component per id kind, organization, user and API key ids the one Uuid", () => {
     const doc = OpenApi.fromApi(Api)
     const schemas = doc.components.schemas as Record<string, unknown>
     expect(schemas["SandboxId"]).toMatchObject({ type: "string", pattern: "^sbx_[A-Za-z0-9]+$", maxLength: 128 })
     expect(schemas["ProjectId"]).toMatchObject({ type: "string", pattern: "^prj_[A-Za-z0-9]+$", maxLength: 128 })
     expect(schemas["Uuid"]).toMatchObject({ type: "string", format: "uuid" })
-    expect(Object.keys(schemas).filter((name) => /^(OrganizationId|UserId)$/.test(name))).toEqual([])
+    expect(Object.keys(schemas).filter((name) => /^(OrganizationId|UserId|ApiKeyId)$/.test(name))).toEqual([])
     const parameterOf = (path: string, name: string) =>
       (doc.paths[path]?.get?.parameters ?? []).find((p) => "name" in p && p.name === name)
     expect(parameterOf("/v1/sandboxes/{sandbox_id}", "sandbox_id")).toMatchObject({ schema: { $ref: "#/components/schemas/SandboxId" } })

@@ -8,7 +8,7 @@ import { ErrorObject } from "../../domain/Errors.ts"
 import { OperationState, OperationType } from "../../domain/Operation.ts"
 import { nowIso } from "../../domain/Time.ts"
 import { IdColumn, Json, rowsOf, run } from "../Rows.ts"
-import type { OperationId, OrganizationId, ProjectId, SandboxId } from "../../domain/Ids.ts"
+import type { ApiKeyId, OperationId, OrganizationId, ProjectId, SandboxId } from "../../domain/Ids.ts"
 
 export type OperationTypeValue = typeof OperationType.Type
 export type OperationStateValue = typeof OperationState.Type
@@ -17,7 +17,7 @@ export const OperationRow = Schema.Struct({
   id: IdColumn.operation,
   project_id: IdColumn.project,
   organization_id: IdColumn.organization,
-  created_by_key_id: Schema.NullOr(Schema.String),
+  created_by_key_id: Schema.NullOr(IdColumn.apiKey),
   type: OperationType,
   state: OperationState,
   resource_type: Schema.String,
@@ -41,7 +41,7 @@ export interface NewOperation {
   readonly id: OperationId
   readonly projectId: ProjectId
   readonly organizationId: OrganizationId
-  readonly keyId: string | null
+  readonly keyId: ApiKeyId | null
   readonly type: OperationTypeValue
   readonly state: OperationStateValue
   readonly resourceId: SandboxId

@@ -9,7 +9,7 @@ import { ProcessState } from "../../domain/Runtime.ts"
 import { nowIso } from "../../domain/Time.ts"
 import { Dialect } from "../Dialect.ts"
 import { IdColumn, IntBoolean, Json, rowsOf, run } from "../Rows.ts"
-import type { ProcessId, ProjectId, SandboxId } from "../../domain/Ids.ts"
+import type { ApiKeyId, ProcessId, ProjectId, SandboxId } from "../../domain/Ids.ts"
 
 export type ProcessStateValue = typeof ProcessState.Type
 export type TerminalProcessState = "succeeded" | "failed" | "cancelled" | "timed_out"
@@ -18,7 +18,7 @@ export const ProcessRow = Schema.Struct({
   id: IdColumn.process,
   project_id: IdColumn.project,
   sandbox_id: IdColumn.sandbox,
-  created_by_key_id: Schema.NullOr(Schema.String),
+  created_by_key_id: Schema.NullOr(IdColumn.apiKey),
   state: ProcessState,
   command: Json(Schema.Array(Schema.String)),
   cwd: Schema.NullOr(Schema.String),
@@ -70,7 +70,7 @@ export interface NewProcess {
   readonly id: ProcessId
   readonly projectId: ProjectId
   readonly sandboxId: SandboxId
-  readonly keyId: string | null
+  readonly keyId: ApiKeyId | null
   readonly command: ReadonlyArray<string>
   readonly cwd: string | null
   readonly environment: Readonly<Record<string, string>>

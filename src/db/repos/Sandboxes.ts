@@ -10,7 +10,7 @@ import { Effect, Schema } from "effect"
 import { ProviderResource, StoredResolvedResources } from "../../domain/ProviderResource.ts"
 import { Capabilities } from "../../domain/Runtime.ts"
 import { Provider, ResolvedNetwork, SandboxRequest, SandboxState } from "../../domain/Sandbox.ts"
-import { newUuid, type OperationId, type OrganizationId, type ProjectId, type SandboxId } from "../../domain/Ids.ts"
+import { type ApiKeyId, newUuid, type OperationId, type OrganizationId, type ProjectId, type SandboxId } from "../../domain/Ids.ts"
 import { nowIso } from "../../domain/Time.ts"
 import { Dialect } from "../Dialect.ts"
 import { IdColumn, IntBoolean, Json, MalformedRow, MicroUsd, rowsOf, run } from "../Rows.ts"
@@ -28,7 +28,7 @@ export const SandboxRow = Schema.Struct({
   id: IdColumn.sandbox,
   project_id: IdColumn.project,
   organization_id: IdColumn.organization,
-  created_by_key_id: Schema.NullOr(Schema.String),
+  created_by_key_id: Schema.NullOr(IdColumn.apiKey),
   state: SandboxState,
   state_reason: Schema.NullOr(Schema.String),
   requested: Json(StoredRequest),
@@ -80,7 +80,7 @@ export interface NewSandbox {
   readonly id: SandboxId
   readonly projectId: ProjectId
   readonly organizationId: OrganizationId
-  readonly keyId: string | null
+  readonly keyId: ApiKeyId | null
   readonly requested: typeof StoredRequest.Type
   readonly provider: string | null
 }

@@ -6,7 +6,7 @@ import { Effect } from "effect"
 import { type OperationRow, OperationsRepo, type OperationStateValue, type OperationTypeValue } from "../../db/repos/Operations.ts"
 import { SandboxesRepo } from "../../db/repos/Sandboxes.ts"
 import type { ErrorObject } from "../../domain/Errors.ts"
-import { newId, type OperationId, type OrganizationId, type ProjectId, type SandboxId } from "../../domain/Ids.ts"
+import { type ApiKeyId, newId, type OperationId, type OrganizationId, type ProjectId, type SandboxId } from "../../domain/Ids.ts"
 import { operationTopic, publish } from "../Signals.ts"
 
 export type { OperationRow }
@@ -20,7 +20,7 @@ export const appendOperationEvent = (operationId: OperationId, type: string, dat
 export const insertOperation = (input: {
   readonly projectId: ProjectId
   readonly organizationId: OrganizationId
-  readonly keyId: string | null
+  readonly keyId: ApiKeyId | null
   readonly type: OperationType
   readonly resourceId: SandboxId
   readonly state?: OperationState
@@ -58,7 +58,7 @@ export const operationFinished = (operationId: OperationId) =>
  * that caused it or the key that created its sandbox; `keyId: null` is a member's user token on the project path
  * (its access to the project checked by the caller). Anything else reads as absent (404, never 403).
  */
-export const visibleOperation = (reader: { readonly projectId: ProjectId; readonly keyId: string | null }, operationId: OperationId) =>
+export const visibleOperation = (reader: { readonly projectId: ProjectId; readonly keyId: ApiKeyId | null }, operationId: OperationId) =>
   Effect.gen(function*() {
     const row = yield* OperationsRepo.get(operationId)
     if (row === undefined || row.project_id !== reader.projectId) return undefined

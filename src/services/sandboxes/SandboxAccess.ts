@@ -5,7 +5,7 @@
  */
 import { Effect } from "effect"
 import { type Coded, conflict, type Conflict, notFound } from "../../domain/Errors.ts"
-import type { OrganizationId, ProjectId, SandboxId } from "../../domain/Ids.ts"
+import type { ApiKeyId, OrganizationId, ProjectId, SandboxId } from "../../domain/Ids.ts"
 import type { ProviderAccounts } from "../ProviderAccounts.ts"
 import { getSandboxRow, type SandboxRow } from "./SandboxRows.ts"
 import { type Need, unsupportedCall, type UnsupportedCode } from "./Unsupported.ts"
@@ -14,7 +14,7 @@ export interface Caller {
   readonly projectId: ProjectId
   readonly organizationId: OrganizationId
   /** The API key id (K routes) or null (user-token aliases). */
-  readonly keyId: string | null
+  readonly keyId: ApiKeyId | null
 }
 
 /** A sandbox of the caller's project, or 404 (another project's sandbox is indistinguishable from none). */
