@@ -4,6 +4,7 @@
  * downloads that resume a broken connection where it stopped.
  */
 import type { Schema } from "effect"
+import type { SandboxId } from "../../src/domain/Ids.ts"
 import type { Capabilities } from "../../src/domain/Runtime.ts"
 import { fromResponse, GatewayError } from "./errors.ts"
 import type { ExecOptions, ExecResult } from "./processes.ts"
@@ -57,7 +58,7 @@ export interface FilesDeps {
 }
 
 /** The files of sandbox `sandboxId`. */
-export const makeFiles = (t: Transport, sandboxId: string, deps: FilesDeps) => {
+export const makeFiles = (t: Transport, sandboxId: SandboxId, deps: FilesDeps) => {
   /** One call of the raw file route; a failure is a GatewayError (retried, like the others, when retryable). */
   const rawTries = async (tries: number, method: "GET" | "PUT", path: string, headers: Record<string, string> = {}, body?: Buffer, query = ""): Promise<Response> => {
     const url = `${t.baseUrl}/v1/sandboxes/${sandboxId}/files/content?path=${encodeURIComponent(path)}${query}`

@@ -12,13 +12,14 @@
  *   await sandbox.destroy()
  */
 import { Schema } from "effect"
+import { RecordingId, SandboxId } from "../../src/domain/Ids.ts"
 import type { Capabilities, Endpoint } from "../../src/domain/Runtime.ts"
 import { type Sandbox as SandboxWire, SandboxRequest } from "../../src/domain/Sandbox.ts"
 import { makeComputer } from "./computer.ts"
 import { fromResponse, GatewayError } from "./errors.ts"
 import { makeFiles } from "./files.ts"
 import { makeProcesses } from "./processes.ts"
-import { type ClientOptions, idempotencyKey, invalid, makeTransport, POLL_MS, sleep } from "./transport.ts"
+import { type ClientOptions, idempotencyKey, invalid, makeTransport, namedId, POLL_MS, sleep } from "./transport.ts"
 
 export { GatewayError, type GatewayErrorCode } from "./errors.ts"
 /** The API's error codes by status, each with its meaning; `raw` calls fail with their route's own codes, typed. */
@@ -102,8 +103,8 @@ export const createClient = (options: ClientOptions) => {
           const key = idempotencyKey()
           return call((c) => c.computer.startRecording({ path: { sandbox_id: id }, headers: { "idempotency-key": key }, payload: { format: "mp4", ...(label === undefined ? {} : { label }) } }))
         },
-        getRecording: (recording) => call((c) => c.computer.getRecording({ path: { sandbox_id: id, recording_id: recording } })),
-        stopRecording: (recording) => call((c) => c.computer.stopRecording({ path: { sandbox_id: id, recording_id: recording }, headers: {} })),
+        getRecording: (recording) => call((c) => c.computer.getRecording({ path: { sandbox_id: id, recording_id: namedId(RecordingId, recording) } })),
+        stopRecording: (recording) => call((c) => c.computer.stopRecording({ path: { sandbox_id: id, recording_id: namedId(RecordingId, recording) }, headers: {} })),
         listRecordings: async () => (await call((c) => c.computer.listRecordings({ path: { sandbox_id: id }, urlParams: { limit: 100 } }))).recordings,
         recordingContent: async (recording) => {
           const response = await t.fetch(`${t.baseUrl}/v1/sandboxes/${id}/recordings/${recording}/content`, { headers: t.authHeaders })
@@ -144,7 +145,7 @@ export const createClient = (options: ClientOptions) => {
         }
         return handle(await call((c) => c.sandboxes.get({ path: { sandbox_id: mutation.sandbox.id } })))
       },
-      get: async (id: string) => handle(await call((c) => c.sandboxes.get({ path: { sandbox_id: id } }))),
+      get: async (id: string) => handle(await call((c) => c.sandboxes.get({ path: { sandbox_id: namedId(SandboxId, id) } }))),
       list: (filter: { readonly state?: ReadonlyArray<SandboxRecord["state"]>; readonly provider?: SandboxRecord["provider"] & string; readonly limit?: number; readonly cursor?: string } = {}) =>
         call((c) =>
           c.sandboxes.list({

@@ -3,11 +3,12 @@
  * and attached (`terminal`, `shell`), and attaching to a terminal process that already runs or already ended.
  */
 import type { Schema } from "effect"
+import { ProcessId, type SandboxId } from "../../src/domain/Ids.ts"
 import type { Capabilities, Process } from "../../src/domain/Runtime.ts"
 import { fromResponse, GatewayError } from "./errors.ts"
 import { followEvents } from "./sse.ts"
 import { type AttachHandlers, openTerminal, type Terminal, type TerminalExit } from "./terminal.ts"
-import { idempotencyKey, POLL_MS, sleep, type Transport } from "./transport.ts"
+import { idempotencyKey, namedId, POLL_MS, sleep, type Transport } from "./transport.ts"
 
 export type ProcessRecord = Schema.Schema.Type<typeof Process>
 
@@ -60,19 +61,19 @@ const TERMINAL_OUTPUT_BYTES = 100 * 1024 * 1024
 const DEFAULT_SHELL = ["/bin/sh", "-c", "if command -v bash >/dev/null 2>&1; then exec bash -i; else exec sh -i; fi"]
 
 /** The processes of sandbox `sandboxId`; `capabilities` is its provider's manifest (asked once, by the handle). */
-export const makeProcesses = (t: Transport, sandboxId: string, capabilities: () => Promise<Schema.Schema.Type<typeof Capabilities>>) => {
+export const makeProcesses = (t: Transport, sandboxId: SandboxId, capabilities: () => Promise<Schema.Schema.Type<typeof Capabilities>>) => {
   const wsBase = t.baseUrl.replace(/^http/, "ws")
-  const getProcess = (processId: string) => t.call((c) => c.processes.get({ path: { sandbox_id: sandboxId, process_id: processId } }))
+  const getProcess = (processId: ProcessId) => t.call((c) => c.processes.get({ path: { sandbox_id: sandboxId, process_id: processId } }))
 
   /** Follows a process's event stream to its end, handing over each piece of its output as bytes. */
-  const followOutput = (processId: string, onOutput: (stream: "stdout" | "stderr", bytes: Uint8Array) => void) =>
+  const followOutput = (processId: ProcessId, onOutput: (stream: "stdout" | "stderr", bytes: Uint8Array) => void) =>
     followEvents(t.fetch, `${t.baseUrl}/v1/sandboxes/${sandboxId}/processes/${processId}/events?follow=true`, t.authHeaders, (type, data) => {
       if (type !== "stdout" && type !== "stderr") return
       onOutput(type, Uint8Array.from(Buffer.from((data as { data_base64: string }).data_base64, "base64")))
     })
 
   /** Writes `input` to a process's stdin in ≤ 1 MiB pieces, in order, then closes it; a process that ended stops it. */
-  const feed = async (processId: string, input: string | Uint8Array | AsyncIterable<Uint8Array>) => {
+  const feed = async (processId: ProcessId, input: string | Uint8Array | AsyncIterable<Uint8Array>) => {
     const write = (bytes: Uint8Array, eof: boolean) =>
       t.call((c) => c.processes.stdin({ path: { sandbox_id: sandboxId, process_id: processId }, payload: { data_base64: Buffer.from(bytes).toString("base64"), eof } }))
     const pieces = typeof input === "string" ? [new TextEncoder().encode(input)] : input instanceof Uint8Array ? [input] : input
@@ -162,7 +163,7 @@ export const makeProcesses = (t: Transport, sandboxId: string, capabilities: () 
       if (response === undefined || response.status === 426) throw e
       const error = await fromResponse(response)
       if (error.code === "invalid_process_state") {
-        const process = await getProcess(processId)
+        const process = await getProcess(namedId(ProcessId, processId))
         if (process.pty !== null && TERMINAL_PROCESS.has(process.state)) return endedTerminal(process, o)
       }
       throw error
@@ -170,7 +171,7 @@ export const makeProcesses = (t: Transport, sandboxId: string, capabilities: () 
     // A dropped connection as the process ends is its end: the process says how it ended.
     const exit = terminal.exit.catch(async (e: unknown) => {
       if (e instanceof GatewayError && e.code === "attach_lost") {
-        const process = await getProcess(processId).catch(() => undefined)
+        const process = await getProcess(namedId(ProcessId, processId)).catch(() => undefined)
         if (process !== undefined && TERMINAL_PROCESS.has(process.state)) return { state: process.state as TerminalExit["state"], exitCode: process.exit_code }
       }
       throw e

@@ -7,9 +7,17 @@ import { FetchHttpClient, HttpApiClient, HttpClient, HttpClientRequest } from "@
 import { Effect, Layer, ParseResult, type Schema } from "effect"
 import { Api } from "../../src/http/Api.ts"
 import { issuesSummary, readableIssues } from "../../src/domain/Issues.ts"
+import type { OperationId, SandboxId } from "../../src/domain/Ids.ts"
 import type { RuntimeOperation } from "../../src/domain/Runtime.ts"
 import { GatewayError } from "./errors.ts"
 import type { WebSocketConstructor } from "./terminal.ts"
+
+/**
+ * An id the client's user names (a string), typed as the contract's (`SandboxId`, …: src/domain/Ids.ts). Not
+ * checked here: the contract's client checks the form as it encodes the path, as it did before ids were branded.
+ */
+export const namedId = <A>(kind: { readonly make: (id: string, options: { readonly disableValidation: true }) => A }, id: string): A =>
+  kind.make(id, { disableValidation: true })
 
 export interface ClientOptions {
   readonly baseUrl: string
@@ -92,7 +100,7 @@ export const makeTransport = (options: ClientOptions) => {
     }
   }
 
-  const waitOperation = async (operationId: string, timeoutMs: number) => {
+  const waitOperation = async (operationId: OperationId, timeoutMs: number) => {
     const deadline = Date.now() + timeoutMs
     for (;;) {
       const op = await call((c) => c.operations.get({ path: { operation_id: operationId } }))
@@ -101,7 +109,7 @@ export const makeTransport = (options: ClientOptions) => {
     }
   }
 
-  const waitRuntimeOperation = async (sandboxId: string, started: Schema.Schema.Type<typeof RuntimeOperation>) => {
+  const waitRuntimeOperation = async (sandboxId: SandboxId, started: Schema.Schema.Type<typeof RuntimeOperation>) => {
     let op = started
     while (op.state === "queued" || op.state === "running") {
       await sleep(20)

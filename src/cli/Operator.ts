@@ -6,7 +6,7 @@
  * otherwise make a second, empty gateway whose keys the server does not know.
  */
 import { BunRuntime } from "@effect/platform-bun"
-import { ConfigError, Console, Effect, Logger, LogLevel, Schedule } from "effect"
+import { ConfigError, Console, Effect, Logger, LogLevel, Schedule, Schema } from "effect"
 import { EXPIRES_IN_SECONDS } from "../domain/Accounts.ts"
 import { AppConfig, AppConfigLive, dataDirConfig, databaseUrlConfig, displayDatabaseUrl } from "../Config.ts"
 import { DatabaseLive, type Repositories } from "../db/Database.ts"
@@ -25,7 +25,7 @@ import { accessChanged } from "../services/LiveStreams.ts"
 import { grantWelcomeCredit, postLedgerEntry } from "../services/Ledger.ts"
 import { createOrganization } from "../services/Organizations.ts"
 import { issueLoginLink, LOGIN_LINK_SECONDS } from "../services/Sessions.ts"
-import { newUuid } from "../domain/Ids.ts"
+import { newUuid, OrganizationId } from "../domain/Ids.ts"
 
 /** A user-facing failure: printed with the usage, exit code 1. */
 class CliError extends Error {
@@ -192,7 +192,7 @@ const commands: Record<string, Command> = {
         const micro = (BigInt(match[2]!) * 1_000_000n + BigInt((match[3] ?? "").padEnd(2, "0")) * 10_000n) * (match[1] === "-" ? -1n : 1n)
         if (micro === 0n) return yield* Effect.fail(new CliError("--amount-usd must not be zero"))
         if (kind === "deposit" && micro < 0n) return yield* Effect.fail(new CliError("a deposit must be positive; use --kind adjustment"))
-        if (!(yield* OrganizationsRepo.exists(org))) return yield* Effect.fail(new CliError(`no organization ${org}`))
+        if (!Schema.is(OrganizationId)(org) || !(yield* OrganizationsRepo.exists(org))) return yield* Effect.fail(new CliError(`no organization ${org}`))
         const now = yield* nowIso
         const purchaseId = newUuid()
         if (kind === "deposit") {

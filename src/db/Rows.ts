@@ -51,6 +51,24 @@ export const IntBoolean = Schema.transform(Schema.Literal(0, 1), Schema.Boolean,
   encode: (b) => (b ? 1 : 0)
 })
 
+/**
+ * Our id columns, typed with their kind's brand (src/domain/Ids.ts), so a row hands services a `SandboxId`, not a
+ * string. The form is not checked again: every id was decoded or minted before it was written, and is read back
+ * as written. (A brand only annotates the schema: decoding these is decoding a string.)
+ */
+export const IdColumn = {
+  project: Schema.String.pipe(Schema.brand("ProjectId")),
+  sandbox: Schema.String.pipe(Schema.brand("SandboxId")),
+  operation: Schema.String.pipe(Schema.brand("OperationId")),
+  process: Schema.String.pipe(Schema.brand("ProcessId")),
+  runtimeOperation: Schema.String.pipe(Schema.brand("RuntimeOperationId")),
+  endpoint: Schema.String.pipe(Schema.brand("EndpointId")),
+  recording: Schema.String.pipe(Schema.brand("RecordingId")),
+  organization: Schema.String.pipe(Schema.brand("OrganizationId")),
+  user: Schema.String.pipe(Schema.brand("UserId")),
+  apiKey: Schema.String.pipe(Schema.brand("ApiKeyId"))
+}
+
 /** Integer micro-USD as a bigint. */
 export const MicroUsd = Schema.BigIntFromNumber
 

@@ -3,7 +3,7 @@
  * reject unknown keys, so a typo is a 422 rather than silently ignored.
  */
 import { Schema } from "effect"
-import { ProjectId, Uuid } from "./Ids.ts"
+import { OrganizationId, ProjectId, UserId, Uuid } from "./Ids.ts"
 
 export const strict = { parseOptions: { onExcessProperty: "error", errors: "all" } } as const
 
@@ -35,7 +35,7 @@ export const Email = Schema.Trim.pipe(
 // Organizations ---------------------------------------------------------------------------------------------
 
 export const Organization = Schema.Struct({
-  id: Uuid,
+  id: OrganizationId,
   name: Schema.String,
   slug: Schema.String,
   created_at: Timestamp,
@@ -56,7 +56,7 @@ export const Deleted = Schema.Struct({ id: Schema.String, deleted: Schema.Litera
 // Members and invitations -------------------------------------------------------------------------------------
 
 export const Member = Schema.Struct({
-  user_id: Uuid,
+  user_id: UserId,
   email: Schema.String,
   role: Role,
   created_at: Timestamp
@@ -68,17 +68,17 @@ export const INVITATION_TTL_SECONDS = 7 * 86_400
 export const InvitationStatus = Schema.Literal("pending", "expired")
 export const Invitation = Schema.Struct({
   id: Uuid,
-  organization_id: Uuid,
+  organization_id: OrganizationId,
   email: Schema.String,
   role: InvitableRole,
-  invited_by: Uuid,
+  invited_by: UserId,
   created_at: Timestamp,
   expires_at: Timestamp,
   status: InvitationStatus
 }).annotations({ identifier: "Invitation" })
 
 /** The caller's own membership, so a client knows what it may do. */
-export const Viewer = Schema.Struct({ user_id: Uuid, role: Role }).annotations({ identifier: "Viewer" })
+export const Viewer = Schema.Struct({ user_id: UserId, role: Role }).annotations({ identifier: "Viewer" })
 
 export const MembersList = Schema.Struct({
   viewer: Viewer,
@@ -87,7 +87,7 @@ export const MembersList = Schema.Struct({
 }).annotations({ identifier: "MembersList" })
 
 export const UpdateMember = Schema.Struct({ role: InvitableRole }).annotations({ identifier: "UpdateMember", ...strict })
-export const MemberRemoved = Schema.Struct({ user_id: Uuid, deleted: Schema.Literal(true) }).annotations({ identifier: "MemberRemoved" })
+export const MemberRemoved = Schema.Struct({ user_id: UserId, deleted: Schema.Literal(true) }).annotations({ identifier: "MemberRemoved" })
 
 export const CreateInvitation = Schema.Struct({
   email: Email,
@@ -100,7 +100,7 @@ export const InvitationRevoked = Schema.Struct({ id: Uuid, revoked: Schema.Liter
 
 export const Project = Schema.Struct({
   id: ProjectId,
-  organization_id: Uuid,
+  organization_id: OrganizationId,
   name: Schema.String,
   slug: Schema.String,
   created_at: Timestamp,
@@ -150,7 +150,7 @@ export const DurableEvent = Schema.Struct({
   cursor: Schema.String,
   event_id: Uuid,
   type: Schema.String,
-  organization_id: Uuid,
+  organization_id: OrganizationId,
   project_id: Schema.NullOr(ProjectId),
   occurred_at: Timestamp,
   data: Schema.Record({ key: Schema.String, value: Schema.Unknown })

@@ -1,7 +1,7 @@
 /** Billing and usage (spec §2.12, §4.8; reference §7). */
 import { Schema } from "effect"
 import { strict, Timestamp } from "./Accounts.ts"
-import { ProjectId, SandboxId, Uuid } from "./Ids.ts"
+import { OrganizationId, ProjectId, SandboxId, Uuid } from "./Ids.ts"
 
 export const UsdAmount = Schema.String.pipe(
   Schema.pattern(/^\d+(?:\.\d{1,2})?$/, { message: () => "must be dollars with at most two decimals, e.g. 25 or 12.50" }),
@@ -41,7 +41,7 @@ export const AutoTopup = Schema.Struct({
 }).annotations({ identifier: "AutoTopup" })
 
 export const OrganizationBilling = Schema.Struct({
-  organization_id: Uuid,
+  organization_id: OrganizationId,
   balance_microusd: Schema.String,
   balance_usd: Schema.String,
   can_manage: Schema.Boolean,

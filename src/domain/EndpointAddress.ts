@@ -9,6 +9,8 @@
  * The token is a capability: only its SHA-256 is stored, so the URL can be handed out once and never rebuilt.
  */
 import * as crypto from "node:crypto"
+import { Schema } from "effect"
+import { EndpointId } from "./Ids.ts"
 
 const BASE32 = "abcdefghijklmnopqrstuvwxyz234567"
 export const ENDPOINT_TOKEN_LENGTH = 26
@@ -24,12 +26,17 @@ export const newEndpointToken = (): string => {
 /** The single DNS label naming an endpoint in host mode. */
 export const endpointLabel = (endpointId: string, token: string): string => `ep-${endpointId.replace(/^ep_/, "")}-${token}`
 
+/** The patterns below already give an id its form; this check is what types it (src/domain/Ids.ts). */
+const isEndpointId = Schema.is(EndpointId)
+
 const LABEL = new RegExp(`^ep-([a-z0-9]{32})-([a-z2-7]{${ENDPOINT_TOKEN_LENGTH}})$`)
 
 /** The endpoint id and token a host-mode label names, or undefined. */
-export const parseEndpointLabel = (label: string): { readonly endpointId: string; readonly token: string } | undefined => {
+export const parseEndpointLabel = (label: string): { readonly endpointId: EndpointId; readonly token: string } | undefined => {
   const match = LABEL.exec(label)
-  return match === null ? undefined : { endpointId: `ep_${match[1]}`, token: match[2]! }
+  if (match === null) return undefined
+  const endpointId = `ep_${match[1]}`
+  return isEndpointId(endpointId) ? { endpointId, token: match[2]! } : undefined
 }
 
 /** Path mode: the endpoint id, the token (today's, or the longer base64url tokens of earlier versions) and the rest. */
@@ -37,9 +44,11 @@ const PATH = /^\/e\/(ep_[A-Za-z0-9]{1,64})\/([A-Za-z0-9_-]{16,128})(\/.*)?$/
 
 export const parseEndpointPath = (
   pathname: string
-): { readonly endpointId: string; readonly token: string; readonly rest: string | undefined } | undefined => {
+): { readonly endpointId: EndpointId; readonly token: string; readonly rest: string | undefined } | undefined => {
   const match = PATH.exec(pathname)
-  return match === null ? undefined : { endpointId: match[1]!, token: match[2]!, rest: match[3] }
+  if (match === null) return undefined
+  const endpointId = match[1]
+  return isEndpointId(endpointId) ? { endpointId, token: match[2]!, rest: match[3] } : undefined
 }
 
 export type EndpointAddressing =

@@ -4,18 +4,19 @@
  * them. Roles of organization members (reference/openmetal-api.md §6).
  */
 import { Context } from "effect"
+import type { ApiKeyId, OrganizationId, ProjectId, UserId } from "./Ids.ts"
 
 export interface UserPrincipal {
-  readonly userId: string
+  readonly userId: UserId
   readonly email: string
   readonly tokenId: string
 }
 export class CurrentUser extends Context.Tag("app/CurrentUser")<CurrentUser, UserPrincipal>() {}
 
 export interface KeyPrincipal {
-  readonly keyId: string
-  readonly projectId: string
-  readonly organizationId: string
+  readonly keyId: ApiKeyId
+  readonly projectId: ProjectId
+  readonly organizationId: OrganizationId
 }
 export class CurrentProjectKey extends Context.Tag("app/CurrentProjectKey")<CurrentProjectKey, KeyPrincipal>() {}
 

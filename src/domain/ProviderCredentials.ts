@@ -4,7 +4,7 @@
  */
 import { Schema } from "effect"
 import { strict, Timestamp } from "./Accounts.ts"
-import { Uuid } from "./Ids.ts"
+import { OrganizationId, Uuid } from "./Ids.ts"
 import type { Provider } from "./Sandbox.ts"
 
 const Secret = Schema.String.pipe(Schema.minLength(1), Schema.maxLength(16_384))
@@ -51,7 +51,7 @@ export const ProviderCredentialInput = Schema.Union(
 
 export const ProviderCredential = Schema.Struct({
   id: Uuid,
-  organization_id: Uuid,
+  organization_id: OrganizationId,
   provider: Schema.String,
   created_at: Timestamp,
   updated_at: Timestamp

@@ -1,7 +1,7 @@
 /** The dashboard's sign-in (docs/guide/dashboard.md): what `POST /v1/sessions` takes and what the session routes answer. */
 import { Schema } from "effect"
 import { strict } from "./Accounts.ts"
-import { Uuid } from "./Ids.ts"
+import { UserId } from "./Ids.ts"
 
 const Secret = Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200))
 
@@ -15,7 +15,7 @@ export const SignInWithLink = Schema.Struct({
 
 export const SignIn = Schema.Union(SignInWithToken, SignInWithLink).annotations({ identifier: "SignIn" })
 
-export const SessionUser = Schema.Struct({ id: Uuid, email: Schema.String }).annotations({ identifier: "SessionUser" })
+export const SessionUser = Schema.Struct({ id: UserId, email: Schema.String }).annotations({ identifier: "SessionUser" })
 
 export const Session = Schema.Struct({
   user: SessionUser,

@@ -5,7 +5,7 @@
  */
 import { Schema } from "effect"
 import { Name, strict, Timestamp } from "./Accounts.ts"
-import { Uuid } from "./Ids.ts"
+import { OrganizationId, Uuid } from "./Ids.ts"
 
 export const EVENT_TYPES = [
   "organization.created", "organization.updated", "organization.deleted",
@@ -49,7 +49,7 @@ const EventTypes = Schema.Array(EventType).pipe(
 
 export const WebhookEndpoint = Schema.Struct({
   id: Uuid,
-  organization_id: Uuid,
+  organization_id: OrganizationId,
   name: Schema.String,
   url: Schema.String,
   event_types: Schema.Array(Schema.String),

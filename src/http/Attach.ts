@@ -16,7 +16,8 @@
  * close ACCESS_ENDED with a short reason — on the node that holds the client's socket and on the owner alike.
  */
 import { HttpServerResponse } from "@effect/platform"
-import { Context, Runtime, Schema } from "effect"
+import { Context, Option, Runtime, Schema } from "effect"
+import { ProcessId, SandboxId } from "../domain/Ids.ts"
 import { isWebSocketUpgrade, openUpstream, relay } from "../providers/websocket.ts"
 import type { AppConfigShape } from "../Config.ts"
 import type { ProviderAccounts } from "../services/ProviderAccounts.ts"
@@ -63,6 +64,8 @@ const holdFor = (streams: LiveStreamsShape, holder: StreamHolder, end: (frame: s
 }
 
 type Services = ServiceContext | ProviderAccounts | LiveStreams
+/** The ids the route names, typed (the API's check decoded them already: a malformed one never gets this far). */
+const decodeIds = Schema.decodeUnknownOption(Schema.Struct({ sandbox_id: SandboxId, process_id: ProcessId }))
 type Path = typeof ATTACH_PATH | typeof PROJECT_ATTACH_PATH
 type Route = (request: Bun.BunRequest<Path>, server: Bun.Server<unknown>) => Promise<Response | undefined>
 /** The API base URL of the live node a sandbox lives on, when that is another node (services/Forwarding.ts). */
@@ -87,7 +90,9 @@ export const attachRoute = (runtime: Runtime.Runtime<Services>, config: AppConfi
     const owner = wasForwarded(config, request) ? undefined : await ownerOf(request.params.sandbox_id)
     if (owner !== undefined) return relayToOwner(config, request, server, owner, new Request(request.url, { method: "GET", headers: plain }), requestId, (end) => holdFor(streams, holder, end))
     const after = Number(new URL(request.url).searchParams.get("after") ?? "0")
-    const sandbox = await run(getSandboxRow(request.params.sandbox_id))
+    const ids = decodeIds(request.params)
+    if (Option.isNone(ids)) return server.fetch(request)
+    const sandbox = await run(getSandboxRow(ids.value.sandbox_id))
     if (sandbox === undefined) return server.fetch(request) // gone since the check: the API says so
     const accepted = acceptWebSocket(server, request, { "x-request-id": requestId })
     if (accepted === undefined) return server.fetch(request)
@@ -96,7 +101,7 @@ export const attachRoute = (runtime: Runtime.Runtime<Services>, config: AppConfi
         ws.sendText(frame)
         ws.close(code, reason)
       })
-      const session = openAttach(sandbox, request.params.process_id, after, {
+      const session = openAttach(sandbox, ids.value.process_id, after, {
         send: (chunk) => void (typeof chunk === "string" ? ws.sendText(chunk) : ws.sendBinary(chunk)),
         close: (code, reason) => ws.close(code, reason),
         buffered: () => ws.getBufferedAmount(),

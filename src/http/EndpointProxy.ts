@@ -32,6 +32,7 @@ import { type ServiceContext, serviceContext } from "../services/ServiceContext.
 import { endpointAccess } from "../services/sandboxes/Endpoints.ts"
 import { type EndpointAddressing, parseEndpointLabel, parseEndpointPath } from "../domain/EndpointAddress.ts"
 import { CurrentRequestId } from "../domain/Errors.ts"
+import type { EndpointId, SandboxId } from "../domain/Ids.ts"
 import { sha256Hex, timingSafeEqualHex } from "../domain/Tokens.ts"
 import { type CutReason, EndpointConnections, refusal } from "../services/sandboxes/EndpointConnections.ts"
 import { touchSandbox } from "../services/sandboxes/SandboxRows.ts"
@@ -62,7 +63,7 @@ const CUT_MESSAGES: Record<CutReason, [number, ErrorCode, string]> = {
 }
 
 interface Located {
-  readonly endpointId: string
+  readonly endpointId: EndpointId
   readonly token: string
   /** The path after the endpoint's root; undefined in path mode when the root lacks its trailing slash. */
   readonly rest: string | undefined
@@ -131,8 +132,8 @@ type Resolved =
   | { readonly _tag: "redirect"; readonly location: string }
   | {
     readonly _tag: "target"
-    readonly endpointId: string
-    readonly sandboxId: string
+    readonly endpointId: EndpointId
+    readonly sandboxId: SandboxId
     readonly leaseExpiresAt: string
     readonly url: string
     readonly prefix: string | undefined

@@ -9,6 +9,7 @@
  */
 import { Effect, Runtime, Schema } from "effect"
 import { CurrentRequestId, isRetryableStatus } from "../domain/Errors.ts"
+import { ApiKeyId, OrganizationId, ProjectId, SandboxId } from "../domain/Ids.ts"
 import { RawWritten } from "../domain/Runtime.ts"
 import type { Caller } from "../services/sandboxes/SandboxAccess.ts"
 import { type RawWriteServices, writeRawStream } from "../services/sandboxes/RawFiles.ts"
@@ -30,8 +31,8 @@ export const rawWriteCheck = (headers: Readonly<Record<string, string | undefine
   return { declaredBytes: Number.isSafeInteger(declared) && declared >= 0 ? declared : undefined }
 }
 
-/** What the API's go-ahead carries: who asked (the route writes as them). */
-export const RawWriteGoAhead = Schema.Struct({ project_id: Schema.String, organization_id: Schema.String, key_id: Schema.NullOr(Schema.String) })
+/** What the API's go-ahead carries: who asked (the route writes as them) and the sandbox it checked (the route writes there). */
+export const RawWriteGoAhead = Schema.Struct({ project_id: ProjectId, organization_id: OrganizationId, key_id: Schema.NullOr(ApiKeyId), sandbox_id: SandboxId })
 const decodeGoAhead = Schema.decodeUnknownOption(RawWriteGoAhead)
 
 type Path = typeof RAW_CONTENT_PATH | typeof PROJECT_RAW_CONTENT_PATH
@@ -59,7 +60,7 @@ export const rawWriteRoute = (runtime: Runtime.Runtime<RawWriteServices>, other:
     const caller: Caller = { projectId: goAhead.value.project_id, organizationId: goAhead.value.organization_id, keyId: goAhead.value.key_id }
     const q = new URL(request.url).searchParams
     const written = await run(
-      Effect.either(writeRawStream(caller, request.params.sandbox_id, {
+      Effect.either(writeRawStream(caller, goAhead.value.sandbox_id, {
         path: q.get("path") ?? "",
         mode: (q.get("mode") ?? "overwrite") as "create" | "overwrite" | "append",
         createParents: q.get("create_parents") === "true",

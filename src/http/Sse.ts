@@ -10,6 +10,7 @@ import type { OperationEventRow } from "../db/repos/Operations.ts"
 import type { ProcessEventRow } from "../db/repos/Processes.ts"
 import { apiError, CurrentRequestId, ServiceUnavailable } from "../domain/Errors.ts"
 import { END_REASONS, type EndReason, type LiveStreamsShape, type StreamHolder } from "../services/LiveStreams.ts"
+import type { OperationId, ProcessId } from "../domain/Ids.ts"
 
 export const PROCESS_BATCH_EVENTS = 100
 export const PROCESS_BATCH_BYTES = 1024 * 1024
@@ -36,13 +37,13 @@ export const sseBody = (events: ReadonlyArray<SseEvent>, maxBytes = Number.POSIT
   return body
 }
 
-export const operationEventFrame = (operationId: string) => (r: OperationEventRow): SseEvent => ({
+export const operationEventFrame = (operationId: OperationId) => (r: OperationEventRow): SseEvent => ({
   id: r.seq,
   event: r.type,
   data: { sequence: r.seq, operation_id: operationId, type: r.type, occurred_at: r.occurred_at, data: r.data }
 })
 
-export const processEventFrame = (processId: string) => (r: ProcessEventRow): SseEvent => ({
+export const processEventFrame = (processId: ProcessId) => (r: ProcessEventRow): SseEvent => ({
   id: r.seq,
   event: r.type,
   data: { sequence: r.seq, process_id: processId, type: r.type, occurred_at: r.occurred_at, data: r.data }

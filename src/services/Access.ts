@@ -6,20 +6,21 @@ import { Effect } from "effect"
 import { OrganizationsRepo } from "../db/repos/Organizations.ts"
 import { type Coded, type Forbidden, forbidden, type NotFound, notFound } from "../domain/Errors.ts"
 import { ANY_ROLE, CurrentUser, type Role } from "../domain/Principals.ts"
+import type { OrganizationId, ProjectId, UserId } from "../domain/Ids.ts"
 
 export interface OrgAccess {
-  readonly organizationId: string
-  readonly userId: string
+  readonly organizationId: OrganizationId
+  readonly userId: UserId
   readonly role: Role
 }
 
 export interface ProjectAccess extends OrgAccess {
-  readonly projectId: string
+  readonly projectId: ProjectId
 }
 
 /** Org-scoped routes: unknown org → 404, not a member or wrong role → 403. */
 export const requireOrgRole = (
-  organizationId: string,
+  organizationId: OrganizationId,
   roles: ReadonlyArray<Role> = ANY_ROLE
 ): Effect.Effect<OrgAccess, Coded<Forbidden, "forbidden"> | Coded<NotFound, "not_found">, CurrentUser | OrganizationsRepo> =>
   Effect.gen(function*() {
@@ -33,7 +34,7 @@ export const requireOrgRole = (
 
 /** Project-scoped routes: unknown project or not a member → 404; a member without the role → 403. */
 export const requireProjectRole = (
-  projectId: string,
+  projectId: ProjectId,
   roles: ReadonlyArray<Role> = ANY_ROLE
 ): Effect.Effect<ProjectAccess, Coded<Forbidden, "forbidden"> | Coded<NotFound, "not_found">, CurrentUser | OrganizationsRepo> =>
   Effect.gen(function*() {

@@ -8,8 +8,9 @@ import { CurrentUser, MANAGERS } from "../domain/Principals.ts"
 import { nowIso } from "../domain/Time.ts"
 import { requireProjectRole } from "./Access.ts"
 import { accessChanged } from "./LiveStreams.ts"
+import type { ApiKeyId, ProjectId } from "../domain/Ids.ts"
 
-export const listApiKeys = (projectId: string) =>
+export const listApiKeys = (projectId: ProjectId) =>
   Effect.gen(function*() {
     // Any member may read, so the only refusal is the non-member's 404.
     yield* requireProjectRole(projectId).pipe(Effect.catchTag("Forbidden", Effect.die))
@@ -17,7 +18,7 @@ export const listApiKeys = (projectId: string) =>
   })
 
 /** A new key: its row, and the secret, returned this once. */
-export const issueApiKey = (projectId: string, input: typeof CreateApiKey.Type) =>
+export const issueApiKey = (projectId: ProjectId, input: typeof CreateApiKey.Type) =>
   inTransaction(Effect.gen(function*() {
     yield* requireProjectRole(projectId, MANAGERS)
     const user = yield* CurrentUser
@@ -29,7 +30,7 @@ export const issueApiKey = (projectId: string, input: typeof CreateApiKey.Type) 
     })
   })).pipe(Effect.withSpan("ApiKeys.issueApiKey", { attributes: { "project.id": projectId } }))
 
-export const revokeApiKey = (projectId: string, apiKeyId: string) =>
+export const revokeApiKey = (projectId: ProjectId, apiKeyId: ApiKeyId) =>
   inTransaction(Effect.gen(function*() {
     yield* requireProjectRole(projectId, MANAGERS)
     const row = yield* ProjectsRepo.apiKey(projectId, apiKeyId)
@@ -43,7 +44,7 @@ export const revokeApiKey = (projectId: string, apiKeyId: string) =>
     Effect.withSpan("ApiKeys.revokeApiKey", { attributes: { "project.id": projectId } })
   )
 
-export const deleteApiKey = (projectId: string, apiKeyId: string) =>
+export const deleteApiKey = (projectId: ProjectId, apiKeyId: ApiKeyId) =>
   inTransaction(Effect.gen(function*() {
     yield* requireProjectRole(projectId, MANAGERS)
     const row = yield* ProjectsRepo.apiKey(projectId, apiKeyId)

@@ -10,10 +10,11 @@ import { ANY_ROLE, MANAGERS } from "../domain/Principals.ts"
 import { nowIso } from "../domain/Time.ts"
 import { requireOrgRole } from "./Access.ts"
 import { computeUsage } from "./Usage.ts"
+import type { OrganizationId } from "../domain/Ids.ts"
 
 const DAY_MS = 86_400_000
 
-const billingOf = (organizationId: string, canManage: boolean) =>
+const billingOf = (organizationId: OrganizationId, canManage: boolean) =>
   Effect.gen(function*() {
     const now = yield* nowIso
     yield* BillingRepo.ensureAccount(organizationId)
@@ -68,14 +69,14 @@ const billingOf = (organizationId: string, canManage: boolean) =>
   })
 
 /** Any member reads it; `can_manage` says whether they may change it. */
-export const billingFor = (organizationId: string) =>
+export const billingFor = (organizationId: OrganizationId) =>
   Effect.gen(function*() {
     const access = yield* requireOrgRole(organizationId, ANY_ROLE)
     return yield* billingOf(organizationId, MANAGERS.includes(access.role))
   })
 
 /** What a purchase of `amountUsd` costs: credit, fee and total. */
-export const purchaseQuote = (organizationId: string, amountUsd: string) =>
+export const purchaseQuote = (organizationId: OrganizationId, amountUsd: string) =>
   Effect.gen(function*() {
     yield* requireOrgRole(organizationId)
     const credit = usdToMicro(amountUsd)
@@ -98,7 +99,7 @@ export const purchaseQuote = (organizationId: string, amountUsd: string) =>
   }).pipe(Effect.withSpan("Billing.purchaseQuote", { attributes: { "organization.id": organizationId } }))
 
 export const setAutoTopup = (
-  organizationId: string,
+  organizationId: OrganizationId,
   input: { readonly enabled: boolean; readonly threshold_usd: string; readonly refill_usd: string; readonly monthly_cap_usd: string }
 ) =>
   Effect.gen(function*() {
@@ -120,5 +121,5 @@ export const setAutoTopup = (
   }).pipe(Effect.withSpan("Billing.setAutoTopup"))
 
 /** Usage of the organization's sandboxes over a period (any member; services/Usage.ts). */
-export const usageFor = (organizationId: string, params: Parameters<typeof computeUsage>[1]) =>
+export const usageFor = (organizationId: OrganizationId, params: Parameters<typeof computeUsage>[1]) =>
   Effect.zipRight(requireOrgRole(organizationId), computeUsage(organizationId, params))

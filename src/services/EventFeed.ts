@@ -13,6 +13,7 @@ import { eventTail } from "../db/EventTail.ts"
 import { OperationRunner } from "./OperationRunner.ts"
 import { notify as signal } from "./Signals.ts"
 import { takeDeliveriesHint } from "./webhooks/FanOut.ts"
+import type { ProjectId } from "../domain/Ids.ts"
 
 /** How often the log is read without a hint: the most a commit of another process waits to be noticed. */
 export const FEED_POLL_MS = 20
@@ -24,13 +25,13 @@ export interface EventFeedShape {
    * Watches a project: the queue receives a signal (coalesced) whenever events of it were committed, and is
    * shut down when the feed stops. Released with the scope.
    */
-  readonly watch: (projectId: string) => Effect.Effect<Queue.Dequeue<void>, never, Scope.Scope>
+  readonly watch: (projectId: ProjectId) => Effect.Effect<Queue.Dequeue<void>, never, Scope.Scope>
 }
 
 export class EventFeed extends Context.Tag("app/EventFeed")<EventFeed, EventFeedShape>() {}
 
 interface Watcher {
-  readonly projectId: string
+  readonly projectId: ProjectId
   readonly signal: Queue.Queue<void>
 }
 

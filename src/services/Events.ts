@@ -9,6 +9,7 @@ import { inTransaction } from "../db/Db.ts"
 import { EventsRepo, type NewEvent } from "../db/repos/Events.ts"
 import { EventFeed } from "./EventFeed.ts"
 import { fanOut } from "./webhooks/FanOut.ts"
+import type { ProjectId } from "../domain/Ids.ts"
 
 export type { NewEvent }
 
@@ -20,14 +21,14 @@ export const appendEvent = (event: NewEvent) =>
   }))
 
 /** A project's events after `afterSeq` (its sequence number in the log), oldest first, at most `limit`. */
-export const projectEvents = (projectId: string, afterSeq: number, limit: number) => EventsRepo.ofProject(projectId, afterSeq, limit)
+export const projectEvents = (projectId: ProjectId, afterSeq: number, limit: number) => EventsRepo.ofProject(projectId, afterSeq, limit)
 
 /**
  * A project's events after `afterSeq`, as they come: what the log holds now, then more each time the feed
  * signals new events of the project (a stream that needs nothing more from its reader's context). Each read
  * starts after the last event given, so nothing comes twice and a coalesced signal loses nothing.
  */
-export const followProjectEvents = (projectId: string, afterSeq: number, batch: number) =>
+export const followProjectEvents = (projectId: ProjectId, afterSeq: number, batch: number) =>
   Effect.gen(function*() {
     const events = yield* EventsRepo
     const feed = yield* EventFeed

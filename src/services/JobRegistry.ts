@@ -7,6 +7,7 @@
 import { Data, Effect, Option, Schema } from "effect"
 import { JobsRepo } from "../db/repos/Jobs.ts"
 import type { ErrorObject } from "../domain/Errors.ts"
+import type { SandboxId } from "../domain/Ids.ts"
 import { nowIso } from "../domain/Time.ts"
 import { traceParentOf } from "./Tracing.ts"
 
@@ -60,7 +61,7 @@ export interface NewJob<P> {
    */
   readonly replace?: boolean | undefined
   /** The sandbox the job works on: pins the job to the node the sandbox lives on (docs/operations/scaling-out.md). */
-  readonly sandboxId?: string | undefined
+  readonly sandboxId?: SandboxId | undefined
   /**
    * Takes the next place in the sandbox's order (docs/guide/sandboxes.md, one order per sandbox): the job starts only
    * after every job accepted before it on that sandbox has finished, or left the order (`Job.leaveOrder`).

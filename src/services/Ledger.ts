@@ -4,7 +4,7 @@
  */
 import { Effect } from "effect"
 import { BillingRepo, type LedgerKind, type LedgerPosting } from "../db/repos/Billing.ts"
-import { newUuid } from "../domain/Ids.ts"
+import { newUuid, type OrganizationId, type UserId } from "../domain/Ids.ts"
 import { nowIso } from "../domain/Time.ts"
 import { appendEvent } from "./Events.ts"
 
@@ -20,7 +20,7 @@ export const postLedgerEntry = (posting: LedgerPosting) => BillingRepo.post(post
  * organization, recorded as a paid `welcome_grant` purchase with no fee and a `deposit` ledger entry.
  * Returns false when the user already had it.
  */
-export const grantWelcomeCredit = (userId: string, organizationId: string) =>
+export const grantWelcomeCredit = (userId: UserId, organizationId: OrganizationId) =>
   Effect.gen(function*() {
     const now = yield* nowIso
     if (!(yield* BillingRepo.claimWelcomeGrant(userId, organizationId, now))) return false

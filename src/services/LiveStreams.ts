@@ -19,6 +19,7 @@ import { Context, Effect, Layer, Schema } from "effect"
 import { OrganizationsRepo } from "../db/repos/Organizations.ts"
 import { ProjectsRepo } from "../db/repos/Projects.ts"
 import { UsersRepo } from "../db/repos/Users.ts"
+import { ApiKeyId, ProjectId, UserId } from "../domain/Ids.ts"
 import type { KeyPrincipal, UserPrincipal } from "../domain/Principals.ts"
 import { nextSignal, publish } from "./Signals.ts"
 
@@ -30,13 +31,13 @@ export const ACCESS_TOPIC = "access"
 
 /** Who opened a stream: the credential, and the project the stream is about. */
 export const StreamHolder = Schema.Union(
-  Schema.Struct({ kind: Schema.Literal("api_key"), keyId: Schema.String, projectId: Schema.String }),
-  Schema.Struct({ kind: Schema.Literal("user_token"), tokenId: Schema.String, userId: Schema.String, projectId: Schema.String })
+  Schema.Struct({ kind: Schema.Literal("api_key"), keyId: ApiKeyId, projectId: ProjectId }),
+  Schema.Struct({ kind: Schema.Literal("user_token"), tokenId: Schema.String, userId: UserId, projectId: ProjectId })
 )
 export type StreamHolder = typeof StreamHolder.Type
 
 export const keyHolder = (key: KeyPrincipal): StreamHolder => ({ kind: "api_key", keyId: key.keyId, projectId: key.projectId })
-export const userHolder = (user: UserPrincipal, projectId: string): StreamHolder => ({ kind: "user_token", tokenId: user.tokenId, userId: user.userId, projectId })
+export const userHolder = (user: UserPrincipal, projectId: ProjectId): StreamHolder => ({ kind: "user_token", tokenId: user.tokenId, userId: user.userId, projectId })
 
 export type EndReason = "credential_revoked" | "credential_expired" | "access_removed"
 
@@ -110,7 +111,7 @@ export const makeLiveStreams = Effect.gen(function*() {
   const recheck = Effect.suspend(() => {
     if (open.size === 0) return Effect.void
     const entries = [...open]
-    const keyIds = new Set<string>()
+    const keyIds = new Set<ApiKeyId>()
     const tokenIds = new Set<string>()
     const userIds = new Set<string>()
     const userProjects = new Set<string>()

@@ -7,7 +7,7 @@ import { inTransaction } from "../db/Db.ts"
 import { type InvitationRow, OrganizationsRepo } from "../db/repos/Organizations.ts"
 import { INVITATION_TTL_SECONDS, type InvitableRole } from "../domain/Accounts.ts"
 import { conflict, forbidden, notFound, validationError } from "../domain/Errors.ts"
-import { newUuid } from "../domain/Ids.ts"
+import { newUuid, type OrganizationId, type UserId } from "../domain/Ids.ts"
 import { CurrentUser, MANAGERS } from "../domain/Principals.ts"
 import { isoAfter, nowIso } from "../domain/Time.ts"
 import { requireOrgRole } from "./Access.ts"
@@ -15,11 +15,11 @@ import { accessChanged } from "./LiveStreams.ts"
 
 const invitationExpiry = (now: string) => isoAfter(now, INVITATION_TTL_SECONDS)
 
-const memberOf = (organizationId: string, userId: string) =>
+const memberOf = (organizationId: OrganizationId, userId: UserId) =>
   Effect.map(OrganizationsRepo.members(organizationId), (members) => members.find((m) => m.user_id === userId))
 
 /** The members, the pending invitations (as of `now`, for their wire state) and who is asking. */
-export const listMembers = (organizationId: string) =>
+export const listMembers = (organizationId: OrganizationId) =>
   Effect.gen(function*() {
     const user = yield* CurrentUser
     yield* OrganizationsRepo.acceptInvitationsFor(user.userId, user.email)
@@ -33,7 +33,7 @@ export const listMembers = (organizationId: string) =>
     }
   })
 
-export const setMemberRole = (organizationId: string, userId: string, role: typeof InvitableRole.Type) =>
+export const setMemberRole = (organizationId: OrganizationId, userId: UserId, role: typeof InvitableRole.Type) =>
   inTransaction(Effect.gen(function*() {
     const access = yield* requireOrgRole(organizationId, MANAGERS)
     if (userId === access.userId) {
@@ -47,7 +47,7 @@ export const setMemberRole = (organizationId: string, userId: string, role: type
   })).pipe(Effect.withSpan("Members.setMemberRole", { attributes: { "organization.id": organizationId } }))
 
 /** The last owner stays; the streams the removed member opened end too. */
-export const removeMember = (organizationId: string, userId: string) =>
+export const removeMember = (organizationId: OrganizationId, userId: UserId) =>
   inTransaction(Effect.gen(function*() {
     yield* requireOrgRole(organizationId, MANAGERS)
     const members = yield* OrganizationsRepo.members(organizationId)
@@ -64,7 +64,7 @@ export const removeMember = (organizationId: string, userId: string) =>
  * Invites an email: a live pending invitation is answered as it is (`created: false`), an expired one is
  * refreshed in place, else a new one is made.
  */
-export const invite = (organizationId: string, input: { readonly email: string; readonly role: typeof InvitableRole.Type }) =>
+export const invite = (organizationId: OrganizationId, input: { readonly email: string; readonly role: typeof InvitableRole.Type }) =>
   inTransaction(Effect.gen(function*() {
     const access = yield* requireOrgRole(organizationId, MANAGERS)
     const user = yield* CurrentUser
@@ -95,7 +95,7 @@ export const invite = (organizationId: string, input: { readonly email: string; 
     return { row, created: true, now }
   })).pipe(Effect.withSpan("Members.invite", { attributes: { "organization.id": organizationId } }))
 
-const pendingInvitation = (organizationId: string, invitationId: string) =>
+const pendingInvitation = (organizationId: OrganizationId, invitationId: string) =>
   Effect.gen(function*() {
     yield* requireOrgRole(organizationId, MANAGERS)
     const row = yield* OrganizationsRepo.pendingInvitation(organizationId, invitationId)
@@ -104,14 +104,14 @@ const pendingInvitation = (organizationId: string, invitationId: string) =>
   })
 
 /** The invitation with its new role, and the time its state is told at. */
-export const setInvitationRole = (organizationId: string, invitationId: string, role: typeof InvitableRole.Type) =>
+export const setInvitationRole = (organizationId: OrganizationId, invitationId: string, role: typeof InvitableRole.Type) =>
   inTransaction(Effect.gen(function*() {
     const row = yield* pendingInvitation(organizationId, invitationId)
     yield* OrganizationsRepo.setInvitationRole(row.id, role)
     return { row: { ...row, role }, now: yield* nowIso }
   })).pipe(Effect.withSpan("Members.setInvitationRole", { attributes: { "organization.id": organizationId } }))
 
-export const revokeInvitation = (organizationId: string, invitationId: string) =>
+export const revokeInvitation = (organizationId: OrganizationId, invitationId: string) =>
   inTransaction(Effect.gen(function*() {
     const row = yield* pendingInvitation(organizationId, invitationId)
     yield* OrganizationsRepo.revokeInvitation(row.id, yield* nowIso)
@@ -119,7 +119,7 @@ export const revokeInvitation = (organizationId: string, invitationId: string) =
   })).pipe(Effect.withSpan("Members.revokeInvitation", { attributes: { "organization.id": organizationId } }))
 
 /** The invitation valid for another INVITATION_TTL_SECONDS from now. */
-export const resendInvitation = (organizationId: string, invitationId: string) =>
+export const resendInvitation = (organizationId: OrganizationId, invitationId: string) =>
   inTransaction(Effect.gen(function*() {
     const row = yield* pendingInvitation(organizationId, invitationId)
     const now = yield* nowIso

@@ -15,6 +15,7 @@ import { requireOrgRole } from "./Access.ts"
 import { appendEvent } from "./Events.ts"
 import { grantWelcomeCredit } from "./Ledger.ts"
 import { accessChanged } from "./LiveStreams.ts"
+import type { OrganizationId, UserId } from "../domain/Ids.ts"
 
 /** The caller's organizations (invitations to their email accepted first). */
 export const listOrganizations = Effect.gen(function*() {
@@ -23,7 +24,7 @@ export const listOrganizations = Effect.gen(function*() {
   return yield* OrganizationsRepo.ofUser(user.userId)
 })
 
-export const getOrganization = (organizationId: string) =>
+export const getOrganization = (organizationId: OrganizationId) =>
   Effect.gen(function*() {
     const user = yield* CurrentUser
     yield* OrganizationsRepo.acceptInvitationsFor(user.userId, user.email)
@@ -44,7 +45,7 @@ export const newOrganization = (input: { readonly name: string; readonly slug: s
     return row
   }).pipe(Effect.withSpan("Organizations.newOrganization"))
 
-export const updateOrganization = (organizationId: string, input: typeof UpdateOrganization.Type) =>
+export const updateOrganization = (organizationId: OrganizationId, input: typeof UpdateOrganization.Type) =>
   inTransaction(Effect.gen(function*() {
     yield* requireOrgRole(organizationId, MANAGERS)
     const row = yield* OrganizationsRepo.update(organizationId, { name: input.name.trim(), slug: input.slug })
@@ -53,14 +54,14 @@ export const updateOrganization = (organizationId: string, input: typeof UpdateO
   })).pipe(Effect.withSpan("Organizations.updateOrganization", { attributes: { "organization.id": organizationId } }))
 
 /** An owner's delete (deleteOrganization); its projects' streams end too. */
-export const deleteOwnedOrganization = (organizationId: string, confirm: Parameters<typeof deleteOrganization>[1]) =>
+export const deleteOwnedOrganization = (organizationId: OrganizationId, confirm: Parameters<typeof deleteOrganization>[1]) =>
   Effect.gen(function*() {
     yield* requireOrgRole(organizationId, ["owner"])
     return yield* deleteOrganization(organizationId, confirm)
   }).pipe(Effect.tap(() => accessChanged))
 
 /** An organization with its creator as owner and its billing account; 409 when the slug is taken. */
-export const createOrganization = (input: { readonly name: string; readonly slug: string; readonly ownerId: string }) =>
+export const createOrganization = (input: { readonly name: string; readonly slug: string; readonly ownerId: UserId }) =>
   Effect.gen(function*() {
     const row = yield* OrganizationsRepo.insert(input)
     yield* BillingRepo.ensureAccount(row.id)
@@ -71,7 +72,7 @@ export const createOrganization = (input: { readonly name: string; readonly slug
  * Deletes an organization (reference §6), in one transaction: refused while a sandbox is live, a purchase is
  * pending, or credit is left that the caller did not agree to forfeit; then the cascade and its event.
  */
-export const deleteOrganization = (organizationId: string, confirm: { readonly confirm_name: string; readonly confirm_forfeit_balance: boolean }) =>
+export const deleteOrganization = (organizationId: OrganizationId, confirm: { readonly confirm_name: string; readonly confirm_forfeit_balance: boolean }) =>
   inTransaction(Effect.gen(function*() {
     const org = yield* OrganizationsRepo.get(organizationId)
     if (org === undefined) return yield* notFound("Organization")

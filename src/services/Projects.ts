@@ -10,29 +10,30 @@ import { nowIso } from "../domain/Time.ts"
 import { requireOrgRole, requireProjectRole } from "./Access.ts"
 import { appendEvent } from "./Events.ts"
 import { accessChanged } from "./LiveStreams.ts"
+import type { OrganizationId, ProjectId } from "../domain/Ids.ts"
 
-export const listProjects = (organizationId: string) =>
+export const listProjects = (organizationId: OrganizationId) =>
   Effect.gen(function*() {
     yield* requireOrgRole(organizationId)
     return yield* ProjectsRepo.ofOrganization(organizationId)
   })
 
 /** The new project and its event (the caller checked the role; it runs inside the idempotency reservation). */
-export const createProject = (organizationId: string, input: typeof CreateProject.Type) =>
+export const createProject = (organizationId: OrganizationId, input: typeof CreateProject.Type) =>
   Effect.gen(function*() {
     const row = yield* ProjectsRepo.insert({ organizationId, name: input.name.trim(), slug: input.slug })
     yield* appendEvent({ type: "project.created", organizationId: row.organization_id, projectId: row.id, data: { project_id: row.id, name: row.name } })
     return row
   }).pipe(Effect.withSpan("Projects.createProject", { attributes: { "organization.id": organizationId } }))
 
-export const getProject = (projectId: string) =>
+export const getProject = (projectId: ProjectId) =>
   Effect.gen(function*() {
     // Any member may read, so the only refusal is the non-member's 404.
     yield* requireProjectRole(projectId).pipe(Effect.catchTag("Forbidden", Effect.die))
     return (yield* ProjectsRepo.get(projectId))!
   })
 
-export const updateProject = (projectId: string, input: typeof UpdateProject.Type) =>
+export const updateProject = (projectId: ProjectId, input: typeof UpdateProject.Type) =>
   inTransaction(Effect.gen(function*() {
     yield* requireProjectRole(projectId, MANAGERS)
     const row = yield* ProjectsRepo.update(projectId, { name: input.name.trim(), slug: input.slug })
@@ -41,7 +42,7 @@ export const updateProject = (projectId: string, input: typeof UpdateProject.Typ
   })).pipe(Effect.withSpan("Projects.updateProject", { attributes: { "project.id": projectId } }))
 
 /** Refused while a sandbox of the project is live; the project's streams end too. */
-export const deleteProject = (projectId: string) =>
+export const deleteProject = (projectId: ProjectId) =>
   inTransaction(Effect.gen(function*() {
     const access = yield* requireProjectRole(projectId, MANAGERS)
     const live = yield* SandboxesRepo.firstLive({ projectId })

@@ -14,6 +14,7 @@ import { StoredCredentialFields } from "../domain/ProviderCredentials.ts"
 import { type ProviderName, ProviderError, ProviderRegistry, type ProviderSandbox, type SandboxProvider } from "../providers/Provider.ts"
 import { aroundCalls } from "../providers/registry.ts"
 import { SecretBox } from "./Crypto.ts"
+import type { OrganizationId } from "../domain/Ids.ts"
 
 /** A sealed credential that does not decode is a defect (it was written by this gateway), never a cast. */
 const decodeFields = Schema.decodeUnknownSync(StoredCredentialFields)
@@ -34,7 +35,7 @@ export class ProviderAccounts extends Effect.Service<ProviderAccounts>()("app/Pr
       new ProviderError({ provider, kind: "auth", message: `the organization has no stored ${provider} credentials`, retryable: false, account: "organization" })
 
     /** The provider on the organization's account, its credential read at each call. */
-    const onAccountOf = (provider: SandboxProvider, organizationId: string): SandboxProvider => {
+    const onAccountOf = (provider: SandboxProvider, organizationId: OrganizationId): SandboxProvider => {
       const instance = Effect.flatMap(credentials.live(organizationId, provider.name), (row) => {
         const own = row === undefined ? undefined : registry.withCredentials(provider.name, decodeFields(box.open(row.ciphertext)))
         return own === undefined ? Effect.fail(missing(provider.name)) : Effect.succeed(own)
@@ -49,7 +50,7 @@ export class ProviderAccounts extends Effect.Service<ProviderAccounts>()("app/Pr
        * The providers a new sandbox of the organization may be created on: those it has its own account for
        * first (BYOK, in the registry's order), then the gateway's. `byok` names the first kind.
        */
-      candidates: (organizationId: string) =>
+      candidates: (organizationId: OrganizationId) =>
         Effect.map(credentials.ofOrganization(organizationId), (rows) => {
           const stored = new Set(rows.map((row) => row.provider))
           const own = registry.all.filter((p) => stored.has(p.name) && p.withCredentials !== undefined)

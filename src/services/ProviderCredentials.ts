@@ -7,7 +7,7 @@ import { Effect, Schema } from "effect"
 import { inTransaction } from "../db/Db.ts"
 import { type ProviderCredentialRow, ProviderCredentialsRepo } from "../db/repos/ProviderCredentials.ts"
 import { notFound, validationError } from "../domain/Errors.ts"
-import { newUuid } from "../domain/Ids.ts"
+import { newUuid, type OrganizationId } from "../domain/Ids.ts"
 import { ANY_ROLE, MANAGERS } from "../domain/Principals.ts"
 import { CREDENTIAL_FIELDS, type CredentialProvider, type ProviderCredentialInput, StoredCredentialFields } from "../domain/ProviderCredentials.ts"
 import { nowIso } from "../domain/Time.ts"
@@ -18,11 +18,11 @@ import { appendEvent } from "./Events.ts"
 /** A stored credential: the provider's fields, as sealed (an unreadable one is a defect, never a cast). */
 const decodeFields = Schema.decodeUnknownSync(StoredCredentialFields)
 
-export const listProviderCredentials = (organizationId: string) =>
+export const listProviderCredentials = (organizationId: OrganizationId) =>
   Effect.zipRight(requireOrgRole(organizationId, ANY_ROLE), ProviderCredentialsRepo.ofOrganization(organizationId))
 
 /** The stored credential and whether it is new (configured) rather than replaced (rotated). */
-export const putProviderCredential = (organizationId: string, provider: CredentialProvider, input: typeof ProviderCredentialInput.Type) =>
+export const putProviderCredential = (organizationId: OrganizationId, provider: CredentialProvider, input: typeof ProviderCredentialInput.Type) =>
   Effect.gen(function*() {
     const access = yield* requireOrgRole(organizationId, MANAGERS)
     if (input.provider !== provider) {
@@ -55,7 +55,7 @@ export const putProviderCredential = (organizationId: string, provider: Credenti
     return { row, created: existing === undefined }
   }).pipe(Effect.withSpan("ProviderCredentials.putProviderCredential", { attributes: { "organization.id": organizationId } }))
 
-export const removeProviderCredential = (organizationId: string, provider: CredentialProvider) =>
+export const removeProviderCredential = (organizationId: OrganizationId, provider: CredentialProvider) =>
   Effect.gen(function*() {
     const access = yield* requireOrgRole(organizationId, MANAGERS)
     const existing = yield* ProviderCredentialsRepo.live(organizationId, provider)

@@ -13,6 +13,7 @@ import { UsersRepo } from "../db/repos/Users.ts"
 import { unauthenticated } from "../domain/Errors.ts"
 import { isoAfter, nowIso } from "../domain/Time.ts"
 import { sha256Hex } from "../domain/Tokens.ts"
+import type { UserId } from "../domain/Ids.ts"
 
 /** How long a session lasts (not extended by use); a session signed in with a token ends with it, if sooner. */
 export const SESSION_SECONDS = 7 * 24 * 3600
@@ -30,7 +31,7 @@ export interface StartedSession {
 }
 
 /** A one-time sign-in link's code for an existing user, valid LOGIN_LINK_SECONDS from now. */
-export const issueLoginLink = (userId: string) =>
+export const issueLoginLink = (userId: UserId) =>
   Effect.gen(function*() {
     const expiresAt = isoAfter(yield* nowIso, LOGIN_LINK_SECONDS)
     const code = yield* UsersRepo.issueLoginLink(userId, expiresAt)

@@ -7,11 +7,12 @@
 import { Effect } from "effect"
 import { globalValue } from "effect/GlobalValue"
 import { Db } from "../db/Db.ts"
+import type { OperationId, ProcessId } from "../domain/Ids.ts"
 
 const waiting = globalValue("app/Signals", () => new Map<string, Set<() => void>>())
 
-export const processTopic = (processId: string) => `process:${processId}`
-export const operationTopic = (operationId: string) => `operation:${operationId}`
+export const processTopic = (processId: ProcessId) => `process:${processId}`
+export const operationTopic = (operationId: OperationId) => `operation:${operationId}`
 
 /** Wakes everyone waiting on `topic`. */
 export const notify = (topic: string) =>

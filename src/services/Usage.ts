@@ -8,6 +8,7 @@ import { UsageRepo, type UsageRow } from "../db/repos/Usage.ts"
 import { validationError } from "../domain/Errors.ts"
 import { amount } from "../domain/Money.ts"
 import { nowIso } from "../domain/Time.ts"
+import type { OrganizationId, ProjectId, SandboxId } from "../domain/Ids.ts"
 
 const DAY_MS = 86_400_000
 const MAX_DAYS = 366
@@ -15,10 +16,10 @@ const MAX_DAYS = 366
 export interface UsageQuery {
   readonly from?: string | undefined
   readonly through?: string | undefined
-  readonly project_id?: string | undefined
+  readonly project_id?: ProjectId | undefined
   readonly provider?: string | undefined
   readonly billing_mode: "all" | "managed" | "byok" | "emulated"
-  readonly sandbox_id?: string | undefined
+  readonly sandbox_id?: SandboxId | undefined
   readonly limit: number
 }
 
@@ -37,7 +38,7 @@ const groupBy = <K extends string>(rows: ReadonlyArray<UsageRow>, key: (r: Usage
   return groups
 }
 
-export const computeUsage = (organizationId: string, query: UsageQuery) =>
+export const computeUsage = (organizationId: OrganizationId, query: UsageQuery) =>
   Effect.gen(function*() {
     const nowText = yield* nowIso
     const now = Date.parse(nowText)

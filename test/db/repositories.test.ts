@@ -19,6 +19,7 @@ import { databaseFile } from "../../src/db/Sql.ts"
 import { IdempotencyStore, IdempotencyStoreLive } from "../../src/services/IdempotencyStore.ts"
 import { tempDataDir } from "../support/server.ts"
 import { databaseUrlFor, onPostgres } from "../support/postgres.ts"
+import { OrganizationId, ProjectId, SandboxId } from "../../src/domain/Ids.ts"
 
 const layerFor = (dataDir = tempDataDir("repos")) =>
   IdempotencyStoreLive.pipe(
@@ -31,10 +32,13 @@ const NOW = "2030-01-01T00:00:00.000Z"
 /** A project row to hang sandboxes on (foreign keys are on). */
 const seedProject = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
-  yield* sql`INSERT INTO organizations (id, name, slug, created_at, updated_at) VALUES ('org1', 'Org', 'org', ${NOW}, ${NOW})`
-  yield* sql`INSERT INTO projects (id, organization_id, name, slug, created_at, updated_at) VALUES ('prj_1', 'org1', 'P', 'p', ${NOW}, ${NOW})`
+  yield* sql`INSERT INTO organizations (id, name, slug, created_at, updated_at) VALUES (${ORG}, 'Org', 'org', ${NOW}, ${NOW})`
+  yield* sql`INSERT INTO projects (id, organization_id, name, slug, created_at, updated_at) VALUES (${PROJECT}, ${ORG}, 'P', 'p', ${NOW}, ${NOW})`
 })
 
+const ORG = OrganizationId.make("00000000-0000-4000-8000-000000000001")
+const PROJECT = ProjectId.make("prj_1")
+const SANDBOX = SandboxId.make("sbx_good")
 const defectOf = <A, E>(exit: Exit.Exit<A, E>) => (Exit.isFailure(exit) ? Option.getOrUndefined(Cause.dieOption(exit.cause)) : undefined)
 
 describe("repositories", () => {
@@ -43,28 +47,28 @@ describe("repositories", () => {
       const sql = yield* SqlClient.SqlClient
       yield* seedProject
       yield* SandboxesRepo.insert({
-        id: "sbx_good",
-        projectId: "prj_1",
-        organizationId: "org1",
+        id: SANDBOX,
+        projectId: PROJECT,
+        organizationId: ORG,
         keyId: null,
         requested: { source: { kind: "environment", environment: "metal/base" }, resources: { vcpu: 1, memory_mb: 512 }, lifecycle: { runtime_timeout_seconds: 60 } },
         provider: null
       })
-      const good = yield* SandboxesRepo.get("sbx_good")
+      const good = yield* SandboxesRepo.get(SANDBOX)
       expect(good?.requested.resources.memory_mb).toBe(512)
       expect(good?.metadata).toEqual({})
       const corruptions = [
-        sql`UPDATE sandboxes SET requested = '{"source":' WHERE id = 'sbx_good'`, // not JSON
-        sql`UPDATE sandboxes SET requested = '{"source": {"kind": "elsewhere"}}' WHERE id = 'sbx_good'`, // JSON, wrong shape
-        sql`UPDATE sandboxes SET state = 'bogus' WHERE id = 'sbx_good'`, // not a state
-        sql`UPDATE sandboxes SET metadata = '{"a": 1}' WHERE id = 'sbx_good'` // a number where strings go
+        sql`UPDATE sandboxes SET requested = '{"source":' WHERE id = ${SANDBOX}`, // not JSON
+        sql`UPDATE sandboxes SET requested = '{"source": {"kind": "elsewhere"}}' WHERE id = ${SANDBOX}`, // JSON, wrong shape
+        sql`UPDATE sandboxes SET state = 'bogus' WHERE id = ${SANDBOX}`, // not a state
+        sql`UPDATE sandboxes SET metadata = '{"a": 1}' WHERE id = ${SANDBOX}` // a number where strings go
       ]
-      const original = (yield* sql<{ requested: string; state: string; metadata: string }>`SELECT requested, state, metadata FROM sandboxes WHERE id = 'sbx_good'`)[0]!
+      const original = (yield* sql<{ requested: string; state: string; metadata: string }>`SELECT requested, state, metadata FROM sandboxes WHERE id = ${SANDBOX}`)[0]!
       for (const corrupt of corruptions) {
-        yield* sql`UPDATE sandboxes SET requested = ${original.requested}, state = ${original.state}, metadata = ${original.metadata} WHERE id = 'sbx_good'`
-        expect(yield* SandboxesRepo.get("sbx_good")).toBeDefined()
+        yield* sql`UPDATE sandboxes SET requested = ${original.requested}, state = ${original.state}, metadata = ${original.metadata} WHERE id = ${SANDBOX}`
+        expect(yield* SandboxesRepo.get(SANDBOX)).toBeDefined()
         yield* corrupt
-        const defect = defectOf(yield* Effect.exit(SandboxesRepo.get("sbx_good")))
+        const defect = defectOf(yield* Effect.exit(SandboxesRepo.get(SANDBOX)))
         expect(defect).toBeInstanceOf(MalformedRow)
         expect((defect as MalformedRow).table).toBe("sandboxes")
       }

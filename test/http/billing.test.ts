@@ -95,6 +95,7 @@ describe("billing", () => {
     expect(bad.code).not.toBe(0)
     expect(bad.stderr).toContain("deposit must be positive")
     expect((await runCli(server.dataDir, ["credits", "grant", "--org", crypto.randomUUID(), "--amount-usd", "3"])).stderr).toContain("no organization")
+    expect((await runCli(server.dataDir, ["credits", "grant", "--org", "not-an-id", "--amount-usd", "3"])).stderr).toContain("no organization not-an-id")
   })
 })
 

@@ -19,7 +19,13 @@ import { appendOperationEvent } from "../../src/services/sandboxes/Operations.ts
 import { appendProcessEvent, storeProcessEvents } from "../../src/services/sandboxes/Processes.ts"
 import { databaseUrlFor } from "../support/postgres.ts"
 import { tempDataDir } from "../support/server.ts"
+import { OperationId, OrganizationId, ProcessId, ProjectId, SandboxId } from "../../src/domain/Ids.ts"
 
+const ORG = OrganizationId.make("00000000-0000-4000-8000-000000000001")
+const PROJECT = ProjectId.make("prj_1")
+const SANDBOX = SandboxId.make("sbx_1")
+const OPERATION = OperationId.make("op_1")
+const PROCESS = ProcessId.make("proc_1")
 const NOW = "2030-01-01T00:00:00.000Z"
 
 const config = (dataDir: string, poolSize: number) =>
@@ -38,16 +44,16 @@ const twoWriters = (dataDir: string) =>
 
 const fixtures = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
-  yield* sql`INSERT INTO organizations (id, name, slug, created_at, updated_at) VALUES ('org1', 'Org', 'org', ${NOW}, ${NOW})`
-  yield* sql`INSERT INTO projects (id, organization_id, name, slug, created_at, updated_at) VALUES ('prj_1', 'org1', 'P', 'p', ${NOW}, ${NOW})`
-  yield* OperationsRepo.insert({ id: "op_1", projectId: "prj_1", organizationId: "org1", keyId: null, type: "sandbox_create", state: "queued", resourceId: "sbx_1", completed: false })
+  yield* sql`INSERT INTO organizations (id, name, slug, created_at, updated_at) VALUES (${ORG}, 'Org', 'org', ${NOW}, ${NOW})`
+  yield* sql`INSERT INTO projects (id, organization_id, name, slug, created_at, updated_at) VALUES (${PROJECT}, ${ORG}, 'P', 'p', ${NOW}, ${NOW})`
+  yield* OperationsRepo.insert({ id: OPERATION, projectId: PROJECT, organizationId: ORG, keyId: null, type: "sandbox_create", state: "queued", resourceId: SANDBOX, completed: false })
   yield* sql`INSERT INTO webhooks (id, organization_id, name, url, event_types, enabled, secret_ciphertext, secret_prefix, created_at, updated_at)
-    VALUES ('wh1', 'org1', 'hook', 'https://hooks.example.com/x', '[]', 1, 'x', 'whsec_x', ${NOW}, ${NOW})`
+    VALUES ('wh1', ${ORG}, 'hook', 'https://hooks.example.com/x', '[]', 1, 'x', 'whsec_x', ${NOW}, ${NOW})`
   yield* sql`INSERT INTO sandboxes (id, project_id, organization_id, state, requested, billing_mode, created_at, updated_at, metadata)
-    VALUES ('sbx_1', 'prj_1', 'org1', 'ready', '{}', 'managed', ${NOW}, ${NOW}, '{}')`
+    VALUES (${SANDBOX}, ${PROJECT}, ${ORG}, 'ready', '{}', 'managed', ${NOW}, ${NOW}, '{}')`
   yield* sql`INSERT INTO processes (id, project_id, sandbox_id, state, command, environment, timeout_seconds, max_output_bytes, created_at)
-    VALUES ('proc_1', 'prj_1', 'sbx_1', 'running', '["sh"]', '{}', 60, 1000000, ${NOW})`
-  expect(yield* WebhookDeliveriesRepo.insert({ id: "dlv1", endpointId: "wh1", organizationId: "org1", eventId: "evt1", eventType: "sandbox.ready", isTest: false, body: "{}", now: NOW }))
+    VALUES (${PROCESS}, ${PROJECT}, ${SANDBOX}, 'running', '["sh"]', '{}', 60, 1000000, ${NOW})`
+  expect(yield* WebhookDeliveriesRepo.insert({ id: "dlv1", endpointId: "wh1", organizationId: ORG, eventId: "evt1", eventType: "sandbox.ready", isTest: false, body: "{}", now: NOW }))
     .toBe(true)
 })
 
@@ -61,7 +67,7 @@ describe("numbering per parent under concurrent writers", () => {
       const writerOf = (i: number) => (i % 2 === 0 ? a : b)
       // Half of the appends in a transaction of their own (as the services do), half alone.
       yield* Effect.all(Array.from({ length: N }, (_, i) => {
-        const append = appendOperationEvent("op_1", "state_changed", { i })
+        const append = appendOperationEvent(OPERATION, "state_changed", { i })
         return Effect.provide(i % 4 < 2 ? inTransaction(append) : append, writerOf(i))
       }), { concurrency: "unbounded" })
       yield* Effect.all(Array.from({ length: N }, (_, i) =>
@@ -71,7 +77,7 @@ describe("numbering per parent under concurrent writers", () => {
 
       const sql = Context.get(a, SqlClient.SqlClient)
       const numbers = Array.from({ length: N }, (_, i) => i + 1)
-      const events = yield* Effect.provide(OperationsRepo.eventsAfter("op_1", 0), a)
+      const events = yield* Effect.provide(OperationsRepo.eventsAfter(OPERATION, 0), a)
       expect(events.map((e) => e.seq)).toEqual(numbers)
       expect(new Set(events.map((e) => e.data["i"])).size).toBe(N)
       const attempts = yield* Effect.provide(WebhookDeliveriesRepo.attemptsOf(["dlv1"]), a)
@@ -79,10 +85,10 @@ describe("numbering per parent under concurrent writers", () => {
       expect(new Set(attempts.map((x) => x.error)).size).toBe(N)
       expect(yield* sql<{ n: number }>`SELECT last_attempt_number AS n FROM webhook_deliveries WHERE id = 'dlv1'`).toEqual([{ n: N }])
       // The next number follows on, also from an operation counter SQLite never kept (a database `db copy` brought over).
-      yield* Effect.provide(OperationsRepo.appendEvent("op_1", "state_changed", {}), b)
-      yield* sql`UPDATE operations SET last_event_seq = 0 WHERE id = 'op_1'`
-      yield* Effect.provide(OperationsRepo.appendEvent("op_1", "completed", {}), a)
-      expect((yield* Effect.provide(OperationsRepo.eventsAfter("op_1", N), a)).map((e) => [e.seq, e.type])).toEqual([[N + 1, "state_changed"], [N + 2, "completed"]])
+      yield* Effect.provide(OperationsRepo.appendEvent(OPERATION, "state_changed", {}), b)
+      yield* sql`UPDATE operations SET last_event_seq = 0 WHERE id = ${OPERATION}`
+      yield* Effect.provide(OperationsRepo.appendEvent(OPERATION, "completed", {}), a)
+      expect((yield* Effect.provide(OperationsRepo.eventsAfter(OPERATION, N), a)).map((e) => [e.seq, e.type])).toEqual([[N + 1, "state_changed"], [N + 2, "completed"]])
     })), 60_000)
 
   it.live("a process's output batches and single events (a cancel request) written at once are numbered 1..n, each once", () =>
@@ -95,10 +101,10 @@ describe("numbering per parent under concurrent writers", () => {
       const output = Array.from({ length: 10 }, (_, seq) => ({ seq, type: "stdout" as const, data: new TextEncoder().encode(`line ${seq}\n`) }))
       yield* Effect.all(Array.from({ length: 2 * N }, (_, i) =>
         Effect.provide(
-          i % 2 === 0 ? inTransaction(appendProcessEvent("proc_1", "cancel_requested", { i })) : inTransaction(Effect.asVoid(storeProcessEvents("proc_1", output, false))),
+          i % 2 === 0 ? inTransaction(appendProcessEvent(PROCESS, "cancel_requested", { i })) : inTransaction(Effect.asVoid(storeProcessEvents(PROCESS, output, false))),
           i % 4 < 2 ? a : b
         )), { concurrency: "unbounded" })
-      const events = yield* Effect.provide(ProcessesRepo.eventsAfter("proc_1", 0, 1000), a)
+      const events = yield* Effect.provide(ProcessesRepo.eventsAfter(PROCESS, 0, 1000), a)
       expect(events.map((e) => e.seq)).toEqual(Array.from({ length: N + 10 }, (_, i) => i + 1))
       expect(events.filter((e) => e.type === "stdout")).toHaveLength(10)
     })), 60_000)
@@ -106,7 +112,7 @@ describe("numbering per parent under concurrent writers", () => {
   it.live("an event for an operation that does not exist is refused, not numbered", () =>
     Effect.scoped(Effect.gen(function*() {
       const [a] = yield* twoWriters(tempDataDir("numbering-missing"))
-      const exit = yield* Effect.exit(Effect.provide(OperationsRepo.appendEvent("op_missing", "queued", {}), a))
+      const exit = yield* Effect.exit(Effect.provide(OperationsRepo.appendEvent(OperationId.make("op_missing"), "queued", {}), a))
       expect(exit._tag).toBe("Failure")
       const sql = Context.get(a, SqlClient.SqlClient)
       expect(yield* sql<{ n: number }>`SELECT COUNT(*) AS n FROM operation_events`).toEqual([{ n: 0 }])

@@ -8,6 +8,7 @@ import { defineJob, enqueueJob, JobError } from "../../src/services/JobRegistry.
 import { OperationRunner, OperationRunnerLive } from "../../src/services/OperationRunner.ts"
 import { tempDataDir } from "../support/server.ts"
 import { databaseUrlFor } from "../support/postgres.ts"
+import { SandboxId } from "../../src/domain/Ids.ts"
 
 const config = (dataDir: string, jobLeaseSeconds?: number, jobMaxAttempts?: number) =>
   Layer.succeed(AppConfig, { port: 0, host: "127.0.0.1", dataDir, databaseUrl: databaseUrlFor(dataDir), publicUrl: "http://127.0.0.1", publicUrlSet: true, logLevel: "info", maxBodyBytes: 1 << 20, rawWriteMaxBytes: 1 << 30, endpoints: { port: 0, host: "127.0.0.1", publicOrigin: undefined, base: undefined }, jobLeaseSeconds, jobMaxAttempts })
@@ -168,9 +169,9 @@ describe("OperationRunner", () => {
       })
       const keys = ["a:1", "a:2", "a:3", "a:long", "a:4", "a:5"]
       // Accepted together, in one transaction, before the runner looks: their timestamps tie.
-      yield* Effect.forEach(keys, (k) => enqueueJob(jobType("test.ordered"), { dedupeKey: k, payload: null, sandboxId: "sbx_a", ordered: true }))
+      yield* Effect.forEach(keys, (k) => enqueueJob(jobType("test.ordered"), { dedupeKey: k, payload: null, sandboxId: SandboxId.make("sbx_a"), ordered: true }))
         .pipe(sql.withTransaction)
-      yield* enqueueJob(jobType("test.ordered"), { dedupeKey: "b:1", payload: null, sandboxId: "sbx_b", ordered: true })
+      yield* enqueueJob(jobType("test.ordered"), { dedupeKey: "b:1", payload: null, sandboxId: SandboxId.make("sbx_b"), ordered: true })
       yield* runner.start
       yield* waitFor(jobState("a:5"), (r) => r?.state === "succeeded")
       const order = (yield* Ref.get(started)).filter((k) => k.startsWith("a:"))

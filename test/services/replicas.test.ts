@@ -16,6 +16,7 @@ import { defineJob, enqueueJob } from "../../src/services/JobRegistry.ts"
 import { OperationRunner, OperationRunnerLive } from "../../src/services/OperationRunner.ts"
 import { databaseUrlFor, onPostgres } from "../support/postgres.ts"
 import { tempDataDir } from "../support/server.ts"
+import { OrganizationId, ProjectId, SandboxId } from "../../src/domain/Ids.ts"
 
 const config = (dataDir: string, poolSize: number) =>
   Layer.succeed(AppConfig, {
@@ -30,6 +31,9 @@ const replica = (dataDir: string, poolSize: number) =>
 const bothReplicas = (dataDir: string) =>
   Effect.all([Layer.build(replica(dataDir, 1)), Layer.build(replica(dataDir, 3))], { concurrency: "unbounded" })
 
+const ORG = OrganizationId.make("00000000-0000-4000-8000-000000000001")
+const PROJECT = ProjectId.make("prj_1")
+const SANDBOX = SandboxId.make("sbx_1")
 const NOW = "2030-01-01T00:00:00.000Z"
 
 const work = defineJob("test.replicated", Schema.Struct({ n: Schema.Number }))
@@ -112,16 +116,16 @@ describe.skipIf(!onPostgres())("two replicas on one PostgreSQL database", () => 
       const dataDir = tempDataDir("replicas-usage")
       const [a, b] = yield* bothReplicas(dataDir)
       const sql = Context.get(a, SqlClient.SqlClient)
-      yield* sql`INSERT INTO organizations (id, name, slug, created_at, updated_at) VALUES ('org1', 'Org', 'org', ${NOW}, ${NOW})`
+      yield* sql`INSERT INTO organizations (id, name, slug, created_at, updated_at) VALUES (${ORG}, 'Org', 'org', ${NOW}, ${NOW})`
       // What CostSync does in its transaction: hold the sandbox's usage, read the last cumulative, record the difference.
       const sync = (context: Context.Context<Db | UsageRepo>, cumulative: bigint) =>
         Effect.gen(function*() {
-          yield* UsageRepo.lockSandbox("sbx_1")
-          const delta = cumulative - (yield* UsageRepo.lastCumulative("sbx_1"))
+          yield* UsageRepo.lockSandbox(SANDBOX)
+          const delta = cumulative - (yield* UsageRepo.lastCumulative(SANDBOX))
           yield* Effect.sleep("10 millis")
           if (delta === 0n) return
           yield* UsageRepo.insert({
-            organizationId: "org1", projectId: "prj_1", sandboxId: "sbx_1", provider: "e2b", billingMode: "emulated", deltaMicrousd: delta,
+            organizationId: ORG, projectId: PROJECT, sandboxId: SANDBOX, provider: "e2b", billingMode: "emulated", deltaMicrousd: delta,
             cumulativeMicrousd: cumulative, provenance: "estimated_rate_card", confidence: "low", rateCardVersion: null, measuredThrough: NOW, now: NOW
           })
         }).pipe(inTransaction, Effect.provide(context))

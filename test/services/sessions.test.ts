@@ -13,6 +13,7 @@ import { Credentials, CredentialsLive } from "../../src/services/Credentials.ts"
 import { endSession, issueLoginLink, LOGIN_LINK_SECONDS, startSession } from "../../src/services/Sessions.ts"
 import { databaseUrlFor } from "../support/postgres.ts"
 import { bootstrap, tempDataDir } from "../support/server.ts"
+import { UserId } from "../../src/domain/Ids.ts"
 
 const layerFor = (dataDir: string) =>
   CredentialsLive.pipe(
@@ -37,12 +38,13 @@ describe("dashboard sessions", () => {
     Effect.gen(function*() {
       const dataDir = tempDataDir("sessions")
       const owner = yield* Effect.promise(() => bootstrap(dataDir, "links@example.com", { init: true }))
+      const ownerId = UserId.make(owner.user_id)
       yield* Effect.gen(function*() {
         const t0 = Date.parse("2030-01-01T00:00:00.000Z")
         const last = t0 + LOGIN_LINK_SECONDS * 1000 - 1
         expect(LOGIN_LINK_SECONDS).toBe(600)
 
-        const first = yield* at(t0)(issueLoginLink(owner.user_id))
+        const first = yield* at(t0)(issueLoginLink(ownerId))
         expect(first.expiresAt).toBe("2030-01-01T00:10:00.000Z")
         const session = yield* at(last)(startSession({ login_code: first.code }))
         expect(session.user).toEqual({ id: owner.user_id, email: "links@example.com" })
@@ -51,7 +53,7 @@ describe("dashboard sessions", () => {
         expect(Either.isLeft(again) && again.left.code).toBe("unauthenticated")
 
         // Unused, but 10 minutes old: refused.
-        const late = yield* at(t0)(issueLoginLink(owner.user_id))
+        const late = yield* at(t0)(issueLoginLink(ownerId))
         const tooLate = yield* at(t0 + LOGIN_LINK_SECONDS * 1000)(Effect.either(startSession({ login_code: late.code })))
         expect(Either.isLeft(tooLate) && tooLate.left.message).toMatch(/unknown, was used already or expired/)
         // An unknown code, and a user token given as a code.
@@ -77,7 +79,7 @@ describe("dashboard sessions", () => {
         expect(Either.isLeft(yield* Effect.either(startSession({ user_token: `${owner.user_token}x` })))).toBe(true)
 
         // A token that expires sooner than a session lasts: the session ends with it.
-        const short = yield* UsersRepo.issueToken(owner.user_id, "short", "2099-01-01T00:00:00.000Z")
+        const short = yield* UsersRepo.issueToken(UserId.make(owner.user_id), "short", "2099-01-01T00:00:00.000Z")
         const bounded = yield* at(Date.parse("2098-12-31T23:00:00.000Z"))(startSession({ user_token: short.token }))
         expect(bounded.expiresAt).toBe("2099-01-01T00:00:00.000Z")
 

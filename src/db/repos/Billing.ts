@@ -4,14 +4,14 @@
  */
 import { SqlClient } from "@effect/sql"
 import { Effect, Schema } from "effect"
-import { newUuid } from "../../domain/Ids.ts"
+import { newUuid, type OrganizationId, type UserId } from "../../domain/Ids.ts"
 import { nowIso } from "../../domain/Time.ts"
-import { IntBoolean, MicroUsd, rowsOf, run } from "../Rows.ts"
+import { IdColumn, IntBoolean, MicroUsd, rowsOf, run } from "../Rows.ts"
 
 export type LedgerKind = "deposit" | "usage_charge" | "usage_correction" | "adjustment"
 
 export const AccountRow = Schema.Struct({
-  organization_id: Schema.String,
+  organization_id: IdColumn.organization,
   balance_microusd: MicroUsd,
   payment_method_brand: Schema.NullOr(Schema.String),
   payment_method_last4: Schema.NullOr(Schema.String),
@@ -48,7 +48,7 @@ export const LedgerRow = Schema.Struct({
 export type LedgerRow = typeof LedgerRow.Type
 
 export interface LedgerPosting {
-  readonly organizationId: string
+  readonly organizationId: OrganizationId
   readonly kind: LedgerKind
   /** Positive credits the balance, negative debits it. */
   readonly amountMicrousd: bigint
@@ -59,7 +59,7 @@ export interface LedgerPosting {
 
 export interface NewPurchase {
   readonly id: string
-  readonly organizationId: string
+  readonly organizationId: OrganizationId
   readonly source: PurchaseRow["source"]
   readonly creditMicrousd: bigint
   readonly now: string
@@ -78,15 +78,15 @@ export class BillingRepo extends Effect.Service<BillingRepo>()("app/db/BillingRe
     const ids = rowsOf("purchases", Schema.Struct({ id: Schema.String }))
 
     /** Creates the billing account row if it is missing. */
-    const ensureAccount = (organizationId: string) =>
+    const ensureAccount = (organizationId: OrganizationId) =>
       Effect.flatMap(nowIso, (now) =>
         run(sql`INSERT INTO billing_accounts (organization_id, updated_at) VALUES (${organizationId}, ${now})
           ON CONFLICT (organization_id) DO NOTHING`))
 
     return {
       ensureAccount,
-      account: (organizationId: string) => accounts.first(sql`SELECT * FROM billing_accounts WHERE organization_id = ${organizationId}`),
-      balance: (organizationId: string) =>
+      account: (organizationId: OrganizationId) => accounts.first(sql`SELECT * FROM billing_accounts WHERE organization_id = ${organizationId}`),
+      balance: (organizationId: OrganizationId) =>
         Effect.map(balances.first(sql`SELECT balance_microusd FROM billing_accounts WHERE organization_id = ${organizationId}`), (row) => row?.balance_microusd),
       /** Posts one entry and moves the balance (call inside a transaction); null when the reference was posted before. */
       post: (posting: LedgerPosting) =>
@@ -112,28 +112,28 @@ export class BillingRepo extends Effect.Service<BillingRepo>()("app/db/BillingRe
         run(sql`INSERT INTO purchases (id, organization_id, source, status, credit_microusd, fee_microusd, total_microusd, created_at, paid_at)
           VALUES (${purchase.id}, ${purchase.organizationId}, ${purchase.source}, 'paid', ${Number(purchase.creditMicrousd)}, 0, 0, ${purchase.now}, ${purchase.now})`),
       /** Records the user's welcome grant; false when the user already had it (once per user). */
-      claimWelcomeGrant: (userId: string, organizationId: string, now: string) =>
+      claimWelcomeGrant: (userId: UserId, organizationId: OrganizationId, now: string) =>
         Effect.map(
           sql`INSERT INTO welcome_credit_grants (user_id, organization_id, granted_at)
             VALUES (${userId}, ${organizationId}, ${now}) ON CONFLICT (user_id) DO NOTHING RETURNING user_id`.pipe(Effect.orDie),
           (rows) => rows.length > 0
         ),
-      autoTopupCreditedSince: (organizationId: string, since: string) =>
+      autoTopupCreditedSince: (organizationId: OrganizationId, since: string) =>
         Effect.map(totals.first(sql`SELECT SUM(credit_microusd) AS total FROM purchases
           WHERE organization_id = ${organizationId} AND source = 'auto_topup' AND status = 'paid' AND paid_at >= ${since}`), (row) => row?.total ?? 0n),
-      recentPurchases: (organizationId: string, limit: number) =>
+      recentPurchases: (organizationId: OrganizationId, limit: number) =>
         purchases.all(sql`SELECT * FROM purchases WHERE organization_id = ${organizationId} ORDER BY created_at DESC, id DESC LIMIT ${limit}`),
-      recentLedger: (organizationId: string, limit: number) =>
+      recentLedger: (organizationId: OrganizationId, limit: number) =>
         ledger.all(sql`SELECT id, kind, amount_microusd, description, created_at FROM ledger_entries WHERE organization_id = ${organizationId}
           ORDER BY created_at DESC, id DESC LIMIT ${limit}`),
       /** Usage charges per UTC day (YYYY-MM-DD) from `fromDay` on, as positive amounts. */
-      usageChargesByDay: (organizationId: string, fromDay: string) =>
+      usageChargesByDay: (organizationId: OrganizationId, fromDay: string) =>
         days.all(sql`SELECT substr(created_at, 1, 10) AS day, SUM(-amount_microusd) AS total
           FROM ledger_entries WHERE organization_id = ${organizationId} AND kind = 'usage_charge' AND created_at >= ${fromDay}
           GROUP BY day`),
-      firstPendingPurchase: (organizationId: string) =>
+      firstPendingPurchase: (organizationId: OrganizationId) =>
         Effect.map(ids.first(sql`SELECT id FROM purchases WHERE organization_id = ${organizationId} AND status IN ('pending', 'requires_action') LIMIT 1`), (row) => row?.id),
-      setAutoTopup: (organizationId: string, settings: { readonly enabled: boolean; readonly thresholdMicrousd: bigint; readonly refillMicrousd: bigint; readonly monthlyCapMicrousd: bigint }) =>
+      setAutoTopup: (organizationId: OrganizationId, settings: { readonly enabled: boolean; readonly thresholdMicrousd: bigint; readonly refillMicrousd: bigint; readonly monthlyCapMicrousd: bigint }) =>
         Effect.flatMap(nowIso, (now) =>
           run(sql`UPDATE billing_accounts SET auto_topup_enabled = ${settings.enabled ? 1 : 0},
             auto_topup_status = ${settings.enabled ? "active" : "disabled"}, auto_topup_paused_reason = NULL,

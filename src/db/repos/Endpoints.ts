@@ -7,15 +7,16 @@ import { SqlClient } from "@effect/sql"
 import { Effect, Schema } from "effect"
 import { ErrorObject } from "../../domain/Errors.ts"
 import { nowIso } from "../../domain/Time.ts"
-import { Json, rowsOf, run } from "../Rows.ts"
+import { IdColumn, Json, rowsOf, run } from "../Rows.ts"
+import type { EndpointId, ProjectId, SandboxId } from "../../domain/Ids.ts"
 
 export const EndpointState = Schema.Literal("provisioning", "active", "revoking", "revoked", "expired", "failed")
 export type EndpointState = typeof EndpointState.Type
 
 export const EndpointRow = Schema.Struct({
-  id: Schema.String,
-  project_id: Schema.String,
-  sandbox_id: Schema.String,
+  id: IdColumn.endpoint,
+  project_id: IdColumn.project,
+  sandbox_id: IdColumn.sandbox,
   port: Schema.Int,
   protocol: Schema.String,
   state: EndpointState,
@@ -36,8 +37,8 @@ export type EndpointRow = typeof EndpointRow.Type
  * the endpoint's lease and state together with its sandbox's state, in one statement.
  */
 export const EndpointAccessRow = Schema.Struct({
-  id: Schema.String,
-  sandbox_id: Schema.String,
+  id: IdColumn.endpoint,
+  sandbox_id: IdColumn.sandbox,
   state: EndpointState,
   token_hash: Schema.String,
   provider_url: Schema.NullOr(Schema.String),
@@ -47,9 +48,9 @@ export const EndpointAccessRow = Schema.Struct({
 export type EndpointAccessRow = typeof EndpointAccessRow.Type
 
 export interface NewEndpoint {
-  readonly id: string
-  readonly projectId: string
-  readonly sandboxId: string
+  readonly id: EndpointId
+  readonly projectId: ProjectId
+  readonly sandboxId: SandboxId
   readonly port: number
   readonly protocol: string
   readonly url: string
@@ -63,22 +64,22 @@ export class EndpointsRepo extends Effect.Service<EndpointsRepo>()("app/db/Endpo
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const endpoints = rowsOf("endpoints", EndpointRow)
-    const ids = rowsOf("endpoints", Schema.Struct({ id: Schema.String }))
+    const ids = rowsOf("endpoints", Schema.Struct({ id: IdColumn.endpoint }))
     const access = rowsOf("endpoints", EndpointAccessRow)
     return {
-      get: (id: string) => endpoints.first(sql`SELECT * FROM endpoints WHERE id = ${id}`),
+      get: (id: EndpointId) => endpoints.first(sql`SELECT * FROM endpoints WHERE id = ${id}`),
       /** The proxy's check of one endpoint (see EndpointAccessRow). */
-      access: (id: string) =>
+      access: (id: EndpointId) =>
         access.first(sql`SELECT e.id, e.sandbox_id, e.state, e.token_hash, e.provider_url, e.lease_expires_at, s.state AS sandbox_state
           FROM endpoints e JOIN sandboxes s ON s.id = e.sandbox_id WHERE e.id = ${id}`),
       /** The rows of these endpoints (an id with no row is simply absent). */
-      accessOf: (ids: ReadonlyArray<string>) =>
+      accessOf: (ids: ReadonlyArray<EndpointId>) =>
         ids.length === 0
           ? Effect.succeed<ReadonlyArray<EndpointAccessRow>>([])
           : access.all(sql`SELECT e.id, e.sandbox_id, e.state, e.token_hash, e.provider_url, e.lease_expires_at, s.state AS sandbox_state
             FROM endpoints e JOIN sandboxes s ON s.id = e.sandbox_id WHERE e.id IN ${sql.in(ids)}`),
       /** The live endpoint on a sandbox's port, if any. */
-      liveOnPort: (sandboxId: string, port: number) =>
+      liveOnPort: (sandboxId: SandboxId, port: number) =>
         Effect.map(ids.first(sql`SELECT id FROM endpoints WHERE sandbox_id = ${sandboxId} AND port = ${port}
           AND state IN ('provisioning', 'active', 'revoking')`), (row) => row?.id),
       insert: (endpoint: NewEndpoint) =>
@@ -86,14 +87,14 @@ export class EndpointsRepo extends Effect.Service<EndpointsRepo>()("app/db/Endpo
           VALUES (${endpoint.id}, ${endpoint.projectId}, ${endpoint.sandboxId}, ${endpoint.port}, ${endpoint.protocol}, 'provisioning', ${endpoint.url},
                   ${endpoint.tokenHash}, ${endpoint.leaseExpiresAt}, ${endpoint.now}, ${endpoint.now})`),
       /** A sandbox's endpoints, newest first, after the (created_at, id) position if given. */
-      page: (sandboxId: string, after: readonly [string, string] | undefined, limit: number) =>
+      page: (sandboxId: SandboxId, after: readonly [string, string] | undefined, limit: number) =>
         endpoints.all(after === undefined
           ? sql`SELECT * FROM endpoints WHERE sandbox_id = ${sandboxId} ORDER BY created_at DESC, id DESC LIMIT ${limit}`
           : sql`SELECT * FROM endpoints WHERE sandbox_id = ${sandboxId}
               AND (created_at < ${after[0]} OR (created_at = ${after[0]} AND id < ${after[1]}))
               ORDER BY created_at DESC, id DESC LIMIT ${limit}`),
       /** Moves an endpoint from one of `from` to `to`, with what the provider said; false when it was elsewhere. */
-      setState: (id: string, from: ReadonlyArray<EndpointState>, to: EndpointState, fields: { readonly providerLeaseId?: string; readonly providerUrl?: string; readonly error?: ErrorObject } = {}) =>
+      setState: (id: EndpointId, from: ReadonlyArray<EndpointState>, to: EndpointState, fields: { readonly providerLeaseId?: string; readonly providerUrl?: string; readonly error?: ErrorObject } = {}) =>
         Effect.gen(function*() {
           const now = yield* nowIso
           const updated = yield* ids.all(sql`UPDATE endpoints SET state = ${to}, updated_at = ${now},
@@ -104,9 +105,9 @@ export class EndpointsRepo extends Effect.Service<EndpointsRepo>()("app/db/Endpo
             WHERE id = ${id} AND state IN ${sql.in(from)} RETURNING id`)
           return updated.length > 0
         }),
-      markRevoking: (id: string, now: string) => run(sql`UPDATE endpoints SET state = 'revoking', updated_at = ${now} WHERE id = ${id}`),
+      markRevoking: (id: EndpointId, now: string) => run(sql`UPDATE endpoints SET state = 'revoking', updated_at = ${now} WHERE id = ${id}`),
       /** Every live endpoint of a stopped sandbox is revoked. */
-      revokeLiveOf: (sandboxId: string, now: string) =>
+      revokeLiveOf: (sandboxId: SandboxId, now: string) =>
         run(sql`UPDATE endpoints SET state = 'revoked', revoked_at = ${now}, updated_at = ${now}
           WHERE sandbox_id = ${sandboxId} AND state IN ('provisioning', 'active', 'revoking')`)
     }

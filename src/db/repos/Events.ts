@@ -1,15 +1,15 @@
 /** The durable event log, `domain_events` (reference/openmetal-api.md §8): appended in the transaction of the change. */
 import { SqlClient } from "@effect/sql"
 import { Effect, Schema } from "effect"
-import { newUuid } from "../../domain/Ids.ts"
+import { newUuid, type OrganizationId, type ProjectId } from "../../domain/Ids.ts"
 import { nowIso } from "../../domain/Time.ts"
 import { Dialect } from "../Dialect.ts"
-import { Json, rowsOf } from "../Rows.ts"
+import { IdColumn, Json, rowsOf } from "../Rows.ts"
 
 export interface NewEvent {
   readonly type: string
-  readonly organizationId: string
-  readonly projectId?: string | null | undefined
+  readonly organizationId: OrganizationId
+  readonly projectId?: ProjectId | null | undefined
   readonly data: Readonly<Record<string, unknown>>
 }
 
@@ -17,8 +17,8 @@ export const EventRow = Schema.Struct({
   seq: Schema.Int,
   id: Schema.String,
   type: Schema.String,
-  organization_id: Schema.String,
-  project_id: Schema.NullOr(Schema.String),
+  organization_id: IdColumn.organization,
+  project_id: Schema.NullOr(IdColumn.project),
   occurred_at: Schema.String,
   data: Json(Schema.Record({ key: Schema.String, value: Schema.Unknown }))
 })
@@ -54,7 +54,7 @@ export class EventsRepo extends Effect.Service<EventsRepo>()("app/db/EventsRepo"
           return row
         }),
       /** A project's events after a sequence number, oldest first. */
-      ofProject: (projectId: string, afterSeq: number, limit: number) =>
+      ofProject: (projectId: ProjectId, afterSeq: number, limit: number) =>
         events.all(sql`SELECT seq, id, type, organization_id, project_id, occurred_at, data FROM domain_events
           WHERE project_id = ${projectId} AND seq > ${afterSeq} ORDER BY seq LIMIT ${limit}`),
       /** The sequence number of the newest event (0 when the log is empty). */

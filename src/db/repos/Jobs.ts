@@ -6,7 +6,7 @@
 import { SqlClient } from "@effect/sql"
 import { Effect, Schema } from "effect"
 import { AppConfig, nodeIdOf } from "../../Config.ts"
-import { newUuid } from "../../domain/Ids.ts"
+import { newUuid, type SandboxId } from "../../domain/Ids.ts"
 import { type ClaimedJob, Dialect, type JobTypeFilter, orderFree } from "../Dialect.ts"
 import { rowsOf, run } from "../Rows.ts"
 
@@ -45,7 +45,7 @@ export interface NewJobRow {
   readonly replace: boolean
   readonly now: string
   /** The sandbox the job works on: the job is pinned to that sandbox's node, if it has one. */
-  readonly sandboxId?: string | undefined
+  readonly sandboxId?: SandboxId | undefined
   /**
    * Takes the next place in the sandbox's order (`sandboxId` required; the lock key is then the order's, see
    * `orderKey`): the job starts only after every job that took an earlier place has finished or left the order.
@@ -56,7 +56,7 @@ export interface NewJobRow {
 }
 
 /** The lock key of a sandbox's order (src/db/Dialect.ts `orderFree`). */
-export const orderKey = (sandboxId: string) => `order:${sandboxId}`
+export const orderKey = (sandboxId: SandboxId) => `order:${sandboxId}`
 
 export interface Lease {
   readonly owner: string
@@ -111,11 +111,11 @@ export class JobsRepo extends Effect.Service<JobsRepo>()("app/db/JobsRepo", {
        */
       leaveOrder: (id: string, token: string) => run(sql`UPDATE jobs SET lock_key = NULL WHERE id = ${id} AND lease_token = ${token}`),
       /** The last place of a sandbox's order still unfinished (null when none is). */
-      orderTail: (sandboxId: string) =>
+      orderTail: (sandboxId: SandboxId) =>
         Effect.map(tails.all(sql`SELECT MAX(lock_seq) AS seq FROM jobs WHERE lock_key = ${orderKey(sandboxId)} AND state IN ('pending', 'leased')`),
           (rows) => rows[0]?.seq ?? null),
       /** Whether a job at or before place `upTo` of the sandbox's order is unfinished (and still in the order). */
-      orderBusy: (sandboxId: string, upTo: number) =>
+      orderBusy: (sandboxId: SandboxId, upTo: number) =>
         Effect.map(ids.all(sql`SELECT id FROM jobs WHERE lock_key = ${orderKey(sandboxId)} AND state IN ('pending', 'leased')
           AND lock_seq <= ${upTo} LIMIT 1`), (rows) => rows.length > 0),
       /** Fails the unfinished jobs pinned to a lost node; returns how many. */

@@ -7,20 +7,21 @@ import { Effect, Schema } from "effect"
 import { ErrorObject } from "../../domain/Errors.ts"
 import { OperationState, OperationType } from "../../domain/Operation.ts"
 import { nowIso } from "../../domain/Time.ts"
-import { Json, rowsOf, run } from "../Rows.ts"
+import { IdColumn, Json, rowsOf, run } from "../Rows.ts"
+import type { ApiKeyId, OperationId, OrganizationId, ProjectId, SandboxId } from "../../domain/Ids.ts"
 
 export type OperationTypeValue = typeof OperationType.Type
 export type OperationStateValue = typeof OperationState.Type
 
 export const OperationRow = Schema.Struct({
-  id: Schema.String,
-  project_id: Schema.String,
-  organization_id: Schema.String,
-  created_by_key_id: Schema.NullOr(Schema.String),
+  id: IdColumn.operation,
+  project_id: IdColumn.project,
+  organization_id: IdColumn.organization,
+  created_by_key_id: Schema.NullOr(IdColumn.apiKey),
   type: OperationType,
   state: OperationState,
   resource_type: Schema.String,
-  resource_id: Schema.String,
+  resource_id: IdColumn.sandbox,
   error: Schema.NullOr(Json(ErrorObject)),
   created_at: Schema.String,
   updated_at: Schema.String,
@@ -37,13 +38,13 @@ export const OperationEventRow = Schema.Struct({
 export type OperationEventRow = typeof OperationEventRow.Type
 
 export interface NewOperation {
-  readonly id: string
-  readonly projectId: string
-  readonly organizationId: string
-  readonly keyId: string | null
+  readonly id: OperationId
+  readonly projectId: ProjectId
+  readonly organizationId: OrganizationId
+  readonly keyId: ApiKeyId | null
   readonly type: OperationTypeValue
   readonly state: OperationStateValue
-  readonly resourceId: string
+  readonly resourceId: SandboxId
   readonly completed: boolean
 }
 
@@ -53,11 +54,11 @@ export class OperationsRepo extends Effect.Service<OperationsRepo>()("app/db/Ope
     const sql = yield* SqlClient.SqlClient
     const operations = rowsOf("operations", OperationRow)
     const events = rowsOf("operation_events", OperationEventRow)
-    const ids = rowsOf("operations", Schema.Struct({ id: Schema.String }))
+    const ids = rowsOf("operations", Schema.Struct({ id: IdColumn.operation }))
     return {
-      get: (id: string) => operations.first(sql`SELECT * FROM operations WHERE id = ${id}`),
+      get: (id: OperationId) => operations.first(sql`SELECT * FROM operations WHERE id = ${id}`),
       /** Ends every unfinished operation on a resource as failed with `error`; returns their ids. */
-      failUnfinishedOf: (resourceId: string, error: ErrorObject, now: string) =>
+      failUnfinishedOf: (resourceId: SandboxId, error: ErrorObject, now: string) =>
         Effect.map(
           sql<{ id: string }>`UPDATE operations SET state = 'failed', error = ${JSON.stringify(error)}, updated_at = ${now}, completed_at = ${now}
             WHERE resource_id = ${resourceId} AND state NOT IN ('succeeded', 'failed', 'cancelled') RETURNING id`.pipe(Effect.orDie),
@@ -75,7 +76,7 @@ export class OperationsRepo extends Effect.Service<OperationsRepo>()("app/db/Ope
        * used in one statement: the row lock orders concurrent appends (gap-free, unique, even outside a
        * transaction), and `GREATEST` with the events already there covers a counter SQLite never kept (`db copy`).
        */
-      appendEvent: (operationId: string, type: string, data: Readonly<Record<string, unknown>>) =>
+      appendEvent: (operationId: OperationId, type: string, data: Readonly<Record<string, unknown>>) =>
         Effect.flatMap(nowIso, (now) => {
           const body = JSON.stringify(data)
           const appended = sql.onDialectOrElse({
@@ -94,7 +95,7 @@ export class OperationsRepo extends Effect.Service<OperationsRepo>()("app/db/Ope
           return Effect.flatMap(Effect.orDie(appended), (rows) => rows.length > 0 ? Effect.void : Effect.dieMessage(`no operation ${operationId} to append an event to`))
         }),
       /** Moves a non-terminal operation to another state; false when it was terminal or already there. */
-      setState: (id: string, state: OperationStateValue, error: ErrorObject | null, completed: boolean) =>
+      setState: (id: OperationId, state: OperationStateValue, error: ErrorObject | null, completed: boolean) =>
         Effect.gen(function*() {
           const now = yield* nowIso
           const updated = yield* ids.all(sql`UPDATE operations SET state = ${state}, error = ${error === null ? null : JSON.stringify(error)},
@@ -102,7 +103,7 @@ export class OperationsRepo extends Effect.Service<OperationsRepo>()("app/db/Ope
             WHERE id = ${id} AND state NOT IN ('succeeded', 'failed', 'cancelled') AND state <> ${state} RETURNING id`)
           return updated.length > 0
         }),
-      eventsAfter: (operationId: string, afterSeq: number) =>
+      eventsAfter: (operationId: OperationId, afterSeq: number) =>
         events.all(sql`SELECT seq, type, occurred_at, data FROM operation_events
           WHERE operation_id = ${operationId} AND seq > ${afterSeq} ORDER BY seq`)
     }

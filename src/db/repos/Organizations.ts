@@ -5,16 +5,16 @@
 import { SqlClient } from "@effect/sql"
 import { Effect, Schema } from "effect"
 import { conflict } from "../../domain/Errors.ts"
-import { newUuid } from "../../domain/Ids.ts"
+import { newOrganizationId, type OrganizationId, type ProjectId, type UserId } from "../../domain/Ids.ts"
 import type { Role } from "../../domain/Principals.ts"
 import { nowIso } from "../../domain/Time.ts"
 import { Dialect } from "../Dialect.ts"
-import { rowsOf, run } from "../Rows.ts"
+import { IdColumn, rowsOf, run } from "../Rows.ts"
 
 const RoleSchema = Schema.Literal("owner", "admin", "member")
 
 export const OrganizationRow = Schema.Struct({
-  id: Schema.String,
+  id: IdColumn.organization,
   name: Schema.String,
   slug: Schema.String,
   created_at: Schema.String,
@@ -23,15 +23,15 @@ export const OrganizationRow = Schema.Struct({
 })
 export type OrganizationRow = typeof OrganizationRow.Type
 
-export const MemberRow = Schema.Struct({ user_id: Schema.String, email: Schema.String, role: RoleSchema, created_at: Schema.String })
+export const MemberRow = Schema.Struct({ user_id: IdColumn.user, email: Schema.String, role: RoleSchema, created_at: Schema.String })
 export type MemberRow = typeof MemberRow.Type
 
 export const InvitationRow = Schema.Struct({
   id: Schema.String,
-  organization_id: Schema.String,
+  organization_id: IdColumn.organization,
   email: Schema.String,
   role: Schema.Literal("admin", "member"),
-  invited_by: Schema.String,
+  invited_by: IdColumn.user,
   created_at: Schema.String,
   expires_at: Schema.String,
   status: Schema.Literal("pending", "accepted", "revoked")
@@ -39,10 +39,10 @@ export const InvitationRow = Schema.Struct({
 export type InvitationRow = typeof InvitationRow.Type
 
 /** A project's organization and the user's role there (null: not a member). */
-const ProjectAccessRow = Schema.Struct({ organization_id: Schema.String, role: Schema.NullOr(RoleSchema) })
+const ProjectAccessRow = Schema.Struct({ organization_id: IdColumn.organization, role: Schema.NullOr(RoleSchema) })
 
 /** A member of a live project's organization. */
-const ProjectMemberRow = Schema.Struct({ project_id: Schema.String, user_id: Schema.String })
+const ProjectMemberRow = Schema.Struct({ project_id: IdColumn.project, user_id: IdColumn.user })
 export type ProjectMemberRow = typeof ProjectMemberRow.Type
 
 export class OrganizationsRepo extends Effect.Service<OrganizationsRepo>()("app/db/OrganizationsRepo", {
@@ -56,25 +56,25 @@ export class OrganizationsRepo extends Effect.Service<OrganizationsRepo>()("app/
     const roles = rowsOf("memberships", Schema.Struct({ role: RoleSchema }))
     const projectAccess = rowsOf("projects", ProjectAccessRow)
     const projectMembers = rowsOf("memberships", ProjectMemberRow)
-    const ids = rowsOf("organizations", Schema.Struct({ id: Schema.String }))
+    const ids = rowsOf("organizations", Schema.Struct({ id: IdColumn.organization }))
 
     const slugTaken = (slug: string) => (e: unknown) =>
       dialect.isUniqueViolation(e) ? conflict("conflict", `The slug "${slug}" is already taken`, { field: "slug" }) : Effect.die(e)
 
-    const get = (id: string) => organizations.first(sql`SELECT * FROM organizations WHERE id = ${id} AND deleted_at IS NULL`)
+    const get = (id: OrganizationId) => organizations.first(sql`SELECT * FROM organizations WHERE id = ${id} AND deleted_at IS NULL`)
 
     return {
       get,
       /** Inserts an organization with its creator as owner; 409 when the slug is taken. */
-      insert: (input: { readonly name: string; readonly slug: string; readonly ownerId: string }) =>
+      insert: (input: { readonly name: string; readonly slug: string; readonly ownerId: UserId }) =>
         Effect.gen(function*() {
           const now = yield* nowIso
-          const row: OrganizationRow = { id: newUuid(), name: input.name, slug: input.slug, created_at: now, updated_at: now, deleted_at: null }
+          const row: OrganizationRow = { id: newOrganizationId(), name: input.name, slug: input.slug, created_at: now, updated_at: now, deleted_at: null }
           yield* sql`INSERT INTO organizations ${sql.insert({ ...row })}`.pipe(Effect.catchTag("SqlError", slugTaken(input.slug)))
           yield* run(sql`INSERT INTO memberships ${sql.insert({ organization_id: row.id, user_id: input.ownerId, role: "owner", created_at: now })}`)
           return row
         }),
-      update: (id: string, input: { readonly name: string; readonly slug: string }) =>
+      update: (id: OrganizationId, input: { readonly name: string; readonly slug: string }) =>
         Effect.gen(function*() {
           const now = yield* nowIso
           yield* sql`UPDATE organizations SET name = ${input.name}, slug = ${input.slug}, updated_at = ${now} WHERE id = ${id} AND deleted_at IS NULL`.pipe(
@@ -82,20 +82,20 @@ export class OrganizationsRepo extends Effect.Service<OrganizationsRepo>()("app/
           )
           return (yield* get(id))!
         }),
-      ofUser: (userId: string) =>
+      ofUser: (userId: UserId) =>
         organizations.all(sql`SELECT o.* FROM organizations o JOIN memberships m ON m.organization_id = o.id
           WHERE m.user_id = ${userId} AND o.deleted_at IS NULL ORDER BY o.created_at, o.id`),
       /** The first live organization this user owns (the CLI's bootstrap reuses it). */
-      firstOwnedBy: (userId: string) =>
+      firstOwnedBy: (userId: UserId) =>
         Effect.map(ids.first(sql`SELECT o.id FROM organizations o JOIN memberships m ON m.organization_id = o.id
           WHERE m.user_id = ${userId} AND m.role = 'owner' AND o.deleted_at IS NULL ORDER BY o.created_at LIMIT 1`), (row) => row?.id),
-      exists: (id: string) => Effect.map(ids.first(sql`SELECT id FROM organizations WHERE id = ${id} AND deleted_at IS NULL`), (row) => row !== undefined),
+      exists: (id: OrganizationId) => Effect.map(ids.first(sql`SELECT id FROM organizations WHERE id = ${id} AND deleted_at IS NULL`), (row) => row !== undefined),
       /** The user's role in a live organization, if a member. */
-      roleOf: (organizationId: string, userId: string) =>
+      roleOf: (organizationId: OrganizationId, userId: UserId) =>
         Effect.map(roles.first(sql`SELECT m.role FROM memberships m JOIN organizations o ON o.id = m.organization_id
           WHERE m.organization_id = ${organizationId} AND m.user_id = ${userId} AND o.deleted_at IS NULL`), (row): Role | undefined => row?.role),
       /** A live project of a live organization, with the user's role there (null when not a member). */
-      projectAccess: (projectId: string, userId: string) =>
+      projectAccess: (projectId: ProjectId, userId: UserId) =>
         projectAccess.first(sql`SELECT p.organization_id, m.role FROM projects p
           JOIN organizations o ON o.id = p.organization_id AND o.deleted_at IS NULL
           LEFT JOIN memberships m ON m.organization_id = p.organization_id AND m.user_id = ${userId}
@@ -113,19 +113,19 @@ export class OrganizationsRepo extends Effect.Service<OrganizationsRepo>()("app/
             JOIN memberships m ON m.organization_id = p.organization_id
             WHERE p.id IN ${sql.in(projectIds)} AND m.user_id IN ${sql.in(userIds)} AND p.deleted_at IS NULL`),
 
-      members: (organizationId: string) =>
+      members: (organizationId: OrganizationId) =>
         members.all(sql`SELECT m.user_id, u.email, m.role, m.created_at FROM memberships m JOIN users u ON u.id = m.user_id
           WHERE m.organization_id = ${organizationId} ORDER BY m.created_at, u.email`),
-      setMemberRole: (organizationId: string, userId: string, role: Role) =>
+      setMemberRole: (organizationId: OrganizationId, userId: UserId, role: Role) =>
         run(sql`UPDATE memberships SET role = ${role} WHERE organization_id = ${organizationId} AND user_id = ${userId}`),
-      removeMember: (organizationId: string, userId: string) =>
+      removeMember: (organizationId: OrganizationId, userId: UserId) =>
         run(sql`DELETE FROM memberships WHERE organization_id = ${organizationId} AND user_id = ${userId}`),
 
-      pendingInvitations: (organizationId: string) =>
+      pendingInvitations: (organizationId: OrganizationId) =>
         invitations.all(sql`SELECT * FROM invitations WHERE organization_id = ${organizationId} AND status = 'pending' ORDER BY created_at`),
-      pendingInvitation: (organizationId: string, id: string) =>
+      pendingInvitation: (organizationId: OrganizationId, id: string) =>
         invitations.first(sql`SELECT * FROM invitations WHERE id = ${id} AND organization_id = ${organizationId} AND status = 'pending'`),
-      pendingInvitationFor: (organizationId: string, email: string) =>
+      pendingInvitationFor: (organizationId: OrganizationId, email: string) =>
         invitations.first(sql`SELECT * FROM invitations WHERE organization_id = ${organizationId} AND email = ${email} AND status = 'pending'`),
       insertInvitation: (row: InvitationRow) => run(sql`INSERT INTO invitations ${sql.insert({ ...row })}`),
       /** An expired invitation is refreshed in place. */
@@ -139,7 +139,7 @@ export class OrganizationsRepo extends Effect.Service<OrganizationsRepo>()("app/
        * Accepts every unexpired pending invitation addressed to this email, in one transaction: the user becomes a
        * member with the invited role. This is how invitees join (reference §6).
        */
-      acceptInvitationsFor: (userId: string, email: string) =>
+      acceptInvitationsFor: (userId: UserId, email: string) =>
         Effect.gen(function*() {
           const now = yield* nowIso
           const pending = yield* invitations.all(sql`SELECT i.* FROM invitations i JOIN organizations o ON o.id = i.organization_id
@@ -156,7 +156,7 @@ export class OrganizationsRepo extends Effect.Service<OrganizationsRepo>()("app/
        * pending invitations revoked, its members removed, its webhooks deleted, and the row renamed so the slug is
        * free again.
        */
-      deleteCascade: (id: string) =>
+      deleteCascade: (id: OrganizationId) =>
         Effect.gen(function*() {
           const now = yield* nowIso
           yield* sql`UPDATE projects SET deleted_at = ${now} WHERE organization_id = ${id} AND deleted_at IS NULL`

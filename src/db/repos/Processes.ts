@@ -8,16 +8,17 @@ import { ErrorObject } from "../../domain/Errors.ts"
 import { ProcessState } from "../../domain/Runtime.ts"
 import { nowIso } from "../../domain/Time.ts"
 import { Dialect } from "../Dialect.ts"
-import { IntBoolean, Json, rowsOf, run } from "../Rows.ts"
+import { IdColumn, IntBoolean, Json, rowsOf, run } from "../Rows.ts"
+import type { ApiKeyId, ProcessId, ProjectId, SandboxId } from "../../domain/Ids.ts"
 
 export type ProcessStateValue = typeof ProcessState.Type
 export type TerminalProcessState = "succeeded" | "failed" | "cancelled" | "timed_out"
 
 export const ProcessRow = Schema.Struct({
-  id: Schema.String,
-  project_id: Schema.String,
-  sandbox_id: Schema.String,
-  created_by_key_id: Schema.NullOr(Schema.String),
+  id: IdColumn.process,
+  project_id: IdColumn.project,
+  sandbox_id: IdColumn.sandbox,
+  created_by_key_id: Schema.NullOr(IdColumn.apiKey),
   state: ProcessState,
   command: Json(Schema.Array(Schema.String)),
   cwd: Schema.NullOr(Schema.String),
@@ -58,7 +59,7 @@ export type ProcessEventRow = typeof ProcessEventRow.Type
 
 /** An event row as written (data already JSON). */
 export interface NewProcessEvent {
-  readonly process_id: string
+  readonly process_id: ProcessId
   readonly seq: number
   readonly type: string
   readonly occurred_at: string
@@ -66,10 +67,10 @@ export interface NewProcessEvent {
 }
 
 export interface NewProcess {
-  readonly id: string
-  readonly projectId: string
-  readonly sandboxId: string
-  readonly keyId: string | null
+  readonly id: ProcessId
+  readonly projectId: ProjectId
+  readonly sandboxId: SandboxId
+  readonly keyId: ApiKeyId | null
   readonly command: ReadonlyArray<string>
   readonly cwd: string | null
   readonly environment: Readonly<Record<string, string>>
@@ -110,35 +111,35 @@ export class ProcessesRepo extends Effect.Service<ProcessesRepo>()("app/db/Proce
     const events = rowsOf("process_events", ProcessEventRow)
     const seqs = rowsOf("processes", Schema.Struct({ seq: Schema.Int }))
     const progress = rowsOf("processes", Schema.Struct({ state: ProcessState, cancel_requested_at: Schema.NullOr(Schema.String), provider_seq: Schema.Int }))
-    const ids = rowsOf("processes", Schema.Struct({ id: Schema.String }))
+    const ids = rowsOf("processes", Schema.Struct({ id: IdColumn.process }))
     const counts = rowsOf("processes", Schema.Struct({ n: Schema.Int }))
 
     return {
-      get: (id: string) => processes.first(sql`SELECT * FROM processes WHERE id = ${id}`),
+      get: (id: ProcessId) => processes.first(sql`SELECT * FROM processes WHERE id = ${id}`),
       /**
        * The row, locked until the transaction ends: for a writer that numbers events from `next_event_seq` as read
        * (a batch of output), so a concurrent `appendEvent` (a cancel request, on another connection or replica)
        * waits for it and numbers after it, and it never reads a counter that is about to move.
        */
-      getForUpdate: (id: string) => processes.first(sql`SELECT * FROM processes WHERE id = ${id} ${dialect.forUpdate}`),
+      getForUpdate: (id: ProcessId) => processes.first(sql`SELECT * FROM processes WHERE id = ${id} ${dialect.forUpdate}`),
       /** What a running process's job looks at between two reads of its output. */
-      progressOf: (id: string) => progress.first(sql`SELECT state, cancel_requested_at, provider_seq FROM processes WHERE id = ${id}`),
+      progressOf: (id: ProcessId) => progress.first(sql`SELECT state, cancel_requested_at, provider_seq FROM processes WHERE id = ${id}`),
       insert: (process: NewProcess) =>
         run(sql`INSERT INTO processes (id, project_id, sandbox_id, created_by_key_id, state, command, cwd, environment, timeout_seconds, max_output_bytes, stdin, pty_cols, pty_rows, created_at)
           VALUES (${process.id}, ${process.projectId}, ${process.sandboxId}, ${process.keyId}, 'queued', ${JSON.stringify(process.command)}, ${process.cwd},
                   ${JSON.stringify(process.environment)}, ${process.timeoutSeconds}, ${process.maxOutputBytes}, ${process.stdin ? 1 : 0},
                   ${process.pty?.cols ?? null}, ${process.pty?.rows ?? null}, ${process.now})`),
       /** A terminal's new size. */
-      resizeTerminal: (processId: string, size: { readonly cols: number; readonly rows: number }) =>
+      resizeTerminal: (processId: ProcessId, size: { readonly cols: number; readonly rows: number }) =>
         run(sql`UPDATE processes SET pty_cols = ${size.cols}, pty_rows = ${size.rows} WHERE id = ${processId} AND pty_cols IS NOT NULL`),
       /** Records the end of a process's input; false when it was closed already. */
-      closeStdin: (processId: string, now: string) =>
+      closeStdin: (processId: ProcessId, now: string) =>
         Effect.map(
           sql`UPDATE processes SET stdin_closed_at = ${now} WHERE id = ${processId} AND stdin_closed_at IS NULL RETURNING id`.pipe(Effect.orDie),
           (rows) => rows.length > 0
         ),
       /** Appends one event with the next sequence number of the process (call inside a transaction). */
-      appendEvent: (processId: string, type: string, data: Readonly<Record<string, unknown>>) =>
+      appendEvent: (processId: ProcessId, type: string, data: Readonly<Record<string, unknown>>) =>
         Effect.gen(function*() {
           const now = yield* nowIso
           const row = yield* seqs.first(sql`UPDATE processes SET next_event_seq = next_event_seq + 1 WHERE id = ${processId} RETURNING next_event_seq AS seq`)
@@ -150,7 +151,7 @@ export class ProcessesRepo extends Effect.Service<ProcessesRepo>()("app/db/Proce
         Effect.gen(function*() {
           for (let at = 0; at < rows.length; at += INSERT_ROWS) yield* run(sql`INSERT INTO process_events ${sql.insert(rows.slice(at, at + INSERT_ROWS).map((r) => ({ ...r })))}`)
         }),
-      saveProgress: (processId: string, progress: ProcessProgress) => {
+      saveProgress: (processId: ProcessId, progress: ProcessProgress) => {
         const outcome = progress.outcome
         return run(sql`UPDATE processes SET provider_seq = ${progress.providerSeq}, next_event_seq = ${progress.nextEventSeq},
             output_bytes = ${progress.outputBytes}, stdout_bytes = ${progress.stdoutBytes}, stderr_bytes = ${progress.stderrBytes},
@@ -160,7 +161,7 @@ export class ProcessesRepo extends Effect.Service<ProcessesRepo>()("app/db/Proce
           WHERE id = ${processId}`)
       },
       /** Finishes a process (no-op if already terminal); true when it did. */
-      finish: (processId: string, state: TerminalProcessState, fields: { readonly exitCode?: number | null; readonly signal?: string | null; readonly error?: ErrorObject | null; readonly truncated?: boolean }) =>
+      finish: (processId: ProcessId, state: TerminalProcessState, fields: { readonly exitCode?: number | null; readonly signal?: string | null; readonly error?: ErrorObject | null; readonly truncated?: boolean }) =>
         Effect.gen(function*() {
           const now = yield* nowIso
           const updated = yield* ids.all(sql`UPDATE processes SET state = ${state}, exit_code = ${fields.exitCode ?? null},
@@ -171,7 +172,7 @@ export class ProcessesRepo extends Effect.Service<ProcessesRepo>()("app/db/Proce
           return updated.length > 0
         }),
       /** Records the start at the provider and its `started` event (one sequence number); returns the row. */
-      recordStart: (processId: string, executionId: string, now: string) =>
+      recordStart: (processId: ProcessId, executionId: string, now: string) =>
         Effect.gen(function*() {
           const updated = (yield* processes.first(sql`UPDATE processes SET execution_id = ${executionId}, started_at = ${now},
               state = CASE WHEN state = 'queued' THEN 'running' ELSE state END, next_event_seq = next_event_seq + 1
@@ -180,21 +181,21 @@ export class ProcessesRepo extends Effect.Service<ProcessesRepo>()("app/db/Proce
             VALUES (${processId}, ${updated.next_event_seq}, 'started', ${now}, ${JSON.stringify({ execution_id: executionId })})`)
           return updated
         }),
-      requestCancel: (processId: string, now: string) =>
+      requestCancel: (processId: ProcessId, now: string) =>
         run(sql`UPDATE processes SET cancel_requested_at = ${now}, state = 'cancelling' WHERE id = ${processId}`),
       /** A sandbox's latest `limit` processes, newest first. */
-      latestOf: (sandboxId: string, limit: number) =>
+      latestOf: (sandboxId: SandboxId, limit: number) =>
         processes.all(sql`SELECT * FROM processes WHERE sandbox_id = ${sandboxId} ORDER BY created_at DESC, id DESC LIMIT ${limit}`),
       /** Processes of a sandbox that have not ended. */
-      liveOf: (sandboxId: string) =>
+      liveOf: (sandboxId: SandboxId) =>
         Effect.map(ids.all(sql`SELECT id FROM processes WHERE sandbox_id = ${sandboxId} AND state IN ('queued', 'running', 'cancelling')`), (rows) => rows.map((r) => r.id)),
-      busyCount: (sandboxId: string) =>
+      busyCount: (sandboxId: SandboxId) =>
         Effect.map(counts.first(sql`SELECT COUNT(*) AS n FROM processes WHERE sandbox_id = ${sandboxId} AND state IN ('queued', 'running', 'cancelling')`), (row) => row?.n ?? 0),
-      eventsAfter: (processId: string, afterSeq: number, limit: number) =>
+      eventsAfter: (processId: ProcessId, afterSeq: number, limit: number) =>
         events.all(sql`SELECT seq, type, occurred_at, data FROM process_events WHERE process_id = ${processId} AND seq > ${afterSeq}
           ORDER BY seq LIMIT ${limit}`),
       /** One stream's output events (`stdout` or `stderr`) after `afterSeq`, in order. */
-      outputAfter: (processId: string, stream: "stdout" | "stderr", afterSeq: number, limit: number) =>
+      outputAfter: (processId: ProcessId, stream: "stdout" | "stderr", afterSeq: number, limit: number) =>
         events.all(sql`SELECT seq, type, occurred_at, data FROM process_events WHERE process_id = ${processId} AND type = ${stream} AND seq > ${afterSeq}
           ORDER BY seq LIMIT ${limit}`),
       /** Removes up to `limit` events of processes that ended before `before`; returns how many went. */

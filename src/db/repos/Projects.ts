@@ -5,15 +5,15 @@
 import { SqlClient } from "@effect/sql"
 import { Effect, Schema } from "effect"
 import { conflict } from "../../domain/Errors.ts"
-import { newId, newUuid } from "../../domain/Ids.ts"
+import { type ApiKeyId, newApiKeyId, newId, type OrganizationId, type ProjectId, type UserId } from "../../domain/Ids.ts"
 import { isoAfter, nowIso } from "../../domain/Time.ts"
 import { API_KEY_PREFIX, randomToken, sha256Hex } from "../../domain/Tokens.ts"
 import { Dialect } from "../Dialect.ts"
-import { rowsOf, run } from "../Rows.ts"
+import { IdColumn, rowsOf, run } from "../Rows.ts"
 
 export const ProjectRow = Schema.Struct({
-  id: Schema.String,
-  organization_id: Schema.String,
+  id: IdColumn.project,
+  organization_id: IdColumn.organization,
   name: Schema.String,
   slug: Schema.String,
   created_at: Schema.String,
@@ -23,8 +23,8 @@ export const ProjectRow = Schema.Struct({
 export type ProjectRow = typeof ProjectRow.Type
 
 export const ApiKeyRow = Schema.Struct({
-  id: Schema.String,
-  project_id: Schema.String,
+  id: IdColumn.apiKey,
+  project_id: IdColumn.project,
   name: Schema.String,
   prefix: Schema.String,
   created_at: Schema.String,
@@ -37,9 +37,9 @@ export type ApiKeyRow = typeof ApiKeyRow.Type
 
 /** A live key as a credential: its project and organization (also read by src/db/FastReadQueries.ts). */
 export const ApiKeyCredentialRow = Schema.Struct({
-  id: Schema.String,
-  project_id: Schema.String,
-  organization_id: Schema.String,
+  id: IdColumn.apiKey,
+  project_id: IdColumn.project,
+  organization_id: IdColumn.organization,
   expires_at: Schema.NullOr(Schema.String),
   last_used_at: Schema.NullOr(Schema.String)
 })
@@ -52,7 +52,7 @@ export const API_KEY_BY_HASH = `SELECT k.id, k.project_id, p.organization_id, k.
 
 /** A key as a held-open stream's credential is re-checked (services/LiveStreams.ts): revoked, expired, or its project gone. */
 export const ApiKeyStateRow = Schema.Struct({
-  id: Schema.String,
+  id: IdColumn.apiKey,
   expires_at: Schema.NullOr(Schema.String),
   /** When it was revoked (or deleted). */
   revoked_at: Schema.NullOr(Schema.String),
@@ -78,20 +78,20 @@ export class ProjectsRepo extends Effect.Service<ProjectsRepo>()("app/db/Project
         ? conflict("conflict", `The slug "${slug}" is already used by another project of this organization`, { field: "slug" })
         : Effect.die(e)
 
-    const get = (id: string) => projects.first(sql`SELECT * FROM projects WHERE id = ${id} AND deleted_at IS NULL`)
+    const get = (id: ProjectId) => projects.first(sql`SELECT * FROM projects WHERE id = ${id} AND deleted_at IS NULL`)
 
     return {
       get,
-      ofOrganization: (organizationId: string) =>
+      ofOrganization: (organizationId: OrganizationId) =>
         projects.all(sql`SELECT * FROM projects WHERE organization_id = ${organizationId} AND deleted_at IS NULL ORDER BY created_at, id`),
-      insert: (input: { readonly organizationId: string; readonly name: string; readonly slug: string }) =>
+      insert: (input: { readonly organizationId: OrganizationId; readonly name: string; readonly slug: string }) =>
         Effect.gen(function*() {
           const now = yield* nowIso
           const row: ProjectRow = { id: newId("prj"), organization_id: input.organizationId, name: input.name, slug: input.slug, created_at: now, updated_at: now, deleted_at: null }
           yield* sql`INSERT INTO projects ${sql.insert({ ...row })}`.pipe(Effect.catchTag("SqlError", slugTaken(input.slug)))
           return row
         }),
-      update: (id: string, input: { readonly name: string; readonly slug: string }) =>
+      update: (id: ProjectId, input: { readonly name: string; readonly slug: string }) =>
         Effect.gen(function*() {
           const now = yield* nowIso
           yield* sql`UPDATE projects SET name = ${input.name}, slug = ${input.slug}, updated_at = ${now} WHERE id = ${id} AND deleted_at IS NULL`.pipe(
@@ -99,15 +99,15 @@ export class ProjectsRepo extends Effect.Service<ProjectsRepo>()("app/db/Project
           )
           return (yield* get(id))!
         }),
-      softDelete: (id: string, now: string) => run(sql`UPDATE projects SET deleted_at = ${now}, updated_at = ${now} WHERE id = ${id}`),
+      softDelete: (id: ProjectId, now: string) => run(sql`UPDATE projects SET deleted_at = ${now}, updated_at = ${now} WHERE id = ${id}`),
 
       /** Issues a key: only its SHA-256 is kept; the full value is returned this once. */
-      issueApiKey: (input: { readonly projectId: string; readonly name: string; readonly expiresInSeconds: number | null; readonly createdBy: string | null }) =>
+      issueApiKey: (input: { readonly projectId: ProjectId; readonly name: string; readonly expiresInSeconds: number | null; readonly createdBy: UserId | null }) =>
         Effect.gen(function*() {
           const now = yield* nowIso
           const key = randomToken(API_KEY_PREFIX)
           const row: ApiKeyRow = {
-            id: newUuid(),
+            id: newApiKeyId(),
             project_id: input.projectId,
             name: input.name,
             prefix: key.slice(0, 20),
@@ -120,16 +120,16 @@ export class ProjectsRepo extends Effect.Service<ProjectsRepo>()("app/db/Project
           yield* run(sql`INSERT INTO api_keys ${sql.insert({ ...row, key_hash: sha256Hex(key), created_by: input.createdBy })}`)
           return { row, key }
         }),
-      apiKeysOf: (projectId: string) =>
+      apiKeysOf: (projectId: ProjectId) =>
         keys.all(sql`SELECT ${sql.literal(KEY_COLUMNS)} FROM api_keys WHERE project_id = ${projectId} AND deleted_at IS NULL ORDER BY created_at, id`),
-      apiKey: (projectId: string, id: string) =>
+      apiKey: (projectId: ProjectId, id: ApiKeyId) =>
         keys.first(sql`SELECT ${sql.literal(KEY_COLUMNS)} FROM api_keys WHERE id = ${id} AND project_id = ${projectId} AND deleted_at IS NULL`),
-      revokeApiKey: (id: string, now: string) => run(sql`UPDATE api_keys SET revoked_at = ${now} WHERE id = ${id}`),
-      deleteApiKey: (id: string, now: string) => run(sql`UPDATE api_keys SET deleted_at = ${now} WHERE id = ${id}`),
+      revokeApiKey: (id: ApiKeyId, now: string) => run(sql`UPDATE api_keys SET revoked_at = ${now} WHERE id = ${id}`),
+      deleteApiKey: (id: ApiKeyId, now: string) => run(sql`UPDATE api_keys SET deleted_at = ${now} WHERE id = ${id}`),
       liveApiKeyByHash: (keyHash: string) => credentials.first(sql.unsafe(dialect.positional(API_KEY_BY_HASH), [keyHash])),
-      touchApiKey: (id: string, now: string) => run(sql`UPDATE api_keys SET last_used_at = ${now} WHERE id = ${id}`),
+      touchApiKey: (id: ApiKeyId, now: string) => run(sql`UPDATE api_keys SET last_used_at = ${now} WHERE id = ${id}`),
       /** The state of these keys as credentials, in one read (a key missing from the answer no longer exists). */
-      apiKeyStates: (ids: ReadonlyArray<string>) =>
+      apiKeyStates: (ids: ReadonlyArray<ApiKeyId>) =>
         ids.length === 0
           ? Effect.succeed<ReadonlyArray<ApiKeyStateRow>>([])
           : keyStates.all(sql`SELECT k.id, k.expires_at, COALESCE(k.revoked_at, k.deleted_at) AS revoked_at, COALESCE(p.deleted_at, o.deleted_at) AS gone_at

@@ -1,11 +1,12 @@
 /** An organization's own provider accounts (BYOK), `provider_credentials`: sealed at rest, dropped on delete. */
 import { SqlClient } from "@effect/sql"
 import { Effect, Schema } from "effect"
-import { rowsOf, run } from "../Rows.ts"
+import { IdColumn, rowsOf, run } from "../Rows.ts"
+import type { OrganizationId } from "../../domain/Ids.ts"
 
 export const ProviderCredentialRow = Schema.Struct({
   id: Schema.String,
-  organization_id: Schema.String,
+  organization_id: IdColumn.organization,
   provider: Schema.String,
   ciphertext: Schema.String,
   created_at: Schema.String,
@@ -19,9 +20,9 @@ export class ProviderCredentialsRepo extends Effect.Service<ProviderCredentialsR
     const sql = yield* SqlClient.SqlClient
     const credentials = rowsOf("provider_credentials", ProviderCredentialRow)
     return {
-      ofOrganization: (organizationId: string) =>
+      ofOrganization: (organizationId: OrganizationId) =>
         credentials.all(sql`SELECT * FROM provider_credentials WHERE organization_id = ${organizationId} AND deleted_at IS NULL ORDER BY provider`),
-      live: (organizationId: string, provider: string) =>
+      live: (organizationId: OrganizationId, provider: string) =>
         credentials.first(sql`SELECT * FROM provider_credentials
           WHERE organization_id = ${organizationId} AND provider = ${provider} AND deleted_at IS NULL`),
       insert: (row: ProviderCredentialRow) => run(sql`INSERT INTO provider_credentials ${sql.insert({ ...row })}`),

@@ -9,7 +9,8 @@ import { ComputerAction, ComputerActionResult, ComputerScreenshotResult, TakeScr
 import { FilesystemDeleteResult, FilesystemListResult, FilesystemReadResult, FilesystemWriteResult } from "../../domain/Runtime.ts"
 import { WriteMode } from "../../domain/Sandbox.ts"
 import { Dialect } from "../Dialect.ts"
-import { Json, rowsOf, run } from "../Rows.ts"
+import { IdColumn, Json, rowsOf, run } from "../Rows.ts"
+import type { ProjectId, RuntimeOperationId, SandboxId } from "../../domain/Ids.ts"
 
 export type RuntimeOperationKind = "filesystem_read" | "filesystem_write" | "filesystem_list" | "filesystem_delete" | "computer_action" | "computer_screenshot"
 export type FilesystemOperationKind = Exclude<RuntimeOperationKind, "computer_action" | "computer_screenshot">
@@ -33,9 +34,9 @@ export const ListRequest = Schema.Struct({ path: Schema.String, recursive: Schem
 export const DeleteRequest = Schema.Struct({ path: Schema.String, recursive: Schema.Boolean })
 
 const common = {
-  id: Schema.String,
-  project_id: Schema.String,
-  sandbox_id: Schema.String,
+  id: IdColumn.runtimeOperation,
+  project_id: IdColumn.project,
+  sandbox_id: IdColumn.sandbox,
   state: Schema.Literal("queued", "running", "succeeded", "failed", "cancelled"),
   result: Schema.NullOr(Json(StoredResult)),
   error: Schema.NullOr(Json(ErrorObject)),
@@ -70,21 +71,21 @@ export class RuntimeOperationsRepo extends Effect.Service<RuntimeOperationsRepo>
     const sql = yield* SqlClient.SqlClient
     const dialect = yield* Dialect
     const operations = rowsOf("runtime_operations", RuntimeOperationRow)
-    const ids = rowsOf("runtime_operations", Schema.Struct({ id: Schema.String }))
+    const ids = rowsOf("runtime_operations", Schema.Struct({ id: IdColumn.runtimeOperation }))
     const counts = rowsOf("runtime_operations", Schema.Struct({ n: Schema.Int }))
 
     return {
-      get: (id: string) => operations.first(sql.unsafe(dialect.positional(RUNTIME_OPERATION_WITH_DATA), [id])),
-      insert: (operation: { readonly id: string; readonly projectId: string; readonly sandboxId: string; readonly kind: RuntimeOperationKind; readonly request: unknown; readonly now: string }) =>
+      get: (id: RuntimeOperationId) => operations.first(sql.unsafe(dialect.positional(RUNTIME_OPERATION_WITH_DATA), [id])),
+      insert: (operation: { readonly id: RuntimeOperationId; readonly projectId: ProjectId; readonly sandboxId: SandboxId; readonly kind: RuntimeOperationKind; readonly request: unknown; readonly now: string }) =>
         run(sql`INSERT INTO runtime_operations (id, project_id, sandbox_id, kind, state, request, created_at)
           VALUES (${operation.id}, ${operation.projectId}, ${operation.sandboxId}, ${operation.kind}, 'queued', ${JSON.stringify(operation.request)}, ${operation.now})`),
-      markRunning: (id: string, now: string) => run(sql`UPDATE runtime_operations SET state = 'running', started_at = ${now} WHERE id = ${id}`),
+      markRunning: (id: RuntimeOperationId, now: string) => run(sql`UPDATE runtime_operations SET state = 'running', started_at = ${now} WHERE id = ${id}`),
       /**
        * Records the outcome of a queued or running operation (false if it had ended), in one transaction; a read's bytes go to
        * runtime_operation_data, raw. A finished write no longer needs its data (up to 14 MB of base64 in the
        * stored request): only its path and options stay.
        */
-      complete: (id: string, outcome: { readonly state: "succeeded" | "failed"; readonly result: StoredResult | null; readonly error: ErrorObject | null; readonly data?: Uint8Array | undefined; readonly now: string }) =>
+      complete: (id: RuntimeOperationId, outcome: { readonly state: "succeeded" | "failed"; readonly result: StoredResult | null; readonly error: ErrorObject | null; readonly data?: Uint8Array | undefined; readonly now: string }) =>
         Effect.gen(function*() {
           const updated = yield* ids.all(sql`UPDATE runtime_operations SET state = ${outcome.state},
               result = ${outcome.result === null ? null : JSON.stringify(outcome.result)},
@@ -97,7 +98,7 @@ export class RuntimeOperationsRepo extends Effect.Service<RuntimeOperationsRepo>
           return updated.length > 0
         }).pipe(sql.withTransaction, Effect.orDie),
       /** How many operations of these kinds the sandbox has queued or running (computer use bounds its queue). */
-      countLive: (sandboxId: string, kinds: ReadonlyArray<RuntimeOperationKind>) =>
+      countLive: (sandboxId: SandboxId, kinds: ReadonlyArray<RuntimeOperationKind>) =>
         Effect.map(
           counts.first(
             sql`SELECT COUNT(*) AS n FROM runtime_operations WHERE sandbox_id = ${sandboxId} AND state IN ('queued', 'running') AND ${sql.in("kind", kinds)}`
@@ -105,7 +106,7 @@ export class RuntimeOperationsRepo extends Effect.Service<RuntimeOperationsRepo>
           (row) => row?.n ?? 0
         ),
       /** Operations of a stopped sandbox that had not ended fail with `sandbox_stopped`. */
-      failLiveOf: (sandboxId: string, now: string) =>
+      failLiveOf: (sandboxId: SandboxId, now: string) =>
         run(sql`UPDATE runtime_operations SET state = 'failed', completed_at = ${now}, error = ${SANDBOX_STOPPED}
           WHERE sandbox_id = ${sandboxId} AND state IN ('queued', 'running')`),
       /** Removes up to `limit` operations that ended before `before` (their data goes with them); returns how many went. */

@@ -10,10 +10,10 @@ import { Effect, Schema } from "effect"
 import { ProviderResource, StoredResolvedResources } from "../../domain/ProviderResource.ts"
 import { Capabilities } from "../../domain/Runtime.ts"
 import { Provider, ResolvedNetwork, SandboxRequest, SandboxState } from "../../domain/Sandbox.ts"
-import { newUuid } from "../../domain/Ids.ts"
+import { type ApiKeyId, newUuid, type OperationId, type OrganizationId, type ProjectId, type SandboxId } from "../../domain/Ids.ts"
 import { nowIso } from "../../domain/Time.ts"
 import { Dialect } from "../Dialect.ts"
-import { IntBoolean, Json, MalformedRow, MicroUsd, rowsOf, run } from "../Rows.ts"
+import { IdColumn, IntBoolean, Json, MalformedRow, MicroUsd, rowsOf, run } from "../Rows.ts"
 
 export type SandboxState = typeof SandboxState.Type
 export type BillingMode = "managed" | "byok" | "emulated"
@@ -25,10 +25,10 @@ export const StoredRequest = Schema.encodedSchema(SandboxRequest)
 const CapabilitiesColumn = Schema.NullOr(Json(Capabilities))
 
 export const SandboxRow = Schema.Struct({
-  id: Schema.String,
-  project_id: Schema.String,
-  organization_id: Schema.String,
-  created_by_key_id: Schema.NullOr(Schema.String),
+  id: IdColumn.sandbox,
+  project_id: IdColumn.project,
+  organization_id: IdColumn.organization,
+  created_by_key_id: Schema.NullOr(IdColumn.apiKey),
   state: SandboxState,
   state_reason: Schema.NullOr(Schema.String),
   requested: Json(StoredRequest),
@@ -77,17 +77,17 @@ export const requestOf = (sandbox: SandboxRow): Effect.Effect<SandboxRequest> =>
 const ENDED = ["stopped", "failed", "cleanup_failed"] as const
 
 export interface NewSandbox {
-  readonly id: string
-  readonly projectId: string
-  readonly organizationId: string
-  readonly keyId: string | null
+  readonly id: SandboxId
+  readonly projectId: ProjectId
+  readonly organizationId: OrganizationId
+  readonly keyId: ApiKeyId | null
   readonly requested: typeof StoredRequest.Type
   readonly provider: string | null
 }
 
 export interface Attempt {
-  readonly sandboxId: string
-  readonly operationId: string
+  readonly sandboxId: SandboxId
+  readonly operationId: OperationId
   readonly attemptIndex: number
   readonly provider: string
   readonly outcome: string
@@ -110,16 +110,16 @@ export class SandboxesRepo extends Effect.Service<SandboxesRepo>()("app/db/Sandb
     const dialect = yield* Dialect
     const node = nodeIdOf(yield* AppConfig)
     const nodeSandboxes = rowsOf("sandboxes", Schema.Struct({
-      id: Schema.String,
-      organization_id: Schema.String,
-      project_id: Schema.String,
+      id: IdColumn.sandbox,
+      organization_id: IdColumn.organization,
+      project_id: IdColumn.project,
       provider: Schema.NullOr(Schema.String)
     }))
     const sandboxes = sandboxRows
-    const live = rowsOf("sandboxes", Schema.Struct({ id: Schema.String, state: SandboxState }))
-    const ids = rowsOf("sandboxes", Schema.Struct({ id: Schema.String }))
+    const live = rowsOf("sandboxes", Schema.Struct({ id: IdColumn.sandbox, state: SandboxState }))
+    const ids = rowsOf("sandboxes", Schema.Struct({ id: IdColumn.sandbox }))
     const owners = rowsOf("sandboxes", Schema.Struct({
-      id: Schema.String,
+      id: IdColumn.sandbox,
       state: SandboxState,
       provider_resource: Schema.NullOr(Json(ProviderResource)),
       provisioning: IntBoolean
@@ -127,11 +127,11 @@ export class SandboxesRepo extends Effect.Service<SandboxesRepo>()("app/db/Sandb
 
     const counts = rowsOf("sandboxes", Schema.Struct({ provider: Schema.NullOr(Schema.String), state: Schema.String, n: Schema.Int }))
     return {
-      get: (id: string) => sandboxes.first(sql`SELECT * FROM sandboxes WHERE id = ${id}`),
+      get: (id: SandboxId) => sandboxes.first(sql`SELECT * FROM sandboxes WHERE id = ${id}`),
       /** How many sandboxes each provider holds in each state (null provider: not placed yet). */
       countsByProviderAndState: counts.all(sql`SELECT provider, state, COUNT(*) AS n FROM sandboxes GROUP BY provider, state`),
       /** The capability snapshot of a sandbox (null before it was ready, or when there is no such sandbox). */
-      capabilities: (id: string) =>
+      capabilities: (id: SandboxId) =>
         Effect.map(capabilitiesRows.first(sql`SELECT capabilities FROM sandboxes WHERE id = ${id}`), (row) => row?.capabilities ?? null),
       /**
        * The jail reaper's question about the sandboxes jails claim to belong to: each one's state, its recorded
@@ -159,7 +159,7 @@ export class SandboxesRepo extends Effect.Service<SandboxesRepo>()("app/db/Sandb
             VALUES (${sandbox.id}, ${sandbox.projectId}, ${sandbox.organizationId}, ${sandbox.keyId}, 'routing', ${JSON.stringify(sandbox.requested)},
                     ${sandbox.provider}, 'emulated', ${now}, ${now}, ${JSON.stringify(sandbox.requested.metadata ?? {})})`)),
       /** Sets the state (and the timestamp that goes with it) unless the row is already in one of `unless`. */
-      setState: (id: string, state: SandboxState, extra: { readonly reason?: string | null; readonly unless?: ReadonlyArray<SandboxState> } = {}) =>
+      setState: (id: SandboxId, state: SandboxState, extra: { readonly reason?: string | null; readonly unless?: ReadonlyArray<SandboxState> } = {}) =>
         Effect.gen(function*() {
           const now = yield* nowIso
           const unless = extra.unless ?? []
@@ -172,12 +172,12 @@ export class SandboxesRepo extends Effect.Service<SandboxesRepo>()("app/db/Sandb
           return updated.length > 0
         }),
       /** A failed pause or resume goes back to where it came from (only if still in its transitional state). */
-      revertTransition: (id: string, from: SandboxState, to: SandboxState) =>
+      revertTransition: (id: SandboxId, from: SandboxState, to: SandboxState) =>
         run(sql`UPDATE sandboxes SET state = ${to} WHERE id = ${id} AND state = ${from}`),
       /** Records API activity on a sandbox (idle timeout bookkeeping). */
-      touch: (id: string) => Effect.flatMap(nowIso, (now) => run(sql`UPDATE sandboxes SET last_activity_at = ${now} WHERE id = ${id}`)),
+      touch: (id: SandboxId) => Effect.flatMap(nowIso, (now) => run(sql`UPDATE sandboxes SET last_activity_at = ${now} WHERE id = ${id}`)),
       /** Provisioned: ready with its provider resource, unless destroyed meanwhile (then false). */
-      markReady: (id: string, ready: {
+      markReady: (id: SandboxId, ready: {
         readonly provider: string
         readonly billingMode: BillingMode
         readonly resource: ProviderResource
@@ -199,12 +199,12 @@ export class SandboxesRepo extends Effect.Service<SandboxesRepo>()("app/db/Sandb
        * SQLite is one node by definition: nothing is pinned (a DATA_DIR moved to another host, or a container whose
        * host name changes on restart, keeps working).
        */
-      pinHere: (id: string) => dialect.engine === "pg" ? run(sql`UPDATE sandboxes SET node_id = ${node} WHERE id = ${id}`) : Effect.void,
+      pinHere: (id: SandboxId) => dialect.engine === "pg" ? run(sql`UPDATE sandboxes SET node_id = ${node} WHERE id = ${id}`) : Effect.void,
       /** The unfinished sandboxes that live on a node. */
       liveOfNode: (nodeId: string) =>
         nodeSandboxes.all(sql`SELECT id, organization_id, project_id, provider FROM sandboxes WHERE node_id = ${nodeId} AND state NOT IN ${sql.in(ENDED)}`),
       /** Fails a sandbox whose node was lost (unless it ended meanwhile); false when it had. */
-      failNodeLost: (id: string, now: string) =>
+      failNodeLost: (id: SandboxId, now: string) =>
         Effect.map(
           ids.all(sql`UPDATE sandboxes SET state = 'failed', state_reason = 'node_lost', updated_at = ${now}, stopped_at = ${now}, expires_at = NULL
             WHERE id = ${id} AND state NOT IN ${sql.in(ENDED)} RETURNING id`),
@@ -215,19 +215,19 @@ export class SandboxesRepo extends Effect.Service<SandboxesRepo>()("app/db/Sandb
        * A create that failed on a provider: the record names where it was placed and on whose account (the
        * organization's stored credentials make it `byok`, whether the provider accepted them or not).
        */
-      setPlacement: (id: string, provider: string, billingMode: BillingMode) =>
+      setPlacement: (id: SandboxId, provider: string, billingMode: BillingMode) =>
         run(sql`UPDATE sandboxes SET provider = ${provider}, billing_mode = ${billingMode} WHERE id = ${id}`),
-      setProviderResource: (id: string, provider: string, resource: ProviderResource) =>
+      setProviderResource: (id: SandboxId, provider: string, resource: ProviderResource) =>
         run(sql`UPDATE sandboxes SET provider = ${provider}, provider_resource = ${JSON.stringify(resource)} WHERE id = ${id}`),
       /** The runtime deadline (`expires_at`), or null while none runs. */
-      setDeadline: (id: string, at: string | null) => run(sql`UPDATE sandboxes SET expires_at = ${at} WHERE id = ${id}`),
-      setCost: (id: string, amountMicrousd: bigint, now: string) =>
+      setDeadline: (id: SandboxId, at: string | null) => run(sql`UPDATE sandboxes SET expires_at = ${at} WHERE id = ${id}`),
+      setCost: (id: SandboxId, amountMicrousd: bigint, now: string) =>
         run(sql`UPDATE sandboxes SET cost_microusd = ${Number(amountMicrousd)}, cost_updated_at = ${now} WHERE id = ${id}`),
       /**
        * A project's sandboxes, newest first, after the (created_at, id) position if given, only those in one of
        * `states`, on `provider` and with every metadata entry of `metadata` (when given).
        */
-      page: (projectId: string, after: readonly [string, string] | undefined, limit: number, filter: SandboxFilter = {}) => {
+      page: (projectId: ProjectId, after: readonly [string, string] | undefined, limit: number, filter: SandboxFilter = {}) => {
         const conditions = [
           sql`project_id = ${projectId}`,
           ...(after === undefined ? [] : [sql`(created_at < ${after[0]} OR (created_at = ${after[0]} AND id < ${after[1]}))`]),
@@ -237,13 +237,13 @@ export class SandboxesRepo extends Effect.Service<SandboxesRepo>()("app/db/Sandb
         ]
         return sandboxes.all(sql`SELECT * FROM sandboxes WHERE ${sql.and(conditions)} ORDER BY created_at DESC, id DESC LIMIT ${limit}`)
       },
-      ofProject: (projectId: string) => sandboxes.all(sql`SELECT * FROM sandboxes WHERE project_id = ${projectId} ORDER BY created_at DESC, id DESC`),
+      ofProject: (projectId: ProjectId) => sandboxes.all(sql`SELECT * FROM sandboxes WHERE project_id = ${projectId} ORDER BY created_at DESC, id DESC`),
       /** A sandbox of the organization or project that has not ended, if any. */
-      firstLive: (of: { readonly organizationId: string } | { readonly projectId: string }) =>
+      firstLive: (of: { readonly organizationId: OrganizationId } | { readonly projectId: ProjectId }) =>
         live.first(sql`SELECT id, state FROM sandboxes WHERE ${"organizationId" in of ? sql`organization_id = ${of.organizationId}` : sql`project_id = ${of.projectId}`}
           AND state NOT IN ${sql.in(ENDED)} LIMIT 1`),
       /** An organization's sandboxes billed against its balance (managed and emulated) in one of `states`. */
-      billedIn: (organizationId: string, states: ReadonlyArray<SandboxState>) =>
+      billedIn: (organizationId: OrganizationId, states: ReadonlyArray<SandboxState>) =>
         sandboxes.all(sql`SELECT * FROM sandboxes WHERE organization_id = ${organizationId}
           AND billing_mode IN ('managed', 'emulated') AND state IN ${sql.in(states)}`),
       recordAttempt: (attempt: Attempt) =>

@@ -1,13 +1,13 @@
 /** Usage records, `usage_records`: one row per change of a sandbox's cumulative cost (reference §7). */
 import { SqlClient } from "@effect/sql"
 import { Effect, Schema } from "effect"
-import { newUuid } from "../../domain/Ids.ts"
+import { newUuid, type OrganizationId, type ProjectId, type SandboxId } from "../../domain/Ids.ts"
 import { Dialect } from "../Dialect.ts"
-import { MicroUsd, rowsOf, run } from "../Rows.ts"
+import { IdColumn, MicroUsd, rowsOf, run } from "../Rows.ts"
 
 export const UsageRow = Schema.Struct({
-  sandbox_id: Schema.String,
-  project_id: Schema.String,
+  sandbox_id: IdColumn.sandbox,
+  project_id: IdColumn.project,
   provider: Schema.String,
   billing_mode: Schema.String,
   cost_delta_microusd: MicroUsd,
@@ -23,17 +23,17 @@ export interface UsageFilter {
   /** Records measured after `after` and up to `through`. */
   readonly after: string
   readonly through: string
-  readonly projectId?: string | undefined
+  readonly projectId?: ProjectId | undefined
   readonly provider?: string | undefined
-  readonly sandboxId?: string | undefined
+  readonly sandboxId?: SandboxId | undefined
   /** "all" for every mode. */
   readonly billingMode: string
 }
 
 export interface NewUsageRecord {
-  readonly organizationId: string
-  readonly projectId: string
-  readonly sandboxId: string
+  readonly organizationId: OrganizationId
+  readonly projectId: ProjectId
+  readonly sandboxId: SandboxId
   readonly provider: string
   readonly billingMode: string
   readonly deltaMicrousd: bigint
@@ -54,7 +54,7 @@ export class UsageRepo extends Effect.Service<UsageRepo>()("app/db/UsageRepo", {
     const cumulative = rowsOf("usage_records", Schema.Struct({ cumulative_microusd: MicroUsd }))
     return {
       /** An organization's records in a window, oldest first. */
-      inWindow: (organizationId: string, filter: UsageFilter) =>
+      inWindow: (organizationId: OrganizationId, filter: UsageFilter) =>
         usage.all(sql`SELECT sandbox_id, project_id, provider, billing_mode, cost_delta_microusd, cumulative_microusd,
             provenance, confidence, rate_card_version, measured_through
           FROM usage_records WHERE organization_id = ${organizationId}
@@ -68,9 +68,9 @@ export class UsageRepo extends Effect.Service<UsageRepo>()("app/db/UsageRepo", {
        * Holds the sandbox's usage until the transaction ends: two processes syncing one sandbox's cost read its last
        * cumulative and record the difference one after the other, so the difference is charged once.
        */
-      lockSandbox: (sandboxId: string) => Effect.orDie(dialect.lockKey(`usage:${sandboxId}`)),
+      lockSandbox: (sandboxId: SandboxId) => Effect.orDie(dialect.lockKey(`usage:${sandboxId}`)),
       /** The sandbox's cumulative cost as last recorded (0 before the first record). */
-      lastCumulative: (sandboxId: string) =>
+      lastCumulative: (sandboxId: SandboxId) =>
         Effect.map(cumulative.first(sql`SELECT cumulative_microusd FROM usage_records
           WHERE sandbox_id = ${sandboxId} ORDER BY measured_through DESC, ${dialect.rowId} DESC LIMIT 1`), (row) => row?.cumulative_microusd ?? 0n),
       /** Inserts a record; returns its id (the ledger entry that charges it references it). */

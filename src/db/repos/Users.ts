@@ -5,18 +5,18 @@
  */
 import { SqlClient } from "@effect/sql"
 import { Effect, Schema } from "effect"
-import { newUuid } from "../../domain/Ids.ts"
+import { newUserId, newUuid, type UserId } from "../../domain/Ids.ts"
 import { nowIso } from "../../domain/Time.ts"
 import { LOGIN_CODE_PREFIX, randomToken, SESSION_TOKEN_PREFIX, sha256Hex, USER_TOKEN_PREFIX } from "../../domain/Tokens.ts"
-import { rowsOf, run } from "../Rows.ts"
+import { IdColumn, rowsOf, run } from "../Rows.ts"
 
-export const UserRow = Schema.Struct({ id: Schema.String, email: Schema.String, created_at: Schema.String })
+export const UserRow = Schema.Struct({ id: IdColumn.user, email: Schema.String, created_at: Schema.String })
 export type UserRow = typeof UserRow.Type
 
 /** A live token with its user, as the credential check reads it. */
 const TokenRow = Schema.Struct({
   id: Schema.String,
-  user_id: Schema.String,
+  user_id: IdColumn.user,
   email: Schema.String,
   expires_at: Schema.NullOr(Schema.String),
   last_used_at: Schema.NullOr(Schema.String)
@@ -44,6 +44,7 @@ export class UsersRepo extends Effect.Service<UsersRepo>()("app/db/UsersRepo", {
     const users = rowsOf("users", UserRow)
     const tokens = rowsOf("user_tokens", TokenRow)
     const tokenStates = rowsOf("user_tokens", UserTokenStateRow)
+    const usedLinks = rowsOf("login_links", Schema.Struct({ user_id: IdColumn.user }))
 
     const findByEmail = (email: string) => users.first(sql`SELECT * FROM users WHERE email = ${email.toLowerCase()}`)
 
@@ -56,12 +57,12 @@ export class UsersRepo extends Effect.Service<UsersRepo>()("app/db/UsersRepo", {
         Effect.gen(function*() {
           const existing = yield* findByEmail(email)
           if (existing !== undefined) return { user: existing, created: false }
-          const user: UserRow = { id: newUuid(), email: email.toLowerCase(), created_at: yield* nowIso }
+          const user: UserRow = { id: newUserId(), email: email.toLowerCase(), created_at: yield* nowIso }
           yield* run(sql`INSERT INTO users ${sql.insert({ ...user })}`)
           return { user, created: true }
         }),
       /** Issues a token (or a session): only its SHA-256 is kept; the value is returned this once. */
-      issueToken: (userId: string, name: string, expiresAt: string | null, kind: UserCredentialKind = "token", parentId: string | null = null) =>
+      issueToken: (userId: UserId, name: string, expiresAt: string | null, kind: UserCredentialKind = "token", parentId: string | null = null) =>
         Effect.gen(function*() {
           const token = randomToken(PREFIX_OF[kind])
           const id = newUuid()
@@ -98,7 +99,7 @@ export class UsersRepo extends Effect.Service<UsersRepo>()("app/db/UsersRepo", {
         tokens.first(sql`SELECT t.id, t.user_id, u.email, t.expires_at, t.last_used_at
           FROM user_tokens t JOIN users u ON u.id = t.user_id WHERE t.token_hash = ${tokenHash} AND t.kind = ${kind} AND t.revoked_at IS NULL`),
       /** A one-time sign-in link for the user: only the SHA-256 of its code is kept; the code is returned this once. */
-      issueLoginLink: (userId: string, expiresAt: string) =>
+      issueLoginLink: (userId: UserId, expiresAt: string) =>
         Effect.gen(function*() {
           const code = randomToken(LOGIN_CODE_PREFIX)
           yield* run(sql`INSERT INTO login_links ${sql.insert({ id: newUuid(), user_id: userId, code_hash: sha256Hex(code), created_at: yield* nowIso, expires_at: expiresAt })}`)
@@ -110,12 +111,12 @@ export class UsersRepo extends Effect.Service<UsersRepo>()("app/db/UsersRepo", {
        */
       useLoginLink: (code: string, now: string) =>
         Effect.map(
-          sql<{ user_id: string }>`UPDATE login_links SET used_at = ${now}
-            WHERE code_hash = ${sha256Hex(code)} AND used_at IS NULL AND expires_at > ${now} RETURNING user_id`.pipe(Effect.orDie),
-          (rows) => rows[0]?.user_id
+          usedLinks.first(sql`UPDATE login_links SET used_at = ${now}
+            WHERE code_hash = ${sha256Hex(code)} AND used_at IS NULL AND expires_at > ${now} RETURNING user_id`),
+          (row) => row?.user_id
         ),
       /** The user with this id. */
-      byId: (id: string) => users.first(sql`SELECT * FROM users WHERE id = ${id}`),
+      byId: (id: UserId) => users.first(sql`SELECT * FROM users WHERE id = ${id}`),
       /** Forgets sign-in links that expired before `before` (used or not); returns how many went. */
       deleteLoginLinksExpiredBefore: (before: string, limit: number) =>
         Effect.map(

@@ -7,12 +7,13 @@ import { SqlClient } from "@effect/sql"
 import { Effect, Schema } from "effect"
 import { DeliveryStatus } from "../../domain/Webhooks.ts"
 import { Dialect } from "../Dialect.ts"
-import { IntBoolean, rowsOf, run } from "../Rows.ts"
+import { IdColumn, IntBoolean, rowsOf, run } from "../Rows.ts"
+import type { OrganizationId } from "../../domain/Ids.ts"
 
 export const DeliveryRow = Schema.Struct({
   id: Schema.String,
   endpoint_id: Schema.String,
-  organization_id: Schema.String,
+  organization_id: IdColumn.organization,
   event_id: Schema.String,
   event_type: Schema.String,
   is_test: IntBoolean,
@@ -43,7 +44,7 @@ export type AttemptRow = typeof AttemptRow.Type
 export interface NewDelivery {
   readonly id: string
   readonly endpointId: string
-  readonly organizationId: string
+  readonly organizationId: OrganizationId
   readonly eventId: string
   readonly eventType: string
   readonly isTest: boolean

@@ -5,11 +5,12 @@
  */
 import { SqlClient } from "@effect/sql"
 import { Effect, Schema } from "effect"
-import { IntBoolean, Json, rowsOf, run } from "../Rows.ts"
+import { IdColumn, IntBoolean, Json, rowsOf, run } from "../Rows.ts"
+import type { OrganizationId } from "../../domain/Ids.ts"
 
 export const WebhookRow = Schema.Struct({
   id: Schema.String,
-  organization_id: Schema.String,
+  organization_id: IdColumn.organization,
   name: Schema.String,
   url: Schema.String,
   event_types: Json(Schema.Array(Schema.String)),
@@ -50,9 +51,9 @@ export class WebhooksRepo extends Effect.Service<WebhooksRepo>()("app/db/Webhook
     const subscribers = rowsOf("webhooks", SubscriberRow, { memo: 256 })
     const runs = rowsOf("webhooks", FailureRunRow)
     return {
-      ofOrganization: (organizationId: string) =>
+      ofOrganization: (organizationId: OrganizationId) =>
         webhooks.all(sql`SELECT * FROM webhooks WHERE organization_id = ${organizationId} AND deleted_at IS NULL ORDER BY created_at, id`),
-      find: (organizationId: string, id: string) =>
+      find: (organizationId: OrganizationId, id: string) =>
         webhooks.first(sql`SELECT * FROM webhooks WHERE id = ${id} AND organization_id = ${organizationId} AND deleted_at IS NULL`),
       /** Any endpoint by id, deleted ones included (a delivery job reads its endpoint this way). */
       get: (id: string) => webhooks.first(sql`SELECT * FROM webhooks WHERE id = ${id}`),
@@ -60,7 +61,7 @@ export class WebhooksRepo extends Effect.Service<WebhooksRepo>()("app/db/Webhook
        * The enabled, undeleted endpoints of an organization whose filter matches `type` (an empty filter means
        * every type). The filter is applied here rather than in SQL: JSON functions differ between engines.
        */
-      subscribedTo: (organizationId: string, type: string) =>
+      subscribedTo: (organizationId: OrganizationId, type: string) =>
         Effect.map(
           subscribers.all(sql`SELECT id, event_types FROM webhooks
             WHERE organization_id = ${organizationId} AND enabled = 1 AND deleted_at IS NULL AND disabled_at IS NULL ORDER BY created_at, id`),

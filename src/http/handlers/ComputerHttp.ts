@@ -17,12 +17,13 @@ import { decodeCursor, page } from "../Pagination.ts"
 import { recordingToWire } from "../wire/Computer.ts"
 import { runtimeOperationToWire } from "../wire/Sandboxes.ts"
 import { accepted, keyCaller, ListPosition, planeContext } from "./PlaneSupport.ts"
+import type { SandboxId } from "../../domain/Ids.ts"
 
 export const ComputerLive = HttpApiBuilder.group(Api, "computer", (handlers) =>
   Effect.gen(function*() {
     const { idempotency, runner, provide } = yield* planeContext
     const wire = (row: RuntimeOperationRow) => Effect.map(sandboxCapabilities(row.sandbox_id), (caps) => runtimeOperationToWire(row, caps))
-    const operation = (sandboxId: string, input: ComputerOperationInput, key: string | undefined) =>
+    const operation = (sandboxId: SandboxId, input: ComputerOperationInput, key: string | undefined) =>
       Effect.gen(function*() {
         const caller = yield* keyCaller
         const run = Effect.flatMap(startComputerOperation(caller, sandboxId, input), wire)
@@ -40,7 +41,7 @@ export const ComputerLive = HttpApiBuilder.group(Api, "computer", (handlers) =>
         yield* runner.runNow(computerJobKey(input.kind, op.id))
         return yield* accepted(RuntimeOperation, op, `/v1/sandboxes/${sandboxId}/runtime-operations/${op.id}`)
       })
-    const recordingAnswer = (sandboxId: string, recording: typeof Recording.Type, job?: string) =>
+    const recordingAnswer = (sandboxId: SandboxId, recording: typeof Recording.Type, job?: string) =>
       Effect.gen(function*() {
         if (job !== undefined) yield* runner.runNow(job)
         return yield* accepted(Recording, recording, `/v1/sandboxes/${sandboxId}/recordings/${recording.id}`)

@@ -13,8 +13,9 @@ import type { IdempotencyHeaders } from "../groups/Common.ts"
 import { decodeCursor, page, type PageParams } from "../Pagination.ts"
 import { capabilitiesOf, endpointToWire } from "../wire/Sandboxes.ts"
 import { accepted, keyCaller, ListPosition, type PlaneCaller, planeContext } from "./PlaneSupport.ts"
+import type { EndpointId, SandboxId } from "../../domain/Ids.ts"
 
-type Path = { readonly sandbox_id: string }
+type Path = { readonly sandbox_id: SandboxId }
 
 /** The endpoint routes' handlers for a caller: a project key's, or a member's on the project path (ProjectRuntimeHttp.ts). */
 export const endpointHandlers = Effect.gen(function*() {
@@ -46,7 +47,7 @@ export const endpointHandlers = Effect.gen(function*() {
         const { items, next } = page(rows, urlParams.limit, scope, (last) => [last.created_at, last.id])
         return { endpoints: items.map((r) => endpointToWire(r, capabilitiesOf(sandbox))), next_cursor: next }
       }).pipe(provide),
-    revoke: (caller: PlaneCaller, { path }: { readonly path: Path & { readonly endpoint_id: string } }) =>
+    revoke: (caller: PlaneCaller, { path }: { readonly path: Path & { readonly endpoint_id: EndpointId } }) =>
       Effect.gen(function*() {
         const row = yield* revokeEndpoint(caller, path.sandbox_id, path.endpoint_id)
         // Open exchanges through it are cut now (the watchdog would within a quarter second anyway).

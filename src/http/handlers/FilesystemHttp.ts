@@ -27,17 +27,18 @@ import { answerWithin } from "../Sse.ts"
 import { runtimeOperationToWire } from "../wire/Sandboxes.ts"
 import type { IdempotencyHeaders } from "../groups/Common.ts"
 import { accepted, keyCaller, type PlaneCaller, planeContext } from "./PlaneSupport.ts"
+import type { RuntimeOperationId, SandboxId } from "../../domain/Ids.ts"
 
-type Path = { readonly sandbox_id: string }
+type Path = { readonly sandbox_id: SandboxId }
 
 /** The file routes' handlers for a caller: a project key's, or a member's on the project path (ProjectRuntimeHttp.ts). */
 export const filesystemHandlers = Effect.gen(function*() {
   const { idempotency, runner, provide } = yield* planeContext
   const wire = (row: RuntimeOperationRow) => Effect.map(sandboxCapabilities(row.sandbox_id), (caps) => runtimeOperationToWire(row, caps))
-  const respond = (caller: PlaneCaller, sandboxId: string, op: Schema.Schema.Type<typeof RuntimeOperation>) =>
+  const respond = (caller: PlaneCaller, sandboxId: SandboxId, op: Schema.Schema.Type<typeof RuntimeOperation>) =>
     Effect.zipRight(runner.runNow(runtimeOperationJobKey(op.kind, op.id)), accepted(RuntimeOperation, op, `${caller.base}/sandboxes/${sandboxId}/runtime-operations/${op.id}`))
   /** Writes and deletes take an optional Idempotency-Key; reads and lists are safe to repeat. */
-  const start = (caller: PlaneCaller, sandboxId: string, operation: RuntimeOperationInput, key: string | undefined, idempotent: boolean) =>
+  const start = (caller: PlaneCaller, sandboxId: SandboxId, operation: RuntimeOperationInput, key: string | undefined, idempotent: boolean) =>
     Effect.gen(function*() {
       const run = Effect.flatMap(startRuntimeOperation(caller, sandboxId, operation), wire)
       const op = idempotent
@@ -63,7 +64,7 @@ export const filesystemHandlers = Effect.gen(function*() {
       start(caller, path.sandbox_id, { kind: "filesystem_write", request: payload }, headers["idempotency-key"], true),
     delete: (caller: PlaneCaller, { headers, path, payload }: Keyed & { readonly payload: typeof DeleteFile.Type }) =>
       start(caller, path.sandbox_id, { kind: "filesystem_delete", request: payload }, headers["idempotency-key"], true),
-    getRuntimeOperation: (caller: PlaneCaller, { path }: { readonly path: Path & { readonly runtime_operation_id: string } }) =>
+    getRuntimeOperation: (caller: PlaneCaller, { path }: { readonly path: Path & { readonly runtime_operation_id: RuntimeOperationId } }) =>
       Effect.flatMap(runtimeOperationOf(caller, path.sandbox_id, path.runtime_operation_id), wire).pipe(provide),
     readContent: (caller: PlaneCaller, { headers, path, urlParams }: { readonly headers: typeof RawReadHeaders.Type; readonly path: Path; readonly urlParams: typeof RawFileParams.Type }) =>
       Effect.gen(function*() {
@@ -95,7 +96,7 @@ export const filesystemHandlers = Effect.gen(function*() {
         const check = rawWriteCheck((yield* HttpServerRequest.HttpServerRequest).headers)
         if (check !== undefined) {
           yield* checkRawWrite(caller, path.sandbox_id, { ...input, declaredBytes: check.declaredBytes })
-          return yield* HttpServerResponse.schemaJson(RawWriteGoAhead)({ project_id: caller.projectId, organization_id: caller.organizationId, key_id: caller.keyId }).pipe(Effect.orDie)
+          return yield* HttpServerResponse.schemaJson(RawWriteGoAhead)({ project_id: caller.projectId, organization_id: caller.organizationId, key_id: caller.keyId, sandbox_id: path.sandbox_id }).pipe(Effect.orDie)
         }
         const written = yield* writeRaw(caller, path.sandbox_id, { ...input, data: payload })
         return yield* HttpServerResponse.schemaJson(RawWritten)({ path: written.path, size_bytes: written.size_bytes }, { status: written.created ? 201 : 200 }).pipe(Effect.orDie)

@@ -14,6 +14,7 @@ import { Api } from "../Api.ts"
 import { allowedFor, type AllowedFor, followResponse, followStream, operationEventFrame, sseBody, sseResponse } from "../Sse.ts"
 import { operationToWire } from "../wire/Sandboxes.ts"
 import { keyCaller, planeContext } from "./PlaneSupport.ts"
+import type { OperationId } from "../../domain/Ids.ts"
 
 type Provide = Effect.Effect.Success<typeof planeContext>["provide"]
 
@@ -21,7 +22,7 @@ type Provide = Effect.Effect.Success<typeof planeContext>["provide"]
  * An operation's events after `Last-Event-ID`: a finite batch, or held open with `follow=true` (for as long as
  * the caller's credential may read it: `allowed`).
  */
-export const operationEvents = (operationId: string, lastEventId: string | undefined, follow: boolean | undefined, provide: Provide, allowed: AllowedFor) =>
+export const operationEvents = (operationId: OperationId, lastEventId: string | undefined, follow: boolean | undefined, provide: Provide, allowed: AllowedFor) =>
   Effect.gen(function*() {
     const after = Number(lastEventId ?? "0")
     const read = (from: number) => Effect.map(operationEventsAfter(operationId, from), (rows) => rows.map(operationEventFrame(operationId)))
@@ -36,7 +37,7 @@ export const OperationsLive = HttpApiBuilder.group(Api, "operations", (handlers)
   Effect.gen(function*() {
     const { provide } = yield* planeContext
     const streams = yield* LiveStreams
-    const operationOf = (id: string) =>
+    const operationOf = (id: OperationId) =>
       Effect.gen(function*() {
         const caller = yield* keyCaller
         const row = yield* visibleOperation({ projectId: caller.projectId, keyId: caller.keyId }, id)

@@ -17,6 +17,7 @@ import { keyHolder, type StreamHolder, userHolder } from "../../services/LiveStr
 import { OperationRunner } from "../../services/OperationRunner.ts"
 import { serviceContext } from "../../services/ServiceContext.ts"
 import type { Caller } from "../../services/sandboxes/SandboxAccess.ts"
+import type { ProjectId } from "../../domain/Ids.ts"
 
 /** Newest-first lists page by (created_at, id); a cursor carrying anything else is a 422. */
 export const ListPosition = Schema.Tuple(Schema.String, Schema.String)
@@ -47,7 +48,7 @@ export const keyCaller = Effect.map(CurrentProjectKey, (k): PlaneCaller => ({
  * The caller of a project-path route: a member of the project's organization (else 404, as for no project), its
  * streams held for the user credential that signed the request (a session or a user access token).
  */
-export const memberCaller = (projectId: string) =>
+export const memberCaller = (projectId: ProjectId) =>
   Effect.zipWith(requireProjectRole(projectId), CurrentUser, (access, user): PlaneCaller => ({
     projectId,
     organizationId: access.organizationId,

@@ -22,8 +22,9 @@ import type { IdempotencyHeaders } from "../groups/Common.ts"
 import type { StartProcessParams } from "../groups/ProcessesApi.ts"
 import type { FollowParams, LastEventIdHeaders } from "../groups/SandboxPlane.ts"
 import { accepted, keyCaller, type PlaneCaller, planeContext } from "./PlaneSupport.ts"
+import type { ProcessId, SandboxId } from "../../domain/Ids.ts"
 
-type Path = { readonly sandbox_id: string; readonly process_id: string }
+type Path = { readonly sandbox_id: SandboxId; readonly process_id: ProcessId }
 
 /** The process routes' handlers for a caller: a project key's, or a member's on the project path (ProjectRuntimeHttp.ts). */
 export const processHandlers = Effect.gen(function*() {
@@ -31,12 +32,12 @@ export const processHandlers = Effect.gen(function*() {
   const streams = yield* LiveStreams
   const wire = (row: ProcessRow) => Effect.map(sandboxCapabilities(row.sandbox_id), (caps) => processToWire(row, caps))
   /** The process in its terminal state once it ends, if that is within `ms`. */
-  const endedWithin = (processId: string, ms: number) =>
+  const endedWithin = (processId: ProcessId, ms: number) =>
     Effect.flatMap(processEndedWithin(processId, ms), (row) => (row === undefined ? Effect.succeed(undefined) : wire(row)))
   return {
     start: (caller: PlaneCaller, { headers, path, payload, urlParams }: {
       readonly headers: typeof IdempotencyHeaders.Type
-      readonly path: { readonly sandbox_id: string }
+      readonly path: { readonly sandbox_id: SandboxId }
       readonly payload: typeof StartProcess.Type
       readonly urlParams: typeof StartProcessParams.Type
     }) =>

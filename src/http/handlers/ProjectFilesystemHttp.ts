@@ -4,12 +4,13 @@ import { Effect } from "effect"
 import { Api } from "../Api.ts"
 import { filesystemHandlers } from "./FilesystemHttp.ts"
 import { memberCaller, planeContext } from "./PlaneSupport.ts"
+import type { ProjectId } from "../../domain/Ids.ts"
 
 export const ProjectFilesystemLive = HttpApiBuilder.group(Api, "projectFilesystem", (handlers) =>
   Effect.gen(function*() {
     const { provide } = yield* planeContext
     const h = yield* filesystemHandlers
-    const member = (projectId: string) => memberCaller(projectId).pipe(provide)
+    const member = (projectId: ProjectId) => memberCaller(projectId).pipe(provide)
     return handlers
       .handle("read", (request) => Effect.flatMap(member(request.path.project_id), (caller) => h.read(caller, request)))
       .handle("list", (request) => Effect.flatMap(member(request.path.project_id), (caller) => h.list(caller, request)))

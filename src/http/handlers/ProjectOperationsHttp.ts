@@ -11,12 +11,13 @@ import { allowedFor } from "../Sse.ts"
 import { operationToWire } from "../wire/Sandboxes.ts"
 import { operationEvents } from "./OperationsHttp.ts"
 import { planeContext } from "./PlaneSupport.ts"
+import type { OperationId, ProjectId } from "../../domain/Ids.ts"
 
 export const ProjectOperationsLive = HttpApiBuilder.group(Api, "projectOperations", (handlers) =>
   Effect.gen(function*() {
     const { provide } = yield* planeContext
     const streams = yield* LiveStreams
-    const operationOf = (projectId: string, operationId: string) =>
+    const operationOf = (projectId: ProjectId, operationId: OperationId) =>
       Effect.gen(function*() {
         yield* requireProjectRole(projectId)
         const row = yield* visibleOperation({ projectId, keyId: null }, operationId)

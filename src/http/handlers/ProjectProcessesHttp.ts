@@ -6,6 +6,7 @@ import { Api } from "../Api.ts"
 import { capabilitiesOf, processToWire } from "../wire/Sandboxes.ts"
 import { memberCaller, planeContext } from "./PlaneSupport.ts"
 import { processHandlers } from "./ProcessesHttp.ts"
+import type { ProjectId } from "../../domain/Ids.ts"
 
 /** How many of a sandbox's processes the list shows. */
 const LIST_LIMIT = 100
@@ -14,7 +15,7 @@ export const ProjectProcessesLive = HttpApiBuilder.group(Api, "projectProcesses"
   Effect.gen(function*() {
     const { provide } = yield* planeContext
     const h = yield* processHandlers
-    const member = (projectId: string) => memberCaller(projectId).pipe(provide)
+    const member = (projectId: ProjectId) => memberCaller(projectId).pipe(provide)
     return handlers
       .handle("start", (request) => Effect.flatMap(member(request.path.project_id), (caller) => h.start(caller, request)))
       .handle("list", ({ path }) =>

@@ -14,6 +14,7 @@ import { decodeCursor, page } from "../Pagination.ts"
 import { capabilitiesOf, mutationToWire, sandboxToWire } from "../wire/Sandboxes.ts"
 import { metricsToWire } from "../wire/Metrics.ts"
 import { accepted, keyCaller, ListPosition, type PlaneCaller, planeContext } from "./PlaneSupport.ts"
+import type { SandboxId } from "../../domain/Ids.ts"
 
 const encodeRequest = Schema.encodeSync(SandboxRequest)
 
@@ -39,7 +40,7 @@ const badMetadataFilter = (metadata: Readonly<Record<string, string>>) => {
   return key === undefined ? undefined : { path: `metadata.${key.slice(0, 100)}`, message: `a key of 1-256 characters (not __proto__) and a value of at most ${MAX_METADATA_VALUE}` }
 }
 
-type Path = { readonly sandbox_id: string }
+type Path = { readonly sandbox_id: SandboxId }
 
 /**
  * The handlers the key routes share with the project path (ProjectSandboxesHttp.ts): create, extend, capabilities,

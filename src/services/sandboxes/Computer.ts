@@ -14,7 +14,7 @@ import { RuntimeOperationsRepo } from "../../db/repos/RuntimeOperations.ts"
 import { SandboxesRepo } from "../../db/repos/Sandboxes.ts"
 import type { ComputerAction, TakeScreenshot } from "../../domain/Computer.ts"
 import { apiError, conflict, notFound, TooManyRequests } from "../../domain/Errors.ts"
-import { newId } from "../../domain/Ids.ts"
+import { newId, type RecordingId, type RuntimeOperationId, type SandboxId } from "../../domain/Ids.ts"
 import { nowIso } from "../../domain/Time.ts"
 import { enqueueJob } from "../JobRegistry.ts"
 import { type Caller, readySandboxOf, sandboxOf } from "./SandboxAccess.ts"
@@ -26,8 +26,8 @@ import { unsupportedCall } from "./Unsupported.ts"
 
 export const MAX_QUEUED_COMPUTER_OPERATIONS = 32
 
-export const computerJobKey = (kind: "computer_action" | "computer_screenshot", id: string) => `runtime:${kind}:${id}`
-export const recordingJobKey = (what: "start" | "stop", id: string) => `recording:${what}:${id}`
+export const computerJobKey = (kind: "computer_action" | "computer_screenshot", id: RuntimeOperationId) => `runtime:${kind}:${id}`
+export const recordingJobKey = (what: "start" | "stop", id: RecordingId) => `recording:${what}:${id}`
 
 type Computer = NonNullable<NonNullable<SandboxRow["capabilities"]>["computer"]>
 
@@ -47,7 +47,7 @@ export type ComputerOperationInput =
   | { readonly kind: "computer_action"; readonly request: ComputerAction }
   | { readonly kind: "computer_screenshot"; readonly request: TakeScreenshot }
 
-export const startComputerOperation = (caller: Caller, sandboxId: string, input: ComputerOperationInput) =>
+export const startComputerOperation = (caller: Caller, sandboxId: SandboxId, input: ComputerOperationInput) =>
   inTransaction(Effect.gen(function*() {
     const sandbox = yield* readySandboxOf(caller, sandboxId)
     const computer = yield* computerOf(sandbox)
@@ -75,13 +75,13 @@ export const startComputerOperation = (caller: Caller, sandboxId: string, input:
   })).pipe(Effect.withSpan("Computer.startComputerOperation", { attributes: { "sandbox.id": sandboxId, "project.id": caller.projectId } }))
 
 /** A sandbox's recordings (the caller checked it is theirs), newest first, after the (created_at, id) position if given. */
-export const recordingPage = (sandboxId: string, after: readonly [string, string] | undefined, limit: number) => RecordingsRepo.page(sandboxId, after, limit)
+export const recordingPage = (sandboxId: SandboxId, after: readonly [string, string] | undefined, limit: number) => RecordingsRepo.page(sandboxId, after, limit)
 
-export const recordingOf = (caller: Caller, sandboxId: string, id: string) =>
+export const recordingOf = (caller: Caller, sandboxId: SandboxId, id: RecordingId) =>
   Effect.flatMap(RecordingsRepo.get(id), (row) =>
     row === undefined || row.project_id !== caller.projectId || row.sandbox_id !== sandboxId ? Effect.fail(notFound("Recording")) : Effect.succeed(row))
 
-export const startRecording = (caller: Caller, sandboxId: string, input: { readonly format: "mp4"; readonly label?: string | undefined }) =>
+export const startRecording = (caller: Caller, sandboxId: SandboxId, input: { readonly format: "mp4"; readonly label?: string | undefined }) =>
   inTransaction(Effect.gen(function*() {
     const sandbox = yield* readySandboxOf(caller, sandboxId)
     const computer = yield* computerOf(sandbox)
@@ -100,7 +100,7 @@ export const startRecording = (caller: Caller, sandboxId: string, input: { reado
  * recording → stopping (then the stop job ends it and keeps its mp4). Stopping a recording that is still starting
  * is 409 `invalid_recording_state`; one already stopping or over is answered as it is.
  */
-export const stopRecording = (caller: Caller, sandboxId: string, id: string) =>
+export const stopRecording = (caller: Caller, sandboxId: SandboxId, id: RecordingId) =>
   inTransaction(Effect.gen(function*() {
     yield* sandboxOf(caller, sandboxId)
     const row: RecordingRow = yield* recordingOf(caller, sandboxId, id)
@@ -117,7 +117,7 @@ export const stopRecording = (caller: Caller, sandboxId: string, id: string) =>
  * A stopped recording's mp4, or the part a `Range` asks for (RawFiles.ts `parseRange`): its size, the range
  * (undefined: whole; "unsatisfiable"), and the bytes. 409 `invalid_recording_state` until it is stopped.
  */
-export const recordingContent = (caller: Caller, sandboxId: string, id: string, rangeHeader: string | undefined) =>
+export const recordingContent = (caller: Caller, sandboxId: SandboxId, id: RecordingId, rangeHeader: string | undefined) =>
   Effect.gen(function*() {
     yield* sandboxOf(caller, sandboxId)
     const row = yield* recordingOf(caller, sandboxId, id)

@@ -22,6 +22,7 @@ import { type JobHandler, JobError } from "../JobRegistry.ts"
 import { ProviderAccounts } from "../ProviderAccounts.ts"
 import { logProviderFailure, providerCode } from "./ProviderErrors.ts"
 import { getSandboxRow, type SandboxRow, touchSandbox } from "./SandboxRows.ts"
+import type { RecordingId, RuntimeOperationId } from "../../domain/Ids.ts"
 
 /** The most of a recording's mp4 the gateway keeps (RECORDING_MAX_BYTES): a longer recording fails, saying so. */
 export const DEFAULT_RECORDING_MAX_BYTES = 256 * 1024 * 1024
@@ -111,7 +112,7 @@ export const makeComputerHandlers = Effect.gen(function*() {
       }
     })
 
-  const runOperation = (id: string) =>
+  const runOperation = (id: RuntimeOperationId) =>
     Effect.gen(function*() {
       const row = yield* operations.get(id)
       if (row === undefined || (row.kind !== "computer_action" && row.kind !== "computer_screenshot") || (row.state !== "queued" && row.state !== "running")) return
@@ -149,7 +150,7 @@ export const makeComputerHandlers = Effect.gen(function*() {
       else yield* complete(row, "failed", null, outcome.error)
     })
 
-  const operation: JobHandler<{ readonly runtime_operation_id: string }> = {
+  const operation: JobHandler<{ readonly runtime_operation_id: RuntimeOperationId }> = {
     run: (job) => provide(runOperation(job.payload.runtime_operation_id)),
     giveUp: (job, error) =>
       provide(Effect.flatMap(operations.get(job.payload.runtime_operation_id), (row) =>
@@ -179,7 +180,7 @@ export const makeComputerHandlers = Effect.gen(function*() {
       return yield* new JobError({ error: failure.error, retryable: e.retryable || e.kind === "unavailable" })
     })
 
-  const start = (id: string) =>
+  const start = (id: RecordingId) =>
     Effect.gen(function*() {
       const row = yield* recordings.get(id)
       if (row === undefined || row.state !== "starting") return
@@ -197,7 +198,7 @@ export const makeComputerHandlers = Effect.gen(function*() {
       yield* touchSandbox(row.sandbox_id)
     })
 
-  const stop = (id: string) =>
+  const stop = (id: RecordingId) =>
     Effect.gen(function*() {
       const row = yield* recordings.get(id)
       if (row === undefined || row.state !== "stopping" || row.provider_recording_id === null) return
@@ -228,7 +229,7 @@ export const makeComputerHandlers = Effect.gen(function*() {
       yield* touchSandbox(row.sandbox_id)
     })
 
-  const recordingHandler = (f: (id: string) => Effect.Effect<void, JobError, never>): JobHandler<{ readonly recording_id: string }> => ({
+  const recordingHandler = (f: (id: RecordingId) => Effect.Effect<void, JobError, never>): JobHandler<{ readonly recording_id: RecordingId }> => ({
     run: (job) => f(job.payload.recording_id),
     giveUp: (job, error) => provide(Effect.flatMap(recordings.get(job.payload.recording_id), (row) => (row === undefined ? Effect.void : fail(row, error))))
   })

@@ -21,6 +21,7 @@ import { startSystemAction } from "./LifecycleJobs.ts"
 import { armSpendLimitIfExhausted } from "./SpendLimit.ts"
 import { getSandboxRow, type SandboxRow } from "./SandboxRows.ts"
 import { ProviderAccounts, type ProviderTarget } from "../ProviderAccounts.ts"
+import type { SandboxId } from "../../domain/Ids.ts"
 
 export const COST_SYNC_FIRST_SECONDS = 5
 const COST_SYNC_READY_SECONDS = 60
@@ -28,7 +29,7 @@ const COST_SYNC_PAUSED_SECONDS = 300
 export const COST_SYNC_FINAL_SECONDS = 2
 
 /** (Re)arms the sandbox's cost sync `afterSeconds` from now. */
-export const armCostSync = (sandboxId: string, afterSeconds: number) =>
+export const armCostSync = (sandboxId: SandboxId, afterSeconds: number) =>
   Effect.flatMap(nowIso, (now) =>
     enqueueJob(CostSyncJob, {
       dedupeKey: `sandbox:cost_sync:${sandboxId}`,
@@ -62,7 +63,7 @@ export const makeCostSyncHandler = Effect.gen(function*() {
       }).pipe(db.transaction)
     })
 
-  const run = (sandboxId: string) =>
+  const run = (sandboxId: SandboxId) =>
     Effect.gen(function*() {
       const sandbox = yield* getSandboxRow(sandboxId)
       const target = accounts.target(sandbox)
@@ -118,5 +119,5 @@ export const makeCostSyncHandler = Effect.gen(function*() {
       return again
     }).pipe(Effect.provide(context))
 
-  return { run: (job) => run(job.payload.sandbox_id), giveUp: () => Effect.void } satisfies JobHandler<{ readonly sandbox_id: string }>
+  return { run: (job) => run(job.payload.sandbox_id), giveUp: () => Effect.void } satisfies JobHandler<{ readonly sandbox_id: SandboxId }>
 })

@@ -8,7 +8,7 @@ import { EndpointsRepo } from "../../db/repos/Endpoints.ts"
 import { SandboxesRepo } from "../../db/repos/Sandboxes.ts"
 import { conflict, notFound } from "../../domain/Errors.ts"
 import { type EndpointAddressing, endpointUrl, newEndpointToken } from "../../domain/EndpointAddress.ts"
-import { newId } from "../../domain/Ids.ts"
+import { type EndpointId, newId, type SandboxId } from "../../domain/Ids.ts"
 import { isoAfter, nowIso } from "../../domain/Time.ts"
 import { sha256Hex } from "../../domain/Tokens.ts"
 import { appendEvent } from "../Events.ts"
@@ -17,7 +17,7 @@ import { endpointExpiryJob, getEndpointRow } from "./Endpoints.ts"
 import { EndpointCreateJob, EndpointRevokeJob } from "./JobTypes.ts"
 import { type Caller, readySandboxOf, requireCapability, sandboxOf } from "./SandboxAccess.ts"
 
-export const createEndpoint = (caller: Caller, sandboxId: string, input: { readonly port: number; readonly protocol: string; readonly lease_seconds: number }, addressing: EndpointAddressing) =>
+export const createEndpoint = (caller: Caller, sandboxId: SandboxId, input: { readonly port: number; readonly protocol: string; readonly lease_seconds: number }, addressing: EndpointAddressing) =>
   inTransaction(Effect.gen(function*() {
     const sandbox = yield* readySandboxOf(caller, sandboxId)
     yield* requireCapability(sandbox, ["http_endpoints", "create"], { kind: "endpoints", port: input.port })
@@ -50,12 +50,12 @@ export const createEndpoint = (caller: Caller, sandboxId: string, input: { reado
     return (yield* getEndpointRow(id))!
   })).pipe(Effect.withSpan("EndpointCommands.createEndpoint", { attributes: { "sandbox.id": sandboxId, "project.id": caller.projectId } }))
 
-export const endpointOf = (caller: Caller, sandboxId: string, id: string) =>
+export const endpointOf = (caller: Caller, sandboxId: SandboxId, id: EndpointId) =>
   Effect.flatMap(getEndpointRow(id), (row) =>
     row === undefined || row.project_id !== caller.projectId || row.sandbox_id !== sandboxId ? Effect.fail(notFound("Endpoint")) : Effect.succeed(row))
 
 /** Idempotent once revoked or expired. */
-export const revokeEndpoint = (caller: Caller, sandboxId: string, id: string) =>
+export const revokeEndpoint = (caller: Caller, sandboxId: SandboxId, id: EndpointId) =>
   inTransaction(Effect.gen(function*() {
     yield* sandboxOf(caller, sandboxId)
     const row = yield* endpointOf(caller, sandboxId, id)
@@ -68,4 +68,4 @@ export const revokeEndpoint = (caller: Caller, sandboxId: string, id: string) =>
   })).pipe(Effect.withSpan("EndpointCommands.revokeEndpoint", { attributes: { "sandbox.id": sandboxId, "project.id": caller.projectId } }))
 
 /** A sandbox's endpoints (the caller checked it is theirs), newest first, after the (created_at, id) position if given. */
-export const endpointPage = (sandboxId: string, after: readonly [string, string] | undefined, limit: number) => EndpointsRepo.page(sandboxId, after, limit)
+export const endpointPage = (sandboxId: SandboxId, after: readonly [string, string] | undefined, limit: number) => EndpointsRepo.page(sandboxId, after, limit)

@@ -13,6 +13,7 @@
  */
 import { Context, Duration, Effect, Layer, Schedule } from "effect"
 import { type EndpointAccessRow, EndpointsRepo } from "../../db/repos/Endpoints.ts"
+import type { EndpointId } from "../../domain/Ids.ts"
 
 /** How often open exchanges are checked against the database. */
 export const WATCH_MS = 250
@@ -39,11 +40,11 @@ export interface OpenExchange {
 }
 
 export interface EndpointConnectionsShape {
-  readonly open: (endpoint: { readonly id: string; readonly leaseExpiresAt: string }) => OpenExchange
+  readonly open: (endpoint: { readonly id: EndpointId; readonly leaseExpiresAt: string }) => OpenExchange
   /** Re-reads every endpoint with open exchanges now and cuts those that may no longer serve. */
   readonly recheck: Effect.Effect<void>
   /** Open exchanges (of one endpoint, or all). */
-  readonly count: (endpointId?: string) => number
+  readonly count: (endpointId?: EndpointId) => number
 }
 
 export class EndpointConnections extends Context.Tag("app/EndpointConnections")<EndpointConnections, EndpointConnectionsShape>() {}
@@ -56,7 +57,7 @@ interface Entry {
 
 export const makeEndpointConnections = Effect.gen(function*() {
   const endpoints = yield* EndpointsRepo
-  const open = new Map<string, Set<Entry>>()
+  const open = new Map<EndpointId, Set<Entry>>()
 
   const cut = (entry: Entry, reason: CutReason) => {
     if (entry.reason !== undefined) return

@@ -16,15 +16,16 @@ import { EndpointExpireJob } from "./JobTypes.ts"
 import { actionFailure, logProviderFailure } from "./ProviderErrors.ts"
 import { getSandboxRow } from "./SandboxRows.ts"
 import { ProviderAccounts } from "../ProviderAccounts.ts"
+import type { EndpointId, SandboxId } from "../../domain/Ids.ts"
 
 export type { EndpointRow, EndpointState }
 
-export const getEndpointRow = (id: string) => EndpointsRepo.get(id)
+export const getEndpointRow = (id: EndpointId) => EndpointsRepo.get(id)
 
 /** What the endpoint listener checks a request against: the endpoint's token hash, state and lease, its sandbox's state. */
-export const endpointAccess = (id: string) => EndpointsRepo.access(id)
+export const endpointAccess = (id: EndpointId) => EndpointsRepo.access(id)
 
-export const endpointExpiryJob = (row: { id: string; lease_expires_at: string; sandbox_id: string }) =>
+export const endpointExpiryJob = (row: { id: EndpointId; lease_expires_at: string; sandbox_id: SandboxId }) =>
   enqueueJob(EndpointExpireJob, {
     dedupeKey: `endpoint:expire:${row.id}`,
     payload: { endpoint_id: row.id },
@@ -33,7 +34,7 @@ export const endpointExpiryJob = (row: { id: string; lease_expires_at: string; s
   })
 
 interface EndpointRef {
-  readonly endpoint_id: string
+  readonly endpoint_id: EndpointId
 }
 
 export const makeEndpointHandlers = Effect.gen(function*() {
@@ -44,7 +45,7 @@ export const makeEndpointHandlers = Effect.gen(function*() {
    * Moves the endpoint on; an end the user did not ask for (`expired`, `failed`) is also a durable event
    * (`endpoint.expired`, `endpoint.failed`: webhooks, the event stream), in the same transaction.
    */
-  const setState = (id: string, from: ReadonlyArray<EndpointState>, to: EndpointState, fields: { providerLeaseId?: string; providerUrl?: string; error?: ErrorObject } = {}) =>
+  const setState = (id: EndpointId, from: ReadonlyArray<EndpointState>, to: EndpointState, fields: { providerLeaseId?: string; providerUrl?: string; error?: ErrorObject } = {}) =>
     inTransaction(Effect.gen(function*() {
       const moved = yield* EndpointsRepo.setState(id, from, to, fields)
       if (moved && (to === "expired" || to === "failed")) {
@@ -62,7 +63,7 @@ export const makeEndpointHandlers = Effect.gen(function*() {
       return moved
     }))
 
-  const providerFor = (sandboxId: string) => Effect.map(getSandboxRow(sandboxId), (sandbox) => accounts.target(sandbox))
+  const providerFor = (sandboxId: SandboxId) => Effect.map(getSandboxRow(sandboxId), (sandbox) => accounts.target(sandbox))
 
   /** Revokes at the provider (idempotent); failures are retried by the job. */
   const revokeAtProvider = (row: EndpointRow) =>

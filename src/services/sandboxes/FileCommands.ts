@@ -8,7 +8,7 @@ import { RuntimeOperationsRepo } from "../../db/repos/RuntimeOperations.ts"
 import { SandboxesRepo } from "../../db/repos/Sandboxes.ts"
 import { notFound } from "../../domain/Errors.ts"
 import type { DeleteFile, ListFiles, ReadFile, WriteFile } from "../../domain/Runtime.ts"
-import { newId } from "../../domain/Ids.ts"
+import { newId, type RuntimeOperationId, type SandboxId } from "../../domain/Ids.ts"
 import { nowIso } from "../../domain/Time.ts"
 import { enqueueJob } from "../JobRegistry.ts"
 import { FilesystemJob } from "./JobTypes.ts"
@@ -24,7 +24,7 @@ export type RuntimeOperationInput =
   | { readonly kind: "filesystem_list"; readonly request: typeof ListFiles.Type }
   | { readonly kind: "filesystem_delete"; readonly request: typeof DeleteFile.Type }
 
-export const startRuntimeOperation = (caller: Caller, sandboxId: string, request: RuntimeOperationInput) =>
+export const startRuntimeOperation = (caller: Caller, sandboxId: SandboxId, request: RuntimeOperationInput) =>
   inTransaction(Effect.gen(function*() {
     const kind = request.kind
     const sandbox = yield* readySandboxOf(caller, sandboxId)
@@ -46,7 +46,7 @@ export const startRuntimeOperation = (caller: Caller, sandboxId: string, request
     return (yield* getRuntimeOperationRow(id))!
   })).pipe(Effect.withSpan("FileCommands.startRuntimeOperation", { attributes: { "sandbox.id": sandboxId, "project.id": caller.projectId } }))
 
-export const runtimeOperationOf = (caller: Caller, sandboxId: string, id: string) =>
+export const runtimeOperationOf = (caller: Caller, sandboxId: SandboxId, id: RuntimeOperationId) =>
   Effect.flatMap(getRuntimeOperationRow(id), (row) =>
     row === undefined || row.project_id !== caller.projectId || row.sandbox_id !== sandboxId ? Effect.fail(notFound("Runtime operation")) : Effect.succeed(row))
 

@@ -1,6 +1,6 @@
 /** The sandbox plane's job types and their payloads (handlers: Jobs.ts registers one per type). */
 import { Schema } from "effect"
-import { EndpointId, OperationId, ProcessId, RecordingId, RuntimeOperationId, SandboxId } from "../../domain/Ids.ts"
+import { EndpointId, OperationId, OrganizationId, ProcessId, RecordingId, RuntimeOperationId, SandboxId } from "../../domain/Ids.ts"
 import { defineJob } from "../JobRegistry.ts"
 
 /** A lifecycle job carries out one operation on one sandbox. */
@@ -28,4 +28,4 @@ export const RecordingStopJob = defineJob("recording.stop", Schema.Struct({ reco
 export const EndpointCreateJob = defineJob("endpoint.create", EndpointRef)
 export const EndpointRevokeJob = defineJob("endpoint.revoke", EndpointRef)
 export const EndpointExpireJob = defineJob("endpoint.expire", EndpointRef)
-export const SpendLimitJob = defineJob("billing.spend_limit.enforce", Schema.Struct({ organization_id: Schema.String }))
+export const SpendLimitJob = defineJob("billing.spend_limit.enforce", Schema.Struct({ organization_id: OrganizationId }))

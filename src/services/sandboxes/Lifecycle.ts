@@ -26,6 +26,7 @@ import { actionFailure, logProviderFailure } from "./ProviderErrors.ts"
 import { provisionSandbox } from "./Provisioning.ts"
 import { getSandboxRow, type SandboxRow, setSandboxState } from "./SandboxRows.ts"
 import { ProviderAccounts } from "../ProviderAccounts.ts"
+import type { SandboxId } from "../../domain/Ids.ts"
 
 /** Arms the runtime timeout (from now), the idle check and the cost sync for a sandbox that just became ready. */
 const armTimers = (sandbox: SandboxRow) =>
@@ -46,7 +47,7 @@ const armTimers = (sandbox: SandboxRow) =>
     }
   })
 
-const disarmTimers = (sandboxId: string) =>
+const disarmTimers = (sandboxId: SandboxId) =>
   Effect.all([cancelJob(`sandbox:runtime_timeout:${sandboxId}`), cancelJob(`sandbox:idle_check:${sandboxId}`), SandboxesRepo.setDeadline(sandboxId, null)], { discard: true })
 
 /** The operation's error says what failed in the user's terms (ProviderErrors.ts); the provider's words are logged. */
@@ -169,7 +170,7 @@ export const makeLifecycleHandlers = Effect.gen(function*() {
     readonly what: string
     readonly event: string
     /** Timers: paused sandboxes have none; resumed ones get fresh ones. */
-    readonly timers: (sandboxId: string) => Effect.Effect<void>
+    readonly timers: (sandboxId: SandboxId) => Effect.Effect<void>
   }): JobHandler<LifecyclePayload> => ({
     run: (job) =>
       Effect.gen(function*() {
@@ -254,7 +255,7 @@ export const makeLifecycleHandlers = Effect.gen(function*() {
 
   const timeoutAction = (sandbox: SandboxRow, action: "destroy" | "pause", reason: string) => tx(startSystemAction(sandbox, action, reason))
 
-  const runtimeTimeout: JobHandler<{ readonly sandbox_id: string }> = {
+  const runtimeTimeout: JobHandler<{ readonly sandbox_id: SandboxId }> = {
     run: (job) =>
       Effect.gen(function*() {
         const sandbox = yield* getSandboxRow(job.payload.sandbox_id)
@@ -265,7 +266,7 @@ export const makeLifecycleHandlers = Effect.gen(function*() {
     giveUp: () => Effect.void
   }
 
-  const idleCheck: JobHandler<{ readonly sandbox_id: string }> = {
+  const idleCheck: JobHandler<{ readonly sandbox_id: SandboxId }> = {
     run: (job) =>
       Effect.gen(function*() {
         const sandbox = yield* getSandboxRow(job.payload.sandbox_id)
@@ -284,7 +285,7 @@ export const makeLifecycleHandlers = Effect.gen(function*() {
   }
 
   /** The provider's own timer follows an extended deadline (where the provider has one). */
-  const extendLifetime: JobHandler<{ readonly sandbox_id: string; readonly seconds: number }> = {
+  const extendLifetime: JobHandler<{ readonly sandbox_id: SandboxId; readonly seconds: number }> = {
     run: (job) =>
       Effect.gen(function*() {
         const sandbox = yield* getSandboxRow(job.payload.sandbox_id)

@@ -9,11 +9,12 @@ import { SandboxesRepo } from "../../db/repos/Sandboxes.ts"
 import { type LifecyclePayload, RuntimeTimeoutJob, SandboxDestroyJob, SandboxPauseJob, SandboxProvisionJob, SandboxResumeJob } from "./JobTypes.ts"
 import { insertOperation } from "./Operations.ts"
 import { type SandboxRow, setSandboxState } from "./SandboxRows.ts"
+import type { SandboxId } from "../../domain/Ids.ts"
 
 export type { LifecyclePayload }
 
 /** Lifecycle jobs and timers of one sandbox never run at the same time. */
-export const sandboxLockKey = (sandboxId: string) => `sandbox:${sandboxId}`
+export const sandboxLockKey = (sandboxId: SandboxId) => `sandbox:${sandboxId}`
 
 const LIFECYCLE_JOBS = {
   "sandbox.provision": SandboxProvisionJob,
@@ -23,7 +24,7 @@ const LIFECYCLE_JOBS = {
 }
 
 /** The runtime timeout fires at `at` (a new time replaces the old one), and the sandbox says so (`expires_at`). */
-export const armRuntimeTimeout = (sandboxId: string, at: string) =>
+export const armRuntimeTimeout = (sandboxId: SandboxId, at: string) =>
   Effect.zipRight(
     enqueueJob(RuntimeTimeoutJob, {
       dedupeKey: `sandbox:runtime_timeout:${sandboxId}`,

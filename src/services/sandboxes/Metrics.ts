@@ -9,6 +9,7 @@ import { apiError, conflict, NotFound, ServiceUnavailable } from "../../domain/E
 import { ProviderAccounts } from "../ProviderAccounts.ts"
 import { type Caller, sandboxOf } from "./SandboxAccess.ts"
 import { actionFailure, logProviderFailure } from "./ProviderErrors.ts"
+import type { SandboxId } from "../../domain/Ids.ts"
 
 const METRICS_TIMEOUT = Duration.seconds(10)
 const READABLE = new Set(["ready", "paused"])
@@ -27,7 +28,7 @@ const failure = (e: ProviderError) => {
     : conflict(error.code, error.message, error.details)
 }
 
-export const sandboxMetrics = (caller: Caller, sandboxId: string) =>
+export const sandboxMetrics = (caller: Caller, sandboxId: SandboxId) =>
   Effect.gen(function*() {
     const sandbox = yield* sandboxOf(caller, sandboxId)
     if (!READABLE.has(sandbox.state)) return yield* conflict("invalid_sandbox_state", `The sandbox is ${sandbox.state}; its metrics are read while it is ready or paused`)

@@ -6,7 +6,7 @@ import { Effect } from "effect"
 import { type OperationRow, OperationsRepo, type OperationStateValue, type OperationTypeValue } from "../../db/repos/Operations.ts"
 import { SandboxesRepo } from "../../db/repos/Sandboxes.ts"
 import type { ErrorObject } from "../../domain/Errors.ts"
-import { newId } from "../../domain/Ids.ts"
+import { type ApiKeyId, newId, type OperationId, type OrganizationId, type ProjectId, type SandboxId } from "../../domain/Ids.ts"
 import { operationTopic, publish } from "../Signals.ts"
 
 export type { OperationRow }
@@ -14,15 +14,15 @@ export type OperationType = OperationTypeValue
 export type OperationState = OperationStateValue
 export const TERMINAL_OPERATION_STATES: ReadonlySet<OperationState> = new Set(["succeeded", "failed", "cancelled"])
 
-export const appendOperationEvent = (operationId: string, type: string, data: Readonly<Record<string, unknown>>) =>
+export const appendOperationEvent = (operationId: OperationId, type: string, data: Readonly<Record<string, unknown>>) =>
   Effect.zipLeft(OperationsRepo.appendEvent(operationId, type, data), publish(operationTopic(operationId)))
 
 export const insertOperation = (input: {
-  readonly projectId: string
-  readonly organizationId: string
-  readonly keyId: string | null
+  readonly projectId: ProjectId
+  readonly organizationId: OrganizationId
+  readonly keyId: ApiKeyId | null
   readonly type: OperationType
-  readonly resourceId: string
+  readonly resourceId: SandboxId
   readonly state?: OperationState
 }) =>
   Effect.gen(function*() {
@@ -36,7 +36,7 @@ export const insertOperation = (input: {
   })
 
 /** Moves an operation to a new state (no-op once terminal) and records the event. Returns false if it was terminal. */
-export const setOperationState = (operationId: string, state: OperationState, error: ErrorObject | null = null) =>
+export const setOperationState = (operationId: OperationId, state: OperationState, error: ErrorObject | null = null) =>
   Effect.gen(function*() {
     const terminal = TERMINAL_OPERATION_STATES.has(state)
     if (!(yield* OperationsRepo.setState(operationId, state, error, terminal))) return false
@@ -44,13 +44,13 @@ export const setOperationState = (operationId: string, state: OperationState, er
     return true
   })
 
-export const getOperation = (operationId: string) => OperationsRepo.get(operationId)
+export const getOperation = (operationId: OperationId) => OperationsRepo.get(operationId)
 
 /** An operation's stored events after `afterSeq`. */
-export const operationEventsAfter = (operationId: string, afterSeq: number) => OperationsRepo.eventsAfter(operationId, afterSeq)
+export const operationEventsAfter = (operationId: OperationId, afterSeq: number) => OperationsRepo.eventsAfter(operationId, afterSeq)
 
 /** Whether the operation has ended (or is gone): a followed event stream closes then. */
-export const operationFinished = (operationId: string) =>
+export const operationFinished = (operationId: OperationId) =>
   Effect.map(OperationsRepo.get(operationId), (row) => row === undefined || TERMINAL_OPERATION_STATES.has(row.state))
 
 /**
@@ -58,7 +58,7 @@ export const operationFinished = (operationId: string) =>
  * that caused it or the key that created its sandbox; `keyId: null` is a member's user token on the project path
  * (its access to the project checked by the caller). Anything else reads as absent (404, never 403).
  */
-export const visibleOperation = (reader: { readonly projectId: string; readonly keyId: string | null }, operationId: string) =>
+export const visibleOperation = (reader: { readonly projectId: ProjectId; readonly keyId: ApiKeyId | null }, operationId: OperationId) =>
   Effect.gen(function*() {
     const row = yield* OperationsRepo.get(operationId)
     if (row === undefined || row.project_id !== reader.projectId) return undefined

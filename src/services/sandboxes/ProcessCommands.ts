@@ -8,7 +8,7 @@ import { inTransaction } from "../../db/Db.ts"
 import { ProcessesRepo } from "../../db/repos/Processes.ts"
 import { SandboxesRepo } from "../../db/repos/Sandboxes.ts"
 import { conflict, notFound } from "../../domain/Errors.ts"
-import { newId } from "../../domain/Ids.ts"
+import { newId, type ProcessId, type SandboxId } from "../../domain/Ids.ts"
 import { nowIso } from "../../domain/Time.ts"
 import { ProviderAccounts } from "../ProviderAccounts.ts"
 import { appendEvent } from "../Events.ts"
@@ -29,7 +29,7 @@ export interface StartProcessInput {
   readonly pty?: { readonly cols: number; readonly rows: number } | undefined
 }
 
-export const startProcess = (caller: Caller, sandboxId: string, input: StartProcessInput) =>
+export const startProcess = (caller: Caller, sandboxId: SandboxId, input: StartProcessInput) =>
   inTransaction(Effect.gen(function*() {
     const sandbox = yield* readySandboxOf(caller, sandboxId)
     yield* requireCapability(sandbox, ["process", "execute"], { kind: "execute" })
@@ -66,11 +66,11 @@ export const startProcess = (caller: Caller, sandboxId: string, input: StartProc
   })).pipe(Effect.withSpan("ProcessCommands.startProcess", { attributes: { "sandbox.id": sandboxId, "project.id": caller.projectId } }))
 
 /** A process of the caller's project, or 404. */
-export const processOf = (caller: Caller, sandboxId: string, processId: string) =>
+export const processOf = (caller: Caller, sandboxId: SandboxId, processId: ProcessId) =>
   Effect.flatMap(getProcessRow(processId), (row) =>
     row === undefined || row.project_id !== caller.projectId || row.sandbox_id !== sandboxId ? Effect.fail(notFound("Process")) : Effect.succeed(row))
 
-export const cancelProcess = (caller: Caller, sandboxId: string, processId: string) =>
+export const cancelProcess = (caller: Caller, sandboxId: SandboxId, processId: ProcessId) =>
   inTransaction(Effect.gen(function*() {
     const sandbox = yield* sandboxOf(caller, sandboxId)
     const row = yield* processOf(caller, sandboxId, processId)
@@ -88,21 +88,21 @@ export const cancelProcess = (caller: Caller, sandboxId: string, processId: stri
 
 
 /** A sandbox's latest processes (at most `limit`), with the sandbox (its capabilities go with each). */
-export const latestProcesses = (caller: Caller, sandboxId: string, limit: number) =>
+export const latestProcesses = (caller: Caller, sandboxId: SandboxId, limit: number) =>
   Effect.gen(function*() {
     const sandbox = yield* sandboxOf(caller, sandboxId)
     return { sandbox, processes: yield* ProcessesRepo.latestOf(sandbox.id, limit) }
   })
 
 /** A process's stored events after `afterSeq`, at most `limit`. */
-export const processEventsAfter = (processId: string, afterSeq: number, limit: number) => ProcessesRepo.eventsAfter(processId, afterSeq, limit)
+export const processEventsAfter = (processId: ProcessId, afterSeq: number, limit: number) => ProcessesRepo.eventsAfter(processId, afterSeq, limit)
 
 /** Whether the process has ended (or is gone): a followed event stream closes then. */
-export const processFinished = (processId: string) =>
+export const processFinished = (processId: ProcessId) =>
   Effect.map(ProcessesRepo.get(processId), (row) => row === undefined || TERMINAL_PROCESS_STATES.includes(row.state))
 
 /** The process in its terminal state once it ends, if that is within `ms`; woken as its events are stored. */
-export const processEndedWithin = (processId: string, ms: number) =>
+export const processEndedWithin = (processId: ProcessId, ms: number) =>
   Effect.gen(function*() {
     const deadline = Date.now() + ms
     for (;;) {

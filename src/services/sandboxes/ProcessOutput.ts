@@ -4,6 +4,7 @@
  */
 import { Effect } from "effect"
 import { ProcessesRepo } from "../../db/repos/Processes.ts"
+import type { ProcessId } from "../../domain/Ids.ts"
 
 /** Events read per query. */
 const PAGE = 64
@@ -15,7 +16,7 @@ export interface KeptOutput {
   readonly capped: boolean
 }
 
-const readStream = (processId: string, stream: "stdout" | "stderr", capBytes: number) =>
+const readStream = (processId: ProcessId, stream: "stdout" | "stderr", capBytes: number) =>
   Effect.gen(function*() {
     const pieces: Array<Buffer> = []
     let size = 0
@@ -38,7 +39,7 @@ const readStream = (processId: string, stream: "stdout" | "stderr", capBytes: nu
   })
 
 /** Both streams of a process, each at most `capBytes`. */
-export const keptOutput = (processId: string, capBytes: number): Effect.Effect<KeptOutput, never, ProcessesRepo> =>
+export const keptOutput = (processId: ProcessId, capBytes: number): Effect.Effect<KeptOutput, never, ProcessesRepo> =>
   Effect.map(
     Effect.all([readStream(processId, "stdout", capBytes), readStream(processId, "stderr", capBytes)]),
     ([stdout, stderr]) => ({ stdout: stdout.bytes, stderr: stderr.bytes, capped: stdout.capped || stderr.capped })

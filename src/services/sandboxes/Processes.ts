@@ -20,6 +20,7 @@ import { type JobHandler, JobError } from "../JobRegistry.ts"
 import { logProviderFailure, processFailure } from "./ProviderErrors.ts"
 import { getSandboxRow } from "./SandboxRows.ts"
 import { ProviderAccounts } from "../ProviderAccounts.ts"
+import type { ProcessId, ProjectId, SandboxId } from "../../domain/Ids.ts"
 
 export type { ProcessRow }
 export type ProcessState = ProcessStateValue
@@ -30,12 +31,12 @@ const CHUNK_BYTES = 256 * 1024
 /** Grace after the deadline before the gateway cancels itself (the provider enforces the timeout too). */
 const DEADLINE_GRACE_MS = 2_000
 
-export const getProcessRow = (id: string) => ProcessesRepo.get(id)
+export const getProcessRow = (id: ProcessId) => ProcessesRepo.get(id)
 
-export const processJobKey = (processId: string) => `process:execute:${processId}`
+export const processJobKey = (processId: ProcessId) => `process:execute:${processId}`
 
 /** Appends one event with the next sequence number of the process (call inside a transaction). */
-export const appendProcessEvent = (processId: string, type: string, data: Readonly<Record<string, unknown>>) =>
+export const appendProcessEvent = (processId: ProcessId, type: string, data: Readonly<Record<string, unknown>>) =>
   Effect.zipLeft(ProcessesRepo.appendEvent(processId, type, data), publish(processTopic(processId)))
 
 /** A provider failure as the process's error: in the user's terms (ProviderErrors.ts); the provider's words are logged. */
@@ -63,7 +64,7 @@ const END_EVENT: Record<TerminalProcessState, string> = {
  * and how it ended. Call inside the transaction of the change it records.
  */
 export const processEvent = (
-  row: { readonly id: string; readonly sandbox_id: string; readonly project_id: string },
+  row: { readonly id: ProcessId; readonly sandbox_id: SandboxId; readonly project_id: ProjectId },
   type: string,
   data: Readonly<Record<string, unknown>> = {}
 ) =>
@@ -74,14 +75,14 @@ export const processEvent = (
   })
 
 const endedEvent = (
-  row: { readonly id: string; readonly sandbox_id: string; readonly project_id: string },
+  row: { readonly id: ProcessId; readonly sandbox_id: SandboxId; readonly project_id: ProjectId },
   state: TerminalProcessState,
   fields: { readonly exitCode?: number | null; readonly error?: ErrorObject | null }
 ) => processEvent(row, END_EVENT[state], { state, exit_code: fields.exitCode ?? null, ...(fields.error ? { error: fields.error } : {}) })
 
 /** Finishes a process (no-op if already terminal), with its durable event. */
 export const finishProcess = (
-  processId: string,
+  processId: ProcessId,
   state: TerminalProcessState,
   fields: { readonly exitCode?: number | null; readonly signal?: string | null; readonly error?: ErrorObject | null; readonly truncated?: boolean }
 ) =>
@@ -115,7 +116,7 @@ const outcomeOf = (row: ProcessRow, exit: Extract<ExecEvent, { type: "exit" }>, 
  * `max_output_bytes` is dropped and marks the process truncated. Nothing is written to a process that is
  * already terminal.
  */
-export const storeProcessEvents = (processId: string, events: ReadonlyArray<ExecEvent>, timedOutByUs: boolean) =>
+export const storeProcessEvents = (processId: ProcessId, events: ReadonlyArray<ExecEvent>, timedOutByUs: boolean) =>
   Effect.gen(function*() {
     const now = yield* nowIso
     const row = (yield* ProcessesRepo.getForUpdate(processId))!
@@ -178,7 +179,7 @@ export const makeProcessHandler = Effect.gen(function*() {
     }).pipe(tx)
 
   /** `leaveOrder`: once the process has started, the sandbox's next process or file operation may start. */
-  const run = (processId: string, leaveOrder: Effect.Effect<void>) =>
+  const run = (processId: ProcessId, leaveOrder: Effect.Effect<void>) =>
     Effect.gen(function*() {
       let row = yield* getProcessRow(processId)
       if (row === undefined || TERMINAL_PROCESS_STATES.includes(row.state)) return
@@ -254,7 +255,7 @@ export const makeProcessHandler = Effect.gen(function*() {
       }
     })
 
-  const giveUp = (processId: string, error: ErrorObject) =>
+  const giveUp = (processId: ProcessId, error: ErrorObject) =>
     Effect.gen(function*() {
       yield* appendProcessEvent(processId, "failed", error)
       yield* finishProcess(processId, "failed", { error: { ...error, code: error.code === "internal_error" ? "process_failed" : error.code } })
@@ -264,5 +265,5 @@ export const makeProcessHandler = Effect.gen(function*() {
   return {
     run: (job) => provide(run(job.payload.process_id, job.leaveOrder)),
     giveUp: (job, error) => provide(giveUp(job.payload.process_id, error))
-  } satisfies JobHandler<{ readonly process_id: string }>
+  } satisfies JobHandler<{ readonly process_id: ProcessId }>
 })

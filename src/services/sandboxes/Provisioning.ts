@@ -17,6 +17,7 @@ import { ProviderAccounts } from "../ProviderAccounts.ts"
 import { appendOperationEvent } from "./Operations.ts"
 import { actionFailure, logProviderFailure, providerCode, publicAttempt } from "./ProviderErrors.ts"
 import type { SandboxRow } from "./SandboxRows.ts"
+import type { OperationId } from "../../domain/Ids.ts"
 
 type BillingMode = "managed" | "byok" | "emulated"
 
@@ -66,7 +67,7 @@ const createInput = (sandbox: SandboxRow, request: SandboxRequest, provider: Pro
  * emulator's create then finds the layers cached. A pull that fails here is left to the create, which fails with
  * `image_pull_failed` saying why, as it would have anyway.
  */
-const pullWithProgress = (runtime: LocalRuntimeShape, operationId: string, reference: string) =>
+const pullWithProgress = (runtime: LocalRuntimeShape, operationId: OperationId, reference: string) =>
   Effect.gen(function*() {
     const queue = yield* Queue.unbounded<ImagePullProgress>()
     const report = Effect.forever(Effect.flatMap(Queue.take(queue), (p) =>
@@ -112,7 +113,7 @@ const noEligibleProvider = (request: SandboxRequest, attempts: ReadonlyArray<Att
   }
 }
 
-export const provisionSandbox = (sandbox: SandboxRow, operationId: string, runtime?: LocalRuntimeShape) =>
+export const provisionSandbox = (sandbox: SandboxRow, operationId: OperationId, runtime?: LocalRuntimeShape) =>
   Effect.gen(function*() {
     const { byok, providers } = yield* Effect.flatMap(ProviderAccounts, (accounts) => accounts.candidates(sandbox.organization_id))
     const context = yield* repositories

@@ -20,6 +20,7 @@ import { type Caller, readySandboxOf, requireCapability } from "./SandboxAccess.
 import { fileFailure, type FileOperation, fileReasonOf, logProviderFailure } from "./ProviderErrors.ts"
 import { touchSandbox } from "./SandboxRows.ts"
 import { unsupportedCall } from "./Unsupported.ts"
+import type { SandboxId } from "../../domain/Ids.ts"
 
 /** A streamed read asks for this much at a time (less in flight between the hops than a whole provider read). */
 const STREAM_PIECE = 2 * 1024 * 1024
@@ -63,7 +64,7 @@ const ORDER_WAIT_MS = 20_000
  * One order per sandbox (docs/guide/sandboxes.md): a raw read or write waits until the processes and file operations
  * accepted before it have started (a process) or finished (a file operation), so a read after a write sees it.
  */
-const awaitEarlierWork = (sandboxId: string) =>
+const awaitEarlierWork = (sandboxId: SandboxId) =>
   Effect.gen(function*() {
     const jobs = yield* JobsRepo
     const upTo = yield* jobs.orderTail(sandboxId)
@@ -77,7 +78,7 @@ const awaitEarlierWork = (sandboxId: string) =>
     }
   })
 
-const targetOf = (caller: Caller, sandboxId: string) =>
+const targetOf = (caller: Caller, sandboxId: SandboxId) =>
   Effect.gen(function*() {
     const sandbox = yield* readySandboxOf(caller, sandboxId)
     yield* awaitEarlierWork(sandbox.id)
@@ -133,7 +134,7 @@ export interface RawRead {
   readonly readPiece: (from: number, to: number) => Effect.Effect<Uint8Array, FileFailure>
 }
 
-export const readRaw = (caller: Caller, sandboxId: string, path: string, headers: { readonly range?: string | undefined; readonly ifNoneMatch?: string | undefined }) =>
+export const readRaw = (caller: Caller, sandboxId: SandboxId, path: string, headers: { readonly range?: string | undefined; readonly ifNoneMatch?: string | undefined }) =>
   Effect.gen(function*() {
     const { sandbox, provider, resource } = yield* targetOf(caller, sandboxId)
     yield* requireCapability(sandbox, ["filesystem", "read"], { kind: "files", operation: "read" })
@@ -242,7 +243,7 @@ const tooLarge = (limit: number, provider: string | null) =>
   apiError(PayloadTooLarge, "payload_too_large", `A write takes at most ${limit} bytes on ${provider}`, { limit_bytes: limit })
 
 /** What a raw write checks before it takes any byte: the sandbox, the capability, the mode, parents, a declared size. */
-export const checkRawWrite = (caller: Caller, sandboxId: string, input: Omit<RawWriteInput, "data"> & { readonly declaredBytes?: number | undefined }) =>
+export const checkRawWrite = (caller: Caller, sandboxId: SandboxId, input: Omit<RawWriteInput, "data"> & { readonly declaredBytes?: number | undefined }) =>
   Effect.gen(function*() {
     const { sandbox, provider, resource } = yield* targetOf(caller, sandboxId)
     yield* requireCapability(sandbox, ["filesystem", "write"], { kind: "files", operation: "write" })
@@ -267,7 +268,7 @@ const sizeAfter = (provider: SandboxProvider, resource: ProviderSandbox, input: 
  */
 export const writeRawStream = (
   caller: Caller,
-  sandboxId: string,
+  sandboxId: SandboxId,
   input: Omit<RawWriteInput, "data"> & { readonly body: ReadableStream<Uint8Array> | null; readonly declaredBytes?: number | undefined }
 ) =>
   Effect.gen(function*() {
@@ -307,7 +308,7 @@ export const writeRawStream = (
 export type RawWriteServices = Effect.Effect.Context<ReturnType<typeof writeRawStream>>
 
 
-export const writeRaw = (caller: Caller, sandboxId: string, input: RawWriteInput) =>
+export const writeRaw = (caller: Caller, sandboxId: SandboxId, input: RawWriteInput) =>
   Effect.gen(function*() {
     const { sandbox, provider, resource } = yield* checkRawWrite(caller, sandboxId, input)
     const files = provider.capabilities.files!

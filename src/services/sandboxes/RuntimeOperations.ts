@@ -15,12 +15,13 @@ import { type JobHandler, JobError } from "../JobRegistry.ts"
 import { type FileOperation, fileFailure, logProviderFailure } from "./ProviderErrors.ts"
 import { getSandboxRow, touchSandbox } from "./SandboxRows.ts"
 import { ProviderAccounts } from "../ProviderAccounts.ts"
+import type { RuntimeOperationId } from "../../domain/Ids.ts"
 
 export type { RuntimeOperationKind, RuntimeOperationRow }
 
-export const runtimeOperationJobKey = (kind: RuntimeOperationKind, id: string) => `runtime:${kind}:${id}`
+export const runtimeOperationJobKey = (kind: RuntimeOperationKind, id: RuntimeOperationId) => `runtime:${kind}:${id}`
 
-export const getRuntimeOperationRow = (id: string) => RuntimeOperationsRepo.get(id)
+export const getRuntimeOperationRow = (id: RuntimeOperationId) => RuntimeOperationsRepo.get(id)
 
 const FILE_OPERATION: Record<FilesystemOperationKind, FileOperation> = {
   filesystem_read: "read",
@@ -85,7 +86,7 @@ export const makeRuntimeOperationHandler = Effect.gen(function*() {
       })
     }))
 
-  const run = (id: string) =>
+  const run = (id: RuntimeOperationId) =>
     Effect.gen(function*() {
       const found = yield* operations.get(id)
       // Computer operations are the `runtime.computer` job's (ComputerOperations.ts).
@@ -140,5 +141,5 @@ export const makeRuntimeOperationHandler = Effect.gen(function*() {
     giveUp: (job, error) =>
       provide(Effect.flatMap(operations.get(job.payload.runtime_operation_id), (row) =>
         row === undefined || row.kind === "computer_action" || row.kind === "computer_screenshot" ? Effect.void : complete(row, "failed", null, error)))
-  } satisfies JobHandler<{ readonly runtime_operation_id: string }>
+  } satisfies JobHandler<{ readonly runtime_operation_id: RuntimeOperationId }>
 })

@@ -5,24 +5,25 @@
  */
 import { Effect } from "effect"
 import { type Coded, conflict, type Conflict, notFound } from "../../domain/Errors.ts"
+import type { ApiKeyId, OrganizationId, ProjectId, SandboxId } from "../../domain/Ids.ts"
 import type { ProviderAccounts } from "../ProviderAccounts.ts"
 import { getSandboxRow, type SandboxRow } from "./SandboxRows.ts"
 import { type Need, unsupportedCall, type UnsupportedCode } from "./Unsupported.ts"
 
 export interface Caller {
-  readonly projectId: string
-  readonly organizationId: string
+  readonly projectId: ProjectId
+  readonly organizationId: OrganizationId
   /** The API key id (K routes) or null (user-token aliases). */
-  readonly keyId: string | null
+  readonly keyId: ApiKeyId | null
 }
 
 /** A sandbox of the caller's project, or 404 (another project's sandbox is indistinguishable from none). */
-export const sandboxOf = (caller: Caller, sandboxId: string) =>
+export const sandboxOf = (caller: Caller, sandboxId: SandboxId) =>
   Effect.flatMap(getSandboxRow(sandboxId), (row) =>
     row === undefined || row.project_id !== caller.projectId ? Effect.fail(notFound("Sandbox")) : Effect.succeed(row))
 
 /** Runtime routes need a ready sandbox with a provider resource (reference §2 "Runtime"). */
-export const readySandboxOf = (caller: Caller, sandboxId: string) =>
+export const readySandboxOf = (caller: Caller, sandboxId: SandboxId) =>
   Effect.gen(function*() {
     const sandbox = yield* sandboxOf(caller, sandboxId)
     if (sandbox.state !== "ready" || sandbox.provider_resource === null) {

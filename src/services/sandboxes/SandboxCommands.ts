@@ -10,7 +10,7 @@ import { RecordingsRepo } from "../../db/repos/Recordings.ts"
 import { SandboxesRepo, type StoredRequest } from "../../db/repos/Sandboxes.ts"
 import { apiError, conflict, PaymentRequired } from "../../domain/Errors.ts"
 import { unknownEnvironment } from "../../domain/Environments.ts"
-import { newId } from "../../domain/Ids.ts"
+import { newId, type OperationId, type OrganizationId, type SandboxId } from "../../domain/Ids.ts"
 import { isoAfter, nowIso } from "../../domain/Time.ts"
 import { appendEvent } from "../Events.ts"
 import { enqueueJob } from "../JobRegistry.ts"
@@ -21,7 +21,7 @@ import { type Caller, capabilityOf, sandboxOf } from "./SandboxAccess.ts"
 import { getSandboxRow, setSandboxState } from "./SandboxRows.ts"
 import { unsupportedCall } from "./Unsupported.ts"
 
-const mutation = (sandboxId: string, operationId: string) =>
+const mutation = (sandboxId: SandboxId, operationId: OperationId) =>
   Effect.gen(function*() {
     const sandbox = (yield* getSandboxRow(sandboxId))!
     const operation = (yield* getOperation(operationId))!
@@ -29,7 +29,7 @@ const mutation = (sandboxId: string, operationId: string) =>
   })
 
 /** Creating a sandbox needs credit: the balance must be > 0 (reference §7 "Zero balance"). */
-const requireCredit = (organizationId: string) =>
+const requireCredit = (organizationId: OrganizationId) =>
   Effect.gen(function*() {
     const balance = (yield* BillingRepo.balance(organizationId)) ?? 0n
     if (balance <= 0n) {
@@ -58,7 +58,7 @@ export const createSandbox = (caller: Caller, input: CreateSandboxInput) =>
 
 const PAUSABLE = new Set(["ready", "pausing"])
 
-export const pauseSandbox = (caller: Caller, sandboxId: string) =>
+export const pauseSandbox = (caller: Caller, sandboxId: SandboxId) =>
   inTransaction(Effect.gen(function*() {
     const sandbox = yield* sandboxOf(caller, sandboxId)
     if (sandbox.state === "paused") {
@@ -80,7 +80,7 @@ export const pauseSandbox = (caller: Caller, sandboxId: string) =>
     return yield* mutation(sandboxId, operationId)
   })).pipe(Effect.withSpan("SandboxCommands.pauseSandbox", { attributes: { "sandbox.id": sandboxId, "project.id": caller.projectId } }))
 
-export const resumeSandbox = (caller: Caller, sandboxId: string) =>
+export const resumeSandbox = (caller: Caller, sandboxId: SandboxId) =>
   inTransaction(Effect.gen(function*() {
     const sandbox = yield* sandboxOf(caller, sandboxId)
     if (sandbox.state === "ready") {
@@ -101,7 +101,7 @@ export const resumeSandbox = (caller: Caller, sandboxId: string) =>
  * Moves a ready sandbox's runtime deadline to now + `seconds` (shorter or longer than before); a provider with its
  * own lifetime timer (E2B) is told in a job, after commit. The sandbox is answered with its new `expires_at`.
  */
-export const extendSandbox = (caller: Caller, sandboxId: string, seconds: number) =>
+export const extendSandbox = (caller: Caller, sandboxId: SandboxId, seconds: number) =>
   inTransaction(Effect.gen(function*() {
     const sandbox = yield* sandboxOf(caller, sandboxId)
     if (sandbox.state !== "ready") {
@@ -118,7 +118,7 @@ export const extendSandbox = (caller: Caller, sandboxId: string, seconds: number
     return (yield* getSandboxRow(sandboxId))!
   })).pipe(Effect.withSpan("SandboxCommands.extendSandbox", { attributes: { "sandbox.id": sandboxId, "project.id": caller.projectId } }))
 
-export const destroySandbox = (caller: Caller, sandboxId: string) =>
+export const destroySandbox = (caller: Caller, sandboxId: SandboxId) =>
   inTransaction(Effect.gen(function*() {
     const sandbox = yield* sandboxOf(caller, sandboxId)
     if (sandbox.state === "stopped") {

@@ -3,6 +3,7 @@
  * States follow reference/openmetal-api.md §3; a destroyed sandbox is `stopped`, never deleted.
  */
 import { type SandboxFilter, SandboxesRepo, type SandboxRow, type SandboxState } from "../../db/repos/Sandboxes.ts"
+import type { ProjectId, SandboxId } from "../../domain/Ids.ts"
 
 export type { SandboxRow, SandboxState }
 
@@ -21,24 +22,24 @@ export const LIVE_STATES: ReadonlyArray<SandboxState> = [
   "cleanup_pending"
 ]
 
-export const getSandboxRow = (id: string) => SandboxesRepo.get(id)
+export const getSandboxRow = (id: SandboxId) => SandboxesRepo.get(id)
 
 /** The capability snapshot a sandbox's processes, files and endpoints are answered with (null until it is ready). */
-export const sandboxCapabilities = (id: string) => SandboxesRepo.capabilities(id)
+export const sandboxCapabilities = (id: SandboxId) => SandboxesRepo.capabilities(id)
 
 /** A project's sandboxes, newest first, after the (created_at, id) position if given, filtered (SandboxFilter). */
-export const sandboxPage = (projectId: string, after: readonly [string, string] | undefined, limit: number, filter: SandboxFilter) =>
+export const sandboxPage = (projectId: ProjectId, after: readonly [string, string] | undefined, limit: number, filter: SandboxFilter) =>
   SandboxesRepo.page(projectId, after, limit, filter)
 
 /** All of a project's sandboxes, newest first (the dashboard's list on the project path). */
-export const projectSandboxes = (projectId: string) => SandboxesRepo.ofProject(projectId)
+export const projectSandboxes = (projectId: ProjectId) => SandboxesRepo.ofProject(projectId)
 
 /** Sets the state (and the timestamp that goes with it) unless the row is already in one of `unless`. */
 export const setSandboxState = (
-  id: string,
+  id: SandboxId,
   state: SandboxState,
   extra: { readonly reason?: string | null; readonly unless?: ReadonlyArray<SandboxState> } = {}
 ) => SandboxesRepo.setState(id, state, extra)
 
 /** Records API activity on a sandbox (idle timeout bookkeeping). */
-export const touchSandbox = (id: string) => SandboxesRepo.touch(id)
+export const touchSandbox = (id: SandboxId) => SandboxesRepo.touch(id)

@@ -17,12 +17,13 @@ import { enqueueJob, type JobHandler } from "../JobRegistry.ts"
 import { SpendLimitJob } from "./JobTypes.ts"
 import { startSystemAction } from "./LifecycleJobs.ts"
 import { LIVE_STATES } from "./SandboxRows.ts"
+import type { OrganizationId } from "../../domain/Ids.ts"
 
 /** States a spend limit ends: the live ones, but for those already on their way out. */
 const ACTIVE = LIVE_STATES.filter((state) => state !== "stopping" && state !== "cleanup_pending")
 
 /** Arms the enforcement when the balance is at or below zero (call inside the transaction that charged it). */
-export const armSpendLimitIfExhausted = (organizationId: string) =>
+export const armSpendLimitIfExhausted = (organizationId: OrganizationId) =>
   Effect.gen(function*() {
     const balance = yield* BillingRepo.balance(organizationId)
     if (balance === undefined || balance > 0n) return
@@ -33,7 +34,7 @@ export const makeSpendLimitHandler = Effect.gen(function*() {
   const db = yield* Db
   const context = yield* repositories
 
-  const run = (organizationId: string) =>
+  const run = (organizationId: OrganizationId) =>
     Effect.gen(function*() {
       const balance = yield* BillingRepo.balance(organizationId)
       if (balance === undefined || balance > 0n) return
@@ -47,5 +48,5 @@ export const makeSpendLimitHandler = Effect.gen(function*() {
       yield* Effect.logWarning("spend limit reached: destroying the organization's billed sandboxes", { organization: organizationId, count: sandboxes.length })
     }).pipe(db.transaction, Effect.provide(context))
 
-  return { run: (job) => run(job.payload.organization_id), giveUp: () => Effect.void } satisfies JobHandler<{ readonly organization_id: string }>
+  return { run: (job) => run(job.payload.organization_id), giveUp: () => Effect.void } satisfies JobHandler<{ readonly organization_id: OrganizationId }>
 })

@@ -18,13 +18,14 @@ import { type Caller, sandboxOf } from "./SandboxAccess.ts"
 import { TERMINAL_PROCESS_STATES } from "./Processes.ts"
 import { actionFailure, logProviderFailure } from "./ProviderErrors.ts"
 import { keyedSerial } from "../../domain/KeyedSerial.ts"
+import type { ProcessId, SandboxId } from "../../domain/Ids.ts"
 
 /** How long a write waits for a queued process to start at its provider. */
 const START_WAIT_MS = 10_000
 
 /** One chain of pending writes per process: each write runs after the one before it, whatever their outcome. */
 const writes = keyedSerial()
-const inOrder = <A, E>(processId: string, effect: Effect.Effect<A, E>): Effect.Effect<A, E> =>
+const inOrder = <A, E>(processId: ProcessId, effect: Effect.Effect<A, E>): Effect.Effect<A, E> =>
   Effect.flatten(Effect.promise(() => writes.run(processId, () => Effect.runPromiseExit(effect))))
 
 const ended = (state: string) => conflict("invalid_process_state", `The process is ${state}: its input is closed`, { state })
@@ -34,7 +35,7 @@ const ended = (state: string) => conflict("invalid_process_state", `The process 
  * closes a plain input after the data (nothing may be written after it); on a terminal it types ^D, the end of
  * input for the program reading it, and the terminal stays open.
  */
-export const sendInput = (sandbox: SandboxRow, processId: string, data: Uint8Array, eof: boolean) =>
+export const sendInput = (sandbox: SandboxRow, processId: ProcessId, data: Uint8Array, eof: boolean) =>
   Effect.gen(function*() {
     const target = (yield* ProviderAccounts).target(sandbox)
     const send = target?.provider.sendInput
@@ -69,7 +70,7 @@ export const sendInput = (sandbox: SandboxRow, processId: string, data: Uint8Arr
     }).pipe(Effect.provide(yield* Effect.context<ProcessesRepo | SandboxesRepo>())))
   })
 
-export const writeStdin = (caller: Caller, sandboxId: string, processId: string, data: Uint8Array, eof: boolean) =>
+export const writeStdin = (caller: Caller, sandboxId: SandboxId, processId: ProcessId, data: Uint8Array, eof: boolean) =>
   Effect.gen(function*() {
     const sandbox = yield* sandboxOf(caller, sandboxId)
     const row = yield* processOf(caller, sandboxId, processId)

@@ -24,6 +24,7 @@ import { type Caller, sandboxOf } from "./SandboxAccess.ts"
 import { TERMINAL_PROCESS_STATES } from "./Processes.ts"
 import { actionFailure, logProviderFailure } from "./ProviderErrors.ts"
 import { sendInput } from "./Stdin.ts"
+import type { ProcessId, SandboxId } from "../../domain/Ids.ts"
 
 /** What a session needs of its WebSocket. */
 export interface AttachSocket {
@@ -53,7 +54,7 @@ const Resize = Schema.Struct({ type: Schema.Literal("resize"), ...TerminalSize.f
 const decodeResize = Schema.decodeUnknownEither(Schema.parseJson(Resize))
 
 /** The process, if a client may attach to it: the caller's, started on a terminal and not ended. */
-export const attachable = (caller: Caller, sandboxId: string, processId: string) =>
+export const attachable = (caller: Caller, sandboxId: SandboxId, processId: ProcessId) =>
   Effect.gen(function*() {
     yield* sandboxOf(caller, sandboxId)
     const row = yield* processOf(caller, sandboxId, processId)
@@ -72,7 +73,7 @@ type Fork = (effect: Effect.Effect<void, never, ProcessesRepo | SandboxesRepo | 
  * Starts a session for a process `attachable` accepted. `run` / `fork` run effects with the services (the HTTP
  * layer's runtime); the session ends by itself when the process ends, or when `closed` is called.
  */
-export const openAttach = (sandbox: SandboxRow, processId: string, after: number, socket: AttachSocket, run: Run, fork: Fork): AttachSession => {
+export const openAttach = (sandbox: SandboxRow, processId: ProcessId, after: number, socket: AttachSocket, run: Run, fork: Fork): AttachSession => {
   let open = true
   const errorFrame = (code: string, message: string) => {
     if (open) socket.send(JSON.stringify({ type: "error", code, message }))

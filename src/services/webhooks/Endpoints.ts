@@ -6,7 +6,7 @@
 import { Effect } from "effect"
 import { type WebhookRow, WebhooksRepo } from "../../db/repos/Webhooks.ts"
 import { notFound } from "../../domain/Errors.ts"
-import { newUuid } from "../../domain/Ids.ts"
+import { newUuid, type OrganizationId } from "../../domain/Ids.ts"
 import { ANY_ROLE, MANAGERS } from "../../domain/Principals.ts"
 import { nowIso } from "../../domain/Time.ts"
 import { randomToken } from "../../domain/Tokens.ts"
@@ -22,21 +22,21 @@ const newSecret = () => {
 }
 
 /** The organization's endpoint, or 404. */
-export const webhookOf = (organizationId: string, webhookId: string) =>
+export const webhookOf = (organizationId: OrganizationId, webhookId: string) =>
   Effect.flatMap(WebhooksRepo.find(organizationId, webhookId), (row) => (row === undefined ? Effect.fail(notFound("Webhook")) : Effect.succeed(row)))
 
-export const listWebhooks = (organizationId: string) =>
+export const listWebhooks = (organizationId: OrganizationId) =>
   Effect.zipRight(requireOrgRole(organizationId, ANY_ROLE), WebhooksRepo.ofOrganization(organizationId))
 
-export const getWebhook = (organizationId: string, webhookId: string) =>
+export const getWebhook = (organizationId: OrganizationId, webhookId: string) =>
   Effect.zipRight(requireOrgRole(organizationId, ANY_ROLE), webhookOf(organizationId, webhookId))
 
 /** A manager's check before a create: the role, then the URL (the caller then runs `newWebhook`, idempotently). */
-export const checkNewWebhook = (organizationId: string, url: string) =>
+export const checkNewWebhook = (organizationId: OrganizationId, url: string) =>
   Effect.tap(requireOrgRole(organizationId, MANAGERS), () => requireAllowedUrl(url))
 
 /** The new endpoint and its secret (returned this once; only sealed in the row). */
-export const newWebhook = (organizationId: string, input: typeof CreateWebhook.Type) =>
+export const newWebhook = (organizationId: OrganizationId, input: typeof CreateWebhook.Type) =>
   Effect.gen(function*() {
     const box = yield* SecretBox
     const now = yield* nowIso
@@ -65,7 +65,7 @@ export const newWebhook = (organizationId: string, input: typeof CreateWebhook.T
     return { row, secret }
   }).pipe(Effect.withSpan("Webhooks.newWebhook", { attributes: { "organization.id": organizationId } }))
 
-export const updateWebhook = (organizationId: string, webhookId: string, input: typeof UpdateWebhook.Type) =>
+export const updateWebhook = (organizationId: OrganizationId, webhookId: string, input: typeof UpdateWebhook.Type) =>
   Effect.gen(function*() {
     yield* requireOrgRole(organizationId, MANAGERS)
     const row = yield* webhookOf(organizationId, webhookId)
@@ -90,7 +90,7 @@ export const updateWebhook = (organizationId: string, webhookId: string, input: 
     return next
   }).pipe(Effect.withSpan("Webhooks.updateWebhook", { attributes: { "organization.id": organizationId } }))
 
-export const deleteWebhook = (organizationId: string, webhookId: string) =>
+export const deleteWebhook = (organizationId: OrganizationId, webhookId: string) =>
   Effect.gen(function*() {
     yield* requireOrgRole(organizationId, MANAGERS)
     const row = yield* webhookOf(organizationId, webhookId)
@@ -100,7 +100,7 @@ export const deleteWebhook = (organizationId: string, webhookId: string) =>
   }).pipe(Effect.withSpan("Webhooks.deleteWebhook", { attributes: { "organization.id": organizationId } }))
 
 /** A new signing secret (returned this once), replacing the old one at once. */
-export const rotateWebhookSecret = (organizationId: string, webhookId: string) =>
+export const rotateWebhookSecret = (organizationId: OrganizationId, webhookId: string) =>
   Effect.gen(function*() {
     yield* requireOrgRole(organizationId, MANAGERS)
     const row = yield* webhookOf(organizationId, webhookId)
