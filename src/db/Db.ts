@@ -3,7 +3,7 @@
  * inside `transaction` joins it (the client finds the transaction's connection in the fiber's context). SQL
  * failures become defects (→ 500, or 503 `database_busy` when the engine says busy); the unit is rolled back.
  */
-import { SqlClient } from "@effect/sql"
+import { SqlClient, type SqlError } from "@effect/sql"
 import { Effect } from "effect"
 
 /** The PostgreSQL channel `announce` notifies on; its payload is the topic. */
@@ -13,12 +13,24 @@ export class Db extends Effect.Service<Db>()("app/db/Db", {
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const listeners = new Set<() => void>()
+    /**
+     * SQLite: the transaction takes the write lock first, as BEGIN IMMEDIATE would (@effect/sql's client begins
+     * with a plain BEGIN). A deferred transaction that read before another process (the CLI on a live server)
+     * committed cannot write afterwards: SQLite refuses at once, without waiting, and the request was answered 503
+     * `database_busy`. Taken first, the lock is waited for (busy_timeout, 5 s) like any other. The process's own
+     * transactions are serialised on its one connection anyway, so this costs them nothing. A statement that
+     * writes no row still takes the lock; on a savepoint (a nested transaction) it is already held.
+     */
+    const takeWriteLock: Effect.Effect<void, SqlError.SqlError> = sql.onDialectOrElse({
+      sqlite: () => Effect.asVoid(sql`UPDATE effect_sql_migrations SET name = name WHERE 0`),
+      orElse: () => Effect.void
+    })
     const committed = Effect.sync(() => {
       for (const listener of listeners) listener()
     })
     return {
       transaction: <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-        sql.withTransaction(effect).pipe(Effect.catchTag("SqlError", Effect.die), Effect.tap(() => committed)),
+        sql.withTransaction(Effect.zipRight(takeWriteLock, effect)).pipe(Effect.catchTag("SqlError", Effect.die), Effect.tap(() => committed)),
       /**
        * Calls `listener` after each `transaction` that succeeded (a nested one too, which has not committed yet:
        * a listener must only take it as a hint to look). The live event feed uses it to notice commits at once.

@@ -78,6 +78,8 @@ export const makeSqliteDialect = (sql: SqlClient.SqlClient): DialectShape => {
         const only = request.types?.only
         const except = request.types?.except
         if (only !== undefined && only.length === 0) return []
+        // The write lock first (Db.ts `takeWriteLock`): the claim reads, then writes.
+        yield* sql`UPDATE effect_sql_migrations SET name = name WHERE 0`
         const ofTypes = only !== undefined
           ? sql`AND ${sql.in("type", only)}`
           : except !== undefined && except.length > 0

@@ -16,6 +16,7 @@ import { SandboxesRepo } from "../../src/db/repos/Sandboxes.ts"
 import { UsersRepo } from "../../src/db/repos/Users.ts"
 import { MalformedRow } from "../../src/db/Rows.ts"
 import { databaseFile } from "../../src/db/Sql.ts"
+import { Db, inTransaction } from "../../src/db/Db.ts"
 import { IdempotencyStore, IdempotencyStoreLive } from "../../src/services/IdempotencyStore.ts"
 import { tempDataDir } from "../support/server.ts"
 import { databaseUrlFor, onPostgres } from "../support/postgres.ts"
@@ -176,4 +177,34 @@ describe("repositories", () => {
       expect(takenOver.length).toBeGreaterThan(0)
       expect(takenOver.every(({ recovered }) => recovered)).toBe(true)
     }).pipe(Effect.provide(layerFor())))
+
+  const lockDir = tempDataDir("write-lock")
+  it.live("SQLite: a transaction holds the write lock from its start, so another process's commit in between cannot make its write fail", () =>
+    Effect.gen(function*() {
+      if (onPostgres()) return
+      const sql = yield* SqlClient.SqlClient
+      yield* seedProject
+      // Another process on the same file (the operator's CLI beside a live server), which does not wait.
+      const other = new Database(databaseFile(lockDir))
+      other.run("PRAGMA busy_timeout = 0")
+      const otherWrites = () => {
+        try {
+          other.run("UPDATE projects SET name = 'by the CLI' WHERE id = 'prj_1'")
+          return "written"
+        } catch (e) {
+          return String(e)
+        }
+      }
+      // Read, the other process tries to commit, then write: the read-then-write a service does.
+      const seen = yield* inTransaction(Effect.gen(function*() {
+        const before = yield* sql<{ name: string }>`SELECT name FROM projects WHERE id = ${PROJECT}`
+        const attempt = otherWrites()
+        yield* sql`UPDATE projects SET name = 'by the gateway' WHERE id = ${PROJECT}`
+        return { before: before[0]?.name, attempt }
+      }))
+      // The other process was kept out (it would have got in between, and the gateway's write been refused).
+      expect(seen).toEqual({ before: "P", attempt: "SQLiteError: database is locked" })
+      expect(otherWrites()).toBe("written")
+      other.close()
+    }).pipe(Effect.provide(Layer.provideMerge(Db.Default, layerFor(lockDir)))))
 })

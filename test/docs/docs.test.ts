@@ -80,9 +80,11 @@ const inSession = async <A>(run: () => Promise<A>): Promise<A> => {
   }
 }
 
-/** The server's refusals and failures (its access log's 4xx/5xx lines, its warnings and errors), the last ones. */
+/** The server's refusals and failures (its access log's 4xx/5xx records, its warnings and errors), the last ones. */
 const serverTrouble = () =>
-  server.logs().split("\n").filter((line) => /http\.status=[45]\d\d|level=(WARN|ERROR|FATAL)/.test(line)).slice(-30).map((line) => line.slice(0, 600)).join("\n")
+  server.logs().split(/\n(?=\[\d\d:\d\d:\d\d)/)
+    .filter((record) => /http\.status: [45]\d\d|^\[[^\]]+\] (WARN|ERROR|FATAL)/.test(record))
+    .slice(-20).map((record) => record.replace(/\n\s+/g, " ").slice(0, 600)).join("\n")
 
 const runFile = async (file: string, blocks: ReadonlyArray<ShellBlock>) => {
   const home = fs.mkdtempSync(path.join(scratch, "home-"))
