@@ -8,7 +8,7 @@ import { afterAll, describe, expect, it } from "vitest"
 import { Database } from "bun:sqlite"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { api, bootstrap, type RunningServer, startServer, tempDataDir } from "../support/server.ts"
+import { api, bootstrap, type RunningServer, startServer, tempDataDir, openGatewayDatabase } from "../support/server.ts"
 import { createReadySandbox, idempotencyKey, minimalSandbox, poll, readProcessOutput, waitProcess } from "../support/sandbox.ts"
 
 let server: RunningServer | undefined
@@ -45,7 +45,7 @@ describe("crash recovery", () => {
     for (const c of creates) expect(c.status).toBe(202)
     await server.stop({ kill: true })
     const orphanJail = JSON.parse((new Database(path.join(dataDir, "gateway.sqlite"), { readonly: true }).query("SELECT provider_resource FROM sandboxes WHERE id = ?").get(orphan.id) as { provider_resource: string }).provider_resource).resourceId
-    const writable = new Database(path.join(dataDir, "gateway.sqlite"))
+    const writable = openGatewayDatabase(dataDir)
     writable.query("UPDATE sandboxes SET state = 'stopped' WHERE id = ?").run(orphan.id)
     writable.close()
     expect(fs.existsSync(path.join(dataDir, "sandboxes", orphanJail))).toBe(true)

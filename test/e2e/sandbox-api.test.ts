@@ -6,7 +6,7 @@ import { Database } from "bun:sqlite"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { api, type Bootstrap, bootstrap, expectEnvelope, type RunningServer, startServer } from "../support/server.ts"
+import { api, type Bootstrap, bootstrap, expectEnvelope, type RunningServer, startServer, openGatewayDatabase } from "../support/server.ts"
 import { createReadySandbox, idempotencyKey, type KeyAuth, minimalSandbox, poll, readProcessOutput, runProcess, waitOperation, waitProcess, waitRuntimeOperation } from "../support/sandbox.ts"
 import { pointsAt, runtimeViolations, sandboxViolations } from "../property/violations.ts"
 import { readState } from "../../src/runtime/Jail.ts"
@@ -202,6 +202,7 @@ describe("WAL checkpoints", () => {
     const file = path.join(server.dataDir, "gateway.sqlite")
     // Start from an empty WAL, so what follows stays far below the 1,000 pages at which SQLite would checkpoint.
     const db = new Database(file)
+    db.run("PRAGMA busy_timeout = 5000")
     try {
       db.exec("PRAGMA busy_timeout = 5000")
       await poll(async () => (db.query("PRAGMA wal_checkpoint(TRUNCATE)").get() as { busy: number }).busy, (busy) => busy === 0, 5_000, 20)
@@ -261,7 +262,7 @@ describe("lifecycle", () => {
     expect((await poll(async () => (await fetch(active.url)).status, (s) => s === 200, 20_000, 100))).toBe(200)
     expectEnvelope(await http.post(`/v1/sandboxes/${sandboxA.id}/endpoints`, { ...authA, body: { port: 9000 }, headers: { "idempotency-key": idempotencyKey() } }), 409, "endpoint_conflict")
     // Make the lease run out now (the proxy checks the lease on every request).
-    const db = new Database(path.join(server.dataDir, "gateway.sqlite"))
+    const db = openGatewayDatabase(server.dataDir)
     db.exec("PRAGMA busy_timeout = 5000") // the gateway may be writing at that moment
     db.query("UPDATE endpoints SET lease_expires_at = ? WHERE id = ?").run(new Date(Date.now() - 1000).toISOString(), ep.body.id)
     db.close()
@@ -294,7 +295,7 @@ describe("lifecycle", () => {
   it("a sandbox whose machine dies is found lost at its next cost sync, destroyed with an operation (provider_stopped)", async () => {
     // Daytona's emulator names the jail by the resource id (killed below).
     const s = await createReadySandbox(http, authA, minimalSandbox({ provider: "daytona" }))
-    const db = new Database(path.join(server.dataDir, "gateway.sqlite"))
+    const db = openGatewayDatabase(server.dataDir)
     db.exec("PRAGMA busy_timeout = 5000")
     let jailId = ""
     try {
@@ -324,7 +325,7 @@ describe("lifecycle", () => {
     const c = await bootstrap(server.dataDir, "spender@example.com")
     const auth = { token: c.api_key, project: c.project_id }
     const s = await createReadySandbox(http, auth)
-    const db = new Database(path.join(server.dataDir, "gateway.sqlite"))
+    const db = openGatewayDatabase(server.dataDir)
     db.exec("PRAGMA busy_timeout = 5000")
     try {
       // Almost nothing left, then the next cost sync (normally 5 s after ready) charges more than that.
@@ -349,7 +350,7 @@ describe("lifecycle", () => {
 
   it("402 when the organization has no credit", async () => {
     const c = await bootstrap(server.dataDir, "broke@example.com")
-    const db = new Database(path.join(server.dataDir, "gateway.sqlite"))
+    const db = openGatewayDatabase(server.dataDir)
     db.query("UPDATE billing_accounts SET balance_microusd = 0 WHERE organization_id = ?").run(c.organization_id)
     db.close()
     expectEnvelope(await http.post("/v1/sandboxes", { token: c.api_key, project: c.project_id, body: minimalSandbox(), headers: { "idempotency-key": idempotencyKey() } }), 402, "insufficient_credits")

@@ -13,7 +13,7 @@ import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { activeEndpoint, connectWebSocket, expectCut, freePort, HEADERS_SERVER, startBunServer, startSlowDownload, startWebServer } from "../support/endpoints.ts"
 import { createReadySandbox, idempotencyKey, type KeyAuth, minimalSandbox, poll, waitOperation } from "../support/sandbox.ts"
-import { api, type Bootstrap, bootstrap, expectEnvelope, type RunningServer, startServer } from "../support/server.ts"
+import { api, type Bootstrap, bootstrap, expectEnvelope, type RunningServer, startServer, openGatewayDatabase } from "../support/server.ts"
 
 /** A cut must come this soon after the lease ends (it takes well under a second; the margin is for a loaded host). */
 const CUT_WITHIN_MS = 3_000
@@ -128,7 +128,7 @@ describe("path mode (the default): endpoints on their own listener", () => {
     const endpoint = await activeEndpoint(http, auth, sandbox.id, 8002)
     // The lease (60 s at least through the API) is made to end in 4 s.
     const leaseEnd = Date.now() + 4_000
-    const db = new Database(path.join(server.dataDir, "gateway.sqlite"))
+    const db = openGatewayDatabase(server.dataDir)
     db.exec("PRAGMA busy_timeout = 5000")
     db.query("UPDATE endpoints SET lease_expires_at = ? WHERE id = ?").run(new Date(leaseEnd).toISOString(), endpoint.id)
     db.close()
@@ -210,7 +210,7 @@ describe("the gateway cuts exchanges by itself, whatever the provider does", () 
     const sandbox = await createReadySandbox(http, auth, minimalSandbox({ features: { public_ports: [8000], pause_resume: true } }))
     const created = await http.post(`/v1/sandboxes/${sandbox.id}/endpoints`, { ...auth, body: { port: 9999 }, headers: { "idempotency-key": idempotencyKey("ep") } })
     const active = await poll(async () => (await http.get(`/v1/sandboxes/${sandbox.id}/endpoints`, auth)).body.endpoints[0], (e) => e?.state === "active")
-    const db = new Database(path.join(server.dataDir, "gateway.sqlite"))
+    const db = openGatewayDatabase(server.dataDir)
     db.exec("PRAGMA busy_timeout = 5000")
     db.query("UPDATE endpoints SET provider_url = ?, lease_expires_at = COALESCE(?, lease_expires_at) WHERE id = ?")
       .run(`http://127.0.0.1:${upstream.port}`, leaseMs === undefined ? null : new Date(Date.now() + leaseMs).toISOString(), created.body.id)

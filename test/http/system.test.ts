@@ -2,7 +2,7 @@ import { Database } from "bun:sqlite"
 import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { querySql } from "../support/accounts.ts"
-import { api, bootstrap, expectEnvelope, type RunningServer, startServer } from "../support/server.ts"
+import { api, bootstrap, expectEnvelope, type RunningServer, startServer, openGatewayDatabase } from "../support/server.ts"
 import { databaseUrlFor, onPostgres } from "../support/postgres.ts"
 
 let server: RunningServer
@@ -80,7 +80,7 @@ describe("a database held by another process", () => {
         await other.close()
       }
     } else {
-      const db = new Database(path.join(server.dataDir, "gateway.sqlite"))
+      const db = openGatewayDatabase(server.dataDir)
       db.exec("PRAGMA busy_timeout = 5000")
       db.exec("BEGIN IMMEDIATE") // the write lock, as a long CLI or backup transaction would hold it
       try {

@@ -4,7 +4,7 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { expect } from "vitest"
 import { databaseUrlFor, pgExec, pgQuery } from "./postgres.ts"
-import { type api, runCli } from "./server.ts"
+import { type api, runCli, openGatewayDatabase } from "./server.ts"
 
 type Http = ReturnType<typeof api>
 
@@ -45,7 +45,7 @@ export const joinAs = async (
 export const execSql = (dataDir: string, statement: string, ...params: Array<string | number | null>) => {
   const url = databaseUrlFor(dataDir)
   if (url !== undefined) return pgExec(url, statement, params)
-  const db = new Database(path.join(dataDir, "gateway.sqlite"))
+  const db = openGatewayDatabase(dataDir)
   try {
     db.exec("PRAGMA busy_timeout = 5000")
     return db.query(statement).run(...params).changes
@@ -57,7 +57,7 @@ export const execSql = (dataDir: string, statement: string, ...params: Array<str
 export const querySql = <T>(dataDir: string, statement: string, ...params: Array<string | number | null>): Array<T> => {
   const url = databaseUrlFor(dataDir)
   if (url !== undefined) return pgQuery<T>(url, statement, params)
-  const db = new Database(path.join(dataDir, "gateway.sqlite"))
+  const db = openGatewayDatabase(dataDir)
   try {
     db.exec("PRAGMA busy_timeout = 5000")
     return db.query(statement).all(...params) as Array<T>

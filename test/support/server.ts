@@ -3,6 +3,7 @@
  * its own DATA_DIR (a real SQLite file; on the PostgreSQL run, a database of its own: test/support/postgres.ts),
  * and the CLI as a child process against the same DATA_DIR.
  */
+import { Database } from "bun:sqlite"
 import { Effect } from "effect"
 import * as fs from "node:fs"
 import * as os from "node:os"
@@ -92,6 +93,16 @@ export const startServer = async (
       if (stopOptions.kill !== true && stopOptions.keepJails !== true) await destroyJails(dataDir)
     }
   }
+}
+
+/**
+ * The gateway's SQLite file opened beside its running server (as the operator's CLI would be): it waits up to 5 s
+ * for the write lock the server's transactions hold instead of failing at once (bun:sqlite's default).
+ */
+export const openGatewayDatabase = (dataDir: string): Database => {
+  const db = new Database(path.join(dataDir, "gateway.sqlite"))
+  db.run("PRAGMA busy_timeout = 5000")
+  return db
 }
 
 /** Removes every jail under a DATA_DIR (processes, cgroups, files). */
