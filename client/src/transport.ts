@@ -3,12 +3,13 @@
  * call run as a Promise whose failure is a GatewayError, retryable failures retried with backoff (the same call:
  * the same Idempotency-Key), and the waits for the operations a call starts.
  */
-import { FetchHttpClient, HttpApiClient, HttpClient, HttpClientRequest } from "@effect/platform"
+import { FetchHttpClient, type HttpApi, HttpApiClient, HttpClient, HttpClientRequest } from "@effect/platform"
 import { Effect, Layer, ParseResult, type Schema } from "effect"
 import { Api } from "../../src/http/Api.ts"
 import { issuesSummary, readableIssues } from "../../src/domain/Issues.ts"
 import type { OperationId, SandboxId } from "../../src/domain/Ids.ts"
 import type { RuntimeOperation } from "../../src/domain/Runtime.ts"
+import type { Operation } from "../../src/domain/Operation.ts"
 import { GatewayError } from "./errors.ts"
 import type { WebSocketConstructor } from "./terminal.ts"
 
@@ -71,21 +72,40 @@ export const toGatewayError = (e: unknown): GatewayError => {
 /** A failure of a plain `fetch` (or of reading its body), as a GatewayError: fetch's TypeError is a network error. */
 export const fetchFailure = (e: unknown): GatewayError => toGatewayError(e instanceof TypeError ? { _tag: "RequestError", message: e.message } : e)
 
-export const makeTransport = (options: ClientOptions) => {
+type ApiGroups = typeof Api extends HttpApi.HttpApi<string, infer Groups, infer _E, infer _R> ? Groups : never
+type ApiErrors = typeof Api extends HttpApi.HttpApi<string, infer _Groups, infer E, infer _R> ? E : never
+/** The contract's client: every route of the API, typed (Effect). */
+export type RawClient = HttpApiClient.Client<ApiGroups, ApiErrors, never>
+
+/**
+ * The gateway as the client's modules use it (one per client). Written out, not inferred: the inferred type (the
+ * whole contract's client, its ids branded) is larger than TypeScript will write into a declaration file.
+ */
+export interface Transport {
+  readonly baseUrl: string
+  readonly attempts: number
+  readonly fetch: typeof globalThis.fetch
+  readonly authHeaders: { readonly authorization: string; readonly "x-metal-project-id": string }
+  readonly webSocket: WebSocketConstructor | undefined
+  readonly rawClient: Effect.Effect<RawClient>
+  /** Runs a raw call; retryable failures are retried (the same call: the same Idempotency-Key). */
+  readonly call: <A>(f: (client: RawClient) => Effect.Effect<A, unknown>) => Promise<A>
+  readonly waitOperation: (operationId: OperationId, timeoutMs: number) => Promise<Schema.Schema.Type<typeof Operation>>
+  readonly waitRuntimeOperation: (sandboxId: SandboxId, started: Schema.Schema.Type<typeof RuntimeOperation>) => Promise<NonNullable<Schema.Schema.Type<typeof RuntimeOperation>["result"]>>
+}
+
+export const makeTransport = (options: ClientOptions): Transport => {
   const attempts = Math.max(1, options.attempts ?? 4)
   const fetchImpl = options.fetch ?? globalThis.fetch
   const authHeaders = { authorization: `Bearer ${options.apiKey}`, "x-metal-project-id": options.projectId }
   const httpLayer = FetchHttpClient.layer.pipe(Layer.provide(Layer.succeed(FetchHttpClient.Fetch, fetchImpl)))
-  /** The contract's client: every route of the API, typed (Effect). */
   const raw = HttpApiClient.make(Api, {
     baseUrl: options.baseUrl,
     transformClient: HttpClient.mapRequest(HttpClientRequest.setHeaders(authHeaders))
   })
-  type Raw = Effect.Effect.Success<typeof raw>
   const rawClient = Effect.runSync(Effect.cached(Effect.provide(raw, httpLayer)))
 
-  /** Runs a raw call; retryable failures are retried (the same call: the same Idempotency-Key). */
-  const call = async <A>(f: (client: Raw) => Effect.Effect<A, unknown>): Promise<A> => {
+  const call = async <A>(f: (client: RawClient) => Effect.Effect<A, unknown>): Promise<A> => {
     for (let attempt = 1; ; attempt++) {
       try {
         return await Effect.runPromise(Effect.flatMap(rawClient, f).pipe(Effect.mapError(toGatewayError), Effect.either)).then((r) => {
@@ -135,5 +155,3 @@ export const makeTransport = (options: ClientOptions) => {
   }
 }
 
-/** The gateway as the client's modules use it (one per client). */
-export type Transport = ReturnType<typeof makeTransport>

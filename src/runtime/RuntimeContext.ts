@@ -5,8 +5,12 @@
 import type { Tools } from "./Host.ts"
 import type { EgressPolicy } from "./UidLeases.ts"
 
-/** How long a jail (and its network, its DNS forwarder) may take to start. */
-export const START_TIMEOUT_MS = 10_000
+/**
+ * How long a jail (and its network, its DNS forwarder) may take to start. Usually tens of milliseconds; on a host
+ * whose cores are saturated slirp4netns took more than 10 s to set its route up (a CI run's create failed), and a
+ * slow start is better than a failed one. A start that fails (a process that exits) is not waited for.
+ */
+export const START_TIMEOUT_MS = 30_000
 /** How much of bwrap's (or slirp4netns') stderr is kept for the operator's log while a jail starts. */
 export const START_LOG_BYTES = 16 * 1024
 
