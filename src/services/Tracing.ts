@@ -30,20 +30,23 @@ const url = (name: string) =>
     const parsed = URL.parse(raw)
     return parsed !== null && (parsed.protocol === "http:" || parsed.protocol === "https:")
       ? Either.right(parsed)
-      : Either.left(ConfigError.InvalidData([name], `${name} must be an http(s) URL, got ${JSON.stringify(raw)}`))
+      : Either.left(ConfigError.InvalidData([name], `${name} must be an http(s) URL`)) // its text not echoed: it may hold credentials
   }))
 
-/** `k=v,k2=v2` as OpenTelemetry's variable has it: keys and values URL-encoded, blanks around them ignored. */
+/**
+ * `k=v,k2=v2` as OpenTelemetry's variable has it: keys and values URL-encoded, blanks around them ignored. A refusal
+ * names the entry by its place, never by its text: a value is often a secret (an authorization header).
+ */
 export const parseOtlpHeaders = (raw: string): Either.Either<Record<string, string>, string> => {
   const headers: Record<string, string> = {}
-  for (const pair of raw.split(",")) {
+  for (const [i, pair] of raw.split(",").entries()) {
     if (pair.trim() === "") continue
     const at = pair.indexOf("=")
-    if (at <= 0) return Either.left(`"${pair.trim()}" is not key=value`)
+    if (at <= 0) return Either.left(`entry ${i + 1} is not key=value`)
     try {
       headers[decodeURIComponent(pair.slice(0, at).trim())] = decodeURIComponent(pair.slice(at + 1).trim())
     } catch {
-      return Either.left(`"${pair.trim()}" is not URL-encoded`)
+      return Either.left(`entry ${i + 1} is not URL-encoded`)
     }
   }
   return Either.right(headers)
