@@ -5,6 +5,7 @@
  */
 import { SqlClient, type SqlError } from "@effect/sql"
 import { Effect } from "effect"
+import { takeSqliteWriteLock } from "./SqliteDialect.ts"
 
 /** The PostgreSQL channel `announce` notifies on; its payload is the topic. */
 export const SIGNALS_CHANNEL = "gateway_signals"
@@ -14,15 +15,14 @@ export class Db extends Effect.Service<Db>()("app/db/Db", {
     const sql = yield* SqlClient.SqlClient
     const listeners = new Set<() => void>()
     /**
-     * SQLite: the transaction takes the write lock first, as BEGIN IMMEDIATE would (@effect/sql's client begins
+     * SQLite: the transaction takes the write lock first (SqliteDialect.ts `takeSqliteWriteLock`; @effect/sql begins
      * with a plain BEGIN). A deferred transaction that read before another process (the CLI on a live server)
-     * committed cannot write afterwards: SQLite refuses at once, without waiting, and the request was answered 503
-     * `database_busy`. Taken first, the lock is waited for (busy_timeout, 5 s) like any other. The process's own
-     * transactions are serialised on its one connection anyway, so this costs them nothing. A statement that
-     * writes no row still takes the lock; on a savepoint (a nested transaction) it is already held.
+     * committed cannot write afterwards: SQLite refuses at once, and the request was answered 503 `database_busy`.
+     * The process's own transactions are serialised on its one connection anyway, so this costs them nothing; on a
+     * savepoint (a nested transaction) the lock is already held.
      */
     const takeWriteLock: Effect.Effect<void, SqlError.SqlError> = sql.onDialectOrElse({
-      sqlite: () => Effect.asVoid(sql`UPDATE effect_sql_migrations SET name = name WHERE 0`),
+      sqlite: () => takeSqliteWriteLock(sql),
       orElse: () => Effect.void
     })
     const committed = Effect.sync(() => {

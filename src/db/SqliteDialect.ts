@@ -22,6 +22,13 @@ const someCause = (u: unknown, test: (code: unknown, message: unknown) => boolea
  * transaction that then wrote. The failed statement's transaction was rolled back, so the whole attempt can be
  * made again.
  */
+/**
+ * Takes SQLite's write lock now, as BEGIN IMMEDIATE would (a statement that writes no row still takes it), so a
+ * transaction that reads and then writes waits for the lock (busy_timeout) instead of being refused at its write
+ * because another process committed in between (Db.ts `transaction`, the job claim).
+ */
+export const takeSqliteWriteLock = (sql: SqlClient.SqlClient) => Effect.asVoid(sql`UPDATE effect_sql_migrations SET name = name WHERE 0`)
+
 export const isSqliteBusy = (u: unknown): boolean =>
   someCause(u, (code, message) => code === "SQLITE_BUSY" || (typeof message === "string" && message.includes("database is locked")))
 
@@ -79,7 +86,7 @@ export const makeSqliteDialect = (sql: SqlClient.SqlClient): DialectShape => {
         const except = request.types?.except
         if (only !== undefined && only.length === 0) return []
         // The write lock first (Db.ts `takeWriteLock`): the claim reads, then writes.
-        yield* sql`UPDATE effect_sql_migrations SET name = name WHERE 0`
+        yield* takeSqliteWriteLock(sql)
         const ofTypes = only !== undefined
           ? sql`AND ${sql.in("type", only)}`
           : except !== undefined && except.length > 0

@@ -77,7 +77,7 @@ const traced = <R>(provider: string, name: string, call: Effect.Effect<R, Provid
 
 /** The provider with every call traced and every failed one reported to `onFailure`; its BYOK instances are built as before. */
 const observed = (provider: SandboxProvider, onFailure: OnProviderFailure): SandboxProvider => ({
-  ...aroundCalls(provider, (name, call) => traced(provider.name, name, Effect.tapError(call(provider), (e) => Effect.sync(() => onFailure(e))))),
+  ...aroundCalls(provider, (callName, call) => traced(provider.name, callName, Effect.tapError(call(provider), (e) => Effect.sync(() => onFailure(e))))),
   withCredentials: provider.withCredentials
 })
 
@@ -101,8 +101,8 @@ export const makeProviderRegistry = (providers: ReadonlyArray<SandboxProvider>, 
     let instance = accounts.get(key)
     if (instance === undefined) {
       const own = base.withCredentials(credentials)
-      instance = aroundCalls(own, (call, run) =>
-        traced(name, call, Effect.tapError(Effect.mapError(run(own), onOrganizationAccount), (e) => Effect.sync(() => report(e)))))
+      instance = aroundCalls(own, (callName, call) =>
+        traced(name, callName, Effect.tapError(Effect.mapError(call(own), onOrganizationAccount), (e) => Effect.sync(() => report(e)))))
       if (accounts.size >= MAX_ACCOUNT_INSTANCES) accounts.delete(accounts.keys().next().value!)
     } else {
       accounts.delete(key)

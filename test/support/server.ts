@@ -8,6 +8,7 @@ import { Effect } from "effect"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
+import { databaseFile } from "../../src/db/Sql.ts"
 import { testDns } from "./dns.ts"
 import { databaseEnv } from "./postgres.ts"
 
@@ -100,7 +101,7 @@ export const startServer = async (
  * for the write lock the server's transactions hold instead of failing at once (bun:sqlite's default).
  */
 export const openGatewayDatabase = (dataDir: string): Database => {
-  const db = new Database(path.join(dataDir, "gateway.sqlite"))
+  const db = new Database(databaseFile(dataDir))
   db.run("PRAGMA busy_timeout = 5000")
   return db
 }
