@@ -63,7 +63,7 @@ const profileAt = process.argv.indexOf("--profile")
 const profileDir = profileAt === -1 ? undefined : path.resolve(process.argv[profileAt + 1] ?? "profiles")
 const server = await startServer({
   env: { LOG_LEVEL: "error", RUNTIME_WARM_POOL: process.env["RUNTIME_WARM_POOL"] ?? "2" },
-  ...(profileDir === undefined ? {} : { command: ["bun", "--cpu-prof", "--cpu-prof-md", `--cpu-prof-dir=${profileDir}`, path.join(import.meta.dir, "..", "src", "main.ts")] })
+  ...(profileDir === undefined ? {} : { command: ["bun", "--cpu-prof", "--cpu-prof-md", `--cpu-prof-dir=${profileDir}`, path.join(import.meta.dir, "..", "bin", "main.ts")] })
 })
 // The gateway and everything it starts, until a jail moves into its sandbox's cgroups: a cgroup of its own.
 const benchGroup = `sgw-bench-load-${process.pid}`

@@ -36,13 +36,13 @@ let toolsCollected = false
 
 /**
  * The agent's modules as the jail runs them, and the host's DNS forwarder beside them: transpiled once, imports
- * pointing at the .js files beside them (the two sets' file names differ).
+ * (static and dynamic) pointing at the .js files beside them (the two sets' file names differ).
  */
 const transpileAgent = (): Record<string, string> => {
   const transpiler = new Bun.Transpiler({ loader: "ts", target: "bun" })
   return Object.fromEntries(Object.entries({ ...agentModules, ...dnsModules }).map(([name, source]) => [
     name.replace(/\.ts$/, ".js"),
-    transpiler.transformSync(source).replace(/(from\s*["']\.\/[\w-]+)\.ts(["'])/g, "$1.js$2")
+    transpiler.transformSync(source).replace(/((?:from\s*|import\(\s*)["']\.\/[\w-]+)\.ts(["'])/g, "$1.js$2")
   ]))
 }
 
