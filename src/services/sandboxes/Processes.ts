@@ -225,9 +225,12 @@ export const makeProcessHandler = Effect.gen(function*() {
       const deadline = Date.parse(row.started_at ?? row.created_at) + row.timeout_seconds * 1000 + DEADLINE_GRACE_MS
       let cancelSent = false
       let timedOutByUs = false
-      // Poll tightly for short commands, then back off (buffered providers only say "done" when asked).
+      // Poll tightly for short commands, then back off (buffered providers only say "done" when asked). An empty
+      // poll is followed by a wait at least as long as it took: a provider whose poll is dear (several calls, each
+      // doing work in the sandbox) is never asked without a break, which would cost more than the command.
       let idleMs = 1
       let polls = 0
+      let polledAt = Date.now()
       let progress: { readonly state: ProcessState; readonly cancel_requested_at: string | null; readonly provider_seq: number } = row
       for (let first = true; ; first = false) {
         // The row just written needs no second read; later rounds look for a cancel request or a finish.
@@ -240,6 +243,7 @@ export const makeProcessHandler = Effect.gen(function*() {
             Effect.catchAll((e) => Effect.logWarning("cancel at the provider failed", { process: processId, error: e.message }))
           )
         }
+        polledAt = Date.now()
         const events = first && firstEvents !== undefined && !cancelSent
           ? firstEvents
           : yield* ctx.value.provider.execEvents(ctx.value.resource, executionId, progress.provider_seq).pipe(Effect.catchAll(providerFailure(row)))
@@ -249,7 +253,7 @@ export const makeProcessHandler = Effect.gen(function*() {
           idleMs = 1
           polls = 0
         } else {
-          yield* Effect.sleep(Duration.millis(idleMs))
+          yield* Effect.sleep(Duration.millis(Math.max(idleMs, Date.now() - polledAt)))
           if (++polls > 30) idleMs = Math.min(idleMs * 2, 10)
         }
       }
