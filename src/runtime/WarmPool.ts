@@ -28,7 +28,7 @@ const POOL_SPEC: JailSpec = { vcpu: 1, memoryMb: 512, diskMb: POOL_DISK_MB, inte
 
 export const makeWarmPool = (ctx: RuntimeContext, jails: JailLifecycle, size: number, isClosed: () => boolean) => {
   const { dataDir, scope } = ctx
-  const { claim, destroyJail, running, startJail, startSlirp, toSandbox } = jails
+  const { claim, destroyJail, requireEgressFilter, running, startJail, startSlirp, toSandbox } = jails
   const poolSize = Math.max(0, size)
   const pool: Array<string> = []
   const filling = new Set<Promise<void>>()
@@ -62,6 +62,9 @@ export const makeWarmPool = (ctx: RuntimeContext, jails: JailLifecycle, size: nu
   /** Hands out a warm jail under `spec.id`, or undefined when none can be used. */
   const handOut = async (spec: RuntimeSandboxSpec, jailSpec: JailSpec): Promise<RuntimeSandbox | undefined> => {
     if (jailSpec.diskMb !== POOL_DISK_MB) return undefined
+    // With internet, the egress filter's check (an nft process) runs while the jail is renamed and claimed.
+    const filterChecked = jailSpec.internet && pool.length > 0 ? requireEgressFilter() : undefined
+    filterChecked?.catch(() => undefined)
     while (pool.length > 0) {
       const from = pool.shift()!
       const warm = readState(dataDir, from)
@@ -83,7 +86,7 @@ export const makeWarmPool = (ctx: RuntimeContext, jails: JailLifecycle, size: nu
         // From here the jail is the sandbox's: it must outlive this process (until then it dies with it).
         if (!(await claim(from))) throw new Error("the warm jail's leash is not this process's")
         writeState(dataDir, state)
-        if (jailSpec.internet) state = await startSlirp(state)
+        if (jailSpec.internet) state = await startSlirp(state, filterChecked)
       } catch (e) {
         await destroyJail(spec.id)
         await destroyJail(from)
