@@ -10,13 +10,16 @@
  * each sandbox's cgroups count its agent and commands. So: the gateway process itself (/proc/<pid>/stat), its
  * helpers (its cgroup's total minus itself), the sandboxes (their cgroups, sampled as they come and go: a sandbox
  * destroyed between two samples loses at most one sample's worth), and the machine's total (/proc/stat).
- * `--trace` counts the programs exec'd per cycle (strace), `--profile <dir>` writes the gateway's CPU profile.
+ * `--trace` counts the programs exec'd per cycle (strace), `--profile <dir>` writes the gateway's CPU profile,
+ * `--acct` adds the CPU per cycle of every program that ended during the run (process accounting, bench/acct.ts).
  */
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { cgroupPath, cgroupScope, scopeCgroupIds } from "../src/runtime/Cgroups.ts"
+import { DEFAULT_HOST_UID } from "../src/runtime/Jail.ts"
 import { api, bootstrap, startServer } from "../test/support/server.ts"
+import { readAccounting, startAccounting } from "./acct.ts"
 import { idempotencyKey, minimalSandbox, poll } from "../test/support/sandbox.ts"
 
 const arg = (name: string, fallback: number) => {
@@ -135,7 +138,9 @@ await Bun.sleep(2000) // the warm pool fills
 const rssBefore = rssKb(server.pid)
 sampleSandboxes()
 const sandboxBase = [...sandboxCpu.values()].reduce((a, b) => a + b, 0)
-const at0 = { gateway: ownCpu(server.pid), group: cgroupCpu(benchGroup), machine: machineCpu() }
+const acctFile = path.join(server.dataDir, "process.acct")
+const stopAccounting = process.argv.includes("--acct") ? startAccounting(acctFile) : undefined
+const at0 = { gateway: ownCpu(server.pid), group: cgroupCpu(benchGroup), machine: machineCpu(), clients: ownCpu(process.pid) }
 const started = performance.now()
 const deadline = Date.now() + SECONDS * 1000
 let done = 0
@@ -152,7 +157,8 @@ const elapsed = (performance.now() - started) / 1000
 tracer?.kill("SIGINT")
 await tracer?.exited
 sampleSandboxes()
-const at1 = { gateway: ownCpu(server.pid), group: cgroupCpu(benchGroup), machine: machineCpu() }
+const at1 = { gateway: ownCpu(server.pid), group: cgroupCpu(benchGroup), machine: machineCpu(), clients: ownCpu(process.pid) }
+stopAccounting?.()
 const sandboxSeconds = [...sandboxCpu.values()].reduce((a, b) => a + b, 0) - sandboxBase
 clearInterval(sampler)
 
@@ -179,11 +185,12 @@ const rows: Array<[string, string]> = [
   ["CPU per cycle: gateway", perCycle(gatewaySeconds)],
   ["CPU per cycle: its helpers", perCycle(helperSeconds)],
   ["CPU per cycle: sandboxes", perCycle(sandboxSeconds)],
+  ["CPU per cycle: this benchmark's clients", perCycle(at1.clients - at0.clients)],
   ["CPU per cycle: whole machine", perCycle(machineSeconds)],
   ["left after", `${jails.length} jail dirs, ${cgroups.length} cgroups, ${loops.length} loop devices`]
 ]
 console.log(`\nLoad: ${CLIENTS} clients looping create → ready → echo hi (run and wait) → delete`)
-console.log(rows.map(([k, v]) => `${k.padEnd(34)} ${v}`).join("\n"))
+console.log(rows.map(([k, v]) => `${k.padEnd(40)} ${v}`).join("\n"))
 if (TRACE) {
   // Lines like `123 execve("/usr/bin/mount", ...) = 0`: successful execs by program, per cycle (warm-up included).
   const execs = new Map<string, number>()
@@ -194,6 +201,14 @@ if (TRACE) {
   const total = [...execs.values()].reduce((a, b) => a + b, 0)
   console.log(`\nProcesses exec'd per cycle (${total} in all, ${done} cycles):`)
   console.log([...execs].sort((a, b) => b[1] - a[1]).map(([name, n]) => `  ${name.padEnd(20)} ${(n / Math.max(1, done)).toFixed(2)}`).join("\n"))
+}
+if (stopAccounting !== undefined) {
+  // Every process that ended during the run, by program: the sandboxes' (their host uids) and the rest (root's).
+  const programs = readAccounting(acctFile, DEFAULT_HOST_UID).filter((p) => p.cpuMs > 0)
+  console.log(`\nCPU per cycle by program (process accounting: what ended during the run; ${done} cycles):`)
+  console.log(programs.slice(0, 20).map((p) =>
+    `  ${`${p.program}${p.sandboxed ? " (sandbox)" : ""}`.padEnd(26)} ${perCycle(p.cpuMs / 1000).padStart(7)}   ${(p.count / Math.max(1, done)).toFixed(2)} processes, ${(p.cpuMs / p.count).toFixed(1)} ms each`
+  ).join("\n"))
 }
 await server.stop()
 try {
