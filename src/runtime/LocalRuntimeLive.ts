@@ -24,7 +24,7 @@ import { type ImagePullProgress, LocalRuntime, type LocalRuntimeShape, RuntimeEr
 import { makeRuntimeContext, type RuntimeHostOptions } from "./RuntimeSetup.ts"
 import { SAFE_ID, validateSpec } from "./SpecValidation.ts"
 import { makeSweep, ORPHAN_GRACE_MS, type SweepReport } from "./Sweep.ts"
-import { isPooled, makeWarmPool } from "./WarmPool.ts"
+import { isPooled, makeWarmPool, POOL_SHRINK_MS } from "./WarmPool.ts"
 import { ImagePullError } from "./oci/Errors.ts"
 import { DEFAULT_IMAGE_LIMITS, type ImageLimits, makeImageCache } from "./oci/ImageCache.ts"
 import type { ImageUser } from "./oci/ImageUser.ts"
@@ -37,6 +37,10 @@ export { POOL_DISK_MB } from "./WarmPool.ts"
 export interface LocalRuntimeOptions extends RuntimeHostOptions {
   /** Warm jails kept ready (default 0 here; the Layer reads RUNTIME_WARM_POOL). */
   readonly warmPool?: number | undefined
+  /** What the pool may grow to with demand (default: warmPool itself; the Layer reads RUNTIME_WARM_POOL_MAX). */
+  readonly warmPoolMax?: number | undefined
+  /** How long a grown pool goes without a create finding it empty before it shrinks by one (tests shorten it). */
+  readonly warmPoolShrinkMs?: number | undefined
   /** Time limit of an agent call with a small answer, and the margin beyond a long poll's wait (default 15 s). */
   readonly agentTimeoutMs?: number | undefined
   /** A Docker-style registry auth file (REGISTRY_AUTH_FILE). */
@@ -116,7 +120,11 @@ export const makeLocalRuntime = (dataDir: string, options: LocalRuntimeOptions =
       throw err("image_pull_failed", `image ${named}: the pull failed`, e instanceof Error ? e.message : String(e))
     }
   }
-  const pool = makeWarmPool(ctx, jails, options.warmPool ?? 0, () => closed)
+  const pool = makeWarmPool(ctx, jails, {
+    size: options.warmPool ?? 0,
+    max: options.warmPoolMax ?? options.warmPool ?? 0,
+    shrinkMs: options.warmPoolShrinkMs ?? POOL_SHRINK_MS
+  }, () => closed)
   const creating = new Map<string, Promise<RuntimeSandbox>>()
   const busy = (id: string) => pool.holds(id) || creating.has(id)
   const { reap, sweep } = makeSweep(ctx, jails, busy)
@@ -313,7 +321,8 @@ export const makeLocalRuntime = (dataDir: string, options: LocalRuntimeOptions =
  * only the registries it names; REGISTRY_DNS_SERVERS resolves registry names. IMAGE_MAX_MB (default 4096) and
  * IMAGE_MAX_FILES cap an image, IMAGE_LAYER_MAX_FILES a layer, IMAGE_MAX_PATH_DEPTH and IMAGE_MAX_PATH_BYTES its
  * paths, IMAGE_CACHE_MB (default 20480) and IMAGE_CACHE_MAX_FILES the layer cache.
- * RUNTIME_WARM_POOL (default 2) warm jails are kept ready for fast creates; 0 turns it off. RUNTIME_HOST_UID
+ * RUNTIME_WARM_POOL (default 2) warm jails are kept ready for fast creates; 0 turns it off. The pool grows with
+ * demand up to RUNTIME_WARM_POOL_MAX (default 8; never below RUNTIME_WARM_POOL) and shrinks back. RUNTIME_HOST_UID
  * (default 1000000) is the base of the sandboxes' host uid ranges. RUNTIME_ALLOW_PRIVATE_EGRESS=true lets
  * sandboxes with internet reach private ranges. The finalizer does not touch sandboxes (they outlive the
  * gateway); it stops the pool and ends pending agent calls. RUNTIME_DNS_UPSTREAM (comma-separated `ip[:port]`)
@@ -326,6 +335,7 @@ export const LocalRuntimeLive = Layer.scoped(
   Effect.gen(function*() {
     const config = yield* AppConfig
     const warmPool = yield* Config.integer("RUNTIME_WARM_POOL").pipe(Config.withDefault(2), Effect.orDie)
+    const warmPoolMax = yield* Config.integer("RUNTIME_WARM_POOL_MAX").pipe(Config.withDefault(8), Effect.orDie)
     const hostUid = yield* Config.integer("RUNTIME_HOST_UID").pipe(Config.withDefault(DEFAULT_HOST_UID), Effect.orDie)
     const allowPrivateEgress = yield* Config.boolean("RUNTIME_ALLOW_PRIVATE_EGRESS").pipe(Config.withDefault(false), Effect.orDie)
     const registryAuthFile = yield* Config.string("REGISTRY_AUTH_FILE").pipe(Config.option, Effect.orDie)
@@ -357,6 +367,7 @@ export const LocalRuntimeLive = Layer.scoped(
       try: () =>
         makeLocalRuntime(config.dataDir, {
           warmPool,
+          warmPoolMax,
           hostUid,
           allowPrivateEgress,
           registryAuthFile: Option.getOrUndefined(registryAuthFile),

@@ -4,6 +4,12 @@
  * hostname, and (with internet) attaching slirp4netns. A disk cannot grow while mounted here (no
  * CAP_SYS_RESOURCE), so only a create asking for the warm jails' disk size (the providers' common default) gets
  * one; others start cold.
+ *
+ * Sized to demand: the pool keeps `size` jails (RUNTIME_WARM_POOL) and grows by one, up to `max`
+ * (RUNTIME_WARM_POOL_MAX), for each create that found it empty; after a minute without such a create it shrinks by
+ * one toward `size`. A create that finds no warm jail but one on its way waits for that one rather than starting
+ * its own beside it: the one under way started earlier, so it is ready sooner, and two starts at once would share
+ * the cores and both be late.
  */
 import * as fs from "node:fs"
 import { applyLimits, cgroupPath, renameCgroups } from "./Cgroups.ts"
@@ -26,10 +32,24 @@ export const isPooled = (id: string) => id.startsWith(POOL_PREFIX)
 export const POOL_DISK_MB = 3072
 const POOL_SPEC: JailSpec = { vcpu: 1, memoryMb: 512, diskMb: POOL_DISK_MB, internet: false, env: {}, labels: {} }
 
-export const makeWarmPool = (ctx: RuntimeContext, jails: JailLifecycle, size: number, isClosed: () => boolean) => {
+/** How long the pool keeps a size it grew to without a create finding it empty, before it shrinks by one. */
+export const POOL_SHRINK_MS = 60_000
+
+export const makeWarmPool = (
+  ctx: RuntimeContext,
+  jails: JailLifecycle,
+  sizing: { readonly size: number; readonly max: number; readonly shrinkMs: number },
+  isClosed: () => boolean
+) => {
   const { dataDir, scope } = ctx
   const { claim, destroyJail, requireEgressFilter, running, startJail, startSlirp, toSandbox } = jails
-  const poolSize = Math.max(0, size)
+  const floor = Math.max(0, sizing.size)
+  const ceiling = floor === 0 ? 0 : Math.max(floor, sizing.max)
+  /** The size the pool fills to now: from `floor` up to `ceiling`, with demand. */
+  let poolSize = floor
+  let quietSince = 0
+  /** Creates waiting for a jail on its way. */
+  let waiting = 0
   const pool: Array<string> = []
   const filling = new Set<Promise<void>>()
   const startingPool = new Set<string>()
@@ -44,28 +64,54 @@ export const makeWarmPool = (ctx: RuntimeContext, jails: JailLifecycle, size: nu
       fillPool()
     }, 0)
   }
+  /** A create found no warm jail ready: the pool grows by one (up to its ceiling). */
+  const missed = () => {
+    quietSince = Date.now()
+    poolSize = Math.min(ceiling, poolSize + 1)
+  }
+  // A minute without a miss: one size smaller, and an idle jail above that size goes.
+  const shrink = setInterval(() => {
+    if (poolSize <= floor || Date.now() - quietSince < sizing.shrinkMs || isClosed()) return
+    poolSize--
+    quietSince = Date.now()
+    if (pool.length + filling.size > poolSize && pool.length > 0) void destroyJail(pool.pop()!)
+  }, sizing.shrinkMs / 4)
+  shrink.unref()
+  const startOne = () => {
+    const id = `${POOL_PREFIX}${crypto.randomUUID().replaceAll("-", "").slice(0, 20)}`
+    startingPool.add(id)
+    const p: Promise<void> = startJail(id, POOL_SPEC, { leashed: true })
+      .then(() => (isClosed() ? destroyJail(id) : void pool.push(id)))
+      .catch(() => destroyJail(id))
+      .finally(() => {
+        startingPool.delete(id)
+        filling.delete(p)
+      })
+    filling.add(p)
+  }
   const fillPool = () => {
-    while (!isClosed() && pool.length + filling.size < poolSize) {
-      const id = `${POOL_PREFIX}${crypto.randomUUID().replaceAll("-", "").slice(0, 20)}`
-      startingPool.add(id)
-      const p: Promise<void> = startJail(id, POOL_SPEC, { leashed: true })
-        .then(() => (isClosed() ? destroyJail(id) : void pool.push(id)))
-        .catch(() => destroyJail(id))
-        .finally(() => {
-          startingPool.delete(id)
-          filling.delete(p)
-        })
-      filling.add(p)
-    }
+    while (!isClosed() && pool.length + filling.size < poolSize) startOne()
   }
 
   /** Hands out a warm jail under `spec.id`, or undefined when none can be used. */
   const handOut = async (spec: RuntimeSandboxSpec, jailSpec: JailSpec): Promise<RuntimeSandbox | undefined> => {
-    if (jailSpec.diskMb !== POOL_DISK_MB) return undefined
+    if (jailSpec.diskMb !== POOL_DISK_MB || ceiling === 0) return undefined
+    if (pool.length === 0) {
+      missed()
+      // Each create waiting has a jail on its way: one is started now for this one when there are fewer; the rest
+      // of the pool's refill waits until they are handed out.
+      if (filling.size <= waiting && !isClosed()) startOne()
+    }
     // With internet, the egress filter's check (an nft process) runs while the jail is renamed and claimed.
-    const filterChecked = jailSpec.internet && pool.length > 0 ? requireEgressFilter() : undefined
+    const filterChecked = jailSpec.internet && pool.length + filling.size > 0 ? requireEgressFilter() : undefined
     filterChecked?.catch(() => undefined)
-    while (pool.length > 0) {
+    while (pool.length > 0 || filling.size > 0) {
+      // None ready, some on their way: the first of them to be ready (or to fail) is waited for.
+      if (pool.length === 0) {
+        waiting++
+        await Promise.race(filling).finally(() => waiting--)
+        continue
+      }
       const from = pool.shift()!
       const warm = readState(dataDir, from)
       if (warm === undefined || !running(warm)) {
@@ -115,6 +161,7 @@ export const makeWarmPool = (ctx: RuntimeContext, jails: JailLifecycle, size: nu
     },
     /** Warm jails hold nothing of anyone's: they go with the gateway (a crash leaves them for the next start). */
     drain: async () => {
+      clearInterval(shrink)
       await Promise.allSettled([...filling])
       for (const id of pool.splice(0)) await destroyJail(id)
     }

@@ -250,6 +250,39 @@ describe("warm jails", () => {
     expect(Option.getOrThrow(await run(makeLocalRuntime(warm.dataDir).get("w1"))).state).toBe("running")
     expect(await kind(warm.rt.create({ id: "w2", vcpu: 1, memoryMb: 64, internet: false }))).toBe("unavailable")
   }, 60_000)
+
+  it("the pool grows with creates that find it empty, up to its ceiling, and shrinks back when they stop", async () => {
+    const grows = newRuntime("pool-grows", { warmPool: 1, warmPoolMax: 3, warmPoolShrinkMs: 2000 })
+    others.push(grows)
+    const pooled = () => fs.readdirSync(path.join(grows.dataDir, "sandboxes")).filter((id) => id.startsWith("pool-"))
+    const ready = (id: string) => {
+      try {
+        return fs.existsSync(inJail(grows.dataDir, id, "ctl", "agent.sock"))
+      } catch {
+        return false
+      }
+    }
+    await waitFor("one warm jail", () => pooled().filter(ready).length === 1, 20_000)
+    const spec = (id: string) => ({ id, vcpu: 1, memoryMb: 64, diskMb: POOL_DISK_MB, internet: false })
+    // Three at once against a pool of one: two find it empty (the pool grows by two, to its ceiling of three).
+    // Each waits for a jail already on its way rather than starting one beside it, so none starts cold.
+    const made = await Promise.all(["g1", "g2", "g3"].map((id) => run(grows.rt.create(spec(id)))))
+    expect(made.map((s) => s.state)).toEqual(["running", "running", "running"])
+    // A jail started for the pool runs its agent on a leash (the launcher's command says `claimed`); a cold one not.
+    const fromPool = (id: string) => fs.readFileSync(`/proc/${stateOf(grows.dataDir, id).bwrapPid}/cmdline`, "utf8").includes("claimed")
+    expect(["g1", "g2", "g3"].map(fromPool)).toEqual([true, true, true])
+    await waitFor("the pool at its grown size", () => pooled().length === 3, 30_000)
+    // Another create that finds it non-empty does not grow it beyond its ceiling.
+    await run(grows.rt.create(spec("g4")))
+    await waitFor("the pool refilled", () => pooled().length === 3, 30_000)
+    await Bun.sleep(1000)
+    expect(pooled().length).toBe(3)
+    // Without misses it shrinks by one per shrink period, down to its floor (RUNTIME_WARM_POOL), never below.
+    await waitFor("the pool back at its floor", () => pooled().length === 1, 30_000)
+    await Bun.sleep(3000)
+    expect(pooled().length).toBe(1)
+    for (const id of ["g1", "g2", "g3", "g4"]) await run(grows.rt.destroy(id))
+  }, 120_000)
 })
 
 describe("without cgroups", () => {

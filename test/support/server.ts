@@ -50,9 +50,10 @@ export const startServer = async (
   const child = Bun.spawn(options.command ? [...options.command] : program("main"), {
     // A given command (the compiled binary) runs outside the checkout, so it cannot lean on it.
     cwd: options.command ? dataDir : ROOT,
-    // No warm jails unless a test asks (RUNTIME_WARM_POOL): a test server's spares are started, never used, and
-    // destroyed, CPU the suite cannot spare; the tests of the pool itself set it.
-    env: { ...process.env, PORT: "0", HOST: "127.0.0.1", DATA_DIR: dataDir, LOG_LEVEL: "warning", RUNTIME_WARM_POOL: "0", WEBHOOK_DNS_SERVERS: dns.server, REGISTRY_DNS_SERVERS: dns.server, ...databaseEnv(dataDir), ...options.env },
+    // No warm jails unless a test asks (RUNTIME_WARM_POOL), and no growth with demand unless it asks for that too
+    // (RUNTIME_WARM_POOL_MAX): a test server's spares are started, never used, and destroyed, CPU the suite cannot
+    // spare; the tests of the pool itself set them.
+    env: { ...process.env, PORT: "0", HOST: "127.0.0.1", DATA_DIR: dataDir, LOG_LEVEL: "warning", RUNTIME_WARM_POOL: "0", RUNTIME_WARM_POOL_MAX: "0", WEBHOOK_DNS_SERVERS: dns.server, REGISTRY_DNS_SERVERS: dns.server, ...databaseEnv(dataDir), ...options.env },
     stdout: "pipe",
     stderr: "pipe"
   })
