@@ -24,7 +24,7 @@ import { benchExec } from "./exec.ts"
 import { benchFiles } from "./files.ts"
 import { benchGet } from "./get.ts"
 import { benchGiB } from "./gibTransfers.ts"
-import { type BenchGateway, ROUNDS, time } from "./measure.ts"
+import { type BenchGateway, GATEWAY_POOL, ROUNDS, time } from "./measure.ts"
 import { benchPostgres } from "./postgres.ts"
 import { fmt, printPg, printTable, report, rows } from "./report.ts"
 
@@ -62,7 +62,8 @@ if (process.argv.includes("--computer")) {
 }
 
 // Webhooks go to a receiver on loopback, which the default URL policy refuses.
-const server = await startServer({ env: { WEBHOOK_ALLOW_PRIVATE_TARGETS: "true", REGISTRY_ALLOW_PRIVATE: "true" } })
+// The gateway's own warm pool (test servers start none): create → ready is measured as an operator's gateway does it.
+const server = await startServer({ env: { WEBHOOK_ALLOW_PRIVATE_TARGETS: "true", REGISTRY_ALLOW_PRIVATE: "true", ...GATEWAY_POOL } })
 const http = api(server.url)
 const boot = await bootstrap(server.dataDir, "bench@example.com")
 const auth = { token: boot.api_key, project: boot.project_id }

@@ -20,6 +20,7 @@ import { cgroupPath, cgroupScope, scopeCgroupIds } from "../src/runtime/Cgroups.
 import { DEFAULT_HOST_UID } from "../src/runtime/Jail.ts"
 import { api, bootstrap, startServer } from "../test/support/server.ts"
 import { readAccounting, startAccounting } from "./acct.ts"
+import { GATEWAY_POOL } from "./measure.ts"
 import { idempotencyKey, minimalSandbox, poll } from "../test/support/sandbox.ts"
 
 const arg = (name: string, fallback: number) => {
@@ -65,7 +66,7 @@ const ms = (v: number) => (Number.isFinite(v) ? `${v.toFixed(1)} ms` : "–")
 const profileAt = process.argv.indexOf("--profile")
 const profileDir = profileAt === -1 ? undefined : path.resolve(process.argv[profileAt + 1] ?? "profiles")
 const server = await startServer({
-  env: { LOG_LEVEL: "error", RUNTIME_WARM_POOL: process.env["RUNTIME_WARM_POOL"] ?? "2" },
+  env: { LOG_LEVEL: "error", ...GATEWAY_POOL },
   ...(profileDir === undefined ? {} : { command: ["bun", "--cpu-prof", "--cpu-prof-md", `--cpu-prof-dir=${profileDir}`, path.join(import.meta.dir, "..", "bin", "main.ts")] })
 })
 // The gateway and everything it starts, until a jail moves into its sandbox's cgroups: a cgroup of its own.

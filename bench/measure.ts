@@ -5,6 +5,11 @@
 import type { api, Bootstrap, RunningServer } from "../test/support/server.ts"
 
 export const ROUNDS = Number(process.env["BENCH_ROUNDS"] ?? 30)
+/** The gateway's default warm pool and its growth (test servers start none); set either variable to try another. */
+export const GATEWAY_POOL = {
+  RUNTIME_WARM_POOL: process.env["RUNTIME_WARM_POOL"] ?? "2",
+  RUNTIME_WARM_POOL_MAX: process.env["RUNTIME_WARM_POOL_MAX"] ?? "8"
+}
 
 /** The gateway the main run measures (started with webhooks and registries on loopback allowed), and its owner. */
 export interface BenchGateway {
