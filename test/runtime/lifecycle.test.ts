@@ -207,17 +207,22 @@ describe("destroy and reap", () => {
 })
 
 describe("warm jails", () => {
+  /** The warm jails of a runtime's DATA_DIR, started or starting. */
+  const pooledIn = (dataDir: string) => fs.readdirSync(path.join(dataDir, "sandboxes")).filter((id) => id.startsWith("pool-"))
+  /** A warm jail whose agent answers (its socket adopted). */
+  const warmReady = (dataDir: string, id: string) => {
+    try {
+      return fs.existsSync(inJail(dataDir, id, "ctl", "agent.sock"))
+    } catch {
+      return false
+    }
+  }
+
   it("a create takes a warm jail, renamed with the requested limits, hostname and network; shutdown removes only the idle ones", async () => {
     const warm = newRuntime("warm", { warmPool: 2 })
     others.push(warm)
-    const pooled = () => fs.readdirSync(path.join(warm.dataDir, "sandboxes")).filter((id) => id.startsWith("pool-"))
-    const ready = (id: string) => {
-      try {
-        return fs.existsSync(inJail(warm.dataDir, id, "ctl", "agent.sock"))
-      } catch {
-        return false
-      }
-    }
+    const pooled = () => pooledIn(warm.dataDir)
+    const ready = (id: string) => warmReady(warm.dataDir, id)
     await waitFor("two warm jails", () => pooled().filter(ready).length === 2, 20_000)
     await Bun.sleep(100)
     const before = pooled()
@@ -254,14 +259,8 @@ describe("warm jails", () => {
   it("the pool grows with creates that find it empty, up to its ceiling, and shrinks back when they stop", async () => {
     const grows = newRuntime("pool-grows", { warmPool: 1, warmPoolMax: 3, warmPoolShrinkMs: 2000 })
     others.push(grows)
-    const pooled = () => fs.readdirSync(path.join(grows.dataDir, "sandboxes")).filter((id) => id.startsWith("pool-"))
-    const ready = (id: string) => {
-      try {
-        return fs.existsSync(inJail(grows.dataDir, id, "ctl", "agent.sock"))
-      } catch {
-        return false
-      }
-    }
+    const pooled = () => pooledIn(grows.dataDir)
+    const ready = (id: string) => warmReady(grows.dataDir, id)
     await waitFor("one warm jail", () => pooled().filter(ready).length === 1, 20_000)
     const spec = (id: string) => ({ id, vcpu: 1, memoryMb: 64, diskMb: POOL_DISK_MB, internet: false })
     // Three at once against a pool of one: two find it empty (the pool grows by two, to its ceiling of three).
