@@ -124,7 +124,10 @@ const cycle = async (): Promise<boolean> => {
 // Sandbox CPU: each sandbox cgroup's last reading, kept after the cgroup goes.
 const sandboxCpu = new Map<string, number>()
 const sampleSandboxes = () => {
+  // Warm jails are counted once handed out, under the sandbox's id (the same cgroup renamed, its counter whole);
+  // counted under their pool id too, their start would be counted twice.
   for (const id of scopeCgroupIds(scope)) {
+    if (id.startsWith("pool-")) continue
     const v = cgroupCpu(cgroupPath(scope, id))
     if (v > 0) sandboxCpu.set(id, v)
   }

@@ -30,6 +30,8 @@ export const TERMINAL_PROCESS_STATES: ReadonlyArray<ProcessState> = ["succeeded"
 const CHUNK_BYTES = 256 * 1024
 /** Grace after the deadline before the gateway cancels itself (the provider enforces the timeout too). */
 const DEADLINE_GRACE_MS = 2_000
+/** The longest wait between two polls of a running command's provider. */
+const MAX_IDLE_MS = 10
 
 export const getProcessRow = (id: ProcessId) => ProcessesRepo.get(id)
 
@@ -226,8 +228,9 @@ export const makeProcessHandler = Effect.gen(function*() {
       let cancelSent = false
       let timedOutByUs = false
       // Poll tightly for short commands, then back off (buffered providers only say "done" when asked). An empty
-      // poll is followed by a wait at least as long as it took: a provider whose poll is dear (several calls, each
-      // doing work in the sandbox) is never asked without a break, which would cost more than the command.
+      // poll is followed by a wait as long as it took, up to the backoff's 10 ms: a provider whose poll is dear
+      // (several calls, each doing work in the sandbox, as Daytona's in-process emulator) is not asked back to back,
+      // and one whose poll is a slow round trip to its cloud waits no more than it did.
       let idleMs = 1
       let polls = 0
       let polledAt = Date.now()
@@ -253,8 +256,8 @@ export const makeProcessHandler = Effect.gen(function*() {
           idleMs = 1
           polls = 0
         } else {
-          yield* Effect.sleep(Duration.millis(Math.max(idleMs, Date.now() - polledAt)))
-          if (++polls > 30) idleMs = Math.min(idleMs * 2, 10)
+          yield* Effect.sleep(Duration.millis(Math.max(idleMs, Math.min(Date.now() - polledAt, MAX_IDLE_MS))))
+          if (++polls > 30) idleMs = Math.min(idleMs * 2, MAX_IDLE_MS)
         }
       }
     })
