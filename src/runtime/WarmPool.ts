@@ -69,14 +69,14 @@ export const makeWarmPool = (
     quietSince = Date.now()
     poolSize = Math.min(ceiling, poolSize + 1)
   }
-  // A minute without a miss: one size smaller, and an idle jail above that size goes.
-  const shrink = setInterval(() => {
+  // A minute without a miss: one size smaller, and an idle jail above that size goes (only a pool that can grow).
+  const shrink = ceiling === floor ? undefined : setInterval(() => {
     if (poolSize <= floor || Date.now() - quietSince < sizing.shrinkMs || isClosed()) return
     poolSize--
     quietSince = Date.now()
     if (pool.length + filling.size > poolSize && pool.length > 0) void destroyJail(pool.pop()!)
   }, sizing.shrinkMs / 4)
-  shrink.unref()
+  shrink?.unref()
   const startOne = () => {
     const id = `${POOL_PREFIX}${crypto.randomUUID().replaceAll("-", "").slice(0, 20)}`
     startingPool.add(id)

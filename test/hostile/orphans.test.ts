@@ -90,11 +90,25 @@ describe("orphaned jails", () => {
     server = undefined
   }, 240_000)
 
-  it("warm jails die with their gateway: kill -9 and a removed DATA_DIR leave no warm jail running", async () => {
+  it("warm jails die with their gateway, a pool grown by a tenant's creates too: kill -9 and a removed DATA_DIR leave no warm jail running", async () => {
     const dataDir = tempDataDir("orphans-warm")
-    server = await startServer({ dataDir, env: { RUNTIME_WARM_POOL: "2" } })
+    server = await startServer({ dataDir, env: { RUNTIME_WARM_POOL: "1", RUNTIME_WARM_POOL_MAX: "2" } })
     const sandboxes = path.join(dataDir, "sandboxes")
-    // Both warm jails started (their launcher and jail processes recorded).
+    // A tenant's creates grow the pool: two at once against a pool of one, so one finds it empty (then both go).
+    const http = api(server.url)
+    const owner = await bootstrap(server.dataDir, "orphans-warm@example.com")
+    const auth = { token: owner.api_key, project: owner.project_id }
+    await poll(async () => (fs.existsSync(sandboxes) ? fs.readdirSync(sandboxes) : []).filter((id) => id.startsWith("pool-")).length, (n) => n === 1, 60_000, 200)
+    const created = await Promise.all([1, 2].map(() =>
+      http.post("/v1/sandboxes", { ...auth, body: minimalSandbox({ network: { internet_access: false } }), headers: { "idempotency-key": idempotencyKey("grow") } })
+    ))
+    for (const c of created) {
+      expect(c.status).toBe(202)
+      await poll(async () => (await http.get(`/v1/operations/${c.body.operation.id}`, auth)).body.state, (state) => state === "succeeded", 60_000, 100)
+      expect((await http.delete(`/v1/sandboxes/${c.body.sandbox.id}`, auth)).status).toBeLessThan(300)
+    }
+    await poll(async () => (await http.get("/v1/sandboxes?limit=10", auth)).body.sandboxes.every((s: { state: string }) => s.state === "stopped"), (done) => done, 60_000, 200)
+    // Both warm jails of the grown pool started (their launcher and jail processes recorded).
     const warm = await poll(
       async () => (fs.existsSync(sandboxes) ? fs.readdirSync(sandboxes) : []).filter((id) => id.startsWith("pool-")).map((id) => readState(dataDir, id)),
       (states) => states.length === 2 && states.every((s) => s !== undefined && s.childPid > 0 && alive(s.childPid, s.childStart)),
