@@ -10,16 +10,20 @@
  * The wrapper, written as one compound command (the command itself is one single-quoted word for `eval`, so nothing
  * in it is read as the wrapper's syntax):
  *
- *   exec 8>&1 9>&2; __dtn_d=<its directory>; …; printf '\036<nonce>:S\036'; printf … >&2; { eval '<command>'
+ *   exec 8>&1 9>&2; __dtn_p=<its files' prefix>; printf '\036<nonce>:S\036'; printf … >&2; { eval '<command>'
  *   } </dev/null 1>&8 2>&9 8>&- 9>&-; __dtn_ec=$?; printf '\036<nonce>:E:%d\036' "$__dtn_ec"; printf … >&2;
- *   printf '%d' "$__dtn_ec" > "$__dtn_d/exit"
+ *   printf '%d' "$__dtn_ec" > "$__dtn_p.exit"
  *
  * The exit status also goes to a file, after the markers (as the daemon writes its exit code file once its output is
  * flushed): whether a command ended is one small read, whatever it wrote.
  * The command's own redirections are undone after it (`1>&8` saves and restores the shell's stdout, as the daemon's
  * `> "$sp"` does). A synchronous command reads end-of-file; an asynchronous one reads a FIFO the emulator's input
- * route writes to (opened read-write, so it never sees end-of-file, as the daemon's keeps its FIFO open), and what is
- * sent is echoed to its stdout through a second FIFO, as the daemon echoes input into the log.
+ * route writes to (opened read-write, so it never sees end-of-file, as the daemon's keeps its FIFO open), and, unless
+ * the command was started with `suppressInputEcho`, what is sent is echoed to its stdout through a second FIFO, as
+ * the daemon echoes input into the log.
+ * The wrapper runs as few programs as it can (a program's start is the costly part of a short command here): the
+ * synchronous one none, the asynchronous one `mkfifo` and `rm` (and the echo's `cat`), its files side by side under one
+ * prefix rather than in a directory of their own (which would take `mkdir` and `rm -r`).
  */
 import { shellQuote } from "../adapter/wire.ts"
 
@@ -30,37 +34,47 @@ const encoder = new TextEncoder()
 export const newNonce = () => Buffer.from(crypto.getRandomValues(new Uint8Array(8))).toString("hex")
 
 /**
- * A command's directory in the sandbox: its exit status (`exit`, written once its output is all written), and for an
- * asynchronous command, while it runs, its FIFOs (`in`, its input; `echo`, what is sent to it, to its stdout). On
- * the jail's shared-memory tmpfs, not its disk: a command that fills the disk still leaves its exit status.
+ * The prefix of a command's files in the sandbox: its exit status (`.exit`, written once its output is all written),
+ * and for an asynchronous command, while it runs, its FIFOs (`.in`, its input; `.echo`, what is sent to it, to its
+ * stdout, unless its input echo is suppressed). On the jail's shared-memory tmpfs, not its disk: a command that fills
+ * the disk still leaves its exit status.
  */
-export const commandDir = (nonce: string) => `/dev/shm/.daytona-session-${nonce}`
+export const commandFiles = (nonce: string) => `/dev/shm/.daytona-session-${nonce}`
+/** Every file a command may leave (removed with its session). */
+export const commandFileNames = (nonce: string) => [".exit", ".in", ".echo"].map((suffix) => `${commandFiles(nonce)}${suffix}`)
 
 const startMarker = (nonce: string) => `\\036${nonce}:S\\036`
 
 /** The line written to the session's shell for one command. */
-export const wrapperLine = (nonce: string, command: string, async: boolean): string => {
+export const wrapperLine = (nonce: string, command: string, options: { readonly async: boolean; readonly echo: boolean }): string => {
   const start = `printf '${startMarker(nonce)}'; printf '${startMarker(nonce)}' >&2;`
-  const end = `printf '\\036${nonce}:E:%d\\036' "$__dtn_ec"; printf '\\036${nonce}:E:%d\\036' "$__dtn_ec" >&2; printf '%d' "$__dtn_ec" > "$__dtn_d/exit"`
+  const end = `printf '\\036${nonce}:E:%d\\036' "$__dtn_ec"; printf '\\036${nonce}:E:%d\\036' "$__dtn_ec" >&2; printf '%d' "$__dtn_ec" > "$__dtn_p.exit"`
   const body = `{ eval ${shellQuote(command)}\n}`
   const redirect = "1>&8 2>&9 8>&- 9>&-"
-  const setup = `exec 8>&1 9>&2; __dtn_d=${commandDir(nonce)}; rm -rf "$__dtn_d"; mkdir -p "$__dtn_d"`
-  if (!async) return `${setup}; ${start} ${body} </dev/null ${redirect}; __dtn_ec=$?; ${end}\n`
+  const setup = `exec 8>&1 9>&2; __dtn_p=${commandFiles(nonce)};`
+  if (!options.async) return `${setup} ${start} ${body} </dev/null ${redirect}; __dtn_ec=$?; ${end}\n`
+  if (!options.echo) {
+    return [
+      `${setup} mkfifo "$__dtn_p.in";`,
+      `${start} ${body} 0<>"$__dtn_p.in" ${redirect}; __dtn_ec=$?;`,
+      `rm -f "$__dtn_p.in"; ${end}\n`
+    ].join(" ")
+  }
   return [
-    `${setup} && mkfifo "$__dtn_d/in" "$__dtn_d/echo";`,
-    `${start} cat 0<>"$__dtn_d/echo" & __dtn_e=$!;`,
-    `${body} 0<>"$__dtn_d/in" ${redirect}; __dtn_ec=$?;`,
-    `kill "$__dtn_e" 2>/dev/null; wait "$__dtn_e" 2>/dev/null; rm -f "$__dtn_d/in" "$__dtn_d/echo"; ${end}\n`
+    `${setup} mkfifo "$__dtn_p.in" "$__dtn_p.echo";`,
+    `${start} cat 0<>"$__dtn_p.echo" & __dtn_e=$!;`,
+    `${body} 0<>"$__dtn_p.in" ${redirect}; __dtn_ec=$?;`,
+    `kill "$__dtn_e" 2>/dev/null; wait "$__dtn_e" 2>/dev/null; rm -f "$__dtn_p.in" "$__dtn_p.echo"; ${end}\n`
   ].join(" ")
 }
 
 /**
- * The script the input route runs (argv: the command's FIFO directory, "1" to leave out the echo), data on its
+ * The script the input route runs (argv: the command's files' prefix, "1" to leave out the echo), data on its
  * stdin: written to the echo FIFO, then to the input FIFO, both opened read-write so neither ever blocks on an
  * open. Exit 3: the command is not running (its FIFOs are gone).
  */
 export const INPUT_SCRIPT =
-  `d=$1; [ -p "$d/in" ] || exit 3; t="$d/input.$$"; cat > "$t" && { [ "$2" = 1 ] || cat "$t" 1<>"$d/echo"; cat "$t" 1<>"$d/in"; }; s=$?; rm -f "$t"; exit $s`
+  `p=$1; [ -p "$p.in" ] || exit 3; t="$p.input.$$"; cat > "$t" && { [ "$2" = 1 ] || cat "$t" 1<>"$p.echo"; cat "$t" 1<>"$p.in"; }; s=$?; rm -f "$t"; exit $s`
 
 const indexOf = (haystack: Uint8Array, needle: Uint8Array, from = 0) => Buffer.from(haystack.buffer, haystack.byteOffset, haystack.byteLength).indexOf(needle, from)
 

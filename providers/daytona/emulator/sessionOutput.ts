@@ -8,7 +8,7 @@ import { Effect } from "effect"
 import type { ExecEvent, LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
 import type { Books, Session, SessionCommand } from "./books.ts"
 import { BUFFERED_OUTPUT_BYTES } from "./execute.ts"
-import { CommandExtract, commandDir, labelled } from "./sessionLog.ts"
+import { CommandExtract, commandFiles, labelled } from "./sessionLog.ts"
 
 const FOLLOW_WAIT_MS = 1000
 /** A command that ended has its end markers in flight to the runtime: a read waits this long for them. */
@@ -36,7 +36,7 @@ export const makeSessionOutput = (books: Books, runtime: LocalRuntimeShape) => {
    */
   const settle = async (session: Session, command: SessionCommand): Promise<number | undefined> => {
     if (command.exitCode !== undefined) return command.exitCode
-    const file = await Effect.runPromise(Effect.either(runtime.readFile(session.sandboxId, `${commandDir(command.nonce)}/exit`, 0, 32)))
+    const file = await Effect.runPromise(Effect.either(runtime.readFile(session.sandboxId, `${commandFiles(command.nonce)}.exit`, 0, 32)))
     // Not there yet is an answer; a sandbox that cannot be asked is a failure of this call (the daemon's 5xx), never
     // a command that runs on forever.
     if (file._tag === "Left" && file.left.kind !== "not_found") throw file.left
@@ -53,7 +53,7 @@ export const makeSessionOutput = (books: Books, runtime: LocalRuntimeShape) => {
     let running = true
     for (const c of session.commands) {
       if (c.exitCode !== undefined) continue
-      const own = await Effect.runPromise(Effect.either(runtime.readFile(session.sandboxId, `${commandDir(c.nonce)}/exit`, 0, 32)))
+      const own = await Effect.runPromise(Effect.either(runtime.readFile(session.sandboxId, `${commandFiles(c.nonce)}.exit`, 0, 32)))
       const code = own._tag === "Right" ? /^-?\d{1,10}$/.exec(Buffer.from(own.right.data).toString("latin1"))?.[0] : undefined
       if (code !== undefined) c.exitCode = Number(code)
       else {

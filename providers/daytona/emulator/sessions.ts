@@ -28,7 +28,7 @@ import { keyedSerial } from "../../../src/domain/KeyedSerial.ts"
 import type { Books, EmulatedSandbox, Session, SessionCommand } from "./books.ts"
 import { runToExit } from "./execute.ts"
 import { makeSessionOutput, sessionKey } from "./sessionOutput.ts"
-import { commandDir, INPUT_SCRIPT, labelled, newNonce, wrapperLine } from "./sessionLog.ts"
+import { commandFileNames, commandFiles, INPUT_SCRIPT, labelled, newNonce, wrapperLine } from "./sessionLog.ts"
 import { decodeBody, json, HttpFailure, userShell } from "./wire.ts"
 
 /**
@@ -142,7 +142,7 @@ export const makeSessions = (books: Books, runtime: LocalRuntimeShape) => {
     sessions.delete(keyOf(sandbox.id, id))
     // Its shell's process group: the shell and everything its commands started; then what it left in the sandbox.
     await run(Effect.ignore(runtime.kill(sandbox.id, session.shellExecId, "SIGTERM")))
-    for (const c of session.commands) await run(Effect.ignore(runtime.deleteFile(sandbox.id, commandDir(c.nonce), { recursive: true })))
+    for (const c of session.commands) for (const file of commandFileNames(c.nonce)) await run(Effect.ignore(runtime.deleteFile(sandbox.id, file, { recursive: false })))
     return new Response(null, { status: 204 })
   }
 
@@ -160,7 +160,7 @@ export const makeSessions = (books: Books, runtime: LocalRuntimeShape) => {
       if (shell._tag === "Left" || shell.right.state !== "running") throw new HttpFailure(400, "failed to execute command: the session's shell has exited")
       session.commands.push(command)
       save(session)
-      await run(runtime.sendInput(sandbox.id, session.shellExecId, new TextEncoder().encode(wrapperLine(command.nonce, command.command, async))))
+      await run(runtime.sendInput(sandbox.id, session.shellExecId, new TextEncoder().encode(wrapperLine(command.nonce, command.command, { async, echo: !command.suppressInputEcho }))))
     })
     if (async) return json({ cmdId: command.id }, 202)
     for (let pause = 10; (await settle(session, command)) === undefined; pause = Math.min(pause * 2, 200)) {
@@ -220,7 +220,7 @@ export const makeSessions = (books: Books, runtime: LocalRuntimeShape) => {
     // A synchronous command reads end-of-file: what is sent to it goes nowhere, as at the daemon.
     if (!command.async) return new Response(null, { status: 204 })
     // Its FIFO is there once its shell started it (a command queued behind another is waited for, a while).
-    const fifo = `${commandDir(command.nonce)}/in`
+    const fifo = `${commandFiles(command.nonce)}.in`
     for (let waited = 0, pause = 10; ; waited += pause, pause = Math.min(pause * 2, 200)) {
       const found = await Effect.runPromise(Effect.either(runtime.statFile(sandbox.id, fifo)))
       if (found._tag === "Right" && Option.isSome(found.right)) break
@@ -230,7 +230,7 @@ export const makeSessions = (books: Books, runtime: LocalRuntimeShape) => {
     }
     const input = new TextEncoder().encode(data.endsWith("\n") ? data : `${data}\n`)
     const { exit } = await runToExit(runtime, sandbox.id, {
-      command: ["sh", "-c", INPUT_SCRIPT, "sh", commandDir(command.nonce), command.suppressInputEcho ? "1" : "0"],
+      command: ["sh", "-c", INPUT_SCRIPT, "sh", commandFiles(command.nonce), command.suppressInputEcho ? "1" : "0"],
       stdin: true,
       maxOutputBytes: 4096,
       timeoutMs: 60_000
