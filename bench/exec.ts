@@ -8,7 +8,7 @@ import { makeLocalRuntime } from "../src/runtime/LocalRuntimeLive.ts"
 import { tempDataDir } from "../test/support/server.ts"
 import { idempotencyKey, poll } from "../test/support/sandbox.ts"
 import { type BenchGateway, ROUNDS, stats, time } from "./measure.ts"
-import { report } from "./report.ts"
+import { notes, report } from "./report.ts"
 
 export const benchExec = async ({ server, http, auth }: BenchGateway, sandbox: { readonly id: string }) => {
   // 2. exec round trip vs spawning the same bwrap jail directly: a jail prepared exactly like a sandbox's (root,
@@ -66,4 +66,28 @@ export const benchExec = async ({ server, http, auth }: BenchGateway, sandbox: {
     }
   }
   report("live output: write → follower", stats(lags), undefined, "p50 ≤ 25 ms")
+
+  // Quiet processes: the gateway's CPU a second while ten commands run that write nothing (a server, a long build),
+  // against the same gateway with none running. Its provider is polled less often the longer a command is quiet
+  // (src/services/sandboxes/Processes.ts, pollCap): at 100 polls a second each, ten took most of a core.
+  const cpuMsOf = (pid: number) => {
+    const fields = fs.readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ")
+    return (Number(fields[11]) + Number(fields[12])) * 10
+  }
+  const cpuPerSecond = async (seconds: number) => {
+    const before = cpuMsOf(server.pid)
+    await Bun.sleep(seconds * 1000)
+    return (cpuMsOf(server.pid) - before) / seconds
+  }
+  const idle = await cpuPerSecond(5)
+  const sleepers: Array<string> = []
+  for (let i = 0; i < 10; i++) {
+    const started = await http.post(`/v1/sandboxes/${sandbox.id}/processes`, { ...auth, body: { command: ["sleep", "120"] }, headers: { "idempotency-key": idempotencyKey("q") } })
+    sleepers.push(started.body.id)
+  }
+  await Bun.sleep(3000) // quiet by now
+  const quiet = await cpuPerSecond(5)
+  for (const id of sleepers) await http.post(`/v1/sandboxes/${sandbox.id}/processes/${id}/actions/cancel`, { ...auth, body: {} })
+  for (const id of sleepers) await poll(async () => (await http.get(`/v1/sandboxes/${sandbox.id}/processes/${id}`, auth)).body, (p) => p.state === "cancelled", 30_000, 50)
+  notes.push(`ten quiet processes (sleep 120): the gateway's CPU ${quiet.toFixed(0)} ms a second, against ${idle.toFixed(0)} ms a second with none running`)
 }

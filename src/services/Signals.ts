@@ -30,8 +30,11 @@ export const notify = (topic: string) =>
 export const publish = (topic: string) => Effect.zipRight(notify(topic), Effect.flatMap(Db, (db) => db.announce(topic)))
 
 /** Waits for the next `notify` of `topic`, at most `ms`. */
-export const nextSignal = (topic: string, ms: number) =>
-  Effect.async<void>((resume) => {
+export const nextSignal = (topic: string, ms: number) => Effect.asVoid(signalled(topic, ms))
+
+/** `nextSignal`, saying whether it was a `notify` (true) or the time ran out (false). */
+export const signalled = (topic: string, ms: number) =>
+  Effect.async<boolean>((resume) => {
     const forget = () => {
       const wakers = waiting.get(topic)
       wakers?.delete(wake)
@@ -39,11 +42,11 @@ export const nextSignal = (topic: string, ms: number) =>
     }
     const wake = () => {
       clearTimeout(timer)
-      resume(Effect.void)
+      resume(Effect.succeed(true))
     }
     const timer = setTimeout(() => {
       forget()
-      resume(Effect.void)
+      resume(Effect.succeed(false))
     }, ms)
     const wakers = waiting.get(topic) ?? new Set()
     wakers.add(wake)

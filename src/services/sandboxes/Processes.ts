@@ -9,7 +9,7 @@ import { Duration, Effect, Option } from "effect"
 import { provideRepositories } from "../../db/Database.ts"
 import { Db } from "../../db/Db.ts"
 import { type NewProcessEvent, type ProcessRow, ProcessesRepo, type ProcessStateValue, type TerminalProcessState } from "../../db/repos/Processes.ts"
-import { processTopic, publish } from "../Signals.ts"
+import { processTopic, publish, signalled } from "../Signals.ts"
 import { SandboxesRepo } from "../../db/repos/Sandboxes.ts"
 import type { ErrorObject } from "../../domain/Errors.ts"
 import { nowIso } from "../../domain/Time.ts"
@@ -30,8 +30,19 @@ export const TERMINAL_PROCESS_STATES: ReadonlyArray<ProcessState> = ["succeeded"
 const CHUNK_BYTES = 256 * 1024
 /** Grace after the deadline before the gateway cancels itself (the provider enforces the timeout too). */
 const DEADLINE_GRACE_MS = 2_000
-/** The longest wait between two polls of a running command's provider. */
+/** The longest wait between two polls of a running command's provider while it is busy (heard from within the last QUIET_AFTER_MS). */
 const MAX_IDLE_MS = 10
+/** A command not heard from for this long is quiet: its provider is polled less often, the longer the quieter. */
+const QUIET_AFTER_MS = 100
+/** The longest wait between two polls of a quiet command (what its next output may wait to be noticed). */
+const MAX_QUIET_WAIT_MS = 250
+/**
+ * The most an empty poll waits before the next: 10 ms while the command is busy; once it is quiet, a tenth of how
+ * long it has been (a command quiet for 2.5 s or more is polled 4 times a second). Without that a command quiet for
+ * minutes — a server, a long build — was polled 100 times a second: ten of them took a third of a core of the
+ * gateway on E2B and two thirds of the machine on Daytona's emulator.
+ */
+export const pollCap = (quietMs: number) => Math.min(MAX_QUIET_WAIT_MS, Math.max(MAX_IDLE_MS, quietMs < QUIET_AFTER_MS ? 0 : quietMs / 10))
 
 export const getProcessRow = (id: ProcessId) => ProcessesRepo.get(id)
 
@@ -228,12 +239,15 @@ export const makeProcessHandler = Effect.gen(function*() {
       let cancelSent = false
       let timedOutByUs = false
       // Poll tightly for short commands, then back off (buffered providers only say "done" when asked). An empty
-      // poll is followed by a wait as long as it took, up to the backoff's 10 ms: a provider whose poll is dear
-      // (several calls, each doing work in the sandbox, as Daytona's in-process emulator) is not asked back to back,
-      // and one whose poll is a slow round trip to its cloud waits no more than it did.
+      // poll is followed by a wait as long as it took, up to the cap (pollCap: 10 ms while the command is busy,
+      // longer once it is quiet): a provider whose poll is dear (several calls, each doing work in the sandbox, as
+      // Daytona's in-process emulator) is not asked back to back, and one whose poll is a slow round trip to its cloud
+      // waits no more than it did. A cancel request or input (a signal on the process's topic) ends the wait at once,
+      // and input counts as activity: what it makes the command write is polled for tightly.
       let idleMs = 1
       let polls = 0
       let polledAt = Date.now()
+      let heardAt = Date.now()
       let progress: { readonly state: ProcessState; readonly cancel_requested_at: string | null; readonly provider_seq: number } = row
       for (let first = true; ; first = false) {
         // The row just written needs no second read; later rounds look for a cancel request or a finish.
@@ -255,9 +269,14 @@ export const makeProcessHandler = Effect.gen(function*() {
           if (exit !== undefined) return
           idleMs = 1
           polls = 0
+          heardAt = Date.now()
         } else {
-          yield* Effect.sleep(Duration.millis(Math.max(idleMs, Math.min(Date.now() - polledAt, MAX_IDLE_MS))))
-          if (++polls > 30) idleMs = Math.min(idleMs * 2, MAX_IDLE_MS)
+          const cap = pollCap(Date.now() - heardAt)
+          if (yield* signalled(processTopic(processId), Math.max(Math.min(idleMs, cap), Math.min(Date.now() - polledAt, cap)))) {
+            idleMs = 1
+            polls = 0
+            heardAt = Date.now()
+          } else if (++polls > 30) idleMs = Math.min(idleMs * 2, cap)
         }
       }
     })

@@ -7,12 +7,13 @@
  * A terminal's attach (Terminals.ts) types through the same path.
  */
 import { Effect } from "effect"
+import { Db } from "../../db/Db.ts"
 import { ProcessesRepo } from "../../db/repos/Processes.ts"
 import { apiError, type Coded, type Conflict, conflict, ServiceUnavailable } from "../../domain/Errors.ts"
 import { nowIso } from "../../domain/Time.ts"
 import { type SandboxRow, SandboxesRepo } from "../../db/repos/Sandboxes.ts"
 import { ProviderAccounts } from "../ProviderAccounts.ts"
-import { nextSignal, processTopic } from "../Signals.ts"
+import { nextSignal, processTopic, publish } from "../Signals.ts"
 import { processOf } from "./ProcessCommands.ts"
 import { type Caller, sandboxOf } from "./SandboxAccess.ts"
 import { TERMINAL_PROCESS_STATES } from "./Processes.ts"
@@ -65,9 +66,11 @@ export const sendInput = (sandbox: SandboxRow, processId: ProcessId, data: Uint8
           }))
       )
       if (eof && now.pty_cols === null) yield* ProcessesRepo.closeStdin(processId, yield* nowIso)
+      // The process's job polls for what the input makes it write at once, however long it was quiet.
+      yield* publish(processTopic(processId))
       yield* SandboxesRepo.touch(sandbox.id)
       return { process_id: processId, bytes_written: data.length, eof }
-    }).pipe(Effect.provide(yield* Effect.context<ProcessesRepo | SandboxesRepo>())))
+    }).pipe(Effect.provide(yield* Effect.context<ProcessesRepo | SandboxesRepo | Db>())))
   })
 
 export const writeStdin = (caller: Caller, sandboxId: SandboxId, processId: ProcessId, data: Uint8Array, eof: boolean) =>

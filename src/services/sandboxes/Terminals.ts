@@ -13,6 +13,7 @@
  *   (Lifecycle.ts); input touches the sandbox as well.
  */
 import { Effect, Either, Fiber, Schema } from "effect"
+import { Db } from "../../db/Db.ts"
 import { ProcessesRepo } from "../../db/repos/Processes.ts"
 import { type SandboxRow, SandboxesRepo } from "../../db/repos/Sandboxes.ts"
 import { conflict } from "../../domain/Errors.ts"
@@ -66,8 +67,8 @@ export const attachable = (caller: Caller, sandboxId: SandboxId, processId: Proc
 /** The open session of each process, so that a new attach can take over. */
 const sessions = new Map<string, { readonly takeOver: () => void }>()
 
-type Run = <A, E>(effect: Effect.Effect<A, E, ProcessesRepo | SandboxesRepo | ProviderAccounts>) => Promise<A>
-type Fork = (effect: Effect.Effect<void, never, ProcessesRepo | SandboxesRepo | ProviderAccounts>) => Fiber.RuntimeFiber<void, never>
+type Run = <A, E>(effect: Effect.Effect<A, E, ProcessesRepo | SandboxesRepo | ProviderAccounts | Db>) => Promise<A>
+type Fork = (effect: Effect.Effect<void, never, ProcessesRepo | SandboxesRepo | ProviderAccounts | Db>) => Fiber.RuntimeFiber<void, never>
 
 /**
  * Starts a session for a process `attachable` accepted. `run` / `fork` run effects with the services (the HTTP
@@ -131,7 +132,7 @@ export const openAttach = (sandbox: SandboxRow, processId: ProcessId, after: num
 
   /** Input and resizes, one after the other in the order they came; a failure is told to the client. */
   let chain: Promise<void> = Promise.resolve()
-  const inOrder = (effect: Effect.Effect<unknown, { readonly code: string; readonly message: string }, ProcessesRepo | SandboxesRepo | ProviderAccounts>) => {
+  const inOrder = (effect: Effect.Effect<unknown, { readonly code: string; readonly message: string }, ProcessesRepo | SandboxesRepo | ProviderAccounts | Db>) => {
     chain = chain.then(async () => {
       if (!open) return
       const result = await run(Effect.either(effect))
