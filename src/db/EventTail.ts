@@ -26,6 +26,8 @@ export interface EventTail {
   readonly projectsBetween: (after: number, upTo: number) => ReadonlySet<string | null>
   /** Calls `handler` with each topic another process announced (Db.announce); SQLite: never. */
   readonly onSignal: (handler: (topic: string) => void) => void
+  /** Calls `handler` whenever the tail learnt of newer events on its own (PostgreSQL's reader); SQLite: never. */
+  readonly onAdvance: (handler: () => void) => void
   readonly close: () => void
 }
 
@@ -39,6 +41,7 @@ export const openEventTail = (dataDir: string): EventTail => {
     lastSeq: () => last.get()?.seq ?? 0,
     projectsBetween: (after, upTo) => new Set(projects.all(after, upTo).map((r) => r.project_id)),
     onSignal: () => undefined,
+    onAdvance: () => undefined,
     close: () => db.close()
   }
 }
@@ -59,7 +62,8 @@ export const pgEventTail = (sql: SqlClientTag.SqlClient): Effect.Effect<EventTai
     let last = first[0]?.seq ?? 0
     /** Every event after this one is remembered. */
     let coveredFrom = last
-    const read = Effect.gen(function*() {
+    let advanced: () => void = () => undefined
+    const readAll = Effect.gen(function*() {
       for (;;) {
         const rows = yield* sql<{ seq: number; project_id: string | null }>`
           SELECT seq, project_id FROM domain_events WHERE seq > ${last} ORDER BY seq LIMIT ${PG_BATCH}`
@@ -75,6 +79,11 @@ export const pgEventTail = (sql: SqlClientTag.SqlClient): Effect.Effect<EventTai
         }
         if (rows.length < PG_BATCH) return
       }
+    })
+    const read = Effect.gen(function*() {
+      const before = last
+      yield* readAll
+      if (last > before) advanced()
     }).pipe(Effect.catchAllCause((cause) => Effect.logDebug("event tail read failed", cause)))
     // Reads are coalesced: a burst of notifications causes one read after the one under way.
     const wake = yield* Queue.sliding<void>(1)
@@ -104,6 +113,9 @@ export const pgEventTail = (sql: SqlClientTag.SqlClient): Effect.Effect<EventTai
       },
       onSignal: (handler) => {
         signalHandler = handler
+      },
+      onAdvance: (handler) => {
+        advanced = handler
       },
       close: () => undefined
     }
