@@ -82,6 +82,45 @@ const linkedFiles = (binary: string): { loader: string | undefined; libs: Array<
   return { loader, libs }
 }
 
+/** What `ldd` says of a binary, kept beside the tools (a JSON file per set of binaries). */
+const decodeLinks = Schema.decodeUnknownOption(Schema.parseJson(Schema.Array(Schema.Struct({ loader: Schema.optional(Schema.String), libs: Schema.Array(Schema.String) }))))
+
+/**
+ * `linkedFiles` of each binary, remembered on the tools tmpfs: `ldd` runs a shell script and the loader (~50 ms a
+ * binary here, three of them at every start). Named by what decides its answer: each binary's path, size, mtime and
+ * inode, the loader's cache (`/etc/ld.so.cache`, rewritten by ldconfig when libraries come or go) and
+ * LD_LIBRARY_PATH. The libraries' own contents are not in the name: the rt directory is named by them (ensureRt).
+ */
+const linkedFilesOf = (binaries: ReadonlyArray<string>): ReadonlyArray<{ readonly loader?: string | undefined; readonly libs: ReadonlyArray<string> }> => {
+  const identity = (file: string) => {
+    try {
+      const st = fs.statSync(file)
+      return [file, st.size, st.mtimeMs, st.ino]
+    } catch {
+      return [file, null]
+    }
+  }
+  const key = createHash("sha256").update(JSON.stringify([binaries.map(identity), identity("/etc/ld.so.cache"), process.env["LD_LIBRARY_PATH"] ?? null])).digest("hex").slice(0, 20)
+  const file = path.join(TOOLS, `links-${key}.json`)
+  try {
+    const known = Option.getOrThrow(decodeLinks(fs.readFileSync(file, "utf8")))
+    if (known.length === binaries.length) {
+      const now = new Date()
+      fs.utimesSync(file, now, now) // in use: collectTools keeps it
+      return known
+    }
+  } catch {}
+  const linked = binaries.map(linkedFiles)
+  const tmp = `${file}.${process.pid}.tmp`
+  try {
+    fs.writeFileSync(tmp, JSON.stringify(linked), { mode: 0o644 })
+    fs.renameSync(tmp, file)
+  } catch {
+    fs.rmSync(tmp, { force: true })
+  }
+  return linked
+}
+
 const which = (name: string) => {
   for (const dir of ["/usr/bin", "/bin", "/usr/sbin", "/sbin"]) if (fs.existsSync(path.join(dir, name))) return fs.realpathSync(path.join(dir, name))
   throw new HostError(`${name} is missing on this host`)
@@ -96,8 +135,7 @@ const ensureRt = (bunPath: string): string => {
   const binaries = { bun: bunPath, sh: which("sh"), sleep: which("sleep") }
   const files = new Map<string, string>()
   let loader: string | undefined
-  for (const binary of Object.values(binaries)) {
-    const linked = linkedFiles(binary)
+  for (const linked of linkedFilesOf(Object.values(binaries))) {
     loader ??= linked.loader
     for (const lib of linked.libs) files.set(path.basename(lib), fs.realpathSync(lib))
   }
