@@ -6,7 +6,9 @@
  * - `GET /_test/created`: the `metal.sandbox_id` of every sandbox the cloud created, in order (one per create
  *   that succeeded: exactly-once is checked against it);
  * - `POST /_test/hold?ms=n`: from now on an answer to `POST /v2/sandboxes` is held back n ms after the sandbox was
- *   created (a slow network at the worst moment: the resource exists, its creator does not know yet).
+ *   created (a slow network at the worst moment: the resource exists, its creator does not know yet);
+ * - `POST /_test/fail?status=s&count=n`: the next n `POST /v2/sandboxes` are answered `s` (E2B's error body) and
+ *   create nothing (a cloud failing for a moment).
  *
  * With `--framed`, envd is reached through a front that frames every answer of known length by Content-Length, as
  * E2B's envd (a Go server) does — a file download included, which Bun's server would send chunked — so a gateway
@@ -24,6 +26,8 @@ import { Readable } from "node:stream"
 import { startEmulation } from "../../providers/emulation.ts"
 
 export interface RemoteE2B {
+  /** The cloud's process (the emulator, its front and its runtime). */
+  readonly pid: number
   readonly apiUrl: string
   readonly sandboxUrl: string
   readonly apiKey: string
@@ -31,6 +35,7 @@ export interface RemoteE2B {
   readonly env: Record<string, string>
   readonly created: () => Promise<Array<string>>
   readonly hold: (ms: number) => Promise<void>
+  readonly failCreates: (status: number, count: number) => Promise<void>
   readonly stop: () => Promise<void>
 }
 
@@ -52,9 +57,11 @@ export const startRemoteE2B = async (dataDir: string, options: { readonly framed
   const info = JSON.parse(text.slice(0, text.indexOf("\n"))) as { apiUrl: string; sandboxUrl: string; apiKey: string }
   return {
     ...info,
+    pid: child.pid,
     env: { E2B_API_KEY: info.apiKey, E2B_API_URL: info.apiUrl, E2B_SANDBOX_URL: info.sandboxUrl },
     created: async () => (await (await fetch(`${info.apiUrl}/_test/created`)).json()) as Array<string>,
     hold: async (ms) => void (await fetch(`${info.apiUrl}/_test/hold?ms=${ms}`, { method: "POST" })),
+    failCreates: async (status, count) => void (await fetch(`${info.apiUrl}/_test/fail?status=${status}&count=${count}`, { method: "POST" })),
     stop: async () => {
       if (child.exitCode === null) child.kill("SIGTERM")
       await child.exited
@@ -107,6 +114,7 @@ const main = async (dataDir: string, framed: boolean) => {
   const apiUrl = emulator.urls["api"]!
   const created: Array<string> = []
   let holdMs = 0
+  const failing = { status: 0, count: 0 }
   const front = Bun.serve({
     hostname: "127.0.0.1",
     port: 0,
@@ -117,6 +125,15 @@ const main = async (dataDir: string, framed: boolean) => {
       if (url.pathname === "/_test/hold" && request.method === "POST") {
         holdMs = Number(url.searchParams.get("ms") ?? "0")
         return new Response(null, { status: 204 })
+      }
+      if (url.pathname === "/_test/fail" && request.method === "POST") {
+        failing.status = Number(url.searchParams.get("status") ?? "503")
+        failing.count = Number(url.searchParams.get("count") ?? "1")
+        return new Response(null, { status: 204 })
+      }
+      if (request.method === "POST" && url.pathname === "/v2/sandboxes" && failing.count > 0) {
+        failing.count--
+        return Response.json({ code: failing.status, message: "the cloud failed this time (injected)" }, { status: failing.status })
       }
       const body = request.method === "GET" || request.method === "HEAD" ? undefined : await request.arrayBuffer()
       const headers = new Headers(request.headers)

@@ -83,11 +83,25 @@ const pullWithProgress = (runtime: LocalRuntimeShape, operationId: OperationId, 
   })
 
 /**
- * No provider could take the request. When sizes were what kept them all out, the message says `resources` and
- * the largest each provider gives (`details.largest_resources`; a dimension it states no ceiling for is null).
+ * No provider could take the request. When a provider was asked and failed only for now — no capacity, no answer, an
+ * answer lost and no sandbox found after it — the request can be served, just not at this moment: `provider_capacity`
+ * (every one of them out of capacity) or `provider_unavailable`, retryable. Otherwise `no_eligible_provider`, not
+ * retryable; when sizes were what kept them all out, the message says `resources` and the largest each provider gives
+ * (`details.largest_resources`; a dimension it states no ceiling for is null).
  */
 const noEligibleProvider = (request: SandboxRequest, attempts: ReadonlyArray<Attempt>, providers: ReadonlyArray<SandboxProvider>): ErrorObject => {
   const base = { attempts: attempts.map((a) => ({ ...a })) }
+  const forNow = attempts.filter((a) => a.outcome === "absent" || (a.outcome === "failed" && (a.code === "provider_capacity_unavailable" || a.code === "provider_unavailable")))
+  if (forNow.length > 0) {
+    const capacity = forNow.every((a) => a.code === "provider_capacity_unavailable")
+    const which = [...new Set(forNow.map((a) => a.provider))].join(", ")
+    return {
+      code: capacity ? "provider_capacity" : "provider_unavailable",
+      message: `No provider could create the sandbox now (${which}: ${capacity ? "no capacity" : "no answer, or a failure on its side"}); try again`,
+      retryable: true,
+      details: base
+    }
+  }
   const bySize = attempts.filter((a) => a.unmet_requirements.some((u) => u.requirement === "resources"))
   if (bySize.length === 0 || bySize.length < attempts.filter((a) => a.outcome === "ineligible").length) {
     return { code: "no_eligible_provider", message: "No configured provider can serve this request", retryable: false, details: base }
