@@ -12,13 +12,18 @@
  * destroyed between two samples loses at most one sample's worth), and the machine's total (/proc/stat).
  * `--trace` counts the programs exec'd per cycle (strace), `--profile <dir>` writes the gateway's CPU profile,
  * `--acct` adds the CPU per cycle of every program that ended during the run (process accounting, bench/acct.ts).
+ *
+ * `--remote`: the sandboxes are E2B's, and E2B is a cloud of its own — its emulator and the runtime under it in
+ * another process (test/support/remote-e2b.ts), as a real provider is — so the gateway runs no jail and its CPU per
+ * cycle is what the gateway itself costs; the cloud's process and its sandboxes are counted apart.
  */
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { cgroupPath, cgroupScope, scopeCgroupIds } from "../src/runtime/Cgroups.ts"
 import { DEFAULT_HOST_UID } from "../src/runtime/Jail.ts"
-import { api, bootstrap, startServer } from "../test/support/server.ts"
+import { startRemoteE2B } from "../test/support/remote-e2b.ts"
+import { api, bootstrap, startServer, tempDataDir } from "../test/support/server.ts"
 import { readAccounting, startAccounting } from "./acct.ts"
 import { GATEWAY_POOL } from "./measure.ts"
 import { idempotencyKey, minimalSandbox, poll } from "../test/support/sandbox.ts"
@@ -65,8 +70,12 @@ const ms = (v: number) => (Number.isFinite(v) ? `${v.toFixed(1)} ms` : "–")
 // `--profile <dir>`: the gateway runs under Bun's CPU profiler, which writes its profile there (also as markdown) on exit.
 const profileAt = process.argv.indexOf("--profile")
 const profileDir = profileAt === -1 ? undefined : path.resolve(process.argv[profileAt + 1] ?? "profiles")
+const REMOTE = process.argv.includes("--remote")
+const cloudDir = REMOTE ? tempDataDir("bench-load-cloud") : undefined
+const cloud = cloudDir === undefined ? undefined : await startRemoteE2B(cloudDir)
 const server = await startServer({
-  env: { LOG_LEVEL: "error", ...GATEWAY_POOL },
+  // Remote: the gateway's own runtime has nothing to run (no warm pool); E2B's cloud keeps its own.
+  env: { LOG_LEVEL: "error", ...(cloud === undefined ? GATEWAY_POOL : { ...cloud.env, RUNTIME_WARM_POOL: "0", RUNTIME_WARM_POOL_MAX: "0" }) },
   ...(profileDir === undefined ? {} : { command: ["bun", "--cpu-prof", "--cpu-prof-md", `--cpu-prof-dir=${profileDir}`, path.join(import.meta.dir, "..", "bin", "main.ts")] })
 })
 // The gateway and everything it starts, until a jail moves into its sandbox's cgroups: a cgroup of its own.
@@ -76,7 +85,8 @@ fs.writeFileSync(path.join(CPUACCT, benchGroup, "cgroup.procs"), String(server.p
 const http = api(server.url)
 const owner = await bootstrap(server.dataDir, "load@example.com")
 const auth = { token: owner.api_key, project: owner.project_id }
-const scope = cgroupScope(server.dataDir)
+// Where the sandboxes' cgroups are: under the runtime that runs them (the cloud's, remote).
+const scope = cgroupScope(cloudDir ?? server.dataDir)
 
 // `--trace`: every program the gateway and its children (jails included) exec, counted per cycle by name: where a
 // cycle's helper processes come from. strace stops every traced process at each fork, so a traced run is slower
@@ -97,7 +107,7 @@ const fail = (code: string) => errors.set(code, (errors.get(code) ?? 0) + 1)
 /** One cycle; false when it failed (its error is counted). */
 const cycle = async (): Promise<boolean> => {
   const start = performance.now()
-  const created = await http.post("/v1/sandboxes", { ...auth, body: minimalSandbox(), headers: { "idempotency-key": idempotencyKey("load") } })
+  const created = await http.post("/v1/sandboxes", { ...auth, body: minimalSandbox(REMOTE ? { provider: "e2b" } : {}), headers: { "idempotency-key": idempotencyKey("load") } })
   if (created.status !== 202) return (fail(created.body?.code ?? `http_${created.status}`), false)
   const id = created.body.sandbox.id as string
   try {
@@ -144,7 +154,8 @@ sampleSandboxes()
 const sandboxBase = [...sandboxCpu.values()].reduce((a, b) => a + b, 0)
 const acctFile = path.join(server.dataDir, "process.acct")
 const stopAccounting = process.argv.includes("--acct") ? startAccounting(acctFile) : undefined
-const at0 = { gateway: ownCpu(server.pid), group: cgroupCpu(benchGroup), machine: machineCpu(), clients: ownCpu(process.pid) }
+const cloudCpu = () => (cloud === undefined ? 0 : ownCpu(cloud.pid))
+const at0 = { gateway: ownCpu(server.pid), group: cgroupCpu(benchGroup), machine: machineCpu(), clients: ownCpu(process.pid), cloud: cloudCpu() }
 const started = performance.now()
 const deadline = Date.now() + SECONDS * 1000
 let done = 0
@@ -161,7 +172,7 @@ const elapsed = (performance.now() - started) / 1000
 tracer?.kill("SIGINT")
 await tracer?.exited
 sampleSandboxes()
-const at1 = { gateway: ownCpu(server.pid), group: cgroupCpu(benchGroup), machine: machineCpu(), clients: ownCpu(process.pid) }
+const at1 = { gateway: ownCpu(server.pid), group: cgroupCpu(benchGroup), machine: machineCpu(), clients: ownCpu(process.pid), cloud: cloudCpu() }
 stopAccounting?.()
 const sandboxSeconds = [...sandboxCpu.values()].reduce((a, b) => a + b, 0) - sandboxBase
 clearInterval(sampler)
@@ -178,9 +189,9 @@ for (let i = 0; i < 20; i++) {
 }
 const settledIn = settled.findIndex((kb) => kb - settled.at(-1)! <= 5 * 1024) + 1
 const rssAfter = settled.at(-1)!
-const jails = fs.readdirSync(path.join(server.dataDir, "sandboxes")).filter((d) => !d.startsWith("pool-"))
+const jails = fs.readdirSync(path.join(cloudDir ?? server.dataDir, "sandboxes")).filter((d) => !d.startsWith("pool-"))
 const cgroups = scopeCgroupIds(scope).filter((id) => !id.startsWith("pool-"))
-const loops = Bun.spawnSync(["losetup", "-a"]).stdout.toString().split("\n").filter((l) => l.includes(server.dataDir) && !l.includes("/pool-"))
+const loops = Bun.spawnSync(["losetup", "-a"]).stdout.toString().split("\n").filter((l) => l.includes(cloudDir ?? server.dataDir) && !l.includes("/pool-"))
 
 const gatewaySeconds = at1.gateway - at0.gateway
 const helperSeconds = at1.group - at0.group - gatewaySeconds
@@ -196,12 +207,13 @@ const rows: Array<[string, string]> = [
   ["gateway RSS before / peak / after", `${(rssBefore / 1024).toFixed(0)} / ${(peakRss / 1024).toFixed(0)} / ${(rssAfter / 1024).toFixed(0)} MiB (within 5 MiB of it ${settledIn} s after)`],
   ["CPU per cycle: gateway", perCycle(gatewaySeconds)],
   ["CPU per cycle: its helpers", perCycle(helperSeconds)],
+  ...(cloud === undefined ? [] : [["CPU per cycle: E2B's cloud (its process)", perCycle(at1.cloud - at0.cloud)] as [string, string]]),
   ["CPU per cycle: sandboxes", perCycle(sandboxSeconds)],
   ["CPU per cycle: this benchmark's clients", perCycle(at1.clients - at0.clients)],
   ["CPU per cycle: whole machine", perCycle(machineSeconds)],
   ["left after", `${jails.length} jail dirs, ${cgroups.length} cgroups, ${loops.length} loop devices`]
 ]
-console.log(`\nLoad: ${CLIENTS} clients looping create → ready → echo hi (run and wait) → delete`)
+console.log(`\nLoad: ${CLIENTS} clients looping create → ready → echo hi (run and wait) → delete${cloud === undefined ? "" : ", on E2B as a cloud of its own (--remote)"}`)
 console.log(rows.map(([k, v]) => `${k.padEnd(40)} ${v}`).join("\n"))
 if (TRACE) {
   // Lines like `123 execve("/usr/bin/mount", ...) = 0`: successful execs by program, per cycle (warm-up included).
@@ -223,6 +235,8 @@ if (stopAccounting !== undefined) {
   ).join("\n"))
 }
 await server.stop()
+await cloud?.stop()
+if (cloudDir !== undefined) fs.rmSync(cloudDir, { recursive: true, force: true })
 try {
   fs.rmdirSync(path.join(CPUACCT, benchGroup))
 } catch {}
