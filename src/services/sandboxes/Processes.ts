@@ -5,7 +5,7 @@
  * restart the job is reclaimed and carries on from the provider sequence it had reached, so no output is lost or
  * duplicated (the provider keeps running processes while the gateway is away).
  */
-import { Duration, Effect, Option } from "effect"
+import { Effect, Option } from "effect"
 import { provideRepositories } from "../../db/Database.ts"
 import { Db } from "../../db/Db.ts"
 import { type NewProcessEvent, type ProcessRow, ProcessesRepo, type ProcessStateValue, type TerminalProcessState } from "../../db/repos/Processes.ts"
