@@ -7,7 +7,7 @@ import { Effect } from "effect"
 import { makeLocalRuntime } from "../src/runtime/LocalRuntimeLive.ts"
 import { tempDataDir } from "../test/support/server.ts"
 import { idempotencyKey, poll } from "../test/support/sandbox.ts"
-import { type BenchGateway, ROUNDS, stats, time } from "./measure.ts"
+import { type BenchGateway, processCpuSeconds, ROUNDS, stats, time } from "./measure.ts"
 import { notes, report } from "./report.ts"
 
 export const benchExec = async ({ server, http, auth }: BenchGateway, sandbox: { readonly id: string }) => {
@@ -70,14 +70,10 @@ export const benchExec = async ({ server, http, auth }: BenchGateway, sandbox: {
   // Quiet processes: the gateway's CPU a second while ten commands run that write nothing (a server, a long build),
   // against the same gateway with none running. Its provider is polled less often the longer a command is quiet
   // (src/services/sandboxes/Processes.ts, pollCap): at 100 polls a second each, ten took most of a core.
-  const cpuMsOf = (pid: number) => {
-    const fields = fs.readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ")
-    return (Number(fields[11]) + Number(fields[12])) * 10
-  }
   const cpuPerSecond = async (seconds: number) => {
-    const before = cpuMsOf(server.pid)
+    const before = processCpuSeconds(server.pid)
     await Bun.sleep(seconds * 1000)
-    return (cpuMsOf(server.pid) - before) / seconds
+    return ((processCpuSeconds(server.pid) - before) * 1000) / seconds
   }
   const idle = await cpuPerSecond(5)
   const sleepers: Array<string> = []

@@ -25,7 +25,7 @@ import { DEFAULT_HOST_UID } from "../src/runtime/Jail.ts"
 import { startRemoteE2B } from "../test/support/remote-e2b.ts"
 import { api, bootstrap, startServer, tempDataDir } from "../test/support/server.ts"
 import { readAccounting, startAccounting } from "./acct.ts"
-import { GATEWAY_POOL } from "./measure.ts"
+import { GATEWAY_POOL, processCpuSeconds } from "./measure.ts"
 import { idempotencyKey, minimalSandbox, poll } from "../test/support/sandbox.ts"
 
 const arg = (name: string, fallback: number) => {
@@ -45,11 +45,6 @@ const readOr = (file: string) => {
   }
 }
 const rssKb = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readOr(`/proc/${pid}/status`))?.[1] ?? 0)
-/** utime + stime of a process, in seconds. */
-const ownCpu = (pid: number) => {
-  const fields = readOr(`/proc/${pid}/stat`).split(") ")[1]?.split(" ") ?? []
-  return (Number(fields[11] ?? 0) + Number(fields[12] ?? 0)) / TICKS
-}
 /** All CPU time the machine spent, in seconds (every core). */
 const machineCpu = () => {
   const [, ...fields] = readOr("/proc/stat").split("\n")[0]!.trim().split(/\s+/)
@@ -70,8 +65,7 @@ const ms = (v: number) => (Number.isFinite(v) ? `${v.toFixed(1)} ms` : "–")
 // `--profile <dir>`: the gateway runs under Bun's CPU profiler, which writes its profile there (also as markdown) on exit.
 const profileAt = process.argv.indexOf("--profile")
 const profileDir = profileAt === -1 ? undefined : path.resolve(process.argv[profileAt + 1] ?? "profiles")
-const REMOTE = process.argv.includes("--remote")
-const cloudDir = REMOTE ? tempDataDir("bench-load-cloud") : undefined
+const cloudDir = process.argv.includes("--remote") ? tempDataDir("bench-load-cloud") : undefined
 const cloud = cloudDir === undefined ? undefined : await startRemoteE2B(cloudDir)
 const server = await startServer({
   // Remote: the gateway's own runtime has nothing to run (no warm pool); E2B's cloud keeps its own.
@@ -107,7 +101,7 @@ const fail = (code: string) => errors.set(code, (errors.get(code) ?? 0) + 1)
 /** One cycle; false when it failed (its error is counted). */
 const cycle = async (): Promise<boolean> => {
   const start = performance.now()
-  const created = await http.post("/v1/sandboxes", { ...auth, body: minimalSandbox(REMOTE ? { provider: "e2b" } : {}), headers: { "idempotency-key": idempotencyKey("load") } })
+  const created = await http.post("/v1/sandboxes", { ...auth, body: minimalSandbox(cloud === undefined ? {} : { provider: "e2b" }), headers: { "idempotency-key": idempotencyKey("load") } })
   if (created.status !== 202) return (fail(created.body?.code ?? `http_${created.status}`), false)
   const id = created.body.sandbox.id as string
   try {
@@ -154,8 +148,8 @@ sampleSandboxes()
 const sandboxBase = [...sandboxCpu.values()].reduce((a, b) => a + b, 0)
 const acctFile = path.join(server.dataDir, "process.acct")
 const stopAccounting = process.argv.includes("--acct") ? startAccounting(acctFile) : undefined
-const cloudCpu = () => (cloud === undefined ? 0 : ownCpu(cloud.pid))
-const at0 = { gateway: ownCpu(server.pid), group: cgroupCpu(benchGroup), machine: machineCpu(), clients: ownCpu(process.pid), cloud: cloudCpu() }
+const cloudCpu = () => (cloud === undefined ? 0 : processCpuSeconds(cloud.pid))
+const at0 = { gateway: processCpuSeconds(server.pid), group: cgroupCpu(benchGroup), machine: machineCpu(), clients: processCpuSeconds(process.pid), cloud: cloudCpu() }
 const started = performance.now()
 const deadline = Date.now() + SECONDS * 1000
 let done = 0
@@ -172,7 +166,7 @@ const elapsed = (performance.now() - started) / 1000
 tracer?.kill("SIGINT")
 await tracer?.exited
 sampleSandboxes()
-const at1 = { gateway: ownCpu(server.pid), group: cgroupCpu(benchGroup), machine: machineCpu(), clients: ownCpu(process.pid), cloud: cloudCpu() }
+const at1 = { gateway: processCpuSeconds(server.pid), group: cgroupCpu(benchGroup), machine: machineCpu(), clients: processCpuSeconds(process.pid), cloud: cloudCpu() }
 stopAccounting?.()
 const sandboxSeconds = [...sandboxCpu.values()].reduce((a, b) => a + b, 0) - sandboxBase
 clearInterval(sampler)

@@ -2,6 +2,7 @@
  * How `bun run bench` measures (bench/index.ts runs the sections): timed rounds after a warm-up, read as p50 and p90,
  * and what every section of the main run is given — the gateway it measures and its owner's credentials.
  */
+import * as fs from "node:fs"
 import type { api, Bootstrap, RunningServer } from "../test/support/server.ts"
 
 export const ROUNDS = Number(process.env["BENCH_ROUNDS"] ?? 30)
@@ -17,6 +18,16 @@ export interface BenchGateway {
   readonly http: ReturnType<typeof api>
   readonly boot: Bootstrap
   readonly auth: { readonly token: string; readonly project: string }
+}
+
+/** A process's CPU so far (utime + stime), in seconds; 0 once it is gone. */
+export const processCpuSeconds = (pid: number) => {
+  let stat = ""
+  try {
+    stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8")
+  } catch {}
+  const fields = stat.split(") ")[1]?.split(" ") ?? []
+  return (Number(fields[11] ?? 0) + Number(fields[12] ?? 0)) / 100 // USER_HZ on Linux
 }
 
 /** The first line a helper process prints (its URL or port). */
