@@ -1055,6 +1055,38 @@ describe("e2b emulator over the local runtime", () => {
   })
 })
 
+describe("e2b emulator: List asks the runtime only about what may still run", () => {
+  it("a sandbox that ran many processes lists its running one without asking about those that ended", async () => {
+    const dataDir = tempDataDir("e2b-list")
+    const runtime = makeLocalRuntime(dataDir)
+    let asked = 0
+    const counting = { ...runtime, getExec: (id: string, execId: string) => (asked++, runtime.getExec(id, execId)) }
+    const emulator = startE2BEmulator(dataDir, counting)
+    const provider = makeE2BProvider({ apiUrl: emulator.apiUrl, sandboxUrl: emulator.sandboxUrl, apiKey: emulator.apiKey, mode: "emulated" })
+    try {
+      const sandbox = await run(provider.create(input("sbx_e2blist")))
+      for (let i = 0; i < 5; i++) {
+        const { executionId } = await run(provider.exec(sandbox, { command: ["true"], timeoutSeconds: 60, maxOutputBytes: 100, processId: `proc_done${i}` }))
+        await drain(provider, sandbox, executionId)
+      }
+      await run(provider.exec(sandbox, { command: ["sleep", "30"], timeoutSeconds: 60, maxOutputBytes: 100, processId: "proc_running" }))
+      const token = ((await (await fetch(`${emulator.apiUrl}/sandboxes/${sandbox.resourceId}`, { headers: { "x-api-key": emulator.apiKey } })).json()) as { envdAccessToken: string }).envdAccessToken
+      asked = 0
+      const listed = await fetch(`${emulator.sandboxUrl}/process.Process/List`, {
+        method: "POST",
+        headers: { "e2b-sandbox-id": sandbox.resourceId, "e2b-sandbox-port": "49983", "x-access-token": token, "content-type": "application/json" },
+        body: "{}"
+      })
+      expect(((await listed.json()) as { processes: Array<{ tag?: string }> }).processes.map((p) => p.tag)).toEqual(["proc_running"])
+      // Before, every process the sandbox ever ran was asked about: List's cost grew with the sandbox's history.
+      expect(asked).toBe(1)
+    } finally {
+      emulator.stop()
+      await Effect.runPromise(runtime.reap(new Set()))
+    }
+  })
+})
+
 describe("e2b emulator across a gateway restart", () => {
   it("a new adapter and emulator on the same DATA_DIR re-attach: running and finished processes keep all their output", async () => {
     const dataDir = tempDataDir("e2b-restart")

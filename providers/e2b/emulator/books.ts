@@ -22,12 +22,18 @@ const ProcessRecordV2 = Schema.mutable(Schema.Struct({
   tag: Schema.NullOr(Schema.String),
   config: ProcessConfig,
   /** Started on a terminal: its output is sent as `pty` data, its input taken as `pty` bytes. */
-  pty: Schema.optionalWith(Schema.Boolean, { default: () => false })
+  pty: Schema.optionalWith(Schema.Boolean, { default: () => false }),
+  /**
+   * Seen to end. envd forgets such a process; the emulator keeps it for `Connect`'s replay, but `List` and the
+   * live-process checks skip it without asking the runtime, so a call costs what is running, not every process the
+   * sandbox ever ran.
+   */
+  ended: Schema.optionalWith(Schema.Boolean, { default: () => false })
 }))
 /** A process as envd knows it; the first version kept only the runtime's exec id per pid. */
 const ProcessRecord = Schema.transform(Schema.Union(ProcessRecordV2, Schema.String), Schema.typeSchema(ProcessRecordV2), {
   strict: true,
-  decode: (r) => (typeof r === "string" ? { execId: r, tag: null, config: { cmd: "", args: [], envs: {} }, pty: false } : r),
+  decode: (r) => (typeof r === "string" ? { execId: r, tag: null, config: { cmd: "", args: [], envs: {} }, pty: false, ended: false } : r),
   encode: (r) => r
 })
 export type ProcessRecord = typeof ProcessRecord.Type

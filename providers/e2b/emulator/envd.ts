@@ -66,7 +66,7 @@ export const makeEnvd = (books: Books) => {
   /** The process as envd sees it: only while it runs (envd forgets a process once it ends). */
   const liveProcess = async (sandbox: EmulatedSandbox, selector: unknown) => {
     const [pid, record] = selectProcess(sandbox, selector)
-    const info = await run(runtime.getExec(sandbox.sandboxID, record.execId)).catch(() => null)
+    const info = record.ended ? null : await run(runtime.getExec(sandbox.sandboxID, record.execId)).catch(() => null)
     if (info === null || info.state !== "running") throw new ConnectFailure("not_found", `process with pid ${pid} not found`)
     return record
   }
@@ -113,6 +113,7 @@ export const makeEnvd = (books: Books) => {
               }
               // envd's deadline ends the Start call itself, ahead of the end event.
               if (event.timedOut && options.deadlineOnTimeout) return finish({ error: { code: "deadline_exceeded", message: "context deadline exceeded" } })
+              record.ended = true
               controller.enqueue(encodeEnvelope({ event: { end: endEvent(event) } }))
               return finish({})
             }
@@ -181,7 +182,7 @@ export const makeEnvd = (books: Books) => {
           stdin: body["stdin"] === true,
           pty
         }))
-        sandbox.processes[String(exec.pid)] = { execId: exec.execId, tag, config, pty: pty !== undefined }
+        sandbox.processes[String(exec.pid)] = { execId: exec.execId, tag, config, pty: pty !== undefined, ended: false }
         save()
         return processStream(sandbox, sandbox.processes[String(exec.pid)]!, exec.pid, { keepaliveMs, deadlineOnTimeout: timeoutMs !== undefined, replay: false })
       }
@@ -215,12 +216,14 @@ export const makeEnvd = (books: Books) => {
       case "process.Process/List": {
         const processes = []
         for (const [pid, record] of Object.entries(sandbox.processes)) {
+          if (record.ended) continue
           const info = await run(runtime.getExec(id, record.execId)).catch(() => null)
           if (info === null) {
             delete sandbox.processes[pid] // the runtime forgot it: so does envd
             continue
           }
           if (info.state === "running") processes.push({ config: record.config, pid: Number(pid), ...(record.tag === null ? {} : { tag: record.tag }) })
+          else record.ended = true
         }
         save()
         return json({ processes })
