@@ -2,7 +2,7 @@
  * What the sandbox-plane handler groups share: the caller (a project key's, or a member's on the project path),
  * the 202 answer with a Location, list positions, and their context (repositories, idempotency, the runner).
  * Mutations write rows + job in one transaction (the command's, joined by IdempotencyStore's where the route
- * takes a key), wake the runner after commit, and answer 202 with the record to poll.
+ * takes a key), start the job at once or wake the runner after commit, and answer 202 with the record to poll.
  *
  * Each runtime group (processes, files, endpoints) is served twice by the same handlers: on `/v1/sandboxes/…` with
  * a project key, and on `/v1/projects/{project_id}/sandboxes/…` with a user's credential (the dashboard's session
@@ -17,6 +17,7 @@ import { keyHolder, type StreamHolder, userHolder } from "../../services/LiveStr
 import { OperationRunner } from "../../services/OperationRunner.ts"
 import { serviceContext } from "../../services/ServiceContext.ts"
 import type { Caller } from "../../services/sandboxes/SandboxAccess.ts"
+import { operationJobKey } from "../../services/sandboxes/LifecycleJobs.ts"
 import type { ProjectId } from "../../domain/Ids.ts"
 
 /** Newest-first lists page by (created_at, id); a cursor carrying anything else is a 422. */
@@ -67,5 +68,10 @@ export const planeContext = Effect.gen(function*() {
   const runner = yield* OperationRunner
   const context = yield* serviceContext
   const provide = <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.provide(effect, context)
-  return { idempotency, runner, provide }
+  /**
+   * Starts the job behind a sandbox's lifecycle operation at once, in this fiber (falling back to waking the
+   * runner): the operation does not wait for the runner's next claim.
+   */
+  const startNow = (mutation: { readonly operation: Parameters<typeof operationJobKey>[0] }) => runner.runNow(operationJobKey(mutation.operation))
+  return { idempotency, runner, provide, startNow }
 })

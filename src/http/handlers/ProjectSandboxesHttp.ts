@@ -14,10 +14,10 @@ import { sandboxHandlers } from "./SandboxesHttp.ts"
 
 export const ProjectSandboxesLive = HttpApiBuilder.group(Api, "projectSandboxes", (handlers) =>
   Effect.gen(function*() {
-    const { runner, provide } = yield* planeContext
+    const { provide, startNow } = yield* planeContext
     const h = yield* sandboxHandlers
     const done = <E, R>(effect: Effect.Effect<Parameters<typeof mutationToWire>[0], E, R>) =>
-      effect.pipe(Effect.map(mutationToWire), Effect.tap(() => runner.wake))
+      effect.pipe(Effect.map(mutationToWire), Effect.tap(startNow))
 
     return handlers
       .handle("list", ({ path }) =>

@@ -47,7 +47,7 @@ type Path = { readonly sandbox_id: SandboxId }
  * metrics, for a caller.
  */
 export const sandboxHandlers = Effect.gen(function*() {
-  const { idempotency, runner, provide } = yield* planeContext
+  const { idempotency, runner, provide, startNow } = yield* planeContext
   return {
     create: (caller: PlaneCaller, { headers, payload }: { readonly headers: typeof IdempotencyHeaders.Type; readonly payload: typeof SandboxRequest.Type }) =>
       Effect.gen(function*() {
@@ -60,7 +60,7 @@ export const sandboxHandlers = Effect.gen(function*() {
           schema: SandboxMutation,
           run: Effect.map(createSandbox(caller, { requested: encodeRequest(payload) }), mutationToWire)
         })
-        return yield* Effect.zipRight(runner.wake, accepted(SandboxMutation, mutation, `${caller.base}/operations/${mutation.operation.id}`))
+        return yield* Effect.zipRight(startNow(mutation), accepted(SandboxMutation, mutation, `${caller.base}/operations/${mutation.operation.id}`))
       }).pipe(provide),
     extend: (caller: PlaneCaller, { path, payload }: { readonly path: Path; readonly payload: typeof ExtendSandbox.Type }) =>
       extendSandbox(caller, path.sandbox_id, payload.runtime_timeout_seconds).pipe(Effect.tap(runner.wake), Effect.map(sandboxToWire), provide),
@@ -79,10 +79,10 @@ export const sandboxHandlers = Effect.gen(function*() {
 
 export const SandboxesLive = HttpApiBuilder.group(Api, "sandboxes", (handlers) =>
   Effect.gen(function*() {
-    const { runner, provide } = yield* planeContext
+    const { provide, startNow } = yield* planeContext
     const h = yield* sandboxHandlers
     const respondMutation = (m: Schema.Schema.Type<typeof SandboxMutation>) =>
-      Effect.zipRight(runner.wake, accepted(SandboxMutation, m, `/v1/operations/${m.operation.id}`))
+      Effect.zipRight(startNow(m), accepted(SandboxMutation, m, `/v1/operations/${m.operation.id}`))
 
     return handlers
       .handle("create", (request) => Effect.flatMap(keyCaller, (caller) => h.create(caller, request)))

@@ -9,7 +9,10 @@ import { SandboxesRepo } from "../../db/repos/Sandboxes.ts"
 import { type LifecyclePayload, RuntimeTimeoutJob, SandboxDestroyJob, SandboxPauseJob, SandboxProvisionJob, SandboxResumeJob } from "./JobTypes.ts"
 import { insertOperation } from "./Operations.ts"
 import { type SandboxRow, setSandboxState } from "./SandboxRows.ts"
-import type { SandboxId } from "../../domain/Ids.ts"
+import type { OperationId, SandboxId } from "../../domain/Ids.ts"
+import type { OperationType } from "../../domain/Operation.ts"
+
+type OperationTypeName = typeof OperationType.Type
 
 export type { LifecyclePayload }
 
@@ -37,10 +40,24 @@ export const armRuntimeTimeout = (sandboxId: SandboxId, at: string) =>
     SandboxesRepo.setDeadline(sandboxId, at)
   )
 
+/** A lifecycle job's dedupe key. One destroy per sandbox: a user destroy re-arms (replaces) a pending timeout-driven one. */
+const lifecycleJobKey = (type: keyof typeof LIFECYCLE_JOBS, payload: LifecyclePayload) =>
+  type === "sandbox.destroy" ? `sandbox:destroy:${payload.sandbox_id}` : `${type}:${payload.operation_id}`
+
+const JOB_OF_OPERATION = {
+  sandbox_create: "sandbox.provision",
+  sandbox_pause: "sandbox.pause",
+  sandbox_resume: "sandbox.resume",
+  sandbox_destroy: "sandbox.destroy"
+} as const satisfies Record<OperationTypeName, keyof typeof LIFECYCLE_JOBS>
+
+/** The dedupe key of the job that carries out a lifecycle operation (for the runner's `runNow`). */
+export const operationJobKey = (operation: { readonly type: OperationTypeName; readonly id: OperationId; readonly resource_id: SandboxId }) =>
+  lifecycleJobKey(JOB_OF_OPERATION[operation.type], { sandbox_id: operation.resource_id, operation_id: operation.id })
+
 export const lifecycleJob = (type: keyof typeof LIFECYCLE_JOBS, payload: LifecyclePayload) =>
   enqueueJob(LIFECYCLE_JOBS[type], {
-    // One destroy per sandbox: a user destroy re-arms (replaces) a pending timeout-driven one.
-    dedupeKey: type === "sandbox.destroy" ? `sandbox:destroy:${payload.sandbox_id}` : `${type}:${payload.operation_id}`,
+    dedupeKey: lifecycleJobKey(type, payload),
     lockKey: sandboxLockKey(payload.sandbox_id),
     payload,
     replace: type === "sandbox.destroy",
