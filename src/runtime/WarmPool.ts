@@ -2,8 +2,10 @@
  * Warm jails (RUNTIME_WARM_POOL) make create fast: most of a create is starting bwrap and the bun agent, so a warm
  * jail is handed out by renaming its directory and cgroups to the sandbox id, applying the requested limits and
  * hostname, and (with internet) attaching slirp4netns. A disk cannot grow while mounted here (no
- * CAP_SYS_RESOURCE), so only a create asking for the warm jails' disk size (the providers' common default) gets
- * one; others start cold.
+ * CAP_SYS_RESOURCE), so a create takes only a warm jail of the disk size it asks for. The pool follows the size
+ * creates ask for: each providers' emulator has its own default (E2B 10 GiB, Daytona 3 GiB, Cloudflare 12 GiB…),
+ * so new warm jails get the size of the latest create, and a create that finds none of its size replaces an idle
+ * one of another size (it waits for the one started for it, as below).
  *
  * Sized to demand: the pool keeps `size` jails (RUNTIME_WARM_POOL) and grows by one, up to `max`
  * (RUNTIME_WARM_POOL_MAX), for each create that found it empty; after a minute without such a create it shrinks by
@@ -26,11 +28,11 @@ import { updateLease } from "./UidLeases.ts"
 export const POOL_PREFIX = "pool-"
 export const isPooled = (id: string) => id.startsWith(POOL_PREFIX)
 /**
- * Disk of warm jails: what the providers' defaults resolve to (a create without disk_mb routed to Daytona gets
- * its 3 GiB default). Creates asking for another size start cold.
+ * Disk of warm jails until a create asks for another size: what the gateway's default route resolves to (a create
+ * without disk_mb routed to Daytona gets its 3 GiB default).
  */
 export const POOL_DISK_MB = 3072
-const POOL_SPEC: JailSpec = { vcpu: 1, memoryMb: 512, diskMb: POOL_DISK_MB, internet: false, env: {}, labels: {} }
+const poolSpec = (diskMb: number): JailSpec => ({ vcpu: 1, memoryMb: 512, diskMb, internet: false, env: {}, labels: {} })
 
 /** How long the pool keeps a size it grew to without a create finding it empty, before it shrinks by one. */
 export const POOL_SHRINK_MS = 60_000
@@ -48,11 +50,24 @@ export const makeWarmPool = (
   /** The size the pool fills to now: from `floor` up to `ceiling`, with demand. */
   let poolSize = floor
   let quietSince = 0
-  /** Creates waiting for a jail on its way. */
-  let waiting = 0
+  /** The disk size new warm jails get: the one the latest create asked for. */
+  let diskMb = POOL_DISK_MB
+  /** Each warm jail's disk size, ready or on its way. */
+  const sizes = new Map<string, number>()
+  /** Creates waiting for a jail on its way, by the disk size they wait for. */
+  const waiting = new Map<number, number>()
   const pool: Array<string> = []
-  const filling = new Set<Promise<void>>()
+  /** Warm jails on their way, with their disk sizes. */
+  const filling = new Map<Promise<void>, number>()
   const startingPool = new Set<string>()
+  const ofSize = (wanted: number) => (id: string) => sizes.get(id) === wanted
+  const onTheWay = (wanted: number) => [...filling].filter(([, size]) => size === wanted).map(([p]) => p)
+  /** Takes a jail out of the pool (to hand it out or destroy it). */
+  const take = (index: number) => {
+    const [id] = pool.splice(index, 1)
+    sizes.delete(id!)
+    return id!
+  }
   // Deferred: starting a jail does synchronous work (its disk, cgroups, the spawn) that must not delay the
   // create that took a warm jail.
   let refillScheduled = false
@@ -74,20 +89,25 @@ export const makeWarmPool = (
     if (poolSize <= floor || Date.now() - quietSince < sizing.shrinkMs || isClosed()) return
     poolSize--
     quietSince = Date.now()
-    if (pool.length + filling.size > poolSize && pool.length > 0) void destroyJail(pool.pop()!)
+    // One of a size no longer asked for goes first.
+    const stale = pool.findIndex((id) => sizes.get(id) !== diskMb)
+    if (pool.length + filling.size > poolSize && pool.length > 0) void destroyJail(take(stale === -1 ? pool.length - 1 : stale))
   }, sizing.shrinkMs / 4)
   shrink?.unref()
   const startOne = () => {
     const id = `${POOL_PREFIX}${crypto.randomUUID().replaceAll("-", "").slice(0, 20)}`
+    const size = diskMb
     startingPool.add(id)
-    const p: Promise<void> = startJail(id, POOL_SPEC, { leashed: true })
+    sizes.set(id, size)
+    const p: Promise<void> = startJail(id, poolSpec(size), { leashed: true })
       .then(() => (isClosed() ? destroyJail(id) : void pool.push(id)))
       .catch(() => destroyJail(id))
       .finally(() => {
         startingPool.delete(id)
         filling.delete(p)
+        if (!pool.includes(id)) sizes.delete(id)
       })
-    filling.add(p)
+    filling.set(p, size)
   }
   const fillPool = () => {
     while (!isClosed() && pool.length + filling.size < poolSize) startOne()
@@ -95,24 +115,30 @@ export const makeWarmPool = (
 
   /** Hands out a warm jail under `spec.id`, or undefined when none can be used. */
   const handOut = async (spec: RuntimeSandboxSpec, jailSpec: JailSpec): Promise<RuntimeSandbox | undefined> => {
-    if (jailSpec.diskMb !== POOL_DISK_MB || ceiling === 0) return undefined
-    if (pool.length === 0) {
+    if (ceiling === 0) return undefined
+    const wanted = jailSpec.diskMb
+    diskMb = wanted
+    const waitingNow = () => waiting.get(wanted) ?? 0
+    if (pool.findIndex(ofSize(wanted)) === -1) {
       missed()
+      // An idle jail of another size makes room for one of this size.
+      const other = pool.findIndex((id) => sizes.get(id) !== wanted)
+      if (other !== -1) void destroyJail(take(other))
       // Each create waiting has a jail on its way: one is started now for this one when there are fewer; the rest
       // of the pool's refill waits until they are handed out.
-      if (filling.size <= waiting && !isClosed()) startOne()
+      if (onTheWay(wanted).length <= waitingNow() && !isClosed()) startOne()
     }
     // With internet, the egress filter's check (an nft process) runs while the jail is renamed and claimed.
-    const filterChecked = jailSpec.internet && pool.length + filling.size > 0 ? requireEgressFilter() : undefined
+    const filterChecked = jailSpec.internet && (pool.some(ofSize(wanted)) || onTheWay(wanted).length > 0) ? requireEgressFilter() : undefined
     filterChecked?.catch(() => undefined)
-    while (pool.length > 0 || filling.size > 0) {
+    while (pool.some(ofSize(wanted)) || onTheWay(wanted).length > 0) {
       // None ready, some on their way: the first of them to be ready (or to fail) is waited for.
-      if (pool.length === 0) {
-        waiting++
-        await Promise.race(filling).finally(() => waiting--)
+      if (!pool.some(ofSize(wanted))) {
+        waiting.set(wanted, waitingNow() + 1)
+        await Promise.race(onTheWay(wanted)).finally(() => waiting.set(wanted, waitingNow() - 1))
         continue
       }
-      const from = pool.shift()!
+      const from = take(pool.findIndex(ofSize(wanted)))
       const warm = readState(dataDir, from)
       if (warm === undefined || !running(warm)) {
         await destroyJail(from)
@@ -162,8 +188,9 @@ export const makeWarmPool = (
     /** Warm jails hold nothing of anyone's: they go with the gateway (a crash leaves them for the next start). */
     drain: async () => {
       clearInterval(shrink)
-      await Promise.allSettled([...filling])
+      await Promise.allSettled([...filling.keys()])
       for (const id of pool.splice(0)) await destroyJail(id)
+      sizes.clear()
     }
   }
 }

@@ -241,12 +241,23 @@ describe("warm jails", () => {
     expect(await run(warm.rt.reap(new Set(["w1"])))).toEqual([])
     await waitFor("the pool refilled", () => pooled().length === 2, 20_000)
     const idle = pooled()
-    // A disk of another size cannot come from the pool (a mounted ext4 does not grow here): a cold start.
-    const cold = await run(warm.rt.create({ id: "w3", vcpu: 1, memoryMb: 64, diskMb: 2048, internet: false }))
-    expect(cold.applied.diskMb).toBe(2048)
-    expect(pooled().sort()).toEqual([...idle].sort())
+    const diskOf = (id: string) => stateOf(warm.dataDir, id).spec.diskMb
+    const fromPool = (id: string) => fs.readFileSync(`/proc/${stateOf(warm.dataDir, id).bwrapPid}/cmdline`, "utf8").includes("claimed")
+    // A disk of another size cannot come from a warm jail of the pool's size (a mounted ext4 does not grow here):
+    // the create replaces one idle warm jail with one of its size, started for it, and the pool follows that size.
+    const other = await run(warm.rt.create({ id: "w3", vcpu: 1, memoryMb: 64, diskMb: 2048, internet: false }))
+    expect(other.applied.diskMb).toBe(2048)
+    expect(fromPool("w3")).toBe(true)
+    expect(idle.filter((id) => pooled().includes(id))).toHaveLength(1)
     expect((await sh(warm.rt, "w3", "df -m / | tail -1 | awk '{print $2}'")).stdout.trim()).toMatch(/^(19|20)\d\d$/)
+    await waitFor("warm jails of the new size", () => pooled().filter((id) => ready(id) && diskOf(id) === 2048).length >= 1, 20_000)
+    // The next create of that size takes one that was ready: no jail is started for it.
+    const readyBefore = pooled().filter((id) => ready(id) && diskOf(id) === 2048)
+    await run(warm.rt.create({ id: "w4", vcpu: 1, memoryMb: 64, diskMb: 2048, internet: false }))
+    expect(readyBefore.some((id) => !fs.existsSync(path.join(warm.dataDir, "sandboxes", id)))).toBe(true)
+    expect(diskOf("w4")).toBe(2048)
     await run(warm.rt.destroy("w3"))
+    await run(warm.rt.destroy("w4"))
     await run(warm.rt.shutdown)
     await run(warm.rt.shutdown)
     expect(pooled()).toEqual([])
