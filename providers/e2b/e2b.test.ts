@@ -406,6 +406,21 @@ describe("e2b adapter: envd requests", () => {
     expect(s.left()).toBe(0)
   })
 
+  it("a first attempt starts at once: no earlier attempt can have started it, so envd is not asked for its list", async () => {
+    const s = scripted([
+      getDetail(),
+      {
+        method: "POST",
+        path: "/process.Process/Start",
+        reply: () => stream(frames({ event: { start: { pid: 5 } } }, { event: { end: { exited: true, status: "exit status 0" } } }, {}))
+      }
+    ])
+    const p = provider(s.client)
+    const { executionId } = await run(p.exec(SANDBOX, { command: ["x"], timeoutSeconds: 5, maxOutputBytes: 10, processId: "proc_first", firstAttempt: true }))
+    expect((await drain(p, SANDBOX, executionId)).at(-1)).toMatchObject({ exitCode: 0 })
+    expect(s.left()).toBe(0)
+  })
+
   it("a start that envd refuses fails exec with the Connect error's kind", async () => {
     const s = scripted([
       getDetail(),

@@ -111,6 +111,11 @@ export interface ExecInput {
   readonly maxOutputBytes: number
   /** Our process id; adapters use it to make exec idempotent where the provider allows. */
   readonly processId: string
+  /**
+   * No earlier attempt can have started this process (its job's first claim): an adapter that looks for the process
+   * by `processId` before starting it (a retried start whose first answer was lost) may skip that call.
+   */
+  readonly firstAttempt?: boolean | undefined
   /** Keep the process's standard input open for `sendInput` (else it reads end-of-file). Needs `sendInput`. */
   readonly stdin?: boolean | undefined
   /**

@@ -208,9 +208,11 @@ export const makeProcesses = (ctx: E2BContext) => {
       if (known !== undefined && (known.attached || known.done)) return { executionId } // already started by this process
       const timeoutMs = input.timeoutSeconds > 0 ? input.timeoutSeconds * 1000 : null
       const x = newExecution(key, { tag: input.processId }, { maxOutputBytes: input.maxOutputBytes, startedAt: Date.now(), timeoutMs })
-      // A retried exec (its first answer was lost) finds its process by tag and re-attaches instead of starting it twice.
-      const listed = yield* unary(sandbox, "process.Process/List", {}, ProcessList)
-      const running = listed.processes.some((p) => p.tag === input.processId)
+      // A retried exec (its first answer was lost) finds its process by tag and re-attaches instead of starting it
+      // twice; a first attempt has nothing to find, and saves envd a round trip.
+      const running = input.firstAttempt === true
+        ? false
+        : (yield* unary(sandbox, "process.Process/List", {}, ProcessList)).processes.some((p) => p.tag === input.processId)
       x.attached = true
       executions.set(key, x)
       const response = yield* (running

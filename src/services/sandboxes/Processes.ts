@@ -192,7 +192,7 @@ export const makeProcessHandler = Effect.gen(function*() {
     }).pipe(tx)
 
   /** `leaveOrder`: once the process has started, the sandbox's next process or file operation may start. */
-  const run = (processId: ProcessId, leaveOrder: Effect.Effect<void>) =>
+  const run = (processId: ProcessId, leaveOrder: Effect.Effect<void>, attempt: number) =>
     Effect.gen(function*() {
       let row = yield* getProcessRow(processId)
       if (row === undefined || TERMINAL_PROCESS_STATES.includes(row.state)) return
@@ -217,6 +217,7 @@ export const makeProcessHandler = Effect.gen(function*() {
           timeoutSeconds: row.timeout_seconds,
           maxOutputBytes: row.max_output_bytes,
           processId,
+          firstAttempt: attempt === 1,
           stdin: row.stdin,
           pty: row.pty_cols === null || row.pty_rows === null ? undefined : { cols: row.pty_cols, rows: row.pty_rows }
         }).pipe(Effect.catchAll(providerFailure(row)))
@@ -289,7 +290,7 @@ export const makeProcessHandler = Effect.gen(function*() {
 
   const provide = yield* provideRepositories
   return {
-    run: (job) => provide(run(job.payload.process_id, job.leaveOrder)),
+    run: (job) => provide(run(job.payload.process_id, job.leaveOrder, job.attempt)),
     giveUp: (job, error) => provide(giveUp(job.payload.process_id, error))
   } satisfies JobHandler<{ readonly process_id: ProcessId }>
 })
