@@ -75,6 +75,18 @@ describe("daytona remote: sandboxes", () => {
     expect(s.left()).toBe(0)
   })
 
+  it("a first create posts at once (no earlier create can have taken the name); a taken name is found after the 409", async () => {
+    const first = scripted([step("POST", "/api/sandbox", () => json(wireSandbox()))])
+    expect((await run(provider(first.client).create({ ...conformanceInput("sbx_1"), firstCreate: true }))).resourceId).toBe("dsbx1")
+    expect(first.left()).toBe(0)
+    const taken = scripted([
+      step("POST", "/api/sandbox", () => json({ statusCode: 409, message: "Sandbox with name metal-sbx_1 already exists" }, 409)),
+      step("GET", "/api/sandbox/metal-sbx_1", () => json(wireSandbox()))
+    ])
+    expect((await run(provider(taken.client).create({ ...conformanceInput("sbx_1"), firstCreate: true }))).resourceId).toBe("dsbx1")
+    expect(taken.left()).toBe(0)
+  })
+
   it("an OCI image is a declarative build sized in whole units; a failed build is removed and is the customer's", async () => {
     const s = scripted([
       step("GET", "/api/sandbox/metal-sbx_1", () => json({ message: "not found" }, 404)),

@@ -186,6 +186,15 @@ describe("e2b adapter: control API requests", () => {
     expect(s.left()).toBe(0)
   })
 
+  it("a first create posts at once: nothing made by an earlier create is looked for", async () => {
+    const s = scripted([
+      { method: "POST", path: "/v2/sandboxes", reply: () => json({ sandboxID: "isbx1", templateID: "base", clientID: "c", envdVersion: "0.5.7", envdAccessToken: "tok-1" }, 201) },
+      getDetail()
+    ])
+    expect((await run(provider(s.client).create(input("sbx_one", { firstCreate: true })))).resourceId).toBe("isbx1")
+    expect(s.left()).toBe(0)
+  })
+
   it("create finds the existing sandbox instead of posting again", async () => {
     const s = scripted([
       { method: "GET", path: "/v2/sandboxes", reply: () => json([{ sandboxID: "isbx1", state: "running" }]) },

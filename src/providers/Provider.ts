@@ -47,6 +47,12 @@ export class ProviderError extends Data.TaggedError("ProviderError")<{
 export interface CreateInput {
   /** Our sandbox id: every adapter names or tags the resource with it, so create is idempotent. */
   readonly sandboxId: string
+  /**
+   * No earlier create of this sandbox can have reached the provider (its provision job's first attempt): an adapter
+   * that looks for the resource by `sandboxId` before creating it (a retried create whose answer was lost) may skip
+   * that call.
+   */
+  readonly firstCreate?: boolean | undefined
   readonly organizationId: string
   readonly projectId: string
   readonly source:

@@ -134,7 +134,8 @@ export const makeSandboxes = (ctx: DaytonaContext) => {
       if (input.source.kind === "provider_template") return yield* unsupported(NAME, "provider templates")
       if (input.resources.architecture === "arm64") return yield* unsupported(NAME, "arm64")
       const name = sandboxName(input.sandboxId)
-      const existing = yield* findSandbox(name)
+      // Looked for only when an earlier create may have made it (its answer lost); a taken name answers 409 anyway.
+      const existing = input.firstCreate === true ? null : yield* findSandbox(name)
       if (existing !== null && !GONE_STATES.has(existing.state ?? "")) return yield* settle(existing)
       const sent: Sent | undefined = input.source.kind !== "oci_image"
         ? undefined

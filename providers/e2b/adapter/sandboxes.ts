@@ -75,7 +75,8 @@ export const makeSandboxes = (ctx: E2BContext, forget: (sandboxId: string) => vo
       if (input.source.kind === "oci_image") return yield* unsupported(NAME, "OCI images (E2B sandboxes start from templates)")
       if (input.resources.architecture === "arm64") return yield* unsupported(NAME, "arm64")
       if (input.internetAccess && input.domainPolicy?.mode === "deny") return yield* unsupported(NAME, "a domain deny list (E2B's denyOut takes only IPs and CIDRs)")
-      const existing = yield* reconcileCreate(input.sandboxId)
+      // Looked for only when an earlier create may have made it (its answer lost).
+      const existing = input.firstCreate === true ? null : yield* reconcileCreate(input.sandboxId)
       if (existing !== null) {
         // create resolves with a running sandbox: one found paused is resumed.
         const state = yield* inspect(existing)

@@ -104,7 +104,9 @@ export const makeLifecycleHandlers = Effect.gen(function*() {
         yield* setOperationState(operationId, "running")
         // Created here: should it land on this node's local runtime, it lives here (markReady unpins a remote one).
         yield* SandboxesRepo.pinHere(sandboxId)
-        const outcome = yield* provisionSandbox(sandbox, operationId, Option.getOrUndefined(localRuntime))
+        // Nothing can exist at a provider before the job's first attempt (a state of provision_unknown says otherwise).
+        const firstCreate = job.attempt === 1 && sandbox.state !== "provision_unknown"
+        const outcome = yield* provisionSandbox(sandbox, operationId, firstCreate, Option.getOrUndefined(localRuntime))
         switch (outcome._tag) {
           case "Provisioned": {
             const becameReady = yield* Effect.gen(function*() {

@@ -36,8 +36,9 @@ export type Provisioned =
   | { readonly _tag: "Failed"; readonly error: ErrorObject; readonly placement: { readonly provider: ProviderName; readonly billingMode: BillingMode } }
   | { readonly _tag: "ProvisionUnknown" }
 
-const createInput = (sandbox: SandboxRow, request: SandboxRequest, provider: ProviderName): CreateInput => ({
+const createInput = (sandbox: SandboxRow, request: SandboxRequest, provider: ProviderName, firstCreate: boolean): CreateInput => ({
   sandboxId: sandbox.id,
+  firstCreate,
   organizationId: sandbox.organization_id,
   projectId: sandbox.project_id,
   source: request.source,
@@ -127,7 +128,8 @@ const noEligibleProvider = (request: SandboxRequest, attempts: ReadonlyArray<Att
   }
 }
 
-export const provisionSandbox = (sandbox: SandboxRow, operationId: OperationId, runtime?: LocalRuntimeShape) =>
+/** `firstCreate`: the provision job's first attempt (each provider is tried at most once in an attempt). */
+export const provisionSandbox = (sandbox: SandboxRow, operationId: OperationId, firstCreate: boolean, runtime?: LocalRuntimeShape) =>
   Effect.gen(function*() {
     const { byok, providers } = yield* Effect.flatMap(ProviderAccounts, (accounts) => accounts.candidates(sandbox.organization_id))
     const context = yield* repositories
@@ -160,7 +162,7 @@ export const provisionSandbox = (sandbox: SandboxRow, operationId: OperationId, 
       // On the organization's own account nothing is charged to its balance.
       managedBilling: (provider) => provider.mode === "remote" && !byok.has(provider.name),
       ownAccount: (provider) => byok.has(provider.name),
-      input: (provider) => createInput(sandbox, request, provider.name),
+      input: (provider) => createInput(sandbox, request, provider.name, firstCreate),
       onAttempt: record,
       beforeCreate: (provider, input) =>
         runtime !== undefined && provider.mode === "emulated" && input.source.kind === "oci_image" && provider.capabilities.sources.includes("oci_image")
