@@ -141,6 +141,15 @@ describe("blaxel remote: the sandbox runtime", () => {
     expect(s.left()).toBe(0)
   })
 
+  it("a first attempt starts its process at once: no earlier attempt can have started one of that name", async () => {
+    const s = scripted([
+      step("POST", "/sbx-1/process", () => json({ pid: "1", name: "metal-proc_1", status: "running" }))
+    ])
+    const { executionId } = await run(provider(s.client).exec(SANDBOX, { command: ["true"], timeoutSeconds: 60, maxOutputBytes: 1024, processId: "proc_1", firstAttempt: true }))
+    expect(Either.getOrUndefined(executionIds.parse(executionId))).toEqual({ name: "metal-proc_1", maxOutputBytes: 1024 })
+    expect(s.left()).toBe(0)
+  })
+
   it("on an image of the user's own (kept from create), a process without a directory starts where the image says (its WorkingDir)", async () => {
     const s = scripted([
       step("POST", "/v0/sandboxes", () => json({ ...wire("DEPLOYED"), spec: { runtime: { image: "registry.example.com/team/app:1", memory: 2048 } } })),

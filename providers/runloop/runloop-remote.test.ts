@@ -85,6 +85,14 @@ describe("runloop remote: devboxes", () => {
     expect(s.left()).toBe(0)
   })
 
+  it("a first create posts at once: no earlier create can have made a devbox for this sandbox", async () => {
+    const s = scripted([
+      step("POST", "/v1/devboxes", () => json(devbox("running")))
+    ])
+    expect((await run(provider(s.client).create({ ...input(), firstCreate: true }))).resourceId).toBe("dbx_1")
+    expect(s.left()).toBe(0)
+  })
+
   it("a moved deadline restarts the keep-alive timer; one beyond the keep-alive set at create is refused after the signal", async () => {
     const s = scripted([
       step("POST", "/v1/devboxes/dbx_1/keep_alive", (call) => (authorized(call), json({}))),

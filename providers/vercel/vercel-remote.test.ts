@@ -77,6 +77,14 @@ describe("vercel remote: sandboxes", () => {
     expect(s.left()).toBe(0)
   })
 
+  it("a first create posts at once: no earlier create can have taken the name", async () => {
+    const s = scripted([
+      step("POST", "/v3/sandboxes", () => json(found("running")))
+    ])
+    expect((await run(provider(s.client).create({ ...conformanceInput("sbx_1"), firstCreate: true }))).resourceId).toBe("metal-sbx-1")
+    expect(s.left()).toBe(0)
+  })
+
   it("sizes by vCPUs (memory 2048 MB each), sends an OCI image as is, leaves the network open when asked, caps the timeout at 5 h; no team, no teamId", async () => {
     const s = scripted([
       step("GET", "/v2/sandboxes/metal-sbx-1", (call) => {

@@ -58,8 +58,10 @@ export const makeProcesses = (ctx: BlaxelContext) => {
       const name = processName(input.processId)
       const maxOutputBytes = Math.min(input.maxOutputBytes, ctx.capabilities.process.maxOutputBytes)
       const executionId = executionIds.encode({ name, maxOutputBytes })
-      // A retry of this exec finds its process by name instead of starting it twice.
-      const existing = yield* getProcess(sandbox, name).pipe(Effect.catchIf((e) => e.kind === "not_found", () => Effect.succeed(null)))
+      // A retry of this exec finds its process by name instead of starting it twice (a first attempt has none).
+      const existing = input.firstAttempt === true
+        ? null
+        : yield* getProcess(sandbox, name).pipe(Effect.catchIf((e) => e.kind === "not_found", () => Effect.succeed(null)))
       if (existing !== null) return { executionId }
       const body = {
         name,

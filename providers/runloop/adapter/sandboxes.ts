@@ -139,8 +139,9 @@ export const makeSandboxes = (ctx: RunloopContext) => {
       if (input.resources.architecture === "arm64") return yield* unsupported(NAME, "arm64")
       const preset = yield* presetFor(input)
       const sent: Sent = { preset, keepAliveSeconds: keepAliveOf(input) }
-      // Runloop has no create-if-absent: a devbox already made for this sandbox id is found first.
-      const existing = yield* findOurs(input.sandboxId)
+      // Runloop has no create-if-absent: a devbox already made for this sandbox id is found first (unless this is
+      // the first create, which nothing can have preceded).
+      const existing = input.firstCreate === true ? null : yield* findOurs(input.sandboxId)
       if (existing !== null) return yield* settle(existing, sent)
       const created = yield* send(api("POST", "/v1/devboxes").pipe(HttpClientRequest.bodyUnsafeJson(createBody(input, preset))), "create devbox", { ambiguous: true }).pipe(
         Effect.flatMap(decode(WireDevboxSchema, "create devbox")),

@@ -1,5 +1,5 @@
 /**
- * Vercel sandboxes: create (`GET /v2/sandboxes/{name}?resume=false` first, else `POST /v3/sandboxes` named
+ * Vercel sandboxes: create (`GET /v2/sandboxes/{name}?resume=false` first on a retry, else `POST /v3/sandboxes` named
  * `metal-<sandbox id>` and tagged with our ids, polled until its session runs), reconcile by name and tag,
  * inspect, destroy (stop the session, then `DELETE /v2/sandboxes/{name}`), the lifetime extension
  * (`POST /v2/sandboxes/sessions/{id}/extend-timeout`) and the cost of the metered usage at Vercel's rate card.
@@ -120,8 +120,8 @@ export const makeSandboxes = (ctx: VercelContext) => {
       const vcpus = vcpusFor(input.resources)
       if (vcpus === undefined) return yield* unsupported(NAME, `${input.resources.vcpu} vCPU / ${input.resources.memoryMb} MB (at most 8 vCPU with 2048 MB each)`)
       const name = sandboxName(input.sandboxId)
-      // A retry finds the sandbox by name (not resumed), instead of creating a second one.
-      const existing = yield* findSandbox(name)
+      // A retry finds the sandbox by name (not resumed), instead of creating a second one; a first create has none.
+      const existing = input.firstCreate === true ? null : yield* findSandbox(name)
       if (existing !== null) {
         if (ours(existing, input.sandboxId) === null) {
           return yield* fail("customer", `vercel sandbox ${name} exists but is not this sandbox's (or is ${existing.session.status})`)
