@@ -72,6 +72,15 @@ describe("northflank remote: create", () => {
     expect(s.left()).toBe(0)
   })
 
+  it("a first create posts at once: no earlier create can have made the service of our name", async () => {
+    const s = scripted([
+      step("POST", `${P}/deployment`, () => json({ data: { id: NAME } })),
+      step("GET", `${P}/${NAME}`, () => svc("COMPLETED"))
+    ])
+    expect((await run(provider(s.client).create({ ...conformanceInput("sbx_1"), firstCreate: true }))).resourceId).toBe(SANDBOX.resourceId)
+    expect(s.left()).toBe(0)
+  })
+
   it("team paths; an OCI image with its command on arm; options pick plan and storage; pause-on-timeout sends no expiry", async () => {
     const T = "/v1/teams/team1/projects/proj/services"
     const s = scripted([

@@ -145,7 +145,8 @@ const northflankCalls = (ctx: NorthflankContext, config: NorthflankProviderConfi
         ? Math.min(EXPIRY_BOUNDS.max, Math.max(EXPIRY_BOUNDS.min, Math.ceil(input.lifecycle.runtimeTimeoutSeconds) + EXPIRY_MARGIN_SECONDS))
         : null
       const sentAt = Date.now()
-      const existing = yield* findOurs(input.sandboxId)
+      // Looked for only when an earlier create may have made it; a first create's 409 finds it all the same.
+      const existing = input.firstCreate === true ? null : yield* findOurs(input.sandboxId)
       if (existing === null) {
         const body = {
           name,
