@@ -3,9 +3,11 @@
  * jail is handed out by renaming its directory and cgroups to the sandbox id, applying the requested limits and
  * hostname, and (with internet) attaching slirp4netns. A disk cannot grow while mounted here (no
  * CAP_SYS_RESOURCE), so a create takes only a warm jail of the disk size it asks for. The pool follows the size
- * creates ask for: each providers' emulator has its own default (E2B 10 GiB, Daytona 3 GiB, Cloudflare 12 GiB…),
- * so new warm jails get the size of the latest create, and a create that finds none of its size replaces an idle
- * one of another size (it waits for the one started for it, as below).
+ * creates ask for: each provider's emulator has its own default (E2B 10 GiB, Daytona 3 GiB, Cloudflare 12 GiB…),
+ * so new warm jails get the size of the latest create; one that finds none of its size counts as finding the pool
+ * empty (below) and, with the pool at its ceiling, replaces an idle jail of another size; when the pool shrinks,
+ * jails of a size no longer asked for go first. (Replacing one at every such create was tried: with creates back to
+ * back, the extra destroy and start made them slower.)
  *
  * Sized to demand: the pool keeps `size` jails (RUNTIME_WARM_POOL) and grows by one, up to `max`
  * (RUNTIME_WARM_POOL_MAX), for each create that found it empty; after a minute without such a create it shrinks by
@@ -119,11 +121,11 @@ export const makeWarmPool = (
     const wanted = jailSpec.diskMb
     diskMb = wanted
     const waitingNow = () => waiting.get(wanted) ?? 0
-    if (pool.findIndex(ofSize(wanted)) === -1) {
+    if (!pool.some(ofSize(wanted))) {
       missed()
-      // An idle jail of another size makes room for one of this size.
+      // No room left to grow: an idle jail of another size makes room for one of this size.
       const other = pool.findIndex((id) => sizes.get(id) !== wanted)
-      if (other !== -1) void destroyJail(take(other))
+      if (other !== -1 && pool.length + filling.size >= poolSize) void destroyJail(take(other))
       // Each create waiting has a jail on its way: one is started now for this one when there are fewer; the rest
       // of the pool's refill waits until they are handed out.
       if (onTheWay(wanted).length <= waitingNow() && !isClosed()) startOne()

@@ -244,7 +244,8 @@ describe("warm jails", () => {
     const diskOf = (id: string) => stateOf(warm.dataDir, id).spec.diskMb
     const fromPool = (id: string) => fs.readFileSync(`/proc/${stateOf(warm.dataDir, id).bwrapPid}/cmdline`, "utf8").includes("claimed")
     // A disk of another size cannot come from a warm jail of the pool's size (a mounted ext4 does not grow here):
-    // the create replaces one idle warm jail with one of its size, started for it, and the pool follows that size.
+    // a jail of its size is started for the create, and the pool follows that size. This pool cannot grow (its
+    // ceiling is its size), so one idle jail of the other size makes room.
     const other = await run(warm.rt.create({ id: "w3", vcpu: 1, memoryMb: 64, diskMb: 2048, internet: false }))
     expect(other.applied.diskMb).toBe(2048)
     expect(fromPool("w3")).toBe(true)
