@@ -10,6 +10,8 @@ import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import type { RuntimeError } from "../../src/runtime/LocalRuntime.ts"
 import { hasDefaultRoute } from "../../src/runtime/JailNetwork.ts"
+import { makeLocalRuntime } from "../../src/runtime/LocalRuntimeLive.ts"
+import { tempDataDir } from "../support/server.ts"
 import { agentHostPid, failure, hostPids, inJail, newRuntime, run, sh, waitFor } from "./support.ts"
 
 const { dataDir, rt, cleanup } = newRuntime("isolation")
@@ -167,6 +169,29 @@ EOF`
       await waitFor("slirp4netns to exit", () => !fs.existsSync(`/proc/${slirp}`) || fs.readFileSync(`/proc/${slirp}/stat`, "utf8").includes(") Z"))
     } finally {
       await Effect.runPromise(rt.destroy("net"))
+    }
+  }, 60_000)
+
+  it("a slirp4netns that ends while it starts is started once more, instead of failing the create", async () => {
+    // A stand-in ahead of slirp4netns on PATH ends at its first run (as slirp4netns once did under heavy load) and
+    // runs the real one after, in a runtime of its own process (slirp-again.ts). It runs as the sandbox's uid: its
+    // directory is open to it.
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "slirp-once-"))
+    fs.chmodSync(dir, 0o777)
+    const real = Bun.which("slirp4netns")!
+    fs.writeFileSync(path.join(dir, "slirp4netns"), `#!/bin/sh\nif mkdir '${dir}/tried' 2>/dev/null; then echo 'stand-in: ended at its first run' >&2; exit 1; fi\nexec '${real}' "$@"\n`, { mode: 0o755 })
+    const again = tempDataDir("slirp-again")
+    try {
+      const child = Bun.spawn(["bun", path.join(import.meta.dirname, "slirp-again.ts"), again], { env: { ...process.env, PATH: `${dir}:${process.env["PATH"]}` }, stdout: "pipe", stderr: "pipe" })
+      const [out, err] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited])
+      expect(fs.existsSync(path.join(dir, "tried"))).toBe(true)
+      expect(JSON.parse(out.trim().split("\n").at(-1)!)).toEqual({ created: true, routed: true })
+      // The operator's log says it happened, with what slirp4netns said.
+      expect(err).toContain("slirp4netns of net-again ended while it started; starting it again")
+      expect(err).toContain("stand-in: ended at its first run")
+    } finally {
+      await run(makeLocalRuntime(again).reap(new Set()))
+      fs.rmSync(dir, { recursive: true, force: true })
     }
   }, 60_000)
 })
