@@ -269,7 +269,9 @@ describe("warm jails", () => {
   }, 60_000)
 
   it("the pool grows with creates that find it empty, up to its ceiling, and shrinks back when they stop", async () => {
-    const grows = newRuntime("pool-grows", { warmPool: 1, warmPoolMax: 3, warmPoolShrinkMs: 2000 })
+    // Shrinking after 6 s without a miss: a loaded machine (CI) may take seconds to start the refill, which a shorter
+    // period would shrink away before the pool reached its grown size.
+    const grows = newRuntime("pool-grows", { warmPool: 1, warmPoolMax: 3, warmPoolShrinkMs: 6000 })
     others.push(grows)
     const pooled = () => pooledIn(grows.dataDir)
     const ready = (id: string) => warmReady(grows.dataDir, id)
