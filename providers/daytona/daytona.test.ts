@@ -201,6 +201,35 @@ describe("daytona terminals (PTY sessions over the emulator's real pseudo-termin
     }
   }, 60_000)
 
+  it("a client connected when the shell ends gets all of its output before the close, however often the session is asked about meanwhile", async () => {
+    const { emulator, provider, teardown } = await setup()
+    try {
+      const sandbox = await run(provider.create(conformanceInput(`sbx_ttye${Date.now()}`)))
+      const base = `${emulator.baseUrl}/toolbox/${sandbox.resourceId}/process/pty`
+      const headers = { authorization: `Bearer ${emulator.apiKey}` }
+      const flood = 40_000_000
+      const socket = new WebSocket(`${base.replace(/^http/, "ws")}/create-connect?id=ender&cols=80&rows=24`, { headers } as unknown as Array<string>)
+      socket.binaryType = "arraybuffer"
+      let as = 0
+      const closed = new Promise<number>((resolve) => {
+        socket.onmessage = (e) => {
+          if (typeof e.data !== "string") as += new Uint8Array(e.data as ArrayBuffer).reduce((n, b) => n + (b === 0x61 ? 1 : 0), 0)
+        }
+        socket.onclose = (e) => resolve(e.code)
+      })
+      await new Promise((resolve) => (socket.onopen = resolve))
+      // Typed in one line; the shell's own echo of it has a single "a" (in "tr '\0' a").
+      socket.send(`head -c ${flood} /dev/zero | tr '\\0' a; exit 0\n`)
+      // Asked about as fast as an impatient client can ask, from the moment the shell may have ended.
+      while ((await fetch(`${base}/ender`, { headers })).status !== 404) await Bun.sleep(2)
+      expect(await closed).toBe(1000)
+      expect(as).toBeGreaterThanOrEqual(flood)
+      await run(provider.destroy(sandbox))
+    } finally {
+      await teardown()
+    }
+  }, 60_000)
+
   it("the emulator's PTY routes answer as the daemon: 201 (unknown fields ignored), 409 for a taken id, 400 for a bad size, 410 for resizing an unknown one, a control error for connecting to it", async () => {
     const { emulator, provider, teardown } = await setup()
     try {

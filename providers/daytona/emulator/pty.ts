@@ -11,7 +11,7 @@
  *   unknown or ended session), then the terminal's output as binary frames to every client connected — output
  *   while none is connected is not kept, as the daemon keeps none — and every client frame typed into the
  *   terminal (a frame over 64 KiB closes that client with 1009, as the daemon's read limit does); when the shell
- *   ends, a client that offered the `X-Daytona-Pty-Exit-Control` subprotocol is first sent `{"type":"control",
+ *   ends, after the last of its output, a client that offered the `X-Daytona-Pty-Exit-Control` subprotocol is first sent `{"type":"control",
  *   "status":"exited","exitCode":n}`, then every client is closed 1000 `{"exitCode":0}` or 1011
  *   `{"exitCode":n,"exitReason":…}` and the session is forgotten. A client that does not keep up is closed 1008
  *   ("slow consumer"). One of the subprotocols a client offers is accepted (the exit-control one first), as the
@@ -199,6 +199,9 @@ export const makePty = (books: Books, runtime: LocalRuntimeShape, execute: Execu
     const exec = await Effect.runPromise(Effect.either(runtime.getExec(sandboxId, session.execId)))
     // Gone with its sandbox, or ended; any other failure (a stopped sandbox's frozen agent) leaves it be.
     if (exec._tag === "Left" ? exec.left.kind === "not_found" : exec.right.state === "exited") {
+      // A shell that ended while its output is still being handed to the clients is ended by that pump, after the
+      // last of it: ended here, its clients would be closed short of output the daemon would have sent them.
+      if (exec._tag === "Right" && live.get(key)?.pumping === true) return { session, active: false }
       end(key, exec._tag === "Right" ? exec.right.exitCode ?? 1 : 137, true)
       return undefined
     }
