@@ -52,4 +52,11 @@ describe("desktop", () => {
     expect(await kind(rt.desktopAction("d", { type: "mouse_move", x: 800, y: 10 }))).toBe("invalid")
     expect(await run(rt.desktopAction("d", { type: "mouse_move", x: 10, y: 20 }))).toEqual({ cursor: { x: 10, y: 20 } })
   })
+
+  it("screenshots taken while the pointer moves share the display's connection: each call gets its own answer", async () => {
+    const moves = Array.from({ length: 12 }, (_, i) => run(rt.desktopAction("d", { type: "mouse_move", x: 100 + i, y: 30 + i })))
+    const shots = Array.from({ length: 6 }, () => run(rt.screenshot("d", { format: "png", showCursor: true, region: { x: 0, y: 0, width: 64, height: 64 } })))
+    expect(await Promise.all(moves)).toEqual(Array.from({ length: 12 }, (_, i) => ({ cursor: { x: 100 + i, y: 30 + i } })))
+    for (const shot of await Promise.all(shots)) expect(shot).toMatchObject({ format: "png", width: 64, height: 64 })
+  })
 })

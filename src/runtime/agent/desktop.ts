@@ -15,7 +15,7 @@ import * as path from "node:path"
 import type * as Protocol from "../AgentProtocol.ts"
 import { AgentError, invalid, json, type Query, RUN_DIR } from "./common.ts"
 import { spawnInSandbox } from "./shells.ts"
-import { drawCursor, encodePng, type Rgb, scaleImage, X11 } from "./x11.ts"
+import { DisplayError, drawCursor, encodePng, type PointerEvent, type Rgb, scaleImage, X11 } from "./x11.ts"
 
 /** The display's number: `:1`, as Daytona's desktops have it. */
 export const DISPLAY = ":1"
@@ -163,7 +163,6 @@ const xdotoolArgs = (a: Record<string, unknown>): { readonly args: Array<string>
 /** One action at a time: each waits for the one before (the gateway already sends them in order). */
 let actions: Promise<unknown> = Promise.resolve()
 
-type PointerEvent = Parameters<X11["pointerInput"]>[0][number]
 
 /** A mouse action as XTEST events, sent by the agent itself (no program started); undefined for keyboard actions. */
 const pointerEvents = (a: Record<string, unknown>, d: Desktop): Array<PointerEvent> | undefined => {
@@ -356,7 +355,13 @@ const desktopView = (d: Desktop | undefined): Protocol.DesktopAnswer =>
     ? { running: false, display: DISPLAY, width: null, height: null, liveViewPort: null }
     : { running: true, display: DISPLAY, width: d.width, height: d.height, liveViewPort: d.liveView ? LIVE_VIEW_PORT : null }
 
-export const desktopRoute = async (request: Request, parts: ReadonlyArray<string>, q: URLSearchParams): Promise<Response> => {
+export const desktopRoute = (request: Request, parts: ReadonlyArray<string>, q: URLSearchParams): Promise<Response> =>
+  route(request, parts, q).catch((e: unknown) => {
+    // The display's own failures in its own words (they are ours, never an engine's), not a bare "failed".
+    throw e instanceof DisplayError ? new AgentError(500, "internal", e.message) : e
+  })
+
+const route = async (request: Request, parts: ReadonlyArray<string>, q: URLSearchParams): Promise<Response> => {
   const method = request.method
   const [, what, id, verb] = parts
   if (what === undefined) {

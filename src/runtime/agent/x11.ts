@@ -1,7 +1,7 @@
 /**
- * A minimal X11 client for the desktop's screenshots (desktop.ts): the core protocol's connection set-up, GetImage
- * and QueryPointer, and XFIXES GetCursorImage, over the display's unix socket in the jail's own /tmp/.X11-unix.
- * The pixels come straight from the X server into memory and are encoded here (PNG with node's zlib): no program
+ * A minimal X11 client for the desktop's screenshots and pointer input (desktop.ts): the core protocol's connection
+ * set-up, GetImage and QueryPointer, XFIXES GetCursorImage and XTEST FakeInput, over the display's unix socket in
+ * the jail's own /tmp/.X11-unix. The pixels come straight from the X server into memory and are encoded here (PNG with node's zlib): no program
  * is started and no file is written for a screenshot. Node builtins only, like the rest of the agent.
  */
 import * as net from "node:net"
@@ -31,9 +31,19 @@ export interface Cursor {
   readonly argb: Uint32Array
 }
 
+export type PointerEvent = { readonly type: "motion"; readonly x: number; readonly y: number } | { readonly type: "press" | "release"; readonly button: number }
+
 const pad4 = (n: number) => (4 - (n % 4)) % 4
 
-/** One connection; requests go one at a time (each awaits its reply), which is all the screenshots need. */
+/** What went wrong with the display: our own words, safe to hand to the caller. */
+export class DisplayError extends Error {}
+
+const connectionFailed = (e: NodeJS.ErrnoException) => new DisplayError(`the display's connection failed${e.code === undefined ? "" : ` (${e.code})`}`)
+
+/**
+ * One connection, shared by screenshots and pointer input: its calls take turns (each awaits its replies before
+ * the next writes), so a reply — or an error, which names no caller — always belongs to the call that reads it.
+ */
 export class X11 {
   /** What arrived and was not read yet, as it came (joined only once a reply is whole: replies run to megabytes). */
   private chunks: Array<Buffer> = []
@@ -41,6 +51,8 @@ export class X11 {
   private waiting: { readonly need: (b: Buffer) => number; readonly resolve: (b: Buffer) => void; readonly reject: (e: Error) => void } | undefined
   private failure: Error | undefined
   private sequence = 0
+  /** The call whose turn it is (settled when it is done). */
+  private turn: Promise<unknown> = Promise.resolve()
   private xfixes: number | undefined | null
   private xtest: number | undefined | null
   screen: Screen = { root: 0, width: 0, height: 0 }
@@ -59,18 +71,18 @@ export class X11 {
       this.waiting = undefined
       w?.reject(e)
     }
-    socket.on("error", fail)
-    socket.on("close", () => fail(new Error("the display closed the connection")))
+    socket.on("error", (e) => fail(connectionFailed(e)))
+    socket.on("close", () => fail(new DisplayError("the display closed the connection")))
   }
 
   static async connect(socketPath: string, timeoutMs: number): Promise<X11> {
     const socket = net.createConnection(socketPath)
     const x = new X11(socket)
-    const timer = setTimeout(() => socket.destroy(new Error("the display did not answer")), timeoutMs)
+    const timer = setTimeout(() => socket.destroy(new DisplayError("the display did not answer")), timeoutMs)
     try {
       await new Promise<void>((resolve, reject) => {
         socket.once("connect", resolve)
-        socket.once("error", reject)
+        socket.once("error", (e) => reject(connectionFailed(e)))
       })
       // Set-up: little-endian, protocol 11.0, no authorization (the server is the sandbox's own, on its own socket).
       const setup = Buffer.alloc(12)
@@ -78,7 +90,7 @@ export class X11 {
       setup.writeUInt16LE(11, 2)
       socket.write(setup)
       const head = await x.read((b) => (b.length < 8 ? -1 : 8 + b.readUInt16LE(6) * 4))
-      if (head[0] !== 1) throw new Error("the display refused the connection")
+      if (head[0] !== 1) throw new DisplayError("the display refused the connection")
       x.parseSetup(head)
       return x
     } catch (e) {
@@ -93,6 +105,37 @@ export class X11 {
     this.socket.destroy()
   }
 
+  /** The pointer's position on the screen. */
+  pointer() {
+    return this.serial(() => this.queryPointer())
+  }
+
+  /** A rectangle of the root window as RGB. */
+  image(x: number, y: number, width: number, height: number) {
+    return this.serial(() => this.readImage(x, y, width, height))
+  }
+
+  /** The cursor's image and position (XFIXES), or undefined when the server lacks the extension. */
+  cursor() {
+    return this.serial(() => this.readCursor())
+  }
+
+  /**
+   * Pointer input through XTEST (what xdotool itself sends), without a program: `motion` to (x, y), `press` and
+   * `release` of a button. The events go in one write; the pointer query that follows is answered only once the
+   * server has processed them, and says where the pointer is.
+   */
+  pointerInput(events: ReadonlyArray<PointerEvent>) {
+    return this.serial(() => this.sendPointerInput(events))
+  }
+
+  /** Runs `call` once the calls before it are done. */
+  private serial<A>(call: () => Promise<A>): Promise<A> {
+    const result = this.turn.then(call, call)
+    this.turn = result.catch(() => undefined)
+    return result
+  }
+
   get broken() {
     return this.failure !== undefined || this.socket.destroyed
   }
@@ -105,11 +148,11 @@ export class X11 {
     let offset = 40 + vendorLength + pad4(vendorLength)
     const depthsBpp = new Map<number, number>()
     for (let i = 0; i < formats; i++, offset += 8) depthsBpp.set(b[offset]!, b[offset + 1]!)
-    if (screens < 1) throw new Error("the display has no screen")
+    if (screens < 1) throw new DisplayError("the display has no screen")
     const rootDepth = b[offset + 38]!
     this.bitsPerPixel32 = depthsBpp.get(rootDepth) === 32
     this.screen = { root: b.readUInt32LE(offset), width: b.readUInt16LE(offset + 20), height: b.readUInt16LE(offset + 22) }
-    if (rootDepth !== 24 || !this.bitsPerPixel32 || !this.littleEndianImage) throw new Error(`the display's pixel format (depth ${rootDepth}) is not supported`)
+    if (rootDepth !== 24 || !this.bitsPerPixel32 || !this.littleEndianImage) throw new DisplayError(`the display's pixel format (depth ${rootDepth}) is not supported`)
   }
 
   /** Resolves with the first `need(buffer)` bytes once they are there (need < 0: not known yet). */
@@ -156,13 +199,12 @@ export class X11 {
         // A reply (1) or a generic event (35) carries a length; errors and other events are 32 bytes.
         return b[0] === 1 || (b[0]! & 0x7f) === 35 ? 32 + b.readUInt32LE(4) * 4 : 32
       })
-      if (packet[0] === 0) throw new Error(`the display refused a request (error ${packet[1]})`)
+      if (packet[0] === 0) throw new DisplayError(`the display refused a request (error ${packet[1]})`)
       if (packet[0] === 1 && packet.readUInt16LE(2) === sequence) return packet
     }
   }
 
-  /** The pointer's position on the screen. */
-  async pointer(): Promise<{ readonly x: number; readonly y: number }> {
+  private async queryPointer(): Promise<{ readonly x: number; readonly y: number }> {
     const r = Buffer.alloc(8)
     r[0] = 38
     r.writeUInt16LE(2, 2)
@@ -171,8 +213,7 @@ export class X11 {
     return { x: reply.readInt16LE(16), y: reply.readInt16LE(18) }
   }
 
-  /** A rectangle of the root window as RGB. */
-  async image(x: number, y: number, width: number, height: number): Promise<Rgb> {
+  private async readImage(x: number, y: number, width: number, height: number): Promise<Rgb> {
     const r = Buffer.alloc(20)
     r[0] = 73
     r[1] = 2 // ZPixmap
@@ -185,7 +226,7 @@ export class X11 {
     r.writeUInt32LE(0xffffffff, 16)
     const reply = await this.request(r)
     const pixels = reply.subarray(32)
-    if (pixels.length < width * height * 4) throw new Error("the display sent a short image")
+    if (pixels.length < width * height * 4) throw new DisplayError("the display sent a short image")
     // BGRX (depth 24 in 32-bit pixels, least significant byte first) to RGB.
     const data = new Uint8Array(width * height * 3)
     for (let i = 0, o = 0, n = width * height * 4; i < n; i += 4, o += 3) {
@@ -196,8 +237,7 @@ export class X11 {
     return { width, height, data }
   }
 
-  /** The cursor's image and position (XFIXES), or undefined when the server lacks the extension. */
-  async cursor(): Promise<Cursor | undefined> {
+  private async readCursor(): Promise<Cursor | undefined> {
     if (this.xfixes === undefined) this.xfixes = await this.queryXfixes()
     if (this.xfixes === null) return undefined
     const r = Buffer.alloc(4)
@@ -212,14 +252,9 @@ export class X11 {
     return { x: reply.readInt16LE(8), y: reply.readInt16LE(10), width, height, xhot: reply.readUInt16LE(16), yhot: reply.readUInt16LE(18), argb }
   }
 
-  /**
-   * Pointer input through XTEST (what xdotool itself sends), without a program: `motion` to (x, y), `press` and
-   * `release` of a button. The events go in one write; the pointer query that follows is answered only once the
-   * server has processed them, and says where the pointer is.
-   */
-  async pointerInput(events: ReadonlyArray<{ readonly type: "motion"; readonly x: number; readonly y: number } | { readonly type: "press" | "release"; readonly button: number }>) {
+  private async sendPointerInput(events: ReadonlyArray<PointerEvent>) {
     if (this.xtest === undefined) this.xtest = await this.queryExtension("XTEST")
-    if (this.xtest === null) throw new Error("the display has no XTEST extension")
+    if (this.xtest === null) throw new DisplayError("the display has no XTEST extension")
     const body = Buffer.alloc(36 * events.length)
     events.forEach((e, i) => {
       const r = body.subarray(i * 36, (i + 1) * 36)
@@ -238,7 +273,7 @@ export class X11 {
     // FakeInput has no reply: only the sequence numbers move on.
     this.sequence = (this.sequence + events.length) & 0xffff
     this.socket.write(body)
-    return this.pointer()
+    return this.queryPointer()
   }
 
   private async queryExtension(extension: string): Promise<number | null> {
