@@ -4,6 +4,7 @@ import { describe, expect, it } from "vitest"
 import { DECLARED } from "./declared.ts"
 import { envValue } from "./env.ts"
 import { makeProvider, type ProviderCalls } from "./makeProvider.ts"
+import { failingCalls } from "../testing/failing-calls.ts"
 import { ProviderError, type ProviderSandbox } from "../../src/providers/Provider.ts"
 import { makeProviderRegistry } from "../../src/providers/registry.ts"
 
@@ -14,28 +15,8 @@ interface Config {
 }
 
 /** Calls that fail naming the config they were built with, so a test sees which config an instance has. */
-const callsFor = (config: Config): ProviderCalls => {
-  const no = () => Effect.fail(new ProviderError({ provider: "prime", kind: "auth", message: `key ${config.apiKey} in ${config.region ?? "no region"}`, retryable: false }))
-  return {
-    capabilities: DECLARED.prime,
-    create: no,
-    reconcileCreate: no,
-    inspect: no,
-    destroy: no,
-    pause: no,
-    resume: no,
-    getCost: no,
-    exec: no,
-    execEvents: no,
-    cancelExec: no,
-    readFile: no,
-    writeFile: no,
-    listFiles: no,
-    deleteFile: no,
-    exposeHttpEndpoint: no,
-    revokeHttpEndpoint: no
-  }
-}
+const callsFor = (config: Config): ProviderCalls =>
+  failingCalls(DECLARED.prime, () => Effect.fail(new ProviderError({ provider: "prime", kind: "auth", message: `key ${config.apiKey} in ${config.region ?? "no region"}`, retryable: false })))
 const SANDBOX: ProviderSandbox = { resourceId: "r", resolvedResources: { vcpu: 1, memoryMb: 1, diskMb: null, architecture: "x86_64", providerSize: null }, metadata: {} }
 const messageOf = async (provider: { readonly destroy: (s: ProviderSandbox) => Effect.Effect<void, ProviderError> }) =>
   (await Effect.runPromise(Effect.flip(provider.destroy(SANDBOX)))).message

@@ -4,30 +4,16 @@ import { describe, expect, it } from "vitest"
 import { DECLARED } from "../../providers/core/declared.ts"
 import { type ProviderCredentials, ProviderError, type ProviderName, type SandboxProvider, unsupported } from "../../src/providers/Provider.ts"
 import { makeProviderRegistry } from "../../src/providers/registry.ts"
+import { failingCalls } from "../../providers/testing/failing-calls.ts"
 
 /** A provider whose every call fails with `auth`, naming the key it was built with. */
 const keyed = (name: ProviderName, key: string, built: Array<string>): SandboxProvider => {
   const no = () => Effect.fail(new ProviderError({ provider: name, kind: "auth", message: `key ${key} refused`, retryable: false }))
   return {
+    ...failingCalls(DECLARED[name], no),
     name,
-    capabilities: DECLARED[name],
     mode: "emulated",
-    create: no,
-    reconcileCreate: no,
-    inspect: no,
-    destroy: no,
-    pause: no,
-    resume: no,
-    getCost: no,
-    exec: no,
-    execEvents: no,
-    cancelExec: no,
-    readFile: no,
-    writeFile: no,
-    listFiles: no,
-    deleteFile: no,
     exposeHttpEndpoint: () => Effect.fail(unsupported(name, "endpoints")),
-    revokeHttpEndpoint: no,
     withCredentials: (credentials: ProviderCredentials) => {
       built.push(credentials["api_key"] ?? "")
       return keyed(name, credentials["api_key"] ?? "", built)

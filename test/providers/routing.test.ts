@@ -6,6 +6,7 @@ import { Effect, Schema } from "effect"
 import { describe, expect, it } from "vitest"
 import { SandboxRequest } from "../../src/domain/Sandbox.ts"
 import { DECLARED } from "../../providers/core/declared.ts"
+import { failingCalls } from "../../providers/testing/failing-calls.ts"
 import {
   type CreateInput,
   ProviderError,
@@ -51,8 +52,8 @@ const fake = (name: ProviderName, options: FakeOptions = {}) => {
   })
   const no = () => Effect.fail(unsupported(name, "this in the fake"))
   const provider: SandboxProvider = {
+    ...failingCalls({ ...DECLARED[name], cost: options.cost ?? DECLARED[name].cost }, no),
     name,
-    capabilities: { ...DECLARED[name], cost: options.cost ?? DECLARED[name].cost },
     mode: options.mode ?? "emulated",
     create: (input: CreateInput) =>
       Effect.suspend(() => {
@@ -80,18 +81,7 @@ const fake = (name: ProviderName, options: FakeOptions = {}) => {
       calls.destroy++
       for (const [id, r] of resources) if (r.resourceId === s.resourceId) resources.delete(id)
     }),
-    pause: no,
-    resume: no,
-    getCost: () => Effect.succeed(null),
-    exec: no,
-    execEvents: no,
-    cancelExec: no,
-    readFile: no,
-    writeFile: no,
-    listFiles: no,
-    deleteFile: no,
-    exposeHttpEndpoint: no,
-    revokeHttpEndpoint: no
+    getCost: () => Effect.succeed(null)
   }
   return { provider, calls, resources }
 }
