@@ -17,6 +17,7 @@
  * and swept when its uid is no longer leased.
  */
 import type { RuntimeDomainPolicy as DomainPolicy } from "./LocalRuntime.ts"
+import { nftTablePresent } from "./NftTables.ts"
 
 /**
  * A domain of a policy: a name of valid labels, optionally `*.` before it. The forwarder (dns/dnsForwarder.ts) has the
@@ -102,13 +103,7 @@ export const removePolicyTable = async (base: number, hostUid: number): Promise<
   await nft(`table inet ${table}\ndelete table inet ${table}\n`)
 }
 
-export const policyTablePresent = async (base: number, hostUid: number): Promise<boolean> => {
-  try {
-    return (await Bun.spawn(["nft", "list", "table", "inet", policyTableName(base, hostUid)], { stdio: ["ignore", "ignore", "ignore"], env: { ...process.env } }).exited) === 0
-  } catch {
-    return false
-  }
-}
+export const policyTablePresent = (base: number, hostUid: number): Promise<boolean> => nftTablePresent("inet", policyTableName(base, hostUid))
 
 /** uids of this base that have a policy table now. */
 export const policyTableUids = (base: number): Array<number> => {

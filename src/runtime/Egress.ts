@@ -16,6 +16,7 @@
  */
 import * as fs from "node:fs"
 import { allRange, strictRange } from "./UidLeases.ts"
+import { nftTablePresent } from "./NftTables.ts"
 
 export const tableName = (base: number) => `sandbox_gateway_${base}`
 
@@ -86,10 +87,4 @@ export const installEgressFilter = (base: number): string | null => {
 }
 
 /** Whether the table is installed now (an operator may have flushed the ruleset since). */
-export const egressFilterPresent = async (base: number): Promise<boolean> => {
-  try {
-    return (await Bun.spawn(["nft", "list", "table", "inet", tableName(base)], { stdio: ["ignore", "ignore", "ignore"], env: { ...process.env } }).exited) === 0
-  } catch {
-    return false
-  }
-}
+export const egressFilterPresent = (base: number): Promise<boolean> => nftTablePresent("inet", tableName(base))
