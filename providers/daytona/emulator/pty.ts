@@ -11,9 +11,9 @@
  *   unknown or ended session), then the terminal's output as binary frames to every client connected — output
  *   while none is connected is not kept, as the daemon keeps none — and every client frame typed into the
  *   terminal (a frame over 64 KiB closes that client with 1009, as the daemon's read limit does); when the shell
- *   ends, after the last of its output, a client that offered the `X-Daytona-Pty-Exit-Control` subprotocol is first sent `{"type":"control",
- *   "status":"exited","exitCode":n}`, then every client is closed 1000 `{"exitCode":0}` or 1011
- *   `{"exitCode":n,"exitReason":…}` and the session is forgotten. A client that does not keep up is closed 1008
+ *   ends, after the last of its output, a client that offered the `X-Daytona-Pty-Exit-Control` subprotocol is first
+ *   sent `{"type":"control","status":"exited","exitCode":n}`, then every client is closed 1000 `{"exitCode":0}` or
+ *   1011 `{"exitCode":n,"exitReason":…}` and the session is forgotten. A client that does not keep up is closed 1008
  *   ("slow consumer"). One of the subprotocols a client offers is accepted (the exit-control one first), as the
  *   daemon echoes one back;
  * - `GET …/process/pty/create-connect?id&cols&rows&cwd`, a WebSocket that creates the session (409 for a taken id,

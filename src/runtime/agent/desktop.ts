@@ -163,7 +163,6 @@ const xdotoolArgs = (a: Record<string, unknown>): { readonly args: Array<string>
 /** One action at a time: each waits for the one before (the gateway already sends them in order). */
 let actions: Promise<unknown> = Promise.resolve()
 
-
 /** A mouse action as XTEST events, sent by the agent itself (no program started); undefined for keyboard actions. */
 const pointerEvents = (a: Record<string, unknown>, d: Desktop): Array<PointerEvent> | undefined => {
   const at = (x: unknown, y: unknown): PointerEvent => ({ type: "motion", x: Number(coordinate(x, d.width - 1)), y: Number(coordinate(y, d.height - 1)) })

@@ -1,8 +1,9 @@
 /**
  * A minimal X11 client for the desktop's screenshots and pointer input (desktop.ts): the core protocol's connection
  * set-up, GetImage and QueryPointer, XFIXES GetCursorImage and XTEST FakeInput, over the display's unix socket in
- * the jail's own /tmp/.X11-unix. The pixels come straight from the X server into memory and are encoded here (PNG with node's zlib): no program
- * is started and no file is written for a screenshot. Node builtins only, like the rest of the agent.
+ * the jail's own /tmp/.X11-unix. The pixels come straight from the X server into memory and are encoded here (PNG
+ * with node's zlib): no program is started and no file is written for a screenshot. Node builtins only, like the
+ * rest of the agent.
  */
 import * as net from "node:net"
 import * as zlib from "node:zlib"
