@@ -108,15 +108,33 @@ export const diskImage = (dir: string) => path.join(dir, "disk.img")
  */
 export const diskPath = (state: Pick<JailState, "bwrapPid">, ...rel: Array<string>) => path.join(`/proc/${state.bwrapPid}/root${STAGE}`, ...rel)
 
+/**
+ * The states last read, each kept while its file is the same one: writeState replaces the file by a rename, so
+ * every write is a new inode with a new mtime. Every agent call reads its jail's state first, and decoding it cost
+ * more than the call's own work on the gateway's side.
+ */
+const statesRead = new Map<string, { readonly ino: bigint; readonly mtimeNs: bigint; readonly size: bigint; readonly state: JailState | undefined }>()
+const MAX_STATES_KEPT = 4096
+
 /** The jail's state; undefined when there is none, or none this runtime can read (not JSON, another version, another shape). */
 export const readState = (dataDir: string, id: string): JailState | undefined => {
-  let text: string
+  const file = path.join(jailDir(dataDir, id), "state.json")
+  let read: { readonly stat: fs.BigIntStats; readonly text: string }
   try {
-    text = fs.readFileSync(path.join(jailDir(dataDir, id), "state.json"), "utf8")
+    const stat = fs.statSync(file, { bigint: true, throwIfNoEntry: false })
+    if (stat === undefined) throw new Error("no state")
+    const kept = statesRead.get(file)
+    if (kept !== undefined && kept.ino === stat.ino && kept.mtimeNs === stat.mtimeNs && kept.size === stat.size) return kept.state
+    read = { stat, text: fs.readFileSync(file, "utf8") }
   } catch {
+    statesRead.delete(file)
     return undefined
   }
-  return Option.getOrUndefined(decodeState(text))
+  const state = Option.getOrUndefined(decodeState(read.text))
+  if (statesRead.size >= MAX_STATES_KEPT) statesRead.clear()
+  // Kept under what was seen before the read: a file replaced in between is read again next time.
+  statesRead.set(file, { ino: read.stat.ino, mtimeNs: read.stat.mtimeNs, size: read.stat.size, state })
+  return state
 }
 
 /** Atomic (rename), so a concurrent reader never sees half a file. */
