@@ -36,6 +36,37 @@ export type PointerEvent = { readonly type: "motion"; readonly x: number; readon
 
 const pad4 = (n: number) => (4 - (n % 4)) % 4
 
+/** Bytes as they arrived, taken from the front: pieces are joined only as far as a taker needs them. */
+export class ByteQueue {
+  private chunks: Array<Buffer> = []
+  private size = 0
+
+  get length() {
+    return this.size
+  }
+
+  push(chunk: Buffer) {
+    this.chunks.push(chunk)
+    this.size += chunk.length
+  }
+
+  /** The front of the queue in one piece, at least `n` bytes long when that many are there. */
+  peek(n: number): Buffer {
+    if (this.chunks.length > 1 && this.chunks[0]!.length < n) this.chunks = [Buffer.concat(this.chunks)]
+    return this.chunks[0] ?? Buffer.alloc(0)
+  }
+
+  /** Takes the first `n` bytes (at most what there is); what came after them stays, in order. */
+  take(n: number): Buffer {
+    const front = this.peek(n)
+    const out = front.subarray(0, n)
+    const rest = front.subarray(out.length)
+    this.chunks = rest.length === 0 ? this.chunks.slice(1) : [rest, ...this.chunks.slice(1)]
+    this.size -= out.length
+    return out
+  }
+}
+
 /** What went wrong with the display: our own words, safe to hand to the caller. */
 export class DisplayError extends Error {}
 
@@ -47,8 +78,7 @@ const connectionFailed = (e: NodeJS.ErrnoException) => new DisplayError(`the dis
  */
 export class X11 {
   /** What arrived and was not read yet, as it came (joined only once a reply is whole: replies run to megabytes). */
-  private chunks: Array<Buffer> = []
-  private buffered = 0
+  private readonly received = new ByteQueue()
   private waiting: { readonly need: (b: Buffer) => number; readonly resolve: (b: Buffer) => void; readonly reject: (e: Error) => void } | undefined
   private failure: Error | undefined
   private sequence = 0
@@ -62,8 +92,7 @@ export class X11 {
 
   private constructor(private readonly socket: net.Socket) {
     socket.on("data", (chunk: Buffer) => {
-      this.chunks.push(chunk)
-      this.buffered += chunk.length
+      this.received.push(chunk)
       this.pump()
     })
     const fail = (e: Error) => {
@@ -165,28 +194,14 @@ export class X11 {
     })
   }
 
-  /** The first `n` bytes buffered (at most what there is), joined into one piece. */
-  private peek(n: number): Buffer {
-    if (this.chunks.length > 1 && this.chunks[0]!.length < n) {
-      const joined = Buffer.concat(this.chunks)
-      this.chunks = [joined]
-    }
-    return this.chunks[0] ?? Buffer.alloc(0)
-  }
-
   private pump() {
     const w = this.waiting
     if (w === undefined) return
     // The length is in a packet's first 32 bytes; the rest is joined once all of it is there.
-    const n = w.need(this.peek(32))
-    if (n < 0 || this.buffered < n) return
-    const all = this.peek(n)
-    const out = all.subarray(0, n)
-    const rest = all.subarray(n)
-    this.chunks = rest.length === 0 ? [] : [rest, ...this.chunks.slice(1)]
-    this.buffered -= n
+    const n = w.need(this.received.peek(32))
+    if (n < 0 || this.received.length < n) return
     this.waiting = undefined
-    w.resolve(out)
+    w.resolve(this.received.take(n))
   }
 
   /** Sends one request and reads its reply (events in between are skipped; an error fails the call). */
