@@ -162,10 +162,12 @@ describe("exec", () => {
     await waitFor("the bomb to fill the cgroup", () => Number(fs.readFileSync(path.join(cgroupDir("pids", dataDir, "bomb"), "work", "pids.current"), "utf8")) > 400)
     expect(fs.readFileSync(path.join(cgroupDir("pids", dataDir, "bomb"), "work", "pids.max"), "utf8").trim()).toBe("512")
     expect(Number(fs.readFileSync(path.join(cgroupDir("pids", dataDir, "bomb"), "work", "pids.current"), "utf8"))).toBeLessThanOrEqual(512)
-    // The host spawns a process at once, and the agent still answers beside the bomb.
+    // The host still spawns a process, and the agent still answers beside the bomb. Within seconds, not at once:
+    // on a CI machine whose two cores the other suites share, one spawn took 1.7 s beside the bomb; a host the bomb
+    // had taken would not answer at all.
     const t = Date.now()
     expect(Bun.spawnSync(["true"]).exitCode).toBe(0)
-    expect(Date.now() - t).toBeLessThan(1000)
+    expect(Date.now() - t).toBeLessThan(10_000)
     expect((await run(rt.statFile("bomb", "/workspace")))._tag).toBe("Some")
     const done = await collect(rt, "bomb", bomb.execId)
     expect(done.exit.timedOut).toBe(true)
