@@ -218,7 +218,7 @@ describe("daytona terminals (PTY sessions over the emulator's real pseudo-termin
         socket.onclose = (e) => resolve(e.code)
       })
       await new Promise((resolve) => (socket.onopen = resolve))
-      // Typed in one line; the shell's own echo of it has a single "a" (in "tr '\0' a").
+      // Typed in one line. Its echo and the prompt add a few "a"s of their own: at least the flood's count must come.
       socket.send(`head -c ${flood} /dev/zero | tr '\\0' a; exit 0\n`)
       // Asked about as fast as an impatient client can ask, from the moment the shell may have ended.
       while ((await fetch(`${base}/ender`, { headers })).status !== 404) await Bun.sleep(2)

@@ -119,21 +119,21 @@ const MAX_STATES_KEPT = 4096
 /** The jail's state; undefined when there is none, or none this runtime can read (not JSON, another version, another shape). */
 export const readState = (dataDir: string, id: string): JailState | undefined => {
   const file = path.join(jailDir(dataDir, id), "state.json")
-  let read: { readonly stat: fs.BigIntStats; readonly text: string }
+  let stat: fs.BigIntStats
+  let text: string
   try {
-    const stat = fs.statSync(file, { bigint: true, throwIfNoEntry: false })
-    if (stat === undefined) throw new Error("no state")
+    stat = fs.statSync(file, { bigint: true })
     const kept = statesRead.get(file)
     if (kept !== undefined && kept.ino === stat.ino && kept.mtimeNs === stat.mtimeNs && kept.size === stat.size) return kept.state
-    read = { stat, text: fs.readFileSync(file, "utf8") }
+    text = fs.readFileSync(file, "utf8")
   } catch {
     statesRead.delete(file)
     return undefined
   }
-  const state = Option.getOrUndefined(decodeState(read.text))
+  const state = Option.getOrUndefined(decodeState(text))
   if (statesRead.size >= MAX_STATES_KEPT) statesRead.clear()
   // Kept under what was seen before the read: a file replaced in between is read again next time.
-  statesRead.set(file, { ino: read.stat.ino, mtimeNs: read.stat.mtimeNs, size: read.stat.size, state })
+  statesRead.set(file, { ino: stat.ino, mtimeNs: stat.mtimeNs, size: stat.size, state })
   return state
 }
 
