@@ -38,6 +38,8 @@ interface Command {
   readonly usage: string
   readonly summary: string
   readonly flags: ReadonlyArray<string>
+  /** The flags' own checks (they throw CliError), made before the database is opened: bad input is told as such. */
+  readonly check: (flags: Flags) => void
   readonly run: (flags: Flags) => Effect.Effect<void, CliError, Repositories | AppConfig>
 }
 
@@ -62,6 +64,31 @@ const expiresFlag = (flags: Flags): number | null => {
     throw new CliError(`--expires-in must be one of ${Object.keys(EXPIRES_IN_SECONDS).join(", ")}`)
   }
   return EXPIRES_IN_SECONDS[value as keyof typeof EXPIRES_IN_SECONDS]
+}
+
+const nameFlag = (flags: Flags): string => {
+  const name = typeof flags["name"] === "string" ? flags["name"].trim() : "cli"
+  if (name.length === 0 || name.length > 120) throw new CliError("--name must be 1-120 characters")
+  return name
+}
+
+const revokeFlags = (flags: Flags): { readonly id: string | undefined; readonly token: string | undefined } => {
+  const id = typeof flags["id"] === "string" ? flags["id"] : undefined
+  const token = typeof flags["token"] === "string" ? flags["token"] : undefined
+  if (id === undefined && token === undefined) throw new CliError("give --id or --token")
+  return { id, token }
+}
+
+const grantFlags = (flags: Flags): { readonly org: string; readonly kind: "deposit" | "adjustment"; readonly micro: bigint } => {
+  const org = required(flags, "org")
+  const kind = flags["kind"] === undefined ? "deposit" : flags["kind"]
+  if (kind !== "deposit" && kind !== "adjustment") throw new CliError("--kind must be deposit or adjustment")
+  const match = /^(-)?(\d{1,9})(?:\.(\d{1,2}))?$/.exec(required(flags, "amount-usd"))
+  if (match === null) throw new CliError("--amount-usd must be dollars with at most 2 decimals, e.g. 25 or 12.50")
+  const micro = (BigInt(match[2]!) * 1_000_000n + BigInt((match[3] ?? "").padEnd(2, "0")) * 10_000n) * (match[1] === "-" ? -1n : 1n)
+  if (micro === 0n) throw new CliError("--amount-usd must not be zero")
+  if (kind === "deposit" && micro < 0n) throw new CliError("a deposit must be positive; use --kind adjustment")
+  return { org, kind, micro }
 }
 
 const print = (flags: Flags, json: unknown, text: string) => Console.log(flags["json"] === true ? JSON.stringify(json) : text)
@@ -93,6 +120,7 @@ const commands: Record<string, Command> = {
     usage: "bootstrap --email <email> [--json]",
     summary: "Create (or reuse) a user, an organization it owns, a project, a user token and a project API key; grant the welcome credit.",
     flags: ["email", "json"],
+    check: emailFlag,
     run: (flags) =>
       tx(Effect.gen(function*() {
         const email = emailFlag(flags)
@@ -124,6 +152,7 @@ const commands: Record<string, Command> = {
     usage: "users create --email <email> [--json]",
     summary: "Create a user (no-op if one exists with that email).",
     flags: ["email", "json"],
+    check: emailFlag,
     run: (flags) =>
       tx(Effect.gen(function*() {
         const { user, created } = yield* UsersRepo.ensure(emailFlag(flags))
@@ -134,11 +163,15 @@ const commands: Record<string, Command> = {
     usage: "tokens create --email <email> [--name <name>] [--expires-in 1h|1d|7d|30d|90d|180d|1y] [--json]",
     summary: "Issue a user access token (metal_ut_…) for an existing user; it is printed once.",
     flags: ["email", "name", "expires-in", "json"],
+    check: (flags) => {
+      emailFlag(flags)
+      nameFlag(flags)
+      expiresFlag(flags)
+    },
     run: (flags) =>
       tx(Effect.gen(function*() {
         const email = emailFlag(flags)
-        const name = typeof flags["name"] === "string" ? flags["name"].trim() : "cli"
-        if (name.length === 0 || name.length > 120) return yield* Effect.fail(new CliError("--name must be 1-120 characters"))
+        const name = nameFlag(flags)
         const seconds = expiresFlag(flags)
         const user = yield* UsersRepo.findByEmail(email)
         if (user === undefined) return yield* Effect.fail(new CliError(`no user with email ${email}; run: users create --email ${email}`))
@@ -151,12 +184,10 @@ const commands: Record<string, Command> = {
     usage: "tokens revoke (--id <token id> | --token <metal_ut_…>) [--json]",
     summary: "Revoke a user access token; it stops working at once.",
     flags: ["id", "token", "json"],
+    check: revokeFlags,
     run: (flags) =>
       tx(Effect.gen(function*() {
-        const id = typeof flags["id"] === "string" ? flags["id"] : undefined
-        const token = typeof flags["token"] === "string" ? flags["token"] : undefined
-        if (id === undefined && token === undefined) return yield* Effect.fail(new CliError("give --id or --token"))
-        const revoked = yield* UsersRepo.revokeToken({ id, token })
+        const revoked = yield* UsersRepo.revokeToken(revokeFlags(flags))
         if (!revoked) return yield* Effect.fail(new CliError("no live token matches"))
         yield* print(flags, { revoked: true }, "revoked")
       })).pipe(Effect.zipLeft(accessChanged)) // a replica on PostgreSQL ends the token's streams at once (else within a second)
@@ -165,6 +196,7 @@ const commands: Record<string, Command> = {
     usage: "login-link --email <email> [--json]",
     summary: `Print a one-time link that signs an existing user in to the dashboard (PUBLIC_URL/login#code=…): valid ${LOGIN_LINK_SECONDS / 60} minutes, once.`,
     flags: ["email", "json"],
+    check: emailFlag,
     run: (flags) =>
       Effect.flatMap(AppConfig, ({ publicUrl }) =>
         tx(Effect.gen(function*() {
@@ -181,17 +213,10 @@ const commands: Record<string, Command> = {
     usage: "credits grant --org <organization id> --amount-usd <d.dd> [--kind deposit|adjustment] [--description <text>] [--json]",
     summary: "Add credit to an organization (deposit), or correct its balance (adjustment, may be negative).",
     flags: ["org", "amount-usd", "kind", "description", "json"],
+    check: grantFlags,
     run: (flags) =>
       tx(Effect.gen(function*() {
-        const org = required(flags, "org")
-        const kind = flags["kind"] === undefined ? "deposit" : flags["kind"]
-        if (kind !== "deposit" && kind !== "adjustment") return yield* Effect.fail(new CliError("--kind must be deposit or adjustment"))
-        const amountText = required(flags, "amount-usd")
-        const match = /^(-)?(\d{1,9})(?:\.(\d{1,2}))?$/.exec(amountText)
-        if (match === null) return yield* Effect.fail(new CliError("--amount-usd must be dollars with at most 2 decimals, e.g. 25 or 12.50"))
-        const micro = (BigInt(match[2]!) * 1_000_000n + BigInt((match[3] ?? "").padEnd(2, "0")) * 10_000n) * (match[1] === "-" ? -1n : 1n)
-        if (micro === 0n) return yield* Effect.fail(new CliError("--amount-usd must not be zero"))
-        if (kind === "deposit" && micro < 0n) return yield* Effect.fail(new CliError("a deposit must be positive; use --kind adjustment"))
+        const { org, kind, micro } = grantFlags(flags)
         if (!Schema.is(OrganizationId)(org) || !(yield* OrganizationsRepo.exists(org))) return yield* Effect.fail(new CliError(`no organization ${org}`))
         const now = yield* nowIso
         const purchaseId = newUuid()
@@ -323,6 +348,8 @@ const main = (argv: ReadonlyArray<string>, prog: string) => Effect.gen(function*
     )
     if (!exists) return yield* Effect.fail(new CliError(noDatabase(configured[0], configured[1])))
   })
+  // The flags first: bad input is told as such, whatever the state of the database.
+  if ((yield* outcome(Effect.sync(() => commands[name]!.check(flags)))) !== 0) return 1
   if (flags[INIT] !== true && (yield* outcome(present, false)) !== 0) return 1
   return yield* outcome(Effect.suspend(() => commands[name]!.run(flags))).pipe(Effect.provide(DatabaseLive), Effect.provide(AppConfigLive))
 })

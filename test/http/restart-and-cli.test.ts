@@ -116,6 +116,12 @@ describe("CLI", () => {
       const r = results[i]!
       expect({ args: c.args, code: r.code, has: r[c.out].includes(c.text) }).toEqual({ args: c.args, code: c.code, has: true })
     })
+    // Bad flags are told as such before the database is opened: here a DATA_DIR with none at all.
+    const empty = tempDataDir("cli-no-db")
+    for (const [args, text] of [[["tokens", "revoke"], "give --id or --token"], [["credits", "grant", "--org", "x", "--amount-usd", "0"], "must not be zero"], [["bootstrap", "--email", "nope"], "must be an email address"]] as const) {
+      const r = await runCli(empty, args)
+      expect({ args, code: r.code, told: r.stderr.includes(text), database: r.stderr.includes("holds no gateway database") }).toEqual({ args, code: 1, told: true, database: false })
+    }
     const token = JSON.parse((await runCli(dataDir, ["tokens", "create", "--email", "t@example.com", "--expires-in", "1h", "--json"])).stdout)
     expect(Object.keys(token).sort()).toEqual(["expires_at", "token", "token_id", "user_id"])
     expect(token.token).toMatch(/^metal_ut_[A-Za-z0-9_-]{43}$/)
