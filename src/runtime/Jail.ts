@@ -253,6 +253,9 @@ export const bwrapArgs = (options: {
   return args
 }
 
+/** Where the launcher gets the write end of the jail's lifeline (Lifeline.ts). */
+export const LAUNCHER_LIFELINE_FD = 3
+
 /**
  * The host command that starts a jail, as root: join its cgroups first (everything the jail starts is accounted
  * from its first fork), enter a private mount namespace, mount the disk at STAGE there, give the sandbox's
@@ -268,6 +271,8 @@ export const launchCommand = (options: {
   readonly nproc: number | null
   /** bwrap writes its info (the jail's pid) to stdout (false: a direct jail, whose stdout is its command's). */
   readonly info: boolean
+  /** The launcher is given the write end of the jail's lifeline as fd LAUNCHER_LIFELINE_FD: the jail's pid 1 keeps it (Lifeline.ts). */
+  readonly lifeline?: boolean | undefined
   /** /etc files that name the sandbox (identityFiles), written before the jail runs anything. */
   readonly identity: Record<string, string>
   /** An image jail: the cached layer directories (bottom first) its root is made of, and its WorkingDir. */
@@ -290,7 +295,7 @@ export const launchCommand = (options: {
     ...(layers === undefined ? [] : [`chown -R ${options.hostUid}:${options.hostUid} ${path.join(STAGE, IMAGE_DIR, "upper")}`, overlayMount(layers.length)]),
     // dash calls the process limit -p, other shells -u.
     ...(options.nproc === null ? [] : [`{ ulimit -p ${options.nproc} 2>/dev/null || ulimit -u ${options.nproc}; }`]),
-    `exec setpriv --reuid=${options.hostUid} --regid=${options.hostUid} --clear-groups bwrap${options.info ? " --info-fd 1" : ""} "$@"`
+    `exec setpriv --reuid=${options.hostUid} --regid=${options.hostUid} --clear-groups bwrap${options.info ? " --info-fd 1" : ""}${options.lifeline === true ? ` --sync-fd ${LAUNCHER_LIFELINE_FD}` : ""} "$@"`
   ]
   return ["unshare", "--mount", "--propagation", "private", "/bin/sh", "-c", steps.join(" && "), options.image, ...options.args]
 }

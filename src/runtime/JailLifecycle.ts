@@ -17,6 +17,7 @@ import { createDisk, diskImage, identityFiles } from "./Disk.ts"
 import { removePolicyTable } from "./DomainPolicy.ts"
 import { alive, bwrapArgs, jailDir, type JailSpec, type JailState, launchCommand, LEASH_CLAIMED, procStart, writeState } from "./Jail.ts"
 import { allowLowPorts, makeJailNetwork } from "./JailNetwork.ts"
+import { makeLifelines } from "./Lifeline.ts"
 import { makeJailRemoval } from "./JailRemoval.ts"
 import { RuntimeError, runtimeError as err, type RuntimeSandbox } from "./LocalRuntime.ts"
 import { layerDir } from "./oci/ImageCache.ts"
@@ -58,7 +59,9 @@ export const makeJailLifecycle = (ctx: RuntimeContext) => {
     }
   }
 
-  const { requireEgressFilter, recheckEgressFilter, ensurePolicy, startSlirp } = makeJailNetwork(ctx, running)
+  /** The reading ends of jails' lifelines, until their slirp4netns has one (Lifeline.ts). */
+  const lifelines = makeLifelines()
+  const { requireEgressFilter, recheckEgressFilter, ensurePolicy, startSlirp, startAhead, stopAhead } = makeJailNetwork(ctx, running, lifelines)
   const removeJail = makeJailRemoval(ctx)
 
   /**
@@ -66,7 +69,7 @@ export const makeJailLifecycle = (ctx: RuntimeContext) => {
    * (default: the agent). The state is written as soon as the uid is leased, so a crash from then on leaves a
    * jail the reaper finds by its labels; only a crash in the instant before leaves a bare directory (swept).
    */
-  const prepareJail = async (id: string, spec: JailSpec, command?: ReadonlyArray<string>, leashed = false) => {
+  const prepareJail = async (id: string, spec: JailSpec, command?: ReadonlyArray<string>, leashed = false, lifeline = false) => {
     const dir = jailDir(dataDir, id)
     fs.mkdirSync(dir, { recursive: true, mode: 0o700 })
     fs.chmodSync(dir, 0o700)
@@ -108,6 +111,7 @@ export const makeJailLifecycle = (ctx: RuntimeContext) => {
       hostUid,
       nproc: cgroup === null ? PIDS_LIMIT + PIDS_HEADROOM : null,
       info: command === undefined,
+      lifeline,
       identity: identityFiles(id, spec.internet),
       layers: spec.image?.layers.map((digest) => layerDir(dataDir, digest)),
       workingDir: spec.image?.workingDir,
@@ -122,11 +126,23 @@ export const makeJailLifecycle = (ctx: RuntimeContext) => {
    */
   const startJail = async (id: string, spec: JailSpec, options: { readonly leashed?: boolean } = {}): Promise<JailState> => {
     const leashed = options.leashed === true && spec.image === undefined
-    const prepared = await prepareJail(id, spec, undefined, leashed)
-    const { dir, launch } = prepared
+    // Its network is tied to its life (Lifeline.ts): the launcher gets the lifeline's write end, and this process
+    // keeps none of it (else the jail's end would never be seen).
+    const lifeline = lifelines.make(id)
+    let prepared: Awaited<ReturnType<typeof prepareJail>>
+    let child: ReturnType<typeof Bun.spawn<"pipe" | "ignore", "pipe", "pipe">>
+    try {
+      prepared = await prepareJail(id, spec, undefined, leashed, lifeline !== undefined)
+      child = Bun.spawn(prepared.launch, { cwd: "/", stdio: [leashed ? "pipe" : "ignore", "pipe", "pipe", lifeline ?? "ignore"], detached: true })
+    } catch (e) {
+      lifelines.drop(id)
+      throw e
+    } finally {
+      if (lifeline !== undefined) fs.closeSync(lifeline)
+    }
+    const { dir } = prepared
     let state = prepared.state
     const hostUid = state.hostUid
-    const child = Bun.spawn(launch, { cwd: "/", stdio: [leashed ? "pipe" : "ignore", "pipe", "pipe"], detached: true })
     child.unref()
     if (leashed && child.stdin !== undefined) {
       child.stdin.unref()
@@ -153,16 +169,20 @@ export const makeJailLifecycle = (ctx: RuntimeContext) => {
       await waitForAgent(state, deadline, aborter.signal, () => running(state))
       return state
     } catch (e) {
+      lifelines.drop(id)
       if (e instanceof RuntimeError && e.detail === undefined && errors.text() !== "") throw err(e.kind, e.message, `launcher: ${errors.text()}`)
       throw e
     } finally {
       errors.stop()
+      // A warm jail's is kept for its network, started ahead or at its handout (WarmPool.ts).
+      if (!leashed) lifelines.drop(id)
     }
   }
 
   /** A warm jail's leash is let go first (JailRemoval.ts does the rest). */
   const destroyJail = async (id: string) => {
     letGo(id)
+    lifelines.drop(id)
     await removeJail(id)
   }
 
@@ -188,7 +208,7 @@ export const makeJailLifecycle = (ctx: RuntimeContext) => {
     } catch {}
   }
 
-  return { running, toSandbox, requireEgressFilter, recheckEgressFilter, ensurePolicy, startSlirp, prepareJail, startJail, destroyJail, claim }
+  return { running, toSandbox, requireEgressFilter, recheckEgressFilter, ensurePolicy, startSlirp, startAhead, stopAhead, prepareJail, startJail, destroyJail, claim, lifelines }
 }
 
 export type JailLifecycle = ReturnType<typeof makeJailLifecycle>

@@ -9,7 +9,8 @@ import { cgroupProcsFiles } from "./Cgroups.ts"
 import { FORWARDER_ADDRESS, installPolicyTable, policyTableName, policyTablePresent } from "./DomainPolicy.ts"
 import { egressFilterPresent, installEgressFilter } from "./Egress.ts"
 import { TUN_NODE } from "./Host.ts"
-import { alive, type JailState, procStart, readState, sandboxesDir, signalAll, writeState } from "./Jail.ts"
+import { alive, jailDir, type JailState, procStart, readState, sandboxesDir, signalAll, writeState } from "./Jail.ts"
+import type { Lifelines } from "./Lifeline.ts"
 import { runtimeError as err, type RuntimeError } from "./LocalRuntime.ts"
 import { owningUserns } from "./Ns.ts"
 import { backoff, drainBounded, nextCheck } from "./Proc.ts"
@@ -21,6 +22,24 @@ export const hasDefaultRoute = (table: string, iface: string): boolean =>
     const [name, destination, , , , , , mask] = line.trim().split(/\s+/)
     return name === iface && destination === "00000000" && mask === "00000000"
   })
+
+/** Whether the default route of the network namespace of `pid` goes through `iface`. */
+const routedThrough = (pid: number, iface: string): boolean => {
+  try {
+    return hasDefaultRoute(fs.readFileSync(`/proc/${pid}/net/route`, "utf8"), iface)
+  } catch {
+    return false
+  }
+}
+
+/** Whether the network namespace of `pid` (read from the host through its /proc/<pid>/net) has the device `iface`. */
+export const hasDevice = (pid: number, iface: string): boolean => {
+  try {
+    return fs.readFileSync(`/proc/${pid}/net/dev`, "utf8").split("\n").some((line) => line.trim().startsWith(`${iface}:`))
+  } catch {
+    return false
+  }
+}
 
 /**
  * Any user of the jail may listen on ports below 1024, as in a Docker container (it sets the same): an image's
@@ -44,11 +63,14 @@ const tunOpenToAll = (() => {
   }
 })()
 
+/** Where slirp4netns gets the reading end of its jail's lifeline (Lifeline.ts), as --exit-fd. */
+const SLIRP_LIFELINE_FD = 5
+
 /** The egress filter per uid base, installed once per process (re-checked before each internet sandbox). */
 const egressInstalled = new Map<number, string | null>()
 
 /** `running`: whether a jail's processes are still its own (JailLifecycle.ts). */
-export const makeJailNetwork = (ctx: RuntimeContext, running: (state: JailState) => boolean) => {
+export const makeJailNetwork = (ctx: RuntimeContext, running: (state: JailState) => boolean, lifelines: Lifelines) => {
   const { agentEnv, base, currentTools, dataDir, dnsUpstreams } = ctx
   if (!egressInstalled.has(base)) egressInstalled.set(base, installEgressFilter(base))
 
@@ -148,15 +170,18 @@ export const makeJailNetwork = (ctx: RuntimeContext, running: (state: JailState)
   }
 
   /**
-   * slirp4netns as the sandbox's uid in the jail's network namespace, in the sandbox's cgroups (paused and killed with
-   * it). `filterChecked`: the egress filter's check for this start, begun by the caller alongside its own work (a warm
-   * jail's handout); without it the check is made here. Either way slirp4netns never starts before it passed.
+   * The sandbox's network: slirp4netns as the sandbox's uid in the jail's network namespace, in the sandbox's cgroups
+   * (paused and killed with it). `filterChecked`: the egress filter's check for this create, begun by the caller
+   * alongside its own work (a warm jail's handout); without it the check is made here. Either way slirp4netns never
+   * starts before it passed. A warm jail's slirp4netns started ahead (`startAhead`) is kept: nothing of the sandbox
+   * has run in the jail yet, and the check and the domain policy are in place before anything does.
    */
   const startSlirp = async (initial: JailState, filterChecked?: Promise<void>): Promise<JailState> => {
     await (filterChecked ?? requireEgressFilter())
     // Table and forwarder first: slirp4netns never runs without them.
     const state = initial.spec.domains !== undefined ? await startPolicy(initial) : initial
-    const first = await launchSlirp(state)
+    if (alive(state.slirpPid ?? 0, state.slirpStart) && routedThrough(state.childPid, "tap0")) return state
+    const first = await launchSlirp(alive(state.slirpPid ?? 0, state.slirpStart) ? await stopAhead(state) : state)
     if (first.ok) return first.state
     // One that ended while it started is started once more (seen once in the test suite under heavy load, where it
     // failed a create with a 500); what it said is kept in the operator's log. One that did not come up in time is not.
@@ -167,36 +192,72 @@ export const makeJailNetwork = (ctx: RuntimeContext, running: (state: JailState)
     throw second.error
   }
 
-  /** One start of slirp4netns for the jail; when it fails, whether it ended by itself (rather than timed out). */
-  const launchSlirp = async (state: JailState): Promise<{ readonly ok: true; readonly state: JailState } | { readonly ok: false; readonly exited: boolean; readonly error: RuntimeError }> => {
-    const join = state.cgroup === null ? [] : cgroupProcsFiles(state.cgroup).map((f) => `echo $$ > '${f}'`)
-    const netns = fs.openSync(`/proc/${state.childPid}/ns/net`, "r")
-    let userns: number
+  /**
+   * A warm jail's network, started ahead of the create that takes it (WarmPool.ts) once the egress filter is in
+   * place. Only in a jail with a lifeline: a slirp4netns that could outlive its jail (a pool's gateway killed, its
+   * DATA_DIR removed) is never started ahead; without an egress filter the jail stays without one. Throws when it
+   * did not come up (the jail is not used).
+   */
+  const startAhead = async (state: JailState): Promise<JailState> => {
     try {
-      // The user namespace owning the jail's network (bwrap's first one): slirp4netns joins it as its root, which
-      // is the sandbox's host uid, so it may configure the jail's network and nothing else.
-      userns = owningUserns(`/proc/self/fd/${netns}`)
-    } catch (e) {
-      fs.closeSync(netns)
-      throw e
+      await requireEgressFilter()
+    } catch {
+      return state
     }
-    const script = [
-      ...join,
-      // slirp4netns opens /dev/net/tun as the sandbox's uid: the host's when anyone may open it, else the runtime's
-      // 0666 node, bound over it in slirp4netns' own mount namespace only.
-      ...(tunOpenToAll ? [] : [`mount --bind ${TUN_NODE} /dev/net/tun`]),
-      // Its stderr is a pipe read only while it starts: later writes must not kill it.
-      "trap '' PIPE",
-      `exec setpriv --reuid=${state.hostUid} --regid=${state.hostUid} --clear-groups nsenter --user=/proc/self/fd/3 --preserve-credentials -- ` +
-      // --ready-fd: it writes to its standard output once the network is configured (nothing else is written there).
-      "slirp4netns --configure --ready-fd=1 --mtu=65520 --disable-host-loopback --enable-sandbox --enable-seccomp --netns-type=path /proc/self/fd/4 tap0"
-    ].join(" && ")
+    const started = await launchSlirp(state, true)
+    if (!started.ok) throw started.error
+    return started.state
+  }
+
+  /**
+   * A warm jail's network started ahead, taken away for a create without internet: its slirp4netns killed, and
+   * done once it has ended and the jail's tap device is gone (it goes with slirp4netns' last fd of it).
+   */
+  const stopAhead = async (state: JailState): Promise<JailState> => {
+    if (alive(state.slirpPid ?? 0, state.slirpStart)) signalAll([state.slirpPid!], "SIGKILL")
+    const deadline = Date.now() + START_TIMEOUT_MS
+    const pause = backoff()
+    while (alive(state.slirpPid ?? 0, state.slirpStart) || hasDevice(state.childPid, "tap0")) {
+      if (Date.now() > deadline) throw err("internal", "the sandbox could not be started", "the warm jail's network did not go away")
+      await pause()
+    }
+    const next: JailState = { ...state, slirpPid: null, slirpStart: null }
+    writeState(dataDir, next)
+    return next
+  }
+
+  /**
+   * One start of slirp4netns for the jail; when it fails, whether it ended by itself (rather than timed out).
+   * `tied`: it must end with the jail (its lifeline as --exit-fd), or not start at all.
+   */
+  const launchSlirp = async (state: JailState, tied = false): Promise<{ readonly ok: true; readonly state: JailState } | { readonly ok: false; readonly exited: boolean; readonly error: RuntimeError }> => {
+    const join = state.cgroup === null ? [] : cgroupProcsFiles(state.cgroup).map((f) => `echo $$ > '${f}'`)
+    const lifeline = lifelines.get(state.id)
+    if (tied && lifeline === undefined) return { ok: false, exited: false, error: err("internal", "the sandbox's network did not come up", "the jail has no lifeline") }
+    const fds: Array<number> = []
     let slirp: ReturnType<typeof Bun.spawn<"ignore", "pipe", "pipe">>
     try {
-      slirp = Bun.spawn([...(tunOpenToAll ? [] : ["unshare", "--mount", "--propagation", "private"]), "/bin/sh", "-c", script], { cwd: "/", stdio: ["ignore", "pipe", "pipe", userns, netns], detached: true })
+      const netns = fs.openSync(`/proc/${state.childPid}/ns/net`, "r")
+      fds.push(netns)
+      // The user namespace owning the jail's network (bwrap's first one): slirp4netns joins it as its root, which
+      // is the sandbox's host uid, so it may configure the jail's network and nothing else.
+      const userns = owningUserns(`/proc/self/fd/${netns}`)
+      fds.push(userns)
+      const script = [
+        ...join,
+        // slirp4netns opens /dev/net/tun as the sandbox's uid: the host's when anyone may open it, else the runtime's
+        // 0666 node, bound over it in slirp4netns' own mount namespace only.
+        ...(tunOpenToAll ? [] : [`mount --bind ${TUN_NODE} /dev/net/tun`]),
+        // Its stderr is a pipe read only while it starts: later writes must not kill it.
+        "trap '' PIPE",
+        `exec setpriv --reuid=${state.hostUid} --regid=${state.hostUid} --clear-groups nsenter --user=/proc/self/fd/3 --preserve-credentials -- ` +
+        // --ready-fd: it writes to its standard output once the network is configured (nothing else is written there).
+        // --exit-fd: it ends when the jail does (its lifeline), whoever is left to kill it.
+        `slirp4netns --configure --ready-fd=1${lifeline === undefined ? "" : ` --exit-fd=${SLIRP_LIFELINE_FD}`} --mtu=65520 --disable-host-loopback --enable-sandbox --enable-seccomp --netns-type=path /proc/self/fd/4 tap0`
+      ].join(" && ")
+      slirp = Bun.spawn([...(tunOpenToAll ? [] : ["unshare", "--mount", "--propagation", "private"]), "/bin/sh", "-c", script], { cwd: "/", stdio: ["ignore", "pipe", "pipe", userns, netns, lifeline ?? "ignore"], detached: true })
     } finally {
-      fs.closeSync(userns)
-      fs.closeSync(netns)
+      for (const fd of fds) fs.closeSync(fd)
     }
     slirp.unref()
     const log = drainBounded(slirp.stderr, START_LOG_BYTES)
@@ -214,9 +275,7 @@ export const makeJailNetwork = (ctx: RuntimeContext, running: (state: JailState)
       clearTimeout(timer)
       const pause = backoff()
       while (Date.now() < deadline) {
-        try {
-          if (hasDefaultRoute(fs.readFileSync(`/proc/${state.childPid}/net/route`, "utf8"), "tap0")) return { ok: true, state: next }
-        } catch {}
+        if (routedThrough(state.childPid, "tap0")) return { ok: true, state: next }
         if (slirp.exitCode !== null) break
         await pause()
       }
@@ -227,5 +286,5 @@ export const makeJailNetwork = (ctx: RuntimeContext, running: (state: JailState)
     }
   }
 
-  return { requireEgressFilter, recheckEgressFilter, ensurePolicy, startSlirp }
+  return { requireEgressFilter, recheckEgressFilter, ensurePolicy, startSlirp, startAhead, stopAhead }
 }

@@ -123,7 +123,8 @@ export const makeLocalRuntime = (dataDir: string, options: LocalRuntimeOptions =
   const pool = makeWarmPool(ctx, jails, {
     size: options.warmPool ?? 0,
     max: options.warmPoolMax ?? options.warmPool ?? 0,
-    shrinkMs: options.warmPoolShrinkMs ?? POOL_SHRINK_MS
+    shrinkMs: options.warmPoolShrinkMs ?? POOL_SHRINK_MS,
+    network: options.defaultInternet ?? true
   }, () => closed)
   const creating = new Map<string, Promise<RuntimeSandbox>>()
   const busy = (id: string) => pool.holds(id) || creating.has(id)

@@ -1,8 +1,10 @@
 /**
  * Warm jails (RUNTIME_WARM_POOL) make create fast: most of a create is starting bwrap and the bun agent, so a warm
  * jail is handed out by renaming its directory and cgroups to the sandbox id, applying the requested limits and
- * hostname, and (with internet) attaching slirp4netns. A disk cannot grow while mounted here (no
- * CAP_SYS_RESOURCE), so a create takes only a warm jail of the disk size it asks for. The pool follows the size
+ * hostname, and (with internet) checking the egress filter. A warm jail's network (slirp4netns, tied to the
+ * jail's life by its lifeline: Lifeline.ts) starts ahead while the latest create asked for internet; a create
+ * without it has the network taken away first, one with it but given a jail without one starts it. A disk cannot
+ * grow while mounted here (no CAP_SYS_RESOURCE), so a create takes only a warm jail of the disk size it asks for. The pool follows the size
  * creates ask for: each provider's emulator has its own default (E2B 10 GiB, Daytona 3 GiB, Cloudflare 12 GiB…),
  * so new warm jails get the size of the latest create; one that finds none of its size counts as finding the pool
  * empty (below) and, with the pool at its ceiling, replaces an idle jail of another size; when the pool shrinks,
@@ -42,11 +44,11 @@ export const POOL_SHRINK_MS = 60_000
 export const makeWarmPool = (
   ctx: RuntimeContext,
   jails: JailLifecycle,
-  sizing: { readonly size: number; readonly max: number; readonly shrinkMs: number },
+  sizing: { readonly size: number; readonly max: number; readonly shrinkMs: number; readonly network: boolean },
   isClosed: () => boolean
 ) => {
   const { dataDir, scope } = ctx
-  const { claim, destroyJail, requireEgressFilter, running, startJail, startSlirp, toSandbox } = jails
+  const { claim, destroyJail, lifelines, requireEgressFilter, running, startAhead, startJail, startSlirp, stopAhead, toSandbox } = jails
   const floor = Math.max(0, sizing.size)
   const ceiling = floor === 0 ? 0 : Math.max(floor, sizing.max)
   /** The size the pool fills to now: from `floor` up to `ceiling`, with demand. */
@@ -54,6 +56,8 @@ export const makeWarmPool = (
   let quietSince = 0
   /** The disk size new warm jails get: the one the latest create asked for. */
   let diskMb = POOL_DISK_MB
+  /** Whether new warm jails get their network ahead: the latest create asked for internet (at first: the default). */
+  let network = sizing.network
   /** Each warm jail's disk size, ready or on its way. */
   const sizes = new Map<string, number>()
   /** Creates waiting for a jail on its way, by the disk size they wait for. */
@@ -101,7 +105,9 @@ export const makeWarmPool = (
     const size = diskMb
     startingPool.add(id)
     sizes.set(id, size)
+    const ahead = network
     const p: Promise<void> = startJail(id, poolSpec(size), { leashed: true })
+      .then((state) => (ahead && !isClosed() ? startAhead(state) : state))
       .then(() => (isClosed() ? destroyJail(id) : void pool.push(id)))
       .catch(() => destroyJail(id))
       .finally(() => {
@@ -120,6 +126,7 @@ export const makeWarmPool = (
     if (ceiling === 0) return undefined
     const wanted = jailSpec.diskMb
     diskMb = wanted
+    network = jailSpec.internet
     const waitingNow = () => waiting.get(wanted) ?? 0
     if (!pool.some(ofSize(wanted))) {
       missed()
@@ -141,16 +148,26 @@ export const makeWarmPool = (
         continue
       }
       const from = take(pool.findIndex(ofSize(wanted)))
-      const warm = readState(dataDir, from)
+      let warm = readState(dataDir, from)
       if (warm === undefined || !running(warm)) {
         await destroyJail(from)
         continue
+      }
+      // A network started ahead goes first when the create asked for none.
+      if (!jailSpec.internet && warm.slirpPid !== null) {
+        try {
+          warm = await stopAhead(warm)
+        } catch {
+          await destroyJail(from)
+          continue
+        }
       }
       let state: JailState = { ...warm, id: spec.id, createdAt: new Date().toISOString(), spec: jailSpec, cgroup: warm.cgroup === null ? null : cgroupPath(scope, spec.id) }
       try {
         // The lease names the new directory first: the launcher is alive throughout, so it is never stale.
         updateLease(warm.hostUid, { dir: jailDir(dataDir, spec.id), pid: warm.bwrapPid, start: warm.bwrapStart })
         fs.renameSync(jailDir(dataDir, from), jailDir(dataDir, spec.id))
+        lifelines.rename(from, spec.id)
         if (warm.cgroup !== null && state.cgroup !== null) {
           renameCgroups(warm.cgroup, state.cgroup)
           applyLimits(state.cgroup, jailSpec.vcpu, jailSpec.memoryMb)
@@ -161,6 +178,7 @@ export const makeWarmPool = (
         if (!(await claim(from))) throw new Error("the warm jail's leash is not this process's")
         writeState(dataDir, state)
         if (jailSpec.internet) state = await startSlirp(state, filterChecked)
+        lifelines.drop(spec.id)
       } catch (e) {
         await destroyJail(spec.id)
         await destroyJail(from)

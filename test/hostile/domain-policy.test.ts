@@ -16,7 +16,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { policyTableName, policyTablePresent } from "../../src/runtime/DomainPolicy.ts"
 import { alive } from "../../src/runtime/Jail.ts"
 import { DEFAULT_HOST_UID } from "../../src/runtime/Jail.ts"
-import { failure, newRuntime, run, sh, stateOf, type TestRuntime } from "../runtime/support.ts"
+import { POOL_DISK_MB } from "../../src/runtime/LocalRuntimeLive.ts"
+import { failure, newRuntime, run, sh, stateOf, type TestRuntime, waitFor } from "../runtime/support.ts"
 import { makeTestNet, type TestNet } from "../support/testnet.ts"
 
 let net: TestNet
@@ -51,8 +52,8 @@ afterAll(async () => {
  * From inside the sandbox, per target (a name or an address): `nxdomain`, `refused`, `CONNECTED <body>`, or what
  * else failed. Names resolve through the sandbox's resolver (glibc, /etc/resolv.conf).
  */
-const probe = async (id: string, targets: ReadonlyArray<string>, port: number) => {
-  const r = await sh(main.rt, id, `python3 - <<'EOF'
+const probe = async (id: string, targets: ReadonlyArray<string>, port: number, rt = main.rt) => {
+  const r = await sh(rt, id, `python3 - <<'EOF'
 import socket
 for target in ${JSON.stringify(targets)}:
     try:
@@ -221,4 +222,31 @@ describe("lifecycle", () => {
     expect((await probe("open", [net.public2], net.port))[net.public2]).toBe(`CONNECTED test host ${net.public2}`)
     await run(main.rt.destroy("open"))
   }, 60_000)
+})
+
+describe("a warm jail whose network started ahead", () => {
+  it("gets the policy before the sandbox's first command: other names are NXDOMAIN, other addresses refused", async () => {
+    const warm = newRuntime("policy-warm", { dnsUpstreams: [net.dns], warmPool: 1 })
+    try {
+      // The pool's jail has its slirp4netns running (the runtime's default is internet) before any create.
+      const sandboxes = `${warm.dataDir}/sandboxes`
+      await waitFor("a warm jail with its network", () =>
+        fs.readdirSync(sandboxes).filter((id) => id.startsWith("pool-")).some((id) => {
+          const state = stateOf(warm.dataDir, id)
+          return alive(state.slirpPid ?? 0, state.slirpStart) && fs.readFileSync(`/proc/${state.childPid}/net/route`, "utf8").includes("tap0")
+        }), 30_000)
+      const pooled = fs.readdirSync(sandboxes).find((id) => id.startsWith("pool-"))!
+      const before = stateOf(warm.dataDir, pooled)
+      await run(warm.rt.create({ id: "ahead", vcpu: 1, memoryMb: 256, diskMb: POOL_DISK_MB, internet: true, domains: { mode: "allow", domains: ["allowed.test"] } }))
+      // The warm jail's network, not a new one: what was running before the policy existed.
+      expect(stateOf(warm.dataDir, "ahead").slirpPid).toBe(before.slirpPid)
+      // The first thing the sandbox does: a literal address, then names.
+      const seen = await probe("ahead", [net.public2, "other.test", "allowed.test"], net.port, warm.rt)
+      expect(seen[net.public2]).toMatch(/^refused/)
+      expect(seen["other.test"]).toBe("nxdomain")
+      expect(seen["allowed.test"]).toBe(`CONNECTED test host ${net.public1}`)
+    } finally {
+      await warm.cleanup()
+    }
+  }, 90_000)
 })

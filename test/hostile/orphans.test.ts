@@ -90,7 +90,7 @@ describe("orphaned jails", () => {
     server = undefined
   }, 240_000)
 
-  it("warm jails die with their gateway, a pool grown by a tenant's creates too: kill -9 and a removed DATA_DIR leave no warm jail running", async () => {
+  it("warm jails die with their gateway, their network and a pool grown by a tenant's creates too: kill -9 and a removed DATA_DIR leave no warm jail running", async () => {
     const dataDir = tempDataDir("orphans-warm")
     server = await startServer({ dataDir, env: { RUNTIME_WARM_POOL: "1", RUNTIME_WARM_POOL_MAX: "2" } })
     const sandboxes = path.join(dataDir, "sandboxes")
@@ -99,8 +99,10 @@ describe("orphaned jails", () => {
     const owner = await bootstrap(server.dataDir, "orphans-warm@example.com")
     const auth = { token: owner.api_key, project: owner.project_id }
     await poll(async () => (fs.existsSync(sandboxes) ? fs.readdirSync(sandboxes) : []).filter((id) => id.startsWith("pool-")).length, (n) => n === 1, 60_000, 200)
+    // With internet (the default network), so the grown pool's jails get their network ahead (slirp4netns running
+    // for each): it must go with them too.
     const created = await Promise.all([1, 2].map(() =>
-      http.post("/v1/sandboxes", { ...auth, body: minimalSandbox({ network: { internet_access: false } }), headers: { "idempotency-key": idempotencyKey("grow") } })
+      http.post("/v1/sandboxes", { ...auth, body: minimalSandbox(), headers: { "idempotency-key": idempotencyKey("grow") } })
     ))
     for (const c of created) {
       expect(c.status).toBe(202)
@@ -108,14 +110,14 @@ describe("orphaned jails", () => {
       expect((await http.delete(`/v1/sandboxes/${c.body.sandbox.id}`, auth)).status).toBeLessThan(300)
     }
     await poll(async () => (await http.get("/v1/sandboxes?limit=10", auth)).body.sandboxes.every((s: { state: string }) => s.state === "stopped"), (done) => done, 60_000, 200)
-    // Both warm jails of the grown pool started (their launcher and jail processes recorded).
+    // Both warm jails of the grown pool started (their launcher, jail and network processes recorded).
     const warm = await poll(
       async () => (fs.existsSync(sandboxes) ? fs.readdirSync(sandboxes) : []).filter((id) => id.startsWith("pool-")).map((id) => readState(dataDir, id)),
-      (states) => states.length === 2 && states.every((s) => s !== undefined && s.childPid > 0 && alive(s.childPid, s.childStart)),
+      (states) => states.length === 2 && states.every((s) => s !== undefined && s.childPid > 0 && alive(s.childPid, s.childStart) && alive(s.slirpPid ?? 0, s.slirpStart)),
       60_000,
       200
     )
-    const processes = warm.flatMap((s) => [[s!.bwrapPid, s!.bwrapStart], [s!.childPid, s!.childStart]] as const)
+    const processes = warm.flatMap((s) => [[s!.bwrapPid, s!.bwrapStart], [s!.childPid, s!.childStart], [s!.slirpPid!, s!.slirpStart]] as const)
     const uids = warm.map((s) => s!.hostUid)
     await server.stop({ kill: true })
     server = undefined

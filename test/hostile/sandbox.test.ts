@@ -500,6 +500,17 @@ describe("host hygiene", () => {
     expect(mounts).not.toContain("sandbox-gateway")
   })
 
+  it("the jail's init names no host path either, and its lifeline is out of the sandbox's reach", async () => {
+    // bwrap's init holds the jail's lifeline (Lifeline.ts): a pipe, whose link names nothing of the host, and which
+    // the sandbox cannot open (to write into it, or to hold it open).
+    const r = await sh(rt, "b", "for fd in /proc/1/fd/*; do echo \"$fd $(readlink $fd)\"; done; for fd in /proc/1/fd/*; do case $(readlink $fd) in pipe:*) echo x > $fd && echo \"wrote $fd\"; cat $fd > /dev/null && echo \"read $fd\";; esac; done; true")
+    expect(r.stdout).toMatch(/ pipe:\[\d+\]\n/)
+    expect(r.stdout).not.toContain(dataDir)
+    expect(r.stdout).not.toContain("sandbox-gateway")
+    expect(r.stdout).not.toMatch(/wrote|read /)
+    expect(r.stderr).toContain("Permission denied")
+  })
+
   it("no host file grows with what a sandbox writes to its processes' stderr (the launcher's pipe is closed)", async () => {
     const before = fs.statSync(diskImage(jailDir(dataDir, "b"))).blocks
     // The jail's init still holds the launcher's pipe (closed by the gateway once the jail started), the agent's

@@ -8,6 +8,7 @@ import type { Socket } from "node:net"
 import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { cgroupScope } from "../../src/runtime/Cgroups.ts"
+import { alive } from "../../src/runtime/Jail.ts"
 import type { RuntimeError } from "../../src/runtime/LocalRuntime.ts"
 import { makeLocalRuntime, POOL_DISK_MB } from "../../src/runtime/LocalRuntimeLive.ts"
 import { cgroupDir, collect, CONTROLLERS, failure, hostPids, inJail, leasesOf, loopsOf, newRuntime, run, sh, stateOf, waitFor } from "./support.ts"
@@ -267,6 +268,50 @@ describe("warm jails", () => {
     expect(Option.getOrThrow(await run(makeLocalRuntime(warm.dataDir).get("w1"))).state).toBe("running")
     expect(await kind(warm.rt.create({ id: "w2", vcpu: 1, memoryMb: 64, internet: false }))).toBe("unavailable")
   }, 60_000)
+
+  it("a warm jail's network starts ahead: a create with internet keeps it, one without gets none, and it ends with its jail", async () => {
+    const ahead = newRuntime("net-ahead", { warmPool: 1 })
+    others.push(ahead)
+    /** The pool's one warm jail once its agent answers and (when `networked`) its network is up. */
+    const warmOne = (networked: boolean) =>
+      waitFor(`a warm jail${networked ? " with its network" : ""}`, () => {
+        const id = pooledIn(ahead.dataDir).find((p) => warmReady(ahead.dataDir, p))
+        const state = id === undefined ? undefined : stateOf(ahead.dataDir, id)
+        return state !== undefined && (!networked || (alive(state.slirpPid ?? 0, state.slirpStart) && routes(state.childPid).includes("tap0")))
+      }, 20_000).then(() => stateOf(ahead.dataDir, pooledIn(ahead.dataDir).find((p) => warmReady(ahead.dataDir, p))!))
+    const routes = (pid: number) => fs.readFileSync(`/proc/${pid}/net/route`, "utf8")
+    const spec = (id: string, internet: boolean) => ({ id, vcpu: 1, memoryMb: 128, diskMb: POOL_DISK_MB, internet })
+
+    // The runtime's default is internet: its first warm jail has its network before any create asks.
+    const first = await warmOne(true)
+    // Taken by a create with internet: the same slirp4netns, nothing started on the create's path.
+    await run(ahead.rt.create(spec("n1", true)))
+    expect(stateOf(ahead.dataDir, "n1").slirpPid).toBe(first.slirpPid)
+    expect((await sh(ahead.rt, "n1", "grep -c tap0 /proc/net/route")).stdout.trim()).not.toBe("0")
+
+    // Taken by a create without internet: its network is gone before the create returns.
+    const second = await warmOne(true)
+    await run(ahead.rt.create(spec("n2", false)))
+    expect(alive(second.slirpPid ?? 0, second.slirpStart)).toBe(false)
+    expect(stateOf(ahead.dataDir, "n2").slirpPid).toBeNull()
+    const inside = await sh(ahead.rt, "n2", "cat /proc/net/dev; python3 -c 'import socket; socket.create_connection((\"10.0.2.2\", 9), timeout=5)' 2>&1 | tail -1")
+    expect(inside.stdout).not.toContain("tap0")
+    expect(inside.stdout).toContain("Network is unreachable")
+
+    // The pool follows the latest create: no network ahead now, and a create with internet starts its own.
+    const third = await warmOne(false)
+    expect(third.slirpPid).toBeNull()
+    await run(ahead.rt.create(spec("n3", true)))
+    expect(alive(stateOf(ahead.dataDir, "n3").slirpPid ?? 0)).toBe(true)
+    expect((await sh(ahead.rt, "n3", "grep -c tap0 /proc/net/route")).stdout.trim()).not.toBe("0")
+
+    // A jail's network ends with the jail, even when nobody kills it: its pid 1 gone, slirp4netns follows (its lifeline).
+    const fourth = await warmOne(true)
+    // The jail's pid 1 (bwrap's child-pid) holds the lifeline.
+    process.kill(fourth.childPid, "SIGKILL")
+    await waitFor("slirp4netns to end with its jail", () => !alive(fourth.slirpPid ?? 0, fourth.slirpStart), 10_000)
+    for (const id of ["n1", "n2", "n3"]) await run(ahead.rt.destroy(id))
+  }, 90_000)
 
   it("the pool grows with creates that find it empty, up to its ceiling, and shrinks back when they stop", async () => {
     // Shrinking after 6 s without a miss: a loaded machine (CI) may take seconds to start the refill, which a shorter
