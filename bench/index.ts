@@ -101,6 +101,7 @@ try {
 // PostgreSQL beside SQLite (issue 9), when PostgreSQL is installed (BENCH_PG=0 skips it).
 const sqliteFigures = {
   createReady: rows.find((r) => r.name === "create → ready (API)")!,
+  createWarm: rows.find((r) => r.name === "  create → ready, a warm jail each"),
   get: rows.find((r) => r.name === "GET /v1/sandboxes/{id}")!
 }
 const pg = process.env["BENCH_PG"] !== "0" && pgBinDir() !== undefined ? await benchPostgres(ROUNDS) : undefined

@@ -6,10 +6,11 @@ import type { PgFigures } from "./postgres.ts"
 
 export const fmt = (ms: number) => `${ms.toFixed(2)} ms`
 /** The PostgreSQL figures, each beside SQLite's when given. */
-export const printPg = (pg: PgFigures, sqlite?: { readonly createReady: { p50: number }; readonly get: { p50: number } }) => {
+export const printPg = (pg: PgFigures, sqlite?: { readonly createReady: { p50: number }; readonly createWarm?: { p50: number } | undefined; readonly get: { p50: number } }) => {
   const vs = (p50: number, base?: number) => (base === undefined ? "" : `   (SQLite p50 ${fmt(base)}, ${(p50 / base).toFixed(2)}×)`)
   console.log("\nPostgreSQL (DATABASE_URL, a local cluster without fsync)   p50         p90")
   console.log(`${"create → ready (API)".padEnd(58)} ${fmt(pg.createReady.p50).padEnd(11)} ${fmt(pg.createReady.p90).padEnd(11)}${vs(pg.createReady.p50, sqlite?.createReady.p50)}`)
+  console.log(`${"  create → ready, a warm jail each (p50 ≤ 40 ms)".padEnd(58)} ${fmt(pg.createWarm.p50).padEnd(11)} ${fmt(pg.createWarm.p90).padEnd(11)}${vs(pg.createWarm.p50, sqlite?.createWarm?.p50)}`)
   console.log(`${"GET /v1/sandboxes/{id} (FastReads)".padEnd(58)} ${fmt(pg.get.p50).padEnd(11)} ${fmt(pg.get.p90).padEnd(11)}${vs(pg.get.p50, sqlite?.get.p50)}`)
   console.log(`${"GET /v1/sandboxes/{id} (full stack)".padEnd(58)} ${fmt(pg.getFullStack.p50).padEnd(11)} ${fmt(pg.getFullStack.p90).padEnd(11)}`)
   console.log(`creates → ready, ${pg.throughput.creates} at 8 in flight: one replica ${pg.throughput.oneReplica.toFixed(1)}/s, two replicas ${pg.throughput.twoReplicas.toFixed(1)}/s`)
