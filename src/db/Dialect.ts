@@ -116,8 +116,11 @@ export interface DialectShape {
    * seen `seq` n never later finds a smaller one committed (SQLite: nothing, transactions run one at a time).
    */
   readonly lockEventLog: Effect.Effect<void, SqlError.SqlError>
-  /** Announces an appended event to other processes when the transaction commits (PostgreSQL: NOTIFY). */
-  readonly eventAppended: (seq: number) => Effect.Effect<void, SqlError.SqlError>
+  /**
+   * Added to the RETURNING of a domain event's INSERT (after `seq`): announces the event to other processes when the
+   * transaction commits (PostgreSQL: a NOTIFY in the same statement; SQLite: nothing).
+   */
+  readonly eventAppended: Statement.Fragment
   /**
    * A lock on `key` held until the current transaction ends, for read-then-write units that must not interleave
    * across processes (a sandbox's cost sync). SQLite: nothing, transactions run one at a time.

@@ -161,7 +161,7 @@ export const makePgDialect = (sql: SqlClient.SqlClient): DialectShape => {
       }).pipe(sql.withTransaction),
 
     lockEventLog: Effect.asVoid(sql`SELECT pg_advisory_xact_lock(hashtextextended(${advisoryKey("events", "log")}, 0))`),
-    eventAppended: (seq) => Effect.asVoid(sql`SELECT pg_notify(${EVENTS_CHANNEL}, ${String(seq)})`),
+    eventAppended: sql.literal(`, pg_notify('${EVENTS_CHANNEL}', seq::text)`),
     lockKey: (key) => Effect.asVoid(sql`SELECT pg_advisory_xact_lock(hashtextextended(${advisoryKey("app", key)}, 0))`),
     forUpdate: sql.literal("FOR UPDATE"),
     positional: (statement) => {

@@ -125,7 +125,7 @@ export const makeSqliteDialect = (sql: SqlClient.SqlClient): DialectShape => {
       }),
 
     lockEventLog: Effect.void,
-    eventAppended: () => Effect.void,
+    eventAppended: sql.literal(""),
     lockKey: () => Effect.void,
     forUpdate: sql.literal(""),
     positional: (statement) => statement

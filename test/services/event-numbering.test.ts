@@ -7,17 +7,20 @@
  * read of a process's counter (its output batches) failed this on PostgreSQL.
  */
 import { SqlClient } from "@effect/sql"
+import type { PgClient } from "@effect/sql-pg"
 import { describe, expect, it } from "@effect/vitest"
-import { Context, Effect, Layer } from "effect"
+import { Context, Effect, Layer, Stream } from "effect"
 import { AppConfig } from "../../src/Config.ts"
 import { DatabaseLive } from "../../src/db/Database.ts"
-import { inTransaction } from "../../src/db/Db.ts"
+import { inTransaction, SIGNALS_CHANNEL } from "../../src/db/Db.ts"
+import { EVENTS_CHANNEL } from "../../src/db/PgDialect.ts"
+import { EventsRepo } from "../../src/db/repos/Events.ts"
 import { OperationsRepo } from "../../src/db/repos/Operations.ts"
 import { WebhookDeliveriesRepo } from "../../src/db/repos/WebhookDeliveries.ts"
 import { ProcessesRepo } from "../../src/db/repos/Processes.ts"
 import { appendOperationEvent } from "../../src/services/sandboxes/Operations.ts"
 import { appendProcessEvent, storeProcessEvents } from "../../src/services/sandboxes/Processes.ts"
-import { databaseUrlFor } from "../support/postgres.ts"
+import { databaseUrlFor, onPostgres } from "../support/postgres.ts"
 import { tempDataDir } from "../support/server.ts"
 import { OperationId, OrganizationId, ProcessId, ProjectId, SandboxId } from "../../src/domain/Ids.ts"
 
@@ -107,6 +110,41 @@ describe("numbering per parent under concurrent writers", () => {
       const events = yield* Effect.provide(ProcessesRepo.eventsAfter(PROCESS, 0, 1000), a)
       expect(events.map((e) => e.seq)).toEqual(Array.from({ length: N + 10 }, (_, i) => i + 1))
       expect(events.filter((e) => e.type === "stdout")).toHaveLength(10)
+    })), 60_000)
+
+  // The other replicas learn of an append from its NOTIFY (Db.announce), sent in the append's own statement.
+  it.live.skipIf(!onPostgres())("on PostgreSQL each append is announced once, when its transaction commits", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const [a] = yield* twoWriters(tempDataDir("numbering-announce"))
+      yield* Effect.provide(fixtures, a)
+      const sql = Context.get(a, SqlClient.SqlClient) as PgClient.PgClient
+      const heard: Array<string> = []
+      for (const channel of [SIGNALS_CHANNEL, EVENTS_CHANNEL]) {
+        yield* sql.listen(channel).pipe(Stream.runForEach((payload) => Effect.sync(() => heard.push(`${channel} ${payload}`))), Effect.forkScoped)
+      }
+      // Listening once a probe of each channel is heard.
+      yield* Effect.gen(function*() {
+        yield* sql`SELECT pg_notify(${SIGNALS_CHANNEL}, 'probe'), pg_notify(${EVENTS_CHANNEL}, 'probe')`
+        yield* Effect.sleep("20 millis")
+        if (heard.length < 2) return yield* Effect.fail("not yet")
+      }).pipe(Effect.retry({ times: 250 }), Effect.orDie)
+      heard.length = 0
+      const quiet = Effect.sleep("150 millis")
+      const seq = yield* Effect.provide(inTransaction(Effect.gen(function*() {
+        yield* appendOperationEvent(OPERATION, "state_changed", {})
+        yield* appendProcessEvent(PROCESS, "cancel_requested", {})
+        const event = yield* EventsRepo.append({ type: "sandbox.ready", organizationId: ORG, projectId: PROJECT, data: {} })
+        // Nothing is told before the commit.
+        yield* quiet
+        expect(heard).toEqual([])
+        return event.seq
+      })), a)
+      yield* quiet
+      expect(heard).toEqual([`${SIGNALS_CHANNEL} operation:${OPERATION}`, `${SIGNALS_CHANNEL} process:${PROCESS}`, `${EVENTS_CHANNEL} ${seq}`])
+      // Outside a transaction too.
+      yield* Effect.provide(appendOperationEvent(OPERATION, "completed", {}), a)
+      yield* quiet
+      expect(heard.slice(3)).toEqual([`${SIGNALS_CHANNEL} operation:${OPERATION}`])
     })), 60_000)
 
   it.live("an event for an operation that does not exist is refused, not numbered", () =>

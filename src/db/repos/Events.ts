@@ -40,8 +40,7 @@ export class EventsRepo extends Effect.Service<EventsRepo>()("app/db/EventsRepo"
           const data = JSON.stringify(event.data)
           yield* Effect.orDie(dialect.lockEventLog)
           const rows = yield* seqs.all(sql`INSERT INTO domain_events (id, type, organization_id, project_id, occurred_at, data)
-            VALUES (${id}, ${event.type}, ${event.organizationId}, ${event.projectId ?? null}, ${occurredAt}, ${data}) RETURNING seq`)
-          yield* Effect.orDie(dialect.eventAppended(rows[0]!.seq))
+            VALUES (${id}, ${event.type}, ${event.organizationId}, ${event.projectId ?? null}, ${occurredAt}, ${data}) RETURNING seq${dialect.eventAppended}`)
           const row: EventRow = {
             seq: rows[0]!.seq,
             id,

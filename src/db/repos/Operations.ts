@@ -7,6 +7,7 @@ import { Effect, Schema } from "effect"
 import { ErrorObject } from "../../domain/Errors.ts"
 import { OperationState, OperationType } from "../../domain/Operation.ts"
 import { nowIso } from "../../domain/Time.ts"
+import { SIGNALS_CHANNEL } from "../Db.ts"
 import { IdColumn, Json, rowsOf, run } from "../Rows.ts"
 import type { ApiKeyId, OperationId, OrganizationId, ProjectId, SandboxId } from "../../domain/Ids.ts"
 
@@ -75,18 +76,21 @@ export class OperationsRepo extends Effect.Service<OperationsRepo>()("app/db/Ope
        * compute the same `MAX + 1`, so the number comes from the operation's counter (migration 0009), taken and
        * used in one statement: the row lock orders concurrent appends (gap-free, unique, even outside a
        * transaction), and `GREATEST` with the events already there covers a counter SQLite never kept (`db copy`).
+       * `announce`: a topic told to the other processes on the database at commit (Db.announce; SQLite: nothing).
        */
-      appendEvent: (operationId: OperationId, type: string, data: Readonly<Record<string, unknown>>) =>
+      appendEvent: (operationId: OperationId, type: string, data: Readonly<Record<string, unknown>>, announce?: string) =>
         Effect.flatMap(nowIso, (now) => {
           const body = JSON.stringify(data)
           const appended = sql.onDialectOrElse({
+            // `announce`: Db.announce's NOTIFY in the same statement (delivered at commit), not a round trip of its own.
             pg: () =>
               sql`WITH n AS (
                   UPDATE operations SET last_event_seq = GREATEST(last_event_seq,
                     (SELECT COALESCE(MAX(seq), 0) FROM operation_events WHERE operation_id = ${operationId})) + 1
                   WHERE id = ${operationId} RETURNING last_event_seq)
                 INSERT INTO operation_events (operation_id, seq, type, occurred_at, data)
-                SELECT ${operationId}, last_event_seq, ${type}, ${now}, ${body} FROM n RETURNING seq`,
+                SELECT ${operationId}, last_event_seq, ${type}, ${now}, ${body} FROM n
+                RETURNING seq${announce === undefined ? sql`` : sql`, pg_notify(${SIGNALS_CHANNEL}, ${announce})`}`,
             orElse: () =>
               sql`INSERT INTO operation_events (operation_id, seq, type, occurred_at, data)
                 SELECT id, (SELECT COALESCE(MAX(seq), 0) + 1 FROM operation_events WHERE operation_id = ${operationId}), ${type}, ${now}, ${body}

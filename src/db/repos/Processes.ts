@@ -7,6 +7,7 @@ import { Effect, Schema } from "effect"
 import { ErrorObject } from "../../domain/Errors.ts"
 import { ProcessState } from "../../domain/Runtime.ts"
 import { nowIso } from "../../domain/Time.ts"
+import { SIGNALS_CHANNEL } from "../Db.ts"
 import { Dialect } from "../Dialect.ts"
 import { IdColumn, IntBoolean, Json, rowsOf, run } from "../Rows.ts"
 import type { ApiKeyId, ProcessId, ProjectId, SandboxId } from "../../domain/Ids.ts"
@@ -138,13 +139,18 @@ export class ProcessesRepo extends Effect.Service<ProcessesRepo>()("app/db/Proce
           sql`UPDATE processes SET stdin_closed_at = ${now} WHERE id = ${processId} AND stdin_closed_at IS NULL RETURNING id`.pipe(Effect.orDie),
           (rows) => rows.length > 0
         ),
-      /** Appends one event with the next sequence number of the process (call inside a transaction). */
-      appendEvent: (processId: ProcessId, type: string, data: Readonly<Record<string, unknown>>) =>
+      /**
+       * Appends one event with the next sequence number of the process (call inside a transaction). `announce`: a
+       * topic told to the other processes on the database at commit (Db.announce, in the INSERT on PostgreSQL:
+       * no round trip of its own; SQLite: nothing).
+       */
+      appendEvent: (processId: ProcessId, type: string, data: Readonly<Record<string, unknown>>, announce?: string) =>
         Effect.gen(function*() {
           const now = yield* nowIso
           const row = yield* seqs.first(sql`UPDATE processes SET next_event_seq = next_event_seq + 1 WHERE id = ${processId} RETURNING next_event_seq AS seq`)
+          const notify = announce === undefined ? sql`` : sql.onDialectOrElse({ pg: () => sql` RETURNING pg_notify(${SIGNALS_CHANNEL}, ${announce})`, orElse: () => sql`` })
           yield* run(sql`INSERT INTO process_events (process_id, seq, type, occurred_at, data)
-            VALUES (${processId}, ${row?.seq ?? 1}, ${type}, ${now}, ${JSON.stringify(data)})`)
+            VALUES (${processId}, ${row?.seq ?? 1}, ${type}, ${now}, ${JSON.stringify(data)})${notify}`)
         }),
       /** Event rows, in slices under the engine's limit on bound values. */
       insertEvents: (rows: ReadonlyArray<NewProcessEvent>) =>

@@ -7,15 +7,16 @@ import { type OperationRow, OperationsRepo, type OperationStateValue, type Opera
 import { SandboxesRepo } from "../../db/repos/Sandboxes.ts"
 import type { ErrorObject } from "../../domain/Errors.ts"
 import { type ApiKeyId, newId, type OperationId, type OrganizationId, type ProjectId, type SandboxId } from "../../domain/Ids.ts"
-import { operationTopic, publish } from "../Signals.ts"
+import { notify, operationTopic } from "../Signals.ts"
 
 export type { OperationRow }
 export type OperationType = OperationTypeValue
 export type OperationState = OperationStateValue
 export const TERMINAL_OPERATION_STATES: ReadonlySet<OperationState> = new Set(["succeeded", "failed", "cancelled"])
 
+/** Appended and published (Signals.ts `publish`: here, and to the other replicas in the append's own statement). */
 export const appendOperationEvent = (operationId: OperationId, type: string, data: Readonly<Record<string, unknown>>) =>
-  Effect.zipLeft(OperationsRepo.appendEvent(operationId, type, data), publish(operationTopic(operationId)))
+  Effect.zipLeft(OperationsRepo.appendEvent(operationId, type, data, operationTopic(operationId)), notify(operationTopic(operationId)))
 
 export const insertOperation = (input: {
   readonly projectId: ProjectId

@@ -9,7 +9,7 @@ import { Effect, Option } from "effect"
 import { provideRepositories } from "../../db/Database.ts"
 import { Db } from "../../db/Db.ts"
 import { type NewProcessEvent, type ProcessRow, ProcessesRepo, type ProcessStateValue, type TerminalProcessState } from "../../db/repos/Processes.ts"
-import { processTopic, publish, signalled } from "../Signals.ts"
+import { notify, processTopic, publish, signalled } from "../Signals.ts"
 import { SandboxesRepo } from "../../db/repos/Sandboxes.ts"
 import type { ErrorObject } from "../../domain/Errors.ts"
 import { nowIso } from "../../domain/Time.ts"
@@ -48,9 +48,12 @@ export const getProcessRow = (id: ProcessId) => ProcessesRepo.get(id)
 
 export const processJobKey = (processId: ProcessId) => `process:execute:${processId}`
 
-/** Appends one event with the next sequence number of the process (call inside a transaction). */
+/**
+ * Appends one event with the next sequence number of the process (call inside a transaction), published (Signals.ts
+ * `publish`: here, and to the other replicas in the append's own statement).
+ */
 export const appendProcessEvent = (processId: ProcessId, type: string, data: Readonly<Record<string, unknown>>) =>
-  Effect.zipLeft(ProcessesRepo.appendEvent(processId, type, data), publish(processTopic(processId)))
+  Effect.zipLeft(ProcessesRepo.appendEvent(processId, type, data, processTopic(processId)), notify(processTopic(processId)))
 
 /** A provider failure as the process's error: in the user's terms (ProviderErrors.ts); the provider's words are logged. */
 const providerFailure = (row: { readonly command: ReadonlyArray<string>; readonly cwd: string | null }) => (e: ProviderError) =>
