@@ -176,7 +176,7 @@ export class SandboxesRepo extends Effect.Service<SandboxesRepo>()("app/db/Sandb
         run(sql`UPDATE sandboxes SET state = ${to} WHERE id = ${id} AND state = ${from}`),
       /** Records API activity on a sandbox (idle timeout bookkeeping). */
       touch: (id: SandboxId) => Effect.flatMap(nowIso, (now) => run(sql`UPDATE sandboxes SET last_activity_at = ${now} WHERE id = ${id}`)),
-      /** Provisioned: ready with its provider resource, unless destroyed meanwhile (then false). */
+      /** Provisioned: ready with its provider resource (the row as it is now), unless destroyed meanwhile (then undefined). */
       markReady: (id: SandboxId, ready: {
         readonly provider: string
         readonly billingMode: BillingMode
@@ -186,12 +186,12 @@ export class SandboxesRepo extends Effect.Service<SandboxesRepo>()("app/db/Sandb
       }) =>
         Effect.gen(function*() {
           const now = yield* nowIso
-          const updated = yield* ids.all(sql`UPDATE sandboxes SET state = 'ready', provider = ${ready.provider}, billing_mode = ${ready.billingMode},
+          const updated = yield* sandboxRows.all(sql`UPDATE sandboxes SET state = 'ready', provider = ${ready.provider}, billing_mode = ${ready.billingMode},
               provider_resource = ${JSON.stringify(ready.resource)}, resolved_resources = ${JSON.stringify(ready.resource.resolvedResources)},
               capabilities = ${JSON.stringify(ready.capabilities)}, resolved_network = ${JSON.stringify(ready.network)}, ready_at = ${now}, last_activity_at = ${now}, updated_at = ${now},
               state_reason = NULL, node_id = ${ready.billingMode === "emulated" ? sql`node_id` : null}
-            WHERE id = ${id} AND state IN ('routing', 'provisioning', 'provision_unknown') RETURNING id`)
-          return updated.length > 0
+            WHERE id = ${id} AND state IN ('routing', 'provisioning', 'provision_unknown') RETURNING *`)
+          return updated[0]
         }),
       /**
        * The sandbox is being provisioned by this node: until it proves to be on a remote provider (`markReady`

@@ -117,10 +117,9 @@ export const makeLifecycleHandlers = Effect.gen(function*() {
                 resource: outcome.sandbox,
                 capabilities: outcome.capabilities
               })
-              if (!ready) return false
-              const fresh = (yield* getSandboxRow(sandboxId))!
-              yield* armTimers(fresh)
-              yield* event(fresh, "sandbox.ready")
+              if (ready === undefined) return false
+              yield* armTimers(ready)
+              yield* event(ready, "sandbox.ready")
               yield* setOperationState(operationId, "succeeded")
               return true
             }).pipe(tx)
