@@ -18,7 +18,7 @@ import { EventsRepo } from "../../src/db/repos/Events.ts"
 import { OperationsRepo } from "../../src/db/repos/Operations.ts"
 import { WebhookDeliveriesRepo } from "../../src/db/repos/WebhookDeliveries.ts"
 import { ProcessesRepo } from "../../src/db/repos/Processes.ts"
-import { appendOperationEvent } from "../../src/services/sandboxes/Operations.ts"
+import { appendOperationEvent, setOperationState } from "../../src/services/sandboxes/Operations.ts"
 import { appendProcessEvent, storeProcessEvents } from "../../src/services/sandboxes/Processes.ts"
 import { databaseUrlFor, onPostgres } from "../support/postgres.ts"
 import { tempDataDir } from "../support/server.ts"
@@ -141,10 +141,29 @@ describe("numbering per parent under concurrent writers", () => {
       })), a)
       yield* quiet
       expect(heard).toEqual([`${SIGNALS_CHANNEL} operation:${OPERATION}`, `${SIGNALS_CHANNEL} process:${PROCESS}`, `${EVENTS_CHANNEL} ${seq}`])
-      // Outside a transaction too.
-      yield* Effect.provide(appendOperationEvent(OPERATION, "completed", {}), a)
+      // Outside a transaction too, and a state change with its event: once; none when the state does not move.
+      yield* Effect.provide(appendOperationEvent(OPERATION, "state_changed", {}), a)
+      yield* Effect.provide(setOperationState(OPERATION, "running"), a)
+      yield* Effect.provide(setOperationState(OPERATION, "running"), a)
       yield* quiet
-      expect(heard.slice(3)).toEqual([`${SIGNALS_CHANNEL} operation:${OPERATION}`])
+      expect(heard.slice(3)).toEqual([`${SIGNALS_CHANNEL} operation:${OPERATION}`, `${SIGNALS_CHANNEL} operation:${OPERATION}`])
+    })), 60_000)
+
+  it.live("a state change appends its one event, numbered after the others, and nothing when the state does not move", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const [a, b] = yield* twoWriters(tempDataDir("numbering-states"))
+      yield* Effect.provide(fixtures, a)
+      yield* Effect.provide(appendOperationEvent(OPERATION, "queued", { state: "queued" }), a)
+      // Concurrent moves to the same state from both writers: one moves it, the other finds it there.
+      const moved = yield* Effect.all([a, b, a, b].map((w) => Effect.provide(inTransaction(setOperationState(OPERATION, "running")), w)), { concurrency: "unbounded" })
+      expect(moved.filter((m) => m)).toHaveLength(1)
+      expect(yield* Effect.provide(setOperationState(OPERATION, "failed", { code: "x", message: "y", retryable: false }), b)).toBe(true)
+      // Out of a terminal state, nothing moves.
+      expect(yield* Effect.provide(setOperationState(OPERATION, "succeeded"), a)).toBe(false)
+      const events = yield* Effect.provide(OperationsRepo.eventsAfter(OPERATION, 0), a)
+      expect(events.map((e) => [e.seq, e.type, e.data["state"]])).toEqual([[1, "queued", "queued"], [2, "state_changed", "running"], [3, "completed", "failed"]])
+      const row = yield* Effect.provide(OperationsRepo.get(OPERATION), a)
+      expect([row?.state, row?.error?.code, row?.completed_at !== null]).toEqual(["failed", "x", true])
     })), 60_000)
 
   it.live("an event for an operation that does not exist is refused, not numbered", () =>

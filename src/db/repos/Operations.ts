@@ -56,6 +56,34 @@ export class OperationsRepo extends Effect.Service<OperationsRepo>()("app/db/Ope
     const operations = rowsOf("operations", OperationRow)
     const events = rowsOf("operation_events", OperationEventRow)
     const ids = rowsOf("operations", Schema.Struct({ id: IdColumn.operation }))
+    /**
+     * Appends an event with the operation's next sequence number. SQLite runs one write at a time, so `MAX + 1` in
+     * the INSERT is exact there (one statement, the fast path). On PostgreSQL concurrent transactions would
+     * compute the same `MAX + 1`, so the number comes from the operation's counter (migration 0009), taken and
+     * used in one statement: the row lock orders concurrent appends (gap-free, unique, even outside a
+     * transaction), and `GREATEST` with the events already there covers a counter SQLite never kept (`db copy`).
+     * `announce`: a topic told to the other processes on the database at commit (Db.announce; SQLite: nothing).
+     */
+    const appendEvent = (operationId: OperationId, type: string, data: Readonly<Record<string, unknown>>, announce?: string) =>
+      Effect.flatMap(nowIso, (now) => {
+        const body = JSON.stringify(data)
+        const appended = sql.onDialectOrElse({
+          // `announce`: Db.announce's NOTIFY in the same statement (delivered at commit), not a round trip of its own.
+          pg: () =>
+            sql`WITH n AS (
+                UPDATE operations SET last_event_seq = GREATEST(last_event_seq,
+                  (SELECT COALESCE(MAX(seq), 0) FROM operation_events WHERE operation_id = ${operationId})) + 1
+                WHERE id = ${operationId} RETURNING last_event_seq)
+              INSERT INTO operation_events (operation_id, seq, type, occurred_at, data)
+              SELECT ${operationId}, last_event_seq, ${type}, ${now}, ${body} FROM n
+              RETURNING seq${announce === undefined ? sql`` : sql`, pg_notify(${SIGNALS_CHANNEL}, ${announce})`}`,
+          orElse: () =>
+            sql`INSERT INTO operation_events (operation_id, seq, type, occurred_at, data)
+              SELECT id, (SELECT COALESCE(MAX(seq), 0) + 1 FROM operation_events WHERE operation_id = ${operationId}), ${type}, ${now}, ${body}
+              FROM operations WHERE id = ${operationId} RETURNING seq`
+        })
+        return Effect.flatMap(Effect.orDie(appended), (rows) => rows.length > 0 ? Effect.void : Effect.dieMessage(`no operation ${operationId} to append an event to`))
+      })
     return {
       get: (id: OperationId) => operations.first(sql`SELECT * FROM operations WHERE id = ${id}`),
       /** Ends every unfinished operation on a resource as failed with `error`; returns their ids. */
@@ -70,42 +98,43 @@ export class OperationsRepo extends Effect.Service<OperationsRepo>()("app/db/Ope
           run(sql`INSERT INTO operations (id, project_id, organization_id, created_by_key_id, type, state, resource_type, resource_id, created_at, updated_at, completed_at)
             VALUES (${operation.id}, ${operation.projectId}, ${operation.organizationId}, ${operation.keyId}, ${operation.type}, ${operation.state},
                     'sandbox', ${operation.resourceId}, ${now}, ${now}, ${operation.completed ? now : null})`)),
+      appendEvent,
       /**
-       * Appends an event with the operation's next sequence number. SQLite runs one write at a time, so `MAX + 1` in
-       * the INSERT is exact there (one statement, the fast path). On PostgreSQL concurrent transactions would
-       * compute the same `MAX + 1`, so the number comes from the operation's counter (migration 0009), taken and
-       * used in one statement: the row lock orders concurrent appends (gap-free, unique, even outside a
-       * transaction), and `GREATEST` with the events already there covers a counter SQLite never kept (`db copy`).
-       * `announce`: a topic told to the other processes on the database at commit (Db.announce; SQLite: nothing).
+       * Moves an operation to `state` (never out of a terminal one, never to the state it is in) and appends `event`
+       * for it, announced as `announce` (see `appendEvent`); false when nothing moved (then no event). On PostgreSQL
+       * one statement: the same row update takes the event's number.
        */
-      appendEvent: (operationId: OperationId, type: string, data: Readonly<Record<string, unknown>>, announce?: string) =>
-        Effect.flatMap(nowIso, (now) => {
-          const body = JSON.stringify(data)
-          const appended = sql.onDialectOrElse({
-            // `announce`: Db.announce's NOTIFY in the same statement (delivered at commit), not a round trip of its own.
-            pg: () =>
-              sql`WITH n AS (
-                  UPDATE operations SET last_event_seq = GREATEST(last_event_seq,
-                    (SELECT COALESCE(MAX(seq), 0) FROM operation_events WHERE operation_id = ${operationId})) + 1
-                  WHERE id = ${operationId} RETURNING last_event_seq)
-                INSERT INTO operation_events (operation_id, seq, type, occurred_at, data)
-                SELECT ${operationId}, last_event_seq, ${type}, ${now}, ${body} FROM n
-                RETURNING seq${announce === undefined ? sql`` : sql`, pg_notify(${SIGNALS_CHANNEL}, ${announce})`}`,
-            orElse: () =>
-              sql`INSERT INTO operation_events (operation_id, seq, type, occurred_at, data)
-                SELECT id, (SELECT COALESCE(MAX(seq), 0) + 1 FROM operation_events WHERE operation_id = ${operationId}), ${type}, ${now}, ${body}
-                FROM operations WHERE id = ${operationId} RETURNING seq`
-          })
-          return Effect.flatMap(Effect.orDie(appended), (rows) => rows.length > 0 ? Effect.void : Effect.dieMessage(`no operation ${operationId} to append an event to`))
-        }),
-      /** Moves a non-terminal operation to another state; false when it was terminal or already there. */
-      setState: (id: OperationId, state: OperationStateValue, error: ErrorObject | null, completed: boolean) =>
+      setState: (
+        id: OperationId,
+        state: OperationStateValue,
+        error: ErrorObject | null,
+        completed: boolean,
+        event: { readonly type: string; readonly data: Readonly<Record<string, unknown>> },
+        announce: string
+      ) =>
         Effect.gen(function*() {
           const now = yield* nowIso
-          const updated = yield* ids.all(sql`UPDATE operations SET state = ${state}, error = ${error === null ? null : JSON.stringify(error)},
-              updated_at = ${now}, completed_at = ${completed ? now : null}
-            WHERE id = ${id} AND state NOT IN ('succeeded', 'failed', 'cancelled') AND state <> ${state} RETURNING id`)
-          return updated.length > 0
+          const errorText = error === null ? null : JSON.stringify(error)
+          const moved = sql.onDialectOrElse({
+            pg: () =>
+              sql<{ seq: number }>`WITH n AS (
+                  UPDATE operations SET state = ${state}, error = ${errorText}, updated_at = ${now}, completed_at = ${completed ? now : null},
+                    last_event_seq = GREATEST(last_event_seq, (SELECT COALESCE(MAX(seq), 0) FROM operation_events WHERE operation_id = ${id})) + 1
+                  WHERE id = ${id} AND state NOT IN ('succeeded', 'failed', 'cancelled') AND state <> ${state} RETURNING last_event_seq)
+                INSERT INTO operation_events (operation_id, seq, type, occurred_at, data)
+                SELECT ${id}, last_event_seq, ${event.type}, ${now}, ${JSON.stringify(event.data)} FROM n
+                RETURNING seq, pg_notify(${SIGNALS_CHANNEL}, ${announce})`.pipe(Effect.orDie, Effect.map((rows) => rows.length > 0)),
+            orElse: () =>
+              Effect.gen(function*() {
+                const updated = yield* ids.all(sql`UPDATE operations SET state = ${state}, error = ${errorText},
+                    updated_at = ${now}, completed_at = ${completed ? now : null}
+                  WHERE id = ${id} AND state NOT IN ('succeeded', 'failed', 'cancelled') AND state <> ${state} RETURNING id`)
+                if (updated.length === 0) return false
+                yield* appendEvent(id, event.type, event.data, announce)
+                return true
+              })
+          })
+          return yield* moved
         }),
       eventsAfter: (operationId: OperationId, afterSeq: number) =>
         events.all(sql`SELECT seq, type, occurred_at, data FROM operation_events

@@ -40,8 +40,9 @@ export const insertOperation = (input: {
 export const setOperationState = (operationId: OperationId, state: OperationState, error: ErrorObject | null = null) =>
   Effect.gen(function*() {
     const terminal = TERMINAL_OPERATION_STATES.has(state)
-    if (!(yield* OperationsRepo.setState(operationId, state, error, terminal))) return false
-    yield* appendOperationEvent(operationId, terminal ? "completed" : "state_changed", error === null ? { state } : { state, error })
+    const event = { type: terminal ? "completed" : "state_changed", data: error === null ? { state } : { state, error } }
+    if (!(yield* OperationsRepo.setState(operationId, state, error, terminal, event, operationTopic(operationId)))) return false
+    yield* notify(operationTopic(operationId))
     return true
   })
 
