@@ -133,6 +133,7 @@ export const makeJailLifecycle = (ctx: RuntimeContext) => {
     let child: ReturnType<typeof Bun.spawn<"pipe" | "ignore", "pipe", "pipe">>
     try {
       prepared = await prepareJail(id, spec, undefined, leashed, lifeline !== undefined)
+      // The lifeline's write end is the launcher's fd 3 (Jail.ts LAUNCHER_LIFELINE_FD).
       child = Bun.spawn(prepared.launch, { cwd: "/", stdio: [leashed ? "pipe" : "ignore", "pipe", "pipe", lifeline ?? "ignore"], detached: true })
     } catch (e) {
       lifelines.drop(id)

@@ -9,7 +9,7 @@ import { cgroupProcsFiles } from "./Cgroups.ts"
 import { FORWARDER_ADDRESS, installPolicyTable, policyTableName, policyTablePresent } from "./DomainPolicy.ts"
 import { egressFilterPresent, installEgressFilter } from "./Egress.ts"
 import { TUN_NODE } from "./Host.ts"
-import { alive, jailDir, type JailState, procStart, readState, sandboxesDir, signalAll, writeState } from "./Jail.ts"
+import { alive, type JailState, procStart, readState, sandboxesDir, signalAll, writeState } from "./Jail.ts"
 import type { Lifelines } from "./Lifeline.ts"
 import { runtimeError as err, type RuntimeError } from "./LocalRuntime.ts"
 import { owningUserns } from "./Ns.ts"
@@ -33,7 +33,7 @@ const routedThrough = (pid: number, iface: string): boolean => {
 }
 
 /** Whether the network namespace of `pid` (read from the host through its /proc/<pid>/net) has the device `iface`. */
-export const hasDevice = (pid: number, iface: string): boolean => {
+const hasDevice = (pid: number, iface: string): boolean => {
   try {
     return fs.readFileSync(`/proc/${pid}/net/dev`, "utf8").split("\n").some((line) => line.trim().startsWith(`${iface}:`))
   } catch {
@@ -63,7 +63,7 @@ const tunOpenToAll = (() => {
   }
 })()
 
-/** Where slirp4netns gets the reading end of its jail's lifeline (Lifeline.ts), as --exit-fd. */
+/** Where slirp4netns gets the reading end of its jail's lifeline (Lifeline.ts), as --exit-fd: its spawn's stdio[5]. */
 const SLIRP_LIFELINE_FD = 5
 
 /** The egress filter per uid base, installed once per process (re-checked before each internet sandbox). */
