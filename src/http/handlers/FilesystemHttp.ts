@@ -95,8 +95,16 @@ export const filesystemHandlers = Effect.gen(function*() {
         // The gateway's own check before it streams the body (RawWrites.ts): everything the API checks, then who asked.
         const check = rawWriteCheck((yield* HttpServerRequest.HttpServerRequest).headers)
         if (check !== undefined) {
-          yield* checkRawWrite(caller, path.sandbox_id, { ...input, declaredBytes: check.declaredBytes })
-          return yield* HttpServerResponse.schemaJson(RawWriteGoAhead)({ project_id: caller.projectId, organization_id: caller.organizationId, key_id: caller.keyId, sandbox_id: path.sandbox_id }).pipe(Effect.orDie)
+          const { sandbox, provider, limit } = yield* checkRawWrite(caller, path.sandbox_id, { ...input, declaredBytes: check.declaredBytes })
+          return yield* HttpServerResponse.schemaJson(RawWriteGoAhead)({
+            project_id: caller.projectId,
+            organization_id: caller.organizationId,
+            key_id: caller.keyId,
+            sandbox_id: path.sandbox_id,
+            limit_bytes: limit,
+            provider: sandbox.provider,
+            streams: provider.writeFileStream !== undefined
+          }).pipe(Effect.orDie)
         }
         const written = yield* writeRaw(caller, path.sandbox_id, { ...input, data: payload })
         return yield* HttpServerResponse.schemaJson(RawWritten)({ path: written.path, size_bytes: written.size_bytes }, { status: written.created ? 201 : 200 }).pipe(Effect.orDie)

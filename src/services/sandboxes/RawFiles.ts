@@ -255,11 +255,14 @@ export const checkRawWrite = (caller: Caller, sandboxId: SandboxId, input: Omit<
     return { sandbox, provider, resource, limit }
   })
 
-/** The size of the file after a write: what was written, or after an append, what the provider says it is now. */
-const sizeAfter = (provider: SandboxProvider, resource: ProviderSandbox, input: RawWriteInput | Omit<RawWriteInput, "data">, written: number) =>
-  input.mode !== "append"
+/**
+ * The size of the file after a write: what was written, or after an append (or a write not counted: `written`
+ * undefined), what the provider says it is now.
+ */
+const sizeAfter = (provider: SandboxProvider, resource: ProviderSandbox, input: RawWriteInput | Omit<RawWriteInput, "data">, written: number | undefined) =>
+  input.mode !== "append" && written !== undefined
     ? Effect.succeed(written)
-    : Effect.map(statOf(provider, resource, input.path).pipe(Effect.catchAll(failed("write", input.path))), (entry) => entry?.sizeBytes ?? written)
+    : Effect.map(statOf(provider, resource, input.path).pipe(Effect.catchAll(failed("write", input.path))), (entry) => entry?.sizeBytes ?? written ?? 0)
 
 /**
  * A raw write of a body that streams in (`PUT …/files/content`): through the provider's streaming write where it
@@ -269,7 +272,12 @@ const sizeAfter = (provider: SandboxProvider, resource: ProviderSandbox, input: 
 export const writeRawStream = (
   caller: Caller,
   sandboxId: SandboxId,
-  input: Omit<RawWriteInput, "data"> & { readonly body: ReadableStream<Uint8Array> | null; readonly declaredBytes?: number | undefined }
+  input: Omit<RawWriteInput, "data"> & {
+    readonly body: ReadableStream<Uint8Array> | null
+    readonly declaredBytes?: number | undefined
+    /** An unsized body the server that took it cuts at the limit itself (the HTTP route's intake): not counted here. */
+    readonly countedByBun?: boolean | undefined
+  }
 ) =>
   Effect.gen(function*() {
     const { sandbox, provider, resource, limit } = yield* checkRawWrite(caller, sandboxId, input)
@@ -281,11 +289,11 @@ export const writeRawStream = (
       return yield* writeRaw(caller, sandboxId, { ...input, data })
     }
     // A stated length bounds the body (HTTP framing ends it there, and it was checked against the limit): it
-    // goes to the provider's wire as it is, never through JavaScript, so memory stays flat. An unsized (chunked)
-    // body is counted as it passes, to cut it at the limit.
+    // goes to the provider's wire as it is, never through JavaScript, so memory stays flat; so does an unsized body
+    // that Bun cuts at the limit. Otherwise an unsized (chunked) body is counted as it passes, to cut it at the limit.
     let received = input.declaredBytes ?? 0
     let over = false
-    const counted = input.declaredBytes !== undefined ? body : body.pipeThrough(new TransformStream<Uint8Array, Uint8Array>({
+    const counted = input.declaredBytes !== undefined || input.countedByBun === true ? body : body.pipeThrough(new TransformStream<Uint8Array, Uint8Array>({
       transform: (chunk, controller) => {
         received += chunk.length
         if (received > limit) {
@@ -301,7 +309,9 @@ export const writeRawStream = (
     )
     if (over) return yield* tooLarge(limit, sandbox.provider)
     yield* touchSandbox(sandbox.id)
-    return { created: written.created, path: input.path, size_bytes: yield* sizeAfter(provider, resource, input, received) }
+    // Not counted here: the provider says how large the file is now.
+    const size = input.declaredBytes === undefined && input.countedByBun === true ? undefined : received
+    return { created: written.created, path: input.path, size_bytes: yield* sizeAfter(provider, resource, input, size) }
   })
 
 /** What a streamed raw write needs of the services (the HTTP route runs it with these). */
