@@ -9,8 +9,8 @@
  *
  * A body of stated length is bounded by HTTP framing: it goes to the provider's wire untouched. An unsized (chunked)
  * body to a provider whose wire streams is counted by Bun, not in JavaScript: this route passes it, as it comes, to
- * this process's *intake* (a second server, on loopback, whose maxRequestBodySize is the raw write limit, reached
- * only with a per-process secret), whose handler streams its own request body to the provider. Past the limit Bun
+ * this process's *intake* (a second server, on loopback, whose maxRequestBodySize is the raw write limit, writing
+ * only for a single-use ticket this route made), whose handler streams its own request body to the provider. Past the limit Bun
  * cuts the body there — the provider's upload breaks, so nothing is written — and answers the hop 413 itself, which
  * this route answers in the envelope. Counted in a JavaScript stage instead, 1 GiB took the gateway's RSS up by
  * 120–190 MiB (chunks the collector left for later, and fetch reading its body ahead of the socket); passed
