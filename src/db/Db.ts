@@ -5,10 +5,8 @@
  */
 import { SqlClient, type SqlError } from "@effect/sql"
 import { Effect } from "effect"
+import { SIGNALS_CHANNEL } from "./PgDialect.ts"
 import { takeSqliteWriteLock } from "./SqliteDialect.ts"
-
-/** The PostgreSQL channel `announce` notifies on; its payload is the topic. */
-export const SIGNALS_CHANNEL = "gateway_signals"
 
 export class Db extends Effect.Service<Db>()("app/db/Db", {
   effect: Effect.gen(function*() {

@@ -122,6 +122,11 @@ export interface DialectShape {
    */
   readonly eventAppended: Statement.Fragment
   /**
+   * Added to a RETURNING list: Db.announce's news of `topic` (none when undefined) in that statement, not a round
+   * trip of its own (PostgreSQL: a NOTIFY, delivered when the transaction commits; SQLite: nothing).
+   */
+  readonly announced: (topic: string | undefined) => Statement.Fragment
+  /**
    * A lock on `key` held until the current transaction ends, for read-then-write units that must not interleave
    * across processes (a sandbox's cost sync). SQLite: nothing, transactions run one at a time.
    */

@@ -33,6 +33,8 @@ export const isPgBusy = (u: unknown): boolean => someCode(u, (code) => code === 
 
 /** The channel each committed event is announced on (its payload: the event's seq). */
 export const EVENTS_CHANNEL = "gateway_events"
+/** The channel Db.announce (and `announced`) notify on; its payload is the topic. */
+export const SIGNALS_CHANNEL = "gateway_signals"
 
 /** Advisory lock keys: one namespace per purpose, hashed to the bigint PostgreSQL locks on. */
 export const advisoryKey = (purpose: string, key: string) => `${purpose}:${key}`
@@ -162,6 +164,7 @@ export const makePgDialect = (sql: SqlClient.SqlClient): DialectShape => {
 
     lockEventLog: Effect.asVoid(sql`SELECT pg_advisory_xact_lock(hashtextextended(${advisoryKey("events", "log")}, 0))`),
     eventAppended: sql.literal(`, pg_notify('${EVENTS_CHANNEL}', seq::text)`),
+    announced: (topic) => (topic === undefined ? sql.literal("") : sql`, pg_notify(${SIGNALS_CHANNEL}, ${topic})`),
     lockKey: (key) => Effect.asVoid(sql`SELECT pg_advisory_xact_lock(hashtextextended(${advisoryKey("app", key)}, 0))`),
     forUpdate: sql.literal("FOR UPDATE"),
     positional: (statement) => {

@@ -126,6 +126,7 @@ export const makeSqliteDialect = (sql: SqlClient.SqlClient): DialectShape => {
 
     lockEventLog: Effect.void,
     eventAppended: sql.literal(""),
+    announced: () => sql.literal(""),
     lockKey: () => Effect.void,
     forUpdate: sql.literal(""),
     positional: (statement) => statement

@@ -178,10 +178,12 @@ export const makeJailNetwork = (ctx: RuntimeContext, running: (state: JailState)
    */
   const startSlirp = async (initial: JailState, filterChecked?: Promise<void>): Promise<JailState> => {
     await (filterChecked ?? requireEgressFilter())
-    // Table and forwarder first: slirp4netns never runs without them.
+    // Table and forwarder first: no code of the sandbox reaches the network without them.
     const state = initial.spec.domains !== undefined ? await startPolicy(initial) : initial
-    if (alive(state.slirpPid ?? 0, state.slirpStart) && routedThrough(state.childPid, "tap0")) return state
-    const first = await launchSlirp(alive(state.slirpPid ?? 0, state.slirpStart) ? await stopAhead(state) : state)
+    const ahead = alive(state.slirpPid ?? 0, state.slirpStart)
+    if (ahead && routedThrough(state.childPid, "tap0")) return state
+    // One started ahead whose network is not up is replaced.
+    const first = await launchSlirp(ahead ? await stopAhead(state) : state)
     if (first.ok) return first.state
     // One that ended while it started is started once more (seen once in the test suite under heavy load, where it
     // failed a create with a 500); what it said is kept in the operator's log. One that did not come up in time is not.

@@ -5,8 +5,8 @@
  * jail's life by its lifeline: Lifeline.ts) starts ahead while the latest create asked for internet; a create
  * without it has the network taken away first, one with it but given a jail without one starts it. A disk cannot
  * grow while mounted here (no CAP_SYS_RESOURCE), so a create takes only a warm jail of the disk size it asks for.
- * The pool follows the size creates ask for: each provider's emulator has its own default (E2B 10 GiB, Daytona 3 GiB, Cloudflare 12 GiB…),
- * so new warm jails get the size of the latest create; one that finds none of its size counts as finding the pool
+ * The pool follows the size creates ask for: each provider's emulator has its own default (E2B 10 GiB, Daytona
+ * 3 GiB, Cloudflare 12 GiB…), so new warm jails get the size of the latest create; one that finds none of its size counts as finding the pool
  * empty (below) and, with the pool at its ceiling, replaces an idle jail of another size; when the pool shrinks,
  * jails of a size no longer asked for go first. (Replacing one at every such create was tried: with creates back to
  * back, the extra destroy and start made them slower.)

@@ -7,7 +7,7 @@ import { Effect, Schema } from "effect"
 import { ErrorObject } from "../../domain/Errors.ts"
 import { OperationState, OperationType } from "../../domain/Operation.ts"
 import { nowIso } from "../../domain/Time.ts"
-import { SIGNALS_CHANNEL } from "../Db.ts"
+import { Dialect } from "../Dialect.ts"
 import { IdColumn, Json, rowsOf, run } from "../Rows.ts"
 import type { ApiKeyId, OperationId, OrganizationId, ProjectId, SandboxId } from "../../domain/Ids.ts"
 
@@ -53,6 +53,7 @@ export class OperationsRepo extends Effect.Service<OperationsRepo>()("app/db/Ope
   accessors: true,
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
+    const dialect = yield* Dialect
     const operations = rowsOf("operations", OperationRow)
     const events = rowsOf("operation_events", OperationEventRow)
     const ids = rowsOf("operations", Schema.Struct({ id: IdColumn.operation }))
@@ -68,7 +69,6 @@ export class OperationsRepo extends Effect.Service<OperationsRepo>()("app/db/Ope
       Effect.flatMap(nowIso, (now) => {
         const body = JSON.stringify(data)
         const appended = sql.onDialectOrElse({
-          // `announce`: Db.announce's NOTIFY in the same statement (delivered at commit), not a round trip of its own.
           pg: () =>
             sql`WITH n AS (
                 UPDATE operations SET last_event_seq = GREATEST(last_event_seq,
@@ -76,7 +76,7 @@ export class OperationsRepo extends Effect.Service<OperationsRepo>()("app/db/Ope
                 WHERE id = ${operationId} RETURNING last_event_seq)
               INSERT INTO operation_events (operation_id, seq, type, occurred_at, data)
               SELECT ${operationId}, last_event_seq, ${type}, ${now}, ${body} FROM n
-              RETURNING seq${announce === undefined ? sql`` : sql`, pg_notify(${SIGNALS_CHANNEL}, ${announce})`}`,
+              RETURNING seq${dialect.announced(announce)}`,
           orElse: () =>
             sql`INSERT INTO operation_events (operation_id, seq, type, occurred_at, data)
               SELECT id, (SELECT COALESCE(MAX(seq), 0) + 1 FROM operation_events WHERE operation_id = ${operationId}), ${type}, ${now}, ${body}
@@ -123,7 +123,7 @@ export class OperationsRepo extends Effect.Service<OperationsRepo>()("app/db/Ope
                   WHERE id = ${id} AND state NOT IN ('succeeded', 'failed', 'cancelled') AND state <> ${state} RETURNING last_event_seq)
                 INSERT INTO operation_events (operation_id, seq, type, occurred_at, data)
                 SELECT ${id}, last_event_seq, ${event.type}, ${now}, ${JSON.stringify(event.data)} FROM n
-                RETURNING seq, pg_notify(${SIGNALS_CHANNEL}, ${announce})`.pipe(Effect.orDie, Effect.map((rows) => rows.length > 0)),
+                RETURNING seq${dialect.announced(announce)}`.pipe(Effect.orDie, Effect.map((rows) => rows.length > 0)),
             orElse: () =>
               Effect.gen(function*() {
                 const updated = yield* ids.all(sql`UPDATE operations SET state = ${state}, error = ${errorText},

@@ -7,7 +7,6 @@ import { Effect, Schema } from "effect"
 import { ErrorObject } from "../../domain/Errors.ts"
 import { ProcessState } from "../../domain/Runtime.ts"
 import { nowIso } from "../../domain/Time.ts"
-import { SIGNALS_CHANNEL } from "../Db.ts"
 import { Dialect } from "../Dialect.ts"
 import { IdColumn, IntBoolean, Json, rowsOf, run } from "../Rows.ts"
 import type { ApiKeyId, ProcessId, ProjectId, SandboxId } from "../../domain/Ids.ts"
@@ -148,9 +147,8 @@ export class ProcessesRepo extends Effect.Service<ProcessesRepo>()("app/db/Proce
         Effect.gen(function*() {
           const now = yield* nowIso
           const row = yield* seqs.first(sql`UPDATE processes SET next_event_seq = next_event_seq + 1 WHERE id = ${processId} RETURNING next_event_seq AS seq`)
-          const notify = announce === undefined ? sql`` : sql.onDialectOrElse({ pg: () => sql` RETURNING pg_notify(${SIGNALS_CHANNEL}, ${announce})`, orElse: () => sql`` })
           yield* run(sql`INSERT INTO process_events (process_id, seq, type, occurred_at, data)
-            VALUES (${processId}, ${row?.seq ?? 1}, ${type}, ${now}, ${JSON.stringify(data)})${notify}`)
+            VALUES (${processId}, ${row?.seq ?? 1}, ${type}, ${now}, ${JSON.stringify(data)}) RETURNING seq${dialect.announced(announce)}`)
         }),
       /** Event rows, in slices under the engine's limit on bound values. */
       insertEvents: (rows: ReadonlyArray<NewProcessEvent>) =>

@@ -310,7 +310,7 @@ export const writeRawStream = (
     if (over) return yield* tooLarge(limit, sandbox.provider)
     yield* touchSandbox(sandbox.id)
     // Not counted here: the provider says how large the file is now.
-    const size = input.declaredBytes === undefined && input.countedByBun === true ? undefined : received
+    const size = input.countedByBun === true ? undefined : received
     return { created: written.created, path: input.path, size_bytes: yield* sizeAfter(provider, resource, input, size) }
   })
 
