@@ -4,7 +4,7 @@
  * failures become defects (→ 500, or 503 `database_busy` when the engine says busy); the unit is rolled back.
  */
 import { SqlClient, type SqlError } from "@effect/sql"
-import { Effect } from "effect"
+import { Effect, Option } from "effect"
 import { SIGNALS_CHANNEL } from "./PgDialect.ts"
 import { takeSqliteWriteLock } from "./SqliteDialect.ts"
 
@@ -26,12 +26,19 @@ export class Db extends Effect.Service<Db>()("app/db/Db", {
     const committed = Effect.sync(() => {
       for (const listener of listeners) listener()
     })
+    const begin = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+      sql.withTransaction(Effect.zipRight(takeWriteLock, effect)).pipe(Effect.catchTag("SqlError", Effect.die), Effect.tap(() => committed))
     return {
-      transaction: <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-        sql.withTransaction(Effect.zipRight(takeWriteLock, effect)).pipe(Effect.catchTag("SqlError", Effect.die), Effect.tap(() => committed)),
       /**
-       * Calls `listener` after each `transaction` that succeeded (a nested one too, which has not committed yet:
-       * a listener must only take it as a hint to look). The live event feed uses it to notice commits at once.
+       * Inside a transaction already, `effect` simply joins it: @effect/sql would open a savepoint (a round trip on
+       * PostgreSQL) only to roll back to it on a failure, and nothing here catches a failure inside a transaction
+       * to carry on with it — a failure fails the whole unit.
+       */
+      transaction: <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+        Effect.flatMap(Effect.serviceOption(SqlClient.TransactionConnection), (open) => (Option.isSome(open) ? effect : begin(effect))),
+      /**
+       * Calls `listener` after each `transaction` that committed (not one that joined another: it has not
+       * committed yet); a listener takes it as a hint to look. The live event feed uses it to notice commits at once.
        */
       onCommit: (listener: () => void) =>
         Effect.sync(() => {
