@@ -26,7 +26,7 @@
  *    claimed apart from sandbox work, so they never take its places).
  *    SQLite: one transaction, safe because transactions run one at a time; PostgreSQL: `FOR UPDATE SKIP LOCKED`
  *    plus an advisory lock (or a lock table) per lock key.
- * 7. `lockEventLog` / `eventAppended` / `lockKey` / `forUpdate` / `positional` (see below).
+ * 7. `eventLogLocked` / `eventAppended` / `lockKey` / `forUpdate` / `positional` (see below).
  * 8. Connection set-up: the client and migrations (SQLite: src/db/Sql.ts), the session (SQLite: the pragmas,
  *    `sqliteSession`), WAL checkpoints if the engine needs them (SQLite: src/db/Checkpointer.ts, on a worker),
  *    and a read connection for the polled GETs (src/db/FastReadQueries.ts: on SQLite a synchronous one,
@@ -112,10 +112,12 @@ export interface DialectShape {
   /** Claims the job with this dedupe key if it is pending, due and its lock key is free. */
   readonly claimJobByKey: (request: ClaimRequest & { readonly dedupeKey: string }) => Effect.Effect<ClaimedJob | undefined, SqlError.SqlError>
   /**
-   * Run in a transaction before it appends events: the log's order is then its commit order, so a reader that has
-   * seen `seq` n never later finds a smaller one committed (SQLite: nothing, transactions run one at a time).
+   * The FROM of a domain event's `INSERT … SELECT`: takes the event log's lock, held until the transaction ends,
+   * before the row gets its `seq`. The log's order is then its commit order, so a reader that has seen `seq` n never
+   * later finds a smaller one committed (PostgreSQL: an advisory lock in the same statement, not a round trip of its
+   * own; SQLite: nothing, transactions run one at a time).
    */
-  readonly lockEventLog: Effect.Effect<void, SqlError.SqlError>
+  readonly eventLogLocked: Statement.Fragment
   /**
    * Added to the RETURNING of a domain event's INSERT (after `seq`): announces the event to other processes when the
    * transaction commits (PostgreSQL: a NOTIFY in the same statement; SQLite: nothing).

@@ -51,16 +51,17 @@ export const makePgDialect = (sql: SqlClient.SqlClient): DialectShape => {
       sql<{ locked: boolean }>`SELECT pg_try_advisory_xact_lock(hashtextextended(${advisoryKey("job-lock", lockKey)}, 0)) AS locked`,
       (rows) => rows[0]?.locked === true
     )
-  /** Whether a live lease (committed by anyone, this statement's snapshot) holds the lock key. */
-  const lockHeld = (lockKey: string, now: string) =>
-    Effect.map(
-      sql`SELECT 1 FROM jobs WHERE lock_key = ${lockKey} AND state = 'leased' AND lease_expires_at > ${now} LIMIT 1`,
-      (rows) => rows.length > 0
-    )
-  const lease = (id: string, token: string, request: { readonly owner: string; readonly leaseExpiresAt: string; readonly now: string }) =>
+  /**
+   * Leases a due job; with `lockKey`, only while no live lease (committed by anyone, as this statement sees it)
+   * holds that key. Run after the key's try-lock, in a statement of its own: its snapshot then includes every lease
+   * committed before the lock was taken.
+   */
+  const lease = (id: string, token: string, request: { readonly owner: string; readonly leaseExpiresAt: string; readonly now: string }, lockKey: string | null) =>
     sql`UPDATE jobs SET state = 'leased', lease_owner = ${request.owner}, lease_token = ${token},
         lease_expires_at = ${request.leaseExpiresAt}, attempts = attempts + 1, updated_at = ${request.now}
-      WHERE id = ${id} AND ${due(request.now)} RETURNING ${sql.literal(CLAIMED_JOB_COLUMNS)}`
+      WHERE id = ${id} AND ${due(request.now)}
+        ${lockKey === null ? sql`` : sql`AND NOT EXISTS (SELECT 1 FROM jobs held WHERE held.lock_key = ${lockKey} AND held.state = 'leased' AND held.lease_expires_at > ${request.now})`}
+      RETURNING ${sql.literal(CLAIMED_JOB_COLUMNS)}`
 
   return {
     engine: "pg",
@@ -134,11 +135,12 @@ export const makePgDialect = (sql: SqlClient.SqlClient): DialectShape => {
           if (candidate.lock_key !== null) {
             if (locks.has(candidate.lock_key)) continue
             locks.add(candidate.lock_key)
-            // Another claimer holds this key right now, or committed a lease on it since the candidates were read.
-            if (!(yield* tryLockKey(candidate.lock_key)) || (yield* lockHeld(candidate.lock_key, now))) continue
+            // Another claimer holds this key right now (or, checked by the lease, committed one since the
+            // candidates were read).
+            if (!(yield* tryLockKey(candidate.lock_key))) continue
           }
           const token = request.newToken()
-          const rows = yield* lease(candidate.id, token, request)
+          const rows = yield* lease(candidate.id, token, request, candidate.lock_key)
           const recovered = candidate.state === "leased" && candidate.lease_owner !== null && candidate.lease_owner !== request.owner
           if (rows[0] !== undefined) claimed.push({ row: rows[0], token, recovered })
         }
@@ -147,22 +149,24 @@ export const makePgDialect = (sql: SqlClient.SqlClient): DialectShape => {
 
     claimJobByKey: (request) =>
       Effect.gen(function*() {
-        const candidates = yield* sql<{ id: string; lock_key: string | null }>`
-          SELECT id, lock_key FROM jobs
+        // The candidate with its lock key's try-lock (as `tryLockKey`) in one statement; the lease then checks that
+        // no live lease holds the key.
+        const candidates = yield* sql<{ id: string; lock_key: string | null; locked: boolean }>`
+          SELECT id, lock_key,
+            CASE WHEN lock_key IS NULL THEN true ELSE pg_try_advisory_xact_lock(hashtextextended(${advisoryKey("job-lock", "")} || lock_key, 0)) END AS locked
+          FROM jobs
           WHERE dedupe_key = ${request.dedupeKey} AND state = 'pending' AND available_at <= ${request.now} AND ${ofNode(request.node)} AND ${orderFree(sql)}
           FOR UPDATE SKIP LOCKED`
         const candidate = candidates[0]
-        if (candidate === undefined) return undefined
-        if (candidate.lock_key !== null && (!(yield* tryLockKey(candidate.lock_key)) || (yield* lockHeld(candidate.lock_key, request.now)))) {
-          return undefined
-        }
+        if (candidate === undefined || !candidate.locked) return undefined
         const token = request.newToken()
-        const rows = yield* lease(candidate.id, token, request)
+        const rows = yield* lease(candidate.id, token, request, candidate.lock_key)
         // Only pending jobs: nothing is taken over from another owner here.
         return rows[0] === undefined ? undefined : { row: rows[0], token, recovered: false }
       }).pipe(sql.withTransaction),
 
-    lockEventLog: Effect.asVoid(sql`SELECT pg_advisory_xact_lock(hashtextextended(${advisoryKey("events", "log")}, 0))`),
+    // OFFSET 0 keeps the subquery whole (never flattened into the INSERT), so the lock is taken before the row is.
+    eventLogLocked: sql` FROM (SELECT pg_advisory_xact_lock(hashtextextended(${advisoryKey("events", "log")}, 0)) OFFSET 0) AS event_log_locked`,
     eventAppended: sql.literal(`, pg_notify('${EVENTS_CHANNEL}', seq::text)`),
     announced: (topic) => (topic === undefined ? sql.literal("") : sql`, pg_notify(${SIGNALS_CHANNEL}, ${topic})`),
     lockKey: (key) => Effect.asVoid(sql`SELECT pg_advisory_xact_lock(hashtextextended(${advisoryKey("app", key)}, 0))`),

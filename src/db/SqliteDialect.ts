@@ -124,7 +124,7 @@ export const makeSqliteDialect = (sql: SqlClient.SqlClient): DialectShape => {
         return rows[0] === undefined ? undefined : { row: rows[0], token, recovered: false }
       }),
 
-    lockEventLog: Effect.void,
+    eventLogLocked: sql.literal(""),
     eventAppended: sql.literal(""),
     announced: () => sql.literal(""),
     lockKey: () => Effect.void,

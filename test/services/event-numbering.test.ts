@@ -49,7 +49,7 @@ const fixtures = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   yield* sql`INSERT INTO organizations (id, name, slug, created_at, updated_at) VALUES (${ORG}, 'Org', 'org', ${NOW}, ${NOW})`
   yield* sql`INSERT INTO projects (id, organization_id, name, slug, created_at, updated_at) VALUES (${PROJECT}, ${ORG}, 'P', 'p', ${NOW}, ${NOW})`
-  yield* OperationsRepo.insert({ id: OPERATION, projectId: PROJECT, organizationId: ORG, keyId: null, type: "sandbox_create", state: "queued", resourceId: SANDBOX, completed: false })
+  yield* OperationsRepo.insert({ id: OPERATION, projectId: PROJECT, organizationId: ORG, keyId: null, type: "sandbox_create", state: "queued", resourceId: SANDBOX, completed: false }, [])
   yield* sql`INSERT INTO webhooks (id, organization_id, name, url, event_types, enabled, secret_ciphertext, secret_prefix, created_at, updated_at)
     VALUES ('wh1', ${ORG}, 'hook', 'https://hooks.example.com/x', '[]', 1, 'x', 'whsec_x', ${NOW}, ${NOW})`
   yield* sql`INSERT INTO sandboxes (id, project_id, organization_id, state, requested, billing_mode, created_at, updated_at, metadata)
@@ -111,6 +111,31 @@ describe("numbering per parent under concurrent writers", () => {
       expect(events.map((e) => e.seq)).toEqual(Array.from({ length: N + 10 }, (_, i) => i + 1))
       expect(events.filter((e) => e.type === "stdout")).toHaveLength(10)
     })), 60_000)
+
+  // A reader of the log (the event feed, `GET /v1/events`) remembers the last seq it gave out and asks for later ones:
+  // a smaller seq committed after a larger one would never reach it. On PostgreSQL the append's lock (the dialect's
+  // `eventLogLocked`) makes the later append wait for the earlier transaction. (SQLite writes one transaction at a
+  // time: a second writer in this process would only wait out its busy timeout on the one thread.)
+  it.live.skipIf(!onPostgres())("the event log's order is its commit order: a later append commits after an earlier one still open", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const [a, b] = yield* twoWriters(tempDataDir("numbering-log"))
+      yield* Effect.provide(fixtures, a)
+      const append = (name: string) => EventsRepo.append({ type: "sandbox.ready", organizationId: ORG, projectId: PROJECT, data: { name } })
+      const committed: Array<string> = []
+      const first = yield* Effect.provide(
+        inTransaction(Effect.gen(function*() {
+          const row = yield* append("first")
+          yield* Effect.sleep("300 millis")
+          return row
+        })).pipe(Effect.tap(() => Effect.sync(() => committed.push("first")))),
+        a
+      ).pipe(Effect.fork)
+      yield* Effect.sleep("100 millis")
+      const second = yield* Effect.provide(inTransaction(append("second")), b).pipe(Effect.tap(() => Effect.sync(() => committed.push("second"))))
+      const earlier = yield* first.await.pipe(Effect.flatten)
+      expect(earlier.seq).toBeLessThan(second.seq)
+      expect(committed).toEqual(["first", "second"])
+    })), 30_000)
 
   // The other replicas learn of an append from its NOTIFY (Db.announce), sent in the append's own statement.
   it.live.skipIf(!onPostgres())("on PostgreSQL each append is announced once, when its transaction commits", () =>

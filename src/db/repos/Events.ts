@@ -38,9 +38,9 @@ export class EventsRepo extends Effect.Service<EventsRepo>()("app/db/EventsRepo"
           const id = newUuid()
           const occurredAt = yield* nowIso
           const data = JSON.stringify(event.data)
-          yield* Effect.orDie(dialect.lockEventLog)
           const rows = yield* seqs.all(sql`INSERT INTO domain_events (id, type, organization_id, project_id, occurred_at, data)
-            VALUES (${id}, ${event.type}, ${event.organizationId}, ${event.projectId ?? null}, ${occurredAt}, ${data}) RETURNING seq${dialect.eventAppended}`)
+            SELECT ${id}, ${event.type}, ${event.organizationId}, ${event.projectId ?? null}, ${occurredAt}, ${data}${dialect.eventLogLocked}
+            RETURNING seq${dialect.eventAppended}`)
           const row: EventRow = {
             seq: rows[0]!.seq,
             id,
