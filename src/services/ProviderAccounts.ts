@@ -19,6 +19,12 @@ import type { OrganizationId } from "../domain/Ids.ts"
 /** A sealed credential that does not decode is a defect (it was written by this gateway), never a cast. */
 const decodeFields = Schema.decodeUnknownSync(StoredCredentialFields)
 
+/** The providers a sandbox of an organization may go to (its own accounts first), and which are its own. */
+export interface Candidates {
+  readonly providers: ReadonlyArray<SandboxProvider>
+  readonly byok: ReadonlySet<ProviderName>
+}
+
 export interface ProviderTarget {
   readonly provider: SandboxProvider
   readonly resource: ProviderSandbox
@@ -50,7 +56,7 @@ export class ProviderAccounts extends Effect.Service<ProviderAccounts>()("app/Pr
        * The providers a new sandbox of the organization may be created on: those it has its own account for
        * first (BYOK, in the registry's order), then the gateway's. `byok` names the first kind.
        */
-      candidates: (organizationId: OrganizationId) =>
+      candidates: (organizationId: OrganizationId): Effect.Effect<Candidates> =>
         Effect.map(credentials.ofOrganization(organizationId), (rows) => {
           const stored = new Set(rows.map((row) => row.provider))
           const own = registry.all.filter((p) => stored.has(p.name) && p.withCredentials !== undefined)

@@ -93,11 +93,29 @@ export class OperationsRepo extends Effect.Service<OperationsRepo>()("app/db/Ope
             WHERE resource_id = ${resourceId} AND state NOT IN ('succeeded', 'failed', 'cancelled') RETURNING id`.pipe(Effect.orDie),
           (rows) => rows.map((r) => r.id)
         ),
-      insert: (operation: NewOperation) =>
-        Effect.flatMap(nowIso, (now) =>
-          run(sql`INSERT INTO operations (id, project_id, organization_id, created_by_key_id, type, state, resource_type, resource_id, created_at, updated_at, completed_at)
+      /**
+       * Inserts an operation with its first events (numbered 1, 2, …: nothing else can append to it yet); returns
+       * it as stored. On PostgreSQL one statement.
+       */
+      insert: (operation: NewOperation, first: ReadonlyArray<{ readonly type: string; readonly data: Readonly<Record<string, unknown>> }>) =>
+        Effect.gen(function*() {
+          const now = yield* nowIso
+          const inserted = sql`INSERT INTO operations (id, project_id, organization_id, created_by_key_id, type, state, resource_type, resource_id, created_at, updated_at, completed_at, last_event_seq)
             VALUES (${operation.id}, ${operation.projectId}, ${operation.organizationId}, ${operation.keyId}, ${operation.type}, ${operation.state},
-                    'sandbox', ${operation.resourceId}, ${now}, ${now}, ${operation.completed ? now : null})`)),
+                    'sandbox', ${operation.resourceId}, ${now}, ${now}, ${operation.completed ? now : null}, ${first.length}) RETURNING *`
+          const values = sql.csv(first.map((e, i) => sql`(${operation.id}, ${i + 1}, ${e.type}, ${now}, ${JSON.stringify(e.data)})`))
+          if (first.length === 0) return (yield* operations.all(inserted))[0]!
+          if (dialect.engine === "pg") {
+            const [row] = yield* operations.all(sql`WITH o AS (${inserted}), e AS (
+                INSERT INTO operation_events (operation_id, seq, type, occurred_at, data)
+                SELECT v.operation_id, v.seq::int, v.type, v.occurred_at, v.data FROM o, (VALUES ${values}) AS v(operation_id, seq, type, occurred_at, data))
+              SELECT * FROM o`)
+            return row!
+          }
+          const [row] = yield* operations.all(inserted)
+          yield* run(sql`INSERT INTO operation_events (operation_id, seq, type, occurred_at, data) VALUES ${values}`)
+          return row!
+        }),
       appendEvent,
       /**
        * Moves an operation to `state` (never out of a terminal one, never to the state it is in) and appends `event`

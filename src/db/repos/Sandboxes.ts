@@ -153,11 +153,15 @@ export class SandboxesRepo extends Effect.Service<SandboxesRepo>()("app/db/Sandb
           }
           return found
         }),
+      /** Inserts a sandbox in state `routing`; returns it as stored. */
       insert: (sandbox: NewSandbox) =>
         Effect.flatMap(nowIso, (now) =>
-          run(sql`INSERT INTO sandboxes (id, project_id, organization_id, created_by_key_id, state, requested, provider, billing_mode, created_at, updated_at, metadata)
-            VALUES (${sandbox.id}, ${sandbox.projectId}, ${sandbox.organizationId}, ${sandbox.keyId}, 'routing', ${JSON.stringify(sandbox.requested)},
-                    ${sandbox.provider}, 'emulated', ${now}, ${now}, ${JSON.stringify(sandbox.requested.metadata ?? {})})`)),
+          Effect.map(
+            sandboxRows.all(sql`INSERT INTO sandboxes (id, project_id, organization_id, created_by_key_id, state, requested, provider, billing_mode, created_at, updated_at, metadata)
+              VALUES (${sandbox.id}, ${sandbox.projectId}, ${sandbox.organizationId}, ${sandbox.keyId}, 'routing', ${JSON.stringify(sandbox.requested)},
+                      ${sandbox.provider}, 'emulated', ${now}, ${now}, ${JSON.stringify(sandbox.requested.metadata ?? {})}) RETURNING *`),
+            (rows) => rows[0]!
+          )),
       /** Sets the state (and the timestamp that goes with it) unless the row is already in one of `unless`. */
       setState: (id: SandboxId, state: SandboxState, extra: { readonly reason?: string | null; readonly unless?: ReadonlyArray<SandboxState> } = {}) =>
         Effect.gen(function*() {
@@ -183,12 +187,15 @@ export class SandboxesRepo extends Effect.Service<SandboxesRepo>()("app/db/Sandb
         readonly resource: ProviderResource
         readonly capabilities: typeof Capabilities.Type
         readonly network: typeof ResolvedNetwork.Type
+        /** The runtime deadline armed with the ready state. */
+        readonly expiresAt: string
       }) =>
         Effect.gen(function*() {
           const now = yield* nowIso
           const updated = yield* sandboxRows.all(sql`UPDATE sandboxes SET state = 'ready', provider = ${ready.provider}, billing_mode = ${ready.billingMode},
               provider_resource = ${JSON.stringify(ready.resource)}, resolved_resources = ${JSON.stringify(ready.resource.resolvedResources)},
               capabilities = ${JSON.stringify(ready.capabilities)}, resolved_network = ${JSON.stringify(ready.network)}, ready_at = ${now}, last_activity_at = ${now}, updated_at = ${now},
+              expires_at = ${ready.expiresAt},
               state_reason = NULL, node_id = ${ready.billingMode === "emulated" ? sql`node_id` : null}
             WHERE id = ${id} AND state IN ('routing', 'provisioning', 'provision_unknown') RETURNING *`)
           return updated[0]

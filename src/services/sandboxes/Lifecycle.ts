@@ -19,7 +19,7 @@ import { appendEvent } from "../Events.ts"
 import { cancelJob, enqueueJob, type JobHandler, JobError } from "../JobRegistry.ts"
 import { armCostSync, COST_SYNC_FINAL_SECONDS, COST_SYNC_FIRST_SECONDS } from "./CostSync.ts"
 import { IdleCheckJob, type LifecyclePayload } from "./JobTypes.ts"
-import { armRuntimeTimeout, sandboxLockKey, startSystemAction } from "./LifecycleJobs.ts"
+import { armRuntimeTimeout, runtimeTimeoutJob, sandboxLockKey, startSystemAction } from "./LifecycleJobs.ts"
 import { appendProcessEvent, finishProcess } from "./Processes.ts"
 import { setOperationState } from "./Operations.ts"
 import { actionFailure, logProviderFailure } from "./ProviderErrors.ts"
@@ -28,19 +28,28 @@ import { getSandboxRow, type SandboxRow, setSandboxState } from "./SandboxRows.t
 import { ProviderAccounts } from "../ProviderAccounts.ts"
 import type { SandboxId } from "../../domain/Ids.ts"
 
-/** Arms the runtime timeout (from now), the idle check and the cost sync for a sandbox that just became ready. */
-const armTimers = (sandbox: SandboxRow) =>
+/** When the runtime timeout of a sandbox made ready (or resumed) now fires. */
+const runtimeDeadline = (sandbox: SandboxRow) =>
+  Effect.gen(function*() {
+    const { lifecycle } = yield* requestOf(sandbox)
+    return isoAfter(yield* nowIso, lifecycle.runtime_timeout_seconds)
+  })
+
+/**
+ * Arms the runtime timeout (at `deadline`), the idle check and the cost sync for a sandbox that just became ready;
+ * `deadlineStored`: its `expires_at` says `deadline` already (written with the ready state, one statement fewer).
+ */
+const armTimers = (sandbox: SandboxRow, deadline: string, deadlineStored: boolean) =>
   Effect.gen(function*() {
     yield* armCostSync(sandbox.id, COST_SYNC_FIRST_SECONDS)
-    const now = yield* nowIso
+    yield* (deadlineStored ? runtimeTimeoutJob(sandbox.id, deadline) : armRuntimeTimeout(sandbox.id, deadline))
     const { lifecycle } = yield* requestOf(sandbox)
-    yield* armRuntimeTimeout(sandbox.id, isoAfter(now, lifecycle.runtime_timeout_seconds))
     if (lifecycle.idle_timeout_seconds !== undefined) {
       yield* enqueueJob(IdleCheckJob, {
         dedupeKey: `sandbox:idle_check:${sandbox.id}`,
         lockKey: sandboxLockKey(sandbox.id),
         payload: { sandbox_id: sandbox.id },
-        availableAt: isoAfter(now, Math.min(lifecycle.idle_timeout_seconds, 10 * 365 * 86400)),
+        availableAt: isoAfter(yield* nowIso, Math.min(lifecycle.idle_timeout_seconds, 10 * 365 * 86400)),
         replace: true,
         sandboxId: sandbox.id
       })
@@ -101,24 +110,31 @@ export const makeLifecycleHandlers = Effect.gen(function*() {
           yield* setOperationState(operationId, "cancelled")
           return
         }
-        yield* setOperationState(operationId, "running")
-        // Created here: should it land on this node's local runtime, it lives here (markReady unpins a remote one).
-        yield* SandboxesRepo.pinHere(sandboxId)
+        // Three independent statements, at once (on PostgreSQL, three connections' round trips overlap): the
+        // operation runs; created here, should the sandbox land on this node's local runtime it lives here
+        // (markReady unpins a remote one); and the providers it may go to.
+        const [candidates] = yield* Effect.all([
+          accounts.candidates(sandbox.organization_id),
+          setOperationState(operationId, "running"),
+          SandboxesRepo.pinHere(sandboxId)
+        ], { concurrency: "unbounded" })
         // Nothing can exist at a provider before the job's first attempt (a state of provision_unknown says otherwise).
         const firstCreate = job.attempt === 1 && sandbox.state !== "provision_unknown"
-        const outcome = yield* provisionSandbox(sandbox, operationId, firstCreate, Option.getOrUndefined(localRuntime))
+        const outcome = yield* provisionSandbox(sandbox, operationId, candidates, firstCreate, Option.getOrUndefined(localRuntime))
         switch (outcome._tag) {
           case "Provisioned": {
             const becameReady = yield* Effect.gen(function*() {
+              const deadline = yield* runtimeDeadline(sandbox)
               const ready = yield* SandboxesRepo.markReady(sandboxId, {
                 provider: outcome.provider,
                 billingMode: outcome.billingMode,
                 network: outcome.network,
                 resource: outcome.sandbox,
-                capabilities: outcome.capabilities
+                capabilities: outcome.capabilities,
+                expiresAt: deadline
               })
               if (ready === undefined) return false
-              yield* armTimers(ready)
+              yield* armTimers(ready, deadline, true)
               yield* event(ready, "sandbox.ready")
               yield* setOperationState(operationId, "succeeded")
               return true
@@ -218,7 +234,8 @@ export const makeLifecycleHandlers = Effect.gen(function*() {
     failCode: "sandbox_resume_failed",
     what: "resume the sandbox",
     event: "sandbox.resumed",
-    timers: (sandboxId) => Effect.flatMap(getSandboxRow(sandboxId), (row) => (row === undefined ? Effect.void : armTimers(row))).pipe(provide)
+    timers: (sandboxId) =>
+      Effect.flatMap(getSandboxRow(sandboxId), (row) => (row === undefined ? Effect.void : Effect.flatMap(runtimeDeadline(row), (deadline) => armTimers(row, deadline, false)))).pipe(provide)
   })
 
   const destroy: JobHandler<LifecyclePayload> = {

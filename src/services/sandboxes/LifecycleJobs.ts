@@ -26,19 +26,19 @@ const LIFECYCLE_JOBS = {
   "sandbox.destroy": SandboxDestroyJob
 }
 
+/** The runtime timeout fires at `at` (a new time replaces the old one); the sandbox's `expires_at` is the caller's. */
+export const runtimeTimeoutJob = (sandboxId: SandboxId, at: string) =>
+  enqueueJob(RuntimeTimeoutJob, {
+    dedupeKey: `sandbox:runtime_timeout:${sandboxId}`,
+    lockKey: sandboxLockKey(sandboxId),
+    payload: { sandbox_id: sandboxId },
+    availableAt: at,
+    replace: true,
+    sandboxId
+  })
+
 /** The runtime timeout fires at `at` (a new time replaces the old one), and the sandbox says so (`expires_at`). */
-export const armRuntimeTimeout = (sandboxId: SandboxId, at: string) =>
-  Effect.zipRight(
-    enqueueJob(RuntimeTimeoutJob, {
-      dedupeKey: `sandbox:runtime_timeout:${sandboxId}`,
-      lockKey: sandboxLockKey(sandboxId),
-      payload: { sandbox_id: sandboxId },
-      availableAt: at,
-      replace: true,
-      sandboxId
-    }),
-    SandboxesRepo.setDeadline(sandboxId, at)
-  )
+export const armRuntimeTimeout = (sandboxId: SandboxId, at: string) => Effect.zipRight(runtimeTimeoutJob(sandboxId, at), SandboxesRepo.setDeadline(sandboxId, at))
 
 /** A lifecycle job's dedupe key. One destroy per sandbox: a user destroy re-arms (replaces) a pending timeout-driven one. */
 const lifecycleJobKey = (type: keyof typeof LIFECYCLE_JOBS, payload: LifecyclePayload) =>
@@ -70,7 +70,7 @@ export const lifecycleJob = (type: keyof typeof LIFECYCLE_JOBS, payload: Lifecyc
  */
 export const startSystemAction = (sandbox: SandboxRow, action: "destroy" | "pause", reason: string) =>
   Effect.gen(function*() {
-    const operationId = yield* insertOperation({
+    const operation = yield* insertOperation({
       projectId: sandbox.project_id,
       organizationId: sandbox.organization_id,
       keyId: sandbox.created_by_key_id,
@@ -78,5 +78,5 @@ export const startSystemAction = (sandbox: SandboxRow, action: "destroy" | "paus
       resourceId: sandbox.id
     })
     yield* setSandboxState(sandbox.id, action === "destroy" ? "stopping" : "pausing", { reason })
-    yield* lifecycleJob(action === "destroy" ? "sandbox.destroy" : "sandbox.pause", { sandbox_id: sandbox.id, operation_id: operationId })
+    yield* lifecycleJob(action === "destroy" ? "sandbox.destroy" : "sandbox.pause", { sandbox_id: sandbox.id, operation_id: operation.id })
   })

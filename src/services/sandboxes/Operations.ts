@@ -30,10 +30,11 @@ export const insertOperation = (input: {
     const id = newId("op")
     const state = input.state ?? "queued"
     const terminal = TERMINAL_OPERATION_STATES.has(state)
-    yield* OperationsRepo.insert({ ...input, id, state, completed: terminal })
-    yield* appendOperationEvent(id, "queued", { state: "queued" })
-    if (state !== "queued") yield* appendOperationEvent(id, terminal ? "completed" : "state_changed", { state })
-    return id
+    // Nobody can follow an operation before its id is answered: its first events need no announcement.
+    return yield* OperationsRepo.insert({ ...input, id, state, completed: terminal }, [
+      { type: "queued", data: { state: "queued" } },
+      ...(state === "queued" ? [] : [{ type: terminal ? "completed" : "state_changed", data: { state } }])
+    ])
   })
 
 /** Moves an operation to a new state (no-op once terminal) and records the event. Returns false if it was terminal. */

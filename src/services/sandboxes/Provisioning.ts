@@ -13,7 +13,7 @@ import type { CreateInput, ProviderName, ProviderSandbox, SandboxProvider } from
 import { imagePullReason } from "../../providers/errors.ts"
 import { networkInput, type ResolvedNetwork, resolvedNetwork } from "../../providers/network.ts"
 import { type Attempt, provisionWithFallback, sizeText } from "../../providers/routing.ts"
-import { ProviderAccounts } from "../ProviderAccounts.ts"
+import type { Candidates } from "../ProviderAccounts.ts"
 import { appendOperationEvent } from "./Operations.ts"
 import { actionFailure, logProviderFailure, providerCode, publicAttempt } from "./ProviderErrors.ts"
 import type { SandboxRow } from "./SandboxRows.ts"
@@ -128,10 +128,18 @@ const noEligibleProvider = (request: SandboxRequest, attempts: ReadonlyArray<Att
   }
 }
 
-/** `firstCreate`: the provision job's first attempt (each provider is tried at most once in an attempt). */
-export const provisionSandbox = (sandbox: SandboxRow, operationId: OperationId, firstCreate: boolean, runtime?: LocalRuntimeShape) =>
+/**
+ * `candidates`: the organization's (ProviderAccounts `candidates`); `firstCreate`: the provision job's first attempt
+ * (each provider is tried at most once in an attempt).
+ */
+export const provisionSandbox = (
+  sandbox: SandboxRow,
+  operationId: OperationId,
+  { byok, providers }: Candidates,
+  firstCreate: boolean,
+  runtime?: LocalRuntimeShape
+) =>
   Effect.gen(function*() {
-    const { byok, providers } = yield* Effect.flatMap(ProviderAccounts, (accounts) => accounts.candidates(sandbox.organization_id))
     const context = yield* repositories
     const request = yield* requestOf(sandbox)
     // A provider's own words (its status lines, its daemon's errors) are logged, not recorded where clients read.
@@ -139,22 +147,25 @@ export const provisionSandbox = (sandbox: SandboxRow, operationId: OperationId, 
       Effect.gen(function*() {
         const attempt = publicAttempt(raw)
         if (attempt.message !== raw.message) yield* Effect.logWarning("provider failure: create", { provider: raw.provider, code: raw.code, message: raw.message })
-        yield* SandboxesRepo.recordAttempt({
-          sandboxId: sandbox.id,
-          operationId,
-          attemptIndex: attempt.attempt_index,
-          provider: attempt.provider,
-          outcome: attempt.outcome,
-          code: attempt.code,
-          message: attempt.message,
-          unmetRequirements: attempt.unmet_requirements
-        })
-        yield* appendOperationEvent(operationId, attempt.outcome === "created" || attempt.outcome === "found" ? "attempt_started" : "attempt_failed", {
-          attempt_index: attempt.attempt_index,
-          provider: attempt.provider,
-          code: attempt.code,
-          unmet_requirements: attempt.unmet_requirements
-        })
+        // Two rows of their own, written at once (on PostgreSQL two connections' round trips overlap).
+        yield* Effect.all([
+          SandboxesRepo.recordAttempt({
+            sandboxId: sandbox.id,
+            operationId,
+            attemptIndex: attempt.attempt_index,
+            provider: attempt.provider,
+            outcome: attempt.outcome,
+            code: attempt.code,
+            message: attempt.message,
+            unmetRequirements: attempt.unmet_requirements
+          }),
+          appendOperationEvent(operationId, attempt.outcome === "created" || attempt.outcome === "found" ? "attempt_started" : "attempt_failed", {
+            attempt_index: attempt.attempt_index,
+            provider: attempt.provider,
+            code: attempt.code,
+            unmet_requirements: attempt.unmet_requirements
+          })
+        ], { concurrency: "unbounded", discard: true })
       }).pipe(Effect.provide(context))
     const outcome = yield* provisionWithFallback({
       request,

@@ -7,6 +7,7 @@ import { Effect } from "effect"
 import { inTransaction } from "../../db/Db.ts"
 import { BillingRepo } from "../../db/repos/Billing.ts"
 import { RecordingsRepo } from "../../db/repos/Recordings.ts"
+import type { OperationRow } from "../../db/repos/Operations.ts"
 import { SandboxesRepo, type StoredRequest } from "../../db/repos/Sandboxes.ts"
 import { apiError, conflict, PaymentRequired } from "../../domain/Errors.ts"
 import { unknownEnvironment } from "../../domain/Environments.ts"
@@ -16,17 +17,13 @@ import { appendEvent } from "../Events.ts"
 import { enqueueJob } from "../JobRegistry.ts"
 import { ExtendLifetimeJob } from "./JobTypes.ts"
 import { armRuntimeTimeout, lifecycleJob, sandboxLockKey } from "./LifecycleJobs.ts"
-import { getOperation, insertOperation } from "./Operations.ts"
+import { insertOperation } from "./Operations.ts"
 import { type Caller, capabilityOf, sandboxOf } from "./SandboxAccess.ts"
 import { getSandboxRow, setSandboxState } from "./SandboxRows.ts"
 import { unsupportedCall } from "./Unsupported.ts"
 
-const mutation = (sandboxId: SandboxId, operationId: OperationId) =>
-  Effect.gen(function*() {
-    const sandbox = (yield* getSandboxRow(sandboxId))!
-    const operation = (yield* getOperation(operationId))!
-    return { sandbox, operation }
-  })
+/** What a lifecycle command answers: the sandbox as it is now, and the operation it started. */
+const mutation = (sandboxId: SandboxId, operation: OperationRow) => Effect.map(getSandboxRow(sandboxId), (sandbox) => ({ sandbox: sandbox!, operation }))
 
 /** Creating a sandbox needs credit: the balance must be > 0 (reference §7 "Zero balance"). */
 const requireCredit = (organizationId: OrganizationId) =>
@@ -49,11 +46,11 @@ export const createSandbox = (caller: Caller, input: CreateSandboxInput) =>
     yield* requireCredit(caller.organizationId)
     const id = newId("sbx")
     const provider = input.requested.provider !== undefined && input.requested.provider !== "auto" ? input.requested.provider : null
-    yield* SandboxesRepo.insert({ id, projectId: caller.projectId, organizationId: caller.organizationId, keyId: caller.keyId, requested: input.requested, provider })
-    const operationId = yield* insertOperation({ ...caller, type: "sandbox_create", resourceId: id })
+    const sandbox = yield* SandboxesRepo.insert({ id, projectId: caller.projectId, organizationId: caller.organizationId, keyId: caller.keyId, requested: input.requested, provider })
+    const operation = yield* insertOperation({ ...caller, type: "sandbox_create", resourceId: id })
     yield* appendEvent({ type: "sandbox.requested", organizationId: caller.organizationId, projectId: caller.projectId, data: { sandbox_id: id, provider } })
-    yield* lifecycleJob("sandbox.provision", { sandbox_id: id, operation_id: operationId })
-    return yield* mutation(id, operationId)
+    yield* lifecycleJob("sandbox.provision", { sandbox_id: id, operation_id: operation.id })
+    return { sandbox, operation }
   })).pipe(Effect.withSpan("SandboxCommands.createSandbox", { attributes: { "project.id": caller.projectId } }))
 
 const PAUSABLE = new Set(["ready", "pausing"])
@@ -62,8 +59,8 @@ export const pauseSandbox = (caller: Caller, sandboxId: SandboxId) =>
   inTransaction(Effect.gen(function*() {
     const sandbox = yield* sandboxOf(caller, sandboxId)
     if (sandbox.state === "paused") {
-      const operationId = yield* insertOperation({ ...caller, type: "sandbox_pause", resourceId: sandboxId, state: "succeeded" })
-      return yield* mutation(sandboxId, operationId)
+      const operation = yield* insertOperation({ ...caller, type: "sandbox_pause", resourceId: sandboxId, state: "succeeded" })
+      return yield* mutation(sandboxId, operation)
     }
     if (!PAUSABLE.has(sandbox.state)) {
       return yield* conflict("invalid_sandbox_state", `A ${sandbox.state} sandbox cannot be paused`, { state: sandbox.state })
@@ -75,26 +72,26 @@ export const pauseSandbox = (caller: Caller, sandboxId: SandboxId) =>
       return yield* conflict("recording_active", "The sandbox's desktop is being recorded; stop the recording before pausing it", { recording_id: recording })
     }
     yield* setSandboxState(sandboxId, "pausing")
-    const operationId = yield* insertOperation({ ...caller, type: "sandbox_pause", resourceId: sandboxId })
-    yield* lifecycleJob("sandbox.pause", { sandbox_id: sandboxId, operation_id: operationId })
-    return yield* mutation(sandboxId, operationId)
+    const operation = yield* insertOperation({ ...caller, type: "sandbox_pause", resourceId: sandboxId })
+    yield* lifecycleJob("sandbox.pause", { sandbox_id: sandboxId, operation_id: operation.id })
+    return yield* mutation(sandboxId, operation)
   })).pipe(Effect.withSpan("SandboxCommands.pauseSandbox", { attributes: { "sandbox.id": sandboxId, "project.id": caller.projectId } }))
 
 export const resumeSandbox = (caller: Caller, sandboxId: SandboxId) =>
   inTransaction(Effect.gen(function*() {
     const sandbox = yield* sandboxOf(caller, sandboxId)
     if (sandbox.state === "ready") {
-      const operationId = yield* insertOperation({ ...caller, type: "sandbox_resume", resourceId: sandboxId, state: "succeeded" })
-      return yield* mutation(sandboxId, operationId)
+      const operation = yield* insertOperation({ ...caller, type: "sandbox_resume", resourceId: sandboxId, state: "succeeded" })
+      return yield* mutation(sandboxId, operation)
     }
     if (sandbox.state !== "paused" && sandbox.state !== "resuming") {
       return yield* conflict("invalid_sandbox_state", `A ${sandbox.state} sandbox cannot be resumed; it must be paused`, { state: sandbox.state })
     }
     if (sandbox.capabilities !== null && !capabilityOf(sandbox, ["lifecycle", "resume"])) return yield* unsupportedCall(sandbox, { kind: "resume" })
     yield* setSandboxState(sandboxId, "resuming")
-    const operationId = yield* insertOperation({ ...caller, type: "sandbox_resume", resourceId: sandboxId })
-    yield* lifecycleJob("sandbox.resume", { sandbox_id: sandboxId, operation_id: operationId })
-    return yield* mutation(sandboxId, operationId)
+    const operation = yield* insertOperation({ ...caller, type: "sandbox_resume", resourceId: sandboxId })
+    yield* lifecycleJob("sandbox.resume", { sandbox_id: sandboxId, operation_id: operation.id })
+    return yield* mutation(sandboxId, operation)
   })).pipe(Effect.withSpan("SandboxCommands.resumeSandbox", { attributes: { "sandbox.id": sandboxId, "project.id": caller.projectId } }))
 
 /**
@@ -122,12 +119,12 @@ export const destroySandbox = (caller: Caller, sandboxId: SandboxId) =>
   inTransaction(Effect.gen(function*() {
     const sandbox = yield* sandboxOf(caller, sandboxId)
     if (sandbox.state === "stopped") {
-      const operationId = yield* insertOperation({ ...caller, type: "sandbox_destroy", resourceId: sandboxId, state: "succeeded" })
-      return yield* mutation(sandboxId, operationId)
+      const operation = yield* insertOperation({ ...caller, type: "sandbox_destroy", resourceId: sandboxId, state: "succeeded" })
+      return yield* mutation(sandboxId, operation)
     }
     yield* setSandboxState(sandboxId, "stopping", { reason: "user_requested" })
-    const operationId = yield* insertOperation({ ...caller, type: "sandbox_destroy", resourceId: sandboxId })
-    yield* lifecycleJob("sandbox.destroy", { sandbox_id: sandboxId, operation_id: operationId })
-    return yield* mutation(sandboxId, operationId)
+    const operation = yield* insertOperation({ ...caller, type: "sandbox_destroy", resourceId: sandboxId })
+    yield* lifecycleJob("sandbox.destroy", { sandbox_id: sandboxId, operation_id: operation.id })
+    return yield* mutation(sandboxId, operation)
   })).pipe(Effect.withSpan("SandboxCommands.destroySandbox", { attributes: { "sandbox.id": sandboxId, "project.id": caller.projectId } }))
 
