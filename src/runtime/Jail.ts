@@ -26,6 +26,7 @@ import { cgroupProcsFiles, workProcsFiles } from "./Cgroups.ts"
 import { DISK_OWNED, DISK_ROOT, DISK_RUN, ETC_DIRS, ETC_FILES, SANDBOX_UID } from "./Disk.ts"
 import { STAGE, type Tools } from "./Host.ts"
 import type { RuntimeDomainPolicy } from "./LocalRuntime.ts"
+import { replaceFile } from "./ReplaceFile.ts"
 
 export { alive, descendants, procStart, signalAll } from "./Proc.ts"
 
@@ -137,12 +138,9 @@ export const readState = (dataDir: string, id: string): JailState | undefined =>
   return state
 }
 
-/** Atomic (rename), so a concurrent reader never sees half a file. */
-export const writeState = (dataDir: string, state: JailState) => {
-  const file = path.join(jailDir(dataDir, state.id), "state.json")
-  fs.writeFileSync(`${file}.tmp`, JSON.stringify(state), { mode: 0o600 })
-  fs.renameSync(`${file}.tmp`, file)
-}
+/** Replaced whole, so a concurrent reader never sees half a file. */
+export const writeState = (dataDir: string, state: JailState) =>
+  replaceFile(path.join(jailDir(dataDir, state.id), "state.json"), JSON.stringify(state), { mode: 0o600 })
 
 /** The command the jail runs: a shell loop keeps the agent up (a crashed agent comes back and reloads its executions). */
 const AGENT_LOOP = [

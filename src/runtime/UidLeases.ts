@@ -16,6 +16,7 @@ import * as path from "node:path"
 import { UIDS_DIR } from "./Host.ts"
 import { RuntimeError } from "./LocalRuntime.ts"
 import { alive } from "./Proc.ts"
+import { replaceFile } from "./ReplaceFile.ts"
 
 export const RANGE_SIZE = 65536
 export const SLOTS_PER_POLICY = 4096
@@ -104,11 +105,8 @@ export const claimUid = (base: number, policy: EgressPolicy, dir: string): { rea
 }
 
 /** Records the jail's launcher (or its new directory, after a warm jail is renamed). Atomic. */
-export const updateLease = (uid: number, lease: Lease) => {
-  const tmp = `${leaseFile(uid)}.${process.pid}.tmp`
-  fs.writeFileSync(tmp, JSON.stringify(lease), { mode: 0o600 })
-  fs.renameSync(tmp, leaseFile(uid))
-}
+export const updateLease = (uid: number, lease: Lease) =>
+  replaceFile(leaseFile(uid), JSON.stringify(lease), { mode: 0o600, temp: `${leaseFile(uid)}.${process.pid}.tmp` })
 
 /** Whether anyone holds a lease of `uid` now. */
 export const isLeased = (uid: number) => fs.existsSync(leaseFile(uid))

@@ -8,6 +8,7 @@ import * as path from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
 import { type JailState, jailDir, readState, writeState } from "../../src/runtime/Jail.ts"
 import { UIDS_DIR } from "../../src/runtime/Host.ts"
+import { replaceFile } from "../../src/runtime/ReplaceFile.ts"
 import { leaseHeldBy, leasesUnder, updateLease } from "../../src/runtime/UidLeases.ts"
 import { tempDataDir } from "../support/server.ts"
 
@@ -80,5 +81,47 @@ describe("a uid lease", () => {
       expect(leasesUnder(sandboxes), corrupt).toEqual([])
       expect(leaseHeldBy(uid, dir), corrupt).toBe(false)
     }
+  })
+})
+
+describe("replacing a file whole (ReplaceFile.ts)", () => {
+  const dir = path.join(dataDir, "replace")
+  fs.mkdirSync(dir, { recursive: true })
+  const file = path.join(dir, "f.json")
+
+  it("creates a file that is not there, replaces one that is, and leaves nothing beside it", () => {
+    replaceFile(file, "first", { mode: 0o600 })
+    expect(fs.readFileSync(file, "utf8")).toBe("first")
+    expect(fs.statSync(file).mode & 0o777).toBe(0o600)
+    replaceFile(file, "second", { mode: 0o600 })
+    expect(fs.readFileSync(file, "utf8")).toBe("second")
+    expect(fs.readdirSync(dir)).toEqual(["f.json"])
+  })
+
+  it("a reader in another process finds the old file or the new one, whole, at every moment", async () => {
+    // Values of two sizes, so a read of half a write, or of an empty file being written, shows.
+    const values = ["a".repeat(3000), "b".repeat(5)]
+    replaceFile(file, values[0]!, { mode: 0o600 })
+    const reader = Bun.spawn(["bun", "-e", `
+      const fs = require("node:fs")
+      const ok = new Set(${JSON.stringify(values)})
+      const until = Date.now() + 1500
+      let reads = 0
+      while (Date.now() < until) {
+        let text
+        try { text = fs.readFileSync(${JSON.stringify(file)}, "utf8") } catch (e) { console.log("missing " + e.code); process.exit(1) }
+        if (!ok.has(text)) { console.log("torn " + text.length); process.exit(1) }
+        reads++
+      }
+      console.log("reads " + reads)
+    `], { stdout: "pipe" })
+    let writes = 0
+    while (reader.exitCode === null) {
+      replaceFile(file, values[writes++ % 2]!, { mode: 0o600 })
+      await Bun.sleep(0)
+    }
+    const said = (await new Response(reader.stdout).text()).trim()
+    expect(said).toMatch(/^reads \d+$/)
+    expect(writes).toBeGreaterThan(100)
   })
 })

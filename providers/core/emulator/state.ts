@@ -8,6 +8,7 @@ import { Either, ParseResult, Schema } from "effect"
 import * as crypto from "node:crypto"
 import * as fs from "node:fs"
 import * as path from "node:path"
+import { replaceFile } from "../../../src/runtime/ReplaceFile.ts"
 
 export const emulatorHome = (dataDir: string, name: string) => {
   const dir = path.join(dataDir, "emulators", name)
@@ -32,10 +33,6 @@ export const emulatorAccountValue = (dir: string, file: string, value: string) =
   return fs.readFileSync(at, "utf8").trim()
 }
 
-const writeAtomically = (file: string, text: string) => {
-  fs.writeFileSync(`${file}.tmp`, text, { mode: 0o600 })
-  fs.renameSync(`${file}.tmp`, file)
-}
 
 /** A JSON file decoded by `schema`; undefined when absent, and when unreadable (then moved aside, with a warning). */
 const load = <S, I>(file: string, schema: Schema.Schema<S, I>): S | undefined => {
@@ -57,7 +54,7 @@ const load = <S, I>(file: string, schema: Schema.Schema<S, I>): S | undefined =>
 export const persistentState = <S, I>(dir: string, schema: Schema.Schema<S, I>, initial: () => S) => {
   const file = path.join(dir, "state.json")
   const state: S = load(file, schema) ?? initial()
-  return { state, save: () => writeAtomically(file, JSON.stringify(state)) }
+  return { state, save: () => replaceFile(file, JSON.stringify(state), { mode: 0o600 }) }
 }
 
 /**
@@ -83,7 +80,7 @@ export const persistentRecords = <V, I>(dir: string, name: string, value: Schema
     remember: (key: string, value: V) => void records.set(key, value),
     set: (key: string, value: V) => {
       records.set(key, value)
-      writeAtomically(fileOf(key), JSON.stringify({ key, value }))
+      replaceFile(fileOf(key), JSON.stringify({ key, value }), { mode: 0o600 })
     },
     delete: (key: string) => {
       records.delete(key)
