@@ -15,8 +15,8 @@ export type { NewEvent }
 
 export const appendEvent = (event: NewEvent) =>
   inTransaction(Effect.gen(function*() {
-    const row = yield* EventsRepo.append(event)
-    yield* fanOut(row)
+    const { event: row, webhooks } = yield* EventsRepo.append(event)
+    yield* fanOut(row, webhooks)
     return row
   }))
 

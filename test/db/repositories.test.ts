@@ -35,6 +35,7 @@ const seedProject = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   yield* sql`INSERT INTO organizations (id, name, slug, created_at, updated_at) VALUES (${ORG}, 'Org', 'org', ${NOW}, ${NOW})`
   yield* sql`INSERT INTO projects (id, organization_id, name, slug, created_at, updated_at) VALUES (${PROJECT}, ${ORG}, 'P', 'p', ${NOW}, ${NOW})`
+  yield* sql`INSERT INTO billing_accounts (organization_id, balance_microusd, updated_at) VALUES (${ORG}, 1000000, ${NOW})`
 })
 
 const ORG = OrganizationId.make("00000000-0000-4000-8000-000000000001")
@@ -47,7 +48,7 @@ describe("repositories", () => {
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       yield* seedProject
-      yield* SandboxesRepo.insert({
+      yield* SandboxesRepo.insertIfFunded({
         id: SANDBOX,
         projectId: PROJECT,
         organizationId: ORG,

@@ -353,7 +353,11 @@ describe("lifecycle", () => {
     const db = openGatewayDatabase(server.dataDir)
     db.query("UPDATE billing_accounts SET balance_microusd = 0 WHERE organization_id = ?").run(c.organization_id)
     db.close()
-    expectEnvelope(await http.post("/v1/sandboxes", { token: c.api_key, project: c.project_id, body: minimalSandbox(), headers: { "idempotency-key": idempotencyKey() } }), 402, "insufficient_credits")
+    const refused = await http.post("/v1/sandboxes", { token: c.api_key, project: c.project_id, body: minimalSandbox(), headers: { "idempotency-key": idempotencyKey() } })
+    expectEnvelope(refused, 402, "insufficient_credits")
+    expect(refused.body.details).toEqual({ balance_microusd: "0" })
+    // Nothing was written: no sandbox, no operation.
+    expect((await http.get("/v1/sandboxes", { token: c.api_key, project: c.project_id })).body.sandboxes).toEqual([])
   })
 
   it("an explicit e2b sandbox runs processes (streamed output), files and pause/resume through the API", async () => {

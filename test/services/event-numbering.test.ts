@@ -120,7 +120,7 @@ describe("numbering per parent under concurrent writers", () => {
     Effect.scoped(Effect.gen(function*() {
       const [a, b] = yield* twoWriters(tempDataDir("numbering-log"))
       yield* Effect.provide(fixtures, a)
-      const append = (name: string) => EventsRepo.append({ type: "sandbox.ready", organizationId: ORG, projectId: PROJECT, data: { name } })
+      const append = (name: string) => Effect.map(EventsRepo.append({ type: "sandbox.ready", organizationId: ORG, projectId: PROJECT, data: { name } }), ({ event }) => event)
       const committed: Array<string> = []
       const first = yield* Effect.provide(
         inTransaction(Effect.gen(function*() {
@@ -158,7 +158,7 @@ describe("numbering per parent under concurrent writers", () => {
       const seq = yield* Effect.provide(inTransaction(Effect.gen(function*() {
         yield* appendOperationEvent(OPERATION, "state_changed", {})
         yield* appendProcessEvent(PROCESS, "cancel_requested", {})
-        const event = yield* EventsRepo.append({ type: "sandbox.ready", organizationId: ORG, projectId: PROJECT, data: {} })
+        const { event } = yield* EventsRepo.append({ type: "sandbox.ready", organizationId: ORG, projectId: PROJECT, data: {} })
         // Nothing is told before the commit.
         yield* quiet
         expect(heard).toEqual([])

@@ -153,14 +153,18 @@ export class SandboxesRepo extends Effect.Service<SandboxesRepo>()("app/db/Sandb
           }
           return found
         }),
-      /** Inserts a sandbox in state `routing`; returns it as stored. */
-      insert: (sandbox: NewSandbox) =>
+      /**
+       * Inserts a sandbox in state `routing` if its organization has credit left (a balance above 0, read in the
+       * same statement); returns it as stored, or undefined when there was no credit.
+       */
+      insertIfFunded: (sandbox: NewSandbox) =>
         Effect.flatMap(nowIso, (now) =>
           Effect.map(
             sandboxRows.all(sql`INSERT INTO sandboxes (id, project_id, organization_id, created_by_key_id, state, requested, provider, billing_mode, created_at, updated_at, metadata)
-              VALUES (${sandbox.id}, ${sandbox.projectId}, ${sandbox.organizationId}, ${sandbox.keyId}, 'routing', ${JSON.stringify(sandbox.requested)},
-                      ${sandbox.provider}, 'emulated', ${now}, ${now}, ${JSON.stringify(sandbox.requested.metadata ?? {})}) RETURNING *`),
-            (rows) => rows[0]!
+              SELECT ${sandbox.id}, ${sandbox.projectId}, ${sandbox.organizationId}, ${sandbox.keyId}, 'routing', ${JSON.stringify(sandbox.requested)},
+                      ${sandbox.provider}, 'emulated', ${now}, ${now}, ${JSON.stringify(sandbox.requested.metadata ?? {})}
+              WHERE (SELECT balance_microusd FROM billing_accounts WHERE organization_id = ${sandbox.organizationId}) > 0 RETURNING *`),
+            (rows) => rows[0]
           )),
       /** Sets the state (and the timestamp that goes with it) unless the row is already in one of `unless`. */
       setState: (id: SandboxId, state: SandboxState, extra: { readonly reason?: string | null; readonly unless?: ReadonlyArray<SandboxState> } = {}) =>

@@ -48,7 +48,6 @@ export class WebhooksRepo extends Effect.Service<WebhooksRepo>()("app/db/Webhook
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const webhooks = rowsOf("webhooks", WebhookRow)
-    const subscribers = rowsOf("webhooks", SubscriberRow, { memo: 256 })
     const runs = rowsOf("webhooks", FailureRunRow)
     return {
       ofOrganization: (organizationId: OrganizationId) =>
@@ -57,16 +56,6 @@ export class WebhooksRepo extends Effect.Service<WebhooksRepo>()("app/db/Webhook
         webhooks.first(sql`SELECT * FROM webhooks WHERE id = ${id} AND organization_id = ${organizationId} AND deleted_at IS NULL`),
       /** Any endpoint by id, deleted ones included (a delivery job reads its endpoint this way). */
       get: (id: string) => webhooks.first(sql`SELECT * FROM webhooks WHERE id = ${id}`),
-      /**
-       * The enabled, undeleted endpoints of an organization whose filter matches `type` (an empty filter means
-       * every type). The filter is applied here rather than in SQL: JSON functions differ between engines.
-       */
-      subscribedTo: (organizationId: OrganizationId, type: string) =>
-        Effect.map(
-          subscribers.all(sql`SELECT id, event_types FROM webhooks
-            WHERE organization_id = ${organizationId} AND enabled = 1 AND deleted_at IS NULL AND disabled_at IS NULL ORDER BY created_at, id`),
-          (rows) => rows.filter((row) => row.event_types.length === 0 || row.event_types.includes(type))
-        ),
       insert: (row: WebhookRow) => run(sql`INSERT INTO webhooks ${sql.insert({ ...encodeRow(row) })}`),
       update: (row: WebhookRow) =>
         run(sql`UPDATE webhooks SET name = ${row.name}, url = ${row.url}, event_types = ${JSON.stringify(row.event_types)},

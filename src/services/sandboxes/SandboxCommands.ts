@@ -25,13 +25,11 @@ import { unsupportedCall } from "./Unsupported.ts"
 /** What a lifecycle command answers: the sandbox as it is now, and the operation it started. */
 const mutation = (sandboxId: SandboxId, operation: OperationRow) => Effect.map(getSandboxRow(sandboxId), (sandbox) => ({ sandbox: sandbox!, operation }))
 
-/** Creating a sandbox needs credit: the balance must be > 0 (reference §7 "Zero balance"). */
-const requireCredit = (organizationId: OrganizationId) =>
+/** Creating a sandbox needs credit: the balance must be > 0 (reference §7 "Zero balance"); checked as it is inserted. */
+const noCredit = (organizationId: OrganizationId) =>
   Effect.gen(function*() {
     const balance = (yield* BillingRepo.balance(organizationId)) ?? 0n
-    if (balance <= 0n) {
-      return yield* apiError(PaymentRequired, "insufficient_credits", "The organization has no credit left; add credit to create sandboxes", { balance_microusd: String(balance) })
-    }
+    return yield* apiError(PaymentRequired, "insufficient_credits", "The organization has no credit left; add credit to create sandboxes", { balance_microusd: String(balance) })
   })
 
 export interface CreateSandboxInput {
@@ -43,10 +41,10 @@ export const createSandbox = (caller: Caller, input: CreateSandboxInput) =>
   inTransaction(Effect.gen(function*() {
     const environment = unknownEnvironment(input.requested.source)
     if (environment !== undefined) return yield* environment
-    yield* requireCredit(caller.organizationId)
     const id = newId("sbx")
     const provider = input.requested.provider !== undefined && input.requested.provider !== "auto" ? input.requested.provider : null
-    const sandbox = yield* SandboxesRepo.insert({ id, projectId: caller.projectId, organizationId: caller.organizationId, keyId: caller.keyId, requested: input.requested, provider })
+    const sandbox = yield* SandboxesRepo.insertIfFunded({ id, projectId: caller.projectId, organizationId: caller.organizationId, keyId: caller.keyId, requested: input.requested, provider })
+    if (sandbox === undefined) return yield* noCredit(caller.organizationId)
     const operation = yield* insertOperation({ ...caller, type: "sandbox_create", resourceId: id })
     yield* appendEvent({ type: "sandbox.requested", organizationId: caller.organizationId, projectId: caller.projectId, data: { sandbox_id: id, provider } })
     yield* lifecycleJob("sandbox.provision", { sandbox_id: id, operation_id: operation.id })

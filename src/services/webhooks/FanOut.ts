@@ -7,7 +7,6 @@
 import { Effect, Schema } from "effect"
 import type { EventRow } from "../../db/repos/Events.ts"
 import { WebhookDeliveriesRepo } from "../../db/repos/WebhookDeliveries.ts"
-import { WebhooksRepo } from "../../db/repos/Webhooks.ts"
 import { eventCursor } from "../../domain/Cursor.ts"
 import { newUuid, Uuid } from "../../domain/Ids.ts"
 import { defineJob, enqueueJob } from "../JobRegistry.ts"
@@ -49,9 +48,8 @@ export const enqueueDelivery = (deliveryId: string, endpointId: string, dedupeKe
   )
 
 /** Call inside the event's transaction (services/Events.ts does). */
-export const fanOut = (event: EventRow) =>
+export const fanOut = (event: EventRow, endpoints: ReadonlyArray<{ readonly id: string }>) =>
   Effect.gen(function*() {
-    const endpoints = yield* WebhooksRepo.subscribedTo(event.organization_id, event.type)
     if (endpoints.length === 0) return
     const body = envelopeOf(event)
     for (const endpoint of endpoints) {
