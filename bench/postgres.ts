@@ -6,7 +6,7 @@
 import { databaseUrlFor, startPgCluster } from "../test/support/postgres.ts"
 import { createReadySandbox, idempotencyKey, minimalSandbox, poll } from "../test/support/sandbox.ts"
 import { api, type Bootstrap, runCli, startServer, tempDataDir } from "../test/support/server.ts"
-import { GATEWAY_POOL, WARM_PAUSE_MS } from "./measure.ts"
+import { GATEWAY_POOL, stats, warmCreates } from "./measure.ts"
 
 export interface Stats {
   readonly p50: number
@@ -22,12 +22,6 @@ export interface PgFigures {
   readonly getFullStack: Stats
   /** Creates per second (202 → operation succeeded) of `creates` creates spread over two replicas, and over one. */
   readonly throughput: { readonly creates: number; readonly oneReplica: number; readonly twoReplicas: number }
-}
-
-const stats = (samples: Array<number>): Stats => {
-  const sorted = [...samples].sort((a, b) => a - b)
-  const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!
-  return { p50: at(0.5), p90: at(0.9) }
 }
 
 export const benchPostgres = async (rounds: number): Promise<PgFigures> => {
@@ -64,15 +58,9 @@ export const benchPostgres = async (rounds: number): Promise<PgFigures> => {
       created.push(await create(http))
       createSamples.push(performance.now() - t)
     }
-    // One at a time, the pool refilled in between (bench/create.ts, its warm row).
-    const warmSamples: Array<number> = []
-    for (let i = 0; i < Math.min(rounds, 20); i++) {
-      await Bun.sleep(WARM_PAUSE_MS)
-      const t = performance.now()
-      created.push(await create(http))
-      warmSamples.push(performance.now() - t)
-    }
     await destroyAll()
+    // One at a time, each alone, the pool refilled in between (bench/create.ts, its warm row).
+    const createWarm = await warmCreates(() => create(http), (id) => http.delete(`/v1/sandboxes/${id}`, auth), rounds)
 
     const sandbox = await createReadySandbox(http, auth)
     created.push(sandbox.id)
@@ -111,7 +99,7 @@ export const benchPostgres = async (rounds: number): Promise<PgFigures> => {
     const b = await startServer({ dataDir: tempDataDir("bench-pg-b"), env: env("bench-b") })
     servers.push(b)
     const twoReplicas = await batch([http, api(b.url)])
-    return { createReady: stats(createSamples), createWarm: stats(warmSamples), get: stats(fastGets), getFullStack: stats(fullGets), throughput: { creates, oneReplica, twoReplicas } }
+    return { createReady: stats(createSamples), createWarm, get: stats(fastGets), getFullStack: stats(fullGets), throughput: { creates, oneReplica, twoReplicas } }
   } finally {
     for (const server of servers) await server.stop()
     cluster.stop()
