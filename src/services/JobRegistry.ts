@@ -5,7 +5,7 @@
  * reaches a handler as a cast.
  */
 import { Data, Effect, Option, Schema } from "effect"
-import { JobsRepo } from "../db/repos/Jobs.ts"
+import { JobsRepo, type Lease } from "../db/repos/Jobs.ts"
 import type { ErrorObject } from "../domain/Errors.ts"
 import type { SandboxId } from "../domain/Ids.ts"
 import { nowIso } from "../domain/Time.ts"
@@ -69,24 +69,32 @@ export interface NewJob<P> {
   readonly ordered?: boolean | undefined
 }
 
-/** Writes a job row; call it inside the transaction that writes the resource. */
-export const enqueueJob = <P, I>(type: JobType<P, I>, job: NewJob<P>) =>
+/**
+ * Writes a job row; call it inside the transaction that writes the resource. With `leasedTo` (OperationRunner
+ * `lease`; for the job of a resource that transaction creates), the row is written leased when a claim would take
+ * it, and answered: start it with the runner's `runClaimed` once the transaction has committed.
+ */
+export const enqueueJob = <P, I>(type: JobType<P, I>, job: NewJob<P>, leasedTo?: Lease) =>
   Effect.gen(function*() {
     const now = yield* nowIso
     const payload = yield* Effect.orDie(Schema.encode(type.payload)(job.payload))
     const span = yield* Effect.currentSpan.pipe(Effect.option)
-    yield* JobsRepo.enqueue({
+    const row = {
       type: type.type,
       dedupeKey: job.dedupeKey,
       lockKey: job.lockKey ?? null,
       payload,
       availableAt: job.availableAt ?? now,
-      replace: job.replace === true,
       now,
       sandboxId: job.sandboxId,
-      ordered: job.ordered === true,
       traceParent: Option.match(span, { onNone: () => null, onSome: traceParentOf })
-    })
+    }
+    if (leasedTo !== undefined && job.replace !== true && job.ordered !== true) {
+      const claimed = yield* JobsRepo.enqueueLeased(row, leasedTo)
+      if (claimed !== undefined) return claimed
+    }
+    yield* JobsRepo.enqueue({ ...row, replace: job.replace === true, ordered: job.ordered === true })
+    return undefined
   })
 
 /** Cancels a pending job (e.g. a timeout that no longer applies). A running one is left to finish. */

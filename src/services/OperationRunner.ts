@@ -9,7 +9,7 @@
 import { Cause, Context, Duration, Effect, Either, Exit, Fiber, FiberSet, Layer, Option, ParseResult, Queue, Schema } from "effect"
 import * as os from "node:os"
 import { AppConfig } from "../Config.ts"
-import { type ClaimedJobRow, JobsRepo, type JobRow } from "../db/repos/Jobs.ts"
+import { type ClaimedJobRow, JobsRepo, type JobRow, type Lease } from "../db/repos/Jobs.ts"
 import type { ErrorObject } from "../domain/Errors.ts"
 import { newUuid } from "../domain/Ids.ts"
 import { isoAfter, nowIso } from "../domain/Time.ts"
@@ -48,6 +48,13 @@ export interface OperationRunnerShape {
    * runner is full or not started) the loop is woken instead and takes it as usual.
    */
   readonly runNow: (dedupeKey: string) => Effect.Effect<void>
+  /**
+   * A lease to enqueue a job under already claimed (JobRegistry `enqueueJob`'s `leasedTo`), when the runner is
+   * started and has room for one more job; none otherwise (then enqueue as usual and `runNow`).
+   */
+  readonly lease: Effect.Effect<Option.Option<Lease>>
+  /** Starts a job enqueued under `lease`, once its transaction has committed. */
+  readonly runClaimed: (job: ClaimedJobRow) => Effect.Effect<void>
   /** This process's lease owner id. */
   readonly owner: string
   /**
@@ -255,6 +262,10 @@ export const OperationRunnerLive = Layer.scoped(
         return Effect.asVoid(FiberSet.run(fibers, loop))
       }),
       wake,
+      lease: Effect.suspend(() =>
+        started.value && running.size - lanedRunning() < MAX_CONCURRENT ? Effect.map(lease, Option.some) : Effect.succeed(Option.none())
+      ),
+      runClaimed: (job) => start([job]),
       runNow: (dedupeKey) =>
         Effect.gen(function*() {
           if (!started.value || running.size - lanedRunning() >= MAX_CONCURRENT) return yield* wake

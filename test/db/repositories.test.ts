@@ -145,6 +145,27 @@ describe("repositories", () => {
       expect((yield* sql<{ n: number }>`SELECT COUNT(*) AS n FROM idempotency_keys`)[0]!.n).toBe(1)
     }).pipe(Effect.provide(layerFor())))
 
+  it.live("a job enqueued already leased is written leased only where a claim would take it", () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const jobs = yield* JobsRepo
+      const lease = { owner: "me", now: "2030-01-01T00:00:01.000Z", leaseExpiresAt: "2030-01-01T00:00:16.000Z" }
+      const job = (dedupeKey: string, lockKey: string | null, availableAt = NOW) => ({ type: "t", dedupeKey, lockKey, payload: { k: dedupeKey }, availableAt, now: NOW })
+      // Leased to the caller on its first attempt, under a token of its own, with nothing else to wait for.
+      const leased = yield* jobs.enqueueLeased(job("new", "lock:new"), lease)
+      expect(leased).toMatchObject({ recovered: false, row: { dedupe_key: "new", lock_key: "lock:new", attempts: 1, lease_owner: "me" } })
+      expect(yield* sql`SELECT state, lease_token FROM jobs WHERE dedupe_key = 'new'`).toEqual([{ state: "leased", lease_token: leased!.token }])
+      // Not where a claim would not take it: its key exists, its lock key has an unfinished job, it is not due.
+      yield* jobs.enqueue({ ...job("held", "lock:held"), replace: false })
+      expect(yield* jobs.enqueueLeased(job("held", "lock:other"), lease)).toBeUndefined()
+      expect(yield* jobs.enqueueLeased(job("second", "lock:held"), lease)).toBeUndefined()
+      expect(yield* jobs.enqueueLeased(job("later", null, "2030-01-01T00:10:00.000Z"), lease)).toBeUndefined()
+      expect((yield* sql<{ dedupe_key: string; state: string }>`SELECT dedupe_key, state FROM jobs ORDER BY dedupe_key`)).toEqual([
+        { dedupe_key: "held", state: "pending" },
+        { dedupe_key: "new", state: "leased" }
+      ])
+    }).pipe(Effect.provide(layerFor())))
+
   it.live("a claim takes one due job per lock key, none whose lock a live lease holds, and none this process runs", () =>
     Effect.gen(function*() {
       const jobs = yield* JobsRepo

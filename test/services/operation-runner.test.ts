@@ -1,6 +1,6 @@
 import { SqlClient } from "@effect/sql"
 import { describe, expect, it } from "@effect/vitest"
-import { ConfigProvider, Deferred, Effect, Layer, Ref, Schema } from "effect"
+import { ConfigProvider, Deferred, Effect, Layer, Option, Ref, Schema } from "effect"
 import * as os from "node:os"
 import { AppConfig, appConfig } from "../../src/Config.ts"
 import { DatabaseLive } from "../../src/db/Database.ts"
@@ -37,6 +37,29 @@ const waitFor = <A>(check: Effect.Effect<A, unknown, SqlClient.SqlClient>, ok: (
   })
 
 describe("OperationRunner", () => {
+  it.live("a job enqueued under the runner's lease runs with no claim; without room or a start there is no lease", () =>
+    Effect.gen(function*() {
+      const runner = yield* OperationRunner
+      expect(yield* runner.lease).toEqual(Option.none()) // not started
+      const ran = yield* Deferred.make<string>()
+      yield* runner.register(jobType("test.leased"), { run: (job) => Effect.asVoid(Deferred.succeed(ran, job.dedupeKey)), giveUp: () => Effect.void })
+      yield* runner.start
+      yield* Effect.sleep("50 millis") // the loop's first claim is behind it
+      const lease = Option.getOrThrow(yield* runner.lease)
+      // Taken a moment before the enqueue, as a request takes it before its transaction.
+      yield* Effect.sleep("5 millis")
+      const claimed = yield* enqueueJob(jobType("test.leased"), { dedupeKey: "leased:a", lockKey: "lock:leased", payload: null }, lease)
+      expect(claimed?.row.dedupe_key).toBe("leased:a")
+      expect((yield* jobState("leased:a"))?.state).toBe("leased")
+      yield* runner.runClaimed(claimed!)
+      expect(yield* Deferred.await(ran).pipe(Effect.timeout("5 seconds"))).toBe("leased:a")
+      expect((yield* waitFor(jobState("leased:a"), (row) => row?.state === "succeeded"))?.attempts).toBe(1)
+      // Where a claim would not take it (its lock key has an unfinished job), it is enqueued as usual.
+      yield* enqueueJob(jobType("test.leased"), { dedupeKey: "leased:held", lockKey: "lock:x", payload: null, availableAt: new Date(Date.now() + 60_000).toISOString() })
+      expect(yield* enqueueJob(jobType("test.leased"), { dedupeKey: "leased:b", lockKey: "lock:x", payload: null }, lease)).toBeUndefined()
+      expect((yield* jobState("leased:b"))?.state).toBe("pending")
+    }).pipe(Effect.provide(testLayer())))
+
   it.live("runNow leases and starts a due job at once; a held lock or a future due time leaves it to the loop", () =>
     Effect.gen(function*() {
       const runner = yield* OperationRunner

@@ -7,7 +7,7 @@ import { SqlClient } from "@effect/sql"
 import { Effect, Schema } from "effect"
 import { AppConfig, nodeIdOf } from "../../Config.ts"
 import { newUuid, type SandboxId } from "../../domain/Ids.ts"
-import { type ClaimedJob, Dialect, type JobTypeFilter, orderFree } from "../Dialect.ts"
+import { CLAIMED_JOB_COLUMNS, type ClaimedJob, Dialect, type JobTypeFilter, orderFree } from "../Dialect.ts"
 import { rowsOf, run } from "../Rows.ts"
 
 /**
@@ -104,6 +104,30 @@ export class JobsRepo extends Effect.Service<JobsRepo>()("app/db/JobsRepo", {
             : sql`INSERT INTO jobs (id, type, dedupe_key, lock_key, lock_seq, payload, state, available_at, created_at, updated_at, node_id, trace_parent)
                 VALUES (${newUuid()}, ${job.type}, ${job.dedupeKey}, ${lockKey}, ${place}, ${payload}, 'pending', ${job.availableAt}, ${job.now}, ${job.now}, ${nodeOf}, ${traceParent})
                 ON CONFLICT (dedupe_key) DO NOTHING`)
+        }),
+      /**
+       * Enqueues a job already leased to `lease.owner` (its first run, as a claim would lease it), to be started
+       * by that runner at once without a claim. For the job of a resource created in the same transaction: nothing
+       * else can enqueue under its lock key before the commit, so the check below needs no claim's lock. Only when
+       * a claim would take it (due, no job with this dedupe key yet, no unfinished job with its lock key, not
+       * pinned to another node); otherwise nothing is written and undefined is answered: enqueue it as usual.
+       */
+      enqueueLeased: (job: Omit<NewJobRow, "replace" | "ordered">, lease: Lease) =>
+        Effect.gen(function*() {
+          const token = newUuid()
+          const nodeOf = job.sandboxId === undefined ? sql`NULL` : sql`(SELECT node_id FROM sandboxes WHERE id = ${job.sandboxId})`
+          const free = job.lockKey === null
+            ? sql``
+            : sql`AND NOT EXISTS (SELECT 1 FROM jobs WHERE lock_key = ${job.lockKey} AND state IN ('pending', 'leased'))`
+          const rows = yield* jobs.all(sql`INSERT INTO jobs (id, type, dedupe_key, lock_key, lock_seq, payload, state, available_at, created_at, updated_at, node_id, trace_parent,
+                lease_owner, lease_token, lease_expires_at, attempts)
+              SELECT ${newUuid()}, ${job.type}, ${job.dedupeKey}, ${job.lockKey}, NULL, ${JSON.stringify(job.payload ?? null)}, 'leased', ${job.availableAt}, ${job.now}, ${job.now},
+                ${nodeOf}, ${job.traceParent ?? null}, ${lease.owner}, ${token}, ${lease.leaseExpiresAt}, 1
+              WHERE ${job.availableAt} <= ${job.now} AND (${nodeOf} IS NULL OR ${nodeOf} = ${node})
+                AND NOT EXISTS (SELECT 1 FROM jobs WHERE dedupe_key = ${job.dedupeKey}) ${free}
+              RETURNING ${sql.literal(CLAIMED_JOB_COLUMNS)}`)
+          const row = rows[0]
+          return row === undefined ? undefined : { row, token, recovered: false } satisfies ClaimedJobRow
         }),
       /**
        * A running job leaves its sandbox's order (a process once started: the next job of the order may start while

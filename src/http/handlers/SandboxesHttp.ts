@@ -1,6 +1,6 @@
 /** `/v1/sandboxes` with a project API key: create (idempotent), list, read, pause, resume, extend, delete, capabilities, metrics. */
 import { HttpApiBuilder, HttpServerRequest } from "@effect/platform"
-import { Effect, Schema } from "effect"
+import { Effect, Option, Schema } from "effect"
 import { conflict, validationError } from "../../domain/Errors.ts"
 import { type ExtendSandbox, SandboxMutation, SandboxRequest } from "../../domain/Sandbox.ts"
 import { createSandbox, destroySandbox, extendSandbox, pauseSandbox, resumeSandbox } from "../../services/sandboxes/SandboxCommands.ts"
@@ -51,6 +51,10 @@ export const sandboxHandlers = Effect.gen(function*() {
   return {
     create: (caller: PlaneCaller, { headers, payload }: { readonly headers: typeof IdempotencyHeaders.Type; readonly payload: typeof SandboxRequest.Type }) =>
       Effect.gen(function*() {
+        // The provision job is written already claimed by this runner when it has room (no claim after the
+        // commit); a replayed request answers what was stored and has no job to start.
+        const lease = Option.getOrUndefined(yield* runner.lease)
+        let claimed: Parameters<typeof runner.runClaimed>[0] | undefined
         const mutation = yield* idempotency.remember({
           principalId: caller.principalId,
           scope: `sandboxes.create:${caller.projectId}`,
@@ -58,9 +62,13 @@ export const sandboxHandlers = Effect.gen(function*() {
           required: true,
           request: payload,
           schema: SandboxMutation,
-          run: Effect.map(createSandbox(caller, { requested: encodeRequest(payload) }), mutationToWire)
+          run: Effect.map(createSandbox(caller, { requested: encodeRequest(payload) }, lease), (created) => {
+            claimed = created.job
+            return mutationToWire(created)
+          })
         })
-        return yield* Effect.zipRight(startNow(mutation), accepted(SandboxMutation, mutation, `${caller.base}/operations/${mutation.operation.id}`))
+        const start = claimed === undefined ? startNow(mutation) : runner.runClaimed(claimed)
+        return yield* Effect.zipRight(start, accepted(SandboxMutation, mutation, `${caller.base}/operations/${mutation.operation.id}`))
       }).pipe(provide),
     extend: (caller: PlaneCaller, { path, payload }: { readonly path: Path; readonly payload: typeof ExtendSandbox.Type }) =>
       extendSandbox(caller, path.sandbox_id, payload.runtime_timeout_seconds).pipe(Effect.tap(runner.wake), Effect.map(sandboxToWire), provide),

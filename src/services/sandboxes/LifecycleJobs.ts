@@ -5,6 +5,7 @@
  */
 import { Effect } from "effect"
 import { enqueueJob } from "../JobRegistry.ts"
+import type { Lease } from "../../db/repos/Jobs.ts"
 import { SandboxesRepo } from "../../db/repos/Sandboxes.ts"
 import { type LifecyclePayload, RuntimeTimeoutJob, SandboxDestroyJob, SandboxPauseJob, SandboxProvisionJob, SandboxResumeJob } from "./JobTypes.ts"
 import { insertOperation } from "./Operations.ts"
@@ -55,14 +56,15 @@ const JOB_OF_OPERATION = {
 export const operationJobKey = (operation: { readonly type: OperationTypeName; readonly id: OperationId; readonly resource_id: SandboxId }) =>
   lifecycleJobKey(JOB_OF_OPERATION[operation.type], { sandbox_id: operation.resource_id, operation_id: operation.id })
 
-export const lifecycleJob = (type: keyof typeof LIFECYCLE_JOBS, payload: LifecyclePayload) =>
+/** `leasedTo`: see `enqueueJob` (a create's provision job, its sandbox new in the same transaction). */
+export const lifecycleJob = (type: keyof typeof LIFECYCLE_JOBS, payload: LifecyclePayload, leasedTo?: Lease) =>
   enqueueJob(LIFECYCLE_JOBS[type], {
     dedupeKey: lifecycleJobKey(type, payload),
     lockKey: sandboxLockKey(payload.sandbox_id),
     payload,
     replace: type === "sandbox.destroy",
     sandboxId: payload.sandbox_id
-  })
+  }, leasedTo)
 
 /**
  * A pause or destroy the gateway starts itself (a timer, a resource the provider lost), with an operation so

@@ -7,6 +7,7 @@ import { Effect } from "effect"
 import { inTransaction } from "../../db/Db.ts"
 import { BillingRepo } from "../../db/repos/Billing.ts"
 import { RecordingsRepo } from "../../db/repos/Recordings.ts"
+import type { Lease } from "../../db/repos/Jobs.ts"
 import type { OperationRow } from "../../db/repos/Operations.ts"
 import { SandboxesRepo, type StoredRequest } from "../../db/repos/Sandboxes.ts"
 import { apiError, conflict, PaymentRequired } from "../../domain/Errors.ts"
@@ -37,7 +38,11 @@ export interface CreateSandboxInput {
   readonly requested: typeof StoredRequest.Type
 }
 
-export const createSandbox = (caller: Caller, input: CreateSandboxInput) =>
+/**
+ * With `leasedTo` (OperationRunner `lease`), the provision job is written already claimed when it can be, and
+ * answered as `job`: the caller starts it with `runClaimed` after the commit (else with `runNow`).
+ */
+export const createSandbox = (caller: Caller, input: CreateSandboxInput, leasedTo?: Lease) =>
   inTransaction(Effect.gen(function*() {
     const environment = unknownEnvironment(input.requested.source)
     if (environment !== undefined) return yield* environment
@@ -47,8 +52,8 @@ export const createSandbox = (caller: Caller, input: CreateSandboxInput) =>
     if (sandbox === undefined) return yield* noCredit(caller.organizationId)
     const operation = yield* insertOperation({ ...caller, type: "sandbox_create", resourceId: id })
     yield* appendEvent({ type: "sandbox.requested", organizationId: caller.organizationId, projectId: caller.projectId, data: { sandbox_id: id, provider } })
-    yield* lifecycleJob("sandbox.provision", { sandbox_id: id, operation_id: operation.id })
-    return { sandbox, operation }
+    const job = yield* lifecycleJob("sandbox.provision", { sandbox_id: id, operation_id: operation.id }, leasedTo)
+    return { sandbox, operation, job }
   })).pipe(Effect.withSpan("SandboxCommands.createSandbox", { attributes: { "project.id": caller.projectId } }))
 
 const PAUSABLE = new Set(["ready", "pausing"])
