@@ -61,9 +61,13 @@ export const writeIdentityFiles = (state: JailState, files: Record<string, strin
       const stat = fs.fstatSync(dir)
       if (stat.uid !== 0) throw new Error("the jail's /etc is not the runtime's")
       for (const [name, content] of Object.entries(files)) {
-        const fd = fs.openSync(`/proc/self/fd/${dir}/${name}`, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_TRUNC | fs.constants.O_NOFOLLOW, 0o644)
+        // Written over, then cut to its new length: a truncation to nothing first makes ext4 write the file out
+        // at its close (auto_da_alloc, ~150 µs a file here), and nothing reads these before the handout ends.
+        const fd = fs.openSync(`/proc/self/fd/${dir}/${name}`, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_NOFOLLOW, 0o644)
         try {
-          fs.writeSync(fd, content)
+          const bytes = Buffer.from(content)
+          fs.writeSync(fd, bytes, 0, bytes.length, 0)
+          fs.ftruncateSync(fd, bytes.length)
         } finally {
           fs.closeSync(fd)
         }
