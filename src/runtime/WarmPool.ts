@@ -28,6 +28,9 @@ import { RuntimeError, type RuntimeSandbox, type RuntimeSandboxSpec } from "./Lo
 import { setHostnameIn } from "./Ns.ts"
 import { updateLease } from "./UidLeases.ts"
 
+/** How long after a handout the pool starts refilling (see `refill`): the create's own work there takes ~5 ms. */
+const REFILL_DELAY_MS = 25
+
 /** Jails started ahead of demand (no internet, default limits) are named like this until handed out. */
 export const POOL_PREFIX = "pool-"
 export const isPooled = (id: string) => id.startsWith(POOL_PREFIX)
@@ -77,13 +80,18 @@ export const makeWarmPool = (
   // Deferred: starting a jail does synchronous work (its disk, cgroups, the spawn) that must not delay the
   // create that took a warm jail.
   let refillScheduled = false
+  /**
+   * Starts what the pool lacks, REFILL_DELAY_MS later: starting a jail blocks the event loop for 1–4 ms (its disk,
+   * its cgroups, the spawn), which would otherwise fall inside the create that just took a jail (its answer, its
+   * ready transaction), in the same process.
+   */
   const refill = () => {
     if (refillScheduled || isClosed() || poolSize === 0) return
     refillScheduled = true
     setTimeout(() => {
       refillScheduled = false
       fillPool()
-    }, 0)
+    }, REFILL_DELAY_MS)
   }
   /** A create found no warm jail ready: the pool grows by one (up to its ceiling). */
   const missed = () => {
