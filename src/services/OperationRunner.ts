@@ -216,7 +216,9 @@ export const OperationRunnerLive = Layer.scoped(
       Effect.forEach(claimed, (job) => {
         running.add(job.row.id)
         lanes.get(job.row.type)?.running.add(job.row.id)
-        return FiberSet.run(fibers, Effect.withTracerEnabled(runOne(job), true))
+        // Interruptible whatever the caller is (a request starts its job in an uninterruptible region): its lease
+        // renewal and a shutdown must be able to stop it.
+        return FiberSet.run(fibers, Effect.interruptible(Effect.withTracerEnabled(runOne(job), true)))
       }, { discard: true })
 
     const loop = Effect.gen(function*() {

@@ -55,20 +55,25 @@ export const sandboxHandlers = Effect.gen(function*() {
         // commit); a replayed request answers what was stored and has no job to start.
         const lease = Option.getOrUndefined(yield* runner.lease)
         let claimed: Parameters<typeof runner.runClaimed>[0] | undefined
-        const mutation = yield* idempotency.remember({
-          principalId: caller.principalId,
-          scope: `sandboxes.create:${caller.projectId}`,
-          key: headers["idempotency-key"],
-          required: true,
-          request: payload,
-          schema: SandboxMutation,
-          run: Effect.map(createSandbox(caller, { requested: encodeRequest(payload) }, lease), (created) => {
-            claimed = created.job
-            return mutationToWire(created)
+        // Not interrupted between the commit and the job's start (a client that hangs up then): a leased job
+        // left unstarted would wait for its lease to expire.
+        const mutation = yield* Effect.uninterruptible(Effect.gen(function*() {
+          const committed = yield* idempotency.remember({
+            principalId: caller.principalId,
+            scope: `sandboxes.create:${caller.projectId}`,
+            key: headers["idempotency-key"],
+            required: true,
+            request: payload,
+            schema: SandboxMutation,
+            run: Effect.map(createSandbox(caller, { requested: encodeRequest(payload) }, lease), (created) => {
+              claimed = created.job
+              return mutationToWire(created)
+            })
           })
-        })
-        const start = claimed === undefined ? startNow(mutation) : runner.runClaimed(claimed)
-        return yield* Effect.zipRight(start, accepted(SandboxMutation, mutation, `${caller.base}/operations/${mutation.operation.id}`))
+          yield* claimed === undefined ? startNow(committed) : runner.runClaimed(claimed)
+          return committed
+        }))
+        return yield* accepted(SandboxMutation, mutation, `${caller.base}/operations/${mutation.operation.id}`)
       }).pipe(provide),
     extend: (caller: PlaneCaller, { path, payload }: { readonly path: Path; readonly payload: typeof ExtendSandbox.Type }) =>
       extendSandbox(caller, path.sandbox_id, payload.runtime_timeout_seconds).pipe(Effect.tap(runner.wake), Effect.map(sandboxToWire), provide),
