@@ -69,17 +69,13 @@ export interface NewJob<P> {
   readonly ordered?: boolean | undefined
 }
 
-/**
- * Writes a job row; call it inside the transaction that writes the resource. With `leasedTo` (OperationRunner
- * `lease`; for the job of a resource that transaction creates), the row is written leased when a claim would take
- * it, and answered: start it with the runner's `runClaimed` once the transaction has committed.
- */
-export const enqueueJob = <P, I>(type: JobType<P, I>, job: NewJob<P>, leasedTo?: Lease) =>
+/** The row `enqueueJob` writes for `job` of `type`: its payload encoded, due now unless it says, in this trace. */
+export const jobRow = <P, I>(type: JobType<P, I>, job: NewJob<P>) =>
   Effect.gen(function*() {
     const now = yield* nowIso
     const payload = yield* Effect.orDie(Schema.encode(type.payload)(job.payload))
     const span = yield* Effect.currentSpan.pipe(Effect.option)
-    const row = {
+    return {
       type: type.type,
       dedupeKey: job.dedupeKey,
       lockKey: job.lockKey ?? null,
@@ -89,6 +85,16 @@ export const enqueueJob = <P, I>(type: JobType<P, I>, job: NewJob<P>, leasedTo?:
       sandboxId: job.sandboxId,
       traceParent: Option.match(span, { onNone: () => null, onSome: traceParentOf })
     }
+  })
+
+/**
+ * Writes a job row; call it inside the transaction that writes the resource. With `leasedTo` (OperationRunner
+ * `lease`; for the job of a resource that transaction creates), the row is written leased when a claim would take
+ * it, and answered: start it with the runner's `runClaimed` once the transaction has committed.
+ */
+export const enqueueJob = <P, I>(type: JobType<P, I>, job: NewJob<P>, leasedTo?: Lease) =>
+  Effect.gen(function*() {
+    const row = yield* jobRow(type, job)
     if (leasedTo !== undefined && job.replace !== true && job.ordered !== true) {
       const claimed = yield* JobsRepo.enqueueLeased(row, leasedTo)
       if (claimed !== undefined) return claimed
@@ -96,6 +102,10 @@ export const enqueueJob = <P, I>(type: JobType<P, I>, job: NewJob<P>, leasedTo?:
     yield* JobsRepo.enqueue({ ...row, replace: job.replace === true, ordered: job.ordered === true })
     return undefined
   })
+
+/** Several jobs (`jobRow`s) written, or re-armed, as `enqueueJob` with `replace` does, in one statement. */
+export const rearmJobs = (rows: ReadonlyArray<Effect.Effect<Effect.Effect.Success<ReturnType<typeof jobRow>>>>) =>
+  Effect.flatMap(Effect.all(rows), (all) => JobsRepo.enqueueReplacing(all))
 
 /** Cancels a pending job (e.g. a timeout that no longer applies). A running one is left to finish. */
 export const cancelJob = (dedupeKey: string) => Effect.flatMap(nowIso, (now) => JobsRepo.cancel(dedupeKey, now))

@@ -81,30 +81,36 @@ export class JobsRepo extends Effect.Service<JobsRepo>()("app/db/JobsRepo", {
     const seqs = rowsOf("jobs", Schema.Struct({ seq: Schema.Int }))
     const tails = rowsOf("jobs", Schema.Struct({ seq: Schema.NullOr(Schema.Int) }))
 
+    /** Inserts jobs (their places in their sandboxes' orders taken); an existing dedupe key is re-armed or kept. */
+    const insert = (rows: ReadonlyArray<{ readonly job: Omit<NewJobRow, "replace">; readonly place: number | null }>, replace: boolean) => {
+      const values = sql.csv(rows.map(({ job, place }) => {
+        const nodeOf = job.sandboxId === undefined ? sql`NULL` : sql`(SELECT node_id FROM sandboxes WHERE id = ${job.sandboxId})`
+        const lockKey = place !== null ? orderKey(job.sandboxId!) : job.lockKey
+        return sql`(${newUuid()}, ${job.type}, ${job.dedupeKey}, ${lockKey}, ${place}, ${JSON.stringify(job.payload ?? null)}, 'pending', ${job.availableAt}, ${job.now}, ${job.now}, ${nodeOf}, ${job.traceParent ?? null})`
+      }))
+      return run(sql`INSERT INTO jobs (id, type, dedupe_key, lock_key, lock_seq, payload, state, available_at, created_at, updated_at, node_id, trace_parent)
+        VALUES ${values}
+        ${replace
+          ? sql`ON CONFLICT (dedupe_key) DO UPDATE SET payload = excluded.payload, available_at = excluded.available_at,
+              state = 'pending', attempts = 0, last_error = NULL, updated_at = excluded.updated_at, node_id = excluded.node_id,
+              trace_parent = excluded.trace_parent
+            WHERE jobs.state <> 'leased'`
+          : sql`ON CONFLICT (dedupe_key) DO NOTHING`}`)
+    }
     return {
       /** How many jobs of each type are in each state (the operators' metrics). */
       countsByTypeAndState: counts.all(sql`SELECT type, state, COUNT(*) AS n FROM jobs GROUP BY type, state`),
       enqueue: (job: NewJobRow) =>
         Effect.gen(function*() {
-          const payload = JSON.stringify(job.payload ?? null)
-          const traceParent = job.traceParent ?? null
-          const nodeOf = job.sandboxId === undefined ? sql`NULL` : sql`(SELECT node_id FROM sandboxes WHERE id = ${job.sandboxId})`
           // Its place in the sandbox's order: taken in the accepting transaction (a rollback gives it back).
           const place = job.ordered === true && job.sandboxId !== undefined
             ? (yield* seqs.all(sql`UPDATE sandboxes SET order_seq = order_seq + 1 WHERE id = ${job.sandboxId} RETURNING order_seq AS seq`))[0]?.seq ?? null
             : null
-          const lockKey = place !== null ? orderKey(job.sandboxId!) : job.lockKey
-          yield* run(job.replace
-            ? sql`INSERT INTO jobs (id, type, dedupe_key, lock_key, lock_seq, payload, state, available_at, created_at, updated_at, node_id, trace_parent)
-                VALUES (${newUuid()}, ${job.type}, ${job.dedupeKey}, ${lockKey}, ${place}, ${payload}, 'pending', ${job.availableAt}, ${job.now}, ${job.now}, ${nodeOf}, ${traceParent})
-                ON CONFLICT (dedupe_key) DO UPDATE SET payload = excluded.payload, available_at = excluded.available_at,
-                  state = 'pending', attempts = 0, last_error = NULL, updated_at = excluded.updated_at, node_id = excluded.node_id,
-                  trace_parent = excluded.trace_parent
-                WHERE jobs.state <> 'leased'`
-            : sql`INSERT INTO jobs (id, type, dedupe_key, lock_key, lock_seq, payload, state, available_at, created_at, updated_at, node_id, trace_parent)
-                VALUES (${newUuid()}, ${job.type}, ${job.dedupeKey}, ${lockKey}, ${place}, ${payload}, 'pending', ${job.availableAt}, ${job.now}, ${job.now}, ${nodeOf}, ${traceParent})
-                ON CONFLICT (dedupe_key) DO NOTHING`)
+          yield* insert([{ job, place }], job.replace)
         }),
+      /** Jobs of no order, in one statement; each re-armed as `enqueue` with `replace` does. */
+      enqueueReplacing: (jobs: ReadonlyArray<Omit<NewJobRow, "replace" | "ordered">>) =>
+        jobs.length === 0 ? Effect.void : insert(jobs.map((job) => ({ job, place: null })), true),
       /**
        * Enqueues a job already leased to `lease.owner` (its first run, as a claim would lease it), to be started
        * by that runner at once without a claim. For the job of a resource created in the same transaction: nothing

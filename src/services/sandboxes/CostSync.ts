@@ -15,7 +15,7 @@ import { UsageRepo } from "../../db/repos/Usage.ts"
 import { isoAfter, nowIso } from "../../domain/Time.ts"
 import { appendEvent } from "../Events.ts"
 import { postLedgerEntry } from "../Ledger.ts"
-import { enqueueJob, type JobHandler, JobError } from "../JobRegistry.ts"
+import { enqueueJob, type JobHandler, JobError, jobRow } from "../JobRegistry.ts"
 import { CostSyncJob } from "./JobTypes.ts"
 import { startSystemAction } from "./LifecycleJobs.ts"
 import { armSpendLimitIfExhausted } from "./SpendLimit.ts"
@@ -29,15 +29,20 @@ const COST_SYNC_PAUSED_SECONDS = 300
 export const COST_SYNC_FINAL_SECONDS = 2
 
 /** (Re)arms the sandbox's cost sync `afterSeconds` from now. */
-export const armCostSync = (sandboxId: SandboxId, afterSeconds: number) =>
-  Effect.flatMap(nowIso, (now) =>
-    enqueueJob(CostSyncJob, {
-      dedupeKey: `sandbox:cost_sync:${sandboxId}`,
-      payload: { sandbox_id: sandboxId },
-      availableAt: isoAfter(now, afterSeconds),
-      replace: true,
-      sandboxId
-    }))
+/** A sandbox's cost sync `afterSeconds` from now (a new time replaces the old one). */
+const costSync = (sandboxId: SandboxId, afterSeconds: number) =>
+  Effect.map(nowIso, (now) => ({
+    dedupeKey: `sandbox:cost_sync:${sandboxId}`,
+    payload: { sandbox_id: sandboxId },
+    availableAt: isoAfter(now, afterSeconds),
+    replace: true,
+    sandboxId
+  }))
+
+export const armCostSync = (sandboxId: SandboxId, afterSeconds: number) => Effect.flatMap(costSync(sandboxId, afterSeconds), (job) => enqueueJob(CostSyncJob, job))
+
+/** `armCostSync`'s job row, for `rearmJobs`. */
+export const costSyncRow = (sandboxId: SandboxId, afterSeconds: number) => Effect.flatMap(costSync(sandboxId, afterSeconds), (job) => jobRow(CostSyncJob, job))
 
 export const makeCostSyncHandler = Effect.gen(function*() {
   const accounts = yield* ProviderAccounts

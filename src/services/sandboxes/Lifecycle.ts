@@ -16,10 +16,10 @@ import type { ErrorObject } from "../../domain/Errors.ts"
 import { isoAfter, nowIso } from "../../domain/Time.ts"
 import type { ProviderError, ProviderSandbox, SandboxProvider } from "../../providers/Provider.ts"
 import { appendEvent } from "../Events.ts"
-import { cancelJob, enqueueJob, type JobHandler, JobError } from "../JobRegistry.ts"
-import { armCostSync, COST_SYNC_FINAL_SECONDS, COST_SYNC_FIRST_SECONDS } from "./CostSync.ts"
+import { cancelJob, type JobHandler, JobError, jobRow, rearmJobs } from "../JobRegistry.ts"
+import { armCostSync, COST_SYNC_FINAL_SECONDS, COST_SYNC_FIRST_SECONDS, costSyncRow } from "./CostSync.ts"
 import { IdleCheckJob, type LifecyclePayload } from "./JobTypes.ts"
-import { armRuntimeTimeout, runtimeTimeoutJob, sandboxLockKey, startSystemAction } from "./LifecycleJobs.ts"
+import { runtimeTimeoutRow, sandboxLockKey, startSystemAction } from "./LifecycleJobs.ts"
 import { appendProcessEvent, finishProcess } from "./Processes.ts"
 import { setOperationState } from "./Operations.ts"
 import { actionFailure, logProviderFailure } from "./ProviderErrors.ts"
@@ -41,19 +41,25 @@ const runtimeDeadline = (sandbox: SandboxRow) =>
  */
 const armTimers = (sandbox: SandboxRow, deadline: string, deadlineStored: boolean) =>
   Effect.gen(function*() {
-    yield* armCostSync(sandbox.id, COST_SYNC_FIRST_SECONDS)
-    yield* (deadlineStored ? runtimeTimeoutJob(sandbox.id, deadline) : armRuntimeTimeout(sandbox.id, deadline))
     const { lifecycle } = yield* requestOf(sandbox)
-    if (lifecycle.idle_timeout_seconds !== undefined) {
-      yield* enqueueJob(IdleCheckJob, {
-        dedupeKey: `sandbox:idle_check:${sandbox.id}`,
-        lockKey: sandboxLockKey(sandbox.id),
-        payload: { sandbox_id: sandbox.id },
-        availableAt: isoAfter(yield* nowIso, Math.min(lifecycle.idle_timeout_seconds, 10 * 365 * 86400)),
-        replace: true,
-        sandboxId: sandbox.id
-      })
-    }
+    const idle = lifecycle.idle_timeout_seconds
+    // One statement for the jobs.
+    yield* rearmJobs([
+      costSyncRow(sandbox.id, COST_SYNC_FIRST_SECONDS),
+      runtimeTimeoutRow(sandbox.id, deadline),
+      ...(idle === undefined ? [] : [
+        Effect.flatMap(nowIso, (now) =>
+          jobRow(IdleCheckJob, {
+            dedupeKey: `sandbox:idle_check:${sandbox.id}`,
+            lockKey: sandboxLockKey(sandbox.id),
+            payload: { sandbox_id: sandbox.id },
+            availableAt: isoAfter(now, Math.min(idle, 10 * 365 * 86400)),
+            replace: true,
+            sandboxId: sandbox.id
+          }))
+      ])
+    ])
+    if (!deadlineStored) yield* SandboxesRepo.setDeadline(sandbox.id, deadline)
   })
 
 const disarmTimers = (sandboxId: SandboxId) =>

@@ -4,7 +4,7 @@
  * that the commands, timers and cost sync can start them without depending on the handlers.
  */
 import { Effect } from "effect"
-import { enqueueJob } from "../JobRegistry.ts"
+import { enqueueJob, jobRow } from "../JobRegistry.ts"
 import type { Lease } from "../../db/repos/Jobs.ts"
 import { SandboxesRepo } from "../../db/repos/Sandboxes.ts"
 import { type LifecyclePayload, RuntimeTimeoutJob, SandboxDestroyJob, SandboxPauseJob, SandboxProvisionJob, SandboxResumeJob } from "./JobTypes.ts"
@@ -27,19 +27,22 @@ const LIFECYCLE_JOBS = {
   "sandbox.destroy": SandboxDestroyJob
 }
 
-/** The runtime timeout fires at `at` (a new time replaces the old one); the sandbox's `expires_at` is the caller's. */
-export const runtimeTimeoutJob = (sandboxId: SandboxId, at: string) =>
-  enqueueJob(RuntimeTimeoutJob, {
-    dedupeKey: `sandbox:runtime_timeout:${sandboxId}`,
-    lockKey: sandboxLockKey(sandboxId),
-    payload: { sandbox_id: sandboxId },
-    availableAt: at,
-    replace: true,
-    sandboxId
-  })
+/** The runtime timeout's job, firing at `at` (a new time replaces the old one). */
+const runtimeTimeout = (sandboxId: SandboxId, at: string) => ({
+  dedupeKey: `sandbox:runtime_timeout:${sandboxId}`,
+  lockKey: sandboxLockKey(sandboxId),
+  payload: { sandbox_id: sandboxId },
+  availableAt: at,
+  replace: true,
+  sandboxId
+})
+
+/** The runtime timeout's job row, for `rearmJobs`; the sandbox's `expires_at` is the caller's. */
+export const runtimeTimeoutRow = (sandboxId: SandboxId, at: string) => jobRow(RuntimeTimeoutJob, runtimeTimeout(sandboxId, at))
 
 /** The runtime timeout fires at `at` (a new time replaces the old one), and the sandbox says so (`expires_at`). */
-export const armRuntimeTimeout = (sandboxId: SandboxId, at: string) => Effect.zipRight(runtimeTimeoutJob(sandboxId, at), SandboxesRepo.setDeadline(sandboxId, at))
+export const armRuntimeTimeout = (sandboxId: SandboxId, at: string) =>
+  Effect.zipRight(enqueueJob(RuntimeTimeoutJob, runtimeTimeout(sandboxId, at)), SandboxesRepo.setDeadline(sandboxId, at))
 
 /** A lifecycle job's dedupe key. One destroy per sandbox: a user destroy re-arms (replaces) a pending timeout-driven one. */
 const lifecycleJobKey = (type: keyof typeof LIFECYCLE_JOBS, payload: LifecyclePayload) =>
