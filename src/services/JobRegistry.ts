@@ -103,9 +103,11 @@ export const enqueueJob = <P, I>(type: JobType<P, I>, job: NewJob<P>, leasedTo?:
     return undefined
   })
 
+/** A job row as `jobRow` makes it. */
+export type JobRowOf = Effect.Effect.Success<ReturnType<typeof jobRow>>
+
 /** Several jobs (`jobRow`s) written, or re-armed, as `enqueueJob` with `replace` does, in one statement. */
-export const rearmJobs = (rows: ReadonlyArray<Effect.Effect<Effect.Effect.Success<ReturnType<typeof jobRow>>>>) =>
-  Effect.flatMap(Effect.all(rows), (all) => JobsRepo.enqueueReplacing(all))
+export const rearmJobs = (rows: ReadonlyArray<Effect.Effect<JobRowOf>>) => Effect.flatMap(Effect.all(rows), (all) => JobsRepo.enqueueReplacing(all))
 
 /** Cancels a pending job (e.g. a timeout that no longer applies). A running one is left to finish. */
 export const cancelJob = (dedupeKey: string) => Effect.flatMap(nowIso, (now) => JobsRepo.cancel(dedupeKey, now))

@@ -103,8 +103,8 @@ export class OperationsRepo extends Effect.Service<OperationsRepo>()("app/db/Ope
           const inserted = sql`INSERT INTO operations (id, project_id, organization_id, created_by_key_id, type, state, resource_type, resource_id, created_at, updated_at, completed_at, last_event_seq)
             VALUES (${operation.id}, ${operation.projectId}, ${operation.organizationId}, ${operation.keyId}, ${operation.type}, ${operation.state},
                     'sandbox', ${operation.resourceId}, ${now}, ${now}, ${operation.completed ? now : null}, ${first.length}) RETURNING *`
-          const values = sql.csv(first.map((e, i) => sql`(${operation.id}, ${i + 1}, ${e.type}, ${now}, ${JSON.stringify(e.data)})`))
           if (first.length === 0) return (yield* operations.all(inserted))[0]!
+          const values = sql.csv(first.map((e, i) => sql`(${operation.id}, ${i + 1}, ${e.type}, ${now}, ${JSON.stringify(e.data)})`))
           if (dialect.engine === "pg") {
             const [row] = yield* operations.all(sql`WITH o AS (${inserted}), e AS (
                 INSERT INTO operation_events (operation_id, seq, type, occurred_at, data)
