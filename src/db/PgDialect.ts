@@ -12,7 +12,7 @@
  * The event log's order is its commit order: `lockEventLog` serialises the transactions that append events
  * (an advisory lock held until commit), so a reader that has seen `seq` n never later finds a smaller one.
  */
-import type { SqlClient } from "@effect/sql"
+import type { SqlClient, Statement } from "@effect/sql"
 import { Effect } from "effect"
 import { CLAIMED_JOB_COLUMNS, type ClaimedJob, orderFree, type DialectShape } from "./Dialect.ts"
 
@@ -45,12 +45,13 @@ export const makePgDialect = (sql: SqlClient.SqlClient): DialectShape => {
   const lockFree = (now: string) =>
     sql`(lock_key IS NULL OR lock_key NOT IN (
       SELECT lock_key FROM jobs WHERE state = 'leased' AND lease_expires_at > ${now} AND lock_key IS NOT NULL))`
-  /** Takes the lock key for this transaction when no other transaction holds it (never waits). */
+  /**
+   * Takes a job lock key for this transaction when no other transaction holds it (never waits): `key` is the
+   * advisory key's text, `advisoryKey("job-lock", …)`, as a value or an expression.
+   */
+  const triedLockKey = (key: Statement.Fragment) => sql`pg_try_advisory_xact_lock(hashtextextended(${key}, 0))`
   const tryLockKey = (lockKey: string) =>
-    Effect.map(
-      sql<{ locked: boolean }>`SELECT pg_try_advisory_xact_lock(hashtextextended(${advisoryKey("job-lock", lockKey)}, 0)) AS locked`,
-      (rows) => rows[0]?.locked === true
-    )
+    Effect.map(sql<{ locked: boolean }>`SELECT ${triedLockKey(sql`${advisoryKey("job-lock", lockKey)}`)} AS locked`, (rows) => rows[0]?.locked === true)
   /**
    * Leases a due job; with `lockKey`, only while no live lease (committed by anyone, as this statement sees it)
    * holds that key. Run after the key's try-lock, in a statement of its own: its snapshot then includes every lease
@@ -149,11 +150,10 @@ export const makePgDialect = (sql: SqlClient.SqlClient): DialectShape => {
 
     claimJobByKey: (request) =>
       Effect.gen(function*() {
-        // The candidate with its lock key's try-lock (as `tryLockKey`) in one statement; the lease then checks that
-        // no live lease holds the key.
+        // The candidate with its lock key's try-lock in one statement; the lease then checks that no live lease
+        // holds the key.
         const candidates = yield* sql<{ id: string; lock_key: string | null; locked: boolean }>`
-          SELECT id, lock_key,
-            CASE WHEN lock_key IS NULL THEN true ELSE pg_try_advisory_xact_lock(hashtextextended(${advisoryKey("job-lock", "")} || lock_key, 0)) END AS locked
+          SELECT id, lock_key, CASE WHEN lock_key IS NULL THEN true ELSE ${triedLockKey(sql`${advisoryKey("job-lock", "")} || lock_key`)} END AS locked
           FROM jobs
           WHERE dedupe_key = ${request.dedupeKey} AND state = 'pending' AND available_at <= ${request.now} AND ${ofNode(request.node)} AND ${orderFree(sql)}
           FOR UPDATE SKIP LOCKED`

@@ -21,7 +21,7 @@ import { CurrentRequestId, isRetryableStatus } from "../domain/Errors.ts"
 import { ApiKeyId, OrganizationId, ProjectId, SandboxId } from "../domain/Ids.ts"
 import { RawWritten } from "../domain/Runtime.ts"
 import type { Caller } from "../services/sandboxes/SandboxAccess.ts"
-import { type RawWriteServices, writeRawStream } from "../services/sandboxes/RawFiles.ts"
+import { type RawWriteServices, tooLarge, writeRawStream } from "../services/sandboxes/RawFiles.ts"
 import { EDGE_SERVE_OPTIONS } from "./Edge.ts"
 import { guardedRoute } from "./GuardedRoute.ts"
 import { IDLE_SECONDS } from "./Sse.ts"
@@ -79,6 +79,12 @@ const envelope = (requestId: string, status: number, error: { readonly code: str
     headers: { "x-request-id": requestId }
   })
 
+/** An API error (its class says its status) as the error envelope. */
+const errorAnswer = (requestId: string, error: { readonly code: string; readonly message: string; readonly details?: unknown }) => {
+  const status = (error.constructor as unknown as { readonly status: number }).status
+  return envelope(requestId, status, { code: error.code, message: error.message, retryable: isRetryableStatus(status), ...(error.details === undefined ? {} : { details: error.details }) })
+}
+
 type Path = typeof RAW_CONTENT_PATH | typeof PROJECT_RAW_CONTENT_PATH
 type Route = (request: Bun.BunRequest<Path>, server: Bun.Server<unknown>) => Promise<Response>
 
@@ -98,9 +104,7 @@ export const rawWriteRoute = (runtime: Runtime.Runtime<RawWriteServices>, other:
       const out = Schema.encodeSync(RawWritten)({ path: written.right.path, size_bytes: written.right.size_bytes })
       return Response.json(out, { status: written.right.created ? 201 : 200, headers: { "x-request-id": requestId } })
     }
-    const error = written.left
-    const status = (error.constructor as unknown as { readonly status: number }).status
-    return envelope(requestId, status, { code: error.code, message: error.message, retryable: isRetryableStatus(status), ...(error.details === undefined ? {} : { details: error.details }) })
+    return errorAnswer(requestId, written.left)
   }
 
   /** Tickets handed to the intake, by key: taken once, and settled when the intake's write has ended. */
@@ -160,8 +164,7 @@ export const rawWriteRoute = (runtime: Runtime.Runtime<RawWriteServices>, other:
       await answer.body?.cancel().catch(() => undefined)
       if (entry.taken) await Promise.race([entry.settled, Bun.sleep(CUT_SETTLE_MS)])
       if (answer.status !== 413) return envelope(ticket.requestId, 500, { code: "internal_error", message: "Internal server error", retryable: true })
-      const { limit_bytes: limit, provider } = ticket.go
-      return envelope(ticket.requestId, 413, { code: "payload_too_large", message: `A write takes at most ${limit} bytes on ${provider}`, retryable: false, details: { limit_bytes: limit } })
+      return errorAnswer(ticket.requestId, tooLarge(ticket.go.limit_bytes, ticket.go.provider))
     } finally {
       tickets.delete(key)
     }

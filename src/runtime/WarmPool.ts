@@ -77,8 +77,6 @@ export const makeWarmPool = (
     sizes.delete(id!)
     return id!
   }
-  // Deferred: starting a jail does synchronous work (its disk, cgroups, the spawn) that must not delay the
-  // create that took a warm jail.
   let refillScheduled = false
   /**
    * Starts what the pool lacks, REFILL_DELAY_MS later: starting a jail blocks the event loop for 1–4 ms (its disk,

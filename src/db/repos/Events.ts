@@ -52,18 +52,18 @@ export class EventsRepo extends Effect.Service<EventsRepo>()("app/db/EventsRepo"
           const inserted = sql`INSERT INTO domain_events (id, type, organization_id, project_id, occurred_at, data)
             SELECT ${id}, ${event.type}, ${event.organizationId}, ${event.projectId ?? null}, ${occurredAt}, ${data}${dialect.eventLogLocked}
             RETURNING seq${dialect.eventAppended}`
-          const live = (alias: string) =>
-            sql`${sql(alias)}.organization_id = ${event.organizationId} AND ${sql(alias)}.enabled = 1 AND ${sql(alias)}.deleted_at IS NULL AND ${sql(alias)}.disabled_at IS NULL`
+          // The organization's live webhooks, as `w`.
+          const live = sql`w.organization_id = ${event.organizationId} AND w.enabled = 1 AND w.deleted_at IS NULL AND w.disabled_at IS NULL`
           let seq: number
           let endpoints: ReadonlyArray<typeof SubscriberRow.Type>
           if (dialect.engine === "pg") {
             const rows = yield* appended.all(sql`WITH e AS (${inserted})
-              SELECT e.seq, w.id, w.event_types FROM e LEFT JOIN webhooks w ON ${live("w")} ORDER BY w.created_at, w.id`)
+              SELECT e.seq, w.id, w.event_types FROM e LEFT JOIN webhooks w ON ${live} ORDER BY w.created_at, w.id`)
             seq = rows[0]!.seq
             endpoints = rows.flatMap((r) => (r.id === null || r.event_types === null ? [] : [{ id: r.id, event_types: r.event_types }]))
           } else {
             seq = (yield* seqs.all(inserted))[0]!.seq
-            endpoints = yield* subscribers.all(sql`SELECT w.id, w.event_types FROM webhooks w WHERE ${live("w")} ORDER BY w.created_at, w.id`)
+            endpoints = yield* subscribers.all(sql`SELECT w.id, w.event_types FROM webhooks w WHERE ${live} ORDER BY w.created_at, w.id`)
           }
           const row: EventRow = {
             seq,

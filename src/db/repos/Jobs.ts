@@ -81,12 +81,13 @@ export class JobsRepo extends Effect.Service<JobsRepo>()("app/db/JobsRepo", {
     const seqs = rowsOf("jobs", Schema.Struct({ seq: Schema.Int }))
     const tails = rowsOf("jobs", Schema.Struct({ seq: Schema.NullOr(Schema.Int) }))
 
+    /** The node a job of `sandboxId` is pinned to: its sandbox's, if it has one. */
+    const nodeOf = (sandboxId: SandboxId | undefined) => (sandboxId === undefined ? sql`NULL` : sql`(SELECT node_id FROM sandboxes WHERE id = ${sandboxId})`)
     /** Inserts jobs (their places in their sandboxes' orders taken); an existing dedupe key is re-armed or kept. */
     const insert = (rows: ReadonlyArray<{ readonly job: Omit<NewJobRow, "replace">; readonly place: number | null }>, replace: boolean) => {
       const values = sql.csv(rows.map(({ job, place }) => {
-        const nodeOf = job.sandboxId === undefined ? sql`NULL` : sql`(SELECT node_id FROM sandboxes WHERE id = ${job.sandboxId})`
         const lockKey = place !== null ? orderKey(job.sandboxId!) : job.lockKey
-        return sql`(${newUuid()}, ${job.type}, ${job.dedupeKey}, ${lockKey}, ${place}, ${JSON.stringify(job.payload ?? null)}, 'pending', ${job.availableAt}, ${job.now}, ${job.now}, ${nodeOf}, ${job.traceParent ?? null})`
+        return sql`(${newUuid()}, ${job.type}, ${job.dedupeKey}, ${lockKey}, ${place}, ${JSON.stringify(job.payload ?? null)}, 'pending', ${job.availableAt}, ${job.now}, ${job.now}, ${nodeOf(job.sandboxId)}, ${job.traceParent ?? null})`
       }))
       return run(sql`INSERT INTO jobs (id, type, dedupe_key, lock_key, lock_seq, payload, state, available_at, created_at, updated_at, node_id, trace_parent)
         VALUES ${values}
@@ -121,15 +122,15 @@ export class JobsRepo extends Effect.Service<JobsRepo>()("app/db/JobsRepo", {
       enqueueLeased: (job: Omit<NewJobRow, "replace" | "ordered">, lease: Lease) =>
         Effect.gen(function*() {
           const token = newUuid()
-          const nodeOf = job.sandboxId === undefined ? sql`NULL` : sql`(SELECT node_id FROM sandboxes WHERE id = ${job.sandboxId})`
+          const pinned = nodeOf(job.sandboxId)
           const free = job.lockKey === null
             ? sql``
             : sql`AND NOT EXISTS (SELECT 1 FROM jobs WHERE lock_key = ${job.lockKey} AND state IN ('pending', 'leased'))`
           const rows = yield* jobs.all(sql`INSERT INTO jobs (id, type, dedupe_key, lock_key, lock_seq, payload, state, available_at, created_at, updated_at, node_id, trace_parent,
                 lease_owner, lease_token, lease_expires_at, attempts)
               SELECT ${newUuid()}, ${job.type}, ${job.dedupeKey}, ${job.lockKey}, NULL, ${JSON.stringify(job.payload ?? null)}, 'leased', ${job.availableAt}, ${job.now}, ${job.now},
-                ${nodeOf}, ${job.traceParent ?? null}, ${lease.owner}, ${token}, ${lease.leaseExpiresAt}, 1
-              WHERE ${job.availableAt} <= ${job.now} AND (${nodeOf} IS NULL OR ${nodeOf} = ${node})
+                ${pinned}, ${job.traceParent ?? null}, ${lease.owner}, ${token}, ${lease.leaseExpiresAt}, 1
+              WHERE ${job.availableAt} <= ${job.now} AND (${pinned} IS NULL OR ${pinned} = ${node})
                 AND NOT EXISTS (SELECT 1 FROM jobs WHERE dedupe_key = ${job.dedupeKey}) ${free}
               RETURNING ${sql.literal(CLAIMED_JOB_COLUMNS)}`)
           const row = rows[0]

@@ -28,7 +28,6 @@ const COST_SYNC_READY_SECONDS = 60
 const COST_SYNC_PAUSED_SECONDS = 300
 export const COST_SYNC_FINAL_SECONDS = 2
 
-/** (Re)arms the sandbox's cost sync `afterSeconds` from now. */
 /** A sandbox's cost sync `afterSeconds` from now (a new time replaces the old one). */
 const costSync = (sandboxId: SandboxId, afterSeconds: number) =>
   Effect.map(nowIso, (now) => ({
@@ -39,6 +38,7 @@ const costSync = (sandboxId: SandboxId, afterSeconds: number) =>
     sandboxId
   }))
 
+/** (Re)arms the sandbox's cost sync `afterSeconds` from now. */
 export const armCostSync = (sandboxId: SandboxId, afterSeconds: number) => Effect.flatMap(costSync(sandboxId, afterSeconds), (job) => enqueueJob(CostSyncJob, job))
 
 /** `armCostSync`'s job row, for `rearmJobs`. */

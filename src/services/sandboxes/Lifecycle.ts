@@ -28,38 +28,36 @@ import { getSandboxRow, type SandboxRow, setSandboxState } from "./SandboxRows.t
 import { ProviderAccounts } from "../ProviderAccounts.ts"
 import type { SandboxId } from "../../domain/Ids.ts"
 
-/** When the runtime timeout of a sandbox made ready (or resumed) now fires. */
-const runtimeDeadline = (sandbox: SandboxRow) =>
+/** A sandbox's timers from its request, for a sandbox made ready (or resumed) now: the runtime deadline, the idle timeout. */
+const timersOf = (sandbox: SandboxRow) =>
   Effect.gen(function*() {
     const { lifecycle } = yield* requestOf(sandbox)
-    return isoAfter(yield* nowIso, lifecycle.runtime_timeout_seconds)
+    const now = yield* nowIso
+    return { now, deadline: isoAfter(now, lifecycle.runtime_timeout_seconds), idleSeconds: lifecycle.idle_timeout_seconds }
   })
 
 /**
- * Arms the runtime timeout (at `deadline`), the idle check and the cost sync for a sandbox that just became ready;
- * `deadlineStored`: its `expires_at` says `deadline` already (written with the ready state, one statement fewer).
+ * Arms the runtime timeout (at `timers.deadline`), the idle check and the cost sync for a sandbox that just became
+ * ready, in one statement; `deadlineStored`: its `expires_at` says the deadline already (written with the ready state).
  */
-const armTimers = (sandbox: SandboxRow, deadline: string, deadlineStored: boolean) =>
+const armTimers = (sandboxId: SandboxId, timers: Effect.Effect.Success<ReturnType<typeof timersOf>>, deadlineStored: boolean) =>
   Effect.gen(function*() {
-    const { lifecycle } = yield* requestOf(sandbox)
-    const idle = lifecycle.idle_timeout_seconds
-    // One statement for the jobs.
+    const idle = timers.idleSeconds
     yield* rearmJobs([
-      costSyncRow(sandbox.id, COST_SYNC_FIRST_SECONDS),
-      runtimeTimeoutRow(sandbox.id, deadline),
+      costSyncRow(sandboxId, COST_SYNC_FIRST_SECONDS),
+      runtimeTimeoutRow(sandboxId, timers.deadline),
       ...(idle === undefined ? [] : [
-        Effect.flatMap(nowIso, (now) =>
-          jobRow(IdleCheckJob, {
-            dedupeKey: `sandbox:idle_check:${sandbox.id}`,
-            lockKey: sandboxLockKey(sandbox.id),
-            payload: { sandbox_id: sandbox.id },
-            availableAt: isoAfter(now, Math.min(idle, 10 * 365 * 86400)),
-            replace: true,
-            sandboxId: sandbox.id
-          }))
+        jobRow(IdleCheckJob, {
+          dedupeKey: `sandbox:idle_check:${sandboxId}`,
+          lockKey: sandboxLockKey(sandboxId),
+          payload: { sandbox_id: sandboxId },
+          availableAt: isoAfter(timers.now, Math.min(idle, 10 * 365 * 86400)),
+          replace: true,
+          sandboxId
+        })
       ])
     ])
-    if (!deadlineStored) yield* SandboxesRepo.setDeadline(sandbox.id, deadline)
+    if (!deadlineStored) yield* SandboxesRepo.setDeadline(sandboxId, timers.deadline)
   })
 
 const disarmTimers = (sandboxId: SandboxId) =>
@@ -130,17 +128,17 @@ export const makeLifecycleHandlers = Effect.gen(function*() {
         switch (outcome._tag) {
           case "Provisioned": {
             const becameReady = yield* Effect.gen(function*() {
-              const deadline = yield* runtimeDeadline(sandbox)
+              const timers = yield* timersOf(sandbox)
               const ready = yield* SandboxesRepo.markReady(sandboxId, {
                 provider: outcome.provider,
                 billingMode: outcome.billingMode,
                 network: outcome.network,
                 resource: outcome.sandbox,
                 capabilities: outcome.capabilities,
-                expiresAt: deadline
+                expiresAt: timers.deadline
               })
               if (ready === undefined) return false
-              yield* armTimers(ready, deadline, true)
+              yield* armTimers(ready.id, timers, true)
               yield* event(ready, "sandbox.ready")
               yield* setOperationState(operationId, "succeeded")
               return true
@@ -241,7 +239,7 @@ export const makeLifecycleHandlers = Effect.gen(function*() {
     what: "resume the sandbox",
     event: "sandbox.resumed",
     timers: (sandboxId) =>
-      Effect.flatMap(getSandboxRow(sandboxId), (row) => (row === undefined ? Effect.void : Effect.flatMap(runtimeDeadline(row), (deadline) => armTimers(row, deadline, false)))).pipe(provide)
+      Effect.flatMap(getSandboxRow(sandboxId), (row) => (row === undefined ? Effect.void : Effect.flatMap(timersOf(row), (timers) => armTimers(row.id, timers, false)))).pipe(provide)
   })
 
   const destroy: JobHandler<LifecyclePayload> = {

@@ -239,7 +239,8 @@ export interface RawWriteInput {
 const writeLimitOf = (provider: SandboxProvider, streamLimit: number) =>
   provider.writeFileStream !== undefined ? streamLimit : provider.capabilities.files?.maxWriteBytes ?? 0
 
-const tooLarge = (limit: number, provider: string | null) =>
+/** A write past the limit (`limit` bytes on `provider`). */
+export const tooLarge = (limit: number, provider: string | null) =>
   apiError(PayloadTooLarge, "payload_too_large", `A write takes at most ${limit} bytes on ${provider}`, { limit_bytes: limit })
 
 /** What a raw write checks before it takes any byte: the sandbox, the capability, the mode, parents, a declared size. */
