@@ -242,13 +242,17 @@ describe("an agent that is frozen (SIGSTOP)", () => {
     const sandbox = await createReadySandbox(http, auth, minimalSandbox({ provider: "daytona" }))
     // From inside: the sandbox stops its own agent once this command has been answered.
     await writeFile(sandbox.id, "/workspace/freeze.sh", [
+      "touch /workspace/escaped",
       "sleep 0.5",
       "for p in /proc/[0-9]*; do",
       "  case \"$(tr '\\0' ' ' < $p/cmdline 2>/dev/null)\" in *agent/lib/main.js*) kill -STOP \"${p#/proc/}\";; esac",
       "done",
       "touch /workspace/frozen"
     ].join("\n"))
-    const started = await startProcess(sandbox.id, ["sh", "-c", "setsid -f sh /workspace/freeze.sh </dev/null >/dev/null 2>&1"])
+    // setsid -f: out of this command's process group (the agent kills the group when the command ends); the
+    // command ends only once the child is in its own session (it has written "escaped"), else a loaded machine can
+    // end the command, and kill the child with it, before the child has left the group.
+    const started = await startProcess(sandbox.id, ["sh", "-c", "setsid -f sh /workspace/freeze.sh </dev/null >/dev/null 2>&1\nwhile [ ! -e /workspace/escaped ]; do sleep 0.02; done"])
     expect(started.status).toBe(202)
     await poll(() => Promise.resolve(fs.existsSync(inSandbox(sandbox.id, "workspace", "frozen"))), (frozen) => frozen, 30_000, 50)
     const [read, write] = await Promise.all([raw(sandbox.id, "/workspace/x"), raw(sandbox.id, "/workspace/y", OCTETS)])

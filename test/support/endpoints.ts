@@ -168,8 +168,12 @@ Bun.serve({
 export const startBunServer = async (http: Http, auth: KeyAuth, sandboxId: string, name: string, script: string, port: number, detached = false) => {
   const written = await http.put(`/v1/sandboxes/${sandboxId}/files/content?path=/workspace/${name}&mode=overwrite`, { ...auth, rawBody: script, headers: { "content-type": "application/octet-stream" } })
   expect([200, 201]).toContain(written.status)
-  const bun = ["/opt/agent/bun", `/workspace/${name}`, String(port)]
-  const started = await http.post(`/v1/sandboxes/${sandboxId}/processes`, { ...auth, body: { command: detached ? ["setsid", "-f", ...bun] : bun }, headers: { "idempotency-key": idempotencyKey(name) } })
+  // Detached: the command ends only once the server is in its own session (it has written its mark), else the
+  // agent's kill of the command's process group at its end can reach the server before it has left the group.
+  const command = detached
+    ? ["sh", "-c", `setsid -f sh -c 'touch "$0.detached"; exec /opt/agent/bun "$0" "$1"' /workspace/${name} ${port} </dev/null >/dev/null 2>&1\nwhile [ ! -e /workspace/${name}.detached ]; do sleep 0.02; done`]
+    : ["/opt/agent/bun", `/workspace/${name}`, String(port)]
+  const started = await http.post(`/v1/sandboxes/${sandboxId}/processes`, { ...auth, body: { command }, headers: { "idempotency-key": idempotencyKey(name) } })
   expect(started.status).toBe(202)
 }
 
