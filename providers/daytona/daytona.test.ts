@@ -53,6 +53,25 @@ describe("daytona wire", () => {
     }
   }, 60_000)
 
+  it("a session whose shell has exited refuses the next command with 400 naming the shell's exit status", async () => {
+    const { emulator, provider, teardown } = await setup()
+    try {
+      const sandbox = await Effect.runPromise(provider.create(conformanceInput(`sbx_sx${Date.now()}`)))
+      const base = `${emulator.baseUrl}/toolbox/${sandbox.resourceId}/process/session`
+      const headers = { authorization: `Bearer ${emulator.apiKey}`, "content-type": "application/json" }
+      const post = (path: string, body: unknown) => fetch(`${base}${path}`, { method: "POST", headers, body: JSON.stringify(body) })
+      expect((await post("", { sessionId: "ends" })).status).toBe(201)
+      const { cmdId } = await (await post("/ends/exec", { command: "exit 3", runAsync: true })).json() as { cmdId: string }
+      while ((await (await fetch(`${base}/ends/command/${cmdId}`, { headers })).json() as { exitCode?: number }).exitCode === undefined) await Bun.sleep(20)
+      const refused = await post("/ends/exec", { command: "echo late", runAsync: true })
+      expect(refused.status).toBe(400)
+      expect(JSON.stringify(await refused.json())).toContain("the session's shell has exited (exit status 3)")
+      await Effect.runPromise(provider.destroy(sandbox))
+    } finally {
+      await teardown()
+    }
+  }, 60_000)
+
   it("serves a download past a piece as a stream of the file's exact bytes, and a range of it whole", async () => {
     const { emulator, provider, teardown } = await setup()
     try {

@@ -157,7 +157,11 @@ export const makeSessions = (books: Books, runtime: LocalRuntimeShape) => {
     const key = keyOf(sandbox.id, id)
     await writing.run(key, async () => {
       const shell = await Effect.runPromise(Effect.either(runtime.getExec(sandbox.id, session.shellExecId)))
-      if (shell._tag === "Left" || shell.right.state !== "running") throw new HttpFailure(400, "failed to execute command: the session's shell has exited")
+      if (shell._tag === "Left" || shell.right.state !== "running") {
+        // How it ended, or why it could not be asked: what an operator reading the refusal needs.
+        const how = shell._tag === "Left" ? ` (${shell.left.message})` : shell.right.exitCode !== null ? ` (exit status ${shell.right.exitCode})` : ""
+        throw new HttpFailure(400, `failed to execute command: the session's shell has exited${how}`)
+      }
       session.commands.push(command)
       save(session)
       await run(runtime.sendInput(sandbox.id, session.shellExecId, new TextEncoder().encode(wrapperLine(command.nonce, command.command, { async, echo: !command.suppressInputEcho }))))
