@@ -33,7 +33,6 @@ export const emulatorAccountValue = (dir: string, file: string, value: string) =
   return fs.readFileSync(at, "utf8").trim()
 }
 
-
 /** A JSON file decoded by `schema`; undefined when absent, and when unreadable (then moved aside, with a warning). */
 const load = <S, I>(file: string, schema: Schema.Schema<S, I>): S | undefined => {
   if (!fs.existsSync(file)) return undefined
