@@ -13,7 +13,8 @@ const reportFile = report === undefined ? undefined : onPg ? report.replace(/(\.
 /**
  * On PostgreSQL: the repositories and services (every query of both dialects), and the HTTP suites whose behaviour
  * depends on the engine — replicas sharing one database (revocation and forwarding across them included),
- * fail-over, `db copy`, and the account and billing routes' transactions. The other HTTP suites check routes above the same repositories (run once, on SQLite).
+ * fail-over, `db copy`, the account and billing routes' transactions, and the fast reads (their own queries, on a
+ * pool of their own). The other HTTP suites check routes above the same repositories (run once, on SQLite).
  */
 const PG_SUITES = [
   "test/db/**/*.test.ts",
@@ -21,7 +22,8 @@ const PG_SUITES = [
   "test/http/replica*.test.ts",
   "test/http/db-copy.test.ts",
   "test/http/accounts.test.ts",
-  "test/http/billing.test.ts"
+  "test/http/billing.test.ts",
+  "test/http/fast-reads.test.ts"
 ]
 
 /**

@@ -18,7 +18,7 @@ import type { Statement } from "bun:sqlite"
 import { Context, Effect, Layer, Redacted, type Scope } from "effect"
 import { makePgDialect } from "./PgDialect.ts"
 import { API_KEY_BY_HASH, ApiKeyCredentialRow } from "./repos/Projects.ts"
-import { OperationRow } from "./repos/Operations.ts"
+import { OPERATION_EVENTS_AFTER, OperationEventRow, OperationRow } from "./repos/Operations.ts"
 import { type ProcessRow, processRows } from "./repos/Processes.ts"
 import { RUNTIME_OPERATION_WITH_DATA, RuntimeOperationRow } from "./repos/RuntimeOperations.ts"
 import { capabilitiesRows, type SandboxRow, sandboxRows } from "./repos/Sandboxes.ts"
@@ -37,13 +37,21 @@ export interface FastReadQueries {
   readonly process: (id: string) => MaybePromise<ProcessRow | undefined>
   readonly operation: (id: string) => MaybePromise<OperationRow | undefined>
   readonly runtimeOperation: (id: string) => MaybePromise<RuntimeOperationRow | undefined>
+  /** An operation's events after sequence number `afterSeq`, in order (what a follower of the operation reads next). */
+  readonly operationEventsAfter: (operationId: string, afterSeq: number) => MaybePromise<ReadonlyArray<OperationEventRow>>
 }
 
 /** Connections of the PostgreSQL fast-read pool (docs/operations/scaling-out.md). */
 export const FAST_READ_CONNECTIONS = 4
 
-/** The queries over `prepare(sql)`, whose reads return the first row (or undefined or null), now or later. */
-const queries = (prepare: (sql: string) => (param: string) => MaybePromise<unknown>): FastReadQueries => {
+/** A statement's rows for its parameters, now or later. */
+type AllRows = (sql: string) => (...params: ReadonlyArray<string | number>) => MaybePromise<ReadonlyArray<unknown>>
+
+/**
+ * The queries over `prepare(sql)`, whose reads return the first row (or undefined or null), and `prepareAll(sql)`,
+ * whose reads return every row, now or later.
+ */
+const queries = (prepare: (sql: string) => (param: string) => MaybePromise<unknown>, prepareAll: AllRows): FastReadQueries => {
   const reader = <A>(decode: (row: unknown) => A, sql: string) => {
     const read = prepare(sql)
     return (param: string): MaybePromise<A | undefined> => {
@@ -53,6 +61,8 @@ const queries = (prepare: (sql: string) => (param: string) => MaybePromise<unkno
     }
   }
   const capabilities = reader(capabilitiesRows.decodeSync, "SELECT capabilities FROM sandboxes WHERE id = ?")
+  const events = rowsOf("operation_events", OperationEventRow).decodeSync
+  const eventsAfter = prepareAll(OPERATION_EVENTS_AFTER)
   return {
     liveApiKeyByHash: reader(rowsOf("api_keys", ApiKeyCredentialRow, { memo: 512 }).decodeSync, API_KEY_BY_HASH),
     sandbox: reader(sandboxRows.decodeSync, "SELECT * FROM sandboxes WHERE id = ?"),
@@ -63,7 +73,11 @@ const queries = (prepare: (sql: string) => (param: string) => MaybePromise<unkno
     process: reader(processRows.decodeSync, "SELECT * FROM processes WHERE id = ?"),
     operation: reader(rowsOf("operations", OperationRow, { memo: 512 }).decodeSync, "SELECT * FROM operations WHERE id = ?"),
     // Not remembered: a read's row carries the file's bytes.
-    runtimeOperation: reader(rowsOf("runtime_operations", RuntimeOperationRow).decodeSync, RUNTIME_OPERATION_WITH_DATA)
+    runtimeOperation: reader(rowsOf("runtime_operations", RuntimeOperationRow).decodeSync, RUNTIME_OPERATION_WITH_DATA),
+    operationEventsAfter: (operationId, afterSeq) => {
+      const rows = eventsAfter(operationId, afterSeq)
+      return rows instanceof Promise ? rows.then((r) => r.map(events)) : rows.map(events)
+    }
   }
 }
 
@@ -72,10 +86,16 @@ const sqliteFastReads = (dataDir: string): Effect.Effect<FastReadQueries, never,
   Effect.map(
     Effect.acquireRelease(Effect.sync(() => openSqliteReadConnection(databaseFile(dataDir))), (db) => Effect.sync(() => db.close())),
     (db) =>
-      queries((sql) => {
-        const statement: Statement<unknown, [string]> = db.query(sql)
-        return (param) => statement.get(param)
-      })
+      queries(
+        (sql) => {
+          const statement: Statement<unknown, [string]> = db.query(sql)
+          return (param) => statement.get(param)
+        },
+        (sql) => {
+          const statement: Statement<unknown, Array<string | number>> = db.query(sql)
+          return (...params) => statement.all(...params)
+        }
+      )
   )
 
 /** PostgreSQL: a pool of its own, closed with the scope; each read runs as a Promise. */
@@ -89,10 +109,16 @@ const pgFastReads = (url: string): Effect.Effect<FastReadQueries, never, Scope.S
     }))
     const sql = Context.get(context, PgClient.PgClient)
     const positional = makePgDialect(sql).positional
-    return queries((statement) => {
-      const text = positional(statement)
-      return (param) => Effect.runPromise(Effect.map(sql.unsafe(text, [param]), (rows) => rows[0]))
-    })
+    return queries(
+      (statement) => {
+        const text = positional(statement)
+        return (param) => Effect.runPromise(Effect.map(sql.unsafe(text, [param]), (rows) => rows[0]))
+      },
+      (statement) => {
+        const text = positional(statement)
+        return (...params) => Effect.runPromise(sql.unsafe(text, params))
+      }
+    )
   }).pipe(Effect.orDie)
 
 /** The fast-read queries of the configured engine, closed with the scope. */

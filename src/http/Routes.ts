@@ -1,7 +1,7 @@
 /**
  * Every route the gateway serves, in one table: the HttpApi contract's (read from `Api`: each endpoint's method,
  * path, group and handler file) and the ones outside it, which Bun's router answers ahead of HttpApi (ARCHITECTURE.md
- * §10 says why each is outside): the polled reads (FastReads.ts), raw writes (RawWrites.ts), terminal attaches
+ * §10 says why each is outside): the polled and followed reads (FastReads.ts), raw writes (RawWrites.ts), terminal attaches
  * (Attach.ts), MCP (Mcp.ts), the operators' scrape (Telemetry.ts), the dashboard (Dashboard.ts), the interactive
  * docs and the OpenAPI document, and the endpoint listener (EndpointProxy.ts). `apiListenerRoutes` builds the API
  * listener's Bun routes from the table; http/Http.ts only wires them into the server.
@@ -71,12 +71,12 @@ interface OffContract extends Omit<RouteEntry, "path" | "listener"> {
 /** Requests that call a local sandbox's provider at once, on the routes marked `ownerServed`: the sandbox's id. */
 const OWNER_SERVED = /^\/v1\/(?:projects\/[^/]+\/)?sandboxes\/([^/]+)\/(?:files\/content|processes\/[^/]+\/stdin)$/
 
-/** A polled read: its GET answered by FastReads first, anything else by the API (behind the body-size guard: a GET has none). */
+/** A polled (or followed) read: its GET answered by FastReads first, anything else by the API (behind the body-size guard: a GET has none). */
 const fastRead = (path: FastReadPath): OffContract => ({
   method: "GET",
   paths: [path],
   handler: "FastReads.ts makeFastReads (other methods, and anything but the plain success: HttpApi)",
-  note: "polled in tight loops; the full stack costs ~1 ms of CPU",
+  note: "polled in tight loops, or followed; the full stack costs ~1 ms of CPU (~3 ms a followed stream)",
   aheadOfContract: true,
   build: ({ api, fast }) => {
     const read = fast.routes[path]

@@ -53,7 +53,7 @@ export const sseResponse = (body: string) =>
   HttpServerResponse.text(body, { contentType: "text/event-stream", headers: { "cache-control": "no-store" } })
 
 /** How often a follower looks for new events on its own (a writer in another process does not wake it). */
-const FOLLOW_POLL_MS = 1_000
+export const FOLLOW_POLL_MS = 1_000
 /** A comment line this often keeps proxies and clients from closing a quiet stream. */
 export const FOLLOW_HEARTBEAT_MS = 15_000
 
@@ -73,6 +73,34 @@ export const answerWithin = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
     onTimeout: () => apiError(ServiceUnavailable, "sandbox_unresponsive", `The sandbox did not answer within ${SANDBOX_HEAD_MS / 1000} s; try again`)
   })
 
+/** Where a follower is: the last event sent, and since when nothing was sent. */
+export interface FollowPosition {
+  readonly after: number
+  readonly quietSince: number
+}
+
+/** What a follower does next: send bytes (and move on), end, or wait this long for a signal. */
+export type FollowRound =
+  | { readonly _tag: "send"; readonly bytes: Uint8Array; readonly next: FollowPosition }
+  | { readonly _tag: "end" }
+  | { readonly _tag: "wait"; readonly ms: number }
+
+const encoder = new TextEncoder()
+
+/**
+ * A follower's round, given whether the resource was over when asked (asked before reading: a resource that
+ * finished meanwhile has its last events in this read) and the events stored after its position: send them, else
+ * end once over, else a heartbeat when quiet `heartbeatMs`, else wait (at most FOLLOW_POLL_MS). Shared by
+ * `followStream` and the fast path of http/FastReads.ts, so both send the same frames.
+ */
+export const followRound = (at: FollowPosition, over: boolean, events: ReadonlyArray<SseEvent>, heartbeatMs = FOLLOW_HEARTBEAT_MS): FollowRound => {
+  if (events.length > 0) return { _tag: "send", bytes: encoder.encode(sseBody(events)), next: { after: events.at(-1)!.id, quietSince: Date.now() } }
+  if (over) return { _tag: "end" }
+  const quiet = Date.now() - at.quietSince
+  if (quiet >= heartbeatMs) return { _tag: "send", bytes: encoder.encode(": heartbeat\n\n"), next: { ...at, quietSince: Date.now() } }
+  return { _tag: "wait", ms: Math.min(FOLLOW_POLL_MS, heartbeatMs - quiet) }
+}
+
 /**
  * A held-open stream (`?follow=true`): every event after `after` as it is stored, woken by `signal` (Signals.ts)
  * or a poll, a `: heartbeat` comment when quiet, ending once the resource has finished and its last event was
@@ -86,31 +114,24 @@ export const followStream = <E, R>(options: {
   readonly signal: (ms: number) => Effect.Effect<void>
   readonly heartbeatMs?: number | undefined
 }): Stream.Stream<Uint8Array, E, R> => {
-  const heartbeatMs = options.heartbeatMs ?? FOLLOW_HEARTBEAT_MS
-  const encoder = new TextEncoder()
-  interface Position {
-    readonly after: number
-    readonly quietSince: number
-  }
-  const step = (at: Position): Effect.Effect<Option.Option<readonly [Uint8Array, Position]>, E, R> =>
+  const step = (at: FollowPosition): Effect.Effect<Option.Option<readonly [Uint8Array, FollowPosition]>, E, R> =>
     Effect.gen(function*() {
       for (;;) {
-        // Asked before reading: a resource that finished meanwhile has its last events in this read.
         const over = yield* options.finished
-        const events = yield* options.read(at.after)
-        if (events.length > 0) return Option.some([encoder.encode(sseBody(events)), { after: events.at(-1)!.id, quietSince: Date.now() }] as const)
-        if (over) return Option.none()
-        const quiet = Date.now() - at.quietSince
-        if (quiet >= heartbeatMs) return Option.some([encoder.encode(": heartbeat\n\n"), { ...at, quietSince: Date.now() }] as const)
-        yield* options.signal(Math.min(FOLLOW_POLL_MS, heartbeatMs - quiet))
+        const round = followRound(at, over, yield* options.read(at.after), options.heartbeatMs)
+        if (round._tag === "send") return Option.some([round.bytes, round.next] as const)
+        if (round._tag === "end") return Option.none()
+        yield* options.signal(round.ms)
       }
     })
-  const start: Position = { after: options.after, quietSince: Date.now() }
-  return Stream.unfoldEffect(start, step)
+  return Stream.unfoldEffect({ after: options.after, quietSince: Date.now() }, step)
 }
 
+/** The headers of a held-open event stream. */
+export const FOLLOW_HEADERS = { "cache-control": "no-store", "x-accel-buffering": "no" } as const
+
 export const followResponse = <E>(stream: Stream.Stream<Uint8Array, E>) =>
-  HttpServerResponse.stream(stream, { contentType: "text/event-stream", headers: { "cache-control": "no-store", "x-accel-buffering": "no" } })
+  HttpServerResponse.stream(stream, { contentType: "text/event-stream", headers: FOLLOW_HEADERS })
 
 /**
  * A held-open event stream: a first comment line at once (so the client knows it is connected), then the given
@@ -157,7 +178,7 @@ export const whileAllowed = (streams: LiveStreamsShape, holder: StreamHolder, re
         Stream.interruptWhen(stream, aborted(held.signal)),
         Stream.suspend(() => {
           const reason = held.endReason()
-          return reason === undefined ? Stream.empty : Stream.make(new TextEncoder().encode(endFrame(reason, requestId)))
+          return reason === undefined ? Stream.empty : Stream.make(encoder.encode(endFrame(reason, requestId)))
         })
       )
   ))

@@ -35,24 +35,33 @@ export const nextSignal = (topic: string, ms: number) => Effect.asVoid(signalled
 /** `nextSignal`, saying whether it was a `notify` (true) or the time ran out (false). */
 export const signalled = (topic: string, ms: number) =>
   Effect.async<boolean>((resume) => {
-    const forget = () => {
-      const wakers = waiting.get(topic)
-      wakers?.delete(wake)
-      if (wakers?.size === 0) waiting.delete(topic)
-    }
-    const wake = () => {
-      clearTimeout(timer)
-      resume(Effect.succeed(true))
-    }
-    const timer = setTimeout(() => {
-      forget()
-      resume(Effect.succeed(false))
-    }, ms)
-    const wakers = waiting.get(topic) ?? new Set()
-    wakers.add(wake)
-    waiting.set(topic, wakers)
-    return Effect.sync(() => {
-      clearTimeout(timer)
-      forget()
-    })
+    const cancel = onNextSignal(topic, ms, (notified) => resume(Effect.succeed(notified)))
+    return Effect.sync(cancel)
   })
+
+/**
+ * Calls `then` once, at the next `notify` of `topic` (true) or after `ms` (false), unless cancelled first (the
+ * returned function); for the routes outside Effect (http/FastReads.ts).
+ */
+export const onNextSignal = (topic: string, ms: number, then: (notified: boolean) => void): () => void => {
+  const forget = () => {
+    const wakers = waiting.get(topic)
+    wakers?.delete(wake)
+    if (wakers?.size === 0) waiting.delete(topic)
+  }
+  const wake = () => {
+    clearTimeout(timer)
+    then(true)
+  }
+  const timer = setTimeout(() => {
+    forget()
+    then(false)
+  }, ms)
+  const wakers = waiting.get(topic) ?? new Set()
+  wakers.add(wake)
+  waiting.set(topic, wakers)
+  return () => {
+    clearTimeout(timer)
+    forget()
+  }
+}

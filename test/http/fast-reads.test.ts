@@ -7,11 +7,13 @@
  */
 import { Effect, Exit, Logger, LogLevel, Scope } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { type FastReads, FastReadsScoped } from "../../src/http/FastReads.ts"
-import { execSql, querySql } from "../support/accounts.ts"
+import { type FastReads, makeFastReads } from "../../src/http/FastReads.ts"
+import type { LiveStreamsShape } from "../../src/services/LiveStreams.ts"
+import { openPolledReads } from "../../src/services/PolledReads.ts"
+import { appendOperationEvent, execSql, insertRunningOperation, querySql } from "../support/accounts.ts"
 import { databaseUrlFor } from "../support/postgres.ts"
 import { api, bootstrap, type Bootstrap, expectEnvelope, type RunningServer, startServer } from "../support/server.ts"
-import { createReadySandbox, type KeyAuth, runProcess, waitRuntimeOperation } from "../support/sandbox.ts"
+import { createReadySandbox, type KeyAuth, runProcess, waitOperation, waitRuntimeOperation } from "../support/sandbox.ts"
 
 let server: RunningServer
 let http: ReturnType<typeof api>
@@ -24,6 +26,18 @@ let operationId: string
 let readId: string
 let fast: FastReads
 const scope = Effect.runSync(Scope.make())
+
+/** The streams the FastReads of this process held open (LiveStreams, recorded: the server's own ends them on revocation, test/http/stream-revocation.test.ts). */
+const held = { opened: 0, closed: 0 }
+const recordedStreams: LiveStreamsShape = {
+  open: () => {
+    held.opened++
+    let closed = false
+    return { signal: new AbortController().signal, endReason: () => undefined, close: () => closed || (closed = true, held.closed++) }
+  }
+}
+/** A followed stream's heartbeat in this process's FastReads. */
+const HEARTBEAT_MS = 50
 
 /** A bytes column as read by querySql: a Uint8Array from SQLite, `\x…` hex text from PostgreSQL (as JSON). */
 const bytesOf = (value: Uint8Array | string): Buffer => (typeof value === "string" ? Buffer.from(value.replace(/^\\x/, ""), "hex") : Buffer.from(value))
@@ -56,11 +70,11 @@ beforeAll(async () => {
     "SELECT r.result, d.data FROM runtime_operations r JOIN runtime_operation_data d ON d.runtime_operation_id = r.id WHERE r.id = ?", readId)[0]!
   expect(JSON.parse(stored.result)).toEqual({ kind: "filesystem_read", path: "/workspace/f.bin", offset_bytes: 0, byte_length: 4096, size_bytes: 4096, eof: true })
   expect(bytesOf(stored.data).equals(bytes)).toBe(true)
-  // The same FastReads the server runs, in this process, on the server's database.
-  fast = await Effect.runPromise(FastReadsScoped({ dataDir: server.dataDir, databaseUrl: databaseUrlFor(server.dataDir) }).pipe(
-    Scope.extend(scope),
-    Logger.withMinimumLogLevel(LogLevel.None)
-  ))
+  // The same FastReads the server runs, in this process, on the server's database (with a short heartbeat).
+  fast = await Effect.runPromise(Effect.gen(function*() {
+    const queries = yield* openPolledReads({ dataDir: server.dataDir, databaseUrl: databaseUrlFor(server.dataDir) })
+    return makeFastReads({ queries, streams: recordedStreams, runtime: yield* Effect.runtime<never>(), heartbeatMs: HEARTBEAT_MS })
+  }).pipe(Scope.extend(scope), Logger.withMinimumLogLevel(LogLevel.None)))
 }, 60_000)
 
 afterAll(async () => {
@@ -81,6 +95,12 @@ const direct = async (pattern: string, url: string, init: RequestInit & { params
   const handedOver = { fetch: () => new Response(null, { status: HANDED_OVER }) }
   const response = await fast.routes[pattern]!(request as never, handedOver as never)
   return { status: response.status, body: response.status === 200 ? await response.json() : undefined, headers: response.headers }
+}
+/** Calls the followed-events route in this process: its response as is (a hand-over answers HANDED_OVER). */
+const directFollow = async (url: string, init: RequestInit & { params: Record<string, string> }) => {
+  const request = Object.assign(new Request(`http://gateway${url}`, init), { params: init.params, cookies: new Map() })
+  const handedOver = { fetch: () => new Response(null, { status: HANDED_OVER }) }
+  return fast.routes["/v1/operations/:operation_id/events"]!(request as never, handedOver as never)
 }
 const headers = (a: KeyAuth, extra: Record<string, string> = {}) => ({ authorization: `Bearer ${a.token}`, "x-metal-project-id": a.project, ...extra })
 const routes = () => [
@@ -183,5 +203,131 @@ describe("fast reads", () => {
       }
       expect((await http.get(c.route.url, auth)).status).toBe(200)
     }
+  })
+})
+
+/** A new operation id, of the form the gateway gives. */
+const newOperationId = () => `op_${crypto.randomUUID().replaceAll("-", "")}`
+
+/** Reads a response body chunk by chunk: `next` waits for the next chunk's text (null at the end). */
+const chunks = (response: Response) => {
+  const reader = response.body!.getReader()
+  const decoder = new TextDecoder()
+  return {
+    next: async (): Promise<string | null> => {
+      const { value, done } = await reader.read()
+      return done ? null : decoder.decode(value)
+    },
+    cancel: () => reader.cancel()
+  }
+}
+
+/** Everything a stream sends until it ends. */
+const readAll = async (response: Response) => {
+  const body = chunks(response)
+  let text = ""
+  for (let chunk = await body.next(); chunk !== null; chunk = await body.next()) text += chunk
+  return text
+}
+
+const followPath = (id: string) => `/v1/operations/${id}/events`
+
+describe("a followed operation (GET /v1/operations/{id}/events?follow=true)", () => {
+  it("is answered with exactly the full stack's bytes and headers, from any Last-Event-ID", async () => {
+    await waitOperation(http, auth, operationId)
+    for (const lastEventId of [undefined, "0", "1", "2", "999"]) {
+      const extra: Record<string, string> = { "x-request-id": "follow-1", ...(lastEventId === undefined ? {} : { "last-event-id": lastEventId }) }
+      // An extra query parameter: the full stack takes it, FastReads never does.
+      const full = await http.get(`${followPath(operationId)}?follow=true&full=1`, { ...auth, headers: extra })
+      const quick = await http.get(`${followPath(operationId)}?follow=true`, { ...auth, headers: extra })
+      expect(full.status).toBe(200)
+      expect({ lastEventId, status: quick.status, text: quick.text }).toEqual({ lastEventId, status: 200, text: full.text })
+      for (const header of ["content-type", "cache-control", "x-accel-buffering", "x-request-id"]) expect(quick.headers.get(header)).toBe(full.headers.get(header))
+      // And FastReads really answers it: the same bytes, one stream held and let go.
+      const before = { ...held }
+      const answered = await directFollow(`${followPath(operationId)}?follow=true`, { headers: headers(auth, extra), params: { operation_id: operationId } })
+      expect(answered.status).toBe(200)
+      expect(await readAll(answered)).toBe(full.text)
+      expect(held).toEqual({ opened: before.opened + 1, closed: before.closed + 1 })
+    }
+    expect((await http.get(`${followPath(operationId)}?follow=true`, auth)).text).toContain("event: completed")
+  })
+
+  it("follows a running operation: events another process stores arrive, a heartbeat while quiet, the end after the terminal event", async () => {
+    const id = newOperationId()
+    insertRunningOperation(server.dataDir, operationId, id)
+    appendOperationEvent(server.dataDir, id, 1, "queued")
+    const before = { ...held }
+    const response = await directFollow(`${followPath(id)}?follow=true`, { headers: headers(auth), params: { operation_id: id } })
+    expect(response.status).toBe(200)
+    expect(response.headers.get("content-type")).toBe("text/event-stream")
+    const body = chunks(response)
+    const sent: Array<string> = []
+    const nextUntil = async (wanted: string) => {
+      for (;;) {
+        const chunk = await body.next()
+        if (chunk === null) throw new Error(`ended before ${wanted}; sent: ${sent.join("")}`)
+        sent.push(chunk)
+        if (chunk.includes(wanted)) return
+      }
+    }
+    await nextUntil("event: queued")
+    // Nothing stored for HEARTBEAT_MS: a comment keeps the stream alive.
+    await nextUntil(": heartbeat")
+    // Stored by another process (no signal here): found by the follower's own poll.
+    appendOperationEvent(server.dataDir, id, 2, "started")
+    await nextUntil("event: started")
+    execSql(server.dataDir, "UPDATE operations SET state = 'succeeded', completed_at = updated_at WHERE id = ?", id)
+    appendOperationEvent(server.dataDir, id, 3, "completed")
+    await nextUntil("event: completed")
+    expect(await body.next()).toBeNull()
+    expect(held).toEqual({ opened: before.opened + 1, closed: before.closed + 1 })
+    // The frames, without the heartbeats, are the full stack's.
+    const full = await http.get(`${followPath(id)}?follow=true&full=1`, auth)
+    expect(sent.join("").replaceAll(": heartbeat\n\n", "")).toBe(full.text)
+  })
+
+  it("lets go of a stream whose client went away", async () => {
+    const id = newOperationId()
+    insertRunningOperation(server.dataDir, operationId, id)
+    appendOperationEvent(server.dataDir, id, 1, "queued")
+    const before = { ...held }
+    const response = await directFollow(`${followPath(id)}?follow=true`, { headers: headers(auth), params: { operation_id: id } })
+    const body = chunks(response)
+    expect(await body.next()).toContain("event: queued")
+    expect(held.closed).toBe(before.closed)
+    await body.cancel()
+    expect(held).toEqual({ opened: before.opened + 1, closed: before.closed + 1 })
+  })
+
+  it("hands everything but a plain follow to the full stack", async () => {
+    await waitOperation(http, auth, operationId)
+    const key = (await http.post(`/v1/projects/${owner.project_id}/api-keys`, { token: owner.user_token, body: { name: "follow-second" } })).body
+    const second: KeyAuth = { token: key.key, project: owner.project_id }
+    expect((await http.get(paths().sandbox, second)).status).toBe(200) // sets its last_used_at
+    const params = { operation_id: operationId }
+    const cases: Array<[string, string, RequestInit & { params: Record<string, string> }]> = [
+      ["no credentials", "?follow=true", { params }],
+      ["no project header", "?follow=true", { headers: { authorization: `Bearer ${auth.token}` }, params }],
+      ["another project's key", "?follow=true", { headers: headers(other), params }],
+      ["another key of the project", "?follow=true", { headers: headers(second), params }],
+      ["a finite batch", "", { headers: headers(auth), params }],
+      ["follow=false", "?follow=false", { headers: headers(auth), params }],
+      ["follow=yes", "?follow=yes", { headers: headers(auth), params }],
+      ["another parameter", "?follow=true&x=1", { headers: headers(auth), params }],
+      ["a Last-Event-ID that is not one", "?follow=true", { headers: headers(auth, { "last-event-id": "-1" }), params }],
+      ["a malformed request id", "?follow=true", { headers: headers(auth, { "x-request-id": "bad id!" }), params }],
+      ["a DELETE", "?follow=true", { method: "DELETE", headers: headers(auth), params }],
+      ["an unknown operation", "?follow=true", { headers: headers(auth), params: { operation_id: "op_nope" } }]
+    ]
+    for (const [name, query, init] of cases) {
+      const response = await directFollow(`${followPath(operationId)}${query}`, init)
+      expect({ name, status: response.status }).toEqual({ name, status: HANDED_OVER })
+    }
+    // Where the full stack answers them.
+    expectEnvelope(await http.get(`${followPath(operationId)}?follow=true`, { ...auth, headers: { "last-event-id": "-1" } }), 422, "validation_error")
+    expectEnvelope(await http.get(`${followPath(operationId)}?follow=true`, other), 404, "not_found")
+    expectEnvelope(await http.get(`${followPath("op_nope")}?follow=true`, auth), 404, "not_found")
+    expect((await http.get(`${followPath(operationId)}?follow=true`, second)).status).toBe(404)
   })
 })

@@ -30,6 +30,7 @@ describe("route table", () => {
       "api * /*",
       "api GET /v1/sandboxes/:sandbox_id",
       "api GET /v1/operations/:operation_id",
+      "api GET /v1/operations/:operation_id/events",
       "api POST /v1/mcp",
       "api POST /v1/projects/:project_id/mcp",
       "api PUT /v1/sandboxes/:sandbox_id/files/content",
@@ -48,7 +49,7 @@ describe("route table", () => {
     const key = (r: (typeof table)[number]) => `${r.listener} ${r.method} ${r.path}`
     const contract = new Set(table.filter((r) => r.handler.startsWith("handlers/")).map(key))
     const ahead = table.filter((r) => r.aheadOfContract === true)
-    expect(ahead.length).toBe(8) // the four polled reads, the raw writes and the attaches on both paths
+    expect(ahead.length).toBe(9) // the four polled reads and the followed one, the raw writes and the attaches on both paths
     for (const route of ahead) expect(contract.has(key(route)), key(route)).toBe(true)
     const rest = table.filter((r) => r.aheadOfContract !== true).map(key)
     expect(new Set(rest).size).toBe(rest.length)

@@ -4,7 +4,8 @@
  * stream, makes it live (a frame, a typed line answered), takes the access away and waits for the server to end
  * the stream before a deadline of a few seconds; the stream's last word says why.
  *
- * - an API key revoked: its `?follow=true` process event stream, its terminal attach (close 4001);
+ * - an API key revoked: its `?follow=true` process event stream, its followed operation (served by FastReads), its
+ *   terminal attach (close 4001);
  * - an API key whose expires_at passes while its stream is open;
  * - a user token revoked (the CLI: another process): its `/v1/events/stream`;
  * - a member removed from the organization: their `/v1/events/stream`;
@@ -12,7 +13,7 @@
  * - a dashboard session signed out: its follow stream and terminal attach on the project path, its events stream.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { execSql, joinAs, userToken } from "../support/accounts.ts"
+import { appendOperationEvent, execSql, insertRunningOperation, joinAs, querySql, userToken } from "../support/accounts.ts"
 import { createReadySandbox, idempotencyKey, type KeyAuth, minimalSandbox } from "../support/sandbox.ts"
 import { api, type Bootstrap, bootstrap, expectEnvelope, runCli, type RunningServer, startServer } from "../support/server.ts"
 import { openSse } from "../support/sse.ts"
@@ -86,6 +87,22 @@ describe("revocation ends the streams a credential opened", () => {
     await stream.waitEnd(CUT_WITHIN_MS)
     expectEndFrame(stream.frames, "unauthenticated", "credential_revoked")
     expectEnvelope(await http.get(`/v1/sandboxes/${sandboxId}`, key.auth), 401, "unauthenticated")
+  })
+
+  it("a revoked API key: its followed operation ends with an error frame", async () => {
+    const key = await newKey("follow-operation")
+    // An operation of the key's that stays running (a copy of the sandbox's create, with one event so far).
+    const template = querySql<{ id: string }>(server.dataDir, "SELECT id FROM operations WHERE resource_id = ?", sandboxId)[0]!.id
+    const operationId = `op_${crypto.randomUUID().replaceAll("-", "")}`
+    insertRunningOperation(server.dataDir, template, operationId, key.id)
+    appendOperationEvent(server.dataDir, operationId, 1, "queued")
+    // A key already used (its last_used_at recorded), so that FastReads serves the follow rather than the full stack.
+    expect((await http.get(`/v1/sandboxes/${sandboxId}`, key.auth)).status).toBe(200)
+    const stream = await openSse(`${server.url}/v1/operations/${operationId}/events?follow=true`, keyHeaders(key.auth))
+    await stream.waitEvent("queued")
+    await revokeKey(key.id)
+    await stream.waitEnd(CUT_WITHIN_MS)
+    expectEndFrame(stream.frames, "unauthenticated", "credential_revoked")
   })
 
   it("a revoked API key: its terminal attach is closed 4001 after an error frame, and types nothing more", async () => {

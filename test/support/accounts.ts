@@ -81,3 +81,23 @@ export const databaseBytes = (dataDir: string): Buffer => {
   }
   return Buffer.concat(fs.readdirSync(dataDir).filter((f) => f.startsWith("gateway.sqlite")).map((f) => fs.readFileSync(path.join(dataDir, f))))
 }
+
+/**
+ * A copy of operation `templateId`, still running, as `id` (caused by `keyId` when given), with no events: an
+ * operation that stays open for as long as a test needs (a real one ends in milliseconds). The test appends its
+ * events and ends it with `appendOperationEvent` and `execSql`.
+ */
+export const insertRunningOperation = (dataDir: string, templateId: string, id: string, keyId?: string) => {
+  const row = querySql<Record<string, unknown>>(dataDir, "SELECT * FROM operations WHERE id = ?", templateId)[0]!
+  // PostgreSQL's JSON columns come back parsed; they go back as text.
+  const stored = Object.fromEntries(Object.entries(row).map(([k, v]) => [k, v !== null && typeof v === "object" ? JSON.stringify(v) : v as string | number | null]))
+  const copy: Record<string, string | number | null> = { ...stored, id, state: "running", completed_at: null, error: null, ...(keyId === undefined ? {} : { created_by_key_id: keyId }) }
+  if ("last_event_seq" in copy) copy["last_event_seq"] = 0
+  delete copy["rowid"] // PostgreSQL's insertion order: the copy gets its own
+  const columns = Object.keys(copy)
+  execSql(dataDir, `INSERT INTO operations (${columns.join(", ")}) VALUES (${columns.map(() => "?").join(", ")})`, ...columns.map((c) => copy[c] ?? null))
+}
+
+/** Appends event `seq` of type `type` to an operation (as the runner would, from another process: no signal). */
+export const appendOperationEvent = (dataDir: string, operationId: string, seq: number, type: string, data: Record<string, unknown> = {}) =>
+  execSql(dataDir, "INSERT INTO operation_events (operation_id, seq, type, occurred_at, data) VALUES (?, ?, ?, ?, ?)", operationId, seq, type, new Date().toISOString(), JSON.stringify(data))

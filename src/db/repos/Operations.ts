@@ -38,6 +38,9 @@ export const OperationEventRow = Schema.Struct({
 })
 export type OperationEventRow = typeof OperationEventRow.Type
 
+/** An operation's events after a sequence number, in order (also read by db/FastReadQueries.ts). */
+export const OPERATION_EVENTS_AFTER = "SELECT seq, type, occurred_at, data FROM operation_events WHERE operation_id = ? AND seq > ? ORDER BY seq"
+
 export interface NewOperation {
   readonly id: OperationId
   readonly projectId: ProjectId
@@ -155,8 +158,7 @@ export class OperationsRepo extends Effect.Service<OperationsRepo>()("app/db/Ope
           return yield* moved
         }),
       eventsAfter: (operationId: OperationId, afterSeq: number) =>
-        events.all(sql`SELECT seq, type, occurred_at, data FROM operation_events
-          WHERE operation_id = ${operationId} AND seq > ${afterSeq} ORDER BY seq`)
+        events.all(sql.unsafe(dialect.positional(OPERATION_EVENTS_AFTER), [operationId, afterSeq]))
     }
   })
 }) {}
