@@ -54,6 +54,8 @@ beforeAll(async () => {
 afterAll(async () => {
   await server?.stop()
   registry?.stop()
+  // The sessions' homes (a guide installs packages into them: ~180 MB).
+  if (scratch !== undefined) fs.rmSync(scratch, { recursive: true, force: true })
 })
 
 /** One bash session: the blocks in order, each between markers, stopping at the first that fails. */
