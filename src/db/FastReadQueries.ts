@@ -19,7 +19,7 @@ import { Context, Effect, Layer, Redacted, type Scope } from "effect"
 import { makePgDialect } from "./PgDialect.ts"
 import { API_KEY_BY_HASH, ApiKeyCredentialRow } from "./repos/Projects.ts"
 import { OPERATION_EVENTS_AFTER, OperationEventRow, OperationRow } from "./repos/Operations.ts"
-import { type ProcessRow, processRows } from "./repos/Processes.ts"
+import { PROCESS_EVENTS_AFTER, ProcessEventRow, type ProcessRow, processRows } from "./repos/Processes.ts"
 import { RUNTIME_OPERATION_WITH_DATA, RuntimeOperationRow } from "./repos/RuntimeOperations.ts"
 import { capabilitiesRows, type SandboxRow, sandboxRows } from "./repos/Sandboxes.ts"
 import { rowsOf } from "./Rows.ts"
@@ -39,6 +39,8 @@ export interface FastReadQueries {
   readonly runtimeOperation: (id: string) => MaybePromise<RuntimeOperationRow | undefined>
   /** An operation's events after sequence number `afterSeq`, in order (what a follower of the operation reads next). */
   readonly operationEventsAfter: (operationId: string, afterSeq: number) => MaybePromise<ReadonlyArray<OperationEventRow>>
+  /** A process's events after sequence number `afterSeq`, in order, at most `limit` of them. */
+  readonly processEventsAfter: (processId: string, afterSeq: number, limit: number) => MaybePromise<ReadonlyArray<ProcessEventRow>>
 }
 
 /** Connections of the PostgreSQL fast-read pool (docs/operations/scaling-out.md). */
@@ -61,8 +63,13 @@ const queries = (prepare: (sql: string) => (param: string) => MaybePromise<unkno
     }
   }
   const capabilities = reader(capabilitiesRows.decodeSync, "SELECT capabilities FROM sandboxes WHERE id = ?")
-  const events = rowsOf("operation_events", OperationEventRow).decodeSync
-  const eventsAfter = prepareAll(OPERATION_EVENTS_AFTER)
+  const operationEvents = rowsOf("operation_events", OperationEventRow).decodeSync
+  const operationEventsAfter = prepareAll(OPERATION_EVENTS_AFTER)
+  const processEvents = rowsOf("process_events", ProcessEventRow).decodeSync
+  const processEventsAfter = prepareAll(PROCESS_EVENTS_AFTER)
+  /** Every row, decoded, now or later. */
+  const decoded = <A>(rows: MaybePromise<ReadonlyArray<unknown>>, decode: (row: unknown) => A): MaybePromise<ReadonlyArray<A>> =>
+    rows instanceof Promise ? rows.then((r) => r.map(decode)) : rows.map(decode)
   return {
     liveApiKeyByHash: reader(rowsOf("api_keys", ApiKeyCredentialRow, { memo: 512 }).decodeSync, API_KEY_BY_HASH),
     sandbox: reader(sandboxRows.decodeSync, "SELECT * FROM sandboxes WHERE id = ?"),
@@ -74,10 +81,8 @@ const queries = (prepare: (sql: string) => (param: string) => MaybePromise<unkno
     operation: reader(rowsOf("operations", OperationRow, { memo: 512 }).decodeSync, "SELECT * FROM operations WHERE id = ?"),
     // Not remembered: a read's row carries the file's bytes.
     runtimeOperation: reader(rowsOf("runtime_operations", RuntimeOperationRow).decodeSync, RUNTIME_OPERATION_WITH_DATA),
-    operationEventsAfter: (operationId, afterSeq) => {
-      const rows = eventsAfter(operationId, afterSeq)
-      return rows instanceof Promise ? rows.then((r) => r.map(events)) : rows.map(events)
-    }
+    operationEventsAfter: (operationId, afterSeq) => decoded(operationEventsAfter(operationId, afterSeq), operationEvents),
+    processEventsAfter: (processId, afterSeq, limit) => decoded(processEventsAfter(processId, afterSeq, limit), processEvents)
   }
 }
 

@@ -4,14 +4,15 @@
  * router before the Effect HttpApi stack (SQLite: a synchronous read connection; PostgreSQL: a small pool of its
  * own, the key and the rows read side by side). These are what clients poll (an agent waits on an operation, a process or a
  * file read by reading it again and again), and a request through the full stack costs ~1 ms of CPU here, which
- * both slows the poll and takes that CPU from the jobs being waited on. And the operation's events followed
- * (`GET /v1/operations/{id}/events?follow=true`: what a client that starts an operation and waits for it opens),
- * which through the full stack costs ~3 ms of CPU and answers its head only once that stack had its turn.
+ * both slows the poll and takes that CPU from the jobs being waited on. And the events followed
+ * (`GET /v1/operations/{id}/events?follow=true`, what a client that starts an operation and waits for it opens;
+ * `…/processes/{id}/events?follow=true`, a command's output as it comes), which through the full stack cost ~3–4
+ * ms of CPU each and answered their head only once that stack had its turn.
  *
  * Only the plain success is answered here. Anything else goes to the full stack unchanged, which owns every error
  * and side effect: a missing or malformed credential or project header, an unknown, revoked or expired key, a key
  * whose `last_used_at` is due to be refreshed, a row of another project (or another key's operation), no row at
- * all, a query string (but the follow's own `?follow=true`), a Last-Event-ID the contract refuses, a malformed
+ * all, a query string (but a follow's own `?follow=true`), a Last-Event-ID the contract refuses, a malformed
  * `x-request-id`, any method but GET. The bodies are built by the same
  * `*ToWire` functions the handlers use (a followed stream's frames: Sse.ts `followRound`, as `followStream`'s),
  * from rows read by the db layer's queries (src/db/FastReadQueries.ts, through services/PolledReads.ts), and
@@ -20,13 +21,15 @@
  */
 import { Effect, FiberRef, FiberRefs, LogLevel, Runtime } from "effect"
 import type { OperationRow } from "../db/repos/Operations.ts"
+import type { ProcessRow } from "../db/repos/Processes.ts"
 import { API_KEY_PREFIX, sha256Hex } from "../domain/Tokens.ts"
 import { LiveStreams, type LiveStreamsShape } from "../services/LiveStreams.ts"
 import { type ApiKeyCredentialRow, keyAccepted, type MaybePromise, openPolledReads, type PolledReads } from "../services/PolledReads.ts"
 import { TERMINAL_OPERATION_STATES } from "../services/sandboxes/Operations.ts"
-import { onNextSignal, operationTopic } from "../services/Signals.ts"
+import { TERMINAL_PROCESS_STATES } from "../services/sandboxes/Processes.ts"
+import { onNextSignal, operationTopic, processTopic } from "../services/Signals.ts"
 import { WELL_FORMED_REQUEST_ID } from "./RequestId.ts"
-import { endFrame, FOLLOW_HEADERS, followRound, type FollowPosition, operationEventFrame } from "./Sse.ts"
+import { endFrame, FOLLOW_HEADERS, followRound, type FollowPosition, operationEventFrame, PROCESS_BATCH_EVENTS, processEventFrame, type SseEvent } from "./Sse.ts"
 import { operationToWire, processToWire, runtimeOperationToWire, sandboxToWire } from "./wire/Sandboxes.ts"
 
 type Route = (request: Bun.BunRequest, server: Bun.Server<unknown>) => Response | Promise<Response>
@@ -37,10 +40,11 @@ export const FAST_READ_PATHS = [
   "/v1/sandboxes/:sandbox_id/processes/:process_id",
   "/v1/sandboxes/:sandbox_id/runtime-operations/:runtime_operation_id",
   "/v1/operations/:operation_id",
-  "/v1/operations/:operation_id/events"
+  "/v1/operations/:operation_id/events",
+  "/v1/sandboxes/:sandbox_id/processes/:process_id/events"
 ] as const
 
-/** The only query string a fast route takes: following an operation's events (every other read takes none). */
+/** The only query string a fast route takes: following an operation's or a process's events (every other read takes none). */
 const FOLLOW_QUERY = "?follow=true"
 
 export type FastReadPath = (typeof FAST_READ_PATHS)[number]
@@ -132,14 +136,12 @@ export const makeFastReads = (options: {
     })
 
   /**
-   * An operation's events after `after`, held open as the full stack's `followStream` inside `whileAllowed` holds
+   * A resource's events after `after`, held open as the full stack's `followStream` inside `whileAllowed` holds
    * them (the same rounds, `followRound`): registered with LiveStreams for `key`, ended with an `endFrame` once
    * the key may no longer read it, and forgotten when the client goes away.
    */
-  const follow = (operation: OperationRow, after: number, key: ApiKeyCredentialRow, request: Request, requestId: string): Response => {
+  const follow = (source: FollowSource, after: number, key: ApiKeyCredentialRow, request: Request, requestId: string): Response => {
     const held = options.streams.open({ kind: "api_key", keyId: key.id, projectId: key.project_id })
-    const frame = operationEventFrame(operation.id)
-    const topic = operationTopic(operation.id)
     let position: FollowPosition = { after, quietSince: Date.now() }
     let stopWaiting: (() => void) | undefined
     let done = false
@@ -152,10 +154,10 @@ export const makeFastReads = (options: {
       held.close()
     }
     held.signal.addEventListener("abort", wakeOnEnd)
-    /** The next signal of the operation, at most `ms`, or sooner when the stream must end. */
+    /** The next signal of the resource, at most `ms`, or sooner when the stream must end. */
     const wait = (ms: number) =>
       new Promise<void>((resolve) => {
-        const cancel = onNextSignal(topic, ms, () => {
+        const cancel = onNextSignal(source.topic, ms, () => {
           stopWaiting = undefined
           resolve()
         })
@@ -176,9 +178,8 @@ export const makeFastReads = (options: {
               controller.close()
               return finish()
             }
-            const row = await db.operation(operation.id)
-            const over = row === undefined || TERMINAL_OPERATION_STATES.has(row.state)
-            const events = (await db.operationEventsAfter(operation.id, position.after)).map(frame)
+            const over = await source.finished()
+            const events = await source.eventsAfter(position.after)
             if (done || held.signal.aborted) continue
             const round = followRound(position, over, events, options.heartbeatMs)
             if (round._tag === "send") {
@@ -204,6 +205,35 @@ export const makeFastReads = (options: {
     return new Response(body, { headers: { "content-type": "text/event-stream", ...FOLLOW_HEADERS, "x-request-id": requestId } })
   }
 
+  /** The followed events of an operation: all of them after the position at each round, as `operationEvents`' follow reads them. */
+  const operationSource = (operation: OperationRow): FollowSource => {
+    const frame = operationEventFrame(operation.id)
+    return {
+      topic: operationTopic(operation.id),
+      finished: () => then(db.operation(operation.id), (row) => row === undefined || TERMINAL_OPERATION_STATES.has(row.state)),
+      eventsAfter: (after) => then(db.operationEventsAfter(operation.id, after), (rows) => rows.map(frame))
+    }
+  }
+
+  /** The followed events of a process: at most PROCESS_BATCH_EVENTS a round, as the processes handler's follow reads them. */
+  const processSource = (process: ProcessRow): FollowSource => {
+    const frame = processEventFrame(process.id)
+    return {
+      topic: processTopic(process.id),
+      finished: () => then(db.process(process.id), (row) => row === undefined || TERMINAL_PROCESS_STATES.includes(row.state)),
+      eventsAfter: (after) => then(db.processEventsAfter(process.id, after, PROCESS_BATCH_EVENTS), (rows) => rows.map(frame))
+    }
+  }
+
+  /** A followed stream's route: `source` from the row `reads` gives, when the key may read it (undefined: hand over). */
+  const followed = <Row>(reads: (request: Bun.BunRequest) => MaybePromise<Row | undefined>, source: (row: Row, key: ApiKeyCredentialRow, request: Bun.BunRequest) => FollowSource | undefined): Route =>
+    route(FOLLOW_QUERY, (request) => [reads(request)] as const, ([row], key, request, requestId) => {
+      const lastEventId = request.headers.get("last-event-id")
+      if (row === undefined || (lastEventId !== null && !EVENT_ID.test(lastEventId))) return undefined
+      const from = source(row, key, request)
+      return from === undefined ? undefined : follow(from, Number(lastEventId ?? "0"), key, request, requestId)
+    })
+
   return {
     routes: {
       "/v1/sandboxes/:sandbox_id": polled(
@@ -225,14 +255,13 @@ export const makeFastReads = (options: {
         (request) => [db.operation(param(request, "operation_id"))] as const,
         ([row], key) => visibleWith(row, key) ? operationToWire(row) : undefined
       ),
-      "/v1/operations/:operation_id/events": route(
-        FOLLOW_QUERY,
-        (request) => [db.operation(param(request, "operation_id"))] as const,
-        ([row], key, request, requestId) => {
-          const lastEventId = request.headers.get("last-event-id")
-          if (!visibleWith(row, key) || (lastEventId !== null && !EVENT_ID.test(lastEventId))) return undefined
-          return follow(row, Number(lastEventId ?? "0"), key, request, requestId)
-        }
+      "/v1/operations/:operation_id/events": followed(
+        (request) => db.operation(param(request, "operation_id")),
+        (row, key) => visibleWith(row, key) ? operationSource(row) : undefined
+      ),
+      "/v1/sandboxes/:sandbox_id/processes/:process_id/events": followed(
+        (request) => db.process(param(request, "process_id")),
+        (row, key, request) => row.project_id === key.project_id && row.sandbox_id === param(request, "sandbox_id") ? processSource(row) : undefined
       )
     }
   }
@@ -240,6 +269,13 @@ export const makeFastReads = (options: {
 
 /** A Last-Event-ID the contract takes (LastEventIdHeaders); anything else gets the full stack's 422. */
 const EVENT_ID = /^\d{1,15}$/
+
+/** What a followed stream reads: its events after a position, whether it is over, and the topic that wakes it. */
+interface FollowSource {
+  readonly topic: string
+  readonly finished: () => MaybePromise<boolean>
+  readonly eventsAfter: (after: number) => MaybePromise<ReadonlyArray<SseEvent>>
+}
 
 /** An operation the key that caused it reads. */
 const visibleWith = (row: OperationRow | undefined, key: ApiKeyCredentialRow): row is OperationRow =>

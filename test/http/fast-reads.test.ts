@@ -96,11 +96,13 @@ const direct = async (pattern: string, url: string, init: RequestInit & { params
   const response = await fast.routes[pattern]!(request as never, handedOver as never)
   return { status: response.status, body: response.status === 200 ? await response.json() : undefined, headers: response.headers }
 }
-/** Calls the followed-events route in this process: its response as is (a hand-over answers HANDED_OVER). */
-const directFollow = async (url: string, init: RequestInit & { params: Record<string, string> }) => {
+const OPERATION_EVENTS = "/v1/operations/:operation_id/events"
+const PROCESS_EVENTS = "/v1/sandboxes/:sandbox_id/processes/:process_id/events"
+/** Calls a followed-events route in this process (an operation's unless `pattern` says): its response as is (a hand-over answers HANDED_OVER). */
+const directFollow = async (url: string, init: RequestInit & { params: Record<string, string> }, pattern = OPERATION_EVENTS) => {
   const request = Object.assign(new Request(`http://gateway${url}`, init), { params: init.params, cookies: new Map() })
   const handedOver = { fetch: () => new Response(null, { status: HANDED_OVER }) }
-  return fast.routes["/v1/operations/:operation_id/events"]!(request as never, handedOver as never)
+  return fast.routes[pattern]!(request as never, handedOver as never)
 }
 const headers = (a: KeyAuth, extra: Record<string, string> = {}) => ({ authorization: `Bearer ${a.token}`, "x-metal-project-id": a.project, ...extra })
 const routes = () => [
@@ -329,5 +331,63 @@ describe("a followed operation (GET /v1/operations/{id}/events?follow=true)", ()
     expectEnvelope(await http.get(`${followPath(operationId)}?follow=true`, other), 404, "not_found")
     expectEnvelope(await http.get(`${followPath("op_nope")}?follow=true`, auth), 404, "not_found")
     expect((await http.get(`${followPath(operationId)}?follow=true`, second)).status).toBe(404)
+  })
+})
+
+describe("a followed process (GET /v1/sandboxes/{id}/processes/{id}/events?follow=true)", () => {
+  const eventsPath = (id: string) => `/v1/sandboxes/${sandboxId}/processes/${id}/events`
+
+  it("is answered with exactly the full stack's bytes and headers, from any Last-Event-ID", async () => {
+    for (const lastEventId of [undefined, "1", "3", "999"]) {
+      const extra: Record<string, string> = { "x-request-id": "follow-2", ...(lastEventId === undefined ? {} : { "last-event-id": lastEventId }) }
+      const full = await http.get(`${eventsPath(processId)}?follow=true&full=1`, { ...auth, headers: extra })
+      const quick = await http.get(`${eventsPath(processId)}?follow=true`, { ...auth, headers: extra })
+      expect(full.status).toBe(200)
+      expect({ lastEventId, status: quick.status, text: quick.text }).toEqual({ lastEventId, status: 200, text: full.text })
+      for (const header of ["content-type", "cache-control", "x-accel-buffering", "x-request-id"]) expect(quick.headers.get(header)).toBe(full.headers.get(header))
+      const before = { ...held }
+      const answered = await directFollow(`${eventsPath(processId)}?follow=true`, { headers: headers(auth, extra), params: { sandbox_id: sandboxId, process_id: processId } }, PROCESS_EVENTS)
+      expect(answered.status).toBe(200)
+      expect(await readAll(answered)).toBe(full.text)
+      expect(held).toEqual({ opened: before.opened + 1, closed: before.closed + 1 })
+    }
+    expect((await http.get(`${eventsPath(processId)}?follow=true`, auth)).text).toContain("event: exited")
+  })
+
+  it("follows a running process to its exit: its output as the sandbox writes it, then the end", async () => {
+    const started = await http.post(`/v1/sandboxes/${sandboxId}/processes`, {
+      ...auth, body: { command: ["sh", "-c", "echo one; sleep 1; echo two"] }, headers: { "idempotency-key": `fast-follow-${crypto.randomUUID()}` }
+    })
+    expect(started.status).toBe(202)
+    const id = started.body.id as string
+    const before = { ...held }
+    const response = await directFollow(`${eventsPath(id)}?follow=true`, { headers: headers(auth), params: { sandbox_id: sandboxId, process_id: id } }, PROCESS_EVENTS)
+    expect(response.status).toBe(200)
+    const text = await readAll(response)
+    expect(held).toEqual({ opened: before.opened + 1, closed: before.closed + 1 })
+    const full = await http.get(`${eventsPath(id)}?follow=true&full=1`, auth)
+    expect(text.replaceAll(": heartbeat\n\n", "")).toBe(full.text)
+    // It was running when followed: a heartbeat while it slept, and both lines.
+    expect(text).toContain(": heartbeat")
+    expect(full.text).toContain("event: exited")
+    expect(full.text).toContain(Buffer.from("two\n").toString("base64"))
+  })
+
+  it("hands everything but a plain follow of the caller's process under its own sandbox to the full stack", async () => {
+    const params = { sandbox_id: sandboxId, process_id: processId }
+    const cases: Array<[string, string, RequestInit & { params: Record<string, string> }]> = [
+      ["no credentials", "?follow=true", { params }],
+      ["another project's key", "?follow=true", { headers: headers(other), params }],
+      ["another sandbox's path", "?follow=true", { headers: headers(auth), params: { ...params, sandbox_id: "sbx_other" } }],
+      ["a finite batch", "", { headers: headers(auth), params }],
+      ["a Last-Event-ID that is not one", "?follow=true", { headers: headers(auth, { "last-event-id": "x" }), params }],
+      ["an unknown process", "?follow=true", { headers: headers(auth), params: { ...params, process_id: "proc_nope" } }]
+    ]
+    for (const [name, query, init] of cases) {
+      const response = await directFollow(`${eventsPath(processId)}${query}`, init, PROCESS_EVENTS)
+      expect({ name, status: response.status }).toEqual({ name, status: HANDED_OVER })
+    }
+    expectEnvelope(await http.get(`${eventsPath(processId)}?follow=true`, other), 404, "not_found")
+    expectEnvelope(await http.get(`/v1/sandboxes/sbx_other/processes/${processId}/events?follow=true`, auth), 404, "not_found")
   })
 })

@@ -31,6 +31,7 @@ describe("route table", () => {
       "api GET /v1/sandboxes/:sandbox_id",
       "api GET /v1/operations/:operation_id",
       "api GET /v1/operations/:operation_id/events",
+      "api GET /v1/sandboxes/:sandbox_id/processes/:process_id/events",
       "api POST /v1/mcp",
       "api POST /v1/projects/:project_id/mcp",
       "api PUT /v1/sandboxes/:sandbox_id/files/content",
@@ -49,7 +50,7 @@ describe("route table", () => {
     const key = (r: (typeof table)[number]) => `${r.listener} ${r.method} ${r.path}`
     const contract = new Set(table.filter((r) => r.handler.startsWith("handlers/")).map(key))
     const ahead = table.filter((r) => r.aheadOfContract === true)
-    expect(ahead.length).toBe(9) // the four polled reads and the followed one, the raw writes and the attaches on both paths
+    expect(ahead.length).toBe(10) // the four polled reads and the two followed ones, the raw writes and the attaches on both paths
     for (const route of ahead) expect(contract.has(key(route)), key(route)).toBe(true)
     const rest = table.filter((r) => r.aheadOfContract !== true).map(key)
     expect(new Set(rest).size).toBe(rest.length)

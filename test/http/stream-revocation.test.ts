@@ -4,7 +4,7 @@
  * stream, makes it live (a frame, a typed line answered), takes the access away and waits for the server to end
  * the stream before a deadline of a few seconds; the stream's last word says why.
  *
- * - an API key revoked: its `?follow=true` process event stream, its followed operation (served by FastReads), its
+ * - an API key revoked: its `?follow=true` process event stream and its followed operation (both served by FastReads), its
  *   terminal attach (close 4001);
  * - an API key whose expires_at passes while its stream is open;
  * - a user token revoked (the CLI: another process): its `/v1/events/stream`;

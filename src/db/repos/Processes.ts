@@ -57,6 +57,9 @@ export const ProcessEventRow = Schema.Struct({
 })
 export type ProcessEventRow = typeof ProcessEventRow.Type
 
+/** A process's events after a sequence number, in order, at most a number of them (also read by db/FastReadQueries.ts). */
+export const PROCESS_EVENTS_AFTER = "SELECT seq, type, occurred_at, data FROM process_events WHERE process_id = ? AND seq > ? ORDER BY seq LIMIT ?"
+
 /** An event row as written (data already JSON). */
 export interface NewProcessEvent {
   readonly process_id: ProcessId
@@ -196,8 +199,7 @@ export class ProcessesRepo extends Effect.Service<ProcessesRepo>()("app/db/Proce
       busyCount: (sandboxId: SandboxId) =>
         Effect.map(counts.first(sql`SELECT COUNT(*) AS n FROM processes WHERE sandbox_id = ${sandboxId} AND state IN ('queued', 'running', 'cancelling')`), (row) => row?.n ?? 0),
       eventsAfter: (processId: ProcessId, afterSeq: number, limit: number) =>
-        events.all(sql`SELECT seq, type, occurred_at, data FROM process_events WHERE process_id = ${processId} AND seq > ${afterSeq}
-          ORDER BY seq LIMIT ${limit}`),
+        events.all(sql.unsafe(dialect.positional(PROCESS_EVENTS_AFTER), [processId, afterSeq, limit])),
       /** One stream's output events (`stdout` or `stderr`) after `afterSeq`, in order. */
       outputAfter: (processId: ProcessId, stream: "stdout" | "stderr", afterSeq: number, limit: number) =>
         events.all(sql`SELECT seq, type, occurred_at, data FROM process_events WHERE process_id = ${processId} AND type = ${stream} AND seq > ${afterSeq}
