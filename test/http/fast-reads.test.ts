@@ -234,33 +234,46 @@ const readAll = async (response: Response) => {
 
 const followPath = (id: string) => `/v1/operations/${id}/events`
 
+/**
+ * A follow of `path` (over already) from each Last-Event-ID: over HTTP, the same status, bytes and headers as the
+ * full stack's (reached with an extra query parameter, which FastReads never takes); and really answered by
+ * FastReads (called in this process), one stream held and let go.
+ */
+const expectFollowParity = async (path: string, pattern: string, params: Record<string, string>, lastEventIds: ReadonlyArray<string | undefined>) => {
+  for (const lastEventId of lastEventIds) {
+    const extra: Record<string, string> = { "x-request-id": "follow-1", ...(lastEventId === undefined ? {} : { "last-event-id": lastEventId }) }
+    const full = await http.get(`${path}?follow=true&full=1`, { ...auth, headers: extra })
+    const quick = await http.get(`${path}?follow=true`, { ...auth, headers: extra })
+    expect(full.status).toBe(200)
+    expect({ lastEventId, status: quick.status, text: quick.text }).toEqual({ lastEventId, status: 200, text: full.text })
+    for (const header of ["content-type", "cache-control", "x-accel-buffering", "x-request-id"]) expect(quick.headers.get(header)).toBe(full.headers.get(header))
+    const before = { ...held }
+    const answered = await directFollow(`${path}?follow=true`, { headers: headers(auth, extra), params }, pattern)
+    expect(answered.status).toBe(200)
+    expect(await readAll(answered)).toBe(full.text)
+    expect(held).toEqual({ opened: before.opened + 1, closed: before.closed + 1 })
+  }
+}
+
+/** A running operation (with its first event stored), followed through FastReads in this process. */
+const followRunningOperation = async () => {
+  const id = newOperationId()
+  insertRunningOperation(server.dataDir, operationId, id)
+  appendOperationEvent(server.dataDir, id, 1, "queued")
+  const before = { ...held }
+  const response = await directFollow(`${followPath(id)}?follow=true`, { headers: headers(auth), params: { operation_id: id } })
+  return { id, before, response }
+}
+
 describe("a followed operation (GET /v1/operations/{id}/events?follow=true)", () => {
   it("is answered with exactly the full stack's bytes and headers, from any Last-Event-ID", async () => {
     await waitOperation(http, auth, operationId)
-    for (const lastEventId of [undefined, "0", "1", "2", "999"]) {
-      const extra: Record<string, string> = { "x-request-id": "follow-1", ...(lastEventId === undefined ? {} : { "last-event-id": lastEventId }) }
-      // An extra query parameter: the full stack takes it, FastReads never does.
-      const full = await http.get(`${followPath(operationId)}?follow=true&full=1`, { ...auth, headers: extra })
-      const quick = await http.get(`${followPath(operationId)}?follow=true`, { ...auth, headers: extra })
-      expect(full.status).toBe(200)
-      expect({ lastEventId, status: quick.status, text: quick.text }).toEqual({ lastEventId, status: 200, text: full.text })
-      for (const header of ["content-type", "cache-control", "x-accel-buffering", "x-request-id"]) expect(quick.headers.get(header)).toBe(full.headers.get(header))
-      // And FastReads really answers it: the same bytes, one stream held and let go.
-      const before = { ...held }
-      const answered = await directFollow(`${followPath(operationId)}?follow=true`, { headers: headers(auth, extra), params: { operation_id: operationId } })
-      expect(answered.status).toBe(200)
-      expect(await readAll(answered)).toBe(full.text)
-      expect(held).toEqual({ opened: before.opened + 1, closed: before.closed + 1 })
-    }
+    await expectFollowParity(followPath(operationId), OPERATION_EVENTS, { operation_id: operationId }, [undefined, "0", "1", "2", "999"])
     expect((await http.get(`${followPath(operationId)}?follow=true`, auth)).text).toContain("event: completed")
   })
 
   it("follows a running operation: events another process stores arrive, a heartbeat while quiet, the end after the terminal event", async () => {
-    const id = newOperationId()
-    insertRunningOperation(server.dataDir, operationId, id)
-    appendOperationEvent(server.dataDir, id, 1, "queued")
-    const before = { ...held }
-    const response = await directFollow(`${followPath(id)}?follow=true`, { headers: headers(auth), params: { operation_id: id } })
+    const { id, before, response } = await followRunningOperation()
     expect(response.status).toBe(200)
     expect(response.headers.get("content-type")).toBe("text/event-stream")
     const body = chunks(response)
@@ -290,11 +303,7 @@ describe("a followed operation (GET /v1/operations/{id}/events?follow=true)", ()
   })
 
   it("lets go of a stream whose client went away", async () => {
-    const id = newOperationId()
-    insertRunningOperation(server.dataDir, operationId, id)
-    appendOperationEvent(server.dataDir, id, 1, "queued")
-    const before = { ...held }
-    const response = await directFollow(`${followPath(id)}?follow=true`, { headers: headers(auth), params: { operation_id: id } })
+    const { id, before, response } = await followRunningOperation()
     const body = chunks(response)
     expect(await body.next()).toContain("event: queued")
     expect(held.closed).toBe(before.closed)
@@ -338,19 +347,7 @@ describe("a followed process (GET /v1/sandboxes/{id}/processes/{id}/events?follo
   const eventsPath = (id: string) => `/v1/sandboxes/${sandboxId}/processes/${id}/events`
 
   it("is answered with exactly the full stack's bytes and headers, from any Last-Event-ID", async () => {
-    for (const lastEventId of [undefined, "1", "3", "999"]) {
-      const extra: Record<string, string> = { "x-request-id": "follow-2", ...(lastEventId === undefined ? {} : { "last-event-id": lastEventId }) }
-      const full = await http.get(`${eventsPath(processId)}?follow=true&full=1`, { ...auth, headers: extra })
-      const quick = await http.get(`${eventsPath(processId)}?follow=true`, { ...auth, headers: extra })
-      expect(full.status).toBe(200)
-      expect({ lastEventId, status: quick.status, text: quick.text }).toEqual({ lastEventId, status: 200, text: full.text })
-      for (const header of ["content-type", "cache-control", "x-accel-buffering", "x-request-id"]) expect(quick.headers.get(header)).toBe(full.headers.get(header))
-      const before = { ...held }
-      const answered = await directFollow(`${eventsPath(processId)}?follow=true`, { headers: headers(auth, extra), params: { sandbox_id: sandboxId, process_id: processId } }, PROCESS_EVENTS)
-      expect(answered.status).toBe(200)
-      expect(await readAll(answered)).toBe(full.text)
-      expect(held).toEqual({ opened: before.opened + 1, closed: before.closed + 1 })
-    }
+    await expectFollowParity(eventsPath(processId), PROCESS_EVENTS, { sandbox_id: sandboxId, process_id: processId }, [undefined, "1", "3", "999"])
     expect((await http.get(`${eventsPath(processId)}?follow=true`, auth)).text).toContain("event: exited")
   })
 
