@@ -23,7 +23,7 @@ const PER_PLUGIN: ReadonlyArray<readonly [string, Record<string, unknown>]> = [
   ["vercel", { network: { internet_access: false } }]
 ]
 
-export const benchCreate = async ({ http, auth }: BenchGateway) => {
+export const benchCreate = async ({ server, http, auth }: BenchGateway) => {
   // 1. create → ready, through the API (routed; the client polls the operation).
   const created: Array<string> = []
   const createOne = async () => {
@@ -42,6 +42,19 @@ export const benchCreate = async ({ http, auth }: BenchGateway) => {
   // it finds a warm jail. The default network (internet), as above.
   const warmReady = await warmCreates(createOne, (id) => http.delete(`/v1/sandboxes/${id}`, auth), ROUNDS)
   report("  create → ready, a warm jail each", warmReady, undefined, "p50 ≤ 20 ms, p90 ≤ 40 ms")
+  await stopped()
+  // The same, waited for as an agent waits: following the operation's events to its end (`?follow=true`) instead
+  // of polling it.
+  const followOne = async () => {
+    const res = await http.post("/v1/sandboxes", { ...auth, body: minimalSandbox(), headers: { "idempotency-key": idempotencyKey("f") } })
+    const followed = await fetch(`${server.url}/v1/operations/${res.body.operation.id}/events?follow=true`, {
+      headers: { authorization: `Bearer ${auth.token}`, "x-metal-project-id": auth.project }
+    })
+    const text = await followed.text()
+    if (!text.includes("event: completed")) throw new Error(`the followed create ended without completing: ${text}`)
+    return res.body.sandbox.id as string
+  }
+  report("  (the same, followed)", await warmCreates(followOne, (id) => http.delete(`/v1/sandboxes/${id}`, auth), ROUNDS))
   await stopped()
 
   // 1b. create → ready on each plugin through its emulator (issue 11): a few creates per provider, pinned with
