@@ -194,7 +194,10 @@ export const makeFastReads = (options: {
           }
         } catch (cause) {
           // A read that failed (a lost connection, a row that does not decode): the stream is cut, as the full stack's would be.
-          if (!done) controller.error(cause)
+          if (!done) {
+            runLog(Effect.logWarning("a followed event stream failed; its connection is cut", { request_id: requestId, error: String(cause) }))
+            controller.error(cause)
+          }
           finish()
         }
       },

@@ -311,6 +311,15 @@ describe("a followed operation (GET /v1/operations/{id}/events?follow=true)", ()
     expect(held).toEqual({ opened: before.opened + 1, closed: before.closed + 1 })
   })
 
+  it("cuts a stream whose next event does not decode, and lets it go", async () => {
+    const { id, before, response } = await followRunningOperation()
+    const body = chunks(response)
+    expect(await body.next()).toContain("event: queued")
+    execSql(server.dataDir, "INSERT INTO operation_events (operation_id, seq, type, occurred_at, data) VALUES (?, 2, 'started', ?, ?)", id, new Date().toISOString(), '{"broken":')
+    await expect(body.next()).rejects.toThrow()
+    expect(held).toEqual({ opened: before.opened + 1, closed: before.closed + 1 })
+  })
+
   it("hands everything but a plain follow to the full stack", async () => {
     await waitOperation(http, auth, operationId)
     const key = (await http.post(`/v1/projects/${owner.project_id}/api-keys`, { token: owner.user_token, body: { name: "follow-second" } })).body
