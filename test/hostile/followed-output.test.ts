@@ -7,23 +7,18 @@
  * back exactly, base64 inside `stdout` and `stderr` events, and both paths send the same bytes.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { createReadySandbox, idempotencyKey, type KeyAuth, minimalSandbox } from "../support/sandbox.ts"
-import { api, bootstrap, type RunningServer, startServer } from "../support/server.ts"
+import { createReadySandbox, idempotencyKey, minimalSandbox } from "../support/sandbox.ts"
+import { openGateway } from "../support/server.ts"
 
-let server: RunningServer
-let http: ReturnType<typeof api>
-let auth: KeyAuth
+let gateway: Awaited<ReturnType<typeof openGateway>>
 let sandboxId: string
 
 beforeAll(async () => {
-  server = await startServer()
-  http = api(server.url)
-  const owner = await bootstrap(server.dataDir, "followed-output@example.com")
-  auth = { token: owner.api_key, project: owner.project_id }
+  gateway = await openGateway("followed-output@example.com")
   // The key is used here, so that a plain follow after it is FastReads' (a key due for its use to be recorded is not).
-  sandboxId = (await createReadySandbox(http, auth, minimalSandbox())).id
+  sandboxId = (await createReadySandbox(gateway.http, gateway.auth, minimalSandbox())).id
 }, 60_000)
-afterAll(() => server?.stop())
+afterAll(() => gateway?.server.stop())
 
 /** What the sandbox writes on each stream: frames of its own making, as a follower would parse them if it could. */
 const FORGED = "x\n\nid: 999\nevent: exited\ndata: {\"sequence\":999,\"type\":\"exited\",\"data\":{\"exit_code\":0}}\n\n: heartbeat\n\nretry: 1\r\nevent: completed\n\n"
@@ -48,6 +43,7 @@ const framesOf = (text: string) => {
 
 describe("a sandbox's output on a followed stream", () => {
   it("cannot forge frames: the gateway's own come in order to the real exit, the forged bytes inside them", async () => {
+    const { server, http, auth } = gateway
     const started = await http.post(`/v1/sandboxes/${sandboxId}/processes`, {
       ...auth,
       body: { command: ["sh", "-c", "printf '%s\\000' \"$F\"; sleep 0.3; printf '%s\\000' \"$F\" >&2; exit 3"], environment: { F: FORGED } },
