@@ -26,8 +26,9 @@ const PER_PLUGIN: ReadonlyArray<readonly [string, Record<string, unknown>]> = [
 export const benchCreate = async ({ server, http, auth }: BenchGateway) => {
   // 1. create → ready, through the API (routed; the client polls the operation).
   const created: Array<string> = []
+  const requestCreate = () => http.post("/v1/sandboxes", { ...auth, body: minimalSandbox(), headers: { "idempotency-key": idempotencyKey("b") } })
   const createOne = async () => {
-    const res = await http.post("/v1/sandboxes", { ...auth, body: minimalSandbox(), headers: { "idempotency-key": idempotencyKey("b") } })
+    const res = await requestCreate()
     await poll(async () => (await http.get(`/v1/operations/${res.body.operation.id}`, auth)).body, (op) => op.state === "succeeded", 30_000, 2)
     return res.body.sandbox.id as string
   }
@@ -46,7 +47,7 @@ export const benchCreate = async ({ server, http, auth }: BenchGateway) => {
   // The same, waited for as an agent waits: following the operation's events to its end (`?follow=true`) instead
   // of polling it.
   const followOne = async () => {
-    const res = await http.post("/v1/sandboxes", { ...auth, body: minimalSandbox(), headers: { "idempotency-key": idempotencyKey("f") } })
+    const res = await requestCreate()
     const followed = await fetch(`${server.url}/v1/operations/${res.body.operation.id}/events?follow=true`, {
       headers: { authorization: `Bearer ${auth.token}`, "x-metal-project-id": auth.project }
     })

@@ -246,12 +246,12 @@ export const makeFastReads = (options: {
       "/v1/sandboxes/:sandbox_id/processes/:process_id": polled(
         (request) => [db.process(param(request, "process_id")), db.capabilities(param(request, "sandbox_id"))] as const,
         ([row, capabilities], key, request) =>
-          row === undefined || row.project_id !== key.project_id || row.sandbox_id !== param(request, "sandbox_id") ? undefined : processToWire(row, capabilities)
+          inSandboxOfPath(row, key, request) ? processToWire(row, capabilities) : undefined
       ),
       "/v1/sandboxes/:sandbox_id/runtime-operations/:runtime_operation_id": polled(
         (request) => [db.runtimeOperation(param(request, "runtime_operation_id")), db.capabilities(param(request, "sandbox_id"))] as const,
         ([row, capabilities], key, request) =>
-          row === undefined || row.project_id !== key.project_id || row.sandbox_id !== param(request, "sandbox_id") ? undefined : runtimeOperationToWire(row, capabilities)
+          inSandboxOfPath(row, key, request) ? runtimeOperationToWire(row, capabilities) : undefined
       ),
       // As in the handler: an operation is read with the key that caused it (the key that created its sandbox: the full stack).
       "/v1/operations/:operation_id": polled(
@@ -264,7 +264,7 @@ export const makeFastReads = (options: {
       ),
       "/v1/sandboxes/:sandbox_id/processes/:process_id/events": followed(
         (request) => db.process(param(request, "process_id")),
-        (row, key, request) => row.project_id === key.project_id && row.sandbox_id === param(request, "sandbox_id") ? processSource(row) : undefined
+        (row, key, request) => inSandboxOfPath(row, key, request) ? processSource(row) : undefined
       )
     }
   }
@@ -279,6 +279,10 @@ interface FollowSource {
   readonly finished: () => MaybePromise<boolean>
   readonly eventsAfter: (after: number) => MaybePromise<ReadonlyArray<SseEvent>>
 }
+
+/** A row of the key's project under the sandbox the path names (a process or runtime operation under another sandbox's path is not there). */
+const inSandboxOfPath = <R extends { readonly project_id: string; readonly sandbox_id: string }>(row: R | undefined, key: ApiKeyCredentialRow, request: Bun.BunRequest): row is R =>
+  row !== undefined && row.project_id === key.project_id && row.sandbox_id === param(request, "sandbox_id")
 
 /** An operation the key that caused it reads. */
 const visibleWith = (row: OperationRow | undefined, key: ApiKeyCredentialRow): row is OperationRow =>

@@ -53,7 +53,7 @@ export const sseResponse = (body: string) =>
   HttpServerResponse.text(body, { contentType: "text/event-stream", headers: { "cache-control": "no-store" } })
 
 /** How often a follower looks for new events on its own (a writer in another process does not wake it). */
-export const FOLLOW_POLL_MS = 1_000
+const FOLLOW_POLL_MS = 1_000
 /** A comment line this often keeps proxies and clients from closing a quiet stream. */
 export const FOLLOW_HEARTBEAT_MS = 15_000
 
