@@ -99,6 +99,8 @@ export const makeLiveStreams = Effect.gen(function*() {
   const users = yield* UsersRepo
   const organizations = yield* OrganizationsRepo
   const open = new Set<Entry>()
+  /** Open while any stream is: the watchdog waits on it. */
+  const anyOpen = yield* Effect.makeLatch(false)
 
   const end = (entry: Entry, reason: EndReason) => {
     if (entry.reason !== undefined) return
@@ -142,13 +144,19 @@ export const makeLiveStreams = Effect.gen(function*() {
     open: (holder) => {
       const entry: Entry = { holder, controller: new AbortController(), reason: undefined }
       open.add(entry)
+      anyOpen.unsafeOpen()
       return { signal: entry.controller.signal, endReason: () => entry.reason, close: () => void open.delete(entry) }
     }
   }
 
-  // Checked, then asleep until an access change is announced or WATCH_MS has passed.
+  // Checked, then asleep until an access change is announced or WATCH_MS has passed; while no stream is open, until
+  // one is (a turn a second for nothing costs an idle server CPU).
+  const untilAnyOpen = Effect.suspend(() => {
+    if (open.size === 0) anyOpen.unsafeClose()
+    return anyOpen.await
+  })
   yield* Effect.forkScoped(Effect.forever(Effect.zipRight(
-    recheck.pipe(Effect.catchAllCause((cause) => Effect.logWarning("live stream watchdog failed", cause))),
+    Effect.zipRight(untilAnyOpen, recheck).pipe(Effect.catchAllCause((cause) => Effect.logWarning("live stream watchdog failed", cause))),
     nextSignal(ACCESS_TOPIC, WATCH_MS)
   )))
   return shape

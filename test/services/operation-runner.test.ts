@@ -4,6 +4,7 @@ import { ConfigProvider, Deferred, Effect, Layer, Option, Ref, Schema } from "ef
 import * as os from "node:os"
 import { AppConfig, appConfig } from "../../src/Config.ts"
 import { DatabaseLive } from "../../src/db/Database.ts"
+import { JobsRepo } from "../../src/db/repos/Jobs.ts"
 import { defineJob, enqueueJob, JobError } from "../../src/services/JobRegistry.ts"
 import { OperationRunner, OperationRunnerLive } from "../../src/services/OperationRunner.ts"
 import { tempDataDir } from "../support/server.ts"
@@ -15,6 +16,14 @@ const config = (dataDir: string, jobLeaseSeconds?: number, jobMaxAttempts?: numb
 
 const testLayer = (dataDir = tempDataDir("runner"), jobLeaseSeconds?: number, jobMaxAttempts?: number) =>
   OperationRunnerLive.pipe(Layer.provideMerge(DatabaseLive), Layer.provide(config(dataDir, jobLeaseSeconds, jobMaxAttempts)))
+
+/** The runner's rounds of claims, counted. */
+const countingClaims = (dataDir = tempDataDir("runner")) => {
+  let claims = 0
+  const counting = Layer.effect(JobsRepo, Effect.map(JobsRepo, (repo) => JobsRepo.make({ ...repo, claim: (lease) => Effect.suspend(() => (claims++, repo.claim(lease))) })))
+  const layer = OperationRunnerLive.pipe(Layer.provide(counting), Layer.provideMerge(DatabaseLive), Layer.provide(config(dataDir)))
+  return { layer, claims: () => claims, pg: databaseUrlFor(dataDir) !== undefined }
+}
 
 /** A job type for these tests: any payload. */
 const jobType = (type: string) => defineJob(type, Schema.Unknown)
@@ -232,6 +241,26 @@ describe("OperationRunner", () => {
       expect(yield* Ref.get(seen)).toEqual([42])
       expect(yield* Ref.get(gaveUp)).toBe(0)
     }).pipe(Effect.provide(testLayer())))
+
+  it.live("an idle runner claims nothing while nothing is committed, and finds a job another process commits within a poll", () => {
+    const counted = countingClaims()
+    return Effect.gen(function*() {
+      const runner = yield* OperationRunner
+      const ran = yield* Deferred.make<void>()
+      yield* runner.register(jobType("test.elsewhere"), { run: () => Effect.asVoid(Deferred.succeed(ran, undefined)), giveUp: () => Effect.void })
+      yield* runner.start
+      yield* Effect.sleep("300 millis") // the first rounds are behind it
+      const before = counted.claims()
+      yield* Effect.sleep("2200 millis")
+      // SQLite: a commit would show (PRAGMA data_version), and there was none. PostgreSQL: it polls every second.
+      if (counted.pg) expect(counted.claims() - before).toBeGreaterThan(0)
+      else expect(counted.claims() - before).toBe(0)
+      // Committed with no wake, as the CLI or another replica would: the runner's next look finds it.
+      yield* enqueueJob(jobType("test.elsewhere"), { dedupeKey: "elsewhere:1", payload: null })
+      yield* Deferred.await(ran).pipe(Effect.timeout("3 seconds"))
+      yield* waitFor(jobState("elsewhere:1"), (r) => r?.state === "succeeded")
+    }).pipe(Effect.provide(counted.layer))
+  })
 
   it.live("reclaims at once a job leased by a dead process of this host", () =>
     Effect.gen(function*() {
