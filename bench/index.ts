@@ -8,10 +8,11 @@
  * emulator (BENCH_PLUGIN_ROUNDS creates each, 5 by default). Issue 14: create → ready from a cached OCI image.
  * Issue 13: 1 GiB streamed up and down with the gateway's RSS. Issue 9: the same GET and create → ready on
  * PostgreSQL, and two replicas' create throughput (bench/postgres.ts). Issue 29: a screenshot's and an action's round
- * trip on a desktop (bench/computer.ts; `--computer` runs only those). Prints a table; exits 0.
+ * trip on a desktop (bench/computer.ts; `--computer` runs only those). Issue 28: an idle gateway's CPU a second
+ * (bench/idle.ts). Prints a table; exits 0.
  *
  * This file is the runner: the modes, the gateway every section measures, the order of the sections. Each section
- * is a file of its own (create.ts, exec.ts, files.ts, gibTransfers.ts, get.ts, events.ts), timed with measure.ts
+ * is a file of its own (create.ts, exec.ts, files.ts, gibTransfers.ts, get.ts, events.ts, idle.ts), timed with measure.ts
  * and reported through report.ts.
  */
 import { api, bootstrap, startServer } from "../test/support/server.ts"
@@ -24,6 +25,7 @@ import { benchExec } from "./exec.ts"
 import { benchFiles } from "./files.ts"
 import { benchGet } from "./get.ts"
 import { benchGiB } from "./gibTransfers.ts"
+import { benchIdle } from "./idle.ts"
 import { type BenchGateway, GATEWAY_POOL, ROUNDS, time } from "./measure.ts"
 import { benchPostgres } from "./postgres.ts"
 import { fmt, printPg, printTable, report, rows } from "./report.ts"
@@ -94,6 +96,9 @@ try {
   const computer = await benchComputer(http, auth, server.dataDir, (fn) => time(fn))
   report("screenshot 1280×800 png (API)", computer.screenshotApi, { name: "the runtime's own screenshot", s: computer.screenshotRuntime }, "p50 ≤ 150 ms")
   report("computer action, mouse move (API)", computer.actionApi, { name: "the runtime's own action", s: computer.actionRuntime }, "p50 ≤ 30 ms")
+
+  // 6. the gateway with nothing to do (bench/idle.ts).
+  await benchIdle(gateway)
 } finally {
   await server.stop()
 }
