@@ -285,3 +285,122 @@ describe("daytona terminals (PTY sessions over the emulator's real pseudo-termin
     }
   }, 60_000)
 })
+
+describe("daytona log follow (push for a quiet command)", () => {
+  it("a quiet command's news is pushed: a wait ends at its output and at its end, not before; a socket that breaks is news once and is not reopened in a loop", async () => {
+    let opened = 0
+    const { emulator, teardown } = await setup()
+    const counting = (broken: boolean) => makeDaytonaProvider({
+      baseUrl: emulator.baseUrl,
+      apiKey: emulator.apiKey,
+      mode: "emulated",
+      openSocket: (url, headers) => {
+        opened++
+        return new WebSocket(broken ? "ws://127.0.0.1:1/" : url, { headers } as unknown as Array<string>)
+      }
+    })
+    const provider = counting(false)
+    try {
+      const sandbox = await Effect.runPromise(provider.create(conformanceInput(`sbx_news${Date.now()}`)))
+      const { executionId } = await Effect.runPromise(provider.exec(sandbox, {
+        command: ["sh", "-c", "while [ ! -e /workspace/go ]; do sleep 0.05; done; echo late; while [ ! -e /workspace/end ]; do sleep 0.05; done"],
+        timeoutSeconds: 60,
+        maxOutputBytes: 1 << 20,
+        processId: `proc_news${Date.now()}`
+      }))
+      const news = (maxMs = 60_000) => {
+        let done = false
+        const promise = Effect.runPromise(provider.execNews!(sandbox, executionId, maxMs)).then(() => void (done = true))
+        return { promise, done: () => done }
+      }
+      // Nothing written yet: the first wait (it opens the socket) lasts until there is something.
+      const first = news()
+      await Bun.sleep(500)
+      expect(first.done()).toBe(false)
+      expect(await Effect.runPromise(provider.execEvents(sandbox, executionId, 0))).toEqual([])
+      await Effect.runPromise(provider.writeFile(sandbox, { path: "/workspace/go", data: new Uint8Array(), mode: "overwrite", createParents: false }))
+      await first.promise
+      let events: ReadonlyArray<ExecEvent> = []
+      while (events.length === 0) events = await Effect.runPromise(provider.execEvents(sandbox, executionId, 0))
+      expect(Buffer.from((events[0] as { data: Uint8Array }).data).toString()).toBe("late\n")
+      // Quiet again: the next wait ends with the command.
+      const second = news()
+      await Bun.sleep(300)
+      expect(second.done()).toBe(false)
+      await Effect.runPromise(provider.writeFile(sandbox, { path: "/workspace/end", data: new Uint8Array(), mode: "overwrite", createParents: false }))
+      await second.promise
+      let all = events
+      while (all.at(-1)?.type !== "exit") all = [...all, ...(await Effect.runPromise(provider.execEvents(sandbox, executionId, all.length)))]
+      expect(all.at(-1)).toMatchObject({ type: "exit", exitCode: 0 })
+      expect(opened).toBe(1)
+      // With nothing to say, a wait lasts its time.
+      const { executionId: sleeper } = await Effect.runPromise(provider.exec(sandbox, { command: ["sleep", "30"], timeoutSeconds: 60, maxOutputBytes: 1 << 20, processId: `proc_nn${Date.now()}` }))
+      const started = Date.now()
+      await Effect.runPromise(provider.execNews!(sandbox, sleeper, 400))
+      expect(Date.now() - started).toBeGreaterThanOrEqual(380)
+      // A socket that cannot connect: its close is news once; the waits after it do not open one each.
+      const broken = counting(true)
+      opened = 0
+      const until = Date.now() + 2_500
+      let waits = 0
+      while (Date.now() < until) {
+        await Effect.runPromise(broken.execNews!(sandbox, sleeper, 5_000))
+        waits++
+      }
+      expect(opened).toBeLessThanOrEqual(3)
+      expect(waits).toBeLessThanOrEqual(8)
+      await Effect.runPromise(provider.cancelExec(sandbox, sleeper))
+      await Effect.runPromise(provider.destroy(sandbox))
+    } finally {
+      await teardown()
+    }
+  }, 60_000)
+
+  it("a sandbox that floods a followed log: the socket is closed once it carried what a log read would take, and the command is polled", async () => {
+    const { emulator, teardown } = await setup()
+    const sockets: Array<{ bytes: number; closed: boolean }> = []
+    const provider = makeDaytonaProvider({
+      baseUrl: emulator.baseUrl,
+      apiKey: emulator.apiKey,
+      mode: "emulated",
+      openSocket: (url, headers) => {
+        const socket = new WebSocket(url, { headers } as unknown as Array<string>)
+        const seen = { bytes: 0, closed: false }
+        sockets.push(seen)
+        socket.addEventListener("message", (event) => void (seen.bytes += (event.data as ArrayBuffer).byteLength ?? String(event.data).length))
+        socket.addEventListener("close", () => void (seen.closed = true))
+        return socket
+      }
+    })
+    try {
+      const sandbox = await Effect.runPromise(provider.create(conformanceInput(`sbx_flood${Date.now()}`)))
+      const maxOutputBytes = 16 * 1024
+      const { executionId } = await Effect.runPromise(provider.exec(sandbox, {
+        command: ["sh", "-c", "while [ ! -e /workspace/go ]; do sleep 0.05; done; head -c 20000000 /dev/zero; while [ ! -e /workspace/end ]; do sleep 0.05; done"],
+        timeoutSeconds: 60,
+        maxOutputBytes,
+        processId: `proc_flood${Date.now()}`
+      }))
+      const waiting = Effect.runPromise(provider.execNews!(sandbox, executionId, 60_000))
+      await Effect.runPromise(provider.writeFile(sandbox, { path: "/workspace/go", data: new Uint8Array(), mode: "overwrite", createParents: false }))
+      await waiting
+      const deadline = Date.now() + 30_000
+      while (sockets[0]?.closed !== true && Date.now() < deadline) await Effect.runPromise(provider.execNews!(sandbox, executionId, 1_000))
+      expect(sockets[0]?.closed).toBe(true)
+      // Four times the max output (what a log read takes), and what was in flight: far from the 20 MB written.
+      expect(sockets[0]!.bytes).toBeLessThan(4 * 1024 * 1024)
+      // Polled from now on: a wait is short, and opens nothing.
+      const started = Date.now()
+      await Effect.runPromise(provider.execNews!(sandbox, executionId, 60_000))
+      expect(Date.now() - started).toBeLessThan(5_000)
+      expect(sockets).toHaveLength(1)
+      await Effect.runPromise(provider.writeFile(sandbox, { path: "/workspace/end", data: new Uint8Array(), mode: "overwrite", createParents: false }))
+      let all: ReadonlyArray<ExecEvent> = []
+      while (all.at(-1)?.type !== "exit") all = [...all, ...(await Effect.runPromise(provider.execEvents(sandbox, executionId, all.length)))]
+      expect(all.at(-1)).toMatchObject({ type: "exit", exitCode: 0, outputTruncated: true })
+      await Effect.runPromise(provider.destroy(sandbox))
+    } finally {
+      await teardown()
+    }
+  }, 90_000)
+})

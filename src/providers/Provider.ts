@@ -238,6 +238,13 @@ export interface SandboxProvider {
   readonly execEvents: (sandbox: ProviderSandbox, executionId: string, fromSeq: number) => PE<ReadonlyArray<ExecEvent>>
   readonly cancelExec: (sandbox: ProviderSandbox, executionId: string) => PE<{ readonly cancelled: boolean }>
   /**
+   * Push, where the provider has it: completes once the execution may have news for `execEvents` (output, its
+   * end) since the last time it completed, or after `maxMs`. A quiet command's job waits on it instead of polling
+   * (src/services/sandboxes/Processes.ts). Never fails: a watch that breaks is news (the job polls, and asks again).
+   * Absent: the job polls on a timer.
+   */
+  readonly execNews?: ((sandbox: ProviderSandbox, executionId: string, maxMs: number) => Effect.Effect<void>) | undefined
+  /**
    * Writes to the standard input of a process started with `stdin: true`, in call order; `eof` closes it after
    * the data. Absent: the provider cannot take input (a process asking for stdin is refused before it starts).
    */

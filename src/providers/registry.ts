@@ -45,6 +45,8 @@ export const aroundCalls = (
   exec: (sandbox, input) => around("exec", (p) => p.exec(sandbox, input)),
   execEvents: (sandbox, executionId, fromSeq) => around("execEvents", (p) => p.execEvents(sandbox, executionId, fromSeq)),
   cancelExec: (sandbox, executionId) => around("cancelExec", (p) => p.cancelExec(sandbox, executionId)),
+  // Not a call to trace or count: a wait that cannot fail.
+  execNews: provider.execNews,
   sendInput: provider.sendInput === undefined ? undefined : (sandbox, executionId, data, eof) =>
     around("sendInput", (p) => p.sendInput?.(sandbox, executionId, data, eof) ?? Effect.fail(unsupported(p.name, "standard input"))),
   resizeTerminal: provider.resizeTerminal === undefined ? undefined : (sandbox, executionId, size) =>

@@ -11,6 +11,8 @@
  * escapes (`\101\012`, any byte exactly), written by `printf`; a line `E` is the end of input. The decoder writes to
  * the process through a FIFO and is killed when the process ends (a process need not read all its input).
  *
+ * A quiet process is not polled: its log is followed over the daemon's WebSocket for news (logWatch.ts).
+ *
  * A process started with `pty` is a terminal instead (terminals.ts), told apart by its execution id.
  */
 import { type HttpClientResponse, HttpClientRequest } from "@effect/platform"
@@ -19,6 +21,7 @@ import type { ExecEvent } from "../../../src/runtime/LocalRuntime.ts"
 import type { ProviderSandbox, SandboxProvider } from "../../../src/providers/Provider.ts"
 import { unsupported } from "../../../src/providers/Provider.ts"
 import { cwdMissing } from "../../../src/providers/cwd.ts"
+import { makeLogWatches } from "./logWatch.ts"
 import { makeTerminals } from "./terminals.ts"
 import {
   type DaytonaContext,
@@ -37,6 +40,9 @@ import {
   WireLogs,
   WireSession
 } from "./wire.ts"
+
+/** A terminal's output comes in on its own socket: a quiet one is looked at as often as a polled command was. */
+const TERMINAL_NEWS_MS = 250
 
 const commandPath = (ref: ExecutionRef) => `/process/session/${encodeURIComponent(ref.sessionId)}/command/${encodeURIComponent(ref.commandId)}`
 
@@ -69,8 +75,12 @@ export const makeProcesses = (ctx: DaytonaContext) => {
   const { decode, fail, toolbox } = ctx
   const terminals = makeTerminals(ctx)
   const isTerminal = terminalIds.owns
+  const watches = makeLogWatches(ctx)
   /** Last log read per running execution, to bound how often a busy poller downloads the log. */
   const logCache = new Map<string, { readonly at: number; readonly events: ReadonlyArray<ExecEvent> }>()
+
+  /** What a log read takes of a log at most (see logPrefix). */
+  const logLimit = (ref: ExecutionRef) => 4 * ref.maxOutputBytes + 64
 
   const readLog = (sandbox: ProviderSandbox, ref: ExecutionRef, exit: null | { readonly exitCode: number }) =>
     Effect.gen(function*() {
@@ -85,7 +95,7 @@ export const makeProcesses = (ctx: DaytonaContext) => {
         ]
         return eventsFromPieces(pieces, { maxOutputBytes: ref.maxOutputBytes, exit })
       }
-      const bytes = yield* Effect.mapError(logPrefix(response, 4 * ref.maxOutputBytes + 64), (e) => fail("unavailable", `daytona command logs could not be read: ${e.message}`))
+      const bytes = yield* Effect.mapError(logPrefix(response, logLimit(ref)), (e) => fail("unavailable", `daytona command logs could not be read: ${e.message}`))
       return eventsFromPieces(demuxLog(bytes), { maxOutputBytes: ref.maxOutputBytes, exit })
     })
 
@@ -105,6 +115,7 @@ export const makeProcesses = (ctx: DaytonaContext) => {
       if (command === null) {
         // The session is gone: cancelled (or ended with its sandbox's stop). Its output went with it.
         logCache.delete(executionId)
+        watches.forget(executionId)
         return [{ seq: fromSeq, type: "exit", exitCode: null, signal: "SIGTERM", cancelled: true, timedOut: false, outputTruncated: false }] satisfies Array<ExecEvent>
       }
       const exitCode = command.exitCode ?? null
@@ -120,6 +131,7 @@ export const makeProcesses = (ctx: DaytonaContext) => {
         }
       } else {
         logCache.delete(executionId)
+        watches.forget(executionId)
         events = yield* readLog(sandbox, ref, { exitCode })
       }
       // A log shorter than what was handed out already (gone with its sandbox's disk, or cut): the exit still comes.
@@ -173,6 +185,12 @@ export const makeProcesses = (ctx: DaytonaContext) => {
       return { executionId: executionIds.encode({ sessionId, commandId: cmdId, maxOutputBytes }) }
     })
 
+  const execNews: NonNullable<SandboxProvider["execNews"]> = (sandbox, executionId, maxMs) =>
+    isTerminal(executionId)
+      ? Effect.sleep(Math.min(maxMs, TERMINAL_NEWS_MS))
+      : Effect.flatMap(Effect.either(refOf(executionId)), (ref) =>
+        ref._tag === "Left" ? Effect.sleep(maxMs) : watches.execNews(sandbox, executionId, commandPath(ref.right), logLimit(ref.right), maxMs))
+
   const cancelExec: SandboxProvider["cancelExec"] = (sandbox, executionId) =>
     Effect.gen(function*() {
       if (ctx.capabilities.process?.cancel !== true) return yield* unsupported(NAME, "cancelling processes")
@@ -207,6 +225,7 @@ export const makeProcesses = (ctx: DaytonaContext) => {
   return {
     exec,
     execEvents,
+    execNews,
     cancelExec,
     sendInput,
     ...(ctx.capabilities.process?.terminal === true ? { resizeTerminal: terminals.resizeTerminal } : {}),

@@ -42,6 +42,13 @@ const MAX_QUIET_WAIT_MS = 250
  * minutes — a server, a long build — was polled 100 times a second: ten of them took a third of a core of the
  * gateway on E2B and two thirds of the machine on Daytona's emulator.
  */
+/**
+ * A command quiet this long waits on its provider's push (`execNews`: Daytona follows its log over a WebSocket)
+ * where the provider has one, instead of being polled; short commands never get that far.
+ */
+const PUSH_AFTER_QUIET_MS = 1_000
+/** The longest such a wait without news: what a lost push would cost, and how late a deadline may be noticed. */
+const MAX_PUSH_WAIT_MS = 5_000
 export const pollCap = (quietMs: number) => Math.min(MAX_QUIET_WAIT_MS, Math.max(MAX_IDLE_MS, quietMs < QUIET_AFTER_MS ? 0 : quietMs / 10))
 
 export const getProcessRow = (id: ProcessId) => ProcessesRepo.get(id)
@@ -247,7 +254,8 @@ export const makeProcessHandler = Effect.gen(function*() {
       // longer once it is quiet): a provider whose poll is dear (several calls, each doing work in the sandbox, as
       // Daytona's in-process emulator) is not asked back to back, and one whose poll is a slow round trip to its cloud
       // waits no more than it did. A cancel request or input (a signal on the process's topic) ends the wait at once,
-      // and input counts as activity: what it makes the command write is polled for tightly.
+      // and input counts as activity: what it makes the command write is polled for tightly. A command quiet for a
+      // second waits on its provider's push instead, where there is one (`execNews`), up to MAX_PUSH_WAIT_MS.
       let idleMs = 1
       let polls = 0
       let polledAt = Date.now()
@@ -275,8 +283,17 @@ export const makeProcessHandler = Effect.gen(function*() {
           polls = 0
           heardAt = Date.now()
         } else {
-          const cap = pollCap(Date.now() - heardAt)
-          if (yield* signalled(processTopic(processId), Math.max(Math.min(idleMs, cap), Math.min(Date.now() - polledAt, cap)))) {
+          const quietMs = Date.now() - heardAt
+          const cap = pollCap(quietMs)
+          const execNews = ctx.value.provider.execNews
+          const woken = execNews !== undefined && quietMs >= PUSH_AFTER_QUIET_MS && !cancelSent
+            // News from the provider ends the wait as the time running out would (a poll follows).
+            ? yield* Effect.raceFirst(
+              signalled(processTopic(processId), Math.max(MAX_IDLE_MS, Math.min(MAX_PUSH_WAIT_MS, deadline - Date.now()))),
+              Effect.as(execNews(ctx.value.resource, executionId, MAX_PUSH_WAIT_MS), false)
+            )
+            : yield* signalled(processTopic(processId), Math.max(Math.min(idleMs, cap), Math.min(Date.now() - polledAt, cap)))
+          if (woken) {
             idleMs = 1
             polls = 0
             heardAt = Date.now()
