@@ -268,6 +268,8 @@ export const OperationRunnerLive = Layer.scoped(
     const loop = Effect.gen(function*() {
       yield* reclaimOrphans
       while (true) {
+        // What this round's claims will see: wakes and commits from here on are for the next one.
+        wokenMeanwhile = false
         const version = watch.version()
         const free = MAX_CONCURRENT - (running.size - lanedRunning())
         const laned = [...lanes.keys()]

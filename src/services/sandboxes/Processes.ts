@@ -37,18 +37,18 @@ const QUIET_AFTER_MS = 100
 /** The longest wait between two polls of a quiet command (what its next output may wait to be noticed). */
 const MAX_QUIET_WAIT_MS = 250
 /**
- * The most an empty poll waits before the next: 10 ms while the command is busy; once it is quiet, a tenth of how
- * long it has been (a command quiet for 2.5 s or more is polled 4 times a second). Without that a command quiet for
- * minutes — a server, a long build — was polled 100 times a second: ten of them took a third of a core of the
- * gateway on E2B and two thirds of the machine on Daytona's emulator.
- */
-/**
  * A command quiet this long waits on its provider's push (`execNews`: Daytona follows its log over a WebSocket)
  * where the provider has one, instead of being polled; short commands never get that far.
  */
 const PUSH_AFTER_QUIET_MS = 1_000
 /** The longest such a wait without news: what a lost push would cost, and how late a deadline may be noticed. */
 const MAX_PUSH_WAIT_MS = 5_000
+/**
+ * The most an empty poll waits before the next: 10 ms while the command is busy; once it is quiet, a tenth of how
+ * long it has been (a command quiet for 2.5 s or more is polled 4 times a second). Without that a command quiet for
+ * minutes — a server, a long build — was polled 100 times a second: ten of them took a third of a core of the
+ * gateway on E2B and two thirds of the machine on Daytona's emulator.
+ */
 export const pollCap = (quietMs: number) => Math.min(MAX_QUIET_WAIT_MS, Math.max(MAX_IDLE_MS, quietMs < QUIET_AFTER_MS ? 0 : quietMs / 10))
 
 export const getProcessRow = (id: ProcessId) => ProcessesRepo.get(id)
