@@ -290,6 +290,32 @@ export const conformance = (name: string, make: ConformanceTarget) =>
       await run(provider.cancelExec(sandbox, executionId))
     }, TEST_TIMEOUT_MS)
 
+    it("news where the provider pushes it (execNews): a wait on a quiet command ends at its output and at its end, not before", async () => {
+      const execNews = provider.execNews
+      if (provider.capabilities.process === null || execNews === undefined) return
+      const { executionId } = await run(provider.exec(sandbox, { command: ["sh", "-c", "sleep 1.5; echo late; sleep 1.5"], timeoutSeconds: 60, maxOutputBytes: 1024, processId: `proc_news${randomSuffix()}` }))
+      const waitFor = () => {
+        const state = { done: false }
+        const promise = run(execNews(sandbox, executionId, 60_000)).then(() => void (state.done = true))
+        return { promise, state }
+      }
+      const first = waitFor()
+      await Bun.sleep(700)
+      expect(first.state.done).toBe(false)
+      await first.promise
+      let events: ReadonlyArray<ExecEvent> = []
+      const deadline = Date.now() + 10_000
+      while (events.length === 0 && Date.now() < deadline) events = await run(provider.execEvents(sandbox, executionId, 0))
+      expect(events.map((e) => (e.type === "exit" ? "exit" : Buffer.from(e.data).toString()))).toEqual(["late\n"])
+      const second = waitFor()
+      await Bun.sleep(700)
+      expect(second.state.done).toBe(false)
+      await second.promise
+      let all = events
+      while (all.at(-1)?.type !== "exit" && Date.now() < deadline + 15_000) all = [...all, ...(await run(provider.execEvents(sandbox, executionId, all.length)))]
+      expect(all.at(-1)).toMatchObject({ type: "exit", exitCode: 0 })
+    }, TEST_TIMEOUT_MS)
+
     it("pause and resume where declared, unsupported otherwise", async () => {
       const caps = provider.capabilities
       if (!caps.pause) await expectUnsupported(provider.pause(sandbox), "pause")

@@ -11,6 +11,7 @@
  */
 import { Effect } from "effect"
 import type { ProviderSandbox } from "../../../src/providers/Provider.ts"
+import { News } from "../../core/news.ts"
 import type { DaytonaContext } from "./wire.ts"
 
 /** A watch nobody asked about for this long is closed (its job ended, or moved to another gateway). */
@@ -24,15 +25,12 @@ const POLLED_MS = 250
 
 interface Watch {
   readonly socket: WebSocket
-  /** Frames and the close so far. */
-  news: number
+  /** Told by every frame and by the close. */
+  readonly news: News
   /** Bytes of the frames so far. */
   bytes: number
-  /** `news` when `execNews` last completed. */
-  seen: number
   closed: boolean
   askedAt: number
-  readonly waiters: Set<() => void>
 }
 
 export const makeLogWatches = (ctx: Pick<DaytonaContext, "toolboxSocketUrl" | "openSocket">) => {
@@ -50,7 +48,7 @@ export const makeLogWatches = (ctx: Pick<DaytonaContext, "toolboxSocketUrl" | "o
     watches.delete(executionId)
     watch.closed = true
     watch.socket.close()
-    for (const wake of watch.waiters) wake()
+    watch.news.tell()
   }
 
   const open = (executionId: string, url: string, limit: number): Watch => {
@@ -60,12 +58,7 @@ export const makeLogWatches = (ctx: Pick<DaytonaContext, "toolboxSocketUrl" | "o
     if (watches.size >= MAX_WATCHES) forget(watches.keys().next().value!)
     const socket = ctx.openSocket(url)
     socket.binaryType = "arraybuffer"
-    const watch: Watch = { socket, news: 0, bytes: 0, seen: 0, closed: false, askedAt: now, waiters: new Set() }
-    const news = () => {
-      watch.news++
-      for (const wake of watch.waiters) wake()
-      watch.waiters.clear()
-    }
+    const watch: Watch = { socket, news: new News(), bytes: 0, closed: false, askedAt: now }
     socket.onmessage = (event: MessageEvent<ArrayBuffer | string>) => {
       watch.bytes += typeof event.data === "string" ? event.data.length : event.data.byteLength
       if (watch.bytes > limit && !watch.closed) {
@@ -73,11 +66,11 @@ export const makeLogWatches = (ctx: Pick<DaytonaContext, "toolboxSocketUrl" | "o
         outgrown.add(executionId)
         socket.close()
       }
-      news()
+      watch.news.tell()
     }
     socket.onclose = () => {
       watch.closed = true
-      news()
+      watch.news.tell()
     }
     watches.set(executionId, watch)
     return watch
@@ -97,7 +90,7 @@ export const makeLogWatches = (ctx: Pick<DaytonaContext, "toolboxSocketUrl" | "o
         // wait opens a new socket, not at once.
         watches.delete(executionId)
         reopenAt.set(executionId, Date.now() + REOPEN_MS)
-        if (watch.seen !== watch.news) return Effect.void
+        if (watch.news.pending) return Effect.void
       }
       const after = reopenAt.get(executionId)
       if (after !== undefined && Date.now() < after) return Effect.sleep(Math.min(maxMs, after - Date.now()))
@@ -106,26 +99,10 @@ export const makeLogWatches = (ctx: Pick<DaytonaContext, "toolboxSocketUrl" | "o
         url._tag === "Left" ? Effect.sleep(maxMs) : wait(open(executionId, url.right, limit), maxMs))
     })
 
-  /** Until news not yet taken, or `maxMs`. */
   const wait = (watch: Watch, maxMs: number) =>
-    Effect.async<void>((resume) => {
+    Effect.suspend(() => {
       watch.askedAt = Date.now()
-      if (watch.news !== watch.seen) {
-        watch.seen = watch.news
-        return resume(Effect.void)
-      }
-      const done = () => {
-        clearTimeout(timer)
-        watch.waiters.delete(done)
-        watch.seen = watch.news
-        resume(Effect.void)
-      }
-      const timer = setTimeout(done, maxMs)
-      watch.waiters.add(done)
-      return Effect.sync(() => {
-        clearTimeout(timer)
-        watch.waiters.delete(done)
-      })
+      return watch.news.wait(maxMs)
     })
 
   return { execNews, forget }

@@ -64,6 +64,7 @@ const e2bCalls = (ctx: E2BContext, config: E2BProviderConfig): ProviderCalls => 
     }),
     exec: processes.exec,
     execEvents: processes.execEvents,
+    execNews: processes.execNews,
     cancelExec: processes.cancelExec,
     sendInput: processes.sendInput,
     resizeTerminal: processes.resizeTerminal,

@@ -14,11 +14,14 @@ import { Cause, Deferred, Duration, Effect, Either, Exit, Stream } from "effect"
 import type { ExecEvent } from "../../../src/runtime/LocalRuntime.ts"
 import { FOLLOWED_EXECUTIONS, reattachFailed, type ProviderError, type ProviderSandbox, type SandboxProvider, type UnnumberedExecEvent } from "../../../src/providers/Provider.ts"
 import { type ConnectErrorBody, encodeEnvelope, END_STREAM, type Envelope, EnvelopeDecoder, STREAM_CONTENT_TYPE, trailerError } from "../connect.ts"
+import { News } from "../../core/news.ts"
 import type { E2BContext } from "./context.ts"
 import { connectKind, ENVD_STDIN_FLAG, envdAtLeast, Empty, ProcessList, REPLAY_HEADER, signalOfStatus } from "./wire.ts"
 
 const REQUEST_TIMEOUT = Duration.seconds(60)
 const KILL_GRACE = Duration.seconds(5)
+/** How often a quiet command whose stream is not attached is looked at (`execNews`). */
+const UNATTACHED_NEWS_MS = 250
 
 interface Execution {
   readonly key: string
@@ -37,6 +40,8 @@ interface Execution {
   readonly maxOutputBytes: number
   readonly startedAt: number | null
   readonly timeoutMs: number | null
+  /** Told when the stream brings something or ends (`execNews`). */
+  readonly news: News
 }
 const nextSeq = (x: Execution) => x.base + x.events.length
 
@@ -69,7 +74,8 @@ export const makeProcesses = (ctx: E2BContext) => {
     failingSince: null,
     maxOutputBytes: fields.maxOutputBytes ?? ctx.capabilities.process?.maxOutputBytes ?? 100 * 1024 * 1024,
     startedAt: fields.startedAt ?? null,
-    timeoutMs: fields.timeoutMs ?? null
+    timeoutMs: fields.timeoutMs ?? null,
+    news: new News()
   })
 
   const finish = (x: Execution, event: Extract<UnnumberedExecEvent, { type: "exit" }>, emit: (e: UnnumberedExecEvent) => void) => {
@@ -94,6 +100,7 @@ export const makeProcesses = (ctx: E2BContext) => {
         x.events.push({ ...event, seq } as ExecEvent)
         x.outputBytes = bytes
         x.truncated = truncated
+        x.news.tell()
       }
       seq += 1
     }
@@ -148,6 +155,8 @@ export const makeProcesses = (ctx: E2BContext) => {
       ),
       Effect.ensuring(Effect.sync(() => {
         x.attached = false
+        // Ended or broken: the next `execEvents` takes the exit or attaches again.
+        x.news.tell()
         Deferred.unsafeDone(started, Exit.fail(x.failure ?? fail("unavailable", "the process stream ended before the process started")))
       }))
     )
@@ -270,6 +279,17 @@ export const makeProcesses = (ctx: E2BContext) => {
       return x.events.slice()
     })
 
+  /**
+   * The stream is read into the buffer as it comes, so a quiet command's job waits on that. Not attached (a
+   * restart, a broken stream): as often as a quiet command was polled, since `execEvents` is what attaches again.
+   */
+  const execNews: NonNullable<SandboxProvider["execNews"]> = (sandbox, executionId, maxMs) =>
+    Effect.suspend(() => {
+      const x = executions.get(executionKey(sandbox, executionId))
+      if (x !== undefined && x.attached && !x.done) return x.news.wait(maxMs)
+      return x?.news.pending === true ? Effect.void : Effect.sleep(Math.min(maxMs, UNATTACHED_NEWS_MS))
+    })
+
   const cancelExec: SandboxProvider["cancelExec"] = (sandbox, executionId) =>
     Effect.gen(function*() {
       const key = executionKey(sandbox, executionId)
@@ -326,5 +346,5 @@ export const makeProcesses = (ctx: E2BContext) => {
       ? unary(sandbox, "process.Process/Update", { process: selectorOf(executionId), pty: { size: { cols: size.cols, rows: size.rows } } }, Empty, true)
       : Effect.fail(fail("invalid_request", "the process has no terminal"))
 
-  return { exec, execEvents, cancelExec, sendInput, resizeTerminal, forget }
+  return { exec, execEvents, execNews, cancelExec, sendInput, resizeTerminal, forget }
 }
