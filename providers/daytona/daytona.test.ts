@@ -320,6 +320,11 @@ describe("daytona log follow (push for a quiet command)", () => {
       }
       expect(opened).toBeLessThanOrEqual(3)
       expect(waits).toBeLessThanOrEqual(8)
+      // A socket that cannot even be made (the constructor throws): the wait still ends, as a poll's would.
+      const refusing = makeDaytonaProvider({ baseUrl: emulator.baseUrl, apiKey: emulator.apiKey, mode: "emulated", openSocket: () => {
+        throw new SyntaxError("not a WebSocket URL")
+      } })
+      expect(await Effect.runPromise(Effect.exit(refusing.execNews!(sandbox, executionId, 5_000)))).toMatchObject({ _tag: "Success" })
       await Effect.runPromise(provider.cancelExec(sandbox, executionId))
       await Effect.runPromise(provider.destroy(sandbox))
     } finally {

@@ -95,8 +95,18 @@ export const makeLogWatches = (ctx: Pick<DaytonaContext, "toolboxSocketUrl" | "o
       const after = reopenAt.get(executionId)
       if (after !== undefined && Date.now() < after) return Effect.sleep(Math.min(maxMs, after - Date.now()))
       reopenAt.delete(executionId)
-      return Effect.flatMap(Effect.either(ctx.toolboxSocketUrl(sandbox, `${path}/logs?follow=true`)), (url) =>
-        url._tag === "Left" ? Effect.sleep(maxMs) : wait(open(executionId, url.right, limit), maxMs))
+      return Effect.flatMap(Effect.either(ctx.toolboxSocketUrl(sandbox, `${path}/logs?follow=true`)), (url) => {
+        if (url._tag === "Left") return Effect.sleep(maxMs)
+        let watch: Watch
+        try {
+          watch = open(executionId, url.right, limit)
+        } catch {
+          // An address the socket refuses outright (a malformed toolbox URL): polled, as without a watch.
+          reopenAt.set(executionId, Date.now() + REOPEN_MS)
+          return Effect.sleep(Math.min(maxMs, POLLED_MS))
+        }
+        return wait(watch, maxMs)
+      })
     })
 
   const wait = (watch: Watch, maxMs: number) =>

@@ -290,7 +290,11 @@ export const makeProcessHandler = Effect.gen(function*() {
             // News from the provider ends the wait as the time running out would (a poll follows).
             ? yield* Effect.raceFirst(
               signalled(processTopic(processId), Math.max(MAX_IDLE_MS, Math.min(MAX_PUSH_WAIT_MS, deadline - Date.now()))),
-              Effect.as(execNews(ctx.value.resource, executionId, MAX_PUSH_WAIT_MS), false)
+              // It cannot fail; should an adapter's wait die all the same, the job waits as a poll would, and lives.
+              execNews(ctx.value.resource, executionId, MAX_PUSH_WAIT_MS).pipe(
+                Effect.catchAllCause(() => Effect.sleep(MAX_QUIET_WAIT_MS)),
+                Effect.as(false)
+              )
             )
             : yield* signalled(processTopic(processId), Math.max(Math.min(idleMs, cap), Math.min(Date.now() - polledAt, cap)))
           if (woken) {
