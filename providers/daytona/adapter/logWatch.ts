@@ -16,7 +16,7 @@ import type { DaytonaContext } from "./wire.ts"
 
 /** A watch nobody asked about for this long is closed (its job ended, or moved to another gateway). */
 const UNASKED_MS = 30_000
-/** Sockets held at once; past it the least recently asked goes. */
+/** Sockets held at once; past it the oldest goes. */
 const MAX_WATCHES = 512
 /** After a watch that closed, the next one opens no sooner than this (a socket the daemon refuses must not spin a job). */
 const REOPEN_MS = 1_000
