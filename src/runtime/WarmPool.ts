@@ -77,6 +77,12 @@ export const makeWarmPool = (
     sizes.delete(id!)
     return id!
   }
+  /** Warm jails being destroyed off the create's path: the pool's drain waits for them too. */
+  const discarding = new Set<Promise<void>>()
+  const discard = (id: string) => {
+    const p: Promise<void> = destroyJail(id).catch(() => undefined).finally(() => discarding.delete(p))
+    discarding.add(p)
+  }
   let refillScheduled = false
   /**
    * Starts what the pool lacks, REFILL_DELAY_MS later: starting a jail blocks the event loop for 1–4 ms (its disk,
@@ -103,7 +109,7 @@ export const makeWarmPool = (
     quietSince = Date.now()
     // One of a size no longer asked for goes first.
     const stale = pool.findIndex((id) => sizes.get(id) !== diskMb)
-    if (pool.length + filling.size > poolSize && pool.length > 0) void destroyJail(take(stale === -1 ? pool.length - 1 : stale))
+    if (pool.length + filling.size > poolSize && pool.length > 0) discard(take(stale === -1 ? pool.length - 1 : stale))
   }, sizing.shrinkMs / 4)
   shrink?.unref()
   const startOne = () => {
@@ -138,7 +144,7 @@ export const makeWarmPool = (
       missed()
       // No room left to grow: an idle jail of another size makes room for one of this size.
       const other = pool.findIndex((id) => sizes.get(id) !== wanted)
-      if (other !== -1 && pool.length + filling.size >= poolSize) void destroyJail(take(other))
+      if (other !== -1 && pool.length + filling.size >= poolSize) discard(take(other))
       // Each create waiting has a jail on its way: one is started now for this one when there are fewer; the rest
       // of the pool's refill waits until they are handed out.
       if (onTheWay(wanted).length <= waitingNow() && !isClosed()) startOne()
@@ -209,13 +215,15 @@ export const makeWarmPool = (
      * itself or is ending). A bare directory may be a jail being prepared: removed only once older than the grace.
      */
     reattach: (id: string, state: JailState | undefined, orphanGraceMs: number) => {
-      if (state !== undefined || Date.now() - fs.statSync(jailDir(dataDir, id)).mtimeMs > orphanGraceMs) void destroyJail(id)
+      if (state !== undefined || Date.now() - fs.statSync(jailDir(dataDir, id)).mtimeMs > orphanGraceMs) discard(id)
     },
     /** Warm jails hold nothing of anyone's: they go with the gateway (a crash leaves them for the next start). */
     drain: async () => {
       clearInterval(shrink)
       await Promise.allSettled([...filling.keys()])
-      for (const id of pool.splice(0)) await destroyJail(id)
+      // One at a time (each kills and unmounts); one that fails does not keep the others alive.
+      for (const id of pool.splice(0)) await destroyJail(id).catch(() => undefined)
+      await Promise.allSettled([...discarding])
       sizes.clear()
     }
   }

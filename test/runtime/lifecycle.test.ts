@@ -269,6 +269,19 @@ describe("warm jails", () => {
     expect(await kind(warm.rt.create({ id: "w2", vcpu: 1, memoryMb: 64, internet: false }))).toBe("unavailable")
   }, 60_000)
 
+  it("a warm jail a previous runtime left is gone once the next one's shutdown returns, even a shutdown at once", async () => {
+    const first = newRuntime("left", { warmPool: 1 })
+    others.push(first)
+    await waitFor("a warm jail", () => pooledIn(first.dataDir).filter((id) => warmReady(first.dataDir, id)).length === 1, 20_000)
+    const [left] = pooledIn(first.dataDir)
+    const launcher = stateOf(first.dataDir, left!).bwrapPid
+    // The next runtime finds it and destroys it off its start; stopping before that destroy ends waits for it.
+    const next = makeLocalRuntime(first.dataDir, { warmPool: 0 })
+    await run(next.shutdown)
+    expect(pooledIn(first.dataDir)).toEqual([])
+    expect(alive(launcher)).toBe(false)
+  }, 60_000)
+
   it("a warm jail's network starts ahead: a create with internet keeps it, one without gets none, and it ends with its jail", async () => {
     const ahead = newRuntime("net-ahead", { warmPool: 1 })
     others.push(ahead)
