@@ -1,8 +1,13 @@
 /** The Daytona adapter against its emulator over the real local runtime: the shared conformance suite, plus wire checks. */
 import { Effect } from "effect"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
 import { describe, expect, it } from "vitest"
 import { conformance, conformanceInput, emulatedTarget } from "../testing/conformance.ts"
 import type { ExecEvent } from "../../src/runtime/LocalRuntime.ts"
+import { makeLocalRuntime } from "../../src/runtime/LocalRuntimeLive.ts"
+import { alpineLike, startRegistry } from "../../test/support/registry.ts"
 import { makeDaytonaProvider } from "./adapter/index.ts"
 import { startDaytonaEmulator } from "./emulator/index.ts"
 
@@ -61,16 +66,51 @@ describe("daytona wire", () => {
       const headers = { authorization: `Bearer ${emulator.apiKey}`, "content-type": "application/json" }
       const post = (path: string, body: unknown) => fetch(`${base}${path}`, { method: "POST", headers, body: JSON.stringify(body) })
       expect((await post("", { sessionId: "ends" })).status).toBe(201)
-      const { cmdId } = await (await post("/ends/exec", { command: "exit 3", runAsync: true })).json() as { cmdId: string }
+      const { cmdId } = await (await post("/ends/exec", { command: "echo said >&2; exit 3", runAsync: true })).json() as { cmdId: string }
       while ((await (await fetch(`${base}/ends/command/${cmdId}`, { headers })).json() as { exitCode?: number }).exitCode === undefined) await Bun.sleep(20)
       const refused = await post("/ends/exec", { command: "echo late", runAsync: true })
       expect(refused.status).toBe(400)
-      expect(JSON.stringify(await refused.json())).toContain("the session's shell has exited (exit status 3)")
+      // What its command wrote to stderr is the command's, not the shell's: not quoted.
+      expect((await refused.json() as { message: string }).message).toMatch(/the session's shell has exited \(exit status 3\)$/)
       await Effect.runPromise(provider.destroy(sandbox))
     } finally {
       await teardown()
     }
   }, 60_000)
+
+  it("a session whose shell could not even start: the refusal quotes what the shell said on its stderr", async () => {
+    // An image sandbox (its root is its own): it puts a `sh` first on its PATH that says why it cannot start and exits
+    // 126, as a shell that cannot execute does. Its next session's shell is that one.
+    const registry = startRegistry()
+    registry.push("test/alpine", "1", { env: ["PATH=/usr/local/bin:/usr/bin:/bin"], layers: [[...alpineLike()]] })
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "sgw-daytona-shell-"))
+    const runtime = makeLocalRuntime(dataDir, { registryAllowPrivate: true })
+    const emulator = startDaytonaEmulator(dataDir, runtime)
+    const provider = makeDaytonaProvider({ baseUrl: emulator.baseUrl, apiKey: emulator.apiKey, mode: "emulated" })
+    try {
+      const sandbox = await Effect.runPromise(provider.create({ ...conformanceInput(`sbx_sh${Date.now()}`), source: { kind: "oci_image", image: `${registry.host}/test/alpine:1` } }))
+      const base = `${emulator.baseUrl}/toolbox/${sandbox.resourceId}/process/session`
+      const headers = { authorization: `Bearer ${emulator.apiKey}`, "content-type": "application/json" }
+      const post = (path: string, body: unknown) => fetch(`${base}${path}`, { method: "POST", headers, body: JSON.stringify(body) })
+      const plant = "mkdir -p /usr/local/bin && printf '#!/bin/busybox sh\\necho \"sh: 0: cannot start\\tthis shell\" >&2\\nexit 126\\n' > /usr/local/bin/sh && chmod 755 /usr/local/bin/sh"
+      const { executionId } = await Effect.runPromise(provider.exec(sandbox, { command: ["/bin/sh", "-c", plant], timeoutSeconds: 60, maxOutputBytes: 4096, processId: `proc_sh${Date.now()}` }))
+      let events: ReadonlyArray<ExecEvent> = []
+      while (events.at(-1)?.type !== "exit") events = [...events, ...(await Effect.runPromise(provider.execEvents(sandbox, executionId, events.length)))]
+      expect(events.at(-1)).toMatchObject({ exitCode: 0 })
+      expect((await post("", { sessionId: "broken" })).status).toBe(201)
+      let refused: Response
+      do refused = await post("/broken/exec", { command: "echo hi", runAsync: true })
+      while (refused.status === 202)
+      expect(refused.status).toBe(400)
+      // Its words, control characters as spaces.
+      expect((await refused.json() as { message: string }).message).toContain("the session's shell has exited (exit status 126): sh: 0: cannot start this shell")
+      await Effect.runPromise(provider.destroy(sandbox))
+    } finally {
+      emulator.stop()
+      await Effect.runPromise(runtime.reap(new Set()))
+      registry.stop()
+    }
+  }, 90_000)
 
   it("serves a download past a piece as a stream of the file's exact bytes, and a range of it whole", async () => {
     const { emulator, provider, teardown } = await setup()

@@ -8,7 +8,8 @@
  *   /{id}`, `DELETE /{id}` 204 (its shell and everything it started killed);
  * - `POST /{id}/exec {command, runAsync?, suppressInputEcho?}`: with `runAsync` 202 `{cmdId}` at once; without, once
  *   the command ended, 200 `{cmdId, output, exitCode, stdout, stderr}` (a synchronous command reads end-of-file);
- *   400 once the shell has exited (`exit` in a command ends it, as at Daytona);
+ *   400 once the shell has exited (`exit` in a command ends it, as at Daytona), naming its exit status and quoting
+ *   what it said on its stderr before its first command started (a shell that could not start says why there);
  * - `GET /{id}/command/{cmd}` `{id, command, exitCode?}` (one small read of its exit file, whatever it wrote);
  *   `POST …/input {data}` 204 — only an asynchronous command reads input (a newline is added when missing; echoed to
  *   its stdout unless `suppressInputEcho`), 410 once it ended;
@@ -42,6 +43,8 @@ const SOCKET_HIGH_WATER_BYTES = 1024 * 1024
 /** Input to a command its shell has not started yet waits this long for it. */
 const INPUT_WAIT_MS = 30_000
 const RESERVED_SESSION = "entrypoint"
+/** What a refusal quotes of a shell's stderr when it ended before its first command. */
+const STARTUP_WORDS_BYTES = 512
 
 /** What a logs WebSocket carries. */
 export interface LogsSocketData {
@@ -146,6 +149,29 @@ export const makeSessions = (books: Books, runtime: LocalRuntimeShape) => {
     return new Response(null, { status: 204 })
   }
 
+  /**
+   * What a shell wrote to its stderr before its first command started (its start marker): its own words, as when it
+   * could not start (`sh: exec: …: Permission denied`). One read of the shell's first events, at most
+   * STARTUP_WORDS_BYTES of it quoted, runs of control characters as one space: the sandbox may have written there too.
+   */
+  const startupWords = async (session: Session) => {
+    const events = await Effect.runPromise(Effect.either(runtime.execEvents(session.sandboxId, session.shellExecId, 0)))
+    if (events._tag === "Left") return ""
+    const first = session.commands[0]
+    const marker = first === undefined ? undefined : Buffer.from(`\x1e${first.nonce}:S\x1e`)
+    const limit = STARTUP_WORDS_BYTES + (marker?.length ?? 0)
+    const head: Array<Uint8Array> = []
+    let size = 0
+    for (const e of events.right) {
+      if (e.type !== "stderr" || size >= limit) continue
+      head.push(e.data.subarray(0, limit - size))
+      size += head.at(-1)!.length
+    }
+    const stderr = Buffer.concat(head)
+    const before = marker === undefined ? stderr : stderr.subarray(0, stderr.indexOf(marker) === -1 ? stderr.length : stderr.indexOf(marker))
+    return before.subarray(0, STARTUP_WORDS_BYTES).toString("utf8").replace(/[\u0000-\u001f\u007f-\u009f]+/g, " ").trim()
+  }
+
   const exec = async (request: Request, sandbox: EmulatedSandbox, id: string) => {
     if (id === RESERVED_SESSION) throw new HttpFailure(400, "can't execute command in entrypoint session")
     const session = sessionOf(sandbox, id)
@@ -160,7 +186,9 @@ export const makeSessions = (books: Books, runtime: LocalRuntimeShape) => {
       if (shell._tag === "Left" || shell.right.state !== "running") {
         // How it ended, or why it could not be asked: what an operator reading the refusal needs.
         const how = shell._tag === "Left" ? ` (${shell.left.message})` : shell.right.exitCode !== null ? ` (exit status ${shell.right.exitCode})` : ""
-        throw new HttpFailure(400, `failed to execute command: the session's shell has exited${how}`)
+        // A shell that ended before its first command started said why on its stderr, if anywhere.
+        const said = await startupWords(session)
+        throw new HttpFailure(400, `failed to execute command: the session's shell has exited${how}${said === "" ? "" : `: ${said}`}`)
       }
       session.commands.push(command)
       save(session)
