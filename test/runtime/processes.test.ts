@@ -158,7 +158,8 @@ describe("exec", () => {
   }, 120_000)
 
   it("keeps a fork bomb inside the pids limit; the agent and the host stay responsive", async () => {
-    const bomb = await run(rt.exec("bomb", { command: ["sh", "-c", "b() { b | b & }; b; sleep 60"], maxOutputBytes: 1 << 16, timeoutMs: 4000 }))
+    // Its own wait is forked before the bomb: a fork after it could fail at the limit and end the command early.
+    const bomb = await run(rt.exec("bomb", { command: ["sh", "-c", "b() { b | b & }; sleep 60 & s=$!; b; wait $s"], maxOutputBytes: 1 << 16, timeoutMs: 4000 }))
     await waitFor("the bomb to fill the cgroup", () => Number(fs.readFileSync(path.join(cgroupDir("pids", dataDir, "bomb"), "work", "pids.current"), "utf8")) > 400)
     expect(fs.readFileSync(path.join(cgroupDir("pids", dataDir, "bomb"), "work", "pids.max"), "utf8").trim()).toBe("512")
     expect(Number(fs.readFileSync(path.join(cgroupDir("pids", dataDir, "bomb"), "work", "pids.current"), "utf8"))).toBeLessThanOrEqual(512)
