@@ -23,6 +23,8 @@ import { bufferedEvents, type ExecInput, type ProviderError, type ProviderSandbo
 import { executionIds, exitOf, NAME, type RunloopContext, shellDir, shellQuote, WireExecution } from "./wire.ts"
 
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/
+/** How long a wait for news lasts when the long-poll fails (as a quiet command is polled). */
+const FAILED_NEWS_MS = 250
 
 /** The shell line: `cd` into the working directory (the home when none is given), exports, then the argv. */
 export const commandLine = (input: Pick<ExecInput, "command" | "cwd" | "environment">) => {
@@ -156,6 +158,25 @@ export const makeProcesses = (ctx: RunloopContext) => {
       return events.slice(fromSeq)
     })
 
+  /**
+   * Runloop gives a command's output once it completed, so the news is its completion: the execution's
+   * `wait_for_status` long-poll, sent as the SDK's `awaitCompleted` sends it and, as it does, left after `maxMs`
+   * (Runloop answers 408 once it has held a request 25 s: the wait ends then). One that fails waits as a poll would.
+   */
+  const execNews: NonNullable<SandboxProvider["execNews"]> = (sandbox, executionId, maxMs) =>
+    refOf(executionId).pipe(
+      Effect.flatMap((ref) =>
+        send(
+          api("POST", executionPath(sandbox, ref.executionId, "/wait_for_status")).pipe(HttpClientRequest.bodyUnsafeJson({ statuses: ["completed"] })),
+          "wait for execution",
+          { mutating: false, accept: (status) => status === 408 }
+        )
+      ),
+      Effect.flatMap((response) => Effect.ignore(response.text)),
+      Effect.timeout(maxMs),
+      Effect.catchAll(() => Effect.sleep(Math.min(maxMs, FAILED_NEWS_MS)))
+    )
+
   const cancelExec: SandboxProvider["cancelExec"] = (sandbox, executionId) =>
     Effect.gen(function*() {
       if (ctx.capabilities.process?.cancel !== true) return yield* unsupported(NAME, "cancelling processes")
@@ -173,5 +194,5 @@ export const makeProcesses = (ctx: RunloopContext) => {
       )
     })
 
-  return { exec, execEvents, cancelExec }
+  return { exec, execEvents, execNews, cancelExec }
 }

@@ -16,6 +16,7 @@
 import { HttpClientRequest } from "@effect/platform"
 import { Effect, Schema, Stream } from "effect"
 import type { ExecEvent } from "../../../src/runtime/LocalRuntime.ts"
+import { News } from "../../core/news.ts"
 import type { ProviderError, ProviderSandbox, SandboxProvider } from "../../../src/providers/Provider.ts"
 import { unsupported } from "../../../src/providers/Provider.ts"
 import {
@@ -30,6 +31,8 @@ import {
 
 const SIGNALS: Readonly<Record<number, string>> = { 1: "SIGHUP", 2: "SIGINT", 6: "SIGABRT", 9: "SIGKILL", 15: "SIGTERM" }
 const decodeLine = Schema.decodeUnknownEither(Schema.parseJson(WireLogLine))
+/** How long a wait for news on an execution id that cannot be read lasts (as a quiet command is polled). */
+const UNREADABLE_NEWS_MS = 250
 /** Finished log tails kept for reading again (a forgotten one is read again from the stream). */
 const MAX_TAILS = 256
 
@@ -40,6 +43,8 @@ interface Tail {
   exit: typeof WireCommandResponse.Type["command"] | null
   failure: ProviderError | null
   done: boolean
+  /** Told when a line is kept, and at the end (`execNews`). */
+  readonly news: News
 }
 
 /** Output events from log lines, in order, cut at the output limit; and whether anything was cut. */
@@ -109,7 +114,7 @@ export const makeProcesses = (ctx: VercelContext, sessionOf: (sandbox: ProviderS
    * when the command does), then asks for the exit code. Output past the limit is not kept.
    */
   const attach = (ref: ExecutionRef, key: string): Tail => {
-    const tail: Tail = { lines: [], dataBytes: 0, exit: null, failure: null, done: false }
+    const tail: Tail = { lines: [], dataBytes: 0, exit: null, failure: null, done: false, news: new News() }
     tails.set(key, tail)
     forget()
     const decoder = new TextDecoder()
@@ -127,6 +132,7 @@ export const makeProcesses = (ctx: VercelContext, sessionOf: (sandbox: ProviderS
           // Past the limit the rest would be cut anyway: one line more says it was.
           tail.lines.push({ stream: line.right.stream, data: line.right.data })
           tail.dataBytes += new TextEncoder().encode(line.right.data).length
+          tail.news.tell()
         }
       }
     }
@@ -142,7 +148,10 @@ export const makeProcesses = (ctx: VercelContext, sessionOf: (sandbox: ProviderS
     })
     Effect.runFork(read.pipe(
       Effect.catchAll((e) => Effect.sync(() => void (tail.failure = e))),
-      Effect.ensuring(Effect.sync(() => void (tail.done = true)))
+      Effect.ensuring(Effect.sync(() => {
+        tail.done = true
+        tail.news.tell()
+      }))
     ))
     return tail
   }
@@ -173,6 +182,19 @@ export const makeProcesses = (ctx: VercelContext, sessionOf: (sandbox: ProviderS
       return [...events, exit].slice(fromSeq)
     })
 
+  /**
+   * The log stream is read into the tail as it comes, so a quiet command's job waits on that (attaching it first,
+   * as `execEvents` would). An execution id this instance cannot read waits as a poll would.
+   */
+  const execNews: NonNullable<SandboxProvider["execNews"]> = (_sandbox, executionId, maxMs) =>
+    refOf(executionId).pipe(
+      Effect.flatMap((ref) => {
+        const tail = tails.get(executionId) ?? attach(ref, executionId)
+        return tail.done ? Effect.void : tail.news.wait(maxMs)
+      }),
+      Effect.catchAll(() => Effect.sleep(Math.min(maxMs, UNREADABLE_NEWS_MS)))
+    )
+
   const cancelExec: SandboxProvider["cancelExec"] = (_sandbox, executionId) =>
     Effect.gen(function*() {
       if (ctx.capabilities.process?.cancel !== true) return yield* unsupported(NAME, "cancelling processes")
@@ -191,5 +213,5 @@ export const makeProcesses = (ctx: VercelContext, sessionOf: (sandbox: ProviderS
       return { cancelled: killed }
     })
 
-  return { exec, execEvents, cancelExec }
+  return { exec, execEvents, execNews, cancelExec }
 }
