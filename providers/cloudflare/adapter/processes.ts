@@ -18,6 +18,7 @@ import { Deferred, Effect, Either, Schema, Stream } from "effect"
 import type { ExecEvent } from "../../../src/runtime/LocalRuntime.ts"
 import type { ProviderError, SandboxProvider } from "../../../src/providers/Provider.ts"
 import { unsupported } from "../../../src/providers/Provider.ts"
+import { News } from "../../core/news.ts"
 import { environmentOf } from "./sandboxes.ts"
 import { type CloudflareContext, makeSseParser, NAME, type SseFrame, TIMEOUT_CODES, WireExecError, WireExit } from "./wire.ts"
 
@@ -35,6 +36,8 @@ interface Tail {
   done: boolean
   budget: number
   truncated: boolean
+  /** Told when an event is kept, and at the end (`execNews`). */
+  readonly news: News
 }
 
 const decodeExit = Schema.decodeUnknownEither(Schema.parseJson(WireExit))
@@ -117,13 +120,15 @@ export const makeProcesses = (ctx: CloudflareContext) => {
       if (Either.isLeft(argv)) return yield* fail("invalid_request", argv.left)
       const timeoutMs = Math.max(1, Math.min(input.timeoutSeconds * 1000, ctx.requestTimeoutMs))
       const body = { argv: argv.right, timeout_ms: timeoutMs, ...(input.cwd === undefined ? {} : { cwd: input.cwd }) }
-      const tail: Tail = { events: [], exit: null, failure: null, done: false, budget: Math.min(input.maxOutputBytes, proc.maxOutputBytes), truncated: false }
+      const tail: Tail = { events: [], exit: null, failure: null, done: false, budget: Math.min(input.maxOutputBytes, proc.maxOutputBytes), truncated: false, news: new News() }
       const started = yield* Deferred.make<void, ProviderError>()
       const parser = makeSseParser()
       const decoder = new TextDecoder()
       let over = false
       const take = (frames: ReadonlyArray<SseFrame>) => {
+        const kept = tail.events.length
         for (const frame of frames) if (!over) over = applyFrame(tail, frame, fail)
+        if (tail.events.length !== kept || over) tail.news.tell()
       }
       // The whole exchange runs detached from the caller: the stream outlives this call.
       const read = Effect.gen(function*() {
@@ -154,6 +159,7 @@ export const makeProcesses = (ctx: CloudflareContext) => {
         Effect.catchAll((e) => Effect.zipRight(Effect.sync(() => void (tail.failure = e)), Deferred.fail(started, e))),
         Effect.ensuring(Effect.sync(() => {
           tail.done = true
+          tail.news.tell()
           forget()
         }))
       ))
@@ -180,7 +186,15 @@ export const makeProcesses = (ctx: CloudflareContext) => {
       return all.slice(fromSeq)
     })
 
+  /** The stream is read into the tail as it comes, so a quiet command's job waits on that. */
+  const execNews: NonNullable<SandboxProvider["execNews"]> = (_sandbox, executionId, maxMs) =>
+    Effect.suspend(() => {
+      const tail = tails.get(executionId)
+      // Unknown here: `execEvents` says so at once.
+      return tail === undefined || tail.done ? Effect.void : tail.news.wait(maxMs)
+    })
+
   const cancelExec: SandboxProvider["cancelExec"] = () => Effect.fail(unsupported(NAME, "cancelling processes (the bridge has no route for it)"))
 
-  return { exec, execEvents, cancelExec }
+  return { exec, execEvents, execNews, cancelExec }
 }

@@ -34,6 +34,7 @@ import {
   shellQuote,
   WireExecResult
 } from "./wire.ts"
+import { News } from "../../core/news.ts"
 
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/
 /** Finished executions kept for reading again (the oldest are forgotten first). */
@@ -65,6 +66,8 @@ interface Run {
   started: boolean
   events: ReadonlyArray<ExecEvent> | null
   failure: ProviderError | null
+  /** Told when its answer came (`execNews`). */
+  readonly news: News
 }
 
 const envOf = (sandbox: ProviderSandbox): Record<string, string> => {
@@ -112,7 +115,8 @@ export const makeProcesses = (ctx: FreestyleContext) => {
       Effect.match({
         onFailure: (e) => void (run.failure = e),
         onSuccess: (events) => void (run.events = events)
-      })
+      }),
+      Effect.ensuring(Effect.sync(() => run.news.tell()))
     )
     Effect.runFork(call)
   }
@@ -137,7 +141,8 @@ export const makeProcesses = (ctx: FreestyleContext) => {
         stdinBytes: 0,
         started: false,
         events: null,
-        failure: null
+        failure: null,
+        news: new News()
       }
       runs.set(ref.key, run)
       forget()
@@ -168,7 +173,18 @@ export const makeProcesses = (ctx: FreestyleContext) => {
       if (eof) start(run)
     })
 
+  /** Its answer comes to this instance in the background, so a quiet command's job waits for that. */
+  const execNews: NonNullable<SandboxProvider["execNews"]> = (_sandbox, executionId, maxMs) =>
+    refOf(executionId).pipe(
+      Effect.flatMap((ref) => {
+        const run = runs.get(ref.key)
+        // Unknown here (its outcome went with another instance) or answered: `execEvents` says so at once.
+        return run === undefined || run.events !== null || run.failure !== null ? Effect.void : run.news.wait(maxMs)
+      }),
+      Effect.catchAll(() => Effect.void)
+    )
+
   const cancelExec: SandboxProvider["cancelExec"] = () => Effect.fail(unsupported(NAME, "cancelling processes (exec-await has no handle to kill)"))
 
-  return { exec, execEvents, cancelExec, sendInput }
+  return { exec, execEvents, execNews, cancelExec, sendInput }
 }

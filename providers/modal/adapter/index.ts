@@ -30,6 +30,7 @@ import * as path from "node:path"
 import { emulatedCapabilities } from "../../../src/providers/Capabilities.ts"
 import type { ExecEvent } from "../../../src/runtime/LocalRuntime.ts"
 import { makeProvider, type ProviderCalls } from "../../core/makeProvider.ts"
+import { News } from "../../core/news.ts"
 import { type CreateInput, type ProviderFileEntry, type ProviderSandbox, type SandboxProvider, unsupported } from "../../../src/providers/Provider.ts"
 import { type ModalApi, ModalApiError, type ModalProcess, type ModalResourceUsage } from "./api.ts"
 import { checkWrite } from "../../../src/providers/errors.ts"
@@ -47,6 +48,8 @@ interface Execution {
   /** Input written in call order. */
   input: Promise<void>
   waiters: Array<() => void>
+  /** Told with the waiters, for a quiet command's job (`execNews`). */
+  readonly news: News
 }
 
 const modalCalls = (config: ModalProviderConfig): ProviderCalls => {
@@ -180,6 +183,7 @@ const modalCalls = (config: ModalProviderConfig): ProviderCalls => {
     const waiters = x.waiters
     x.waiters = []
     for (const w of waiters) w()
+    x.news.tell()
   }
 
   /** Reads stdout and stderr together into numbered events (in arrival order, within the output limit), then the exit. */
@@ -223,7 +227,7 @@ const modalCalls = (config: ModalProviderConfig): ProviderCalls => {
       const process = yield* call("exec", () =>
         api.exec(sandbox.resourceId, input.command, { workdir: input.cwd ?? WORKSPACE, env: input.environment, timeoutMs }), { mutating: true })
       const executionId = `modal:${crypto.randomUUID()}`
-      const x: Execution = { events: [], process, stdin: input.stdin === true, done: false, input: Promise.resolve(), waiters: [] }
+      const x: Execution = { events: [], process, stdin: input.stdin === true, done: false, input: Promise.resolve(), waiters: [], news: new News() }
       if (!x.stdin) x.input = process.closeStdin().catch(() => {})
       executions.set(executionId, x)
       void pump(x, Math.min(input.maxOutputBytes, capabilities.process!.maxOutputBytes), timeoutMs)
@@ -252,6 +256,14 @@ const modalCalls = (config: ModalProviderConfig): ProviderCalls => {
         })
       }
       return x.events.slice(fromSeq)
+    })
+
+  /** Its output is read as it comes (`pump`), so a quiet command's job waits on that. */
+  const execNews: NonNullable<SandboxProvider["execNews"]> = (_sandbox, executionId, maxMs) =>
+    Effect.suspend(() => {
+      const x = executions.get(executionId)
+      // Unknown here (`execEvents` says so at once) or over.
+      return x === undefined || x.done ? Effect.void : x.news.wait(maxMs)
     })
 
   const sendInput: NonNullable<SandboxProvider["sendInput"]> = (_sandbox, executionId, data, eof) =>
@@ -348,6 +360,7 @@ const modalCalls = (config: ModalProviderConfig): ProviderCalls => {
     getCost,
     exec,
     execEvents,
+    execNews,
     cancelExec: () => Effect.fail(unsupported(NAME, "cancelling a command")),
     sendInput,
     readFile,

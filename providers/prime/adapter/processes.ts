@@ -26,6 +26,7 @@ import {
   STREAM_CONTENT_TYPE,
   trailerError
 } from "../command-session.ts"
+import { News } from "../../core/news.ts"
 import { NAME, type PrimeContext } from "./wire.ts"
 
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/
@@ -66,6 +67,8 @@ interface Execution {
   truncated: boolean
   done: boolean
   failure: ReturnType<PrimeContext["fail"]> | null
+  /** Told when an event is kept, and when the stream ends (`execNews`). */
+  readonly news: News
 }
 
 export const makeProcesses = (ctx: PrimeContext) => {
@@ -75,6 +78,7 @@ export const makeProcesses = (ctx: PrimeContext) => {
 
   const emit = (x: Execution, event: EventWithoutSeq) => {
     x.events.push({ ...event, seq: x.events.length } as ExecEvent)
+    x.news.tell()
   }
   const finish = (x: Execution, exit: Extract<EventWithoutSeq, { type: "exit" }>) => {
     if (x.done) return
@@ -128,6 +132,7 @@ export const makeProcesses = (ctx: PrimeContext) => {
       ),
       Effect.ensuring(Effect.sync(() => {
         if (!x.done && x.failure === null) x.failure = fail("unavailable", "the prime command stream ended early")
+        x.news.tell()
         Deferred.unsafeDone(started, Exit.fail(x.failure ?? fail("unavailable", "the prime command stream ended before the command started")))
       }))
     )
@@ -166,7 +171,8 @@ export const makeProcesses = (ctx: PrimeContext) => {
         outputBytes: 0,
         truncated: false,
         done: false,
-        failure: null
+        failure: null,
+        news: new News()
       }
       executions.set(key, x)
       const started = yield* Deferred.make<void, ReturnType<typeof fail>>()
@@ -190,9 +196,18 @@ export const makeProcesses = (ctx: PrimeContext) => {
       return events
     })
 
+  /** The stream is read into the execution as it comes, so a quiet command's job waits on that. */
+  const execNews: NonNullable<SandboxProvider["execNews"]> = (sandbox, executionId, maxMs) =>
+    Effect.suspend(() => {
+      const x = executions.get(keyOf(sandbox, executionId))
+      // Unknown here, over, or its stream broken: `execEvents` says so at once.
+      return x === undefined || x.done || x.failure !== null ? Effect.void : x.news.wait(maxMs)
+    })
+
   return {
     exec,
     execEvents,
+    execNews,
     cancelExec: () => Effect.fail(unsupported(NAME, "cancelling processes"))
   } satisfies Partial<SandboxProvider>
 }
