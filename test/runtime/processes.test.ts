@@ -73,6 +73,14 @@ describe("exec", () => {
     expect(again.tag).toBe("cmd-1")
   })
 
+  it("a wait for events on a quiet command lasts its time past the agent's default idle timeout (Bun's 10 s), and ends at the output", async () => {
+    const quiet = await run(rt.exec("p", { command: ["sh", "-c", "sleep 14; echo late"], maxOutputBytes: 100 }))
+    const started = Date.now()
+    const events = await run(rt.execEvents("p", quiet.execId, 0, 30_000))
+    expect(Date.now() - started).toBeGreaterThan(12_000)
+    expect(events.map((e) => (e.type === "exit" ? "exit" : Buffer.from(e.data).toString()))[0]).toBe("late\n")
+  }, 60_000)
+
   it("refuses bad input with clear errors", async () => {
     const kinds = async (effect: Parameters<typeof failure>[0]) => ((await failure(effect)) as RuntimeError).kind
     expect(await kinds(rt.exec("p", { command: [], maxOutputBytes: 10 }))).toBe("invalid")

@@ -27,7 +27,7 @@ let desktop: Promise<typeof import("./desktop.ts")> | undefined
 const desktopRoute = (request: Request, parts: ReadonlyArray<string>, q: URLSearchParams) =>
   (desktop ??= import("./desktop.ts")).then((m) => m.desktopRoute(request, parts, q))
 
-const handle = async (request: Request, server: { timeout: (request: Request, seconds: number) => void }): Promise<Response> => {
+const handle = async (request: Request): Promise<Response> => {
   const url = new URL(request.url)
   const q = url.searchParams
   const parts = url.pathname.split("/").filter(Boolean)
@@ -35,7 +35,7 @@ const handle = async (request: Request, server: { timeout: (request: Request, se
   let subject: string | undefined
   try {
     if (parts[0] === "health") return json({ ok: true, pid: process.pid, execs: execs.size } satisfies Protocol.HealthAnswer)
-    if (parts[0] === "exec") return await execRoute(request, parts, q, server)
+    if (parts[0] === "exec") return await execRoute(request, parts, q)
     if (parts[0] === "desktop") return await desktopRoute(request, parts, q)
     // Every file route's query names the path (StatQuery is the one that names nothing else).
     const p = normalize(queryOf<Protocol.StatQuery>(q).get("path"))
@@ -51,6 +51,9 @@ const handle = async (request: Request, server: { timeout: (request: Request, se
  * Only as the entry point (`bun main.js` in the jail). The gateway imports these files as text, and a test runner
  * that ignores import attributes would evaluate them as modules: then nothing may start.
  */
+/** Seconds a connection may say nothing: more than the longest events wait (60 s). */
+const AGENT_IDLE_SECONDS = 90
+
 const main = () => {
   fs.mkdirSync(RUN_DIR, { recursive: true })
   loadExecs()
@@ -59,7 +62,11 @@ const main = () => {
   // The agent socket comes last: once it answers, everything is ready.
   // Writes stream to disk and are bounded by their `limit` (Bun's own default would cut them at 128 MiB).
   // Production mode: never Bun's development error page (it quotes the source) as an answer.
-  Bun.serve({ unix: path.join(RUN_DIR, "agent.sock"), development: false, fetch: handle, maxRequestBodySize: Number.MAX_SAFE_INTEGER })
+  const options: Parameters<typeof Bun.serve>[0] = { unix: path.join(RUN_DIR, "agent.sock"), development: false, fetch: handle, maxRequestBodySize: Number.MAX_SAFE_INTEGER }
+  // An idle timeout above the longest long poll (an events wait, at most 60 s): on a unix socket Bun (1.4) ignores
+  // `server.timeout(request, 0)`, so its default of 10 s cut every wait past ~12 s ("the agent does not answer").
+  // bun-types lists `idleTimeout` for TCP servers only; Bun applies it on a unix socket too (test/runtime/processes.test.ts).
+  Bun.serve(Object.assign(options, { idleTimeout: AGENT_IDLE_SECONDS }))
   setInterval(evictFinished, 10 * 60 * 1000).unref()
 }
 

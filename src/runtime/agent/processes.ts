@@ -196,8 +196,7 @@ const info = (exec: Exec): Protocol.ExecInfoAnswer => ({
 export const execRoute = async (
   request: Request,
   parts: ReadonlyArray<string>,
-  q: URLSearchParams,
-  server: { timeout: (request: Request, seconds: number) => void }
+  q: URLSearchParams
 ): Promise<Response> => {
   if (parts.length === 1 && request.method === "POST") {
     let body: unknown
@@ -215,7 +214,6 @@ if (parts[1] !== undefined) {
     if (parts[2] === "events" && request.method === "GET") {
       const events: Query<Protocol.EventsQuery> = q
       const from = intParam(events, "from", 0)
-      server.timeout(request, 0) // a long poll is not an idle connection
       await waitForEvents(exec, from, Math.min(intParam(events, "wait", 0), 60_000))
       return json({ events: readEvents(exec, from) } satisfies Protocol.ExecEventsAnswer)
     }
