@@ -29,6 +29,34 @@ describe("blaxel (emulated): beyond conformance", () => {
     }
   }, 60_000)
 
+  it("news: a quiet process's wait ends at its end, and a process flooding its log stream is left to polling once the stream carried its bound", async () => {
+    const { provider, teardown } = await setup()
+    try {
+      const sandbox = await Effect.runPromise(provider.create(conformanceInput(`sbx_news${Date.now()}`)))
+      const run = (command: string) => Effect.runPromise(provider.exec(sandbox, { command: ["sh", "-c", command], timeoutSeconds: 60, maxOutputBytes: 16 * 1024, processId: `proc_news${Date.now()}${Math.random()}` }))
+      const timed = async (wait: Promise<void>) => {
+        const started = Date.now()
+        await wait
+        return Date.now() - started
+      }
+      // Its output is no news (it is read only at the end): the wait lasts until the end.
+      const quiet = await run("echo early; sleep 2; echo late")
+      expect(await timed(Effect.runPromise(provider.execNews!(sandbox, quiet.executionId, 20_000)))).toBeGreaterThan(1_500)
+      // 5 MB of lines, then quiet until told: the stream carried more than its bound (1 MiB here), so the wait ends
+      // long before the command does, and the next ones are a poll's.
+      const flood = await run("yes aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa | head -c 5000000; while [ ! -e /workspace/end ]; do sleep 0.05; done")
+      expect(await timed(Effect.runPromise(provider.execNews!(sandbox, flood.executionId, 20_000)))).toBeLessThan(5_000)
+      expect(await timed(Effect.runPromise(provider.execNews!(sandbox, flood.executionId, 20_000)))).toBeLessThan(5_000)
+      await Effect.runPromise(provider.writeFile(sandbox, { path: "/workspace/end", data: new Uint8Array(), mode: "overwrite", createParents: false }))
+      let events: ReadonlyArray<ExecEvent> = []
+      for (const deadline = Date.now() + 20_000; events.at(-1)?.type !== "exit" && Date.now() < deadline;) events = await Effect.runPromise(provider.execEvents(sandbox, flood.executionId, 0))
+      expect(events.at(-1)).toMatchObject({ type: "exit", exitCode: 0, outputTruncated: true })
+      await Effect.runPromise(provider.destroy(sandbox))
+    } finally {
+      await teardown()
+    }
+  }, 90_000)
+
   it("hostile: a sandbox's output without newlines reaches the SDK's streams (waited NDJSON, live logs) in lines of at most 1 MiB", async () => {
     const { emulator, teardown } = await setup()
     try {

@@ -13,10 +13,11 @@
  * standby and cost more), so none is sent; the gateway cancels a process at its deadline.
  */
 import { HttpClientRequest } from "@effect/platform"
-import { Effect } from "effect"
+import { Effect, Fiber, Stream } from "effect"
 import type { ExecEvent } from "../../../src/runtime/LocalRuntime.ts"
 import type { SandboxProvider } from "../../../src/providers/Provider.ts"
 import { bufferedEvents, unsupported } from "../../../src/providers/Provider.ts"
+import { makeFollows, type OpenFollow } from "../../core/follow.ts"
 import {
   type BlaxelContext,
   executionIds,
@@ -32,6 +33,10 @@ import {
 
 /** The most one stdin write carries (the runtime takes a write's body whole). */
 const STDIN_PIECE_BYTES = 1024 * 1024
+/** How long a wait for news lasts on an execution id that cannot be read (as a quiet command is polled). */
+const UNREADABLE_NEWS_MS = 250
+/** The least a log stream followed for news may carry before it is left (its keep-alives count too). */
+const MIN_FOLLOW_BYTES = 1024 * 1024
 
 export const makeProcesses = (ctx: BlaxelContext) => {
   const { decode, fail, runtime } = ctx
@@ -41,6 +46,8 @@ export const makeProcesses = (ctx: BlaxelContext) => {
     runtime(sandbox, "GET", `/process/${encodeURIComponent(name)}`, "get process").pipe(Effect.flatMap(decode(WireProcess, "get process")))
 
   const refOf = executionIds.decode
+  /** The log streams followed for news (`execNews`). */
+  const follows = makeFollows()
 
   /**
    * The shell line: the argv, without a directory into /workspace (made first) — but on an image of the user's
@@ -84,6 +91,7 @@ export const makeProcesses = (ctx: BlaxelContext) => {
       const ref = yield* refOf(executionId)
       const process = yield* getProcess(sandbox, ref.name)
       if (process.status === "running") return []
+      follows.forget(executionId)
       const logs = yield* runtime(sandbox, "GET", `${processPath(ref)}/logs`, "process logs").pipe(Effect.flatMap(decode(WireLogs, "process logs")))
       const cancelled = process.status === "killed" || process.status === "stopped"
       const exit = cancelled
@@ -91,6 +99,29 @@ export const makeProcesses = (ctx: BlaxelContext) => {
         : { exitCode: process.exitCode ?? (process.status === "completed" ? 0 : 1), signal: null, cancelled: false }
       return bufferedEvents(logs, exit, ref.maxOutputBytes).slice(fromSeq)
     })
+
+  /**
+   * Blaxel gives a process's output once it is over, so the news is its end: the process's log stream
+   * (`…/logs/stream`, as the SDK's `streamLogs` reads it) ends with it. Its lines are counted, not kept, and
+   * bounded (providers/core/follow.ts); they are no news, as `execEvents` reads nothing before the end.
+   */
+  const logStream = (sandbox: Parameters<SandboxProvider["exec"]>[0], ref: ExecutionRef): OpenFollow => (sink) => {
+    const reading = Effect.runFork(
+      runtime(sandbox, "GET", `${processPath(ref)}/logs/stream`, "process log stream", undefined, { mutating: false }).pipe(
+        Effect.flatMap((response) => Stream.runForEach(response.stream, (chunk) => Effect.sync(() => sink.data(chunk.length, false)))),
+        Effect.ignore,
+        Effect.ensuring(Effect.sync(() => sink.closed()))
+      )
+    )
+    return { close: () => void Effect.runFork(Fiber.interrupt(reading)) }
+  }
+  const execNews: NonNullable<SandboxProvider["execNews"]> = (sandbox, executionId, maxMs) =>
+    refOf(executionId).pipe(
+      Effect.matchEffect({
+        onFailure: () => Effect.sleep(Math.min(maxMs, UNREADABLE_NEWS_MS)),
+        onSuccess: (ref) => follows.execNews(executionId, Effect.sync(() => logStream(sandbox, ref)), Math.max(MIN_FOLLOW_BYTES, 4 * ref.maxOutputBytes + 64), maxMs)
+      })
+    )
 
   const cancelExec: SandboxProvider["cancelExec"] = (sandbox, executionId) =>
     Effect.gen(function*() {
@@ -115,5 +146,5 @@ export const makeProcesses = (ctx: BlaxelContext) => {
       if (eof) yield* runtime(sandbox, "DELETE", `${processPath(ref)}/stdin`, "close stdin")
     })
 
-  return { exec, execEvents, cancelExec, sendInput }
+  return { exec, execEvents, execNews, cancelExec, sendInput }
 }
