@@ -69,7 +69,11 @@ export const activeEndpoint = async (http: Http, auth: KeyAuth, sandboxId: strin
     (e) => e?.state === "active" || e?.state === "failed"
   )
   expect(active.state).toBe("active")
-  await poll(async () => (await fetch(`${active.url}hello`).catch(() => undefined))?.status, (s) => s === 200, 20_000, 50)
+  // The last answer's status and start, should it never be 200: whose 404 it was (the gateway's envelope or another's).
+  await poll(async () => {
+    const res = await fetch(`${active.url}hello`).catch((e) => String(e))
+    return typeof res === "string" ? res : `${res.status} ${(await res.text()).slice(0, 300)}`
+  }, (answer) => answer.startsWith("200 "), 20_000, 50)
   return active as { id: string; url: string; lease_expires_at: string }
 }
 
