@@ -245,6 +245,12 @@ export interface SandboxProvider {
    */
   readonly execNews?: ((sandbox: ProviderSandbox, executionId: string, maxMs: number) => Effect.Effect<void>) | undefined
   /**
+   * How long a command must have been quiet before its job waits on `execNews` rather than polling. Absent: a
+   * second, where a wait opens a connection of its own (not worth it for a short command); 0 where the news is in
+   * memory already (the adapter reads the command's stream as it comes), so not even a short command is polled.
+   */
+  readonly execNewsAfterMs?: number | undefined
+  /**
    * Writes to the standard input of a process started with `stdin: true`, in call order; `eof` closes it after
    * the data. Absent: the provider cannot take input (a process asking for stdin is refused before it starts).
    */

@@ -196,5 +196,5 @@ export const makeProcesses = (ctx: CloudflareContext) => {
 
   const cancelExec: SandboxProvider["cancelExec"] = () => Effect.fail(unsupported(NAME, "cancelling processes (the bridge has no route for it)"))
 
-  return { exec, execEvents, execNews, cancelExec }
+  return { exec, execEvents, execNews, execNewsAfterMs: 0, cancelExec }
 }

@@ -65,6 +65,7 @@ const e2bCalls = (ctx: E2BContext, config: E2BProviderConfig): ProviderCalls => 
     exec: processes.exec,
     execEvents: processes.execEvents,
     execNews: processes.execNews,
+    execNewsAfterMs: 0,
     cancelExec: processes.cancelExec,
     sendInput: processes.sendInput,
     resizeTerminal: processes.resizeTerminal,

@@ -186,5 +186,5 @@ export const makeProcesses = (ctx: FreestyleContext) => {
 
   const cancelExec: SandboxProvider["cancelExec"] = () => Effect.fail(unsupported(NAME, "cancelling processes (exec-await has no handle to kill)"))
 
-  return { exec, execEvents, execNews, cancelExec, sendInput }
+  return { exec, execEvents, execNews, execNewsAfterMs: 0, cancelExec, sendInput }
 }

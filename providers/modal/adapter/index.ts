@@ -361,6 +361,7 @@ const modalCalls = (config: ModalProviderConfig): ProviderCalls => {
     exec,
     execEvents,
     execNews,
+    execNewsAfterMs: 0,
     cancelExec: () => Effect.fail(unsupported(NAME, "cancelling a command")),
     sendInput,
     readFile,

@@ -208,6 +208,7 @@ export const makeProcesses = (ctx: PrimeContext) => {
     exec,
     execEvents,
     execNews,
+    execNewsAfterMs: 0,
     cancelExec: () => Effect.fail(unsupported(NAME, "cancelling processes"))
   } satisfies Partial<SandboxProvider>
 }

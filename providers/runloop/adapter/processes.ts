@@ -194,5 +194,5 @@ export const makeProcesses = (ctx: RunloopContext) => {
       )
     })
 
-  return { exec, execEvents, execNews, cancelExec }
+  return { exec, execEvents, execNews, execNewsAfterMs: 0, cancelExec }
 }

@@ -213,5 +213,5 @@ export const makeProcesses = (ctx: VercelContext, sessionOf: (sandbox: ProviderS
       return { cancelled: killed }
     })
 
-  return { exec, execEvents, execNews, cancelExec }
+  return { exec, execEvents, execNews, execNewsAfterMs: 0, cancelExec }
 }

@@ -14,7 +14,7 @@ import { SandboxesRepo } from "../../db/repos/Sandboxes.ts"
 import type { ErrorObject } from "../../domain/Errors.ts"
 import { nowIso } from "../../domain/Time.ts"
 import type { ExecEvent } from "../../runtime/LocalRuntime.ts"
-import type { ProviderError } from "../../providers/Provider.ts"
+import type { ProviderError, SandboxProvider } from "../../providers/Provider.ts"
 import { appendEvent } from "../Events.ts"
 import { type JobHandler, JobError } from "../JobRegistry.ts"
 import { logProviderFailure, processFailure } from "./ProviderErrors.ts"
@@ -38,7 +38,7 @@ const QUIET_AFTER_MS = 100
 const MAX_QUIET_WAIT_MS = 250
 /**
  * A command quiet this long waits on its provider's push (`execNews`: Daytona follows its log over a WebSocket)
- * where the provider has one, instead of being polled; short commands never get that far.
+ * instead of being polled, unless its provider says how long (`execNewsAfterMs`: 0 where the news is in memory).
  */
 const PUSH_AFTER_QUIET_MS = 1_000
 /** The longest such a wait without news: what a lost push would cost, and how late a deadline may be noticed. */
@@ -50,6 +50,10 @@ const MAX_PUSH_WAIT_MS = 5_000
  * gateway on E2B and two thirds of the machine on Daytona's emulator.
  */
 export const pollCap = (quietMs: number) => Math.min(MAX_QUIET_WAIT_MS, Math.max(MAX_IDLE_MS, quietMs < QUIET_AFTER_MS ? 0 : quietMs / 10))
+
+/** Whether a command quiet for `quietMs` waits on its provider's push rather than being polled (no cancel in flight). */
+export const waitsOnNews = (provider: Pick<SandboxProvider, "execNews" | "execNewsAfterMs">, quietMs: number) =>
+  provider.execNews !== undefined && quietMs >= (provider.execNewsAfterMs ?? PUSH_AFTER_QUIET_MS)
 
 export const getProcessRow = (id: ProcessId) => ProcessesRepo.get(id)
 
@@ -255,7 +259,8 @@ export const makeProcessHandler = Effect.gen(function*() {
       // Daytona's in-process emulator) is not asked back to back, and one whose poll is a slow round trip to its cloud
       // waits no more than it did. A cancel request or input (a signal on the process's topic) ends the wait at once,
       // and input counts as activity: what it makes the command write is polled for tightly. A command quiet for a
-      // second waits on its provider's push instead, where there is one (`execNews`), up to MAX_PUSH_WAIT_MS.
+      // second (or at once, where the news is in memory) waits on its provider's push instead (`execNews`), up to
+      // MAX_PUSH_WAIT_MS.
       let idleMs = 1
       let polls = 0
       let polledAt = Date.now()
@@ -286,7 +291,7 @@ export const makeProcessHandler = Effect.gen(function*() {
           const quietMs = Date.now() - heardAt
           const cap = pollCap(quietMs)
           const execNews = ctx.value.provider.execNews
-          const woken = execNews !== undefined && quietMs >= PUSH_AFTER_QUIET_MS && !cancelSent
+          const woken = execNews !== undefined && waitsOnNews(ctx.value.provider, quietMs) && !cancelSent
             // News from the provider ends the wait as the time running out would (a poll follows).
             ? yield* Effect.raceFirst(
               signalled(processTopic(processId), Math.max(MAX_IDLE_MS, Math.min(MAX_PUSH_WAIT_MS, deadline - Date.now()))),
