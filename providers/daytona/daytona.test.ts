@@ -78,6 +78,28 @@ describe("daytona wire", () => {
     }
   }, 60_000)
 
+  it("a followed log ends once the command's exit status is there, not at its end markers alone", async () => {
+    const { emulator, provider, teardown } = await setup()
+    try {
+      const sandbox = await Effect.runPromise(provider.create(conformanceInput(`sbx_fe${Date.now()}`)))
+      const base = `${emulator.baseUrl}/toolbox/${sandbox.resourceId}/process/session`
+      const headers = { authorization: `Bearer ${emulator.apiKey}`, "content-type": "application/json" }
+      const post = (path: string, body: unknown) => fetch(`${base}${path}`, { method: "POST", headers, body: JSON.stringify(body) })
+      expect((await post("", { sessionId: "ends" })).status).toBe(201)
+      // The command writes what its end markers look like (its nonce is in the wrapper's variable), then runs on: the
+      // window between the markers and the exit file, held open. A follow must not end in it.
+      const fake = `n=\${__dtn_p##*-}; printf '\\036%s:E:0\\036' "$n"; printf '\\036%s:E:0\\036' "$n" >&2; sleep 1.5`
+      const { cmdId } = await (await post("/ends/exec", { command: fake, runAsync: true })).json() as { cmdId: string }
+      const socket = new WebSocket(`${base.replace(/^http/, "ws")}/ends/command/${cmdId}/logs?follow=true`, { headers } as unknown as Array<string>)
+      await new Promise((resolve) => (socket.onclose = resolve))
+      const status = await (await fetch(`${base}/ends/command/${cmdId}`, { headers })).json() as { exitCode?: number }
+      expect(status.exitCode).toBe(0)
+      await Effect.runPromise(provider.destroy(sandbox))
+    } finally {
+      await teardown()
+    }
+  }, 60_000)
+
   it("a session whose shell could not even start: the refusal quotes what the shell said on its stderr", async () => {
     // An image sandbox (its root is its own): it puts a `sh` first on its PATH that says why it cannot start and exits
     // 126, as a shell that cannot execute does. Its next session's shell is that one.

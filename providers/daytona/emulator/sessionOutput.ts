@@ -65,6 +65,14 @@ export const makeSessionOutput = (books: Books, runtime: LocalRuntimeShape) => {
     return command.exitCode
   }
 
+  /** Waits (at most END_WAIT_MS) until the command's exit status is known, or `stop` says to give up. */
+  const exitWritten = async (session: Session, command: SessionCommand, stop: (() => boolean) | undefined) => {
+    const until = Date.now() + END_WAIT_MS
+    for (let pause = 5; (await settle(session, command)) === undefined && Date.now() < until && stop?.() !== true; pause = Math.min(pause * 2, 100)) {
+      await Bun.sleep(pause)
+    }
+  }
+
   /**
    * The command's output pieces, in order, read from its shell's output. `follow`: waiting for more until it ends
    * (`stop` says when to give up); else up to what is there (and, for a command that ended, its end, which may be
@@ -93,6 +101,9 @@ export const makeSessionOutput = (books: Books, runtime: LocalRuntimeShape) => {
             command.nextFromSeq = Math.min(extract.stdoutEndSeq ?? event.seq, extract.stderrEndSeq ?? event.seq)
             save(session)
           }
+          // A follow ends once the command's exit status is there, as the daemon's does: the wrapper writes its
+          // exit file just after the end markers, and a client asks for the status as soon as the follow ends.
+          if (options.follow) await exitWritten(session, command, options.stop)
           return
         }
       }
