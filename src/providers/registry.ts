@@ -21,6 +21,9 @@ export type ProviderPlugin<E = never, R = never> = Effect.Effect<SandboxProvider
  */
 export type GatewayPlugin = ProviderPlugin<ConfigError.ConfigError, AppConfig | LocalRuntime | Scope.Scope>
 
+/** How long a wait for news lasts when it cannot be made on the right instance (as a quiet command is polled). */
+const UNROUTED_NEWS_MS = 250
+
 /** Instances on organizations' own accounts kept at once (least recently used go first). */
 const MAX_ACCOUNT_INSTANCES = 256
 
@@ -45,8 +48,13 @@ export const aroundCalls = (
   exec: (sandbox, input) => around("exec", (p) => p.exec(sandbox, input)),
   execEvents: (sandbox, executionId, fromSeq) => around("execEvents", (p) => p.execEvents(sandbox, executionId, fromSeq)),
   cancelExec: (sandbox, executionId) => around("cancelExec", (p) => p.cancelExec(sandbox, executionId)),
-  // Not a call to trace or count: a wait that cannot fail.
-  execNews: provider.execNews,
+  // A wait that cannot fail, made where the other calls are (on an organization's own account: its instance, which
+  // holds the execution); one that cannot be made there (no account) waits as a poll would.
+  execNews: provider.execNews === undefined ? undefined : (sandbox, executionId, maxMs) =>
+    Effect.catchAll(
+      around("execNews", (p) => p.execNews?.(sandbox, executionId, maxMs) ?? Effect.sleep(maxMs)),
+      () => Effect.sleep(Math.min(maxMs, UNROUTED_NEWS_MS))
+    ),
   sendInput: provider.sendInput === undefined ? undefined : (sandbox, executionId, data, eof) =>
     around("sendInput", (p) => p.sendInput?.(sandbox, executionId, data, eof) ?? Effect.fail(unsupported(p.name, "standard input"))),
   resizeTerminal: provider.resizeTerminal === undefined ? undefined : (sandbox, executionId, size) =>
@@ -80,6 +88,8 @@ const traced = <R>(provider: string, name: string, call: Effect.Effect<R, Provid
 /** The provider with every call traced and every failed one reported to `onFailure`; its BYOK instances are built as before. */
 const observed = (provider: SandboxProvider, onFailure: OnProviderFailure): SandboxProvider => ({
   ...aroundCalls(provider, (callName, call) => traced(provider.name, callName, Effect.tapError(call(provider), (e) => Effect.sync(() => onFailure(e))))),
+  // Not a call to trace or count: a wait that cannot fail.
+  execNews: provider.execNews,
   withCredentials: provider.withCredentials
 })
 
@@ -103,8 +113,11 @@ export const makeProviderRegistry = (providers: ReadonlyArray<SandboxProvider>, 
     let instance = accounts.get(key)
     if (instance === undefined) {
       const own = base.withCredentials(credentials)
-      instance = aroundCalls(own, (callName, call) =>
-        traced(name, callName, Effect.tapError(Effect.mapError(call(own), onOrganizationAccount), (e) => Effect.sync(() => report(e)))))
+      instance = {
+        ...aroundCalls(own, (callName, call) =>
+          traced(name, callName, Effect.tapError(Effect.mapError(call(own), onOrganizationAccount), (e) => Effect.sync(() => report(e))))),
+        execNews: own.execNews
+      }
       if (accounts.size >= MAX_ACCOUNT_INSTANCES) accounts.delete(accounts.keys().next().value!)
     } else {
       accounts.delete(key)

@@ -3,20 +3,21 @@ import { Effect } from "effect"
 import { describe, expect, it } from "vitest"
 import { DECLARED } from "../../providers/core/declared.ts"
 import { type ProviderCredentials, ProviderError, type ProviderName, type SandboxProvider, unsupported } from "../../src/providers/Provider.ts"
-import { makeProviderRegistry } from "../../src/providers/registry.ts"
+import { aroundCalls, makeProviderRegistry } from "../../src/providers/registry.ts"
 import { failingCalls } from "../../providers/testing/failing-calls.ts"
 
 /** A provider whose every call fails with `auth`, naming the key it was built with. */
-const keyed = (name: ProviderName, key: string, built: Array<string>): SandboxProvider => {
+const keyed = (name: ProviderName, key: string, built: Array<string>, waits: Array<string> = []): SandboxProvider => {
   const no = () => Effect.fail(new ProviderError({ provider: name, kind: "auth", message: `key ${key} refused`, retryable: false }))
   return {
     ...failingCalls(DECLARED[name], no),
     name,
     mode: "emulated",
+    execNews: (_sandbox, executionId) => Effect.sync(() => void waits.push(`${key} ${executionId}`)),
     exposeHttpEndpoint: () => Effect.fail(unsupported(name, "endpoints")),
     withCredentials: (credentials: ProviderCredentials) => {
       built.push(credentials["api_key"] ?? "")
-      return keyed(name, credentials["api_key"] ?? "", built)
+      return keyed(name, credentials["api_key"] ?? "", built, waits)
     }
   }
 }
@@ -43,5 +44,22 @@ describe("provider registry", () => {
     // The gateway's own instance is untouched.
     expect((await failure(registry.get("daytona")!.destroy({ resourceId: "r", resolvedResources: { vcpu: 1, memoryMb: 1, diskMb: null, architecture: "x86_64", providerSize: null }, metadata: {} }))).account).toBeUndefined()
     expect(registry.withCredentials("e2b", { api_key: "x" })).toBeUndefined()
+  })
+
+  it("a wait for news is made on the instance that holds the execution (an organization's own), and one that cannot be made there still ends", async () => {
+    const built: Array<string> = []
+    const waits: Array<string> = []
+    const sandbox = { resourceId: "r", resolvedResources: { vcpu: 1, memoryMb: 1, diskMb: null, architecture: "x86_64" as const, providerSize: null }, metadata: {} }
+    const registry = makeProviderRegistry([keyed("e2b", "gateway", built, waits)], () => {})
+    await Effect.runPromise(registry.withCredentials("e2b", { api_key: "own" })!.execNews!(sandbox, "x1", 10))
+    // As ProviderAccounts routes an organization's calls: every call, the wait too, to its instance.
+    const own = registry.withCredentials("e2b", { api_key: "own" })!
+    await Effect.runPromise(aroundCalls(registry.get("e2b")!, (_name, call) => call(own)).execNews!(sandbox, "x2", 10))
+    await Effect.runPromise(registry.get("e2b")!.execNews!(sandbox, "x3", 10))
+    expect(waits).toEqual(["own x1", "own x2", "gateway x3"])
+    // No account to make it on: it waits as a poll would (not its whole minute: the test's own time is 5 s), and never fails.
+    const refused = new ProviderError({ provider: "e2b", kind: "auth", message: "no account", retryable: false })
+    await Effect.runPromise(aroundCalls(registry.get("e2b")!, () => Effect.fail(refused)).execNews!(sandbox, "x4", 60_000))
+    expect(waits).toHaveLength(3)
   })
 })

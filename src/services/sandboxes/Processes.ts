@@ -265,6 +265,8 @@ export const makeProcessHandler = Effect.gen(function*() {
       let polls = 0
       let polledAt = Date.now()
       let heardAt = Date.now()
+      /** The last wait was on the provider's news (and the poll after it has not brought anything yet). */
+      let newsEnded = false
       let progress: { readonly state: ProcessState; readonly cancel_requested_at: string | null; readonly provider_seq: number } = row
       for (let first = true; ; first = false) {
         // The row just written needs no second read; later rounds look for a cancel request or a finish.
@@ -287,16 +289,21 @@ export const makeProcessHandler = Effect.gen(function*() {
           idleMs = 1
           polls = 0
           heardAt = Date.now()
+          newsEnded = false
         } else {
           const quietMs = Date.now() - heardAt
           const cap = pollCap(quietMs)
           const execNews = ctx.value.provider.execNews
-          const woken = execNews !== undefined && waitsOnNews(ctx.value.provider, quietMs) && !cancelSent
+          // News that brought nothing (output the last poll had read already, or a provider that answers at once) is
+          // followed by one wait as a poll waits: a wait that keeps ending at once must not spin the job.
+          const news: SandboxProvider["execNews"] = execNews !== undefined && waitsOnNews(ctx.value.provider, quietMs) && !cancelSent && !newsEnded ? execNews : undefined
+          newsEnded = news !== undefined
+          const woken = news !== undefined
             // News from the provider ends the wait as the time running out would (a poll follows).
             ? yield* Effect.raceFirst(
               signalled(processTopic(processId), Math.max(MAX_IDLE_MS, Math.min(MAX_PUSH_WAIT_MS, deadline - Date.now()))),
               // It cannot fail; should an adapter's wait die all the same, the job waits as a poll would, and lives.
-              execNews(ctx.value.resource, executionId, MAX_PUSH_WAIT_MS).pipe(
+              news(ctx.value.resource, executionId, MAX_PUSH_WAIT_MS).pipe(
                 Effect.catchAllCause(() => Effect.sleep(MAX_QUIET_WAIT_MS)),
                 Effect.as(false)
               )
