@@ -19,7 +19,7 @@
  */
 import { Option, Schema } from "effect"
 import type { LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
-import { bodyTextAndJson, runOrThrow as run, unhonouredField } from "../../core/emulator/server.ts"
+import { bodyTextAndJson, emulatorMessage, runOrThrow as run, unhonouredField } from "../../core/emulator/server.ts"
 import { jailLabels } from "../../../src/providers/jailLabels.ts"
 import { keyedSerial } from "../../../src/domain/KeyedSerial.ts"
 import { FREESTYLE_SIZING } from "../../../src/providers/resources.ts"
@@ -173,7 +173,9 @@ export const makeControl = (books: Books, runtime: LocalRuntimeShape, options: C
           labels: jailLabels("freestyle", vm.id, vm.metadata[METADATA_SANDBOX_ID])
         }))
         if (!vm.deleted) setState(vm, "running")
-      } catch {
+      } catch (e) {
+        // Freestyle says only that the VM stopped; the runtime's own message goes to the operator.
+        console.error(`freestyle emulator: VM ${vm.id} could not start: ${emulatorMessage(e, "freestyle")}`)
         setState(vm, "stopped")
       }
     })

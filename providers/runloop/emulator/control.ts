@@ -15,7 +15,7 @@
  */
 import { Option, Schema } from "effect"
 import type { LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
-import { runOrThrow as run } from "../../core/emulator/server.ts"
+import { emulatorMessage, runOrThrow as run } from "../../core/emulator/server.ts"
 import { jailLabels } from "../../../src/providers/jailLabels.ts"
 import { keyedSerial } from "../../../src/domain/KeyedSerial.ts"
 import { RUNLOOP_PRESETS } from "../../../src/providers/resources.ts"
@@ -120,7 +120,9 @@ export const makeControl = (books: Books, runtime: LocalRuntimeShape, options: C
           labels: jailLabels("runloop", d.id, d.metadata[METADATA_SANDBOX_ID])
         }))
         setStatus(d, "running")
-      } catch {
+      } catch (e) {
+        // Runloop's failure reason is one of a few words; the runtime's own message goes to the operator.
+        console.error(`runloop emulator: devbox ${d.id} could not start: ${emulatorMessage(e, "runloop")}`)
         d.failureReason = "execution_failed"
         setStatus(d, "failure")
       }
