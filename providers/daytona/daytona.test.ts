@@ -15,6 +15,14 @@ const setup = emulatedTarget("daytona", startDaytonaEmulator, (emulator) => make
 
 conformance("daytona (emulated)", setup)
 
+/** The emulator's session routes of one sandbox, as its toolbox serves them, with the emulator's key. */
+const sessionRoutes = (emulator: { readonly baseUrl: string; readonly apiKey: string }, sandbox: { readonly resourceId: string }) => {
+  const base = `${emulator.baseUrl}/toolbox/${sandbox.resourceId}/process/session`
+  const headers = { authorization: `Bearer ${emulator.apiKey}`, "content-type": "application/json" }
+  const post = (path: string, body: unknown) => fetch(`${base}${path}`, { method: "POST", headers, body: JSON.stringify(body) })
+  return { base, headers, post }
+}
+
 describe("daytona wire", () => {
   it("refuses a wrong API key with an auth error, and maps 404 to absent", async () => {
     const { emulator, teardown } = await setup()
@@ -62,9 +70,7 @@ describe("daytona wire", () => {
     const { emulator, provider, teardown } = await setup()
     try {
       const sandbox = await Effect.runPromise(provider.create(conformanceInput(`sbx_sx${Date.now()}`)))
-      const base = `${emulator.baseUrl}/toolbox/${sandbox.resourceId}/process/session`
-      const headers = { authorization: `Bearer ${emulator.apiKey}`, "content-type": "application/json" }
-      const post = (path: string, body: unknown) => fetch(`${base}${path}`, { method: "POST", headers, body: JSON.stringify(body) })
+      const { base, headers, post } = sessionRoutes(emulator, sandbox)
       expect((await post("", { sessionId: "ends" })).status).toBe(201)
       const { cmdId } = await (await post("/ends/exec", { command: "echo said >&2; exit 3", runAsync: true })).json() as { cmdId: string }
       while ((await (await fetch(`${base}/ends/command/${cmdId}`, { headers })).json() as { exitCode?: number }).exitCode === undefined) await Bun.sleep(20)
@@ -82,9 +88,7 @@ describe("daytona wire", () => {
     const { emulator, provider, teardown } = await setup()
     try {
       const sandbox = await Effect.runPromise(provider.create(conformanceInput(`sbx_fe${Date.now()}`)))
-      const base = `${emulator.baseUrl}/toolbox/${sandbox.resourceId}/process/session`
-      const headers = { authorization: `Bearer ${emulator.apiKey}`, "content-type": "application/json" }
-      const post = (path: string, body: unknown) => fetch(`${base}${path}`, { method: "POST", headers, body: JSON.stringify(body) })
+      const { base, headers, post } = sessionRoutes(emulator, sandbox)
       expect((await post("", { sessionId: "ends" })).status).toBe(201)
       // The command writes what its end markers look like (its nonce is in the wrapper's variable), then runs on: the
       // window between the markers and the exit file, held open. A follow must not end in it.
@@ -111,9 +115,7 @@ describe("daytona wire", () => {
     const provider = makeDaytonaProvider({ baseUrl: emulator.baseUrl, apiKey: emulator.apiKey, mode: "emulated" })
     try {
       const sandbox = await Effect.runPromise(provider.create({ ...conformanceInput(`sbx_sh${Date.now()}`), source: { kind: "oci_image", image: `${registry.host}/test/alpine:1` } }))
-      const base = `${emulator.baseUrl}/toolbox/${sandbox.resourceId}/process/session`
-      const headers = { authorization: `Bearer ${emulator.apiKey}`, "content-type": "application/json" }
-      const post = (path: string, body: unknown) => fetch(`${base}${path}`, { method: "POST", headers, body: JSON.stringify(body) })
+      const { post } = sessionRoutes(emulator, sandbox)
       const plant = "mkdir -p /usr/local/bin && printf '#!/bin/busybox sh\\necho \"sh: 0: cannot start\\tthis shell\" >&2\\nexit 126\\n' > /usr/local/bin/sh && chmod 755 /usr/local/bin/sh"
       const { executionId } = await Effect.runPromise(provider.exec(sandbox, { command: ["/bin/sh", "-c", plant], timeoutSeconds: 60, maxOutputBytes: 4096, processId: `proc_sh${Date.now()}` }))
       let events: ReadonlyArray<ExecEvent> = []
