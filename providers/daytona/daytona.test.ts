@@ -98,6 +98,12 @@ describe("daytona wire", () => {
       await new Promise((resolve) => (socket.onclose = resolve))
       const status = await (await fetch(`${base}/ends/command/${cmdId}`, { headers })).json() as { exitCode?: number }
       expect(status.exitCode).toBe(0)
+      // Hostile: the markers forged by a command that then never ends. The follow waits for its exit status a few
+      // seconds at most, not for as long as the sandbox likes.
+      const forged = await (await post("/ends/exec", { command: fake.replace("sleep 1.5", "sleep 300"), runAsync: true })).json() as { cmdId: string }
+      const held = new WebSocket(`${base.replace(/^http/, "ws")}/ends/command/${forged.cmdId}/logs?follow=true`, { headers } as unknown as Array<string>)
+      await new Promise((resolve) => (held.onclose = resolve))
+      expect(((await (await fetch(`${base}/ends/command/${forged.cmdId}`, { headers })).json()) as { exitCode?: number }).exitCode).toBeUndefined()
       await Effect.runPromise(provider.destroy(sandbox))
     } finally {
       await teardown()
@@ -116,18 +122,44 @@ describe("daytona wire", () => {
     try {
       const sandbox = await Effect.runPromise(provider.create({ ...conformanceInput(`sbx_sh${Date.now()}`), source: { kind: "oci_image", image: `${registry.host}/test/alpine:1` } }))
       const { post } = sessionRoutes(emulator, sandbox)
-      const plant = "mkdir -p /usr/local/bin && printf '#!/bin/busybox sh\\necho \"sh: 0: cannot start\\tthis shell\" >&2\\nexit 126\\n' > /usr/local/bin/sh && chmod 755 /usr/local/bin/sh"
-      const { executionId } = await Effect.runPromise(provider.exec(sandbox, { command: ["/bin/sh", "-c", plant], timeoutSeconds: 60, maxOutputBytes: 4096, processId: `proc_sh${Date.now()}` }))
+      // Written through the file API (no shell of a session needed), made executable by a command whose session
+      // starts before it is. With /tmp/flood there, it floods its stderr first (the hostile case below).
+      const script = [
+        "#!/bin/busybox sh",
+        "if [ -e /tmp/flood ]; then",
+        "  head -c 2000000 /dev/zero | tr '\\000' '\\033' >&2",
+        "  printf '\\033]0;title\\007\\033[31mred' >&2",
+        "else",
+        "  printf 'sh: 0: cannot start\\tthis shell\\n' >&2",
+        "fi",
+        "exit 126",
+        ""
+      ].join("\n")
+      const write = (file: string, text: string) =>
+        Effect.runPromise(provider.writeFile(sandbox, { path: file, data: new TextEncoder().encode(text), mode: "overwrite", createParents: true }))
+      await write("/usr/local/bin/sh", script)
+      const { executionId } = await Effect.runPromise(provider.exec(sandbox, { command: ["chmod", "755", "/usr/local/bin/sh"], timeoutSeconds: 60, maxOutputBytes: 4096, processId: `proc_sh${Date.now()}` }))
       let events: ReadonlyArray<ExecEvent> = []
       while (events.at(-1)?.type !== "exit") events = [...events, ...(await Effect.runPromise(provider.execEvents(sandbox, executionId, events.length)))]
       expect(events.at(-1)).toMatchObject({ exitCode: 0 })
-      expect((await post("", { sessionId: "broken" })).status).toBe(201)
-      let refused: Response
-      do refused = await post("/broken/exec", { command: "echo hi", runAsync: true })
-      while (refused.status === 202)
-      expect(refused.status).toBe(400)
+      const refusal = async (sessionId: string) => {
+        expect((await post("", { sessionId })).status).toBe(201)
+        let refused: Response
+        do refused = await post(`/${sessionId}/exec`, { command: "echo hi", runAsync: true })
+        while (refused.status === 202)
+        expect(refused.status).toBe(400)
+        return (await refused.json() as { message: string }).message
+      }
       // Its words, control characters as spaces.
-      expect((await refused.json() as { message: string }).message).toContain("the session's shell has exited (exit status 126): sh: 0: cannot start this shell")
+      expect(await refusal("broken")).toContain("the session's shell has exited (exit status 126): sh: 0: cannot start this shell")
+      // Hostile: a shell that floods its stderr with 2 MB of escape characters and terminal sequences before it dies.
+      // The refusal quotes a bounded, printable part of it, whatever the sandbox wrote.
+      await write("/tmp/flood", "")
+      const flooded = await refusal("flooding")
+      expect(flooded).toContain("(exit status 126)")
+      expect(flooded.length).toBeLessThan(1024)
+      // eslint-disable-next-line no-control-regex
+      expect(flooded).not.toMatch(/[\u0000-\u001f\u007f-\u009f]/)
       await Effect.runPromise(provider.destroy(sandbox))
     } finally {
       emulator.stop()
