@@ -10,6 +10,7 @@
  * a quiet command costs its connection.
  */
 import { Effect } from "effect"
+import { waitAsPoll } from "../../src/providers/Provider.ts"
 import { News } from "./news.ts"
 
 /** A follow nobody asked about for this long is closed (its job ended, or moved to another gateway). */
@@ -18,8 +19,6 @@ const UNASKED_MS = 30_000
 const MAX_FOLLOWS = 512
 /** After a follow that closed, the next one opens no sooner than this (a connection refused must not spin a job). */
 const REOPEN_MS = 1_000
-/** How often a command whose output outgrew its follow is looked at: as often as a quiet command was polled. */
-const POLLED_MS = 250
 
 /** What a follow's connection reports. */
 export interface FollowSink {
@@ -103,7 +102,7 @@ export const makeFollows = () => {
     Effect.suspend(() => {
       if (outgrown.has(executionId)) {
         follows.delete(executionId)
-        return Effect.sleep(Math.min(maxMs, POLLED_MS))
+        return waitAsPoll(maxMs)
       }
       const follow = follows.get(executionId)
       if (follow !== undefined && !follow.closed) return wait(follow, maxMs)
@@ -125,7 +124,7 @@ export const makeFollows = () => {
         } catch {
           // A connection refused outright (a malformed address): polled, as without a follow.
           reopenAt.set(executionId, Date.now() + REOPEN_MS)
-          return Effect.sleep(Math.min(maxMs, POLLED_MS))
+          return waitAsPoll(maxMs)
         }
         return wait(follow, maxMs)
       })

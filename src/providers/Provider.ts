@@ -3,7 +3,7 @@
  * provider's real wire API through `HttpClient`; in `emulated` mode it is pointed at an in-process emulator
  * that serves that same wire subset over the local runtime.
  */
-import { Context, Data, type Effect } from "effect"
+import { Context, Data, Effect } from "effect"
 
 /** The one list of providers (spec a..k) lives with the API's contract; here under the kit's names. */
 import { Provider, PROVIDERS } from "../domain/Sandbox.ts"
@@ -200,6 +200,11 @@ export interface ProviderMetrics extends RuntimeMetrics {
 }
 
 type PE<A> = Effect.Effect<A, ProviderError>
+
+/** The longest a quiet command's job waits between two polls of its provider (src/services/sandboxes/Processes.ts). */
+export const QUIET_POLL_MS = 250
+/** What an `execNews` that cannot wait for news here waits instead: as long as a quiet command's poll would. */
+export const waitAsPoll = (maxMs: number): Effect.Effect<void> => Effect.sleep(Math.min(maxMs, QUIET_POLL_MS))
 
 export interface SandboxProvider {
   readonly name: ProviderName

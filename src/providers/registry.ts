@@ -10,7 +10,7 @@ import { type ConfigError, Effect, Layer, type Scope } from "effect"
 import type { AppConfig } from "../Config.ts"
 import type { LocalRuntime } from "../runtime/LocalRuntime.ts"
 import { createHash } from "node:crypto"
-import { type ProviderCredentials, ProviderError, ProviderNames, ProviderRegistry, type SandboxProvider, unsupported } from "./Provider.ts"
+import { type ProviderCredentials, ProviderError, ProviderNames, ProviderRegistry, type SandboxProvider, unsupported, waitAsPoll } from "./Provider.ts"
 
 export type ProviderPlugin<E = never, R = never> = Effect.Effect<SandboxProvider | null, E, R>
 
@@ -20,9 +20,6 @@ export type ProviderPlugin<E = never, R = never> = Effect.Effect<SandboxProvider
  * plugins (providers/index.ts), so nothing under src imports a plugin.
  */
 export type GatewayPlugin = ProviderPlugin<ConfigError.ConfigError, AppConfig | LocalRuntime | Scope.Scope>
-
-/** How long a wait for news lasts when it cannot be made on the right instance (as a quiet command is polled). */
-const UNROUTED_NEWS_MS = 250
 
 /** Instances on organizations' own accounts kept at once (least recently used go first). */
 const MAX_ACCOUNT_INSTANCES = 256
@@ -53,7 +50,7 @@ export const aroundCalls = (
   execNews: provider.execNews === undefined ? undefined : (sandbox, executionId, maxMs) =>
     Effect.catchAll(
       around("execNews", (p) => p.execNews?.(sandbox, executionId, maxMs) ?? Effect.sleep(maxMs)),
-      () => Effect.sleep(Math.min(maxMs, UNROUTED_NEWS_MS))
+      () => waitAsPoll(maxMs)
     ),
   sendInput: provider.sendInput === undefined ? undefined : (sandbox, executionId, data, eof) =>
     around("sendInput", (p) => p.sendInput?.(sandbox, executionId, data, eof) ?? Effect.fail(unsupported(p.name, "standard input"))),

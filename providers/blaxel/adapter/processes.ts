@@ -16,7 +16,7 @@ import { HttpClientRequest } from "@effect/platform"
 import { Effect, Fiber, Stream } from "effect"
 import type { ExecEvent } from "../../../src/runtime/LocalRuntime.ts"
 import type { SandboxProvider } from "../../../src/providers/Provider.ts"
-import { bufferedEvents, unsupported } from "../../../src/providers/Provider.ts"
+import { bufferedEvents, unsupported, waitAsPoll } from "../../../src/providers/Provider.ts"
 import { makeFollows, type OpenFollow } from "../../core/follow.ts"
 import {
   type BlaxelContext,
@@ -33,8 +33,6 @@ import {
 
 /** The most one stdin write carries (the runtime takes a write's body whole). */
 const STDIN_PIECE_BYTES = 1024 * 1024
-/** How long a wait for news lasts on an execution id that cannot be read (as a quiet command is polled). */
-const UNREADABLE_NEWS_MS = 250
 /** The least a log stream followed for news may carry before it is left (its keep-alives count too). */
 const MIN_FOLLOW_BYTES = 1024 * 1024
 
@@ -118,7 +116,7 @@ export const makeProcesses = (ctx: BlaxelContext) => {
   const execNews: NonNullable<SandboxProvider["execNews"]> = (sandbox, executionId, maxMs) =>
     refOf(executionId).pipe(
       Effect.matchEffect({
-        onFailure: () => Effect.sleep(Math.min(maxMs, UNREADABLE_NEWS_MS)),
+        onFailure: () => waitAsPoll(maxMs),
         onSuccess: (ref) => follows.execNews(executionId, Effect.sync(() => logStream(sandbox, ref)), Math.max(MIN_FOLLOW_BYTES, 4 * ref.maxOutputBytes + 64), maxMs)
       })
     )

@@ -19,7 +19,7 @@ import { type HttpClientResponse, HttpClientRequest } from "@effect/platform"
 import { Effect, Stream } from "effect"
 import type { ExecEvent } from "../../../src/runtime/LocalRuntime.ts"
 import type { ProviderSandbox, SandboxProvider } from "../../../src/providers/Provider.ts"
-import { unsupported } from "../../../src/providers/Provider.ts"
+import { unsupported, waitAsPoll } from "../../../src/providers/Provider.ts"
 import { cwdMissing } from "../../../src/providers/cwd.ts"
 import { makeLogWatches } from "./logWatch.ts"
 import { makeTerminals } from "./terminals.ts"
@@ -41,8 +41,6 @@ import {
   WireSession
 } from "./wire.ts"
 
-/** A terminal's output comes in on its own socket: a quiet one is looked at as often as a polled command was. */
-const TERMINAL_NEWS_MS = 250
 
 const commandPath = (ref: ExecutionRef) => `/process/session/${encodeURIComponent(ref.sessionId)}/command/${encodeURIComponent(ref.commandId)}`
 
@@ -187,7 +185,7 @@ export const makeProcesses = (ctx: DaytonaContext) => {
 
   const execNews: NonNullable<SandboxProvider["execNews"]> = (sandbox, executionId, maxMs) =>
     isTerminal(executionId)
-      ? Effect.sleep(Math.min(maxMs, TERMINAL_NEWS_MS))
+      ? waitAsPoll(maxMs)
       : Effect.flatMap(Effect.either(refOf(executionId)), (ref) =>
         ref._tag === "Left" ? Effect.sleep(maxMs) : watches.execNews(sandbox, executionId, commandPath(ref.right), logLimit(ref.right), maxMs))
 

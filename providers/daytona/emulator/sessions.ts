@@ -23,6 +23,7 @@
  */
 import { Effect, Option, Schema } from "effect"
 import * as crypto from "node:crypto"
+import { cleanMessage } from "../../../src/runtime/AgentWire.ts"
 import type { LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
 import { runOrThrow as run } from "../../core/emulator/server.ts"
 import { keyedSerial } from "../../../src/domain/KeyedSerial.ts"
@@ -152,7 +153,7 @@ export const makeSessions = (books: Books, runtime: LocalRuntimeShape) => {
   /**
    * What a shell wrote to its stderr before its first command started (its start marker): its own words, as when it
    * could not start (`sh: exec: …: Permission denied`). One read of the shell's first events, at most
-   * STARTUP_WORDS_BYTES of it quoted, runs of control characters as one space: the sandbox may have written there too.
+   * STARTUP_WORDS_BYTES of it quoted, made printable (AgentWire's `cleanMessage`): the sandbox may have written there too.
    */
   const startupWords = async (session: Session) => {
     const events = await Effect.runPromise(Effect.either(runtime.execEvents(session.sandboxId, session.shellExecId, 0)))
@@ -169,7 +170,7 @@ export const makeSessions = (books: Books, runtime: LocalRuntimeShape) => {
     }
     const stderr = Buffer.concat(head)
     const before = marker === undefined ? stderr : stderr.subarray(0, stderr.indexOf(marker) === -1 ? stderr.length : stderr.indexOf(marker))
-    return before.subarray(0, STARTUP_WORDS_BYTES).toString("utf8").replace(/[\u0000-\u001f\u007f-\u009f]+/g, " ").trim()
+    return cleanMessage(before.subarray(0, STARTUP_WORDS_BYTES).toString("utf8"))
   }
 
   const exec = async (request: Request, sandbox: EmulatedSandbox, id: string) => {

@@ -12,7 +12,7 @@
 import { HttpClientRequest, type HttpClientResponse } from "@effect/platform"
 import { Cause, Deferred, Duration, Effect, Either, Exit, Stream } from "effect"
 import type { ExecEvent } from "../../../src/runtime/LocalRuntime.ts"
-import { FOLLOWED_EXECUTIONS, reattachFailed, type ProviderError, type ProviderSandbox, type SandboxProvider, type UnnumberedExecEvent } from "../../../src/providers/Provider.ts"
+import { FOLLOWED_EXECUTIONS, reattachFailed, type ProviderError, type ProviderSandbox, type SandboxProvider, type UnnumberedExecEvent, waitAsPoll } from "../../../src/providers/Provider.ts"
 import { type ConnectErrorBody, encodeEnvelope, END_STREAM, type Envelope, EnvelopeDecoder, STREAM_CONTENT_TYPE, trailerError } from "../connect.ts"
 import { News } from "../../core/news.ts"
 import type { E2BContext } from "./context.ts"
@@ -20,8 +20,6 @@ import { connectKind, ENVD_STDIN_FLAG, envdAtLeast, Empty, ProcessList, REPLAY_H
 
 const REQUEST_TIMEOUT = Duration.seconds(60)
 const KILL_GRACE = Duration.seconds(5)
-/** How often a quiet command whose stream is not attached is looked at (`execNews`). */
-const UNATTACHED_NEWS_MS = 250
 
 interface Execution {
   readonly key: string
@@ -287,7 +285,7 @@ export const makeProcesses = (ctx: E2BContext) => {
     Effect.suspend(() => {
       const x = executions.get(executionKey(sandbox, executionId))
       if (x !== undefined && x.attached && !x.done) return x.news.wait(maxMs)
-      return x?.news.pending === true ? Effect.void : Effect.sleep(Math.min(maxMs, UNATTACHED_NEWS_MS))
+      return x?.news.pending === true ? Effect.void : waitAsPoll(maxMs)
     })
 
   const cancelExec: SandboxProvider["cancelExec"] = (sandbox, executionId) =>

@@ -19,12 +19,10 @@
 import { HttpClientRequest } from "@effect/platform"
 import { Effect, Stream } from "effect"
 import { cdOrMark, cwdMissing, endedAtCd } from "../../../src/providers/cwd.ts"
-import { bufferedEvents, type ExecInput, type ProviderError, type ProviderSandbox, type SandboxProvider, unsupported } from "../../../src/providers/Provider.ts"
+import { bufferedEvents, type ExecInput, type ProviderError, type ProviderSandbox, type SandboxProvider, unsupported, waitAsPoll } from "../../../src/providers/Provider.ts"
 import { executionIds, exitOf, NAME, type RunloopContext, shellDir, shellQuote, WireExecution } from "./wire.ts"
 
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/
-/** How long a wait for news lasts when the long-poll fails (as a quiet command is polled). */
-const FAILED_NEWS_MS = 250
 
 /** The shell line: `cd` into the working directory (the home when none is given), exports, then the argv. */
 export const commandLine = (input: Pick<ExecInput, "command" | "cwd" | "environment">) => {
@@ -174,7 +172,7 @@ export const makeProcesses = (ctx: RunloopContext) => {
       ),
       Effect.flatMap((response) => Effect.ignore(response.text)),
       Effect.timeout(maxMs),
-      Effect.catchAll(() => Effect.sleep(Math.min(maxMs, FAILED_NEWS_MS)))
+      Effect.catchAll(() => waitAsPoll(maxMs))
     )
 
   const cancelExec: SandboxProvider["cancelExec"] = (sandbox, executionId) =>

@@ -18,7 +18,7 @@ import { Effect, Schema, Stream } from "effect"
 import type { ExecEvent } from "../../../src/runtime/LocalRuntime.ts"
 import { News } from "../../core/news.ts"
 import type { ProviderError, ProviderSandbox, SandboxProvider } from "../../../src/providers/Provider.ts"
-import { unsupported } from "../../../src/providers/Provider.ts"
+import { unsupported, waitAsPoll } from "../../../src/providers/Provider.ts"
 import {
   executionIds,
   type ExecutionRef,
@@ -31,8 +31,6 @@ import {
 
 const SIGNALS: Readonly<Record<number, string>> = { 1: "SIGHUP", 2: "SIGINT", 6: "SIGABRT", 9: "SIGKILL", 15: "SIGTERM" }
 const decodeLine = Schema.decodeUnknownEither(Schema.parseJson(WireLogLine))
-/** How long a wait for news on an execution id that cannot be read lasts (as a quiet command is polled). */
-const UNREADABLE_NEWS_MS = 250
 /** Finished log tails kept for reading again (a forgotten one is read again from the stream). */
 const MAX_TAILS = 256
 
@@ -192,7 +190,7 @@ export const makeProcesses = (ctx: VercelContext, sessionOf: (sandbox: ProviderS
         const tail = tails.get(executionId) ?? attach(ref, executionId)
         return tail.done ? Effect.void : tail.news.wait(maxMs)
       }),
-      Effect.catchAll(() => Effect.sleep(Math.min(maxMs, UNREADABLE_NEWS_MS)))
+      Effect.catchAll(() => waitAsPoll(maxMs))
     )
 
   const cancelExec: SandboxProvider["cancelExec"] = (_sandbox, executionId) =>

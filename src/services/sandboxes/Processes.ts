@@ -14,7 +14,7 @@ import { SandboxesRepo } from "../../db/repos/Sandboxes.ts"
 import type { ErrorObject } from "../../domain/Errors.ts"
 import { nowIso } from "../../domain/Time.ts"
 import type { ExecEvent } from "../../runtime/LocalRuntime.ts"
-import type { ProviderError, SandboxProvider } from "../../providers/Provider.ts"
+import { type ProviderError, QUIET_POLL_MS, type SandboxProvider } from "../../providers/Provider.ts"
 import { appendEvent } from "../Events.ts"
 import { type JobHandler, JobError } from "../JobRegistry.ts"
 import { logProviderFailure, processFailure } from "./ProviderErrors.ts"
@@ -35,7 +35,7 @@ const MAX_IDLE_MS = 10
 /** A command not heard from for this long is quiet: its provider is polled less often, the longer the quieter. */
 const QUIET_AFTER_MS = 100
 /** The longest wait between two polls of a quiet command (what its next output may wait to be noticed). */
-const MAX_QUIET_WAIT_MS = 250
+const MAX_QUIET_WAIT_MS = QUIET_POLL_MS
 /**
  * A command quiet this long waits on its provider's push (`execNews`: Daytona follows its log over a WebSocket)
  * instead of being polled, unless its provider says how long (`execNewsAfterMs`: 0 where the news is in memory).
@@ -293,10 +293,9 @@ export const makeProcessHandler = Effect.gen(function*() {
         } else {
           const quietMs = Date.now() - heardAt
           const cap = pollCap(quietMs)
-          const execNews = ctx.value.provider.execNews
           // News that brought nothing (output the last poll had read already, or a provider that answers at once) is
           // followed by one wait as a poll waits: a wait that keeps ending at once must not spin the job.
-          const news: SandboxProvider["execNews"] = execNews !== undefined && waitsOnNews(ctx.value.provider, quietMs) && !cancelSent && !newsEnded ? execNews : undefined
+          const news: SandboxProvider["execNews"] = waitsOnNews(ctx.value.provider, quietMs) && !cancelSent && !newsEnded ? ctx.value.provider.execNews : undefined
           newsEnded = news !== undefined
           const woken = news !== undefined
             // News from the provider ends the wait as the time running out would (a poll follows).
