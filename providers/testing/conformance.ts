@@ -293,15 +293,23 @@ export const conformance = (name: string, make: ConformanceTarget) =>
     it("news where the provider pushes it (execNews): a wait on a quiet command ends at its output (where it streams) and at its end, not before", async () => {
       const execNews = provider.execNews
       if (provider.capabilities.process === null || execNews === undefined) return
-      const { executionId } = await run(provider.exec(sandbox, { command: ["sh", "-c", "sleep 1.5; echo late; sleep 1.5"], timeoutSeconds: 60, maxOutputBytes: 1024, processId: `proc_news${randomSuffix()}` }))
+      // Its output comes no sooner than 1.5 s after the exec is asked for, its end no sooner than 4.5 s.
+      const askedAt = Date.now()
+      const { executionId } = await run(provider.exec(sandbox, { command: ["sh", "-c", "sleep 1.5; echo late; sleep 3"], timeoutSeconds: 60, maxOutputBytes: 1024, processId: `proc_news${randomSuffix()}` }))
       const waitFor = () => {
         const state = { done: false }
         const promise = run(execNews(sandbox, executionId, 60_000)).then(() => void (state.done = true))
         return { promise, state }
       }
+      /** A wait must not end for 700 ms, or until shortly before `news` (ms after the ask) if that comes sooner: a loaded machine's delays are not the wait's. */
+      const notBefore = async (wait: ReturnType<typeof waitFor>, news: number) => {
+        const quiet = Math.min(700, askedAt + news - 200 - Date.now())
+        if (quiet <= 0) return
+        await Bun.sleep(quiet)
+        expect(wait.state.done, `a wait ended within ${quiet} ms, with nothing new`).toBe(false)
+      }
       const first = waitFor()
-      await Bun.sleep(700)
-      expect(first.state.done).toBe(false)
+      await notBefore(first, 1_500)
       // Past its output, before its end: what a reader gets now tells a provider whose output comes only with its end.
       await Bun.sleep(1300)
       const midway = await run(provider.execEvents(sandbox, executionId, 0))
@@ -320,8 +328,7 @@ export const conformance = (name: string, make: ConformanceTarget) =>
       }
       expect(texts(events)).toEqual(["late\n"])
       const second = waitFor()
-      await Bun.sleep(700)
-      expect(second.state.done).toBe(false)
+      await notBefore(second, 4_500)
       await second.promise
       const all = await collect(provider, sandbox, executionId, 15_000)
       expect(all.map((e) => e.type)).toEqual(["stdout", "exit"])
