@@ -8,11 +8,13 @@
  *
  * Leases are host-global files /run/sandbox-gateway/uids/<uid>, created with O_EXCL (two gateways or test runs
  * never share one) and holding the owner's jail directory and, once started, its launcher's pid and start time.
- * A lease is stale when that process is gone and that directory no longer exists; stale leases are reclaimed.
+ * A lease is stale when that process is gone and that directory no longer exists; stale leases are reclaimed, with
+ * the cgroups their jails left.
  */
 import { Option, Schema } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
+import { cgroupPath, cgroupScope, cgroupsExist, removeCgroups } from "./Cgroups.ts"
 import { UIDS_DIR } from "./Host.ts"
 import { RuntimeError } from "./LocalRuntime.ts"
 import { alive } from "./Proc.ts"
@@ -55,6 +57,17 @@ const readLease = (uid: number): Lease | undefined => {
 
 const isStale = (lease: Lease | undefined) => lease === undefined || (!alive(lease.pid, lease.start) && !fs.existsSync(lease.dir))
 
+/**
+ * A stale lease's jail may have left its cgroups behind (its gateway died before destroying it): they go with the
+ * lease, wherever its DATA_DIR was — also one removed since, which no gateway of its own will sweep again. While
+ * they still hold a process, the uid still runs something, and the lease stays.
+ */
+const cgroupsRemoved = (dir: string) => {
+  const rel = cgroupPath(cgroupScope(path.dirname(path.dirname(dir))), path.basename(dir))
+  removeCgroups(rel)
+  return !cgroupsExist(rel)
+}
+
 /** A lease file that is unreadable (half-written by a crash) is stale only once it is old enough. */
 const removeIfStale = (uid: number) => {
   const lease = readLease(uid)
@@ -64,7 +77,7 @@ const removeIfStale = (uid: number) => {
     } catch {
       return false
     }
-  } else if (!isStale(lease)) return false
+  } else if (!isStale(lease) || !cgroupsRemoved(lease.dir)) return false
   fs.rmSync(leaseFile(uid), { force: true })
   return true
 }

@@ -3,7 +3,8 @@
  * again, delete every sandbox, and within 60 s, with no further restart, nothing of any jail is left: no jail
  * directory, cgroup, mount, loop device, uid lease or process. Warm jails are off, so every jail is a sandbox's.
  * A create interrupted by the crash and retried makes a second jail for the same sandbox: only the jail that is
- * the sandbox's recorded provider resource may stay, and only while the sandbox lives.
+ * the sandbox's recorded provider resource may stay, and only while the sandbox lives. Warm jails whose gateway was
+ * killed and whose DATA_DIR was removed exit by themselves, and what they leave goes at any gateway's next sweep.
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
@@ -11,7 +12,7 @@ import { afterAll, describe, expect, it } from "vitest"
 import { cgroupScope } from "../../src/runtime/Cgroups.ts"
 import { alive, readState } from "../../src/runtime/Jail.ts"
 import { pidsOfUid } from "../../src/runtime/Proc.ts"
-import { leasesUnder } from "../../src/runtime/UidLeases.ts"
+import { isLeased, leasesUnder, sweepLeases } from "../../src/runtime/UidLeases.ts"
 import { loopsOf } from "../runtime/support.ts"
 import { idempotencyKey, minimalSandbox, poll } from "../support/sandbox.ts"
 import { api, bootstrap, type RunningServer, startServer, tempDataDir } from "../support/server.ts"
@@ -130,5 +131,11 @@ describe("orphaned jails", () => {
       200
     )
     expect(running).toEqual([])
+    // What they left — their cgroups, their uid leases — goes at the next sweep of any gateway on this host (its
+    // start, its periodic reaper): no gateway of this DATA_DIR will ever start again to sweep it.
+    sweepLeases()
+    const scope = cgroupScope(dataDir)
+    expect(["pids", "memory", "cpu", "freezer"].filter((c) => fs.existsSync(path.join("/sys/fs/cgroup", c, "sandbox-gateway", scope)))).toEqual([])
+    expect(uids.filter(isLeased)).toEqual([])
   }, 120_000)
 })
