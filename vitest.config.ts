@@ -54,8 +54,10 @@ class LongFirst extends BaseSequencer {
 export default defineConfig({
   test: {
     include: onPg ? PG_SUITES : ["test/**/*.test.ts", "providers/**/*.test.ts"],
-    // The program bundled once for the run's servers and CLI runs (test/support/bundle-global-setup.ts).
-    globalSetup: ["test/support/bundle-global-setup.ts", ...(onPg ? ["test/support/pg-global-setup.ts"] : [])],
+    // The run's own TMPDIR, removed at its end (test/support/tmp-global-setup.ts: first, so the others' temporary
+    // files are in it and it is removed last); the program bundled once for the run's servers and CLI runs
+    // (test/support/bundle-global-setup.ts).
+    globalSetup: ["test/support/tmp-global-setup.ts", "test/support/bundle-global-setup.ts", ...(onPg ? ["test/support/pg-global-setup.ts"] : [])],
     testTimeout: 60_000,
     hookTimeout: 60_000,
     // Each file starts its own server on loopback with its own DATA_DIR; two at a time fits 2 cores.
