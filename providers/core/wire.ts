@@ -11,6 +11,7 @@ import { FetchHttpClient, HttpClient, type HttpClientRequest, type HttpClientRes
 import { Duration, Effect, Layer, Schema, Stream } from "effect"
 import { kindOfStatus, kindOfTransportFailure, providerFailure } from "../../src/providers/errors.ts"
 import type { ProviderError, ProviderErrorKind, ProviderName } from "../../src/providers/Provider.ts"
+import { passedOn } from "../../src/domain/Bodies.ts"
 
 /** How one call is made. Adapters may add fields of their own (read back in their `classify`). */
 export interface CallOptions {
@@ -169,6 +170,7 @@ export const exactBody = (response: HttpClientResponse.HttpClientResponse, lengt
     ...{ response },
     transform: (chunk, controller) => {
       received += chunk.length
+      passedOn(chunk.length)
       if (received > length) controller.error(wrong(`more than the ${length} bytes asked for`))
       else controller.enqueue(chunk)
     },
@@ -201,7 +203,10 @@ const exactStream = (response: HttpClientResponse.HttpClientResponse, length: nu
     response.stream.pipe(
       Stream.mapError((e) => new Error(`${what}: ${e.message}`)),
       Stream.mapChunksEffect((chunk) => {
-        for (const bytes of chunk) received += bytes.length
+        for (const bytes of chunk) {
+          received += bytes.length
+          passedOn(bytes.length)
+        }
         return received > length ? Effect.fail(new Error(`${what}: more than the ${length} bytes asked for`)) : Effect.succeed(chunk)
       }),
       Stream.concat(Stream.suspend(() => (received === length ? Stream.empty : wrong(`${received} of ${length} bytes`))))

@@ -24,6 +24,7 @@
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
+import { passedOn } from "../domain/Bodies.ts"
 import { DISK_CTL, DISK_RUN } from "./Disk.ts"
 import { type JailState } from "./Jail.ts"
 import { type JailView, openView, unavailable } from "./JailView.ts"
@@ -275,6 +276,7 @@ export const streamAgent = async (
         return received === length ? controller.close() : controller.error(unavailable(INVALID))
       }
       received += chunk.value.length
+      passedOn(chunk.value.length)
       if (received > length) {
         x.controller.abort()
         x.done()

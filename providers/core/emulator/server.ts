@@ -10,9 +10,12 @@ import { AppConfig } from "../../../src/Config.ts"
 import { LocalRuntime, type LocalRuntimeShape } from "../../../src/runtime/LocalRuntime.ts"
 import { imagePullMessage } from "../../../src/providers/errors.ts"
 
-/** Runs an Effect; its typed failure (a RuntimeError with its `kind`) is what gets thrown. */
-export const runOrThrow = async <A, E>(effect: Effect.Effect<A, E>): Promise<A> => {
-  const exit = await Effect.runPromiseExit(effect)
+/**
+ * Runs an Effect; its typed failure (a RuntimeError with its `kind`) is what gets thrown. `signal` (a request's:
+ * its client hung up) interrupts it.
+ */
+export const runOrThrow = async <A, E>(effect: Effect.Effect<A, E>, signal?: AbortSignal): Promise<A> => {
+  const exit = await Effect.runPromiseExit(effect, signal === undefined ? {} : { signal })
   if (Exit.isSuccess(exit)) return exit.value
   const failure = Cause.failureOption(exit.cause)
   throw Option.isSome(failure) ? failure.value : Cause.squash(exit.cause)

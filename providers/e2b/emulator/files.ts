@@ -30,7 +30,7 @@ export const makeFiles = ({ runtime }: Books) => {
       const headers = { "content-type": "application/octet-stream", "accept-ranges": "bytes" }
       // A whole file past a piece is streamed from the jail as it is read (envd streams too): never held whole here.
       if (size > WHOLE_READ_BYTES) return new Response((await run(runtime.readFileStream(sandbox.sandboxID, p, 0, size))).stream, { headers })
-      return new Response(asBody((await run(runtime.readFile(sandbox.sandboxID, p, 0, size))).data), { headers })
+      return new Response(asBody((await run(runtime.readFile(sandbox.sandboxID, p, 0, size), request.signal)).data), { headers })
     }
     let start: number
     let end: number
@@ -49,7 +49,8 @@ export const makeFiles = ({ runtime }: Books) => {
     const ranged = { "content-type": "application/octet-stream", "content-range": `bytes ${start}-${end}/${size}` }
     // Up to a piece, read whole; beyond, streamed from the jail as it is read (exactly the range, or it errors).
     if (length > WHOLE_READ_BYTES) return new Response((await run(runtime.readFileStream(sandbox.sandboxID, p, start, length))).stream, { status: 206, headers: ranged })
-    const read = await run(runtime.readFile(sandbox.sandboxID, p, start, length))
+    // A client that hangs up (the gateway's read beside a stat that found a large file) stops the read.
+    const read = await run(runtime.readFile(sandbox.sandboxID, p, start, length), request.signal)
     return new Response(asBody(read.data), { status: 206, headers: { ...ranged, "content-range": `bytes ${start}-${start + read.data.length - 1}/${size}` } })
   }
 

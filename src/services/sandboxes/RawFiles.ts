@@ -9,8 +9,8 @@
  * one past the limit, writes nothing. Paths and symlinks resolve inside the sandbox, as for the filesystem routes
  * (the provider or the runtime's agent resolves them there).
  */
-import { readAtMost } from "../../domain/Bodies.ts"
-import { Effect, Either, Option, Runtime } from "effect"
+import { passedOn, readAtMost } from "../../domain/Bodies.ts"
+import { Effect, Fiber, Option, Runtime } from "effect"
 import type { ProviderError, ProviderFileEntry, ProviderSandbox, SandboxProvider } from "../../providers/Provider.ts"
 import { apiError, type Conflict, conflict, NotFound, PayloadTooLarge, ServiceUnavailable, Unprocessable } from "../../domain/Errors.ts"
 import { AppConfig } from "../../Config.ts"
@@ -143,18 +143,22 @@ export const readRaw = (caller: Caller, sandboxId: SandboxId, path: string, head
     // A plain read (no range, no validator) will want the file's first piece whatever the stat says: it is asked
     // for at the same time as the stat, which saves a round trip through the provider. The stat decides; the
     // piece is used only when it was read at the size the stat found (else the file changed: it is read again).
+    // A large file downloaded in one stream starts without it (see `open`): that read is cut when the stat comes,
+    // rather than finished and held for the whole transfer. (The read's fiber is this one's child: a failure
+    // below interrupts it too.)
     const early = headers.range === undefined && headers.ifNoneMatch === undefined
-    const [stat, firstRead] = yield* Effect.all([
-      statOf(provider, resource, path).pipe(Effect.either),
-      early ? Effect.option(provider.readFile(resource, { path, offsetBytes: 0, maxBytes: piece })) : Effect.succeedNone
-    ], { concurrency: 2 })
-    const entry = yield* Either.match(stat, { onLeft: failed("read", path), onRight: Effect.succeed })
+    const firstRead = early ? yield* Effect.fork(Effect.option(provider.readFile(resource, { path, offsetBytes: 0, maxBytes: piece }))) : undefined
+    const entry = yield* statOf(provider, resource, path).pipe(Effect.catchAll(failed("read", path)))
     if (entry === undefined) return yield* apiError(NotFound, "file_not_found", `No such file or directory: ${path.slice(0, 200)}`, { reason: "not_found" })
     if (entry.type === "directory") return yield* conflict("is_a_directory", `Is a directory: ${path.slice(0, 200)}`, { reason: "is_a_directory" })
-    yield* touchSandbox(sandbox.id)
+    const streamedWhole = whole !== undefined && entry.sizeBytes >= LARGE_READ
+    const [, firstPiece] = yield* Effect.all([
+      touchSandbox(sandbox.id),
+      firstRead === undefined ? Effect.succeedNone : streamedWhole ? Effect.as(Fiber.interrupt(firstRead), Option.none()) : Fiber.join(firstRead)
+    ], { concurrency: 2 })
     const etag = etagOf(entry)
     /** Bytes from offset 0 already read, when they belong to the file the stat found. */
-    const first = Option.isSome(firstRead) && firstRead.value.sizeBytes === entry.sizeBytes ? firstRead.value.data : undefined
+    const first = Option.isSome(firstPiece) && firstPiece.value.sizeBytes === entry.sizeBytes ? firstPiece.value.data : undefined
     /** Piece by piece, each read as the response is pulled (the first may already be here). */
     const inPieces = (from: number, to: number, runtime: Runtime.Runtime<never>) => {
       let offset = from
@@ -172,6 +176,7 @@ export const readRaw = (caller: Caller, sandboxId: SandboxId, path: string, head
           )
           // The file changed or went while it was read: the response ends short and errors, never passes as whole.
           if (read._tag === "Left" || read.right.data.length === 0) return controller.error(new Error("the file changed while it was read"))
+          passedOn(read.right.data.length)
           controller.enqueue(read.right.data)
           offset += read.right.data.length
         }
@@ -190,8 +195,9 @@ export const readRaw = (caller: Caller, sandboxId: SandboxId, path: string, head
           }
           try {
             const { done, value } = await reader.read()
-            if (done) controller.close()
-            else controller.enqueue(value)
+            if (done) return controller.close()
+            passedOn(value.length)
+            controller.enqueue(value)
           } catch {
             controller.error(new Error("the file changed while it was read"))
           }
@@ -297,6 +303,7 @@ export const writeRawStream = (
     const counted = input.declaredBytes !== undefined || input.countedByBun === true ? body : body.pipeThrough(new TransformStream<Uint8Array, Uint8Array>({
       transform: (chunk, controller) => {
         received += chunk.length
+        passedOn(chunk.length)
         if (received > limit) {
           over = true
           return controller.error(new Error("the body is larger than the limit"))
