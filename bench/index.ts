@@ -29,6 +29,10 @@ import { benchIdle } from "./idle.ts"
 import { type BenchGateway, GATEWAY_POOL, ROUNDS, time } from "./measure.ts"
 import { benchPostgres } from "./postgres.ts"
 import { fmt, printPg, printTable, report, rows } from "./report.ts"
+import { runScratch } from "../test/support/tmp-global-setup.ts"
+
+// Its gateways' DATA_DIRs (a GiB of files among them) in a TMPDIR of its own, removed when the benchmark ends.
+process.on("exit", runScratch())
 
 // `bun run bench --pg`: only the PostgreSQL figures (bench/postgres.ts).
 if (process.argv.includes("--pg")) {

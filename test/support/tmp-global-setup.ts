@@ -1,5 +1,6 @@
 /**
- * vitest globalSetup of every run, first: the run's own scratch directory as TMPDIR, removed when the run ends.
+ * vitest globalSetup of every run, first: the run's own scratch directory as TMPDIR, removed when the run ends
+ * (`bun run bench` makes one too).
  * Every temporary DATA_DIR and scratch directory of the run's files, servers and emulators (`os.tmpdir()`) is made
  * in it. Left in /tmp they had added up to ~55 GiB on one machine in a day of runs — and the uid leases of jails
  * in them stayed held, since a lease is reclaimed only once its jail's directory is gone.
@@ -17,7 +18,8 @@ const mountsUnder = (dir: string) =>
     .map((line) => (line.split(" ")[4] ?? "").replace(/\\([0-7]{3})/g, (_, octal: string) => String.fromCharCode(parseInt(octal, 8))))
     .filter((point) => point.startsWith(`${dir}/`))
 
-export default function setup() {
+/** Makes the run's TMPDIR (also `bun run bench`'s); returns what removes it. */
+export const runScratch = () => {
   const scratch = fs.mkdtempSync(path.join(os.tmpdir(), "sgw-run-"))
   // As /tmp is: the tests that run a gateway or a cluster as another user make their directories here too.
   fs.chmodSync(scratch, 0o1777)
@@ -33,3 +35,5 @@ export default function setup() {
     else fs.rmSync(scratch, { recursive: true, force: true })
   }
 }
+
+export default runScratch

@@ -144,8 +144,8 @@ export const readRaw = (caller: Caller, sandboxId: SandboxId, path: string, head
     // for at the same time as the stat, which saves a round trip through the provider. The stat decides; the
     // piece is used only when it was read at the size the stat found (else the file changed: it is read again).
     // A large file downloaded in one stream starts without it (see `open`): that read is cut when the stat comes,
-    // rather than finished and held for the whole transfer. (The read's fiber is this one's child: a failure
-    // below interrupts it too.)
+    // rather than finished and held for the whole transfer. (The read's fiber is this one's child: on a failure
+    // below it goes when this one ends.)
     const early = headers.range === undefined && headers.ifNoneMatch === undefined
     const firstRead = early ? yield* Effect.fork(Effect.option(provider.readFile(resource, { path, offsetBytes: 0, maxBytes: piece }))) : undefined
     const entry = yield* statOf(provider, resource, path).pipe(Effect.catchAll(failed("read", path)))
