@@ -31,6 +31,7 @@ import { recordEndpointUrl } from "../services/Nodes.ts"
 import { type ServiceContext, serviceContext } from "../services/ServiceContext.ts"
 import { endpointAccess } from "../services/sandboxes/Endpoints.ts"
 import { type EndpointAddressing, parseEndpointLabel, parseEndpointPath } from "../domain/EndpointAddress.ts"
+import { passedOn } from "../domain/Bodies.ts"
 import { CurrentRequestId } from "../domain/Errors.ts"
 import type { EndpointId, SandboxId } from "../domain/Ids.ts"
 import { sha256Hex, timingSafeEqualHex } from "../domain/Tokens.ts"
@@ -109,7 +110,10 @@ const relay = (upstream: ReadableStream<Uint8Array>, signal: AbortSignal, done: 
         if (finished) {
           done()
           controller.close()
-        } else controller.enqueue(value)
+        } else {
+          passedOn(value.length)
+          controller.enqueue(value)
+        }
       } catch {
         done()
         try {
