@@ -45,7 +45,8 @@ describe("runloop emulator", () => {
       const started = Date.now()
       const late = await api(emulator, "POST", `/v1/devboxes/${created.id}/wait_for_status`, { statuses: ["suspended"] })
       expect(late.status).toBe(408)
-      expect(Date.now() - started).toBeLessThan(1000)
+      // Its 200 ms window, not the default 30 s (with room for a loaded machine).
+      expect(Date.now() - started).toBeLessThan(5_000)
       expect((await api(emulator, "POST", `/v1/devboxes/${created.id}/keep_alive`)).status).toBe(200)
       // Past its keep-alive (1 s of running since the signal), the devbox is shut down; it is still listed, as shut down.
       let after = { status: "running", shutdown_reason: null as string | null }
