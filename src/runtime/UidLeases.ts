@@ -148,8 +148,22 @@ const listLeases = () => {
   }
 }
 
-/** Leases whose jail is gone (its launcher dead, its directory removed): removed. Returns their uids. */
-export const sweepLeases = (): Array<number> => listLeases().map(Number).filter(removeIfStale)
+/**
+ * Leases whose jail is gone (its launcher dead, its directory removed): removed. Returns their uids. A lease's
+ * temporary file (`<uid>.<pid>.tmp`, see updateLease) whose writer is dead goes too: a gateway killed between
+ * writing it and renaming it into place left it.
+ */
+export const sweepLeases = (): Array<number> => {
+  let names: Array<string> = []
+  try {
+    names = fs.readdirSync(UIDS_DIR)
+  } catch {}
+  for (const name of names) {
+    const writer = /^\d+\.(\d+)\.tmp$/.exec(name)?.[1]
+    if (writer !== undefined && !alive(Number(writer))) fs.rmSync(path.join(UIDS_DIR, name), { force: true })
+  }
+  return listLeases().map(Number).filter(removeIfStale)
+}
 
 /** Leases held for jail directories under `sandboxesDir` (for tests and the reaper's bookkeeping). */
 export const leasesUnder = (sandboxesDir: string): Array<{ uid: number; lease: Lease }> =>

@@ -9,7 +9,7 @@ import { afterAll, describe, expect, it } from "vitest"
 import { type JailState, jailDir, readState, writeState } from "../../src/runtime/Jail.ts"
 import { UIDS_DIR } from "../../src/runtime/Host.ts"
 import { replaceFile } from "../../src/runtime/ReplaceFile.ts"
-import { leaseHeldBy, leasesUnder, updateLease } from "../../src/runtime/UidLeases.ts"
+import { leaseHeldBy, leasesUnder, sweepLeases, updateLease } from "../../src/runtime/UidLeases.ts"
 import { tempDataDir } from "../support/server.ts"
 
 const dataDir = tempDataDir("state-files")
@@ -80,6 +80,19 @@ describe("a uid lease", () => {
       fs.writeFileSync(path.join(UIDS_DIR, String(uid)), corrupt)
       expect(leasesUnder(sandboxes), corrupt).toEqual([])
       expect(leaseHeldBy(uid, dir), corrupt).toBe(false)
+    }
+  })
+
+  it("a temporary file a killed writer left beside the leases goes at the next sweep; one being written stays", () => {
+    const dead = Bun.spawnSync(["true"]).pid
+    const left = path.join(UIDS_DIR, `${uid}.${dead}.tmp`)
+    const writing = path.join(UIDS_DIR, `${uid}.${process.pid}.tmp`)
+    for (const file of [left, writing]) fs.writeFileSync(file, JSON.stringify({ dir }))
+    try {
+      sweepLeases()
+      expect([fs.existsSync(left), fs.existsSync(writing)]).toEqual([false, true])
+    } finally {
+      for (const file of [left, writing]) fs.rmSync(file, { force: true })
     }
   })
 })
