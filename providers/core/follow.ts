@@ -117,12 +117,12 @@ export const makeFollows = () => {
       if (after !== undefined && Date.now() < after) return Effect.sleep(Math.min(maxMs, after - Date.now()))
       reopenAt.delete(executionId)
       return Effect.flatMap(Effect.either(connect), (openFollow) => {
-        if (openFollow._tag === "Left") return Effect.sleep(maxMs)
+        // No address to follow (or a malformed one, below): polled, as without a follow.
+        if (openFollow._tag === "Left") return waitAsPoll(maxMs)
         let follow: Follow
         try {
           follow = start(executionId, openFollow.right, limit)
         } catch {
-          // A connection refused outright (a malformed address): polled, as without a follow.
           reopenAt.set(executionId, Date.now() + REOPEN_MS)
           return waitAsPoll(maxMs)
         }

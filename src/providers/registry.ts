@@ -49,7 +49,7 @@ export const aroundCalls = (
   // holds the execution); one that cannot be made there (no account) waits as a poll would.
   execNews: provider.execNews === undefined ? undefined : (sandbox, executionId, maxMs) =>
     Effect.catchAll(
-      around("execNews", (p) => p.execNews?.(sandbox, executionId, maxMs) ?? Effect.sleep(maxMs)),
+      around("execNews", (p) => p.execNews?.(sandbox, executionId, maxMs) ?? waitAsPoll(maxMs)),
       () => waitAsPoll(maxMs)
     ),
   sendInput: provider.sendInput === undefined ? undefined : (sandbox, executionId, data, eof) =>

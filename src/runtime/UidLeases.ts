@@ -140,13 +140,16 @@ export const releaseLeasesOf = (dir: string) => {
   for (const uid of leasesOf(dir)) fs.rmSync(leaseFile(uid), { force: true })
 }
 
-const listLeases = () => {
+/** What is in the leases' directory: leases (`<uid>`) and the temporary files of their writes. */
+const entries = (): Array<string> => {
   try {
-    return fs.readdirSync(UIDS_DIR).filter((n) => /^\d+$/.test(n))
+    return fs.readdirSync(UIDS_DIR)
   } catch {
     return []
   }
 }
+const isLeaseName = (name: string) => /^\d+$/.test(name)
+const listLeases = () => entries().filter(isLeaseName)
 
 /**
  * Leases whose jail is gone (its launcher dead, its directory removed): removed. Returns their uids. A lease's
@@ -154,15 +157,12 @@ const listLeases = () => {
  * writing it and renaming it into place left it.
  */
 export const sweepLeases = (): Array<number> => {
-  let names: Array<string> = []
-  try {
-    names = fs.readdirSync(UIDS_DIR)
-  } catch {}
+  const names = entries()
   for (const name of names) {
     const writer = /^\d+\.(\d+)\.tmp$/.exec(name)?.[1]
     if (writer !== undefined && !alive(Number(writer))) fs.rmSync(path.join(UIDS_DIR, name), { force: true })
   }
-  return listLeases().map(Number).filter(removeIfStale)
+  return names.filter(isLeaseName).map(Number).filter(removeIfStale)
 }
 
 /** Leases held for jail directories under `sandboxesDir` (for tests and the reaper's bookkeeping). */

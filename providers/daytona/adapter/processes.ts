@@ -187,7 +187,7 @@ export const makeProcesses = (ctx: DaytonaContext) => {
     isTerminal(executionId)
       ? waitAsPoll(maxMs)
       : Effect.flatMap(Effect.either(refOf(executionId)), (ref) =>
-        ref._tag === "Left" ? Effect.sleep(maxMs) : watches.execNews(sandbox, executionId, commandPath(ref.right), logLimit(ref.right), maxMs))
+        ref._tag === "Left" ? waitAsPoll(maxMs) : watches.execNews(sandbox, executionId, commandPath(ref.right), logLimit(ref.right), maxMs))
 
   const cancelExec: SandboxProvider["cancelExec"] = (sandbox, executionId) =>
     Effect.gen(function*() {
