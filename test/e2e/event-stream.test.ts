@@ -154,12 +154,17 @@ describe("event stream", () => {
     http = api(server.url)
     await touch()
     await touch()
+    // Everything logged since the first frame comes, whatever else the restarted server logged meanwhile: waited
+    // for by count (a loaded machine may take longer than any fixed pause), then a pause for anything extra.
+    const loggedSinceStart = async () => (await listEvents(boot.project_id, boot.user_token)).slice(start)
+    let logged = await loggedSinceStart()
     const after = await openStream(server.url, boot.user_token, boot.project_id, seen[0]!.id)
-    await after.waitFor(2)
+    await after.waitFor(logged.length - 1)
     await Bun.sleep(100)
+    logged = await loggedSinceStart()
+    await after.waitFor(logged.length - 1)
     after.close()
-    const logged = (await listEvents(boot.project_id, boot.user_token)).slice(start)
-    expect([seen[0]!, ...after.frames].map((f) => f.id)).toEqual(logged.map((e) => e.cursor))
+    expect([seen[0]!, ...after.frames].map((f) => [f.id, f.event])).toEqual(logged.map((e) => [e.cursor, e.type]))
   })
 
   it("refuses a missing or wrong credential, an outsider, and a cursor that is not this project's", async () => {
