@@ -44,6 +44,9 @@ export type Lease = typeof Lease.Type
 const decodeLease = Schema.decodeUnknownOption(Schema.parseJson(Lease))
 
 const leaseFile = (uid: number) => path.join(UIDS_DIR, String(uid))
+/** The temporary file a writer fills before renaming it over the lease (`<uid>.<pid>.tmp`), and its name's pattern. */
+const leaseTemp = (uid: number, pid: number) => `${leaseFile(uid)}.${pid}.tmp`
+const LEASE_TEMP = /^\d+\.(\d+)\.tmp$/
 
 const readLease = (uid: number): Lease | undefined => {
   let text: string
@@ -119,7 +122,7 @@ export const claimUid = (base: number, policy: EgressPolicy, dir: string): { rea
 
 /** Records the jail's launcher (or its new directory, after a warm jail is renamed). Atomic. */
 export const updateLease = (uid: number, lease: Lease) =>
-  replaceFile(leaseFile(uid), JSON.stringify(lease), { mode: 0o600, temp: `${leaseFile(uid)}.${process.pid}.tmp` })
+  replaceFile(leaseFile(uid), JSON.stringify(lease), { mode: 0o600, temp: leaseTemp(uid, process.pid) })
 
 /** Whether anyone holds a lease of `uid` now. */
 export const isLeased = (uid: number) => fs.existsSync(leaseFile(uid))
@@ -153,13 +156,13 @@ const listLeases = () => entries().filter(isLeaseName)
 
 /**
  * Leases whose jail is gone (its launcher dead, its directory removed): removed. Returns their uids. A lease's
- * temporary file (`<uid>.<pid>.tmp`, see updateLease) whose writer is dead goes too: a gateway killed between
+ * temporary file (leaseTemp) whose writer is dead goes too: a gateway killed between
  * writing it and renaming it into place left it.
  */
 export const sweepLeases = (): Array<number> => {
   const names = entries()
   for (const name of names) {
-    const writer = /^\d+\.(\d+)\.tmp$/.exec(name)?.[1]
+    const writer = LEASE_TEMP.exec(name)?.[1]
     if (writer !== undefined && !alive(Number(writer))) fs.rmSync(path.join(UIDS_DIR, name), { force: true })
   }
   return names.filter(isLeaseName).map(Number).filter(removeIfStale)
