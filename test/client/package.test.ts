@@ -30,11 +30,27 @@ const PATH = (process.env["PATH"] ?? "").split(":").filter((dir) => {
   return !fs.existsSync(node) || !path.basename(fs.realpathSync(node)).startsWith("bun")
 }).join(":")
 
-const run = async (command: ReadonlyArray<string>, cwd: string, env: Record<string, string> = {}) => {
+/**
+ * Runs a command to its end. npm never looks for a newer npm (a request off this machine); a command that has not
+ * ended within `timeoutMs` is killed, and the error names it with what it said (not only the hook's timeout).
+ */
+const run = async (command: ReadonlyArray<string>, cwd: string, env: Record<string, string> = {}, timeoutMs = 150_000) => {
   const [program, ...args] = command
-  const child = Bun.spawn([Bun.which(program!, { PATH }) ?? program!, ...args], { cwd, env: { ...process.env, PATH, ...env }, stdout: "pipe", stderr: "pipe" })
+  const child = Bun.spawn([Bun.which(program!, { PATH }) ?? program!, ...args], {
+    cwd,
+    env: { ...process.env, PATH, NPM_CONFIG_UPDATE_NOTIFIER: "false", ...env },
+    stdout: "pipe",
+    stderr: "pipe"
+  })
+  let timedOut = false
+  const timer = setTimeout(() => {
+    timedOut = true
+    child.kill("SIGKILL")
+  }, timeoutMs)
   const [stdout, stderr, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited])
-  if (code !== 0) throw new Error(`${command.join(" ")} exited ${code}\n--- stdout\n${stdout}\n--- stderr\n${stderr}`)
+  clearTimeout(timer)
+  const how = timedOut ? `did not end within ${timeoutMs / 1000} s` : `exited ${code}`
+  if (timedOut || code !== 0) throw new Error(`${command.join(" ")} ${how}\n--- stdout\n${stdout}\n--- stderr\n${stderr}`)
   return stdout
 }
 
@@ -120,7 +136,7 @@ beforeAll(async () => {
   const owner = await bootstrap(server.dataDir, "client-package@example.com")
   credentials = { apiKey: owner.api_key, projectId: owner.project_id }
   fs.writeFileSync(path.join(app, "agent.mjs"), SCRIPT)
-}, 300_000)
+}, 480_000)
 afterAll(async () => {
   await server?.stop()
   if (scratch !== undefined) fs.rmSync(scratch, { recursive: true, force: true })
