@@ -113,8 +113,9 @@ export const use = async (): Promise<number | null> => {
 
 beforeAll(async () => {
   scratch = fs.mkdtempSync(path.join(os.tmpdir(), "sgw-client-package-"))
+  // Kept as soon as it runs, so that afterAll stops it even when the packing beside it fails or hangs.
   const [started] = await Promise.all([
-    startServer(),
+    startServer().then((s) => (server = s)),
     (async () => {
       // npm pack runs the package's prepack: the build.
       const packed = (await run(["npm", "pack", "--silent", "--pack-destination", scratch], path.join(ROOT, "client"))).trim().split("\n").pop()!
